@@ -1,0 +1,109 @@
+"""The content model: messages whose content is a string or a list of text, image and file blocks.
+
+Wire shape follows AgentV (snake_case). A file block never holds bytes: it names a path. Once evalstore
+has captured the file, the block also carries ``sha256`` (the blob with the bytes) or ``status`` saying
+why no bytes are available (``missing``, ``refused``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Block(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class TextBlock(_Block):
+    type: Literal["text"] = "text"
+    text: str = ""
+
+
+class ImageBlock(_Block):
+    type: Literal["image"] = "image"
+    media_type: str | None = None
+    source: str | None = None
+
+
+class FileBlock(_Block):
+    type: Literal["file"] = "file"
+    media_type: str | None = None
+    path: str
+    sha256: str | None = None
+    """Digest of the captured bytes in the blob store, once evalstore has them."""
+    status: Literal["stored", "missing", "refused"] | None = None
+    reason: str | None = None
+
+
+Block = Annotated[Union[TextBlock, ImageBlock, FileBlock], Field(discriminator="type")]
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    tool: str
+    input: Any = None
+    output: Any = None
+    id: str | None = None
+    status: str | None = None
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[Block] | None = None
+    tool_calls: list[ToolCall] | None = None
+    name: str | None = None
+
+    def blocks(self) -> list[TextBlock | ImageBlock | FileBlock]:
+        if self.content is None:
+            return []
+        if isinstance(self.content, str):
+            return [TextBlock(text=self.content)]
+        return list(self.content)
+
+    def text(self) -> str:
+        """Text blocks joined by newlines; images and files ignored (AgentV's getTextContent)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
+
+
+def parse_messages(raw: Any) -> list[Message]:
+    """Messages from a string (one user message), a list of message dicts, or one message dict."""
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [Message(role="user", content=raw)]
+    if isinstance(raw, dict) and "role" in raw:
+        return [Message.model_validate(raw)]
+    if isinstance(raw, list):
+        return [Message.model_validate(m) for m in raw]
+    # An object input becomes one user message holding the object rendered as formatted JSON.
+    return [Message(role="user", content=json.dumps(raw, indent=2, ensure_ascii=False))]
+
+
+def dump_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json", exclude_none=True) for m in messages]
+
+
+def last_assistant(messages: list[Message]) -> Message | None:
+    for message in reversed(messages):
+        if message.role == "assistant":
+            return message
+    return None
+
+
+def file_blocks(messages: list[Message]) -> list[FileBlock]:
+    """Every file block in the assistant messages, in order."""
+    return [
+        b
+        for m in messages
+        if m.role == "assistant"
+        for b in m.blocks()
+        if isinstance(b, FileBlock)
+    ]

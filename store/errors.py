@@ -1,0 +1,33 @@
+"""One error hierarchy for the store; drivers' errors are translated into it at the edge."""
+
+
+class StoreError(Exception):
+    """Base class of every error the store raises."""
+
+
+class UnknownEventType(StoreError):
+    """A stored event names a type or schema version this code does not know."""
+
+
+class ConcurrencyError(StoreError):
+    """An append's expected stream version did not match the stream."""
+
+
+class IdempotencyError(StoreError):
+    """An event id is already stored with different content."""
+
+
+class AppendOnlyError(StoreError):
+    """Something tried to change or remove stored events or blobs."""
+
+
+class SchemaOutOfDate(StoreError):
+    """The database is behind the migrations this code needs."""
+
+
+class BlobNotFound(StoreError):
+    """A digest that no stored blob has."""
+
+
+class NotFound(StoreError):
+    """A run, test or event that the store does not hold."""

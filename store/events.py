@@ -1,0 +1,333 @@
+"""The event catalogue: one pydantic class per event type, defined here and nowhere else.
+
+Payloads are immutable (frozen) and carry only JSON-serialisable values. Large bodies (transcripts,
+artifact bytes, rendered prompts, raw judge replies, converter output) live in blobs; events carry
+their SHA-256 digests.
+
+Each class declares ``schema_version``. When a payload's shape changes, bump the version and add an
+``upcast_vN_vN+1`` static method that turns a stored dict of version N into version N+1; stored
+events are never rewritten, they are upcast on read (see :func:`decode`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import UnknownEventType
+
+RunKind = Literal["recorded", "imported", "replay"]
+ExecutionStatus = Literal["ok", "quality_failure", "execution_error"]
+Verdict = Literal["pass", "fail", "skip"]
+Origin = Literal["graded", "imported", "carried"]
+
+
+class DomainEvent(BaseModel):
+    """Base class of every event payload."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: ClassVar[str]
+    schema_version: ClassVar[int] = 1
+
+
+class FileSnapshot(BaseModel):
+    """A file an eval depends on, captured as a blob when the run started."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: str
+    """What the file is to the suite: eval, tests, prompt, grader, converter, targets."""
+    path: str
+    """The path as resolved when the run started (absolute)."""
+    ref: str | None = None
+    """The reference as written in the eval file, e.g. ``file://prompts/judge.md``."""
+    sha256: str | None
+    """Digest of the bytes, stored as a blob; None when the file could not be read."""
+    size: int | None = None
+
+
+class Assertion(BaseModel):
+    """One checked statement inside a verdict (AgentV's ``{text, passed, evidence}``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    passed: bool
+    evidence: str | None = None
+
+
+class SourceRef(BaseModel):
+    """Where an imported fact came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    line: int | None = None
+
+
+class RunStarted(DomainEvent):
+    """First event of every run stream."""
+
+    type: ClassVar[str] = "run_started"
+
+    run_id: str
+    kind: RunKind
+    parent_run_id: str | None = None
+    suite: str | None = None
+    eval_path: str | None = None
+    """The eval file as given by the user (absolute)."""
+    eval_snapshot: list[FileSnapshot] = Field(default_factory=list)
+    target_name: str | None = None
+    target: dict[str, Any] | None = None
+    """Target configuration with every secret left as its ``${{ ENV }}`` reference."""
+    threshold: float | None = None
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    """What a replay swapped, or the CLI options a run was recorded with."""
+    source: SourceRef | None = None
+    """For imports: the file or directory imported."""
+    source_format: str | None = None
+    tool_version: str
+    shard: str | None = None
+
+
+class TestCaseRecorded(DomainEvent):
+    """The resolved test case a result was produced for."""
+
+    type: ClassVar[str] = "test_case_recorded"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    input: list[dict[str, Any]] = Field(default_factory=list)
+    expected_output: Any = None
+    criteria: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    graders: list[dict[str, Any]] = Field(default_factory=list)
+    input_files: list[str] = Field(default_factory=list)
+
+
+class TranscriptRecorded(DomainEvent):
+    """What the target said and did: the messages live in a JSON blob."""
+
+    type: ClassVar[str] = "transcript_recorded"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    messages_sha256: str | None
+    """Blob holding the JSON list of messages (content blocks, tool calls); None if unknown."""
+    output_text: str | None = None
+    """The final answer as text, when the source gave one (AgentV's ``output`` string)."""
+    token_usage: dict[str, Any] | None = None
+    cost_usd: float | None = None
+    duration_ms: float | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    file_changes: str | None = None
+    workspace_path: str | None = None
+    exit_code: int | None = None
+    status: Literal["ok", "error", "timeout"] = "ok"
+    error: str | None = None
+    source: SourceRef | None = None
+
+
+class ArtifactStored(DomainEvent):
+    """A file the agent produced (a ContentFile block), captured as bytes, or why it was not."""
+
+    type: ClassVar[str] = "artifact_stored"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    path: str
+    """The path exactly as the agent gave it."""
+    media_type: str | None = None
+    status: Literal["stored", "missing", "refused"] = "stored"
+    sha256: str | None = None
+    size: int | None = None
+    reason: str | None = None
+
+
+class PreprocessingRecorded(DomainEvent):
+    """One file→text conversion (or UTF-8 read) done for a grader."""
+
+    type: ClassVar[str] = "preprocessing_recorded"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    path: str
+    media_type: str | None = None
+    artifact_sha256: str | None = None
+    converter_type: str | None = None
+    argv: list[str] | None = None
+    script_sha256: str | None = None
+    fingerprint: str
+    """Digest of (artifact digest, converter argv, converter script digest): the reuse key."""
+    output_sha256: str | None = None
+    stderr: str | None = None
+    status: Literal["converted", "read_as_text", "not_evaluable", "failed"]
+    reason: str | None = None
+    duration_ms: float | None = None
+    reused_from: str | None = None
+    """Event id of the earlier conversion this one reused, if any."""
+
+
+class GraderCalled(DomainEvent):
+    """One call of a grader's outside world: a judge request or a code-grader process."""
+
+    type: ClassVar[str] = "grader_called"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    grader: str
+    grader_type: str
+    call: Literal["judge", "process"]
+    request_sha256: str | None = None
+    """Rendered judge messages (JSON) or the code grader's stdin payload."""
+    reply_sha256: str | None = None
+    """Raw judge reply body or the code grader's stdout."""
+    stderr_sha256: str | None = None
+    model: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    cache_key: str | None = None
+    cache_hit: bool = False
+    reused_from: str | None = None
+    usage: dict[str, Any] | None = None
+    latency_ms: float | None = None
+    attempt_number: int = 1
+    outcome: Literal["ok", "error", "timeout", "parse_error"] = "ok"
+    error: str | None = None
+    argv: list[str] | None = None
+    script_sha256: str | None = None
+    exit_code: int | None = None
+
+
+class VerdictRecorded(DomainEvent):
+    """One grader's verdict on one test result."""
+
+    type: ClassVar[str] = "verdict_recorded"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    grader: str
+    grader_type: str
+    score: float
+    verdict: Verdict
+    status: Literal["ok", "execution_error"] = "ok"
+    assertions: list[Assertion] = Field(default_factory=list)
+    weight: float = 1.0
+    required: bool | float = False
+    min_score: float | None = None
+    negate: bool = False
+    details: dict[str, Any] | None = None
+    evidence: list[str] = Field(default_factory=list)
+    """Notes that explain the score: preprocessing warnings, stderr tails, judge replies."""
+    cache_hit: bool = False
+    origin: Origin = "graded"
+    transcript_event_id: str | None = None
+    preprocessing_event_ids: list[str] = Field(default_factory=list)
+    grader_call_event_ids: list[str] = Field(default_factory=list)
+    carried_from: str | None = None
+    """For carried verdicts: the parent run's verdict event id."""
+    source: SourceRef | None = None
+    rendered_prompt: dict[str, Any] | None = None
+    """For imports: AgentV's recorded grader request (``scores[].input``), as it was."""
+    grader_target: str | None = None
+
+
+class TestScored(DomainEvent):
+    """The aggregate over a test's verdicts."""
+
+    type: ClassVar[str] = "test_scored"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    score: float
+    passed: bool
+    status: ExecutionStatus
+    threshold: float
+    error: str | None = None
+    origin: Origin = "graded"
+    source: SourceRef | None = None
+
+
+class LineSkipped(DomainEvent):
+    """An input line ``import --skip-bad`` left out, and why."""
+
+    type: ClassVar[str] = "line_skipped"
+
+    source: SourceRef
+    reason: str
+
+
+class RunCompleted(DomainEvent):
+    type: ClassVar[str] = "run_completed"
+
+    tests: int
+    passed: int
+    failed: int
+    errors: int
+    mean_score: float | None = None
+
+
+class RunFailed(DomainEvent):
+    type: ClassVar[str] = "run_failed"
+
+    reason: str
+
+
+EVENT_TYPES: dict[str, type[DomainEvent]] = {
+    cls.type: cls
+    for cls in (
+        RunStarted,
+        TestCaseRecorded,
+        TranscriptRecorded,
+        ArtifactStored,
+        PreprocessingRecorded,
+        GraderCalled,
+        VerdictRecorded,
+        TestScored,
+        LineSkipped,
+        RunCompleted,
+        RunFailed,
+    )
+}
+
+
+def event_class(type_name: str) -> type[DomainEvent]:
+    try:
+        return EVENT_TYPES[type_name]
+    except KeyError:
+        raise UnknownEventType(f"unknown event type {type_name!r}; is this store newer than evalstore?")
+
+
+def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict[str, Any]:
+    """Bring a stored payload of an older schema version up to the current class, step by step."""
+    cls = event_class(type_name)
+    if schema_version > cls.schema_version:
+        raise UnknownEventType(
+            f"event type {type_name!r} has schema version {schema_version}, newer than this evalstore "
+            f"understands ({cls.schema_version}); upgrade evalstore"
+        )
+    version = schema_version
+    while version < cls.schema_version:
+        step = getattr(cls, f"upcast_v{version}_v{version + 1}")
+        payload = step(dict(payload))
+        version += 1
+    return payload
+
+
+def decode(type_name: str, schema_version: int, payload: dict[str, Any]) -> DomainEvent:
+    """A stored payload as its current event class."""
+    return event_class(type_name).model_validate(upcast(type_name, schema_version, payload))
+
+
+def encode(event: DomainEvent) -> dict[str, Any]:
+    """The payload dict that is stored: every field, including defaults, so the hash covers them."""
+    return event.model_dump(mode="json")
