@@ -8,6 +8,7 @@ why no bytes are available (``missing``, ``refused``).
 from __future__ import annotations
 
 import json
+import os
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -107,3 +108,48 @@ def file_blocks(messages: list[Message]) -> list[FileBlock]:
         for b in m.blocks()
         if isinstance(b, FileBlock)
     ]
+
+
+def question_text(messages: list[Message], base_dir: str | None = None) -> str:
+    """The input messages as one prompt text, the way AgentV renders a test's question.
+
+    One message with content (and no assistant/tool turn) gives its segments trimmed and joined by
+    blank lines; otherwise each message becomes an ``@[Role]:`` block. A file block is embedded as
+    ``<file path="...">text</file>``: its ``text`` if the parser kept one, else the file read from
+    ``path`` (relative paths against ``base_dir``); a file that cannot be read is left out, as AgentV
+    does.
+    """
+    segments = [_prompt_segments(m, base_dir) for m in messages]
+    with_content = sum(1 for s in segments if any(part.strip() for part in s))
+    multi_turn = any(m.role in ("assistant", "tool") for m in messages) or with_content > 1
+    if not multi_turn:
+        return "\n\n".join(p.strip() for s in segments for p in s if p.strip())
+    parts = []
+    for message, segs in zip(messages, segments):
+        visible = [p for p in segs if p.strip()]
+        if visible:
+            parts.append(f"@[{message.role[:1].upper()}{message.role[1:]}]:\n" + "\n".join(visible))
+    return "\n\n".join(parts)
+
+
+def _prompt_segments(message: Message, base_dir: str | None) -> list[str]:
+    out: list[str] = []
+    for block in message.blocks():
+        if isinstance(block, TextBlock):
+            out.append(block.text)
+        elif isinstance(block, FileBlock):
+            text = getattr(block, "text", None)
+            if not isinstance(text, str):
+                text = _read_text(block.path, base_dir)
+            if text is not None and text.strip():
+                out.append(f'<file path="{block.path}">\n{text.strip()}\n</file>')
+    return out
+
+
+def _read_text(path: str, base_dir: str | None) -> str | None:
+    full = path if os.path.isabs(path) or base_dir is None else os.path.join(base_dir, path)
+    try:
+        with open(full, encoding="utf-8") as handle:
+            return handle.read().replace("\r\n", "\n")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,105 @@
+"""Neutral records an AgentV reader yields: one shape whatever the source layout (JSONL, v4 run, v5 bundle).
+
+The importer turns these into events; nothing here knows about the store beyond ``SourceRef``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from store.events import SourceRef
+
+FileRole = Literal["answer", "content_file", "sidecar"]
+VerdictName = Literal["pass", "fail", "skip"]
+
+
+@dataclass
+class ImportedFile:
+    """A file a result refers to: the agent's answer, a ContentFile it produced, or an AgentV sidecar."""
+
+    path: str
+    """The path exactly as the source referenced it."""
+    resolved: Path | None
+    """Absolute path when the file exists on disk, else None (missing, remote URL)."""
+    media_type: str | None
+    role: FileRole
+
+
+@dataclass
+class ImportedVerdict:
+    """One grader's recorded result (an AgentV ``scores[]`` entry or a grading.json component)."""
+
+    name: str
+    type: str
+    score: float
+    verdict: VerdictName
+    weight: float = 1.0
+    assertions: list[dict[str, Any]] = field(default_factory=list)
+    """``{text, passed, evidence}`` items; evidence may be None."""
+    details: dict[str, Any] | None = None
+    rendered_prompt: dict[str, Any] | None = None
+    """v4 ``scores[].input`` as it was: ``{userPrompt, systemPrompt}`` or ``{command, cwd}``."""
+    grader_target: str | None = None
+    token_usage: dict[str, Any] | None = None
+    reason: str | None = None
+
+
+@dataclass
+class ImportedTest:
+    """One (test, target, attempt) result as AgentV recorded it."""
+
+    test_id: str
+    target: str | None
+    attempt: int
+    suite: str | None
+    score: float
+    passed: bool | None
+    execution_status: str | None
+    error: str | None
+    input: list[dict[str, Any]]
+    expected_output: Any
+    criteria: str | None
+    metadata: dict[str, Any]
+    messages: list[dict[str, Any]] | None
+    """Transcript messages in the content-model shape (replay/content.py); None without a transcript."""
+    output_text: str | None
+    token_usage: dict[str, Any] | None
+    cost_usd: float | None
+    duration_ms: float | None
+    start_time: str | None
+    end_time: str | None
+    file_changes: str | None
+    workspace_path: str | None
+    files: list[ImportedFile]
+    verdicts: list[ImportedVerdict]
+    source: SourceRef
+    raw_row: dict[str, Any]
+    """The source row minus the bulky parts already held above (trace, input, output, scores...)."""
+
+
+@dataclass
+class SkippedLine:
+    """A line (or result) left out under ``--skip-bad``, and why."""
+
+    source: SourceRef
+    reason: str
+
+
+@dataclass
+class ImportSource:
+    """A readable AgentV result source; ``iter_tests`` streams it afresh on every call."""
+
+    format: str
+    root: Path
+    suite: str | None
+    eval_path_hints: list[Path]
+    """Candidate original eval files, most likely first; relative ones are relative to where AgentV ran."""
+    source_digest: str
+    """SHA-256 over the source bytes (every file of a run directory, with its relative path)."""
+    _iterate: Callable[[bool], Iterator[ImportedTest | SkippedLine]] = field(repr=False)
+
+    def iter_tests(self, skip_bad: bool = False) -> Iterator[ImportedTest | SkippedLine]:
+        return self._iterate(skip_bad)

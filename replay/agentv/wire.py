@@ -1,0 +1,130 @@
+"""Reading AgentV wire files: streamed JSON lines, JSON sidecars, digests, and the legacy camelCase rewrite."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from replay.errors import ImportFormatError
+
+_CHUNK = 1 << 20
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+# Keys whose values AgentV itself persists without the deep rewrite: the grader's raw request keeps
+# ``userPrompt``/``systemPrompt`` (agentv-formats.md 1.1), so a legacy rewrite must not touch them either.
+_VERBATIM_KEYS = frozenset({"input"})
+
+
+def snake_key(key: str) -> str:
+    """AgentV's key rule: keys that start with an uppercase letter (tool names) stay as they are."""
+    if not key or key[0].isupper():
+        return key
+    return _CAMEL_BOUNDARY.sub(lambda m: "_" + m.group(1).lower(), key)
+
+
+def to_snake_deep(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {snake_key(k): to_snake_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_snake_deep(v) for v in value]
+    return value
+
+
+def is_legacy_camel_row(row: dict[str, Any]) -> bool:
+    """A row written before the snake_case boundary: it names its test ``testId``."""
+    return "test_id" not in row and "testId" in row
+
+
+# normalizeResultRow refuses these two camelCase spellings outright rather than aliasing them.
+_REFUSED_CAMEL = {"artifactPointers": "artifact_pointers", "fileChangesPath": "file_changes_path"}
+
+
+def normalise_legacy_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite a camelCase row to snake_case (agentv-formats.md 1.5), keeping grader requests verbatim."""
+    for camel, snake in _REFUSED_CAMEL.items():
+        if camel in row:
+            raise ValueError(f"camelCase {camel!r} is not accepted in result rows; write {snake!r}")
+    out = to_snake_deep(row)
+    scores = row.get("scores")
+    if isinstance(scores, list):
+        out["scores"] = [_score_keeping_request(s) for s in scores]
+    return out
+
+
+def _score_keeping_request(score: Any) -> Any:
+    if not isinstance(score, dict):
+        return score
+    out: dict[str, Any] = {}
+    for key, value in score.items():
+        if key in _VERBATIM_KEYS:
+            out[key] = value
+        elif key == "scores" and isinstance(value, list):
+            out[key] = [_score_keeping_request(s) for s in value]
+        else:
+            out[snake_key(key)] = to_snake_deep(value)
+    return out
+
+
+def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """(line number, object, error) for each non-blank line, read one line at a time.
+
+    Exactly one of object and error is set; an error is a short reason such as a truncated line.
+    """
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                yield number, None, f"invalid JSON ({exc}); is the line truncated?"
+                continue
+            if not isinstance(value, dict):
+                yield number, None, f"expected a JSON object, got {type(value).__name__}"
+                continue
+            yield number, value, None
+
+
+def first_json_row(path: Path) -> dict[str, Any] | None:
+    """The first parsable object row, for cheap hints (suite, eval path); None if there is none."""
+    for _, row, _ in iter_json_lines(path):
+        if row is not None:
+            return normalise_legacy_row(row) if is_legacy_camel_row(row) else row
+    return None
+
+
+def read_json(path: Path) -> Any:
+    """A JSON sidecar, or ImportFormatError naming the file."""
+    try:
+        with path.open("rb") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise ImportFormatError(f"{path}: file not found")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ImportFormatError(f"{path}: invalid JSON ({exc}); is the file complete?")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def tree_sha256(root: Path, files: Iterable[Path] | None = None) -> str:
+    """Digest of a directory: each file's relative path and bytes, in sorted path order, streamed."""
+    paths = sorted(p for p in (files if files is not None else root.rglob("*")) if p.is_file())
+    digest = hashlib.sha256()
+    for path in paths:
+        rel = path.relative_to(root).as_posix().encode()
+        digest.update(len(rel).to_bytes(8, "big") + rel)
+        digest.update(path.stat().st_size.to_bytes(8, "big"))
+        with path.open("rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,186 @@
+"""Running a child process the way converters and code graders need it.
+
+One place for the rules: argv only (never a shell), stdin bytes written by a thread so a child that
+does not read cannot block us, a wall-clock timeout, an output cap, and the whole process group
+killed when either limit is hit -- a converter that forks ``sleep 1000`` must not outlive the grade.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import IO, Callable
+
+STDERR_TAIL_BYTES = 64_000
+"""How much of a child's stderr is kept (the end: that is where the error usually is)."""
+
+_CHUNK = 65_536
+_REAP_GRACE = 2.0
+"""Seconds to wait for pipes to close after the child exits, before leftover group members are killed."""
+
+
+@dataclass
+class ChildResult:
+    argv: list[str]
+    exit_code: int | None
+    """None when the child never ran or was killed for a limit."""
+    stdout: bytes
+    stderr: bytes
+    """The tail of stderr (at most ``STDERR_TAIL_BYTES``)."""
+    duration_ms: float
+    timed_out: bool = False
+    output_exceeded: bool = False
+    spawn_error: str | None = None
+    """Why the child could not be started (command not found, not executable, bad cwd)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not (self.timed_out or self.output_exceeded or self.spawn_error)
+
+    def stderr_text(self) -> str:
+        return self.stderr.decode("utf-8", errors="replace")
+
+
+def run_child(
+    argv: list[str],
+    stdin: bytes,
+    *,
+    timeout: float,
+    max_output_bytes: int | None = None,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+) -> ChildResult:
+    """Run ``argv`` with ``stdin``; never raises for anything the child does."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,  # its own process group, so killpg reaches grandchildren
+        )
+    except OSError as exc:
+        return ChildResult(
+            argv=list(argv),
+            exit_code=None,
+            stdout=b"",
+            stderr=b"",
+            duration_ms=_elapsed_ms(started),
+            spawn_error=f"cannot start {argv[0]!r}: {exc.strerror or exc}",
+        )
+
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    over_limit = threading.Event()
+    out = _Collector(limit=max_output_bytes, keep_tail=False, on_overflow=over_limit.set)
+    err = _Collector(limit=STDERR_TAIL_BYTES, keep_tail=True)
+    threads = [
+        threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True),
+        threading.Thread(target=out.drain, args=(proc.stdout,), daemon=True),
+        threading.Thread(target=err.drain, args=(proc.stderr,), daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+
+    deadline = started + timeout
+    timed_out = False
+    while True:
+        if over_limit.is_set():
+            _kill_group(proc)
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            _kill_group(proc)
+            break
+        try:
+            proc.wait(timeout=min(remaining, 0.05))
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
+
+    # A grandchild may still hold the pipes open after the child exited; give it a moment, then kill
+    # whatever is left of the group so the readers see EOF.
+    join_until = time.monotonic() + _REAP_GRACE
+    for thread in threads[1:]:
+        thread.join(max(0.0, join_until - time.monotonic()))
+    if any(t.is_alive() for t in threads[1:]):
+        _kill_group(proc)
+        for thread in threads[1:]:
+            thread.join(_REAP_GRACE)
+
+    exceeded = over_limit.is_set()
+    return ChildResult(
+        argv=list(argv),
+        exit_code=None if (timed_out or exceeded) else proc.returncode,
+        stdout=out.data(),
+        stderr=err.data(),
+        duration_ms=_elapsed_ms(started),
+        timed_out=timed_out,
+        output_exceeded=exceeded,
+    )
+
+
+class _Collector:
+    """Reads a pipe to EOF, keeping the head (stdout, with a cap) or the tail (stderr)."""
+
+    def __init__(
+        self, *, limit: int | None, keep_tail: bool, on_overflow: Callable[[], None] | None = None
+    ) -> None:
+        self._limit = limit
+        self._keep_tail = keep_tail
+        self._on_overflow = on_overflow
+        self._buf = bytearray()
+
+    def drain(self, pipe: IO[bytes]) -> None:
+        try:
+            while chunk := pipe.read1(_CHUNK):  # type: ignore[attr-defined]
+                self._buf.extend(chunk)
+                if self._limit is None or len(self._buf) <= self._limit:
+                    continue
+                if self._keep_tail:
+                    del self._buf[: len(self._buf) - self._limit]
+                elif self._on_overflow is not None:
+                    del self._buf[self._limit :]
+                    self._on_overflow()
+                    return
+        except (OSError, ValueError):
+            return  # the pipe was closed under us by the kill
+        finally:
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+    def data(self) -> bytes:
+        return bytes(self._buf)
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    try:
+        pipe.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass  # the child does not read its stdin; that is its business
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.monotonic() - started) * 1000.0, 3)

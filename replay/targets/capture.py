@@ -1,0 +1,154 @@
+"""Capture the files an agent named in its reply, so graders can be re-run on the exact bytes later.
+
+An agent's file block is untrusted input: it may name anything on the machine. Only regular files
+inside the test's workspace are read; everything else is recorded as ``refused`` with a reason, and
+a path that does not exist as ``missing``. Containment is checked on the fully resolved path, so
+``..`` segments, absolute paths and symlinks that lead out of the workspace are all caught by the
+same test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote, urlparse
+
+from ..content import FileBlock, Message
+
+DEFAULT_MAX_FILE_BYTES = 200 * 1024 * 1024
+
+CaptureStatus = Literal["stored", "missing", "refused"]
+
+
+@dataclass(frozen=True)
+class CapturedFile:
+    """One distinct path an agent named, and what evalstore could take of it."""
+
+    path: str
+    """The path exactly as the agent gave it."""
+    media_type: str | None
+    status: CaptureStatus
+    sha256: str | None = None
+    size: int | None = None
+    data: bytes | None = field(default=None, repr=False)
+    """The bytes, for the blob store; only when ``status == "stored"``."""
+    reason: str | None = None
+
+
+@dataclass
+class CapturedOutput:
+    messages: list[Message]
+    """The messages given, copied, with every file block annotated (``sha256``/``status``/``reason``)."""
+    files: list[CapturedFile]
+    """One entry per distinct path, in order of first appearance."""
+
+
+def capture_files(
+    messages: list[Message],
+    workspace: Path,
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+) -> CapturedOutput:
+    """Read the files named by file blocks in ``messages`` from ``workspace``."""
+    root = Path(workspace).resolve()
+    copied = [m.model_copy(deep=True) for m in messages]
+    by_path: dict[str, CapturedFile] = {}
+    for message in copied:
+        if not isinstance(message.content, list):
+            continue
+        for block in message.content:
+            if not isinstance(block, FileBlock):
+                continue
+            captured = by_path.get(block.path)
+            if captured is None:
+                captured = _capture_one(block, root, max_file_bytes)
+                by_path[block.path] = captured
+            block.sha256 = captured.sha256
+            block.status = captured.status
+            block.reason = captured.reason
+    return CapturedOutput(messages=copied, files=list(by_path.values()))
+
+
+def _capture_one(block: FileBlock, root: Path, max_bytes: int) -> CapturedFile:
+    media_type = block.media_type or mimetypes.guess_type(block.path)[0]
+
+    def refused(reason: str) -> CapturedFile:
+        return CapturedFile(path=block.path, media_type=media_type, status="refused", reason=reason)
+
+    local, problem = _local_path(block.path)
+    if local is None:
+        return refused(problem)
+    candidate = local if local.is_absolute() else root / local
+    try:
+        resolved = candidate.resolve()
+    except (OSError, RuntimeError) as exc:  # symlink loops, unreadable components
+        return refused(f"path cannot be resolved: {exc}")
+    if not resolved.is_relative_to(root):
+        return refused("path resolves outside the test workspace")
+    try:
+        info = resolved.stat()
+    except FileNotFoundError:
+        return CapturedFile(
+            path=block.path, media_type=media_type, status="missing", reason="no such file in the workspace"
+        )
+    except OSError as exc:
+        return refused(f"cannot stat: {exc.strerror or exc}")
+    if not stat.S_ISREG(info.st_mode):
+        return refused("not a regular file")
+    if info.st_size > max_bytes:
+        return refused(f"file is {info.st_size} bytes, over the {max_bytes}-byte capture limit")
+    try:
+        data = _read_regular(resolved, max_bytes)
+    except _Refused as exc:
+        return refused(str(exc))
+    except OSError as exc:
+        return refused(f"cannot read: {exc.strerror or exc}")
+    return CapturedFile(
+        path=block.path,
+        media_type=media_type,
+        status="stored",
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        data=data,
+    )
+
+
+class _Refused(Exception):
+    pass
+
+
+def _read_regular(path: Path, max_bytes: int) -> bytes:
+    """Read a file, re-checking on the open descriptor that it is still a regular file within the cap.
+
+    ``O_NOFOLLOW`` refuses a last component swapped for a symlink after the containment check.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise _Refused("not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise _Refused(f"file grew over the {max_bytes}-byte capture limit while being read")
+    return data
+
+
+def _local_path(raw: str) -> tuple[Path | None, str]:
+    """The filesystem path a block names, or None and why it cannot name one."""
+    if not raw or not raw.strip():
+        return None, "empty path"
+    if "\x00" in raw:
+        return None, "path contains a NUL byte"
+    if "://" in raw:
+        parsed = urlparse(raw)
+        if parsed.scheme != "file":
+            return None, f"remote path ({parsed.scheme}://) is not supported"
+        if parsed.netloc not in ("", "localhost"):
+            return None, f"file URL names another host ({parsed.netloc})"
+        return Path(unquote(parsed.path)), ""
+    return Path(raw), ""

@@ -1,0 +1,143 @@
+"""Where the store lives and how to open it: URL resolution, engine setup, the migration check.
+
+Everything that needs a database URL (the CLI, the tests, ``migrations/env.py``) calls
+:func:`resolve_url`, so there is one order of precedence: ``--db``, then ``EVALSTORE_DB``, then the
+embedded SQLite file under the current directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, inspect
+from sqlalchemy.engine import Engine, make_url
+
+from .errors import SchemaOutOfDate, StoreError
+
+DEFAULT_URL = "sqlite:///.evalstore/evalstore.db"
+ENV_VAR = "EVALSTORE_DB"
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+# Execution option read by the "begin" hook: appends take SQLite's write lock up front so two writers
+# never both read the chain head and then race (which would fork the hash chain).
+IMMEDIATE = "evalstore_begin_immediate"
+
+
+def resolve_url(db: str | None = None) -> str:
+    url = db or os.environ.get(ENV_VAR) or DEFAULT_URL
+    if "://" not in url:
+        # A bare path is taken as a SQLite file: friendlier than SQLAlchemy's parse error.
+        url = f"sqlite:///{url}"
+    return url
+
+
+def _normalize_driver(url: str) -> str:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg2", "", None):
+        if "+" not in url.split("://", 1)[0]:
+            parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def make_engine(db: str | None = None) -> Engine:
+    """An engine for the resolved URL, with SQLite's pragmas and explicit transaction control."""
+    url = _normalize_driver(resolve_url(db))
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        _configure_sqlite(engine)
+        return engine
+    if backend == "postgresql":
+        return create_engine(url, pool_pre_ping=True)
+    raise StoreError(f"unsupported database URL {parsed.render_as_string()!r}: use sqlite:///PATH or postgresql://...")
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        # Let us issue BEGIN ourselves (pysqlite's implicit transactions cannot do BEGIN IMMEDIATE).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):  # type: ignore[no-untyped-def]
+        immediate = conn.get_execution_options().get(IMMEDIATE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def migrations_dir() -> Path:
+    import migrations
+
+    return Path(migrations.__file__).parent
+
+
+def alembic_config(url: str):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    config.attributes["evalstore_url"] = url
+    return config
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()  # type: ignore[return-value]
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    from alembic import command
+
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    from alembic import command
+
+    config = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, revision)
+
+
+def ensure_current(engine: Engine) -> None:
+    """Upgrade a brand-new empty store by itself; refuse one that is behind, saying how to fix it."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    if current is None:
+        existing = set(inspect(engine).get_table_names())
+        if not existing & {"events", "blobs"}:
+            upgrade(engine)
+            return
+        raise SchemaOutOfDate(
+            "this database has evalstore tables but no migration record; "
+            "it was not created by evalstore db upgrade"
+        )
+    raise SchemaOutOfDate(
+        f"the store is at schema revision {current}, this evalstore needs {head}: "
+        "run `evalstore db upgrade` (back up the file first if you like)"
+    )

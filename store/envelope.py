@@ -1,0 +1,41 @@
+"""The stored-event envelope: what the recorder writes and reads, whatever the payload's type."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from .events import DomainEvent, decode
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to append. Give ``event_id`` to make the append idempotent (retries, resumes)."""
+
+    payload: DomainEvent
+    event_id: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    seq: int
+    event_id: str
+    stream_id: str
+    stream_version: int
+    type: str
+    schema_version: int
+    payload_json: str
+    recorded_at: str
+    prev_hash: str
+    hash: str
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        return json.loads(self.payload_json)
+
+    @cached_property
+    def event(self) -> DomainEvent:
+        """The payload as its current event class (older schema versions upcast)."""
+        return decode(self.type, self.schema_version, self.payload)

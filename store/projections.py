@@ -1,0 +1,167 @@
+"""Read models derived from the event log: runs, results, verdicts, and the two reuse indexes.
+
+:func:`rows_for` is the one definition of how an event maps to projection rows. The recorder applies it
+inside every append transaction; :func:`rebuild` applies it to the whole log; ``verify`` folds it in
+memory and compares. Rows are upserts keyed by primary key, later events winning, so folding the log
+from the start always reaches the same state as incremental maintenance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.engine import Connection
+
+from . import schema
+from .envelope import StoredEvent
+
+KEYS: dict[str, list[str]] = {
+    "runs": ["run_id"],
+    "results": ["run_id", "test_id", "target", "attempt"],
+    "verdicts": ["run_id", "test_id", "target", "attempt", "grader"],
+    "judge_cache": ["cache_key"],
+    "conversions": ["fingerprint"],
+}
+# Reuse indexes keep the first event that produced a key: later identical work points back at it.
+FIRST_WINS = {"judge_cache", "conversions"}
+TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
+
+
+def rows_for(ev: StoredEvent) -> list[tuple[str, dict[str, Any]]]:
+    p = ev.payload
+    run_id = ev.stream_id
+    t = ev.type
+    if t == "run_started":
+        source = p.get("source") or {}
+        return [
+            (
+                "runs",
+                {
+                    "run_id": run_id,
+                    "kind": p["kind"],
+                    "parent_run_id": p.get("parent_run_id"),
+                    "suite": p.get("suite"),
+                    "target_name": p.get("target_name"),
+                    "eval_path": p.get("eval_path"),
+                    "source": source.get("file"),
+                    "status": "started",
+                    "started_at": ev.recorded_at,
+                    "ended_at": None,
+                    "started_seq": ev.seq,
+                },
+            )
+        ]
+    if t in ("run_completed", "run_failed"):
+        status = "completed" if t == "run_completed" else "failed"
+        return [("runs", {"run_id": run_id, "status": status, "ended_at": ev.recorded_at})]
+    if t == "test_scored":
+        return [
+            (
+                "results",
+                {
+                    **_result_key(run_id, p),
+                    "score": p["score"],
+                    "passed": p["passed"],
+                    "status": p["status"],
+                    "error": p.get("error"),
+                    "origin": p.get("origin", "graded"),
+                    "event_id": ev.event_id,
+                    "seq": ev.seq,
+                },
+            )
+        ]
+    if t == "verdict_recorded":
+        return [
+            (
+                "verdicts",
+                {
+                    **_result_key(run_id, p),
+                    "grader": p["grader"],
+                    "grader_type": p["grader_type"],
+                    "score": p["score"],
+                    "verdict": p["verdict"],
+                    "status": p.get("status", "ok"),
+                    "weight": p.get("weight", 1.0),
+                    "cache_hit": p.get("cache_hit", False),
+                    "origin": p.get("origin", "graded"),
+                    "event_id": ev.event_id,
+                    "seq": ev.seq,
+                },
+            )
+        ]
+    if t == "grader_called" and p.get("cache_key") and p.get("outcome") == "ok" and not p.get("cache_hit"):
+        return [("judge_cache", {"cache_key": p["cache_key"], "event_id": ev.event_id, "seq": ev.seq})]
+    if (
+        t == "preprocessing_recorded"
+        and p.get("status") in ("converted", "read_as_text")
+        and not p.get("reused_from")
+    ):
+        return [("conversions", {"fingerprint": p["fingerprint"], "event_id": ev.event_id, "seq": ev.seq})]
+    return []
+
+
+def _result_key(run_id: str, p: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": run_id, "test_id": p["test_id"], "target": p.get("target") or "", "attempt": p.get("attempt", 1)}
+
+
+def fold(state: dict[str, dict[tuple, dict]], events: Iterable[StoredEvent]) -> None:
+    """Apply events to an in-memory projection state: ``{table: {key tuple: row}}``."""
+    for ev in events:
+        for table, row in rows_for(ev):
+            key = tuple(row[k] for k in KEYS[table])
+            rows = state.setdefault(table, {})
+            if key in rows:
+                if table not in FIRST_WINS:
+                    rows[key].update(row)
+            else:
+                rows[key] = dict(row)
+
+
+def apply(conn: Connection, dialect, events: Iterable[StoredEvent]) -> None:  # type: ignore[no-untyped-def]
+    """Write the projection rows of freshly appended events, in the append's transaction."""
+    pending: dict[tuple[str, frozenset], list[dict]] = {}
+    for ev in events:
+        for table, row in rows_for(ev):
+            pending.setdefault((table, frozenset(row)), []).append(row)
+    for (table, _cols), rows in pending.items():
+        _write(conn, dialect, table, _dedupe(table, rows))
+
+
+def _dedupe(table: str, rows: list[dict]) -> list[dict]:
+    # One statement must not upsert the same key twice (PostgreSQL refuses); keep the right one.
+    by_key: dict[tuple, dict] = {}
+    for row in rows:
+        key = tuple(row[k] for k in KEYS[table])
+        if key in by_key and table in FIRST_WINS:
+            continue
+        by_key[key] = row
+    return list(by_key.values())
+
+
+def _write(conn: Connection, dialect, table: str, rows: list[dict]) -> None:  # type: ignore[no-untyped-def]
+    tbl = TABLES[table]
+    key = KEYS[table]
+    stmt = dialect.insert(tbl)
+    columns = [c for c in rows[0] if c not in key]
+    if table in FIRST_WINS or not columns:
+        stmt = stmt.on_conflict_do_nothing(index_elements=key)
+    else:
+        stmt = stmt.on_conflict_do_update(index_elements=key, set_={c: stmt.excluded[c] for c in columns})
+    conn.execute(stmt, rows)
+
+
+def clear(conn: Connection) -> None:
+    for tbl in schema.PROJECTION_TABLES:
+        conn.execute(delete(tbl))
+
+
+def read_all(conn: Connection) -> dict[str, dict[tuple, dict]]:
+    """The projection tables as they are, in the same shape as :func:`fold` builds."""
+    state: dict[str, dict[tuple, dict]] = {}
+    for name, tbl in TABLES.items():
+        rows = state.setdefault(name, {})
+        for row in conn.execute(select(tbl)).mappings():
+            rows[tuple(row[k] for k in KEYS[name])] = dict(row)
+    return state

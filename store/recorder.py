@@ -1,0 +1,370 @@
+"""The append-only event log and blob store behind one small interface.
+
+``EventStore.append`` is the only way anything is written. It runs in one transaction that (1) takes
+the database-wide append lock, (2) drops events already stored with identical content (idempotent
+retries), (3) checks the stream's expected version, (4) extends the hash chain, (5) stores the new
+blobs once each, and (6) updates the projections. Either all of it lands or none of it does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from . import postgres, projections, schema, sqlite
+from .blobs import decode_blob, encode_blob
+from .codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
+from .engine import IMMEDIATE, ensure_current, make_engine
+from .envelope import NewEvent, StoredEvent
+from .errors import AppendOnlyError, BlobNotFound, ConcurrencyError, IdempotencyError, NotFound, StoreError
+from .events import DomainEvent, encode
+
+_CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists
+
+
+def _chunks(items: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    events: int
+    blobs: int
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+class EventStore:
+    """An evalstore database: open with :meth:`open`, or wrap an existing engine."""
+
+    def __init__(self, engine: Engine, *, check_schema: bool = True) -> None:
+        self.engine = engine
+        self.dialect = postgres if engine.dialect.name == "postgresql" else sqlite
+        if check_schema:
+            ensure_current(engine)
+
+    @classmethod
+    def open(cls, db: str | None = None) -> EventStore:
+        return cls(make_engine(db))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def append(
+        self,
+        stream_id: str,
+        events: Sequence[NewEvent | DomainEvent],
+        *,
+        expected_version: int | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> list[StoredEvent]:
+        """Append events to a stream, atomically with the blobs they reference.
+
+        ``expected_version`` is the stream's current version as the caller last saw it (0 for a new
+        stream); None appends wherever the stream is. Events whose id is already stored with identical
+        content are skipped; the stored copies are returned in their place.
+        """
+        pending = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
+        prepared = [
+            (e.event_id or str(uuid.uuid4()), e.payload.type, e.payload.schema_version, canonical_json(encode(e.payload)))
+            for e in pending
+        ]
+        try:
+            with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
+                self.dialect.lock_for_append(conn)
+                existing = self._existing(conn, stream_id, prepared)
+                fresh = [p for p in prepared if p[0] not in existing]
+                if fresh:
+                    version = self._stream_version(conn, stream_id)
+                    if expected_version is not None and version != expected_version:
+                        raise ConcurrencyError(
+                            f"stream {stream_id} is at version {version}, expected {expected_version}: "
+                            "someone else appended to it; re-read and retry"
+                        )
+                    stored = self._insert_events(conn, stream_id, version, fresh)
+                    if blobs:
+                        self._insert_blobs(conn, blobs)
+                    projections.apply(conn, self.dialect, stored)
+                else:
+                    stored = []
+                by_id = {s.event_id: s for s in stored} | existing
+                return [by_id[p[0]] for p in prepared]
+        except DBAPIError as exc:
+            raise _translate(exc) from exc
+
+    def _existing(self, conn: Connection, stream_id: str, prepared: list[tuple]) -> dict[str, StoredEvent]:
+        found: dict[str, StoredEvent] = {}
+        ids = [p[0] for p in prepared]
+        for chunk in _chunks(ids):
+            for row in conn.execute(select(schema.events).where(schema.events.c.event_id.in_(chunk))).mappings():
+                found[row["event_id"]] = _stored(row)
+        for event_id, type_, version, payload in prepared:
+            old = found.get(event_id)
+            if old and (old.stream_id, old.type, old.schema_version, old.payload_json) != (
+                stream_id,
+                type_,
+                version,
+                payload,
+            ):
+                raise IdempotencyError(
+                    f"event {event_id} is already stored (seq {old.seq}) with different content; "
+                    "event ids must not be reused"
+                )
+        return found
+
+    def _stream_version(self, conn: Connection, stream_id: str) -> int:
+        ev = schema.events
+        return conn.execute(select(func.max(ev.c.stream_version)).where(ev.c.stream_id == stream_id)).scalar() or 0
+
+    def _insert_events(self, conn: Connection, stream_id: str, version: int, fresh: list[tuple]) -> list[StoredEvent]:
+        ev = schema.events
+        head = conn.execute(select(ev.c.seq, ev.c.hash).order_by(ev.c.seq.desc()).limit(1)).first()
+        seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
+        recorded_at = _now()
+        rows = []
+        stored = []
+        for event_id, type_, schema_version, payload in fresh:
+            seq += 1
+            version += 1
+            digest = event_hash(
+                prev,
+                seq=seq,
+                event_id=event_id,
+                stream_id=stream_id,
+                stream_version=version,
+                type=type_,
+                schema_version=schema_version,
+                payload=payload,
+                recorded_at=recorded_at,
+            )
+            row = {
+                "seq": seq,
+                "event_id": event_id,
+                "stream_id": stream_id,
+                "stream_version": version,
+                "type": type_,
+                "schema_version": schema_version,
+                "payload": payload,
+                "recorded_at": recorded_at,
+                "prev_hash": prev,
+                "hash": digest,
+            }
+            rows.append(row)
+            stored.append(_stored(row))
+            prev = digest
+        conn.execute(ev.insert(), rows)
+        return stored
+
+    def _insert_blobs(self, conn: Connection, blobs: Mapping[str, bytes]) -> None:
+        encoded = {}
+        for claimed, data in blobs.items():
+            digest, size, encoding, packed = encode_blob(data)
+            if claimed != digest:
+                raise StoreError(f"blob given as {claimed} has digest {digest}; blobs are keyed by their sha256")
+            encoded[digest] = {"sha256": digest, "size": size, "encoding": encoding, "data": packed}
+        keys = list(encoded)
+        present: set[str] = set()
+        for chunk in _chunks(keys):
+            present.update(conn.execute(select(schema.blobs.c.sha256).where(schema.blobs.c.sha256.in_(chunk))).scalars())
+        rows = [encoded[k] for k in keys if k not in present]
+        if rows:
+            conn.execute(schema.blobs.insert(), rows)
+
+    def put_blobs(self, blobs: Mapping[str, bytes]) -> None:
+        """Store blobs on their own (content-addressed, so harmless to repeat); events should still link them."""
+        with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
+            self._insert_blobs(conn, blobs)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def read_stream(self, stream_id: str, *, types: Iterable[str] | None = None) -> Iterator[StoredEvent]:
+        ev = schema.events
+        query = select(ev).where(ev.c.stream_id == stream_id).order_by(ev.c.stream_version)
+        if types is not None:
+            query = query.where(ev.c.type.in_(list(types)))
+        yield from self._stream_query(query)
+
+    def read_all(self, *, after_seq: int = 0) -> Iterator[StoredEvent]:
+        ev = schema.events
+        yield from self._stream_query(select(ev).where(ev.c.seq > after_seq).order_by(ev.c.seq))
+
+    def _stream_query(self, query) -> Iterator[StoredEvent]:  # type: ignore[no-untyped-def]
+        with self.engine.connect() as conn:
+            result = conn.execution_options(yield_per=2000).execute(query).mappings()
+            for row in result:
+                yield _stored(row)
+
+    def get_event(self, event_id: str) -> StoredEvent:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(schema.events).where(schema.events.c.event_id == event_id)).mappings().first()
+        if row is None:
+            raise NotFound(f"no event {event_id}")
+        return _stored(row)
+
+    def get_events(self, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
+        ids = list(dict.fromkeys(event_ids))
+        found: dict[str, StoredEvent] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(ids):
+                query = select(schema.events).where(schema.events.c.event_id.in_(chunk))
+                for row in conn.execute(query).mappings():
+                    found[row["event_id"]] = _stored(row)
+        return found
+
+    def stream_version(self, stream_id: str) -> int:
+        with self.engine.connect() as conn:
+            return self._stream_version(conn, stream_id)
+
+    def get_blob(self, sha256: str) -> bytes:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(schema.blobs.c.encoding, schema.blobs.c.data).where(schema.blobs.c.sha256 == sha256)
+            ).first()
+        if row is None:
+            raise BlobNotFound(f"no blob {sha256}")
+        return decode_blob(row[0], row[1])
+
+    def has_blobs(self, digests: Iterable[str]) -> set[str]:
+        keys = list(dict.fromkeys(digests))
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for chunk in _chunks(keys):
+                found.update(conn.execute(select(schema.blobs.c.sha256).where(schema.blobs.c.sha256.in_(chunk))).scalars())
+        return found
+
+    def lookup(self, index: str, key: str) -> StoredEvent | None:
+        """The event a reuse index (``judge_cache`` or ``conversions``) holds for a key."""
+        table = projections.TABLES[index]
+        key_column = table.c[projections.KEYS[index][0]]
+        with self.engine.connect() as conn:
+            event_id = conn.execute(select(table.c.event_id).where(key_column == key)).scalar()
+        return self.get_event(event_id) if event_id else None
+
+    def query(self, table: str, **where: Any) -> list[dict[str, Any]]:
+        """Rows of a projection table matching column equalities, in key order."""
+        tbl = projections.TABLES[table]
+        stmt = select(tbl)
+        for column, value in where.items():
+            stmt = stmt.where(tbl.c[column] == value)
+        stmt = stmt.order_by(*[tbl.c[k] for k in projections.KEYS[table]])
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(stmt).mappings()]
+
+    def run_ids(self) -> list[str]:
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(schema.runs.c.run_id).order_by(schema.runs.c.started_seq)).scalars())
+
+    # --- maintenance ---------------------------------------------------------------------------
+
+    def rebuild_projections(self) -> int:
+        """Drop every projection row and derive them again from the log alone; returns events read."""
+        count = 0
+        with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
+            self.dialect.lock_for_append(conn)
+            projections.clear(conn)
+            batch: list[StoredEvent] = []
+            for row in conn.execute(select(schema.events).order_by(schema.events.c.seq)).mappings().all():
+                batch.append(_stored(row))
+                count += 1
+                if len(batch) >= 5000:
+                    projections.apply(conn, self.dialect, batch)
+                    batch = []
+            if batch:
+                projections.apply(conn, self.dialect, batch)
+        return count
+
+    def verify(self) -> VerifyReport:
+        """Recompute the hash chain, every blob digest, and the projections; stop at the first problem."""
+        prev = GENESIS_HASH
+        expected_seq = 0
+        n_events = 0
+        state: dict[str, dict[tuple, dict]] = {}
+        with self.engine.connect() as conn:
+            for row in conn.execution_options(yield_per=2000).execute(
+                select(schema.events).order_by(schema.events.c.seq)
+            ).mappings():
+                ev = _stored(row)
+                expected_seq += 1
+                if ev.seq != expected_seq:
+                    return VerifyReport(n_events, 0, f"event seq {expected_seq} is missing (next is {ev.seq})")
+                if ev.prev_hash != prev:
+                    return VerifyReport(n_events, 0, f"event seq {ev.seq}: prev_hash does not match the hash of seq {ev.seq - 1}")
+                digest = event_hash(
+                    prev,
+                    seq=ev.seq,
+                    event_id=ev.event_id,
+                    stream_id=ev.stream_id,
+                    stream_version=ev.stream_version,
+                    type=ev.type,
+                    schema_version=ev.schema_version,
+                    payload=ev.payload_json,
+                    recorded_at=ev.recorded_at,
+                )
+                if digest != ev.hash:
+                    return VerifyReport(n_events, 0, f"event seq {ev.seq}: content does not match its hash (altered after it was written)")
+                prev = ev.hash
+                n_events += 1
+                projections.fold(state, [ev])
+            n_blobs = 0
+            for row in conn.execution_options(yield_per=200).execute(select(schema.blobs).order_by(schema.blobs.c.sha256)):
+                sha, size, encoding, data = row
+                try:
+                    raw = decode_blob(encoding, data)
+                except Exception as exc:  # noqa: BLE001 - any decoding failure is corruption
+                    return VerifyReport(n_events, n_blobs, f"blob {sha}: cannot be decoded ({exc})")
+                if sha256_hex(raw) != sha or len(raw) != size:
+                    return VerifyReport(n_events, n_blobs, f"blob {sha}: bytes do not match their digest")
+                n_blobs += 1
+            actual = projections.read_all(conn)
+        for table in projections.TABLES:
+            want, have = state.get(table, {}), actual.get(table, {})
+            if want != have:
+                missing = sorted(set(want) - set(have), key=str)[:1]
+                extra = sorted(set(have) - set(want), key=str)[:1]
+                changed = [k for k in want if k in have and want[k] != have[k]][:1]
+                what = (
+                    f"row {missing[0]} missing" if missing else f"row {extra[0]} not derived from the log" if extra else f"row {changed[0]} differs from the log"
+                )
+                return VerifyReport(n_events, n_blobs, f"projection {table}: {what}; run `evalstore db rebuild`")
+        return VerifyReport(n_events, n_blobs)
+
+
+def _stored(row: Mapping[str, Any]) -> StoredEvent:
+    return StoredEvent(
+        seq=row["seq"],
+        event_id=row["event_id"],
+        stream_id=row["stream_id"],
+        stream_version=row["stream_version"],
+        type=row["type"],
+        schema_version=row["schema_version"],
+        payload_json=row["payload"],
+        recorded_at=row["recorded_at"],
+        prev_hash=row["prev_hash"],
+        hash=row["hash"],
+    )
+
+
+def _translate(exc: DBAPIError) -> StoreError:
+    message = str(exc.orig) if exc.orig is not None else str(exc)
+    if "append-only" in message:
+        return AppendOnlyError(message.splitlines()[0])
+    if "uq_events_stream_version" in message or "events.stream_id, events.stream_version" in message:
+        return ConcurrencyError("another writer appended to this stream at the same time; re-read and retry")
+    return StoreError(f"database error: {message.splitlines()[0] if message else type(exc).__name__}")

@@ -1,0 +1,128 @@
+"""Tables, as SQLAlchemy Core metadata. Alembic migrations create them; this module only describes them.
+
+``events`` and ``blobs`` are the source of truth and append-only (database triggers reject UPDATE and
+DELETE). Everything else is a projection: derived from the events in the same transaction as each
+append, and rebuildable from the log alone (``evalstore db rebuild``).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+# SQLite only auto-assigns INTEGER PRIMARY KEY; BIGINT elsewhere. We assign seq ourselves anyway.
+SeqType = BigInteger().with_variant(Integer(), "sqlite")
+
+events = Table(
+    "events",
+    metadata,
+    Column("seq", SeqType, primary_key=True, autoincrement=False),
+    Column("event_id", String(36), nullable=False),
+    Column("stream_id", String(200), nullable=False),
+    Column("stream_version", Integer, nullable=False),
+    Column("type", String(64), nullable=False),
+    Column("schema_version", Integer, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("recorded_at", String(40), nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False),
+    UniqueConstraint("event_id", name="uq_events_event_id"),
+    UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
+)
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("sha256", String(64), primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("encoding", String(16), nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
+# --- projections -------------------------------------------------------------------------------
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(200), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("parent_run_id", String(200), nullable=True),
+    Column("suite", String(200), nullable=True),
+    Column("target_name", String(200), nullable=True),
+    Column("eval_path", Text, nullable=True),
+    Column("source", Text, nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("started_at", String(40), nullable=False),
+    Column("ended_at", String(40), nullable=True),
+    Column("started_seq", SeqType, nullable=False),
+)
+
+results = Table(
+    "results",
+    metadata,
+    Column("run_id", String(200), primary_key=True),
+    Column("test_id", String(500), primary_key=True),
+    Column("target", String(200), primary_key=True),
+    Column("attempt", Integer, primary_key=True, autoincrement=False),
+    Column("score", Float, nullable=False),
+    Column("passed", Boolean, nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("error", Text, nullable=True),
+    Column("origin", String(16), nullable=False),
+    Column("event_id", String(36), nullable=False),
+    Column("seq", SeqType, nullable=False),
+)
+
+verdicts = Table(
+    "verdicts",
+    metadata,
+    Column("run_id", String(200), primary_key=True),
+    Column("test_id", String(500), primary_key=True),
+    Column("target", String(200), primary_key=True),
+    Column("attempt", Integer, primary_key=True, autoincrement=False),
+    Column("grader", String(200), primary_key=True),
+    Column("grader_type", String(64), nullable=False),
+    Column("score", Float, nullable=False),
+    Column("verdict", String(8), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("weight", Float, nullable=False),
+    Column("cache_hit", Boolean, nullable=False),
+    Column("origin", String(16), nullable=False),
+    Column("event_id", String(36), nullable=False),
+    Column("seq", SeqType, nullable=False),
+)
+
+judge_cache = Table(
+    "judge_cache",
+    metadata,
+    Column("cache_key", String(64), primary_key=True),
+    Column("event_id", String(36), nullable=False),
+    Column("seq", SeqType, nullable=False),
+)
+
+conversions = Table(
+    "conversions",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True),
+    Column("event_id", String(36), nullable=False),
+    Column("seq", SeqType, nullable=False),
+)
+
+Index("ix_runs_parent", runs.c.parent_run_id)
+
+APPEND_ONLY_TABLES = ("events", "blobs")
+PROJECTION_TABLES = (runs, results, verdicts, judge_cache, conversions)
