@@ -1,5 +1,30 @@
-"""The ``evalstore`` command line (placeholder until the CLI lands)."""
+"""The ``evalstore`` command line: a thin click layer over ``replay`` and ``store``."""
+
+from __future__ import annotations
+
+import click
+
+from .db import db, verify
+from .runs import runs, show
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 
-def main() -> None:  # pragma: no cover - replaced by the click group
-    raise SystemExit("evalstore CLI not built yet")
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.option(
+    "--db",
+    envvar="EVALSTORE_DB",
+    metavar="URL",
+    help="SQLAlchemy URL of the store (default: sqlite:///.evalstore/evalstore.db; env EVALSTORE_DB).",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="evalstore")
+@click.pass_context
+def main(ctx: click.Context, db: str | None, debug: bool) -> None:
+    """Record agent eval runs as immutable events, regrade them without calling the agent,
+    compare the regrade with honest statistics, and audit any score down to its bytes."""
+    ctx.obj = {"db": db, "debug": debug}
+
+
+for command in (db, verify, runs, show):
+    main.add_command(command)

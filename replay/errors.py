@@ -33,3 +33,41 @@ class JudgeConfigError(ReplayError):
 
 class CompareError(ReplayError):
     """Two runs cannot be compared as asked (an unknown test id, an unknown regression mode)."""
+
+
+class NotFoundError(ReplayError):
+    """A run, test or grader the store does not hold."""
+
+
+class EvalFileError(ReplayError):
+    """An eval file (or a file it references) that cannot be parsed as configured.
+
+    The message is ``FILE:LINE: field `path.to[0].field`: what is wrong and what to do``.
+    """
+
+    def __init__(self, file: str, line: int | None, field: str | None, problem: str) -> None:
+        self.file = file
+        self.line = line
+        self.field = field
+        self.problem = " ".join(problem.split())
+        location = f"{file}:{line}" if line is not None else file
+        subject = f" field `{field}`:" if field else ""
+        super().__init__(f"{location}:{subject} {self.problem}")
+
+
+class ReferenceNotFoundError(ReplayError):
+    """A file reference (prompt, script, converter, tests file) that no search root holds."""
+
+    def __init__(self, ref: str, attempted: list[str]) -> None:
+        self.ref = ref
+        self.attempted = attempted
+        super().__init__(f"`{ref}` not found; looked in: {', '.join(attempted) or '(no search roots)'}")
+
+
+class PreflightError(ReplayError):
+    """``workspace.env`` requirements that this machine does not meet (every missing item, in one line)."""
+
+    def __init__(self, message: str, missing_commands: list[str], missing_modules: list[str]) -> None:
+        self.missing_commands = missing_commands
+        self.missing_modules = missing_modules
+        super().__init__(message)

@@ -1,0 +1,96 @@
+"""Time ``replay.compare.compare`` on two synthetic runs of 100,000 results with 3 graders each.
+
+Run: ``.venv/bin/python bench/compare.py [--results N] [--seed S]``.
+
+The graders mimic real score shapes: a deterministic 0/1 code grader, a rubric grader scoring in
+quarters, and an LLM judge scoring in hundredths. Run B is run A regraded: most verdicts carry over,
+some move. Events are built with ``model_construct`` (no validation) because only ``compare()`` is
+timed; building them is setup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+from store.events import Assertion, TestScored, VerdictRecorded
+
+from replay.compare import Key, RunResults, TestResult, compare
+
+GRADERS = (("exact", "code-grader", 1), ("rubric", "rubrics", 4), ("judge", "llm-grader", 100))
+"""(name, type, levels): scores are multiples of 1/levels."""
+
+THRESHOLD = 0.8
+
+
+def _verdict(key: Key, name: str, kind: str, score: float) -> VerdictRecorded:
+    test_id, target, attempt = key
+    passed = score >= THRESHOLD
+    return VerdictRecorded.model_construct(
+        test_id=test_id,
+        target=target,
+        attempt=attempt,
+        grader=name,
+        grader_type=kind,
+        score=score,
+        verdict="pass" if passed else "fail",
+        assertions=[Assertion.model_construct(text=f"{name} check", passed=passed, evidence=None)],
+    )
+
+
+def _result(key: Key, scores: dict[str, float]) -> TestResult:
+    test_id, target, attempt = key
+    verdicts = {name: _verdict(key, name, kind, scores[name]) for name, kind, _ in GRADERS}
+    score = sum(scores.values()) / len(scores)
+    scored = TestScored.model_construct(
+        test_id=test_id,
+        target=target,
+        attempt=attempt,
+        score=score,
+        passed=score >= THRESHOLD,
+        status="ok" if score >= THRESHOLD else "quality_failure",
+        threshold=THRESHOLD,
+    )
+    return TestResult(scored, verdicts)
+
+
+def synthetic_runs(n: int, seed: int = 0) -> tuple[RunResults, RunResults]:
+    rng = random.Random(seed)
+    a: dict[Key, TestResult] = {}
+    b: dict[Key, TestResult] = {}
+    for i in range(n):
+        key: Key = (f"test-{i:06d}", "default", 1)
+        scores_a = {name: rng.randint(0, levels) / levels for name, _, levels in GRADERS}
+        scores_b = {
+            name: (rng.randint(0, levels) / levels if rng.random() < 0.1 else s)
+            for (name, _, levels), s in zip(GRADERS, scores_a.values())
+        }
+        a[key] = _result(key, scores_a)
+        b[key] = _result(key, scores_b)
+    return RunResults("run-a", a), RunResults("run-b", b)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resamples", type=int, default=10_000)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    run_a, run_b = synthetic_runs(args.results, args.seed)
+    built = time.perf_counter() - started
+    started = time.perf_counter()
+    comparison = compare(run_a, run_b, seed=args.seed, resamples=args.resamples)
+    elapsed = time.perf_counter() - started
+    print(f"built 2 runs x {args.results} results x {len(GRADERS)} graders in {built:.2f} s")
+    print(f"compare(): {elapsed:.2f} s")
+    for row in comparison.graders:
+        s = row.stats.score
+        print(f"  {row.grader:8} n={s.n} diff={s.mean_diff:+.4f} CI=[{s.ci_low:+.4f}, {s.ci_high:+.4f}] {s.method}")
+    s = comparison.overall.score
+    print(f"  {'overall':8} n={s.n} diff={s.mean_diff:+.4f} CI=[{s.ci_low:+.4f}, {s.ci_high:+.4f}] {s.method}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""``evalstore db ...`` (migrations, rebuild) and ``evalstore verify``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from store import engine as store_engine
+from store import make_engine
+
+from .context import db_url, open_store
+from .errors import EXIT_FAILED, handle_errors
+from .output import json_option, print_json
+
+
+@click.group()
+def db() -> None:
+    """Schema migrations and projection maintenance."""
+
+
+@db.command()
+@click.argument("revision", default="head")
+@click.pass_context
+@handle_errors
+def upgrade(ctx: click.Context, revision: str) -> None:
+    """Apply migrations up to REVISION (default: head)."""
+    engine = make_engine(db_url(ctx))
+    store_engine.upgrade(engine, revision)
+    click.echo(f"store at revision {store_engine.current_revision(engine)}")
+    engine.dispose()
+
+
+@db.command()
+@click.argument("revision")
+@click.pass_context
+@handle_errors
+def downgrade(ctx: click.Context, revision: str) -> None:
+    """Revert migrations down to REVISION (``base`` removes everything)."""
+    engine = make_engine(db_url(ctx))
+    store_engine.downgrade(engine, revision)
+    click.echo(f"store at revision {store_engine.current_revision(engine) or 'base'}")
+    engine.dispose()
+
+
+@db.command()
+@json_option
+@click.pass_context
+@handle_errors
+def current(ctx: click.Context, as_json: bool) -> None:
+    """Show the store's schema revision and the head this evalstore expects."""
+    engine = make_engine(db_url(ctx))
+    cur, head = store_engine.current_revision(engine), store_engine.head_revision()
+    engine.dispose()
+    if as_json:
+        print_json({"current": cur, "head": head, "up_to_date": cur == head})
+    else:
+        click.echo(f"current: {cur or 'none (empty store)'}\nhead:    {head}")
+
+
+@db.command()
+@json_option
+@handle_errors
+def history(as_json: bool) -> None:
+    """List the migrations, newest first."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(store_engine.alembic_config("sqlite://"))
+    revisions = [
+        {"revision": r.revision, "down_revision": r.down_revision, "message": (r.doc or "").splitlines()[0]}
+        for r in script.walk_revisions()
+    ]
+    if as_json:
+        print_json(revisions)
+    else:
+        for r in revisions:
+            click.echo(f"{r['down_revision'] or '<base>'} -> {r['revision']}: {r['message']}")
+
+
+@db.command()
+@click.pass_context
+@handle_errors
+def rebuild(ctx: click.Context) -> None:
+    """Drop the projections (runs, results, verdicts, reuse indexes) and derive them again from the log."""
+    count = open_store(ctx).rebuild_projections()
+    click.echo(f"rebuilt projections from {count} events")
+
+
+@click.command()
+@json_option
+@click.pass_context
+@handle_errors
+def verify(ctx: click.Context, as_json: bool) -> None:
+    """Recompute the hash chain, every blob digest and the projections.
+
+    Exits 0 when the store is sound, 1 naming the first event seq or blob that does not match.
+    """
+    report = open_store(ctx).verify()
+    if as_json:
+        print_json({"ok": report.ok, "events": report.events, "blobs": report.blobs, "problem": report.problem})
+    elif report.ok:
+        click.echo(f"ok: {report.events} events, {report.blobs} blobs verified")
+    else:
+        click.echo(f"FAILED: {report.problem}", err=True)
+    if not report.ok:
+        sys.exit(EXIT_FAILED)

@@ -1,0 +1,38 @@
+"""Translate domain errors into one ``Error: ...`` line and an exit code, at the edge."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+import click
+
+from replay.errors import ReplayError
+from store.errors import StoreError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(click.UsageError):
+    """Bad input to a command: exits 2."""
+
+
+def handle_errors(f: Callable) -> Callable:
+    @wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        debug = (ctx.find_root().obj or {}).get("debug", False)
+        try:
+            return f(*args, **kwargs)
+        except (ReplayError, StoreError) as exc:
+            if debug:
+                raise
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            sys.exit(130)
+
+    return wrapper

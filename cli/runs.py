@@ -1,0 +1,66 @@
+"""``evalstore runs`` and ``evalstore show RUN``."""
+
+from __future__ import annotations
+
+import click
+
+from replay import views
+
+from .context import open_store
+from .errors import handle_errors
+from .output import fmt_score, json_option, print_json, print_table
+
+
+@click.command()
+@json_option
+@click.pass_context
+@handle_errors
+def runs(ctx: click.Context, as_json: bool) -> None:
+    """List runs: kind, parent, test count, mean score, when started."""
+    summaries = views.list_runs(open_store(ctx))
+    if as_json:
+        print_json([s.to_dict() for s in summaries])
+        return
+    if not summaries:
+        click.echo("no runs yet: `evalstore run EVAL.yaml`, `evalstore import PATH` or `evalstore quickstart`")
+        return
+    print_table(
+        None,
+        ["run", "kind", "parent", "suite", "status", "tests", "passed", "mean", "started"],
+        [
+            (s.run_id, s.kind, s.parent_run_id or "", s.suite or "", s.status, s.tests, s.passed,
+             fmt_score(s.mean_score), s.started_at[:19])
+            for s in summaries
+        ],
+    )
+
+
+@click.command()
+@click.argument("run")
+@json_option
+@click.pass_context
+@handle_errors
+def show(ctx: click.Context, run: str, as_json: bool) -> None:
+    """One run's summary and its results (per-grader scores). RUN: an id, a unique prefix, or ``last``."""
+    store = open_store(ctx)
+    run_id = views.resolve_run(store, run)
+    summary = views.run_summary(store, run_id)
+    results = views.run_results(store, run_id)
+    if as_json:
+        print_json({"run": summary.to_dict(), "results": [r.to_dict() for r in results]})
+        return
+    click.echo(
+        f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
+        + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else "")
+    )
+    click.echo(f"tests={summary.tests}  passed={summary.passed}  errors={summary.errors}  mean={fmt_score(summary.mean_score)}")
+    print_table(
+        None,
+        ["test", "target", "score", "pass", "status", "graders"],
+        [
+            (r.test_id + (f" #{r.attempt}" if r.attempt != 1 else ""), r.target, fmt_score(r.score),
+             "yes" if r.passed else "no", r.status,
+             ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()))
+            for r in results
+        ],
+    )

@@ -1,0 +1,200 @@
+"""One AgentV result row (plus what its sidecars added) -> an ImportedTest. Shared by every layout reader."""
+
+from __future__ import annotations
+
+import mimetypes
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from store.events import SourceRef
+
+from .grading import Grading, clean_assertions, derive_verdict, finite_number, merge_verdicts, verdict_from_score
+from .records import FileRole, ImportedFile, ImportedTest, ImportedVerdict
+from .transcripts import file_refs, input_messages, last_assistant_text, normalise_messages
+
+# Held in structured form on the ImportedTest (or derivable from it), so not repeated in raw_row.
+_BULKY_KEYS = frozenset(
+    {"trace", "input", "output", "requests", "scores", "assertions", "attempts", "samples", "file_changes",
+     "transcript_summary", "target_execution", "before_all_output", "before_each_output", "after_all_output",
+     "after_each_output", "expected_output", "criteria"}
+)
+_STATUS_PASSED = {"ok": True, "quality_failure": False, "execution_error": False}
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]+://")
+_EXTRA_MEDIA_TYPES = {".md": "text/markdown", ".jsonl": "application/x-ndjson", ".diff": "text/x-diff",
+                      ".yaml": "application/yaml", ".yml": "application/yaml"}
+
+
+class RowError(ValueError):
+    """A row that cannot be imported; readers turn it into ``FILE:LINE: reason`` or a SkippedLine."""
+
+
+def media_type_for(path: str) -> str | None:
+    suffix = Path(path).suffix.lower()
+    return _EXTRA_MEDIA_TYPES.get(suffix) or mimetypes.guess_type(path)[0]
+
+
+def resolve_path(ref: str, bases: Iterable[Path]) -> Path | None:
+    """The existing absolute file a reference names: ``file://`` URLs, absolute paths, or relative to a base.
+
+    Remote URLs never resolve (AgentV cannot preprocess them either).
+    """
+    if ref.startswith("file://"):
+        candidate = Path(unquote(urlparse(ref).path))
+        return candidate.resolve() if candidate.is_file() else None
+    if _SCHEME.match(ref):
+        return None
+    path = Path(ref)
+    if path.is_absolute():
+        return path if path.is_file() else None
+    for base in bases:
+        candidate = base / path
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def imported_file(ref: str, bases: Sequence[Path], role: FileRole, media_type: str | None = None) -> ImportedFile:
+    return ImportedFile(path=ref, resolved=resolve_path(ref, bases), media_type=media_type or media_type_for(ref),
+                        role=role)
+
+
+def check_row(row: dict[str, Any]) -> tuple[str, float]:
+    """The row's test id and score, or RowError with the reason AgentV's reader would give."""
+    test_id = row.get("test_id")
+    if not isinstance(test_id, str) or not test_id:
+        if row.get("schema_version") == "agentv.replay_fixture.v1":
+            raise RowError("missing test_id: this is an AgentV replay fixture row, not a result row")
+        raise RowError("missing test_id")
+    score = finite_number(row.get("score"))
+    if score is None:
+        hint = "; this is an AgentV replay fixture, not a result file" if "fixture_id" in row else ""
+        raise RowError(f"Missing or invalid score for test {test_id!r}{hint}")
+    return test_id, score
+
+
+@dataclass
+class Sidecars:
+    """What a layout reader found beside the row."""
+
+    grading: Grading | None = None
+    messages: list[dict[str, Any]] | None = None
+    answer_text: str | None = None
+    files: list[ImportedFile] = field(default_factory=list)
+    file_bases: list[Path] = field(default_factory=list)
+    """Where relative ContentFile paths are looked up, after the row's workspace_path."""
+    fallbacks: dict[str, Any] = field(default_factory=dict)
+    """Usage and timing from timing.json / metrics.json, used only where the row has none."""
+
+
+def _verdicts(row: dict[str, Any], score: float, grading: Grading | None) -> list[ImportedVerdict]:
+    scores = row.get("scores")
+    try:
+        verdicts = [verdict_from_score(s, i) for i, s in enumerate(scores or []) if isinstance(s, dict)]
+    except ValueError as exc:
+        raise RowError(str(exc)) from exc
+    if grading is not None:
+        verdicts = merge_verdicts(verdicts, grading.verdicts)
+    if not verdicts and not scores and isinstance(row.get("assertions"), list) and row["assertions"]:
+        # Early v4 rows carry only the flattened assertions of the implicit llm-grader (formats 7.1).
+        verdicts = [
+            ImportedVerdict(
+                name="llm-grader", type="llm-grader", score=score, verdict=derive_verdict(None, None, score),
+                assertions=clean_assertions(row["assertions"]), details={"imported_from": "row assertions"},
+            )
+        ]
+    return verdicts
+
+
+def _passed(row: dict[str, Any], status: str | None, grading: Grading | None) -> bool | None:
+    if isinstance(row.get("pass"), bool):
+        return bool(row["pass"])
+    if row.get("verdict") in ("pass", "fail"):
+        return bool(row["verdict"] == "pass")
+    if grading is not None and grading.passed is not None:
+        return grading.passed
+    return _STATUS_PASSED.get(status or "")
+
+
+def _error(row: dict[str, Any]) -> str | None:
+    if isinstance(row.get("error"), str) and row["error"]:
+        return str(row["error"])
+    execution_error = row.get("execution_error")
+    if isinstance(execution_error, dict) and isinstance(execution_error.get("message"), str):
+        return str(execution_error["message"])
+    return None
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def build_test(
+    row: dict[str, Any],
+    *,
+    source: SourceRef,
+    attempt: int = 1,
+    suite: str | None = None,
+    sidecars: Sidecars | None = None,
+) -> ImportedTest:
+    """Raises RowError for anything that makes the row unusable."""
+    extra = sidecars or Sidecars()
+    test_id, score = check_row(row)
+    output = row.get("output")
+    try:
+        if isinstance(output, list):
+            output_messages = normalise_messages(output)
+        else:
+            output_messages = None
+        trace = row.get("trace")
+        trace_messages = normalise_messages(trace.get("messages")) if isinstance(trace, dict) else []
+        input_ = input_messages(row.get("input"))
+    except ValueError as exc:
+        raise RowError(str(exc)) from exc
+    messages = _first(extra.messages, output_messages, trace_messages or None)
+
+    if isinstance(output, str):
+        output_text: str | None = output
+    elif output_messages is not None:
+        output_text = last_assistant_text(output_messages)
+    else:
+        output_text = extra.answer_text
+
+    status = _first(row.get("execution_status"), extra.grading.execution_status if extra.grading else None)
+    workspace = row.get("workspace_path") if isinstance(row.get("workspace_path"), str) else None
+    bases = ([Path(workspace)] if workspace else []) + extra.file_bases
+    files = list(extra.files)
+    for ref, media_type in file_refs(messages or []):
+        files.append(imported_file(ref, bases, "content_file", media_type))
+
+    fallbacks = extra.fallbacks
+    return ImportedTest(
+        test_id=test_id,
+        target=row.get("target") if isinstance(row.get("target"), str) else None,
+        attempt=attempt,
+        suite=_first(row.get("suite"), suite),
+        score=score,
+        passed=_passed(row, status, extra.grading),
+        execution_status=status,
+        error=_error(row),
+        input=input_,
+        expected_output=row.get("expected_output"),
+        criteria=row.get("criteria") if isinstance(row.get("criteria"), str) else None,
+        metadata=row["metadata"] if isinstance(row.get("metadata"), dict) else {},
+        messages=messages,
+        output_text=output_text,
+        token_usage=_first(row.get("token_usage"), fallbacks.get("token_usage")),
+        cost_usd=_first(finite_number(row.get("cost_usd")), fallbacks.get("cost_usd")),
+        duration_ms=_first(finite_number(row.get("duration_ms")), fallbacks.get("duration_ms")),
+        start_time=_first(row.get("start_time"), fallbacks.get("start_time")),
+        end_time=_first(row.get("end_time"), fallbacks.get("end_time")),
+        file_changes=_first(row.get("file_changes"), fallbacks.get("file_changes")),
+        workspace_path=workspace,
+        files=files,
+        verdicts=_verdicts(row, score, extra.grading),
+        source=source,
+        raw_row={k: v for k, v in row.items() if k not in _BULKY_KEYS},
+    )

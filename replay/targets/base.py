@@ -1,0 +1,159 @@
+"""Running a target for one test: the one entry point, :func:`run_target`, and what it returns.
+
+Only the recording runner may import this package. Replay of stored runs never reaches target code,
+so a regrade can never call the agent again.
+
+Agent failures (a command that does not exist, hangs, exits non-zero, an endpoint that errors) are
+results, not exceptions: they come back as a :class:`TargetOutcome` with ``status`` ``error`` or
+``timeout``. Bad configuration (unknown provider, no command, an unset ``${{ ENV }}`` variable) is the
+user's to fix and raises :class:`replay.errors.TargetConfigError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from ..content import Message
+from ..errors import TargetConfigError
+from ..specs import EvalTest
+from .secrets import resolve
+
+TargetStatus = Literal["ok", "error", "timeout"]
+
+
+@dataclass
+class TargetOutcome:
+    """What one target run produced for one test."""
+
+    messages: list[Message]
+    """The assistant reply messages; a plain-text answer becomes one assistant message."""
+    output_text: str = ""
+    """The final answer as text."""
+    exit_code: int | None = None
+    status: TargetStatus = "ok"
+    error: str | None = None
+    duration_ms: float | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    token_usage: dict[str, Any] | None = None
+    cost_usd: float | None = None
+    stderr: str = ""
+    """The tail of the agent's stderr (cli targets), for diagnosis."""
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A target as this package sees it: a name, a provider and its fields, still unresolved."""
+
+    name: str
+    provider: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Every field of the target entry as written (``${{ ENV }}`` references intact)."""
+    source: str | None = None
+    """The targets file it came from, for error messages."""
+
+    def fail(self, reason: str) -> TargetConfigError:
+        where = f"{self.source}: " if self.source else ""
+        return TargetConfigError(f"{where}target '{self.name}': {reason}")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything a provider needs to run one test, with the target's secrets resolved."""
+
+    spec: TargetSpec
+    config: dict[str, Any]
+    """``spec.fields`` with every ``${{ ENV }}`` reference replaced; never stored."""
+    test: EvalTest
+    workspace: Path
+    eval_dir: Path
+    timeout: float | None
+
+
+Provider = Callable[[RunRequest], TargetOutcome]
+
+
+def as_target_spec(target: Any, *, source: str | Path | None = None) -> TargetSpec:
+    """Normalise what a targets-file loader hands out (a mapping or a model) into a :class:`TargetSpec`."""
+    if isinstance(target, TargetSpec):
+        return target if source is None else replace(target, source=str(source))
+    if isinstance(target, Mapping):
+        fields = dict(target)
+    elif hasattr(target, "model_dump"):
+        fields = target.model_dump(mode="python", exclude_none=True)
+    else:
+        raise TypeError(f"cannot read a target from {type(target).__name__}")
+    # A loader may keep the provider-specific fields nested (``config:``, as AgentV's newer shape does).
+    nested = fields.get("config")
+    if isinstance(nested, Mapping) and "command" not in fields and "model" not in fields:
+        fields = {**{k: v for k, v in fields.items() if k != "config"}, **nested}
+    src = source if source is not None else getattr(target, "source", None) or fields.pop("source", None)
+    name = fields.get("name") or fields.get("id") or fields.get("label")
+    where = f"{src}: " if src else ""
+    if not isinstance(name, str) or not name:
+        raise TargetConfigError(f"{where}a target has no name; give it `name:`")
+    provider = fields.get("provider")
+    if not isinstance(provider, str) or not provider:
+        raise TargetConfigError(f"{where}target '{name}': no `provider:`; use one of {', '.join(sorted(_providers()))}")
+    return TargetSpec(name=name, provider=provider.strip().lower(), fields=fields, source=str(src) if src else None)
+
+
+def run_target(
+    target: Any,
+    test: EvalTest,
+    *,
+    workspace: Path,
+    eval_dir: Path,
+    timeout: float | None = None,
+    targets_file: str | Path | None = None,
+) -> TargetOutcome:
+    """Run ``target`` on ``test`` in ``workspace`` and return what it answered.
+
+    ``timeout`` (seconds) overrides the target's own ``timeout_seconds``. ``targets_file`` names the
+    file the target came from in error messages, when the target object does not carry it.
+    """
+    spec = as_target_spec(target, source=targets_file)
+    provider = _providers().get(spec.provider)
+    if provider is None:
+        raise spec.fail(f"unknown provider '{spec.provider}'; use one of {', '.join(sorted(_providers()))}")
+    if timeout is not None and timeout <= 0:
+        raise spec.fail(f"timeout must be positive, got {timeout}")
+    config = resolve(spec.fields, target=spec.name, source=spec.source)
+    workspace = Path(workspace)
+    workspace.mkdir(parents=True, exist_ok=True)
+    request = RunRequest(
+        spec=spec, config=config, test=test, workspace=workspace, eval_dir=Path(eval_dir), timeout=timeout
+    )
+    started_wall = _now_iso()
+    started = time.monotonic()
+    outcome = provider(request)
+    return replace(
+        outcome,
+        start_time=started_wall,
+        end_time=_now_iso(),
+        duration_ms=round((time.monotonic() - started) * 1000.0, 3),
+    )
+
+
+def positive_seconds(spec: TargetSpec, value: Any, key: str) -> float | None:
+    """A configured duration in seconds, validated; None when not set."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise spec.fail(f"`{key}` must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _providers() -> dict[str, Provider]:
+    from . import cli, openai
+
+    return {"cli": cli.run, "openai": openai.run}

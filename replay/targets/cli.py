@@ -1,0 +1,258 @@
+"""The ``cli`` provider: an agent run as a command, the way AgentV's cli provider runs it.
+
+``command`` is a template. A string is run through ``/bin/sh -c`` with every substituted value
+shell-quoted; a list is run as argv with values substituted verbatim (an element that is exactly
+``{FILES}`` expands to one argument per file). Placeholders: ``{PROMPT}``, ``{PROMPT_FILE}``,
+``{OUTPUT_FILE}``, ``{EVAL_ID}``, ``{FILES}``; unknown ones are left as written.
+
+The answer is the output file when the agent wrote one (non-empty), else stdout. Either is plain
+text or AgentV's JSON ``{"output": [messages], "text"?, "token_usage"?, "cost_usd"?}`` (legacy
+``output_messages`` accepted); a JSON object without ``output``/``text`` is plain text, as in AgentV.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..content import Message, last_assistant, question_text
+from ..subprocess_util import run_child
+from .base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
+
+DEFAULT_TIMEOUT_SECONDS = 1800.0
+MAX_ANSWER_BYTES = 50 * 1024 * 1024
+"""Cap on stdout and on the output file: an answer is text, not a data dump."""
+ERROR_TAIL_CHARS = 2000
+
+_PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
+
+
+def run(request: RunRequest) -> TargetOutcome:
+    spec, config = request.spec, request.config
+    command = _command(spec, config)
+    cwd = _cwd(spec, config, request)
+    timeout = request.timeout or positive_seconds(spec, config.get("timeout_seconds"), "timeout_seconds")
+    timeout = timeout or DEFAULT_TIMEOUT_SECONDS
+    env_extra = config.get("env") or {}
+    if not isinstance(env_extra, dict):
+        raise spec.fail("`env` must be a mapping of variable names to values")
+
+    scratch = Path(tempfile.mkdtemp(prefix="evalstore-target-"))
+    try:
+        prompt_file = scratch / "prompt.txt"
+        prompt_file.write_text(prompt_text(request), encoding="utf-8")
+        output_file = _output_file(config, request.workspace, scratch)
+        values = {
+            "PROMPT": prompt_file.read_text(encoding="utf-8"),
+            "PROMPT_FILE": str(prompt_file),
+            "OUTPUT_FILE": str(output_file),
+            "EVAL_ID": request.test.id,
+        }
+        files = _input_files(request)
+        argv = _render(command, values, files, str(config.get("files_format") or "{path}"))
+        env = {
+            **os.environ,
+            **{str(k): "" if v is None else str(v) for k, v in env_extra.items()},
+            "AGENTV_WORKSPACE_PATH": str(request.workspace),
+            "EVALSTORE_WORKSPACE": str(request.workspace),
+            "EVALSTORE_EVAL_ID": request.test.id,
+        }
+        child = run_child(argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=env)
+        stderr = child.stderr_text()
+        failure = _failure(spec, child, timeout)
+        if failure is not None:
+            status, message = failure
+            return TargetOutcome(
+                messages=[], exit_code=child.exit_code, status=status, error=message, stderr=stderr[-10_000:]
+            )
+        raw = _read_answer(output_file)
+        if raw is None:
+            raw = child.stdout.decode("utf-8", errors="replace")
+        try:
+            outcome = parse_answer(raw)
+        except ValueError as exc:
+            return TargetOutcome(
+                messages=[],
+                exit_code=child.exit_code,
+                status="error",
+                error=f"target '{spec.name}': malformed output: {exc}",
+                stderr=stderr[-10_000:],
+            )
+        outcome.exit_code = child.exit_code
+        outcome.stderr = stderr[-10_000:]
+        return outcome
+    finally:
+        if not config.get("keep_temp_files"):
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def prompt_text(request: RunRequest) -> str:
+    """What the agent is asked: the test's input messages rendered as one text."""
+    return question_text(request.test.input, base_dir=str(request.eval_dir))
+
+
+def parse_answer(raw: str) -> TargetOutcome:
+    """Turn the agent's answer text (output file or stdout) into messages; raises ValueError if malformed."""
+    text = raw.replace("\r\n", "\n")
+    data = _json_object(text)
+    if data is not None:
+        listed = data.get("output", data.get("output_messages"))
+        if isinstance(listed, list) and listed:
+            messages = _messages(listed)
+        elif "text" in data:
+            value = data["text"]
+            messages = [Message(role="assistant", content=value if isinstance(value, str) else json.dumps(value))]
+        else:
+            data = None
+    if data is None:
+        answer = text.rstrip("\n")
+        return TargetOutcome(messages=[Message(role="assistant", content=answer)], output_text=answer)
+    usage = data.get("token_usage")
+    cost = data.get("cost_usd")
+    final = last_assistant(messages)
+    output_text = data["text"] if isinstance(data.get("text"), str) else (final.text() if final else "")
+    return TargetOutcome(
+        messages=messages,
+        output_text=output_text,
+        token_usage=usage if isinstance(usage, dict) else None,
+        cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+    )
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        data = json.loads(stripped)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _messages(items: list[Any]) -> list[Message]:
+    messages = []
+    for index, item in enumerate(items):
+        # Entries without a role are skipped, as AgentV does.
+        if not isinstance(item, dict) or not isinstance(item.get("role"), str):
+            continue
+        try:
+            messages.append(Message.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ValueError(f"output[{index}].{where}: {first['msg']}") from None
+    if not messages:
+        raise ValueError("`output` holds no message with a `role`")
+    return messages
+
+
+def _command(spec: TargetSpec, config: dict[str, Any]) -> str | list[str]:
+    command = config.get("command", config.get("command_template"))
+    if isinstance(command, str) and command.strip():
+        return command
+    if isinstance(command, list) and command and all(isinstance(a, (str, int, float)) for a in command):
+        return [str(a) for a in command]
+    if command is None:
+        raise spec.fail("a cli target needs `command:` (a template string or an argv list)")
+    raise spec.fail(f"`command` must be a non-empty string or list of strings, got {command!r}")
+
+
+def _cwd(spec: TargetSpec, config: dict[str, Any], request: RunRequest) -> Path:
+    raw = config.get("cwd")
+    if raw is None or raw == "":
+        return request.workspace
+    cwd = Path(str(raw)).expanduser()
+    if not cwd.is_absolute():
+        cwd = request.eval_dir / cwd
+    if not cwd.is_dir():
+        raise spec.fail(f"`cwd` {raw!r} is not a directory (resolved to {cwd})")
+    return cwd
+
+
+def _output_file(config: dict[str, Any], workspace: Path, scratch: Path) -> Path:
+    raw = config.get("output_file")
+    if not raw:
+        return scratch / "output.json"
+    path = Path(str(raw)).expanduser()
+    path = path if path.is_absolute() else workspace / path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A file left from a workspace template must not pass for this run's answer.
+    path.unlink(missing_ok=True)
+    return path
+
+
+def _input_files(request: RunRequest) -> list[str]:
+    seen: dict[str, None] = {}
+    for name in request.test.input_files:
+        path = Path(name)
+        seen.setdefault(str(path if path.is_absolute() else (request.eval_dir / path).resolve()), None)
+    return list(seen)
+
+
+def _render(command: str | list[str], values: dict[str, str], files: list[str], files_format: str) -> list[str]:
+    def formatted(path: str, quote: bool) -> str:
+        q = _quote if quote else (lambda s: s)
+        return files_format.replace("{path}", q(path)).replace("{basename}", q(os.path.basename(path)))
+
+    if isinstance(command, str):
+        quoted = {k: _quote(v) for k, v in values.items()}
+        quoted["FILES"] = " ".join(formatted(f, True) for f in files)
+        return ["/bin/sh", "-c", _substitute(command, quoted)]
+    raw = {**values, "FILES": " ".join(formatted(f, False) for f in files)}
+    argv: list[str] = []
+    for arg in command:
+        if arg == "{FILES}":
+            argv.extend(formatted(f, False) for f in files)
+        else:
+            argv.append(_substitute(arg, raw))
+    return argv
+
+
+def _substitute(template: str, values: dict[str, str]) -> str:
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def _quote(value: str) -> str:
+    return shlex.quote(value) if value else "''"
+
+
+def _read_answer(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_ANSWER_BYTES + 1)
+    except OSError:
+        return None
+    if not data:
+        return None
+    return data[:MAX_ANSWER_BYTES].decode("utf-8", errors="replace")
+
+
+def _failure(spec: TargetSpec, child: Any, timeout: float) -> tuple[str, str] | None:
+    prefix = f"target '{spec.name}'"
+    if child.spawn_error:
+        return "error", f"{prefix}: {child.spawn_error}"
+    if child.timed_out:
+        return "timeout", f"{prefix}: timed out after {timeout:g}s; its process group was killed"
+    if child.output_exceeded:
+        return "error", f"{prefix}: stdout exceeded {MAX_ANSWER_BYTES} bytes; the process group was killed"
+    if child.exit_code == 0:
+        return None
+    if child.exit_code is not None and child.exit_code < 0:
+        try:
+            how = f"was killed by {signal.Signals(-child.exit_code).name}"
+        except ValueError:
+            how = f"was killed by signal {-child.exit_code}"
+    else:
+        how = f"exited with code {child.exit_code}"
+    detail = child.stderr_text().strip() or child.stdout.decode("utf-8", errors="replace").strip()
+    return "error", f"{prefix}: {how}" + (f": {detail[-ERROR_TAIL_CHARS:]}" if detail else "")

@@ -1,0 +1,134 @@
+"""Read models over the store for people: run lists, one run's results, finding a run by a short id."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from store import EventStore
+from store.events import RunStarted
+
+from .errors import NotFoundError
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    kind: str
+    parent_run_id: str | None
+    suite: str | None
+    target: str | None
+    status: str
+    tests: int
+    passed: int
+    errors: int
+    mean_score: float | None
+    started_at: str
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ResultRow:
+    test_id: str
+    target: str
+    attempt: int
+    score: float
+    passed: bool
+    status: str
+    error: str | None
+    origin: str
+    graders: dict[str, float] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
+    out = []
+    for run in run_rows:
+        results = store.query("results", run_id=run["run_id"])
+        scores = [r["score"] for r in results]
+        out.append(
+            RunSummary(
+                run_id=run["run_id"],
+                kind=run["kind"],
+                parent_run_id=run["parent_run_id"],
+                suite=run["suite"],
+                target=run["target_name"],
+                status=run["status"],
+                tests=len(results),
+                passed=sum(1 for r in results if r["passed"]),
+                errors=sum(1 for r in results if r["status"] == "execution_error"),
+                mean_score=round(sum(scores) / len(scores), 6) if scores else None,
+                started_at=run["started_at"],
+                source=run["source"],
+            )
+        )
+    return out
+
+
+def list_runs(store: EventStore) -> list[RunSummary]:
+    rows = sorted(store.query("runs"), key=lambda r: r["started_seq"])
+    return _summaries(store, rows)
+
+
+def resolve_run(store: EventStore, ref: str) -> str:
+    """A run id from a full id, a unique prefix, or ``last`` (the most recently started run)."""
+    ids = store.run_ids()
+    if ref == "last":
+        if not ids:
+            raise NotFoundError("the store has no runs yet")
+        return ids[-1]
+    if ref in ids:
+        return ref
+    matches = [i for i in ids if i.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise NotFoundError(f"no run {ref!r} in this store; `evalstore runs` lists them")
+    raise NotFoundError(f"run id {ref!r} is ambiguous ({', '.join(matches[:5])}); give more characters")
+
+
+def run_summary(store: EventStore, run_id: str) -> RunSummary:
+    rows = store.query("runs", run_id=run_id)
+    if not rows:
+        raise NotFoundError(f"no run {run_id!r}")
+    return _summaries(store, rows)[0]
+
+
+def run_started(store: EventStore, run_id: str) -> RunStarted:
+    for ev in store.read_stream(run_id, types=["run_started"]):
+        return ev.event  # type: ignore[return-value]
+    raise NotFoundError(f"no run {run_id!r}")
+
+
+def run_results(store: EventStore, run_id: str) -> list[ResultRow]:
+    graders: dict[tuple, dict[str, float]] = defaultdict(dict)
+    verdicts: dict[tuple, dict[str, str]] = defaultdict(dict)
+    for v in store.query("verdicts", run_id=run_id):
+        key = (v["test_id"], v["target"], v["attempt"])
+        graders[key][v["grader"]] = v["score"]
+        verdicts[key][v["grader"]] = v["verdict"]
+    rows = []
+    for r in store.query("results", run_id=run_id):
+        key = (r["test_id"], r["target"], r["attempt"])
+        rows.append(
+            ResultRow(
+                test_id=r["test_id"],
+                target=r["target"],
+                attempt=r["attempt"],
+                score=r["score"],
+                passed=bool(r["passed"]),
+                status=r["status"],
+                error=r["error"],
+                origin=r["origin"],
+                graders=graders.get(key, {}),
+                verdicts=verdicts.get(key, {}),
+            )
+        )
+    return rows
