@@ -71,3 +71,7 @@ class PreflightError(ReplayError):
         self.missing_commands = missing_commands
         self.missing_modules = missing_modules
         super().__init__(message)
+
+
+class PromptTemplateError(ReplayError):
+    """A grader prompt file that cannot be used (missing, unreadable, or without {{output}}/{{expected_output}})."""

@@ -1,0 +1,15 @@
+"""Reading AgentV result files into neutral records, and writing AgentV/CSV/JSON exports."""
+
+from .detect import FORMATS, detect_format, read_results
+from .records import ImportedFile, ImportedTest, ImportedVerdict, ImportSource, SkippedLine
+
+__all__ = [
+    "FORMATS",
+    "ImportSource",
+    "ImportedFile",
+    "ImportedTest",
+    "ImportedVerdict",
+    "SkippedLine",
+    "detect_format",
+    "read_results",
+]

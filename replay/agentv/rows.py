@@ -198,3 +198,51 @@ def build_test(
         source=source,
         raw_row={k: v for k, v in row.items() if k not in _BULKY_KEYS},
     )
+
+
+_SAMPLE_DIR = re.compile(r"(?:^|/)sample-(\d+)/?$")
+
+
+def sample_number(sample_path: Any) -> int | None:
+    """N of a ``sample-N`` folder reference, the 1-based attempt AgentV itself shows."""
+    if isinstance(sample_path, str):
+        match = _SAMPLE_DIR.search(sample_path.rstrip("/"))
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def attempt_of(row: dict[str, Any]) -> int:
+    """1-based attempt: the sample folder, else ``sample`` (1-based), else ``sample_index``/``attempt`` (0-based).
+
+    ``retry_index`` is not an attempt: a retry replaces the sample it retried.
+    """
+    number = sample_number(row.get("sample_path"))
+    if number is not None:
+        return number
+    for key, offset in (("sample", 0), ("sample_index", 1), ("attempt", 1)):
+        value = row.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value + offset >= 1:
+            return value + offset
+    return 1
+
+
+def eval_hints(row: dict[str, Any] | None, root: Path) -> list[Path]:
+    """Candidate eval files a row names: the source eval path first, then the bundled copy."""
+    if not row:
+        return []
+    hints: list[Path] = []
+    identity = row.get("projection_identity")
+    dimensions = identity.get("dimensions") if isinstance(identity, dict) else None
+    if isinstance(dimensions, dict) and isinstance(dimensions.get("eval_path"), str):
+        hints.append(Path(dimensions["eval_path"]))
+    eval_path = row.get("eval_path")
+    if isinstance(eval_path, str) and eval_path:
+        in_run = root / eval_path
+        hints.append(in_run.resolve() if in_run.exists() else Path(eval_path))
+    return hints
+
+
+def unique_paths(paths: Iterable[Path]) -> list[Path]:
+    seen: set[Path] = set()
+    return [p for p in paths if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]

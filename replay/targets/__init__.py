@@ -1,0 +1,25 @@
+"""Targets: the agents and endpoints a recorded run asks for answers.
+
+Only the recording runner imports this package. Replaying a stored run must never be able to call a
+target, so nothing else in ``replay`` depends on it.
+"""
+
+from .base import TargetOutcome, TargetSpec, as_target_spec, run_target, stored_config
+from .capture import DEFAULT_MAX_FILE_BYTES, CapturedFile, CapturedOutput, capture_files
+from .secrets import REDACTED, looks_secret, redact, resolve
+
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "REDACTED",
+    "CapturedFile",
+    "CapturedOutput",
+    "TargetOutcome",
+    "TargetSpec",
+    "as_target_spec",
+    "capture_files",
+    "looks_secret",
+    "redact",
+    "resolve",
+    "run_target",
+    "stored_config",
+]

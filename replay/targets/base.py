@@ -21,7 +21,8 @@ from typing import Any, Literal
 from ..content import Message
 from ..errors import TargetConfigError
 from ..specs import EvalTest
-from .secrets import resolve
+from ..targetsfile import TargetEntry
+from .secrets import redact, resolve
 
 TargetStatus = Literal["ok", "error", "timeout"]
 
@@ -79,10 +80,14 @@ Provider = Callable[[RunRequest], TargetOutcome]
 
 
 def as_target_spec(target: Any, *, source: str | Path | None = None) -> TargetSpec:
-    """Normalise what a targets-file loader hands out (a mapping or a model) into a :class:`TargetSpec`."""
+    """Normalise a target (a :class:`~replay.targetsfile.TargetEntry`, a mapping as in the targets file,
+    or a pydantic model of one) into a :class:`TargetSpec`."""
     if isinstance(target, TargetSpec):
         return target if source is None else replace(target, source=str(source))
-    if isinstance(target, Mapping):
+    if isinstance(target, TargetEntry):
+        fields = {**target.fields, "name": target.name, "provider": target.provider}
+        source = source if source is not None else target.source or None
+    elif isinstance(target, Mapping):
         fields = dict(target)
     elif hasattr(target, "model_dump"):
         fields = target.model_dump(mode="python", exclude_none=True)
@@ -140,6 +145,12 @@ def run_target(
     )
 
 
+def stored_config(target: Any, *, source: str | Path | None = None) -> dict[str, Any]:
+    """The target's configuration as it may be stored (``RunStarted.target``): references kept,
+    literal secrets redacted."""
+    return redact(as_target_spec(target, source=source).fields)
+
+
 def positive_seconds(spec: TargetSpec, value: Any, key: str) -> float | None:
     """A configured duration in seconds, validated; None when not set."""
     if value is None:
@@ -156,4 +167,4 @@ def _now_iso() -> str:
 def _providers() -> dict[str, Provider]:
     from . import cli, openai
 
-    return {"cli": cli.run, "openai": openai.run}
+    return {"cli": cli.run, **{name: openai.run for name in openai.PROVIDERS}}

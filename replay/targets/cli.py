@@ -48,11 +48,12 @@ def run(request: RunRequest) -> TargetOutcome:
 
     scratch = Path(tempfile.mkdtemp(prefix="evalstore-target-"))
     try:
+        prompt = prompt_text(request)
         prompt_file = scratch / "prompt.txt"
-        prompt_file.write_text(prompt_text(request), encoding="utf-8")
+        prompt_file.write_text(prompt, encoding="utf-8")
         output_file = _output_file(config, request.workspace, scratch)
         values = {
-            "PROMPT": prompt_file.read_text(encoding="utf-8"),
+            "PROMPT": prompt,
             "PROMPT_FILE": str(prompt_file),
             "OUTPUT_FILE": str(output_file),
             "EVAL_ID": request.test.id,
@@ -148,9 +149,10 @@ def _messages(items: list[Any]) -> list[Message]:
         try:
             messages.append(Message.model_validate(item))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise ValueError(f"output[{index}].{where}: {first['msg']}") from None
+            # A content union reports one error per alternative; the deepest names the real fault.
+            worst = max(exc.errors(), key=lambda e: len(e["loc"]))
+            where = ".".join(str(p) for p in worst["loc"])
+            raise ValueError(f"output[{index}].{where}: {worst['msg']}") from None
     if not messages:
         raise ValueError("`output` holds no message with a `role`")
     return messages

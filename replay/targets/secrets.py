@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import TargetConfigError
+from ..targetsfile import ENV_REFERENCE as ENV_REF
+from ..targetsfile import interpolate, references
 
 REDACTED = "***redacted***"
-
-ENV_REF = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 # A key looks secret when its last word is one of these (``api_key``, ``X-Api-Key``, ``authToken``,
 # ``client_secret``), or when any word is one of the unambiguous ones. Judging by the last word keeps
@@ -56,13 +56,6 @@ def _redact_value(value: Any, secret: bool) -> Any:
     return REDACTED
 
 
-def references(config: Any) -> list[str]:
-    """Every environment variable name the config refers to, in order, without repeats."""
-    found: list[str] = []
-    _walk_strings(config, lambda s: found.extend(n for n in ENV_REF.findall(s) if n not in found))
-    return found
-
-
 def resolve(
     config: Mapping[str, Any],
     *,
@@ -72,35 +65,15 @@ def resolve(
 ) -> dict[str, Any]:
     """A copy of ``config`` with every ``${{ NAME }}`` replaced by the environment variable's value.
 
-    Raises :class:`TargetConfigError` naming the variable and the target when one is not set.
+    Raises :class:`TargetConfigError` naming the variable, the target and its targets file when a
+    variable is not set.
     """
     env = os.environ if environ is None else environ
-    for name in references(config):
+    for name in dict.fromkeys(references(dict(config))):
         if name not in env:
             where = f"{source}: " if source else ""
             raise TargetConfigError(
                 f"{where}target '{target}': environment variable {name} is not set "
                 f"(referenced as ${{{{ {name} }}}}); export it before running the target"
             )
-    return _substitute(config, env)
-
-
-def _substitute(value: Any, env: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-        return ENV_REF.sub(lambda m: env[m.group(1)], value)
-    if isinstance(value, Mapping):
-        return {k: _substitute(v, env) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_substitute(v, env) for v in value]
-    return value
-
-
-def _walk_strings(value: Any, visit: Any) -> None:
-    if isinstance(value, str):
-        visit(value)
-    elif isinstance(value, Mapping):
-        for v in value.values():
-            _walk_strings(v, visit)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _walk_strings(v, visit)
+    return dict(interpolate(dict(config), env, where=f"target '{target}'"))

@@ -1,0 +1,61 @@
+"""Which AgentV result layout a path holds, and the one entry point that opens any of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from replay.errors import ImportFormatError
+
+from .jsonl import FORMAT as JSONL_FORMAT
+from .jsonl import read_jsonl
+from .records import ImportSource
+from .v4_run import FORMAT as V4_FORMAT
+from .v4_run import INDEX as V4_INDEX
+from .v4_run import read_v4_run
+from .v5_bundle import FORMAT as V5_FORMAT
+from .v5_bundle import case_dirs, read_v5_bundle
+
+FORMATS = (V4_FORMAT, V5_FORMAT, JSONL_FORMAT)
+
+
+def _directory_format(root: Path) -> str | None:
+    if (root / "summary.json").is_file() and (root / ".internal" / "index.jsonl").is_file():
+        return V5_FORMAT
+    if case_dirs(root):
+        return V5_FORMAT  # sample-N folders are v5-only, whichever index the run kept
+    if (root / V4_INDEX).is_file():
+        return V4_FORMAT
+    return None
+
+
+def detect_format(path: Path) -> str:
+    """One of FORMATS, or ImportFormatError saying what was expected."""
+    if path.is_dir():
+        found = _directory_format(path)
+        if found is None:
+            raise ImportFormatError(
+                f"{path}: not an AgentV result directory: expected index.jsonl (v4 run), summary.json with "
+                ".internal/index.jsonl or <case>/sample-N/ folders (v5 bundle); or pass a results .jsonl file"
+            )
+        return found
+    if path.is_file():
+        if path.name == "index.jsonl":
+            # An index inside a run directory means the run directory, with its sidecars.
+            root = path.parent.parent if path.parent.name == ".internal" else path.parent
+            found = _directory_format(root)
+            if found is not None:
+                return found
+        if path.suffix == ".jsonl":
+            return JSONL_FORMAT
+        raise ImportFormatError(f"{path}: not an AgentV results file: expected a .jsonl file of result rows")
+    raise ImportFormatError(f"{path}: no such file or directory")
+
+
+def read_results(path: Path, fmt: str) -> ImportSource:
+    """Open ``path`` as ``fmt`` (see detect_format); tests are read only when iterated."""
+    readers = {V4_FORMAT: read_v4_run, V5_FORMAT: read_v5_bundle, JSONL_FORMAT: read_jsonl}
+    if fmt not in readers:
+        raise ImportFormatError(f"unknown AgentV result format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if not path.exists():
+        raise ImportFormatError(f"{path}: no such file or directory")
+    return readers[fmt](path)

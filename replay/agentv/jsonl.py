@@ -1,0 +1,74 @@
+"""Plain AgentV results JSONL (one ``EvaluationResult`` row a line, snake_case or legacy camelCase).
+
+Streams line by line: a 1 GB file is never held in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from replay.errors import ImportFormatError
+from store.events import SourceRef
+
+from .records import ImportedTest, ImportSource, SkippedLine
+from .rows import RowError, Sidecars, attempt_of, build_test, eval_hints
+from .wire import file_sha256, first_json_row, is_legacy_camel_row, iter_json_lines, normalise_legacy_row
+
+FORMAT = "results-jsonl"
+
+
+def bad_line(source: SourceRef, reason: str, skip_bad: bool) -> SkippedLine:
+    """A SkippedLine under ``--skip-bad``; otherwise the one-line error that stops the import."""
+    if not skip_bad:
+        where = f"{source.file}:{source.line}" if source.line is not None else source.file
+        raise ImportFormatError(f"{where}: {reason} (fix it, or import with --skip-bad to leave it out)")
+    return SkippedLine(source=source, reason=reason)
+
+
+def iter_rows(path: Path, skip_bad: bool) -> Iterator[tuple[SourceRef, dict[str, Any]] | SkippedLine]:
+    """Each row as snake_case with its source line; unreadable lines raise or come back as SkippedLine."""
+    for number, row, error in iter_json_lines(path):
+        source = SourceRef(file=str(path), line=number)
+        if row is None:
+            yield bad_line(source, error or "unreadable line", skip_bad)
+            continue
+        if is_legacy_camel_row(row):
+            try:
+                row = normalise_legacy_row(row)
+            except ValueError as exc:
+                yield bad_line(source, str(exc), skip_bad)
+                continue
+        yield source, row
+
+
+def _iter_tests(path: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+    bases = [path.parent]
+    for item in iter_rows(path, skip_bad):
+        if isinstance(item, SkippedLine):
+            yield item
+            continue
+        source, row = item
+        try:
+            yield build_test(row, source=source, attempt=attempt_of(row), sidecars=Sidecars(file_bases=bases))
+        except RowError as exc:
+            yield bad_line(source, str(exc), skip_bad)
+
+
+def read_jsonl(path: Path) -> ImportSource:
+    if not path.is_file():
+        raise ImportFormatError(f"{path}: no such results file")
+    try:
+        first = first_json_row(path)
+    except ValueError:
+        first = None  # the bad line is reported, with its number, when the tests are iterated
+    suite = first.get("suite") if first else None
+    return ImportSource(
+        format=FORMAT,
+        root=path,
+        suite=suite if isinstance(suite, str) else None,
+        eval_path_hints=eval_hints(first, path.parent),
+        source_digest=file_sha256(path),
+        _iterate=lambda skip_bad: _iter_tests(path, skip_bad),
+    )

@@ -1,0 +1,112 @@
+"""AgentV 4.x run directory: ``index.jsonl`` plus ``<suite>/<test>/{grading.json,timing.json,outputs/...}``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from replay.errors import ImportFormatError
+from .grading import finite_number
+from .jsonl import bad_line, iter_rows
+from .records import ImportedFile, ImportedTest, ImportSource, SkippedLine
+from .rows import RowError, Sidecars, attempt_of, build_test, eval_hints, unique_paths
+from .sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
+from .wire import first_json_row, read_json, tree_sha256
+
+FORMAT = "agentv-v4-run"
+INDEX = "index.jsonl"
+_UNSAFE = re.compile(r'[/\\:*?"<>|]')
+
+
+def test_dir_of(root: Path, row: dict[str, Any]) -> Path:
+    """Where a test's sidecars live: ``artifact_dir``, else beside grading.json, else ``<suite>/<test_id>``."""
+    if isinstance(row.get("artifact_dir"), str):
+        return root / row["artifact_dir"]
+    if isinstance(row.get("grading_path"), str):
+        return (root / row["grading_path"]).parent
+    suite = _UNSAFE.sub("_", str(row.get("suite") or "default"))
+    return root / suite / _UNSAFE.sub("_", str(row.get("test_id")))
+
+
+def _timing_fallbacks(doc: Any) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        return {}
+    out: dict[str, Any] = {}
+    if finite_number(doc.get("duration_ms")) is not None:
+        out["duration_ms"] = float(doc["duration_ms"])
+    if isinstance(doc.get("token_usage"), dict):
+        out["token_usage"] = doc["token_usage"]
+    return out
+
+
+def sidecars_for(root: Path, row: dict[str, Any]) -> Sidecars:
+    test_dir = test_dir_of(root, row)
+    outputs = test_dir / "outputs"
+    found = Sidecars(file_bases=[outputs, test_dir, root])
+    files: list[ImportedFile] = []
+
+    grading = pick("grading_path", row.get("grading_path"), root, test_dir / "grading.json")
+    if grading is not None:
+        found.grading = load_grading(grading)
+        files.append(as_file(grading, root))
+    timing = pick("timing_path", row.get("timing_path"), root, test_dir / "timing.json")
+    if timing is not None:
+        found.fallbacks = _timing_fallbacks(load_json(timing))
+        files.append(as_file(timing, root))
+
+    transcript = pick("transcript_path", row.get("transcript_path"), root, outputs / "transcript.jsonl")
+    trace = pick("trace_path", row.get("trace_path"), root, outputs / "trace.json")
+    for candidate in (transcript, trace):
+        if candidate is None:
+            continue
+        files.append(as_file(candidate, root))
+        if found.messages is None:
+            found.messages = load_messages(candidate, row.get("test_id"))
+
+    answer = pick("answer_path", row.get("answer_path"), root, outputs / "answer.md")
+    copies = {pick(key, row.get(key), root) for key in ("output_path", "response_path")} - {None, answer}
+    files.extend(as_file(copy, root) for copy in sorted(p for p in copies if p is not None))
+    if answer is not None:
+        found.answer_text = load_text(answer)
+        files.insert(0, as_file(answer, root, "answer"))
+    found.files = files
+    return found
+
+
+def _iter_tests(root: Path, index: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+    for item in iter_rows(index, skip_bad):
+        if isinstance(item, SkippedLine):
+            yield item
+            continue
+        source, row = item
+        try:
+            yield build_test(row, source=source, attempt=attempt_of(row), sidecars=sidecars_for(root, row))
+        except RowError as exc:
+            yield bad_line(source, str(exc), skip_bad)
+
+
+def read_v4_run(path: Path) -> ImportSource:
+    root = path.parent if path.is_file() else path
+    index = root / INDEX
+    if not index.is_file():
+        raise ImportFormatError(f"{root}: not an AgentV 4 run directory (no {INDEX})")
+    first = first_json_row(index)
+    benchmark = root / "benchmark.json"
+    hints = eval_hints(first, root)
+    if benchmark.is_file():
+        doc = read_json(benchmark)
+        metadata = (doc.get("metadata") if isinstance(doc, dict) else None) or {}
+        if isinstance(metadata.get("eval_file"), str):
+            hints.insert(0, Path(metadata["eval_file"]))
+    suite = first.get("suite") if first else None
+    return ImportSource(
+        format=FORMAT,
+        root=root,
+        suite=suite if isinstance(suite, str) else None,
+        eval_path_hints=unique_paths(hints),
+        source_digest=tree_sha256(root),
+        _iterate=lambda skip_bad: _iter_tests(root, index, skip_bad),
+    )
+

@@ -1,0 +1,257 @@
+"""AgentV v5-next run bundle: ``summary.json`` + ``.internal/index.jsonl`` + ``<case>--<hash>/sample-N/``.
+
+Each sample folder is one attempt. Index rows list their samples in ``samples[]`` (``attempts[]`` before
+2026-07-06); a bundle without an index is read folder by folder from result.json / grading.json / metrics.json.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from replay.errors import ImportFormatError
+from store.events import SourceRef
+
+from .grading import finite_number
+from .jsonl import bad_line, iter_rows
+from .records import ImportedFile, ImportedTest, ImportSource, SkippedLine
+from .rows import RowError, Sidecars, attempt_of, build_test, eval_hints, sample_number, unique_paths
+from .sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
+from .wire import first_json_row, iter_json_lines, read_json, tree_sha256
+
+FORMAT = "agentv-v5-bundle"
+_SAMPLE = re.compile(r"^sample-(\d+)$")
+# Per-sample values a samples[] item carries that override its parent row.
+_SAMPLE_KEYS = ("score", "execution_status", "error", "cost_usd", "failure_stage", "failure_reason_code",
+                "target_error_kind", "verdict", "named_scores")
+# (key in index row, key in result.json, conventional name in the sample folder)
+_SIDECARS = (
+    ("grading_path", "grading_path", "grading.json"),
+    ("metrics_path", "metrics_path", "metrics.json"),
+    ("transcript_raw_path", "transcript_raw_path", "transcript-raw.jsonl"),
+    ("transcript_path", "transcript_path", "transcript.json"),
+    ("answer_path", "answer", "outputs/answer.md"),
+    ("file_changes_path", "file_changes", "outputs/file_changes.diff"),
+    ("target_execution_path", None, "target-execution.json"),
+    ("environment_path", None, "environment.json"),
+    ("stdout_path", None, "stdout.txt"),
+    ("stderr_path", None, "stderr.txt"),
+)
+
+
+def sample_dirs(case_dir: Path) -> list[Path]:
+    found = [(int(m.group(1)), p) for p in case_dir.iterdir() if p.is_dir() and (m := _SAMPLE.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def case_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and sample_dirs(p))
+
+
+def find_index(root: Path) -> Path | None:
+    summary = root / "summary.json"
+    if summary.is_file():
+        doc = read_json(summary)
+        ref = doc.get("index_path") if isinstance(doc, dict) else None
+        if isinstance(ref, str) and (root / ref).is_file():
+            return root / ref
+    for candidate in (root / ".internal" / "index.jsonl", root / "index.jsonl"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def _metrics_fallbacks(doc: Any) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        return {}
+    out: dict[str, Any] = {}
+    duration = doc.get("duration") if isinstance(doc.get("duration"), dict) else {}
+    if finite_number(duration.get("total_ms")) is not None:
+        out["duration_ms"] = float(duration["total_ms"])
+    tokens = doc.get("tokens") if isinstance(doc.get("tokens"), dict) else {}
+    usage = {k: tokens[k] for k in ("input", "output", "cached", "reasoning") if finite_number(tokens.get(k)) is not None}
+    if usage and tokens.get("source") != "unavailable":
+        out["token_usage"] = usage
+    cost = doc.get("cost") if isinstance(doc.get("cost"), dict) else {}
+    if finite_number(cost.get("usd")) is not None:
+        out["cost_usd"] = float(cost["usd"])
+    return out
+
+
+def sample_sidecars(root: Path, sample_dir: Path, row: dict[str, Any], test_id: str | None) -> Sidecars:
+    """Sidecars of one sample folder; a path the row or result.json names must exist."""
+    result_path = sample_dir / "result.json"
+    result = load_json(result_path) if result_path.is_file() else {}
+    result = result if isinstance(result, dict) else {}
+    output_paths = result.get("output_paths") if isinstance(result.get("output_paths"), dict) else {}
+    found = Sidecars(file_bases=[sample_dir, sample_dir / "outputs", sample_dir.parent, root])
+    files: list[ImportedFile] = [as_file(result_path, root)] if result_path.is_file() else []
+    paths: dict[str, Path | None] = {}
+    for row_key, result_key, conventional in _SIDECARS:
+        row_ref = row.get(row_key)
+        result_ref = (output_paths if row_key in ("answer_path", "file_changes_path") else result).get(result_key or "")
+        if isinstance(row_ref, str) and _inside(root / row_ref, sample_dir):
+            path = pick(row_key, row_ref, root)
+        elif isinstance(result_ref, str):
+            path = pick(f"{result_path.name} {result_key}", result_ref, sample_dir)
+        else:
+            path = pick(row_key, None, sample_dir, sample_dir / conventional)
+        paths[row_key] = path
+        if path is not None and row_key != "answer_path":
+            files.append(as_file(path, root))
+
+    if paths["grading_path"] is not None:
+        found.grading = load_grading(paths["grading_path"])
+    if paths["metrics_path"] is not None:
+        found.fallbacks = _metrics_fallbacks(load_json(paths["metrics_path"]))
+    for key in ("transcript_raw_path", "transcript_path"):
+        if found.messages is None and paths[key] is not None:
+            found.messages = load_messages(paths[key], test_id)  # type: ignore[arg-type]
+    if paths["file_changes_path"] is not None:
+        found.fallbacks["file_changes"] = load_text(paths["file_changes_path"])
+    if paths["answer_path"] is not None:
+        found.answer_text = load_text(paths["answer_path"])
+        files.insert(0, as_file(paths["answer_path"], root, "answer"))
+    for key in ("duration_ms",):
+        if key not in found.fallbacks and finite_number(result.get(key)) is not None:
+            found.fallbacks[key] = float(result[key])
+    found.files = files
+    return found
+
+
+def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[str, Any]]]:
+    """(attempt, sample folder, effective row) for every sample an index row covers."""
+    result_dir = root / row["result_dir"] if isinstance(row.get("result_dir"), str) else None
+    items = row.get("samples") if isinstance(row.get("samples"), list) else row.get("attempts")
+    if not isinstance(items, list) or not items:
+        grading = row.get("grading_path")
+        folder = (root / grading).parent if isinstance(grading, str) else None
+        attempt = sample_number(folder.name) if folder else None
+        attempt = attempt or attempt_of(row)
+        if folder is None:
+            if result_dir is None:
+                raise RowError("index row names neither result_dir nor grading_path; cannot find its samples")
+            folder = result_dir / f"sample-{attempt}"
+        return [(attempt, folder, row)]
+    if result_dir is None:
+        raise RowError("index row lists samples but has no result_dir")
+    out = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        attempt = attempt_of(item)
+        ref = item.get("sample_path") if isinstance(item.get("sample_path"), str) else f"sample-{attempt}"
+        folder = result_dir / ref
+        if isinstance(item.get("sample_path"), str) and not folder.is_dir():
+            raise RowError(f"sample_path {ref!r} names a folder that does not exist: {folder}")
+        effective = dict(row)
+        effective.update({k: item[k] for k in _SAMPLE_KEYS if k in item})
+        effective["scores"] = item.get("scores", row.get("scores") if len(items) == 1 else None)
+        out.append((attempt, folder, effective))
+    return out
+
+
+def _iter_indexed(root: Path, index: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+    for item in iter_rows(index, skip_bad):
+        if isinstance(item, SkippedLine):
+            yield item
+            continue
+        source, row = item
+        try:
+            tests = [
+                build_test(effective, source=source, attempt=attempt,
+                           sidecars=sample_sidecars(root, folder, effective, row.get("test_id")))
+                for attempt, folder, effective in _row_samples(root, row)
+            ]
+        except RowError as exc:
+            yield bad_line(source, str(exc), skip_bad)
+            continue
+        yield from tests
+
+
+def _raw_test_id(path: Path) -> str | None:
+    for _, row, _ in iter_json_lines(path):
+        if row is not None and isinstance(row.get("test_id"), str):
+            return str(row["test_id"])
+    return None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _folder_row(case_dir: Path, sample_dir: Path) -> dict[str, Any]:
+    """An index row rebuilt from a sample folder, for bundles whose index is gone."""
+    metrics_path, result_path = sample_dir / "metrics.json", sample_dir / "result.json"
+    metrics = _object(load_json(metrics_path)) if metrics_path.is_file() else {}
+    result = _object(load_json(result_path)) if result_path.is_file() else {}
+    grading_path = sample_dir / "grading.json"
+    grading = _object(load_json(grading_path)) if grading_path.is_file() else {}
+    raw = sample_dir / "transcript-raw.jsonl"
+    test_id = metrics.get("test_id") or (_raw_test_id(raw) if raw.is_file() else None)
+    return {
+        "test_id": test_id or case_dir.name.rsplit("--", 1)[0],
+        "target": metrics.get("target") or result.get("model"),
+        "suite": metrics.get("suite"),
+        "category": metrics.get("category"),
+        "score": grading.get("score", result.get("score")),
+        "execution_status": result.get("execution_status"),
+        "verdict": result.get("verdict"),
+        "duration_ms": result.get("duration_ms"),
+        "result_dir": case_dir.name,
+    }
+
+
+def _iter_folders(root: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+    for case_dir in case_dirs(root):
+        for sample_dir in sample_dirs(case_dir):
+            source = SourceRef(file=str(sample_dir))
+            try:
+                row = _folder_row(case_dir, sample_dir)
+                sidecars = sample_sidecars(root, sample_dir, {}, row["test_id"])
+                yield build_test(row, source=source, attempt=sample_number(sample_dir.name) or 1, sidecars=sidecars)
+            except RowError as exc:
+                yield bad_line(source, str(exc), skip_bad)
+
+
+def read_v5_bundle(path: Path) -> ImportSource:
+    root = path.parent.parent if path.is_file() and path.parent.name == ".internal" else path
+    root = root.parent if root.is_file() else root
+    index = find_index(root)
+    cases = case_dirs(root)
+    if index is None and not cases:
+        raise ImportFormatError(f"{root}: not an AgentV v5 run bundle (no .internal/index.jsonl and no <case>/sample-N/)")
+    summary = read_json(root / "summary.json") if (root / "summary.json").is_file() else {}
+    summary = summary if isinstance(summary, dict) else {}
+    metadata = summary.get("metadata") if isinstance(summary.get("metadata"), dict) else {}
+    listed = summary.get("cases") or summary.get("tests") or []
+    first_case = listed[0] if listed and isinstance(listed[0], dict) else {}
+    first = first_json_row(index) if index else None
+
+    hints: list[Path] = []
+    if isinstance(metadata.get("eval_file"), str):
+        hints.append(Path(metadata["eval_file"]))
+    if isinstance(first_case.get("eval_path"), str):
+        hints.append(Path(first_case["eval_path"]))
+    hints.extend(eval_hints(first, root))
+    hints.extend((case / "test" / "EVAL.yaml").resolve() for case in cases[:1] if (case / "test" / "EVAL.yaml").is_file())
+
+    suite = (first or {}).get("suite") or first_case.get("suite")
+    if index is not None:
+        iterate = lambda skip_bad: _iter_indexed(root, index, skip_bad)  # noqa: E731
+    else:
+        iterate = lambda skip_bad: _iter_folders(root, skip_bad)  # noqa: E731
+    return ImportSource(
+        format=FORMAT,
+        root=root,
+        suite=suite if isinstance(suite, str) else None,
+        eval_path_hints=unique_paths(hints),
+        source_digest=tree_sha256(root),
+        _iterate=iterate,
+    )

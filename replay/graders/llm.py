@@ -1,0 +1,153 @@
+"""The LLM grader: renders the prompt, asks the judge (or the judge cache), and scores the reply.
+
+Whatever goes wrong on the way (no judge configured, an unset key variable, a prompt file gone, a judge
+that never answers or never answers in shape) ends as this grader's execution error, never as an
+exception out of :meth:`LlmGrader.grade`: one bad grader must not stop a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from store.events import Assertion
+
+from ..content import last_assistant
+from ..errors import ReplayError
+from ..judge.calls import EVIDENCE_REPLY_CHARS, PARSE_ATTEMPTS, JudgeCall
+from ..judge.modes import choose_mode
+from ..judge.templates import choose_prompt, render, template_variables
+from ..specs import LlmGraderSpec
+from .base import GraderResult, GradingContext
+
+
+@dataclass
+class _Answer:
+    text: str
+    warnings: list[str] = field(default_factory=list)
+    preprocessing_event_ids: list[str] = field(default_factory=list)
+
+
+def _answer(ctx: GradingContext, spec: LlmGraderSpec) -> _Answer:
+    """The candidate answer as text ({{output}}). Until preprocessing lands: the recorded output text,
+    else the last assistant message's text."""
+    if ctx.transcript.output_text is not None:
+        return _Answer(ctx.transcript.output_text)
+    message = last_assistant(ctx.transcript.messages)
+    return _Answer(message.text() if message is not None else "")
+
+
+def _execution_error(
+    message: str,
+    *,
+    evidence: list[str] | None = None,
+    call_ids: list[str] | None = None,
+    grader_target: str | None = None,
+    preprocessing_event_ids: list[str] | None = None,
+) -> GraderResult:
+    return GraderResult(
+        score=0.0,
+        verdict="skip",
+        status="execution_error",
+        assertions=[Assertion(text=message, passed=False)],
+        evidence=[*(evidence or []), message],
+        grader_call_event_ids=call_ids or [],
+        grader_target=grader_target,
+        preprocessing_event_ids=preprocessing_event_ids or [],
+    )
+
+
+class LlmGrader:
+    def __init__(self, spec: LlmGraderSpec) -> None:
+        self.spec = spec
+
+    def grade(self, ctx: GradingContext) -> GraderResult:
+        spec = self.spec
+        pool = ctx.judges
+        if pool is None:
+            return _execution_error(
+                f"grader {spec.name!r}: no judge is configured; set EVALSTORE_JUDGE_BASE_URL or give a "
+                "targets file with a grader_target"
+            )
+        try:
+            target = pool.target(
+                grader_target=spec.target,
+                run_target=ctx.target or ctx.test.target or ctx.suite.target,
+                override_target=ctx.options.judge_target,
+                override_model=ctx.options.judge_model,
+            )
+        except ReplayError as exc:
+            return _execution_error(f"grader {spec.name!r}: {exc}")
+        try:
+            judge = pool.resolve(target)
+        except ReplayError as exc:
+            return _execution_error(f"grader {spec.name!r}: {exc}", grader_target=target.name)
+        if ctx.transcript.missing:
+            return _execution_error(
+                f"grader {spec.name!r}: no transcript to grade ({ctx.transcript.missing})",
+                grader_target=target.name,
+            )
+
+        answer = _answer(ctx, spec)
+        try:
+            source = choose_prompt(spec, ctx.test.criteria)
+        except ReplayError as exc:
+            return _execution_error(
+                str(exc),
+                grader_target=target.name,
+                evidence=answer.warnings,
+                preprocessing_event_ids=answer.preprocessing_event_ids,
+            )
+        mode = choose_mode(spec)
+        variables = template_variables(
+            input_messages=ctx.test.input,
+            output=answer.text,
+            expected_output=ctx.test.expected_output,
+            criteria=source.criteria,
+            metadata=ctx.test.metadata,
+            rubrics=spec.rubrics,
+            file_changes=ctx.transcript.file_changes,
+            transcript_messages=ctx.transcript.messages,
+        )
+        warnings: list[str] = []
+        if source.template is not None:
+            user, warnings = render(source.template, variables)
+        else:
+            user = mode.user_prompt(variables, spec.rubrics)
+        messages = [
+            {"role": "system", "content": mode.system_prompt(custom=source.template is not None)},
+            {"role": "user", "content": user},
+        ]
+
+        outcome = JudgeCall(ctx, spec.name, judge, pool.client).run(
+            messages, lambda reply: mode.parse(reply, spec.rubrics)
+        )
+        evidence = [*answer.warnings, *warnings]
+        if outcome.result is None:
+            if outcome.parse_failure:
+                message = f"Grader parse failure after {PARSE_ATTEMPTS} attempts: {outcome.error}"
+            else:
+                message = f"Judge call failed: {outcome.error}"
+            if outcome.last_reply is not None:
+                reply = outcome.last_reply
+                if len(reply) > EVIDENCE_REPLY_CHARS:
+                    reply = reply[:EVIDENCE_REPLY_CHARS] + " … (truncated; the full reply is in the call's blob)"
+                evidence.append(f"judge's last reply: {reply}")
+            return _execution_error(
+                message,
+                evidence=evidence,
+                call_ids=outcome.call_event_ids,
+                grader_target=target.name,
+                preprocessing_event_ids=answer.preprocessing_event_ids,
+            )
+        result = outcome.result
+        return GraderResult(
+            score=result.score,
+            verdict=result.verdict,
+            assertions=result.assertions,
+            details=result.details,
+            evidence=[*evidence, *result.evidence],
+            cache_hit=outcome.cache_hit,
+            preprocessing_event_ids=answer.preprocessing_event_ids,
+            grader_call_event_ids=outcome.call_event_ids,
+            grader_target=target.name,
+        )

@@ -1,0 +1,274 @@
+"""``evalstore import``: AgentV results into the store as an imported run.
+
+Two passes over the source: the first only validates (a bad line aborts before anything is written,
+unless ``skip_bad``), the second streams tests into the store in batches. Memory stays flat: the
+readers stream, and a batch is flushed by test count or by bytes. The run id and every event id are
+derived from the source's digest, so importing the same bundle twice gives the same run, and an
+import killed half-way finishes when run again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from store import EventStore, NewEvent
+from store.codec import canonical_json, sha256_hex
+from store.events import (
+    ArtifactStored,
+    Assertion,
+    FileSnapshot,
+    LineSkipped,
+    RunCompleted,
+    RunStarted,
+    SourceRef,
+    TestCaseRecorded,
+    TestScored,
+    TranscriptRecorded,
+    VerdictRecorded,
+)
+
+from . import __version__
+from .agentv import ImportedTest, SkippedLine, detect_format, read_results
+from .errors import ReplayError
+from .evalfile import load_eval
+from .material import Tally
+from .snapshot import snapshot_suite
+
+BATCH_TESTS = 200
+BATCH_BYTES = 32 * 1024 * 1024
+DEFAULT_THRESHOLD = 0.8
+
+
+@dataclass
+class ImportOutcome:
+    run_id: str
+    format: str
+    tests: int
+    skipped: int
+    already_imported: bool
+    eval_path: str | None
+
+
+def import_results(
+    store: EventStore,
+    path: str | Path,
+    *,
+    eval_path: str | Path | None = None,
+    skip_bad: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> ImportOutcome:
+    path = Path(path)
+    if not path.exists():
+        raise ReplayError(f"{path}: no such file or directory")
+    fmt = detect_format(path)
+    source = read_results(path, fmt)
+    run_id = f"imp-{source.source_digest[:16]}"
+    existing = store.query("runs", run_id=run_id)
+    if existing and existing[0]["status"] == "completed":
+        return ImportOutcome(run_id, fmt, len(store.query("results", run_id=run_id)), 0, True, existing[0]["eval_path"])
+
+    tests = skipped = 0
+    for item in source.iter_tests(skip_bad):  # validation pass: raises on the first bad line
+        if isinstance(item, SkippedLine):
+            skipped += 1
+        else:
+            tests += 1
+    if tests == 0:
+        raise ReplayError(f"{path}: no results to import")
+
+    snapshot, blobs, eval_file, threshold = _eval_snapshot(eval_path, source.eval_path_hints, path)
+    started = RunStarted(
+        run_id=run_id,
+        kind="imported",
+        suite=source.suite,
+        eval_path=eval_file,
+        eval_snapshot=snapshot,
+        threshold=threshold,
+        source=SourceRef(file=str(path.resolve())),
+        source_format=fmt,
+        tool_version=__version__,
+    )
+    ids = _EventIds(run_id)
+    store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
+
+    batch: list[NewEvent] = []
+    batch_blobs: dict[str, bytes] = {}
+    done = 0
+    tally = Tally()
+    for item in source.iter_tests(skip_bad):
+        if isinstance(item, SkippedLine):
+            batch.append(NewEvent(LineSkipped(source=item.source, reason=item.reason), ids.next("skip")))
+            continue
+        tally.add(_test_events(item, ids, batch, batch_blobs, threshold))
+        done += 1
+        if done % BATCH_TESTS == 0 or sum(len(b) for b in batch_blobs.values()) > BATCH_BYTES:
+            store.append(run_id, batch, blobs=batch_blobs)
+            batch, batch_blobs = [], {}
+            if progress:
+                progress(done)
+    if batch:
+        store.append(run_id, batch, blobs=batch_blobs)
+    if progress:
+        progress(done)
+    store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
+    return ImportOutcome(run_id, fmt, tests, skipped, False, eval_file)
+
+
+class _EventIds:
+    """Deterministic event ids: the n-th event of an import is always the same id."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.n = 0
+
+    def next(self, kind: str) -> str:
+        self.n += 1
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{self.run_id}:{self.n}:{kind}"))
+
+
+def _eval_snapshot(
+    eval_path: str | Path | None, hints: list[Path], source: Path
+) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float]:
+    candidates = [Path(eval_path)] if eval_path else []
+    if eval_path and not candidates[0].is_file():
+        raise ReplayError(f"{eval_path}: eval file not found (--eval)")
+    base = source if source.is_dir() else source.parent
+    for hint in hints:
+        for c in ([hint] if hint.is_absolute() else [base / hint, Path.cwd() / hint]):
+            candidates.append(c)
+    for candidate in candidates:
+        if not candidate.is_file():
+            continue
+        try:
+            suite = load_eval(candidate)
+        except ReplayError:
+            if eval_path:
+                raise
+            continue
+        snaps, blobs = snapshot_suite(suite)
+        return snaps, blobs, suite.path, suite.threshold
+    return [], {}, None, DEFAULT_THRESHOLD
+
+
+def _test_events(
+    item: ImportedTest,
+    ids: _EventIds,
+    batch: list[NewEvent],
+    blobs: dict[str, bytes],
+    threshold: float,
+) -> TestScored:
+    key = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
+    batch.append(
+        NewEvent(
+            TestCaseRecorded(
+                **key,
+                input=item.input,
+                expected_output=item.expected_output,
+                criteria=item.criteria,
+                metadata=item.metadata,
+            ),
+            ids.next("case"),
+        )
+    )
+    by_path: dict[str, ArtifactStored] = {}
+    for f in item.files:
+        data = None
+        if f.resolved is not None:
+            try:
+                data = f.resolved.read_bytes()
+            except OSError:
+                data = None
+        if data is not None:
+            digest = sha256_hex(data)
+            blobs[digest] = data
+            artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, sha256=digest, size=len(data))
+        else:
+            artifact = ArtifactStored(
+                **key, path=f.path, media_type=f.media_type, status="missing", reason="file not found when imported"
+            )
+        by_path.setdefault(f.path, artifact)
+        batch.append(NewEvent(artifact, ids.next("artifact")))
+    messages_sha = None
+    if item.messages is not None:
+        messages = [_annotate(m, by_path) for m in item.messages]
+        data = canonical_json(messages).encode("utf-8")
+        messages_sha = sha256_hex(data)
+        blobs[messages_sha] = data
+    transcript_id = ids.next("transcript")
+    batch.append(
+        NewEvent(
+            TranscriptRecorded(
+                **key,
+                messages_sha256=messages_sha,
+                output_text=item.output_text,
+                token_usage=item.token_usage,
+                cost_usd=item.cost_usd,
+                duration_ms=item.duration_ms,
+                start_time=item.start_time,
+                end_time=item.end_time,
+                file_changes=item.file_changes,
+                workspace_path=item.workspace_path,
+                source=item.source,
+            ),
+            transcript_id,
+        )
+    )
+    for v in item.verdicts:
+        batch.append(
+            NewEvent(
+                VerdictRecorded(
+                    **key,
+                    grader=v.name,
+                    grader_type=v.type,
+                    score=v.score,
+                    verdict=v.verdict,
+                    status="execution_error" if v.verdict == "skip" else "ok",
+                    assertions=[
+                        Assertion(text=str(a.get("text", "")), passed=bool(a.get("passed")), evidence=a.get("evidence"))
+                        for a in v.assertions
+                    ],
+                    weight=v.weight,
+                    details=v.details,
+                    evidence=[v.reason] if v.reason else [],
+                    origin="imported",
+                    transcript_event_id=transcript_id,
+                    source=item.source,
+                    rendered_prompt=v.rendered_prompt,
+                    grader_target=v.grader_target,
+                ),
+                ids.next("verdict"),
+            )
+        )
+    passed = item.passed if item.passed is not None else item.score >= threshold
+    status = item.execution_status or ("ok" if passed else "quality_failure")
+    scored = TestScored(
+        **key,
+        score=item.score,
+        passed=passed,
+        status=status if status in ("ok", "quality_failure", "execution_error") else "execution_error",
+        threshold=threshold,
+        error=item.error,
+        origin="imported",
+        source=item.source,
+    )
+    batch.append(NewEvent(scored, ids.next("scored")))
+    return scored
+
+
+def _annotate(message: dict, by_path: dict[str, ArtifactStored]) -> dict:
+    """File blocks of an imported transcript point at the captured bytes (or say they are missing)."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    blocks = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "file" and block.get("path") in by_path:
+            art = by_path[block["path"]]
+            block = {**block, "sha256": art.sha256, "status": art.status}
+            if art.reason:
+                block["reason"] = art.reason
+        blocks.append(block)
+    return {**message, "content": blocks}

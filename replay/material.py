@@ -1,0 +1,141 @@
+"""A stored run read back as what grading needs: per test, its case, transcript, artifacts and verdicts.
+
+Resume, replay and audit all read runs through :func:`load_run`, so "what a stored run holds" has one
+definition.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from store import EventStore
+from store.events import (
+    RunCompleted,
+    ArtifactStored,
+    RunStarted,
+    TestCaseRecorded,
+    TestScored,
+    TranscriptRecorded,
+    VerdictRecorded,
+)
+
+from .content import Message
+from .errors import NotFoundError
+from .graders.base import TranscriptInfo
+
+ResultKey = tuple[str, str, int]
+"""(test id, target or "", attempt): how results are paired across runs."""
+
+
+def result_key(test_id: str, target: str | None, attempt: int) -> ResultKey:
+    return (test_id, target or "", attempt)
+
+
+def new_run_id(prefix: str) -> str:
+    """Sortable and short: ``rec-20261122T163000-3fa9c1``."""
+    return f"{prefix}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+@dataclass
+class TestMaterial:
+    key: ResultKey
+    case: tuple[str, TestCaseRecorded] | None = None
+    transcript: tuple[str, TranscriptRecorded] | None = None
+    artifacts: list[tuple[str, ArtifactStored]] = field(default_factory=list)
+    verdicts: dict[str, tuple[str, VerdictRecorded]] = field(default_factory=dict)
+    scored: tuple[str, TestScored] | None = None
+
+
+@dataclass
+class RunMaterial:
+    run_id: str
+    started: RunStarted
+    started_event_id: str
+    tests: dict[ResultKey, TestMaterial]
+    completed: bool
+    order: list[ResultKey] = field(default_factory=list)
+
+
+def load_run(store: EventStore, run_id: str) -> RunMaterial:
+    started: tuple[str, RunStarted] | None = None
+    tests: dict[ResultKey, TestMaterial] = {}
+    completed = False
+
+    def material(p) -> TestMaterial:  # type: ignore[no-untyped-def]
+        key = result_key(p.test_id, p.target, p.attempt)
+        if key not in tests:
+            tests[key] = TestMaterial(key)
+        return tests[key]
+
+    for stored in store.read_stream(run_id):
+        ev = stored.event
+        if isinstance(ev, RunStarted):
+            started = (stored.event_id, ev)
+        elif isinstance(ev, TestCaseRecorded):
+            material(ev).case = (stored.event_id, ev)
+        elif isinstance(ev, TranscriptRecorded):
+            material(ev).transcript = (stored.event_id, ev)
+        elif isinstance(ev, ArtifactStored):
+            material(ev).artifacts.append((stored.event_id, ev))
+        elif isinstance(ev, VerdictRecorded):
+            material(ev).verdicts[ev.grader] = (stored.event_id, ev)
+        elif isinstance(ev, TestScored):
+            material(ev).scored = (stored.event_id, ev)
+        elif stored.type in ("run_completed", "run_failed"):
+            completed = completed or stored.type == "run_completed"
+    if started is None:
+        raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
+    return RunMaterial(run_id, started[1], started[0], tests, completed, order=list(tests))
+
+
+def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> TranscriptInfo:
+    """What graders see of a stored test: its messages (from the blob) and the target's metrics."""
+    if test.transcript is None:
+        return TranscriptInfo(messages=[], missing="the run holds no transcript for this test")
+    event_id, t = test.transcript
+    messages: list[Message] = []
+    missing = None
+    if t.messages_sha256:
+        raw = json.loads(get_blob(t.messages_sha256))
+        messages = [Message.model_validate(m) for m in raw]
+    elif t.output_text is None:
+        missing = "the imported result has neither a transcript nor an output"
+    return TranscriptInfo(
+        messages=messages,
+        output_text=t.output_text,
+        token_usage=t.token_usage,
+        cost_usd=t.cost_usd,
+        duration_ms=t.duration_ms,
+        start_time=t.start_time,
+        end_time=t.end_time,
+        file_changes=t.file_changes,
+        workspace_path=None,
+        event_id=event_id,
+        missing=missing,
+    )
+
+
+class Tally:
+    """Running counts for the completion event, without keeping every result in memory."""
+
+    def __init__(self) -> None:
+        self.tests = self.passed = self.failed = self.errors = 0
+        self.total = 0.0
+
+    def add(self, scored: TestScored) -> None:
+        self.tests += 1
+        self.total += scored.score
+        if scored.passed:
+            self.passed += 1
+        elif scored.status == "execution_error":
+            self.errors += 1
+        else:
+            self.failed += 1
+
+    def completed(self) -> RunCompleted:
+        mean = round(self.total / self.tests, 6) if self.tests else None
+        return RunCompleted(tests=self.tests, passed=self.passed, failed=self.failed, errors=self.errors, mean_score=mean)

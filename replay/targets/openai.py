@@ -1,0 +1,98 @@
+"""The ``openai`` provider: an OpenAI-compatible Chat Completions endpoint as the target.
+
+The endpoint, model, key and parameters are read exactly as for a judge (``replay.judge.targets``),
+and the request goes through the judge's client with its retries, so a target and a judge configured
+the same way behave the same way. ``azure``, ``openrouter`` and ``openai-compatible`` work too.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import replace
+from typing import Any
+
+import httpx
+
+from ..content import Message, question_text
+from ..errors import JudgeConfigError, TargetConfigError
+from ..judge.client import Exchange, JudgeClient, RetryPolicy
+from ..judge.targets import JUDGE_PROVIDERS, JudgeTarget
+from ..targetsfile import TargetEntry
+from .base import RunRequest, TargetOutcome, positive_seconds
+
+PROVIDERS = JUDGE_PROVIDERS
+ERROR_BODY_CHARS = 500
+
+
+def run(request: RunRequest) -> TargetOutcome:
+    spec = request.spec
+    # The unresolved fields go to JudgeTarget, which keeps the key as the name of its variable and
+    # resolves it itself; ``request.config`` has already proven every reference is set.
+    fields = {k: v for k, v in spec.fields.items() if k not in ("name", "provider")}
+    entry = TargetEntry(spec.name, spec.provider, fields, None, spec.source or "")
+    try:
+        resolved = JudgeTarget.from_entry(entry).resolve(os.environ)
+    except JudgeConfigError as exc:
+        message = str(exc)
+        raise (TargetConfigError(message) if spec.source and message.startswith(spec.source) else spec.fail(message)) from None
+    timeout = request.timeout or positive_seconds(spec, spec.fields.get("timeout_seconds"), "timeout_seconds")
+    if timeout:
+        resolved = replace(resolved, timeout=timeout)
+
+    retries = spec.fields.get("max_retries", RetryPolicy.max_retries)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise spec.fail(f"`max_retries` must be a whole number >= 0, got {retries!r}")
+
+    messages = chat_messages(request)
+    with httpx.Client(timeout=resolved.timeout) as http:
+        client = JudgeClient(http, threading.BoundedSemaphore(1), RetryPolicy(max_retries=retries))
+        exchanges = client.complete(resolved, messages)
+    return _outcome(spec.name, exchanges)
+
+
+def chat_messages(request: RunRequest) -> list[dict[str, Any]]:
+    """The test's input messages as Chat Completions messages, file blocks embedded as text."""
+    out = []
+    for message in request.test.input:
+        text = question_text([message], base_dir=str(request.eval_dir))
+        if text.strip():
+            out.append({"role": message.role, "content": text})
+    return out
+
+
+def _outcome(target: str, exchanges: list[Exchange]) -> TargetOutcome:
+    last = exchanges[-1]
+    attempts = f" after {len(exchanges)} attempts" if len(exchanges) > 1 else ""
+    if last.outcome != "ok":
+        detail = last.error or "request failed"
+        if last.body:
+            detail += ": " + last.body.decode("utf-8", errors="replace").strip()[:ERROR_BODY_CHARS]
+        status = "timeout" if last.outcome == "timeout" else "error"
+        return TargetOutcome(messages=[], status=status, error=f"target '{target}'{attempts}: {detail}")
+    if last.content is None:
+        return TargetOutcome(
+            messages=[],
+            status="error",
+            error=f"target '{target}': the reply has no choices[0].message.content",
+        )
+    return TargetOutcome(
+        messages=[Message(role="assistant", content=last.content)],
+        output_text=last.content,
+        token_usage=_usage(last.usage),
+    )
+
+
+def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """OpenAI usage in AgentV's shape: ``{input, output, cached?}``."""
+    if not usage:
+        return None
+    out: dict[str, Any] = {}
+    if isinstance(usage.get("prompt_tokens"), int):
+        out["input"] = usage["prompt_tokens"]
+    if isinstance(usage.get("completion_tokens"), int):
+        out["output"] = usage["completion_tokens"]
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        out["cached"] = details["cached_tokens"]
+    return out or None

@@ -1,0 +1,335 @@
+"""The cli target: real agent scripts run as subprocesses in a real workspace."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shlex
+import sys
+import textwrap
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from replay.content import FileBlock, Message, question_text
+from replay.errors import TargetConfigError
+from replay.specs import EvalTest
+from replay.targets import capture_files, run_target
+from replay.targetsfile import load_targets_file
+
+PY = shlex.quote(sys.executable)
+
+
+def script(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def a_test(text: str = "What is 6 x 7?", test_id: str = "t-1") -> EvalTest:
+    return EvalTest(id=test_id, input=[Message(role="user", content=text)])
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    eval_dir = tmp_path / "suite"
+    eval_dir.mkdir()
+    return tmp_path / "ws", eval_dir
+
+
+def cli_target(command, **extra) -> dict:
+    return {"name": "agent", "provider": "cli", "command": command, **extra}
+
+
+def test_plain_text_stdout_is_one_assistant_message_and_prompt_is_shell_quoted(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    agent = script(tmp_path, "agent.py", """
+        import sys
+        print("answer to: " + sys.argv[1])
+    """)
+    prompt = "it's $(touch pwned) `touch pwned2` \"quoted\"; rm -rf nothing"
+
+    outcome = run_target(
+        cli_target(f"{PY} {shlex.quote(str(agent))} {{PROMPT}}"), a_test(prompt), workspace=workspace, eval_dir=eval_dir
+    )
+
+    assert outcome.status == "ok", outcome.error
+    assert outcome.exit_code == 0
+    assert outcome.output_text == f"answer to: {prompt}"
+    assert [m.model_dump(exclude_none=True) for m in outcome.messages] == [
+        {"role": "assistant", "content": f"answer to: {prompt}"}
+    ]
+    assert not list(workspace.glob("pwned*")), "the prompt reached the shell unquoted"
+    assert outcome.duration_ms is not None and outcome.duration_ms > 0
+    assert datetime.fromisoformat(outcome.start_time) <= datetime.fromisoformat(outcome.end_time)
+
+
+def test_runs_in_the_workspace_by_default(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    outcome = run_target(
+        cli_target([sys.executable, "-c", "import os; print(os.getcwd())"]), a_test(), workspace=workspace, eval_dir=eval_dir
+    )
+    assert Path(outcome.output_text).resolve() == workspace.resolve()
+
+
+def test_output_file_json_with_xlsx_and_html_file_blocks_is_captured(tmp_path, dirs) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    workspace, eval_dir = dirs
+    agent = script(tmp_path, "agent.py", """
+        import json, os, sys
+        import openpyxl
+        out_file = sys.argv[1]
+        os.makedirs("generated", exist_ok=True)
+        book = openpyxl.Workbook()
+        book.active["A1"] = "revenue"
+        book.active["B1"] = 42
+        book.save("generated/report.xlsx")
+        with open("generated/page.html", "w") as f:
+            f.write("<html><body><h1>Q1</h1></body></html>")
+        answer = {
+            "output": [{"role": "assistant", "content": [
+                {"type": "text", "text": "Report attached."},
+                {"type": "file", "media_type": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                 "path": "generated/report.xlsx"},
+                {"type": "file", "media_type": "text/html", "path": "generated/page.html"},
+            ]}],
+            "token_usage": {"input": 120, "output": 30},
+            "cost_usd": 0.0042,
+        }
+        with open(out_file, "w") as f:
+            json.dump(answer, f)
+        print("progress noise on stdout that is not the answer")
+    """)
+
+    outcome = run_target(
+        cli_target(f"{PY} {shlex.quote(str(agent))} {{OUTPUT_FILE}}"), a_test(), workspace=workspace, eval_dir=eval_dir
+    )
+
+    assert outcome.status == "ok", outcome.error
+    assert outcome.output_text == "Report attached."
+    assert outcome.token_usage == {"input": 120, "output": 30}
+    assert outcome.cost_usd == pytest.approx(0.0042)
+    [message] = outcome.messages
+    assert [b.type for b in message.content] == ["text", "file", "file"]
+
+    captured = capture_files(outcome.messages, workspace)
+    xlsx, html = captured.files
+    assert (xlsx.status, html.status) == ("stored", "stored")
+    assert xlsx.sha256 == hashlib.sha256((workspace / "generated/report.xlsx").read_bytes()).hexdigest()
+    sheet = openpyxl.load_workbook(io.BytesIO(xlsx.data)).active
+    assert (sheet["A1"].value, sheet["B1"].value) == ("revenue", 42)
+    assert b"<h1>Q1</h1>" in html.data
+    blocks = [b for b in captured.messages[0].content if isinstance(b, FileBlock)]
+    assert [b.sha256 for b in blocks] == [xlsx.sha256, html.sha256]
+
+
+def test_prompt_file_and_eval_id_substitution_in_an_argv_command(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    agent = script(tmp_path, "agent.py", """
+        import json, sys
+        prompt_file, eval_id = sys.argv[1], sys.argv[2]
+        print(json.dumps({"text": json.dumps({"prompt": open(prompt_file).read(), "id": eval_id})}))
+    """)
+    test = EvalTest(
+        id="case 7's id",
+        input=[
+            Message(role="system", content="Be terse."),
+            Message(role="user", content="Add 2 and 3."),
+        ],
+    )
+
+    outcome = run_target(
+        cli_target([sys.executable, str(agent), "{PROMPT_FILE}", "--id={EVAL_ID}"]),
+        test,
+        workspace=workspace,
+        eval_dir=eval_dir,
+    )
+
+    assert outcome.status == "ok", outcome.error
+    seen = json.loads(outcome.output_text)
+    assert seen["id"] == "--id=case 7's id"
+    assert seen["prompt"] == "@[System]:\nBe terse.\n\n@[User]:\nAdd 2 and 3."
+
+
+def test_prompt_text_single_turn_embeds_input_files(tmp_path) -> None:
+    (tmp_path / "notes.md").write_text("line one\r\nline two\n")
+    messages = [Message(role="user", content=[{"type": "text", "text": "Summarise:"}, {"type": "file", "path": "notes.md"}])]
+    assert question_text(messages, base_dir=str(tmp_path)) == (
+        'Summarise:\n\n<file path="notes.md">\nline one\nline two\n</file>'
+    )
+
+
+def test_output_file_config_and_env_reference_are_used(tmp_path, dirs, monkeypatch) -> None:
+    workspace, eval_dir = dirs
+    monkeypatch.setenv("AGENT_GREETING", "hello from env")
+    (workspace / "answers").mkdir(parents=True)
+    (workspace / "answers" / "final.txt").write_text("stale answer from the template")
+    target = cli_target(
+        "printf '%s' \"$GREETING\" > {OUTPUT_FILE}",
+        output_file="answers/final.txt",
+        env={"GREETING": "${{ AGENT_GREETING }}"},
+    )
+    outcome = run_target(target, a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert outcome.status == "ok", outcome.error
+    assert outcome.output_text == "hello from env"
+    assert (workspace / "answers" / "final.txt").read_text() == "hello from env"
+
+
+def test_cwd_is_resolved_against_the_eval_dir(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    (eval_dir / "tools").mkdir()
+    outcome = run_target(
+        cli_target("pwd", cwd="tools"), a_test(), workspace=workspace, eval_dir=eval_dir
+    )
+    assert Path(outcome.output_text).resolve() == (eval_dir / "tools").resolve()
+
+
+def test_a_command_that_does_not_exist_is_an_error_outcome(dirs) -> None:
+    workspace, eval_dir = dirs
+    shell = run_target(cli_target("no-such-agent-xyz {PROMPT}"), a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert shell.status == "error"
+    assert shell.exit_code == 127
+    assert "exited with code 127" in shell.error and "not found" in shell.error
+    assert shell.messages == []
+
+    argv = run_target(cli_target(["no-such-agent-xyz", "{PROMPT}"]), a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert argv.status == "error"
+    assert argv.exit_code is None
+    assert "cannot start 'no-such-agent-xyz'" in argv.error and "target 'agent'" in argv.error
+
+
+def test_nonzero_exit_reports_code_and_stderr_tail(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    agent = script(tmp_path, "agent.py", """
+        import sys
+        print("partial answer")
+        sys.stderr.write("x" * 5000 + "\\nTraceback: model quota exhausted\\n")
+        sys.exit(3)
+    """)
+    outcome = run_target(cli_target([sys.executable, str(agent)]), a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert outcome.status == "error"
+    assert outcome.exit_code == 3
+    assert outcome.error.startswith("target 'agent': exited with code 3: ")
+    assert outcome.error.endswith("Traceback: model quota exhausted")
+    assert len(outcome.error) < 2200  # only the tail of stderr
+    assert "quota exhausted" in outcome.stderr
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")  # a zombie waiting for a reaper is dead
+
+
+def test_hang_times_out_and_the_process_group_is_killed(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    pid_file = tmp_path / "grandchild.pid"
+    agent = script(tmp_path, "agent.py", f"""
+        import subprocess, time
+        child = subprocess.Popen(["sleep", "60"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(60)
+    """)
+
+    started = time.monotonic()
+    outcome = run_target(
+        cli_target([sys.executable, str(agent)], timeout_seconds=60),
+        a_test(),
+        workspace=workspace,
+        eval_dir=eval_dir,
+        timeout=1.5,
+    )
+
+    assert time.monotonic() - started < 15
+    assert outcome.status == "timeout"
+    assert outcome.exit_code is None
+    assert "timed out after 1.5s" in outcome.error
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while not _gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(grandchild), "the grandchild sleep outlived the timeout"
+
+
+def test_timeout_seconds_from_config_applies(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    outcome = run_target(cli_target("sleep 30", timeout_seconds=0.5), a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert outcome.status == "timeout"
+    assert outcome.duration_ms < 10_000
+
+
+def test_malformed_json_output_is_an_error_outcome(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    bad = json.dumps({"output": [{"role": "assistant", "content": [{"type": "file", "media_type": "text/html"}]}]})
+    outcome = run_target(
+        cli_target(f"printf '%s' {shlex.quote(bad)}"), a_test(), workspace=workspace, eval_dir=eval_dir
+    )
+    assert outcome.status == "error"
+    assert "malformed output" in outcome.error and "path" in outcome.error
+
+
+def test_json_without_output_or_text_is_plain_text(dirs) -> None:
+    workspace, eval_dir = dirs
+    outcome = run_target(cli_target("""echo '{"answer": 42}'"""), a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert outcome.status == "ok"
+    assert outcome.output_text == '{"answer": 42}'
+
+
+def test_configuration_errors_raise_naming_file_and_target(tmp_path, dirs, monkeypatch) -> None:
+    workspace, eval_dir = dirs
+    monkeypatch.delenv("EVALSTORE_TEST_MISSING_VAR", raising=False)
+    targets = tmp_path / ".agentv" / "targets.yaml"
+    targets.parent.mkdir()
+    targets.write_text(textwrap.dedent("""
+        targets:
+          - name: nocmd
+            provider: cli
+          - name: weird
+            provider: telepathy
+          - name: needs-env
+            provider: cli
+            command: agent --key ${{ EVALSTORE_TEST_MISSING_VAR }} {PROMPT}
+          - name: badcwd
+            provider: cli
+            command: echo hi
+            cwd: does/not/exist
+    """))
+    loaded = load_targets_file(targets)
+    cases = {
+        "nocmd": "needs `command:`",
+        "weird": "unknown provider 'telepathy'",
+        "needs-env": "environment variable EVALSTORE_TEST_MISSING_VAR is not set",
+        "badcwd": "`cwd` 'does/not/exist' is not a directory",
+    }
+    for name, reason in cases.items():
+        with pytest.raises(TargetConfigError) as info:
+            run_target(loaded.get(name), a_test(), workspace=workspace, eval_dir=eval_dir)
+        message = str(info.value)
+        assert "\n" not in message
+        assert str(targets) in message, message
+        assert f"target '{name}'" in message, message
+        assert reason in message, message
+
+
+def test_a_target_from_a_targets_file_runs(tmp_path, dirs) -> None:
+    workspace, eval_dir = dirs
+    targets = tmp_path / "targets.yaml"
+    targets.write_text("targets:\n  - name: echo\n    provider: cli\n    command: echo got {EVAL_ID}\n")
+    outcome = run_target(load_targets_file(targets).get("echo"), a_test(test_id="abc"), workspace=workspace, eval_dir=eval_dir)
+    assert outcome.status == "ok" and outcome.output_text == "got abc"
+
+
+def test_the_agent_sees_its_workspace_in_the_environment(dirs) -> None:
+    workspace, eval_dir = dirs
+    outcome = run_target(
+        cli_target('printf "%s" "$AGENTV_WORKSPACE_PATH"', cwd=str(eval_dir)), a_test(), workspace=workspace, eval_dir=eval_dir
+    )
+    assert outcome.output_text == str(workspace)
+    assert os.path.isdir(outcome.output_text)
