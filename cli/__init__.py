@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import click
 
+from .audit import audit
+from .compare import compare
 from .db import db, verify
+from .regrade import replay
+from .run import run
 from .runs import runs, show
+from .transfer import export, import_
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -26,5 +31,5 @@ def main(ctx: click.Context, db: str | None, debug: bool) -> None:
     ctx.obj = {"db": db, "debug": debug}
 
 
-for command in (db, verify, runs, show):
+for command in (run, import_, export, replay, compare, audit, runs, show, verify, db):
     main.add_command(command)

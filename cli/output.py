@@ -40,3 +40,37 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
 def note(message: str) -> None:
     """A line for people on stderr, so stdout stays clean for --json."""
     err_console.print(message)
+
+
+class progress_bar:
+    """A progress bar on stderr; ``advance()`` once per finished item. Quiet when stderr is not a terminal."""
+
+    def __init__(self, description: str) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=False,
+            disable=not err_console.is_terminal,
+        )
+        self._description = description
+        self._task = None
+
+    def start(self, total: int | None) -> None:
+        self._task = self._progress.add_task(self._description, total=total)
+
+    def advance(self, *_: object) -> None:
+        if self._task is None:
+            self.start(None)
+        self._progress.advance(self._task)  # type: ignore[arg-type]
+
+    def __enter__(self) -> "progress_bar":
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(*exc)  # type: ignore[arg-type]

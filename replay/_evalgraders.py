@@ -40,6 +40,9 @@ PROMPT_VARIABLE = re.compile(r"\{\{\s*(output|expected_output)\s*\}\}")
 SCRIPT_SUFFIXES = frozenset(
     ".py .ts .mts .js .mjs .cjs .sh .bash .zsh .rb .pl .php .lua .r .jl .ps1 .tsx .jsx".split()
 )
+SHELLS = ("sh", "bash", "zsh", "dash")
+SHELL_COMMAND_FLAGS = ("-c", "-lc", "-ec", "-ic")
+SHELL_METACHARACTERS = ";|&$`<>()"
 # AgentV writes `undefined` into generated bundles for unset fields (agentv-formats.md §7.2).
 JS_UNDEFINED = "undefined"
 
@@ -216,18 +219,22 @@ def _code_grader(
     at = where.key(key) if key in obj else where
     if isinstance(raw, str) and raw.strip():
         command = ["sh", "-c", raw]
-        script = _shell_script(raw, at, ctx)
+        script, script_ref = _shell_script(raw, at, ctx)
     elif isinstance(raw, list) and raw:
         for i, part in enumerate(raw):
             if not isinstance(part, str) or not part:
                 raise at.index(i).error("argv elements must be non-empty strings")
-        command, script = _argv_script(list(raw), at, ctx)
+        command = list(raw)
+        if _is_shell_argv(command):
+            script, script_ref = _shell_script(command[2], at.index(2), ctx)
+        else:
+            command, script, script_ref = _argv_script(command, at, ctx)
     else:
         raise at.error(
             f'`{key}` is required: an argv list such as ["python3", "check.py"] or a shell command string'
         )
     if script is not None:
-        ctx.reference("grader_script", script, None)
+        ctx.reference("grader_script", script, script_ref)
     # AgentV folds unknown keys into the grader's config; keep that, but say so.
     config = _config(obj, where) or {}
     for extra in obj:
@@ -246,7 +253,7 @@ def _code_grader(
     )
 
 
-def _argv_script(argv: list[str], at: Where, ctx: ParseContext) -> tuple[list[str], Path | None]:
+def _argv_script(argv: list[str], at: Where, ctx: ParseContext) -> tuple[list[str], Path | None, str | None]:
     """The script an argv runs: the first argument after the interpreter (or a path-like argv[0])
     that resolves through the search roots; that element becomes its absolute path."""
     named: tuple[int, str] | None = None
@@ -257,7 +264,7 @@ def _argv_script(argv: list[str], at: Where, ctx: ParseContext) -> tuple[list[st
         if found is not None:
             resolved = list(argv)
             resolved[i] = str(found)
-            return resolved, found
+            return resolved, found, token
         if named is None and _names_script(token, first=i == 0):
             named = (i, token)
     if named is not None:
@@ -265,42 +272,55 @@ def _argv_script(argv: list[str], at: Where, ctx: ParseContext) -> tuple[list[st
             f"grader script `{named[1]}` not found in the search roots ({', '.join(ctx.search_roots)}); "
             "create it or fix the path"
         )
-    return argv, None
+    return argv, None, None
 
 
-def _shell_script(command: str, at: Where, ctx: ParseContext) -> Path | None:
+def _shell_script(command: str, at: Where, ctx: ParseContext) -> tuple[Path | None, str | None]:
     """The script a shell command string runs, for digests; the string itself is left as written."""
     try:
         tokens = shlex.split(command)
     except ValueError:
-        return None
+        return None, None
     named: str | None = None
     for i, token in enumerate(tokens):
         if not _may_be_script(token, first=i == 0):
             continue
         found = ctx.find(token)
         if found is not None:
-            return found
+            return found, token
         if named is None and _names_script(token, first=i == 0):
             named = token
     if named is not None:
-        raise at.error(
-            f"grader script `{named}` not found in the search roots ({', '.join(ctx.search_roots)}); "
-            "create it or fix the path"
-        )
-    return None
+        problem = f"grader script `{named}` not found in the search roots ({', '.join(ctx.search_roots)})"
+        # A compound command may cd elsewhere or build the path at run time: say so, don't refuse.
+        if any(ch in command for ch in SHELL_METACHARACTERS) or "cd" in tokens:
+            ctx.warn(at, f"{problem}; its digest cannot be recorded")
+            return None, None
+        raise at.error(f"{problem}; create it or fix the path")
+    return None, None
+
+
+def _is_shell_argv(argv: list[str]) -> bool:
+    return len(argv) >= 3 and os.path.basename(argv[0]) in SHELLS and argv[1] in SHELL_COMMAND_FLAGS
 
 
 def _may_be_script(token: str, first: bool) -> bool:
-    if token.startswith("-") or not token.strip():
+    if token.startswith("-") or not token.strip() or any(c.isspace() for c in token):
         return False
-    # argv[0] is looked up on PATH unless it is written as a path.
-    return not first or "/" in token or os.sep in token
+    if not first:
+        return True
+    # argv[0] is an interpreter found on PATH, unless written as a relative path or a script name
+    # (an absolute /usr/bin/python3 is the interpreter, not the script).
+    is_path = "/" in token or os.sep in token
+    return is_path and (not os.path.isabs(token) or _has_script_suffix(token))
 
 
 def _names_script(token: str, first: bool) -> bool:
-    suffix = os.path.splitext(token)[1].lower()
-    return suffix in SCRIPT_SUFFIXES or (first and ("/" in token or os.sep in token))
+    return _has_script_suffix(token) or (first and _may_be_script(token, first))
+
+
+def _has_script_suffix(token: str) -> bool:
+    return os.path.splitext(token)[1].lower() in SCRIPT_SUFFIXES
 
 
 def _cwd(obj: dict[str, Any], where: Where, ctx: ParseContext) -> str:

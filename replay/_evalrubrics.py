@@ -64,7 +64,9 @@ def _parse_item(entry: Any, number: int, where: Where, ctx: ParseContext) -> Rub
     for alias in OUTCOME_ALIASES:
         if outcome is None:
             outcome = opt_str(obj, alias, where)
-    score_ranges = _parse_score_ranges(obj["score_ranges"], where.key("score_ranges")) if "score_ranges" in obj else None
+    score_ranges = None
+    if obj.get("score_ranges") is not None:
+        score_ranges = _parse_score_ranges(obj["score_ranges"], where.key("score_ranges"))
     if not outcome and score_ranges is None:
         ctx.warn(where, "rubric item without `outcome` skipped; add `outcome` (or `criteria`)")
         return None

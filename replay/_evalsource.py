@@ -130,7 +130,6 @@ def load_jsonl(text: str, file: str) -> list[tuple[int, Any]]:
         try:
             rows.append((number, json.loads(raw)))
         except json.JSONDecodeError as exc:
-            raise EvalFileError(
-                file, number, None, f"invalid JSON ({exc.msg} at column {exc.colno}); write one test object per line"
-            ) from None
+            problem = f"invalid JSON ({exc.msg} at column {exc.colno}); write one test object per line"
+            raise EvalFileError(file, number, None, problem) from None
     return rows

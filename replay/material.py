@@ -139,3 +139,44 @@ class Tally:
     def completed(self) -> RunCompleted:
         mean = round(self.total / self.tests, 6) if self.tests else None
         return RunCompleted(tests=self.tests, passed=self.passed, failed=self.failed, errors=self.errors, mean_score=mean)
+
+
+def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
+    """A run's scores and verdicts, as :func:`replay.compare.compare` pairs them."""
+    from .compare import RunResults, TestResult
+
+    results: dict[tuple, TestResult] = {}
+    verdicts: dict[tuple, dict[str, VerdictRecorded]] = {}
+    for stored in store.read_stream(run_id, types=["verdict_recorded", "test_scored"]):
+        ev = stored.event
+        key = (ev.test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
+        if isinstance(ev, VerdictRecorded):
+            verdicts.setdefault(key, {})[ev.grader] = ev
+        elif isinstance(ev, TestScored):
+            results[key] = TestResult(scored=ev, verdicts=verdicts.setdefault(key, {}))
+    if not results and not store.query("runs", run_id=run_id):
+        raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
+    return RunResults(run_id=run_id, results=results)
+
+
+def result_bundles(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
+    """Everything stored about each result of a run, for export; transcripts come from the run
+    that recorded them when ``run_id`` is a replay."""
+    from .agentv.export import ResultBundle
+    from .replayer import transcript_run
+
+    run = load_run(store, run_id)
+    origin = transcript_run(store, run)
+    times = {s.event_id: s.recorded_at for s in store.read_stream(run_id, types=["test_scored"])}
+    for key in run.order:
+        test = run.tests[key]
+        if test.scored is None:
+            continue
+        source = origin.tests.get(key, test)
+        yield ResultBundle(
+            scored=test.scored[1],
+            verdicts=[v for _, v in test.verdicts.values()],
+            transcript=source.transcript[1] if source.transcript else None,
+            case=(test.case or source.case)[1] if (test.case or source.case) else None,
+            timestamp=times.get(test.scored[0]),
+        )

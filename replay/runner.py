@@ -177,7 +177,7 @@ def _execute(
     results: list[TestScored] = []
     lock = threading.Lock()
 
-    judges = JudgePool.from_targets_file(targets_file, concurrency=options.judge_concurrency) if targets_file else JudgePool()
+    judges = JudgePool.from_targets_file(targets_file, concurrency=options.judge_concurrency) if targets_file else JudgePool.from_env()
 
     def one(test: EvalTest) -> TestScored:
         key = result_key(test.id, target.name, 1)

@@ -50,7 +50,7 @@ class Drift:
         return f"{self.role} {self.path} changed since the run was recorded ({self.recorded[:12]} -> {self.current[:12]})"
 
 
-def drift(snapshot: list[FileSnapshot], roles: tuple[str, ...] = ("grader", "converter", "prompt")) -> list[Drift]:
+def drift(snapshot: list[FileSnapshot], roles: tuple[str, ...] = ("grader_script", "converter", "prompt")) -> list[Drift]:
     """Files of the given roles whose bytes on disk differ from the snapshot."""
     out = []
     for snap in snapshot:

@@ -19,7 +19,7 @@ FORMATS = (V4_FORMAT, V5_FORMAT, JSONL_FORMAT)
 
 
 def _directory_format(root: Path) -> str | None:
-    if (root / "summary.json").is_file() and (root / ".internal" / "index.jsonl").is_file():
+    if (root / ".internal" / "index.jsonl").is_file():
         return V5_FORMAT
     if case_dirs(root):
         return V5_FORMAT  # sample-N folders are v5-only, whichever index the run kept

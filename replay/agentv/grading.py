@@ -121,7 +121,7 @@ def _component_assertions(components: Any) -> list[dict[str, Any]]:
     for child in components if isinstance(components, list) else []:
         if not isinstance(child, dict):
             continue
-        assertion = child.get("assertion") if isinstance(child.get("assertion"), dict) else {}
+        assertion = as_dict(child.get("assertion"))
         reason = _text(child.get("reason"))
         text = _text(assertion.get("value")) or reason or _text(assertion.get("name")) or ""
         out.append(
@@ -140,8 +140,8 @@ def _parse_head(doc: dict[str, Any]) -> Grading:
     for position, component in enumerate(doc["component_results"]):
         if not isinstance(component, dict):
             continue
-        assertion = component.get("assertion") if isinstance(component.get("assertion"), dict) else {}
-        metadata = component.get("metadata") if isinstance(component.get("metadata"), dict) else {}
+        assertion = as_dict(component.get("assertion"))
+        metadata = as_dict(component.get("metadata"))
         entry = {
             "name": assertion.get("name") or assertion.get("id"),
             "type": assertion.get("type"),
@@ -156,7 +156,7 @@ def _parse_head(doc: dict[str, Any]) -> Grading:
         verdict = verdict_from_score(entry, position)
         verdict.assertions = _component_assertions(component.get("component_results"))
         verdicts.append(verdict)
-    metadata = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    metadata = as_dict(doc.get("metadata"))
     status = metadata.get("execution_status")
     return Grading(
         score=finite_number(doc.get("score")),

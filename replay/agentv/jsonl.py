@@ -59,10 +59,7 @@ def _iter_tests(path: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLi
 def read_jsonl(path: Path) -> ImportSource:
     if not path.is_file():
         raise ImportFormatError(f"{path}: no such results file")
-    try:
-        first = first_json_row(path)
-    except ValueError:
-        first = None  # the bad line is reported, with its number, when the tests are iterated
+    first = first_json_row(path)
     suite = first.get("suite") if first else None
     return ImportSource(
         format=FORMAT,

@@ -148,7 +148,7 @@ def _turn_to_message(turn: dict[str, Any]) -> dict[str, Any] | None:
     raw: dict[str, Any] = {"role": role, "content": [], "tool_calls": []}
     for block in turn.get("content") or []:
         if isinstance(block, dict) and block.get("type") == "tool_use":
-            result = block.get("result") if isinstance(block.get("result"), dict) else {}
+            result = as_dict(block.get("result"))
             raw["tool_calls"].append(
                 {
                     "tool": block.get("name") or block.get("tool_name"),
@@ -184,7 +184,7 @@ def read_trace(path: Path) -> list[dict[str, Any]] | None:
     if not isinstance(doc, dict):
         return None
     entries: list[tuple[int, str, Any]] = []
-    trace = doc.get("trace") if isinstance(doc.get("trace"), dict) else {}
+    trace = as_dict(doc.get("trace"))
     for span in trace.get("spans") or []:
         for event in (span.get("events") if isinstance(span, dict) else None) or []:
             if not isinstance(event, dict) or event.get("name") != _TRANSCRIPT_EVENT:

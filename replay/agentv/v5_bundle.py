@@ -71,14 +71,15 @@ def _metrics_fallbacks(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
         return {}
     out: dict[str, Any] = {}
-    duration = doc.get("duration") if isinstance(doc.get("duration"), dict) else {}
+    duration = as_dict(doc.get("duration"))
     if finite_number(duration.get("total_ms")) is not None:
         out["duration_ms"] = float(duration["total_ms"])
-    tokens = doc.get("tokens") if isinstance(doc.get("tokens"), dict) else {}
-    usage = {k: tokens[k] for k in ("input", "output", "cached", "reasoning") if finite_number(tokens.get(k)) is not None}
+    tokens = as_dict(doc.get("tokens"))
+    usage = {k: tokens[k] for k in ("input", "output", "cached", "reasoning")
+             if finite_number(tokens.get(k)) is not None}
     if usage and tokens.get("source") != "unavailable":
         out["token_usage"] = usage
-    cost = doc.get("cost") if isinstance(doc.get("cost"), dict) else {}
+    cost = as_dict(doc.get("cost"))
     if finite_number(cost.get("usd")) is not None:
         out["cost_usd"] = float(cost["usd"])
     return out
@@ -89,7 +90,7 @@ def sample_sidecars(root: Path, sample_dir: Path, row: dict[str, Any], test_id: 
     result_path = sample_dir / "result.json"
     result = load_json(result_path) if result_path.is_file() else {}
     result = result if isinstance(result, dict) else {}
-    output_paths = result.get("output_paths") if isinstance(result.get("output_paths"), dict) else {}
+    output_paths = as_dict(result.get("output_paths"))
     found = Sidecars(file_bases=[sample_dir, sample_dir / "outputs", sample_dir.parent, root])
     files: list[ImportedFile] = [as_file(result_path, root)] if result_path.is_file() else []
     paths: dict[str, Path | None] = {}
@@ -215,7 +216,8 @@ def _iter_folders(root: Path, skip_bad: bool) -> Iterator[ImportedTest | Skipped
             try:
                 row = _folder_row(case_dir, sample_dir)
                 sidecars = sample_sidecars(root, sample_dir, {}, row["test_id"])
-                yield build_test(row, source=source, attempt=sample_number(sample_dir.name) or 1, sidecars=sidecars)
+                attempt = sample_number(sample_dir.name) or 1
+                yield build_test(row, source=source, attempt=attempt, sidecars=sidecars)
             except RowError as exc:
                 yield bad_line(source, str(exc), skip_bad)
 
@@ -226,10 +228,12 @@ def read_v5_bundle(path: Path) -> ImportSource:
     index = find_index(root)
     cases = case_dirs(root)
     if index is None and not cases:
-        raise ImportFormatError(f"{root}: not an AgentV v5 run bundle (no .internal/index.jsonl and no <case>/sample-N/)")
+        raise ImportFormatError(
+            f"{root}: not an AgentV v5 run bundle (no .internal/index.jsonl and no <case>/sample-N/ folders)"
+        )
     summary = read_json(root / "summary.json") if (root / "summary.json").is_file() else {}
     summary = summary if isinstance(summary, dict) else {}
-    metadata = summary.get("metadata") if isinstance(summary.get("metadata"), dict) else {}
+    metadata = as_dict(summary.get("metadata"))
     listed = summary.get("cases") or summary.get("tests") or []
     first_case = listed[0] if listed and isinstance(listed[0], dict) else {}
     first = first_json_row(index) if index else None
@@ -240,7 +244,8 @@ def read_v5_bundle(path: Path) -> ImportSource:
     if isinstance(first_case.get("eval_path"), str):
         hints.append(Path(first_case["eval_path"]))
     hints.extend(eval_hints(first, root))
-    hints.extend((case / "test" / "EVAL.yaml").resolve() for case in cases[:1] if (case / "test" / "EVAL.yaml").is_file())
+    bundled = [case / "test" / "EVAL.yaml" for case in cases[:1]]
+    hints.extend(p.resolve() for p in bundled if p.is_file())
 
     suite = (first or {}).get("suite") or first_case.get("suite")
     if index is not None:

@@ -7,33 +7,21 @@ exception out of :meth:`LlmGrader.grade`: one bad grader must not stop a run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from store.events import Assertion
 
-from ..content import last_assistant
 from ..errors import ReplayError
 from ..judge.calls import EVIDENCE_REPLY_CHARS, PARSE_ATTEMPTS, JudgeCall
 from ..judge.modes import choose_mode
 from ..judge.templates import choose_prompt, render, template_variables
+from ..preprocessing import PreparedAnswer, prepare_answer
 from ..specs import LlmGraderSpec
 from .base import GraderResult, GradingContext
 
 
-@dataclass
-class _Answer:
-    text: str
-    warnings: list[str] = field(default_factory=list)
-    preprocessing_event_ids: list[str] = field(default_factory=list)
-
-
-def _answer(ctx: GradingContext, spec: LlmGraderSpec) -> _Answer:
-    """The candidate answer as text ({{output}}). Until preprocessing lands: the recorded output text,
-    else the last assistant message's text."""
-    if ctx.transcript.output_text is not None:
-        return _Answer(ctx.transcript.output_text)
-    message = last_assistant(ctx.transcript.messages)
-    return _Answer(message.text() if message is not None else "")
+def _answer(ctx: GradingContext, spec: LlmGraderSpec) -> PreparedAnswer:
+    """The candidate answer ({{output}}): the last assistant message with its files turned into text
+    through the grader's converters."""
+    return prepare_answer(ctx, spec.preprocessors)
 
 
 def _execution_error(
@@ -100,6 +88,7 @@ class LlmGrader:
         mode = choose_mode(spec)
         variables = template_variables(
             input_messages=ctx.test.input,
+            input_base_dir=str(ctx.suite.directory),
             output=answer.text,
             expected_output=ctx.test.expected_output,
             criteria=source.criteria,

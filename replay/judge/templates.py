@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..content import FileBlock, ImageBlock, Message, TextBlock
+from ..content import Message, question_text
 from ..errors import PromptTemplateError
 from ..specs import LlmGraderSpec, RubricItem
 
@@ -106,25 +106,9 @@ def rubric_dicts(rubrics: list[RubricItem]) -> list[dict[str, Any]]:
     return [js_number(item.model_dump(mode="json", exclude_none=True)) for item in rubrics]
 
 
-def _block_text(block: TextBlock | ImageBlock | FileBlock) -> str | None:
-    if isinstance(block, TextBlock):
-        return block.text
-    if isinstance(block, FileBlock):
-        return f'<file path="{block.path}"/>'
-    return None
-
-
-def render_input(messages: list[Message]) -> str:
-    """The question: one turn as its text segments joined by blank lines; a conversation (any assistant
-    turn) as ``@[Role]:`` blocks."""
-    if not any(m.role == "assistant" for m in messages):
-        segments = [t for m in messages for b in m.blocks() if (t := _block_text(b)) is not None]
-        return "\n\n".join(segments).strip()
-    turns = []
-    for message in messages:
-        body = "\n".join(t for b in message.blocks() if (t := _block_text(b)) is not None)
-        turns.append(f"@[{message.role.capitalize()}]:\n{body}")
-    return "\n\n".join(turns).strip()
+def render_input(messages: list[Message], base_dir: str | None = None) -> str:
+    """The question, as AgentV renders it (``replay.content.question_text``), trimmed."""
+    return question_text(messages, base_dir).strip()
 
 
 def render_expected(value: Any) -> str:
@@ -177,6 +161,7 @@ def _truncate(text: str) -> str:
 def template_variables(
     *,
     input_messages: list[Message],
+    input_base_dir: str | None = None,
     output: str,
     expected_output: Any,
     criteria: str | None,
@@ -188,7 +173,7 @@ def template_variables(
     """Every known variable's rendered value for one grading."""
     items = rubric_dicts(rubrics)
     return {
-        "input": render_input(input_messages),
+        "input": render_input(input_messages, input_base_dir),
         "output": output.strip(),
         "expected_output": render_expected(expected_output),
         "criteria": (criteria or "").strip(),

@@ -93,10 +93,11 @@ def as_target_spec(target: Any, *, source: str | Path | None = None) -> TargetSp
         fields = target.model_dump(mode="python", exclude_none=True)
     else:
         raise TypeError(f"cannot read a target from {type(target).__name__}")
-    # A loader may keep the provider-specific fields nested (``config:``, as AgentV's newer shape does).
+    # AgentV HEAD nests provider fields under ``config:`` (``{id, provider, config: {...}}``); fields
+    # beside it win.
     nested = fields.get("config")
-    if isinstance(nested, Mapping) and "command" not in fields and "model" not in fields:
-        fields = {**{k: v for k, v in fields.items() if k != "config"}, **nested}
+    if isinstance(nested, Mapping):
+        fields = {**nested, **{k: v for k, v in fields.items() if k != "config"}}
     src = source if source is not None else getattr(target, "source", None) or fields.pop("source", None)
     name = fields.get("name") or fields.get("id") or fields.get("label")
     where = f"{src}: " if src else ""

@@ -8,6 +8,10 @@ shell-quoted; a list is run as argv with values substituted verbatim (an element
 The answer is the output file when the agent wrote one (non-empty), else stdout. Either is plain
 text or AgentV's JSON ``{"output": [messages], "text"?, "token_usage"?, "cost_usd"?}`` (legacy
 ``output_messages`` accepted); a JSON object without ``output``/``text`` is plain text, as in AgentV.
+
+Other fields: ``cwd`` (relative to the eval file's directory; default the test workspace),
+``timeout_seconds``, ``output_file`` (a fixed answer path, relative to the workspace), ``env`` (extra
+environment variables), ``files_format`` (``{path}``/``{basename}``), ``keep_temp_files``.
 """
 
 from __future__ import annotations

@@ -333,3 +333,45 @@ def test_the_agent_sees_its_workspace_in_the_environment(dirs) -> None:
     )
     assert outcome.output_text == str(workspace)
     assert os.path.isdir(outcome.output_text)
+
+
+def test_agentv_head_shape_with_id_and_nested_config_runs(dirs) -> None:
+    workspace, eval_dir = dirs
+    target = {"id": "nested", "provider": "cli", "config": {"command": "echo nested {EVAL_ID}"}}
+    outcome = run_target(target, a_test(test_id="n1"), workspace=workspace, eval_dir=eval_dir)
+    assert outcome.status == "ok" and outcome.output_text == "nested n1"
+
+
+def test_only_the_recording_runner_imports_target_code() -> None:
+    """Replay of stored runs must never be able to call a target: nothing else in replay/ imports it."""
+    import ast
+
+    import replay
+
+    root = Path(replay.__file__).parent
+    offenders = []
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "targets" or rel.as_posix() == "runner.py":
+            continue
+        package = ["replay", *rel.parts[:-1]]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                imported = [module] + [f"{module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                imported = [a.name for a in node.names]
+            else:
+                continue
+            if any(m == "replay.targets" or m.startswith("replay.targets.") for m in imported):
+                offenders.append(rel.as_posix())
+    assert offenders == []
+
+
+def test_keep_temp_files_leaves_the_prompt_file(dirs) -> None:
+    workspace, eval_dir = dirs
+    kept = run_target(cli_target("echo {PROMPT_FILE}", keep_temp_files=True), a_test("kept?"), workspace=workspace, eval_dir=eval_dir)
+    assert Path(kept.output_text).read_text() == "kept?"
+    gone = run_target(cli_target("echo {PROMPT_FILE}"), a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert not Path(gone.output_text).exists()

@@ -88,18 +88,11 @@ def shared_strings(book: zipfile.ZipFile) -> list[str]:
 
 
 def rich_text(element: ET.Element) -> str:
-    """The text of a string item: plain ``<t>`` or rich-text runs, phonetic hints left out."""
-    parts = []
-    for node in element.iter():
-        if node.tag == f"{{{NS['m']}}}rPh":
-            continue
-        if node.tag == f"{{{NS['m']}}}t" and node.text:
-            parts.append(node.text)
-    # rPh children are visited by iter() too; drop their text explicitly.
-    phonetic = {id(t) for rph in element.findall("m:rPh", NS) for t in rph.iter(f"{{{NS['m']}}}t")}
-    return "".join(
-        node.text or "" for node in element.iter(f"{{{NS['m']}}}t") if id(node) not in phonetic
-    ) if phonetic else "".join(parts)
+    """The text of a string item: a plain ``<t>`` or rich-text runs (phonetic hints left out)."""
+    plain = element.find("m:t", NS)
+    parts = [plain.text or ""] if plain is not None else []
+    parts.extend(t.text or "" for t in element.findall("m:r/m:t", NS))
+    return "".join(parts)
 
 
 def cell_formats(book: zipfile.ZipFile) -> list[str]:
@@ -203,8 +196,8 @@ def format_date(serial: float, section: str, date1904: bool) -> str:
         # Excel's 1900 system counts a fictitious 1900-02-29 (serial 60); 1899-12-30 as day 0 absorbs it
         # for every date from March 1900 on.
         moment = datetime(1899, 12, 30) + timedelta(days=serial)
-    moment = datetime.fromtimestamp(round(moment.timestamp()), tz=None) if False else _round_second(moment)
-    has_date = bool(re.search(r"[dy]", section, re.IGNORECASE)) or re.search(r"m{3,}", section, re.IGNORECASE)
+    moment = _round_second(moment)
+    has_date = bool(re.search(r"[dy]|m{3,}", section, re.IGNORECASE))
     has_time = bool(re.search(r"[hs]", section, re.IGNORECASE))
     if has_date and (not has_time or (moment.hour, moment.minute, moment.second) == (0, 0, 0)):
         return moment.date().isoformat()

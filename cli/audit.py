@@ -1,0 +1,120 @@
+"""``evalstore audit RUN TEST``: where a score came from, down to the bytes."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from replay.audit import audit_test
+from replay.views import resolve_run
+
+from .context import open_store
+from .errors import EXIT_FAILED, handle_errors
+from .output import json_option, print_json
+
+
+def _short(d: str | None) -> str:
+    return d[:12] if d else "-"
+
+
+def _mark(status: str | None) -> str:
+    return "" if status in (None, "ok") else f" [{status}]"
+
+
+def print_audit(report: dict, *, show_prompt: bool = False) -> None:
+    r = report["run"]
+    click.echo(f"run {r['run_id']}  kind={r['kind']}  parent={r['parent_run_id'] or '-'}  evalstore {r['evalstore_version']}")
+    if r["ancestors"]:
+        click.echo(f"  lineage: {' <- '.join([r['run_id'], *r['ancestors']])}")
+    if r["target_name"]:
+        click.echo(f"  target {r['target_name']}: {json.dumps(r['target'], sort_keys=True)}")
+    if r["source"]:
+        click.echo(f"  imported from {r['source']['file']} ({r['source_format']})")
+    for f in r["eval_snapshot"]:
+        click.echo(f"  snapshot {f['role']:<13} {_short(f['sha256'])} {f['path']}{_mark(f['blob'])}")
+    if r["overrides"]:
+        shown = {k: v for k, v in r["overrides"].items() if v not in (None, [], {}, False)}
+        if shown:
+            click.echo(f"  overrides: {json.dumps(shown, sort_keys=True)}")
+    for t in report["tests"]:
+        click.echo(f"\ntest {t['test_id']} target={t['target'] or '-'} attempt={t['attempt']}: "
+                   f"score {t['score']} {'pass' if t['passed'] else 'fail'} ({t['status']}, {t['origin']})")
+        for v in t["verdicts"]:
+            click.echo(f"  verdict {v['grader']} ({v['grader_type']}): {v['score']:.3f} {v['verdict']} "
+                       f"status={v['status']} origin={v['origin']}{' cache-hit' if v['cache_hit'] else ''}"
+                       + (f" — {v['origin_note']}" if v["origin_note"] else ""))
+            for a in v["assertions"]:
+                click.echo(f"    {'✓' if a['passed'] else '✗'} {a['text']}" + (f" — {a['evidence']}" if a.get("evidence") else ""))
+            for e in v["evidence"]:
+                click.echo(f"    note: {e}")
+            if v["source"]:
+                click.echo(f"    imported from {v['source']['file']}:{v['source'].get('line')}")
+            for c in v["grader_calls"]:
+                if c.get("missing"):
+                    click.echo(f"    call {c['event_id']}: event not found")
+                    continue
+                if c["call"] == "judge":
+                    click.echo(f"    judge call #{c['attempt']} model={c['model']} params={json.dumps(c['parameters'], sort_keys=True)} "
+                               f"outcome={c['outcome']} cache={'hit' if c['cache_hit'] else 'miss'} "
+                               f"prompt={_short(c['request_sha256'])}{_mark(c['request_blob'])} reply={_short(c['reply_sha256'])}{_mark(c['reply_blob'])}")
+                    if show_prompt and c.get("prompt") is not None:
+                        for m in c["prompt"] if isinstance(c["prompt"], list) else [c["prompt"]]:
+                            role = m.get("role", "?") if isinstance(m, dict) else "?"
+                            content = m.get("content", m) if isinstance(m, dict) else m
+                            click.echo(f"      --- {role} ---\n{content}")
+                        click.echo(f"      --- reply ---\n{c.get('reply')}")
+                else:
+                    click.echo(f"    process argv={c['argv']} script={_short(c['script_sha256'])} exit={c['exit_code']} "
+                               f"outcome={c['outcome']} stdin={_short(c['request_sha256'])}{_mark(c['request_blob'])}")
+                    if c.get("stdout"):
+                        click.echo(f"      stdout: {c['stdout'].strip()[:500]}")
+                    if c.get("stderr"):
+                        click.echo(f"      stderr: {c['stderr'].strip()[:500]}")
+            for p in v["preprocessing"]:
+                if p.get("missing"):
+                    click.echo(f"    preprocessing {p['event_id']}: event not found")
+                    continue
+                click.echo(f"    preprocessing {p['path']} ({p['media_type']}): {p['status']} argv={p['argv']} "
+                           f"script={_short(p['script_sha256'])} artifact={_short(p['artifact_sha256'])}{_mark(p['artifact_blob'])} "
+                           f"output={_short(p['output_sha256'])}{_mark(p['output_blob'])}"
+                           + (" reused" if p["reused_from"] else "") + (f" — {p['reason']}" if p["reason"] else ""))
+        for a in t["artifacts"]:
+            click.echo(f"  artifact {a['path']} ({a['media_type']}) {a['status']} sha256={_short(a['sha256'])} "
+                       f"size={a['size']}{_mark(a['blob'])}" + (f" — {a['reason']}" if a["reason"] else ""))
+        tr = t["transcript"]
+        if tr:
+            click.echo(f"  transcript {tr['event_id']} in run {tr['run_id']}: messages={_short(tr['messages_sha256'])}"
+                       f"{_mark(tr['blob'])} status={tr['status']} exit={tr['exit_code']}")
+        else:
+            click.echo("  transcript: none recorded")
+    problems = report["blob_problems"]
+    click.echo(f"\n{report['blobs_checked']} digests checked against the blob store: "
+               + ("all match" if not problems else f"{len(problems)} PROBLEM(S): " + ", ".join(f"{d[:12]} {s}" for d, s in problems.items())))
+
+
+@click.command()
+@click.argument("run")
+@click.argument("test_id")
+@click.option("--grader", help="Only this grader's verdict.")
+@click.option("--show-prompt", is_flag=True, help="Include rendered judge prompts and raw replies.")
+@json_option
+@click.pass_context
+@handle_errors
+def audit(ctx, run: str, test_id: str, grader: str | None, show_prompt: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    """Trace every verdict of TEST_ID in RUN back to its judge calls or grader processes, conversions,
+    artifacts, transcript and run, checking each digest against the blob store (exit 1 on a mismatch).
+
+    \b
+    Example:
+      evalstore audit last quarterly-report --show-prompt
+    """
+    store = open_store(ctx)
+    report = audit_test(store, resolve_run(store, run), test_id, grader=grader, show_prompt=show_prompt)
+    if as_json:
+        print_json(report)
+    else:
+        print_audit(report, show_prompt=show_prompt)
+    if report["blob_problems"]:
+        sys.exit(EXIT_FAILED)

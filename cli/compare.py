@@ -1,0 +1,118 @@
+"""``evalstore compare A B``, and the comparison printout ``replay`` and ``quickstart`` share."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from replay.compare import REGRESSION_MODES, Comparison, compare as compare_runs, key_label, regression
+from replay.material import load_results
+from replay.views import resolve_run
+
+from .context import open_store
+from .errors import EXIT_FAILED, handle_errors
+from .output import fmt_score, json_option, note, print_json, print_table
+
+
+def _signed(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.3f}"
+
+
+def _stats_cells(stats) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
+    s = stats.score
+    ci = f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]" if s.ci_low is not None else (s.note or "not enough pairs")
+    p = f"{stats.mcnemar.p_value:.4g}" if stats.mcnemar.p_value is not None else (stats.mcnemar.note or "-")
+    k = f"{stats.kappa.kappa:.3f}" if stats.kappa.kappa is not None else (stats.kappa.note or "-")
+    return ci, p, k
+
+
+def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
+    o = c.overall
+    ci, p, k = _stats_cells(o)
+    click.echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {o.score.n} paired results")
+    click.echo(
+        f"mean score A={fmt_score(o.score.mean_a)} B={fmt_score(o.score.mean_b)} diff={_signed(o.score.mean_diff)} "
+        f"95% CI {ci} (paired bootstrap, seed {c.seed})"
+    )
+    click.echo(
+        f"pass/fail: both pass {o.counts.both_pass}, both fail {o.counts.both_fail}, "
+        f"pass->fail {o.counts.a_only_pass}, fail->pass {o.counts.b_only_pass}; McNemar exact p={p}; kappa={k}"
+    )
+    print_table(
+        "per grader",
+        ["grader", "n", "mean A", "mean B", "diff", "95% CI", "pass->fail", "fail->pass", "McNemar p", "kappa"],
+        [
+            (g.grader, g.stats.score.n, fmt_score(g.stats.score.mean_a), fmt_score(g.stats.score.mean_b),
+             _signed(g.stats.score.mean_diff), *_stats_cells(g.stats)[:1], g.regressions, g.improvements,
+             *_stats_cells(g.stats)[1:])
+            for g in c.graders
+        ],
+    )
+    changed = [t for t in c.tests if t.delta != 0 or t.flip]
+    if changed:
+        shown = sorted(changed, key=lambda t: (t.flip is None, -abs(t.delta)))[:max_tests]
+        print_table(
+            f"changed tests ({len(changed)} of {len(c.tests)})" + (f", first {max_tests}" if len(changed) > max_tests else ""),
+            ["test", "A", "B", "delta", "flip"],
+            [(key_label(t.key), fmt_score(t.score_a), fmt_score(t.score_b), _signed(t.delta), t.flip or "") for t in shown],
+        )
+    else:
+        click.echo("no test changed score")
+    if c.only_in_a or c.only_in_b:
+        click.echo(f"only in A: {', '.join(key_label(k) for k in c.only_in_a) or '-'}")
+        click.echo(f"only in B: {', '.join(key_label(k) for k in c.only_in_b) or '-'}")
+    for diff in c.assertion_diffs:
+        click.echo(f"assertions of {key_label(diff.key)}:")
+        for g in diff.graders:
+            for a in g.only_in_a:
+                click.echo(f"  [{g.grader}] only in A ({'pass' if a.passed else 'fail'}): {a.text}")
+            for a in g.only_in_b:
+                click.echo(f"  [{g.grader}] only in B ({'pass' if a.passed else 'fail'}): {a.text}")
+            for ch in g.changed:
+                click.echo(f"  [{g.grader}] {'pass' if ch.passed_a else 'fail'} -> {'pass' if ch.passed_b else 'fail'}: {ch.text}")
+            if not (g.only_in_a or g.only_in_b or g.changed):
+                click.echo(f"  [{g.grader}] no assertion changed ({g.unchanged} the same)")
+
+
+@click.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--test", "test_id", help="Show assertion-level differences for this test id.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@click.option("--resamples", default=10_000, show_default=True, type=click.IntRange(1))
+@click.option("--fail-on-regression", "fail_on", type=click.Choice(list(REGRESSION_MODES)),
+              help="Exit 1 when B is worse: ci = mean-difference CI entirely below 0; flip = any pass->fail; any = either.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a self-contained HTML report.")
+@json_option
+@click.pass_context
+@handle_errors
+def compare(ctx, run_a, run_b, test_id, seed, resamples, fail_on, html_path, as_json) -> None:  # type: ignore[no-untyped-def]
+    """Compare run B against run A, test by test and grader by grader, with paired statistics.
+
+    \b
+    Example:
+      evalstore compare rec-20261122T101500-3fa9c1 last --fail-on-regression flip --html report.html
+    """
+    store = open_store(ctx)
+    a, b = resolve_run(store, run_a), resolve_run(store, run_b)
+    comparison = compare_runs(load_results(store, a), load_results(store, b), seed=seed, resamples=resamples, test_id=test_id)
+    emit_comparison(comparison, as_json=as_json, html_path=html_path)
+    if fail_on:
+        regressed, reason = regression(comparison, fail_on)
+        if regressed:
+            note(f"regression: {reason}")
+            sys.exit(EXIT_FAILED)
+
+
+def emit_comparison(comparison: Comparison, *, as_json: bool, html_path: Path | None = None) -> None:
+    if html_path:
+        from replay.report_html import render_html
+
+        html_path.write_text(render_html(comparison, title=f"{comparison.run_a} vs {comparison.run_b}"), encoding="utf-8")
+        note(f"wrote {html_path}")
+    if as_json:
+        print_json(comparison.to_dict())
+    else:
+        print_comparison(comparison)

@@ -1,0 +1,102 @@
+"""``evalstore replay RUN``: regrade a stored run without calling the agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from replay.compare import compare as compare_runs
+from replay.material import load_results
+from replay.replayer import ReplayOptions, parse_shard, replay_run, resume_replay
+from replay.views import resolve_run
+
+from .compare import emit_comparison
+from .context import open_store
+from .errors import handle_errors
+from .output import json_option, note, print_json, progress_bar
+from .results import grader_scores, print_scored, scored_rows
+
+
+@click.command()
+@click.argument("run", required=False)
+@click.option("--eval", "eval_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Regrade with this (newer) eval file instead of the run's snapshot.")
+@click.option("--preprocessor", "preprocessors", multiple=True, metavar="TYPE=COMMAND",
+              help="Swap the converter for a media type, suite-wide (COMMAND: JSON argv array or a command line). Repeatable.")
+@click.option("--prompt", "prompts", multiple=True, metavar="GRADER=file://PATH", help="Swap an LLM grader's prompt. Repeatable.")
+@click.option("--judge-target", help="Judge target for every LLM grader.")
+@click.option("--judge-model", help="Judge model for every LLM grader.")
+@click.option("--graders", help="Regrade only these graders (comma-separated); carry the others over.")
+@click.option("--tests", "tests_glob", metavar="GLOB", help="Regrade only tests whose id matches; carry the others over.")
+@click.option("--no-cache", is_flag=True, help="Call judges and converters again instead of reusing recorded replies.")
+@click.option("--strict", is_flag=True, help="Refuse to run when a grader script, converter or prompt changed on disk.")
+@click.option("--threshold", type=click.FloatRange(0, 1))
+@click.option("--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path), help="Targets file for judges.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256), help="Tests graded at once.")
+@click.option("--shard", metavar="K/N", help="Regrade only the K-th of N slices of the tests (processes sharing one store).")
+@click.option("--resume", metavar="REPLAY", help="Continue an interrupted replay with the settings it recorded.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML.")
+@json_option
+@click.pass_context
+@handle_errors
+def replay(ctx, run, eval_path, preprocessors, prompts, judge_target, judge_model, graders, tests_glob, no_cache,
+           strict, threshold, targets_path, concurrency, shard, resume, html_path, as_json) -> None:  # type: ignore[no-untyped-def]
+    """Regrade RUN with swapped converters, prompts, rubrics or judge, never calling the agent.
+
+    Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN.
+
+    \b
+    Example:
+      evalstore replay last --preprocessor 'xlsx=["python3","scripts/xlsx_to_csv_v2.py"]'
+      evalstore replay rec-20261122T101500-3fa9c1 --prompt quality=file://prompts/quality-v2.md --graders quality
+      evalstore replay last --shard 2/3
+    """
+    if bool(run) == bool(resume):
+        raise click.UsageError("give either RUN or --resume REPLAY")
+    store = open_store(ctx)
+    shard_spec = parse_shard(shard) if shard else None
+    with progress_bar("regrading") as bar:
+        def started(run_id: str, total: int, drifted) -> None:  # type: ignore[no-untyped-def]
+            note(f"replay {run_id}: {total} tests to regrade")
+            for d in drifted:
+                note(f"drift: {d.describe()}")
+            bar.start(total)
+
+        if resume:
+            outcome = resume_replay(store, resolve_run(store, resume), concurrency=concurrency, shard=shard_spec,
+                                    progress=bar.advance, on_start=started)
+        else:
+            options = ReplayOptions(
+                eval_path=str(eval_path.resolve()) if eval_path else None,
+                preprocessors=list(preprocessors),
+                prompts=list(prompts),
+                judge_target=judge_target,
+                judge_model=judge_model,
+                graders=[g.strip() for g in graders.split(",") if g.strip()] if graders else None,
+                tests=tests_glob,
+                no_cache=no_cache,
+                threshold=threshold,
+                targets_path=str(targets_path.resolve()) if targets_path else None,
+                shard=shard_spec,
+            )
+            outcome = replay_run(store, resolve_run(store, run), options, strict=strict, concurrency=concurrency,
+                                 progress=bar.advance, on_start=started)
+    if not outcome.complete:
+        message = f"replay {outcome.run_id}: this process graded {len(outcome.results)} tests; the run completes when every shard is done"
+        if as_json:
+            print_json({"run_id": outcome.run_id, "parent_run_id": outcome.parent_run_id, "complete": False,
+                        "graded": len(outcome.results)})
+        else:
+            click.echo(message)
+        return
+    comparison = compare_runs(load_results(store, outcome.parent_run_id), load_results(store, outcome.run_id))
+    if as_json:
+        print_json({"run_id": outcome.run_id, "parent_run_id": outcome.parent_run_id, "complete": True,
+                    "drift": [d.describe() for d in outcome.drift], "comparison": comparison.to_dict()})
+        if html_path:
+            emit_comparison(comparison, as_json=False, html_path=html_path)
+        return
+    rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))
+    print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
+    emit_comparison(comparison, as_json=False, html_path=html_path)

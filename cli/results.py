@@ -1,0 +1,46 @@
+"""Printing a run's scored results, shared by ``run``, ``replay`` and ``quickstart``."""
+
+from __future__ import annotations
+
+from store.events import TestScored
+
+from .output import fmt_score, print_table
+
+
+def scored_rows(results: list[TestScored], graders: dict[tuple, dict[str, float]]) -> list[dict]:
+    return [
+        {
+            "test_id": r.test_id,
+            "target": r.target,
+            "attempt": r.attempt,
+            "score": r.score,
+            "passed": r.passed,
+            "status": r.status,
+            "error": r.error,
+            "graders": graders.get((r.test_id, r.target or "", r.attempt), {}),
+        }
+        for r in results
+    ]
+
+
+def print_scored(title: str, rows: list[dict]) -> None:
+    print_table(
+        title,
+        ["test", "score", "pass", "status", "graders"],
+        [
+            (
+                r["test_id"],
+                fmt_score(r["score"]),
+                "yes" if r["passed"] else "no",
+                r["status"] + (f" ({r['error'][:60]})" if r["error"] and r["status"] == "execution_error" else ""),
+                ", ".join(f"{g}={fmt_score(s)}" for g, s in r["graders"].items()),
+            )
+            for r in rows
+        ],
+    )
+
+
+def grader_scores(store, run_id: str) -> dict[tuple, dict[str, float]]:  # type: ignore[no-untyped-def]
+    from replay.views import run_results
+
+    return {(r.test_id, r.target, r.attempt): r.graders for r in run_results(store, run_id)}

@@ -1,0 +1,73 @@
+"""``evalstore run EVAL.yaml``: record a run against a real target."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from replay.graders.base import GradeOptions
+from replay.runner import RunOptions, record_run, resume_run
+from replay.views import resolve_run
+
+from .context import open_store
+from .errors import EXIT_FAILED, handle_errors
+from .output import json_option, note, print_json, progress_bar
+from .results import grader_scores, print_scored, scored_rows
+
+
+@click.command()
+@click.argument("eval_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--target", help="Target name in the targets file (default: the eval's execution.target).")
+@click.option("--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Targets file (default: .agentv/targets.yaml found upward from the eval file).")
+@click.option("--workers", default=4, show_default=True, type=click.IntRange(1, 256), help="Tests run at once.")
+@click.option("--threshold", type=click.FloatRange(0, 1), help="Pass mark for a test score (default: the eval's, else 0.8).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per target call.")
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where per-test workspaces go (default .evalstore/workspaces/RUN).")
+@click.option("--judge-target", help="Judge target for every LLM grader.")
+@click.option("--judge-model", help="Judge model for every LLM grader.")
+@click.option("--judge-concurrency", default=8, show_default=True, type=click.IntRange(1, 256))
+@click.option("--resume", "resume", metavar="RUN", help="Finish an interrupted run without calling the target again for recorded tests.")
+@json_option
+@click.pass_context
+@handle_errors
+def run(ctx, eval_file, target, targets_path, workers, threshold, timeout, workdir, judge_target, judge_model,
+        judge_concurrency, resume, as_json) -> None:  # type: ignore[no-untyped-def]
+    """Run EVAL_FILE's tests against a target, capture every file the agent wrote, grade, and store it all.
+
+    Exits 1 when any test scores below the threshold.
+
+    \b
+    Example:
+      evalstore run evals/report.eval.yaml --target my-agent
+      evalstore run --resume rec-20261122T101500-3fa9c1
+    """
+    if bool(eval_file) == bool(resume):
+        raise click.UsageError("give either EVAL_FILE or --resume RUN")
+    store = open_store(ctx)
+    options = RunOptions(
+        target=target, targets_path=targets_path, workers=workers, threshold=threshold, timeout=timeout,
+        workdir=workdir, grade=GradeOptions(judge_target=judge_target, judge_model=judge_model),
+        judge_concurrency=judge_concurrency,
+    )
+    with progress_bar("running tests") as bar:
+        def started(run_id: str, total: int) -> None:
+            note(f"run {run_id}: {total} tests")
+            bar.start(total)
+
+        if resume:
+            outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
+        else:
+            outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
+    rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))
+    failed = [r for r in rows if not r["passed"]]
+    if as_json:
+        print_json({"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows})
+    else:
+        print_scored(f"run {outcome.run_id}", rows)
+        click.echo(f"{len(rows) - len(failed)}/{len(rows)} passed (threshold {outcome.threshold})")
+    if failed:
+        sys.exit(EXIT_FAILED)

@@ -1,0 +1,321 @@
+"""Code graders: the stdin contract, the stdout protocol (JSON and plain text), limits and recording."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from replay.content import FileBlock, Message, TextBlock, ToolCall
+from replay.graders.base import GradingContext, TranscriptInfo
+from replay.graders.code import CodeGrader
+from replay.recording import MemoryRecorder
+from replay.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
+from store.codec import sha256_hex
+from store.events import GraderCalled
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+def make_ctx(
+    tmp_path: Path, content: str | list = "The answer is 42.", *, workspace: bool = True, **transcript
+) -> GradingContext:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return GradingContext(
+        suite=EvalSuite(path=str(tmp_path / "dataset.eval.yaml"), name="suite"),
+        test=EvalTest(
+            id="t1",
+            input=[Message(role="user", content="What is 15 + 27?")],
+            criteria="Correctly calculates 42",
+            expected_output="42",
+            metadata={"sourceRepo": "x", "Team": "y"},
+        ),
+        transcript=TranscriptInfo(
+            messages=[Message(role="assistant", content=content)],
+            workspace_path=str(ws) if workspace else None,
+            **transcript,
+        ),
+        recorder=MemoryRecorder(),
+    )
+
+
+def script_spec(tmp_path: Path, body: str, **fields) -> CodeGraderSpec:
+    script = tmp_path / "grader.py"
+    script.write_text(textwrap.dedent(body))
+    return CodeGraderSpec(
+        name="check", command=[sys.executable, str(script)], script=str(script), cwd=str(tmp_path), **fields
+    )
+
+
+def run(tmp_path: Path, body: str, content: str | list = "The answer is 42.", **fields):
+    ctx = make_ctx(tmp_path, content)
+    return CodeGrader(script_spec(tmp_path, body, **fields)).grade(ctx), ctx
+
+
+def printing(stdout: str, exit_code: int = 0, stderr: str = "") -> str:
+    return f"import sys\nsys.stdout.write({stdout!r})\nsys.stderr.write({stderr!r})\nsys.exit({exit_code})\n"
+
+
+# -- the plain-text fallback table -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stdout", "exit_code", "score", "text"),
+    [
+        ("", 0, 1.0, "exit 0"),
+        ("true", 0, 1.0, "true"),
+        ("pass\n", 0, 1.0, "pass"),
+        ("PASS", 0, 1.0, "PASS"),
+        ("1", 0, 1.0, "1"),
+        ("false", 0, 0.0, "false"),
+        ("fail", 0, 0.0, "fail"),
+        ("0", 0, 0.0, "0"),
+        ("0.25", 0, 0.25, "0.25"),
+        ("1.7", 0, 1.0, "1.7"),
+        ("-3", 0, 0.0, "-3"),
+        ("All 3 checks passed", 0, 1.0, "All 3 checks passed"),
+        ("[1, 2]", 0, 1.0, "[1, 2]"),
+        ("wrong answer", 1, 0.0, "wrong answer"),
+        ("", 4, 0.0, "exit 4"),
+    ],
+)
+def test_plain_text_fallback(tmp_path: Path, stdout: str, exit_code: int, score: float, text: str) -> None:
+    result, _ = run(tmp_path, printing(stdout, exit_code))
+    assert result.status == "ok"
+    assert result.score == pytest.approx(score)
+    assert result.verdict == ("pass" if score >= 0.8 else "fail")
+    assert [a.text for a in result.assertions] == [text]
+    assert result.assertions[0].passed is (score >= 0.8)
+
+
+def test_nonzero_exit_with_stderr_is_an_execution_error(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, printing("partial", 2, "Traceback: boom\nValueError: bad input\n"))
+    assert (result.status, result.verdict, result.score) == ("execution_error", "skip", 0.0)
+    assert result.assertions[0].text == "Code grader failed: exited with code 2"
+    assert "ValueError: bad input" in result.assertions[0].evidence
+    assert any("ValueError: bad input" in e for e in result.evidence)
+
+
+def test_stderr_with_exit_zero_is_ignored(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, printing("ok", 0, "a warning"))
+    assert (result.status, result.score) == ("ok", 1.0)
+
+
+def test_min_score_sets_the_verdict_threshold(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, printing("0.6"), min_score=0.5)
+    assert (result.score, result.verdict) == (0.6, "pass")
+
+
+# -- the JSON protocol --------------------------------------------------------------------------------
+
+
+def test_json_protocol_score_assertions_and_details(tmp_path: Path) -> None:
+    reply = {
+        "score": 0.7,
+        "assertions": [{"text": "has 42", "passed": True, "evidence": "found"}, {"text": "polite", "passed": 0}],
+        "details": {"lines": 3},
+    }
+    result, _ = run(tmp_path, printing(json.dumps(reply)))
+    assert (result.score, result.verdict, result.details) == (0.7, "fail", {"lines": 3})
+    assert [(a.text, a.passed, a.evidence) for a in result.assertions] == [
+        ("has 42", True, "found"),
+        ("polite", False, None),
+    ]
+
+
+@pytest.mark.parametrize(("score", "expected"), [(3, 1.0), (-1, 0.0)])
+def test_json_score_is_clamped(tmp_path: Path, score: float, expected: float) -> None:
+    result, _ = run(tmp_path, printing(json.dumps({"score": score})))
+    assert result.score == expected
+
+
+def test_json_without_score_uses_the_pass_ratio(tmp_path: Path) -> None:
+    reply = {"assertions": [{"text": "a", "passed": True}, {"text": "b", "passed": False}, {"no": "text"}]}
+    result, _ = run(tmp_path, printing(json.dumps(reply)))
+    assert result.score == 0.5 and len(result.assertions) == 2
+
+
+def test_json_with_nonzero_exit_and_no_stderr_is_still_the_protocol(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, printing(json.dumps({"score": 0.1, "assertions": [{"text": "x", "passed": False}]}), 1))
+    assert (result.status, result.score) == ("ok", 0.1)
+
+
+def test_broken_json_is_an_execution_error(tmp_path: Path) -> None:
+    result, _ = run(tmp_path, printing('{"score": 0.2'))
+    assert result.status == "execution_error"
+    assert "does not parse" in result.assertions[0].text
+
+
+# -- limits ----------------------------------------------------------------------------------------------
+
+
+def test_timeout_is_an_execution_error_naming_the_limit(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result, ctx = run(tmp_path, "import time\ntime.sleep(30)\n", timeout=1.0)
+    assert time.monotonic() - started < 10
+    assert (result.status, result.verdict) == ("execution_error", "skip")
+    assert "timed out after 1 s" in result.assertions[0].text
+    (call,) = [e for _, e in ctx.recorder.events if isinstance(e, GraderCalled)]
+    assert call.outcome == "timeout" and call.exit_code is None
+
+
+def test_command_that_cannot_start_is_an_execution_error(tmp_path: Path) -> None:
+    spec = CodeGraderSpec(name="g", command=[str(tmp_path / "missing-grader")], cwd=str(tmp_path))
+    result = CodeGrader(spec).grade(make_ctx(tmp_path))
+    assert result.status == "execution_error" and "cannot start" in result.assertions[0].text
+
+
+# -- the stdin payload -----------------------------------------------------------------------------------
+
+DUMP = """
+import json, os, sys
+payload = json.load(sys.stdin)
+payload["_env_workspace"] = os.environ.get("AGENTV_WORKSPACE_PATH")
+payload["_cwd"] = os.getcwd()
+open("payload.json", "w").write(json.dumps(payload))
+"""
+
+
+def test_stdin_payload_follows_the_agentv_contract(tmp_path: Path) -> None:
+    ctx = make_ctx(
+        tmp_path,
+        "The answer is 42.",
+        token_usage={"input": 10, "output": 5},
+        cost_usd=0.01,
+        duration_ms=1200.0,
+        file_changes="diff --git a/x b/x",
+    )
+    ctx.transcript.messages.insert(
+        0, Message(role="assistant", content=None, tool_calls=[ToolCall(tool="Read", input={"filePath": "a"})])
+    )
+    CodeGrader(script_spec(tmp_path, DUMP, config={"maxLines": 3})).grade(ctx)
+    payload = json.loads((tmp_path / "payload.json").read_text())
+    assert payload["output"] == payload["answer"] == "The answer is 42."
+    assert payload["criteria"] == "Correctly calculates 42"
+    assert payload["input"] == [{"role": "user", "content": "What is 15 + 27?"}]
+    assert payload["expected_output"] == [{"role": "assistant", "content": "42"}]
+    assert payload["messages"][-1] == {"role": "assistant", "content": "The answer is 42."}
+    assert payload["messages"][0]["tool_calls"][0]["input"] == {"file_path": "a"}
+    assert payload["trace_summary"] == {
+        "event_count": 1,
+        "tool_calls": {"Read": 1},
+        "error_count": 0,
+        "tool_durations": {},
+        "llm_call_count": 2,
+    }
+    assert payload["token_usage"] == {"input": 10, "output": 5}
+    assert (payload["cost_usd"], payload["duration_ms"]) == (0.01, 1200.0)
+    assert payload["file_changes"] == "diff --git a/x b/x"
+    assert payload["workspace_path"] == str(tmp_path / "ws") == payload["_env_workspace"]
+    assert payload["metadata"] == {"source_repo": "x", "Team": "y"}, "AgentV's deep snake_case rule"
+    assert payload["config"] == {"max_lines": 3}
+    assert payload["files"] == [] and "output_path" not in payload
+    assert payload["_cwd"] == str(tmp_path)
+
+
+def test_no_workspace_means_no_workspace_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTV_WORKSPACE_PATH", "/leaked/from/parent")
+    ctx = make_ctx(tmp_path, workspace=False)
+    CodeGrader(script_spec(tmp_path, DUMP)).grade(ctx)
+    payload = json.loads((tmp_path / "payload.json").read_text())
+    assert payload["workspace_path"] is None and payload["_env_workspace"] is None
+
+
+def test_large_answer_goes_to_output_path(tmp_path: Path) -> None:
+    big = "x" * 60_000
+    body = """
+    import json, sys
+    payload = json.load(sys.stdin)
+    text = json.load(open(payload["output_path"]))
+    print(json.dumps({"score": 1 if payload["output"] is None and len(text) == 60000 else 0}))
+    """
+    result, _ = run(tmp_path, body, content=big)
+    assert result.score == 1.0
+
+
+def test_grader_output_is_the_prepared_answer(tmp_path: Path) -> None:
+    conv = tmp_path / "conv.py"
+    conv.write_text("print('Q1,42')\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK\x03\x04")
+    ctx = make_ctx(tmp_path, [TextBlock(text="see attached"), FileBlock(media_type=XLSX, path="r.xlsx")])
+    spec = script_spec(
+        tmp_path,
+        "import json,sys\nprint(json.load(sys.stdin)['output'])\n",
+        preprocessors=[ConverterSpec(type="xlsx", media_type=XLSX, command=[sys.executable, str(conv)])],
+    )
+    result = CodeGrader(spec).grade(ctx)
+    assert result.assertions[0].text == "see attached\n[[ file: r.xlsx ]]\nQ1,42"
+    assert len(result.preprocessing_event_ids) == 1
+
+
+# -- materialized raw files ------------------------------------------------------------------------------
+
+CHECK_FILES = """
+import hashlib, json, sys
+payload = json.load(sys.stdin)
+assertions = []
+for entry in payload["files"]:
+    if entry["path"] is None:
+        assertions.append({"text": entry["original_path"] + ": " + entry["error"], "passed": False})
+        continue
+    data = open(entry["path"], "rb").read()
+    ok = hashlib.sha256(data).hexdigest() == entry["sha256"] and entry["path"].endswith(entry["original_path"].split("/")[-1])
+    assertions.append({"text": entry["original_path"] + " " + entry["media_type"], "passed": ok, "evidence": entry["path"]})
+print(json.dumps({"assertions": assertions}))
+"""
+
+
+def test_code_grader_gets_raw_files_it_can_verify(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "out").mkdir(parents=True)
+    raw = bytes(range(256)) * 4
+    (ws / "out" / "report.xlsx").write_bytes(raw)
+    ctx = make_ctx(
+        tmp_path,
+        [
+            TextBlock(text="done"),
+            FileBlock(media_type=XLSX, path="out/report.xlsx"),
+            FileBlock(media_type="text/plain", path="../escape.txt"),
+        ],
+    )
+    captured = ctx.recorder.put_blob(b"captured bytes")
+    ctx.transcript.messages.insert(
+        0, Message(role="assistant", content=[FileBlock(media_type="text/csv", path="early.csv", sha256=captured)])
+    )
+    result = CodeGrader(script_spec(tmp_path, CHECK_FILES)).grade(ctx)
+    texts = [(a.text, a.passed) for a in result.assertions]
+    assert texts[0] == ("early.csv text/csv", True)
+    assert texts[1] == (f"out/report.xlsx {XLSX}", True)
+    assert texts[2][0].startswith("../escape.txt: file path '../escape.txt' is outside the workspace")
+    assert not texts[2][1]
+    copy = Path(result.assertions[1].evidence)
+    assert not copy.exists(), "the private temp dir is removed after grading"
+    assert not copy.resolve().is_relative_to(ws.resolve())
+    # The escape is also a preprocessing warning in the evidence.
+    assert any("../escape.txt" in e for e in result.evidence)
+
+
+# -- recording ---------------------------------------------------------------------------------------------
+
+
+def test_grader_call_is_recorded_with_its_blobs(tmp_path: Path) -> None:
+    result, ctx = run(tmp_path, printing("fine", 0, "note on stderr"))
+    (call_id, call), = [(i, e) for i, e in ctx.recorder.events if isinstance(e, GraderCalled)]
+    assert result.grader_call_event_ids == [call_id]
+    assert call.call == "process" and call.grader == "check" and call.grader_type == "code-grader"
+    assert call.argv == [sys.executable, str(tmp_path / "grader.py")]
+    assert call.script_sha256 == hashlib.sha256((tmp_path / "grader.py").read_bytes()).hexdigest()
+    stdin = json.loads(ctx.recorder.get_blob(call.request_sha256))
+    assert stdin["output"] == "The answer is 42."
+    assert ctx.recorder.get_blob(call.reply_sha256) == b"fine"
+    assert ctx.recorder.get_blob(call.stderr_sha256) == b"note on stderr"
+    assert call.exit_code == 0 and call.outcome == "ok" and call.latency_ms > 0
+    assert call.request_sha256 == sha256_hex(ctx.recorder.get_blob(call.request_sha256))

@@ -1,0 +1,769 @@
+"""Eval YAML parsing: real AgentV fixtures, the v4 semantics, and errors that name file, line and field."""
+
+from __future__ import annotations
+
+import glob
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from replay.aliases import normalize_media_type
+from replay.errors import EvalFileError, ReferenceNotFoundError
+from replay.evalfile import load_eval, load_eval_text
+from replay.metadata import merge_metadata, suite_metadata
+from replay.search_roots import SnapshotResolver, build_search_roots, resolve_reference
+from replay.specs import AssertionSpec, CodeGraderSpec, LlmGraderSpec
+
+FIXTURES = Path("/work/shared/fixtures/agentv")
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+def write(base: Path, rel: str, text: str = "") -> Path:
+    path = base / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def load(tmp_path: Path, text: str, rel: str = "evals/suite.eval.yaml"):
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    return load_eval(write(tmp_path, rel, text))
+
+
+@pytest.fixture(autouse=True)
+def _cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The current directory is the last search root; keep it inside the test's sandbox.
+    sandbox = tmp_path / "cwd"
+    sandbox.mkdir()
+    monkeypatch.chdir(sandbox)
+
+
+# --- real AgentV fixtures ---------------------------------------------------------------------
+
+
+def test_rubric_fixture_gives_the_tests_graders_and_rubrics_it_describes(tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "v4/rubric/dataset.eval.yaml", tmp_path / "dataset.eval.yaml")
+    script = write(tmp_path, "check_syntax.py", "print('ok')\n")
+    suite = load_eval(tmp_path / "dataset.eval.yaml")
+
+    assert suite.name == "rubric"
+    assert suite.target == "llm"
+    assert suite.threshold == 0.8
+    assert [t.id for t in suite.tests] == [
+        "code-explanation-simple",
+        "technical-writing-detailed",
+        "code-quality-multi-eval",
+        "summary-task",
+        "summary-multi-criteria-score-ranges-proposed",
+    ]
+    simple, detailed, multi, summary, ranges = suite.tests
+
+    (bare,) = simple.graders
+    assert isinstance(bare, LlmGraderSpec)
+    assert (bare.name, bare.declared_type, bare.weight) == ("rubrics", "rubrics", 3.0)
+    assert [(r.id, r.weight, r.required) for r in bare.rubrics] == [
+        ("rubric-1", 1.0, True),
+        ("rubric-2", 1.0, True),
+        ("rubric-3", 1.0, True),
+    ]
+    assert bare.rubrics[1].outcome == "Explains the partition step"
+    assert simple.input[0].content == "Explain how the quicksort algorithm works"
+    assert simple.expected_output[0]["role"] == "assistant"
+
+    (rubrics,) = detailed.graders
+    assert isinstance(rubrics, LlmGraderSpec) and rubrics.weight == 1.0
+    assert [(r.id, r.weight, r.required) for r in rubrics.rubrics] == [
+        ("structure", 1.0, True),
+        ("success-codes", 2.0, True),
+        ("client-errors", 2.0, True),
+        ("server-errors", 1.5, False),
+        ("practical-examples", 1.0, False),
+    ]
+
+    assert [(g.name, g.type) for g in multi.graders] == [("rubrics", "llm-grader"), ("python_syntax", "code-grader")]
+    assert [r.id for r in multi.graders[0].rubrics] == ["rubric-1", "rubric-2", "rubric-3", "rubric-4"]
+    code = multi.graders[1]
+    assert isinstance(code, CodeGraderSpec)
+    assert code.command == ["uv", "run", "python", str(script)]
+    assert code.script == str(script)
+    assert code.cwd == str(tmp_path)
+    assert code.timeout == 60.0
+
+    (implicit,) = summary.graders
+    assert isinstance(implicit, LlmGraderSpec)
+    assert (implicit.name, implicit.declared_type, implicit.rubrics) == ("llm-grader", "implicit", [])
+    assert summary.criteria.startswith("Provide a concise summary")
+
+    factual, brevity = ranges.graders[0].rubrics
+    assert (factual.id, factual.weight, factual.min_score, factual.outcome) == ("factual_accuracy", 2.0, 0.8, "")
+    assert [r["score_range"] for r in factual.score_ranges] == [[0, 2], [3, 5], [6, 7], [8, 9], [10, 10]]
+    assert factual.score_ranges[3]["outcome"].startswith("Accurate and covers")
+    assert (brevity.id, brevity.weight, brevity.min_score) == ("brevity_and_clarity", 1.0, None)
+
+    assert suite.referenced_files == [("grader_script", str(script), "check_syntax.py")]
+    assert suite.warnings == []
+
+
+def test_rubric_fixture_as_shipped_names_the_missing_grader_script() -> None:
+    with pytest.raises(EvalFileError) as err:
+        load_eval(FIXTURES / "v4/rubric/dataset.eval.yaml")
+    assert err.value.line == 148
+    assert err.value.field == "tests[2].assertions[1].command[3]"
+    assert "grader script `check_syntax.py` not found" in str(err.value)
+    assert str(err.value).startswith(f"{FIXTURES}/v4/rubric/dataset.eval.yaml:148: field `tests[2]")
+
+
+def test_preprocessors_fixture_resolves_the_converter_script(tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "v4/preprocessors/dataset.eval.yaml", write(tmp_path, "evals/dataset.eval.yaml"))
+    script = write(tmp_path, "scripts/preprocessors/xlsx-to-csv.ts", "console.log('x')\n")
+    suite = load_eval(tmp_path / "evals/dataset.eval.yaml")
+
+    (converter,) = suite.preprocessors
+    assert (converter.type, converter.media_type) == ("xlsx", XLSX)
+    assert converter.command == ["bun", "run", str(script)]
+    (test,) = suite.tests
+    (grader,) = test.graders
+    assert isinstance(grader, LlmGraderSpec)
+    assert grader.declared_type == "rubrics" and grader.preprocessors == [converter]
+    assert grader.rubrics[0].outcome.startswith("Output contains the transformed spreadsheet")
+    assert suite.referenced_files == [("converter", str(script), "../scripts/preprocessors/xlsx-to-csv.ts")]
+
+
+def test_preprocessors_fixture_as_shipped_fails_clearly() -> None:
+    with pytest.raises(EvalFileError) as err:
+        load_eval(FIXTURES / "v4/preprocessors/dataset.eval.yaml")
+    assert (err.value.line, err.value.field) == (5, "preprocessors[0].command[2]")
+    assert "preprocessor command file `../scripts/preprocessors/xlsx-to-csv.ts` not found" in str(err.value)
+
+
+def _v5_bundle() -> Path:
+    (path,) = glob.glob(str(FIXTURES / "v5-next/runs/*/fizzbuzz--*/test/EVAL.yaml"))
+    return Path(path)
+
+
+def test_v5_bundle_loads_with_its_validator_present(tmp_path: Path) -> None:
+    shutil.copy(_v5_bundle(), write(tmp_path, "run/test/EVAL.yaml"))
+    script = write(tmp_path, "run/validators/check_syntax.py", "")
+    suite = load_eval(tmp_path / "run/test/EVAL.yaml")
+
+    assert suite.target == "codex-sdk-openai"
+    (test,) = suite.tests
+    assert test.input[0].content.startswith("Write FizzBuzz in Python.")
+    assert [(g.name, g.type) for g in test.graders] == [
+        ("contains-fizz", "contains"),
+        ("llm-rubric", "llm-grader"),
+        ("script", "code-grader"),
+        ("llm-rubric-2", "llm-grader"),
+    ]
+    contains, rubric, script_grader, rubric2 = test.graders
+    assert isinstance(contains, AssertionSpec) and contains.value == "fizz"
+    assert rubric.declared_type == "llm-rubric" and "{{ output }}" in rubric.prompt
+    assert [(r.id, r.weight) for r in rubric2.rubrics] == [("rubric-1", 0.5), ("rubric-2", 1.5)]
+    assert script_grader.command == ["python3", str(script)]
+    assert script_grader.cwd == str(tmp_path / "run/test")
+    assert any("`undefined` not found" in w for w in suite.warnings)
+
+
+def test_v5_bundle_as_shipped_fails_clearly() -> None:
+    with pytest.raises(EvalFileError) as err:
+        load_eval(_v5_bundle())
+    assert (err.value.line, err.value.field) == (36, "tests[0].assert[2].command[1]")
+    assert "`../validators/check_syntax.py` not found" in str(err.value)
+
+
+# --- metadata, input, defaults -------------------------------------------------------------------
+
+
+def test_metadata_merge_rules() -> None:
+    suite = {"tags": ["a", "b"], "nested": {"x": 1, "deep": {"k": "suite"}}, "owner": "suite", "only_suite": 1}
+    test = {"tags": ["b", "c"], "nested": {"y": 2, "deep": {"k": "test"}}, "owner": "test"}
+    assert merge_metadata(suite, test) == {
+        "tags": ["a", "b", "c"],
+        "nested": {"x": 1, "y": 2, "deep": {"k": "test"}},
+        "owner": "test",
+        "only_suite": 1,
+    }
+    # Objects in arrays dedupe by value; the inputs are not mutated.
+    assert merge_metadata({"l": [{"a": 1}]}, {"l": [{"a": 1}, {"a": 2}]}) == {"l": [{"a": 1}, {"a": 2}]}
+    assert suite["tags"] == ["a", "b"]
+
+
+def test_suite_metadata_and_governance_reach_every_test(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """
+        metadata:
+          source_repo: https://example.org/dexter
+          tags: [finance]
+          governance: {owner: metadata-team, level: 1}
+        governance: {owner: governance-team}
+        tests:
+          - id: t1
+            input: hi
+            criteria: c
+            metadata: {tags: [finance, slow], source_repo: override}
+          - id: t2
+            input: hi
+            criteria: c
+        """,
+    )
+    t1, t2 = suite.tests
+    assert t1.metadata == {
+        "source_repo": "override",
+        "tags": ["finance", "slow"],
+        "governance": {"owner": "governance-team"},
+    }
+    assert t2.metadata["source_repo"] == "https://example.org/dexter"
+    assert suite.metadata["governance"] == {"owner": "governance-team"}
+    assert suite_metadata({"governance": {"a": 1}}, None) == {"governance": {"a": 1}}
+
+
+def test_object_input_becomes_one_user_message_of_formatted_json(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """
+        tests:
+          - id: apple
+            input: {company: Apple, ticker: AAPL}
+            criteria: Uses the ticker
+        """,
+    )
+    (message,) = suite.tests[0].input
+    assert message.role == "user"
+    assert message.content == '{\n  "company": "Apple",\n  "ticker": "AAPL"\n}'
+    assert json.loads(message.content) == {"company": "Apple", "ticker": "AAPL"}
+
+
+def test_suite_input_is_prepended_and_suite_assertions_appended(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """
+        input: [{role: system, content: You are terse.}]
+        assertions:
+          - {type: contains, value: done}
+        tests:
+          - id: normal
+            input: do it
+            assertions:
+              - {type: regex, value: "^ok", flags: i}
+          - id: skipping
+            input: do it
+            criteria: c
+            execution: {skip_defaults: true}
+        """,
+    )
+    normal, skipping = suite.tests
+    assert [(m.role, m.content) for m in normal.input] == [("system", "You are terse."), ("user", "do it")]
+    assert [(g.name, g.type) for g in normal.graders] == [("regex", "regex"), ("contains", "contains")]
+    assert normal.graders[0].flags == "i"
+    assert [m.role for m in skipping.input] == ["user"]
+    assert [g.declared_type for g in skipping.graders] == ["implicit"]
+
+
+def test_suite_level_skip_defaults_applies_to_every_test(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """
+        execution: {skip_defaults: true, threshold: 0.6, target: judge-a}
+        input: prefix
+        assertions: [{type: is-json}]
+        tests:
+          - {id: a, input: x, criteria: c}
+          - {id: b, input: x, criteria: c, execution: {skip_defaults: false, threshold: 0.9, target: other}}
+        """,
+    )
+    a, b = suite.tests
+    assert (suite.threshold, suite.target) == (0.6, "judge-a")
+    assert [m.content for m in a.input] == ["x"] and a.graders[0].declared_type == "implicit"
+    assert [m.content for m in b.input] == ["prefix", "x"] and b.graders[0].type == "is-json"
+    assert (a.threshold, a.target, b.threshold, b.target) == (None, None, 0.9, "other")
+
+
+def test_bare_strings_collect_into_one_rubrics_grader_at_the_first_string(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """
+        tests:
+          - id: t
+            input: x
+            assertions:
+              - {type: contains, value: a}
+              - First point
+              - {type: contains, value: b}
+              - Second point
+              - {type: llm-grader, name: rubrics}
+        """,
+    )
+    graders = suite.tests[0].graders
+    assert [(g.name, g.type) for g in graders] == [
+        ("contains", "contains"),
+        ("rubrics", "llm-grader"),
+        ("contains-2", "contains"),
+        ("rubrics-2", "llm-grader"),
+    ]
+    bare = graders[1]
+    assert (bare.declared_type, bare.weight) == ("rubrics", 2.0)
+    assert [(r.id, r.outcome) for r in bare.rubrics] == [("rubric-1", "First point"), ("rubric-2", "Second point")]
+
+
+def test_rubric_items_accept_criteria_alias_and_defaults(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """
+        tests:
+          - id: t
+            input: x
+            assertions:
+              - type: llm-grader
+                target: judge
+                rubrics:
+                  - operator: correctness
+                    criteria: Uses the provided ticker.
+                  - {id: no-contra, operator: contradiction, criteria: Does not contradict, weight: 2, required: false}
+                  - {criteria: Odd operator, operator: sideways}
+        """,
+    )
+    grader = suite.tests[0].graders[0]
+    assert grader.target == "judge"
+    first, second, third = grader.rubrics
+    assert (first.id, first.outcome, first.operator, first.weight, first.required) == (
+        "rubric-1",
+        "Uses the provided ticker.",
+        "correctness",
+        1.0,
+        True,
+    )
+    assert (second.id, second.operator, second.weight, second.required) == ("no-contra", "contradiction", 2.0, False)
+    assert third.operator is None
+    assert any("unknown operator `sideways`" in w and ":12:" in w for w in suite.warnings)
+
+
+def test_score_ranges_list_form_and_validation(tmp_path: Path) -> None:
+    def rubric(ranges: str):
+        return load(
+            tmp_path,
+            f"""
+            tests:
+              - id: t
+                input: x
+                assertions:
+                  - type: rubrics
+                    criteria:
+                      - id: r
+                        score_ranges: {ranges}
+            """,
+        )
+
+    ok = rubric("[{score_range: [6, 10], outcome: good}, {score_range: [0, 5], outcome: bad}]")
+    assert ok.tests[0].graders[0].rubrics[0].score_ranges == [
+        {"score_range": [0, 5], "outcome": "bad"},
+        {"score_range": [6, 10], "outcome": "good"},
+    ]
+    with pytest.raises(EvalFileError, match="leave 4-5 uncovered") as err:
+        rubric("[{score_range: [0, 3], outcome: a}, {score_range: [6, 10], outcome: b}]")
+    assert (err.value.line, err.value.field) == (9, "tests[0].assertions[0].criteria[0].score_ranges")
+    with pytest.raises(EvalFileError, match="overlap at 3"):
+        rubric("[{score_range: [0, 4], outcome: a}, {score_range: [3, 10], outcome: b}]")
+    shorthand = rubric("{0: bad, 5: ok, 9: great}")
+    assert [r["score_range"] for r in shorthand.tests[0].graders[0].rubrics[0].score_ranges] == [[0, 4], [5, 8], [9, 10]]
+    with pytest.raises(EvalFileError, match="leave 0-2 uncovered"):
+        rubric("{3: meh, 10: top}")
+    with pytest.raises(EvalFileError, match="must be an integer 0-10"):
+        rubric("{0: bad, 11: beyond}")
+
+
+def test_ranges_ending_early_are_rejected(tmp_path: Path) -> None:
+    text = """
+    tests:
+      - id: t
+        input: x
+        assertions:
+          - type: rubrics
+            criteria:
+              - id: r
+                score_ranges: [{score_range: [0, 9], outcome: all but ten}]
+    """
+    with pytest.raises(EvalFileError, match="end at 9; the last range must reach 10"):
+        load(tmp_path, text)
+
+
+def test_rubric_min_score_out_of_range_is_an_error_with_its_line(tmp_path: Path) -> None:
+    text = """
+    tests:
+      - id: t
+        input: x
+        assertions:
+          - type: rubrics
+            criteria:
+              - id: r
+                outcome: o
+                min_score: 1.5
+    """
+    with pytest.raises(EvalFileError) as err:
+        load(tmp_path, text)
+    assert (err.value.line, err.value.field) == (10, "tests[0].assertions[0].criteria[0].min_score")
+
+
+# --- warnings and errors ---------------------------------------------------------------------------
+
+
+def test_unknown_keys_warn_with_file_and_line(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """
+        name: s
+        colour: blue
+        tests:
+          - id: t
+            input: x
+            criteria: c
+            flavour: vanilla
+            assertions:
+              - {type: contains, value: a, strength: 3}
+              - {type: composite, graders: []}
+        """,
+    )
+    path = tmp_path / "evals/suite.eval.yaml"
+    assert f"{path}:3: field `colour`: unknown key `colour` ignored" in "\n".join(suite.warnings)
+    assert any(w.startswith(f"{path}:8: field `tests[0].flavour`: unknown key") for w in suite.warnings)
+    assert any(w.startswith(f"{path}:10: field `tests[0].assertions[0].strength`") for w in suite.warnings)
+    assert any("grader type `composite` is not supported" in w and ":11:" in w for w in suite.warnings)
+    assert [g.type for g in suite.tests[0].graders] == ["contains"]
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "field", "fragment"),
+    [
+        ("execution: {threshold: 1.5}\ntests: []\n", 1, "execution.threshold", "out of range"),
+        ("tests:\n  - input: x\n    criteria: c\n", 2, "tests[0]", "`id` is required"),
+        ("tests:\n  - id: a\n    criteria: c\n", 2, "tests[0]", "`input` is required"),
+        ("tests:\n  - id: a\n    input: x\n", 2, "tests[0]", "nothing to grade"),
+        (
+            "tests:\n  - id: a\n    input: x\n    assertions:\n      - type: code-grader\n        cwd: .\n",
+            5,
+            "tests[0].assertions[0]",
+            "`command` is required",
+        ),
+        (
+            "tests:\n  - {id: a, input: x, criteria: c}\n  - {id: a, input: y, criteria: c}\n",
+            3,
+            "tests[1].id",
+            "duplicate test id `a`",
+        ),
+        (
+            "tests:\n  - id: a\n    input: x\n    assertions:\n      - {type: regex, value: '(', flags: i}\n",
+            5,
+            "tests[0].assertions[0].value",
+            "invalid regex",
+        ),
+        (
+            "tests:\n  - id: a\n    input: x\n    assertions:\n      - {type: regex, value: a, flags: q}\n",
+            5,
+            "tests[0].assertions[0].flags",
+            "unknown regex flag `q`",
+        ),
+        ("preprocessors:\n  - type: pdf\n    command: pdftotext x.py\ntests: []\n", 3, "preprocessors[0].command", "not a string"),
+    ],
+)
+def test_invalid_files_raise_one_error_naming_line_and_field(
+    tmp_path: Path, body: str, line: int, field: str, fragment: str
+) -> None:
+    path = write(tmp_path, "e.eval.yaml", body)
+    with pytest.raises(EvalFileError) as err:
+        load_eval(path)
+    assert (err.value.line, err.value.field) == (line, field)
+    assert fragment in str(err.value)
+    assert str(err.value).startswith(f"{path}:{line}: field `{field}`: ")
+    assert "\n" not in str(err.value)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "bad.yaml", "tests:\n  - id: a\n    input: [unclosed\n")
+    with pytest.raises(EvalFileError, match="invalid YAML") as err:
+        load_eval(path)
+    assert err.value.line == 4
+
+
+# --- file references -------------------------------------------------------------------------------
+
+
+def test_search_roots_order_and_project_root(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / ".agentv").mkdir(parents=True)
+    eval_path = write(project, "a/b/suite.yaml", "")
+    cwd = tmp_path / "cwd"
+    assert build_search_roots(eval_path, cwd=cwd) == [
+        str(project / "a/b"),
+        str(project / "a"),
+        str(project),
+        str(cwd),
+    ]
+    # An explicit project root that is not an ancestor is still searched, after the parents.
+    other = tmp_path / "elsewhere"
+    roots = build_search_roots(eval_path, project_root=other, cwd=cwd)
+    assert roots[:3] == [str(project / "a/b"), str(project / "a"), str(project)]
+    assert roots[-2:] == [str(other), str(cwd)]
+    assert "/" in roots  # no marker reached: the walk goes on to the filesystem root
+
+
+def test_references_resolve_to_the_nearest_root(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    eval_path = write(project, "evals/deep/suite.yaml", "")
+    far = write(project, "grader.md", "{{output}}")
+    roots = build_search_roots(eval_path, cwd=tmp_path / "cwd")
+    assert resolve_reference("grader.md", roots) == far
+    near = write(project, "evals/grader.md", "{{output}}")
+    assert resolve_reference("file://grader.md", roots) == near
+    in_cwd = write(tmp_path, "cwd/only-in-cwd.md", "x")
+    assert resolve_reference("only-in-cwd.md", roots) == in_cwd
+    with pytest.raises(ReferenceNotFoundError, match="nowhere.md"):
+        resolve_reference("nowhere.md", roots)
+
+
+def test_llm_grader_prompts(tmp_path: Path) -> None:
+    prompt = write(tmp_path, "prompts/judge.md", "Grade this: {{  output\t}}\n")
+    suite = load(
+        tmp_path,
+        """
+        tests:
+          - id: t
+            input: x
+            assertions:
+              - {type: llm-grader, prompt: "file://prompts/judge.md", name: file}
+              - {type: llm-grader, prompt: "Is it polite? {{output}}", name: inline}
+              - {type: llm-grader, prompt: "prompts/judge.md", name: looks-like-a-path}
+        """,
+    )
+    from_file, inline, path_like = suite.tests[0].graders
+    assert (from_file.prompt, from_file.prompt_file, from_file.prompt_ref) == (
+        None,
+        str(prompt),
+        "file://prompts/judge.md",
+    )
+    assert (inline.prompt, inline.prompt_file) == ("Is it polite? {{output}}", None)
+    assert (path_like.prompt, path_like.prompt_file) == ("prompts/judge.md", None)
+    assert suite.referenced_files == [("prompt", str(prompt), "file://prompts/judge.md")]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [(None, "prompt file `file://missing.md` not found"), ("Grade {{ criteria }}", "neither {{output}}")],
+)
+def test_bad_prompt_files_are_errors(tmp_path: Path, content: str | None, fragment: str) -> None:
+    if content is not None:
+        write(tmp_path, "evals/missing.md", content)
+    text = """
+    tests:
+      - id: t
+        input: x
+        assertions:
+          - type: llm-grader
+            prompt: file://missing.md
+    """
+    with pytest.raises(EvalFileError) as err:
+        load(tmp_path, text)
+    assert (err.value.line, err.value.field) == (7, "tests[0].assertions[0].prompt")
+    assert fragment in str(err.value)
+
+
+def test_code_graders(tmp_path: Path) -> None:
+    script = write(tmp_path, "graders/check.py", "")
+    write(tmp_path, "evals/work/keep", "")
+    suite = load(
+        tmp_path,
+        """
+        tests:
+          - id: t
+            input: x
+            assertions:
+              - {type: code-grader, command: "python3 graders/check.py --strict", name: shell}
+              - type: code_grader
+                command: [python3, -u, graders/check.py, data.json]
+                cwd: work
+                timeout: 5
+                weight: 2
+                required: true
+                min_score: 0.5
+                negate: true
+                config: {level: 3}
+                threshold: 0.9
+              - {type: code-grader, command: [echo, hi]}
+              - {type: code-grader, command: [/bin/bash, -c, "python3 graders/check.py"]}
+              - {type: code-grader, command: "cd graders && python3 run.py"}
+        """,
+    )
+    shell, argv, plain, bash_c, compound = suite.tests[0].graders
+    assert shell.command == ["sh", "-c", "python3 graders/check.py --strict"]
+    assert shell.script == str(script)
+    assert argv.command == ["python3", "-u", str(script), "data.json"]
+    assert argv.cwd == str(tmp_path / "evals/work")
+    assert (argv.timeout, argv.weight, argv.required, argv.min_score, argv.negate) == (5.0, 2.0, True, 0.5, True)
+    assert argv.config == {"level": 3, "threshold": 0.9}
+    assert any("`threshold` passed to the grader in `config`" in w for w in suite.warnings)
+    assert (plain.script, plain.command, plain.cwd) == (None, ["echo", "hi"], str(tmp_path / "evals"))
+    assert (bash_c.command, bash_c.script) == (["/bin/bash", "-c", "python3 graders/check.py"], str(script))
+    assert compound.script is None
+    assert any("`run.py` not found" in w and "digest cannot be recorded" in w for w in suite.warnings)
+    assert suite.referenced_files == [("grader_script", str(script), "graders/check.py")]
+
+
+def test_missing_grader_script_is_an_error(tmp_path: Path) -> None:
+    text = """
+    tests:
+      - id: t
+        input: x
+        assertions:
+          - {type: code-grader, command: "bash scripts/grade.sh"}
+    """
+    with pytest.raises(EvalFileError, match="grader script `scripts/grade.sh` not found") as err:
+        load(tmp_path, text)
+    assert (err.value.line, err.value.field) == (6, "tests[0].assertions[0].command")
+
+
+def test_grader_preprocessors_override_suite_ones_by_normalized_type(tmp_path: Path) -> None:
+    suite_script = write(tmp_path, "conv/xlsx_suite.py", "")
+    grader_script = write(tmp_path, "conv/xlsx_grader.py", "")
+    pdf_script = write(tmp_path, "conv/pdf.py", "")
+    suite = load(
+        tmp_path,
+        f"""
+        preprocessors:
+          - {{type: XLSX, command: [python3, conv/xlsx_suite.py]}}
+          - {{type: pdf, command: [python3, {pdf_script}], timeout: 5, max_output_bytes: 1000}}
+        tests:
+          - id: t
+            input: x
+            assertions:
+              - type: llm-grader
+                preprocessors:
+                  - {{type: "{XLSX}", command: [python3, conv/xlsx_grader.py]}}
+                  - {{type: html, command: [python3, conv/pdf.py]}}
+              - Plain rubric
+        """,
+    )
+    overridden, bare = suite.tests[0].graders
+    assert [(c.media_type, c.command[-1]) for c in overridden.preprocessors] == [
+        (XLSX, str(grader_script)),
+        ("application/pdf", str(pdf_script)),
+        ("text/html", str(pdf_script)),
+    ]
+    assert bare.preprocessors == suite.preprocessors
+    assert suite.preprocessors[0].command == ["python3", str(suite_script)]
+    assert (suite.preprocessors[1].timeout, suite.preprocessors[1].max_output_bytes) == (5.0, 1000)
+    assert [r for r, _, _ in suite.referenced_files] == ["converter"] * 3
+
+
+def test_normalize_media_type() -> None:
+    assert normalize_media_type("  XLSX ") == XLSX
+    assert normalize_media_type("md") == "text/markdown"
+    assert normalize_media_type("yml") == "application/yaml"
+    assert normalize_media_type("Application/PDF") == "application/pdf"
+    assert normalize_media_type("image/x-custom") == "image/x-custom"
+
+
+# --- tests as a file, snapshots -----------------------------------------------------------------
+
+
+def test_tests_from_a_yaml_file(tmp_path: Path) -> None:
+    cases = write(
+        tmp_path,
+        "evals/cases.yaml",
+        """
+        - id: one
+          input: first
+          criteria: c
+        - id: two
+          input: second
+          assertions: [{type: equals, value: 2}]
+        """,
+    )
+    suite = load(tmp_path, "name: from-file\nassertions: [Is polite]\ntests: ./cases.yaml\n")
+    assert [t.id for t in suite.tests] == ["one", "two"]
+    assert [g.type for g in suite.tests[1].graders] == ["equals", "llm-grader"]
+    assert suite.referenced_files == [("tests", str(cases), "./cases.yaml")]
+
+    write(tmp_path, "evals/cases.yaml", "- id: one\n  input: first\n- id: two\n  criteria: c\n")
+    with pytest.raises(EvalFileError) as err:
+        load(tmp_path, "tests: ./cases.yaml\n")
+    assert (err.value.file, err.value.line, err.value.field) == (str(cases), 1, "tests[0]")
+
+
+def test_tests_from_a_jsonl_file(tmp_path: Path) -> None:
+    rows = [
+        {"id": "a", "input": "hello", "criteria": "greets"},
+        {"id": "b", "input": {"q": 1}, "expected_output": "1", "metadata": {"k": "v"}},
+    ]
+    cases = write(tmp_path, "evals/cases.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n\n")
+    suite = load(tmp_path, "metadata: {suite: yes}\ntests: cases.jsonl\n")
+    a, b = suite.tests
+    assert a.input[0].content == "hello"
+    assert json.loads(b.input[0].content) == {"q": 1}
+    assert b.metadata == {"suite": True, "k": "v"}
+    assert b.graders[0].declared_type == "implicit"
+
+    cases.write_text(json.dumps(rows[0]) + "\n" + json.dumps({"id": "c", "input": "x"}) + "\n")
+    with pytest.raises(EvalFileError) as err:
+        load(tmp_path, "tests: cases.jsonl\n")
+    assert (err.value.file, err.value.line, err.value.field) == (str(cases), 2, "tests[1]")
+    cases.write_text(json.dumps(rows[0]) + "\n\n{not json\n")
+    with pytest.raises(EvalFileError, match="invalid JSON") as err:
+        load(tmp_path, "tests: cases.jsonl\n")
+    assert err.value.line == 3
+
+
+def test_snapshot_resolver_replays_without_files_on_disk(tmp_path: Path) -> None:
+    eval_path = tmp_path / "snap/suite.eval.yaml"
+    text = textwrap.dedent(
+        """
+        preprocessors: [{type: csv, command: [python3, conv.py]}]
+        tests:
+          - id: t
+            input: x
+            assertions:
+              - {type: llm-grader, prompt: "file://judge.md"}
+              - {type: code-grader, command: [python3, check.py]}
+        """
+    )
+    base = tmp_path / "snap"
+    files = {
+        str(base / "conv.py"): b"print()",
+        str(base / "judge.md"): b"{{ expected_output }}",
+        str(base / "check.py"): b"",
+    }
+    suite = load_eval_text(text, eval_path, file_resolver=SnapshotResolver(files))
+    assert not base.exists()
+    assert sorted(p for _, p, _ in suite.referenced_files) == sorted(files)
+    assert suite.tests[0].graders[1].command == ["python3", str(base / "check.py")]
+    with pytest.raises(EvalFileError, match="prompt file `file://judge.md` not found"):
+        load_eval_text(text, eval_path, file_resolver=SnapshotResolver({str(base / "conv.py"): b""}))
+
+
+def test_default_name_and_input_files(tmp_path: Path) -> None:
+    doc = write(tmp_path, "evals/docs/guide.md", "# Guide")
+    suite = load(
+        tmp_path,
+        """
+        input_files: [docs/guide.md]
+        tests:
+          - id: t
+            input: Summarise the attached guide
+            criteria: c
+            input_files: [missing.txt]
+        """,
+        rel="evals/my-suite.eval.yml",
+    )
+    assert suite.name == "my-suite"
+    (test,) = suite.tests
+    assert test.input_files == [str(doc), "missing.txt"]
+    blocks = test.input[0].blocks()
+    assert [(b.type, getattr(b, "path", None)) for b in blocks] == [
+        ("file", str(doc)),
+        ("file", "missing.txt"),
+        ("text", None),
+    ]
+    assert any("input file `missing.txt` not found" in w for w in suite.warnings)
+    assert ("input_file", str(doc), "docs/guide.md") in suite.referenced_files

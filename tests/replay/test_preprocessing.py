@@ -1,0 +1,429 @@
+"""The preprocessing pipeline: file blocks in the agent's answer become text graders can read."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from replay.content import FileBlock, ImageBlock, Message, TextBlock
+from replay.graders.base import GradeOptions, GradingContext, TranscriptInfo
+from replay.graders.code import CodeGrader
+from replay.graders.deterministic import AssertionGrader
+from replay.preprocessing import BINARY_WITHOUT_CONVERTER, prepare_answer
+from replay.recording import MemoryRecorder
+from replay.specs import AssertionSpec, CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
+from store.codec import sha256_hex
+from store.events import PreprocessingRecorded
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+def make_ctx(
+    tmp_path: Path,
+    content: str | list,
+    *,
+    recorder: MemoryRecorder | None = None,
+    workspace: Path | None = None,
+    suite_converters: list[ConverterSpec] | None = None,
+    no_cache: bool = False,
+    output_text: str | None = None,
+    role: str = "assistant",
+) -> GradingContext:
+    suite = EvalSuite(
+        path=str(tmp_path / "dataset.eval.yaml"), name="suite", preprocessors=suite_converters or []
+    )
+    ws = workspace if workspace is not None else tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return GradingContext(
+        suite=suite,
+        test=EvalTest(id="t1", input=[Message(role="user", content="make the report")]),
+        transcript=TranscriptInfo(
+            messages=[Message(role=role, content=content)], workspace_path=str(ws), output_text=output_text
+        ),
+        recorder=recorder or MemoryRecorder(),
+        options=GradeOptions(no_cache=no_cache),
+    )
+
+
+def write_script(tmp_path: Path, name: str, body: str) -> Path:
+    script = tmp_path / name
+    script.write_text(textwrap.dedent(body))
+    return script
+
+
+def converter(script: Path, type_: str = "xlsx", media_type: str = XLSX, **limits) -> ConverterSpec:
+    return ConverterSpec(type=type_, media_type=media_type, command=[sys.executable, str(script)], **limits)
+
+
+def conversions(recorder: MemoryRecorder) -> list[PreprocessingRecorded]:
+    return [e for _, e in recorder.events if isinstance(e, PreprocessingRecorded)]
+
+
+# -- candidate text ------------------------------------------------------------------------------
+
+
+def test_string_answer_is_used_as_is(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path, "  The answer is 42.\n")
+    prepared = prepare_answer(ctx, [])
+    assert prepared.text == "The answer is 42."
+    assert prepared.warnings == [] and prepared.preprocessing_event_ids == []
+
+
+def test_without_assistant_message_the_recorded_output_text_is_used(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path, "hello", role="user", output_text="imported answer\n")
+    assert prepare_answer(ctx, []).text == "imported answer"
+
+
+def test_text_files_are_read_as_utf8_and_images_skipped(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.md").write_bytes("line one\r\nline two – ünïcode\r\n".encode())
+    ctx = make_ctx(
+        tmp_path,
+        [
+            TextBlock(text="Here is the report:"),
+            ImageBlock(media_type="image/png", source="data:image/png;base64,AAAA"),
+            FileBlock(media_type="text/markdown", path="notes.md"),
+        ],
+        workspace=ws,
+    )
+    prepared = prepare_answer(ctx, [])
+    assert prepared.text == "Here is the report:\n[[ file: notes.md ]]\nline one\nline two – ünïcode"
+    (event,) = conversions(ctx.recorder)
+    assert event.status == "read_as_text"
+    assert event.artifact_sha256 == sha256_hex((ws / "notes.md").read_bytes())
+    assert event.argv is None and event.converter_type is None
+    assert ctx.recorder.get_blob(event.output_sha256).decode() == "line one\nline two – ünïcode"
+    assert prepared.preprocessing_event_ids == [ctx.recorder.events[0][0]]
+
+
+def test_captured_bytes_come_from_the_blob_store_not_the_disk(tmp_path: Path) -> None:
+    recorder = MemoryRecorder()
+    digest = recorder.put_blob(b"captured,42\n")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type="text/csv", path="gone.csv", sha256=digest)], recorder=recorder)
+    assert prepare_answer(ctx, []).text == "[[ file: gone.csv ]]\ncaptured,42"
+
+
+@pytest.mark.parametrize("status", ["missing", "refused"])
+def test_uncaptured_file_gives_a_warning_with_its_reason(tmp_path: Path, status: str) -> None:
+    block = FileBlock(media_type="text/csv", path="big.csv", status=status, reason="over the size limit")
+    ctx = make_ctx(tmp_path, [TextBlock(text="see file"), block])
+    prepared = prepare_answer(ctx, [])
+    line = f"[file preprocessing warning] big.csv (text/csv): file was {status} when captured: over the size limit"
+    assert prepared.warnings == [line]
+    assert prepared.text == f"see file\n{line}"
+    assert conversions(ctx.recorder)[0].status == "not_evaluable"
+
+
+# -- error paths: the block is skipped, a warning explains, the grade goes on ----------------------
+
+
+def test_binary_file_without_converter_is_not_evaluable(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "report.xlsx").write_bytes(b"PK\x03\x04\x00\x00binary")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="report.xlsx")], workspace=ws)
+    prepared = prepare_answer(ctx, [])
+    assert prepared.text == f"[file preprocessing warning] report.xlsx ({XLSX}): {BINARY_WITHOUT_CONVERTER}"
+    assert conversions(ctx.recorder)[0].status == "not_evaluable"
+
+
+def test_invalid_utf8_without_converter_is_not_evaluable(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "latin1.txt").write_bytes("café".encode("latin-1"))
+    ctx = make_ctx(tmp_path, [FileBlock(media_type="text/plain", path="latin1.txt")], workspace=ws)
+    assert BINARY_WITHOUT_CONVERTER in prepare_answer(ctx, []).warnings[0]
+
+
+def test_missing_file_gives_a_warning(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path, [TextBlock(text="done"), FileBlock(media_type="text/plain", path="nope.txt")])
+    prepared = prepare_answer(ctx, [])
+    assert prepared.text.startswith("done\n[file preprocessing warning] nope.txt (text/plain): file not found")
+
+
+def test_remote_path_is_not_fetched(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path, [FileBlock(media_type="text/plain", path="https://example.com/a.txt")])
+    assert prepare_answer(ctx, []).warnings == [
+        "[file preprocessing warning] https://example.com/a.txt (text/plain): remote file paths are not supported"
+    ]
+
+
+def test_converter_failure_reports_its_stderr(tmp_path: Path) -> None:
+    script = write_script(tmp_path, "bad.py", "import sys\nsys.stderr.write('cannot parse sheet\\n')\nsys.exit(2)\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws)
+    prepared = prepare_answer(ctx, [converter(script)])
+    assert prepared.warnings == [f"[file preprocessing warning] r.xlsx ({XLSX}): cannot parse sheet"]
+    (event,) = conversions(ctx.recorder)
+    assert event.status == "failed" and event.stderr == "cannot parse sheet\n" and event.output_sha256 is None
+
+
+def test_converter_failure_without_stderr_names_the_exit_code(tmp_path: Path) -> None:
+    script = write_script(tmp_path, "bad.py", "import sys\nsys.exit(3)\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws)
+    assert prepare_answer(ctx, [converter(script)]).warnings[0].endswith("preprocessor exited with code 3")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_hanging_converter_times_out_and_its_process_group_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    script = write_script(
+        tmp_path,
+        "hang.py",
+        f"""
+        import subprocess, sys, time
+        child = subprocess.Popen(["sleep", "30"])
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        time.sleep(30)
+        """,
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws)
+    started = time.monotonic()
+    prepared = prepare_answer(ctx, [converter(script, timeout=1.0)])
+    assert time.monotonic() - started < 10
+    assert "converter timed out after 1 s" in prepared.warnings[0]
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild), "the converter's grandchild outlived the timeout"
+    assert conversions(ctx.recorder)[0].status == "failed"
+
+
+def test_converter_output_over_the_cap_fails_the_conversion(tmp_path: Path) -> None:
+    script = write_script(tmp_path, "flood.py", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws)
+    prepared = prepare_answer(ctx, [converter(script, max_output_bytes=100_000, timeout=20)])
+    assert "converter output exceeded 100000 bytes" in prepared.warnings[0]
+    assert "xxxx" not in prepared.text
+
+
+def test_converter_that_cannot_start_is_a_warning(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws)
+    spec = ConverterSpec(type="xlsx", media_type=XLSX, command=[str(tmp_path / "no-such-binary")])
+    assert "cannot start" in prepare_answer(ctx, [spec]).warnings[0]
+
+
+# -- the converter protocol ------------------------------------------------------------------------
+
+ECHO_CONVERTER = """
+import json, sys
+request = json.load(sys.stdin)
+data = open(request["path"], "rb").read()
+print(json.dumps({"request": request, "size": len(data)}))
+print("converted\\r\\nby echo  ")
+"""
+
+
+def test_converter_gets_a_private_copy_and_agentv_stdin(tmp_path: Path) -> None:
+    script = write_script(tmp_path, "echo.py", ECHO_CONVERTER)
+    ws = tmp_path / "ws"
+    (ws / "out").mkdir(parents=True)
+    (ws / "out" / "report.xlsx").write_bytes(b"PK\x03\x04 fake workbook")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type="XLSX", path="out/report.xlsx")], workspace=ws)
+    prepared = prepare_answer(ctx, [converter(script)])
+    header, first, *rest = prepared.text.split("\n")
+    assert header == "[[ file: out/report.xlsx ]]"
+    reply = json.loads(first)
+    request = reply["request"]
+    assert list(request) == ["path", "original_path", "media_type"]
+    assert request["original_path"] == "out/report.xlsx" and request["media_type"] == "XLSX"
+    assert Path(request["path"]).name == "report.xlsx"
+    assert not Path(request["path"]).resolve().is_relative_to(ws.resolve())
+    assert not Path(request["path"]).exists(), "the private copy is removed after the conversion"
+    assert reply["size"] == len(b"PK\x03\x04 fake workbook")
+    assert rest == ["converted", "by echo"]
+    (event,) = conversions(ctx.recorder)
+    assert event.status == "converted"
+    assert event.argv == [sys.executable, str(script)]
+    assert event.script_sha256 == sha256_hex(script.read_bytes())
+    assert event.converter_type == "xlsx"
+
+
+def test_a_configured_converter_wins_over_the_utf8_read(tmp_path: Path) -> None:
+    script = write_script(tmp_path, "upper.py", "import json,sys\nr=json.load(sys.stdin)\nprint(open(r['path']).read().upper())\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "page.html").write_text("<p>hi</p>")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type="text/html", path="page.html")], workspace=ws)
+    assert prepare_answer(ctx, []).text.endswith("<p>hi</p>")
+    html = converter(script, type_="html", media_type="text/html")
+    assert prepare_answer(ctx, [html]).text.endswith("<P>HI</P>")
+
+
+# -- which converters: per grader override vs suite ------------------------------------------------
+
+
+def test_per_grader_override_replaces_the_suite_converter(tmp_path: Path) -> None:
+    suite_script = write_script(tmp_path, "suite.py", "print('from the suite converter')\n")
+    own_script = write_script(tmp_path, "own.py", "print('from the grader override')\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK")
+    suite_conv = converter(suite_script)
+    ctx = make_ctx(
+        tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws, suite_converters=[suite_conv]
+    )
+    # Deterministic assertions use the suite's converters.
+    suite_result = AssertionGrader(AssertionSpec(name="c", type="contains", value="from the suite converter")).grade(ctx)
+    assert suite_result.score == 1.0
+    # A grader whose effective converters carry an override uses the override.
+    echo = write_script(tmp_path, "grader.py", "import json,sys\nprint(json.load(sys.stdin)['output'])\n")
+    spec = CodeGraderSpec(
+        name="g", command=[sys.executable, str(echo)], cwd=str(tmp_path), preprocessors=[converter(own_script)]
+    )
+    result = CodeGrader(spec).grade(ctx)
+    assert result.assertions[0].text == "[[ file: r.xlsx ]]\nfrom the grader override"
+
+
+# -- reuse by fingerprint ----------------------------------------------------------------------------
+
+COUNTING_CONVERTER = """
+import json, sys
+request = json.load(sys.stdin)
+with open({counter!r}, "a") as counter:
+    counter.write("run\\n")
+print("rows: " + open(request["path"]).read())
+"""
+
+
+def test_same_fingerprint_reuses_the_recorded_conversion(tmp_path: Path) -> None:
+    counter = tmp_path / "counter.txt"
+    script = write_script(tmp_path, "count.py", COUNTING_CONVERTER.format(counter=str(counter)))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_text("q1,42")
+    recorder = MemoryRecorder()
+    block = [FileBlock(media_type=XLSX, path="r.xlsx")]
+
+    first = prepare_answer(make_ctx(tmp_path, block, workspace=ws, recorder=recorder), [converter(script)])
+    second = prepare_answer(make_ctx(tmp_path, block, workspace=ws, recorder=recorder), [converter(script)])
+
+    assert counter.read_text() == "run\n", "the second grade must not run the converter"
+    assert first.text == second.text == "[[ file: r.xlsx ]]\nrows: q1,42"
+    original, reused = conversions(recorder)
+    assert reused.reused_from == first.preprocessing_event_ids[0]
+    assert second.preprocessing_event_ids[0] != first.preprocessing_event_ids[0]
+    assert reused.output_sha256 == original.output_sha256 and reused.fingerprint == original.fingerprint
+    assert reused.status == "converted"
+
+    # --no-cache runs it again.
+    prepare_answer(make_ctx(tmp_path, block, workspace=ws, recorder=recorder, no_cache=True), [converter(script)])
+    assert counter.read_text() == "run\nrun\n"
+
+    # A changed script is a different fingerprint: it runs.
+    script.write_text(script.read_text() + "\n# changed\n")
+    prepare_answer(make_ctx(tmp_path, block, workspace=ws, recorder=recorder), [converter(script)])
+    assert counter.read_text() == "run\nrun\nrun\n"
+
+    # Different bytes: a different fingerprint too.
+    (ws / "r.xlsx").write_text("q1,43")
+    again = prepare_answer(make_ctx(tmp_path, block, workspace=ws, recorder=recorder), [converter(script)])
+    assert counter.read_text() == "run\nrun\nrun\nrun\n"
+    assert again.text.endswith("q1,43")
+
+
+def test_failed_conversions_are_not_reused(tmp_path: Path) -> None:
+    counter = tmp_path / "counter.txt"
+    script = write_script(
+        tmp_path, "fail.py", f"import sys\nopen({str(counter)!r}, 'a').write('run\\n')\nsys.exit(1)\n"
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK")
+    recorder = MemoryRecorder()
+    for _ in range(2):
+        prepare_answer(
+            make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws, recorder=recorder),
+            [converter(script)],
+        )
+    assert counter.read_text() == "run\nrun\n"
+
+
+# -- the path-escape guard ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    secret = tmp_path / "outside.txt"
+    secret.write_text("TOP SECRET")
+    return secret
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink", "symlinked_dir", "file_url"])
+def test_paths_outside_the_workspace_are_refused(tmp_path: Path, outside: Path, kind: str) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    if kind == "dotdot":
+        path = "../outside.txt"
+    elif kind == "absolute":
+        path = str(outside)
+    elif kind == "symlink":
+        os.symlink(outside, ws / "link.txt")
+        path = "link.txt"
+    elif kind == "symlinked_dir":
+        os.symlink(tmp_path, ws / "up")
+        path = "up/outside.txt"
+    else:
+        path = outside.as_uri()
+    ctx = make_ctx(tmp_path, [FileBlock(media_type="text/plain", path=path)], workspace=ws)
+    prepared = prepare_answer(ctx, [])
+    assert "TOP SECRET" not in prepared.text
+    assert "is outside the workspace" in prepared.warnings[0]
+    assert conversions(ctx.recorder)[0].status == "not_evaluable"
+
+
+def test_absolute_path_and_symlink_inside_the_workspace_are_allowed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "sub" / "a.txt").write_text("alpha")
+    os.symlink(ws / "sub" / "a.txt", ws / "alias.txt")
+    blocks = [
+        FileBlock(media_type="text/plain", path=str(ws / "sub" / "a.txt")),
+        FileBlock(media_type="text/plain", path="alias.txt"),
+        FileBlock(media_type="text/plain", path="sub/../sub/a.txt"),
+    ]
+    prepared = prepare_answer(make_ctx(tmp_path, blocks, workspace=ws), [])
+    assert prepared.warnings == []
+    assert prepared.text.count("alpha") == 3
+
+
+def test_converter_copy_name_cannot_escape_the_private_dir(tmp_path: Path) -> None:
+    """A captured block whose path is hostile still lands in our temp dir under a plain name."""
+    script = write_script(tmp_path, "where.py", "import json,sys\nprint(json.load(sys.stdin)['path'])\n")
+    recorder = MemoryRecorder()
+    digest = recorder.put_blob(b"data")
+    block = FileBlock(media_type=XLSX, path="../../../../etc/evil.xlsx", sha256=digest)
+    prepared = prepare_answer(make_ctx(tmp_path, [block], recorder=recorder), [converter(script)])
+    copy = Path(prepared.text.split("\n")[1])
+    assert copy.name == "evil.xlsx"
+    assert copy.parent.parent.name.startswith("evalstore-convert-")
+    assert not Path("/etc/evil.xlsx").exists()

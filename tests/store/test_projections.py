@@ -1,0 +1,98 @@
+"""Projections are derived from the log: a rebuild equals incremental maintenance, and verify notices drift."""
+
+from __future__ import annotations
+
+import pytest
+from sample_runs import append_run, execute, populate, scalar
+
+from store import EventStore
+from store.events import RunFailed, RunStarted
+from store.projections import KEYS, TABLES
+
+
+def _tables(store: EventStore) -> dict[str, list[dict]]:
+    return {name: store.query(name) for name in TABLES}
+
+
+def test_rebuild_yields_the_incrementally_maintained_tables(store: EventStore) -> None:
+    populate(store)
+    # A failed run and a run appended in one big batch exercise other paths of the upserts.
+    store.append("run-f", [RunStarted(run_id="run-f", kind="recorded", tool_version="0.1.0"), RunFailed(reason="boom")])
+    incremental = _tables(store)
+    assert {name: len(rows) for name, rows in incremental.items()} == {
+        "runs": 4,
+        "results": 3 + 2 + 3,
+        "verdicts": 2 * (3 + 2 + 3),
+        # run-a-replay reuses run-a's judge calls and conversions: first wins.
+        "judge_cache": 3 + 2,
+        "conversions": 4,
+    }
+    by_run = {r["run_id"]: r for r in incremental["runs"]}
+    assert by_run["run-f"]["status"] == "failed" and by_run["run-f"]["ended_at"]
+    assert by_run["run-a"]["status"] == "completed"
+
+    count = store.rebuild_projections()
+    assert count == scalar(store.engine, "SELECT count(*) FROM events")
+    assert _tables(store) == incremental
+    assert store.verify().ok
+
+
+def test_rebuild_after_the_projections_were_wiped(store: EventStore) -> None:
+    populate(store)
+    incremental = _tables(store)
+    for name in TABLES:
+        execute(store.engine, f"DELETE FROM {name}")
+    assert store.verify().problem == "projection runs: row ('run-a',) missing; run `evalstore db rebuild`"
+    store.rebuild_projections()
+    assert _tables(store) == incremental
+
+
+def test_one_batch_equals_many(store: EventStore, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The same events appended per test (as a recorder does) and in one batch (as an import does).
+    from sample_runs import run_batches
+
+    from store import make_engine
+
+    append_run(store, "run-a")
+    single = EventStore(make_engine(f"sqlite:///{tmp_path / 'single.db'}"))
+    try:
+        batches = run_batches("run-a")
+        single.append("run-a", [e for events, _ in batches for e in events], blobs={k: v for _, b in batches for k, v in b.items()})
+        strip = lambda rows: [{k: v for k, v in r.items() if k not in ("seq", "started_at", "ended_at")} for r in rows]  # noqa: E731
+        for name in TABLES:
+            assert strip(single.query(name)) == strip(store.query(name)), name
+    finally:
+        single.close()
+
+
+@pytest.mark.parametrize(
+    ("table", "sql", "problem"),
+    [
+        (
+            "verdicts",
+            "UPDATE verdicts SET score = 1.0 WHERE run_id = 'run-b' AND test_id = 'madrid' AND grader = 'judge'",
+            "projection verdicts: row ('run-b', 'madrid', 'default', 1, 'judge') differs from the log",
+        ),
+        (
+            "results",
+            "UPDATE results SET passed = NOT passed WHERE run_id = 'run-a' AND test_id = 'rome'",
+            "projection results: row ('run-a', 'rome', 'default', 1) differs from the log",
+        ),
+        ("runs", "DELETE FROM runs WHERE run_id = 'run-b'", "projection runs: row ('run-b',) missing"),
+        (
+            "judge_cache",
+            "INSERT INTO judge_cache (cache_key, event_id, seq) VALUES ('forged', 'x', 1)",
+            "projection judge_cache: row ('forged',) not derived from the log",
+        ),
+    ],
+)
+def test_verify_detects_a_projection_row_changed_behind_its_back(
+    store: EventStore, table: str, sql: str, problem: str
+) -> None:
+    populate(store)
+    assert table in KEYS
+    execute(store.engine, sql)
+    report = store.verify()
+    assert report.problem == f"{problem}; run `evalstore db rebuild`"
+    store.rebuild_projections()
+    assert store.verify().ok

@@ -1,0 +1,102 @@
+"""Old payloads are upcast on read and never rewritten; payloads newer than the code are refused."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+from sample_runs import scalar
+
+from store import EventStore, NewEvent
+from store.errors import UnknownEventType
+from store.events import EVENT_TYPES, DomainEvent, RunFailed, RunStarted, decode
+
+
+class RunFailedV3(DomainEvent):
+    """What a later evalstore might make of ``run_failed``: v2 split the reason, v3 added a code."""
+
+    type: ClassVar[str] = "run_failed"
+    schema_version: ClassVar[int] = 3
+
+    summary: str
+    detail: str | None = None
+    code: str
+
+    @staticmethod
+    def upcast_v1_v2(payload: dict[str, Any]) -> dict[str, Any]:
+        summary, _, detail = payload.pop("reason").partition(": ")
+        return {**payload, "summary": summary, "detail": detail or None}
+
+    @staticmethod
+    def upcast_v2_v3(payload: dict[str, Any]) -> dict[str, Any]:
+        return {**payload, "code": "unknown"}
+
+
+def _raw_row(store: EventStore, event_id: str) -> tuple:
+    with store.engine.connect() as conn:
+        from sqlalchemy import text
+
+        return tuple(conn.execute(text("SELECT schema_version, payload, hash FROM events WHERE event_id = :e"), {"e": event_id}).one())
+
+
+def test_a_new_schema_version_upcasts_stored_v1_payloads(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.append("r", [NewEvent(RunFailed(reason="target crashed"), "ev-1")])
+    before = _raw_row(store, "ev-1")
+
+    def upcast_v1_v2(payload: dict[str, Any]) -> dict[str, Any]:
+        return {**payload, "reason": f"[legacy] {payload['reason']}"}
+
+    monkeypatch.setattr(RunFailed, "schema_version", 2)
+    monkeypatch.setattr(RunFailed, "upcast_v1_v2", staticmethod(upcast_v1_v2), raising=False)
+
+    [ev] = store.read_stream("r")
+    assert ev.schema_version == 1
+    assert ev.event == RunFailed(reason="[legacy] target crashed")
+    # New appends are written at the new version; the old row is untouched and the chain still holds.
+    [new] = store.append("r", [RunFailed(reason="again")])
+    assert new.schema_version == 2
+    assert new.event == RunFailed(reason="again")
+    assert _raw_row(store, "ev-1") == before
+    assert store.verify().ok
+
+
+def test_a_chain_of_upcasts_reaches_a_reshaped_class(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.append("r", [NewEvent(RunFailed(reason="timeout: after 600 s"), "ev-1"), NewEvent(RunFailed(reason="oom"), "ev-2")])
+    before = _raw_row(store, "ev-1")
+    monkeypatch.setitem(EVENT_TYPES, "run_failed", RunFailedV3)
+
+    events = [e.event for e in store.read_stream("r")]
+    assert events == [
+        RunFailedV3(summary="timeout", detail="after 600 s", code="unknown"),
+        RunFailedV3(summary="oom", code="unknown"),
+    ]
+    assert _raw_row(store, "ev-1") == before
+    assert scalar(store.engine, "SELECT max(schema_version) FROM events") == 1
+
+
+def test_a_payload_newer_than_the_code_is_refused_clearly(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as patched:
+        patched.setitem(EVENT_TYPES, "run_failed", RunFailedV3)
+        store.append("r", [NewEvent(RunFailedV3(summary="oom", code="E137"), "ev-3")])
+    # Back on the current code, which only knows run_failed v1.
+    [ev] = store.read_stream("r")
+    assert ev.schema_version == 3
+    assert ev.payload == {"summary": "oom", "detail": None, "code": "E137"}
+    with pytest.raises(
+        UnknownEventType,
+        match=r"event type 'run_failed' has schema version 3, newer than this evalstore understands \(1\); upgrade evalstore",
+    ):
+        ev.event
+    assert store.verify().ok  # the chain does not depend on understanding payloads
+
+
+def test_an_unknown_event_type_is_refused_clearly() -> None:
+    with pytest.raises(UnknownEventType, match="unknown event type 'run_paused'"):
+        decode("run_paused", 1, {})
+
+
+def test_current_payloads_round_trip_unchanged() -> None:
+    started = RunStarted(run_id="r", kind="replay", parent_run_id="p", tool_version="0.1.0", overrides={"x": [1]})
+    from store.events import encode
+
+    assert decode("run_started", 1, encode(started)) == started
