@@ -119,8 +119,9 @@ def opt_number(
     number = float(value)
     too_low = low is not None and (number <= low if low_open else number < low)
     if too_low or (high is not None and number > high):
-        lo = f"({low}" if low_open else f"[{low}"
-        raise where.key(key).error(f"{value} is out of range {lo}, {high}]; use a value in that range")
+        bounds = [f"{'above' if low_open else 'at least'} {low:g}"] if low is not None else []
+        bounds += [f"at most {high:g}"] if high is not None else []
+        raise where.key(key).error(f"{value} is out of range; use a number {' and '.join(bounds)}")
     return number
 
 

@@ -79,7 +79,7 @@ def load_yaml(text: str, file: str, warnings: list[str]) -> tuple[Any, LineMap]:
     lines: dict[tuple[PathKey, ...], int] = {}
     if node is not None:
         lines[()] = node.start_mark.line + 1
-        _walk(node, (), lines, Where(file, LineMap(lines)), warnings)
+        _walk(node, (), lines, Where(file, LineMap(lines)), warnings, set())
     return data, LineMap(lines)
 
 
@@ -89,7 +89,12 @@ def _walk(
     lines: dict[tuple[PathKey, ...], int],
     where: Where,
     warnings: list[str],
+    walked: set[int],
 ) -> None:
+    # An alias is the same node object again: its lines are already known, and it may be recursive.
+    if id(node) in walked:
+        return
+    walked.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
@@ -106,12 +111,12 @@ def _walk(
                 )
             seen.add(key)
             lines[child] = key_node.start_mark.line + 1
-            _walk(value_node, child, lines, where, warnings)
+            _walk(value_node, child, lines, where, warnings, walked)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             child = (*path, i)
             lines[child] = item.start_mark.line + 1
-            _walk(item, child, lines, where, warnings)
+            _walk(item, child, lines, where, warnings, walked)
 
 
 def _field(path: tuple[PathKey, ...]) -> str:

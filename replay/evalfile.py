@@ -147,9 +147,10 @@ def _union_env(envs: list[WorkspaceEnv]) -> WorkspaceEnv:
 
 def _assertions_key(obj: dict[str, Any], where: Where) -> str | None:
     """``assertions``, or its Promptfoo/legacy alias ``assert``; both at once is ambiguous."""
-    if "assertions" in obj and "assert" in obj:
+    present = [key for key in ("assertions", "assert") if obj.get(key) is not None]
+    if len(present) > 1:
         raise where.key("assert").error("both `assertions` and `assert` given; keep one")
-    return "assertions" if "assertions" in obj else "assert" if "assert" in obj else None
+    return present[0] if present else None
 
 
 def default_suite_name(path: Path) -> str:

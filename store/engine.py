@@ -91,10 +91,14 @@ def alembic_config(url: str):  # type: ignore[no-untyped-def]
     return config
 
 
-def head_revision() -> str:
+def _script():  # type: ignore[no-untyped-def]
     from alembic.script import ScriptDirectory
 
-    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()  # type: ignore[return-value]
+    return ScriptDirectory.from_config(alembic_config("sqlite://"))
+
+
+def head_revision() -> str:
+    return _script().get_current_head()  # type: ignore[no-any-return]
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -105,27 +109,31 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    from alembic import command
-
-    config = alembic_config(engine.url.render_as_string(hide_password=False))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, revision)
+    _migrate(engine, "upgrade", revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
+    _migrate(engine, "downgrade", revision)
+
+
+def _migrate(engine: Engine, direction: str, revision: str) -> None:
     from alembic import command
+    from alembic.util import CommandError
 
     config = alembic_config(engine.url.render_as_string(hide_password=False))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.downgrade(config, revision)
+    try:
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            getattr(command, direction)(config, revision)
+    except CommandError as exc:  # an unknown revision, given or stamped in the store
+        raise SchemaOutOfDate(f"cannot {direction} the store to {revision}: {exc}") from exc
 
 
 def ensure_current(engine: Engine) -> None:
     """Upgrade a brand-new empty store by itself; refuse one that is behind, saying how to fix it."""
     current = current_revision(engine)
-    head = head_revision()
+    script = _script()
+    head = script.get_current_head()
     if current == head:
         return
     if current is None:
@@ -136,6 +144,11 @@ def ensure_current(engine: Engine) -> None:
         raise SchemaOutOfDate(
             "this database has evalstore tables but no migration record; "
             "it was not created by evalstore db upgrade"
+        )
+    if current not in {r.revision for r in script.walk_revisions()}:
+        raise SchemaOutOfDate(
+            f"the store is at schema revision {current!r}, which this evalstore does not know (its newest is "
+            f"{head}): a newer evalstore migrated it; upgrade evalstore (pip install -U evalstore) to open it"
         )
     raise SchemaOutOfDate(
         f"the store is at schema revision {current}, this evalstore needs {head}: "

@@ -45,6 +45,8 @@ class Reply:
     """Seconds to wait before answering (on top of the server's latency)."""
     hang: bool = False
     """Never answer: hold the connection until the client times out or the server stops."""
+    drop: bool = False
+    """Close the connection without answering."""
     usage: dict[str, Any] | None = field(default_factory=lambda: dict(DEFAULT_USAGE))
 
 
@@ -123,6 +125,10 @@ def malformed_body() -> Reply:
 
 def hang() -> Reply:
     return Reply(hang=True)
+
+
+def dropped() -> Reply:
+    return Reply(drop=True)
 
 
 def by_content(rules: Iterable[tuple[str, Reply | str]], default: Reply | str) -> Callable[[Request], Reply | str]:
@@ -210,6 +216,7 @@ class JudgeServer:
                     time.sleep(wait)
                 if reply.hang:
                     server._stopping.wait(HANG_LIMIT)
+                if reply.hang or reply.drop:
                     self.close_connection = True
                     return
                 if reply.body is not None:

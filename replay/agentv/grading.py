@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .records import ImportedVerdict, VerdictName
+from .wire import as_dict
 
 PASS_SCORE = 0.8
 """AgentV's per-grader verdict rule when no verdict was written: score >= 0.8 passes."""

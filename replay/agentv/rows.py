@@ -37,23 +37,26 @@ def media_type_for(path: str) -> str | None:
     return _EXTRA_MEDIA_TYPES.get(suffix) or mimetypes.guess_type(path)[0]
 
 
-def resolve_path(ref: str, bases: Iterable[Path]) -> Path | None:
-    """The existing absolute file a reference names: ``file://`` URLs, absolute paths, or relative to a base.
+def resolve_path(ref: str, bases: Sequence[Path]) -> Path | None:
+    """The existing file a reference names (``file://`` URL, absolute, or relative to a base), made absolute.
 
-    Remote URLs never resolve (AgentV cannot preprocess them either).
+    Only files inside one of the bases (workspace, sample folder, run directory) resolve: a result file is
+    untrusted input, and a path like ``/home/me/.ssh/id_rsa`` or ``../../x`` must not pull outside files
+    into the store. Remote URLs never resolve (AgentV cannot preprocess them either).
     """
     if ref.startswith("file://"):
-        candidate = Path(unquote(urlparse(ref).path))
-        return candidate.resolve() if candidate.is_file() else None
-    if _SCHEME.match(ref):
+        candidates = [Path(unquote(urlparse(ref).path))]
+    elif _SCHEME.match(ref):
         return None
-    path = Path(ref)
-    if path.is_absolute():
-        return path if path.is_file() else None
-    for base in bases:
-        candidate = base / path
-        if candidate.is_file():
-            return candidate.resolve()
+    elif Path(ref).is_absolute():
+        candidates = [Path(ref)]
+    else:
+        candidates = [base / ref for base in bases]
+    roots = [base.resolve() for base in bases]
+    for candidate in candidates:
+        real = candidate.resolve()
+        if real.is_file() and any(real.is_relative_to(root) for root in roots):
+            return real
     return None
 
 

@@ -19,9 +19,11 @@ from .wire import read_json
 
 
 def pick(key: str, ref: Any, base: Path, conventional: Path | None = None) -> Path | None:
-    """The sidecar a row names under ``key`` (must exist), else the conventional file if present."""
+    """The sidecar a row names under ``key`` (must exist, inside ``base``), else the conventional file if present."""
     if isinstance(ref, str) and ref:
         path = base / ref
+        if not path.resolve().is_relative_to(base.resolve()):
+            raise RowError(f"{key} {ref!r} points outside {base}; refusing to read it")
         if not path.is_file():
             raise RowError(f"{key} {ref!r} names a file that does not exist: {path}")
         return path

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.errors import ImportFormatError
+
 from .grading import finite_number
 from .jsonl import bad_line, iter_rows
 from .records import ImportedFile, ImportedTest, ImportSource, SkippedLine
@@ -22,10 +23,10 @@ _UNSAFE = re.compile(r'[/\\:*?"<>|]')
 
 def test_dir_of(root: Path, row: dict[str, Any]) -> Path:
     """Where a test's sidecars live: ``artifact_dir``, else beside grading.json, else ``<suite>/<test_id>``."""
-    if isinstance(row.get("artifact_dir"), str):
-        return root / row["artifact_dir"]
-    if isinstance(row.get("grading_path"), str):
-        return (root / row["grading_path"]).parent
+    for key in ("artifact_dir", "grading_path"):
+        ref = row.get(key)
+        if isinstance(ref, str):
+            return root / ref if key == "artifact_dir" else (root / ref).parent
     suite = _UNSAFE.sub("_", str(row.get("suite") or "default"))
     return root / suite / _UNSAFE.sub("_", str(row.get("test_id")))
 

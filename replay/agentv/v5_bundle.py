@@ -19,7 +19,7 @@ from .jsonl import bad_line, iter_rows
 from .records import ImportedFile, ImportedTest, ImportSource, SkippedLine
 from .rows import RowError, Sidecars, attempt_of, build_test, eval_hints, sample_number, unique_paths
 from .sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
-from .wire import first_json_row, iter_json_lines, read_json, tree_sha256
+from .wire import as_dict, first_json_row, iter_json_lines, read_json, tree_sha256
 
 FORMAT = "agentv-v5-bundle"
 _SAMPLE = re.compile(r"^sample-(\d+)$")
@@ -88,8 +88,7 @@ def _metrics_fallbacks(doc: Any) -> dict[str, Any]:
 def sample_sidecars(root: Path, sample_dir: Path, row: dict[str, Any], test_id: str | None) -> Sidecars:
     """Sidecars of one sample folder; a path the row or result.json names must exist."""
     result_path = sample_dir / "result.json"
-    result = load_json(result_path) if result_path.is_file() else {}
-    result = result if isinstance(result, dict) else {}
+    result = as_dict(load_json(result_path)) if result_path.is_file() else {}
     output_paths = as_dict(result.get("output_paths"))
     found = Sidecars(file_bases=[sample_dir, sample_dir / "outputs", sample_dir.parent, root])
     files: list[ImportedFile] = [as_file(result_path, root)] if result_path.is_file() else []
@@ -112,16 +111,16 @@ def sample_sidecars(root: Path, sample_dir: Path, row: dict[str, Any], test_id: 
     if paths["metrics_path"] is not None:
         found.fallbacks = _metrics_fallbacks(load_json(paths["metrics_path"]))
     for key in ("transcript_raw_path", "transcript_path"):
-        if found.messages is None and paths[key] is not None:
-            found.messages = load_messages(paths[key], test_id)  # type: ignore[arg-type]
+        transcript = paths[key]
+        if found.messages is None and transcript is not None:
+            found.messages = load_messages(transcript, test_id)
     if paths["file_changes_path"] is not None:
         found.fallbacks["file_changes"] = load_text(paths["file_changes_path"])
     if paths["answer_path"] is not None:
         found.answer_text = load_text(paths["answer_path"])
         files.insert(0, as_file(paths["answer_path"], root, "answer"))
-    for key in ("duration_ms",):
-        if key not in found.fallbacks and finite_number(result.get(key)) is not None:
-            found.fallbacks[key] = float(result[key])
+    if "duration_ms" not in found.fallbacks and finite_number(result.get("duration_ms")) is not None:
+        found.fallbacks["duration_ms"] = float(result["duration_ms"])
     found.files = files
     return found
 
@@ -183,17 +182,13 @@ def _raw_test_id(path: Path) -> str | None:
     return None
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _folder_row(case_dir: Path, sample_dir: Path) -> dict[str, Any]:
     """An index row rebuilt from a sample folder, for bundles whose index is gone."""
     metrics_path, result_path = sample_dir / "metrics.json", sample_dir / "result.json"
-    metrics = _object(load_json(metrics_path)) if metrics_path.is_file() else {}
-    result = _object(load_json(result_path)) if result_path.is_file() else {}
+    metrics = as_dict(load_json(metrics_path)) if metrics_path.is_file() else {}
+    result = as_dict(load_json(result_path)) if result_path.is_file() else {}
     grading_path = sample_dir / "grading.json"
-    grading = _object(load_json(grading_path)) if grading_path.is_file() else {}
+    grading = as_dict(load_json(grading_path)) if grading_path.is_file() else {}
     raw = sample_dir / "transcript-raw.jsonl"
     test_id = metrics.get("test_id") or (_raw_test_id(raw) if raw.is_file() else None)
     return {
@@ -231,8 +226,7 @@ def read_v5_bundle(path: Path) -> ImportSource:
         raise ImportFormatError(
             f"{root}: not an AgentV v5 run bundle (no .internal/index.jsonl and no <case>/sample-N/ folders)"
         )
-    summary = read_json(root / "summary.json") if (root / "summary.json").is_file() else {}
-    summary = summary if isinstance(summary, dict) else {}
+    summary = as_dict(read_json(root / "summary.json")) if (root / "summary.json").is_file() else {}
     metadata = as_dict(summary.get("metadata"))
     listed = summary.get("cases") or summary.get("tests") or []
     first_case = listed[0] if listed and isinstance(listed[0], dict) else {}
@@ -249,9 +243,9 @@ def read_v5_bundle(path: Path) -> ImportSource:
 
     suite = (first or {}).get("suite") or first_case.get("suite")
     if index is not None:
-        iterate = lambda skip_bad: _iter_indexed(root, index, skip_bad)  # noqa: E731
+        iterate = lambda skip_bad: _iter_indexed(root, index, skip_bad)
     else:
-        iterate = lambda skip_bad: _iter_folders(root, skip_bad)  # noqa: E731
+        iterate = lambda skip_bad: _iter_folders(root, skip_bad)
     return ImportSource(
         format=FORMAT,
         root=root,

@@ -19,6 +19,11 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 _VERBATIM_KEYS = frozenset({"input"})
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """A JSON object, or {} for anything else: AgentV files leave optional objects out or null."""
+    return value if isinstance(value, dict) else {}
+
+
 def snake_key(key: str) -> str:
     """AgentV's key rule: keys that start with an uppercase letter (tool names) stay as they are."""
     if not key or key[0].isupper():
@@ -48,7 +53,7 @@ def normalise_legacy_row(row: dict[str, Any]) -> dict[str, Any]:
     for camel, snake in _REFUSED_CAMEL.items():
         if camel in row:
             raise ValueError(f"camelCase {camel!r} is not accepted in result rows; write {snake!r}")
-    out = to_snake_deep(row)
+    out: dict[str, Any] = to_snake_deep(row)
     scores = row.get("scores")
     if isinstance(scores, list):
         out["scores"] = [_score_keeping_request(s) for s in scores]

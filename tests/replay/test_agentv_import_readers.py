@@ -422,3 +422,36 @@ def test_iteration_streams_a_large_file(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert count == 4000
     assert peak < size / 20, f"peak {peak} bytes while iterating a {size}-byte file"
+
+
+# ---- untrusted paths -------------------------------------------------------------------------------------
+
+
+def test_paths_outside_the_run_do_not_resolve(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not import me")
+    run = tmp_path / "run"
+    shutil.copytree(V4_RUN, run)
+    trace = run / "dataset/spreadsheet-output/outputs/trace.json"
+    doc = json.loads(trace.read_text())
+    events = doc["trace"]["spans"][0]["events"]
+    message = next(e for e in events if e["attributes"]["agentv.transcript.message.index"] == 1)
+    message["attributes"]["agentv.transcript.message"]["content"] += [
+        {"type": "file", "media_type": "text/plain", "path": str(secret)},
+        {"type": "file", "media_type": "text/plain", "path": "../../../../secret.txt"},
+        {"type": "file", "media_type": "text/plain", "path": "https://example.com/report.csv"},
+    ]
+    trace.write_text(json.dumps(doc))
+    sheet = only_tests(read_all(run))[1]
+    resolved = {f.path: f.resolved for f in sheet.files if f.role == "content_file"}
+    assert resolved[str(secret)] is None
+    assert resolved["../../../../secret.txt"] is None
+    assert resolved["https://example.com/report.csv"] is None
+    assert resolved["generated/report.csv"] is not None
+
+    index = run / "index.jsonl"
+    rows = [json.loads(line) for line in index.read_text().splitlines()]
+    rows[1]["answer_path"] = "../secret.txt"
+    write_rows(index, rows)
+    with pytest.raises(ImportFormatError, match=r"index\.jsonl:2: answer_path '\.\./secret\.txt' points outside"):
+        read_all(run)

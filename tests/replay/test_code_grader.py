@@ -267,8 +267,10 @@ for entry in payload["files"]:
         assertions.append({"text": entry["original_path"] + ": " + entry["error"], "passed": False})
         continue
     data = open(entry["path"], "rb").read()
-    ok = hashlib.sha256(data).hexdigest() == entry["sha256"] and entry["path"].endswith(entry["original_path"].split("/")[-1])
-    assertions.append({"text": entry["original_path"] + " " + entry["media_type"], "passed": ok, "evidence": entry["path"]})
+    name = entry["original_path"].split("/")[-1]
+    ok = hashlib.sha256(data).hexdigest() == entry["sha256"] and entry["path"].endswith(name)
+    text = entry["original_path"] + " " + entry["media_type"]
+    assertions.append({"text": text, "passed": ok, "evidence": entry["path"]})
 print(json.dumps({"assertions": assertions}))
 """
 

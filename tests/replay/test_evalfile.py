@@ -594,9 +594,11 @@ def test_code_graders(tmp_path: Path) -> None:
               - {type: code-grader, command: [echo, hi]}
               - {type: code-grader, command: [/bin/bash, -c, "python3 graders/check.py"]}
               - {type: code-grader, command: "cd graders && python3 run.py"}
+              - {type: code-grader, command: [/usr/bin/env, python3, graders/check.py]}
         """,
     )
-    shell, argv, plain, bash_c, compound = suite.tests[0].graders
+    shell, argv, plain, bash_c, compound, env = suite.tests[0].graders
+    assert (env.command, env.script) == (["/usr/bin/env", "python3", str(script)], str(script))
     assert shell.command == ["sh", "-c", "python3 graders/check.py --strict"]
     assert shell.script == str(script)
     assert argv.command == ["python3", "-u", str(script), "data.json"]

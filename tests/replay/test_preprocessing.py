@@ -269,7 +269,9 @@ def test_converter_gets_a_private_copy_and_agentv_stdin(tmp_path: Path) -> None:
 
 
 def test_a_configured_converter_wins_over_the_utf8_read(tmp_path: Path) -> None:
-    script = write_script(tmp_path, "upper.py", "import json,sys\nr=json.load(sys.stdin)\nprint(open(r['path']).read().upper())\n")
+    script = write_script(
+        tmp_path, "upper.py", "import json,sys\nr=json.load(sys.stdin)\nprint(open(r['path']).read().upper())\n"
+    )
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "page.html").write_text("<p>hi</p>")
@@ -293,7 +295,8 @@ def test_per_grader_override_replaces_the_suite_converter(tmp_path: Path) -> Non
         tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws, suite_converters=[suite_conv]
     )
     # Deterministic assertions use the suite's converters.
-    suite_result = AssertionGrader(AssertionSpec(name="c", type="contains", value="from the suite converter")).grade(ctx)
+    contains = AssertionSpec(name="c", type="contains", value="from the suite converter")
+    suite_result = AssertionGrader(contains).grade(ctx)
     assert suite_result.score == 1.0
     # A grader whose effective converters carry an override uses the override.
     echo = write_script(tmp_path, "grader.py", "import json,sys\nprint(json.load(sys.stdin)['output'])\n")

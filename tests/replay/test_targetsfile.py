@@ -1,0 +1,137 @@
+"""Loading AgentV's ``.agentv/targets.yaml``: references stay unresolved until call time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replay.errors import TargetsFileError
+from replay.targetsfile import (
+    REDACTED,
+    find_targets_file,
+    interpolate,
+    is_reference,
+    load_targets_file,
+    references,
+)
+
+AGENTV_TARGETS = """\
+# Targets as AgentV users write them
+targets:
+  - name: default
+    provider: pi-coding-agent
+    model: z-ai/glm-4.7
+    api_key: ${{ OPENROUTER_API_KEY }}
+    grader_target: gemini-flash
+
+  - name: codex
+    provider: codex
+    judge_target: openai
+    token: literal-token-value
+
+  - name: gemini-flash
+    provider: gemini
+    model: gemini-3-flash-preview
+    api_key: ${{GOOGLE_GENERATIVE_AI_API_KEY}}
+
+  - name: openai
+    provider: openai
+    endpoint: ${{ OPENAI_ENDPOINT }}
+    api_key: ${{ OPENAI_API_KEY }}
+    model: ${{ OPENAI_MODEL }}
+    temperature: 0
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "targets.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_loads_targets_with_grader_target_and_its_judge_target_alias(tmp_path: Path):
+    loaded = load_targets_file(write(tmp_path, AGENTV_TARGETS))
+    assert list(loaded.targets) == ["default", "codex", "gemini-flash", "openai"]
+    assert loaded.grader_target_for("default") == "gemini-flash"
+    assert loaded.grader_target_for("codex") == "openai"
+    assert loaded.grader_target_for("openai") is None and loaded.grader_target_for(None) is None
+    openai = loaded.get("openai")
+    assert openai.provider == "openai"
+    assert openai.fields == {
+        "endpoint": "${{ OPENAI_ENDPOINT }}",
+        "api_key": "${{ OPENAI_API_KEY }}",
+        "model": "${{ OPENAI_MODEL }}",
+        "temperature": 0,
+    }
+    assert openai.source.endswith("targets.yaml:19")
+
+
+def test_redacted_keeps_references_and_hides_literal_secrets(tmp_path: Path):
+    loaded = load_targets_file(write(tmp_path, AGENTV_TARGETS))
+    assert loaded.get("default").redacted() == {
+        "name": "default",
+        "provider": "pi-coding-agent",
+        "grader_target": "gemini-flash",
+        "model": "z-ai/glm-4.7",
+        "api_key": "${{ OPENROUTER_API_KEY }}",
+    }
+    assert loaded.get("codex").redacted()["token"] == REDACTED
+
+
+def test_interpolation_resolves_only_when_asked():
+    config = {"base_url": "${{ HOST }}/v1", "nested": ["${{HOST}}", 3], "plain": "x"}
+    assert references(config) == ["HOST", "HOST"]
+    assert interpolate(config, {"HOST": "http://h"}, where="t") == {
+        "base_url": "http://h/v1",
+        "nested": ["http://h", 3],
+        "plain": "x",
+    }
+    assert config["base_url"] == "${{ HOST }}/v1"
+    with pytest.raises(TargetsFileError, match=r"^t.base_url: environment variable HOST is not set"):
+        interpolate(config, {}, where="t")
+    assert is_reference(" ${{ KEY }} ") and not is_reference("prefix ${{ KEY }}")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("targets: {}\n", r"targets.yaml:1: expected a mapping with a 'targets:' list"),
+        ("targets:\n  - provider: openai\n", r"targets.yaml:2: targets\[0\]: field 'name' is required"),
+        ("targets:\n  - name: a\n    provider: openai\n  - name: b\n", r"targets.yaml:4: target 'b': field 'provider' is required"),
+        (
+            "targets:\n  - name: a\n    provider: openai\n  - name: a\n    provider: azure\n",
+            r"targets.yaml:4: target 'a' is defined twice",
+        ),
+        (
+            "targets:\n  - name: a\n    provider: codex\n    grader_target: judge\n",
+            r"targets.yaml:2: target 'a': grader_target 'judge' is not defined in this file",
+        ),
+        ("targets:\n  - name: [unclosed\n", r"targets.yaml:\d+: not valid YAML"),
+    ],
+)
+def test_bad_files_name_file_line_and_field(tmp_path: Path, text: str, message: str):
+    with pytest.raises(TargetsFileError, match=message):
+        load_targets_file(write(tmp_path, text))
+
+
+def test_unknown_target_lists_the_known_ones(tmp_path: Path):
+    loaded = load_targets_file(write(tmp_path, AGENTV_TARGETS))
+    with pytest.raises(TargetsFileError, match=r"no target named 'nope' \(targets defined: codex, default, gemini-flash, openai\)"):
+        loaded.get("nope")
+
+
+def test_missing_file_is_a_domain_error(tmp_path: Path):
+    with pytest.raises(TargetsFileError, match="cannot read targets file"):
+        load_targets_file(tmp_path / "absent.yaml")
+
+
+def test_find_targets_file_walks_up_from_the_eval(tmp_path: Path):
+    evals = tmp_path / "evals" / "deep"
+    evals.mkdir(parents=True)
+    eval_file = evals / "suite.eval.yaml"
+    eval_file.write_text("tests: []\n", encoding="utf-8")
+    assert find_targets_file(eval_file) is None
+    (tmp_path / ".agentv").mkdir()
+    write(tmp_path / ".agentv", AGENTV_TARGETS)
+    assert find_targets_file(eval_file) == (tmp_path / ".agentv" / "targets.yaml").resolve()

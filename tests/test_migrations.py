@@ -1,0 +1,190 @@
+"""Alembic migrations on SQLite and PostgreSQL: up and down, no drift from store.schema, and the
+check every command makes before it touches a store."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from click.testing import CliRunner
+from sqlalchemy import Column, Engine, MetaData, String, inspect, text
+
+import cli
+from store import EventStore, SchemaOutOfDate, make_engine
+from store import engine as store_engine
+from store.schema import metadata
+
+STORE_TABLES = {"events", "blobs", "runs", "results", "verdicts", "judge_cache", "conversions"}
+TRIGGERS = {
+    "sqlite": {"events_no_update", "events_no_delete", "blobs_no_update", "blobs_no_delete"},
+    "postgresql": {"events_append_only", "events_no_truncate", "blobs_append_only", "blobs_no_truncate"},
+}
+
+
+@pytest.fixture
+def engine(store_url: str):  # type: ignore[no-untyped-def]
+    eng = make_engine(store_url)
+    yield eng
+    eng.dispose()
+
+
+def _tables(engine: Engine) -> set[str]:
+    return set(inspect(engine).get_table_names())
+
+
+def _triggers(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            return set(conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'trigger'")).scalars())
+        return set(
+            conn.execute(
+                text(
+                    "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE NOT t.tgisinternal AND n.nspname = current_schema()"
+                )
+            ).scalars()
+        )
+
+
+def _pg_functions(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        return set(
+            conn.execute(
+                text(
+                    "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                    "WHERE n.nspname = current_schema()"
+                )
+            ).scalars()
+        )
+
+
+def _diff(engine: Engine, target: MetaData) -> list:
+    with engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": True})
+        return list(compare_metadata(context, target))
+
+
+def test_upgrade_from_empty_to_head_and_down_to_base(engine: Engine) -> None:
+    head = store_engine.head_revision()
+    assert _tables(engine) == set()
+    store_engine.upgrade(engine)
+    assert store_engine.current_revision(engine) == head
+    assert _tables(engine) == STORE_TABLES | {"alembic_version"}
+    assert _triggers(engine) == TRIGGERS[engine.dialect.name]
+    if engine.dialect.name == "postgresql":
+        assert "evalstore_append_only" in _pg_functions(engine)
+
+    store_engine.downgrade(engine, "base")
+    assert store_engine.current_revision(engine) is None
+    assert _tables(engine) - {"alembic_version"} == set()
+    assert _triggers(engine) == set()
+    if engine.dialect.name == "postgresql":
+        assert "evalstore_append_only" not in _pg_functions(engine)
+
+    # And back up again: the downgrade left nothing behind that the upgrade trips over.
+    store_engine.upgrade(engine)
+    assert _triggers(engine) == TRIGGERS[engine.dialect.name]
+    assert store_engine.current_revision(engine) == head
+
+
+def test_metadata_and_migrations_do_not_drift(engine: Engine) -> None:
+    store_engine.upgrade(engine)
+    assert _diff(engine, metadata) == []
+    # The comparison is able to see drift: a column the migrations never made shows up.
+    drifted = MetaData()
+    for table in metadata.tables.values():
+        table.to_metadata(drifted)
+    drifted.tables["runs"].append_column(Column("label", String(50)))
+    assert [d[0] for d in _diff(engine, drifted)] == ["add_column"]
+
+
+def test_a_brand_new_store_is_upgraded_on_first_use(engine: Engine) -> None:
+    assert store_engine.current_revision(engine) is None
+    store = EventStore(engine)
+    assert store_engine.current_revision(engine) == store_engine.head_revision()
+    assert _tables(engine) >= STORE_TABLES
+    assert store.run_ids() == []
+
+
+def test_a_brand_new_store_is_upgraded_by_the_first_command(store_url: str) -> None:
+    result = CliRunner().invoke(cli.main, ["--db", store_url, "runs", "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "[]"
+    eng = make_engine(store_url)
+    try:
+        assert store_engine.current_revision(eng) == store_engine.head_revision()
+    finally:
+        eng.dispose()
+
+
+def _newer_migrations(tmp_path: Path) -> Path:
+    """A copy of the migrations plus a revision 0002, as a newer evalstore would ship."""
+    target = tmp_path / "migrations"
+    shutil.copytree(store_engine.migrations_dir(), target, ignore=shutil.ignore_patterns("__pycache__"))
+    (target / "versions" / "0002_index_event_type.py").write_text(
+        '"""Index events by type."""\n'
+        "from alembic import op\n\n"
+        'revision = "0002"\ndown_revision = "0001"\nbranch_labels = None\ndepends_on = None\n\n\n'
+        "def upgrade():\n"
+        '    op.create_index("ix_events_type", "events", ["type"])\n\n\n'
+        "def downgrade():\n"
+        '    op.drop_index("ix_events_type", table_name="events")\n'
+    )
+    return target
+
+
+def test_a_store_behind_the_code_is_refused_until_upgraded(
+    engine: Engine, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    EventStore(engine)  # at 0001, the head of this checkout
+    newer = _newer_migrations(tmp_path)
+    monkeypatch.setattr(store_engine, "migrations_dir", lambda: newer)
+
+    message = "the store is at schema revision 0001, this evalstore needs 0002: run `evalstore db upgrade`"
+    with pytest.raises(SchemaOutOfDate, match=message):
+        EventStore(engine)
+    runner = CliRunner()
+    for args in (["runs"], ["show", "last"], ["verify"], ["db", "rebuild"]):
+        result = runner.invoke(cli.main, ["--db", store_url, *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.startswith(f"Error: {message}"), args
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert "Traceback" not in result.output
+
+    current = runner.invoke(cli.main, ["--db", store_url, "db", "current", "--json"])
+    assert current.exit_code == 0
+    assert '"up_to_date": false' in current.stdout
+
+    upgraded = runner.invoke(cli.main, ["--db", store_url, "db", "upgrade"])
+    assert upgraded.exit_code == 0, upgraded.output
+    assert upgraded.stdout == "store at revision 0002\n"
+    assert "ix_events_type" in {ix["name"] for ix in inspect(engine).get_indexes("events")}
+    assert runner.invoke(cli.main, ["--db", store_url, "runs", "--json"]).exit_code == 0
+
+
+def test_a_store_stamped_with_an_unknown_revision_is_refused(engine: Engine, store_url: str) -> None:
+    EventStore(engine)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = 'f00dbabe'"))
+    with pytest.raises(SchemaOutOfDate, match=r"revision 'f00dbabe', which this evalstore does not know.*upgrade evalstore"):
+        EventStore(engine)
+    result = CliRunner().invoke(cli.main, ["--db", store_url, "runs"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: the store is at schema revision 'f00dbabe'")
+    # `db upgrade` cannot help either, and says why in one line rather than a traceback.
+    result = CliRunner().invoke(cli.main, ["--db", store_url, "db", "upgrade"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: cannot upgrade the store to head:") and "f00dbabe" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_tables_without_a_migration_record_are_refused(engine: Engine) -> None:
+    EventStore(engine)
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE alembic_version"))
+    with pytest.raises(SchemaOutOfDate, match="has evalstore tables but no migration record"):
+        EventStore(engine)
