@@ -7,6 +7,7 @@ import click
 from .audit import audit
 from .compare import compare
 from .db import db, verify
+from .quickstart import quickstart
 from .regrade import replay
 from .run import run
 from .runs import runs, show
@@ -31,5 +32,5 @@ def main(ctx: click.Context, db: str | None, debug: bool) -> None:
     ctx.obj = {"db": db, "debug": debug}
 
 
-for command in (run, import_, export, replay, compare, audit, runs, show, verify, db):
+for command in (quickstart, run, import_, export, replay, compare, audit, runs, show, verify, db):
     main.add_command(command)

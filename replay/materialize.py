@@ -26,6 +26,8 @@ from .errors import UnsafePathError
 from .graders.base import Recorder
 
 REMOTE_NOT_SUPPORTED = "remote file paths are not supported"
+MAX_FILE_BYTES = 100_000_000
+"""Workspace files larger than this are not read (captured files were size-checked when stored)."""
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -81,9 +83,14 @@ def load_file(block: FileBlock, recorder: Recorder, workspace: str | None) -> Lo
     except UnsafePathError as exc:
         return LoadedFile(None, str(exc))
     try:
+        if not real.exists():
+            return LoadedFile(None, f"file not found: {block.path}")
+        if not real.is_file():  # a FIFO or device would block or never end
+            return LoadedFile(None, f"not a regular file: {block.path}")
+        size = real.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return LoadedFile(None, f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit")
         return LoadedFile(real.read_bytes())
-    except FileNotFoundError:
-        return LoadedFile(None, f"file not found: {block.path}")
     except OSError as exc:
         return LoadedFile(None, f"cannot read {block.path}: {exc.strerror or exc}")
 

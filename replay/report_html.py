@@ -156,7 +156,7 @@ def _chart(c: Comparison) -> str:
     step = (width - 2 * pad) / len(bars)
     bar_w = max(step * 0.8, 0.5)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'<svg width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="score deltas, one bar per test">',
         f'<line x1="{pad}" y1="{zero_y:.2f}" x2="{width - pad}" y2="{zero_y:.2f}" stroke="#8c959f"/>',
         f'<text x="4" y="{pad - 8}" font-size="11" fill="#5c6773">{top:+.3f}</text>',

@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import OperationalError
 
 from .errors import SchemaOutOfDate, StoreError
 
@@ -104,8 +105,17 @@ def head_revision() -> str:
 def current_revision(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
-    with engine.connect() as conn:
+    with _connect(engine) as conn:
         return MigrationContext.configure(conn).get_current_revision()
+
+
+def _connect(engine: Engine) -> Connection:
+    """The first connection a command makes: an unreachable store is bad input, not a crash."""
+    try:
+        return engine.connect()
+    except OperationalError as exc:
+        reason = str(exc.orig or exc).strip().splitlines()[0]
+        raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {reason}") from exc
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -122,7 +132,7 @@ def _migrate(engine: Engine, direction: str, revision: str) -> None:
 
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     try:
-        with engine.begin() as conn:
+        with _connect(engine) as conn, conn.begin():
             config.attributes["connection"] = conn
             getattr(command, direction)(config, revision)
     except CommandError as exc:  # an unknown revision, given or stamped in the store

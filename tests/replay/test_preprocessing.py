@@ -148,6 +148,15 @@ def test_missing_file_gives_a_warning(tmp_path: Path) -> None:
     assert prepared.text.startswith("done\n[file preprocessing warning] nope.txt (text/plain): file not found")
 
 
+def test_special_files_in_the_workspace_are_not_read(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "adir").mkdir(parents=True)
+    os.mkfifo(ws / "pipe")
+    blocks = [FileBlock(media_type="text/plain", path="pipe"), FileBlock(media_type="text/plain", path="adir")]
+    prepared = prepare_answer(make_ctx(tmp_path, blocks, workspace=ws), [])
+    assert [w.rsplit(": ", 1)[0].rsplit(" ", 1)[-1] for w in prepared.warnings] == ["regular file", "regular file"]
+
+
 def test_remote_path_is_not_fetched(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, [FileBlock(media_type="text/plain", path="https://example.com/a.txt")])
     assert prepare_answer(ctx, []).warnings == [

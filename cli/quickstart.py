@@ -1,0 +1,65 @@
+"""``evalstore quickstart``: the README's main command."""
+
+from __future__ import annotations
+
+import click
+
+from replay import quickstart as qs
+from replay.audit import audit_test
+from replay.compare import compare as compare_runs
+from replay.material import load_results
+
+from .audit import print_audit
+from .compare import print_comparison
+from .context import open_store
+from .errors import handle_errors
+from .output import note, progress_bar
+from .results import grader_scores, print_scored, scored_rows
+
+
+def _step(text: str) -> None:
+    click.echo(click.style(f"\n== {text}", bold=True))
+
+
+@click.command()
+@click.pass_context
+@handle_errors
+def quickstart(ctx: click.Context) -> None:
+    """Record the bundled example suite, regrade it with a changed converter and grader without
+    calling the agent, compare the two runs and audit one test. No API key or network needed."""
+    store = open_store(ctx)
+    p = qs.plan(qs.examples_dir(), qs.judge_configured())
+    _step(f"1. recording a run of {p.eval_v1.name} (the agent writes a text answer, revenue.xlsx and summary.html)")
+    if not p.with_judge:
+        note(f"(the example's LLM grader is off: set {qs.JUDGE_ENV}, EVALSTORE_JUDGE_MODEL and, if your endpoint "
+             "needs a key, EVALSTORE_JUDGE_API_KEY_ENV=NAME_OF_THE_VARIABLE_HOLDING_IT to run it too)")
+    with progress_bar("running tests") as bar:
+        run = qs.record(store, p, progress=bar.advance, on_start=lambda _id, n: bar.start(n))
+    print_scored(f"recorded run {run.run_id}", scored_rows(run.results, grader_scores(store, run.run_id)))
+    click.echo("The workbook grader scored 0: the suite has no .xlsx converter, so graders saw the file only as\n"
+               "a '[file preprocessing warning]' (AgentV's ContentFile problem). Every byte is stored anyway.")
+
+    changed = "the LLM grader's prompt" if p.with_judge else f"the workbook grader ({p.eval_v2.name if p.eval_v2 else ''})"
+    _step(f"2. regrading it with an .xlsx converter and {changed}, without calling the agent")
+    with progress_bar("regrading") as bar:
+        replay = qs.regrade(store, p, run.run_id, progress=bar.advance, on_start=lambda _id, n, _d: bar.start(n))
+    print_scored(f"replay {replay.run_id} (parent {run.run_id})", scored_rows(replay.results, grader_scores(store, replay.run_id)))
+
+    _step("3. comparing the regrade with the original")
+    print_comparison(compare_runs(load_results(store, run.run_id), load_results(store, replay.run_id)))
+
+    test_id = replay.results[-1].test_id if replay.results else run.results[0].test_id
+    _step(f"4. auditing {test_id} in the replay: every verdict back to its bytes")
+    print_audit(audit_test(store, replay.run_id, test_id))
+
+    click.echo(click.style("\nNext:", bold=True))
+    for line in (
+        "evalstore runs                               # every run in .evalstore/evalstore.db",
+        f"evalstore show {replay.run_id}",
+        f"evalstore compare {run.run_id} {replay.run_id} --html report.html",
+        f"evalstore audit {replay.run_id} {test_id} --show-prompt",
+        "evalstore verify                             # recheck the hash chain and every blob",
+        "evalstore import PATH/TO/AGENTV/RESULTS       # bring your own AgentV runs",
+        "evalstore replay RUN --prompt GRADER=file://new-prompt.md",
+    ):
+        click.echo(f"  {line}")
