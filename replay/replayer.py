@@ -194,8 +194,8 @@ def _execute(
     finally:
         judges.close()
     complete = _complete_if_done(store, run_id, parent)
-    order = {key: i for i, key in enumerate(parent.order)}
-    results.sort(key=lambda s: order.get((s.test_id, s.target or "", s.attempt), 0))
+    position = {t.id: i for i, t in enumerate(suite.tests)}
+    results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
     return ReplayOutcome(run_id, parent.run_id, results, drifted, complete)
 
 

@@ -19,7 +19,7 @@ STDERR_TAIL_BYTES = 64_000
 """How much of a child's stderr is kept (the end: that is where the error usually is)."""
 
 _CHUNK = 65_536
-_REAP_GRACE = 2.0
+_REAP_GRACE = 1.0
 """Seconds to wait for pipes to close after the child exits, before leftover group members are killed."""
 
 

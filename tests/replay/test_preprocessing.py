@@ -154,7 +154,8 @@ def test_special_files_in_the_workspace_are_not_read(tmp_path: Path) -> None:
     os.mkfifo(ws / "pipe")
     blocks = [FileBlock(media_type="text/plain", path="pipe"), FileBlock(media_type="text/plain", path="adir")]
     prepared = prepare_answer(make_ctx(tmp_path, blocks, workspace=ws), [])
-    assert [w.rsplit(": ", 1)[0].rsplit(" ", 1)[-1] for w in prepared.warnings] == ["regular file", "regular file"]
+    assert len(prepared.warnings) == 2
+    assert all(w.endswith(("not a regular file: pipe", "not a regular file: adir")) for w in prepared.warnings)
 
 
 def test_remote_path_is_not_fetched(tmp_path: Path) -> None:
@@ -219,6 +220,33 @@ def test_hanging_converter_times_out_and_its_process_group_is_killed(tmp_path: P
         time.sleep(0.05)
     assert not _alive(grandchild), "the converter's grandchild outlived the timeout"
     assert conversions(ctx.recorder)[0].status == "failed"
+
+
+def test_background_child_holding_stdout_does_not_hang_the_grade(tmp_path: Path) -> None:
+    pid_file = tmp_path / "bg.pid"
+    script = write_script(
+        tmp_path,
+        "daemon.py",
+        f"""
+        import subprocess
+        child = subprocess.Popen(["sleep", "30"])  # inherits our stdout and stderr
+        open({str(pid_file)!r}, "w").write(str(child.pid))
+        print("converted text")
+        """,
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws)
+    started = time.monotonic()
+    prepared = prepare_answer(ctx, [converter(script, timeout=20)])
+    assert time.monotonic() - started < 10
+    assert prepared.text == "[[ file: r.xlsx ]]\nconverted text"
+    background = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(background) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(background)
 
 
 def test_converter_output_over_the_cap_fails_the_conversion(tmp_path: Path) -> None:

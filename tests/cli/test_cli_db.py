@@ -1,0 +1,194 @@
+"""``evalstore db upgrade|downgrade|current|history|rebuild``, ``verify``, ``runs`` and ``show``: output,
+``--json``, exit codes, and one-line errors, in process (CliRunner) and through the installed script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import cli
+from store import EventStore, make_engine
+from store import engine as store_engine
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
+from sample_runs import drop_append_only_triggers, execute, populate, scalar  # noqa: E402
+
+
+def evalstore(url: str, *args: str) -> Result:
+    return CliRunner().invoke(cli.main, ["--db", url, *args])
+
+
+def ok(url: str, *args: str) -> Result:
+    result = CliRunner().invoke(cli.main, ["--db", url, *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def one_line_error(result: Result, exit_code: int, starts: str) -> None:
+    assert result.exit_code == exit_code, result.output
+    assert result.stderr.startswith(starts), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.fixture
+def filled(store: EventStore, store_url: str) -> str:
+    populate(store)
+    return store_url
+
+
+def test_db_current_upgrade_history_downgrade(store_url: str) -> None:
+    head = store_engine.head_revision()
+    assert json.loads(ok(store_url, "db", "current", "--json").stdout) == {
+        "current": None,
+        "head": head,
+        "up_to_date": False,
+    }
+    assert ok(store_url, "db", "current").stdout == f"current: none (empty store)\nhead:    {head}\n"
+
+    assert ok(store_url, "db", "upgrade").stdout == f"store at revision {head}\n"
+    assert json.loads(ok(store_url, "db", "current", "--json").stdout)["up_to_date"] is True
+    assert ok(store_url, "db", "upgrade").stdout == f"store at revision {head}\n"  # idempotent
+
+    history = json.loads(ok(store_url, "db", "history", "--json").stdout)
+    assert history[-1]["revision"] == "0001" and history[-1]["down_revision"] is None
+    assert history[0]["revision"] == head
+    assert ok(store_url, "db", "history").stdout.splitlines()[-1].startswith("<base> -> 0001: The event log")
+
+    assert ok(store_url, "db", "downgrade", "base").stdout == "store at revision base\n"
+    assert json.loads(ok(store_url, "db", "current", "--json").stdout)["current"] is None
+
+
+def test_db_upgrade_to_an_unknown_revision_is_one_line(store_url: str) -> None:
+    one_line_error(evalstore(store_url, "db", "upgrade", "nosuchrev"), 2, "Error: cannot upgrade the store to nosuchrev:")
+
+
+def test_verify_ok_and_json(filled: str, store: EventStore) -> None:
+    n_events = scalar(store.engine, "SELECT count(*) FROM events")
+    n_blobs = scalar(store.engine, "SELECT count(*) FROM blobs")
+    assert ok(filled, "verify").stdout == f"ok: {n_events} events, {n_blobs} blobs verified\n"
+    assert json.loads(ok(filled, "verify", "--json").stdout) == {
+        "ok": True,
+        "events": n_events,
+        "blobs": n_blobs,
+        "problem": None,
+    }
+
+
+def test_rebuild_repairs_projections_that_verify_flags(filled: str, store: EventStore) -> None:
+    execute(store.engine, "UPDATE results SET score = 0.99 WHERE run_id = 'run-b' AND test_id = 'paris'")
+    failed = evalstore(filled, "verify")
+    assert failed.exit_code == 1
+    assert failed.stderr == (
+        "FAILED: projection results: row ('run-b', 'paris', 'default', 1) differs from the log; "
+        "run `evalstore db rebuild`\n"
+    )
+    n_events = scalar(store.engine, "SELECT count(*) FROM events")
+    assert ok(filled, "db", "rebuild").stdout == f"rebuilt projections from {n_events} events\n"
+    assert ok(filled, "verify").stdout.startswith("ok: ")
+
+
+def test_runs_lists_every_run(filled: str) -> None:
+    runs = json.loads(ok(filled, "runs", "--json").stdout)
+    assert [(r["run_id"], r["kind"], r["parent_run_id"], r["status"], r["tests"], r["passed"]) for r in runs] == [
+        ("run-a", "recorded", None, "completed", 3, 0),
+        ("run-b", "imported", None, "completed", 2, 0),
+        ("run-a-replay", "replay", "run-a", "completed", 3, 0),
+    ]
+    assert runs[0]["mean_score"] == pytest.approx((0.75 + 0.25 + 0.75) / 3)
+    table = ok(filled, "runs").stdout
+    for run_id in ("run-a", "run-b", "run-a-replay"):
+        assert run_id in table
+
+
+def test_runs_on_an_empty_store(store_url: str) -> None:
+    assert ok(store_url, "runs", "--json").stdout == "[]\n"
+    assert ok(store_url, "runs").stdout.startswith("no runs yet")
+
+
+def test_show_a_run_by_id_prefix_and_last(filled: str) -> None:
+    shown = json.loads(ok(filled, "show", "run-b", "--json").stdout)
+    assert shown["run"]["run_id"] == "run-b"
+    assert [(r["test_id"], r["score"], r["graders"]) for r in shown["results"]] == [
+        ("madrid", 0.25, {"judge": 0.5, "rubric": 0.0}),
+        ("paris", 0.75, {"judge": 0.5, "rubric": 1.0}),
+    ]
+    # An exact id wins over being a prefix of another; a unique prefix resolves.
+    assert json.loads(ok(filled, "show", "run-a", "--json").stdout)["run"]["run_id"] == "run-a"
+    assert json.loads(ok(filled, "show", "run-a-r", "--json").stdout)["run"]["parent_run_id"] == "run-a"
+    assert json.loads(ok(filled, "show", "last", "--json").stdout)["run"]["run_id"] == "run-a-replay"
+    text = ok(filled, "show", "run-a").stdout
+    assert text.startswith("run run-a  kind=recorded  status=completed  suite=capitals")
+    assert "rubric=1.000" in text
+
+
+def test_show_errors_are_one_line(filled: str, store_url: str) -> None:
+    one_line_error(evalstore(filled, "show", "zzz"), 2, "Error: no run 'zzz' in this store")
+    one_line_error(evalstore(filled, "show", "run"), 2, "Error: run id 'run' is ambiguous")
+
+
+def test_usage_errors_exit_2(store_url: str) -> None:
+    result = evalstore(store_url, "verify", "--no-such-flag")
+    assert result.exit_code == 2
+    assert "No such option: --no-such-flag" in result.stderr
+
+
+def test_an_unreachable_store_is_one_line() -> None:
+    url = "postgresql+psycopg://nobody:secret@127.0.0.1:1/none?connect_timeout=5"
+    for args in (["runs"], ["verify"], ["db", "current"], ["db", "upgrade"]):
+        result = evalstore(url, *args)
+        one_line_error(result, 2, "Error: cannot open the store postgresql+psycopg://nobody:***@127.0.0.1:1/none")
+
+
+# --- the installed console script, in a real subprocess -----------------------------------------
+
+
+def _script() -> str:
+    beside = Path(sys.executable).parent / "evalstore"
+    found = str(beside) if beside.exists() else shutil.which("evalstore")
+    assert found, "the evalstore console script is not installed (pip install -e .)"
+    return found
+
+
+def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"} | env
+    return subprocess.run([_script(), *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=60)
+
+
+def test_installed_script_verifies_and_names_the_tampered_event(filled: str, store: EventStore, tmp_path: Path) -> None:
+    sound = _run(["--db", filled, "verify"], tmp_path)
+    assert sound.returncode == 0, sound.stderr
+    assert sound.stdout.startswith("ok: ")
+
+    drop_append_only_triggers(store.engine)
+    execute(store.engine, "UPDATE events SET payload = replace(payload, 'berlin', 'bonn') WHERE seq = 9")
+    tampered = _run(["--db", filled, "verify"], tmp_path)
+    assert tampered.returncode == 1
+    assert tampered.stderr == "FAILED: event seq 9: content does not match its hash (altered after it was written)\n"
+    as_json = _run(["--db", filled, "verify", "--json"], tmp_path)
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["problem"].startswith("event seq 9:")
+
+
+def test_installed_script_takes_the_store_from_the_environment(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'env.db'}"
+    store = EventStore(make_engine(url))
+    try:
+        populate(store)
+    finally:
+        store.close()
+    listed = _run(["runs", "--json"], tmp_path, EVALSTORE_DB=url)
+    assert listed.returncode == 0, listed.stderr
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == ["run-a", "run-b", "run-a-replay"]
+    missing = _run(["show", "nope"], tmp_path, EVALSTORE_DB=url)
+    assert missing.returncode == 2
+    assert missing.stderr == "Error: no run 'nope' in this store; `evalstore runs` lists them\n"
+    version = _run(["--version"], tmp_path)
+    assert version.returncode == 0 and "0.1.0" in version.stdout
