@@ -1,0 +1,332 @@
+"""Comparing two runs: pairing, per-test and per-grader rows, assertion diffs, regression gates."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import pytest
+from scipy import stats as sps
+
+from replay import compare as compare_module
+from replay.compare import Comparison, Key, RunResults, compare, key_label, regression
+from replay.errors import CompareError, ReplayError
+from store import events
+from store.events import Assertion, VerdictRecorded
+
+Verdict = Literal["pass", "fail", "skip"]
+Result = compare_module.TestResult  # not named Test* here, so pytest does not try to collect it
+
+
+def verdict(
+    key: Key, grader: str, score: float, v: Verdict | None = None, asserts: list[tuple[str, bool]] | None = None
+) -> VerdictRecorded:
+    test_id, target, attempt = key
+    return VerdictRecorded(
+        test_id=test_id,
+        target=target,
+        attempt=attempt,
+        grader=grader,
+        grader_type="code-grader",
+        score=score,
+        verdict=v or ("pass" if score >= 0.8 else "fail"),
+        assertions=[Assertion(text=t, passed=p, evidence=f"why {t}") for t, p in (asserts or [])],
+    )
+
+
+def result(key: Key, score: float, *verdicts: VerdictRecorded, passed: bool | None = None) -> Result:
+    test_id, target, attempt = key
+    ok = score >= 0.8 if passed is None else passed
+    scored = events.TestScored(
+        test_id=test_id,
+        target=target,
+        attempt=attempt,
+        score=score,
+        passed=ok,
+        status="ok" if ok else "quality_failure",
+        threshold=0.8,
+    )
+    return Result(scored, {v.grader: v for v in verdicts})
+
+
+def simple(key: Key, score: float, **grader_scores: float) -> Result:
+    return result(key, score, *(verdict(key, g, s) for g, s in grader_scores.items()))
+
+
+def run(run_id: str, *results: Result) -> RunResults:
+    return RunResults(run_id, {(r.scored.test_id, r.scored.target, r.scored.attempt): r for r in results})
+
+
+K1: Key = ("t1", "default", 1)
+K2: Key = ("t2", "default", 1)
+K3: Key = ("t3", "default", 1)
+
+
+def test_pairs_by_test_target_and_attempt() -> None:
+    a = run("A", simple(("t", "x", 1), 1.0), simple(("t", "x", 2), 0.0), simple(("t", None, 1), 0.5))
+    b = run("B", simple(("t", "x", 1), 0.5), simple(("t", "x", 2), 1.0), simple(("t", "y", 1), 1.0))
+    c = compare(a, b)
+    assert [(r.key, r.score_a, r.score_b) for r in c.tests] == [
+        (("t", "x", 1), 1.0, 0.5),
+        (("t", "x", 2), 0.0, 1.0),
+    ]
+    assert c.only_in_a == [("t", None, 1)]
+    assert c.only_in_b == [("t", "y", 1)]
+
+
+def test_per_test_rows_give_scores_delta_and_flips() -> None:
+    a = run("A", simple(K1, 1.0), simple(K2, 0.2), simple(K3, 0.9))
+    b = run("B", simple(K1, 0.4), simple(K2, 0.9), simple(K3, 0.95))
+    c = compare(a, b)
+    rows = {r.key[0]: r for r in c.tests}
+    assert rows["t1"].delta == pytest.approx(-0.6) and rows["t1"].flip == "pass->fail"
+    assert rows["t2"].delta == pytest.approx(0.7) and rows["t2"].flip == "fail->pass"
+    assert rows["t3"].delta == pytest.approx(0.05) and rows["t3"].flip is None
+    assert [r.key[0] for r in c.regressions] == ["t1"]
+    assert [r.key[0] for r in c.improvements] == ["t2"]
+    assert c.overall.counts.a_only_pass == 1 and c.overall.counts.b_only_pass == 1
+    assert c.overall.counts.both_pass == 1 and c.overall.counts.n == 3
+
+
+def test_per_grader_rows_pair_verdicts_by_grader_name() -> None:
+    a = run(
+        "A",
+        simple(K1, 1.0, exact=1.0, judge=0.9, old=1.0),
+        simple(K2, 0.0, exact=0.0, judge=0.9),
+        simple(K3, 0.5, exact=1.0, judge=0.5),
+    )
+    b = run(
+        "B",
+        simple(K1, 1.0, exact=1.0, judge=0.5, new=1.0),
+        simple(K2, 0.0, exact=1.0, judge=0.8),
+        simple(K3, 0.5, exact=1.0, judge=0.6),
+    )
+    c = compare(a, b)
+    graders = {g.grader: g for g in c.graders}
+    assert list(graders) == ["exact", "judge", "new", "old"]
+    exact, judge = graders["exact"], graders["judge"]
+    assert exact.stats.score.n == 3
+    assert exact.stats.score.mean_a == pytest.approx(2 / 3)
+    assert exact.stats.score.mean_b == pytest.approx(1.0)
+    assert (exact.regressions, exact.improvements) == (0, 1)
+    assert judge.stats.score.mean_diff == pytest.approx((-0.4 - 0.1 + 0.1) / 3)
+    assert (judge.regressions, judge.improvements) == (1, 0)
+    assert (graders["old"].only_in_a, graders["old"].only_in_b, graders["old"].stats.score.n) == (1, 0, 0)
+    assert (graders["new"].only_in_a, graders["new"].only_in_b) == (0, 1)
+    assert graders["new"].stats.score.note == "no pairs"
+
+
+def test_skipped_verdicts_are_left_out_of_grader_stats_and_counted() -> None:
+    a = run("A", result(K1, 1.0, verdict(K1, "judge", 1.0)), result(K2, 0.0, verdict(K2, "judge", 0.0, "skip")))
+    b = run("B", result(K1, 0.0, verdict(K1, "judge", 0.0)), result(K2, 1.0, verdict(K2, "judge", 1.0)))
+    judge = compare(a, b).graders[0]
+    assert judge.skipped == 1
+    assert judge.stats.counts.n == 1 and judge.stats.score.n == 1
+    assert judge.regressions == 1
+
+
+def test_flipped_lists_test_and_grader_flips_with_both_verdicts() -> None:
+    a = run("A", simple(K1, 1.0, g=1.0), simple(K2, 0.9, g=1.0, h=0.0), simple(K3, 0.9, g=1.0))
+    b = run("B", simple(K1, 0.0, g=0.0), simple(K2, 0.9, g=1.0, h=1.0), simple(K3, 0.9, g=1.0))
+    c = compare(a, b)
+    flipped = {f.row.key[0]: f for f in c.flipped}
+    assert set(flipped) == {"t1", "t2"}  # t2: only grader h flipped; t3: nothing changed
+    assert flipped["t1"].row.flip == "pass->fail"
+    assert flipped["t2"].row.flip is None
+    pair = {g.grader: g for g in flipped["t2"].graders}
+    assert pair["h"].flip == "fail->pass" and pair["g"].flip is None
+    assert pair["h"].a is not None and pair["h"].a.score == 0.0
+    assert pair["h"].b is not None and pair["h"].b.score == 1.0
+
+
+def test_assertion_diffs_for_a_chosen_test() -> None:
+    k_other: Key = ("t1", "default", 2)
+    a = run(
+        "A",
+        result(
+            K1,
+            0.5,
+            verdict(K1, "rubric", 0.5, asserts=[("has title", True), ("cites", True), ("dup", True), ("dup", False)]),
+            verdict(K1, "gone", 1.0, asserts=[("old check", True)]),
+        ),
+        result(k_other, 1.0, verdict(k_other, "rubric", 1.0, asserts=[("has title", True)])),
+        simple(K2, 1.0),
+    )
+    b = run(
+        "B",
+        result(
+            K1,
+            0.5,
+            verdict(K1, "rubric", 0.5, asserts=[("has title", False), ("new item", True), ("dup", True)]),
+        ),
+        simple(K2, 1.0),
+    )
+    c = compare(a, b, test_id="t1")
+    assert c.test_id == "t1"
+    assert [d.key for d in c.assertion_diffs] == [K1, k_other]
+    first, second = c.assertion_diffs
+    graders = {g.grader: g for g in first.graders}
+    rubric = graders["rubric"]
+    assert [x.text for x in rubric.only_in_a] == ["cites", "dup"]
+    assert [x.passed for x in rubric.only_in_a] == [True, False]  # the second "dup" had no partner
+    assert [x.text for x in rubric.only_in_b] == ["new item"]
+    assert [(ch.text, ch.passed_a, ch.passed_b) for ch in rubric.changed] == [("has title", True, False)]
+    assert rubric.changed[0].evidence_a == "why has title"
+    assert rubric.unchanged == 1  # the first "dup"
+    gone = graders["gone"]
+    assert (gone.in_a, gone.in_b) == (True, False)
+    assert [x.text for x in gone.only_in_a] == ["old check"]
+    assert (second.in_a, second.in_b) == (True, False)
+    assert [x.text for x in second.graders[0].only_in_a] == ["has title"]
+
+
+def test_unknown_test_id_is_a_domain_error() -> None:
+    a = run("A", simple(K1, 1.0))
+    with pytest.raises(CompareError, match="'nope' is in neither run A nor run B") as info:
+        compare(a, run("B", simple(K1, 1.0)), test_id="nope")
+    assert isinstance(info.value, ReplayError)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_resamples_is_a_domain_error() -> None:
+    a = run("A", simple(K1, 1.0))
+    with pytest.raises(CompareError, match="resamples"):
+        compare(a, a, resamples=0)
+
+
+def test_no_pairs() -> None:
+    c = compare(run("A", simple(K1, 1.0)), run("B", simple(K2, 1.0)))
+    assert c.tests == [] and c.flipped == []
+    assert c.only_in_a == [K1] and c.only_in_b == [K2]
+    assert c.overall.score.note == c.overall.mcnemar.note == c.overall.kappa.note == "no pairs"
+    assert regression(c, "any") == (False, "no confidence interval (no pairs); no test flipped pass->fail")
+
+
+def test_empty_runs() -> None:
+    c = compare(run("A"), run("B"))
+    assert c.tests == [] and c.graders == [] and c.only_in_a == [] and c.only_in_b == []
+    json.dumps(c.to_dict())
+
+
+def test_one_pair() -> None:
+    c = compare(run("A", simple(K1, 1.0, g=1.0)), run("B", simple(K1, 0.0, g=0.0)))
+    score = c.overall.score
+    assert score.n == 1 and score.mean_diff == -1.0
+    assert score.ci_low is None and score.note is not None and "not enough pairs" in score.note
+    assert c.overall.mcnemar.p_value == 1.0  # one discordant pair can never be significant
+    assert c.overall.kappa.kappa == 0.0
+
+
+def test_identical_runs() -> None:
+    results = [simple((f"t{i}", None, 1), 1.0, g=1.0) for i in range(12)]
+    c = compare(run("A", *results), run("B", *results))
+    score = c.overall.score
+    assert (score.mean_diff, score.ci_low, score.ci_high) == (0.0, 0.0, 0.0)
+    assert c.overall.mcnemar.p_value == 1.0 and c.overall.mcnemar.note is not None
+    assert c.overall.kappa.kappa is None and c.overall.kappa.note == "undefined (all one class)"
+    assert c.flipped == []
+    assert regression(c, "any")[0] is False
+
+
+def test_statistics_over_many_pairs_match_scipy() -> None:
+    a_results, b_results = [], []
+    # 30 regressions, 12 improvements, 50 both pass, 20 both fail
+    plan = [(1.0, 0.0)] * 30 + [(0.0, 1.0)] * 12 + [(1.0, 1.0)] * 50 + [(0.0, 0.0)] * 20
+    for i, (sa, sb) in enumerate(plan):
+        key: Key = (f"t{i:03d}", None, 1)
+        a_results.append(simple(key, sa, g=sa))
+        b_results.append(simple(key, sb, g=sb))
+    c = compare(run("A", *a_results), run("B", *b_results), seed=11)
+    for stats in (c.overall, c.graders[0].stats):
+        assert stats.mcnemar.p_value == pytest.approx(sps.binomtest(12, 42).pvalue, rel=1e-9)
+        assert stats.score.mean_diff == pytest.approx(-18 / 112)
+        assert stats.score.ci_low is not None and stats.score.ci_high is not None
+        assert stats.score.ci_low < -18 / 112 < stats.score.ci_high < 0
+    ok, reason = regression(c, "ci")
+    assert ok and "entirely below 0" in reason
+
+
+def test_same_seed_same_comparison() -> None:
+    results_a = [simple((f"t{i}", None, 1), (i % 3) / 2) for i in range(30)]
+    results_b = [simple((f"t{i}", None, 1), (i % 4) / 3) for i in range(30)]
+    first = compare(run("A", *results_a), run("B", *results_b), seed=5).to_dict()
+    again = compare(run("A", *results_a), run("B", *results_b), seed=5).to_dict()
+    other = compare(run("A", *results_a), run("B", *results_b), seed=6).to_dict()
+    assert first == again
+    assert first["overall"] != other["overall"]  # type: ignore[comparison-overlap]
+
+
+def test_to_dict_is_json_and_carries_the_tables() -> None:
+    a = run("A", simple(K1, 1.0, g=1.0), simple(K2, 0.0, g=0.0), simple(K3, 0.5))
+    b = run("B", simple(K1, 0.0, g=0.0), simple(K2, 0.0, g=0.0))
+    data = json.loads(json.dumps(compare(a, b, test_id="t1").to_dict()))
+    assert data["run_a"] == "A" and data["run_b"] == "B"
+    assert data["tests"][0] == {
+        "test_id": "t1",
+        "target": "default",
+        "attempt": 1,
+        "score_a": 1.0,
+        "score_b": 0.0,
+        "delta": -1.0,
+        "passed_a": True,
+        "passed_b": False,
+        "flip": "pass->fail",
+        "status_a": "ok",
+        "status_b": "quality_failure",
+    }
+    assert data["graders"][0]["grader"] == "g" and data["graders"][0]["regressions"] == 1
+    assert data["overall"]["counts"]["a_only_pass"] == 1
+    assert data["only_in_a"] == [{"test_id": "t3", "target": "default", "attempt": 1}]
+    assert data["flipped"][0]["graders"][0]["a"]["verdict"] == "pass"
+    assert data["assertion_diffs"][0]["test_id"] == "t1"
+
+
+def _comparison(pairs: list[tuple[float, float]]) -> Comparison:
+    a = [simple((f"t{i:02d}", None, 1), sa) for i, (sa, _) in enumerate(pairs)]
+    b = [simple((f"t{i:02d}", None, 1), sb) for i, (_, sb) in enumerate(pairs)]
+    return compare(run("A", *a), run("B", *b))
+
+
+def test_regression_ci_mode() -> None:
+    worse = _comparison([(0.9, 0.4)] * 10)
+    ok, reason = regression(worse, "ci")
+    assert ok and reason == "mean score difference -0.5000, 95% CI [-0.5000, -0.5000] is entirely below 0"
+    better = _comparison([(0.4, 0.9)] * 10)
+    assert regression(better, "ci")[0] is False
+    few = _comparison([(0.9, 0.4)] * 3)
+    ok, reason = regression(few, "ci")
+    assert not ok and "not enough pairs" in reason
+
+
+def test_regression_flip_mode() -> None:
+    # Scores rise on average but one test flips pass -> fail: "flip" catches it, "ci" does not.
+    c = _comparison([(0.85, 0.75)] + [(0.1, 0.5)] * 9)
+    ok, reason = regression(c, "flip")
+    assert ok and reason == "1 test(s) flipped pass->fail: t00"
+    assert regression(c, "ci")[0] is False
+    ok, reason = regression(c, "any")
+    assert ok and reason == "1 test(s) flipped pass->fail: t00"
+    assert regression(_comparison([(0.1, 0.5)] * 9), "flip") == (False, "no test flipped pass->fail")
+
+
+def test_regression_names_at_most_five_flips() -> None:
+    c = _comparison([(1.0, 0.0)] * 7)
+    ok, reason = regression(c, "flip")
+    assert ok and reason == "7 test(s) flipped pass->fail: t00, t01, t02, t03, t04 and 2 more"
+
+
+def test_regression_any_mode_reports_both() -> None:
+    ok, reason = regression(_comparison([(1.0, 0.0)] * 6), "any")
+    assert ok
+    assert reason.startswith("mean score difference -1.0000") and "6 test(s) flipped pass->fail" in reason
+
+
+def test_regression_unknown_mode() -> None:
+    with pytest.raises(CompareError, match="expected one of ci, flip, any, got 'worse'"):
+        regression(_comparison([(1.0, 1.0)]), "worse")
+
+
+def test_key_label() -> None:
+    assert key_label(("t", None, 1)) == "t"
+    assert key_label(("t", "gpt", 1)) == "t@gpt"
+    assert key_label(("t", "gpt", 3)) == "t@gpt#3"
