@@ -82,6 +82,8 @@ def replay(ctx, run, eval_path, preprocessors, prompts, judge_target, judge_mode
             )
             outcome = replay_run(store, resolve_run(store, run), options, strict=strict, concurrency=concurrency,
                                  progress=bar.advance, on_start=started)
+    for warning in outcome.warnings:
+        note(f"warning: {warning}")
     if not outcome.complete:
         message = f"replay {outcome.run_id}: this process graded {len(outcome.results)} tests; the run completes when every shard is done"
         if as_json:

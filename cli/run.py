@@ -62,6 +62,8 @@ def run(ctx, eval_file, target, targets_path, workers, threshold, timeout, workd
             outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
         else:
             outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
+    for warning in outcome.warnings:
+        note(f"warning: {warning}")
     rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))
     failed = [r for r in rows if not r["passed"]]
     if as_json:

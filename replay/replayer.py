@@ -67,6 +67,7 @@ class ReplayOutcome:
     results: list[TestScored]
     drift: list[Drift]
     complete: bool
+    warnings: list[str] = field(default_factory=list)
 
 
 Progress = Callable[[TestScored], None]
@@ -196,7 +197,7 @@ def _execute(
     complete = _complete_if_done(store, run_id, parent)
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
-    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete)
+    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings))
 
 
 def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_by_id, suite, options, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]

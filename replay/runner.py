@@ -58,6 +58,8 @@ class RunOutcome:
     run_id: str
     results: list[TestScored]
     threshold: float
+    warnings: list[str] = field(default_factory=list)
+    """What the eval file parser warned about (unknown keys, missing scripts)."""
 
 
 Progress = Callable[[TestScored], None]
@@ -202,7 +204,7 @@ def _execute(
     _complete(store, run_id, results)
     order = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: order.get(s.test_id, 0))
-    return RunOutcome(run_id, results, threshold)
+    return RunOutcome(run_id, results, threshold, list(suite.warnings))
 
 
 def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]

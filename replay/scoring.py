@@ -38,10 +38,16 @@ class TestOutcome:
 
 
 class _ScoredSpec(Protocol):
-    name: str
-    weight: float
-    required: bool | float
-    min_score: float | None
+    """What scoring reads from a grader spec (any of ``replay.specs``' grader specs)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def required(self) -> bool | float: ...
+    @property
+    def min_score(self) -> float | None: ...
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ with ``Retry-After``, 500, a body that is not JSON, content with no JSON in it) 
 client gives up. Every request received is kept, so tests can check the rendered prompts byte for
 byte and assert that a cache hit sent nothing.
 
-Use the ``judge_server`` fixture (``from judge_server import judge_server``), or ``JudgeServer`` directly.
+``tests/conftest.py`` registers this module as a pytest plugin, so tests just ask for the
+``judge_server`` fixture; ``bench/judge_throughput.py`` imports ``JudgeServer`` directly.
 """
 
 from __future__ import annotations

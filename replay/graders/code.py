@@ -31,7 +31,7 @@ import math
 import os
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from store.events import Assertion, GraderCalled
 
@@ -86,6 +86,7 @@ class CodeGrader:
 
     def _record_call(self, ctx: GradingContext, stdin: bytes, child: ChildResult, result: GraderResult) -> str:
         recorder = ctx.recorder
+        outcome: Literal["ok", "error", "timeout"]
         if child.timed_out:
             outcome = "timeout"
         elif result.status == "execution_error":

@@ -129,7 +129,8 @@ class JudgeClient:
                     judge.url, json=payload, headers=judge.headers, timeout=judge.timeout
                 )
             except httpx.TimeoutException as exc:
-                return Exchange("timeout", _ms(start), error=f"timed out after {judge.timeout:g}s ({type(exc).__name__})")
+                error = f"timed out after {judge.timeout:g}s ({type(exc).__name__})"
+                return Exchange("timeout", _ms(start), error=error)
             except httpx.TransportError as exc:
                 return Exchange("error", _ms(start), error=f"connection failed: {type(exc).__name__}: {exc}")
             latency = _ms(start)

@@ -250,9 +250,10 @@ class ScoreRanges(Mode):
                 None,
             )
             label = item.outcome or item.id
+            band_outcome = band.get("outcome", "") if band else ""
             assertions.append(
                 Assertion(
-                    text=f"[{item.id}] {label} - Score: {js_number(raw)}/10 ({band.get('outcome', '') if band else ''})",
+                    text=f"[{item.id}] {label} - Score: {js_number(raw)}/10 ({band_outcome})",
                     passed=raw >= SCORE_RANGE_PASS and not gated,
                     evidence=_text(check.get("reasoning")),
                 )

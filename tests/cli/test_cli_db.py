@@ -165,10 +165,6 @@ def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[
 
 
 def test_installed_script_verifies_and_names_the_tampered_event(filled: str, store: EventStore, tmp_path: Path) -> None:
-    sound = _run(["--db", filled, "verify"], tmp_path)
-    assert sound.returncode == 0, sound.stderr
-    assert sound.stdout.startswith("ok: ")
-
     drop_append_only_triggers(store.engine)
     execute(store.engine, "UPDATE events SET payload = replace(payload, 'berlin', 'bonn') WHERE seq = 9")
     tampered = _run(["--db", filled, "verify"], tmp_path)

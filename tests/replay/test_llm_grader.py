@@ -229,7 +229,11 @@ def test_prompt_file_gets_every_variable_with_suite_metadata_object_input_and_ru
         test=test,
         transcript=TranscriptInfo(
             messages=[
-                Message(role="assistant", content="Reading data", tool_calls=[ToolCall(tool="Read", input={"file_path": "data/aapl.csv"})]),
+                Message(
+                    role="assistant",
+                    content="Reading data",
+                    tool_calls=[ToolCall(tool="Read", input={"file_path": "data/aapl.csv"})],
+                ),
                 Message(role="assistant", content="  Apple (AAPL) closed at 100.  "),
             ],
             file_changes="+ notes.md",
