@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import time
 
 from store.events import Assertion, TestScored, VerdictRecorded
 
 from replay.compare import Key, RunResults, TestResult, compare
+from replay.report_html import render_html
 
 GRADERS = (("exact", "code-grader", 1), ("rubric", "rubrics", 4), ("judge", "llm-grader", 100))
 """(name, type, levels): scores are multiples of 1/levels."""
@@ -92,6 +94,12 @@ def main() -> None:
     elapsed = time.perf_counter() - started
     print(f"built 2 runs x {args.results} results x {len(GRADERS)} graders in {built:.2f} s")
     print(f"compare(): {elapsed:.2f} s")
+    started = time.perf_counter()
+    payload = json.dumps(comparison.to_dict())
+    print(f"to_dict() + json.dumps: {time.perf_counter() - started:.2f} s ({len(payload) / 1e6:.1f} MB)")
+    started = time.perf_counter()
+    page = render_html(comparison, title="bench")
+    print(f"render_html(): {time.perf_counter() - started:.2f} s ({len(page) / 1e6:.1f} MB)")
     for row in comparison.graders:
         s = row.stats.score
         print(f"  {row.grader:8} n={s.n} diff={s.mean_diff:+.4f} CI=[{s.ci_low:+.4f}, {s.ci_high:+.4f}] {s.method}")

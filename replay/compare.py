@@ -29,7 +29,6 @@ Key = tuple[str, str | None, int]
 """(test id, target, attempt): what pairs a result of run A with one of run B."""
 
 Flip = Literal["pass->fail", "fail->pass"]
-RegressionMode = Literal["ci", "flip", "any"]
 REGRESSION_MODES: tuple[str, ...] = ("ci", "flip", "any")
 
 

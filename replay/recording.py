@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections.abc import Callable
 
+from store import EventStore, NewEvent
 from store.codec import sha256_hex
 from store.errors import BlobNotFound
 from store.events import DomainEvent, GraderCalled, PreprocessingRecorded
 
 _REUSABLE_CONVERSIONS = ("converted", "read_as_text")
+
+
+def reusable_conversion(event: DomainEvent, fingerprint: str) -> bool:
+    """A conversion whose output may stand in for running the same converter on the same bytes."""
+    return (
+        isinstance(event, PreprocessingRecorded)
+        and event.fingerprint == fingerprint
+        and event.status in _REUSABLE_CONVERSIONS
+        and event.output_sha256 is not None
+    )
+
+
+def reusable_judge_call(event: DomainEvent, cache_key: str) -> bool:
+    """A judge call whose reply may stand in for asking the same judge the same thing."""
+    return (
+        isinstance(event, GraderCalled)
+        and event.call == "judge"
+        and event.cache_key == cache_key
+        and event.outcome == "ok"
+        and event.reply_sha256 is not None
+    )
 
 
 class MemoryRecorder:
@@ -17,9 +41,11 @@ class MemoryRecorder:
     ``events`` holds ``(event_id, event)`` in recording order; ``blobs`` maps sha256 to bytes.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, blob_source: Callable[[str], bytes] | None = None) -> None:
         self.events: list[tuple[str, DomainEvent]] = []
         self.blobs: dict[str, bytes] = {}
+        self._blob_source = blob_source
+        """Where blobs not recorded here come from (e.g. a store's ``get_blob``)."""
 
     def put_blob(self, data: bytes) -> str:
         digest = sha256_hex(data)
@@ -27,10 +53,11 @@ class MemoryRecorder:
         return digest
 
     def get_blob(self, sha256: str) -> bytes:
-        try:
+        if sha256 in self.blobs:
             return self.blobs[sha256]
-        except KeyError:
-            raise BlobNotFound(f"no blob with sha256 {sha256}") from None
+        if self._blob_source is not None:
+            return self._blob_source(sha256)
+        raise BlobNotFound(f"no blob with sha256 {sha256}")
 
     def record(self, event: DomainEvent) -> str:
         event_id = str(uuid.uuid4())
@@ -40,27 +67,78 @@ class MemoryRecorder:
     def find_conversion(self, fingerprint: str) -> tuple[str, PreprocessingRecorded] | None:
         """The most recent successful conversion with this fingerprint."""
         for event_id, event in reversed(self.events):
-            if (
-                isinstance(event, PreprocessingRecorded)
-                and event.fingerprint == fingerprint
-                and event.status in _REUSABLE_CONVERSIONS
-                and event.output_sha256 is not None
-            ):
-                return event_id, event
+            if reusable_conversion(event, fingerprint):
+                return event_id, event  # type: ignore[return-value]
         return None
 
     def find_judge_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
         """The most recent successful judge call with this cache key."""
         for event_id, event in reversed(self.events):
-            if (
-                isinstance(event, GraderCalled)
-                and event.call == "judge"
-                and event.cache_key == cache_key
-                and event.outcome == "ok"
-            ):
-                return event_id, event
+            if reusable_judge_call(event, cache_key):
+                return event_id, event  # type: ignore[return-value]
         return None
 
     def of_type(self, cls: type[DomainEvent]) -> list[tuple[str, DomainEvent]]:
         """Recorded events of one class, in order."""
         return [(event_id, event) for event_id, event in self.events if isinstance(event, cls)]
+
+
+class StoreRecorder:
+    """Buffers one test's events and blobs; :meth:`flush` appends them to the run's stream atomically.
+
+    Lookups see this test's buffered work first, then the store's reuse indexes (``conversions``,
+    ``judge_cache``), which span every run in the store.
+    """
+
+    def __init__(self, store: EventStore, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.events: list[NewEvent] = []
+        self.blobs: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put_blob(self, data: bytes) -> str:
+        digest = sha256_hex(data)
+        with self._lock:
+            self.blobs[digest] = data
+        return digest
+
+    def get_blob(self, sha256: str) -> bytes:
+        with self._lock:
+            data = self.blobs.get(sha256)
+        return data if data is not None else self.store.get_blob(sha256)
+
+    def record(self, event: DomainEvent) -> str:
+        event_id = str(uuid.uuid4())
+        with self._lock:
+            self.events.append(NewEvent(event, event_id))
+        return event_id
+
+    def _buffered(self, match: Callable[[DomainEvent], bool]) -> tuple[str, DomainEvent] | None:
+        with self._lock:
+            for new in reversed(self.events):
+                if match(new.payload):
+                    return new.event_id, new.payload  # type: ignore[return-value]
+        return None
+
+    def find_conversion(self, fingerprint: str) -> tuple[str, PreprocessingRecorded] | None:
+        hit = self._buffered(lambda e: reusable_conversion(e, fingerprint))
+        if hit is None and (stored := self.store.lookup("conversions", fingerprint)) is not None:
+            hit = (stored.event_id, stored.event)
+        return hit  # type: ignore[return-value]
+
+    def find_judge_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
+        hit = self._buffered(lambda e: reusable_judge_call(e, cache_key))
+        if hit is None and (stored := self.store.lookup("judge_cache", cache_key)) is not None:
+            hit = (stored.event_id, stored.event)
+        return hit  # type: ignore[return-value]
+
+    def flush(self) -> None:
+        """Append what was recorded since the last flush, with its blobs, in one transaction."""
+        with self._lock:
+            events, blobs = self.events, self.blobs
+            self.events, self.blobs = [], {}
+        if events:
+            self.store.append(self.run_id, events, blobs=blobs)
+        elif blobs:
+            self.store.put_blobs(blobs)

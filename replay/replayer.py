@@ -34,7 +34,7 @@ from .material import RunMaterial, Tally, TestMaterial, load_run, new_run_id, tr
 from .search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from .snapshot import Drift, drift, snapshot_suite
 from .specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
-from .store_recording import StoreRecorder
+from .recording import StoreRecorder
 from .targetsfile import find_targets_file, load_targets_file
 
 

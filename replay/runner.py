@@ -35,7 +35,7 @@ from .material import ResultKey, Tally, TestMaterial, load_run, new_run_id, resu
 from .preflight import preflight
 from .snapshot import snapshot_suite
 from .specs import EvalSuite, EvalTest
-from .store_recording import StoreRecorder
+from .recording import StoreRecorder
 from .targets import as_target_spec, capture_files, run_target, stored_config
 from .targetsfile import TargetsFile, find_targets_file, load_targets_file
 
@@ -168,7 +168,7 @@ def _execute(
     threshold = _threshold(suite, options)
     grade_options = GradeOptions(
         no_cache=options.grade.no_cache,
-        judge_target=options.grade.judge_target or (targets_file.grader_target_for(target.name) if targets_file else None),
+        judge_target=options.grade.judge_target,
         judge_model=options.grade.judge_model,
         threshold=threshold,
     )

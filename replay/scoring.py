@@ -1,9 +1,9 @@
 """From grader verdicts to a test's score, pass/fail and status (AgentV §5.5 and §1.1).
 
 - ``negate`` flips a grader's score (1 - score) and its pass/fail, before anything else looks at it.
-- A grader that ended in an execution error (AgentV: verdict ``skip``) makes the test an
-  ``execution_error``: its score is forced to 0 and ``error`` names the grader and its first failed
-  assertion.
+- A grader that ended in an execution error (AgentV: verdict ``skip``) drops out of the mean and makes
+  the test an ``execution_error`` that cannot pass; ``error`` names the grader and its first failed
+  assertion. (The issue's rule. AgentV 4.x itself forces such a test's score to 0.)
 - A ``required`` grader below its gate forces the test score to 0. The gate is ``min_score``, else the
   numeric ``required`` (a deprecated v4 spelling), else the run threshold.
 - Otherwise the score is the weighted mean over the graders (weight default 1; 0 if the weights sum to 0).
@@ -139,21 +139,24 @@ def score_recorded(scores: list[dict[str, Any]], threshold: float = 0.8) -> Test
 
 
 def _aggregate(entries: list[_Entry], threshold: float) -> TestOutcome:
+    # The issue's rule: graders that ended in an execution error drop out of the mean (their 0 is not
+    # a judgement of quality); the test still reports execution_error and cannot pass.
     errored = [e for e in entries if e.errored]
-    if errored:
-        first = errored[0]
-        return TestOutcome(
-            score=0.0,
-            passed=False,
-            status="execution_error",
-            error=f"{first.name}: {first.first_failure or 'execution error'}",
-        )
-    score = _weighted_mean(entries)
-    for entry in entries:
+    graded = [e for e in entries if not e.errored]
+    score = _weighted_mean(graded)
+    for entry in graded:
         gate = required_gate(entry.required, entry.min_score, threshold)
         if gate is not None and entry.score < gate:
             score = 0.0
             break
+    if errored:
+        first = errored[0]
+        return TestOutcome(
+            score=score,
+            passed=False,
+            status="execution_error",
+            error=f"{first.name}: {first.first_failure or 'execution error'}",
+        )
     passed = score >= threshold
     return TestOutcome(score=score, passed=passed, status="ok" if passed else "quality_failure")
 

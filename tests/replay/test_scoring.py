@@ -105,7 +105,7 @@ def test_required_gate_values() -> None:
     assert required_gate(0.4, None, 0.8) == 0.4
 
 
-def test_execution_error_makes_the_test_an_execution_error_scored_zero() -> None:
+def test_execution_errors_drop_out_of_the_mean_and_the_test_cannot_pass() -> None:
     outcome = score_test(
         [
             (spec("fine"), result(1.0)),
@@ -114,7 +114,8 @@ def test_execution_error_makes_the_test_an_execution_error_scored_zero() -> None
         ],
         0.8,
     )
-    assert (outcome.score, outcome.passed, outcome.status) == (0.0, False, "execution_error")
+    # The rule: the mean runs over graders that did not error (here only "fine").
+    assert (outcome.score, outcome.passed, outcome.status) == (1.0, False, "execution_error")
     assert outcome.error == "script: Code grader failed: exited with code 2"
 
 
@@ -154,6 +155,7 @@ def test_score_recorded_rules() -> None:
     ]
     outcome = score_recorded(skipped, 0.8)
     assert outcome is not None
-    assert (outcome.score, outcome.status) == (0.0, "execution_error")
+    assert (outcome.score, outcome.status) == (pytest.approx(2 / 3), "execution_error")
+    assert outcome.passed is False
     assert outcome.error == "c: Grader parse failure after 3 attempts"
     assert score_recorded([], 0.8) is None
