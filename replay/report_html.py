@@ -154,7 +154,7 @@ def _chart(c: Comparison) -> str:
     span = (top - bottom) or 1.0
     zero_y = pad + plot_h * top / span
     step = (width - 2 * pad) / len(bars)
-    bar_w = max(step * 0.8, 0.5)
+    bar_w = min(max(step * 0.8, 0.5), 48.0)
     parts = [
         f'<svg width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="score deltas, one bar per test">',
@@ -178,6 +178,10 @@ def _chart(c: Comparison) -> str:
         else f"{len(c.tests)} tests: each bar is the mean delta of {per_bar} consecutive tests in sorted order."
     )
     return head + "".join(parts) + f'<p class="muted">{_e(caption)}</p>'
+
+
+def _arrow(flip: str) -> str:
+    return _e(flip.replace("->", " → "))
 
 
 def _verdict_word(verdict: str) -> str:
@@ -207,12 +211,12 @@ def _flipped_one(f: FlippedTest) -> str:
     cls = "worse" if r.flip == "pass->fail" else "better" if r.flip == "fail->pass" else ""
     rows = "".join(
         f"<tr><th>{_e(g.grader)}"
-        + (f'<div class="muted">{_e(g.flip)}</div>' if g.flip else "")
+        + (f'<div class="muted">{_arrow(g.flip)}</div>' if g.flip else "")
         + f"</th>{_verdict_cell(g.a)}{_verdict_cell(g.b)}</tr>"
         for g in f.graders
     )
     return (
-        f'<h3 class="{cls}">{_e(key_label(r.key))} <span class="muted">{_e(flip)}</span></h3>'
+        f'<h3 class="{cls}">{_e(key_label(r.key))} <span class="muted">{_arrow(flip)}</span></h3>'
         f"<table><tr><th>grader</th><th>A: score {_num(r.score_a)} · "
         f"{_verdict_word('pass' if r.passed_a else 'fail')}</th>"
         f"<th>B: score {_num(r.score_b)} · {_verdict_word('pass' if r.passed_b else 'fail')}</th></tr>"

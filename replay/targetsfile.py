@@ -21,10 +21,43 @@ from .errors import TargetsFileError
 ENV_REFERENCE = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 """``${{ NAME }}``: a reference to an environment variable (AgentV's interpolation syntax)."""
 
-REDACTED = "[redacted]"
+REDACTED = "***redacted***"
 
-# Fields whose literal (non-reference) values are secrets and never leave this module unredacted.
-_SECRET_FIELD = re.compile(r"(api[_-]?key|token|secret|password|credential)", re.IGNORECASE)
+# A key looks secret when its last word is one of these (``api_key``, ``X-Api-Key``, ``authToken``,
+# ``client_secret``), or when any word is one of the unambiguous ones. Judging by the last word keeps
+# ``max_tokens`` and ``token_usage`` out.
+_SECRET_LAST_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "authorization", "auth",
+     "credential", "credentials", "cookie", "signature"}
+)
+_SECRET_ANY_WORDS = frozenset({"password", "passwd", "secret", "authorization", "apikey", "credentials"})
+_WORD_SPLIT = re.compile(r"[_\-.\s]+|(?<=[a-z0-9])(?=[A-Z])")
+# What may stand beside a reference in a secret value without being a secret itself.
+_AUTH_SCHEME = re.compile(r"^\s*(?:bearer|basic|token)?\s*$", re.IGNORECASE)
+
+
+def looks_secret(key: str) -> bool:
+    words = [w.lower() for w in _WORD_SPLIT.split(str(key)) if w]
+    if not words:
+        return False
+    return words[-1] in _SECRET_LAST_WORDS or any(w in _SECRET_ANY_WORDS for w in words)
+
+
+def redact(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config with ``${{ ENV }}`` references intact and literal secret values replaced."""
+    return {k: _redact_value(v, looks_secret(k)) for k, v in config.items()}
+
+
+def _redact_value(value: Any, secret: bool) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _redact_value(v, secret or looks_secret(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redact_value(v, secret) for v in value]
+    if not secret or value is None or value == "" or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and ENV_REFERENCE.search(value) and _AUTH_SCHEME.match(ENV_REFERENCE.sub("", value)):
+        return value
+    return REDACTED
 
 
 def references(value: Any) -> list[str]:
@@ -63,16 +96,6 @@ def is_reference(value: Any) -> bool:
     return isinstance(value, str) and ENV_REFERENCE.fullmatch(value.strip()) is not None
 
 
-def _redact(key: str, value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _redact(str(k), v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact(key, v) for v in value]
-    if _SECRET_FIELD.search(key) and isinstance(value, str) and value and not is_reference(value):
-        return REDACTED
-    return value
-
-
 @dataclass(frozen=True)
 class TargetEntry:
     """One target as written in the file (references unresolved)."""
@@ -91,7 +114,7 @@ class TargetEntry:
         out: dict[str, Any] = {"name": self.name, "provider": self.provider}
         if self.grader_target is not None:
             out["grader_target"] = self.grader_target
-        out.update({k: _redact(k, v) for k, v in self.fields.items()})
+        out.update(redact(self.fields))
         return out
 
 

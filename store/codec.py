@@ -8,10 +8,14 @@ from typing import Any
 
 GENESIS_HASH = "0" * 64
 
+# Built once: json.dumps with these options would build a new encoder on every call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_json_str = json.encoder.encode_basestring  # a str as a JSON string literal, ensure_ascii=False
+
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no insignificant whitespace, UTF-8 characters kept as they are."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(value)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -35,17 +39,15 @@ def event_hash(
     payload: str,
     recorded_at: str,
 ) -> str:
-    """``sha256(prev_hash || canonical bytes of the event's other fields)``."""
-    body = canonical_json(
-        {
-            "seq": seq,
-            "event_id": event_id,
-            "stream_id": stream_id,
-            "stream_version": stream_version,
-            "type": type,
-            "schema_version": schema_version,
-            "payload": payload,
-            "recorded_at": recorded_at,
-        }
+    """``sha256(prev_hash || canonical bytes of the event's other fields)``.
+
+    The body is exactly ``canonical_json`` of the dict of those fields (keys in sorted order), written
+    out directly because every append and every verify hashes every event (tests/store/test_codec.py
+    holds the two to the same bytes).
+    """
+    body = (
+        f'{{"event_id":{_json_str(event_id)},"payload":{_json_str(payload)},'
+        f'"recorded_at":{_json_str(recorded_at)},"schema_version":{schema_version:d},"seq":{seq:d},'
+        f'"stream_id":{_json_str(stream_id)},"stream_version":{stream_version:d},"type":{_json_str(type)}}}'
     )
     return hashlib.sha256(prev_hash.encode("ascii") + body.encode("utf-8")).hexdigest()

@@ -8,13 +8,13 @@ from the start always reaches the same state as incremental maintenance.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.engine import Connection
 
-from . import schema
+from . import bulk, schema
 from .envelope import StoredEvent
 
 KEYS: dict[str, list[str]] = {
@@ -29,8 +29,9 @@ FIRST_WINS = {"judge_cache", "conversions"}
 TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
 
 
-def rows_for(ev: StoredEvent) -> list[tuple[str, dict[str, Any]]]:
-    p = ev.payload
+def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The projection rows an event yields; ``payload`` saves parsing when the caller has it."""
+    p = ev.payload if payload is None else payload
     run_id = ev.stream_id
     t = ev.type
     if t == "run_started":
@@ -124,15 +125,17 @@ def fold(state: dict[str, dict[tuple, dict]], events: Iterable[StoredEvent]) -> 
                 rows[key] = dict(row)
 
 
-def apply(conn: Connection, dialect, events: Iterable[StoredEvent]) -> None:  # type: ignore[no-untyped-def]
+def apply(  # type: ignore[no-untyped-def]
+    conn: Connection, dialect, events: Sequence[StoredEvent], payloads: Sequence[dict[str, Any]] | None = None
+) -> None:
     """Write the projection rows of freshly appended events, in the append's transaction.
 
     Tables are independent, so each is written on its own; within a table, rows are written in event
     order, consecutive rows of the same shape in one statement, so the result equals :func:`fold`.
     """
     by_table: dict[str, list[dict]] = {}
-    for ev in events:
-        for table, row in rows_for(ev):
+    for i, ev in enumerate(events):
+        for table, row in rows_for(ev, payloads[i] if payloads is not None else None):
             by_table.setdefault(table, []).append(row)
     for table, rows in by_table.items():
         group: list[dict] = [rows[0]]
@@ -163,14 +166,14 @@ def _write(conn: Connection, dialect, table: str, rows: list[dict]) -> None:  # 
     if _is_update(table, rows[0]):
         # An INSERT ... ON CONFLICT would fail the NOT NULL columns this row does not carry.
         stmt = update(tbl).where(*[tbl.c[k] == bindparam(f"key_{k}") for k in key])
-        conn.execute(stmt, [{**{f"key_{k}": r[k] for k in key}, **{c: r[c] for c in columns}} for r in rows])
+        bulk.executemany(conn, stmt, [{**{f"key_{k}": r[k] for k in key}, **{c: r[c] for c in columns}} for r in rows])
         return
     stmt = dialect.insert(tbl)
     if table in FIRST_WINS or not columns:
         stmt = stmt.on_conflict_do_nothing(index_elements=key)
     else:
         stmt = stmt.on_conflict_do_update(index_elements=key, set_={c: stmt.excluded[c] for c in columns})
-    conn.execute(stmt, _dedupe(table, rows))
+    bulk.executemany(conn, stmt, _dedupe(table, rows))
 
 
 def clear(conn: Connection) -> None:

@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from . import postgres, projections, schema, sqlite
+from . import bulk, postgres, projections, schema, sqlite
 from .blobs import decode_blob, encode_blob
 from .codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
 from .engine import IMMEDIATE, ensure_current, make_engine
@@ -81,11 +81,13 @@ class EventStore:
         stream); None appends wherever the stream is. Events whose id is already stored with identical
         content are skipped; the stored copies are returned in their place.
         """
-        pending = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
-        prepared = [
-            (e.event_id or str(uuid.uuid4()), e.payload.type, e.payload.schema_version, canonical_json(encode(e.payload)))
-            for e in pending
-        ]
+        prepared = []  # (event id, type, schema version, payload JSON, payload dict)
+        for e in events:
+            new = e if isinstance(e, NewEvent) else NewEvent(e)
+            payload = encode(new.payload)
+            prepared.append(
+                (new.event_id or str(uuid.uuid4()), new.payload.type, new.payload.schema_version, canonical_json(payload), payload)
+            )
         try:
             with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
                 self.dialect.lock_for_append(conn)
@@ -101,7 +103,8 @@ class EventStore:
                     stored = self._insert_events(conn, stream_id, version, fresh)
                     if blobs:
                         self._insert_blobs(conn, blobs)
-                    projections.apply(conn, self.dialect, stored)
+                    # The payload dicts we encoded are what parsing the stored JSON would give back.
+                    projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
                 else:
                     stored = []
                 by_id = {s.event_id: s for s in stored} | existing
@@ -115,7 +118,7 @@ class EventStore:
         for chunk in _chunks(ids):
             for row in conn.execute(select(schema.events).where(schema.events.c.event_id.in_(chunk))).mappings():
                 found[row["event_id"]] = _stored(row)
-        for event_id, type_, version, payload in prepared:
+        for event_id, type_, version, payload, _ in prepared:
             old = found.get(event_id)
             if old and (old.stream_id, old.type, old.schema_version, old.payload_json) != (
                 stream_id,
@@ -140,7 +143,7 @@ class EventStore:
         recorded_at = _now()
         rows = []
         stored = []
-        for event_id, type_, schema_version, payload in fresh:
+        for event_id, type_, schema_version, payload, _ in fresh:
             seq += 1
             version += 1
             digest = event_hash(
@@ -169,7 +172,7 @@ class EventStore:
             rows.append(row)
             stored.append(_stored(row))
             prev = digest
-        conn.execute(ev.insert(), rows)
+        bulk.executemany(conn, ev.insert(), rows)
         return stored
 
     def _insert_blobs(self, conn: Connection, blobs: Mapping[str, bytes]) -> None:

@@ -123,8 +123,8 @@ def test_user_text_is_escaped(page: str) -> None:
 
 def test_flipped_tests_appear_with_both_verdicts(page: str) -> None:
     section = page.split("<h2>Flipped tests</h2>", 1)[1].split("<h2>", 1)[0]
-    assert "summarise-report@gpt" in section and "pass-&gt;fail" in section
-    assert "&lt;img src=" in section and "fail-&gt;pass" in section
+    assert "summarise-report@gpt" in section and "pass → fail" in section
+    assert "&lt;img src=" in section and "fail → pass" in section
     assert "steady-" not in section
     # Regressions come first, and each side shows score, verdict and assertions.
     assert section.index("summarise-report") < section.index("&lt;img")
