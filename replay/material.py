@@ -23,9 +23,10 @@ from store.events import (
     VerdictRecorded,
 )
 
-from .content import Message
+from .content import Message, dump_messages
 from .errors import NotFoundError
 from .graders.base import TranscriptInfo
+from .specs import EvalTest
 
 ResultKey = tuple[str, str, int]
 """(test id, target or "", attempt): how results are paired across runs."""
@@ -97,13 +98,18 @@ def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> Tra
     if test.transcript is None:
         return TranscriptInfo(messages=[], missing="the run holds no transcript for this test")
     event_id, t = test.transcript
-    messages: list[Message] = []
-    missing = None
-    if t.messages_sha256:
-        raw = json.loads(get_blob(t.messages_sha256))
-        messages = [Message.model_validate(m) for m in raw]
-    elif t.output_text is None:
-        missing = "the imported result has neither a transcript nor an output"
+    messages = [Message.model_validate(m) for m in json.loads(get_blob(t.messages_sha256))] if t.messages_sha256 else []
+    info = info_from_transcript(t, event_id, messages)
+    if not t.messages_sha256 and t.output_text is None:
+        info.missing = "the imported result has neither a transcript nor an output"
+    return info
+
+
+def info_from_transcript(
+    t: TranscriptRecorded, event_id: str, messages: list[Message], workspace_path: str | None = None
+) -> TranscriptInfo:
+    """A transcript event as graders see it. ``workspace_path`` only while the workspace still
+    exists (a live run); a stored run is graded from captured bytes alone."""
     return TranscriptInfo(
         messages=messages,
         output_text=t.output_text,
@@ -113,9 +119,23 @@ def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> Tra
         start_time=t.start_time,
         end_time=t.end_time,
         file_changes=t.file_changes,
-        workspace_path=None,
+        workspace_path=workspace_path,
         event_id=event_id,
-        missing=missing,
+    )
+
+
+def case_event(test: EvalTest, target: str | None, attempt: int = 1) -> TestCaseRecorded:
+    """The resolved test case a result is graded against, as recorded with the result."""
+    return TestCaseRecorded(
+        test_id=test.id,
+        target=target,
+        attempt=attempt,
+        input=dump_messages(test.input),
+        expected_output=test.expected_output,
+        criteria=test.criteria,
+        metadata=test.metadata,
+        graders=[g.model_dump(mode="json") for g in test.graders],
+        input_files=test.input_files,
     )
 
 

@@ -21,16 +21,15 @@ from typing import Any
 
 from store import EventStore, NewEvent
 from store.codec import digest_json
-from store.events import RunStarted, TestCaseRecorded, TestScored
+from store.events import RunStarted, TestScored
 
 from . import __version__
 from .aliases import normalize_media_type
-from .content import dump_messages
 from .errors import ReplayError
 from .evalfile import load_eval
 from .graders.base import GradeOptions
 from .grading import grade_test
-from .material import RunMaterial, Tally, TestMaterial, load_run, new_run_id, transcript_info
+from .material import RunMaterial, Tally, TestMaterial, case_event, load_run, new_run_id, transcript_info
 from .search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from .snapshot import Drift, drift, snapshot_suite
 from .specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
@@ -224,19 +223,7 @@ def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_b
         return scored
     source = sources.get(key, parent_test)
     info = transcript_info(store.get_blob, source)
-    recorder.record(
-        TestCaseRecorded(
-            test_id=test_id,
-            target=target or None,
-            attempt=attempt,
-            input=dump_messages(test.input),
-            expected_output=test.expected_output,
-            criteria=test.criteria,
-            metadata=test.metadata,
-            graders=[g.model_dump(mode="json") for g in test.graders],
-            input_files=test.input_files,
-        )
-    )
+    recorder.record(case_event(test, target or None, attempt))
     grade = grade_test(
         suite,
         test,

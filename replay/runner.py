@@ -20,7 +20,6 @@ from store.codec import canonical_json
 from store.events import (
     ArtifactStored,
     RunStarted,
-    TestCaseRecorded,
     TestScored,
     TranscriptRecorded,
 )
@@ -29,9 +28,19 @@ from . import __version__
 from .content import Message, dump_messages
 from .errors import ReplayError
 from .evalfile import load_eval, load_eval_text
-from .graders.base import GradeOptions, TranscriptInfo
+from .graders.base import GradeOptions
 from .grading import grade_test
-from .material import ResultKey, Tally, TestMaterial, load_run, new_run_id, result_key, transcript_info
+from .material import (
+    ResultKey,
+    Tally,
+    TestMaterial,
+    case_event,
+    info_from_transcript,
+    load_run,
+    new_run_id,
+    result_key,
+    transcript_info,
+)
 from .preflight import preflight
 from .snapshot import snapshot_suite
 from .specs import EvalSuite, EvalTest
@@ -215,18 +224,7 @@ def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, gr
     captured = capture_files(outcome.messages, workspace)
     messages: list[Message] = [*test.input, *captured.messages]
     recorder = StoreRecorder(store, run_id)
-    recorder.record(
-        TestCaseRecorded(
-            test_id=test.id,
-            target=target_spec.name,
-            input=dump_messages(test.input),
-            expected_output=test.expected_output,
-            criteria=test.criteria,
-            metadata=test.metadata,
-            graders=[g.model_dump(mode="json") for g in test.graders],
-            input_files=test.input_files,
-        )
-    )
+    recorder.record(case_event(test, target_spec.name))
     messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
     for f in captured.files:
         if f.data is not None:
@@ -243,23 +241,22 @@ def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, gr
                 reason=f.reason,
             )
         )
-    transcript_id = recorder.record(
-        TranscriptRecorded(
-            test_id=test.id,
-            target=target_spec.name,
-            messages_sha256=recorder.put_blob(messages_blob),
-            output_text=outcome.output_text,
-            token_usage=outcome.token_usage,
-            cost_usd=outcome.cost_usd,
-            duration_ms=outcome.duration_ms,
-            start_time=outcome.start_time,
-            end_time=outcome.end_time,
-            workspace_path=str(workspace),
-            exit_code=outcome.exit_code,
-            status=outcome.status,
-            error=outcome.error,
-        )
+    transcript = TranscriptRecorded(
+        test_id=test.id,
+        target=target_spec.name,
+        messages_sha256=recorder.put_blob(messages_blob),
+        output_text=outcome.output_text,
+        token_usage=outcome.token_usage,
+        cost_usd=outcome.cost_usd,
+        duration_ms=outcome.duration_ms,
+        start_time=outcome.start_time,
+        end_time=outcome.end_time,
+        workspace_path=str(workspace),
+        exit_code=outcome.exit_code,
+        status=outcome.status,
+        error=outcome.error,
     )
+    transcript_id = recorder.record(transcript)
     recorder.flush()
     if outcome.status != "ok":
         scored = TestScored(
@@ -273,17 +270,7 @@ def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, gr
         )
         store.append(run_id, [scored])
         return scored
-    info = TranscriptInfo(
-        messages=messages,
-        output_text=outcome.output_text,
-        token_usage=outcome.token_usage,
-        cost_usd=outcome.cost_usd,
-        duration_ms=outcome.duration_ms,
-        start_time=outcome.start_time,
-        end_time=outcome.end_time,
-        workspace_path=str(workspace),
-        event_id=transcript_id,
-    )
+    info = info_from_transcript(transcript, transcript_id, messages, workspace_path=str(workspace))
     return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges)
 
 

@@ -5,7 +5,7 @@ Streams line by line: a 1 GB file is never held in memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +43,32 @@ def iter_rows(path: Path, skip_bad: bool) -> Iterator[tuple[SourceRef, dict[str,
         yield source, row
 
 
-def _iter_tests(path: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
-    bases = [path.parent]
+
+def iter_built(
+    path: Path,
+    skip_bad: bool,
+    build: Callable[[SourceRef, dict[str, Any]], Iterable[ImportedTest]],
+) -> Iterator[ImportedTest | SkippedLine]:
+    """Every test ``build`` makes of each row of ``path``; a row it rejects is a bad line."""
     for item in iter_rows(path, skip_bad):
         if isinstance(item, SkippedLine):
             yield item
             continue
         source, row = item
         try:
-            yield build_test(row, source=source, attempt=attempt_of(row), sidecars=Sidecars(file_bases=bases))
+            tests = list(build(source, row))
         except RowError as exc:
             yield bad_line(source, str(exc), skip_bad)
+            continue
+        yield from tests
+
+def _iter_tests(path: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+    bases = [path.parent]
+    return iter_built(
+        path,
+        skip_bad,
+        lambda source, row: [build_test(row, source=source, attempt=attempt_of(row), sidecars=Sidecars(file_bases=bases))],
+    )
 
 
 def read_jsonl(path: Path) -> ImportSource:

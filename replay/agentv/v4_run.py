@@ -10,9 +10,9 @@ from typing import Any
 from replay.errors import ImportFormatError
 
 from .grading import finite_number
-from .jsonl import bad_line, iter_rows
+from .jsonl import iter_built
 from .records import ImportedFile, ImportedTest, ImportSource, SkippedLine
-from .rows import RowError, Sidecars, attempt_of, build_test, eval_hints, unique_paths
+from .rows import Sidecars, attempt_of, build_test, eval_hints, unique_paths
 from .sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
 from .wire import first_json_row, read_json, tree_sha256
 
@@ -77,15 +77,11 @@ def sidecars_for(root: Path, row: dict[str, Any]) -> Sidecars:
 
 
 def _iter_tests(root: Path, index: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
-    for item in iter_rows(index, skip_bad):
-        if isinstance(item, SkippedLine):
-            yield item
-            continue
-        source, row = item
-        try:
-            yield build_test(row, source=source, attempt=attempt_of(row), sidecars=sidecars_for(root, row))
-        except RowError as exc:
-            yield bad_line(source, str(exc), skip_bad)
+    return iter_built(
+        index,
+        skip_bad,
+        lambda source, row: [build_test(row, source=source, attempt=attempt_of(row), sidecars=sidecars_for(root, row))],
+    )
 
 
 def read_v4_run(path: Path) -> ImportSource:

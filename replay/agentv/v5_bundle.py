@@ -15,7 +15,7 @@ from replay.errors import ImportFormatError
 from store.events import SourceRef
 
 from .grading import finite_number
-from .jsonl import bad_line, iter_rows
+from .jsonl import bad_line, iter_built
 from .records import ImportedFile, ImportedTest, ImportSource, SkippedLine
 from .rows import RowError, Sidecars, attempt_of, build_test, eval_hints, sample_number, unique_paths
 from .sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
@@ -158,21 +158,14 @@ def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[
 
 
 def _iter_indexed(root: Path, index: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
-    for item in iter_rows(index, skip_bad):
-        if isinstance(item, SkippedLine):
-            yield item
-            continue
-        source, row = item
-        try:
-            tests = [
-                build_test(effective, source=source, attempt=attempt,
-                           sidecars=sample_sidecars(root, folder, effective, row.get("test_id")))
-                for attempt, folder, effective in _row_samples(root, row)
-            ]
-        except RowError as exc:
-            yield bad_line(source, str(exc), skip_bad)
-            continue
-        yield from tests
+    def build(source: SourceRef, row: dict[str, Any]) -> list[ImportedTest]:
+        return [
+            build_test(effective, source=source, attempt=attempt,
+                       sidecars=sample_sidecars(root, folder, effective, row.get("test_id")))
+            for attempt, folder, effective in _row_samples(root, row)
+        ]
+
+    return iter_built(index, skip_bad, build)
 
 
 def _raw_test_id(path: Path) -> str | None:
