@@ -196,9 +196,11 @@ def child(db_url: str, source: str, total: int) -> None:
     store = EventStore.open(db_url)
     baseline = _vm("VmRSS")
     step = max(1, total // 10)
+    shown = [0]
 
     def progress(done: int) -> None:
-        if done % step < 200 or done == total:
+        if done - shown[0] >= step or (done == total and shown[0] != total):
+            shown[0] = done
             print(f"  imported {done}/{total}", file=sys.stderr, flush=True)
 
     started = time.perf_counter()

@@ -12,7 +12,7 @@ import click
 from replay.errors import ReplayError
 from store.errors import StoreError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class UsageError(click.UsageError):
@@ -34,5 +34,13 @@ def handle_errors(f: Callable) -> Callable:
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             sys.exit(130)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug: still one line, never a traceback
+            if debug:
+                raise
+            message = str(exc).splitlines()[0] if str(exc) else ""
+            click.echo(f"Error: internal error: {type(exc).__name__}: {message} (rerun with --debug for the traceback)", err=True)
+            sys.exit(EXIT_INTERNAL)
 
     return wrapper

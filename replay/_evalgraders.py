@@ -84,18 +84,24 @@ def implicit_grader(converters: list[ConverterSpec]) -> LlmGraderSpec:
     return LlmGraderSpec(name="llm-grader", declared_type="implicit", preprocessors=converters)
 
 
-def assign_names(graders: list[AnyGrader]) -> list[AnyGrader]:
+def unique_names(names: list[str]) -> list[str]:
     """Names unique within a test: repeats get -2, -3, ... in order."""
     taken: set[str] = set()
-    named: list[AnyGrader] = []
-    for grader in graders:
-        name, n = grader.name, 1
+    out: list[str] = []
+    for base in names:
+        name, n = base, 1
         while name in taken:
             n += 1
-            name = f"{grader.name}-{n}"
+            name = f"{base}-{n}"
         taken.add(name)
-        named.append(grader if name == grader.name else grader.model_copy(update={"name": name}))
-    return named
+        out.append(name)
+    return out
+
+
+def assign_names(graders: list[AnyGrader]) -> list[AnyGrader]:
+    """Graders renamed by :func:`unique_names`."""
+    names = unique_names([g.name for g in graders])
+    return [g if name == g.name else g.model_copy(update={"name": name}) for g, name in zip(graders, names)]
 
 
 def parse_grader(

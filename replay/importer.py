@@ -31,6 +31,7 @@ from store.events import (
 )
 
 from . import __version__
+from ._evalgraders import unique_names
 from .agentv import ImportedTest, SkippedLine, detect_format, read_results
 from .errors import ReplayError
 from .evalfile import load_eval
@@ -216,12 +217,13 @@ def _test_events(
             transcript_id,
         )
     )
-    for v in item.verdicts:
+    # Two graders of one name (AgentV allows it) become name, name-2, as the eval file parser names them.
+    for v, name in zip(item.verdicts, unique_names([v.name for v in item.verdicts])):
         batch.append(
             NewEvent(
                 VerdictRecorded(
                     **key,
-                    grader=v.name,
+                    grader=name,
                     grader_type=v.type,
                     score=v.score,
                     verdict=v.verdict,
@@ -253,6 +255,7 @@ def _test_events(
         error=item.error,
         origin="imported",
         source=item.source,
+        produced_at=item.raw_row.get("timestamp") if isinstance(item.raw_row.get("timestamp"), str) else None,
     )
     batch.append(NewEvent(scored, ids.next("scored")))
     return scored

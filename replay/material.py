@@ -198,5 +198,5 @@ def result_bundles(store: EventStore, run_id: str):  # type: ignore[no-untyped-d
             verdicts=[v for _, v in test.verdicts.values()],
             transcript=source.transcript[1] if source.transcript else None,
             case=(test.case or source.case)[1] if (test.case or source.case) else None,
-            timestamp=times.get(test.scored[0]),
+            timestamp=test.scored[1].produced_at or times.get(test.scored[0]),
         )

@@ -103,28 +103,36 @@ def safe_basename(path: str, default: str = "file") -> str:
 
 
 class PrivateTempDir:
-    """A temporary directory only this user can read, removed on exit."""
+    """A temporary directory only this user can read, removed on exit.
+
+    Created on first use of :attr:`path`: most grades have no file to copy, and creating and removing
+    an empty directory per code-grader call was a measurable part of a replay (bench/replay.py).
+    """
 
     def __init__(self, prefix: str = "evalstore-") -> None:
         self._prefix = prefix
         self._path: Path | None = None
+        self._entered = False
         self._count = 0
 
     def __enter__(self) -> PrivateTempDir:
-        self._path = Path(tempfile.mkdtemp(prefix=self._prefix))  # mode 0700
+        self._entered = True
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._entered = False
         if self._path is not None:
             shutil.rmtree(self._path, ignore_errors=True)
             self._path = None
 
     @property
     def path(self) -> Path:
-        if self._path is None:
+        if not self._entered:
             raise RuntimeError("PrivateTempDir used outside its with-block")
+        if self._path is None:
+            self._path = Path(tempfile.mkdtemp(prefix=self._prefix))  # mode 0700
         return self._path
 
     def write(self, original_path: str, data: bytes) -> Path:

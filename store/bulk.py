@@ -9,22 +9,56 @@ as they are (str, int, float, bool, None, bytes), so no bind processing is lost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
+from sqlalchemy import Table
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Executable
 
+_COMPILED: dict[tuple[Hashable, ...], tuple[str, tuple[str, ...] | None]] = {}
+"""(driver, statement key, bind names) -> (SQL, positional bind order or None).
 
-def executemany(conn: Connection, stmt: Executable, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Run ``stmt`` once per row; every row maps the same bind names (column names) to values."""
+Building and compiling a Core statement costs more than a small append's inserts: a replay appends
+about seven events per test, and compiling its three statements each time was a third of the append
+(bench/replay.py). The store runs the same few statements over and over, so each is compiled once.
+"""
+
+
+def _compile(
+    conn: Connection, stmt: Executable | Callable[[], Executable], names: list[str], key: Hashable | None
+) -> tuple[str, tuple[str, ...] | None]:
+    dialect = conn.dialect
+    cache_key = (dialect.name, dialect.driver, dialect.paramstyle, key, tuple(names))
+    found = _COMPILED.get(cache_key) if key is not None else None
+    if found is None:
+        built = stmt() if callable(stmt) else stmt
+        # column_keys: an INSERT or UPDATE names only the columns the rows carry, as execute() would.
+        compiled = built.compile(dialect=dialect, column_keys=names)  # type: ignore[attr-defined]
+        found = (compiled.string, tuple(compiled.positiontup) if compiled.positional else None)
+        if key is not None:
+            _COMPILED[cache_key] = found
+    return found
+
+
+def executemany(
+    conn: Connection,
+    stmt: Executable | Callable[[], Executable],
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    key: Hashable | None = None,
+) -> None:
+    """Run ``stmt`` once per row; every row maps the same bind names (column names) to values.
+
+    With ``key`` (whatever identifies the statement apart from the bind names, e.g. ``("upsert",
+    table, columns)``) the compiled SQL is cached, and ``stmt`` may be a function that builds the
+    statement, called only on a cache miss.
+    """
     if not rows:
         return
-    # column_keys: an INSERT or UPDATE names only the columns the rows carry, as execute() would.
-    compiled = stmt.compile(dialect=conn.dialect, column_keys=list(rows[0]))  # type: ignore[attr-defined]
-    if compiled.positional:
-        order = compiled.positiontup
+    sql, order = _compile(conn, stmt, list(rows[0]), key)
+    if order is not None:
         if len(order) == 1:
             params: list[Any] = [(row[order[0]],) for row in rows]
         else:
@@ -32,4 +66,16 @@ def executemany(conn: Connection, stmt: Executable, rows: Sequence[Mapping[str, 
             params = [pick(row) for row in rows]
     else:
         params = [dict(row) for row in rows]
-    conn.exec_driver_sql(compiled.string, params)
+    conn.exec_driver_sql(sql, params)
+
+
+def insert_tuples(conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[tuple]) -> None:
+    """INSERT rows given as tuples in ``columns`` order (saves building a dict per row)."""
+    if not rows:
+        return
+    key = ("insert", table.name)
+    sql, order = _compile(conn, table.insert, list(columns), key)
+    if order == tuple(columns):
+        conn.exec_driver_sql(sql, list(rows))
+    else:
+        executemany(conn, table.insert, [dict(zip(columns, row)) for row in rows], key=key)

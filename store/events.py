@@ -255,6 +255,8 @@ class TestScored(DomainEvent):
     error: str | None = None
     origin: Origin = "graded"
     source: SourceRef | None = None
+    produced_at: str | None = None
+    """When the source says the result was produced (AgentV's row ``timestamp``), for imports."""
 
 
 class LineSkipped(DomainEvent):

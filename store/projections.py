@@ -9,6 +9,7 @@ from the start always reaches the same state as incremental maintenance.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select, update
@@ -150,10 +151,12 @@ def apply(  # type: ignore[no-untyped-def]
 
 def _dedupe(table: str, rows: list[dict]) -> list[dict]:
     # One statement must not upsert the same key twice (PostgreSQL refuses); keep the right one.
-    by_key: dict[tuple, dict] = {}
+    by_key: dict[Any, dict] = {}
+    key_of = itemgetter(*KEYS[table])
+    first_wins = table in FIRST_WINS
     for row in rows:
-        key = tuple(row[k] for k in KEYS[table])
-        if key in by_key and table in FIRST_WINS:
+        key = key_of(row)
+        if first_wins and key in by_key:
             continue
         by_key[key] = row
     return list(by_key.values())
@@ -165,15 +168,22 @@ def _write(conn: Connection, dialect, table: str, rows: list[dict]) -> None:  # 
     columns = [c for c in rows[0] if c not in key]
     if _is_update(table, rows[0]):
         # An INSERT ... ON CONFLICT would fail the NOT NULL columns this row does not carry.
-        stmt = update(tbl).where(*[tbl.c[k] == bindparam(f"key_{k}") for k in key])
-        bulk.executemany(conn, stmt, [{**{f"key_{k}": r[k] for k in key}, **{c: r[c] for c in columns}} for r in rows])
+        bulk.executemany(
+            conn,
+            lambda: update(tbl).where(*[tbl.c[k] == bindparam(f"key_{k}") for k in key]),
+            [{**{f"key_{k}": r[k] for k in key}, **{c: r[c] for c in columns}} for r in rows],
+            key=("update", table),
+        )
         return
-    stmt = dialect.insert(tbl)
-    if table in FIRST_WINS or not columns:
-        stmt = stmt.on_conflict_do_nothing(index_elements=key)
-    else:
-        stmt = stmt.on_conflict_do_update(index_elements=key, set_={c: stmt.excluded[c] for c in columns})
-    bulk.executemany(conn, stmt, _dedupe(table, rows))
+
+    def upsert():  # type: ignore[no-untyped-def]
+        stmt = dialect.insert(tbl)
+        if table in FIRST_WINS or not columns:
+            return stmt.on_conflict_do_nothing(index_elements=key)
+        return stmt.on_conflict_do_update(index_elements=key, set_={c: stmt.excluded[c] for c in columns})
+
+    # The bind names (the row's columns) are part of the cache key, so the columns updated are too.
+    bulk.executemany(conn, upsert, _dedupe(table, rows), key=("upsert", table))
 
 
 def clear(conn: Connection) -> None:

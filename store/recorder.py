@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from . import bulk, postgres, projections, schema, sqlite
 from .blobs import decode_blob, encode_blob
@@ -26,12 +26,26 @@ from .envelope import NewEvent, StoredEvent
 from .errors import AppendOnlyError, BlobNotFound, ConcurrencyError, IdempotencyError, NotFound, StoreError
 from .events import DomainEvent, encode
 
+EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
 _CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists
 
 
 def _chunks(items: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+class _Recheck(Exception):
+    """An optimistic append met something that may be a retry; run it again looking ids up."""
+
+
+def _is_duplicate_event_id(exc: IntegrityError) -> bool:
+    message = str(exc.orig)
+    return "uq_events_event_id" in message or "events.event_id" in message
+
+
+def _given_id(event: NewEvent | DomainEvent) -> bool:
+    return isinstance(event, NewEvent) and event.event_id is not None
 
 
 def _now() -> str:
@@ -88,29 +102,58 @@ class EventStore:
             prepared.append(
                 (new.event_id or str(uuid.uuid4()), new.payload.type, new.payload.schema_version, canonical_json(payload), payload)
             )
+        given = [p for p, e in zip(prepared, events) if _given_id(e)]
         try:
-            with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
-                self.dialect.lock_for_append(conn)
-                existing = self._existing(conn, stream_id, prepared)
-                fresh = [p for p in prepared if p[0] not in existing]
-                if fresh:
-                    version = self._stream_version(conn, stream_id)
-                    if expected_version is not None and version != expected_version:
-                        raise ConcurrencyError(
-                            f"stream {stream_id} is at version {version}, expected {expected_version}: "
-                            "someone else appended to it; re-read and retry"
-                        )
-                    stored = self._insert_events(conn, stream_id, version, fresh)
-                    if blobs:
-                        self._insert_blobs(conn, blobs)
-                    # The payload dicts we encoded are what parsing the stored JSON would give back.
-                    projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
-                else:
-                    stored = []
-                by_id = {s.event_id: s for s in stored} | existing
-                return [by_id[p[0]] for p in prepared]
+            if given:
+                try:
+                    return self._append(stream_id, prepared, given, expected_version, blobs, optimistic=True)
+                except _Recheck:
+                    pass
+            return self._append(stream_id, prepared, given, expected_version, blobs, optimistic=False)
         except DBAPIError as exc:
             raise _translate(exc) from exc
+
+    def _append(
+        self,
+        stream_id: str,
+        prepared: list[tuple],
+        given: list[tuple],
+        expected_version: int | None,
+        blobs: Mapping[str, bytes] | None,
+        *,
+        optimistic: bool,
+    ) -> list[StoredEvent]:
+        """One append transaction. ``optimistic`` skips looking up the caller's event ids (ids generated
+        here cannot be stored yet) and lets the unique index on event_id catch a retry instead: anything
+        that might be a retry (an id already stored, or a stream that moved) raises :class:`_Recheck`,
+        and the caller runs the transaction again with the lookup."""
+        with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
+            self.dialect.lock_for_append(conn)
+            existing = {} if optimistic else self._existing(conn, stream_id, given)
+            fresh = [p for p in prepared if p[0] not in existing]
+            if fresh:
+                version = self._stream_version(conn, stream_id)
+                if expected_version is not None and version != expected_version:
+                    if optimistic:
+                        raise _Recheck
+                    raise ConcurrencyError(
+                        f"stream {stream_id} is at version {version}, expected {expected_version}: "
+                        "someone else appended to it; re-read and retry"
+                    )
+                try:
+                    stored = self._insert_events(conn, stream_id, version, fresh)
+                except IntegrityError as exc:
+                    if optimistic and _is_duplicate_event_id(exc):
+                        raise _Recheck from exc
+                    raise
+                if blobs:
+                    self._insert_blobs(conn, blobs)
+                # The payload dicts we encoded are what parsing the stored JSON would give back.
+                projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
+            else:
+                stored = []
+            by_id = {s.event_id: s for s in stored} | existing
+            return [by_id[p[0]] for p in prepared]
 
     def _existing(self, conn: Connection, stream_id: str, prepared: list[tuple]) -> dict[str, StoredEvent]:
         found: dict[str, StoredEvent] = {}
@@ -142,7 +185,6 @@ class EventStore:
         seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
         recorded_at = _now()
         rows = []
-        stored = []
         for event_id, type_, schema_version, payload, _ in fresh:
             seq += 1
             version += 1
@@ -157,23 +199,11 @@ class EventStore:
                 payload=payload,
                 recorded_at=recorded_at,
             )
-            row = {
-                "seq": seq,
-                "event_id": event_id,
-                "stream_id": stream_id,
-                "stream_version": version,
-                "type": type_,
-                "schema_version": schema_version,
-                "payload": payload,
-                "recorded_at": recorded_at,
-                "prev_hash": prev,
-                "hash": digest,
-            }
-            rows.append(row)
-            stored.append(_stored(row))
+            # In the events table's column order, which is also StoredEvent's field order.
+            rows.append((seq, event_id, stream_id, version, type_, schema_version, payload, recorded_at, prev, digest))
             prev = digest
-        bulk.executemany(conn, ev.insert(), rows)
-        return stored
+        bulk.insert_tuples(conn, ev, EVENT_COLUMNS, rows)
+        return [StoredEvent(*row) for row in rows]
 
     def _insert_blobs(self, conn: Connection, blobs: Mapping[str, bytes]) -> None:
         encoded = {}

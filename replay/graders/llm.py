@@ -65,10 +65,16 @@ class LlmGrader:
             )
         except ReplayError as exc:
             return _execution_error(f"grader {spec.name!r}: {exc}")
+        unavailable: str | None = None
         try:
             judge = pool.resolve(target)
         except ReplayError as exc:
-            return _execution_error(f"grader {spec.name!r}: {exc}", grader_target=target.name)
+            # Without its key the judge cannot be called, but a recorded reply can still be reused.
+            unavailable = f"grader {spec.name!r}: {exc}"
+            try:
+                judge = target.resolve(pool.env, require_key=False)
+            except ReplayError:
+                return _execution_error(unavailable, grader_target=target.name)
         if ctx.transcript.missing:
             return _execution_error(
                 f"grader {spec.name!r}: no transcript to grade ({ctx.transcript.missing})",
@@ -107,10 +113,17 @@ class LlmGrader:
             {"role": "user", "content": user},
         ]
 
-        outcome = JudgeCall(ctx, spec.name, judge, pool.client).run(
+        outcome = JudgeCall(ctx, spec.name, judge, pool.client, cache_only=unavailable is not None).run(
             messages, lambda reply: mode.parse(reply, spec.rubrics)
         )
         evidence = [*answer.warnings, *warnings]
+        if outcome.result is None and unavailable is not None:
+            return _execution_error(
+                unavailable,
+                evidence=evidence,
+                grader_target=target.name,
+                preprocessing_event_ids=answer.preprocessing_event_ids,
+            )
         if outcome.result is None:
             if outcome.parse_failure:
                 message = f"Grader parse failure after {PARSE_ATTEMPTS} attempts: {outcome.error}"

@@ -60,7 +60,12 @@ class JudgeOutcome:
 class JudgeCall:
     """One grader's conversation with its judge, recorded through ``ctx.recorder``."""
 
-    def __init__(self, ctx: GradingContext, grader: str, judge: ResolvedJudge, client: JudgeClient) -> None:
+    def __init__(
+        self, ctx: GradingContext, grader: str, judge: ResolvedJudge, client: JudgeClient, *, cache_only: bool = False
+    ) -> None:
+        self.cache_only = cache_only
+        """Reuse a recorded reply or give up: the judge cannot be called (no key), but a replay can
+        still reproduce what was recorded."""
         self.ctx = ctx
         self.grader = grader
         self.judge = judge
@@ -71,6 +76,8 @@ class JudgeCall:
     def run(self, messages: list[dict[str, Any]], parse: Parser) -> JudgeOutcome:
         key = cache_key(messages, self.judge.model, self.judge.parameters)
         if not self.ctx.options.no_cache and self._from_cache(messages, key, parse):
+            return self.outcome
+        if self.cache_only:
             return self.outcome
         repairable: str | None = None
         for _ in range(PARSE_ATTEMPTS):

@@ -17,7 +17,7 @@ import httpx
 from ..errors import JudgeConfigError
 from ..targetsfile import TargetsFile
 from .client import JudgeClient, RetryPolicy
-from .targets import DEFAULT_TIMEOUT, JudgeTarget, ResolvedJudge
+from .targets import DEFAULT_TIMEOUT, JUDGE_PROVIDERS, JudgeTarget, ResolvedJudge
 
 DEFAULT_CONCURRENCY = 8
 ENV_TARGET_NAME = "judge"
@@ -59,17 +59,8 @@ class JudgePool:
         ``EVALSTORE_JUDGE_CONCURRENCY`` and ``EVALSTORE_JUDGE_TIMEOUT`` are optional. With no base URL
         set the pool has no judges, and an LLM grader reports that as its execution error."""
         env = os.environ if env is None else env
-        targets: dict[str, JudgeTarget] = {}
-        base_url = env.get("EVALSTORE_JUDGE_BASE_URL")
-        if base_url:
-            targets[ENV_TARGET_NAME] = JudgeTarget(
-                name=ENV_TARGET_NAME,
-                provider="openai-compatible",
-                base_url=base_url,
-                model=env.get("EVALSTORE_JUDGE_MODEL", ""),
-                api_key_env=env.get("EVALSTORE_JUDGE_API_KEY_ENV") or None,
-                timeout=_env_number(env, "EVALSTORE_JUDGE_TIMEOUT", float, DEFAULT_TIMEOUT),
-            )
+        judge = _env_judge(env)
+        targets = {ENV_TARGET_NAME: judge} if judge else {}
         kwargs.setdefault(
             "concurrency", _env_number(env, "EVALSTORE_JUDGE_CONCURRENCY", int, DEFAULT_CONCURRENCY)
         )
@@ -80,8 +71,15 @@ class JudgePool:
         cls, targets_file: TargetsFile, *, default: str | None = None, **kwargs: Any
     ) -> JudgePool:
         """A pool over a targets file. Entries become judges when first asked for, so a file whose
-        agent targets use providers that cannot grade still loads."""
-        return cls({}, default=default, targets_file=targets_file, **kwargs)
+        agent targets use providers that cannot grade still loads. A judge configured through
+        ``EVALSTORE_JUDGE_*`` is the default when nothing more specific names one (unless the file
+        defines a target of the same name, which wins)."""
+        env = kwargs.get("env")
+        judge = _env_judge(os.environ if env is None else env)
+        targets = {ENV_TARGET_NAME: judge} if judge and ENV_TARGET_NAME not in targets_file.targets else {}
+        if default is None and targets:
+            default = ENV_TARGET_NAME
+        return cls(targets, default=default, targets_file=targets_file, **kwargs)
 
     # -- use ----------------------------------------------------------------------------------
 
@@ -107,8 +105,10 @@ class JudgePool:
         )
         if name is None:
             known = self._known()
-            if len(known) == 1:
-                name = known[0]
+            # The only target that can grade (an agent target in the same file is no judge).
+            graders = [n for n in known if self._can_grade(n)]
+            if len(graders) == 1:
+                name = graders[0]
             else:
                 raise JudgeConfigError(
                     "no judge target chosen: set the grader's target:, the run target's grader_target, "
@@ -139,11 +139,31 @@ class JudgePool:
         known = ", ".join(self._known()) or "none"
         raise JudgeConfigError(f"judge target {name!r} is not defined (judges available: {known})")
 
+    def _can_grade(self, name: str) -> bool:
+        if name in self.targets or self.targets_file is None:
+            return True
+        return self.targets_file.targets[name].provider.lower() in JUDGE_PROVIDERS
+
     def _known(self) -> list[str]:
         names = set(self.targets)
         if self.targets_file is not None:
             names.update(self.targets_file.targets)
         return sorted(names)
+
+
+def _env_judge(env: Mapping[str, str]) -> JudgeTarget | None:
+    """The judge ``EVALSTORE_JUDGE_BASE_URL``/``_MODEL``/``_API_KEY_ENV``/``_TIMEOUT`` configure, if any."""
+    base_url = env.get("EVALSTORE_JUDGE_BASE_URL")
+    if not base_url:
+        return None
+    return JudgeTarget(
+        name=ENV_TARGET_NAME,
+        provider="openai-compatible",
+        base_url=base_url,
+        model=env.get("EVALSTORE_JUDGE_MODEL", ""),
+        api_key_env=env.get("EVALSTORE_JUDGE_API_KEY_ENV") or None,
+        timeout=_env_number(env, "EVALSTORE_JUDGE_TIMEOUT", float, DEFAULT_TIMEOUT),
+    )
 
 
 def _env_number(env: Mapping[str, str], name: str, kind: type, default: Any) -> Any:

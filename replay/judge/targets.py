@@ -90,7 +90,9 @@ class JudgeTarget:
         params.update(self.extra)
         return params
 
-    def resolve(self, env: Mapping[str, str]) -> ResolvedJudge:
+    def resolve(self, env: Mapping[str, str], *, require_key: bool = True) -> ResolvedJudge:
+        """``require_key=False`` resolves without credentials when the key variable is unset: enough to
+        look a reply up in the judge cache, never to send a request."""
         where = f"judge target {self.name!r}"
         try:
             base_url = str(interpolate(self.base_url, env, where=f"{where}: base_url")).rstrip("/")
@@ -107,7 +109,7 @@ class JudgeTarget:
         key = None
         if self.api_key_env:
             key = env.get(self.api_key_env)
-            if not key:
+            if not key and require_key:
                 raise JudgeConfigError(
                     f"{where}: environment variable {self.api_key_env} (the API key) is not set"
                 )

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
+from judge_server import Reply, Request, freeform
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -137,8 +138,9 @@ home = Path(args.home)
 prompt = Path(args.prompt_file).read_text(encoding="utf-8")
 with open(home / "calls.log", "a", encoding="utf-8") as log:
     log.write(args.eval_id + "\\n")
-if "SLEEP" in prompt:
-    time.sleep(float(os.environ.get("E2E_AGENT_SLEEP", "0")))
+if "SLEEP" in prompt and float(os.environ.get("E2E_AGENT_SLEEP", "0")):
+    (home / "sleeping.pid").write_text(str(os.getpid()))
+    time.sleep(float(os.environ["E2E_AGENT_SLEEP"]))
 if "CRASH" in prompt:
     print("agent: the model quota is exhausted", file=sys.stderr)
     sys.exit(3)
@@ -339,6 +341,33 @@ def record(db: str, suite: Suite, *extra: str, codes: tuple[int, ...] = (0, 1), 
     return ok_json(result, *codes)
 
 
+def result_rows(db_file: Path, prefix: str) -> int:
+    """Results recorded so far for runs whose id starts with ``prefix``, read straight from the projection
+    (while another process writes)."""
+    import sqlite3  # noqa: PLC0415
+
+    if not db_file.exists():
+        return 0
+    conn = sqlite3.connect(db_file, timeout=5)
+    try:
+        return conn.execute("SELECT count(*) FROM results WHERE run_id LIKE ?", (prefix + "%",)).fetchone()[0]
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return 0
+    finally:
+        conn.close()
+
+
+def kill_pid_file(path: Path) -> None:
+    """Kill the child a test made sleep (it runs in a session of its own, out of reach of killpg)."""
+    import signal  # noqa: PLC0415
+
+    if path.exists():
+        try:
+            os.kill(int(path.read_text()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -347,3 +376,33 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):  # ty
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+# -- the judge and the shared recording ------------------------------------------------------
+
+LENIENT, Q3_SCORE, STRICT_SCORE, MODEL2_SCORE = 0.9, 0.2, 0.1, 0.5
+
+
+def judge_script(request: Request) -> Reply:
+    """The judge's answers: the strict v2 prompt scores 0.1, the second model 0.5, the Q3 report (a zero
+    region) 0.2, anything else 0.9."""
+    model = request.body.get("model") if isinstance(request.body, dict) else None
+    if "STRICT AUDITOR" in request.user:
+        return freeform(STRICT_SCORE, [("strict: every figure checked", False)])
+    if model == "judge-model-2":
+        return freeform(MODEL2_SCORE, [("second opinion", True)])
+    if "West,0" in request.user:
+        return freeform(Q3_SCORE, [("no region reports zero revenue", False)])
+    return freeform(LENIENT, [("workbook and summary agree", True)])
+
+
+
+@dataclass
+class Recorded:
+    suite: Suite
+    db_file: Path
+    run_id: str
+    output: dict
+    """What ``evalstore run --json`` printed."""
+    judge_sent: list[Request]
+    """The requests the judge received during the recording."""

@@ -92,6 +92,8 @@ def test_reappending_the_same_event_ids_is_a_no_op(store: EventStore) -> None:
     # A retry after a lost reply: same ids, same content, the stale expected version.
     again = store.append("a", batch, expected_version=0)
     assert again == first
+    assert store.append("a", batch) == first  # and without an expected version
+    assert store.append("a", batch[::-1], expected_version=2) == first[::-1]
     assert _count(store) == 2
     assert store.verify().ok
 

@@ -65,6 +65,19 @@ def test_one_batch_equals_many(store: EventStore, tmp_path) -> None:  # type: ig
         single.close()
 
 
+def test_an_end_without_a_start_changes_no_run(store: EventStore) -> None:
+    # run_completed only updates a run that exists: incremental maintenance and the fold agree on that.
+    from store.events import RunCompleted
+
+    store.append("orphan", [RunCompleted(tests=0, passed=0, failed=0, errors=0)])
+    assert store.query("runs") == []
+    assert store.verify().ok
+    store.append("orphan", [RunStarted(run_id="orphan", kind="imported", tool_version="0.1.0")])
+    [run] = store.query("runs")
+    assert (run["status"], run["ended_at"]) == ("started", None)
+    assert store.verify().ok
+
+
 @pytest.mark.parametrize(
     ("table", "sql", "problem"),
     [

@@ -1,0 +1,139 @@
+"""``evalstore import``: AgentV results in, test by test as the source says; idempotent and atomic."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from e2e_helpers import BASELINE, V5_BUNDLE, cli, event_count, evalstore, ok_json, one_line_error, results_by_test, runs
+
+from store import EventStore, make_engine
+
+pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
+
+
+def baseline_rows() -> list[dict]:
+    return [json.loads(line) for line in BASELINE.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_the_v4_baseline_shows_the_source_scores_test_by_test(sqlite_url: str) -> None:
+    out = ok_json(cli(sqlite_url, "import", str(BASELINE), "--json"))
+    assert out["format"] == "results-jsonl" and out["tests"] == 5 and out["skipped"] == 0
+    shown = results_by_test(sqlite_url, out["run_id"])
+    rows = baseline_rows()
+    assert set(shown) == {r["test_id"] for r in rows}
+    for row in rows:
+        got = shown[row["test_id"]]
+        assert got["score"] == pytest.approx(row["score"]), row["test_id"]
+        assert got["target"] == row["target"] and got["origin"] == "imported"
+        for grader in row.get("scores", []):
+            assert got["graders"][grader["name"]] == pytest.approx(grader["score"]), (row["test_id"], grader["name"])
+            assert got["verdicts"][grader["name"]] == grader["verdict"]
+        if "scores" in row:
+            assert set(got["graders"]) == {g["name"] for g in row["scores"]}
+    (run,) = runs(sqlite_url)
+    assert run["kind"] == "imported" and run["source"] == str(BASELINE) and run["tests"] == 5
+
+
+def test_the_v5_bundle_shows_the_source_scores(sqlite_url: str) -> None:
+    out = ok_json(cli(sqlite_url, "import", str(V5_BUNDLE), "--json"))
+    assert out["format"] == "agentv-v5-bundle" and out["tests"] == 1
+    (row,) = [json.loads(line) for line in (V5_BUNDLE / ".internal" / "index.jsonl").read_text().splitlines()]
+    got = results_by_test(sqlite_url, out["run_id"])[row["test_id"]]
+    assert got["score"] == pytest.approx(row["score"]) and got["target"] == row["target"]
+    assert got["passed"] is True
+    for name, score in row["named_scores"].items():
+        assert got["graders"][name] == pytest.approx(score)
+    # The bundle's answer and sidecars are stored with their bytes, and the eval it shipped is snapshotted.
+    audit = ok_json(cli(sqlite_url, "audit", out["run_id"], row["test_id"], "--json"))
+    (test,) = audit["tests"]
+    answer = next(a for a in test["artifacts"] if a["path"].endswith("outputs/answer.md"))
+    on_disk = (V5_BUNDLE / row["answer_path"]).read_bytes()
+    assert answer["status"] == "stored" and answer["size"] == len(on_disk) and answer["blob"] == "ok"
+    assert [s["role"] for s in audit["run"]["eval_snapshot"]] == ["eval"]
+    assert test["transcript"]["source"]["line"] == 1
+
+
+def test_the_v5_bundle_keeps_both_graders_of_one_name(sqlite_url: str) -> None:
+    """The bundle's suite has two graders named llm-rubric: both verdicts are kept, named as the eval
+    file parser names them (llm-rubric, llm-rubric-2), so a replay pairs them with its graders."""
+    out = ok_json(cli(sqlite_url, "import", str(V5_BUNDLE), "--json"))
+    (row,) = [json.loads(line) for line in (V5_BUNDLE / ".internal" / "index.jsonl").read_text().splitlines()]
+    (test,) = ok_json(cli(sqlite_url, "audit", out["run_id"], row["test_id"], "--json"))["tests"]
+    assert [v["grader"] for v in test["verdicts"]] == ["contains-fizz", "llm-rubric", "script", "llm-rubric-2"]
+    rubric, rubric2 = test["verdicts"][1], test["verdicts"][3]
+    assert [a["text"] for a in rubric["assertions"]] == [
+        "[rubric-1] Implements correct FizzBuzz logic for multiples of 3, 5, and 15"
+    ]
+    assert len(rubric2["assertions"]) == 2
+    graders = results_by_test(sqlite_url, out["run_id"])[row["test_id"]]["graders"]
+    assert set(graders) == {"contains-fizz", "llm-rubric", "script", "llm-rubric-2"}
+
+
+def test_importing_twice_gives_the_same_run_and_no_new_events(sqlite_url: str, tmp_path: Path) -> None:
+    first = ok_json(cli(sqlite_url, "import", str(BASELINE), "--json"))
+    events = event_count(sqlite_url)
+    second = ok_json(evalstore(sqlite_url, "import", str(BASELINE), "--json", cwd=tmp_path))
+    assert second["run_id"] == first["run_id"] and second["already_imported"] is True
+    assert event_count(sqlite_url) == events
+    assert len(runs(sqlite_url)) == 1
+
+
+def _truncated_copy(tmp_path: Path) -> Path:
+    lines = BASELINE.read_text(encoding="utf-8").splitlines()
+    lines[2] = lines[2][: len(lines[2]) // 2]  # line 3 cut mid-way, as a crashed writer leaves it
+    path = tmp_path / "truncated.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_truncated_line_aborts_naming_file_and_line_and_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    ok_json(cli(sqlite_url, "import", str(V5_BUNDLE), "--json"))
+    before_runs, before_events = runs(sqlite_url), event_count(sqlite_url)
+    path = _truncated_copy(tmp_path)
+    result = evalstore(sqlite_url, "import", str(path), cwd=tmp_path)
+    line = one_line_error(result)
+    assert "truncated.jsonl:3" in line and "--skip-bad" in line
+    assert runs(sqlite_url) == before_runs and event_count(sqlite_url) == before_events
+
+
+def test_skip_bad_imports_the_rest_and_records_the_skipped_line(sqlite_url: str, tmp_path: Path) -> None:
+    path = _truncated_copy(tmp_path)
+    out = ok_json(cli(sqlite_url, "import", str(path), "--skip-bad", "--json"))
+    assert out["tests"] == 4 and out["skipped"] == 1
+    skipped_test = baseline_rows()[2]["test_id"]
+    shown = results_by_test(sqlite_url, out["run_id"])
+    assert skipped_test not in shown and len(shown) == 4
+    store = EventStore(make_engine(sqlite_url))
+    try:
+        (event,) = list(store.read_stream(out["run_id"], types=["line_skipped"]))
+    finally:
+        store.close()
+    payload = event.payload
+    assert payload["source"]["line"] == 3 and payload["source"]["file"].endswith("truncated.jsonl")
+    assert "JSON" in payload["reason"]
+
+
+@pytest.mark.parametrize("field,expect", [("test_id", "test_id"), ("score", "score")])
+def test_a_row_without_a_required_field_is_one_line(sqlite_url: str, tmp_path: Path, field: str, expect: str) -> None:
+    rows = baseline_rows()
+    del rows[1][field]
+    path = tmp_path / f"no-{field}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    line = one_line_error(cli(sqlite_url, "import", str(path)))
+    assert f"no-{field}.jsonl:2" in line and expect in line
+    assert runs(sqlite_url) == []
+
+
+def test_a_bundle_whose_sidecar_is_missing_is_one_line_and_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(V5_BUNDLE, bundle)
+    for path in bundle.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (row,) = [json.loads(line) for line in (bundle / ".internal" / "index.jsonl").read_text().splitlines()]
+    (bundle / row["grading_path"]).unlink()
+    line = one_line_error(cli(sqlite_url, "import", str(bundle)))
+    assert "index.jsonl:1" in line and "grading.json" in line and "does not exist" in line
+    assert runs(sqlite_url) == []

@@ -1,0 +1,53 @@
+"""``evalstore quickstart`` in an empty directory, as the README tells a new user to run it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from e2e_helpers import EVALSTORE, SUBPROCESS_TIMEOUT, cli, ok_json
+from judge_server import JudgeServer
+
+JUDGE_VARS = ("EVALSTORE_JUDGE_BASE_URL", "EVALSTORE_JUDGE_MODEL", "EVALSTORE_JUDGE_API_KEY_ENV", "EVALSTORE_DB")
+
+
+def _quickstart(cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
+    return subprocess.run([str(EVALSTORE), "quickstart"], cwd=cwd, env={**env, **extra},
+                          capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+
+
+def _runs(cwd: Path) -> list[dict]:
+    return ok_json(cli(f"sqlite:///{cwd / '.evalstore' / 'evalstore.db'}", "runs", "--json"))
+
+
+def test_quickstart_in_an_empty_directory(tmp_path: Path) -> None:
+    result = _quickstart(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    out = result.stdout
+    recorded, replay = _runs(tmp_path)
+    assert recorded["kind"] == "recorded" and recorded["status"] == "completed" and recorded["tests"] == 3
+    assert replay["kind"] == "replay" and replay["parent_run_id"] == recorded["run_id"]
+    assert replay["status"] == "completed"
+    # The comparison, the audit and the next commands are printed.
+    assert f"compare {recorded['run_id']} (A) -> {replay['run_id']} (B)" in out
+    assert "McNemar" in out and "fail->pass" in out
+    assert "digests checked against the blob store: all match" in out
+    assert f"evalstore compare {recorded['run_id']} {replay['run_id']}" in out
+    # No judge configured: the quickstart says how to turn the LLM grader on.
+    assert "EVALSTORE_JUDGE_BASE_URL" in result.stdout + result.stderr
+
+
+def test_quickstart_runs_the_llm_grader_when_a_judge_is_configured(tmp_path: Path, judge: JudgeServer) -> None:
+    before = len(judge.requests)
+    result = _quickstart(tmp_path, EVALSTORE_JUDGE_BASE_URL=judge.base_url, EVALSTORE_JUDGE_MODEL="qs-judge")
+    assert result.returncode == 0, result.stderr
+    sent = judge.requests[before:]
+    assert len(sent) >= 3 and {r.body["model"] for r in sent} == {"qs-judge"}
+    assert any("revenue" in r.user for r in sent)
+    recorded, _replay = _runs(tmp_path)
+    (row,) = [r for r in ok_json(cli(f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}", "show",
+                                     recorded["run_id"], "--json"))["results"] if r["test_id"] == "q1-report"]
+    assert "report-quality" in row["graders"]

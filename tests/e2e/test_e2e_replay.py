@@ -1,0 +1,269 @@
+"""``evalstore replay``: regrade a recorded run without the agent; each swap; drift; --no-cache."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from e2e_helpers import (
+    EVALSTORE,
+    JUDGE_KEY_ENV,
+    MODEL2_SCORE,
+    PY,
+    STRICT_SCORE,
+    TESTS,
+    Recorded,
+    audit,
+    cli,
+    make_suite,
+    ok_json,
+    one_line_error,
+    record,
+    results_by_test,
+    runs,
+    sha256,
+    verdict_signature,
+)
+from judge_server import JudgeServer
+
+
+def replay(db: str, run: str, *args: str) -> dict:
+    """``evalstore replay RUN ARGS --json`` in process; returns its JSON (the comparison included)."""
+    out = ok_json(cli(db, "replay", run, "--json", *args))
+    assert out["parent_run_id"] == run and out["complete"] is True
+    return out
+
+
+def origins(db: str, run: str) -> dict[tuple[str, str], str]:
+    return {
+        (t["test_id"], v["grader"]): v["origin"]
+        for test_id in TESTS
+        for t in audit(db, run, test_id)["tests"]
+        for v in t["verdicts"]
+    }
+
+
+def graders(db: str, run: str, name: str) -> dict[str, float]:
+    return {t: r["graders"][name] for t, r in results_by_test(db, run).items()}
+
+
+def _can_unshare_network() -> bool:
+    try:
+        return subprocess.run(["unshare", "-rn", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+# -- the unchanged replay -----------------------------------------------------------------------
+
+
+def test_an_unchanged_replay_reproduces_every_verdict_from_the_cache(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    before = len(judge.requests)
+    out = replay(recorded_db, recorded.run_id)
+    assert len(judge.requests) == before, "an unchanged replay must not call the judge"
+    assert out["drift"] == []
+    new = out["run_id"]
+    assert verdict_signature(recorded_db, new) == verdict_signature(recorded_db, recorded.run_id)
+    assert results_by_test(recorded_db, new).keys() == set(TESTS)
+    for test_id, row in results_by_test(recorded_db, recorded.run_id).items():
+        assert results_by_test(recorded_db, new)[test_id]["score"] == row["score"]
+    (test,) = audit(recorded_db, new, "q1-report")["tests"]
+    quality = next(v for v in test["verdicts"] if v["grader"] == "quality")
+    assert quality["cache_hit"] is True and quality["origin"] == "graded"
+    # Conversions came from the recorded ones (same fingerprint), not from running the converters again.
+    assert all(p["reused_from"] for v in test["verdicts"] for p in v["preprocessing"])
+    (rpl,) = [r for r in runs(recorded_db) if r["run_id"] == new]
+    assert rpl["kind"] == "replay" and rpl["parent_run_id"] == recorded.run_id and rpl["status"] == "completed"
+
+
+def test_a_replay_needs_neither_the_target_nor_the_network(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    if not _can_unshare_network():
+        pytest.skip("`unshare -rn` (a network namespace with no interfaces up) is not available here")
+    agent = recorded.suite.agent
+    kept = agent.read_bytes()
+    agent.unlink()  # the target command is gone
+    try:
+        before = len(judge.requests)
+        result = subprocess.run(
+            ["unshare", "-rn", str(EVALSTORE), "--db", recorded_db, "replay", recorded.run_id, "--json"],
+            cwd=recorded.suite.root, capture_output=True, text=True, timeout=90,
+        )
+    finally:
+        agent.write_bytes(kept)
+    out = ok_json(result)
+    assert len(judge.requests) == before
+    assert verdict_signature(recorded_db, out["run_id"]) == verdict_signature(recorded_db, recorded.run_id)
+
+
+def test_a_cached_replay_does_not_need_the_judge_key(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(JUDGE_KEY_ENV, raising=False)
+    before = len(judge.requests)
+    out = replay(recorded_db, recorded.run_id)
+    assert verdict_signature(recorded_db, out["run_id"]) == verdict_signature(recorded_db, recorded.run_id)
+    assert len(judge.requests) == before
+    # A changed prompt misses the cache: without the key that is an execution error naming the variable.
+    prompt = recorded.suite.root / "prompts" / "quality.v2.md"
+    new = replay(recorded_db, recorded.run_id, "--prompt", f"quality=file://{prompt}")["run_id"]
+    assert len(judge.requests) == before
+    for row in results_by_test(recorded_db, new).values():
+        assert row["verdicts"]["quality"] == "skip" and JUDGE_KEY_ENV in row["error"]
+
+
+# -- swaps ---------------------------------------------------------------------------------------
+
+
+def test_swap_eval_regrades_with_the_new_version(recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict) -> None:
+    before = len(judge.requests)
+    out = replay(recorded_db, recorded.run_id, "--eval", str(recorded.suite.eval_v2))
+    assert len(judge.requests) == before  # the LLM grader did not change: its verdicts come from the cache
+    new = out["run_id"]
+    assert graders(recorded_db, new, "workbook") == {t: 1.0 for t in TESTS}  # v2 only checks the Total row
+    old_sig, new_sig = verdict_signature(recorded_db, recorded.run_id), verdict_signature(recorded_db, new)
+    for key, value in old_sig.items():
+        if key[1] != "workbook":
+            assert new_sig[key] == value, key
+    assert new_sig[("q1-report", "workbook")][3] == (("has a Total row", True),)
+    snapshot = audit(recorded_db, new, "q1-report")["run"]["eval_snapshot"]
+    assert {Path(s["path"]).name for s in snapshot if s["role"] == "grader_script"} == {"check_v2.py"}
+
+
+def test_swap_preprocessor_json_argv_and_plain_command_line(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    root = recorded.suite.root
+    before = len(judge.requests)
+    json_form = json.dumps([PY, str(root / "scripts" / "xlsx_summary.py")])
+    first = replay(recorded_db, recorded.run_id, "--preprocessor", f"xlsx={json_form}")["run_id"]
+    # The workbook is now seen as a sheet count, not CSV: the code grader and the judge both see that.
+    assert graders(recorded_db, first, "workbook") == pytest.approx({t: 2 / 3 for t in TESTS})
+    assert len(judge.requests) == before + 3
+    assert all("workbook with 1 sheet(s)" in r.user and "Region,Revenue" not in r.user for r in judge.requests[before:])
+    (test,) = audit(recorded_db, first, "q1-report")["tests"]
+    xlsx = next(p for v in test["verdicts"] for p in v["preprocessing"] if p["path"] == "revenue.xlsx")
+    assert xlsx["argv"] == [PY, str(root / "scripts" / "xlsx_summary.py")] and xlsx["status"] == "converted"
+
+    # The same converter as a plain command line, its script found through the eval's search roots.
+    second = replay(recorded_db, recorded.run_id, "--preprocessor", f"xlsx={PY} scripts/xlsx_summary.py",
+                    "--graders", "workbook")["run_id"]
+    first_sig, second_sig = verdict_signature(recorded_db, first), verdict_signature(recorded_db, second)
+    for test_id in TESTS:
+        assert second_sig[(test_id, "workbook")] == first_sig[(test_id, "workbook")]
+
+
+def test_swap_prompt_sends_the_new_prompt_to_the_judge(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    before = len(judge.requests)
+    prompt = recorded.suite.root / "prompts" / "quality.v2.md"
+    new = replay(recorded_db, recorded.run_id, "--prompt", f"quality=file://{prompt}")["run_id"]
+    sent = judge.requests[before:]
+    assert len(sent) == 3 and all(r.user.startswith("STRICT AUDITOR") for r in sent)
+    assert graders(recorded_db, new, "quality") == {t: STRICT_SCORE for t in TESTS}
+    old_sig, new_sig = verdict_signature(recorded_db, recorded.run_id), verdict_signature(recorded_db, new)
+    assert {k: v for k, v in new_sig.items() if k[1] != "quality"} == {k: v for k, v in old_sig.items() if k[1] != "quality"}
+    (test,) = audit(recorded_db, new, "q1-report", "--grader", "quality", "--show-prompt")["tests"]
+    (verdict,) = test["verdicts"]
+    assert "STRICT AUDITOR" in json.dumps(verdict)
+
+
+def test_swap_judge_model(recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict) -> None:
+    before = len(judge.requests)
+    new = replay(recorded_db, recorded.run_id, "--judge-model", "judge-model-2")["run_id"]
+    sent = judge.requests[before:]
+    assert len(sent) == 3 and {r.body["model"] for r in sent} == {"judge-model-2"}
+    assert graders(recorded_db, new, "quality") == {t: MODEL2_SCORE for t in TESTS}
+    (test,) = audit(recorded_db, new, "q2-report", "--grader", "quality")["tests"]
+    (call,) = test["verdicts"][0]["grader_calls"]
+    assert call["model"] == "judge-model-2" and call["cache_hit"] is False
+
+
+def test_graders_subset_carries_the_others(recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict) -> None:
+    new = replay(recorded_db, recorded.run_id, "--eval", str(recorded.suite.eval_v2), "--graders", "workbook")["run_id"]
+    assert graders(recorded_db, new, "workbook") == {t: 1.0 for t in TESTS}
+    by = origins(recorded_db, new)
+    assert {k: v for k, v in by.items() if k[1] == "workbook"} == {(t, "workbook"): "graded" for t in TESTS}
+    assert {v for k, v in by.items() if k[1] != "workbook"} == {"carried"}
+    old_sig, new_sig = verdict_signature(recorded_db, recorded.run_id), verdict_signature(recorded_db, new)
+    for key, value in old_sig.items():
+        if key[1] != "workbook":
+            assert new_sig[key] == value
+
+
+def test_tests_glob_regrades_a_subset_and_carries_the_rest(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    new = replay(recorded_db, recorded.run_id, "--eval", str(recorded.suite.eval_v2), "--tests", "q1-*")["run_id"]
+    workbook = graders(recorded_db, new, "workbook")
+    assert workbook["q1-report"] == 1.0
+    assert workbook["q3-report"] == pytest.approx(2 / 3)  # carried from the parent, graded by v1
+    by = origins(recorded_db, new)
+    assert {v for k, v in by.items() if k[0] == "q1-report"} == {"graded"}
+    assert {v for k, v in by.items() if k[0] != "q1-report"} == {"carried"}
+    shown = results_by_test(recorded_db, new)
+    parent = results_by_test(recorded_db, recorded.run_id)
+    assert shown["q3-report"]["origin"] == "carried" and shown["q3-report"]["score"] == parent["q3-report"]["score"]
+
+
+def test_no_cache_calls_the_judge_and_the_converters_again(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    before = len(judge.requests)
+    new = replay(recorded_db, recorded.run_id, "--no-cache")["run_id"]
+    assert len(judge.requests) == before + 3
+    assert verdict_signature(recorded_db, new) == verdict_signature(recorded_db, recorded.run_id)
+    (test,) = audit(recorded_db, new, "q1-report")["tests"]
+    quality = next(v for v in test["verdicts"] if v["grader"] == "quality")
+    assert quality["cache_hit"] is False
+    conversions = [p for v in test["verdicts"] for p in v["preprocessing"]]
+    # Each converter ran once in this replay (later graders of the test reuse that fresh conversion).
+    fresh = [p for p in conversions if not p["reused_from"]]
+    assert {p["path"] for p in fresh} == {"revenue.xlsx", "summary.html"}
+    assert all(p["status"] == "converted" for p in fresh)
+
+
+# -- drift ---------------------------------------------------------------------------------------
+
+
+def test_drift_is_named_and_strict_refuses(tmp_path: Path) -> None:
+    suite = make_suite(tmp_path / "suite", cases=[("q1-report", "Write the Q1 revenue report.")])
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run_id = record(db, suite)["run_id"]
+    suite.grader.write_text('print(\'{"score": 0.25}\')\n', encoding="utf-8")  # edited after the run
+
+    before_runs, before_events = runs(db), ok_json(cli(db, "verify", "--json"))["events"]
+    line = one_line_error(cli(db, "replay", run_id, "--strict"))
+    assert "--strict" in line and str(suite.grader) in line and "changed" in line
+    assert runs(db) == before_runs and ok_json(cli(db, "verify", "--json"))["events"] == before_events
+
+    result = cli(db, "replay", run_id)
+    assert result.exit_code == 0, result.stderr
+    assert "drift" in result.stderr and str(suite.grader) in result.stderr.replace("\n", "")
+    out = ok_json(cli(db, "replay", run_id, "--json"))
+    assert any(str(suite.grader) in d for d in out["drift"])
+    # The replay ran the script as it is now, and its own snapshot says so.
+    assert graders(db, out["run_id"], "workbook") == {"q1-report": 0.25}
+    snap = audit(db, out["run_id"], "q1-report")["run"]["eval_snapshot"]
+    (grader,) = [s for s in snap if s["role"] == "grader_script"]
+    assert grader["sha256"] == sha256(suite.grader.read_bytes())
+
+
+def test_replay_of_an_unknown_run_is_one_line(sqlite_url: str) -> None:
+    line = one_line_error(cli(sqlite_url, "replay", "rec-nope"))
+    assert "rec-nope" in line or "no runs" in line
+
+
+def test_bad_swaps_are_one_line(recorded: Recorded, recorded_db: str) -> None:
+    assert "--preprocessor" in one_line_error(cli(recorded_db, "replay", recorded.run_id, "--preprocessor", "xlsx"))
+    assert "nosuch" in one_line_error(cli(recorded_db, "replay", recorded.run_id, "--graders", "nosuch"))
+    assert "--prompt" in one_line_error(
+        cli(recorded_db, "replay", recorded.run_id, "--prompt", "workbook=file://prompts/quality.v2.md")
+    )
+    assert len(runs(recorded_db)) == 1

@@ -1,0 +1,90 @@
+"""Replaying an imported AgentV run: graders from its eval file; what cannot be graded says why."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from e2e_helpers import BASELINE, PY, audit, cli, ok_json, results_by_test
+
+pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
+
+# The rubric suite's code grader runs `uv run python check_syntax.py`; the script is not in the fixture.
+CHECK_SYNTAX = """
+import json, sys
+out = json.load(sys.stdin).get("output") or ""
+code = out.split("```python")[-1].split("```")[0] if "```python" in out else out
+try:
+    compile(code, "answer", "exec")
+    ok = True
+except SyntaxError:
+    ok = False
+print(json.dumps({"score": 1.0 if ok else 0.0, "assertions": [{"text": "Python syntax is valid", "passed": ok}]}))
+"""
+
+ANSWER = "```python\nimport re\n\ndef validate_email(email):\n    return bool(re.match(r'^[^@]+@[^@]+$', email))\n```"
+
+
+@pytest.fixture
+def rubric_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The rubric fixture copied, its missing grader script written, and a `uv` on PATH that runs it."""
+    folder = tmp_path / "rubric"
+    shutil.copytree(BASELINE.parent, folder)
+    for path in folder.rglob("*"):
+        path.chmod(0o644)
+    (folder / "check_syntax.py").write_text(CHECK_SYNTAX, encoding="utf-8")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    uv = bin_dir / "uv"
+    uv.write_text(f'#!/bin/sh\nshift\n[ "$1" = python ] && shift\nexec {PY} "$@"\n', encoding="utf-8")
+    uv.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    for name in ("EVALSTORE_JUDGE_BASE_URL", "EVALSTORE_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    return folder
+
+
+def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is_missing(
+    sqlite_url: str, rubric_copy: Path
+) -> None:
+    # AgentV 4.x rows usually carry the answer; give one row its answer, the others keep none.
+    baseline = rubric_copy / "dataset.eval.baseline.jsonl"
+    rows = [json.loads(line) for line in baseline.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        if row["test_id"] == "code-quality-multi-eval":
+            row["output"] = [{"role": "assistant", "content": ANSWER}]
+    baseline.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    imported = ok_json(cli(sqlite_url, "import", str(baseline), "--eval", str(rubric_copy / "dataset.eval.yaml"), "--json"))
+    assert imported["eval_path"] == str(rubric_copy / "dataset.eval.yaml")
+    out = ok_json(cli(sqlite_url, "replay", imported["run_id"], "--json"))
+    assert out["complete"] is True
+    shown = results_by_test(sqlite_url, out["run_id"])
+    assert set(shown) == {r["test_id"] for r in rows}  # the run went on past every error
+
+    # The code grader regraded the imported answer; the LLM grader had no judge and says so.
+    multi = shown["code-quality-multi-eval"]
+    assert multi["graders"]["python_syntax"] == 1.0 and multi["verdicts"]["python_syntax"] == "pass"
+    assert multi["verdicts"]["rubrics"] == "skip" and multi["status"] == "execution_error"
+    (test,) = audit(sqlite_url, out["run_id"], "code-quality-multi-eval")["tests"]
+    rubrics = next(v for v in test["verdicts"] if v["grader"] == "rubrics")
+    assert rubrics["status"] == "execution_error" and "judge" in rubrics["assertions"][0]["text"]
+    syntax = next(v for v in test["verdicts"] if v["grader"] == "python_syntax")
+    (call,) = syntax["grader_calls"]
+    assert call["exit_code"] == 0 and call["argv"][-1] == str(rubric_copy / "check_syntax.py")
+
+    # Rows that kept no answer cannot be regraded by anything, and the error says what is missing.
+    for test_id, row in shown.items():
+        if test_id != "code-quality-multi-eval":
+            assert row["status"] == "execution_error"
+            assert "neither a transcript nor an output" in row["error"], row["error"]
+
+
+def test_an_imported_run_without_its_eval_asks_for_one(sqlite_url: str) -> None:
+    imported = ok_json(cli(sqlite_url, "import", str(BASELINE), "--json"))
+    result = cli(sqlite_url, "replay", imported["run_id"])
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert "--eval" in result.stderr
