@@ -30,7 +30,7 @@ from judge_server import Reply, Request, freeform
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-FIXTURES = REPO.parent / "shared" / "fixtures" / "agentv"
+from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_BUNDLE = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
 PY = sys.executable

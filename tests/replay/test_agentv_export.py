@@ -15,7 +15,7 @@ from store import events as ev
 from store.events import Assertion, RunStarted, SourceRef, TranscriptRecorded, VerdictRecorded
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "agentv"
+from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_RUN = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
 V4_RUN = REPO / "tests" / "data" / "agentv" / "v4-run"

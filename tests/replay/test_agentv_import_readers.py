@@ -14,7 +14,7 @@ from replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
 from replay.errors import ImportFormatError, ReplayError
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "agentv"
+from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_RUN = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
 V5_CASE = "fizzbuzz--4049e3c70f38"

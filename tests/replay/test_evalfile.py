@@ -17,7 +17,7 @@ from replay.metadata import merge_metadata, suite_metadata
 from replay.search_roots import SnapshotResolver, build_search_roots, resolve_reference
 from replay.specs import AssertionSpec, CodeGraderSpec, LlmGraderSpec
 
-FIXTURES = Path("/work/shared/fixtures/agentv")
+from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 

@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from fixture_paths import AGENTV_FIXTURES
 
 from replay.graders.base import GraderResult
 from replay.scoring import apply_negate, required_gate, score_recorded, score_test
 from replay.specs import AssertionSpec
 from store.events import Assertion
 
-BASELINE = Path("/work/shared/fixtures/agentv/v4/rubric/dataset.eval.baseline.jsonl")
+BASELINE = AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 
 
 def spec(name: str = "g", **fields) -> AssertionSpec:
