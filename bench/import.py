@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
 RSS_TARGET_MB = 200.0
+PROJECTIONS = ("runs", "results", "verdicts", "judge_cache", "conversions")
 CHILD_TIMEOUT_S = 3600
 
 SYSTEM_PROMPT = (
@@ -227,6 +228,26 @@ def _store_bytes(db: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
 
 
+def _breakdown(db: Path) -> dict[str, int]:
+    """Bytes of pages per part of the store (a table with its indexes), where SQLite has ``dbstat``."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        owner = dict(con.execute("SELECT name, tbl_name FROM sqlite_schema WHERE type IN ('table', 'index')"))
+        parts: dict[str, int] = {}
+        for name, size in con.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"):
+            table = owner.get(name, name)
+            part = table if table in ("events", "blobs") else "projections" if table in PROJECTIONS else "other"
+            parts[part] = parts.get(part, 0) + size
+        parts["event payloads"] = con.execute("SELECT SUM(LENGTH(CAST(payload AS BLOB))) FROM events").fetchone()[0]
+        return parts
+    except sqlite3.OperationalError:
+        return {}
+    finally:
+        con.close()
+
+
 def measure(rows: int, seed: int, workdir: Path) -> dict:
     source = workdir / f"results-{rows}.jsonl"
     db = workdir / f"store-{rows}.db"
@@ -244,7 +265,7 @@ def measure(rows: int, seed: int, workdir: Path) -> dict:
     stats = json.loads(proc.stdout.decode().strip().splitlines()[-1])
     if stats["tests"] != rows:
         raise SystemExit(f"imported {stats['tests']} tests, expected {rows}")
-    stats.update(rows=rows, source_bytes=source.stat().st_size, store_bytes=_store_bytes(db))
+    stats.update(rows=rows, source_bytes=source.stat().st_size, store_bytes=_store_bytes(db), parts=_breakdown(db))
     source.unlink()
     for p in workdir.glob(f"store-{rows}.db*"):
         p.unlink()
@@ -279,6 +300,12 @@ def main() -> int:
             f"{r['peak_mb']:>6.1f} MB {r['source_bytes'] / mb:>10.1f} {r['store_bytes'] / mb:>9.1f} "
             f"{r['store_bytes'] / r['source_bytes']:>13.3f}"
         )
+    for r in results:
+        if r["parts"]:
+            parts = ", ".join(f"{k} {r['parts'][k] / mb:.1f}" for k in ("events", "projections", "blobs", "other")
+                              if k in r["parts"])
+            print(f"{r['rows']:>8} rows, store MB by table (with its indexes): {parts}; of the events, payload JSON "
+                  f"{r['parts']['event payloads'] / mb:.1f} (uncompressed)")
     peak = max(r["peak_mb"] for r in results)
     worst_size = max(r["store_bytes"] / r["source_bytes"] for r in results)
     print(f"peak RSS (max over files): {peak:.1f} MB (target < {RSS_TARGET_MB:.0f} MB): "

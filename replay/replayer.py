@@ -31,6 +31,7 @@ from .graders.base import GradeOptions
 from .grading import grade_test
 from .material import RunMaterial, Tally, TestMaterial, case_event, load_run, new_run_id, transcript_info
 from .search_roots import DiskResolver, SnapshotResolver, resolve_reference
+from .preflight import preflight
 from .snapshot import Drift, drift, snapshot_suite
 from .specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
 from .recording import StoreRecorder
@@ -101,6 +102,7 @@ def replay_run(
 ) -> ReplayOutcome:
     parent = load_run(store, parent_run_id)
     suite, snapshot_blobs = _suite(store, parent, options)
+    preflight(suite)
     drifted = drift(parent.started.eval_snapshot)
     if strict and drifted:
         raise ReplayError("refusing to replay (--strict): " + "; ".join(d.describe() for d in drifted))
