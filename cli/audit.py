@@ -51,6 +51,12 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                 click.echo(f"    note: {e}")
             if v["source"]:
                 click.echo(f"    imported from {v['source']['file']}:{v['source'].get('line')}")
+            if v["rendered_prompt_sha256"]:
+                click.echo(f"    AgentV's rendered grader request: {_short(v['rendered_prompt_sha256'])}{_mark(v['rendered_prompt_blob'])}")
+                if show_prompt and v["rendered_prompt"] is not None:
+                    prompt = v["rendered_prompt"]
+                    for key, value in (prompt.items() if isinstance(prompt, dict) else [("request", prompt)]):
+                        click.echo(f"      --- {key} ---\n{value}")
             for c in v["grader_calls"]:
                 if c.get("missing"):
                     click.echo(f"    call {c['event_id']}: event not found")

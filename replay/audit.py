@@ -274,7 +274,9 @@ def _audit_verdict(
         "evidence": verdict.evidence,
         "grader_target": verdict.grader_target,
         "source": verdict.source.model_dump() if verdict.source else None,
-        "rendered_prompt": verdict.rendered_prompt if show_prompt else (bool(verdict.rendered_prompt) or None),
+        "rendered_prompt_sha256": verdict.rendered_prompt_sha256,
+        "rendered_prompt_blob": checks.check(verdict.rendered_prompt_sha256),
+        "rendered_prompt": json.loads(_text(store, verdict.rendered_prompt_sha256) or "null") if show_prompt else None,
         "grader_calls": calls,
         "preprocessing": preprocessing,
     }

@@ -219,6 +219,11 @@ def _test_events(
     )
     # Two graders of one name (AgentV allows it) become name, name-2, as the eval file parser names them.
     for v, name in zip(item.verdicts, unique_names([v.name for v in item.verdicts])):
+        prompt_sha = None
+        if v.rendered_prompt is not None:
+            prompt = canonical_json(v.rendered_prompt).encode("utf-8")
+            prompt_sha = sha256_hex(prompt)
+            blobs[prompt_sha] = prompt
         batch.append(
             NewEvent(
                 VerdictRecorded(
@@ -238,7 +243,7 @@ def _test_events(
                     origin="imported",
                     transcript_event_id=transcript_id,
                     source=item.source,
-                    rendered_prompt=v.rendered_prompt,
+                    rendered_prompt_sha256=prompt_sha,
                     grader_target=v.grader_target,
                 ),
                 ids.next("verdict"),

@@ -193,9 +193,15 @@ def result_bundles(store: EventStore, run_id: str):  # type: ignore[no-untyped-d
         if test.scored is None:
             continue
         source = origin.tests.get(key, test)
+        verdicts = [v for _, v in test.verdicts.values()]
         yield ResultBundle(
             scored=test.scored[1],
-            verdicts=[v for _, v in test.verdicts.values()],
+            verdicts=verdicts,
+            rendered_prompts={
+                v.grader: json.loads(store.get_blob(v.rendered_prompt_sha256))
+                for v in verdicts
+                if v.rendered_prompt_sha256
+            },
             transcript=source.transcript[1] if source.transcript else None,
             case=(test.case or source.case)[1] if (test.case or source.case) else None,
             timestamp=test.scored[1].produced_at or times.get(test.scored[0]),

@@ -51,8 +51,8 @@ def executemany(
 ) -> None:
     """Run ``stmt`` once per row; every row maps the same bind names (column names) to values.
 
-    With ``key`` (whatever identifies the statement apart from the bind names, e.g. ``("upsert",
-    table, columns)``) the compiled SQL is cached, and ``stmt`` may be a function that builds the
+    With ``key`` (whatever identifies the statement apart from the driver and the bind names, e.g.
+    ``("upsert", table)``) the compiled SQL is cached, and ``stmt`` may be a function that builds the
     statement, called only on a cache miss.
     """
     if not rows:

@@ -235,8 +235,8 @@ class VerdictRecorded(DomainEvent):
     carried_from: str | None = None
     """For carried verdicts: the parent run's verdict event id."""
     source: SourceRef | None = None
-    rendered_prompt: dict[str, Any] | None = None
-    """For imports: AgentV's recorded grader request (``scores[].input``), as it was."""
+    rendered_prompt_sha256: str | None = None
+    """For imports: blob holding AgentV's recorded grader request (``scores[].input``) as JSON."""
     grader_target: str | None = None
 
 
@@ -331,5 +331,7 @@ def decode(type_name: str, schema_version: int, payload: dict[str, Any]) -> Doma
 
 
 def encode(event: DomainEvent) -> dict[str, Any]:
-    """The payload dict that is stored: every field, including defaults, so the hash covers them."""
-    return event.model_dump(mode="json")
+    """The payload dict that is stored (and hashed): fields left at their defaults are omitted, which
+    keeps the log compact; decoding restores them. So a default may only change together with a
+    schema_version bump and an upcast that writes the old default in."""
+    return event.model_dump(mode="json", exclude_defaults=True)

@@ -93,7 +93,7 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
                 },
             )
         ]
-    if t == "grader_called" and p.get("cache_key") and p.get("outcome") == "ok" and not p.get("cache_hit"):
+    if t == "grader_called" and p.get("cache_key") and p.get("outcome", "ok") == "ok" and not p.get("cache_hit"):
         return [("judge_cache", {"cache_key": p["cache_key"], "event_id": ev.event_id, "seq": ev.seq})]
     if (
         t == "preprocessing_recorded"

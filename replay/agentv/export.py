@@ -29,6 +29,8 @@ class ResultBundle:
     case: TestCaseRecorded | None = None
     timestamp: str | None = None
     """When the result was recorded (the TestScored event's time); AgentV's row ``timestamp``."""
+    rendered_prompts: dict[str, Any] = field(default_factory=dict)
+    """Grader name -> AgentV's recorded grader request (``scores[].input``), read from its blob."""
 
 
 def _assertion(a: Any) -> dict[str, Any]:
@@ -38,7 +40,7 @@ def _assertion(a: Any) -> dict[str, Any]:
     return out
 
 
-def score_entry(verdict: VerdictRecorded) -> dict[str, Any]:
+def score_entry(verdict: VerdictRecorded, rendered_prompt: Any = None) -> dict[str, Any]:
     """A v4 ``scores[]`` entry; ``input`` is the recorded grader request, ``target`` the judge target."""
     entry: dict[str, Any] = {
         "name": verdict.grader,
@@ -48,8 +50,8 @@ def score_entry(verdict: VerdictRecorded) -> dict[str, Any]:
         "verdict": verdict.verdict,
         "assertions": [_assertion(a) for a in verdict.assertions],
     }
-    if verdict.rendered_prompt is not None:
-        entry["input"] = verdict.rendered_prompt
+    if rendered_prompt is not None:
+        entry["input"] = rendered_prompt
     if verdict.grader_target is not None:
         entry["target"] = verdict.grader_target
     if verdict.details is not None:
@@ -71,7 +73,7 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         "suite": run.suite,
         "score": scored.score,
         "target": scored.target or run.target_name,
-        "scores": [score_entry(v) for v in result.verdicts],
+        "scores": [score_entry(v, result.rendered_prompts.get(v.grader)) for v in result.verdicts],
         "assertions": flatten_assertions(result.verdicts),
         "execution_status": scored.status,
         "error": scored.error,

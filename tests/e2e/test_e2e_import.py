@@ -34,7 +34,7 @@ def test_the_v4_baseline_shows_the_source_scores_test_by_test(sqlite_url: str) -
         if "scores" in row:
             assert set(got["graders"]) == {g["name"] for g in row["scores"]}
     (run,) = runs(sqlite_url)
-    assert run["kind"] == "imported" and run["source"] == str(BASELINE) and run["tests"] == 5
+    assert run["kind"] == "imported" and run["source"] == str(BASELINE.resolve()) and run["tests"] == 5
 
 
 def test_the_v5_bundle_shows_the_source_scores(sqlite_url: str) -> None:

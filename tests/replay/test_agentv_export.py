@@ -42,7 +42,7 @@ def bundle_of(test: ImportedTest) -> ResultBundle:
         VerdictRecorded(
             **key, grader=v.name, grader_type=v.type, score=v.score, verdict=v.verdict, weight=v.weight,
             assertions=[Assertion(**a) for a in v.assertions], details=v.details, origin="imported",
-            rendered_prompt=v.rendered_prompt, grader_target=v.grader_target, source=test.source,
+            grader_target=v.grader_target, source=test.source,
         )
         for v in test.verdicts
     ]
@@ -54,7 +54,8 @@ def bundle_of(test: ImportedTest) -> ResultBundle:
     case = ev.TestCaseRecorded(**key, input=test.input, expected_output=test.expected_output, criteria=test.criteria,
                             metadata=test.metadata)
     return ResultBundle(scored=scored, verdicts=verdicts, transcript=transcript, case=case,
-                        timestamp=test.raw_row.get("timestamp"))
+                        timestamp=test.raw_row.get("timestamp"),
+                        rendered_prompts={v.name: v.rendered_prompt for v in test.verdicts if v.rendered_prompt is not None})
 
 
 def exported(path: Path) -> tuple[RunStarted, list[ResultBundle], list[dict]]:
