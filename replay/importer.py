@@ -162,18 +162,12 @@ def _test_events(
     threshold: float,
 ) -> TestScored:
     key = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
-    batch.append(
-        NewEvent(
-            TestCaseRecorded(
-                **key,
-                input=item.input,
-                expected_output=item.expected_output,
-                criteria=item.criteria,
-                metadata=item.metadata,
-            ),
-            ids.next("case"),
+    if item.input or item.expected_output is not None or item.criteria or item.metadata:
+        # A case event only when the source says something about the case (results JSONL often does not).
+        case = TestCaseRecorded(
+            **key, input=item.input, expected_output=item.expected_output, criteria=item.criteria, metadata=item.metadata
         )
-    )
+        batch.append(NewEvent(case, ids.next("case")))
     by_path: dict[str, ArtifactStored] = {}
     for f in item.files:
         data = None

@@ -55,6 +55,10 @@ blobs = Table(
 
 # --- projections -------------------------------------------------------------------------------
 
+# Projection tables keyed by text columns are stored as their primary-key index on SQLite (WITHOUT
+# ROWID): half the size, since the key columns are not kept twice.
+_CLUSTERED = {"sqlite_with_rowid": False}
+
 runs = Table(
     "runs",
     metadata,
@@ -85,6 +89,7 @@ results = Table(
     Column("origin", String(16), nullable=False),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
+    **_CLUSTERED
 )
 
 verdicts = Table(
@@ -104,6 +109,7 @@ verdicts = Table(
     Column("origin", String(16), nullable=False),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
+    **_CLUSTERED
 )
 
 judge_cache = Table(
@@ -112,6 +118,7 @@ judge_cache = Table(
     Column("cache_key", String(64), primary_key=True),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
+    **_CLUSTERED
 )
 
 conversions = Table(
@@ -120,6 +127,7 @@ conversions = Table(
     Column("fingerprint", String(64), primary_key=True),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
+    **_CLUSTERED
 )
 
 Index("ix_runs_parent", runs.c.parent_run_id)
