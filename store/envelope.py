@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from .codec import event_hash
 from .events import DomainEvent, decode
 
 
@@ -39,3 +40,17 @@ class StoredEvent:
     def event(self) -> DomainEvent:
         """The payload as its current event class (older schema versions upcast)."""
         return decode(self.type, self.schema_version, self.payload)
+
+    def computed_hash(self, prev_hash: str) -> str:
+        """What this event's hash must be when it follows ``prev_hash`` in the chain."""
+        return event_hash(
+            prev_hash,
+            seq=self.seq,
+            event_id=self.event_id,
+            stream_id=self.stream_id,
+            stream_version=self.stream_version,
+            type=self.type,
+            schema_version=self.schema_version,
+            payload=self.payload_json,
+            recorded_at=self.recorded_at,
+        )

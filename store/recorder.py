@@ -339,18 +339,7 @@ class EventStore:
                     return VerifyReport(n_events, 0, f"event seq {expected_seq} is missing (next is {ev.seq})")
                 if ev.prev_hash != prev:
                     return VerifyReport(n_events, 0, f"event seq {ev.seq}: prev_hash does not match the hash of seq {ev.seq - 1}")
-                digest = event_hash(
-                    prev,
-                    seq=ev.seq,
-                    event_id=ev.event_id,
-                    stream_id=ev.stream_id,
-                    stream_version=ev.stream_version,
-                    type=ev.type,
-                    schema_version=ev.schema_version,
-                    payload=ev.payload_json,
-                    recorded_at=ev.recorded_at,
-                )
-                if digest != ev.hash:
+                if ev.computed_hash(prev) != ev.hash:
                     return VerifyReport(n_events, 0, f"event seq {ev.seq}: content does not match its hash (altered after it was written)")
                 prev = ev.hash
                 n_events += 1
