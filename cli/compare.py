@@ -24,7 +24,7 @@ def _stats_cells(stats) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
     s = stats.score
     ci = f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]" if s.ci_low is not None else (s.note or "not enough pairs")
     p = f"{stats.mcnemar.p_value:.4g}" if stats.mcnemar.p_value is not None else (stats.mcnemar.note or "-")
-    k = f"{stats.kappa.kappa + 0.0:.3f}" if stats.kappa.kappa is not None else (stats.kappa.note or "-")
+    k = f"{stats.kappa.kappa:.3f}" if stats.kappa.kappa is not None else (stats.kappa.note or "-")
     return ci, p, k
 
 

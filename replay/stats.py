@@ -204,7 +204,8 @@ def cohen_kappa(counts: PairCounts) -> KappaResult:
     # is then 0/0, whatever the (perfect) observed agreement.
     if math.isclose(expected, 1.0, rel_tol=0, abs_tol=1e-12):
         return KappaResult(None, observed, expected, "undefined (all one class)")
-    return KappaResult((observed - expected) / (1 - expected), observed, expected)
+    # Rounded past float noise (a kappa of 0 must not print as -0.000); + 0.0 turns -0.0 into 0.0.
+    return KappaResult(round((observed - expected) / (1 - expected), 12) + 0.0, observed, expected)
 
 
 # --- scores ----------------------------------------------------------------------------------
