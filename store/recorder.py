@@ -212,13 +212,14 @@ class EventStore:
             if claimed != digest:
                 raise StoreError(f"blob given as {claimed} has digest {digest}; blobs are keyed by their sha256")
             encoded[digest] = {"sha256": digest, "size": size, "encoding": encoding, "data": packed}
-        keys = list(encoded)
-        present: set[str] = set()
-        for chunk in _chunks(keys):
-            present.update(conn.execute(select(schema.blobs.c.sha256).where(schema.blobs.c.sha256.in_(chunk))).scalars())
-        rows = [encoded[k] for k in keys if k not in present]
-        if rows:
-            conn.execute(schema.blobs.insert(), rows)
+        if encoded:
+            # One statement: bytes already stored under the same digest are the same bytes.
+            bulk.executemany(
+                conn,
+                lambda: self.dialect.insert(schema.blobs).on_conflict_do_nothing(index_elements=["sha256"]),
+                list(encoded.values()),
+                key=("insert-ignore", "blobs"),
+            )
 
     def put_blobs(self, blobs: Mapping[str, bytes]) -> None:
         """Store blobs on their own (content-addressed, so harmless to repeat); events should still link them."""
