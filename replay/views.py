@@ -49,10 +49,10 @@ class ResultRow:
 
 
 def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
+    counts = store.result_counts(run_rows[0]["run_id"] if len(run_rows) == 1 else None)
     out = []
     for run in run_rows:
-        results = store.query("results", run_id=run["run_id"])
-        scores = [r["score"] for r in results]
+        c = counts.get(run["run_id"], {"tests": 0, "passed": 0, "errors": 0, "score_sum": None})
         out.append(
             RunSummary(
                 run_id=run["run_id"],
@@ -61,10 +61,10 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
                 suite=run["suite"],
                 target=run["target_name"],
                 status=run["status"],
-                tests=len(results),
-                passed=sum(1 for r in results if r["passed"]),
-                errors=sum(1 for r in results if r["status"] == "execution_error"),
-                mean_score=round(sum(scores) / len(scores), 6) if scores else None,
+                tests=c["tests"],
+                passed=int(c["passed"] or 0),
+                errors=int(c["errors"] or 0),
+                mean_score=round(c["score_sum"] / c["tests"], 6) if c["tests"] else None,
                 started_at=run["started_at"],
                 source=run["source"],
             )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -300,6 +300,21 @@ class EventStore:
         stmt = stmt.order_by(*[tbl.c[k] for k in projections.KEYS[table]])
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(stmt).mappings()]
+
+    def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per run: number of results, passed, execution errors and the score sum (one aggregate query)."""
+        r = schema.results
+        query = select(
+            r.c.run_id,
+            func.count().label("tests"),
+            func.sum(case((r.c.passed, 1), else_=0)).label("passed"),
+            func.sum(case((r.c.status == "execution_error", 1), else_=0)).label("errors"),
+            func.sum(r.c.score).label("score_sum"),
+        ).group_by(r.c.run_id)
+        if run_id is not None:
+            query = query.where(r.c.run_id == run_id)
+        with self.engine.connect() as conn:
+            return {row["run_id"]: dict(row) for row in conn.execute(query).mappings()}
 
     def run_ids(self) -> list[str]:
         with self.engine.connect() as conn:
