@@ -13,7 +13,7 @@ from .audit import print_audit
 from .compare import print_comparison
 from .context import open_store
 from .errors import handle_errors
-from .output import note, progress_bar
+from .output import json_option, note, print_json, progress_bar
 from .results import grader_scores, print_scored, scored_rows
 
 
@@ -22,13 +22,17 @@ def _step(text: str) -> None:
 
 
 @click.command()
+@json_option
 @click.pass_context
 @handle_errors
-def quickstart(ctx: click.Context) -> None:
+def quickstart(ctx: click.Context, as_json: bool) -> None:
     """Record the bundled example suite, regrade it with a changed converter and grader without
     calling the agent, compare the two runs and audit one test. No API key or network needed."""
     store = open_store(ctx)
     p = qs.plan(qs.examples_dir(), qs.judge_configured())
+    if as_json:
+        _quickstart_json(store, p)
+        return
     _step(f"1. recording a run of {p.eval_v1.name} (the agent writes a text answer, revenue.xlsx and summary.html)")
     if not p.with_judge:
         note(f"(the example's LLM grader is off: set {qs.JUDGE_ENV}, EVALSTORE_JUDGE_MODEL and, if your endpoint "
@@ -63,3 +67,20 @@ def quickstart(ctx: click.Context) -> None:
         "evalstore replay RUN --prompt GRADER=file://new-prompt.md",
     ):
         click.echo(f"  {line}")
+
+
+def _quickstart_json(store, p) -> None:  # type: ignore[no-untyped-def]
+    run = qs.record(store, p)
+    replay = qs.regrade(store, p, run.run_id)
+    test_id = replay.results[-1].test_id if replay.results else run.results[0].test_id
+    print_json(
+        {
+            "run_id": run.run_id,
+            "replay_id": replay.run_id,
+            "llm_grader": p.with_judge,
+            "recorded": scored_rows(run.results, grader_scores(store, run.run_id)),
+            "replayed": scored_rows(replay.results, grader_scores(store, replay.run_id)),
+            "comparison": compare_runs(load_results(store, run.run_id), load_results(store, replay.run_id)).to_dict(),
+            "audit": audit_test(store, replay.run_id, test_id),
+        }
+    )

@@ -51,3 +51,19 @@ def test_quickstart_runs_the_llm_grader_when_a_judge_is_configured(tmp_path: Pat
     (row,) = [r for r in ok_json(cli(f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}", "show",
                                      recorded["run_id"], "--json"))["results"] if r["test_id"] == "q1-report"]
     assert "report-quality" in row["graders"]
+
+
+def test_quickstart_json_reports_both_runs_the_comparison_and_the_audit(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
+    result = subprocess.run([str(EVALSTORE), "quickstart", "--json"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    import json
+
+    report = json.loads(result.stdout)
+    assert [r["run_id"] for r in _runs(tmp_path)] == [report["run_id"], report["replay_id"]]
+    assert report["llm_grader"] is False
+    assert {r["test_id"] for r in report["replayed"]} == {"q1-report", "q2-report", "q3-report"}
+    counts = report["comparison"]["overall"]["counts"]
+    assert counts["n"] == 3 and counts["b_only_pass"] == 2
+    assert report["audit"]["blob_problems"] == {} and report["audit"]["blobs_checked"] > 0
