@@ -250,8 +250,11 @@ class _SuiteParser:
 
     def _tests_file(self, ref: str, where: Where) -> list[tuple[Where, Any]]:
         ctx = self.ctx
+        folder = self._tests_folder(ref)
+        if folder is not None:
+            return self._case_files(folder, ref, where)
         if os.path.splitext(ref)[1].lower() not in (".yaml", ".yml", ".jsonl"):
-            raise where.error(f"tests file `{ref}` must be .yaml, .yml or .jsonl")
+            raise where.error(f"tests file `{ref}` must be .yaml, .yml or .jsonl, or a folder of */case.yaml")
         path = ctx.resolve(ref, where, "tests file")
         ctx.reference("tests", path, ref)
         text = ctx.read_text(path, where)
@@ -265,6 +268,26 @@ class _SuiteParser:
             data, base = data["tests"], Where(str(path), lines, ("tests",), "tests")
         items = expect_list(data, base, "a list of tests")
         return [(base.index(i), item) for i, item in enumerate(items)]
+
+    def _tests_folder(self, ref: str) -> Path | None:
+        """A folder the reference names, through the search roots (AgentV's ``tests: ./cases/``)."""
+        for root in self.ctx.search_roots:
+            candidate = Path(root) / ref
+            if candidate.is_dir():
+                return candidate.resolve()
+        return None
+
+    def _case_files(self, folder: Path, ref: str, where: Where) -> list[tuple[Where, Any]]:
+        """One test per ``*/case.yaml`` (or ``.yml``) in the folder, in name order."""
+        found = sorted(p for pattern in ("*/case.yaml", "*/case.yml") for p in folder.glob(pattern))
+        if not found:
+            raise where.error(f"tests folder `{ref}` ({folder}) holds no */case.yaml; add one per test")
+        items = []
+        for path in found:
+            self.ctx.reference("tests", path, f"{ref.rstrip('/')}/{path.parent.name}/{path.name}")
+            data, lines = load_yaml(self.ctx.read_text(path, where), str(path), self.ctx.warnings)
+            items.append((Where(str(path), lines, (), "test"), data))
+        return items
 
     def _test(self, raw: Any, where: Where) -> tuple[EvalTest, WorkspaceEnv]:
         ctx = self.ctx

@@ -774,3 +774,18 @@ def test_default_name_and_input_files(tmp_path: Path) -> None:
     ]
     assert any("input file `missing.txt` not found" in w for w in suite.warnings)
     assert ("input_file", str(doc), "docs/guide.md") in suite.referenced_files
+
+
+def test_tests_given_as_a_folder_of_case_files(tmp_path: Path) -> None:
+    write(tmp_path, "cases/b-second/case.yaml", "id: second\ninput: two\ncriteria: says two\n")
+    write(tmp_path, "cases/a-first/case.yaml", "id: first\ninput: one\ncriteria: says one\n")
+    write(tmp_path, "cases/notes.txt", "not a case")
+    suite = load(tmp_path, "tests: ./cases/\n")
+    assert [t.id for t in suite.tests] == ["first", "second"]
+    assert [role for role, _, _ in suite.referenced_files] == ["tests", "tests"]
+
+
+def test_an_empty_tests_folder_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "cases").mkdir()
+    with pytest.raises(EvalFileError, match=r"tests folder `./cases` .* holds no \*/case.yaml"):
+        load(tmp_path, "tests: ./cases\n")
