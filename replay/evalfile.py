@@ -13,6 +13,7 @@ Every file the eval names is found through the search roots (``replay.search_roo
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,22 @@ def _assertions_key(obj: dict[str, Any], where: Where) -> str | None:
     if len(present) > 1:
         raise where.key("assert").error("both `assertions` and `assert` given; keep one")
     return present[0] if present else None
+
+
+_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def with_vars(value: Any, vars_: dict[str, Any]) -> Any:
+    """A test's ``{{ name }}`` placeholders filled from its ``vars`` (AgentV v4); unknown names stay."""
+    if not vars_:
+        return value
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: str(vars_[m.group(1)]) if m.group(1) in vars_ else m.group(0), value)
+    if isinstance(value, list):
+        return [with_vars(v, vars_) for v in value]
+    if isinstance(value, dict):
+        return {k: with_vars(v, vars_) for k, v in value.items()}
+    return value
 
 
 def default_suite_name(path: Path) -> str:
@@ -300,11 +317,11 @@ class _SuiteParser:
         if "options" in obj:
             ctx.warn(where.key("options"), "test `options` (transform, provider) are not applied by evalstore")
 
-        criteria = opt_str(obj, "criteria", where)
+        criteria = with_vars(opt_str(obj, "criteria", where), vars_)
         if criteria is None and obj.get("expected_outcome") is not None:
             ctx.warn(where.key("expected_outcome"), "deprecated; rename it to `criteria`")
             criteria = opt_str(obj, "expected_outcome", where)
-        expected = obj["expected_output"] if "expected_output" in obj else vars_.get("expected_output")
+        expected = with_vars(obj["expected_output"], vars_) if "expected_output" in obj else vars_.get("expected_output")
         messages = self._input(obj, vars_, where)
         files = ([] if skip else self.input_files) + input_files(
             obj.get("input_files"), where.key("input_files"), ctx
@@ -342,7 +359,7 @@ class _SuiteParser:
 
     def _input(self, obj: dict[str, Any], vars_: dict[str, Any], where: Where) -> list[Message]:
         if "input" in obj:
-            return parse_input(obj["input"], where.key("input"), self.ctx)
+            return parse_input(with_vars(obj["input"], vars_), where.key("input"), self.ctx)
         return parse_input(vars_.get("input"), where.key("vars").key("input"), self.ctx)
 
     def _rubrics_sugar(self, raw: Any, where: Where) -> LlmGraderSpec:

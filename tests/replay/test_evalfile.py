@@ -789,3 +789,18 @@ def test_an_empty_tests_folder_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "cases").mkdir()
     with pytest.raises(EvalFileError, match=r"tests folder `./cases` .* holds no \*/case.yaml"):
         load(tmp_path, "tests: ./cases\n")
+
+
+def test_test_vars_fill_placeholders_in_input_criteria_and_expected_output(tmp_path: Path) -> None:
+    text = """
+    tests:
+      - id: t
+        vars: {city: Paris, n: 3}
+        input: "Name {{ city }}'s {{n}} largest parks"
+        criteria: "Lists {{ n }} parks in {{city}}; keeps {{ unknown }}"
+        expected_output: [{role: assistant, content: "{{city}} parks"}]
+    """
+    (test,) = load(tmp_path, text).tests
+    assert test.input[0].content == "Name Paris's 3 largest parks"
+    assert test.criteria == "Lists 3 parks in Paris; keeps {{ unknown }}"
+    assert test.expected_output == [{"role": "assistant", "content": "Paris parks"}]
