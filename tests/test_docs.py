@@ -45,3 +45,10 @@ def test_architecture_names_every_replay_and_store_module() -> None:
             if module.name == "__init__.py" or module.name.startswith("_eval"):
                 continue
             assert f"`{module.name}`" in doc or f"`{module.stem}" in doc, f"{package}/{module.name} missing from ARCHITECTURE.md"
+
+
+def test_architecture_names_no_module_that_does_not_exist() -> None:
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    existing = {p.name for package in ("store", "replay", "cli", "migrations") for p in (ROOT / package).rglob("*.py")}
+    named = set(re.findall(r"`([a-z_]+\.py)`", doc))
+    assert named <= existing, f"ARCHITECTURE.md names modules that do not exist: {sorted(named - existing)}"
