@@ -34,7 +34,7 @@ from .search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from .preflight import preflight
 from .snapshot import Drift, drift, snapshot_suite
 from .specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
-from .recording import StoreRecorder
+from .recording import BatchedAppends, StoreRecorder
 from .targetsfile import find_targets_file, load_targets_file
 
 
@@ -172,6 +172,7 @@ def _execute(
         judge_model=options.judge_model,
         threshold=threshold,
     )
+    batches = BatchedAppends(store, run_id)
     todo = [
         key
         for key in parent.order
@@ -184,7 +185,7 @@ def _execute(
     lock = threading.Lock()
 
     def one(key: tuple) -> None:
-        scored = _replay_test(store, run_id, key, parent.tests[key], sources, tests_by_id, suite, options, grade_options, judges)
+        scored = _replay_test(store, run_id, key, parent.tests[key], sources, tests_by_id, suite, options, grade_options, judges, batches)
         with lock:
             results.append(scored)
         if progress:
@@ -194,6 +195,8 @@ def _execute(
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             list(pool.map(one, todo))
     finally:
+        # Tests finished before an interrupt are kept: a resume will not grade them again.
+        batches.flush()
         judges.close()
     complete = _complete_if_done(store, run_id, parent)
     position = {t.id: i for i, t in enumerate(suite.tests)}
@@ -201,7 +204,7 @@ def _execute(
     return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings))
 
 
-def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_by_id, suite, options, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]
+def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_by_id, suite, options, grade_options, judges, batches) -> TestScored:  # type: ignore[no-untyped-def]
     test_id, target, attempt = key
     recorder = StoreRecorder(store, run_id)
     carried = parent_test.verdicts
@@ -221,7 +224,7 @@ def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_b
         else:
             scored = scored.model_copy(update={"origin": "carried", "source": None})
         recorder.record(scored)
-        recorder.flush()
+        batches.add(recorder)
         return scored
     source = sources.get(key, parent_test)
     info = transcript_info(store.get_blob, source)
@@ -238,7 +241,7 @@ def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_b
         only=options.graders,
         carried=carried,
     )
-    recorder.flush()
+    batches.add(recorder)
     return grade.scored
 
 

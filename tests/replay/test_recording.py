@@ -1,0 +1,48 @@
+"""StoreRecorder and BatchedAppends: what reaches the store, and when."""
+
+from __future__ import annotations
+
+import time
+
+from replay.recording import BatchedAppends, StoreRecorder
+from store.events import RunStarted, TestScored
+
+
+def _test_recorder(store, run_id: str, test_id: str) -> StoreRecorder:  # type: ignore[no-untyped-def]
+    rec = StoreRecorder(store, run_id)
+    rec.put_blob(f"bytes of {test_id}".encode())
+    rec.record(TestScored(test_id=test_id, score=1.0, passed=True, status="ok", threshold=0.8))
+    return rec
+
+
+def test_a_full_batch_is_one_append_and_blobs_land_with_it(sqlite_store) -> None:
+    sqlite_store.append("r", [RunStarted(run_id="r", kind="replay", tool_version="t")])
+    batches = BatchedAppends(sqlite_store, "r", max_tests=3, max_seconds=60)
+    for i in range(3):
+        batches.add(_test_recorder(sqlite_store, "r", f"t{i}"))
+    rows = sqlite_store.query("results", run_id="r")
+    assert [r["test_id"] for r in rows] == ["t0", "t1", "t2"]
+    assert len({r["seq"] for r in rows}) == 3
+    assert sqlite_store.has_blobs([__import__("hashlib").sha256(b"bytes of t1").hexdigest()])
+
+
+def test_a_finished_test_is_durable_within_max_seconds_without_further_adds(sqlite_store) -> None:
+    sqlite_store.append("r", [RunStarted(run_id="r", kind="replay", tool_version="t")])
+    batches = BatchedAppends(sqlite_store, "r", max_tests=100, max_seconds=0.2)
+    batches.add(_test_recorder(sqlite_store, "r", "t0"))
+    assert sqlite_store.query("results", run_id="r") == []
+    deadline = time.monotonic() + 5
+    while not sqlite_store.query("results", run_id="r") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [r["test_id"] for r in sqlite_store.query("results", run_id="r")] == ["t0"]
+
+
+def test_flush_writes_what_is_pending_and_is_idle_when_empty(sqlite_store) -> None:
+    sqlite_store.append("r", [RunStarted(run_id="r", kind="replay", tool_version="t")])
+    batches = BatchedAppends(sqlite_store, "r", max_tests=100, max_seconds=60)
+    batches.flush()
+    batches.add(_test_recorder(sqlite_store, "r", "t0"))
+    batches.flush()
+    assert sqlite_store.stream_version("r") == 2
+    batches.flush()
+    assert sqlite_store.stream_version("r") == 2
