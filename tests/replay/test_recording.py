@@ -2,32 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 from replay.recording import BatchedAppends, StoreRecorder
-from store.events import RunStarted, TestScored
+from store import events as ev  # (module import: pytest would try to collect a class named Test*)
 
 
 def _test_recorder(store, run_id: str, test_id: str) -> StoreRecorder:  # type: ignore[no-untyped-def]
     rec = StoreRecorder(store, run_id)
     rec.put_blob(f"bytes of {test_id}".encode())
-    rec.record(TestScored(test_id=test_id, score=1.0, passed=True, status="ok", threshold=0.8))
+    rec.record(ev.TestScored(test_id=test_id, score=1.0, passed=True, status="ok", threshold=0.8))
     return rec
 
 
 def test_a_full_batch_is_one_append_and_blobs_land_with_it(sqlite_store) -> None:
-    sqlite_store.append("r", [RunStarted(run_id="r", kind="replay", tool_version="t")])
+    sqlite_store.append("r", [ev.RunStarted(run_id="r", kind="replay", tool_version="t")])
     batches = BatchedAppends(sqlite_store, "r", max_tests=3, max_seconds=60)
     for i in range(3):
         batches.add(_test_recorder(sqlite_store, "r", f"t{i}"))
     rows = sqlite_store.query("results", run_id="r")
     assert [r["test_id"] for r in rows] == ["t0", "t1", "t2"]
     assert len({r["seq"] for r in rows}) == 3
-    assert sqlite_store.has_blobs([__import__("hashlib").sha256(b"bytes of t1").hexdigest()])
+    assert sqlite_store.has_blobs([hashlib.sha256(b"bytes of t1").hexdigest()])
 
 
 def test_a_finished_test_is_durable_within_max_seconds_without_further_adds(sqlite_store) -> None:
-    sqlite_store.append("r", [RunStarted(run_id="r", kind="replay", tool_version="t")])
+    sqlite_store.append("r", [ev.RunStarted(run_id="r", kind="replay", tool_version="t")])
     batches = BatchedAppends(sqlite_store, "r", max_tests=100, max_seconds=0.2)
     batches.add(_test_recorder(sqlite_store, "r", "t0"))
     assert sqlite_store.query("results", run_id="r") == []
@@ -38,7 +39,7 @@ def test_a_finished_test_is_durable_within_max_seconds_without_further_adds(sqli
 
 
 def test_flush_writes_what_is_pending_and_is_idle_when_empty(sqlite_store) -> None:
-    sqlite_store.append("r", [RunStarted(run_id="r", kind="replay", tool_version="t")])
+    sqlite_store.append("r", [ev.RunStarted(run_id="r", kind="replay", tool_version="t")])
     batches = BatchedAppends(sqlite_store, "r", max_tests=100, max_seconds=60)
     batches.flush()
     batches.add(_test_recorder(sqlite_store, "r", "t0"))
