@@ -25,10 +25,7 @@ def db() -> None:
 @handle_errors
 def upgrade(ctx: click.Context, revision: str) -> None:
     """Apply migrations up to REVISION (default: head)."""
-    engine = make_engine(db_url(ctx))
-    store_engine.upgrade(engine, revision)
-    click.echo(f"store at revision {store_engine.current_revision(engine)}")
-    engine.dispose()
+    _migrate(ctx, store_engine.upgrade, revision)
 
 
 @db.command()
@@ -37,10 +34,16 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 @handle_errors
 def downgrade(ctx: click.Context, revision: str) -> None:
     """Revert migrations down to REVISION (``base`` removes everything)."""
+    _migrate(ctx, store_engine.downgrade, revision)
+
+
+def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[no-untyped-def]
     engine = make_engine(db_url(ctx))
-    store_engine.downgrade(engine, revision)
-    click.echo(f"store at revision {store_engine.current_revision(engine) or 'base'}")
-    engine.dispose()
+    try:
+        step(engine, revision)
+        click.echo(f"store at revision {store_engine.current_revision(engine) or 'base'}")
+    finally:
+        engine.dispose()
 
 
 @db.command()

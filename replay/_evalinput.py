@@ -7,14 +7,13 @@ what ``{{input}}`` renders and what the target is sent (the content model holds 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import ValidationError
 
 from ._evalfields import ParseContext, expect_mapping, str_list, warn_unknown
 from ._evalsource import Where
-from .content import FileBlock, ImageBlock, Message, TextBlock
+from .content import FileBlock, ImageBlock, Message, TextBlock, render_object
 
 MESSAGE_KEYS = ("role", "content", "tool_calls", "name")
 SEGMENT_TYPES = ("text", "file", "image")
@@ -32,11 +31,6 @@ def parse_input(raw: Any, where: Where, ctx: ParseContext) -> list[Message]:
             return [_message(raw, where, ctx)]
         return [Message(role="user", content=render_object(raw))]
     raise where.error("expected a string, a list of {role, content} messages, or an object")
-
-
-def render_object(value: Any) -> str:
-    """An object as the formatted JSON text graders and targets see."""
-    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _message(raw: Any, where: Where, ctx: ParseContext) -> Message:

@@ -74,18 +74,9 @@ class Message(BaseModel):
         return "\n".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
 
 
-def parse_messages(raw: Any) -> list[Message]:
-    """Messages from a string (one user message), a list of message dicts, or one message dict."""
-    if raw is None:
-        return []
-    if isinstance(raw, str):
-        return [Message(role="user", content=raw)]
-    if isinstance(raw, dict) and "role" in raw:
-        return [Message.model_validate(raw)]
-    if isinstance(raw, list):
-        return [Message.model_validate(m) for m in raw]
-    # An object input becomes one user message holding the object rendered as formatted JSON.
-    return [Message(role="user", content=json.dumps(raw, indent=2, ensure_ascii=False))]
+def render_object(value: Any) -> str:
+    """Object-valued input (or content) as the formatted JSON text targets and graders see."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def dump_messages(messages: list[Message]) -> list[dict[str, Any]]:

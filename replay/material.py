@@ -55,7 +55,6 @@ class TestMaterial:
 class RunMaterial:
     run_id: str
     started: RunStarted
-    started_event_id: str
     tests: dict[ResultKey, TestMaterial]
     completed: bool
     order: list[ResultKey] = field(default_factory=list)
@@ -90,7 +89,7 @@ def load_run(store: EventStore, run_id: str) -> RunMaterial:
             completed = completed or stored.type == "run_completed"
     if started is None:
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
-    return RunMaterial(run_id, started[1], started[0], tests, completed, order=list(tests))
+    return RunMaterial(run_id, started[1], tests, completed, order=list(tests))
 
 
 def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> TranscriptInfo:
@@ -145,6 +144,15 @@ class Tally:
     def __init__(self) -> None:
         self.tests = self.passed = self.failed = self.errors = 0
         self.total = 0.0
+
+    @classmethod
+    def from_counts(cls, *, run_id: str, tests: int, passed: int, errors: int, score_sum: float | None) -> Tally:
+        """A tally from the store's aggregate (``EventStore.result_counts``) instead of every result."""
+        tally = cls()
+        tally.tests, tally.passed, tally.errors = tests, int(passed or 0), int(errors or 0)
+        tally.failed = max(tests - tally.passed - tally.errors, 0)
+        tally.total = score_sum or 0.0
+        return tally
 
     def add(self, scored: TestScored) -> None:
         self.tests += 1

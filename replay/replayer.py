@@ -101,13 +101,12 @@ def replay_run(
     on_start: Callable[[str, int, list[Drift]], None] | None = None,
 ) -> ReplayOutcome:
     parent = load_run(store, parent_run_id)
-    suite, snapshot_blobs = _suite(store, parent, options)
+    suite = _suite(store, parent, options)
     preflight(suite)
     drifted = drift(parent.started.eval_snapshot)
     if strict and drifted:
         raise ReplayError("refusing to replay (--strict): " + "; ".join(d.describe() for d in drifted))
     snapshot, blobs = snapshot_suite(suite)
-    blobs.update(snapshot_blobs)
     overrides = options.recorded()
     if options.shard:
         # Every shard derives the same replay id and the same first event, so they share one run.
@@ -146,7 +145,7 @@ def resume_replay(
         raise ReplayError(f"run {run_id} is not a replay; `evalstore replay --resume` continues replays")
     options = ReplayOptions(**{**mine.started.overrides, "shard": shard})
     parent = load_run(store, mine.started.parent_run_id)
-    suite, _ = _suite(store, parent, options)
+    suite = _suite(store, parent, options)
     return _execute(store, run_id, parent, suite, options, drift(parent.started.eval_snapshot), concurrency, progress, on_start, mine)
 
 
@@ -214,7 +213,7 @@ def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_b
         # Not regraded: the parent's verdicts and score carry over unchanged, marked as carried.
         for grader, (vid, verdict) in carried.items():
             recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))
-        scored_id, scored = parent_test.scored if parent_test.scored else (None, None)
+        scored = parent_test.scored[1] if parent_test.scored else None
         if scored is None:
             scored = TestScored(
                 test_id=test_id, target=target or None, attempt=attempt, score=0.0, passed=False,
@@ -255,12 +254,10 @@ def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:
 
 
 def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bool:
-    results = store.query("results", run_id=run_id)
-    if len(results) < len(parent.tests):
+    counts = store.result_counts(run_id).get(run_id)
+    if counts is None or counts["tests"] < len(parent.tests):
         return False
-    tally = Tally()
-    for row in sorted(results, key=lambda r: (r["test_id"], r["target"], r["attempt"])):
-        tally.add(TestScored(test_id=row["test_id"], score=row["score"], passed=row["passed"], status=row["status"], threshold=0))
+    tally = Tally.from_counts(**counts)
     # Derived from the projections, so shards finishing together append identical, idempotent events.
     event_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:completed"))
     store.append(run_id, [NewEvent(tally.completed(), event_id)])
@@ -270,7 +267,7 @@ def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bo
 # --- building the suite a replay grades with ----------------------------------------------------
 
 
-def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> tuple[EvalSuite, dict[str, bytes]]:
+def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> EvalSuite:
     if options.eval_path:
         suite = load_eval(options.eval_path)
     else:
@@ -288,7 +285,7 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> tu
         unknown = [g for g in options.graders if g not in known]
         if unknown:
             raise ReplayError(f"--graders: no grader named {', '.join(unknown)} (graders: {', '.join(sorted(known))})")
-    return suite, {}
+    return suite
 
 
 def parse_preprocessor(value: str, search_roots: list[str]) -> ConverterSpec:

@@ -132,5 +132,4 @@ conversions = Table(
 
 Index("ix_runs_parent", runs.c.parent_run_id)
 
-APPEND_ONLY_TABLES = ("events", "blobs")
 PROJECTION_TABLES = (runs, results, verdicts, judge_cache, conversions)

@@ -23,7 +23,7 @@ from judge_server import (
     server_error,
 )
 
-from replay.content import Message, ToolCall, parse_messages
+from replay.content import Message, ToolCall
 from replay.evalfile import load_eval
 from replay.graders.base import GradeOptions, GraderResult, GradingContext, TranscriptInfo
 from replay.graders.llm import LlmGrader

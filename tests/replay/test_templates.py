@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.content import Message, ToolCall, parse_messages
+from replay.content import Message, ToolCall, render_object
 from replay.errors import PromptTemplateError
 from replay.judge.parsing import JudgeParseError, extract_json
 from replay.judge.templates import (
@@ -36,7 +36,7 @@ def test_substituted_values_are_not_rendered_again():
 
 
 def test_object_input_renders_as_formatted_json():
-    messages = parse_messages({"company": "Apple", "ticker": "AAPL"})
+    messages = [Message(role="user", content=render_object({"company": "Apple", "ticker": "AAPL"}))]
     assert render_input(messages) == '{\n  "company": "Apple",\n  "ticker": "AAPL"\n}'
 
 
