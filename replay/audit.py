@@ -18,6 +18,7 @@ from store.events import ArtifactStored, GraderCalled, PreprocessingRecorded, Ve
 from .errors import NotFoundError
 from .material import RunMaterial, TestMaterial, load_run
 from .replayer import transcript_run
+from .views import run_started
 
 
 @dataclass
@@ -87,7 +88,7 @@ def _run_info(store: EventStore, run: RunMaterial, checks: BlobCheck) -> dict[st
     while parent:
         chain.append(parent)
         try:
-            parent = load_run(store, parent).started.parent_run_id
+            parent = run_started(store, parent).parent_run_id
         except NotFoundError:
             break
     return {

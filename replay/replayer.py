@@ -36,6 +36,7 @@ from .snapshot import Drift, drift, snapshot_suite
 from .specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
 from .recording import BatchedAppends, StoreRecorder
 from .targetsfile import find_targets_file, load_targets_file
+from .views import run_started
 
 
 @dataclass
@@ -246,11 +247,11 @@ def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_b
 
 def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:
     """The run holding the transcripts: the run itself, or for a replay, the run it (ultimately) replayed."""
-    seen = {run.run_id}
-    while run.started.kind == "replay" and run.started.parent_run_id and run.started.parent_run_id not in seen:
-        run = load_run(store, run.started.parent_run_id)
-        seen.add(run.run_id)
-    return run
+    started, seen = run.started, {run.run_id}
+    while started.kind == "replay" and started.parent_run_id and started.parent_run_id not in seen:
+        seen.add(started.parent_run_id)
+        started = run_started(store, started.parent_run_id)  # the first event only, not the whole stream
+    return run if started.run_id == run.run_id else load_run(store, started.run_id)
 
 
 def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bool:
