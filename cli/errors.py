@@ -36,6 +36,13 @@ def handle_errors(f: Callable) -> Callable:
             sys.exit(130)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
+        except OSError as exc:
+            # A path the user gave that cannot be read or written (an output folder that does not exist).
+            if debug:
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"Error: {where}{exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
         except Exception as exc:  # noqa: BLE001 - a bug: still one line, never a traceback
             if debug:
                 raise

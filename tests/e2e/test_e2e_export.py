@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from e2e_helpers import BASELINE, Recorded, cli, ok_json, results_by_test
+from e2e_helpers import BASELINE, Recorded, cli, ok_json, one_line_error, results_by_test
 
 pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
 
@@ -66,3 +66,10 @@ def test_json_of_a_recorded_run_parses_and_agrees_with_show(recorded: Recorded, 
     assert doc["run"]["run_id"] == recorded.run_id and doc["run"]["kind"] == "recorded"
     shown = results_by_test(recorded_db, recorded.run_id)
     assert {r["test_id"]: r["score"] for r in doc["results"]} == {t: r["score"] for t, r in shown.items()}
+
+
+def test_an_output_path_that_cannot_be_written_is_one_clear_error(sqlite_url: str, tmp_path: Path) -> None:
+    run_id = _imported(sqlite_url)
+    target = tmp_path / "no-such-folder" / "out.csv"
+    line = one_line_error(cli(sqlite_url, "export", run_id, "--format", "csv", "-o", str(target)))
+    assert line == f"Error: {target}: No such file or directory"
