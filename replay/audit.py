@@ -12,7 +12,7 @@ from typing import Any
 
 from store import EventStore
 from store.codec import sha256_hex
-from store.errors import BlobNotFound
+from store.errors import BlobCorrupt, BlobNotFound
 from store.events import ArtifactStored, GraderCalled, PreprocessingRecorded, VerdictRecorded
 
 from .errors import NotFoundError
@@ -37,6 +37,8 @@ class BlobCheck:
                 self.results[digest] = "ok" if sha256_hex(data) == digest else "MISMATCH"
             except BlobNotFound:
                 self.results[digest] = "MISSING"
+            except BlobCorrupt:
+                self.results[digest] = "UNREADABLE"
         return self.results[digest]
 
     @property

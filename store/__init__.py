@@ -9,6 +9,7 @@ from .engine import make_engine, resolve_url
 from .envelope import NewEvent, StoredEvent
 from .errors import (
     AppendOnlyError,
+    BlobCorrupt,
     BlobNotFound,
     ConcurrencyError,
     IdempotencyError,
@@ -20,6 +21,7 @@ from .recorder import EventStore, VerifyReport
 
 __all__ = [
     "AppendOnlyError",
+    "BlobCorrupt",
     "BlobNotFound",
     "ConcurrencyError",
     "EventStore",

@@ -1,31 +1,151 @@
-"""Content-addressed blobs: the key is the SHA-256 of the raw bytes; large text is stored compressed."""
+"""Content-addressed blobs: the key is the SHA-256 of the raw bytes; large text is stored compressed.
+
+Blobs that begin alike usually share most of their text: the rendered prompts of one grader template,
+the transcripts of one agent with its system prompt. Compressed one by one, each pays again for the
+text they share (a prompt template is often most of the prompt). So a blob may be compressed against a
+preset dictionary: an earlier stored blob that begins with the same bytes, named in the row's
+``dictionary`` column. Which blob serves is remembered per :class:`Dictionaries` (one per open store):
+a choice of the writer, not part of the content, so it never touches a digest, and any reader can
+decode any row from the rows alone.
+"""
 
 from __future__ import annotations
 
+import threading
 import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
 
 from .codec import sha256_hex
-from .errors import StoreError
+from .errors import BlobCorrupt
 
 IDENTITY = "identity"
 ZLIB = "zlib"
 # Below this size compression rarely pays for its header and the CPU time.
 COMPRESS_MIN_BYTES = 512
+# Blobs whose first bytes agree share a dictionary: enough to tell templates apart, little to compare.
+PREFIX_BYTES = 128
+# zlib looks back at most 32 KB, so only a dictionary's last 32 KB can ever be matched.
+ZDICT_BYTES = 32 * 1024
+# Dictionaries remembered per open store (each at most ZDICT_BYTES): a handful of templates in practice.
+MAX_DICTIONARIES = 256
+# A dictionary may itself have been stored against one (two writers racing); the chain is short and
+# always points at older rows, so a longer one is corruption.
+MAX_CHAIN = 8
 
 
-def encode_blob(data: bytes) -> tuple[str, int, str, bytes]:
-    """``(sha256, size, encoding, stored bytes)`` for raw bytes."""
+@dataclass(frozen=True)
+class Dictionary:
+    sha256: str
+    zdict: bytes
+
+
+@dataclass(frozen=True)
+class EncodedBlob:
+    """A blobs row: ``data`` as stored, decoded with ``encoding`` (and the ``dictionary`` blob, if named)."""
+
+    sha256: str
+    size: int
+    encoding: str
+    data: bytes
+    dictionary: str | None = None
+
+    def row(self) -> dict[str, object]:
+        return {
+            "sha256": self.sha256,
+            "size": self.size,
+            "encoding": self.encoding,
+            "data": self.data,
+            "dictionary": self.dictionary,
+        }
+
+
+def zdict_of(raw: bytes) -> bytes:
+    return raw[-ZDICT_BYTES:]
+
+
+def prefix_key(data: bytes) -> bytes | None:
+    """What blobs that may share a dictionary have in common; None for blobs too small to compress."""
+    return data[:PREFIX_BYTES] if len(data) >= COMPRESS_MIN_BYTES else None
+
+
+def encode_blob(data: bytes, dictionary: Dictionary | None = None) -> EncodedBlob:
     digest = sha256_hex(data)
     if len(data) >= COMPRESS_MIN_BYTES:
+        if dictionary is not None:
+            packer = zlib.compressobj(6, zdict=dictionary.zdict)
+            packed = packer.compress(data) + packer.flush()
+            if len(packed) < len(data) * 0.9:
+                return EncodedBlob(digest, len(data), ZLIB, packed, dictionary.sha256)
         packed = zlib.compress(data, 6)
         if len(packed) < len(data) * 0.9:
-            return digest, len(data), ZLIB, packed
-    return digest, len(data), IDENTITY, data
+            return EncodedBlob(digest, len(data), ZLIB, packed)
+    return EncodedBlob(digest, len(data), IDENTITY, data)
 
 
-def decode_blob(encoding: str, stored: bytes) -> bytes:
-    if encoding == IDENTITY:
-        return bytes(stored)
-    if encoding == ZLIB:
-        return zlib.decompress(stored)
-    raise StoreError(f"unknown blob encoding {encoding!r}")
+def decode_blob(encoding: str, stored: bytes, zdict: bytes | None = None) -> bytes:
+    """Raw bytes of a stored blob; ``zdict`` is :func:`zdict_of` the dictionary blob, when the row names one."""
+    try:
+        if encoding == IDENTITY and zdict is None:
+            return bytes(stored)
+        if encoding == ZLIB:
+            if zdict is None:
+                return zlib.decompress(stored)
+            unpacker = zlib.decompressobj(zdict=zdict)
+            raw = unpacker.decompress(stored) + unpacker.flush()
+            if not unpacker.eof:
+                raise zlib.error("incomplete or truncated stream")
+            return raw
+    except zlib.error as exc:
+        raise BlobCorrupt(f"{encoding} data cannot be decompressed ({exc})") from None
+    raise BlobCorrupt(f"unknown blob encoding {encoding!r}" + (" with a dictionary" if zdict is not None else ""))
+
+
+class _Lru(OrderedDict):
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def touch(self, key, value=None):  # type: ignore[no-untyped-def]
+        """The value under ``key`` (stored first when ``value`` is given), as the most recently used."""
+        if value is not None:
+            self[key] = value
+        found = self.get(key)
+        if found is not None:
+            self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+        return found
+
+
+class Dictionaries:
+    """The dictionaries one open store writes with (by opening bytes) and reads with (by digest).
+
+    A dictionary is remembered for writing only once the blob is known to be committed
+    (:meth:`remember`, called after the append's transaction): a row may only name a stored blob.
+    Shared by the threads of one process, hence the lock.
+    """
+
+    def __init__(self, limit: int = MAX_DICTIONARIES) -> None:
+        self._by_prefix = _Lru(limit)
+        self._zdicts = _Lru(limit)
+        self._lock = threading.Lock()
+
+    def for_prefix(self, key: bytes | None) -> Dictionary | None:
+        if key is None:
+            return None
+        with self._lock:
+            return self._by_prefix.touch(key)  # type: ignore[no-any-return]
+
+    def remember(self, key: bytes, dictionary: Dictionary) -> None:
+        with self._lock:
+            self._by_prefix.touch(key, dictionary)
+            self._zdicts.touch(dictionary.sha256, dictionary.zdict)
+
+    def zdict(self, sha256: str) -> bytes | None:
+        with self._lock:
+            return self._zdicts.touch(sha256)  # type: ignore[no-any-return]
+
+    def keep(self, sha256: str, zdict: bytes) -> None:
+        with self._lock:
+            self._zdicts.touch(sha256, zdict)

@@ -29,5 +29,9 @@ class BlobNotFound(StoreError):
     """A digest that no stored blob has."""
 
 
+class BlobCorrupt(StoreError):
+    """A stored blob whose bytes cannot be decoded (altered, or naming an encoding this code does not know)."""
+
+
 class NotFound(StoreError):
     """A run, test or event that the store does not hold."""

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from . import bulk, postgres, projections, schema, sqlite
-from .blobs import decode_blob, encode_blob
+from .blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob, prefix_key, zdict_of
 from .codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
 from .engine import IMMEDIATE, ensure_current, make_engine
 from .envelope import NewEvent, StoredEvent
@@ -69,6 +69,7 @@ class EventStore:
     def __init__(self, engine: Engine, *, check_schema: bool = True) -> None:
         self.engine = engine
         self.dialect = postgres if engine.dialect.name == "postgresql" else sqlite
+        self._dictionaries = Dictionaries()
         if check_schema:
             ensure_current(engine)
 
@@ -127,6 +128,7 @@ class EventStore:
         here cannot be stored yet) and lets the unique index on event_id catch a retry instead: anything
         that might be a retry (an id already stored, or a stream that moved) raises :class:`_Recheck`,
         and the caller runs the transaction again with the lookup."""
+        candidates: dict[bytes, Dictionary] = {}
         with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
             self.dialect.lock_for_append(conn)
             existing = {} if optimistic else self._existing(conn, stream_id, given)
@@ -147,13 +149,14 @@ class EventStore:
                         raise _Recheck from exc
                     raise
                 if blobs:
-                    self._insert_blobs(conn, blobs)
+                    candidates = self._insert_blobs(conn, blobs)
                 # The payload dicts we encoded are what parsing the stored JSON would give back.
                 projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
             else:
                 stored = []
-            by_id = {s.event_id: s for s in stored} | existing
-            return [by_id[p[0]] for p in prepared]
+        self._remember(candidates)
+        by_id = {s.event_id: s for s in stored} | existing
+        return [by_id[p[0]] for p in prepared]
 
     def _existing(self, conn: Connection, stream_id: str, prepared: list[tuple]) -> dict[str, StoredEvent]:
         found: dict[str, StoredEvent] = {}
@@ -205,26 +208,53 @@ class EventStore:
         bulk.insert_tuples(conn, ev, EVENT_COLUMNS, rows)
         return [StoredEvent(*row) for row in rows]
 
-    def _insert_blobs(self, conn: Connection, blobs: Mapping[str, bytes]) -> None:
-        encoded = {}
+    def _insert_blobs(self, conn: Connection, blobs: Mapping[str, bytes]) -> dict[bytes, Dictionary]:
+        """Store the blobs not stored yet, each against the dictionary for its opening bytes if there is one.
+
+        Returns the blobs (stored without a dictionary) that can serve as dictionaries for later blobs
+        beginning alike, to :meth:`_remember` once this transaction has committed.
+        """
+        given = {}
         for claimed, data in blobs.items():
-            digest, size, encoding, packed = encode_blob(data)
+            digest = sha256_hex(data)
             if claimed != digest:
                 raise StoreError(f"blob given as {claimed} has digest {digest}; blobs are keyed by their sha256")
-            encoded[digest] = {"sha256": digest, "size": size, "encoding": encoding, "data": packed}
-        if encoded:
-            # One statement: bytes already stored under the same digest are the same bytes.
-            bulk.executemany(
-                conn,
-                lambda: self.dialect.insert(schema.blobs).on_conflict_do_nothing(index_elements=["sha256"]),
-                list(encoded.values()),
-                key=("insert-ignore", "blobs"),
-            )
+            given[digest] = data
+        stored: dict[str, str | None] = {}  # digest -> its dictionary, for blobs already stored
+        b = schema.blobs
+        for chunk in _chunks(list(given)):
+            stored.update((sha, d) for sha, d in conn.execute(select(b.c.sha256, b.c.dictionary).where(b.c.sha256.in_(chunk))))
+        candidates: dict[bytes, Dictionary] = {}
+        rows = []
+        for digest, data in given.items():
+            key = prefix_key(data)
+            dictionary = self._dictionaries.for_prefix(key) or (candidates.get(key) if key is not None else None)
+            if digest in stored:
+                if dictionary is None and key is not None and stored[digest] is None:
+                    candidates[key] = Dictionary(digest, zdict_of(data))
+                continue
+            encoded = encode_blob(data, dictionary)
+            rows.append(encoded.row())
+            if encoded.dictionary is None and dictionary is None and key is not None:
+                candidates[key] = Dictionary(digest, zdict_of(data))
+        # Bytes stored under the same digest by a concurrent writer are the same bytes: keep theirs.
+        bulk.executemany(
+            conn,
+            lambda: self.dialect.insert(b).on_conflict_do_nothing(index_elements=["sha256"]),
+            rows,
+            key=("insert-ignore", "blobs"),
+        )
+        return candidates
+
+    def _remember(self, candidates: Mapping[bytes, Dictionary]) -> None:
+        for key, dictionary in candidates.items():
+            self._dictionaries.remember(key, dictionary)
 
     def put_blobs(self, blobs: Mapping[str, bytes]) -> None:
         """Store blobs on their own (content-addressed, so harmless to repeat); events should still link them."""
         with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
-            self._insert_blobs(conn, blobs)
+            candidates = self._insert_blobs(conn, blobs)
+        self._remember(candidates)
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -267,13 +297,29 @@ class EventStore:
             return self._stream_version(conn, stream_id)
 
     def get_blob(self, sha256: str) -> bytes:
+        return self._read_blob(sha256, chain=0)
+
+    def _read_blob(self, sha256: str, *, chain: int) -> bytes:
+        b = schema.blobs
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(schema.blobs.c.encoding, schema.blobs.c.data).where(schema.blobs.c.sha256 == sha256)
-            ).first()
+            row = conn.execute(select(b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256 == sha256)).first()
         if row is None:
             raise BlobNotFound(f"no blob {sha256}")
-        return decode_blob(row[0], row[1])
+        encoding, data, dictionary = row
+        return decode_blob(encoding, data, self._zdict(dictionary, chain + 1) if dictionary else None)
+
+    def _zdict(self, sha256: str, chain: int) -> bytes:
+        """The compression dictionary a blob row names, read (and kept) from the dictionary blob."""
+        found = self._dictionaries.zdict(sha256)
+        if found is None:
+            if chain > MAX_CHAIN:
+                raise StoreError(f"blob dictionaries chain more than {MAX_CHAIN} deep at {sha256}")
+            try:
+                found = zdict_of(self._read_blob(sha256, chain=chain))
+            except BlobNotFound:
+                raise BlobNotFound(f"no blob {sha256} (named as a compression dictionary)") from None
+            self._dictionaries.keep(sha256, found)
+        return found
 
     def has_blobs(self, digests: Iterable[str]) -> set[str]:
         keys = list(dict.fromkeys(digests))
@@ -362,9 +408,9 @@ class EventStore:
                 projections.fold(state, [ev])
             n_blobs = 0
             for row in conn.execution_options(yield_per=200).execute(select(schema.blobs).order_by(schema.blobs.c.sha256)):
-                sha, size, encoding, data = row
+                sha, size, encoding, data, dictionary = row
                 try:
-                    raw = decode_blob(encoding, data)
+                    raw = decode_blob(encoding, data, self._zdict(dictionary, 1) if dictionary else None)
                 except Exception as exc:  # noqa: BLE001 - any decoding failure is corruption
                     return VerifyReport(n_events, n_blobs, f"blob {sha}: cannot be decoded ({exc})")
                 if sha256_hex(raw) != sha or len(raw) != size:

@@ -51,6 +51,8 @@ blobs = Table(
     Column("size", BigInteger, nullable=False),
     Column("encoding", String(16), nullable=False),
     Column("data", LargeBinary, nullable=False),
+    # The blob whose bytes were zlib's preset dictionary for ``data`` (store/blobs.py); NULL for none.
+    Column("dictionary", String(64), nullable=True),
 )
 
 # --- projections -------------------------------------------------------------------------------

@@ -121,14 +121,18 @@ def test_a_brand_new_store_is_upgraded_by_the_first_command(store_url: str) -> N
         eng.dispose()
 
 
+NEXT = "9999"
+
+
 def _newer_migrations(tmp_path: Path) -> Path:
-    """A copy of the migrations plus a revision 0002, as a newer evalstore would ship."""
+    """A copy of the migrations plus one more revision after the head, as a newer evalstore would ship."""
     target = tmp_path / "migrations"
     shutil.copytree(store_engine.migrations_dir(), target, ignore=shutil.ignore_patterns("__pycache__"))
-    (target / "versions" / "0002_index_event_type.py").write_text(
+    (target / "versions" / f"{NEXT}_index_event_type.py").write_text(
         '"""Index events by type."""\n'
         "from alembic import op\n\n"
-        'revision = "0002"\ndown_revision = "0001"\nbranch_labels = None\ndepends_on = None\n\n\n'
+        f'revision = "{NEXT}"\ndown_revision = "{store_engine.head_revision()}"\n'
+        "branch_labels = None\ndepends_on = None\n\n\n"
         "def upgrade():\n"
         '    op.create_index("ix_events_type", "events", ["type"])\n\n\n'
         "def downgrade():\n"
@@ -140,11 +144,12 @@ def _newer_migrations(tmp_path: Path) -> Path:
 def test_a_store_behind_the_code_is_refused_until_upgraded(
     engine: Engine, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    EventStore(engine)  # at 0001, the head of this checkout
+    head = store_engine.head_revision()
+    EventStore(engine)  # at the head of this checkout
     newer = _newer_migrations(tmp_path)
     monkeypatch.setattr(store_engine, "migrations_dir", lambda: newer)
 
-    message = "the store is at schema revision 0001, this evalstore needs 0002: run `evalstore db upgrade`"
+    message = f"the store is at schema revision {head}, this evalstore needs {NEXT}: run `evalstore db upgrade`"
     with pytest.raises(SchemaOutOfDate, match=message):
         EventStore(engine)
     runner = CliRunner()
@@ -161,7 +166,7 @@ def test_a_store_behind_the_code_is_refused_until_upgraded(
 
     upgraded = runner.invoke(cli.main, ["--db", store_url, "db", "upgrade"])
     assert upgraded.exit_code == 0, upgraded.output
-    assert upgraded.stdout == "store at revision 0002\n"
+    assert upgraded.stdout == f"store at revision {NEXT}\n"
     assert "ix_events_type" in {ix["name"] for ix in inspect(engine).get_indexes("events")}
     assert runner.invoke(cli.main, ["--db", store_url, "runs", "--json"]).exit_code == 0
 
@@ -188,3 +193,36 @@ def test_tables_without_a_migration_record_are_refused(engine: Engine) -> None:
         conn.execute(text("DROP TABLE alembic_version"))
     with pytest.raises(SchemaOutOfDate, match="has evalstore tables but no migration record"):
         EventStore(engine)
+
+
+def test_blob_dictionaries_revision_keeps_older_blobs_and_refuses_to_go_back_over_newer(engine: Engine) -> None:
+    import zlib
+
+    from store import StoreError, sha256_hex
+
+    store_engine.upgrade(engine, "0001")
+    old = b"a transcript written before blob dictionaries existed\n" * 40
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO blobs (sha256, size, encoding, data) VALUES (:s, :n, 'zlib', :d)"),
+            {"s": sha256_hex(old), "n": len(old), "d": zlib.compress(old)},
+        )
+    store_engine.upgrade(engine)
+    store = EventStore(engine)
+    assert store.get_blob(sha256_hex(old)) == old
+    assert store.verify().ok
+
+    # Without rows that need a dictionary, going back is fine (and forward again).
+    store_engine.downgrade(engine, "0001")
+    assert "dictionary" not in {c["name"] for c in inspect(engine).get_columns("blobs")}
+    store_engine.upgrade(engine)
+
+    template = ("The rendered grader prompt template, the same for every test of the suite. " * 12).encode()
+    store = EventStore(engine)
+    for i in range(3):
+        data = template + f"question {i}".encode()
+        store.put_blobs({sha256_hex(data): data})
+    with pytest.raises(StoreError, match="cannot downgrade below revision 0002: 2 blobs are compressed against a dictionary"):
+        store_engine.downgrade(engine, "0001")
+    assert store_engine.current_revision(engine) == store_engine.head_revision()
+    assert "dictionary" in {c["name"] for c in inspect(engine).get_columns("blobs")}

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import cli
-from store import EventStore, make_engine
+from store import EventStore, make_engine, sha256_hex
 from store import engine as store_engine
 
 # The store tests' sample runs, shared rather than copied (tests/ is not a package).
@@ -66,6 +66,26 @@ def test_db_current_upgrade_history_downgrade(store_url: str) -> None:
 
     assert ok(store_url, "db", "downgrade", "base").stdout == "store at revision base\n"
     assert json.loads(ok(store_url, "db", "current", "--json").stdout)["current"] is None
+
+
+def test_db_downgrade_over_blobs_it_could_not_read_is_refused_in_one_line(store: EventStore, store_url: str) -> None:
+    template = b"one grader template, rendered for each test of a suite; " * 20
+    for i in range(2):
+        data = template + b"test %d" % i
+        store.put_blobs({sha256_hex(data): data})
+    one_line_error(
+        evalstore(store_url, "db", "downgrade", "0001"), 2, "Error: cannot downgrade below revision 0002: 1 blobs"
+    )
+    assert store.verify().ok
+
+
+def test_a_new_sqlite_store_uses_16k_pages(sqlite_url: str) -> None:
+    store = EventStore.open(sqlite_url)
+    try:
+        assert scalar(store.engine, "PRAGMA page_size") == store_engine.SQLITE_PAGE_SIZE == 16384
+        assert scalar(store.engine, "PRAGMA journal_mode") == "wal"
+    finally:
+        store.close()
 
 
 def test_db_upgrade_to_an_unknown_revision_is_one_line(store_url: str) -> None:

@@ -7,7 +7,7 @@ import os
 import pytest
 from sample_runs import scalar
 
-from store import BlobNotFound, EventStore, StoreError, sha256_hex
+from store import BlobCorrupt, BlobNotFound, EventStore, StoreError, sha256_hex
 from store.blobs import COMPRESS_MIN_BYTES
 from store.events import ArtifactStored
 
@@ -69,3 +69,111 @@ def test_a_blob_under_the_wrong_digest_is_refused_with_its_events(store: EventSt
 def test_missing_blob(store: EventStore) -> None:
     with pytest.raises(BlobNotFound, match="no blob " + "a" * 64):
         store.get_blob("a" * 64)
+
+
+# --- compression dictionaries -------------------------------------------------------------------
+
+TEMPLATE = (
+    "You are an expert evaluator. Grade the candidate answer against each rubric item and return JSON with "
+    "checks, each with an id, whether it is satisfied and a brief reasoning, and an overall reasoning. "
+) * 6
+
+
+def _prompt(i: int) -> bytes:
+    """Blobs that begin alike and share most of their text, like one grader template's rendered prompts."""
+    return (TEMPLATE + f"[[ ## question {i} ## ]] " + os.urandom(60).hex() + f" [[ ## answer ## ]] {i * 7919}").encode()
+
+
+def _dictionaries(store: EventStore) -> dict[str, str | None]:
+    with store.engine.connect() as conn:
+        from sqlalchemy import text
+
+        return dict(conn.execute(text("SELECT sha256, dictionary FROM blobs")).all())
+
+
+def test_blobs_that_begin_alike_are_compressed_against_the_first(store: EventStore) -> None:
+    first, *rest = [_prompt(i) for i in range(6)]
+    store.put_blobs({sha256_hex(first): first})
+    store.append("r", [_artifact(sha256_hex(b), len(b)) for b in rest[:3]], blobs={sha256_hex(b): b for b in rest[:3]})
+    store.put_blobs({sha256_hex(b): b for b in rest[3:]})  # a second transaction, same dictionary
+    named = _dictionaries(store)
+    assert named[sha256_hex(first)] is None
+    assert {named[sha256_hex(b)] for b in rest} == {sha256_hex(first)}
+
+    import zlib
+
+    plain = zlib.compress(rest[0], 6)
+    stored = scalar(store.engine, "SELECT length(data) FROM blobs WHERE sha256 = :s", s=sha256_hex(rest[0]))
+    assert stored < len(plain) / 2, (stored, len(plain))  # the shared text is not paid for again
+
+    # Any reader decodes from the rows alone: a store opened afresh has no dictionaries in memory.
+    fresh = EventStore(store.engine)
+    for b in (first, *rest):
+        assert fresh.get_blob(sha256_hex(b)) == b
+    assert fresh.verify().ok
+
+
+def test_blobs_that_begin_differently_do_not_share_a_dictionary(store: EventStore) -> None:
+    a, b = _prompt(1), b"Another template entirely. " * 40
+    store.put_blobs({sha256_hex(a): a})
+    store.put_blobs({sha256_hex(b): b})
+    assert _dictionaries(store)[sha256_hex(b)] is None
+
+
+def test_a_failed_append_leaves_no_dictionary_behind(store: EventStore) -> None:
+    from store import ConcurrencyError
+
+    first, second = _prompt(1), _prompt(2)
+    with pytest.raises(ConcurrencyError):
+        store.append("r", [_artifact(sha256_hex(first), len(first))], expected_version=7, blobs={sha256_hex(first): first})
+    store.put_blobs({sha256_hex(second): second})
+    # ``first`` never landed, so nothing may be compressed against it.
+    assert _dictionaries(store) == {sha256_hex(second): None}
+    assert store.get_blob(sha256_hex(second)) == second
+
+
+def test_a_blob_stored_against_a_dictionary_never_serves_as_one(store: EventStore) -> None:
+    a, b, c, d = (_prompt(i) for i in range(4))
+    store.put_blobs({sha256_hex(a): a})
+    store.put_blobs({sha256_hex(b): b})
+    other = EventStore(store.engine)  # another process: it has not seen ``a``
+    other.put_blobs({sha256_hex(b): b, sha256_hex(c): c})
+    other.put_blobs({sha256_hex(d): d})
+    named = _dictionaries(store)
+    assert named[sha256_hex(b)] == sha256_hex(a)
+    assert named[sha256_hex(c)] is None  # not against ``b``, which is itself stored against ``a``
+    assert named[sha256_hex(d)] == sha256_hex(c)
+    assert all(other.get_blob(sha256_hex(x)) == x for x in (a, b, c, d))
+
+
+def test_a_dictionary_that_was_altered_is_caught(store: EventStore) -> None:
+    from sqlalchemy import text
+
+    first, second = _prompt(1), _prompt(2)
+    store.put_blobs({sha256_hex(first): first})
+    store.put_blobs({sha256_hex(second): second})
+    assert _dictionaries(store)[sha256_hex(second)] == sha256_hex(first)
+    with store.engine.begin() as conn:
+        if store.engine.dialect.name == "sqlite":
+            conn.execute(text("DROP TRIGGER blobs_no_update"))
+        else:
+            conn.execute(text("ALTER TABLE blobs DISABLE TRIGGER blobs_append_only"))
+        conn.execute(
+            text("UPDATE blobs SET encoding = 'identity', data = :d WHERE sha256 = :s"),
+            {"d": b"X" * len(first), "s": sha256_hex(first)},
+        )
+    fresh = EventStore(store.engine)
+    report = fresh.verify()
+    assert not report.ok and "blob " in (report.problem or "")
+    # A deflate stream names its dictionary's checksum: another dictionary is refused, not misread.
+    with pytest.raises(BlobCorrupt, match="cannot be decompressed"):
+        fresh.get_blob(sha256_hex(second))
+
+
+def test_undecodable_rows_raise_blob_corrupt() -> None:
+    from store.blobs import decode_blob
+
+    with pytest.raises(BlobCorrupt, match="cannot be decompressed"):
+        decode_blob("zlib", b"not zlib at all")
+    with pytest.raises(BlobCorrupt, match="unknown blob encoding 'zstd'"):
+        decode_blob("zstd", b"...")
