@@ -13,7 +13,7 @@ from typing import Any
 from store import EventStore
 from store.codec import sha256_hex
 from store.errors import BlobCorrupt, BlobNotFound
-from store.events import ArtifactStored, GraderCalled, PreprocessingRecorded, VerdictRecorded
+from store.events import ArtifactStored, GraderCalled, PreprocessingRecorded, SourceRef, VerdictRecorded
 
 from .errors import NotFoundError
 from .material import RunMaterial, TestMaterial, load_run
@@ -71,10 +71,7 @@ def audit_test(
     checks = BlobCheck(store)
     run_info = _run_info(store, run, checks)
     origin = transcript_run(store, run)
-    tests = [
-        _audit_material(store, origin.run_id, m, origin.tests.get(m.key, m), checks, grader, show_prompt)
-        for m in matches
-    ]
+    tests = [_audit_material(store, run, origin, m, checks, grader, show_prompt) for m in matches]
     return {
         "run": run_info,
         "tests": tests,
@@ -113,21 +110,30 @@ def _run_info(store: EventStore, run: RunMaterial, checks: BlobCheck) -> dict[st
     }
 
 
+def _source(ref: SourceRef | None, run: RunMaterial) -> dict[str, Any] | None:
+    """An imported event's source with its file made absolute again (events store it relative to the run's)."""
+    if ref is None:
+        return None
+    return ref.resolved(run.started.source.file if run.started.source else None).model_dump()
+
+
 def _audit_material(
     store: EventStore,
-    transcript_run_id: str,
+    run: RunMaterial,
+    origin: RunMaterial,
     test: TestMaterial,
-    source: TestMaterial,
     checks: BlobCheck,
     grader: str | None,
     show_prompt: bool,
 ) -> dict[str, Any]:
+    """One test of ``run``; its transcript and artifacts are those of ``origin``, the run that recorded them."""
+    source = origin.tests.get(test.key, test)
     artifacts_by_digest = {a.sha256: (eid, a) for eid, a in source.artifacts if a.sha256}
     verdicts = []
     for name, (vid, verdict) in test.verdicts.items():
         if grader and name != grader:
             continue
-        verdicts.append(_audit_verdict(store, vid, verdict, artifacts_by_digest, checks, show_prompt))
+        verdicts.append(_audit_verdict(store, run, vid, verdict, artifacts_by_digest, checks, show_prompt))
     if grader and not verdicts:
         raise NotFoundError(f"test {test.key[0]} has no verdict from grader {grader!r} (graders: {', '.join(test.verdicts)})")
     transcript = None
@@ -135,14 +141,14 @@ def _audit_material(
         tid, t = source.transcript
         transcript = {
             "event_id": tid,
-            "run_id": transcript_run_id,
+            "run_id": origin.run_id,
             "messages_sha256": t.messages_sha256,
             "blob": checks.check(t.messages_sha256),
             "status": t.status,
             "exit_code": t.exit_code,
             "token_usage": t.token_usage,
             "duration_ms": t.duration_ms,
-            "source": t.source.model_dump() if t.source else None,
+            "source": _source(t.source, origin),
         }
     scored = test.scored[1] if test.scored else None
     return {
@@ -173,6 +179,7 @@ def _audit_material(
 
 def _audit_verdict(
     store: EventStore,
+    run: RunMaterial,
     vid: str,
     verdict: VerdictRecorded,
     artifacts: dict[str, tuple[str, ArtifactStored]],
@@ -276,7 +283,7 @@ def _audit_verdict(
         "assertions": [a.model_dump() for a in verdict.assertions],
         "evidence": verdict.evidence,
         "grader_target": verdict.grader_target,
-        "source": verdict.source.model_dump() if verdict.source else None,
+        "source": _source(verdict.source, run),
         "rendered_prompt_sha256": verdict.rendered_prompt_sha256,
         "rendered_prompt_blob": checks.check(verdict.rendered_prompt_sha256),
         "rendered_prompt": json.loads(_text(store, verdict.rendered_prompt_sha256) or "null") if show_prompt else None,

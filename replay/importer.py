@@ -80,6 +80,7 @@ def import_results(
     if tests == 0:
         raise ReplayError(f"{path}: no results to import")
 
+    root = str(path.resolve())
     snapshot, blobs, eval_file, threshold = _eval_snapshot(eval_path, source.eval_path_hints, path)
     started = RunStarted(
         run_id=run_id,
@@ -88,12 +89,13 @@ def import_results(
         eval_path=eval_file,
         eval_snapshot=snapshot,
         threshold=threshold,
-        source=SourceRef(file=str(path.resolve())),
+        source=SourceRef(file=root),
         source_format=fmt,
         tool_version=__version__,
     )
     ids = _EventIds(run_id)
     store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
+    within = _RelativeSources(root)
 
     batch: list[NewEvent] = []
     batch_blobs: dict[str, bytes] = {}
@@ -101,9 +103,9 @@ def import_results(
     tally = Tally()
     for item in source.iter_tests(skip_bad):
         if isinstance(item, SkippedLine):
-            batch.append(NewEvent(LineSkipped(source=item.source, reason=item.reason), ids.next("skip")))
+            batch.append(NewEvent(LineSkipped(source=within(item.source), reason=item.reason), ids.next("skip")))
             continue
-        tally.add(_test_events(item, ids, batch, batch_blobs, threshold))
+        tally.add(_test_events(item, within(item.source), ids, batch, batch_blobs, threshold))
         done += 1
         if done % BATCH_TESTS == 0 or sum(len(b) for b in batch_blobs.values()) > BATCH_BYTES:
             store.append(run_id, batch, blobs=batch_blobs)
@@ -116,6 +118,22 @@ def import_results(
         progress(done)
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
     return ImportOutcome(run_id, fmt, tests, skipped, False, eval_file)
+
+
+class _RelativeSources:
+    """Sources as the run's events record them: relative to the imported path (see SourceRef)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._absolute: dict[str, str] = {}
+
+    def __call__(self, source: SourceRef) -> SourceRef:
+        if source.file is None:
+            return source
+        absolute = self._absolute.get(source.file)
+        if absolute is None:
+            absolute = self._absolute[source.file] = str(Path(source.file).resolve())
+        return SourceRef(file=absolute, line=source.line).relative_to(self.root)
 
 
 class _EventIds:
@@ -156,6 +174,7 @@ def _eval_snapshot(
 
 def _test_events(
     item: ImportedTest,
+    source: SourceRef,
     ids: _EventIds,
     batch: list[NewEvent],
     blobs: dict[str, bytes],
@@ -206,7 +225,7 @@ def _test_events(
                 end_time=item.end_time,
                 file_changes=item.file_changes,
                 workspace_path=item.workspace_path,
-                source=item.source,
+                source=source,
             ),
             transcript_id,
         )
@@ -236,7 +255,7 @@ def _test_events(
                     evidence=[v.reason] if v.reason else [],
                     origin="imported",
                     transcript_event_id=transcript_id,
-                    source=item.source,
+                    source=source,
                     rendered_prompt_sha256=prompt_sha,
                     grader_target=v.grader_target,
                 ),
@@ -253,7 +272,7 @@ def _test_events(
         threshold=threshold,
         error=item.error,
         origin="imported",
-        source=item.source,
+        source=source,
         produced_at=item.raw_row.get("timestamp") if isinstance(item.raw_row.get("timestamp"), str) else None,
     )
     batch.append(NewEvent(scored, ids.next("scored")))

@@ -97,8 +97,9 @@ def decode_blob(encoding: str, stored: bytes, zdict: bytes | None = None) -> byt
                 raise zlib.error("incomplete or truncated stream")
             return raw
     except zlib.error as exc:
-        raise BlobCorrupt(f"{encoding} data cannot be decompressed ({exc})") from None
-    raise BlobCorrupt(f"unknown blob encoding {encoding!r}" + (" with a dictionary" if zdict is not None else ""))
+        raise BlobCorrupt(f"cannot be decoded ({encoding}: {exc})") from None
+    with_dictionary = " with a dictionary" if zdict is not None else ""
+    raise BlobCorrupt(f"cannot be decoded: unknown blob encoding {encoding!r}{with_dictionary}")
 
 
 class _Lru(OrderedDict):

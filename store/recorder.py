@@ -23,7 +23,7 @@ from .blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob
 from .codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
 from .engine import IMMEDIATE, ensure_current, make_engine
 from .envelope import NewEvent, StoredEvent
-from .errors import AppendOnlyError, BlobNotFound, ConcurrencyError, IdempotencyError, NotFound, StoreError
+from .errors import AppendOnlyError, BlobCorrupt, BlobNotFound, ConcurrencyError, IdempotencyError, NotFound, StoreError
 from .events import DomainEvent, encode
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
@@ -305,8 +305,16 @@ class EventStore:
             row = conn.execute(select(b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256 == sha256)).first()
         if row is None:
             raise BlobNotFound(f"no blob {sha256}")
-        encoding, data, dictionary = row
-        return decode_blob(encoding, data, self._zdict(dictionary, chain + 1) if dictionary else None)
+        return self._decode(*row, chain=chain)
+
+    def _decode(self, encoding: str, data: bytes, dictionary: str | None, *, chain: int) -> bytes:
+        if not dictionary:
+            return decode_blob(encoding, data)
+        try:
+            return decode_blob(encoding, data, self._zdict(dictionary, chain + 1))
+        except (BlobCorrupt, BlobNotFound) as exc:
+            # Name the dictionary: that blob, not this one, may be what was altered or lost.
+            raise BlobCorrupt(f"cannot be decoded against its dictionary, blob {dictionary}: {exc}") from None
 
     def _zdict(self, sha256: str, chain: int) -> bytes:
         """The compression dictionary a blob row names, read (and kept) from the dictionary blob."""
@@ -410,9 +418,9 @@ class EventStore:
             for row in conn.execution_options(yield_per=200).execute(select(schema.blobs).order_by(schema.blobs.c.sha256)):
                 sha, size, encoding, data, dictionary = row
                 try:
-                    raw = decode_blob(encoding, data, self._zdict(dictionary, 1) if dictionary else None)
-                except Exception as exc:  # noqa: BLE001 - any decoding failure is corruption
-                    return VerifyReport(n_events, n_blobs, f"blob {sha}: cannot be decoded ({exc})")
+                    raw = self._decode(encoding, data, dictionary, chain=0)
+                except StoreError as exc:
+                    return VerifyReport(n_events, n_blobs, f"blob {sha}: {exc}")
                 if sha256_hex(raw) != sha or len(raw) != size:
                     return VerifyReport(n_events, n_blobs, f"blob {sha}: bytes do not match their digest")
                 n_blobs += 1

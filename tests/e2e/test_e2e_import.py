@@ -10,6 +10,7 @@ import pytest
 from e2e_helpers import BASELINE, V5_BUNDLE, cli, event_count, evalstore, ok_json, one_line_error, results_by_test, runs
 
 from store import EventStore, make_engine
+from store.events import SourceRef
 
 pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
 
@@ -109,11 +110,15 @@ def test_skip_bad_imports_the_rest_and_records_the_skipped_line(sqlite_url: str,
     store = EventStore(make_engine(sqlite_url))
     try:
         (event,) = list(store.read_stream(out["run_id"], types=["line_skipped"]))
+        (started,) = list(store.read_stream(out["run_id"], types=["run_started"]))
     finally:
         store.close()
     payload = event.payload
-    assert payload["source"]["line"] == 3 and payload["source"]["file"].endswith("truncated.jsonl")
-    assert "JSON" in payload["reason"]
+    # The line is in the imported file itself, which the run names once (events name files relative to it).
+    assert payload["source"] == {"line": 3} and "JSON" in payload["reason"]
+    run_source = started.event.source
+    assert run_source is not None and run_source.file == str(path.resolve())
+    assert SourceRef(line=3).resolved(run_source.file) == SourceRef(file=str(path.resolve()), line=3)
 
 
 @pytest.mark.parametrize("field,expect", [("test_id", "test_id"), ("score", "score")])
