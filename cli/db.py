@@ -33,7 +33,10 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 @click.pass_context
 @handle_errors
 def downgrade(ctx: click.Context, revision: str) -> None:
-    """Revert migrations down to REVISION (``base`` removes everything)."""
+    """Revert migrations down to REVISION (``base`` removes everything).
+
+    Revision 0002 is not reverted while blobs are compressed against a dictionary (0001 cannot read them).
+    """
     _migrate(ctx, store_engine.downgrade, revision)
 
 
