@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import click
+
 from store.events import TestScored
 
 from .output import fmt_score, print_table
@@ -23,6 +25,10 @@ def scored_rows(results: list[TestScored], graders: dict[tuple, dict[str, float]
     ]
 
 
+ERROR_CHARS = 500
+"""How much of an execution error is printed under the table (its end is kept: the cause is usually there)."""
+
+
 def print_scored(title: str, rows: list[dict]) -> None:
     print_table(
         title,
@@ -32,12 +38,20 @@ def print_scored(title: str, rows: list[dict]) -> None:
                 r["test_id"],
                 fmt_score(r["score"]),
                 "yes" if r["passed"] else "no",
-                r["status"] + (f" ({r['error'][:60]})" if r["error"] and r["status"] == "execution_error" else ""),
+                r["status"],
                 ", ".join(f"{g}={fmt_score(s)}" for g, s in r["graders"].items()),
             )
             for r in rows
         ],
     )
+    # Errors are sentences (which command, what it said): whole lines under the table, not a cut cell.
+    errors = [r for r in rows if r["error"] and r["status"] == "execution_error"]
+    if errors:
+        click.echo("execution errors:")
+        for r in errors:
+            text = " ".join(r["error"].split())
+            text = text if len(text) <= ERROR_CHARS else "..." + text[-ERROR_CHARS:]
+            click.echo(f"  {r['test_id']}: {text}")
 
 
 def grader_scores(store, run_id: str) -> dict[tuple, dict[str, float]]:  # type: ignore[no-untyped-def]

@@ -53,15 +53,23 @@ def run(ctx, eval_file, target, targets_path, workers, threshold, timeout, workd
         workdir=workdir, grade=GradeOptions(judge_target=judge_target, judge_model=judge_model),
         judge_concurrency=judge_concurrency,
     )
-    with progress_bar("running tests") as bar:
-        def started(run_id: str, total: int) -> None:
-            note(f"run {run_id}: {total} tests")
-            bar.start(total)
+    begun: list[str] = []
+    try:
+        with progress_bar("running tests") as bar:
+            def started(run_id: str, total: int) -> None:
+                begun.append(run_id)
+                note(f"run {run_id}: {total} tests")
+                bar.start(total)
 
-        if resume:
-            outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
-        else:
-            outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
+            if resume:
+                outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
+            else:
+                outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
+    except KeyboardInterrupt:
+        # What was recorded stays recorded; say how to finish rather than leave the user guessing.
+        if begun:
+            note(f"run {begun[0]} is incomplete; finish it with: evalstore run --resume {begun[0]}")
+        raise
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))

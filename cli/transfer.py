@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import errno
+import io
+import os
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import click
 
 from replay.agentv import export as agentv_export
 from replay.importer import import_results
-from replay.material import result_bundles
-from replay.views import resolve_run, run_started
+from replay.views import resolve_run, run_started, run_summary
 
 from .context import open_store
 from .errors import handle_errors
@@ -66,30 +72,106 @@ def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bo
 @click.argument("run")
 @click.option("--format", "fmt", type=click.Choice(["agentv-jsonl", "csv", "json"]), default="agentv-jsonl",
               show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE instead of stdout.")
+@click.option("-o", "--output", type=click.Path(allow_dash=True, path_type=Path),
+              help="Write to FILE (replaced only once the export is complete) instead of stdout ('-').")
 @click.pass_context
 @handle_errors
 def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignore[no-untyped-def]
     """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), or JSON.
 
+    RUN: an id, a unique prefix, or ``last``. Results stream out in the order the run scored them;
+    a replay's rows carry the transcript of the run it replayed. Output is UTF-8.
+
+    \b
+    agentv-jsonl  one AgentV 4.x result row per (test, target, attempt): test_id, suite, target,
+                  score, scores[] (name, type, score, weight, verdict, assertions, input, target),
+                  assertions, execution_status, error, token_usage, cost_usd, duration_ms,
+                  start_time, end_time, output, input, metadata; sample_index after attempt 1.
+    csv           header run_id,test_id,target,attempt,test_score,passed,status,grader,grader_type,
+                  grader_score,verdict,weight,assertions_passed,assertions_total,failed_assertions,
+                  error; a result without graders has one line with empty grader cells.
+    json          {"format": "evalstore-export", "version": 1, "run": {...}, "summary": {...},
+                  "results": [{test_id, target, attempt, score, passed, status, threshold, error,
+                  origin, source, timestamp, verdicts: [...], transcript: {...}|null,
+                  case: {...}|null}]}; every key always present (null when unknown).
+
     \b
     Example:
       evalstore export last --format csv -o results.csv
+      evalstore export imp-5159 > rows.jsonl
     """
     store = open_store(ctx)
     run_id = resolve_run(store, run)
     started = run_started(store, run_id)
-    bundles = result_bundles(store, run_id)
-    fh = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
+    summary = run_summary(store, run_id)
+    results = agentv_export.stored_results(store, run_id)
+    to_file = output is not None and str(output) != "-"
     try:
-        if fmt == "agentv-jsonl":
-            agentv_export.write_jsonl(agentv_export.export_rows(started, bundles), fh)
-        elif fmt == "csv":
-            agentv_export.write_csv(started, bundles, fh)
-        else:
-            agentv_export.write_json(started, bundles, fh)
+        with _replacing(output) if output is not None and to_file else _utf8_stdout() as fh:
+            if fmt == "agentv-jsonl":
+                count = agentv_export.write_jsonl(agentv_export.export_rows(started, results), fh)
+            elif fmt == "csv":
+                count = agentv_export.write_csv(started, results, fh)
+            else:
+                count = agentv_export.write_json(started, results, fh, summary)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    if summary.status != "completed":
+        note(f"run {run_id} is not complete ({summary.status}): only the results it scored were exported")
+    if to_file:
+        unit = "line" if fmt == "csv" else "result"
+        note(f"wrote {count} {unit}{'' if count == 1 else 's'} to {output}")
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[IO[str]]:
+    """A temporary file beside ``path`` that replaces it only when the export finished: a failed
+    export never leaves half a file (or destroys the previous one)."""
+    if path.is_dir():  # found now, not after the whole export
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:  # name the file the user gave, not our temporary one
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; give the mode any new file gets
+            yield fh
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
     finally:
-        if output:
-            fh.close()
-    if output:
-        note(f"wrote {output}")
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def _utf8_stdout() -> Iterator[IO[str]]:
+    """stdout as UTF-8 without newline translation, whatever the locale: an export is data, and CSV's
+    quoted newlines must reach the file as written."""
+    sys.stdout.flush()
+    fh = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="")
+    try:
+        yield fh
+    finally:
+        try:
+            fh.flush()
+        finally:
+            fh.detach()
+
+
+def _quiet_broken_pipe() -> None:
+    """The reader went away (``export ... | head``): stop quietly, as Unix tools do (exit 141, SIGPIPE)."""
+    try:  # later flushes of stdout (at exit) must not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+    sys.exit(141)

@@ -9,10 +9,15 @@ import killed half-way finishes when run again.
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 import uuid
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from store import EventStore, NewEvent
 from store.codec import canonical_json, sha256_hex
@@ -21,18 +26,18 @@ from store.events import (
     Assertion,
     FileSnapshot,
     LineSkipped,
-    RunCompleted,
     RunStarted,
     SourceRef,
     TestCaseRecorded,
     TestScored,
     TranscriptRecorded,
     VerdictRecorded,
+    encode,
 )
 
 from . import __version__
 from ._evalgraders import unique_names
-from .agentv import ImportedTest, SkippedLine, detect_format, read_results
+from .agentv import ImportedTest, ImportSource, SkippedLine, bad_line, detect_format, read_results
 from .errors import ReplayError
 from .evalfile import load_eval
 from .material import Tally
@@ -71,16 +76,13 @@ def import_results(
     if existing and existing[0]["status"] == "completed":
         return ImportOutcome(run_id, fmt, len(store.query("results", run_id=run_id)), 0, True, existing[0]["eval_path"])
 
-    tests = skipped = 0
-    for item in source.iter_tests(skip_bad):  # validation pass: raises on the first bad line
-        if isinstance(item, SkippedLine):
-            skipped += 1
-        else:
-            tests += 1
+    root = str(path.resolve())
+    within = _RelativeSources(root)
+    checked = _check(source, within, skip_bad)  # validation pass: raises on the first bad line
+    tests, skipped = checked.tests, checked.skipped
     if tests == 0:
         raise ReplayError(f"{path}: no results to import")
 
-    root = str(path.resolve())
     snapshot, blobs, eval_file, threshold = _eval_snapshot(eval_path, source.eval_path_hints, path)
     started = RunStarted(
         run_id=run_id,
@@ -95,17 +97,22 @@ def import_results(
     )
     ids = _EventIds(run_id)
     store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
-    within = _RelativeSources(root)
 
     batch: list[NewEvent] = []
     batch_blobs: dict[str, bytes] = {}
     done = 0
     tally = Tally()
     for item in source.iter_tests(skip_bad):
+        if isinstance(item, ImportedTest):
+            reason = checked.left_out.get(_item_key(item))
+            item = SkippedLine(item.source, reason) if reason else _built(item, within, ids, threshold, skip_bad, check=False)
         if isinstance(item, SkippedLine):
             batch.append(NewEvent(LineSkipped(source=within(item.source), reason=item.reason), ids.next("skip")))
             continue
-        tally.add(_test_events(item, within(item.source), ids, batch, batch_blobs, threshold))
+        events, item_blobs, scored = item
+        batch.extend(events)
+        batch_blobs.update(item_blobs)
+        tally.add(scored)
         done += 1
         if done % BATCH_TESTS == 0 or sum(len(b) for b in batch_blobs.values()) > BATCH_BYTES:
             store.append(run_id, batch, blobs=batch_blobs)
@@ -118,6 +125,137 @@ def import_results(
         progress(done)
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
     return ImportOutcome(run_id, fmt, tests, skipped, False, eval_file)
+
+
+_SUPERSEDED = "AgentV keeps the last result of a test and target (deduplicateByTestIdTarget)"
+_Built = tuple[list[NewEvent], dict[str, bytes], TestScored]
+
+
+@dataclass
+class _Checked:
+    tests: int
+    skipped: int
+    left_out: dict[tuple, str]
+    """Results the writing pass leaves out (repeats, results that cannot be built), with the reason; by _item_key."""
+
+
+def _item_key(item: ImportedTest) -> tuple:
+    return (item.source.file, item.source.line, item.test_id, item.target, item.attempt)
+
+
+def _where(source: SourceRef) -> str:
+    return f"{source.file}:{source.line}" if source.line is not None else str(source.file)
+
+
+def _check(source: ImportSource, within: _RelativeSources, skip_bad: bool) -> _Checked:
+    """The validation pass: every result is turned into its events exactly as the import will write them
+    (so nothing can fail half-way through the writes), and repeated results are resolved.
+
+    A repeat of (test, target, attempt) is what a resumed or re-run AgentV run leaves; like AgentV, the last
+    one wins. Two results that only share the key (another suite, another variant) cannot both be held, and
+    are a bad line.
+    """
+    with closing(_Repeats()) as repeats:
+        return _check_with(repeats, source, within, skip_bad)
+
+
+def _check_with(repeats: _Repeats, source: ImportSource, within: _RelativeSources, skip_bad: bool) -> _Checked:
+    ids = _EventIds("check")
+    tests = skipped = 0
+    left_out: dict[tuple, str] = {}
+    for item in source.iter_tests(skip_bad):
+        if isinstance(item, ImportedTest):
+            built = _built(item, within, ids, DEFAULT_THRESHOLD, skip_bad, check=True)
+            if isinstance(built, SkippedLine):
+                left_out[_item_key(item)] = built.reason
+                item = built
+            else:
+                earlier = repeats.earlier(item)
+                if earlier is not None and not earlier[1]:
+                    reason = left_out[_item_key(item)] = (
+                        f"test {item.test_id!r} (target {item.target!r}, attempt {item.attempt}) is also the result "
+                        f"at {_where(earlier[0])} of another suite or variant; evalstore keeps one result per "
+                        "test, target and attempt: import them separately"
+                    )
+                    item = bad_line(item.source, reason, skip_bad)
+                else:
+                    if earlier is not None:
+                        superseded = (earlier[0].file, earlier[0].line, item.test_id, item.target, item.attempt)
+                        left_out[superseded] = f"superseded by {_where(item.source)}: {_SUPERSEDED}"
+                        tests -= 1
+                        skipped += 1
+                    repeats.remember(item)
+        if isinstance(item, SkippedLine):
+            skipped += 1
+        else:
+            tests += 1
+    return _Checked(tests, skipped, left_out)
+
+
+def _digest64(value: object) -> int:
+    """A signed 64-bit digest (SQLite's INTEGER) of a small value's repr."""
+    digest = hashlib.blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class _Repeats:
+    """The results seen so far by (test, target, attempt): where each was and what it belonged to.
+
+    Kept in a private temporary SQLite file, not a dict: an import streams files of any size, and even
+    a hundred bytes per result would make memory grow with the file. Keys and identities are digests.
+    """
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("")  # "": a private on-disk temporary database, removed on close
+        self._db.execute("CREATE TABLE seen (key INTEGER PRIMARY KEY, identity INTEGER, file TEXT, line INTEGER)")
+
+    def close(self) -> None:
+        self._db.close()
+
+    @staticmethod
+    def _key(item: ImportedTest) -> int:
+        return _digest64((item.test_id, item.target, item.attempt))
+
+    @staticmethod
+    def _identity(item: ImportedTest) -> int:
+        return _digest64((item.suite, item.raw_row.get("variant"), item.raw_row.get("prompt_id")))
+
+    def earlier(self, item: ImportedTest) -> tuple[SourceRef, bool] | None:
+        """Where an earlier result with the same key was, and whether it had the same identity."""
+        row = self._db.execute("SELECT identity, file, line FROM seen WHERE key = ?", (self._key(item),)).fetchone()
+        if row is None:
+            return None
+        return SourceRef(file=row[1], line=row[2]), row[0] == self._identity(item)
+
+    def remember(self, item: ImportedTest) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?)",
+            (self._key(item), self._identity(item), item.source.file, item.source.line),
+        )
+
+
+def _built(
+    item: ImportedTest, within: _RelativeSources, ids: _EventIds, threshold: float, skip_bad: bool, *, check: bool
+) -> _Built | SkippedLine:
+    """The events of one result; a result that cannot be built is a bad line. With ``check`` (the validation
+    pass) the events are also encoded as the store will; the writing pass need not again, since every
+    result that failed is left out by then (``_Checked.left_out``)."""
+    start = ids.n
+    events: list[NewEvent] = []
+    blobs: dict[str, bytes] = {}
+    try:
+        scored = _test_events(item, within(item.source), ids, events, blobs, threshold)
+        for event in events if check else ():
+            canonical_json(encode(event.payload)).encode("utf-8")
+    except (ValueError, UnicodeError) as exc:  # pydantic's ValidationError is a ValueError
+        ids.n = start  # the next result gets the ids it would have had
+        if isinstance(exc, ValidationError):
+            error = exc.errors()[0]
+            reason = f"{exc.title} field {'.'.join(map(str, error['loc']))}: {error['msg']}"
+        else:
+            reason = str(exc) or type(exc).__name__
+        return bad_line(item.source, f"cannot be imported: {reason}", skip_bad)
+    return events, blobs, scored
 
 
 class _RelativeSources:

@@ -186,31 +186,3 @@ def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
     return RunResults(run_id=run_id, results=results)
 
-
-def result_bundles(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
-    """Everything stored about each result of a run, for export; transcripts come from the run
-    that recorded them when ``run_id`` is a replay."""
-    from .agentv.export import ResultBundle
-    from .replayer import transcript_run
-
-    run = load_run(store, run_id)
-    origin = transcript_run(store, run)
-    times = {s.event_id: s.recorded_at for s in store.read_stream(run_id, types=["test_scored"])}
-    for key in run.order:
-        test = run.tests[key]
-        if test.scored is None:
-            continue
-        source = origin.tests.get(key, test)
-        verdicts = [v for _, v in test.verdicts.values()]
-        yield ResultBundle(
-            scored=test.scored[1],
-            verdicts=verdicts,
-            rendered_prompts={
-                v.grader: json.loads(store.get_blob(v.rendered_prompt_sha256))
-                for v in verdicts
-                if v.rendered_prompt_sha256
-            },
-            transcript=source.transcript[1] if source.transcript else None,
-            case=(test.case or source.case)[1] if (test.case or source.case) else None,
-            timestamp=test.scored[1].produced_at or times.get(test.scored[0]),
-        )

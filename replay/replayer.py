@@ -14,7 +14,6 @@ import shlex
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,10 +32,11 @@ from .material import RunMaterial, Tally, TestMaterial, case_event, load_run, ne
 from .search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from .preflight import preflight
 from .snapshot import Drift, drift, snapshot_suite
-from .specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
+from .specs import ConverterSpec, EvalSuite, LlmGraderSpec
 from .recording import BatchedAppends, StoreRecorder
 from .targetsfile import find_targets_file, load_targets_file
-from .views import run_started
+from .views import transcript_run_id
+from .workers import run_concurrently
 
 
 @dataclass
@@ -192,8 +192,7 @@ def _execute(
             progress(scored)
 
     try:
-        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            list(pool.map(one, todo))
+        run_concurrently(one, todo, concurrency)
     finally:
         # Tests finished before an interrupt are kept: a resume will not grade them again.
         batches.flush()
@@ -246,12 +245,9 @@ def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_b
 
 
 def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:
-    """The run holding the transcripts: the run itself, or for a replay, the run it (ultimately) replayed."""
-    started, seen = run.started, {run.run_id}
-    while started.kind == "replay" and started.parent_run_id and started.parent_run_id not in seen:
-        seen.add(started.parent_run_id)
-        started = run_started(store, started.parent_run_id)  # the first event only, not the whole stream
-    return run if started.run_id == run.run_id else load_run(store, started.run_id)
+    """The run holding the transcripts, loaded: the run itself, or for a replay, the run it (ultimately) replayed."""
+    origin = transcript_run_id(store, run.started)
+    return run if origin == run.run_id else load_run(store, origin)
 
 
 def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bool:

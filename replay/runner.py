@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,8 +44,9 @@ from .preflight import preflight
 from .snapshot import snapshot_suite
 from .specs import EvalSuite, EvalTest
 from .recording import StoreRecorder
-from .targets import as_target_spec, capture_files, run_target, stored_config
+from .targets import as_target_spec, capture_files, check_target, run_target, stored_config
 from .targetsfile import TargetsFile, find_targets_file, load_targets_file
+from .workers import run_concurrently
 
 
 @dataclass
@@ -141,7 +141,10 @@ def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-u
     targets_file = load_targets_file(path)
     if not name:
         raise ReplayError(f"{suite.path}: no target named: set execution.target in the eval or pass --target NAME")
-    return targets_file, targets_file.get(name)
+    target = targets_file.get(name)
+    # Before anything is recorded: a bad target config must not leave a half-started run behind.
+    check_target(target, eval_dir=Path(suite.path).parent, targets_file=targets_file.path)
+    return targets_file, target
 
 
 def _threshold(suite: EvalSuite, options: RunOptions) -> float:
@@ -206,8 +209,7 @@ def _execute(
         return scored
 
     try:
-        with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
-            list(pool.map(one, suite.tests))
+        run_concurrently(one, suite.tests, options.workers)
     finally:
         judges.close()
     _complete(store, run_id, results)
@@ -221,7 +223,7 @@ def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, gr
     outcome = run_target(
         target_spec, test, workspace=workspace, eval_dir=Path(suite.path).parent, timeout=options.timeout
     )
-    captured = capture_files(outcome.messages, workspace)
+    captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
     messages: list[Message] = [*test.input, *captured.messages]
     recorder = StoreRecorder(store, run_id)
     recorder.record(case_event(test, target_spec.name))
@@ -266,7 +268,8 @@ def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, gr
             passed=False,
             status="execution_error",
             threshold=grade_options.threshold,  # type: ignore[arg-type]
-            error=f"target: {outcome.error or outcome.status}",
+            # Provider errors already start with "target 'NAME': "; a second prefix only costs width.
+            error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
         )
         store.append(run_id, [scored])
         return scored

@@ -23,6 +23,31 @@ _REAP_GRACE = 1.0
 """Seconds to wait for pipes to close after the child exits, before leftover group members are killed."""
 
 
+class Cancelled(BaseException):
+    """The child was killed by :func:`cancel_children` (the user pressed Ctrl-C).
+
+    A BaseException, like KeyboardInterrupt: the work it interrupts must not be recorded as a failure of
+    the agent or the grader (``except Exception`` in a grader must not turn it into a verdict), so a
+    resumed run does it again.
+    """
+
+
+_live: dict[int, subprocess.Popen[bytes]] = {}
+_cancelled: set[int] = set()
+_live_lock = threading.Lock()
+
+
+def cancel_children() -> None:
+    """Kill the process group of every child :func:`run_child` is waiting on; each of those calls then
+    raises :class:`Cancelled`. Agents and graders run in their own process groups, so the terminal's
+    Ctrl-C never reaches them: without this, an interrupted run would wait for them to finish."""
+    with _live_lock:
+        procs = list(_live.values())
+        _cancelled.update(_live)
+    for proc in procs:
+        _kill_group(proc)
+
+
 @dataclass
 class ChildResult:
     argv: list[str]
@@ -54,7 +79,7 @@ def run_child(
     cwd: str | None = None,
     env: dict[str, str] | None = None,
 ) -> ChildResult:
-    """Run ``argv`` with ``stdin``; never raises for anything the child does."""
+    """Run ``argv`` with ``stdin``; never raises for anything the child does (only :class:`Cancelled`)."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -76,6 +101,24 @@ def run_child(
             spawn_error=f"cannot start {argv[0]!r}: {exc.strerror or exc}",
         )
 
+    with _live_lock:
+        _live[proc.pid] = proc
+    try:
+        result = _supervise(proc, argv, stdin, started, timeout, max_output_bytes)
+    finally:
+        with _live_lock:
+            del _live[proc.pid]
+            cancelled = proc.pid in _cancelled
+            _cancelled.discard(proc.pid)
+    if cancelled:
+        raise Cancelled(f"{argv[0]} was stopped: the run was interrupted")
+    return result
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes], argv: list[str], stdin: bytes, started: float, timeout: float,
+    max_output_bytes: int | None,
+) -> ChildResult:
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     over_limit = threading.Event()
     # Set when the child exits or stdout goes over the cap. The exit is seen by a blocking waitpid in

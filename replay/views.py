@@ -107,6 +107,16 @@ def run_started(store: EventStore, run_id: str) -> RunStarted:
     raise NotFoundError(f"no run {run_id!r}")
 
 
+def transcript_run_id(store: EventStore, started: RunStarted) -> str:
+    """The run holding a run's transcripts: itself, or for a replay the run it (ultimately) replayed.
+    Walks ``run_started`` events only, never whole streams."""
+    seen = {started.run_id}
+    while started.kind == "replay" and started.parent_run_id and started.parent_run_id not in seen:
+        seen.add(started.parent_run_id)
+        started = run_started(store, started.parent_run_id)
+    return started.run_id
+
+
 def run_results(store: EventStore, run_id: str) -> list[ResultRow]:
     graders: dict[tuple, dict[str, float]] = defaultdict(dict)
     verdicts: dict[tuple, dict[str, str]] = defaultdict(dict)

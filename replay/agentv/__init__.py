@@ -1,6 +1,7 @@
 """Reading AgentV result files into neutral records, and writing AgentV/CSV/JSON exports."""
 
 from .detect import FORMATS, detect_format, read_results
+from .jsonl import bad_line
 from .records import ImportedFile, ImportedTest, ImportedVerdict, ImportSource, SkippedLine
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "ImportedTest",
     "ImportedVerdict",
     "SkippedLine",
+    "bad_line",
     "detect_format",
     "read_results",
 ]

@@ -1,6 +1,11 @@
 """Stored results out again: AgentV 4.x result rows (JSONL), a flat CSV, or one JSON document.
 
-Everything streams: one result in, one row out, so exporting a large run keeps memory flat.
+Everything streams: results are read from the run's event stream as each one is scored, and written
+one at a time, so exporting a large run keeps memory flat.
+
+The JSON document (``--format json``) is ``{"format": "evalstore-export", "version": 1, "run": {...},
+"results": [...]}``; every key listed in ``JSON_*_FIELDS`` below is always present (null when the store
+holds nothing for it), so scripts can rely on the shape. A new field means a new version.
 """
 
 from __future__ import annotations
@@ -9,14 +14,37 @@ import csv
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import IO, Any
 
+from store import EventStore
 from store.events import RunStarted, TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
+
+from ..material import ResultKey, result_key
+from ..views import RunSummary, run_started, transcript_run_id
 
 CSV_COLUMNS = (
     "run_id", "test_id", "target", "attempt", "test_score", "passed", "status",
     "grader", "grader_type", "grader_score", "verdict", "weight",
+    "assertions_passed", "assertions_total", "failed_assertions", "error",
 )
+
+JSON_FORMAT, JSON_VERSION = "evalstore-export", 1
+JSON_RUN_FIELDS = (
+    "run_id", "kind", "parent_run_id", "suite", "eval_path", "target_name", "threshold", "source",
+    "source_format", "tool_version", "overrides",
+)
+JSON_SUMMARY_FIELDS = ("status", "tests", "passed", "errors", "mean_score", "started_at")
+JSON_RESULT_FIELDS = ("test_id", "target", "attempt", "score", "passed", "status", "threshold", "error", "origin", "source")
+JSON_VERDICT_FIELDS = (
+    "grader", "grader_type", "score", "verdict", "status", "weight", "required", "min_score", "negate",
+    "assertions", "details", "evidence", "grader_target", "origin", "carried_from", "cache_hit",
+)
+JSON_TRANSCRIPT_FIELDS = (
+    "output_text", "token_usage", "cost_usd", "duration_ms", "start_time", "end_time", "file_changes",
+    "workspace_path", "exit_code", "status", "error", "messages_sha256",
+)
+JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_files")
 
 
 @dataclass
@@ -28,9 +56,98 @@ class ResultBundle:
     transcript: TranscriptRecorded | None = None
     case: TestCaseRecorded | None = None
     timestamp: str | None = None
-    """When the result was recorded (the TestScored event's time); AgentV's row ``timestamp``."""
+    """When the result was produced (AgentV's row ``timestamp``), else when it was stored."""
     rendered_prompts: dict[str, Any] = field(default_factory=dict)
     """Grader name -> AgentV's recorded grader request (``scores[].input``), read from its blob."""
+
+
+# --- reading a run, streamed ---------------------------------------------------------------------
+
+_RESULT_EVENTS = ["test_case_recorded", "transcript_recorded", "verdict_recorded", "test_scored"]
+_CHUNK = 200
+"""Results completed before their replay-origin transcripts are fetched in one query."""
+_PLACEHOLDER = TestScored(test_id="", score=0.0, passed=False, status="execution_error", threshold=0.0)
+
+
+def stored_results(store: EventStore, run_id: str) -> Iterator[ResultBundle]:
+    """Each scored result of a run in the order it was scored. A result's events are held only until
+    its ``test_scored`` (always its last event), so memory does not grow with the run. A replay's
+    transcripts (and the cases of tests it carried over) come from the run that recorded them."""
+    origin = transcript_run_id(store, run_started(store, run_id))
+    from_origin = _origin_event_ids(store, origin) if origin != run_id else {}
+    pending: dict[ResultKey, ResultBundle] = {}
+    done: list[ResultBundle] = []
+    for stored in store.read_stream(run_id, types=_RESULT_EVENTS):
+        ev = stored.event
+        key = result_key(ev.test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
+        if isinstance(ev, TestScored):
+            bundle = pending.pop(key, None) or ResultBundle(scored=ev)
+            bundle.scored, bundle.timestamp = ev, ev.produced_at or stored.recorded_at
+            done.append(bundle)
+            if len(done) >= _CHUNK:
+                yield from _completed(store, done, from_origin)
+                done = []
+            continue
+        # The placeholder score is replaced when the real one arrives; a result never scored (an
+        # interrupted run) is never emitted.
+        bundle = pending.setdefault(key, ResultBundle(scored=_PLACEHOLDER))
+        if isinstance(ev, TestCaseRecorded):
+            bundle.case = ev
+        elif isinstance(ev, TranscriptRecorded):
+            bundle.transcript = ev
+        elif isinstance(ev, VerdictRecorded):
+            _put_verdict(bundle, ev)
+    yield from _completed(store, done, from_origin)
+
+
+def _put_verdict(bundle: ResultBundle, verdict: VerdictRecorded) -> None:
+    """A grader graded again (a resumed run) replaces its earlier verdict, keeping its position."""
+    for i, v in enumerate(bundle.verdicts):
+        if v.grader == verdict.grader:
+            bundle.verdicts[i] = verdict
+            return
+    bundle.verdicts.append(verdict)
+
+
+def _origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[str, str]]:
+    """Per result of the origin run, the event ids of its case and transcript (ids only: small)."""
+    ids: dict[ResultKey, dict[str, str]] = {}
+    for stored in store.read_stream(run_id, types=["test_case_recorded", "transcript_recorded"]):
+        p = stored.payload
+        ids.setdefault(result_key(p["test_id"], p.get("target"), p.get("attempt", 1)), {})[stored.type] = stored.event_id
+    return ids
+
+
+def _completed(
+    store: EventStore, bundles: list[ResultBundle], from_origin: dict[ResultKey, dict[str, str]]
+) -> Iterator[ResultBundle]:
+    wanted: dict[int, dict[str, str]] = {}
+    for i, b in enumerate(bundles):
+        ids = from_origin.get(result_key(b.scored.test_id, b.scored.target, b.scored.attempt), {})
+        # A replay's own transcript never exists; its own case (a regraded test) wins over the origin's.
+        need = {t: e for t, e in ids.items() if (t == "transcript_recorded" and b.transcript is None)
+                or (t == "test_case_recorded" and b.case is None)}
+        if need:
+            wanted[i] = need
+    events = store.get_events([e for need in wanted.values() for e in need.values()]) if wanted else {}
+    prompts: dict[str, Any] = {}  # a script grader's request is often the same for every test: read it once
+    for i, b in enumerate(bundles):
+        for type_, event_id in wanted.get(i, {}).items():
+            ev = events[event_id].event
+            if type_ == "transcript_recorded":
+                b.transcript = ev  # type: ignore[assignment]
+            else:
+                b.case = ev  # type: ignore[assignment]
+        for v in b.verdicts:
+            if v.rendered_prompt_sha256:
+                digest = v.rendered_prompt_sha256
+                if digest not in prompts:
+                    prompts[digest] = json.loads(store.get_blob(digest))
+                b.rendered_prompts[v.grader] = prompts[digest]
+        yield b
+
+
+# --- AgentV 4.x rows -----------------------------------------------------------------------------
 
 
 def _assertion(a: Any) -> dict[str, Any]:
@@ -54,7 +171,7 @@ def score_entry(verdict: VerdictRecorded, rendered_prompt: Any = None) -> dict[s
         entry["input"] = rendered_prompt
     if verdict.grader_target is not None:
         entry["target"] = verdict.grader_target
-    if verdict.details is not None:
+    if verdict.details:  # AgentV index rows carry no empty details object
         entry["details"] = verdict.details
     return entry
 
@@ -65,14 +182,30 @@ def flatten_assertions(verdicts: Iterable[VerdictRecorded]) -> list[dict[str, An
     return [_assertion(a) for a in every if a.passed] + [_assertion(a) for a in every if not a.passed]
 
 
+def agentv_time(value: str | None) -> str | None:
+    """AgentV writes UTC times as ``2026-02-20T21:40:12.230Z``; times the store made (``+00:00``,
+    microseconds) are rewritten so; anything else (an imported row's own text) is kept verbatim."""
+    if not value or not value.endswith("+00:00"):
+        return value
+    try:
+        moment = datetime.fromisoformat(value).astimezone(UTC)
+    except ValueError:
+        return value
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _target(run: RunStarted, scored: TestScored) -> str | None:
+    return scored.target or run.target_name
+
+
 def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     scored, transcript, case = result.scored, result.transcript, result.case
     row: dict[str, Any] = {
-        "timestamp": result.timestamp or (transcript.end_time if transcript else None),
+        "timestamp": agentv_time(result.timestamp or (transcript.end_time if transcript else None)),
         "test_id": scored.test_id,
         "suite": run.suite,
         "score": scored.score,
-        "target": scored.target or run.target_name,
+        "target": _target(run, scored),
         "scores": [score_entry(v, result.rendered_prompts.get(v.grader)) for v in result.verdicts],
         "assertions": flatten_assertions(result.verdicts),
         "execution_status": scored.status,
@@ -112,33 +245,63 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
     return count
 
 
+# --- CSV -----------------------------------------------------------------------------------------
+
+
 def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> int:
-    """One line per (test, grader); a test without verdicts still gets one line. Returns data lines written."""
-    writer = csv.writer(fh, lineterminator="\n")
+    """One line per (test, grader); a test without verdicts still gets one line. Returns data lines
+    written. Cells holding commas, quotes or newlines (evidence, errors) are quoted as RFC 4180 says."""
+    writer = csv.writer(fh, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     count = 0
     for result in results:
         s = result.scored
-        head = [run.run_id, s.test_id, s.target or run.target_name or "", s.attempt, s.score,
-                "true" if s.passed else "false", s.status]
-        graders = [[v.grader, v.grader_type, v.score, v.verdict, v.weight] for v in result.verdicts]
-        for tail in graders or [["", "", "", "", ""]]:
-            writer.writerow(head + tail)
+        head = [run.run_id, s.test_id, _target(run, s) or "", s.attempt, s.score, "true" if s.passed else "false", s.status]
+        graders = [
+            [v.grader, v.grader_type, v.score, v.verdict, v.weight,
+             sum(a.passed for a in v.assertions), len(v.assertions),
+             "\n".join(a.text for a in v.assertions if not a.passed)]
+            for v in result.verdicts
+        ]
+        for middle in graders or [[""] * 8]:
+            writer.writerow(head + middle + [s.error or ""])
             count += 1
     return count
 
 
-def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> int:
-    """``{"run": {...}, "results": [...]}`` written result by result; returns the number of results."""
-    fh.write('{"run": ' + json.dumps(run.model_dump(mode="json"), ensure_ascii=False) + ', "results": [')
+# --- JSON ----------------------------------------------------------------------------------------
+
+
+def _pick(model: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    data = model.model_dump(mode="json")
+    return {f: data.get(f) for f in fields}
+
+
+def json_result(result: ResultBundle) -> dict[str, Any]:
+    item = _pick(result.scored, JSON_RESULT_FIELDS)
+    item["timestamp"] = result.timestamp
+    item["verdicts"] = [
+        {**_pick(v, JSON_VERDICT_FIELDS), "rendered_prompt": result.rendered_prompts.get(v.grader)}
+        for v in result.verdicts
+    ]
+    item["transcript"] = _pick(result.transcript, JSON_TRANSCRIPT_FIELDS) if result.transcript else None
+    item["case"] = _pick(result.case, JSON_CASE_FIELDS) if result.case else None
+    return item
+
+
+def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], summary: RunSummary | None = None) -> int:
+    """``{"format", "version", "run", "summary", "results": [...]}`` written result by result; returns
+    the number of results."""
+    head = {
+        "format": JSON_FORMAT,
+        "version": JSON_VERSION,
+        "run": _pick(run, JSON_RUN_FIELDS),
+        "summary": {f: getattr(summary, f) for f in JSON_SUMMARY_FIELDS} if summary else None,
+    }
+    fh.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "results": [')
     count = 0
     for result in results:
-        item: dict[str, Any] = result.scored.model_dump(mode="json")
-        item["timestamp"] = result.timestamp
-        item["verdicts"] = [v.model_dump(mode="json") for v in result.verdicts]
-        item["transcript"] = result.transcript.model_dump(mode="json") if result.transcript else None
-        item["case"] = result.case.model_dump(mode="json") if result.case else None
-        fh.write(("," if count else "") + "\n" + json.dumps(item, ensure_ascii=False, allow_nan=False))
+        fh.write(("," if count else "") + "\n" + json.dumps(json_result(result), ensure_ascii=False, allow_nan=False))
         count += 1
     fh.write("\n]}\n")
     return count

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .records import ImportedVerdict, VerdictName
-from .wire import as_dict
+from .wire import as_dict, nonempty_text
 
 PASS_SCORE = 0.8
 """AgentV's per-grader verdict rule when no verdict was written: score >= 0.8 passes."""
@@ -71,12 +71,8 @@ def verdict_from_score(entry: dict[str, Any], position: int) -> ImportedVerdict:
         rendered_prompt=request if isinstance(request, dict) else None,
         grader_target=entry.get("target") if isinstance(entry.get("target"), str) else None,
         token_usage=entry["token_usage"] if isinstance(entry.get("token_usage"), dict) else None,
-        reason=_text(entry.get("reason") or entry.get("reasoning")),
+        reason=nonempty_text(entry.get("reason") or entry.get("reasoning")),
     )
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 @dataclass
@@ -98,7 +94,10 @@ def parse_grading(doc: Any) -> Grading:
         return _parse_head(doc)
     if isinstance(doc.get("graders"), list) or "assertions" in doc or "assertion_results" in doc:
         return _parse_legacy(doc)
-    raise ValueError("grading.json has neither graders[] nor component_results[]")
+    if isinstance(doc.get("pass"), bool) or finite_number(doc.get("score")) is not None:
+        # HEAD leaves component_results out when no grader ran (a target that failed before grading).
+        return _parse_head(doc)
+    raise ValueError("grading.json has neither graders[] nor component_results[] nor a pass/score")
 
 
 def _parse_legacy(doc: dict[str, Any]) -> Grading:
@@ -123,8 +122,8 @@ def _component_assertions(components: Any) -> list[dict[str, Any]]:
         if not isinstance(child, dict):
             continue
         assertion = as_dict(child.get("assertion"))
-        reason = _text(child.get("reason"))
-        text = _text(assertion.get("value")) or reason or _text(assertion.get("name")) or ""
+        reason = nonempty_text(child.get("reason"))
+        text = nonempty_text(assertion.get("value")) or reason or nonempty_text(assertion.get("name")) or ""
         out.append(
             {
                 "text": text,
@@ -138,7 +137,7 @@ def _component_assertions(components: Any) -> list[dict[str, Any]]:
 
 def _parse_head(doc: dict[str, Any]) -> Grading:
     verdicts: list[ImportedVerdict] = []
-    for position, component in enumerate(doc["component_results"]):
+    for position, component in enumerate(doc.get("component_results") or []):
         if not isinstance(component, dict):
             continue
         assertion = as_dict(component.get("assertion"))

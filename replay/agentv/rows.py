@@ -15,6 +15,7 @@ from store.events import SourceRef
 from .grading import Grading, clean_assertions, derive_verdict, finite_number, merge_verdicts, verdict_from_score
 from .records import FileRole, ImportedFile, ImportedTest, ImportedVerdict
 from .transcripts import file_refs, input_messages, last_assistant_text, normalise_messages
+from .wire import as_dict, nonempty_text
 
 # Held in structured form on the ImportedTest (or derivable from it), so not repeated in raw_row.
 _BULKY_KEYS = frozenset(
@@ -189,12 +190,13 @@ def build_test(
         metadata=row["metadata"] if isinstance(row.get("metadata"), dict) else {},
         messages=messages,
         output_text=output_text,
-        token_usage=_first(row.get("token_usage"), fallbacks.get("token_usage")),
+        # Optional fields of the wrong type (a numeric start_time, a "n/a" token_usage) are treated as absent.
+        token_usage=_first(as_dict(row.get("token_usage")) or None, fallbacks.get("token_usage")),
         cost_usd=_first(finite_number(row.get("cost_usd")), fallbacks.get("cost_usd")),
         duration_ms=_first(finite_number(row.get("duration_ms")), fallbacks.get("duration_ms")),
-        start_time=_first(row.get("start_time"), fallbacks.get("start_time")),
-        end_time=_first(row.get("end_time"), fallbacks.get("end_time")),
-        file_changes=_first(row.get("file_changes"), fallbacks.get("file_changes")),
+        start_time=_first(nonempty_text(row.get("start_time")), fallbacks.get("start_time")),
+        end_time=_first(nonempty_text(row.get("end_time")), fallbacks.get("end_time")),
+        file_changes=_first(nonempty_text(row.get("file_changes")), fallbacks.get("file_changes")),
         workspace_path=workspace,
         files=files,
         verdicts=_verdicts(row, score, extra.grading),

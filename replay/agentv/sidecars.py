@@ -58,7 +58,8 @@ def load_grading(path: Path) -> Grading:
 
 
 def load_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
+    # Bytes decoded as they are: read_text would turn the CRLFs of an answer into LFs.
+    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def load_messages(path: Path, test_id: str | None) -> list[dict[str, Any]] | None:

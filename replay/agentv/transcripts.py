@@ -40,7 +40,11 @@ def _block(raw: Any) -> dict[str, Any] | None:
     if kind == "file":
         path = raw.get("path") or raw.get("value")
         if isinstance(path, str) and path:
-            return {"type": "file", "media_type": raw.get("media_type"), "path": path}
+            block = {"type": "file", "media_type": raw.get("media_type"), "path": path}
+            if isinstance(raw.get("text"), str):
+                # An authored input file segment carries its content (formats 2); the prompt embeds it.
+                block["text"] = raw["text"]
+            return block
     return None
 
 

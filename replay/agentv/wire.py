@@ -24,6 +24,11 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def nonempty_text(value: Any) -> str | None:
+    """A non-empty string, or None for anything else (absent, null, "", or a value of the wrong type)."""
+    return value if isinstance(value, str) and value else None
+
+
 def snake_key(key: str) -> str:
     """AgentV's key rule: keys that start with an uppercase letter (tool names) stay as they are."""
     if not key or key[0].isupper():
@@ -74,19 +79,56 @@ def _score_keeping_request(score: Any) -> Any:
     return out
 
 
+_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _repair_surrogates(value: Any) -> Any:
+    """Lone UTF-16 surrogates (JSON.stringify writes ``\\ud83d`` for a string cut mid-emoji) become U+FFFD:
+    they cannot be encoded as UTF-8, so the store could not hold them."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_repair_surrogates(k): _repair_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_repair_surrogates(v) for v in value]
+    return value
+
+
+def loads(raw: bytes) -> Any:
+    """One JSON document from bytes (a UTF-8 BOM is allowed). Raises ValueError with a short reason."""
+    if raw.startswith(_UTF16_BOMS):
+        raise ValueError("the file is UTF-16 encoded; AgentV writes UTF-8: re-save it as UTF-8")
+    try:
+        value = json.loads(raw.removeprefix(_BOM))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"invalid JSON ({exc})") from exc
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+    if _SURROGATE_ESCAPE.search(raw):  # rare: JSON.stringify escapes only lone surrogates
+        value = _repair_surrogates(value)
+    return value
+
+
 def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
     """(line number, object, error) for each non-blank line, read one line at a time.
 
     Exactly one of object and error is set; an error is a short reason such as a truncated line.
+    CRLF endings, blank lines and a UTF-8 BOM (Windows editors write one) are accepted.
     """
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
+            if number == 1:
+                raw = raw.removeprefix(_BOM)  # so a BOM alone on the first line counts as blank
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                yield number, None, f"invalid JSON ({exc}); is the line truncated?"
+                value = loads(raw)
+            except ValueError as exc:
+                truncated = "; is the line truncated?" if str(exc).startswith("invalid JSON (") else ""
+                yield number, None, f"{exc}{truncated}"
                 continue
             if not isinstance(value, dict):
                 yield number, None, f"expected a JSON object, got {type(value).__name__}"
@@ -111,12 +153,14 @@ def first_json_row(path: Path) -> dict[str, Any] | None:
 def read_json(path: Path) -> Any:
     """A JSON sidecar, or ImportFormatError naming the file."""
     try:
-        with path.open("rb") as fh:
-            return json.load(fh)
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ImportFormatError(f"{path}: file not found")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ImportFormatError(f"{path}: invalid JSON ({exc}); is the file complete?")
+    try:
+        return loads(raw)
+    except ValueError as exc:
+        complete = "; is the file complete?" if str(exc).startswith("invalid JSON (") else ""
+        raise ImportFormatError(f"{path}: {exc}{complete}")
 
 
 def file_sha256(path: Path) -> str:

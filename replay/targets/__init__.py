@@ -4,7 +4,7 @@ Only the recording runner imports this package. Replaying a stored run must neve
 target, so nothing else in ``replay`` depends on it.
 """
 
-from .base import TargetOutcome, TargetSpec, as_target_spec, run_target, stored_config
+from .base import TargetOutcome, TargetSpec, as_target_spec, check_target, run_target, stored_config
 from .capture import DEFAULT_MAX_FILE_BYTES, CapturedFile, CapturedOutput, capture_files
 from .secrets import REDACTED, looks_secret, redact, resolve
 
@@ -17,6 +17,7 @@ __all__ = [
     "TargetSpec",
     "as_target_spec",
     "capture_files",
+    "check_target",
     "looks_secret",
     "redact",
     "resolve",

@@ -45,6 +45,9 @@ class TargetOutcome:
     cost_usd: float | None = None
     stderr: str = ""
     """The tail of the agent's stderr (cli targets), for diagnosis."""
+    cwd: Path | None = None
+    """Where the agent ran (cli targets): relative file paths it names are looked up there too, for
+    the reason a file outside the workspace is refused."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,20 @@ def as_target_spec(target: Any, *, source: str | Path | None = None) -> TargetSp
     return TargetSpec(name=name, provider=provider.strip().lower(), fields=fields, source=str(src) if src else None)
 
 
+def check_target(target: Any, *, eval_dir: Path, targets_file: str | Path | None = None) -> TargetSpec:
+    """Everything about ``target`` that can fail before a test runs: a known provider, every
+    ``${{ ENV }}`` reference set, the provider's own fields (and a cli ``healthcheck``).
+
+    Raises :class:`TargetConfigError`; the runner calls this before recording the run, so bad
+    configuration never leaves a half-started run behind.
+    """
+    spec = as_target_spec(target, source=targets_file)
+    _provider(spec)
+    config = resolve(spec.fields, target=spec.name, source=spec.source)
+    _validators()[spec.provider](spec, config, Path(eval_dir))
+    return spec
+
+
 def run_target(
     target: Any,
     test: EvalTest,
@@ -124,9 +141,7 @@ def run_target(
     file the target came from in error messages, when the target object does not carry it.
     """
     spec = as_target_spec(target, source=targets_file)
-    provider = _providers().get(spec.provider)
-    if provider is None:
-        raise spec.fail(f"unknown provider '{spec.provider}'; use one of {', '.join(sorted(_providers()))}")
+    provider = _provider(spec)
     if timeout is not None and timeout <= 0:
         raise spec.fail(f"timeout must be positive, got {timeout}")
     config = resolve(spec.fields, target=spec.name, source=spec.source)
@@ -169,3 +184,17 @@ def _providers() -> dict[str, Provider]:
     from . import cli, openai
 
     return {"cli": cli.run, **{name: openai.run for name in openai.PROVIDERS}}
+
+
+def _provider(spec: TargetSpec) -> Provider:
+    provider = _providers().get(spec.provider)
+    if provider is None:
+        raise spec.fail(f"unknown provider '{spec.provider}'; use one of {', '.join(sorted(_providers()))}")
+    return provider
+
+
+def _validators() -> dict[str, Callable[[TargetSpec, dict[str, Any], Path], None]]:
+    """Per provider, the checks that can run before any test (see :func:`check_target`)."""
+    from . import cli, openai
+
+    return {"cli": cli.validate, **{name: openai.validate for name in openai.PROVIDERS}}

@@ -53,8 +53,14 @@ def capture_files(
     workspace: Path,
     *,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    agent_cwd: Path | None = None,
 ) -> CapturedOutput:
-    """Read the files named by file blocks in ``messages`` from ``workspace``."""
+    """Read the files named by file blocks in ``messages`` from ``workspace``.
+
+    ``agent_cwd`` is where the agent ran when that was not the workspace (a cli target's ``cwd:``). A
+    relative path is still read from the workspace only; when it names a file in ``agent_cwd``
+    instead, it is refused with a reason that says so, rather than reported missing.
+    """
     root = Path(workspace).resolve()
     copied = [m.model_copy(deep=True) for m in messages]
     by_path: dict[str, CapturedFile] = {}
@@ -67,6 +73,8 @@ def capture_files(
             captured = by_path.get(block.path)
             if captured is None:
                 captured = _capture_one(block, root, max_file_bytes)
+                if captured.status == "missing" and agent_cwd is not None:
+                    captured = _elsewhere(captured, root, Path(agent_cwd))
                 by_path[block.path] = captured
             block.sha256 = captured.sha256
             block.status = captured.status
@@ -115,6 +123,24 @@ def _capture_one(block: FileBlock, root: Path, max_bytes: int) -> CapturedFile:
         sha256=hashlib.sha256(data).hexdigest(),
         size=len(data),
         data=data,
+    )
+
+
+def _elsewhere(captured: CapturedFile, root: Path, agent_cwd: Path) -> CapturedFile:
+    """A missing relative path that exists relative to where the agent ran: refused, saying why."""
+    local, _ = _local_path(captured.path)
+    if local is None or local.is_absolute() or agent_cwd.resolve() == root:
+        return captured
+    if not (agent_cwd / local).exists():
+        return captured
+    return CapturedFile(
+        path=captured.path,
+        media_type=captured.media_type,
+        status="refused",
+        reason=(
+            f"path resolves outside the test workspace: the file is in the target's cwd ({agent_cwd}), "
+            "not the workspace; write it under $AGENTV_WORKSPACE_PATH"
+        ),
     )
 
 

@@ -11,7 +11,10 @@ text or AgentV's JSON ``{"output": [messages], "text"?, "token_usage"?, "cost_us
 
 Other fields: ``cwd`` (relative to the eval file's directory; default the test workspace),
 ``timeout_seconds``, ``output_file`` (a fixed answer path, relative to the workspace), ``env`` (extra
-environment variables), ``files_format`` (``{path}``/``{basename}``), ``keep_temp_files``.
+environment variables), ``files_format`` (``{path}``/``{basename}``), ``keep_temp_files``,
+``healthcheck`` (``{type: command, command_template}`` or ``{type: http, url}``, run once before the
+run starts). AgentV's spellings are accepted for each: ``command_template``/``commandTemplate``,
+``timeoutSeconds``, ``filesFormat``/``attachments_format``, ``keep_output_files``/``keepTempFiles``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import shlex
 import shutil
 import signal
 import tempfile
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +44,45 @@ ERROR_TAIL_CHARS = 2000
 
 _PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
 
+# AgentV (targets.ts) accepts snake_case and camelCase spellings of each cli field; first one set wins.
+_ALIASES = {
+    "command": ("command", "command_template", "commandTemplate"),
+    "timeout_seconds": ("timeout_seconds", "timeoutSeconds"),
+    "files_format": ("files_format", "filesFormat", "attachments_format", "attachmentsFormat"),
+    "keep_temp_files": ("keep_temp_files", "keepTempFiles", "keep_output_files", "keepOutputFiles"),
+    "output_file": ("output_file", "outputFile"),
+}
+HEALTHCHECK_TIMEOUT_SECONDS = 60.0
+# What ``sh`` exits with when it cannot find or run the command (POSIX): said plainly, not as a code.
+_SHELL_NOT_FOUND = {127: "command not found", 126: "command not executable"}
+
+
+def field_value(config: dict[str, Any], key: str) -> Any:
+    """The value of a cli field under any of its AgentV spellings."""
+    for name in _ALIASES.get(key, (key,)):
+        if config.get(name) is not None:
+            return config[name]
+    return None
+
+
+def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
+    """Check the configuration and run the ``healthcheck`` once, before any test runs; a failure
+    raises TargetConfigError, so a broken target stops the run before it is recorded."""
+    _command(spec, config)
+    _cwd(spec, config, eval_dir, eval_dir)
+    positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
+    if not isinstance(config.get("env") or {}, dict):
+        raise spec.fail("`env` must be a mapping of variable names to values")
+    check = config.get("healthcheck")
+    if check is not None:
+        _healthcheck(spec, config, check, eval_dir)
+
 
 def run(request: RunRequest) -> TargetOutcome:
     spec, config = request.spec, request.config
     command = _command(spec, config)
-    cwd = _cwd(spec, config, request)
-    timeout = request.timeout or positive_seconds(spec, config.get("timeout_seconds"), "timeout_seconds")
+    cwd = _cwd(spec, config, request.eval_dir, request.workspace)
+    timeout = request.timeout or positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
     timeout = timeout or DEFAULT_TIMEOUT_SECONDS
     env_extra = config.get("env") or {}
     if not isinstance(env_extra, dict):
@@ -63,7 +101,7 @@ def run(request: RunRequest) -> TargetOutcome:
             "EVAL_ID": request.test.id,
         }
         files = _input_files(request)
-        argv = _render(command, values, files, str(config.get("files_format") or "{path}"))
+        argv = _render(command, values, files, str(field_value(config, "files_format") or "{path}"))
         env = {
             **os.environ,
             **{str(k): "" if v is None else str(v) for k, v in env_extra.items()},
@@ -73,11 +111,12 @@ def run(request: RunRequest) -> TargetOutcome:
         }
         child = run_child(argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=env)
         stderr = child.stderr_text()
-        failure = _failure(spec, child, timeout)
+        failure = _failure(spec, child, timeout, command)
         if failure is not None:
             status, message = failure
             return TargetOutcome(
-                messages=[], exit_code=child.exit_code, status=status, error=message, stderr=stderr[-10_000:]
+                messages=[], exit_code=child.exit_code, status=status, error=message, stderr=stderr[-10_000:],
+                cwd=cwd,
             )
         raw = _read_answer(output_file)
         if raw is None:
@@ -91,12 +130,14 @@ def run(request: RunRequest) -> TargetOutcome:
                 status="error",
                 error=f"target '{spec.name}': malformed output: {exc}",
                 stderr=stderr[-10_000:],
+                cwd=cwd,
             )
         outcome.exit_code = child.exit_code
+        outcome.cwd = cwd
         outcome.stderr = stderr[-10_000:]
         return outcome
     finally:
-        if not config.get("keep_temp_files"):
+        if not field_value(config, "keep_temp_files"):
             shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -163,30 +204,30 @@ def _messages(items: list[Any]) -> list[Message]:
 
 
 def _command(spec: TargetSpec, config: dict[str, Any]) -> str | list[str]:
-    command = config.get("command", config.get("command_template"))
+    command = field_value(config, "command")
     if isinstance(command, str) and command.strip():
         return command
     if isinstance(command, list) and command and all(isinstance(a, (str, int, float)) for a in command):
         return [str(a) for a in command]
     if command is None:
-        raise spec.fail("a cli target needs `command:` (a template string or an argv list)")
+        raise spec.fail("a cli target needs `command:` (or AgentV's `command_template:`): a template string or an argv list")
     raise spec.fail(f"`command` must be a non-empty string or list of strings, got {command!r}")
 
 
-def _cwd(spec: TargetSpec, config: dict[str, Any], request: RunRequest) -> Path:
+def _cwd(spec: TargetSpec, config: dict[str, Any], eval_dir: Path, default: Path) -> Path:
     raw = config.get("cwd")
     if raw is None or raw == "":
-        return request.workspace
+        return default
     cwd = Path(str(raw)).expanduser()
     if not cwd.is_absolute():
-        cwd = request.eval_dir / cwd
+        cwd = eval_dir / cwd
     if not cwd.is_dir():
         raise spec.fail(f"`cwd` {raw!r} is not a directory (resolved to {cwd})")
-    return cwd
+    return cwd.resolve()
 
 
 def _output_file(config: dict[str, Any], workspace: Path, scratch: Path) -> Path:
-    raw = config.get("output_file")
+    raw = field_value(config, "output_file")
     if not raw:
         return scratch / "output.json"
     path = Path(str(raw)).expanduser()
@@ -243,7 +284,7 @@ def _read_answer(path: Path) -> str | None:
     return data[:MAX_ANSWER_BYTES].decode("utf-8", errors="replace")
 
 
-def _failure(spec: TargetSpec, child: Any, timeout: float) -> tuple[str, str] | None:
+def _failure(spec: TargetSpec, child: Any, timeout: float, command: str | list[str]) -> tuple[str, str] | None:
     prefix = f"target '{spec.name}'"
     if child.spawn_error:
         return "error", f"{prefix}: {child.spawn_error}"
@@ -258,7 +299,41 @@ def _failure(spec: TargetSpec, child: Any, timeout: float) -> tuple[str, str] | 
             how = f"was killed by {signal.Signals(-child.exit_code).name}"
         except ValueError:
             how = f"was killed by signal {-child.exit_code}"
+    elif isinstance(command, str) and child.exit_code in _SHELL_NOT_FOUND:
+        how = f"exited with code {child.exit_code} ({_SHELL_NOT_FOUND[child.exit_code]})"
     else:
         how = f"exited with code {child.exit_code}"
     detail = child.stderr_text().strip() or child.stdout.decode("utf-8", errors="replace").strip()
     return "error", f"{prefix}: {how}" + (f": {detail[-ERROR_TAIL_CHARS:]}" if detail else "")
+
+
+def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir: Path) -> None:
+    """AgentV's cli ``healthcheck``: a command that must exit 0, or a URL that must answer 2xx."""
+    if not isinstance(check, dict) or check.get("type") not in ("command", "http"):
+        raise spec.fail("`healthcheck` must be a mapping with `type: command` or `type: http`")
+    timeout = positive_seconds(spec, field_value(check, "timeout_seconds"), "healthcheck.timeout_seconds")
+    timeout = timeout or positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
+    timeout = timeout or HEALTHCHECK_TIMEOUT_SECONDS
+    if check["type"] == "http":
+        url = check.get("url")
+        if not isinstance(url, str) or not url:
+            raise spec.fail("healthcheck: `url` is required for `type: http`")
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (the user's own URL)
+                status = response.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        except (urllib.error.URLError, OSError) as exc:
+            raise spec.fail(f"healthcheck failed: GET {url}: {getattr(exc, 'reason', exc)}") from None
+        if not 200 <= status < 300:
+            raise spec.fail(f"healthcheck failed: GET {url} answered HTTP {status}")
+        return
+    command = _command(spec, {"command": field_value(check, "command")})
+    cwd = _cwd(spec, check, eval_dir, _cwd(spec, config, eval_dir, eval_dir))
+    values = {"PROMPT": "", "PROMPT_FILE": "", "OUTPUT_FILE": "", "EVAL_ID": "healthcheck"}
+    argv = _render(command, values, [], "{path}")
+    child = run_child(argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd),
+                      env={**os.environ, **{str(k): str(v) for k, v in (config.get("env") or {}).items()}})
+    failure = _failure(spec, child, timeout, command)
+    if failure is not None:
+        raise spec.fail("healthcheck failed: " + failure[1].removeprefix(f"target '{spec.name}': "))

@@ -19,23 +19,32 @@ from ..errors import JudgeConfigError, TargetConfigError
 from ..judge.client import Exchange, JudgeClient, RetryPolicy
 from ..judge.targets import JUDGE_PROVIDERS, JudgeTarget
 from ..targetsfile import TargetEntry
-from .base import RunRequest, TargetOutcome, positive_seconds
+from .base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
 
 PROVIDERS = JUDGE_PROVIDERS
 ERROR_BODY_CHARS = 500
 
 
-def run(request: RunRequest) -> TargetOutcome:
-    spec = request.spec
+def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Any) -> None:
+    """Endpoint, model and key all resolvable (raises TargetConfigError), checked before any test runs."""
+    _resolved(spec)
+
+
+def _resolved(spec: TargetSpec) -> Any:
     # The unresolved fields go to JudgeTarget, which keeps the key as the name of its variable and
-    # resolves it itself; ``request.config`` has already proven every reference is set.
+    # resolves it itself; ``resolve`` in base has already proven every reference is set.
     fields = {k: v for k, v in spec.fields.items() if k not in ("name", "provider")}
     entry = TargetEntry(spec.name, spec.provider, fields, None, spec.source or "")
     try:
-        resolved = JudgeTarget.from_entry(entry).resolve(os.environ)
+        return JudgeTarget.from_entry(entry).resolve(os.environ)
     except JudgeConfigError as exc:
         message = str(exc)
         raise (TargetConfigError(message) if spec.source and message.startswith(spec.source) else spec.fail(message)) from None
+
+
+def run(request: RunRequest) -> TargetOutcome:
+    spec = request.spec
+    resolved = _resolved(spec)
     timeout = request.timeout or positive_seconds(spec, spec.fields.get("timeout_seconds"), "timeout_seconds")
     if timeout:
         resolved = replace(resolved, timeout=timeout)

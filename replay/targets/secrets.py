@@ -9,7 +9,6 @@ process that runs the target.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 

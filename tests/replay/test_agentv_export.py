@@ -10,7 +10,19 @@ from pathlib import Path
 import pytest
 
 from replay.agentv import ImportedTest, detect_format, read_results
-from replay.agentv.export import CSV_COLUMNS, ResultBundle, export_rows, write_csv, write_json, write_jsonl
+from replay.agentv.export import (
+    CSV_COLUMNS,
+    JSON_CASE_FIELDS,
+    JSON_RESULT_FIELDS,
+    JSON_TRANSCRIPT_FIELDS,
+    JSON_VERDICT_FIELDS,
+    ResultBundle,
+    agentv_time,
+    export_rows,
+    write_csv,
+    write_json,
+    write_jsonl,
+)
 from store import events as ev
 from store.events import Assertion, RunStarted, SourceRef, TranscriptRecorded, VerdictRecorded
 
@@ -158,6 +170,10 @@ def test_csv_has_one_line_per_test_and_grader() -> None:
         "run_id": "run-1", "test_id": "code-quality-multi-eval", "target": "default", "attempt": "1",
         "test_score": "0.75", "passed": "false", "status": "quality_failure", "grader": "rubrics",
         "grader_type": "llm-grader", "grader_score": "0.5", "verdict": "fail", "weight": "1.0",
+        "assertions_passed": "2", "assertions_total": "4", "error": "",
+        "failed_assertions": "[rubric-2] Includes type hints: The function does not include any type hints (such as "
+        "'email: str' or '-> bool') in its definition.\n[rubric-4] Handles edge cases (None, empty string): The function "
+        "does not explicitly handle edge cases such as None or empty string inputs; passing None would raise an exception.",
     }
     assert (lines[1]["grader"], lines[1]["verdict"]) == ("python_syntax", "pass")
     assert (lines[-1]["test_id"], lines[-1]["grader"], lines[-1]["status"]) == ("no-graders", "", "execution_error")
@@ -195,3 +211,49 @@ def test_writers_stream_a_generator(writer) -> None:
 
     assert writer(run, results(), io.StringIO()) >= len(bundles)
     assert len(consumed) == len(bundles)
+
+
+def test_csv_quotes_commas_quotes_newlines_and_keeps_non_ascii() -> None:
+    run, bundles, _ = exported(BASELINE)
+    first = bundles[0]
+    first.scored = first.scored.model_copy(update={"error": 'agent: "boom", exit 3\nsecond line – ünïcode ✓'})
+    rubric = first.verdicts[0]
+    assertions = [*rubric.assertions[:2], Assertion(text="Says «bonjour», then\nstops", passed=False)]
+    first.verdicts[0] = rubric.model_copy(update={"grader": "judge, strict", "assertions": assertions})
+    buffer = io.StringIO(newline="")
+    write_csv(run, bundles[:1], buffer)
+    text = buffer.getvalue()
+    assert text.startswith(",".join(CSV_COLUMNS) + "\r\n")
+    lines = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert len(lines) == 2
+    assert lines[0]["grader"] == "judge, strict"
+    assert lines[0]["failed_assertions"].split("\n")[0:2] == ["Says «bonjour», then", "stops"]
+    assert all(line["error"] == 'agent: "boom", exit 3\nsecond line – ünïcode ✓' for line in lines)
+
+
+def test_json_results_have_a_fixed_shape_without_store_internals() -> None:
+    run, bundles, _ = exported(V4_RUN)
+    bundles.append(ResultBundle(scored=ev.TestScored(test_id="bare", score=0.0, passed=False, status="execution_error",
+                                                  threshold=THRESHOLD)))
+    buffer = io.StringIO()
+    write_json(run, bundles, buffer)
+    doc = json.loads(buffer.getvalue())
+    assert (doc["format"], doc["version"]) == ("evalstore-export", 1)
+    first, _, bare = doc["results"]
+    assert set(first) == {*JSON_RESULT_FIELDS, "timestamp", "verdicts", "transcript", "case"}
+    assert set(first["verdicts"][0]) == {*JSON_VERDICT_FIELDS, "rendered_prompt"}
+    assert set(first["transcript"]) == set(JSON_TRANSCRIPT_FIELDS) and set(first["case"]) == set(JSON_CASE_FIELDS)
+    assert first["verdicts"][0]["rendered_prompt"]["userPrompt"].startswith("You are an expert grader.")
+    assert first["transcript"]["token_usage"] == json.loads((V4_RUN / "index.jsonl").read_text().splitlines()[0])["token_usage"]
+    assert (bare["test_id"], bare["verdicts"], bare["transcript"], bare["case"]) == ("bare", [], None, None)
+
+
+@pytest.mark.parametrize("stored,shown", [
+    ("2026-11-22T18:28:37.248695+00:00", "2026-11-22T18:28:37.248Z"),
+    ("2026-11-22T18:28:37+00:00", "2026-11-22T18:28:37.000Z"),
+    ("2026-02-20T21:40:12.230Z", "2026-02-20T21:40:12.230Z"),  # an imported row's own text is kept
+    ("2026-02-20 21:40", "2026-02-20 21:40"),
+    (None, None),
+])
+def test_times_the_store_made_are_written_as_agentv_writes_them(stored, shown) -> None:
+    assert agentv_time(stored) == shown

@@ -1,0 +1,169 @@
+"""Real-world AgentV variants the fixtures do not show: encodings, odd optional fields, repeated results,
+HEAD grading.json without components, hand-made v4 run directories with sidecars missing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from replay.agentv import ImportedTest, detect_format, read_results
+from replay.errors import ImportFormatError
+from replay.importer import import_results
+from store import EventStore
+
+ROW = {"timestamp": "2026-01-01T00:00:00Z", "test_id": "t1", "suite": "s", "score": 1, "target": "a"}
+
+
+def write(path: Path, rows: list[dict], *, newline: str = "\n", prefix: bytes = b"") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "".join(json.dumps(r, ensure_ascii=False) + newline for r in rows)
+    path.write_bytes(prefix + body.encode("utf-8"))
+    return path
+
+
+def read_tests(path: Path) -> list[ImportedTest]:
+    return [t for t in read_results(path, detect_format(path)).iter_tests() if isinstance(t, ImportedTest)]
+
+
+def results(store: EventStore, run_id: str) -> dict[tuple, dict]:
+    return {(r["test_id"], r["target"]): r for r in store.query("results", run_id=run_id)}
+
+
+def test_bom_crlf_and_blank_lines_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "win.jsonl"
+    path.write_bytes(
+        b"\xef\xbb\xbf\r\n"  # a BOM alone on the first line, as some editors leave it
+        + json.dumps(ROW).encode() + b"\r\n\r\n   \r\n"
+        + json.dumps({**ROW, "test_id": "t2"}).encode() + b"\r\n"
+    )
+    assert [(t.test_id, t.source.line) for t in read_tests(path)] == [("t1", 2), ("t2", 5)]
+    bom_first = write(tmp_path / "bom.jsonl", [ROW], newline="\r\n", prefix=b"\xef\xbb\xbf")
+    assert [t.test_id for t in read_tests(bom_first)] == ["t1"]
+
+
+def test_a_bom_in_a_json_sidecar_is_read(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write(run / "index.jsonl", [{**ROW, "grading_path": "s/t1/grading.json"}])
+    grading = {"assertions": [], "graders": [{"name": "g", "type": "contains", "score": 1, "verdict": "pass"}]}
+    (run / "s" / "t1").mkdir(parents=True)
+    (run / "s" / "t1" / "grading.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(grading).encode())
+    (test,) = read_tests(run)
+    assert [v.name for v in test.verdicts] == ["g"]
+
+
+def test_a_utf16_file_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "ps.jsonl"
+    path.write_bytes(("\ufeff" + json.dumps(ROW) + "\r\n").encode("utf-16-le"))
+    with pytest.raises(ImportFormatError, match=r"ps\.jsonl:1: the file is UTF-16 encoded"):
+        read_tests(path)
+
+
+def test_too_deeply_nested_json_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(ROW) + "\n" + '{"test_id":"t","score":1,"metadata":' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(ImportFormatError, match=r"deep\.jsonl:2: JSON nested too deeply"):
+        read_tests(path)
+
+
+def test_a_lone_surrogate_escape_is_replaced_and_imports(sqlite_store: EventStore, tmp_path: Path) -> None:
+    """JSON.stringify of a string cut mid-emoji writes ``\\ud83d``; UTF-8 cannot hold it, so it becomes U+FFFD."""
+    path = tmp_path / "cut.jsonl"
+    path.write_text('{"test_id":"t1","score":1,"output":"cut \\ud83d here","metadata":{"k\\udc00":"v"}}\n')
+    (test,) = read_tests(path)
+    assert test.output_text == "cut \ufffd here" and test.metadata == {"k\ufffd": "v"}
+    out = import_results(sqlite_store, path)
+    (started, *_) = sqlite_store.read_stream(out.run_id)
+    assert out.tests == 1 and sqlite_store.query("runs", run_id=out.run_id)[0]["status"] == "completed"
+    assert started.event.run_id == out.run_id
+
+
+def test_optional_fields_of_the_wrong_type_are_treated_as_absent(store: EventStore, tmp_path: Path) -> None:
+    row = {**ROW, "start_time": 1735689600000, "end_time": None, "token_usage": "n/a", "file_changes": {"a": 1},
+           "cost_usd": "0.1", "workspace_path": 7}
+    path = write(tmp_path / "odd.jsonl", [row])
+    (test,) = read_tests(path)
+    assert (test.start_time, test.end_time, test.token_usage, test.file_changes, test.cost_usd) == (None,) * 5
+    out = import_results(store, path)
+    assert out.tests == 1
+    assert store.query("runs", run_id=out.run_id)[0]["status"] == "completed"
+
+
+def test_an_input_file_segment_keeps_its_content(tmp_path: Path) -> None:
+    """Authored input file blocks carry their text (formats 2); dropping it would lose what the agent was shown."""
+    row = {**ROW, "input": [{"role": "user", "content": [
+        {"type": "text", "text": "Summarise"},
+        {"type": "file", "value": "./notes.md", "path": "notes.md", "text": "the notes", "resolved_path": "/x/notes.md"},
+    ]}]}
+    (test,) = read_tests(write(tmp_path / "in.jsonl", [row]))
+    file_block = test.input[0]["content"][1]
+    assert file_block == {"type": "file", "path": "notes.md", "text": "the notes"}
+
+
+def test_the_same_test_on_two_targets_gives_two_results(store: EventStore, tmp_path: Path) -> None:
+    path = write(tmp_path / "matrix.jsonl", [ROW, {**ROW, "target": "b", "score": 0}])
+    out = import_results(store, path)
+    got = results(store, out.run_id)
+    assert out.tests == 2 and set(got) == {("t1", "a"), ("t1", "b")}
+    assert got[("t1", "a")]["score"] == 1 and got[("t1", "b")]["score"] == 0
+
+
+def test_a_repeated_result_is_replaced_by_the_last_as_agentv_does(store: EventStore, tmp_path: Path) -> None:
+    """A resumed run appends the re-run test again; AgentV's deduplicateByTestIdTarget keeps the last."""
+    path = write(tmp_path / "resumed.jsonl", [{**ROW, "score": 0.2}, {**ROW, "test_id": "t2"}, {**ROW, "score": 0.9}])
+    out = import_results(store, path)
+    assert (out.tests, out.skipped) == (2, 1)
+    assert results(store, out.run_id)[("t1", "a")]["score"] == pytest.approx(0.9)
+    (skipped,) = [e.payload for e in store.read_stream(out.run_id, types=["line_skipped"])]
+    assert skipped["source"] == {"line": 1} and "superseded by" in skipped["reason"] and "resumed.jsonl:3" in skipped["reason"]
+    again = import_results(store, path)
+    assert again.already_imported and again.run_id == out.run_id
+
+
+def test_one_test_id_in_two_suites_is_refused_naming_both_lines(store: EventStore, tmp_path: Path) -> None:
+    path = write(tmp_path / "multi.jsonl", [ROW, {**ROW, "test_id": "t2"}, {**ROW, "suite": "other"}])
+    with pytest.raises(ImportFormatError, match=r"multi\.jsonl:3: test 't1' .* at .*multi\.jsonl:1 of another suite"):
+        import_results(store, path)
+    assert store.query("runs") == []
+    out = import_results(store, path, skip_bad=True)
+    assert (out.tests, out.skipped) == (2, 1)
+    assert results(store, out.run_id)[("t1", "a")]["score"] == 1
+
+
+def test_head_grading_without_components_is_read(tmp_path: Path) -> None:
+    """A HEAD sample whose target failed before grading: grading.json has pass/score/metadata only."""
+    sample = tmp_path / "run" / "broken--0123456789ab" / "sample-1"
+    sample.mkdir(parents=True)
+    (sample / "grading.json").write_text(json.dumps(
+        {"pass": False, "score": 0, "reason": "Target failed", "metadata": {"execution_status": "execution_error"}}
+    ))
+    (sample / "result.json").write_text(json.dumps({"execution_status": "execution_error", "verdict": "fail"}))
+    (test,) = read_tests(tmp_path / "run")
+    assert (test.test_id, test.score, test.passed, test.execution_status) == ("broken", 0, False, "execution_error")
+    assert test.verdicts == []
+
+
+def test_v4_run_with_spaces_unicode_ids_and_missing_sidecars(store: EventStore, tmp_path: Path) -> None:
+    run = tmp_path / "my runs" / "2026-01-01T00-00-00-000Z"
+    rows = [
+        {**ROW, "test_id": "résumé: 1/2", "score": 0.5, "execution_status": "quality_failure"},  # folder résumé_ 1_2
+        {**ROW, "test_id": "t-err", "score": 0, "execution_status": "execution_error", "error": "agent crashed",
+         "failure_stage": "agent"},  # no folder at all
+    ]
+    write(run / "index.jsonl", rows)
+    folder = run / "s" / "résumé_ 1_2"
+    (folder / "outputs").mkdir(parents=True)
+    (folder / "grading.json").write_text(json.dumps(
+        {"assertions": [], "graders": [{"name": "has x", "type": "contains", "score": 0.5, "verdict": "fail"}]}
+    ))
+    (folder / "outputs" / "answer.md").write_text("the answer\r\n")  # no timing.json, trace or transcript
+    assert detect_format(run) == "agentv-v4-run"
+    by_id = {t.test_id: t for t in read_tests(run)}
+    assert by_id["résumé: 1/2"].output_text == "the answer\r\n"
+    assert [v.name for v in by_id["résumé: 1/2"].verdicts] == ["has x"]
+    assert by_id["t-err"].files == [] and by_id["t-err"].error == "agent crashed"
+    out = import_results(store, run)
+    got = results(store, out.run_id)
+    assert got[("t-err", "a")]["status"] == "execution_error" and got[("t-err", "a")]["passed"] is False
+    assert got[("résumé: 1/2", "a")]["status"] == "quality_failure"
