@@ -84,15 +84,16 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
 
     \b
     agentv-jsonl  one AgentV 4.x result row per (test, target, attempt): test_id, suite, target,
-                  score, scores[] (name, type, score, weight, verdict, assertions, input, target),
-                  assertions, execution_status, error, token_usage, cost_usd, duration_ms,
+                  category, conversation_id, experiment, score, scores[] (name, type, score, weight, verdict,
+                assertions, input, target, details, token_usage),
+                  assertions, execution_status, error, failure_stage, failure_reason_code, token_usage, cost_usd, duration_ms,
                   start_time, end_time, output, input, metadata; sample_index after attempt 1.
     csv           header run_id,test_id,target,attempt,test_score,passed,status,grader,grader_type,
                   grader_score,verdict,weight,assertions_passed,assertions_total,failed_assertions,
                   error; a result without graders has one line with empty grader cells.
     json          {"format": "evalstore-export", "version": 1, "run": {...}, "summary": {...},
                   "results": [{test_id, target, attempt, score, passed, status, threshold, error,
-                  origin, source, timestamp, verdicts: [...], transcript: {...}|null,
+                  origin, source, row_fields, timestamp, verdicts: [...], transcript: {...}|null,
                   case: {...}|null}]}; every key always present (null when unknown).
 
     \b

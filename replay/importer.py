@@ -396,6 +396,7 @@ def _test_events(
                     source=source,
                     rendered_prompt_sha256=prompt_sha,
                     grader_target=v.grader_target,
+                    token_usage=v.token_usage,
                 ),
                 ids.next("verdict"),
             )
@@ -412,6 +413,7 @@ def _test_events(
         origin="imported",
         source=source,
         produced_at=item.raw_row.get("timestamp") if isinstance(item.raw_row.get("timestamp"), str) else None,
+        row_fields=item.row_fields,
     )
     batch.append(NewEvent(scored, ids.next("scored")))
     return scored

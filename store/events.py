@@ -260,6 +260,8 @@ class VerdictRecorded(DomainEvent):
     rendered_prompt_sha256: str | None = None
     """For imports: blob holding AgentV's recorded grader request (``scores[].input``) as JSON."""
     grader_target: str | None = None
+    token_usage: dict[str, Any] | None = None
+    """For imports: the grader's own usage as the source recorded it (AgentV ``scores[].token_usage``)."""
 
 
 class TestScored(DomainEvent):
@@ -279,6 +281,10 @@ class TestScored(DomainEvent):
     source: SourceRef | None = None
     produced_at: str | None = None
     """When the source says the result was produced (AgentV's row ``timestamp``), for imports."""
+    row_fields: dict[str, str] = Field(default_factory=dict)
+    """For imports: the source row's labels evalstore keeps without interpreting them (AgentV's
+    ``category``, ``conversation_id``, ``experiment``, ``failure_stage``, ``failure_reason_code``), so
+    an export gives them back."""
 
 
 class LineSkipped(DomainEvent):

@@ -35,10 +35,12 @@ JSON_RUN_FIELDS = (
     "source_format", "tool_version", "overrides",
 )
 JSON_SUMMARY_FIELDS = ("status", "tests", "passed", "errors", "mean_score", "started_at")
-JSON_RESULT_FIELDS = ("test_id", "target", "attempt", "score", "passed", "status", "threshold", "error", "origin", "source")
+JSON_RESULT_FIELDS = (
+    "test_id", "target", "attempt", "score", "passed", "status", "threshold", "error", "origin", "source", "row_fields",
+)
 JSON_VERDICT_FIELDS = (
     "grader", "grader_type", "score", "verdict", "status", "weight", "required", "min_score", "negate",
-    "assertions", "details", "evidence", "grader_target", "origin", "carried_from", "cache_hit",
+    "assertions", "details", "evidence", "grader_target", "token_usage", "origin", "carried_from", "cache_hit",
 )
 JSON_TRANSCRIPT_FIELDS = (
     "output_text", "token_usage", "cost_usd", "duration_ms", "start_time", "end_time", "file_changes",
@@ -173,6 +175,8 @@ def score_entry(verdict: VerdictRecorded, rendered_prompt: Any = None) -> dict[s
         entry["target"] = verdict.grader_target
     if verdict.details:  # AgentV index rows carry no empty details object
         entry["details"] = verdict.details
+    if verdict.token_usage is not None:
+        entry["token_usage"] = verdict.token_usage
     return entry
 
 
@@ -204,12 +208,17 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         "timestamp": agentv_time(result.timestamp or (transcript.end_time if transcript else None)),
         "test_id": scored.test_id,
         "suite": run.suite,
+        "category": scored.row_fields.get("category"),
+        "conversation_id": scored.row_fields.get("conversation_id"),
+        "experiment": scored.row_fields.get("experiment"),
         "score": scored.score,
         "target": _target(run, scored),
         "scores": [score_entry(v, result.rendered_prompts.get(v.grader)) for v in result.verdicts],
         "assertions": flatten_assertions(result.verdicts),
         "execution_status": scored.status,
         "error": scored.error,
+        "failure_stage": scored.row_fields.get("failure_stage"),
+        "failure_reason_code": scored.row_fields.get("failure_reason_code"),
     }
     if scored.attempt != 1:
         row["sample_index"] = scored.attempt - 1  # AgentV's 0-based sample index
@@ -277,8 +286,10 @@ def _pick(model: Any, fields: tuple[str, ...]) -> dict[str, Any]:
     return {f: data.get(f) for f in fields}
 
 
-def json_result(result: ResultBundle) -> dict[str, Any]:
+def json_result(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     item = _pick(result.scored, JSON_RESULT_FIELDS)
+    if result.scored.source is not None:  # stored relative to the run's imported path (SourceRef)
+        item["source"] = result.scored.source.resolved(run.source.file if run.source else None).model_dump()
     item["timestamp"] = result.timestamp
     item["verdicts"] = [
         {**_pick(v, JSON_VERDICT_FIELDS), "rendered_prompt": result.rendered_prompts.get(v.grader)}
@@ -301,7 +312,7 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
     fh.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "results": [')
     count = 0
     for result in results:
-        fh.write(("," if count else "") + "\n" + json.dumps(json_result(result), ensure_ascii=False, allow_nan=False))
+        fh.write(("," if count else "") + "\n" + json.dumps(json_result(run, result), ensure_ascii=False, allow_nan=False))
         count += 1
     fh.write("\n]}\n")
     return count

@@ -78,6 +78,8 @@ class ImportedTest:
     source: SourceRef
     raw_row: dict[str, Any]
     """The source row minus the bulky parts already held above (trace, input, output, scores...)."""
+    row_fields: dict[str, str] = field(default_factory=dict)
+    """The row's labels kept as they are (``rows.KEPT_ROW_FIELDS``)."""
 
 
 @dataclass

@@ -136,6 +136,10 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
+KEPT_ROW_FIELDS = ("category", "conversation_id", "experiment", "failure_stage", "failure_reason_code")
+"""v4 index-row labels evalstore stores as they are and exports back; it interprets none of them."""
+
+
 def build_test(
     row: dict[str, Any],
     *,
@@ -202,6 +206,7 @@ def build_test(
         verdicts=_verdicts(row, score, extra.grading),
         source=source,
         raw_row={k: v for k, v in row.items() if k not in _BULKY_KEYS},
+        row_fields={k: row[k] for k in KEPT_ROW_FIELDS if nonempty_text(row.get(k))},
     )
 
 

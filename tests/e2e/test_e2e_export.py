@@ -86,7 +86,8 @@ ERROR = 'agent: "quota", exhausted\nexit 3 – réessayez'
 def _rich_row(test_id: str, target: str, score: float, **extra: object) -> dict:
     verdict = "pass" if score >= 0.8 else "fail"
     row = {
-        "timestamp": "2026-03-01T10:00:00.000Z", "test_id": test_id, "suite": "rich", "score": score, "target": target,
+        "timestamp": "2026-03-01T10:00:00.000Z", "test_id": test_id, "suite": "rich", "category": "greetings/fr",
+        "conversation_id": f"conv-{test_id}", "experiment": "baseline", "score": score, "target": target,
         "token_usage": {"input": 1200, "output": 340, "cached": 100, "reasoning": 20},
         "cost_usd": 0.0123, "duration_ms": 4567,
         "start_time": "2026-03-01T09:59:55.000Z", "end_time": "2026-03-01T09:59:59.567Z",
@@ -95,7 +96,7 @@ def _rich_row(test_id: str, target: str, score: float, **extra: object) -> dict:
              "assertions": [{"text": "Says «bonjour», politely", "passed": True, "evidence": "line 1\nline 2, with comma"},
                             {"text": 'Quotes "exactly"', "passed": False}],
              "input": {"userPrompt": "Grade: héllo", "systemPrompt": "be fair"}, "target": "judge-gpt",
-             "details": {"raw_scores": {"a": 7}}},
+             "details": {"raw_scores": {"a": 7}}, "token_usage": {"input": 812, "output": 96}},
             {"name": "syntax", "type": "code-grader", "score": 1, "weight": 1, "verdict": "pass",
              "assertions": [{"text": "compiles", "passed": True}], "input": {"command": ["python3", "c.py"], "cwd": "/tmp"}},
         ],
@@ -114,7 +115,8 @@ def _rich_rows() -> list[dict]:
         _rich_row("greet", "gpt", 0.9),
         _rich_row("greet", "claude", 0.5),
         _rich_row("greet", "gpt", 0.7, sample_index=1),
-        _rich_row("crash, hard", "gpt", 0, execution_status="execution_error", error=ERROR, scores=[], assertions=[]),
+        _rich_row("crash, hard", "gpt", 0, execution_status="execution_error", error=ERROR, scores=[], assertions=[],
+                  failure_stage="agent", failure_reason_code="provider_error"),
     ]
 
 
@@ -129,9 +131,10 @@ def _export(db: str, run_id: str, fmt: str, out: Path) -> str:
     return out.read_text(encoding="utf-8")
 
 
-STORED_ROW_FIELDS = ("timestamp", "test_id", "suite", "score", "target", "token_usage", "cost_usd", "duration_ms",
-                     "start_time", "end_time", "execution_status", "error", "output", "input", "metadata",
-                     "workspace_path", "file_changes", "sample_index")
+STORED_ROW_FIELDS = ("timestamp", "test_id", "suite", "category", "conversation_id", "experiment", "score", "target",
+                     "token_usage", "cost_usd", "duration_ms", "start_time", "end_time", "execution_status", "error",
+                     "failure_stage", "failure_reason_code", "output", "input", "metadata", "workspace_path",
+                     "file_changes", "sample_index")
 
 
 def test_every_stored_field_of_v4_rows_round_trips(sqlite_url: str, tmp_path: Path) -> None:
