@@ -22,6 +22,7 @@ from store.events import RunStarted, TestCaseRecorded, TestScored, TranscriptRec
 
 from ..material import ResultKey, result_key
 from ..views import RunSummary, run_started, transcript_run_id
+from .rows import from_row_assertions
 
 CSV_COLUMNS = (
     "run_id", "test_id", "target", "attempt", "test_score", "passed", "status",
@@ -202,6 +203,14 @@ def _target(run: RunStarted, scored: TestScored) -> str | None:
     return scored.target or run.target_name
 
 
+def _scores(result: ResultBundle) -> list[dict[str, Any]] | None:
+    """``scores[]``; None (left out) for a row that had only flattened assertions, as it came in."""
+    graders = [v for v in result.verdicts if not from_row_assertions(v.details)]
+    if result.verdicts and not graders:
+        return None
+    return [score_entry(v, result.rendered_prompts.get(v.grader)) for v in graders]
+
+
 def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     scored, transcript, case = result.scored, result.transcript, result.case
     row: dict[str, Any] = {
@@ -213,7 +222,7 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         "experiment": scored.row_fields.get("experiment"),
         "score": scored.score,
         "target": _target(run, scored),
-        "scores": [score_entry(v, result.rendered_prompts.get(v.grader)) for v in result.verdicts],
+        "scores": _scores(result),
         "assertions": flatten_assertions(result.verdicts),
         "execution_status": scored.status,
         "error": scored.error,

@@ -94,6 +94,15 @@ class Sidecars:
     """Usage and timing from timing.json / metrics.json, used only where the row has none."""
 
 
+FROM_ROW_ASSERTIONS = {"imported_from": "row assertions"}
+"""``details`` of the implicit llm-grader verdict made from a row that has only flattened assertions;
+export leaves it out of ``scores[]``, as the source row had none."""
+
+
+def from_row_assertions(details: dict[str, Any] | None) -> bool:
+    return details == FROM_ROW_ASSERTIONS
+
+
 def _verdicts(row: dict[str, Any], score: float, grading: Grading | None) -> list[ImportedVerdict]:
     scores = row.get("scores")
     try:
@@ -107,7 +116,7 @@ def _verdicts(row: dict[str, Any], score: float, grading: Grading | None) -> lis
         verdicts = [
             ImportedVerdict(
                 name="llm-grader", type="llm-grader", score=score, verdict=derive_verdict(None, None, score),
-                assertions=clean_assertions(row["assertions"]), details={"imported_from": "row assertions"},
+                assertions=clean_assertions(row["assertions"]), details=dict(FROM_ROW_ASSERTIONS),
             )
         ]
     return verdicts
