@@ -15,6 +15,7 @@ from typing import IO
 import click
 
 from replay.agentv import export as agentv_export
+from replay.agentv.stored import stored_results
 from replay.importer import import_results
 from replay.views import resolve_run, run_started, run_summary
 
@@ -105,7 +106,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     run_id = resolve_run(store, run)
     started = run_started(store, run_id)
     summary = run_summary(store, run_id)
-    results = agentv_export.stored_results(store, run_id)
+    results = stored_results(store, run_id)
     to_file = output is not None and str(output) != "-"
     try:
         with _replacing(output) if output is not None and to_file else _utf8_stdout() as fh:

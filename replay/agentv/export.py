@@ -13,16 +13,14 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from store import EventStore
-from store.events import RunStarted, TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
+from store.events import RunStarted, TestScored, VerdictRecorded
 
-from ..material import ResultKey, result_key
-from ..views import RunSummary, run_started, transcript_run_id
+from ..views import RunSummary
 from .rows import from_row_assertions
+from .stored import ResultBundle
 
 CSV_COLUMNS = (
     "run_id", "test_id", "target", "attempt", "test_score", "passed", "status",
@@ -48,106 +46,6 @@ JSON_TRANSCRIPT_FIELDS = (
     "workspace_path", "exit_code", "status", "error", "messages_sha256",
 )
 JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_files")
-
-
-@dataclass
-class ResultBundle:
-    """Everything stored about one (test, target, attempt) result."""
-
-    scored: TestScored
-    verdicts: list[VerdictRecorded] = field(default_factory=list)
-    transcript: TranscriptRecorded | None = None
-    case: TestCaseRecorded | None = None
-    timestamp: str | None = None
-    """When the result was produced (AgentV's row ``timestamp``), else when it was stored."""
-    rendered_prompts: dict[str, Any] = field(default_factory=dict)
-    """Grader name -> AgentV's recorded grader request (``scores[].input``), read from its blob."""
-
-
-# --- reading a run, streamed ---------------------------------------------------------------------
-
-_RESULT_EVENTS = ["test_case_recorded", "transcript_recorded", "verdict_recorded", "test_scored"]
-_CHUNK = 200
-"""Results completed before their replay-origin transcripts are fetched in one query."""
-_PLACEHOLDER = TestScored(test_id="", score=0.0, passed=False, status="execution_error", threshold=0.0)
-
-
-def stored_results(store: EventStore, run_id: str) -> Iterator[ResultBundle]:
-    """Each scored result of a run in the order it was scored. A result's events are held only until
-    its ``test_scored`` (always its last event), so memory does not grow with the run. A replay's
-    transcripts (and the cases of tests it carried over) come from the run that recorded them."""
-    origin = transcript_run_id(store, run_started(store, run_id))
-    from_origin = _origin_event_ids(store, origin) if origin != run_id else {}
-    pending: dict[ResultKey, ResultBundle] = {}
-    done: list[ResultBundle] = []
-    for stored in store.read_stream(run_id, types=_RESULT_EVENTS):
-        ev = stored.event
-        key = result_key(ev.test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
-        if isinstance(ev, TestScored):
-            bundle = pending.pop(key, None) or ResultBundle(scored=ev)
-            bundle.scored, bundle.timestamp = ev, ev.produced_at or stored.recorded_at
-            done.append(bundle)
-            if len(done) >= _CHUNK:
-                yield from _completed(store, done, from_origin)
-                done = []
-            continue
-        # The placeholder score is replaced when the real one arrives; a result never scored (an
-        # interrupted run) is never emitted.
-        bundle = pending.setdefault(key, ResultBundle(scored=_PLACEHOLDER))
-        if isinstance(ev, TestCaseRecorded):
-            bundle.case = ev
-        elif isinstance(ev, TranscriptRecorded):
-            bundle.transcript = ev
-        elif isinstance(ev, VerdictRecorded):
-            _put_verdict(bundle, ev)
-    yield from _completed(store, done, from_origin)
-
-
-def _put_verdict(bundle: ResultBundle, verdict: VerdictRecorded) -> None:
-    """A grader graded again (a resumed run) replaces its earlier verdict, keeping its position."""
-    for i, v in enumerate(bundle.verdicts):
-        if v.grader == verdict.grader:
-            bundle.verdicts[i] = verdict
-            return
-    bundle.verdicts.append(verdict)
-
-
-def _origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[str, str]]:
-    """Per result of the origin run, the event ids of its case and transcript (ids only: small)."""
-    ids: dict[ResultKey, dict[str, str]] = {}
-    for stored in store.read_stream(run_id, types=["test_case_recorded", "transcript_recorded"]):
-        p = stored.payload
-        ids.setdefault(result_key(p["test_id"], p.get("target"), p.get("attempt", 1)), {})[stored.type] = stored.event_id
-    return ids
-
-
-def _completed(
-    store: EventStore, bundles: list[ResultBundle], from_origin: dict[ResultKey, dict[str, str]]
-) -> Iterator[ResultBundle]:
-    wanted: dict[int, dict[str, str]] = {}
-    for i, b in enumerate(bundles):
-        ids = from_origin.get(result_key(b.scored.test_id, b.scored.target, b.scored.attempt), {})
-        # A replay's own transcript never exists; its own case (a regraded test) wins over the origin's.
-        need = {t: e for t, e in ids.items() if (t == "transcript_recorded" and b.transcript is None)
-                or (t == "test_case_recorded" and b.case is None)}
-        if need:
-            wanted[i] = need
-    events = store.get_events([e for need in wanted.values() for e in need.values()]) if wanted else {}
-    prompts: dict[str, Any] = {}  # a script grader's request is often the same for every test: read it once
-    for i, b in enumerate(bundles):
-        for type_, event_id in wanted.get(i, {}).items():
-            ev = events[event_id].event
-            if type_ == "transcript_recorded":
-                b.transcript = ev  # type: ignore[assignment]
-            else:
-                b.case = ev  # type: ignore[assignment]
-        for v in b.verdicts:
-            if v.rendered_prompt_sha256:
-                digest = v.rendered_prompt_sha256
-                if digest not in prompts:
-                    prompts[digest] = json.loads(store.get_blob(digest))
-                b.rendered_prompts[v.grader] = prompts[digest]
-        yield b
 
 
 # --- AgentV 4.x rows -----------------------------------------------------------------------------
