@@ -118,10 +118,7 @@ def test_events(
         batch.append(NewEvent(artifact, ids.next("artifact")))
     messages_sha = None
     if item.messages is not None:
-        messages = [_annotate(m, by_path) for m in item.messages]
-        data = canonical_json(messages).encode("utf-8")
-        messages_sha = sha256_hex(data)
-        blobs[messages_sha] = data
+        messages_sha = _json_blob([_annotate(m, by_path) for m in item.messages], blobs)
     transcript_id = ids.next("transcript")
     batch.append(
         NewEvent(
@@ -143,11 +140,7 @@ def test_events(
     )
     # Two graders of one name (AgentV allows it) become name, name-2, as the eval file parser names them.
     for v, name in zip(item.verdicts, unique_names([v.name for v in item.verdicts])):
-        prompt_sha = None
-        if v.rendered_prompt is not None:
-            prompt = canonical_json(v.rendered_prompt).encode("utf-8")
-            prompt_sha = sha256_hex(prompt)
-            blobs[prompt_sha] = prompt
+        prompt_sha = _json_blob(v.rendered_prompt, blobs) if v.rendered_prompt is not None else None
         batch.append(
             NewEvent(
                 VerdictRecorded(
@@ -206,3 +199,11 @@ def _annotate(message: dict, by_path: dict[str, ArtifactStored]) -> dict:
                 block["reason"] = art.reason
         blocks.append(block)
     return {**message, "content": blocks}
+
+
+def _json_blob(value: object, blobs: dict[str, bytes]) -> str:
+    """Store a value as a canonical-JSON blob; its digest."""
+    data = canonical_json(value).encode("utf-8")
+    digest = sha256_hex(data)
+    blobs[digest] = data
+    return digest
