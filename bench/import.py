@@ -199,7 +199,9 @@ def child(db_url: str, source: str, total: int) -> None:
     step = max(1, total // 10)
     shown = [0]
 
-    def progress(done: int) -> None:
+    def progress(phase: str, done: int, _total: int | None) -> None:
+        if phase != "importing":
+            return
         if done - shown[0] >= step or (done == total and shown[0] != total):
             shown[0] = done
             print(f"  imported {done}/{total}", file=sys.stderr, flush=True)

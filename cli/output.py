@@ -38,8 +38,12 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
 
 
 def note(message: str) -> None:
-    """A line for people on stderr, so stdout stays clean for --json."""
-    err_console.print(message)
+    """A line for people on stderr, so stdout stays clean for --json.
+
+    Printed as written: never wrapped (stderr that is not a terminal is 80 columns to rich, and a
+    hint such as ``evalstore run --resume RUN`` must survive copy-paste), and never read as rich markup
+    or emoji codes (a path or a warning with ``[...]`` in it is text, not a style)."""
+    err_console.print(message, soft_wrap=True, markup=False, emoji=False)
 
 
 class progress_bar:
@@ -62,6 +66,16 @@ class progress_bar:
 
     def start(self, total: int | None) -> None:
         self._task = self._progress.add_task(self._description, total=total)
+
+    def show(self, phase: str, done: int, total: int | None) -> None:
+        """Set the bar to ``done`` of ``total``; a new ``phase`` (e.g. checking, then importing) starts a new bar."""
+        if self._task is None or phase != self._description:
+            if self._task is not None:  # the finished phase's bar shows its final count as its total
+                finished = self._progress.tasks[-1].completed
+                self._progress.update(self._task, total=finished)
+            self._description = phase
+            self.start(total)
+        self._progress.update(self._task, completed=done, total=total)  # type: ignore[arg-type]
 
     def advance(self, *_: object) -> None:
         if self._task is None:

@@ -46,8 +46,13 @@ def show(ctx: click.Context, run: str, as_json: bool) -> None:
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
     results = views.run_results(store, run_id)
+    skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []
     if as_json:
-        print_json({"run": summary.to_dict(), "results": [r.to_dict() for r in results]})
+        print_json({
+            "run": summary.to_dict(),
+            "results": [r.to_dict() for r in results],
+            "skipped_lines": [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped],
+        })
         return
     click.echo(
         f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
@@ -64,3 +69,7 @@ def show(ctx: click.Context, run: str, as_json: bool) -> None:
             for r in results
         ],
     )
+    if skipped:
+        click.echo(f"{len(skipped)} source lines left out:")
+        for line in skipped:
+            click.echo(f"  {line.source.location}: {line.reason}")

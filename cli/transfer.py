@@ -44,9 +44,8 @@ def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bo
       evalstore import dataset.eval.baseline.jsonl --eval dataset.eval.yaml
     """
     store = open_store(ctx)
-    with progress_bar("importing") as bar:
-        outcome = import_results(store, path, eval_path=eval_path, skip_bad=skip_bad,
-                                 progress=lambda n: bar.advance())
+    with progress_bar("checking") as bar:
+        outcome = import_results(store, path, eval_path=eval_path, skip_bad=skip_bad, progress=bar.show)
     info = {
         "run_id": outcome.run_id,
         "format": outcome.format,
@@ -59,7 +58,12 @@ def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bo
         print_json(info)
         return
     if outcome.already_imported:
-        click.echo(f"already imported as run {outcome.run_id} ({outcome.tests} results); nothing written")
+        click.echo(f"already imported as run {outcome.run_id} ({outcome.tests} results"
+                   + (f", {outcome.skipped} lines left out" if outcome.skipped else "") + "); nothing written")
+        if eval_path and outcome.eval_path != str(eval_path.resolve()):
+            # run_started is immutable: the eval an import snapshotted stays; a replay can take another.
+            note(f"the run keeps the eval it was imported with ({outcome.eval_path or 'none'}); to grade with "
+                 f"{eval_path}, use: evalstore replay {outcome.run_id} --eval {eval_path}")
         return
     click.echo(f"imported {outcome.tests} results ({outcome.format}) as run {outcome.run_id}"
                + (f", {outcome.skipped} bad lines skipped" if outcome.skipped else ""))

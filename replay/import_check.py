@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 
@@ -31,11 +32,13 @@ def item_key(item: ImportedTest) -> tuple:
     return (item.source.file, item.source.line, item.test_id, item.target, item.attempt)
 
 
-def _where(source: SourceRef) -> str:
-    return f"{source.file}:{source.line}" if source.line is not None else str(source.file)
+PROGRESS_EVERY = 200
 
 
-def check(source: ImportSource, within: RelativeSources, skip_bad: bool) -> Checked:
+def check(
+    source: ImportSource, within: RelativeSources, skip_bad: bool,
+    progress: Callable[[str, int, int | None], None] | None = None,
+) -> Checked:
     """The validation pass: every result is turned into its events exactly as the import will write them
     (so nothing can fail half-way through the writes), and repeated results are resolved.
 
@@ -44,10 +47,13 @@ def check(source: ImportSource, within: RelativeSources, skip_bad: bool) -> Chec
     are a bad line.
     """
     with closing(_Repeats()) as repeats:
-        return _check_with(repeats, source, within, skip_bad)
+        return _check_with(repeats, source, within, skip_bad, progress)
 
 
-def _check_with(repeats: _Repeats, source: ImportSource, within: RelativeSources, skip_bad: bool) -> Checked:
+def _check_with(
+    repeats: _Repeats, source: ImportSource, within: RelativeSources, skip_bad: bool,
+    progress: Callable[[str, int, int | None], None] | None,
+) -> Checked:
     ids = EventIds("check")
     tests = skipped = 0
     left_out: dict[tuple, str] = {}
@@ -62,14 +68,14 @@ def _check_with(repeats: _Repeats, source: ImportSource, within: RelativeSources
                 if earlier is not None and not earlier[1]:
                     reason = left_out[item_key(item)] = (
                         f"test {item.test_id!r} (target {item.target!r}, attempt {item.attempt}) is also the result "
-                        f"at {_where(earlier[0])} of another suite or variant; evalstore keeps one result per "
+                        f"at {earlier[0].location} of another suite or variant; evalstore keeps one result per "
                         "test, target and attempt: import them separately"
                     )
                     item = bad_line(item.source, reason, skip_bad)
                 else:
                     if earlier is not None:
                         superseded = (earlier[0].file, earlier[0].line, item.test_id, item.target, item.attempt)
-                        left_out[superseded] = f"superseded by {_where(item.source)}: {_SUPERSEDED}"
+                        left_out[superseded] = f"superseded by {item.source.location}: {_SUPERSEDED}"
                         tests -= 1
                         skipped += 1
                     repeats.remember(item)
@@ -77,6 +83,8 @@ def _check_with(repeats: _Repeats, source: ImportSource, within: RelativeSources
             skipped += 1
         else:
             tests += 1
+        if progress and (tests + skipped) % PROGRESS_EVERY == 0:
+            progress("checking", tests + skipped, None)
     return Checked(tests, skipped, left_out)
 
 

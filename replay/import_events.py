@@ -146,6 +146,7 @@ def test_events(
                 VerdictRecorded(
                     **key,
                     grader=name,
+                    source_name=v.name if name != v.name else None,
                     grader_type=v.type,
                     score=v.score,
                     verdict=v.verdict,

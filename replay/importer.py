@@ -24,6 +24,10 @@ from .import_check import check, item_key
 from .import_events import EventIds, RelativeSources, built
 from .material import Tally
 from .snapshot import snapshot_suite
+from .views import skipped_lines
+
+Progress = Callable[[str, int, "int | None"], None]
+"""``progress(phase, done, total)``: see :func:`import_results`."""
 
 BATCH_TESTS = 200
 BATCH_BYTES = 32 * 1024 * 1024
@@ -45,21 +49,26 @@ def import_results(
     *,
     eval_path: str | Path | None = None,
     skip_bad: bool = False,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> ImportOutcome:
+    """Import AgentV results at ``path`` as a run. ``progress(phase, done, total)`` is called as results are
+    checked (phase ``"checking"``, total unknown) and then written (``"importing"``, total known)."""
     path = Path(path)
     if not path.exists():
         raise ReplayError(f"{path}: no such file or directory")
+    if eval_path and not Path(eval_path).is_file():
+        raise ReplayError(f"{eval_path}: eval file not found (--eval)")
     fmt = detect_format(path)
     source = read_results(path, fmt)
     run_id = f"imp-{source.source_digest[:16]}"
     existing = store.query("runs", run_id=run_id)
     if existing and existing[0]["status"] == "completed":
-        return ImportOutcome(run_id, fmt, len(store.query("results", run_id=run_id)), 0, True, existing[0]["eval_path"])
+        tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
+        return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
 
     root = str(path.resolve())
     within = RelativeSources(root)
-    checked = check(source, within, skip_bad)  # validation pass: raises on the first bad line
+    checked = check(source, within, skip_bad, progress)  # validation pass: raises on the first bad line
     tests, skipped = checked.tests, checked.skipped
     if tests == 0:
         raise ReplayError(f"{path}: no results to import")
@@ -99,11 +108,11 @@ def import_results(
             store.append(run_id, batch, blobs=batch_blobs)
             batch, batch_blobs = [], {}
             if progress:
-                progress(done)
+                progress("importing", done, tests)
     if batch:
         store.append(run_id, batch, blobs=batch_blobs)
     if progress:
-        progress(done)
+        progress("importing", done, tests)
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
     return ImportOutcome(run_id, fmt, tests, skipped, False, eval_file)
 
@@ -112,8 +121,6 @@ def _eval_snapshot(
     eval_path: str | Path | None, hints: list[Path], source: Path
 ) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float]:
     candidates = [Path(eval_path)] if eval_path else []
-    if eval_path and not candidates[0].is_file():
-        raise ReplayError(f"{eval_path}: eval file not found (--eval)")
     base = source if source.is_dir() else source.parent
     for hint in hints:
         for c in ([hint] if hint.is_absolute() else [base / hint, Path.cwd() / hint]):

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from store import EventStore
-from store.events import RunStarted
+from store.events import LineSkipped, RunStarted
 
 from .errors import NotFoundError
 
@@ -105,6 +105,20 @@ def run_started(store: EventStore, run_id: str) -> RunStarted:
     for ev in store.read_stream(run_id, types=["run_started"]):
         return ev.event  # type: ignore[return-value]
     raise NotFoundError(f"no run {run_id!r}")
+
+
+def skipped_lines(store: EventStore, run_id: str) -> list[LineSkipped]:
+    """The source lines an import left out (``--skip-bad``, or a result superseded by a later one), with
+    why; each source with its file made absolute again."""
+    root: str | None = None
+    lines = []
+    for stored in store.read_stream(run_id, types=["run_started", "line_skipped"]):
+        ev = stored.event
+        if isinstance(ev, RunStarted):
+            root = ev.source.file if ev.source else None
+        elif isinstance(ev, LineSkipped):
+            lines.append(ev.model_copy(update={"source": ev.source.resolved(root)}))
+    return lines
 
 
 def transcript_run_id(store: EventStore, started: RunStarted) -> str:

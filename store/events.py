@@ -73,6 +73,11 @@ class SourceRef(BaseModel):
     file: str | None = None
     line: int | None = None
 
+    @property
+    def location(self) -> str:
+        """``file:line`` (or the file alone), as error messages and listings name it."""
+        return f"{self.file}:{self.line}" if self.line is not None else str(self.file)
+
     def relative_to(self, root: str) -> SourceRef:
         """This reference as an event of a run imported from ``root`` (absolute) records it."""
         if self.file is None or self.file == root:
@@ -262,6 +267,8 @@ class VerdictRecorded(DomainEvent):
     grader_target: str | None = None
     token_usage: dict[str, Any] | None = None
     """For imports: the grader's own usage as the source recorded it (AgentV ``scores[].token_usage``)."""
+    source_name: str | None = None
+    """For imports: the grader's name in the source, when two graders shared it and ``grader`` had to differ."""
 
 
 class TestScored(DomainEvent):

@@ -39,7 +39,7 @@ JSON_RESULT_FIELDS = (
 )
 JSON_VERDICT_FIELDS = (
     "grader", "grader_type", "score", "verdict", "status", "weight", "required", "min_score", "negate",
-    "assertions", "details", "evidence", "grader_target", "token_usage", "origin", "carried_from", "cache_hit",
+    "assertions", "details", "evidence", "grader_target", "token_usage", "source_name", "origin", "carried_from", "cache_hit",
 )
 JSON_TRANSCRIPT_FIELDS = (
     "output_text", "token_usage", "cost_usd", "duration_ms", "start_time", "end_time", "file_changes",
@@ -61,7 +61,7 @@ def _assertion(a: Any) -> dict[str, Any]:
 def score_entry(verdict: VerdictRecorded, rendered_prompt: Any = None) -> dict[str, Any]:
     """A v4 ``scores[]`` entry; ``input`` is the recorded grader request, ``target`` the judge target."""
     entry: dict[str, Any] = {
-        "name": verdict.grader,
+        "name": verdict.source_name or verdict.grader,
         "type": verdict.grader_type,
         "score": verdict.score,
         "weight": verdict.weight,

@@ -22,8 +22,7 @@ FORMAT = "results-jsonl"
 def bad_line(source: SourceRef, reason: str, skip_bad: bool) -> SkippedLine:
     """A SkippedLine under ``--skip-bad``; otherwise the one-line error that stops the import."""
     if not skip_bad:
-        where = f"{source.file}:{source.line}" if source.line is not None else source.file
-        raise ImportFormatError(f"{where}: {reason} (fix it, or import with --skip-bad to leave it out)")
+        raise ImportFormatError(f"{source.location}: {reason} (fix it, or import with --skip-bad to leave it out)")
     return SkippedLine(source=source, reason=reason)
 
 
@@ -71,6 +70,17 @@ def _iter_tests(path: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLi
     )
 
 
+def sibling_eval_files(path: Path) -> list[Path]:
+    """The eval file a results file is named after, beside it: AgentV names baselines and results
+    ``<suite>.eval.baseline.jsonl``, ``<suite>.eval.results.jsonl`` for ``<suite>.eval.yaml``."""
+    name = path.name.removesuffix(".jsonl")
+    while "." in name and not name.endswith(".eval"):
+        name = name.rsplit(".", 1)[0]
+    if not name.endswith(".eval"):
+        return []
+    return [path.parent / (name + ext) for ext in (".yaml", ".yml")]
+
+
 def read_jsonl(path: Path) -> ImportSource:
     if not path.is_file():
         raise ImportFormatError(f"{path}: no such results file")
@@ -80,7 +90,7 @@ def read_jsonl(path: Path) -> ImportSource:
         format=FORMAT,
         root=path,
         suite=suite if isinstance(suite, str) else None,
-        eval_path_hints=eval_hints(first, path.parent),
+        eval_path_hints=eval_hints(first, path.parent) + sibling_eval_files(path),
         source_digest=file_sha256(path),
         _iterate=lambda skip_bad: _iter_tests(path, skip_bad),
     )

@@ -196,13 +196,16 @@ def test_the_v5_bundle_exports_what_show_shows(sqlite_url: str, tmp_path: Path) 
     (row,) = [json.loads(line) for line in (V5_BUNDLE / ".internal" / "index.jsonl").read_text().splitlines()]
     (got,) = [json.loads(line) for line in _export(sqlite_url, run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()]
     assert (got["test_id"], got["target"], got["suite"], got["score"]) == (row["test_id"], row["target"], row["suite"], row["score"])
-    assert [(s["type"], s["score"], s["weight"], s["verdict"], s.get("target")) for s in got["scores"]] == [
-        (s["type"], s["score"], s["weight"], "pass" if s["pass"] else "fail", s.get("target")) for s in row["scores"]
+    # Names too: the bundle has two graders named llm-rubric, stored as llm-rubric and llm-rubric-2.
+    assert [(s["name"], s["type"], s["score"], s["weight"], s["verdict"], s.get("target")) for s in got["scores"]] == [
+        (s["name"], s["type"], s["score"], s["weight"], "pass" if s["pass"] else "fail", s.get("target"))
+        for s in row["scores"]
     ]
+    assert len({s["name"] for s in row["scores"]}) < len(row["scores"])
     for key in ("token_usage", "duration_ms", "start_time", "end_time", "timestamp"):
         assert got[key] == row[key], key
     shown = results_by_test(sqlite_url, run_id)[row["test_id"]]
-    assert {s["name"]: s["score"] for s in got["scores"]} == shown["graders"]
+    assert sorted(s["score"] for s in got["scores"]) == sorted(shown["graders"].values())
 
 
 # -- recorded runs and replays -------------------------------------------------------------------

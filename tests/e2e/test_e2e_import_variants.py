@@ -52,3 +52,37 @@ def test_a_utf16_file_is_one_line(sqlite_url: str, tmp_path: Path) -> None:
     line = one_line_error(cli(sqlite_url, "import", str(path)))
     assert "ps.jsonl:1" in line and "UTF-16" in line
     assert runs(sqlite_url) == []
+
+
+def test_lines_left_out_are_shown_and_counted_again_on_a_second_import(sqlite_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(
+        json.dumps({**ROW, "test_id": "t1", "score": 0, "execution_status": "execution_error"}) + "\n"
+        + "{not json\n"
+        + json.dumps({**ROW, "test_id": "t1", "score": 1}) + "\n"
+    )
+    out = ok_json(cli(sqlite_url, "import", str(path), "--skip-bad", "--json"))
+    assert (out["tests"], out["skipped"]) == (1, 2)
+    again = ok_json(cli(sqlite_url, "import", str(path), "--skip-bad", "--json"))
+    assert (again["already_imported"], again["tests"], again["skipped"]) == (True, 1, 2)
+
+    shown = ok_json(cli(sqlite_url, "show", out["run_id"], "--json"))["skipped_lines"]
+    # In source order: line 1 was superseded by line 3, line 2 is not JSON.
+    assert [(s["source"]["file"], s["source"]["line"]) for s in shown] == [(str(path.resolve()), 1), (str(path.resolve()), 2)]
+    assert shown[0]["reason"].startswith("superseded by ") and "JSON" in shown[1]["reason"]
+    text = cli(sqlite_url, "show", out["run_id"]).stdout
+    assert "2 source lines left out:" in text and f"{path.resolve()}:2: " in text
+
+
+def test_the_eval_a_results_file_is_named_after_is_found_beside_it(sqlite_url: str, tmp_path: Path) -> None:
+    (tmp_path / "greet.eval.yaml").write_text(
+        "name: greet\ntests:\n  - id: t1\n    input: hi\n    assertions:\n      - {type: contains, value: hi}\n"
+    )
+    results = tmp_path / "greet.eval.baseline.jsonl"
+    results.write_text(json.dumps({**ROW, "suite": "greet", "test_id": "t1", "score": 1}) + "\n")
+    out = ok_json(cli(sqlite_url, "import", str(results), "--json"))
+    assert out["eval_path"] == str((tmp_path / "greet.eval.yaml").resolve())
+
+    # The run keeps that eval; a missing --eval is an error even when the results are already imported.
+    line = one_line_error(cli(sqlite_url, "import", str(results), "--eval", str(tmp_path / "nope.yaml")))
+    assert "nope.yaml: eval file not found (--eval)" in line

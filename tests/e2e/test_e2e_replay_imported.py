@@ -83,8 +83,11 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
             assert "neither a transcript nor an output" in row["error"], row["error"]
 
 
-def test_an_imported_run_without_its_eval_asks_for_one(sqlite_url: str) -> None:
-    imported = ok_json(cli(sqlite_url, "import", str(BASELINE), "--json"))
+def test_an_imported_run_without_its_eval_asks_for_one(sqlite_url: str, tmp_path: Path) -> None:
+    lonely = tmp_path / "results.jsonl"  # away from dataset.eval.yaml, which the baseline is named after
+    lonely.write_bytes(BASELINE.read_bytes())
+    imported = ok_json(cli(sqlite_url, "import", str(lonely), "--json"))
+    assert imported["eval_path"] is None
     result = cli(sqlite_url, "replay", imported["run_id"])
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert "--eval" in result.stderr

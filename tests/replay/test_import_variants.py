@@ -167,3 +167,16 @@ def test_v4_run_with_spaces_unicode_ids_and_missing_sidecars(store: EventStore, 
     got = results(store, out.run_id)
     assert got[("t-err", "a")]["status"] == "execution_error" and got[("t-err", "a")]["passed"] is False
     assert got[("résumé: 1/2", "a")]["status"] == "quality_failure"
+
+
+def test_import_reports_progress_while_checking_and_while_writing(sqlite_store: EventStore, tmp_path: Path) -> None:
+    rows = [{**ROW, "test_id": f"t{i:03d}"} for i in range(450)] + [{**ROW, "test_id": "t000", "score": 0.5}]
+    calls: list[tuple[str, int, int | None]] = []
+    outcome = import_results(sqlite_store, write(tmp_path / "many.jsonl", rows), progress=lambda *a: calls.append(a))
+    assert outcome.tests == 450 and outcome.skipped == 1  # the repeated t000: last wins
+    checking = [c for c in calls if c[0] == "checking"]
+    importing = [c for c in calls if c[0] == "importing"]
+    assert checking == [("checking", 200, None), ("checking", 400, None)]
+    assert calls.index(importing[0]) > calls.index(checking[-1])  # checked first, then written
+    assert [done for _, done, _ in importing] == sorted(done for _, done, _ in importing)
+    assert importing[-1] == ("importing", 450, 450) and {total for _, _, total in importing} == {450}
