@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import JudgeConfigError, ReplayError
-from ..targetsfile import ENV_REFERENCE, TargetEntry, interpolate, is_reference
+from ..targetsfile import ENV_REFERENCE, TargetEntry, interpolate, is_reference, redact
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -79,7 +79,8 @@ class JudgeTarget:
             out["api_version"] = self.api_version
         if self.extra:
             out["extra"] = dict(self.extra)
-        return out
+        # The one redaction rule: a literal key in base_url (``?key=...``) or in extra parameters is not stored.
+        return redact(out)
 
     def parameters(self) -> dict[str, Any]:
         params: dict[str, Any] = {}

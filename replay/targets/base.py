@@ -12,7 +12,8 @@ user's to fix and raises :class:`replay.errors.TargetConfigError`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,7 @@ from ..content import Message
 from ..errors import TargetConfigError
 from ..specs import EvalTest
 from ..targetsfile import TargetEntry
-from .secrets import redact, resolve
+from .secrets import redact, resolve, unresolve
 
 TargetStatus = Literal["ok", "error", "timeout"]
 
@@ -122,7 +123,8 @@ def check_target(target: Any, *, eval_dir: Path, targets_file: str | Path | None
     spec = as_target_spec(target, source=targets_file)
     _provider(spec)
     config = resolve(spec.fields, target=spec.name, source=spec.source)
-    _validators()[spec.provider](spec, config, Path(eval_dir))
+    with _unresolved_errors(spec):
+        _validators()[spec.provider](spec, config, Path(eval_dir))
     return spec
 
 
@@ -152,9 +154,13 @@ def run_target(
     )
     started_wall = _now_iso()
     started = time.monotonic()
-    outcome = provider(request)
+    with _unresolved_errors(spec):
+        outcome = provider(request)
     return replace(
         outcome,
+        # Both are stored and shown; a provider builds them from the resolved config.
+        error=None if outcome.error is None else unresolve(outcome.error, spec.fields),
+        stderr=unresolve(outcome.stderr, spec.fields),
         start_time=started_wall,
         end_time=_now_iso(),
         duration_ms=round((time.monotonic() - started) * 1000.0, 3),
@@ -165,6 +171,20 @@ def stored_config(target: Any, *, source: str | Path | None = None) -> dict[str,
     """The target's configuration as it may be stored (``RunStarted.target``): references kept,
     literal secrets redacted."""
     return redact(as_target_spec(target, source=source).fields)
+
+
+@contextmanager
+def _unresolved_errors(spec: TargetSpec) -> Iterator[None]:
+    """Providers work on the resolved config, so their errors may quote a resolved secret (a URL, a
+    command line); re-raised with every resolved value shown as its ``${{ NAME }}`` reference."""
+    try:
+        yield
+    except TargetConfigError as exc:
+        message = str(exc)
+        masked = unresolve(message, spec.fields)
+        if masked == message:
+            raise
+        raise TargetConfigError(masked) from None
 
 
 def positive_seconds(spec: TargetSpec, value: Any, key: str) -> float | None:

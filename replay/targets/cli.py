@@ -315,6 +315,7 @@ def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir:
     timeout = timeout or positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
     timeout = timeout or HEALTHCHECK_TIMEOUT_SECONDS
     if check["type"] == "http":
+        # ``url`` is resolved; base.check_target puts the references back into any error raised here.
         url = check.get("url")
         if not isinstance(url, str) or not url:
             raise spec.fail("healthcheck: `url` is required for `type: http`")

@@ -3,7 +3,8 @@
 A target config is stored exactly as written, with :func:`redact` applied: references stay, literal
 values under keys that look secret are replaced. References are resolved from the environment only
 at the moment a target is executed (:func:`resolve`), and the resolved config never leaves the
-process that runs the target.
+process that runs the target: a message about the target (an error, the agent's stderr) passes
+through :func:`unresolve` first, so it shows the reference where the resolved value would stand.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from ..errors import TargetConfigError
 from ..targetsfile import REDACTED, interpolate, looks_secret, redact, references
 
-__all__ = ["REDACTED", "looks_secret", "redact", "resolve"]
+__all__ = ["REDACTED", "looks_secret", "redact", "resolve", "unresolve"]
 
 
 def resolve(
@@ -39,3 +40,19 @@ def resolve(
                 f"(referenced as ${{{{ {name} }}}}); export it before running the target"
             )
     return dict(interpolate(dict(config), env, where=f"target '{target}'"))
+
+
+# A value this short (``1``, ``on``) would turn every message into a string of references, and reveals
+# next to nothing; such values are left in place.
+_MIN_MASKED_CHARS = 4
+
+
+def unresolve(text: str, config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with the value of every variable ``config`` refers to put back as its ``${{ NAME }}``
+    reference: the configured form, for messages that were built from the resolved config or that
+    echo it (a URL, a command line, an agent's stderr)."""
+    env = os.environ if environ is None else environ
+    values = {env[name]: name for name in references(dict(config)) if len(env.get(name) or "") >= _MIN_MASKED_CHARS}
+    for value in sorted(values, key=len, reverse=True):  # a value inside a longer one must not split it
+        text = text.replace(value, f"${{{{ {values[value]} }}}}")
+    return text

@@ -229,6 +229,45 @@ def test_a_broken_target_config_stops_before_any_run_is_recorded(tmp_path, monke
     assert runs(db) == [] and calls(tmp_path / "proj") == []
 
 
+LITERAL_KEY = "sk-live-LITERALINCMD0123456789abcdef"
+HEALTH_ENV, HEALTH_TOKEN = "VARIANTS_HEALTH_TOKEN", "tok-SUPERSECRET-777"
+SECRETS_IN_CONFIG = f"""\
+  - name: literal-key
+    provider: cli
+    command: {PY} agent/agent.py {{PROMPT}} --api-key {LITERAL_KEY}
+    cwd: ../..
+  - name: health-secret
+    provider: cli
+    command: echo hi
+    healthcheck: {{type: http, url: "http://127.0.0.1:9/health?token=${{{{ {HEALTH_ENV} }}}}"}}
+"""
+
+
+def test_a_literal_key_in_the_command_reaches_the_agent_but_not_the_store(tmp_path) -> None:
+    eval_file = make_project(tmp_path / "proj", [("a", "hello")], extra_targets=SECRETS_IN_CONFIG)
+    db_file = tmp_path / "store.db"
+    out = ok_json(cli(f"sqlite:///{db_file}", "run", str(eval_file), "--target", "literal-key", "--json",
+                      "--workdir", str(tmp_path / "ws")))
+    assert [(r["status"], r["passed"]) for r in out["results"]] == [("ok", True)]
+    (call,) = calls(tmp_path / "proj")
+    assert call["argv"] == ["hello", "--api-key", LITERAL_KEY]  # the agent got the command as written
+
+    run = audit(f"sqlite:///{db_file}", out["run_id"], "a")["run"]
+    assert run["target"]["command"].endswith("--api-key ***redacted***"), run["target"]
+    assert LITERAL_KEY.encode() not in everything_stored(db_file)
+
+
+def test_a_failed_healthcheck_names_the_url_as_configured_not_the_resolved_secret(tmp_path) -> None:
+    eval_file = make_project(tmp_path / "proj", [("a", "hello")], extra_targets=SECRETS_IN_CONFIG)
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    result = evalstore(db, "run", str(eval_file), "--target", "health-secret", "--workdir", str(tmp_path / "ws"),
+                       cwd=tmp_path, env={HEALTH_ENV: HEALTH_TOKEN})
+    line = one_line_error(result)
+    assert f"healthcheck failed: GET http://127.0.0.1:9/health?token=${{{{ {HEALTH_ENV} }}}}: " in line, line
+    assert HEALTH_TOKEN not in result.stderr + result.stdout
+    assert runs(db) == []
+
+
 def test_a_healthcheck_runs_once_per_run_not_per_test(tmp_path) -> None:
     eval_file = make_project(tmp_path / "proj", [("a", "one"), ("b", "two"), ("c", "three")], extra_targets=BROKEN)
     db = f"sqlite:///{tmp_path / 'store.db'}"
@@ -261,7 +300,9 @@ def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> N
     db = f"sqlite:///{tmp_path / 'store.db'}"
     proc = subprocess.Popen(
         [str(EVALSTORE), "--db", db, "run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")],
-        cwd=tmp_path, env={**os.environ, **monkey_env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # COLUMNS=80: what rich assumes for a stderr that is not a terminal; the hint must not wrap at it.
+        cwd=tmp_path, env={**os.environ, **monkey_env, "COLUMNS": "80"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
         # A child started from a non-interactive parent may inherit SIGINT ignored; a user's shell does not.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
@@ -277,7 +318,9 @@ def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> N
     assert done_before < len(names), "Ctrl-C did not stop the tests not yet started"
     (run,) = runs(db)
     assert run["status"] != "completed"
-    assert f"evalstore run --resume {run['run_id']}" in " ".join(err.split())  # stderr may be wrapped
+    # One line, whole, so it can be copied and pasted.
+    hint = f"run {run['run_id']} is incomplete; finish it with: evalstore run --resume {run['run_id']}"
+    assert hint in err.splitlines(), err
 
     resumed = ok_json(evalstore(db, "run", "--resume", run["run_id"], "--json", cwd=tmp_path, env=monkey_env))
     assert sorted(r["test_id"] for r in resumed["results"]) == sorted(names)

@@ -177,3 +177,15 @@ def test_from_env_configures_the_quickstart_judge(judge_server: JudgeServer):
             empty.target()
     with pytest.raises(JudgeConfigError, match="EVALSTORE_JUDGE_CONCURRENCY must be a number"):
         JudgePool.from_env({"EVALSTORE_JUDGE_CONCURRENCY": "many"})
+
+
+def test_a_literal_key_in_a_judge_url_or_parameters_is_not_in_what_is_stored() -> None:
+    target = JudgeTarget(
+        name="j", provider="openai-compatible", model="m",
+        base_url="https://gw.example/v1?api_key=sk-live-URLKEY0123456789abcdef",
+        extra={"seed": 7, "metadata": {"token": "tok-literal-ABCDEF0123456789abcdef"}},
+    )
+    stored = str(target.redacted())
+    assert "sk-live-URLKEY0123456789abcdef" not in stored and "tok-literal-ABCDEF0123456789abcdef" not in stored
+    assert target.redacted()["model"] == "m" and target.redacted()["extra"]["seed"] == 7
+    assert target.base_url.endswith("abcdef")  # the request itself still uses the real URL

@@ -1,0 +1,167 @@
+"""Secrets in target configs: what is stored (redacted), what the agent gets (everything), and what
+error messages show (the configured ``${{ NAME }}`` form, never a resolved value).
+
+Real agent scripts run as subprocesses; the openai target talks to the scripted server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from judge_server import JudgeServer, Reply
+
+from replay.content import Message
+from replay.errors import TargetConfigError
+from replay.specs import EvalTest
+from replay.targets import REDACTED, check_target, redact, run_target, stored_config
+
+PY = shlex.quote(sys.executable)
+LITERAL_KEY = "sk-live-LITERALINCMD0123456789abcdef"
+TOKEN_ENV, TOKEN = "EVALSTORE_TEST_SECRET_TOKEN", "tok-SUPERSECRET-777"
+
+
+def a_test(text: str = "What is 6 x 7?") -> EvalTest:
+    return EvalTest(id="t-1", input=[Message(role="user", content=text)])
+
+
+# -- what is stored ------------------------------------------------------------------------------
+
+
+def test_secret_tokens_inside_strings_and_argv_items_are_redacted_and_references_kept() -> None:
+    config = {
+        "name": "agent",
+        "provider": "cli",
+        "command": f"my-agent --api-key {LITERAL_KEY} {{PROMPT}}",
+        "command_template": "agent --token hunter2 --model gpt-4o --verbose --api-key ${{ KEY }} {PROMPT}",
+        "wrapped": "sh -c 'agent --token abc123' && OPENAI_API_KEY=xyz123 run --password=\"a b\" --secret {EVAL_ID}",
+        "argv": ["agent", "--api-key", "plainsecret", "--model", "m", "--token", "${{ T }}",
+                 "--client-secret={PROMPT}", "ghp_abcdefghijklmnopqrstuvwxyz1234"],
+        "healthcheck": {"type": "http", "url": "http://127.0.0.1:9/health?token=tok-LITERAL-1&x=1"},
+        "base_url": "https://bob:hunter2@proxy.example/v1",
+        "args": ["-H", "Authorization: Bearer abc.def", "-H", "Authorization: Bearer ${{ BEARER }}"],
+        "note": "aws AKIAABCDEFGHIJKLMNOP and eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+    }
+    out = redact(config)
+    assert out["command"] == f"my-agent --api-key {REDACTED} {{PROMPT}}"
+    assert out["command_template"] == (
+        f"agent --token {REDACTED} --model gpt-4o --verbose --api-key ${{{{ KEY }}}} {{PROMPT}}"
+    )
+    assert out["wrapped"] == (
+        f"sh -c 'agent --token {REDACTED}' && OPENAI_API_KEY={REDACTED} run --password={REDACTED} --secret {{EVAL_ID}}"
+    )
+    assert out["argv"] == ["agent", "--api-key", REDACTED, "--model", "m", "--token", "${{ T }}",
+                           "--client-secret={PROMPT}", REDACTED]
+    assert out["healthcheck"] == {"type": "http", "url": f"http://127.0.0.1:9/health?token={REDACTED}&x=1"}
+    assert out["base_url"] == f"https://bob:{REDACTED}@proxy.example/v1"
+    assert out["args"] == ["-H", f"Authorization: Bearer {REDACTED}", "-H", "Authorization: Bearer ${{ BEARER }}"]
+    assert out["note"] == f"aws {REDACTED} and {REDACTED}"
+    dumped = json.dumps(out)
+    for literal in (LITERAL_KEY, "hunter2", "abc123", "xyz123", "a b", "plainsecret", "ghp_", "tok-LITERAL-1",
+                    "abc.def", "AKIA", "eyJ"):
+        assert literal not in dumped, literal
+    assert config["command"] == f"my-agent --api-key {LITERAL_KEY} {{PROMPT}}"  # the input is not modified
+
+
+def test_ordinary_values_inside_strings_are_not_redacted() -> None:
+    config = {
+        "command": "/home/user/projects/my-agent-2024/run.py --out {OUTPUT_FILE} --max-tokens 512 --key-file k.pem",
+        "digest": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "models": "claude-3-5-sonnet-20241022 gpt-4o-mini-2024-07-18 550e8400-e29b-41d4-a716-446655440000",
+        "base_url": "http://localhost:8080/v1?api-version=2024-06-01",
+        "env": {"HOME_DIR": "/home/x", "MODE": "task=summarise"},
+    }
+    assert redact(config) == config
+
+
+def test_the_agent_gets_the_literal_command_and_only_the_stored_config_is_redacted(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text("import json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    target = {"name": "agent", "provider": "cli",
+              "command": f"{PY} {shlex.quote(str(agent))} --api-key {LITERAL_KEY} {{PROMPT}}"}
+
+    outcome = run_target(target, a_test("hello"), workspace=tmp_path / "ws", eval_dir=tmp_path)
+
+    assert outcome.status == "ok", outcome.error
+    assert json.loads(outcome.output_text) == ["--api-key", LITERAL_KEY, "hello"]
+    stored = stored_config(target)
+    assert LITERAL_KEY not in json.dumps(stored)
+    assert stored["command"].endswith(f"--api-key {REDACTED} {{PROMPT}}")
+    assert target["command"].endswith(f"--api-key {LITERAL_KEY} {{PROMPT}}")
+
+
+# -- what errors show ------------------------------------------------------------------------------
+
+
+def test_a_failed_http_healthcheck_shows_the_configured_url(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    url = f"http://127.0.0.1:9/health?token=${{{{ {TOKEN_ENV} }}}}"
+    target = {"name": "agent", "provider": "cli", "command": "echo hi", "healthcheck": {"type": "http", "url": url}}
+    with pytest.raises(TargetConfigError) as caught:
+        check_target(target, eval_dir=tmp_path)
+    message = str(caught.value)
+    assert f"healthcheck failed: GET {url}: " in message
+    assert TOKEN not in message
+
+
+def test_a_failed_command_healthcheck_does_not_echo_the_resolved_secret(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    check = {"type": "command", "command_template": f"echo 'bad token ${{{{ {TOKEN_ENV} }}}}' >&2; exit 1"}
+    target = {"name": "agent", "provider": "cli", "command": "echo hi", "healthcheck": check}
+    with pytest.raises(TargetConfigError) as caught:
+        check_target(target, eval_dir=tmp_path)
+    message = str(caught.value)
+    assert f"bad token ${{{{ {TOKEN_ENV} }}}}" in message and TOKEN not in message
+
+
+@pytest.mark.parametrize("shape", ["argv", "shell"])
+def test_a_command_that_cannot_start_is_named_as_configured(tmp_path: Path, monkeypatch, shape: str) -> None:
+    missing = str(tmp_path / f"no-such-agent-{TOKEN}")
+    monkeypatch.setenv(TOKEN_ENV, missing)
+    reference = f"${{{{ {TOKEN_ENV} }}}}"
+    command = [reference, "{PROMPT}"] if shape == "argv" else f"{reference} {{PROMPT}}"
+    target = {"name": "agent", "provider": "cli", "command": command}
+
+    outcome = run_target(target, a_test(), workspace=tmp_path / "ws", eval_dir=tmp_path)
+
+    assert outcome.status == "error"
+    assert reference in outcome.error, outcome.error  # the reference, where the resolved path stood
+    assert TOKEN not in outcome.error and TOKEN not in outcome.stderr
+
+
+def test_an_agent_that_prints_its_secret_on_failure_is_recorded_without_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    agent = tmp_path / "agent.py"
+    agent.write_text(textwrap.dedent("""\
+        import os, sys
+        sys.stderr.write("auth failed for key " + os.environ["AGENT_KEY"] + "\\n")
+        sys.exit(2)
+    """))
+    target = {"name": "agent", "provider": "cli", "command": [sys.executable, str(agent)],
+              "env": {"AGENT_KEY": f"${{{{ {TOKEN_ENV} }}}}"}}
+
+    outcome = run_target(target, a_test(), workspace=tmp_path / "ws", eval_dir=tmp_path)
+
+    assert outcome.status == "error"
+    assert outcome.error.endswith(f"auth failed for key ${{{{ {TOKEN_ENV} }}}}"), outcome.error
+    assert TOKEN not in outcome.error and TOKEN not in outcome.stderr
+
+
+def test_an_openai_endpoint_that_echoes_the_key_is_reported_without_it(
+    judge_server: JudgeServer, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    judge_server.script(Reply(status=401, body=json.dumps({"error": f"invalid api key {TOKEN}"}).encode()))
+    target = {"name": "gpt", "provider": "openai", "base_url": judge_server.base_url, "model": "m",
+              "api_key": f"${{{{ {TOKEN_ENV} }}}}", "max_retries": 0}
+
+    outcome = run_target(target, a_test(), workspace=tmp_path / "ws", eval_dir=tmp_path)
+
+    assert judge_server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"  # the key was sent
+    assert outcome.status == "error" and "HTTP 401" in outcome.error
+    assert f"invalid api key ${{{{ {TOKEN_ENV} }}}}" in outcome.error and TOKEN not in outcome.error
+
