@@ -58,7 +58,7 @@ def _assertion(a: Any) -> dict[str, Any]:
     return out
 
 
-def score_entry(verdict: VerdictRecorded, rendered_prompt: Any = None) -> dict[str, Any]:
+def score_entry(verdict: VerdictRecorded, rendered_prompt: Any = None, usage: dict[str, Any] | None = None) -> dict[str, Any]:
     """A v4 ``scores[]`` entry; ``input`` is the recorded grader request, ``target`` the judge target."""
     entry: dict[str, Any] = {
         "name": verdict.source_name or verdict.grader,
@@ -74,8 +74,8 @@ def score_entry(verdict: VerdictRecorded, rendered_prompt: Any = None) -> dict[s
         entry["target"] = verdict.grader_target
     if verdict.details:  # AgentV index rows carry no empty details object
         entry["details"] = verdict.details
-    if verdict.token_usage is not None:
-        entry["token_usage"] = verdict.token_usage
+    if (verdict.token_usage or usage) is not None:
+        entry["token_usage"] = verdict.token_usage or usage
     return entry
 
 
@@ -106,7 +106,7 @@ def _scores(result: ResultBundle) -> list[dict[str, Any]] | None:
     graders = [v for v in result.verdicts if not from_row_assertions(v.details)]
     if result.verdicts and not graders:
         return None
-    return [score_entry(v, result.rendered_prompts.get(v.grader)) for v in graders]
+    return [score_entry(v, result.rendered_prompts.get(v.grader), result.grader_usage.get(v.grader)) for v in graders]
 
 
 def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:

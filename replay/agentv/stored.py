@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store import EventStore
-from store.events import TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
+from store.events import GraderCalled, TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
 
 from ..material import ResultKey, result_key
 from ..views import run_started, transcript_run_id
@@ -25,7 +25,10 @@ class ResultBundle:
     timestamp: str | None = None
     """When the result was produced (AgentV's row ``timestamp``), else when it was stored."""
     rendered_prompts: dict[str, Any] = field(default_factory=dict)
-    """Grader name -> AgentV's recorded grader request (``scores[].input``), read from its blob."""
+    """Grader name -> the grader's request as AgentV records it (``scores[].input``): an import's
+    recorded request, or for a graded verdict, rebuilt from its last grader call."""
+    grader_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Grader name -> the judge's token usage on its last call (graded verdicts)."""
 
 
 _RESULT_EVENTS = ["test_case_recorded", "transcript_recorded", "verdict_recorded", "test_scored"]
@@ -94,7 +97,10 @@ def _completed(
                 or (t == "test_case_recorded" and b.case is None)}
         if need:
             wanted[i] = need
-    events = store.get_events([e for need in wanted.values() for e in need.values()]) if wanted else {}
+    # A graded verdict's request and usage are on its last grader call (earlier ones were retries).
+    last_calls = [v.grader_call_event_ids[-1] for b in bundles for v in b.verdicts
+                  if not v.rendered_prompt_sha256 and v.grader_call_event_ids]
+    events = store.get_events([e for need in wanted.values() for e in need.values()] + last_calls)
     prompts: dict[str, Any] = {}  # a script grader's request is often the same for every test: read it once
     for i, b in enumerate(bundles):
         for type_, event_id in wanted.get(i, {}).items():
@@ -109,4 +115,31 @@ def _completed(
                 if digest not in prompts:
                     prompts[digest] = json.loads(store.get_blob(digest))
                 b.rendered_prompts[v.grader] = prompts[digest]
+            elif v.grader_call_event_ids and v.grader_call_event_ids[-1] in events:
+                call = events[v.grader_call_event_ids[-1]].event
+                if isinstance(call, GraderCalled):
+                    request = _agentv_request(store, call)
+                    if request is not None:
+                        b.rendered_prompts[v.grader] = request
+                    if call.usage:
+                        b.grader_usage[v.grader] = call.usage
         yield b
+
+
+def _agentv_request(store: EventStore, call: GraderCalled) -> dict[str, Any] | None:
+    """A grader call's request in AgentV's ``scores[].input`` shape: ``{systemPrompt, userPrompt}`` for a
+    judge (the rendered messages joined by role), ``{command}`` for a code grader."""
+    if call.call == "process":
+        return {"command": call.argv} if call.argv else None
+    if not call.request_sha256:
+        return None
+    messages = json.loads(store.get_blob(call.request_sha256))
+    by_role: dict[str, list[str]] = {}
+    for m in messages if isinstance(messages, list) else []:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str):
+            by_role.setdefault(m.get("role", "user"), []).append(content)
+    request = {"userPrompt": "\n\n".join(by_role.get("user", []))}
+    if by_role.get("system"):
+        request["systemPrompt"] = "\n\n".join(by_role["system"])
+    return request

@@ -72,6 +72,18 @@ def test_json_of_a_recorded_run_parses_and_agrees_with_show(recorded: Recorded, 
     assert {r["test_id"]: r["score"] for r in doc["results"]} == {t: r["score"] for t, r in shown.items()}
 
 
+def test_a_recorded_run_exports_each_graders_request_and_usage(recorded: Recorded, recorded_db: str, tmp_path: Path) -> None:
+    rows = {r["test_id"]: r for r in map(json.loads, _export(recorded_db, recorded.run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines())}
+    scores = {s["name"]: s for s in rows["q3-report"]["scores"]}
+    # The judge's request as AgentV records it, rebuilt from the stored grader call: the rendered
+    # prompt holds the converted workbook (West,0 is in the xlsx the agent wrote).
+    judge = scores["quality"]
+    assert set(judge["input"]) >= {"userPrompt"} and "West,0" in judge["input"]["userPrompt"]
+    assert judge["token_usage"] and all(isinstance(v, int) for v in judge["token_usage"].values())
+    assert scores["workbook"]["input"]["command"][-1].endswith(".py")
+    assert "token_usage" not in scores["workbook"]  # a process has no token usage
+
+
 def test_an_output_path_that_cannot_be_written_is_one_clear_error(sqlite_url: str, tmp_path: Path) -> None:
     run_id = _imported(sqlite_url)
     target = tmp_path / "no-such-folder" / "out.csv"
