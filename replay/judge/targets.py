@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import JudgeConfigError, ReplayError
-from ..targetsfile import ENV_REFERENCE, TargetEntry, interpolate, is_reference, redact
+from ..redaction import redact
+from ..targetsfile import ENV_REFERENCE, TargetEntry, interpolate, is_reference
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import TargetConfigError
-from ..targetsfile import REDACTED, interpolate, looks_secret, redact, references
+from ..redaction import REDACTED, looks_secret, redact
+from ..targetsfile import interpolate, references
 
 __all__ = ["REDACTED", "looks_secret", "redact", "resolve", "unresolve"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from replay.errors import TargetsFileError
+from replay.redaction import REDACTED
 from replay.targetsfile import (
-    REDACTED,
     find_targets_file,
     interpolate,
     is_reference,
