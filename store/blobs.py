@@ -16,7 +16,6 @@ import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .codec import sha256_hex
 from .errors import BlobCorrupt
 
 IDENTITY = "identity"
@@ -69,8 +68,8 @@ def prefix_key(data: bytes) -> bytes | None:
     return data[:PREFIX_BYTES] if len(data) >= COMPRESS_MIN_BYTES else None
 
 
-def encode_blob(data: bytes, dictionary: Dictionary | None = None) -> EncodedBlob:
-    digest = sha256_hex(data)
+def encode_blob(data: bytes, digest: str, dictionary: Dictionary | None = None) -> EncodedBlob:
+    """The row for ``data`` (whose SHA-256 the caller has already checked: ``digest``)."""
     if len(data) >= COMPRESS_MIN_BYTES:
         if dictionary is not None:
             packer = zlib.compressobj(6, zdict=dictionary.zdict)

@@ -228,14 +228,14 @@ class EventStore:
         rows = []
         for digest, data in given.items():
             key = prefix_key(data)
-            dictionary = self._dictionaries.for_prefix(key) or (candidates.get(key) if key is not None else None)
-            if digest in stored:
-                if dictionary is None and key is not None and stored[digest] is None:
-                    candidates[key] = Dictionary(digest, zdict_of(data))
-                continue
-            encoded = encode_blob(data, dictionary)
-            rows.append(encoded.row())
-            if encoded.dictionary is None and dictionary is None and key is not None:
+            if key is None:  # too small to compress: no dictionary, never one for others
+                dictionary = None
+            else:
+                dictionary = self._dictionaries.for_prefix(key) or candidates.get(key)
+            if digest not in stored:
+                rows.append(encode_blob(data, digest, dictionary).row())
+            # The first blob of its kind stored without a dictionary (now or before) serves the next ones.
+            if key is not None and dictionary is None and stored.get(digest) is None:
                 candidates[key] = Dictionary(digest, zdict_of(data))
         # Bytes stored under the same digest by a concurrent writer are the same bytes: keep theirs.
         bulk.executemany(
