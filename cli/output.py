@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -88,3 +89,16 @@ class progress_bar:
 
     def __exit__(self, *exc: object) -> None:
         self._progress.__exit__(*exc)  # type: ignore[arg-type]
+
+
+@contextmanager
+def resume_hint(command: str) -> Iterator[Callable[[str], None]]:
+    """Yields ``begun(run_id)``, to call once the run exists; on Ctrl-C after that, says how to finish
+    it (``evalstore COMMAND --resume RUN``). What was recorded stays recorded."""
+    begun: list[str] = []
+    try:
+        yield begun.append
+    except KeyboardInterrupt:
+        if begun:
+            note(f"{command} {begun[0]} is incomplete; finish it with: evalstore {command} --resume {begun[0]}")
+        raise

@@ -14,7 +14,7 @@ from replay.views import resolve_run
 from .compare import emit_comparison
 from .context import open_store
 from .errors import handle_errors
-from .output import json_option, note, print_json, progress_bar
+from .output import json_option, note, print_json, progress_bar, resume_hint
 from .results import grader_scores, print_scored, scored_rows
 
 
@@ -56,40 +56,33 @@ def replay(ctx, run, eval_path, preprocessors, prompts, judge_target, judge_mode
         raise click.UsageError("give either RUN or --resume REPLAY")
     store = open_store(ctx)
     shard_spec = parse_shard(shard) if shard else None
-    begun: list[str] = []
-    try:
-        with progress_bar("regrading") as bar:
-            def started(run_id: str, total: int, drifted) -> None:  # type: ignore[no-untyped-def]
-                begun.append(run_id)
-                note(f"replay {run_id}: {total} tests to regrade")
-                for d in drifted:
-                    note(f"drift: {d.describe()}")
-                bar.start(total)
+    with resume_hint("replay") as begun, progress_bar("regrading") as bar:
+        def started(run_id: str, total: int, drifted) -> None:  # type: ignore[no-untyped-def]
+            begun(run_id)
+            note(f"replay {run_id}: {total} tests to regrade")
+            for d in drifted:
+                note(f"drift: {d.describe()}")
+            bar.start(total)
 
-            if resume:
-                outcome = resume_replay(store, resolve_run(store, resume), concurrency=concurrency, shard=shard_spec,
-                                        progress=bar.advance, on_start=started)
-            else:
-                options = ReplayOptions(
-                    eval_path=str(eval_path.resolve()) if eval_path else None,
-                    preprocessors=list(preprocessors),
-                    prompts=list(prompts),
-                    judge_target=judge_target,
-                    judge_model=judge_model,
-                    graders=[g.strip() for g in graders.split(",") if g.strip()] if graders else None,
-                    tests=tests_glob,
-                    no_cache=no_cache,
-                    threshold=threshold,
-                    targets_path=str(targets_path.resolve()) if targets_path else None,
-                    shard=shard_spec,
-                )
-                outcome = replay_run(store, resolve_run(store, run), options, strict=strict, concurrency=concurrency,
-                                     progress=bar.advance, on_start=started)
-    except KeyboardInterrupt:
-        # Tests graded before the interrupt are kept; say how to finish the rest.
-        if begun:
-            note(f"replay {begun[0]} is incomplete; finish it with: evalstore replay --resume {begun[0]}")
-        raise
+        if resume:
+            outcome = resume_replay(store, resolve_run(store, resume), concurrency=concurrency, shard=shard_spec,
+                                    progress=bar.advance, on_start=started)
+        else:
+            options = ReplayOptions(
+                eval_path=str(eval_path.resolve()) if eval_path else None,
+                preprocessors=list(preprocessors),
+                prompts=list(prompts),
+                judge_target=judge_target,
+                judge_model=judge_model,
+                graders=[g.strip() for g in graders.split(",") if g.strip()] if graders else None,
+                tests=tests_glob,
+                no_cache=no_cache,
+                threshold=threshold,
+                targets_path=str(targets_path.resolve()) if targets_path else None,
+                shard=shard_spec,
+            )
+            outcome = replay_run(store, resolve_run(store, run), options, strict=strict, concurrency=concurrency,
+                                 progress=bar.advance, on_start=started)
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     if not outcome.complete:

@@ -13,7 +13,7 @@ from replay.views import resolve_run
 
 from .context import open_store
 from .errors import EXIT_FAILED, handle_errors
-from .output import json_option, note, print_json, progress_bar
+from .output import json_option, note, print_json, progress_bar, resume_hint
 from .results import grader_scores, print_scored, scored_rows
 
 
@@ -53,23 +53,16 @@ def run(ctx, eval_file, target, targets_path, workers, threshold, timeout, workd
         workdir=workdir, grade=GradeOptions(judge_target=judge_target, judge_model=judge_model),
         judge_concurrency=judge_concurrency,
     )
-    begun: list[str] = []
-    try:
-        with progress_bar("running tests") as bar:
-            def started(run_id: str, total: int) -> None:
-                begun.append(run_id)
-                note(f"run {run_id}: {total} tests")
-                bar.start(total)
+    with resume_hint("run") as begun, progress_bar("running tests") as bar:
+        def started(run_id: str, total: int) -> None:
+            begun(run_id)
+            note(f"run {run_id}: {total} tests")
+            bar.start(total)
 
-            if resume:
-                outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
-            else:
-                outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
-    except KeyboardInterrupt:
-        # What was recorded stays recorded; say how to finish rather than leave the user guessing.
-        if begun:
-            note(f"run {begun[0]} is incomplete; finish it with: evalstore run --resume {begun[0]}")
-        raise
+        if resume:
+            outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
+        else:
+            outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))

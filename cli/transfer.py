@@ -90,7 +90,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     \b
     agentv-jsonl  one AgentV 4.x result row per (test, target, attempt): test_id, suite, target,
                   category, conversation_id, experiment, score, scores[] (name, type, score, weight, verdict,
-                assertions, input, target, details, token_usage),
+                  assertions, input, target, details, token_usage),
                   assertions, execution_status, error, failure_stage, failure_reason_code, token_usage, cost_usd, duration_ms,
                   start_time, end_time, output, input, metadata; sample_index after attempt 1.
     csv           header run_id,test_id,target,attempt,test_score,passed,status,grader,grader_type,
@@ -113,7 +113,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     results = stored_results(store, run_id)
     to_file = output is not None and str(output) != "-"
     try:
-        with _replacing(output) if output is not None and to_file else _utf8_stdout() as fh:
+        with _replacing(output) if to_file else _utf8_stdout() as fh:  # type: ignore[arg-type]
             if fmt == "agentv-jsonl":
                 count = agentv_export.write_jsonl(agentv_export.export_rows(started, results), fh)
             elif fmt == "csv":
