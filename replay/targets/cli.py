@@ -71,8 +71,7 @@ def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
     _command(spec, config)
     _cwd(spec, config, eval_dir, eval_dir)
     positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
-    if not isinstance(config.get("env") or {}, dict):
-        raise spec.fail("`env` must be a mapping of variable names to values")
+    _environment(spec, config)
     check = config.get("healthcheck")
     if check is not None:
         _healthcheck(spec, config, check, eval_dir)
@@ -84,9 +83,7 @@ def run(request: RunRequest) -> TargetOutcome:
     cwd = _cwd(spec, config, request.eval_dir, request.workspace)
     timeout = request.timeout or positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
     timeout = timeout or DEFAULT_TIMEOUT_SECONDS
-    env_extra = config.get("env") or {}
-    if not isinstance(env_extra, dict):
-        raise spec.fail("`env` must be a mapping of variable names to values")
+    env = _environment(spec, config)
 
     scratch = Path(tempfile.mkdtemp(prefix="evalstore-target-"))
     try:
@@ -103,8 +100,7 @@ def run(request: RunRequest) -> TargetOutcome:
         files = _input_files(request)
         argv = _render(command, values, files, str(field_value(config, "files_format") or "{path}"))
         env = {
-            **os.environ,
-            **{str(k): "" if v is None else str(v) for k, v in env_extra.items()},
+            **env,
             "AGENTV_WORKSPACE_PATH": str(request.workspace),
             "EVALSTORE_WORKSPACE": str(request.workspace),
             "EVALSTORE_EVAL_ID": request.test.id,
@@ -307,6 +303,14 @@ def _failure(spec: TargetSpec, child: Any, timeout: float, command: str | list[s
     return "error", f"{prefix}: {how}" + (f": {detail[-ERROR_TAIL_CHARS:]}" if detail else "")
 
 
+def _environment(spec: TargetSpec, config: dict[str, Any]) -> dict[str, str]:
+    """The agent's environment: ours plus the target's ``env`` (resolved; an empty value for null)."""
+    extra = config.get("env") or {}
+    if not isinstance(extra, dict):
+        raise spec.fail("`env` must be a mapping of variable names to values")
+    return {**os.environ, **{str(k): "" if v is None else str(v) for k, v in extra.items()}}
+
+
 def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir: Path) -> None:
     """AgentV's cli ``healthcheck``: a command that must exit 0, or a URL that must answer 2xx."""
     if not isinstance(check, dict) or check.get("type") not in ("command", "http"):
@@ -334,7 +338,7 @@ def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir:
     values = {"PROMPT": "", "PROMPT_FILE": "", "OUTPUT_FILE": "", "EVAL_ID": "healthcheck"}
     argv = _render(command, values, [], "{path}")
     child = run_child(argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd),
-                      env={**os.environ, **{str(k): str(v) for k, v in (config.get("env") or {}).items()}})
+                      env=_environment(spec, config))
     failure = _failure(spec, child, timeout, command)
     if failure is not None:
         raise spec.fail("healthcheck failed: " + failure[1].removeprefix(f"target '{spec.name}': "))
