@@ -28,8 +28,8 @@ import time
 import uuid
 from pathlib import Path
 
-from store import EventStore, NewEvent, make_engine
-from store.events import Assertion, VerdictRecorded
+from evalstore.store import EventStore, NewEvent, make_engine
+from evalstore.store.events import Assertion, VerdictRecorded
 
 TARGET_RATIO = 0.33
 COLUMNS = (

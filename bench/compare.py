@@ -10,9 +10,9 @@ imported into a fresh SQLite store (``import_results``: two imported runs).
 
 Timed, each twice, alternating, after one untimed read that warms the page cache:
 
-* read: ``replay.material.load_results`` for both runs (every verdict and score event of both);
+* read: ``evalstore.replay.material.load_results`` for both runs (every verdict and score event of both);
 * compare: the whole of ``evalstore compare A B`` short of printing: both ``load_results`` and
-  ``replay.compare.compare`` (pairing, per-test rows, per-grader tallies, bootstrap CIs, McNemar,
+  ``evalstore.replay.analysis.compare.compare`` (pairing, per-test rows, per-grader tallies, bootstrap CIs, McNemar,
   kappa).
 
 Target: compare costs at most 2x the read. Then, on the runs as loaded, ``compare()`` alone,
@@ -34,13 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
-from store import EventStore  # noqa: E402
-from store.events import Assertion, TestScored, VerdictRecorded  # noqa: E402
+from evalstore.store import EventStore  # noqa: E402
+from evalstore.store.events import Assertion, TestScored, VerdictRecorded  # noqa: E402
 
-from replay.compare import Comparison, Key, RunResults, TestResult, compare  # noqa: E402
-from replay.importer import import_results  # noqa: E402
-from replay.material import load_results  # noqa: E402
-from replay.report_html import render_html  # noqa: E402
+from evalstore.replay.analysis.compare import Comparison, Key, RunResults, TestResult, compare  # noqa: E402
+from evalstore.replay.agentv.importing import import_results  # noqa: E402
+from evalstore.replay.material import load_results  # noqa: E402
+from evalstore.replay.analysis.report_html import render_html  # noqa: E402
 
 GRADERS = (("exact", "code-grader", 1), ("rubric", "rubrics", 4), ("judge", "llm-grader", 100))
 """(name, type, levels): scores are multiples of 1/levels."""

@@ -4,7 +4,7 @@ Run: ``.venv/bin/python bench/import.py [--rows 20000 --rows 100000] [--seed S] 
 
 For each ``--rows`` count (default: 20,000, then 100,000 to show memory does not grow with the file)
 it writes that many AgentV 4.x result rows to a JSONL file, then imports it with
-``replay.importer.import_results`` into a fresh SQLite store in a child process, so the peak RSS
+``evalstore.replay.agentv.importing.import_results`` into a fresh SQLite store in a child process, so the peak RSS
 (the child's ``VmHWM``) is the import's alone: the parent's generated data is not counted. It prints
 rows per second, the child's RSS before the import (interpreter + libraries) and its peak, and the
 store size (``.db`` + ``-wal``) against the source JSONL.
@@ -191,8 +191,8 @@ def _vm(field: str) -> float:
 
 
 def child(db_url: str, source: str, total: int) -> None:
-    from replay.importer import import_results
-    from store import EventStore
+    from evalstore.replay.agentv.importing import import_results
+    from evalstore.store import EventStore
 
     store = EventStore.open(db_url)
     baseline = _vm("VmRSS")

@@ -21,11 +21,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the product, and the test jud
 
 from judge_server import JudgeServer, freeform, make_recorder  # noqa: E402
 
-from replay.content import Message  # noqa: E402
-from replay.graders.base import GraderResult, GradingContext, TranscriptInfo  # noqa: E402
-from replay.graders.llm import LlmGrader  # noqa: E402
-from replay.judge import JudgePool, JudgeTarget, RetryPolicy  # noqa: E402
-from replay.specs import EvalSuite, EvalTest, LlmGraderSpec  # noqa: E402
+from evalstore.replay.content import Message  # noqa: E402
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext, TranscriptInfo  # noqa: E402
+from evalstore.replay.grading.graders.llm import LlmGrader  # noqa: E402
+from evalstore.replay.grading.judge import JudgePool, JudgeTarget, RetryPolicy  # noqa: E402
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec  # noqa: E402
 
 
 def contexts(count: int, pool: JudgePool, recorder: object) -> list[GradingContext]:

@@ -39,9 +39,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
-from replay.importer import import_results  # noqa: E402
-from replay.replayer import ReplayOptions, replay_run  # noqa: E402
-from store import EventStore  # noqa: E402
+from evalstore.replay.agentv.importing import import_results  # noqa: E402
+from evalstore.replay.regrade import ReplayOptions, replay_run  # noqa: E402
+from evalstore.store import EventStore  # noqa: E402
 
 RATIO_TARGET = 0.8
 CHILD_TIMEOUT_S = 60

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from .audit import audit
-from .compare import compare
-from .db import db, verify
-from .quickstart import quickstart
-from .regrade import replay
-from .run import run
-from .runs import runs, show
-from .transfer import export, import_
+from evalstore.cli.audit import audit
+from evalstore.cli.compare import compare
+from evalstore.cli.db import db, verify
+from evalstore.cli.quickstart import quickstart
+from evalstore.cli.regrade import replay
+from evalstore.cli.run import run
+from evalstore.cli.runs import runs, show
+from evalstore.cli.transfer import export, import_
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 

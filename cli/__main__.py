@@ -1,3 +1,5 @@
-from . import main
+"""``python -m evalstore.cli``: the same command line as ``evalstore``."""
+
+from evalstore.cli import main
 
 main(prog_name="evalstore")

@@ -7,12 +7,12 @@ import sys
 
 import click
 
-from replay.audit import audit_test
-from replay.views import resolve_run
+from evalstore.replay.analysis.audit import audit_test
+from evalstore.replay.analysis.views import resolve_run
 
-from .context import open_store
-from .errors import EXIT_FAILED, handle_errors
-from .output import json_option, print_json
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.output import json_option, print_json
 
 
 def _short(d: str | None) -> str:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from replay.compare import REGRESSION_MODES, Comparison, compare as compare_runs, key_label, regression
-from replay.material import load_results
-from replay.views import resolve_run
+from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, compare as compare_runs, key_label, regression
+from evalstore.replay.material import load_results
+from evalstore.replay.analysis.views import resolve_run
 
-from .context import open_store
-from .errors import EXIT_FAILED, handle_errors
-from .output import fmt_score, json_option, note, print_json, print_table
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.output import fmt_score, json_option, note, print_json, print_table
 
 
 def _signed(x: float | None) -> str:
@@ -108,7 +108,7 @@ def compare(ctx, run_a, run_b, test_id, seed, resamples, fail_on, html_path, as_
 
 def emit_comparison(comparison: Comparison, *, as_json: bool, html_path: Path | None = None) -> None:
     if html_path:
-        from replay.report_html import render_html
+        from evalstore.replay.analysis.report_html import render_html
 
         html_path.write_text(render_html(comparison, title=f"{comparison.run_a} vs {comparison.run_b}"), encoding="utf-8")
         note(f"wrote {html_path}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from store import EventStore, make_engine
+from evalstore.store import EventStore, make_engine
 
 
 def db_url(ctx: click.Context) -> str | None:

@@ -6,12 +6,12 @@ import sys
 
 import click
 
-from store import engine as store_engine
-from store import make_engine
+from evalstore.store import engine as store_engine
+from evalstore.store import make_engine
 
-from .context import db_url, open_store
-from .errors import EXIT_FAILED, handle_errors
-from .output import json_option, print_json
+from evalstore.cli.context import db_url, open_store
+from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.output import json_option, print_json
 
 
 @click.group()

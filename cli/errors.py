@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from replay.errors import ReplayError
-from store.errors import StoreError
+from evalstore.replay.errors import ReplayError
+from evalstore.store.errors import StoreError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 

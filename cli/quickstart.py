@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import click
 
-from replay import quickstart as qs
-from replay.audit import audit_test
-from replay.compare import compare as compare_runs
-from replay.material import load_results
+from evalstore.replay import quickstart as qs
+from evalstore.replay.analysis.audit import audit_test
+from evalstore.replay.analysis.compare import compare as compare_runs
+from evalstore.replay.material import load_results
 
-from .audit import print_audit
-from .compare import print_comparison
-from .context import open_store
-from .errors import handle_errors
-from .output import json_option, note, print_json, progress_bar
-from .results import grader_scores, print_scored, scored_rows
+from evalstore.cli.audit import print_audit
+from evalstore.cli.compare import print_comparison
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import handle_errors
+from evalstore.cli.output import json_option, note, print_json, progress_bar
+from evalstore.cli.results import grader_scores, print_scored, scored_rows
 
 
 def _step(text: str) -> None:

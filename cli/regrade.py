@@ -6,16 +6,16 @@ from pathlib import Path
 
 import click
 
-from replay.compare import compare as compare_runs
-from replay.material import load_results
-from replay.replayer import ReplayOptions, parse_shard, replay_run, resume_replay
-from replay.views import resolve_run
+from evalstore.replay.analysis.compare import compare as compare_runs
+from evalstore.replay.material import load_results
+from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay
+from evalstore.replay.analysis.views import resolve_run
 
-from .compare import emit_comparison
-from .context import open_store
-from .errors import handle_errors
-from .output import json_option, note, print_json, progress_bar, resume_hint
-from .results import grader_scores, print_scored, scored_rows
+from evalstore.cli.compare import emit_comparison
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import handle_errors
+from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
+from evalstore.cli.results import grader_scores, print_scored, scored_rows
 
 
 @click.command()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from store.events import TestScored
+from evalstore.store.events import TestScored
 
-from .output import fmt_score, print_table
+from evalstore.cli.output import fmt_score, print_table
 
 
 def scored_rows(results: list[TestScored], graders: dict[tuple, dict[str, float]]) -> list[dict]:
@@ -55,6 +55,6 @@ def print_scored(title: str, rows: list[dict]) -> None:
 
 
 def grader_scores(store, run_id: str) -> dict[tuple, dict[str, float]]:  # type: ignore[no-untyped-def]
-    from replay.views import run_results
+    from evalstore.replay.analysis.views import run_results
 
     return {(r.test_id, r.target, r.attempt): r.graders for r in run_results(store, run_id)}

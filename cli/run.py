@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from replay.graders.base import GradeOptions
-from replay.runner import RunOptions, record_run, resume_run
-from replay.views import resolve_run
+from evalstore.replay.grading.graders.base import GradeOptions
+from evalstore.replay.record import RunOptions, record_run, resume_run
+from evalstore.replay.analysis.views import resolve_run
 
-from .context import open_store
-from .errors import EXIT_FAILED, handle_errors
-from .output import json_option, note, print_json, progress_bar, resume_hint
-from .results import grader_scores, print_scored, scored_rows
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
+from evalstore.cli.results import grader_scores, print_scored, scored_rows
 
 
 @click.command()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from replay import views
+from evalstore.replay.analysis import views
 
-from .context import open_store
-from .errors import handle_errors
-from .output import fmt_score, json_option, print_json, print_table
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import handle_errors
+from evalstore.cli.output import fmt_score, json_option, print_json, print_table
 
 
 @click.command()

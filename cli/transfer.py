@@ -14,14 +14,13 @@ from typing import IO
 
 import click
 
-from replay.agentv import export as agentv_export
-from replay.agentv.stored import stored_results
-from replay.importer import import_results
-from replay.views import resolve_run, run_started, run_summary
+from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
+from evalstore.replay.agentv.importing import import_results
+from evalstore.replay.analysis.views import resolve_run, run_summary
 
-from .context import open_store
-from .errors import handle_errors
-from .output import json_option, note, print_json, progress_bar
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import handle_errors
+from evalstore.cli.output import json_option, note, print_json, progress_bar
 
 
 @click.command(name="import")
@@ -75,7 +74,7 @@ def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bo
 
 @click.command()
 @click.argument("run")
-@click.option("--format", "fmt", type=click.Choice(["agentv-jsonl", "csv", "json"]), default="agentv-jsonl",
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="agentv-jsonl",
               show_default=True)
 @click.option("-o", "--output", type=click.Path(allow_dash=True, path_type=Path),
               help="Write to FILE (replaced only once the export is complete) instead of stdout ('-').")
@@ -108,20 +107,13 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     """
     store = open_store(ctx)
     run_id = resolve_run(store, run)
-    started = run_started(store, run_id)
-    summary = run_summary(store, run_id)
-    results = stored_results(store, run_id)
     to_file = output is not None and str(output) != "-"
     try:
         with _replacing(output) if to_file else _utf8_stdout() as fh:  # type: ignore[arg-type]
-            if fmt == "agentv-jsonl":
-                count = agentv_export.write_jsonl(agentv_export.export_rows(started, results), fh)
-            elif fmt == "csv":
-                count = agentv_export.write_csv(started, results, fh)
-            else:
-                count = agentv_export.write_json(started, results, fh, summary)
+            count = export_run(store, run_id, fmt, fh)
     except BrokenPipeError:
         _quiet_broken_pipe()
+    summary = run_summary(store, run_id)
     if summary.status != "completed":
         note(f"run {run_id} is not complete ({summary.status}): only the results it scored were exported")
     if to_file:

@@ -1,12 +1,12 @@
 """Alembic environment for evalstore. The URL comes from the same place as the CLI's
-(``--db`` → ``EVALSTORE_DB`` → the embedded SQLite file), via ``store.engine``."""
+(``--db`` → ``EVALSTORE_DB`` → the embedded SQLite file), via ``evalstore.store.engine``."""
 
 from __future__ import annotations
 
 from alembic import context
 
-from store.engine import make_engine, resolve_url
-from store.schema import metadata
+from evalstore.store.engine import make_engine, resolve_url
+from evalstore.store.schema import metadata
 
 config = context.config
 target_metadata = metadata

@@ -1,9 +1,10 @@
 """evalstore's domain: eval files, content, preprocessing, graders, recording, importing, regrading,
-comparing and auditing. Writes only through ``store``'s append API; issues no SQL of its own."""
+comparing and auditing. Writes only through ``evalstore.store``'s append API; issues no SQL of its own.
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("evalstore")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0+unknown"
+The subpackages, by capability: ``evalfile`` (AgentV eval files), ``grading`` (graders, the judge,
+preprocessing, scoring), ``targets`` (the agents a run calls), ``targetsfile`` (``targets.yaml`` and
+redaction of secrets), ``agentv`` (AgentV results in and out), ``analysis`` (run lists, compare,
+statistics, reports, audit), ``processes`` (child processes, the worker pool). At the top, the modules
+that tie them together: ``record`` (``evalstore run``), ``regrade`` (``evalstore replay``), ``material``
+(a stored run read back), ``recording`` (where grading writes), ``api`` (grading in memory).
+"""

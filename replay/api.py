@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from store import EventStore
+from evalstore.store import EventStore
 
-from .content import Message
-from .errors import NotFoundError
-from .evalfile import load_eval
-from .graders.base import GradeOptions, TranscriptInfo
-from .grading import TestGrade, grade_test
-from .material import load_run, transcript_info
-from .recording import MemoryRecorder
-from .replayer import transcript_run
-from .specs import EvalSuite
+from evalstore.replay.content import Message
+from evalstore.replay.errors import NotFoundError
+from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo
+from evalstore.replay.grading.engine import TestGrade, grade_test
+from evalstore.replay.material import load_run, transcript_info
+from evalstore.replay.recording import MemoryRecorder
+from evalstore.replay.regrade import transcript_run
+from evalstore.replay.evalfile.specs import EvalSuite
 
 
 @dataclass
@@ -45,7 +45,7 @@ def _test(suite: EvalSuite, test_id: str):  # type: ignore[no-untyped-def]
 def _judges(judges):  # type: ignore[no-untyped-def]
     if judges is not None:
         return judges
-    from .judge.pool import JudgePool
+    from evalstore.replay.grading.judge.pool import JudgePool
 
     return JudgePool.from_env()
 

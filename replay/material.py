@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from store import EventStore
-from store.events import (
+from evalstore.store import EventStore
+from evalstore.store.events import (
     RunCompleted,
     ArtifactStored,
     RunStarted,
@@ -23,10 +23,10 @@ from store.events import (
     VerdictRecorded,
 )
 
-from .content import Message, dump_messages
-from .errors import NotFoundError
-from .graders.base import TranscriptInfo
-from .specs import EvalTest
+from evalstore.replay.content import Message, dump_messages
+from evalstore.replay.errors import NotFoundError
+from evalstore.replay.grading.graders.base import TranscriptInfo
+from evalstore.replay.evalfile.specs import EvalTest
 
 ResultKey = tuple[str, str, int]
 """(test id, target or "", attempt): how results are paired across runs."""
@@ -170,8 +170,8 @@ class Tally:
 
 
 def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
-    """A run's scores and verdicts, as :func:`replay.compare.compare` pairs them."""
-    from .compare import RunResults, TestResult
+    """A run's scores and verdicts, as :func:`evalstore.replay.analysis.compare.compare` pairs them."""
+    from evalstore.replay.analysis.compare import RunResults, TestResult
 
     results: dict[tuple, TestResult] = {}
     verdicts: dict[tuple, dict[str, VerdictRecorded]] = {}

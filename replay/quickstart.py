@@ -7,11 +7,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from store import EventStore
+from evalstore.store import EventStore
 
-from .errors import ReplayError
-from .replayer import ReplayOptions, ReplayOutcome, replay_run
-from .runner import RunOptions, RunOutcome, record_run
+from evalstore.replay.errors import ReplayError
+from evalstore.replay.regrade import ReplayOptions, ReplayOutcome, replay_run
+from evalstore.replay.record import RunOptions, RunOutcome, record_run
 
 JUDGE_ENV = "EVALSTORE_JUDGE_BASE_URL"
 XLSX_CONVERTER = '["python3", "../../preprocessors/scripts/xlsx_to_csv.py"]'

@@ -1,4 +1,4 @@
-"""Recorders: where grading writes its events and blobs (see ``replay.graders.base.Recorder``)."""
+"""Recorders: where grading writes its events and blobs (see ``evalstore.replay.grading.graders.base.Recorder``)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from store import EventStore, NewEvent
-from store.codec import sha256_hex
-from store.errors import BlobNotFound
-from store.events import DomainEvent, GraderCalled, PreprocessingRecorded
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.codec import sha256_hex
+from evalstore.store.errors import BlobNotFound
+from evalstore.store.events import DomainEvent, GraderCalled, PreprocessingRecorded
 
 _REUSABLE_CONVERSIONS = ("converted", "read_as_text")
 

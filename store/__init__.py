@@ -1,13 +1,13 @@
 """evalstore's persistence layer: an append-only, hash-chained event log with content-addressed blobs.
 
-Knows nothing about grading. Public API: open an :class:`EventStore`, append :mod:`store.events`
+Knows nothing about grading. Public API: open an :class:`EventStore`, append :mod:`evalstore.store.events`
 payloads, read streams and blobs, verify, rebuild projections.
 """
 
-from .codec import canonical_json, digest_json, sha256_hex
-from .engine import make_engine, resolve_url
-from .envelope import NewEvent, StoredEvent
-from .errors import (
+from evalstore.store.codec import canonical_json, digest_json, sha256_hex
+from evalstore.store.engine import make_engine, resolve_url
+from evalstore.store.envelope import NewEvent, StoredEvent
+from evalstore.store.errors import (
     AppendOnlyError,
     BlobCorrupt,
     BlobNotFound,
@@ -17,7 +17,7 @@ from .errors import (
     SchemaOutOfDate,
     StoreError,
 )
-from .recorder import EventStore, VerifyReport
+from evalstore.store.recorder import EventStore, VerifyReport
 
 __all__ = [
     "AppendOnlyError",

@@ -16,7 +16,7 @@ import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from .errors import BlobCorrupt
+from evalstore.store.errors import BlobCorrupt
 
 IDENTITY = "identity"
 ZLIB = "zlib"

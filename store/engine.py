@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import OperationalError
 
-from .errors import SchemaOutOfDate, StoreError
+from evalstore.store.errors import SchemaOutOfDate, StoreError
 
 DEFAULT_URL = "sqlite:///.evalstore/evalstore.db"
 ENV_VAR = "EVALSTORE_DB"
@@ -82,7 +82,7 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 def migrations_dir() -> Path:
-    import migrations
+    from evalstore import migrations
 
     return Path(migrations.__file__).parent
 

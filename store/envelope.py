@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .codec import event_hash
-from .events import DomainEvent, decode
+from evalstore.store.codec import event_hash
+from evalstore.store.events import DomainEvent, decode
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import UnknownEventType
+from evalstore.store.errors import UnknownEventType
 
 RunKind = Literal["recorded", "imported", "replay"]
 ExecutionStatus = Literal["ok", "quality_failure", "execution_error"]

@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.engine import Connection
 
-from . import bulk, schema
-from .envelope import StoredEvent
+from evalstore.store import bulk, schema
+from evalstore.store.envelope import StoredEvent
 
 KEYS: dict[str, list[str]] = {
     "runs": ["run_id"],

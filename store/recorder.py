@@ -18,13 +18,13 @@ from sqlalchemy import case, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from . import bulk, postgres, projections, schema, sqlite
-from .blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob, prefix_key, zdict_of
-from .codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
-from .engine import IMMEDIATE, ensure_current, make_engine
-from .envelope import NewEvent, StoredEvent
-from .errors import AppendOnlyError, BlobCorrupt, BlobNotFound, ConcurrencyError, IdempotencyError, NotFound, StoreError
-from .events import DomainEvent, encode
+from evalstore.store import bulk, postgres, projections, schema, sqlite
+from evalstore.store.blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob, prefix_key, zdict_of
+from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
+from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
+from evalstore.store.envelope import NewEvent, StoredEvent
+from evalstore.store.errors import AppendOnlyError, BlobCorrupt, BlobNotFound, ConcurrencyError, IdempotencyError, NotFound, StoreError
+from evalstore.store.events import DomainEvent, encode
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
 _CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists

@@ -7,4 +7,4 @@ from sqlalchemy.engine import Connection
 
 
 def lock_for_append(conn: Connection) -> None:
-    """Nothing to do: append transactions begin with BEGIN IMMEDIATE (see store.engine.IMMEDIATE)."""
+    """Nothing to do: append transactions begin with BEGIN IMMEDIATE (see evalstore.store.engine.IMMEDIATE)."""

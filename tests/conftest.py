@@ -7,7 +7,10 @@ it those cases skip with the reason shown, except in CI (``CI=true``) where a mi
 
 from __future__ import annotations
 
+import importlib.abc
 import os
+import socket
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +18,25 @@ from pathlib import Path
 import pytest
 
 PG_ENV = "EVALSTORE_TEST_POSTGRES_URL"
+LOCAL_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+REPO = Path(__file__).resolve().parent.parent
+
+# The product installs as one package, `evalstore`. Its source folders (store/, replay/, cli/,
+# migrations/) sit at the repository's top level, which `python -m pytest` puts on sys.path; a test
+# importing `store` would get a second copy of every module (two EventStore classes, two event
+# catalogues). Take the repository off the path and refuse the bare names outright.
+BARE_NAMES = frozenset({"store", "replay", "cli", "migrations"})
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO]
+
+
+class _RefuseBareNames(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):  # type: ignore[no-untyped-def]
+        if fullname.split(".")[0] in BARE_NAMES:
+            raise ImportError(f"import evalstore.{fullname}, not {fullname}: the product has one import name")
+        return None
+
+
+sys.meta_path.insert(0, _RefuseBareNames())
 
 try:  # the judge server fixture lives beside this file
     pytest_plugins = ["judge_server"] if (Path(__file__).parent / "judge_server.py").exists() else []
@@ -31,6 +53,28 @@ def _pg_schema_url(base: str, schema: str) -> str:
     return f"{base}{sep}options=-csearch_path%3D{schema}"
 
 
+def _pg_skip_reason() -> str:
+    """Why the PostgreSQL cases skip, and the one variable that turns them on."""
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=0.5):
+            answering = True
+    except OSError:
+        answering = False
+    if answering and _trust_auth_works():
+        return f"a PostgreSQL server answers on 127.0.0.1:5432 with trust auth: set {PG_ENV}={LOCAL_PG} to run these"
+    return f"PostgreSQL tests need {PG_ENV} (e.g. {LOCAL_PG})"
+
+
+def _trust_auth_works() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=test", connect_timeout=2):
+            return True
+    except Exception:
+        return False
+
+
 @pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'store.db'}"
@@ -42,7 +86,7 @@ def postgres_url() -> Iterator[str]:
     if not base:
         if os.environ.get("CI"):
             pytest.fail(f"{PG_ENV} is not set in CI")
-        pytest.skip(f"PostgreSQL tests need {PG_ENV} (e.g. postgresql+psycopg://postgres@127.0.0.1:5432/test)")
+        pytest.skip(_pg_skip_reason())
     from sqlalchemy import create_engine, text
 
     schema = f"t_{uuid.uuid4().hex[:12]}"
@@ -64,7 +108,7 @@ def store_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def store(store_url: str):
-    from store import EventStore, make_engine
+    from evalstore.store import EventStore, make_engine
 
     s = EventStore(make_engine(store_url))
     yield s
@@ -73,7 +117,7 @@ def store(store_url: str):
 
 @pytest.fixture
 def sqlite_store(sqlite_url: str):
-    from store import EventStore, make_engine
+    from evalstore.store import EventStore, make_engine
 
     s = EventStore(make_engine(sqlite_url))
     yield s

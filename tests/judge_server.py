@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from store.codec import sha256_hex
-from store.errors import BlobNotFound
-from store.events import DomainEvent, GraderCalled, PreprocessingRecorded
+from evalstore.store.codec import sha256_hex
+from evalstore.store.errors import BlobNotFound
+from evalstore.store.events import DomainEvent, GraderCalled, PreprocessingRecorded
 
 DEFAULT_USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
 HANG_LIMIT = 30.0
@@ -282,11 +282,11 @@ def judge_server() -> Iterable[JudgeServer]:
         server.stop()
 
 
-# -- a minimal recorder, until replay.recording.MemoryRecorder is available -----------------------
+# -- a minimal recorder, until evalstore.replay.recording.MemoryRecorder is available -----------------------
 
 
 class ListRecorder:
-    """Keeps events and blobs in lists; implements ``replay.graders.base.Recorder``."""
+    """Keeps events and blobs in lists; implements ``evalstore.replay.grading.graders.base.Recorder``."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, DomainEvent]] = []
@@ -330,7 +330,7 @@ class ListRecorder:
 def make_recorder() -> Any:
     """The product's in-memory recorder when it exists, else :class:`ListRecorder`."""
     try:
-        from replay.recording import MemoryRecorder  # noqa: PLC0415 (written by another engineer)
+        from evalstore.replay.recording import MemoryRecorder  # noqa: PLC0415 (written by another engineer)
     except ImportError:
         return ListRecorder()
     return MemoryRecorder()

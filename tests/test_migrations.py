@@ -1,4 +1,4 @@
-"""Alembic migrations on SQLite and PostgreSQL: up and down, no drift from store.schema, and the
+"""Alembic migrations on SQLite and PostgreSQL: up and down, no drift from evalstore.store.schema, and the
 check every command makes before it touches a store."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
 from sqlalchemy import Column, Engine, MetaData, String, inspect, text
 
-import cli
-from store import EventStore, SchemaOutOfDate, make_engine
-from store import engine as store_engine
-from store.schema import metadata
+from evalstore import cli
+from evalstore.store import EventStore, SchemaOutOfDate, make_engine
+from evalstore.store import engine as store_engine
+from evalstore.store.schema import metadata
 
 STORE_TABLES = {"events", "blobs", "runs", "results", "verdicts", "judge_cache", "conversions"}
 TRIGGERS = {
@@ -198,7 +198,7 @@ def test_tables_without_a_migration_record_are_refused(engine: Engine) -> None:
 def test_blob_dictionaries_revision_keeps_older_blobs_and_refuses_to_go_back_over_newer(engine: Engine) -> None:
     import zlib
 
-    from store import StoreError, sha256_hex
+    from evalstore.store import StoreError, sha256_hex
 
     store_engine.upgrade(engine, "0001")
     old = b"a transcript written before blob dictionaries existed\n" * 40

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from store.errors import StoreError
+from evalstore.store.errors import StoreError
 
 revision = "0002"
 down_revision = "0001"

@@ -1,8 +1,8 @@
 """Reading AgentV result files into neutral records, and writing AgentV/CSV/JSON exports."""
 
-from .detect import FORMATS, detect_format, read_results
-from .jsonl import bad_line
-from .records import ImportedFile, ImportedTest, ImportedVerdict, ImportSource, SkippedLine
+from evalstore.replay.agentv.detect import FORMATS, detect_format, read_results
+from evalstore.replay.agentv.jsonl import bad_line
+from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportedVerdict, ImportSource, SkippedLine
 
 __all__ = [
     "FORMATS",

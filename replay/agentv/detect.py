@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replay.errors import ImportFormatError
+from evalstore.replay.errors import ImportFormatError
 
-from .jsonl import FORMAT as JSONL_FORMAT
-from .jsonl import read_jsonl
-from .records import ImportSource
-from .v4_run import FORMAT as V4_FORMAT
-from .v4_run import INDEX as V4_INDEX
-from .v4_run import read_v4_run
-from .v5_bundle import FORMAT as V5_FORMAT
-from .v5_bundle import case_dirs, read_v5_bundle
+from evalstore.replay.agentv.jsonl import FORMAT as JSONL_FORMAT
+from evalstore.replay.agentv.jsonl import read_jsonl
+from evalstore.replay.agentv.records import ImportSource
+from evalstore.replay.agentv.v4_run import FORMAT as V4_FORMAT
+from evalstore.replay.agentv.v4_run import INDEX as V4_INDEX
+from evalstore.replay.agentv.v4_run import read_v4_run
+from evalstore.replay.agentv.v5_bundle import FORMAT as V5_FORMAT
+from evalstore.replay.agentv.v5_bundle import case_dirs, read_v5_bundle
 
 FORMATS = (V4_FORMAT, V5_FORMAT, JSONL_FORMAT)
 

@@ -16,11 +16,12 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from store.events import RunStarted, TestScored, VerdictRecorded
+from evalstore.store import EventStore
+from evalstore.store.events import RunStarted, TestScored, VerdictRecorded
 
-from ..views import RunSummary
-from .rows import from_row_assertions
-from .stored import ResultBundle
+from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
+from evalstore.replay.agentv.rows import from_row_assertions
+from evalstore.replay.agentv.stored import ResultBundle, stored_results
 
 CSV_COLUMNS = (
     "run_id", "test_id", "target", "attempt", "test_score", "passed", "status",
@@ -223,3 +224,20 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
         count += 1
     fh.write("\n]}\n")
     return count
+
+
+EXPORT_FORMATS = ("agentv-jsonl", "csv", "json")
+
+
+def export_run(store: EventStore, run_id: str, fmt: str, fh: IO[str]) -> int:
+    """Write one stored run to ``fh`` as ``agentv-jsonl``, ``csv`` or ``json``, streaming; returns the
+    number of results (lines for CSV) written."""
+    started = run_started(store, run_id)
+    results = stored_results(store, run_id)
+    if fmt == "agentv-jsonl":
+        return write_jsonl(export_rows(started, results), fh)
+    if fmt == "csv":
+        return write_csv(started, results, fh)
+    if fmt == "json":
+        return write_json(started, results, fh, run_summary(store, run_id))
+    raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")

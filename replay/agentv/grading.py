@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import ImportedVerdict, VerdictName
-from .wire import as_dict, nonempty_text
+from evalstore.replay.agentv.records import ImportedVerdict, VerdictName
+from evalstore.replay.agentv.wire import as_dict, nonempty_text
 
 PASS_SCORE = 0.8
 """AgentV's per-grader verdict rule when no verdict was written: score >= 0.8 passes."""

@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from replay.errors import ImportFormatError
-from store.events import SourceRef
+from evalstore.replay.errors import ImportFormatError
+from evalstore.store.events import SourceRef
 
-from .records import ImportedTest, ImportSource, SkippedLine
-from .rows import RowError, Sidecars, attempt_of, build_test, eval_hints
-from .wire import file_sha256, first_json_row, is_legacy_camel_row, iter_json_lines, normalise_legacy_row
+from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine
+from evalstore.replay.agentv.rows import RowError, Sidecars, attempt_of, build_test, eval_hints
+from evalstore.replay.agentv.wire import file_sha256, first_json_row, is_legacy_camel_row, iter_json_lines, normalise_legacy_row
 
 FORMAT = "results-jsonl"
 

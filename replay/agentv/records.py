@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from store.events import SourceRef
+from evalstore.store.events import SourceRef
 
 FileRole = Literal["answer", "content_file", "sidecar"]
 VerdictName = Literal["pass", "fail", "skip"]

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from store.events import SourceRef
+from evalstore.store.events import SourceRef
 
-from .grading import Grading, clean_assertions, derive_verdict, finite_number, merge_verdicts, verdict_from_score
-from .records import FileRole, ImportedFile, ImportedTest, ImportedVerdict
-from .transcripts import file_refs, input_messages, last_assistant_text, normalise_messages
-from .wire import as_dict, nonempty_text
+from evalstore.replay.agentv.grading import Grading, clean_assertions, derive_verdict, finite_number, merge_verdicts, verdict_from_score
+from evalstore.replay.agentv.records import FileRole, ImportedFile, ImportedTest, ImportedVerdict
+from evalstore.replay.agentv.transcripts import file_refs, input_messages, last_assistant_text, normalise_messages
+from evalstore.replay.agentv.wire import as_dict, nonempty_text
 
 # Held in structured form on the ImportedTest (or derivable from it), so not repeated in raw_row.
 _BULKY_KEYS = frozenset(

@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from replay.errors import ImportFormatError
+from evalstore.replay.errors import ImportFormatError
 
-from .grading import Grading, parse_grading
-from .records import ImportedFile
-from .rows import RowError, media_type_for
-from .transcripts import read_normalized_transcript, read_trace, read_transcript_jsonl
-from .wire import read_json
+from evalstore.replay.agentv.grading import Grading, parse_grading
+from evalstore.replay.agentv.records import ImportedFile
+from evalstore.replay.agentv.rows import RowError, media_type_for
+from evalstore.replay.agentv.transcripts import read_normalized_transcript, read_trace, read_transcript_jsonl
+from evalstore.replay.agentv.wire import read_json
 
 
 def pick(key: str, ref: Any, base: Path, conventional: Path | None = None) -> Path | None:

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from store import EventStore
-from store.events import GraderCalled, TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
+from evalstore.store import EventStore
+from evalstore.store.events import GraderCalled, TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
 
-from ..material import ResultKey, result_key
-from ..views import run_started, transcript_run_id
+from evalstore.replay.material import ResultKey, result_key
+from evalstore.replay.analysis.views import run_started, transcript_run_id
 
 
 @dataclass

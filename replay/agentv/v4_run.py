@@ -7,14 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from replay.errors import ImportFormatError
+from evalstore.replay.errors import ImportFormatError
 
-from .grading import finite_number
-from .jsonl import iter_built
-from .records import ImportedFile, ImportedTest, ImportSource, SkippedLine
-from .rows import Sidecars, attempt_of, build_test, eval_hints, unique_paths
-from .sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
-from .wire import first_json_row, read_json, tree_sha256
+from evalstore.replay.agentv.grading import finite_number
+from evalstore.replay.agentv.jsonl import iter_built
+from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
+from evalstore.replay.agentv.rows import Sidecars, attempt_of, build_test, eval_hints, unique_paths
+from evalstore.replay.agentv.sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
+from evalstore.replay.agentv.wire import first_json_row, read_json, tree_sha256
 
 FORMAT = "agentv-v4-run"
 INDEX = "index.jsonl"

@@ -11,15 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from replay.errors import ImportFormatError
-from store.events import SourceRef
+from evalstore.replay.errors import ImportFormatError
+from evalstore.store.events import SourceRef
 
-from .grading import finite_number
-from .jsonl import bad_line, iter_built
-from .records import ImportedFile, ImportedTest, ImportSource, SkippedLine
-from .rows import RowError, Sidecars, attempt_of, build_test, eval_hints, sample_number, unique_paths
-from .sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
-from .wire import as_dict, first_json_row, iter_json_lines, read_json, tree_sha256
+from evalstore.replay.agentv.grading import finite_number
+from evalstore.replay.agentv.jsonl import bad_line, iter_built
+from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
+from evalstore.replay.agentv.rows import RowError, Sidecars, attempt_of, build_test, eval_hints, sample_number, unique_paths
+from evalstore.replay.agentv.sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
+from evalstore.replay.agentv.wire import as_dict, first_json_row, iter_json_lines, read_json, tree_sha256
 
 FORMAT = "agentv-v5-bundle"
 _SAMPLE = re.compile(r"^sample-(\d+)$")

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from replay.errors import ImportFormatError
+from evalstore.replay.errors import ImportFormatError
 
 _CHUNK = 1 << 20
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")

@@ -6,7 +6,7 @@ so a regrade can never call the agent again.
 Agent failures (a command that does not exist, hangs, exits non-zero, an endpoint that errors) are
 results, not exceptions: they come back as a :class:`TargetOutcome` with ``status`` ``error`` or
 ``timeout``. Bad configuration (unknown provider, no command, an unset ``${{ ENV }}`` variable) is the
-user's to fix and raises :class:`replay.errors.TargetConfigError`.
+user's to fix and raises :class:`evalstore.replay.errors.TargetConfigError`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from ..content import Message
-from ..errors import TargetConfigError
-from ..specs import EvalTest
-from ..targetsfile import TargetEntry
-from .secrets import redact, resolve, unresolve
+from evalstore.replay.content import Message
+from evalstore.replay.errors import TargetConfigError
+from evalstore.replay.evalfile.specs import EvalTest
+from evalstore.replay.targetsfile.loader import TargetEntry
+from evalstore.replay.targets.secrets import redact, resolve, unresolve
 
 TargetStatus = Literal["ok", "error", "timeout"]
 
@@ -84,7 +84,7 @@ Provider = Callable[[RunRequest], TargetOutcome]
 
 
 def as_target_spec(target: Any, *, source: str | Path | None = None) -> TargetSpec:
-    """Normalise a target (a :class:`~replay.targetsfile.TargetEntry`, a mapping as in the targets file,
+    """Normalise a target (a :class:`~evalstore.replay.targetsfile.loader.TargetEntry`, a mapping as in the targets file,
     or a pydantic model of one) into a :class:`TargetSpec`."""
     if isinstance(target, TargetSpec):
         return target if source is None else replace(target, source=str(source))
@@ -201,7 +201,7 @@ def _now_iso() -> str:
 
 
 def _providers() -> dict[str, Provider]:
-    from . import cli, openai
+    from evalstore.replay.targets import cli, openai
 
     return {"cli": cli.run, **{name: openai.run for name in openai.PROVIDERS}}
 
@@ -215,6 +215,6 @@ def _provider(spec: TargetSpec) -> Provider:
 
 def _validators() -> dict[str, Callable[[TargetSpec, dict[str, Any], Path], None]]:
     """Per provider, the checks that can run before any test (see :func:`check_target`)."""
-    from . import cli, openai
+    from evalstore.replay.targets import cli, openai
 
     return {"cli": cli.validate, **{name: openai.validate for name in openai.PROVIDERS}}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlparse
 
-from ..content import FileBlock, Message
+from evalstore.replay.content import FileBlock, Message
 
 DEFAULT_MAX_FILE_BYTES = 200 * 1024 * 1024
 

@@ -33,9 +33,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..content import Message, last_assistant, question_text
-from ..subprocess_util import run_child
-from .base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
+from evalstore.replay.content import Message, last_assistant, question_text
+from evalstore.replay.processes.children import run_child
+from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 MAX_ANSWER_BYTES = 50 * 1024 * 1024

@@ -1,6 +1,6 @@
 """The ``openai`` provider: an OpenAI-compatible Chat Completions endpoint as the target.
 
-The endpoint, model, key and parameters are read exactly as for a judge (``replay.judge.targets``),
+The endpoint, model, key and parameters are read exactly as for a judge (``evalstore.replay.grading.judge.targets``),
 and the request goes through the judge's client with its retries, so a target and a judge configured
 the same way behave the same way. ``azure``, ``openrouter`` and ``openai-compatible`` work too.
 """
@@ -14,12 +14,12 @@ from typing import Any
 
 import httpx
 
-from ..content import Message, question_text
-from ..errors import JudgeConfigError, TargetConfigError
-from ..judge.client import Exchange, JudgeClient, RetryPolicy
-from ..judge.targets import JUDGE_PROVIDERS, JudgeTarget
-from ..targetsfile import TargetEntry
-from .base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
+from evalstore.replay.content import Message, question_text
+from evalstore.replay.errors import JudgeConfigError, TargetConfigError
+from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
+from evalstore.replay.grading.judge.targets import JUDGE_PROVIDERS, JudgeTarget
+from evalstore.replay.targetsfile.loader import TargetEntry
+from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
 
 PROVIDERS = JUDGE_PROVIDERS
 ERROR_BODY_CHARS = 500

@@ -13,9 +13,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import TargetConfigError
-from ..redaction import REDACTED, looks_secret, redact
-from ..targetsfile import interpolate, references
+from evalstore.replay.errors import TargetConfigError
+from evalstore.replay.targetsfile.redaction import REDACTED, looks_secret, redact
+from evalstore.replay.targetsfile.loader import interpolate, references
 
 __all__ = ["REDACTED", "looks_secret", "redact", "resolve", "unresolve"]
 

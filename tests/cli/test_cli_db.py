@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import cli
-from store import EventStore, make_engine, sha256_hex
-from store import engine as store_engine
+from evalstore import cli
+from evalstore.store import EventStore, make_engine, sha256_hex
+from evalstore.store import engine as store_engine
 
 # The store tests' sample runs, shared rather than copied (tests/ is not a package).
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))

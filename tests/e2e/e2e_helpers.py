@@ -51,7 +51,7 @@ def sha256(data: bytes) -> str:
 
 def cli(db: str, *args: str, env: dict[str, str] | None = None) -> Result:
     """``evalstore --db DB ARGS`` in process; the caller chdirs where the command should run."""
-    import cli as cli_package  # noqa: PLC0415 (the product, imported when first needed)
+    from evalstore import cli as cli_package  # noqa: PLC0415 (the product, imported when first needed)
 
     return CliRunner().invoke(cli_package.main, ["--db", db, *args], env=env, catch_exceptions=False)
 

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fixture_paths import HANDMADE_V4_RUN
 from e2e_helpers import BASELINE, EVALSTORE, V5_BUNDLE, Recorded, cli, ok_json, one_line_error, results_by_test
 
 pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
@@ -93,7 +94,7 @@ def test_an_output_path_that_cannot_be_written_is_one_clear_error(sqlite_url: st
 
 # -- every stored field of AgentV 4.x rows, several targets and attempts ---------------------------
 
-V4_RUN = Path(__file__).resolve().parents[1] / "data" / "agentv" / "v4-run"
+V4_RUN = HANDMADE_V4_RUN
 ERROR = 'agent: "quota", exhausted\nexit 3 – réessayez'
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from e2e_helpers import BASELINE, V5_BUNDLE, cli, event_count, evalstore, ok_json, one_line_error, results_by_test, runs
 
-from store import EventStore, make_engine
-from store.events import SourceRef
+from evalstore.store import EventStore, make_engine
+from evalstore.store.events import SourceRef
 
 pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
 

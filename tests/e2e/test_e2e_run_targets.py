@@ -17,7 +17,7 @@ from e2e_helpers import REPO, audit, evalstore, ok_json
 from judge_server import JudgeServer, Reply, by_content
 from test_e2e_run_variants import everything_stored
 
-from store import EventStore, make_engine
+from evalstore.store import EventStore, make_engine
 
 PY = sys.executable
 CHAT_KEY_ENV = "E2E_CHAT_TARGET_KEY"
@@ -170,7 +170,7 @@ def test_workers_run_tests_at_once_and_one_worker_runs_them_one_after_another(tm
 def test_a_note_is_printed_as_written_on_one_line() -> None:
     message = ("run rec-20261122T101500-3fa9c1 is incomplete; finish it with: evalstore run --resume "
                "rec-20261122T101500-3fa9c1 (warning about [/tmp/x] and [bold]y[/bold] :smile:)")
-    code = f"from cli.output import note; note({message!r})"
+    code = f"from evalstore.cli.output import note; note({message!r})"
     # COLUMNS=80 is what rich assumes for a stderr that is not a terminal.
     result = subprocess.run([PY, "-c", code], cwd=REPO, env={**os.environ, "COLUMNS": "80"},
                             capture_output=True, text=True, timeout=60)

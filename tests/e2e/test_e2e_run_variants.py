@@ -20,7 +20,7 @@ from pathlib import Path
 
 from e2e_helpers import EVALSTORE, audit, cli, evalstore, ok_json, one_line_error, runs, wait_for
 
-from store import EventStore, make_engine
+from evalstore.store import EventStore, make_engine
 
 PY = sys.executable
 SECRET_ENV = "VARIANTS_AGENT_TOKEN"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.agentv import ImportedTest, detect_format, read_results
-from replay.agentv.export import (
+from evalstore.replay.agentv import ImportedTest, detect_format, read_results
+from evalstore.replay.agentv.export import (
     CSV_COLUMNS,
     JSON_CASE_FIELDS,
     JSON_RESULT_FIELDS,
@@ -23,14 +23,14 @@ from replay.agentv.export import (
     write_json,
     write_jsonl,
 )
-from store import events as ev
-from store.events import Assertion, RunStarted, SourceRef, TranscriptRecorded, VerdictRecorded
+from evalstore.store import events as ev
+from evalstore.store.events import Assertion, RunStarted, SourceRef, TranscriptRecorded, VerdictRecorded
 
 REPO = Path(__file__).resolve().parents[2]
-from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
+from fixture_paths import AGENTV_FIXTURES as FIXTURES, HANDMADE_V4_RUN  # noqa: E402
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_RUN = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
-V4_RUN = REPO / "tests" / "data" / "agentv" / "v4-run"
+V4_RUN = HANDMADE_V4_RUN
 THRESHOLD = 0.8
 
 

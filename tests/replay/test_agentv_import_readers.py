@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
-from replay.errors import ImportFormatError, ReplayError
+from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
+from evalstore.replay.errors import ImportFormatError, ReplayError
 
 REPO = Path(__file__).resolve().parents[2]
-from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
+from fixture_paths import AGENTV_FIXTURES as FIXTURES, HANDMADE_V4_RUN  # noqa: E402
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_RUN = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
 V5_CASE = "fizzbuzz--4049e3c70f38"
 REPLAY_FIXTURE = FIXTURES / "v5-next" / "replay-target-output.jsonl"
-V4_RUN = REPO / "tests" / "data" / "agentv" / "v4-run"
+V4_RUN = HANDMADE_V4_RUN
 
 
 def read_all(path: Path, skip_bad: bool = False) -> list[ImportedTest | SkippedLine]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.api import grade_stored, grade_transcript
-from replay.errors import NotFoundError
-from store.events import PreprocessingRecorded, VerdictRecorded
+from evalstore.replay.api import grade_stored, grade_transcript
+from evalstore.replay.errors import NotFoundError
+from evalstore.store.events import PreprocessingRecorded, VerdictRecorded
 
 CONVERTER = Path(__file__).resolve().parents[2] / "examples" / "preprocessors" / "scripts" / "html_to_md.py"
 
@@ -68,10 +68,10 @@ def test_unknown_test_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_grade_stored_reads_artifact_bytes_from_the_store_and_writes_nothing(tmp_path: Path, sqlite_store) -> None:
-    from replay.content import Message
-    from replay.recording import StoreRecorder
-    from store.codec import canonical_json
-    from store.events import ArtifactStored, RunStarted, TranscriptRecorded
+    from evalstore.replay.content import Message
+    from evalstore.replay.recording import StoreRecorder
+    from evalstore.store.codec import canonical_json
+    from evalstore.store.events import ArtifactStored, RunStarted, TranscriptRecorded
 
     eval_file = _suite(tmp_path)
     html = b"<p>Total revenue: <b>7</b></p>"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.content import FileBlock, Message, TextBlock
-from replay.targets import capture_files
+from evalstore.replay.content import FileBlock, Message, TextBlock
+from evalstore.replay.targets import capture_files
 
 
 def reply(*paths: str, media_type: str | None = "text/plain") -> list[Message]:

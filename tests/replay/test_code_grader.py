@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from replay.content import FileBlock, Message, TextBlock, ToolCall
-from replay.graders.base import GradingContext, TranscriptInfo
-from replay.graders.code import CodeGrader
-from replay.recording import MemoryRecorder
-from replay.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
-from store.codec import sha256_hex
-from store.events import GraderCalled
+from evalstore.replay.content import FileBlock, Message, TextBlock, ToolCall
+from evalstore.replay.grading.graders.base import GradingContext, TranscriptInfo
+from evalstore.replay.grading.graders.code import CodeGrader
+from evalstore.replay.recording import MemoryRecorder
+from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
+from evalstore.store.codec import sha256_hex
+from evalstore.store.events import GraderCalled
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

@@ -8,11 +8,11 @@ from typing import Literal
 import pytest
 from scipy import stats as sps
 
-from replay import compare as compare_module
-from replay.compare import Comparison, Key, RunResults, compare, key_label, regression
-from replay.errors import CompareError, ReplayError
-from store import events
-from store.events import Assertion, VerdictRecorded
+from evalstore.replay.analysis import compare as compare_module
+from evalstore.replay.analysis.compare import Comparison, Key, RunResults, compare, key_label, regression
+from evalstore.replay.errors import CompareError, ReplayError
+from evalstore.store import events
+from evalstore.store.events import Assertion, VerdictRecorded
 
 Verdict = Literal["pass", "fail", "skip"]
 Result = compare_module.TestResult  # not named Test* here, so pytest does not try to collect it

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from replay.aliases import normalize_media_type
-from replay.errors import EvalFileError, ReferenceNotFoundError
-from replay.evalfile import load_eval, load_eval_text
-from replay.metadata import merge_metadata, suite_metadata
-from replay.search_roots import SnapshotResolver, build_search_roots, resolve_reference
-from replay.specs import AssertionSpec, CodeGraderSpec, LlmGraderSpec
+from evalstore.replay.evalfile.aliases import normalize_media_type
+from evalstore.replay.errors import EvalFileError, ReferenceNotFoundError
+from evalstore.replay.evalfile.parser import load_eval, load_eval_text
+from evalstore.replay.evalfile.metadata import merge_metadata, suite_metadata
+from evalstore.replay.evalfile.search_roots import SnapshotResolver, build_search_roots, resolve_reference
+from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, LlmGraderSpec
 
 from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"

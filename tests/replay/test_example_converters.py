@@ -12,13 +12,13 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from replay.content import FileBlock, Message, TextBlock
-from replay.evalfile import load_eval
-from replay.graders.base import GradingContext, TranscriptInfo
-from replay.graders.code import CodeGrader
-from replay.preprocessing import prepare_answer
-from replay.recording import MemoryRecorder
-from replay.specs import CodeGraderSpec
+from evalstore.replay.content import FileBlock, Message, TextBlock
+from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.grading.graders.base import GradingContext, TranscriptInfo
+from evalstore.replay.grading.graders.code import CodeGrader
+from evalstore.replay.grading.preprocessing import prepare_answer
+from evalstore.replay.recording import MemoryRecorder
+from evalstore.replay.evalfile.specs import CodeGraderSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "preprocessors"
 SCRIPTS = EXAMPLES / "scripts"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from replay.agentv import ImportedTest, detect_format, read_results
-from replay.errors import ImportFormatError
-from replay.importer import import_results
-from store import EventStore
+from evalstore.replay.agentv import ImportedTest, detect_format, read_results
+from evalstore.replay.errors import ImportFormatError
+from evalstore.replay.agentv.importing import import_results
+from evalstore.store import EventStore
 
 ROW = {"timestamp": "2026-01-01T00:00:00Z", "test_id": "t1", "suite": "s", "score": 1, "target": "a"}
 

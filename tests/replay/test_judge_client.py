@@ -11,10 +11,10 @@ import httpx
 import pytest
 from judge_server import JudgeServer, Reply, dropped, freeform, rate_limited, server_error
 
-from replay.errors import JudgeConfigError
-from replay.judge import JudgeClient, JudgePool, JudgeTarget, RetryPolicy
-from replay.judge.client import _retry_after
-from replay.targetsfile import load_targets_file
+from evalstore.replay.errors import JudgeConfigError
+from evalstore.replay.grading.judge import JudgeClient, JudgePool, JudgeTarget, RetryPolicy
+from evalstore.replay.grading.judge.client import _retry_after
+from evalstore.replay.targetsfile.loader import load_targets_file
 
 MESSAGES = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
 

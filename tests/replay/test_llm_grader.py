@@ -23,15 +23,15 @@ from judge_server import (
     server_error,
 )
 
-from replay.content import Message, ToolCall
-from replay.evalfile import load_eval
-from replay.graders.base import GradeOptions, GraderResult, GradingContext, TranscriptInfo
-from replay.graders.llm import LlmGrader
-from replay.judge import JudgePool, JudgeTarget, RetryPolicy
-from replay.judge.modes import FREEFORM_SCHEMA, RUBRIC_FORMAT, SCORE_RANGE_SYSTEM
-from replay.recording import MemoryRecorder
-from replay.specs import EvalSuite, EvalTest, LlmGraderSpec, RubricItem
-from store.events import GraderCalled, encode
+from evalstore.replay.content import Message, ToolCall
+from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, TranscriptInfo
+from evalstore.replay.grading.graders.llm import LlmGrader
+from evalstore.replay.grading.judge import JudgePool, JudgeTarget, RetryPolicy
+from evalstore.replay.grading.judge.modes import FREEFORM_SCHEMA, RUBRIC_FORMAT, SCORE_RANGE_SYSTEM
+from evalstore.replay.recording import MemoryRecorder
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, RubricItem
+from evalstore.store.events import GraderCalled, encode
 
 KEY_ENV = "EVALSTORE_TEST_JUDGE_KEY"
 SECRET = "sk-test-6f1c0b9e2d7a4c55"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.errors import PreflightError
-from replay.evalfile import load_eval_text
-from replay.preflight import preflight
+from evalstore.replay.errors import PreflightError
+from evalstore.replay.evalfile.parser import load_eval_text
+from evalstore.replay.evalfile.preflight import preflight
 
 
 def suite_with(tmp_path: Path, env: str, test_env: str = "{}"):

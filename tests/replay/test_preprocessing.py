@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from replay.content import FileBlock, ImageBlock, Message, TextBlock
-from replay.graders.base import GradeOptions, GradingContext, TranscriptInfo
-from replay.graders.code import CodeGrader
-from replay.graders.deterministic import AssertionGrader
-from replay.preprocessing import BINARY_WITHOUT_CONVERTER, prepare_answer
-from replay.recording import MemoryRecorder
-from replay.specs import AssertionSpec, CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
-from store.codec import sha256_hex
-from store.events import PreprocessingRecorded
+from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
+from evalstore.replay.grading.graders.base import GradeOptions, GradingContext, TranscriptInfo
+from evalstore.replay.grading.graders.code import CodeGrader
+from evalstore.replay.grading.graders.deterministic import AssertionGrader
+from evalstore.replay.grading.preprocessing import BINARY_WITHOUT_CONVERTER, prepare_answer
+from evalstore.replay.recording import MemoryRecorder
+from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
+from evalstore.store.codec import sha256_hex
+from evalstore.store.events import PreprocessingRecorded
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import time
 
-from replay.recording import BatchedAppends, StoreRecorder
-from store import events as ev  # (module import: pytest would try to collect a class named Test*)
+from evalstore.replay.recording import BatchedAppends, StoreRecorder
+from evalstore.store import events as ev  # (module import: pytest would try to collect a class named Test*)
 
 
 def _test_recorder(store, run_id: str, test_id: str) -> StoreRecorder:  # type: ignore[no-untyped-def]

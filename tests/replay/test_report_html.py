@@ -7,12 +7,12 @@ from html.parser import HTMLParser
 
 import pytest
 
-from replay import compare as compare_module
-from replay import report_html
-from replay.compare import Key, RunResults, compare
-from replay.report_html import render_html
-from store import events
-from store.events import Assertion, VerdictRecorded
+from evalstore.replay.analysis import compare as compare_module
+from evalstore.replay.analysis import report_html
+from evalstore.replay.analysis.compare import Key, RunResults, compare
+from evalstore.replay.analysis.report_html import render_html
+from evalstore.store import events
+from evalstore.store.events import Assertion, VerdictRecorded
 
 Result = compare_module.TestResult  # not named Test* here, so pytest does not try to collect it
 

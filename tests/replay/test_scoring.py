@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from fixture_paths import AGENTV_FIXTURES
 
-from replay.graders.base import GraderResult
-from replay.scoring import apply_negate, required_gate, score_recorded, score_test
-from replay.specs import AssertionSpec
-from store.events import Assertion
+from evalstore.replay.grading.graders.base import GraderResult
+from evalstore.replay.grading.scoring import apply_negate, required_gate, score_recorded, score_test
+from evalstore.replay.evalfile.specs import AssertionSpec
+from evalstore.store.events import Assertion
 
 BASELINE = AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 

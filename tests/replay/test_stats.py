@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from scipy import stats as sps
 
-from replay.stats import (
+from evalstore.replay.analysis.stats import (
     BOOTSTRAP_BUDGET,
     MIN_PAIRS_CI,
     PairCounts,

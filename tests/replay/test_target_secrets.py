@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from judge_server import JudgeServer, Reply
 
-from replay.content import Message
-from replay.errors import TargetConfigError
-from replay.specs import EvalTest
-from replay.targets import REDACTED, check_target, redact, run_target, stored_config
+from evalstore.replay.content import Message
+from evalstore.replay.errors import TargetConfigError
+from evalstore.replay.evalfile.specs import EvalTest
+from evalstore.replay.targets import REDACTED, check_target, redact, run_target, stored_config
 
 PY = shlex.quote(sys.executable)
 LITERAL_KEY = "sk-live-LITERALINCMD0123456789abcdef"

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shlex
+import subprocess
 import sys
 import textwrap
 import time
@@ -15,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from replay.content import FileBlock, Message, question_text
-from replay.errors import TargetConfigError
-from replay.specs import EvalTest
-from replay.targets import capture_files, run_target
-from replay.targetsfile import load_targets_file
+from evalstore.replay.content import FileBlock, Message, question_text
+from evalstore.replay.errors import TargetConfigError
+from evalstore.replay.evalfile.specs import EvalTest
+from evalstore.replay.targets import capture_files, run_target
+from evalstore.replay.targetsfile.loader import load_targets_file
 
 PY = shlex.quote(sys.executable)
 
@@ -342,31 +343,43 @@ def test_agentv_head_shape_with_id_and_nested_config_runs(dirs) -> None:
     assert outcome.status == "ok" and outcome.output_text == "nested n1"
 
 
-def test_only_the_recording_runner_imports_target_code() -> None:
-    """Replay of stored runs must never be able to call a target: nothing else in replay/ imports it."""
+def _imports_of(path: Path, package: list[str]) -> list[str]:
     import ast
 
-    import replay
+    imported: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            imported += [module] + [f"{module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            imported += [a.name for a in node.names]
+    return imported
+
+
+def test_only_the_recording_runner_imports_target_code() -> None:
+    """Replay of stored runs must never be able to call a target: nothing in evalstore.replay but
+    record.py (``evalstore run``) imports evalstore.replay.targets."""
+    from evalstore import replay
 
     root = Path(replay.__file__).parent
-    offenders = []
+    importers = []
     for path in root.rglob("*.py"):
         rel = path.relative_to(root)
-        if rel.parts[0] == "targets" or rel.as_posix() == "runner.py":
+        if rel.parts[0] == "targets":
             continue
-        package = ["replay", *rel.parts[:-1]]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                base = package[: len(package) - node.level + 1] if node.level else []
-                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
-                imported = [module] + [f"{module}.{a.name}" for a in node.names]
-            elif isinstance(node, ast.Import):
-                imported = [a.name for a in node.names]
-            else:
-                continue
-            if any(m == "replay.targets" or m.startswith("replay.targets.") for m in imported):
-                offenders.append(rel.as_posix())
-    assert offenders == []
+        package = ["evalstore", "replay", *rel.parts[:-1]]
+        if any(m == "evalstore.replay.targets" or m.startswith("evalstore.replay.targets.") for m in _imports_of(path, package)):
+            importers.append(rel.as_posix())
+    assert importers == ["record.py"]  # the check sees the one module that must import targets
+
+
+def test_regrading_loads_no_target_code() -> None:
+    """The same rule at run time: importing the replay path (and the CLI's replay command) loads no target module."""
+    code = ("import sys, evalstore.replay.regrade, evalstore.replay.api, evalstore.replay.analysis.audit; "
+            "print(sorted(m for m in sys.modules if m.split('.')[:3] == ['evalstore', 'replay', 'targets']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_keep_temp_files_leaves_the_prompt_file(dirs) -> None:

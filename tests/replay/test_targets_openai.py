@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from replay.content import Message
-from replay.errors import TargetConfigError
-from replay.specs import EvalTest
-from replay.targets import REDACTED, redact, run_target, stored_config
-from replay.targetsfile import load_targets_file
+from evalstore.replay.content import Message
+from evalstore.replay.errors import TargetConfigError
+from evalstore.replay.evalfile.specs import EvalTest
+from evalstore.replay.targets import REDACTED, redact, run_target, stored_config
+from evalstore.replay.targetsfile.loader import load_targets_file
 
 SECRET = "sk-test-do-not-leak-1234567890"
 

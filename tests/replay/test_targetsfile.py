@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.errors import TargetsFileError
-from replay.redaction import REDACTED
-from replay.targetsfile import (
+from evalstore.replay.errors import TargetsFileError
+from evalstore.replay.targetsfile.redaction import REDACTED
+from evalstore.replay.targetsfile.loader import (
     find_targets_file,
     interpolate,
     is_reference,

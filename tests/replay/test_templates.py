@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from replay.content import Message, ToolCall, render_object
-from replay.errors import PromptTemplateError
-from replay.judge.parsing import JudgeParseError, extract_json
-from replay.judge.templates import (
+from evalstore.replay.content import Message, ToolCall, render_object
+from evalstore.replay.errors import PromptTemplateError
+from evalstore.replay.grading.judge.parsing import JudgeParseError, extract_json
+from evalstore.replay.grading.judge.templates import (
     choose_prompt,
     render,
     render_expected,
@@ -18,7 +18,7 @@ from replay.judge.templates import (
     rubric_line,
     template_variables,
 )
-from replay.specs import LlmGraderSpec, RubricItem
+from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
 
 
 def test_render_substitutes_known_variables_with_inner_whitespace_and_reports_unknown_once():

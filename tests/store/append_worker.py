@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from store import ConcurrencyError, EventStore, NewEvent, make_engine, sha256_hex
-from store.events import LineSkipped, SourceRef
+from evalstore.store import ConcurrencyError, EventStore, NewEvent, make_engine, sha256_hex
+from evalstore.store.events import LineSkipped, SourceRef
 
 # Every blob begins alike, so the workers compress against dictionaries while racing to store them;
 # the "shared" ones are the same bytes in every worker.

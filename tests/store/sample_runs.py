@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from store import EventStore, NewEvent, sha256_hex
-from store.events import (
+from evalstore.store import EventStore, NewEvent, sha256_hex
+from evalstore.store.events import (
     Assertion,
     FileSnapshot,
     GraderCalled,

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from sample_runs import append_run, populate, scalar
 
-from store import ConcurrencyError, EventStore, IdempotencyError, NewEvent, NotFound
-from store.codec import GENESIS_HASH
-from store.events import LineSkipped, RunFailed, RunStarted, SourceRef
+from evalstore.store import ConcurrencyError, EventStore, IdempotencyError, NewEvent, NotFound
+from evalstore.store.codec import GENESIS_HASH
+from evalstore.store.events import LineSkipped, RunFailed, RunStarted, SourceRef
 
 
 def _started(run_id: str) -> RunStarted:

@@ -7,9 +7,9 @@ import os
 import pytest
 from sample_runs import scalar
 
-from store import BlobCorrupt, BlobNotFound, EventStore, StoreError, sha256_hex
-from store.blobs import COMPRESS_MIN_BYTES
-from store.events import ArtifactStored
+from evalstore.store import BlobCorrupt, BlobNotFound, EventStore, StoreError, sha256_hex
+from evalstore.store.blobs import COMPRESS_MIN_BYTES
+from evalstore.store.events import ArtifactStored
 
 
 def _artifact(sha: str, size: int, path: str = "out/a.bin") -> ArtifactStored:
@@ -121,7 +121,7 @@ def test_blobs_that_begin_differently_do_not_share_a_dictionary(store: EventStor
 
 
 def test_a_failed_append_leaves_no_dictionary_behind(store: EventStore) -> None:
-    from store import ConcurrencyError
+    from evalstore.store import ConcurrencyError
 
     first, second = _prompt(1), _prompt(2)
     with pytest.raises(ConcurrencyError):
@@ -172,7 +172,7 @@ def test_a_dictionary_that_was_altered_is_caught(store: EventStore) -> None:
 
 
 def test_undecodable_rows_raise_blob_corrupt() -> None:
-    from store.blobs import decode_blob
+    from evalstore.store.blobs import decode_blob
 
     with pytest.raises(BlobCorrupt, match=r"cannot be decoded \(zlib: "):
         decode_blob("zlib", b"not zlib at all")

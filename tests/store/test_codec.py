@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from store.codec import canonical_json, event_hash
+from evalstore.store.codec import canonical_json, event_hash
 
 
 def test_canonical_json_is_sorted_compact_and_keeps_unicode() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sample_runs import scalar
 
-from store import EventStore
+from evalstore.store import EventStore
 
 WORKERS = 4
 BATCHES = 20

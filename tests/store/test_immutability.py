@@ -6,7 +6,7 @@ import pytest
 from sample_runs import append_run, execute, scalar
 from sqlalchemy.exc import DBAPIError
 
-from store import EventStore
+from evalstore.store import EventStore
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def test_update_and_delete_are_rejected_as_append_only(filled: EventStore, sql: 
 
 @pytest.mark.parametrize("table", ["events", "blobs"])
 def test_truncate_is_rejected_on_postgres(postgres_url: str, table: str) -> None:
-    from store import make_engine
+    from evalstore.store import make_engine
 
     store = EventStore(make_engine(postgres_url))
     try:

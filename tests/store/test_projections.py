@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sample_runs import append_run, execute, populate, scalar
 
-from store import EventStore
-from store.events import RunFailed, RunStarted
-from store.projections import KEYS, TABLES
+from evalstore.store import EventStore
+from evalstore.store.events import RunFailed, RunStarted
+from evalstore.store.projections import KEYS, TABLES
 
 
 def _tables(store: EventStore) -> dict[str, list[dict]]:
@@ -51,7 +51,7 @@ def test_one_batch_equals_many(store: EventStore, tmp_path) -> None:  # type: ig
     # The same events appended per test (as a recorder does) and in one batch (as an import does).
     from sample_runs import run_batches
 
-    from store import make_engine
+    from evalstore.store import make_engine
 
     append_run(store, "run-a")
     single = EventStore(make_engine(f"sqlite:///{tmp_path / 'single.db'}"))
@@ -67,7 +67,7 @@ def test_one_batch_equals_many(store: EventStore, tmp_path) -> None:  # type: ig
 
 def test_an_end_without_a_start_changes_no_run(store: EventStore) -> None:
     # run_completed only updates a run that exists: incremental maintenance and the fold agree on that.
-    from store.events import RunCompleted
+    from evalstore.store.events import RunCompleted
 
     store.append("orphan", [RunCompleted(tests=0, passed=0, failed=0, errors=0)])
     assert store.query("runs") == []

@@ -7,9 +7,9 @@ from typing import Any, ClassVar
 import pytest
 from sample_runs import scalar
 
-from store import EventStore, NewEvent
-from store.errors import UnknownEventType
-from store.events import EVENT_TYPES, DomainEvent, RunFailed, RunStarted, decode
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.errors import UnknownEventType
+from evalstore.store.events import EVENT_TYPES, DomainEvent, RunFailed, RunStarted, decode
 
 
 class RunFailedV3(DomainEvent):
@@ -97,6 +97,6 @@ def test_an_unknown_event_type_is_refused_clearly() -> None:
 
 def test_current_payloads_round_trip_unchanged() -> None:
     started = RunStarted(run_id="r", kind="replay", parent_run_id="p", tool_version="0.1.0", overrides={"x": [1]})
-    from store.events import encode
+    from evalstore.store.events import encode
 
     assert decode("run_started", 1, encode(started)) == started

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from sample_runs import drop_append_only_triggers, execute, populate, scalar
 
-import cli
-from store import EventStore, sha256_hex
-from store.codec import event_hash
+from evalstore import cli
+from evalstore.store import EventStore, sha256_hex
+from evalstore.store.codec import event_hash
 
 
 @pytest.fixture

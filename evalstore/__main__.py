@@ -1,0 +1,5 @@
+"""``python -m evalstore``: the same command line as ``evalstore``."""
+
+from evalstore.cli import main
+
+main(prog_name="evalstore")

@@ -1,0 +1,210 @@
+"""One imported result as the events (and blobs) an import appends for it.
+
+Both passes of an import build them the same way (``built``): the validation pass to know that every
+result can be stored, the writing pass to store it. Event ids are deterministic (``EventIds``), and
+sources are recorded relative to the imported path (``RelativeSources``, see ``SourceRef``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from evalstore.store import NewEvent
+from evalstore.store.codec import canonical_json, sha256_hex
+from evalstore.store.events import (
+    ArtifactStored,
+    Assertion,
+    SourceRef,
+    TestCaseRecorded,
+    TestScored,
+    TranscriptRecorded,
+    VerdictRecorded,
+    encode,
+)
+
+from evalstore.replay.evalfile.graders import unique_names
+from evalstore.replay.agentv import ImportedTest, SkippedLine, bad_line
+
+Built = tuple[list[NewEvent], dict[str, bytes], TestScored]
+
+
+def built(
+    item: ImportedTest, within: RelativeSources, ids: EventIds, threshold: float, skip_bad: bool, *, check: bool
+) -> Built | SkippedLine:
+    """The events of one result; a result that cannot be built is a bad line. With ``check`` (the validation
+    pass) the events are also encoded as the store will; the writing pass need not again, since every
+    result that failed is left out by then (``Checked.left_out``)."""
+    start = ids.n
+    events: list[NewEvent] = []
+    blobs: dict[str, bytes] = {}
+    try:
+        scored = test_events(item, within(item.source), ids, events, blobs, threshold)
+        for event in events if check else ():
+            canonical_json(encode(event.payload)).encode("utf-8")
+    except (ValueError, UnicodeError) as exc:  # pydantic's ValidationError is a ValueError
+        ids.n = start  # the next result gets the ids it would have had
+        if isinstance(exc, ValidationError):
+            error = exc.errors()[0]
+            reason = f"{exc.title} field {'.'.join(map(str, error['loc']))}: {error['msg']}"
+        else:
+            reason = str(exc) or type(exc).__name__
+        return bad_line(item.source, f"cannot be imported: {reason}", skip_bad)
+    return events, blobs, scored
+
+
+class RelativeSources:
+    """Sources as the run's events record them: relative to the imported path (see SourceRef)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._absolute: dict[str, str] = {}
+
+    def __call__(self, source: SourceRef) -> SourceRef:
+        if source.file is None:
+            return source
+        absolute = self._absolute.get(source.file)
+        if absolute is None:
+            absolute = self._absolute[source.file] = str(Path(source.file).resolve())
+        return SourceRef(file=absolute, line=source.line).relative_to(self.root)
+
+
+class EventIds:
+    """Deterministic event ids: the n-th event of an import is always the same id."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.n = 0
+
+    def next(self, kind: str) -> str:
+        self.n += 1
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{self.run_id}:{self.n}:{kind}"))
+
+
+def test_events(
+    item: ImportedTest,
+    source: SourceRef,
+    ids: EventIds,
+    batch: list[NewEvent],
+    blobs: dict[str, bytes],
+    threshold: float,
+) -> TestScored:
+    key = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
+    if item.input or item.expected_output is not None or item.criteria or item.metadata:
+        # A case event only when the source says something about the case (results JSONL often does not).
+        case = TestCaseRecorded(
+            **key, input=item.input, expected_output=item.expected_output, criteria=item.criteria, metadata=item.metadata
+        )
+        batch.append(NewEvent(case, ids.next("case")))
+    by_path: dict[str, ArtifactStored] = {}
+    for f in item.files:
+        data = None
+        if f.resolved is not None:
+            try:
+                data = f.resolved.read_bytes()
+            except OSError:
+                data = None
+        if data is not None:
+            digest = sha256_hex(data)
+            blobs[digest] = data
+            artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, sha256=digest, size=len(data))
+        else:
+            artifact = ArtifactStored(
+                **key, path=f.path, media_type=f.media_type, status="missing", reason="file not found when imported"
+            )
+        by_path.setdefault(f.path, artifact)
+        batch.append(NewEvent(artifact, ids.next("artifact")))
+    messages_sha = None
+    if item.messages is not None:
+        messages_sha = _json_blob([_annotate(m, by_path) for m in item.messages], blobs)
+    transcript_id = ids.next("transcript")
+    batch.append(
+        NewEvent(
+            TranscriptRecorded(
+                **key,
+                messages_sha256=messages_sha,
+                output_text=item.output_text,
+                token_usage=item.token_usage,
+                cost_usd=item.cost_usd,
+                duration_ms=item.duration_ms,
+                start_time=item.start_time,
+                end_time=item.end_time,
+                file_changes=item.file_changes,
+                workspace_path=item.workspace_path,
+                source=source,
+            ),
+            transcript_id,
+        )
+    )
+    # Two graders of one name (AgentV allows it) become name, name-2, as the eval file parser names them.
+    for v, name in zip(item.verdicts, unique_names([v.name for v in item.verdicts])):
+        prompt_sha = _json_blob(v.rendered_prompt, blobs) if v.rendered_prompt is not None else None
+        batch.append(
+            NewEvent(
+                VerdictRecorded(
+                    **key,
+                    grader=name,
+                    source_name=v.name if name != v.name else None,
+                    grader_type=v.type,
+                    score=v.score,
+                    verdict=v.verdict,
+                    status="execution_error" if v.verdict == "skip" else "ok",
+                    assertions=[
+                        Assertion(text=str(a.get("text", "")), passed=bool(a.get("passed")), evidence=a.get("evidence"))
+                        for a in v.assertions
+                    ],
+                    weight=v.weight,
+                    details=v.details,
+                    evidence=[v.reason] if v.reason else [],
+                    origin="imported",
+                    transcript_event_id=transcript_id,
+                    source=source,
+                    rendered_prompt_sha256=prompt_sha,
+                    grader_target=v.grader_target,
+                    token_usage=v.token_usage,
+                ),
+                ids.next("verdict"),
+            )
+        )
+    passed = item.passed if item.passed is not None else item.score >= threshold
+    status = item.execution_status or ("ok" if passed else "quality_failure")
+    scored = TestScored(
+        **key,
+        score=item.score,
+        passed=passed,
+        status=status if status in ("ok", "quality_failure", "execution_error") else "execution_error",
+        threshold=threshold,
+        error=item.error,
+        origin="imported",
+        source=source,
+        produced_at=item.raw_row.get("timestamp") if isinstance(item.raw_row.get("timestamp"), str) else None,
+        row_fields=item.row_fields,
+    )
+    batch.append(NewEvent(scored, ids.next("scored")))
+    return scored
+
+
+def _annotate(message: dict, by_path: dict[str, ArtifactStored]) -> dict:
+    """File blocks of an imported transcript point at the captured bytes (or say they are missing)."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    blocks = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "file" and block.get("path") in by_path:
+            art = by_path[block["path"]]
+            block = {**block, "sha256": art.sha256, "status": art.status}
+            if art.reason:
+                block["reason"] = art.reason
+        blocks.append(block)
+    return {**message, "content": blocks}
+
+
+def _json_blob(value: object, blobs: dict[str, bytes]) -> str:
+    """Store a value as a canonical-JSON blob; its digest."""
+    data = canonical_json(value).encode("utf-8")
+    digest = sha256_hex(data)
+    blobs[digest] = data
+    return digest

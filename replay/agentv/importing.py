@@ -1,0 +1,141 @@
+"""``evalstore import``: AgentV results into the store as an imported run.
+
+Two passes over the source: the first only validates (a bad line aborts before anything is written,
+unless ``skip_bad``), the second streams tests into the store in batches. Memory stays flat: the
+readers stream, and a batch is flushed by test count or by bytes. The run id and every event id are
+derived from the source's digest, so importing the same bundle twice gives the same run, and an
+import killed half-way finishes when run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.events import FileSnapshot, LineSkipped, RunStarted, SourceRef
+
+from evalstore import __version__
+from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
+from evalstore.replay.errors import ReplayError
+from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
+from evalstore.replay.agentv.import_check import check, item_key
+from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
+from evalstore.replay.material import Tally
+from evalstore.replay.evalfile.snapshot import snapshot_suite
+from evalstore.replay.analysis.views import skipped_lines
+
+Progress = Callable[[str, int, "int | None"], None]
+"""``progress(phase, done, total)``: see :func:`import_results`."""
+
+BATCH_TESTS = 200
+BATCH_BYTES = 32 * 1024 * 1024
+
+
+@dataclass
+class ImportOutcome:
+    run_id: str
+    format: str
+    tests: int
+    skipped: int
+    already_imported: bool
+    eval_path: str | None
+
+
+def import_results(
+    store: EventStore,
+    path: str | Path,
+    *,
+    eval_path: str | Path | None = None,
+    skip_bad: bool = False,
+    progress: Progress | None = None,
+) -> ImportOutcome:
+    """Import AgentV results at ``path`` as a run. ``progress(phase, done, total)`` is called as results are
+    checked (phase ``"checking"``, total unknown) and then written (``"importing"``, total known)."""
+    path = Path(path)
+    if not path.exists():
+        raise ReplayError(f"{path}: no such file or directory")
+    if eval_path and not Path(eval_path).is_file():
+        raise ReplayError(f"{eval_path}: eval file not found (--eval)")
+    fmt = detect_format(path)
+    source = read_results(path, fmt)
+    run_id = f"imp-{source.source_digest[:16]}"
+    existing = store.query("runs", run_id=run_id)
+    if existing and existing[0]["status"] == "completed":
+        tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
+        return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
+
+    root = str(path.resolve())
+    within = RelativeSources(root)
+    checked = check(source, within, skip_bad, progress)  # validation pass: raises on the first bad line
+    tests, skipped = checked.tests, checked.skipped
+    if tests == 0:
+        raise ReplayError(f"{path}: no results to import")
+
+    snapshot, blobs, eval_file, threshold = _eval_snapshot(eval_path, source.eval_path_hints, path)
+    started = RunStarted(
+        run_id=run_id,
+        kind="imported",
+        suite=source.suite,
+        eval_path=eval_file,
+        eval_snapshot=snapshot,
+        threshold=threshold,
+        source=SourceRef(file=root),
+        source_format=fmt,
+        tool_version=__version__,
+    )
+    ids = EventIds(run_id)
+    store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
+
+    batch: list[NewEvent] = []
+    batch_blobs: dict[str, bytes] = {}
+    done = 0
+    tally = Tally()
+    for item in source.iter_tests(skip_bad):
+        if isinstance(item, ImportedTest):
+            reason = checked.left_out.get(item_key(item))
+            item = SkippedLine(item.source, reason) if reason else built(item, within, ids, threshold, skip_bad, check=False)
+        if isinstance(item, SkippedLine):
+            batch.append(NewEvent(LineSkipped(source=within(item.source), reason=item.reason), ids.next("skip")))
+            continue
+        events, item_blobs, scored = item
+        batch.extend(events)
+        batch_blobs.update(item_blobs)
+        tally.add(scored)
+        done += 1
+        if done % BATCH_TESTS == 0 or sum(len(b) for b in batch_blobs.values()) > BATCH_BYTES:
+            store.append(run_id, batch, blobs=batch_blobs)
+            batch, batch_blobs = [], {}
+            if progress:
+                progress("importing", done, tests)
+    if batch:
+        store.append(run_id, batch, blobs=batch_blobs)
+    if progress:
+        progress("importing", done, tests)
+    store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
+    return ImportOutcome(run_id, fmt, tests, skipped, False, eval_file)
+
+
+def _eval_snapshot(
+    eval_path: str | Path | None, hints: list[Path], source: Path
+) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float]:
+    candidates = [Path(eval_path)] if eval_path else []
+    base = source if source.is_dir() else source.parent
+    for hint in hints:
+        for c in ([hint] if hint.is_absolute() else [base / hint, Path.cwd() / hint]):
+            candidates.append(c)
+    for candidate in candidates:
+        if not candidate.is_file():
+            continue
+        try:
+            suite = load_eval(candidate)
+        except ReplayError:
+            if eval_path:
+                raise
+            continue
+        snaps, blobs = snapshot_suite(suite)
+        return snaps, blobs, suite.path, suite.threshold
+    return [], {}, None, DEFAULT_THRESHOLD
+
+

@@ -1,0 +1,292 @@
+"""Provenance of a test's verdicts: verdict → grader calls → preprocessing → artifacts → transcript → run.
+
+Every digest on the way is checked against the blob store (re-hashed), so an audit also says when the
+bytes behind a score are missing or do not match.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalstore.store import EventStore
+from evalstore.store.codec import sha256_hex
+from evalstore.store.errors import BlobCorrupt, BlobNotFound
+from evalstore.store.events import ArtifactStored, GraderCalled, PreprocessingRecorded, SourceRef, VerdictRecorded
+
+from evalstore.replay.errors import NotFoundError
+from evalstore.replay.material import RunMaterial, TestMaterial, load_run
+from evalstore.replay.regrade import transcript_run
+from evalstore.replay.analysis.views import run_started
+
+
+@dataclass
+class BlobCheck:
+    """Digests met during an audit and whether the store's bytes still hash to them."""
+
+    store: EventStore
+    results: dict[str, str] = field(default_factory=dict)
+
+    def check(self, digest: str | None) -> str | None:
+        if digest is None:
+            return None
+        if digest not in self.results:
+            try:
+                data = self.store.get_blob(digest)
+                self.results[digest] = "ok" if sha256_hex(data) == digest else "MISMATCH"
+            except BlobNotFound:
+                self.results[digest] = "MISSING"
+            except BlobCorrupt:
+                self.results[digest] = "UNREADABLE"
+        return self.results[digest]
+
+    @property
+    def problems(self) -> dict[str, str]:
+        return {d: s for d, s in self.results.items() if s != "ok"}
+
+
+def _text(store: EventStore, digest: str | None, limit: int | None = None) -> str | None:
+    if digest is None:
+        return None
+    try:
+        text = store.get_blob(digest).decode("utf-8", errors="replace")
+    except BlobNotFound:
+        return None
+    return text if limit is None or len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+def audit_test(
+    store: EventStore,
+    run_id: str,
+    test_id: str,
+    *,
+    grader: str | None = None,
+    show_prompt: bool = False,
+) -> dict[str, Any]:
+    run = load_run(store, run_id)
+    matches = [m for key, m in run.tests.items() if key[0] == test_id]
+    if not matches:
+        raise NotFoundError(f"run {run_id} has no test {test_id!r}")
+    checks = BlobCheck(store)
+    run_info = _run_info(store, run, checks)
+    origin = transcript_run(store, run)
+    tests = [_audit_material(store, run, origin, m, checks, grader, show_prompt) for m in matches]
+    return {
+        "run": run_info,
+        "tests": tests,
+        "blobs_checked": len(checks.results),
+        "blob_problems": checks.problems,
+    }
+
+
+def _run_info(store: EventStore, run: RunMaterial, checks: BlobCheck) -> dict[str, Any]:
+    s = run.started
+    chain = []
+    parent = s.parent_run_id
+    while parent:
+        chain.append(parent)
+        try:
+            parent = run_started(store, parent).parent_run_id
+        except NotFoundError:
+            break
+    return {
+        "run_id": run.run_id,
+        "kind": s.kind,
+        "parent_run_id": s.parent_run_id,
+        "ancestors": chain,
+        "suite": s.suite,
+        "eval_path": s.eval_path,
+        "eval_snapshot": [
+            {"role": f.role, "path": f.path, "sha256": f.sha256, "size": f.size, "blob": checks.check(f.sha256)}
+            for f in s.eval_snapshot
+        ],
+        "target_name": s.target_name,
+        "target": s.target,
+        "overrides": s.overrides,
+        "source": s.source.model_dump() if s.source else None,
+        "source_format": s.source_format,
+        "evalstore_version": s.tool_version,
+    }
+
+
+def _source(ref: SourceRef | None, run: RunMaterial) -> dict[str, Any] | None:
+    """An imported event's source with its file made absolute again (events store it relative to the run's)."""
+    if ref is None:
+        return None
+    return ref.resolved(run.started.source.file if run.started.source else None).model_dump()
+
+
+def _audit_material(
+    store: EventStore,
+    run: RunMaterial,
+    origin: RunMaterial,
+    test: TestMaterial,
+    checks: BlobCheck,
+    grader: str | None,
+    show_prompt: bool,
+) -> dict[str, Any]:
+    """One test of ``run``; its transcript and artifacts are those of ``origin``, the run that recorded them."""
+    source = origin.tests.get(test.key, test)
+    artifacts_by_digest = {a.sha256: (eid, a) for eid, a in source.artifacts if a.sha256}
+    verdicts = []
+    for name, (vid, verdict) in test.verdicts.items():
+        if grader and name != grader:
+            continue
+        verdicts.append(_audit_verdict(store, run, vid, verdict, artifacts_by_digest, checks, show_prompt))
+    if grader and not verdicts:
+        raise NotFoundError(f"test {test.key[0]} has no verdict from grader {grader!r} (graders: {', '.join(test.verdicts)})")
+    transcript = None
+    if source.transcript:
+        tid, t = source.transcript
+        transcript = {
+            "event_id": tid,
+            "run_id": origin.run_id,
+            "messages_sha256": t.messages_sha256,
+            "blob": checks.check(t.messages_sha256),
+            "status": t.status,
+            "exit_code": t.exit_code,
+            "token_usage": t.token_usage,
+            "duration_ms": t.duration_ms,
+            "source": _source(t.source, origin),
+        }
+    scored = test.scored[1] if test.scored else None
+    return {
+        "test_id": test.key[0],
+        "target": test.key[1] or None,
+        "attempt": test.key[2],
+        "score": scored.score if scored else None,
+        "passed": scored.passed if scored else None,
+        "status": scored.status if scored else None,
+        "origin": scored.origin if scored else None,
+        "verdicts": verdicts,
+        "artifacts": [
+            {
+                "event_id": eid,
+                "path": a.path,
+                "media_type": a.media_type,
+                "status": a.status,
+                "sha256": a.sha256,
+                "size": a.size,
+                "reason": a.reason,
+                "blob": checks.check(a.sha256),
+            }
+            for eid, a in source.artifacts
+        ],
+        "transcript": transcript,
+    }
+
+
+def _audit_verdict(
+    store: EventStore,
+    run: RunMaterial,
+    vid: str,
+    verdict: VerdictRecorded,
+    artifacts: dict[str, tuple[str, ArtifactStored]],
+    checks: BlobCheck,
+    show_prompt: bool,
+) -> dict[str, Any]:
+    origin_note = None
+    linked = verdict
+    if verdict.origin == "carried" and verdict.carried_from:
+        # A carried verdict's provenance is the verdict it was carried from.
+        try:
+            original = store.get_event(verdict.carried_from).event
+            if isinstance(original, VerdictRecorded):
+                linked = original
+                origin_note = f"carried from verdict {verdict.carried_from}"
+        except Exception:  # noqa: BLE001
+            origin_note = f"carried from {verdict.carried_from} (not found)"
+    linked_ids = [*linked.grader_call_event_ids, *linked.preprocessing_event_ids]
+    events = store.get_events(linked_ids)
+    calls = []
+    for eid in linked.grader_call_event_ids:
+        ev = events.get(eid)
+        if ev is None or not isinstance(ev.event, GraderCalled):
+            calls.append({"event_id": eid, "missing": True})
+            continue
+        c: GraderCalled = ev.event
+        entry: dict[str, Any] = {
+            "event_id": eid,
+            "call": c.call,
+            "attempt": c.attempt_number,
+            "outcome": c.outcome,
+            "cache_hit": c.cache_hit,
+            "reused_from": c.reused_from,
+            "model": c.model,
+            "parameters": c.parameters,
+            "usage": c.usage,
+            "latency_ms": c.latency_ms,
+            "cache_key": c.cache_key,
+            "argv": c.argv,
+            "script_sha256": c.script_sha256,
+            "exit_code": c.exit_code,
+            "request_sha256": c.request_sha256,
+            "request_blob": checks.check(c.request_sha256),
+            "reply_sha256": c.reply_sha256,
+            "reply_blob": checks.check(c.reply_sha256),
+            "stderr_sha256": c.stderr_sha256,
+            "error": c.error,
+        }
+        if c.call == "process":
+            entry["stdout"] = _text(store, c.reply_sha256, 4000)
+            entry["stderr"] = _text(store, c.stderr_sha256, 4000)
+            # Scripts are checked when the run snapshotted them (audit checks the snapshot first).
+            entry["script_blob"] = checks.results.get(c.script_sha256 or "")
+        if show_prompt and c.call == "judge":
+            request = _text(store, c.request_sha256)
+            try:
+                entry["prompt"] = json.loads(request) if request else None
+            except json.JSONDecodeError:
+                entry["prompt"] = request
+            entry["reply"] = _text(store, c.reply_sha256)
+        calls.append(entry)
+    preprocessing = []
+    for eid in linked.preprocessing_event_ids:
+        ev = events.get(eid)
+        if ev is None or not isinstance(ev.event, PreprocessingRecorded):
+            preprocessing.append({"event_id": eid, "missing": True})
+            continue
+        p: PreprocessingRecorded = ev.event
+        artifact = artifacts.get(p.artifact_sha256 or "")
+        preprocessing.append(
+            {
+                "event_id": eid,
+                "path": p.path,
+                "media_type": p.media_type,
+                "status": p.status,
+                "reason": p.reason,
+                "argv": p.argv,
+                "script_sha256": p.script_sha256,
+                "fingerprint": p.fingerprint,
+                "reused_from": p.reused_from,
+                "duration_ms": p.duration_ms,
+                "output_sha256": p.output_sha256,
+                "output_blob": checks.check(p.output_sha256),
+                "artifact_sha256": p.artifact_sha256,
+                "artifact_blob": checks.check(p.artifact_sha256),
+                "artifact_event_id": artifact[0] if artifact else None,
+            }
+        )
+    return {
+        "event_id": vid,
+        "grader": verdict.grader,
+        "grader_type": verdict.grader_type,
+        "score": verdict.score,
+        "verdict": verdict.verdict,
+        "status": verdict.status,
+        "weight": verdict.weight,
+        "required": verdict.required,
+        "origin": verdict.origin,
+        "origin_note": origin_note,
+        "cache_hit": verdict.cache_hit,
+        "assertions": [a.model_dump() for a in verdict.assertions],
+        "evidence": verdict.evidence,
+        "grader_target": verdict.grader_target,
+        "source": _source(verdict.source, run),
+        "rendered_prompt_sha256": verdict.rendered_prompt_sha256,
+        "rendered_prompt_blob": checks.check(verdict.rendered_prompt_sha256),
+        "rendered_prompt": json.loads(_text(store, verdict.rendered_prompt_sha256) or "null") if show_prompt else None,
+        "grader_calls": calls,
+        "preprocessing": preprocessing,
+    }

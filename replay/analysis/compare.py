@@ -1,0 +1,487 @@
+"""Compare two runs of the same suite, test by test and grader by grader.
+
+Results are paired by (test id, target, attempt) and, inside a pair, verdicts by grader name. The
+comparison is plain data (:class:`Comparison`): rows for tables, the statistics of
+:mod:`evalstore.replay.analysis.stats`, and ``to_dict()`` for JSON. Building :class:`RunResults` from the store is the
+caller's job; this module never reads the store.
+
+Pairing rules the spec left open:
+
+* The test-level ("overall") statistics use each result's ``TestScored`` as the run reported it,
+  execution errors included (they count as failures with their recorded score).
+* Per-grader statistics leave out pairs where either verdict is ``skip``: a skip means the grader
+  produced no verdict (AgentV: an LLM-grader parse failure), so it is neither a pass nor a score.
+  The number left out is reported as ``skipped``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from evalstore.store.events import Assertion, TestScored, VerdictRecorded
+
+from evalstore.replay.errors import CompareError
+from evalstore.replay.analysis.stats import PairedStats, paired_stats
+
+Key = tuple[str, str | None, int]
+"""(test id, target, attempt): what pairs a result of run A with one of run B."""
+
+Flip = Literal["pass->fail", "fail->pass"]
+REGRESSION_MODES: tuple[str, ...] = ("ci", "flip", "any")
+
+
+@dataclass(slots=True)
+class TestResult:
+    """One result of a run: its aggregate and its verdicts keyed by grader name."""
+
+    scored: TestScored
+    verdicts: dict[str, VerdictRecorded] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RunResults:
+    run_id: str
+    results: dict[Key, TestResult]
+
+
+def key_dict(key: Key) -> dict[str, object]:
+    test_id, target, attempt = key
+    return {"test_id": test_id, "target": target, "attempt": attempt}
+
+
+def key_label(key: Key) -> str:
+    """How a result is named to people: ``test_id``, plus ``@target`` and ``#attempt`` when set."""
+    test_id, target, attempt = key
+    label = test_id if target is None else f"{test_id}@{target}"
+    return label if attempt == 1 else f"{label}#{attempt}"
+
+
+def _sort_key(key: Key) -> tuple[str, bool, str, int]:
+    test_id, target, attempt = key
+    return (test_id, target is not None, target or "", attempt)
+
+
+def _flip(passed_a: bool, passed_b: bool) -> Flip | None:
+    if passed_a == passed_b:
+        return None
+    return "pass->fail" if passed_a else "fail->pass"
+
+
+@dataclass(frozen=True, slots=True)
+class TestRow:
+    """One paired result: both scores, the difference and whether pass/fail flipped."""
+
+    key: Key
+    score_a: float
+    score_b: float
+    passed_a: bool
+    passed_b: bool
+    status_a: str
+    status_b: str
+
+    @property
+    def delta(self) -> float:
+        return self.score_b - self.score_a
+
+    @property
+    def flip(self) -> Flip | None:
+        return _flip(self.passed_a, self.passed_b)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **key_dict(self.key),
+            "score_a": self.score_a,
+            "score_b": self.score_b,
+            "delta": self.delta,
+            "passed_a": self.passed_a,
+            "passed_b": self.passed_b,
+            "flip": self.flip,
+            "status_a": self.status_a,
+            "status_b": self.status_b,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GraderRow:
+    """One grader across all paired results."""
+
+    grader: str
+    stats: PairedStats
+    """Over the pairs where both runs have a pass/fail verdict from this grader."""
+    skipped: int
+    """Pairs left out because a verdict was ``skip`` in A or B."""
+    only_in_a: int
+    """Paired results where only run A has a verdict from this grader."""
+    only_in_b: int
+
+    @property
+    def regressions(self) -> int:
+        return self.stats.counts.a_only_pass
+
+    @property
+    def improvements(self) -> int:
+        return self.stats.counts.b_only_pass
+
+    def to_dict(self) -> dict[str, object]:
+        score = self.stats.score
+        return {
+            "grader": self.grader,
+            "n": score.n,
+            "mean_a": score.mean_a,
+            "mean_b": score.mean_b,
+            "mean_diff": score.mean_diff,
+            "regressions": self.regressions,
+            "improvements": self.improvements,
+            "skipped": self.skipped,
+            "only_in_a": self.only_in_a,
+            "only_in_b": self.only_in_b,
+            "stats": self.stats.to_dict(),
+        }
+
+
+def _assertion_dict(a: Assertion) -> dict[str, object]:
+    return {"text": a.text, "passed": a.passed, "evidence": a.evidence}
+
+
+def _verdict_dict(v: VerdictRecorded | None) -> dict[str, object] | None:
+    if v is None:
+        return None
+    return {
+        "grader_type": v.grader_type,
+        "score": v.score,
+        "verdict": v.verdict,
+        "status": v.status,
+        "assertions": [_assertion_dict(a) for a in v.assertions],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class GraderPair:
+    """One grader's verdicts on one paired result, side by side."""
+
+    grader: str
+    a: VerdictRecorded | None
+    b: VerdictRecorded | None
+
+    @property
+    def flip(self) -> Flip | None:
+        if self.a is None or self.b is None or "skip" in (self.a.verdict, self.b.verdict):
+            return None
+        return _flip(self.a.verdict == "pass", self.b.verdict == "pass")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"grader": self.grader, "flip": self.flip, "a": _verdict_dict(self.a), "b": _verdict_dict(self.b)}
+
+
+@dataclass(frozen=True, slots=True)
+class FlippedTest:
+    """A paired result whose pass/fail flipped, for the test or for at least one grader."""
+
+    row: TestRow
+    graders: list[GraderPair]
+
+    def to_dict(self) -> dict[str, object]:
+        return {**self.row.to_dict(), "graders": [g.to_dict() for g in self.graders]}
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionChange:
+    """An assertion present in both runs (same text) whose ``passed`` changed."""
+
+    text: str
+    passed_a: bool
+    passed_b: bool
+    evidence_a: str | None
+    evidence_b: str | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "passed_a": self.passed_a,
+            "passed_b": self.passed_b,
+            "evidence_a": self.evidence_a,
+            "evidence_b": self.evidence_b,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GraderAssertionDiff:
+    grader: str
+    in_a: bool
+    """Whether run A has a verdict from this grader for the result at all."""
+    in_b: bool
+    only_in_a: list[Assertion]
+    only_in_b: list[Assertion]
+    changed: list[AssertionChange]
+    unchanged: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "grader": self.grader,
+            "in_a": self.in_a,
+            "in_b": self.in_b,
+            "only_in_a": [_assertion_dict(a) for a in self.only_in_a],
+            "only_in_b": [_assertion_dict(a) for a in self.only_in_b],
+            "changed": [c.to_dict() for c in self.changed],
+            "unchanged": self.unchanged,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AssertionDiff:
+    """Assertion-level differences of one result (one target/attempt of the chosen test)."""
+
+    key: Key
+    in_a: bool
+    in_b: bool
+    graders: list[GraderAssertionDiff]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **key_dict(self.key),
+            "in_a": self.in_a,
+            "in_b": self.in_b,
+            "graders": [g.to_dict() for g in self.graders],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    run_a: str
+    run_b: str
+    seed: int
+    resamples: int
+    tests: list[TestRow]
+    """Paired results, sorted by key."""
+    graders: list[GraderRow]
+    """Sorted by grader name."""
+    overall: PairedStats
+    """Test-level scores and pass/fail (``TestScored``) over all paired results."""
+    only_in_a: list[Key]
+    only_in_b: list[Key]
+    flipped: list[FlippedTest]
+    test_id: str | None = None
+    assertion_diffs: list[AssertionDiff] = field(default_factory=list)
+    """For ``test_id``: one entry per target/attempt of that test found in either run."""
+
+    @property
+    def regressions(self) -> list[TestRow]:
+        return [r for r in self.tests if r.flip == "pass->fail"]
+
+    @property
+    def improvements(self) -> list[TestRow]:
+        return [r for r in self.tests if r.flip == "fail->pass"]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+            "seed": self.seed,
+            "resamples": self.resamples,
+            "overall": self.overall.to_dict(),
+            "graders": [g.to_dict() for g in self.graders],
+            "tests": [t.to_dict() for t in self.tests],
+            "only_in_a": [key_dict(k) for k in self.only_in_a],
+            "only_in_b": [key_dict(k) for k in self.only_in_b],
+            "flipped": [f.to_dict() for f in self.flipped],
+            "test_id": self.test_id,
+            "assertion_diffs": [d.to_dict() for d in self.assertion_diffs],
+        }
+
+
+@dataclass(slots=True)
+class _GraderTally:
+    """Per-grader paired columns, filled in one pass over the results."""
+
+    scores_a: list[float] = field(default_factory=list)
+    scores_b: list[float] = field(default_factory=list)
+    passed_a: list[bool] = field(default_factory=list)
+    passed_b: list[bool] = field(default_factory=list)
+    skipped: int = 0
+    only_in_a: int = 0
+    only_in_b: int = 0
+
+
+def compare(
+    a: RunResults,
+    b: RunResults,
+    *,
+    seed: int = 0,
+    resamples: int = 10_000,
+    test_id: str | None = None,
+) -> Comparison:
+    """Pair the results of runs A and B and say what changed from A to B (deltas are B - A).
+
+    ``seed`` makes every bootstrap interval reproducible; each interval gets its own
+    ``random.Random(seed)``, so a grader's interval does not depend on which other graders exist.
+    ``test_id`` asks for assertion-level differences of that test (every target and attempt).
+    """
+    if resamples < 1:
+        raise CompareError(f"resamples: must be at least 1, got {resamples}")
+    results_a, results_b = a.results, b.results
+    if test_id is not None and not any(k[0] == test_id for k in (*results_a, *results_b)):
+        raise CompareError(
+            f"test id {test_id!r} is in neither run {a.run_id} nor run {b.run_id}; check the id"
+        )
+    paired = sorted((k for k in results_a if k in results_b), key=_sort_key)
+    only_in_a = sorted((k for k in results_a if k not in results_b), key=_sort_key)
+    only_in_b = sorted((k for k in results_b if k not in results_a), key=_sort_key)
+
+    rows: list[TestRow] = []
+    flipped: list[FlippedTest] = []
+    tallies: dict[str, _GraderTally] = {}
+    for key in paired:
+        ra, rb = results_a[key], results_b[key]
+        sa, sb = ra.scored, rb.scored
+        row = TestRow(key, sa.score, sb.score, sa.passed, sb.passed, sa.status, sb.status)
+        rows.append(row)
+        va, vb = ra.verdicts, rb.verdicts
+        grader_flipped = False
+        for name, verdict_a in va.items():
+            tally = tallies.get(name)
+            if tally is None:
+                tally = tallies[name] = _GraderTally()
+            verdict_b = vb.get(name)
+            if verdict_b is None:
+                tally.only_in_a += 1
+            elif verdict_a.verdict == "skip" or verdict_b.verdict == "skip":
+                tally.skipped += 1
+            else:
+                pass_a = verdict_a.verdict == "pass"
+                pass_b = verdict_b.verdict == "pass"
+                tally.scores_a.append(verdict_a.score)
+                tally.scores_b.append(verdict_b.score)
+                tally.passed_a.append(pass_a)
+                tally.passed_b.append(pass_b)
+                if pass_a != pass_b:
+                    grader_flipped = True
+        for name in vb.keys() - va.keys():
+            tally = tallies.get(name)
+            if tally is None:
+                tally = tallies[name] = _GraderTally()
+            tally.only_in_b += 1
+        if grader_flipped or sa.passed != sb.passed:
+            flipped.append(FlippedTest(row, _grader_pairs(va, vb)))
+
+    graders = [
+        GraderRow(
+            grader=name,
+            stats=paired_stats(t.scores_a, t.scores_b, t.passed_a, t.passed_b, seed=seed, resamples=resamples),
+            skipped=t.skipped,
+            only_in_a=t.only_in_a,
+            only_in_b=t.only_in_b,
+        )
+        for name, t in sorted(tallies.items())
+    ]
+    overall = paired_stats(
+        [r.score_a for r in rows],
+        [r.score_b for r in rows],
+        [r.passed_a for r in rows],
+        [r.passed_b for r in rows],
+        seed=seed,
+        resamples=resamples,
+    )
+    diffs: list[AssertionDiff] = []
+    if test_id is not None:
+        keys = sorted({k for k in (*results_a, *results_b) if k[0] == test_id}, key=_sort_key)
+        diffs = [assertion_diff(key, results_a.get(key), results_b.get(key)) for key in keys]
+    return Comparison(
+        run_a=a.run_id,
+        run_b=b.run_id,
+        seed=seed,
+        resamples=resamples,
+        tests=rows,
+        graders=graders,
+        overall=overall,
+        only_in_a=only_in_a,
+        only_in_b=only_in_b,
+        flipped=flipped,
+        test_id=test_id,
+        assertion_diffs=diffs,
+    )
+
+
+def _grader_pairs(va: dict[str, VerdictRecorded], vb: dict[str, VerdictRecorded]) -> list[GraderPair]:
+    return [GraderPair(name, va.get(name), vb.get(name)) for name in sorted(va.keys() | vb.keys())]
+
+
+def _by_text(assertions: Iterable[Assertion]) -> dict[str, list[Assertion]]:
+    grouped: dict[str, list[Assertion]] = {}
+    for assertion in assertions:
+        grouped.setdefault(assertion.text, []).append(assertion)
+    return grouped
+
+
+def diff_assertions(grader: str, a: VerdictRecorded | None, b: VerdictRecorded | None) -> GraderAssertionDiff:
+    """Match one grader's assertions by text.
+
+    Repeated texts are matched in order: the i-th "X" in A with the i-th "X" in B; the extras are
+    only in one run.
+    """
+    in_a = _by_text(a.assertions if a else ())
+    in_b = _by_text(b.assertions if b else ())
+    only_a: list[Assertion] = []
+    only_b: list[Assertion] = []
+    changed: list[AssertionChange] = []
+    unchanged = 0
+    for text, group_a in in_a.items():
+        group_b = in_b.get(text, [])
+        for x, y in zip(group_a, group_b):
+            if x.passed == y.passed:
+                unchanged += 1
+            else:
+                changed.append(AssertionChange(text, x.passed, y.passed, x.evidence, y.evidence))
+        only_a.extend(group_a[len(group_b) :])
+        only_b.extend(group_b[len(group_a) :])
+    for text, group_b in in_b.items():
+        if text not in in_a:
+            only_b.extend(group_b)
+    return GraderAssertionDiff(grader, a is not None, b is not None, only_a, only_b, changed, unchanged)
+
+
+def assertion_diff(key: Key, a: TestResult | None, b: TestResult | None) -> AssertionDiff:
+    """Assertion-level differences of one result, grader by grader (either side may be absent)."""
+    va = a.verdicts if a else {}
+    vb = b.verdicts if b else {}
+    graders = [diff_assertions(p.grader, p.a, p.b) for p in _grader_pairs(va, vb)]
+    return AssertionDiff(key, a is not None, b is not None, graders)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:+.4f}"
+
+
+def regression(comparison: Comparison, mode: str) -> tuple[bool, str]:
+    """Whether B regressed from A, and a one-line reason.
+
+    ``ci``: the test-level mean score difference has a CI entirely below 0 (B significantly worse);
+    per-grader intervals are shown but not gated on, to avoid multiple-comparison false alarms.
+    ``flip``: at least one test flipped pass -> fail. ``any``: either.
+    """
+    if mode not in REGRESSION_MODES:
+        raise CompareError(f"regression mode: expected one of {', '.join(REGRESSION_MODES)}, got {mode!r}")
+    found: list[str] = []
+    clear: list[str] = []
+    if mode in ("ci", "any"):
+        score = comparison.overall.score
+        if score.ci_low is None or score.ci_high is None or score.mean_diff is None:
+            clear.append(f"no confidence interval ({score.note})")
+        else:
+            ci = f"mean score difference {_fmt(score.mean_diff)}, {score.confidence:.0%} CI [{_fmt(score.ci_low)}, {_fmt(score.ci_high)}]"
+            if score.ci_high < 0:
+                found.append(f"{ci} is entirely below 0")
+            else:
+                clear.append(f"{ci} does not lie entirely below 0")
+    if mode in ("flip", "any"):
+        flips = comparison.regressions
+        if flips:
+            shown = ", ".join(key_label(r.key) for r in flips[:5])
+            more = f" and {len(flips) - 5} more" if len(flips) > 5 else ""
+            found.append(f"{len(flips)} test(s) flipped pass->fail: {shown}{more}")
+        else:
+            clear.append("no test flipped pass->fail")
+    if found:
+        return True, "; ".join(found)
+    return False, "; ".join(clear)

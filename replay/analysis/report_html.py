@@ -1,0 +1,300 @@
+"""A comparison as one self-contained HTML page: inline CSS, inline SVG, no scripts, no network.
+
+Every piece of user text (run ids, test ids, grader names, assertion texts, evidence) goes through
+:func:`_e`, so a test id like ``<img src=...>`` is shown, never rendered. Large runs stay readable and
+the file stays small: the delta chart draws at most :data:`MAX_BARS` bars and the flipped-test and
+only-in-one-run lists are cut at a stated limit, each saying how much was left out.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from evalstore.store.events import VerdictRecorded
+
+from evalstore.replay.analysis.compare import (
+    AssertionDiff,
+    Comparison,
+    FlippedTest,
+    GraderAssertionDiff,
+    Key,
+    TestRow,
+    key_label,
+)
+from evalstore.replay.analysis.stats import PairedStats
+
+MAX_BARS = 1000
+"""More tests than this: each bar is the mean delta of consecutive tests in sorted order."""
+MAX_FLIPPED = 200
+MAX_LISTED = 500
+
+_CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #1d232b; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #d8dee4; padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+table { border-collapse: collapse; margin: 6px 0 12px; }
+th, td { border: 1px solid #d8dee4; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f5f7; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.muted { color: #5c6773; }
+.pass { color: #1a7f37; font-weight: 600; }
+.fail { color: #cf222e; font-weight: 600; }
+.skip { color: #9a6700; font-weight: 600; }
+.worse { background: #ffebe9; }
+.better { background: #dafbe1; }
+.note { color: #5c6773; font-style: italic; }
+ul.asserts { margin: 4px 0; padding-left: 18px; }
+.side { width: 50%; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; }
+svg { display: block; margin: 8px 0; }
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _num(x: float | None, digits: int = 4, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def _p(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.3g}" if x < 0.001 else f"{x:.4f}"
+
+
+def _note(note: str | None) -> str:
+    return f' <span class="note">({_e(note)})</span>' if note else ""
+
+
+def _stats_cells(stats: PairedStats) -> str:
+    s, c, m, k = stats.score, stats.counts, stats.mcnemar, stats.kappa
+    ci = "—" if s.ci_low is None else f"[{_num(s.ci_low, signed=True)}, {_num(s.ci_high, signed=True)}]"
+    return (
+        f'<td class="num">{s.n}</td><td class="num">{_num(s.mean_a)}</td><td class="num">{_num(s.mean_b)}</td>'
+        f'<td class="num">{_num(s.mean_diff, signed=True)}</td><td>{ci}{_note(s.note)}</td>'
+        f'<td class="num">{c.n}</td><td class="num">{c.both_pass}</td><td class="num">{c.both_fail}</td>'
+        f'<td class="num">{c.a_only_pass}</td><td class="num">{c.b_only_pass}</td>'
+        f"<td>{_p(m.p_value)}{_note(m.note)}</td><td>{_num(k.kappa, 3)}{_note(k.note)}</td>"
+    )
+
+
+_STATS_HEAD = (
+    "<th>score pairs</th><th>mean A</th><th>mean B</th><th>diff (B−A)</th><th>95% CI</th>"
+    "<th>pass/fail pairs</th><th>both pass</th><th>both fail</th><th>A-only pass</th><th>B-only pass</th>"
+    "<th>McNemar p</th><th>kappa</th>"
+)
+
+
+def _summary(c: Comparison) -> str:
+    s = c.overall.score
+    worse = len(c.regressions)
+    better = len(c.improvements)
+    method = f"<p class=\"muted\">CI method: {_e(s.method)}.</p>" if s.method else ""
+    return (
+        "<h2>Summary</h2>"
+        f"<p>Run A <code>{_e(c.run_a)}</code> vs run B <code>{_e(c.run_b)}</code>: "
+        f"{len(c.tests)} paired results, {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B. "
+        f'<span class="fail">{worse} flipped pass→fail</span>, '
+        f'<span class="pass">{better} flipped fail→pass</span>.</p>'
+        f"<table><tr><th></th>{_STATS_HEAD}</tr><tr><th>tests</th>{_stats_cells(c.overall)}</tr></table>"
+        f"{method}"
+        '<p class="muted">Differences are B − A. CI: paired bootstrap percentile interval of the mean '
+        "difference. McNemar: exact two-sided binomial test on the discordant pairs. Kappa: Cohen's kappa "
+        "of pass/fail agreement.</p>"
+    )
+
+
+def _graders(c: Comparison) -> str:
+    if not c.graders:
+        return '<h2>Graders</h2><p class="note">No grader verdicts.</p>'
+    rows = "".join(
+        f"<tr><th>{_e(g.grader)}</th>{_stats_cells(g.stats)}"
+        f'<td class="num">{g.skipped}</td><td class="num">{g.only_in_a}</td><td class="num">{g.only_in_b}</td></tr>'
+        for g in c.graders
+    )
+    return (
+        "<h2>Graders</h2>"
+        f"<table><tr><th>grader</th>{_STATS_HEAD}<th>skipped</th><th>only in A</th><th>only in B</th></tr>"
+        f"{rows}</table>"
+        '<p class="muted">Pairs where either verdict is <code>skip</code> are left out of a grader\'s '
+        "statistics and counted as skipped.</p>"
+    )
+
+
+def _bars(rows: list[TestRow]) -> tuple[list[tuple[float, str]], int]:
+    """(delta, tooltip) per bar, sorted by delta; and how many tests each bar stands for."""
+    ordered = sorted(rows, key=lambda r: (r.delta, r.key[0]))
+    per_bar = max(1, math.ceil(len(ordered) / MAX_BARS))
+    if per_bar == 1:
+        return [(r.delta, f"{key_label(r.key)}: {r.delta:+.4f}") for r in ordered], 1
+    bars = []
+    for start in range(0, len(ordered), per_bar):
+        chunk = ordered[start : start + per_bar]
+        mean = math.fsum(r.delta for r in chunk) / len(chunk)
+        tip = f"{len(chunk)} tests, {key_label(chunk[0].key)} … {key_label(chunk[-1].key)}: mean {mean:+.4f}"
+        bars.append((mean, tip))
+    return bars, per_bar
+
+
+def _chart(c: Comparison) -> str:
+    head = "<h2>Score deltas by test</h2>"
+    if not c.tests:
+        return head + '<p class="note">No paired results.</p>'
+    bars, per_bar = _bars(c.tests)
+    width, height, pad = 900, 240, 30
+    plot_h = height - 2 * pad
+    top = max(max((d for d, _ in bars), default=0.0), 0.0)
+    bottom = min(min((d for d, _ in bars), default=0.0), 0.0)
+    span = (top - bottom) or 1.0
+    zero_y = pad + plot_h * top / span
+    step = (width - 2 * pad) / len(bars)
+    bar_w = min(max(step * 0.8, 0.5), 48.0)
+    parts = [
+        f'<svg width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="score deltas, one bar per test">',
+        f'<line x1="{pad}" y1="{zero_y:.2f}" x2="{width - pad}" y2="{zero_y:.2f}" stroke="#8c959f"/>',
+        f'<text x="4" y="{pad - 8}" font-size="11" fill="#5c6773">{top:+.3f}</text>',
+        f'<text x="4" y="{height - pad + 16}" font-size="11" fill="#5c6773">{bottom:+.3f}</text>',
+    ]
+    for i, (delta, tip) in enumerate(bars):
+        h = plot_h * abs(delta) / span
+        y = zero_y - h if delta > 0 else zero_y
+        colour = "#1a7f37" if delta > 0 else "#cf222e" if delta < 0 else "#8c959f"
+        h = max(h, 1.0)
+        parts.append(
+            f'<rect x="{pad + i * step:.2f}" y="{y:.2f}" width="{bar_w:.2f}" height="{h:.2f}" fill="{colour}">'
+            f"<title>{_e(tip)}</title></rect>"
+        )
+    parts.append("</svg>")
+    caption = (
+        "One bar per test, sorted by delta (B − A); hover a bar for the test."
+        if per_bar == 1
+        else f"{len(c.tests)} tests: each bar is the mean delta of {per_bar} consecutive tests in sorted order."
+    )
+    return head + "".join(parts) + f'<p class="muted">{_e(caption)}</p>'
+
+
+def _arrow(flip: str) -> str:
+    return _e(flip.replace("->", " → "))
+
+
+def _verdict_word(verdict: str) -> str:
+    return f'<span class="{_e(verdict)}">{_e(verdict)}</span>'
+
+
+def _verdict_cell(v: VerdictRecorded | None) -> str:
+    if v is None:
+        return '<td class="side note">no verdict</td>'
+    status = "" if v.status == "ok" else f' <span class="skip">{_e(v.status)}</span>'
+    items = "".join(
+        f'<li><span class="{"pass" if a.passed else "fail"}">{"✓" if a.passed else "✗"}</span> {_e(a.text)}'
+        + (f' <span class="muted">— {_e(a.evidence)}</span>' if a.evidence else "")
+        + "</li>"
+        for a in v.assertions
+    )
+    asserts = f'<ul class="asserts">{items}</ul>' if items else '<div class="note">no assertions</div>'
+    return (
+        f'<td class="side">score {_num(v.score)} · {_verdict_word(v.verdict)}{status} '
+        f'<span class="muted">({_e(v.grader_type)})</span>{asserts}</td>'
+    )
+
+
+def _flipped_one(f: FlippedTest) -> str:
+    r = f.row
+    flip = r.flip or "grader verdicts flipped"
+    cls = "worse" if r.flip == "pass->fail" else "better" if r.flip == "fail->pass" else ""
+    rows = "".join(
+        f"<tr><th>{_e(g.grader)}"
+        + (f'<div class="muted">{_arrow(g.flip)}</div>' if g.flip else "")
+        + f"</th>{_verdict_cell(g.a)}{_verdict_cell(g.b)}</tr>"
+        for g in f.graders
+    )
+    return (
+        f'<h3 class="{cls}">{_e(key_label(r.key))} <span class="muted">{_arrow(flip)}</span></h3>'
+        f"<table><tr><th>grader</th><th>A: score {_num(r.score_a)} · "
+        f"{_verdict_word('pass' if r.passed_a else 'fail')}</th>"
+        f"<th>B: score {_num(r.score_b)} · {_verdict_word('pass' if r.passed_b else 'fail')}</th></tr>"
+        f"{rows}</table>"
+    )
+
+
+def _flipped(c: Comparison) -> str:
+    head = "<h2>Flipped tests</h2>"
+    if not c.flipped:
+        return head + '<p class="note">No test or grader verdict flipped between A and B.</p>'
+    # Regressions first: they are what a reader opens the report for.
+    order = {"pass->fail": 0, "fail->pass": 1, None: 2}
+    ordered = sorted(c.flipped, key=lambda f: order[f.row.flip])
+    shown = "".join(_flipped_one(f) for f in ordered[:MAX_FLIPPED])
+    more = (
+        f'<p class="note">{len(ordered) - MAX_FLIPPED} more flipped tests not shown; use --json for all.</p>'
+        if len(ordered) > MAX_FLIPPED
+        else ""
+    )
+    return head + shown + more
+
+
+def _key_list(title: str, keys: list[Key]) -> str:
+    if not keys:
+        return ""
+    items = "".join(f"<li><code>{_e(key_label(k))}</code></li>" for k in keys[:MAX_LISTED])
+    more = f'<p class="note">{len(keys) - MAX_LISTED} more not shown.</p>' if len(keys) > MAX_LISTED else ""
+    return f"<h2>{_e(title)} ({len(keys)})</h2><ul>{items}</ul>{more}"
+
+
+def _assert_items(label: str, texts: list[str]) -> str:
+    if not texts:
+        return ""
+    return f"<div>{_e(label)}:<ul class=\"asserts\">{''.join(f'<li>{_e(t)}</li>' for t in texts)}</ul></div>"
+
+
+def _grader_diff(g: GraderAssertionDiff) -> str:
+    presence = "" if g.in_a and g.in_b else f' <span class="note">(verdict only in {"A" if g.in_a else "B"})</span>'
+    changed = "".join(
+        f"<li>{_e(ch.text)}: {_verdict_word('pass' if ch.passed_a else 'fail')} → "
+        f"{_verdict_word('pass' if ch.passed_b else 'fail')}</li>"
+        for ch in g.changed
+    )
+    body = (
+        _assert_items("only in A", [a.text for a in g.only_in_a])
+        + _assert_items("only in B", [a.text for a in g.only_in_b])
+        + (f'<div>passed changed:<ul class="asserts">{changed}</ul></div>' if changed else "")
+    )
+    if not body:
+        body = f'<div class="note">no differences ({g.unchanged} assertions unchanged)</div>'
+    return f"<h3>{_e(g.grader)}{presence}</h3>{body}"
+
+
+def _assertion_diffs(diffs: list[AssertionDiff]) -> str:
+    out = []
+    for d in diffs:
+        where = "" if d.in_a and d.in_b else f' <span class="note">(only in {"A" if d.in_a else "B"})</span>'
+        graders = "".join(_grader_diff(g) for g in d.graders) or '<p class="note">no verdicts</p>'
+        out.append(f"<h2>Assertions of <code>{_e(key_label(d.key))}</code>{where}</h2>{graders}")
+    return "".join(out)
+
+
+def render_html(comparison: Comparison, *, title: str) -> str:
+    """The whole report as one HTML document that needs nothing but itself to display."""
+    body = (
+        _summary(comparison)
+        + _graders(comparison)
+        + _chart(comparison)
+        + _flipped(comparison)
+        + _assertion_diffs(comparison.assertion_diffs)
+        + _key_list("Only in run A", comparison.only_in_a)
+        + _key_list("Only in run B", comparison.only_in_b)
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
+        f"<body><h1>{_e(title)}</h1>{body}</body></html>\n"
+    )

@@ -1,0 +1,158 @@
+"""Read models over the store for people: run lists, one run's results, finding a run by a short id."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from evalstore.store import EventStore
+from evalstore.store.events import LineSkipped, RunStarted
+
+from evalstore.replay.errors import NotFoundError
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    kind: str
+    parent_run_id: str | None
+    suite: str | None
+    target: str | None
+    status: str
+    tests: int
+    passed: int
+    errors: int
+    mean_score: float | None
+    started_at: str
+    source: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ResultRow:
+    test_id: str
+    target: str
+    attempt: int
+    score: float
+    passed: bool
+    status: str
+    error: str | None
+    origin: str
+    graders: dict[str, float] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
+    counts = store.result_counts(run_rows[0]["run_id"] if len(run_rows) == 1 else None)
+    out = []
+    for run in run_rows:
+        c = counts.get(run["run_id"], {"tests": 0, "passed": 0, "errors": 0, "score_sum": None})
+        out.append(
+            RunSummary(
+                run_id=run["run_id"],
+                kind=run["kind"],
+                parent_run_id=run["parent_run_id"],
+                suite=run["suite"],
+                target=run["target_name"],
+                status=run["status"],
+                tests=c["tests"],
+                passed=int(c["passed"] or 0),
+                errors=int(c["errors"] or 0),
+                mean_score=round(c["score_sum"] / c["tests"], 6) if c["tests"] else None,
+                started_at=run["started_at"],
+                source=run["source"],
+            )
+        )
+    return out
+
+
+def list_runs(store: EventStore) -> list[RunSummary]:
+    rows = sorted(store.query("runs"), key=lambda r: r["started_seq"])
+    return _summaries(store, rows)
+
+
+def resolve_run(store: EventStore, ref: str) -> str:
+    """A run id from a full id, a unique prefix, or ``last`` (the most recently started run)."""
+    ids = store.run_ids()
+    if ref == "last":
+        if not ids:
+            raise NotFoundError("the store has no runs yet")
+        return ids[-1]
+    if ref in ids:
+        return ref
+    matches = [i for i in ids if i.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise NotFoundError(f"no run {ref!r} in this store; `evalstore runs` lists them")
+    raise NotFoundError(f"run id {ref!r} is ambiguous ({', '.join(matches[:5])}); give more characters")
+
+
+def run_summary(store: EventStore, run_id: str) -> RunSummary:
+    rows = store.query("runs", run_id=run_id)
+    if not rows:
+        raise NotFoundError(f"no run {run_id!r}")
+    return _summaries(store, rows)[0]
+
+
+def run_started(store: EventStore, run_id: str) -> RunStarted:
+    for ev in store.read_stream(run_id, types=["run_started"]):
+        return ev.event  # type: ignore[return-value]
+    raise NotFoundError(f"no run {run_id!r}")
+
+
+def skipped_lines(store: EventStore, run_id: str) -> list[LineSkipped]:
+    """The source lines an import left out (``--skip-bad``, or a result superseded by a later one), with
+    why; each source with its file made absolute again."""
+    root: str | None = None
+    lines = []
+    for stored in store.read_stream(run_id, types=["run_started", "line_skipped"]):
+        ev = stored.event
+        if isinstance(ev, RunStarted):
+            root = ev.source.file if ev.source else None
+        elif isinstance(ev, LineSkipped):
+            lines.append(ev.model_copy(update={"source": ev.source.resolved(root)}))
+    return lines
+
+
+def transcript_run_id(store: EventStore, started: RunStarted) -> str:
+    """The run holding a run's transcripts: itself, or for a replay the run it (ultimately) replayed.
+    Walks ``run_started`` events only, never whole streams."""
+    seen = {started.run_id}
+    while started.kind == "replay" and started.parent_run_id and started.parent_run_id not in seen:
+        seen.add(started.parent_run_id)
+        started = run_started(store, started.parent_run_id)
+    return started.run_id
+
+
+def run_results(store: EventStore, run_id: str) -> list[ResultRow]:
+    graders: dict[tuple, dict[str, float]] = defaultdict(dict)
+    verdicts: dict[tuple, dict[str, str]] = defaultdict(dict)
+    for v in store.query("verdicts", run_id=run_id):
+        key = (v["test_id"], v["target"], v["attempt"])
+        graders[key][v["grader"]] = v["score"]
+        verdicts[key][v["grader"]] = v["verdict"]
+    rows = []
+    for r in store.query("results", run_id=run_id):
+        key = (r["test_id"], r["target"], r["attempt"])
+        rows.append(
+            ResultRow(
+                test_id=r["test_id"],
+                target=r["target"],
+                attempt=r["attempt"],
+                score=r["score"],
+                passed=bool(r["passed"]),
+                status=r["status"],
+                error=r["error"],
+                origin=r["origin"],
+                graders=graders.get(key, {}),
+                verdicts=verdicts.get(key, {}),
+            )
+        )
+    return rows

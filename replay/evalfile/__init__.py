@@ -1,0 +1,1 @@
+"""AgentV eval files: the YAML parser, its typed field readers, the resolved specs, snapshots."""

@@ -1,0 +1,385 @@
+"""A test's ``assertions`` (or Promptfoo-style ``assert``) turned into grader specs.
+
+AgentV v4 semantics (agentv-formats.md §4.1, §5.1, §5.4, §7.1), plus the v5-next generated-bundle
+types ``llm-rubric`` and ``script``. Types evalstore cannot grade are warned about and skipped, so
+the rest of the suite still loads.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any, Union
+
+from evalstore.replay.evalfile.converters import merge_converters, parse_converters
+from evalstore.replay.evalfile.fields import ParseContext, expect_list, expect_mapping, opt_bool, opt_number, opt_str, warn_unknown
+from evalstore.replay.evalfile.rubrics import parse_rubric_items
+from evalstore.replay.evalfile.source import Where
+from evalstore.replay.evalfile.specs import DETERMINISTIC_TYPES, AssertionSpec, CodeGraderSpec, ConverterSpec, LlmGraderSpec, RubricItem
+
+AnyGrader = Union[LlmGraderSpec, CodeGraderSpec, AssertionSpec]
+
+COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate")
+LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
+CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors")
+DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags")
+
+RUBRIC_TYPES = ("rubrics", "rubric")
+LLM_TYPES = ("llm-grader", "llm-rubric", *RUBRIC_TYPES)
+CODE_TYPES = ("code-grader", "script")
+DEPRECATED_TYPES = {"llm-judge": "llm-grader", "code-judge": "code-grader"}
+STRING_VALUE_TYPES = ("contains", "icontains", "starts-with", "ends-with", "regex")
+LIST_VALUE_TYPES = ("contains-any", "contains-all", "icontains-any", "icontains-all")
+REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "u": 0, "y": 0}
+
+# A prompt file must place the candidate somewhere (AgentV prompt-validator.ts).
+PROMPT_VARIABLE = re.compile(r"\{\{\s*(output|expected_output)\s*\}\}")
+# Arguments that name a script file: a missing one is an error, not a runtime surprise.
+SCRIPT_SUFFIXES = frozenset(
+    ".py .ts .mts .js .mjs .cjs .sh .bash .zsh .rb .pl .php .lua .r .jl .ps1 .tsx .jsx".split()
+)
+SHELLS = ("sh", "bash", "zsh", "dash")
+SHELL_COMMAND_FLAGS = ("-c", "-lc", "-ec", "-ic")
+SHELL_METACHARACTERS = ";|&$`<>()"
+# AgentV writes `undefined` into generated bundles for unset fields (agentv-formats.md §7.2).
+JS_UNDEFINED = "undefined"
+
+
+def parse_assertions(
+    raw: Any, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
+) -> list[AnyGrader]:
+    """Graders in written order; bare strings become one rubrics grader at the first string's place."""
+    items = expect_list(raw, where, "a list of assertions")
+    graders: list[AnyGrader | None] = []
+    bare: list[str] = []
+    bare_slot: int | None = None
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            if not item.strip():
+                ctx.warn(where.index(i), "empty assertion skipped")
+                continue
+            if bare_slot is None:
+                bare_slot = len(graders)
+                graders.append(None)
+            bare.append(item)
+            continue
+        grader = parse_grader(item, where.index(i), ctx, converters)
+        if grader is not None:
+            graders.append(grader)
+    if bare_slot is not None:
+        graders[bare_slot] = LlmGraderSpec(
+            name="rubrics",
+            declared_type="rubrics",
+            rubrics=[RubricItem(id=f"rubric-{n}", outcome=text) for n, text in enumerate(bare, start=1)],
+            weight=float(len(bare)),
+            preprocessors=converters,
+        )
+    return [g for g in graders if g is not None]
+
+
+def implicit_grader(converters: list[ConverterSpec]) -> LlmGraderSpec:
+    """What a test without assertions is graded by: the default llm-grader on its criteria."""
+    return LlmGraderSpec(name="llm-grader", declared_type="implicit", preprocessors=converters)
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """Names unique within a test: repeats get -2, -3, ... in order."""
+    taken: set[str] = set()
+    out: list[str] = []
+    for base in names:
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def assign_names(graders: list[AnyGrader]) -> list[AnyGrader]:
+    """Graders renamed by :func:`unique_names`."""
+    names = unique_names([g.name for g in graders])
+    return [g if name == g.name else g.model_copy(update={"name": name}) for g, name in zip(graders, names)]
+
+
+def parse_grader(
+    item: Any, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
+) -> AnyGrader | None:
+    obj = expect_mapping(item, where, "an assertion (a string or an object with `type`)")
+    written = obj.get("type")
+    if not isinstance(written, str) or not written.strip():
+        raise where.error("`type` is required; e.g. llm-grader, rubrics, code-grader, contains")
+    kind = written.strip().lower().replace("_", "-")
+    if kind in DEPRECATED_TYPES:
+        ctx.warn(where.key("type"), f"`{written}` is deprecated; read as `{DEPRECATED_TYPES[kind]}`")
+        kind = DEPRECATED_TYPES[kind]
+    if kind in LLM_TYPES:
+        warn_unknown(ctx, obj, LLM_KEYS, where)
+        return _llm_grader(obj, kind, where, ctx, converters)
+    if kind in CODE_TYPES:
+        return _code_grader(obj, kind, where, ctx, converters)
+    if kind in DETERMINISTIC_TYPES:
+        warn_unknown(ctx, obj, DETERMINISTIC_KEYS, where)
+        return _deterministic(obj, kind, where)
+    ctx.warn(where.key("type"), f"grader type `{written}` is not supported by evalstore; assertion skipped")
+    return None
+
+
+def _common(obj: dict[str, Any], kind: str, where: Where) -> dict[str, Any]:
+    name = opt_str(obj, "name", where) or opt_str(obj, "metric", where) or kind
+    fields: dict[str, Any] = {"name": name}
+    weight = opt_number(obj, "weight", where, low=0.0)
+    if weight is not None:
+        fields["weight"] = weight
+    required = obj.get("required")
+    if required is not None:
+        if isinstance(required, bool):
+            fields["required"] = required
+        else:
+            # v4 accepts a number as the required score (deprecated); it must be a valid score.
+            fields["required"] = opt_number(obj, "required", where, low=0.0, high=1.0, low_open=True)
+    min_score = opt_number(obj, "min_score", where, low=0.0, high=1.0)
+    if min_score is not None:
+        fields["min_score"] = min_score
+    negate = opt_bool(obj, "negate", where)
+    if negate is not None:
+        fields["negate"] = negate
+    return fields
+
+
+def _config(obj: dict[str, Any], where: Where) -> dict[str, Any] | None:
+    if obj.get("config") is None:
+        return None
+    return dict(expect_mapping(obj["config"], where.key("config")))
+
+
+def _effective_converters(
+    obj: dict[str, Any], where: Where, ctx: ParseContext, suite: list[ConverterSpec]
+) -> list[ConverterSpec]:
+    own = parse_converters(obj.get("preprocessors"), where.key("preprocessors"), ctx)
+    return merge_converters(suite, own)
+
+
+def _llm_grader(
+    obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
+) -> LlmGraderSpec:
+    fields = _common(obj, kind, where)
+    if kind in RUBRIC_TYPES:
+        key = next((k for k in ("criteria", "rubrics") if k in obj), None)
+        if key is None:
+            raise where.error(f"`type: {kind}` needs `criteria`: a list of rubric items")
+        if kind == "rubric":
+            ctx.warn(where.key("type"), "`type: rubric` is deprecated; use `type: rubrics` with `criteria`")
+        fields["rubrics"] = parse_rubric_items(obj[key], where.key(key), ctx)
+    elif kind == "llm-rubric":
+        key = next((k for k in ("rubrics", "value") if k in obj), None)
+        if key is not None:
+            fields["rubrics"] = parse_rubric_items(obj[key], where.key(key), ctx)
+    elif "rubrics" in obj:
+        fields["rubrics"] = parse_rubric_items(obj["rubrics"], where.key("rubrics"), ctx)
+    fields.update(_prompt(obj, where, ctx))
+    target = opt_str(obj, "target", where)
+    return LlmGraderSpec(
+        declared_type=kind,
+        target=target,
+        config=_config(obj, where),
+        preprocessors=_effective_converters(obj, where, ctx, converters),
+        **fields,
+    )
+
+
+def _prompt(obj: dict[str, Any], where: Where, ctx: ParseContext) -> dict[str, Any]:
+    prompt = obj.get("prompt")
+    at = where.key("prompt")
+    if prompt is None:
+        return {}
+    if isinstance(prompt, dict):
+        raise at.error("executable prompt templates (`prompt: {command}`) are not supported; use file://path.md")
+    if not isinstance(prompt, str):
+        raise at.error("expected inline prompt text or file://path.md")
+    if prompt.strip() == JS_UNDEFINED:
+        ctx.warn(at, "`undefined` (an AgentV export artefact) read as no prompt")
+        return {}
+    if not prompt.startswith("file://"):
+        return {"prompt": prompt}
+    path = ctx.resolve(prompt, at, "prompt file")
+    if not PROMPT_VARIABLE.search(ctx.read_text(path, at)):
+        raise at.error(
+            f"prompt file `{path}` contains neither {{{{output}}}} nor {{{{expected_output}}}}; "
+            "add one so the judge sees the answer"
+        )
+    ctx.reference("prompt", path, prompt)
+    return {"prompt_file": str(path), "prompt_ref": prompt}
+
+
+def _code_grader(
+    obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
+) -> CodeGraderSpec:
+    fields = _common(obj, kind, where)
+    key = "script" if "script" in obj and "command" not in obj else "command"
+    if key == "script":
+        ctx.warn(where.key("script"), "`script` is deprecated; use `command`")
+    raw = obj.get(key)
+    at = where.key(key) if key in obj else where
+    if isinstance(raw, str) and raw.strip():
+        command = ["sh", "-c", raw]
+        script, script_ref = _shell_script(raw, at, ctx)
+    elif isinstance(raw, list) and raw:
+        for i, part in enumerate(raw):
+            if not isinstance(part, str) or not part:
+                raise at.index(i).error("argv elements must be non-empty strings")
+        command = list(raw)
+        if _is_shell_argv(command):
+            script, script_ref = _shell_script(command[2], at.index(2), ctx)
+        else:
+            command, script, script_ref = _argv_script(command, at, ctx)
+    else:
+        raise at.error(
+            f'`{key}` is required: an argv list such as ["python3", "check.py"] or a shell command string'
+        )
+    if script is not None:
+        ctx.reference("grader_script", script, script_ref)
+    # AgentV folds unknown keys into the grader's config; keep that, but say so.
+    config = _config(obj, where) or {}
+    for extra in obj:
+        if extra not in CODE_KEYS:
+            ctx.warn(where.key(extra), f"unknown key `{extra}` passed to the grader in `config`")
+            config[str(extra)] = obj[extra]
+    timeout = opt_number(obj, "timeout", where, low=0.0, low_open=True)
+    return CodeGraderSpec(
+        command=command,
+        script=str(script) if script is not None else None,
+        cwd=_cwd(obj, where, ctx),
+        config=config or None,
+        preprocessors=_effective_converters(obj, where, ctx, converters),
+        **({"timeout": timeout} if timeout is not None else {}),
+        **fields,
+    )
+
+
+def _argv_script(argv: list[str], at: Where, ctx: ParseContext) -> tuple[list[str], Path | None, str | None]:
+    """The script an argv runs: the first argument after the interpreter (or a path-like argv[0])
+    that resolves through the search roots; that element becomes its absolute path."""
+    named: tuple[int, str] | None = None
+    for i, token in enumerate(argv):
+        if not _may_be_script(token, first=i == 0):
+            continue
+        found = ctx.find(token)
+        if found is not None:
+            resolved = list(argv)
+            resolved[i] = str(found)
+            return resolved, found, token
+        if named is None and _names_script(token, first=i == 0):
+            named = (i, token)
+    if named is not None:
+        # A warning, not an error: suites are often read (imported, inspected) where their grader
+        # scripts are not installed; the grader then fails with an execution error when it runs.
+        ctx.warn(
+            at.index(named[0]),
+            f"grader script `{named[1]}` not found in the search roots ({', '.join(ctx.search_roots)}); "
+            "this grader will fail when it runs",
+        )
+    return argv, None, None
+
+
+def _shell_script(command: str, at: Where, ctx: ParseContext) -> tuple[Path | None, str | None]:
+    """The script a shell command string runs, for digests; the string itself is left as written."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return None, None
+    named: str | None = None
+    for i, token in enumerate(tokens):
+        if not _may_be_script(token, first=i == 0):
+            continue
+        found = ctx.find(token)
+        if found is not None:
+            return found, token
+        if named is None and _names_script(token, first=i == 0):
+            named = token
+    if named is not None:
+        problem = f"grader script `{named}` not found in the search roots ({', '.join(ctx.search_roots)})"
+        # A compound command may cd elsewhere or build the path at run time: say so, don't refuse.
+        if any(ch in command for ch in SHELL_METACHARACTERS) or "cd" in tokens:
+            ctx.warn(at, f"{problem}; its digest cannot be recorded")
+        else:
+            ctx.warn(at, f"{problem}; this grader will fail when it runs")
+    return None, None
+
+
+def _is_shell_argv(argv: list[str]) -> bool:
+    return len(argv) >= 3 and os.path.basename(argv[0]) in SHELLS and argv[1] in SHELL_COMMAND_FLAGS
+
+
+def _may_be_script(token: str, first: bool) -> bool:
+    if token.startswith("-") or not token.strip() or any(c.isspace() for c in token):
+        return False
+    if not first:
+        return True
+    # argv[0] is an interpreter found on PATH, unless written as a relative path or a script name
+    # (an absolute /usr/bin/python3 is the interpreter, not the script).
+    is_path = "/" in token or os.sep in token
+    return is_path and (not os.path.isabs(token) or _has_script_suffix(token))
+
+
+def _names_script(token: str, first: bool) -> bool:
+    return _has_script_suffix(token) or (first and _may_be_script(token, first))
+
+
+def _has_script_suffix(token: str) -> bool:
+    return os.path.splitext(token)[1].lower() in SCRIPT_SUFFIXES
+
+
+def _cwd(obj: dict[str, Any], where: Where, ctx: ParseContext) -> str:
+    written = opt_str(obj, "cwd", where)
+    if written is None:
+        return str(ctx.eval_dir)
+    for root in [""] if os.path.isabs(written) else ctx.search_roots:
+        candidate = os.path.normpath(os.path.join(root, written))
+        if os.path.isdir(candidate):
+            return candidate
+    ctx.warn(where.key("cwd"), f"directory `{written}` not found in the search roots; using {ctx.eval_dir}")
+    return str(ctx.eval_dir)
+
+
+def _deterministic(obj: dict[str, Any], kind: str, where: Where) -> AssertionSpec:
+    fields = _common(obj, kind, where)
+    value = obj.get("value")
+    at = where.key("value")
+    if kind in STRING_VALUE_TYPES:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not value:
+            raise (at if "value" in obj else where).error(f"`type: {kind}` needs a non-empty string `value`")
+    elif kind in LIST_VALUE_TYPES:
+        if isinstance(value, str):
+            value = [value]
+        items = expect_list(value, at, f"a list of strings for `type: {kind}`")
+        if not items or not all(isinstance(v, str) and v for v in items):
+            raise at.error(f"`type: {kind}` needs a non-empty list of non-empty strings")
+    elif kind == "equals" and "value" not in obj:
+        raise where.error("`type: equals` needs `value`")
+    flags = opt_str(obj, "flags", where)
+    if flags is not None and kind != "regex":
+        raise where.key("flags").error("`flags` only applies to `type: regex`")
+    if kind == "regex":
+        compile_regex(value, flags or "", where)
+    return AssertionSpec(type=kind, value=value, flags=flags, **fields)  # type: ignore[arg-type]
+
+
+def compile_regex(pattern: str, flags: str, where: Where | None = None) -> re.Pattern[str]:
+    """The regex as graded: JavaScript-style flags ``i m s`` apply, ``g u y`` have no effect."""
+    bits = 0
+    for flag in flags:
+        if flag not in REGEX_FLAGS:
+            message = f"unknown regex flag `{flag}`; use any of {''.join(REGEX_FLAGS)}"
+            raise where.key("flags").error(message) if where else ValueError(message)
+        bits |= REGEX_FLAGS[flag]
+    try:
+        return re.compile(pattern, bits)
+    except re.error as exc:
+        if where is None:
+            raise
+        raise where.key("value").error(f"invalid regex ({exc}); fix the pattern") from exc

@@ -1,0 +1,101 @@
+"""Test input as messages: a string, a list of messages, or an object (agentv-formats.md §2, §7.1).
+
+Authored content segments use ``value`` (``{type: file, value: ./a.md}``); they become the content
+model's blocks. An object input is one user message holding the object as formatted JSON, which is
+what ``{{input}}`` renders and what the target is sent (the content model holds text, not objects).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalstore.replay.evalfile.fields import ParseContext, expect_mapping, str_list, warn_unknown
+from evalstore.replay.evalfile.source import Where
+from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock, render_object
+
+MESSAGE_KEYS = ("role", "content", "tool_calls", "name")
+SEGMENT_TYPES = ("text", "file", "image")
+
+
+def parse_input(raw: Any, where: Where, ctx: ParseContext) -> list[Message]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [Message(role="user", content=raw)]
+    if isinstance(raw, list):
+        return [_message(item, where.index(i), ctx) for i, item in enumerate(raw)]
+    if isinstance(raw, dict):
+        if "role" in raw:
+            return [_message(raw, where, ctx)]
+        return [Message(role="user", content=render_object(raw))]
+    raise where.error("expected a string, a list of {role, content} messages, or an object")
+
+
+def _message(raw: Any, where: Where, ctx: ParseContext) -> Message:
+    obj = expect_mapping(raw, where, "a message {role, content}")
+    warn_unknown(ctx, obj, MESSAGE_KEYS, where)
+    role = obj.get("role")
+    if not isinstance(role, str) or not role.strip():
+        raise where.error("`role` is required (user, assistant or system)")
+    content = obj.get("content")
+    if isinstance(content, list):
+        content = [_segment(seg, where.key("content").index(i), ctx) for i, seg in enumerate(content)]
+    elif isinstance(content, dict):
+        content = render_object(content)
+    elif content is not None and not isinstance(content, str):
+        content = str(content)
+    try:
+        return Message(role=role, content=content, tool_calls=obj.get("tool_calls"), name=obj.get("name"))
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        loc = ".".join(str(p) for p in problem["loc"])
+        raise where.error(f"invalid message ({loc}: {problem['msg']})") from None
+
+
+def _segment(raw: Any, where: Where, ctx: ParseContext) -> TextBlock | FileBlock | ImageBlock:
+    if isinstance(raw, str):
+        return TextBlock(text=raw)
+    obj = expect_mapping(raw, where, "a content segment {type, value}")
+    kind = obj.get("type")
+    if kind not in SEGMENT_TYPES:
+        raise where.key("type").error(f"segment type must be one of {', '.join(SEGMENT_TYPES)}")
+    value = obj.get("value", obj.get({"text": "text", "file": "path", "image": "source"}[kind]))
+    if not isinstance(value, str):
+        raise where.key("value").error(f"a `{kind}` segment needs a string `value`")
+    media_type = obj.get("media_type")
+    if kind == "text":
+        return TextBlock(text=value)
+    if kind == "image":
+        return ImageBlock(source=value, media_type=media_type)
+    return FileBlock(path=input_file(value, where.key("value"), ctx), media_type=media_type)
+
+
+def input_file(ref: str, where: Where, ctx: ParseContext) -> str:
+    """An input file's absolute path through the search roots; as written (with a warning) if absent,
+    since the target may create or fetch it."""
+    found = ctx.find(ref)
+    if found is None:
+        ctx.warn(where, f"input file `{ref}` not found in the search roots; passed on as written")
+        return ref
+    ctx.reference("input_file", found, ref)
+    return str(found)
+
+
+def input_files(raw: Any, where: Where, ctx: ParseContext) -> list[str]:
+    if raw is None:
+        return []
+    return [input_file(ref, where.index(i), ctx) for i, ref in enumerate(str_list(raw, where))]
+
+
+def with_files(messages: list[Message], files: list[str]) -> list[Message]:
+    """``input_files`` shorthand: file blocks placed before the first user message's content."""
+    if not files:
+        return messages
+    blocks: list[Any] = [FileBlock(path=path) for path in files]
+    for i, message in enumerate(messages):
+        if message.role == "user":
+            updated = message.model_copy(update={"content": blocks + message.blocks()})
+            return [*messages[:i], updated, *messages[i + 1 :]]
+    return [Message(role="user", content=blocks), *messages]

@@ -1,0 +1,372 @@
+"""Load an AgentV eval file into :class:`evalstore.replay.evalfile.specs.EvalSuite`.
+
+Follows AgentV v4 (agentv-formats.md §5.4-5.6, §7.1) and reads the Promptfoo-shaped v5-next bundles
+(``assert``, ``vars``, ``metric``; §7.2) well enough to grade them. Problems are reported the same way
+everywhere: an invalid file raises one :class:`EvalFileError` (``FILE:LINE: field `x`: what to do``);
+anything that is merely unknown or ignored becomes a line in ``EvalSuite.warnings``.
+
+Every file the eval names is found through the search roots (``evalstore.replay.evalfile.search_roots``) and listed in
+``EvalSuite.referenced_files`` as ``(role, absolute path, reference as written)`` with role one of
+``tests``, ``prompt``, ``grader_script``, ``converter``, ``input_file``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalstore.replay.evalfile.converters import parse_converters
+from evalstore.replay.evalfile.fields import ParseContext, expect_list, expect_mapping, opt_bool, opt_number, opt_str, str_list
+from evalstore.replay.evalfile.fields import req_str, warn_unknown
+from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_grader, parse_assertions
+from evalstore.replay.evalfile.input import input_files, parse_input, with_files
+from evalstore.replay.evalfile.rubrics import parse_rubric_items
+from evalstore.replay.evalfile.source import LineMap, Where, load_jsonl, load_yaml
+from evalstore.replay.content import Message
+from evalstore.replay.errors import EvalFileError
+from evalstore.replay.evalfile.metadata import merge_metadata, suite_metadata
+from evalstore.replay.evalfile.search_roots import DiskResolver, FileResolver, absolute, build_search_roots
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, WorkspaceEnv
+
+DEFAULT_THRESHOLD = 0.8
+SUITE_KEYS = (
+    # AgentV v4 (eval-schema.json)
+    "name", "description", "category", "version", "author", "tags", "license", "requires", "input",
+    "input_files", "tests", "eval_cases", "evalcases", "target", "execution", "assertions", "assert",
+    "preprocessors", "workspace", "metadata", "governance",
+    # v5-next generated bundles
+    "prompts", "providers", "default_test",
+)  # fmt: skip
+TEST_KEYS = (
+    "id", "description", "criteria", "expected_outcome", "input", "input_files", "expected_output",
+    "assertions", "assert", "rubrics", "metadata", "execution", "workspace", "conversation_id", "vars",
+    "options",
+)  # fmt: skip
+EXECUTION_KEYS = (
+    "target", "targets", "threshold", "skip_defaults", "cache", "trials", "budget_usd", "total_budget_usd",
+    "fail_on_error", "workers", "agent_timeout_ms",
+)  # fmt: skip
+WORKSPACE_KEYS = ("env", "template", "hooks", "repos", "isolation", "mode", "path", "docker")
+ENV_KEYS = ("required_commands", "required_python_modules")
+DEFAULT_TEST_KEYS = ("threshold", "options", "assert", "assertions", "vars")
+# v5-next bundles always carry this prompt; it means "send the input as is".
+PASSTHROUGH_PROMPTS = (["{{ input }}"], ["{{input}}"])
+EVAL_SUFFIXES = (".eval.yaml", ".eval.yml", ".yaml", ".yml")
+
+
+def load_eval(
+    path: str | Path, *, project_root: Path | None = None, file_resolver: FileResolver | None = None
+) -> EvalSuite:
+    """Parse the eval file at ``path``; see :func:`load_eval_text`."""
+    eval_path = absolute(path)
+    resolver = file_resolver or DiskResolver()
+    try:
+        data = resolver.read_bytes(eval_path)
+    except OSError as exc:
+        problem = f"cannot read the eval file ({exc}); check the path"
+        raise EvalFileError(str(eval_path), None, None, problem) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EvalFileError(str(eval_path), None, None, "not UTF-8 text; save the eval file as UTF-8") from exc
+    return load_eval_text(text, eval_path, project_root=project_root, file_resolver=resolver)
+
+
+def load_eval_text(
+    text: str,
+    path: Path,
+    *,
+    project_root: Path | None = None,
+    file_resolver: FileResolver | None = None,
+    search_roots: list[str] | None = None,
+) -> EvalSuite:
+    """Parse eval YAML ``text`` as if it were the file at ``path``.
+
+    Search roots derive from ``path`` (and ``project_root``) unless given. ``file_resolver`` decides
+    which referenced files exist and supplies their bytes: a ``SnapshotResolver`` replays a stored
+    eval snapshot without the files on disk.
+    """
+    eval_path = absolute(path)
+    roots = search_roots if search_roots is not None else build_search_roots(eval_path, project_root)
+    ctx = ParseContext(eval_path, roots, file_resolver or DiskResolver())
+    data, lines = load_yaml(text, str(eval_path), ctx.warnings)
+    root = Where(str(eval_path), lines)
+    if data is None:
+        raise root.error("the eval file is empty; add `tests`")
+    doc = expect_mapping(data, root, "a mapping with `tests`")
+    warn_unknown(ctx, doc, SUITE_KEYS, root)
+    return _SuiteParser(ctx, doc, root).parse()
+
+
+@dataclass
+class _Execution:
+    threshold: float | None = None
+    target: str | None = None
+    skip_defaults: bool | None = None
+
+
+def _execution(raw: Any, where: Where, ctx: ParseContext) -> _Execution:
+    if raw is None:
+        return _Execution()
+    obj = expect_mapping(raw, where, "an object {target, threshold, skip_defaults}")
+    warn_unknown(ctx, obj, EXECUTION_KEYS, where)
+    return _Execution(
+        threshold=opt_number(obj, "threshold", where, low=0.0, high=1.0),
+        target=opt_str(obj, "target", where),
+        skip_defaults=opt_bool(obj, "skip_defaults", where),
+    )
+
+
+def _workspace_env(raw: Any, where: Where, ctx: ParseContext) -> WorkspaceEnv:
+    if raw is None:
+        return WorkspaceEnv()
+    if isinstance(raw, str):
+        ctx.warn(where, "external workspace files are not read; inline `workspace.env` to get preflight checks")
+        return WorkspaceEnv()
+    obj = expect_mapping(raw, where, "an object")
+    warn_unknown(ctx, obj, WORKSPACE_KEYS, where)
+    if obj.get("env") is None:
+        return WorkspaceEnv()
+    at = where.key("env")
+    env = expect_mapping(obj["env"], at, "an object {required_commands, required_python_modules}")
+    warn_unknown(ctx, env, ENV_KEYS, at)
+    lists = {key: str_list(env[key], at.key(key)) for key in ENV_KEYS if env.get(key) is not None}
+    return WorkspaceEnv(**lists)
+
+
+def _union_env(envs: list[WorkspaceEnv]) -> WorkspaceEnv:
+    commands: list[str] = []
+    modules: list[str] = []
+    for env in envs:
+        commands += [c for c in env.required_commands if c not in commands]
+        modules += [m for m in env.required_python_modules if m not in modules]
+    return WorkspaceEnv(required_commands=commands, required_python_modules=modules)
+
+
+def _assertions_key(obj: dict[str, Any], where: Where) -> str | None:
+    """``assertions``, or its Promptfoo/legacy alias ``assert``; both at once is ambiguous."""
+    present = [key for key in ("assertions", "assert") if obj.get(key) is not None]
+    if len(present) > 1:
+        raise where.key("assert").error("both `assertions` and `assert` given; keep one")
+    return present[0] if present else None
+
+
+_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def with_vars(value: Any, vars_: dict[str, Any]) -> Any:
+    """A test's ``{{ name }}`` placeholders filled from its ``vars`` (AgentV v4); unknown names stay."""
+    if not vars_:
+        return value
+    if isinstance(value, str):
+        return _VAR.sub(lambda m: str(vars_[m.group(1)]) if m.group(1) in vars_ else m.group(0), value)
+    if isinstance(value, list):
+        return [with_vars(v, vars_) for v in value]
+    if isinstance(value, dict):
+        return {k: with_vars(v, vars_) for k, v in value.items()}
+    return value
+
+
+def default_suite_name(path: Path) -> str:
+    base = path.name
+    for suffix in EVAL_SUFFIXES:
+        if base.lower().endswith(suffix):
+            return base[: -len(suffix)] or base
+    return base
+
+
+class _SuiteParser:
+    def __init__(self, ctx: ParseContext, doc: dict[str, Any], root: Where) -> None:
+        self.ctx, self.doc, self.root = ctx, doc, root
+
+    def parse(self) -> EvalSuite:
+        ctx, doc, root = self.ctx, self.doc, self.root
+        execution = _execution(doc.get("execution"), root.key("execution"), ctx)
+        default_test = self._default_test()
+        self.skip_defaults = bool(execution.skip_defaults)
+        metadata = expect_mapping(doc.get("metadata") or {}, root.key("metadata"))
+        self.metadata = suite_metadata(metadata, doc.get("governance"))
+        self.converters = parse_converters(doc.get("preprocessors"), root.key("preprocessors"), ctx)
+        self.input = parse_input(doc.get("input"), root.key("input"), ctx)
+        self.input_files = input_files(doc.get("input_files"), root.key("input_files"), ctx)
+        self.graders = self._suite_graders(default_test)
+        self._check_prompts()
+        envs = [_workspace_env(doc.get("workspace"), root.key("workspace"), ctx)]
+
+        tests: list[EvalTest] = []
+        for where, raw in self._raw_tests():
+            test, env = self._test(raw, where)
+            for earlier in tests:
+                if earlier.id == test.id:
+                    raise where.key("id").error(f"duplicate test id `{test.id}`; ids must be unique in a suite")
+            tests.append(test)
+            envs.append(env)
+        if not tests:
+            ctx.warn(root.key("tests"), "the suite has no tests")
+
+        threshold = execution.threshold
+        if threshold is None:
+            threshold = opt_number(default_test, "threshold", root.key("default_test"), low=0.0, high=1.0)
+        return EvalSuite(
+            path=str(ctx.eval_path),
+            name=opt_str(doc, "name", root) or default_suite_name(ctx.eval_path),
+            description=opt_str(doc, "description", root),
+            metadata=self.metadata,
+            threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+            target=execution.target or opt_str(doc, "target", root),
+            preprocessors=self.converters,
+            workspace_env=_union_env(envs),
+            tests=tests,
+            search_roots=ctx.search_roots,
+            referenced_files=ctx.referenced_files,
+            warnings=ctx.warnings,
+        )
+
+    def _default_test(self) -> dict[str, Any]:
+        raw = self.doc.get("default_test")
+        if raw is None:
+            return {}
+        where = self.root.key("default_test")
+        obj = expect_mapping(raw, where)
+        warn_unknown(self.ctx, obj, DEFAULT_TEST_KEYS, where)
+        for ignored in ("options", "vars"):
+            if ignored in obj:
+                self.ctx.warn(where.key(ignored), f"`default_test.{ignored}` is not applied by evalstore")
+        return obj
+
+    def _suite_graders(self, default_test: dict[str, Any]) -> list[AnyGrader]:
+        key = _assertions_key(self.doc, self.root)
+        where, holder = self.root, self.doc
+        if key is None:
+            where, holder = self.root.key("default_test"), default_test
+            key = _assertions_key(default_test, where)
+            if key is None:
+                return []
+        return parse_assertions(holder[key], where.key(key), self.ctx, self.converters)
+
+    def _check_prompts(self) -> None:
+        prompts = self.doc.get("prompts")
+        if prompts is not None and prompts not in PASSTHROUGH_PROMPTS:
+            self.ctx.warn(self.root.key("prompts"), "only the pass-through prompt `{{ input }}` is applied")
+
+    def _raw_tests(self) -> list[tuple[Where, Any]]:
+        key = next((k for k in ("tests", "eval_cases", "evalcases") if k in self.doc), None)
+        if key is None:
+            raise self.root.error("`tests` is required: a list of tests or a path to a .yaml/.jsonl file")
+        where = self.root.key(key)
+        if key != "tests":
+            self.ctx.warn(where, f"`{key}` is deprecated; rename it to `tests`")
+        raw = self.doc[key]
+        if isinstance(raw, str):
+            return self._tests_file(raw, where)
+        items = expect_list(raw, where, "a list of tests or a path to a .yaml/.jsonl file")
+        return [(where.index(i), item) for i, item in enumerate(items)]
+
+    def _tests_file(self, ref: str, where: Where) -> list[tuple[Where, Any]]:
+        ctx = self.ctx
+        folder = self._tests_folder(ref)
+        if folder is not None:
+            return self._case_files(folder, ref, where)
+        if os.path.splitext(ref)[1].lower() not in (".yaml", ".yml", ".jsonl"):
+            raise where.error(f"tests file `{ref}` must be .yaml, .yml or .jsonl, or a folder of */case.yaml")
+        path = ctx.resolve(ref, where, "tests file")
+        ctx.reference("tests", path, ref)
+        text = ctx.read_text(path, where)
+        if path.suffix.lower() == ".jsonl":
+            rows = load_jsonl(text, str(path))
+            # Each JSONL row is its own document: every field in it is on that row's line.
+            return [(Where(str(path), LineMap(default=n), (), f"tests[{i}]"), row) for i, (n, row) in enumerate(rows)]
+        data, lines = load_yaml(text, str(path), ctx.warnings)
+        base = Where(str(path), lines, (), "tests")
+        if isinstance(data, dict) and "tests" in data:
+            data, base = data["tests"], Where(str(path), lines, ("tests",), "tests")
+        items = expect_list(data, base, "a list of tests")
+        return [(base.index(i), item) for i, item in enumerate(items)]
+
+    def _tests_folder(self, ref: str) -> Path | None:
+        """A folder the reference names, through the search roots (AgentV's ``tests: ./cases/``)."""
+        for root in self.ctx.search_roots:
+            candidate = Path(root) / ref
+            if candidate.is_dir():
+                return candidate.resolve()
+        return None
+
+    def _case_files(self, folder: Path, ref: str, where: Where) -> list[tuple[Where, Any]]:
+        """One test per ``*/case.yaml`` (or ``.yml``) in the folder, in name order."""
+        found = sorted(p for pattern in ("*/case.yaml", "*/case.yml") for p in folder.glob(pattern))
+        if not found:
+            raise where.error(f"tests folder `{ref}` ({folder}) holds no */case.yaml; add one per test")
+        items = []
+        for path in found:
+            self.ctx.reference("tests", path, f"{ref.rstrip('/')}/{path.parent.name}/{path.name}")
+            data, lines = load_yaml(self.ctx.read_text(path, where), str(path), self.ctx.warnings)
+            items.append((Where(str(path), lines, (), "test"), data))
+        return items
+
+    def _test(self, raw: Any, where: Where) -> tuple[EvalTest, WorkspaceEnv]:
+        ctx = self.ctx
+        obj = expect_mapping(raw, where, "a test object with `id` and `input`")
+        warn_unknown(ctx, obj, TEST_KEYS, where)
+        test_id = req_str(obj, "id", where, "give every test a unique `id`")
+        execution = _execution(obj.get("execution"), where.key("execution"), ctx)
+        skip = self.skip_defaults if execution.skip_defaults is None else execution.skip_defaults
+        vars_ = expect_mapping(obj.get("vars") or {}, where.key("vars"))
+        if "options" in obj:
+            ctx.warn(where.key("options"), "test `options` (transform, provider) are not applied by evalstore")
+
+        criteria = with_vars(opt_str(obj, "criteria", where), vars_)
+        if criteria is None and obj.get("expected_outcome") is not None:
+            ctx.warn(where.key("expected_outcome"), "deprecated; rename it to `criteria`")
+            criteria = opt_str(obj, "expected_outcome", where)
+        expected = with_vars(obj["expected_output"], vars_) if "expected_output" in obj else vars_.get("expected_output")
+        messages = self._input(obj, vars_, where)
+        files = ([] if skip else self.input_files) + input_files(
+            obj.get("input_files"), where.key("input_files"), ctx
+        )
+        messages = with_files(messages, files)
+        if not skip:
+            messages = [*self.input, *messages]
+        if not messages:
+            raise where.error("`input` is required: a string, a list of messages, or an object")
+
+        key = _assertions_key(obj, where)
+        graders = parse_assertions(obj[key], where.key(key), ctx, self.converters) if key else []
+        if obj.get("rubrics") is not None:
+            graders.insert(0, self._rubrics_sugar(obj["rubrics"], where.key("rubrics")))
+        if not criteria and expected is None and key is None and obj.get("rubrics") is None:
+            raise where.error("nothing to grade: add `criteria`, `expected_output` or `assertions`")
+        if not skip:
+            graders += self.graders
+        if not graders:
+            graders = [implicit_grader(self.converters)]
+
+        test_meta = expect_mapping(obj.get("metadata") or {}, where.key("metadata"))
+        test = EvalTest(
+            id=test_id,
+            input=messages,
+            input_files=files,
+            expected_output=expected,
+            criteria=criteria,
+            metadata=merge_metadata(self.metadata, test_meta),
+            graders=assign_names(graders),
+            threshold=execution.threshold,
+            target=execution.target,
+        )
+        return test, _workspace_env(obj.get("workspace"), where.key("workspace"), ctx)
+
+    def _input(self, obj: dict[str, Any], vars_: dict[str, Any], where: Where) -> list[Message]:
+        if "input" in obj:
+            return parse_input(with_vars(obj["input"], vars_), where.key("input"), self.ctx)
+        return parse_input(vars_.get("input"), where.key("vars").key("input"), self.ctx)
+
+    def _rubrics_sugar(self, raw: Any, where: Where) -> LlmGraderSpec:
+        self.ctx.warn(where, "test-level `rubrics` is deprecated; use `assertions: [{type: rubrics, criteria: []}]`")
+        return LlmGraderSpec(
+            name="rubrics",
+            declared_type="rubrics",
+            rubrics=parse_rubric_items(raw, where, self.ctx),
+            preprocessors=self.converters,
+        )

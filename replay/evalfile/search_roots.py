@@ -1,0 +1,155 @@
+"""Where a file named in an eval file is looked for, and how it is found.
+
+Every reference an eval file makes (tests file, ``file://`` prompt, grader script, converter script,
+input file) resolves through the same ordered list of directories, AgentV's search roots:
+
+1. the eval file's directory;
+2. each parent directory, up to and including the project root;
+3. the project root (if it is not an ancestor of the eval file);
+4. the current working directory.
+
+The project root is ``project_root`` when given, else the nearest ancestor of the eval file holding
+``.git`` or ``.agentv``, else the filesystem root (so a loose eval file still finds files in any of
+its parents, as AgentV does when no repository root is known). Paths are made absolute without
+resolving symlinks, as AgentV's ``path.resolve`` does, so recorded paths match what the user wrote.
+
+Existence is asked of a :class:`FileResolver`: :class:`DiskResolver` reads the filesystem, and
+:class:`SnapshotResolver` answers from bytes captured when a run started, so a stored eval snapshot
+resolves to the same absolute paths without the files being on disk.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from evalstore.replay.errors import ReferenceNotFoundError
+
+PROJECT_MARKERS = (".git", ".agentv")
+FILE_SCHEME = "file://"
+
+
+class FileResolver(Protocol):
+    """Answers whether a candidate path holds a file, and what its bytes are."""
+
+    def is_file(self, path: Path) -> bool: ...
+
+    def read_bytes(self, path: Path) -> bytes: ...
+
+
+class DiskResolver:
+    """Files as they are on disk now."""
+
+    def is_file(self, path: Path) -> bool:
+        return path.is_file()
+
+    def read_bytes(self, path: Path) -> bytes:
+        return path.read_bytes()
+
+
+class SnapshotResolver:
+    """Files as captured in a snapshot: absolute path -> bytes.
+
+    With ``fallback`` set, paths the snapshot does not hold are asked of the fallback (e.g. the disk),
+    which lets a replay take a newer file on purpose; without it, only snapshotted files exist.
+    """
+
+    def __init__(self, files: Mapping[str, bytes], fallback: FileResolver | None = None) -> None:
+        self._files = {os.path.normpath(k): v for k, v in files.items()}
+        self._fallback = fallback
+
+    def is_file(self, path: Path) -> bool:
+        if os.path.normpath(path) in self._files:
+            return True
+        return self._fallback is not None and self._fallback.is_file(path)
+
+    def read_bytes(self, path: Path) -> bytes:
+        key = os.path.normpath(path)
+        if key in self._files:
+            return self._files[key]
+        if self._fallback is None:
+            raise FileNotFoundError(str(path))
+        return self._fallback.read_bytes(path)
+
+
+def absolute(path: str | Path) -> Path:
+    """Absolute and normalized (``..`` folded), symlinks left alone."""
+    return Path(os.path.normpath(os.path.abspath(path)))
+
+
+def find_project_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding ``.git`` or ``.agentv``."""
+    current = absolute(start)
+    while True:
+        if any((current / marker).exists() for marker in PROJECT_MARKERS):
+            return current
+        if current.parent == current:
+            return None
+        current = current.parent
+
+
+def build_search_roots(
+    eval_path: str | Path, project_root: Path | None = None, cwd: Path | None = None
+) -> list[str]:
+    """The ordered, de-duplicated search roots for an eval file (see the module docstring)."""
+    eval_dir = absolute(eval_path).parent
+    root = absolute(project_root) if project_root is not None else find_project_root(eval_dir)
+    if root is None:
+        root = Path(eval_dir.anchor)
+    roots: list[str] = []
+
+    def add(directory: Path) -> None:
+        text = str(directory)
+        if text not in roots:
+            roots.append(text)
+
+    current = eval_dir
+    while True:
+        add(current)
+        if current == root or current.parent == current:
+            break
+        current = current.parent
+    add(root)
+    add(absolute(cwd if cwd is not None else Path.cwd()))
+    return roots
+
+
+def strip_file_scheme(ref: str) -> str:
+    return ref[len(FILE_SCHEME) :] if ref.startswith(FILE_SCHEME) else ref
+
+
+def candidate_paths(ref: str, search_roots: list[str]) -> list[Path]:
+    """Where ``ref`` may live, in search order: itself if absolute, else under each root."""
+    ref = strip_file_scheme(ref)
+    if os.path.isabs(ref):
+        return [absolute(ref)]
+    seen: list[Path] = []
+    for root in search_roots:
+        candidate = absolute(os.path.join(root, ref))
+        if candidate not in seen:
+            seen.append(candidate)
+    return seen
+
+
+def find_reference(
+    ref: str, search_roots: list[str], resolver: FileResolver | None = None
+) -> Path | None:
+    """The first candidate holding a file, or None."""
+    resolver = resolver or DiskResolver()
+    for candidate in candidate_paths(ref, search_roots):
+        if resolver.is_file(candidate):
+            return candidate
+    return None
+
+
+def resolve_reference(
+    ref: str, search_roots: list[str], resolver: FileResolver | None = None
+) -> Path:
+    """The absolute path of the file ``ref`` names (``file://`` accepted); raises
+    :class:`ReferenceNotFoundError` listing every place looked."""
+    found = find_reference(ref, search_roots, resolver)
+    if found is None:
+        raise ReferenceNotFoundError(ref, [str(p) for p in candidate_paths(ref, search_roots)])
+    return found

@@ -1,0 +1,65 @@
+"""Eval snapshots: the bytes of an eval file and every file it references, kept with the run.
+
+A run can then be regraded after those files change, and :func:`drift` says which ones did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalstore.store.codec import sha256_hex
+from evalstore.store.events import FileSnapshot
+
+from evalstore.replay.evalfile.specs import EvalSuite
+
+
+def snapshot_suite(suite: EvalSuite) -> tuple[list[FileSnapshot], dict[str, bytes]]:
+    """Snapshots of the eval file and its referenced files, and the blobs holding their bytes."""
+    files: list[tuple[str, str, str | None]] = [("eval", suite.path, None), *suite.referenced_files]
+    snaps: list[FileSnapshot] = []
+    blobs: dict[str, bytes] = {}
+    seen: set[tuple[str, str]] = set()
+    for role, path, ref in files:
+        if (role, path) in seen:
+            continue
+        seen.add((role, path))
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            snaps.append(FileSnapshot(role=role, path=path, ref=ref, sha256=None))
+            continue
+        digest = sha256_hex(data)
+        blobs[digest] = data
+        snaps.append(FileSnapshot(role=role, path=path, ref=ref, sha256=digest, size=len(data)))
+    return snaps, blobs
+
+
+@dataclass(frozen=True)
+class Drift:
+    role: str
+    path: str
+    recorded: str | None
+    current: str | None
+
+    def describe(self) -> str:
+        if self.current is None:
+            return f"{self.role} {self.path} is gone (recorded {str(self.recorded)[:12]})"
+        if self.recorded is None:
+            return f"{self.role} {self.path} was unreadable when the run was recorded"
+        return f"{self.role} {self.path} changed since the run was recorded ({self.recorded[:12]} -> {self.current[:12]})"
+
+
+def drift(snapshot: list[FileSnapshot], roles: tuple[str, ...] = ("grader_script", "converter", "prompt")) -> list[Drift]:
+    """Files of the given roles whose bytes on disk differ from the snapshot."""
+    out = []
+    for snap in snapshot:
+        if snap.role not in roles:
+            continue
+        try:
+            current: str | None = sha256_hex(Path(snap.path).read_bytes())
+        except OSError:
+            current = None
+        if current != snap.sha256:
+            out.append(Drift(snap.role, snap.path, snap.sha256, current))
+    return out

@@ -1,0 +1,161 @@
+"""Resolved configuration models: what an eval file means once parsed.
+
+``evalstore.replay.evalfile.parser`` builds these from YAML; graders, the runner and replay consume them. They are the
+one definition of a grader's configuration, and they are what ``TestCaseRecorded.graders`` stores
+(``model_dump(mode="json")``), so a stored run can be regraded with exactly what it was graded with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalstore.replay.content import Message
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ConverterSpec(_Spec):
+    """A configured file→text converter for one media type."""
+
+    type: str
+    """The type as written (alias or MIME type)."""
+    media_type: str
+    """The normalized MIME type it applies to."""
+    command: list[str]
+    """argv; the last element already resolved to an absolute path through the search roots."""
+    timeout: float = 60.0
+    max_output_bytes: int = 5_000_000
+
+
+class RubricItem(_Spec):
+    id: str
+    outcome: str
+    weight: float = 1.0
+    required: bool = True
+    operator: Literal["correctness", "contradiction"] | None = None
+    min_score: float | None = None
+    score_ranges: list[dict[str, Any]] | None = None
+    """``[{score_range: [lo, hi], outcome}]`` covering 0..10, after shorthand expansion."""
+
+
+class _GraderSpec(_Spec):
+    name: str
+    """Unique within a test: the configured ``name``, else the type, suffixed -2, -3 on collision."""
+    weight: float = 1.0
+    required: bool | float = False
+    min_score: float | None = None
+    negate: bool = False
+
+
+class LlmGraderSpec(_GraderSpec):
+    type: Literal["llm-grader"] = "llm-grader"
+    declared_type: str = "llm-grader"
+    """What the YAML said: llm-grader, rubrics, rubric, or implicit (criteria only)."""
+    prompt: str | None = None
+    """Inline prompt text, or None for the default template."""
+    prompt_file: str | None = None
+    """Absolute path of a ``file://`` prompt, resolved through the search roots."""
+    prompt_ref: str | None = None
+    """The ``file://`` reference as written."""
+    rubrics: list[RubricItem] = Field(default_factory=list)
+    target: str | None = None
+    """Name of the judge target (per-grader ``target:``)."""
+    preprocessors: list[ConverterSpec] = Field(default_factory=list)
+    """Effective converters for this grader: suite-level merged with the grader's overrides."""
+    config: dict[str, Any] | None = None
+
+
+class CodeGraderSpec(_GraderSpec):
+    type: Literal["code-grader"] = "code-grader"
+    command: list[str]
+    """argv; a string command in YAML becomes ``["sh", "-c", command]``."""
+    script: str | None = None
+    """Absolute path of the script the command runs (resolved through the search roots), for digests."""
+    cwd: str
+    timeout: float = 60.0
+    config: dict[str, Any] | None = None
+    preprocessors: list[ConverterSpec] = Field(default_factory=list)
+
+
+DETERMINISTIC_TYPES = (
+    "contains",
+    "contains-any",
+    "contains-all",
+    "icontains",
+    "icontains-any",
+    "icontains-all",
+    "starts-with",
+    "ends-with",
+    "regex",
+    "equals",
+    "is-json",
+)
+
+
+class AssertionSpec(_GraderSpec):
+    type: Literal[
+        "contains",
+        "contains-any",
+        "contains-all",
+        "icontains",
+        "icontains-any",
+        "icontains-all",
+        "starts-with",
+        "ends-with",
+        "regex",
+        "equals",
+        "is-json",
+    ]
+    value: Any = None
+    flags: str | None = None
+
+
+GraderSpec = Annotated[Union[LlmGraderSpec, CodeGraderSpec, AssertionSpec], Field(discriminator="type")]
+
+
+class WorkspaceEnv(_Spec):
+    required_commands: list[str] = Field(default_factory=list)
+    required_python_modules: list[str] = Field(default_factory=list)
+
+
+class EvalTest(_Spec):
+    id: str
+    input: list[Message]
+    """Suite input prepended, object input rendered; what the target is sent."""
+    input_files: list[str] = Field(default_factory=list)
+    expected_output: Any = None
+    """As written: a string, an object, or a list of messages."""
+    criteria: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Suite metadata merged in (governance included)."""
+    graders: list[GraderSpec] = Field(default_factory=list)
+    """Test graders, then suite graders."""
+    threshold: float | None = None
+    target: str | None = None
+
+
+class EvalSuite(_Spec):
+    path: str
+    """Absolute path of the eval file."""
+    name: str
+    description: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    threshold: float = 0.8
+    target: str | None = None
+    preprocessors: list[ConverterSpec] = Field(default_factory=list)
+    workspace_env: WorkspaceEnv = Field(default_factory=WorkspaceEnv)
+    tests: list[EvalTest] = Field(default_factory=list)
+    search_roots: list[str] = Field(default_factory=list)
+    referenced_files: list[tuple[str, str, str | None]] = Field(default_factory=list)
+    """``(role, absolute path, reference as written)`` of every file the suite depends on: the tests
+    file, prompt files, grader scripts, converter scripts. Snapshotted when a run starts."""
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.path).parent

@@ -1,0 +1,43 @@
+"""The candidate answer's text layout, as AgentV builds it (content-preprocessor.ts, providers/types.ts).
+
+Kept apart from preprocessing so the rules for *how the answer reads* -- which message, file headers,
+warning lines, trimming -- are written once, whoever produces the parts.
+"""
+
+from __future__ import annotations
+
+from evalstore.replay.content import Message
+
+
+def candidate_message(messages: list[Message]) -> Message | None:
+    """The last assistant message that has content (AgentV's ``extractLastAssistantContent``)."""
+    for message in reversed(messages):
+        if message.role == "assistant" and message.content is not None:
+            return message
+    return None
+
+
+def file_part(path: str, text: str) -> str:
+    """A file's text as it appears in the answer, under a header naming the path the agent gave."""
+    return f"[[ file: {path} ]]\n{text}"
+
+
+def warning_line(path: str, media_type: str | None, reason: str) -> str:
+    return f"[file preprocessing warning] {path} ({media_type or 'unknown'}): {reason}"
+
+
+def assemble(parts: list[str], warnings: list[str]) -> str:
+    """Parts joined by newlines, then one line per warning; trimmed like AgentV's ``{{output}}``."""
+    body = "\n".join(parts)
+    return "\n".join(p for p in [body, *warnings] if p).strip()
+
+
+def normalize_text(text: str) -> str:
+    """File or converter text as graders see it: LF line endings, no surrounding blank space."""
+    return text.replace("\r\n", "\n").strip()
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """A reason fit for one warning line: whitespace collapsed, the end kept when too long."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else "..." + flat[-limit:]

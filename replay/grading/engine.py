@@ -1,0 +1,162 @@
+"""The grading engine: one test's transcript in, verdict and score events out.
+
+Recording a run, importing one and replaying one all grade through :func:`grade_test`, so there is one
+implementation of graders, negation and scoring. Everything is written through a ``Recorder``; the
+caller decides when the buffered events become durable (one atomic append per test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from evalstore.store.events import Assertion, TestScored, VerdictRecorded
+
+from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
+from evalstore.replay.grading.scoring import apply_negate, score_test
+from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, EvalSuite, EvalTest, LlmGraderSpec
+
+
+def make_grader(spec):  # type: ignore[no-untyped-def]
+    """The grader implementation for a spec."""
+    if isinstance(spec, CodeGraderSpec):
+        from evalstore.replay.grading.graders.code import CodeGrader
+
+        return CodeGrader(spec)
+    if isinstance(spec, LlmGraderSpec):
+        from evalstore.replay.grading.graders.llm import LlmGrader
+
+        return LlmGrader(spec)
+    if isinstance(spec, AssertionSpec):
+        from evalstore.replay.grading.graders.deterministic import AssertionGrader
+
+        return AssertionGrader(spec)
+    raise TypeError(f"no grader for {type(spec).__name__}")
+
+
+@dataclass
+class TestGrade:
+    """What grading one test produced: the score event and each verdict (with its event id)."""
+
+    scored: TestScored
+    verdicts: list[tuple[str, VerdictRecorded]]
+
+
+def grade_test(
+    suite: EvalSuite,
+    test: EvalTest,
+    transcript: TranscriptInfo,
+    recorder: Recorder,
+    *,
+    target: str | None = None,
+    attempt: int = 1,
+    options: GradeOptions | None = None,
+    judges=None,  # type: ignore[no-untyped-def]
+    only: Iterable[str] | None = None,
+    carried: Mapping[str, tuple[str, VerdictRecorded]] | None = None,
+) -> TestGrade:
+    """Grade one test and record a verdict per grader plus the test score.
+
+    ``only`` names the graders to run; every other grader's verdict is taken from ``carried``
+    (``grader name -> (parent verdict event id, verdict)``) and recorded as carried over.
+    """
+    options = options or GradeOptions()
+    ctx = GradingContext(
+        suite=suite,
+        test=test,
+        transcript=transcript,
+        recorder=recorder,
+        target=target,
+        attempt=attempt,
+        options=options,
+        judges=judges,
+    )
+    selected = set(only) if only is not None else None
+    carried = carried or {}
+    threshold = options.threshold if options.threshold is not None else (test.threshold or suite.threshold)
+    scored_inputs: list[tuple[object, GraderResult]] = []
+    verdicts: list[tuple[str, VerdictRecorded]] = []
+    for spec in test.graders:
+        if selected is not None and spec.name not in selected and spec.name in carried:
+            parent_id, parent = carried[spec.name]
+            verdict = parent.model_copy(update={"origin": "carried", "carried_from": parent_id, "source": None})
+            scored_inputs.append((spec, _result_of(parent)))
+        else:
+            result = _grade_one(spec, ctx)
+            if spec.negate:
+                result = apply_negate(result)
+            verdict = _verdict_event(spec, result, ctx)
+            scored_inputs.append((spec, result))
+        verdicts.append((recorder.record(verdict), verdict))
+    outcome = score_test(scored_inputs, threshold)
+    scored = TestScored(
+        test_id=test.id,
+        target=target,
+        attempt=attempt,
+        score=outcome.score,
+        passed=outcome.passed,
+        status=outcome.status,
+        threshold=threshold,
+        error=outcome.error,
+    )
+    recorder.record(scored)
+    return TestGrade(scored=scored, verdicts=verdicts)
+
+
+def _grade_one(spec, ctx: GradingContext) -> GraderResult:  # type: ignore[no-untyped-def]
+    if ctx.transcript.missing and not isinstance(spec, AssertionSpec) and ctx.transcript.output_text is None:
+        return GraderResult(
+            score=0.0,
+            verdict="skip",
+            status="execution_error",
+            evidence=[f"cannot grade: {ctx.transcript.missing}"],
+            assertions=[Assertion(text=f"cannot grade: {ctx.transcript.missing}", passed=False)],
+        )
+    try:
+        return make_grader(spec).grade(ctx)
+    except Exception as exc:  # noqa: BLE001 - a grader bug must not crash the whole run
+        message = f"grader {spec.name!r} failed: {type(exc).__name__}: {exc}"
+        return GraderResult(
+            score=0.0,
+            verdict="skip",
+            status="execution_error",
+            evidence=[message],
+            assertions=[Assertion(text=message, passed=False)],
+        )
+
+
+def _verdict_event(spec, result: GraderResult, ctx: GradingContext) -> VerdictRecorded:  # type: ignore[no-untyped-def]
+    return VerdictRecorded(
+        test_id=ctx.test.id,
+        target=ctx.target,
+        attempt=ctx.attempt,
+        grader=spec.name,
+        grader_type=spec.type,
+        score=result.score,
+        verdict=result.verdict,  # type: ignore[arg-type]
+        status=result.status,  # type: ignore[arg-type]
+        assertions=result.assertions,
+        weight=spec.weight,
+        required=spec.required,
+        min_score=spec.min_score,
+        negate=spec.negate,
+        details=result.details,
+        evidence=result.evidence,
+        cache_hit=result.cache_hit,
+        transcript_event_id=ctx.transcript.event_id,
+        preprocessing_event_ids=result.preprocessing_event_ids,
+        grader_call_event_ids=result.grader_call_event_ids,
+        grader_target=result.grader_target,
+    )
+
+
+def _result_of(verdict: VerdictRecorded) -> GraderResult:
+    return GraderResult(
+        score=verdict.score,
+        verdict=verdict.verdict,
+        status=verdict.status,
+        assertions=list(verdict.assertions),
+        details=verdict.details,
+        evidence=list(verdict.evidence),
+        cache_hit=verdict.cache_hit,
+    )

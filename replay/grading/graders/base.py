@@ -1,0 +1,101 @@
+"""What every grader gets and gives back.
+
+A grader reads a :class:`GradingContext` and returns a :class:`GraderResult`. Everything it does to the
+outside world (a converter run, a judge call, a code-grader process) it records through
+``ctx.recorder`` as events; it never touches the store directly and issues no SQL. The engine
+(``evalstore.replay.grading.engine``) applies ``negate``, turns results into ``VerdictRecorded`` events and scores the test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded
+
+from evalstore.replay.content import Message
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
+
+
+class Recorder(Protocol):
+    """Where grading writes events and blobs, and looks up what earlier work it may reuse.
+
+    Events and blobs are buffered and become durable together, atomically, when the engine
+    flushes a test. Implementations: ``evalstore.replay.recording.MemoryRecorder`` (in-memory grading) and
+    ``evalstore.replay.recording.StoreRecorder`` (the event store).
+    """
+
+    def put_blob(self, data: bytes) -> str:
+        """Keep these bytes with the next flush; returns their sha256."""
+
+    def get_blob(self, sha256: str) -> bytes:
+        """Bytes of a stored or buffered blob; raises ``evalstore.store.errors.BlobNotFound``."""
+
+    def record(self, event: DomainEvent) -> str:
+        """Buffer an event; returns its event id (for verdict links)."""
+
+    def find_conversion(self, fingerprint: str) -> tuple[str, PreprocessingRecorded] | None:
+        """An earlier successful conversion with this fingerprint: (event id, event)."""
+
+    def find_judge_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
+        """An earlier successful judge call with this cache key: (event id, event)."""
+
+
+@dataclass
+class TranscriptInfo:
+    """What the target produced for one test, as graders see it."""
+
+    messages: list[Message]
+    output_text: str | None = None
+    """The final answer text if the source recorded one (imports); else derived from messages."""
+    token_usage: dict[str, Any] | None = None
+    cost_usd: float | None = None
+    duration_ms: float | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    file_changes: str | None = None
+    workspace_path: str | None = None
+    event_id: str | None = None
+    """The TranscriptRecorded event this was read from."""
+    missing: str | None = None
+    """Why no transcript is available (an import without one): graders that need it error out."""
+
+
+@dataclass
+class GradeOptions:
+    no_cache: bool = False
+    """Call judges and converters again instead of reusing recorded replies and conversions."""
+    judge_target: str | None = None
+    judge_model: str | None = None
+    threshold: float | None = None
+
+
+@dataclass
+class GradingContext:
+    suite: EvalSuite
+    test: EvalTest
+    transcript: TranscriptInfo
+    recorder: Recorder
+    target: str | None = None
+    attempt: int = 1
+    options: GradeOptions = field(default_factory=GradeOptions)
+    judges: Any = None
+    """``evalstore.replay.grading.judge.JudgePool`` (targets, HTTP client, concurrency limit), when LLM graders run."""
+
+
+@dataclass
+class GraderResult:
+    score: float
+    verdict: str  # pass | fail | skip
+    status: str = "ok"  # ok | execution_error
+    assertions: list[Assertion] = field(default_factory=list)
+    details: dict[str, Any] | None = None
+    evidence: list[str] = field(default_factory=list)
+    cache_hit: bool = False
+    preprocessing_event_ids: list[str] = field(default_factory=list)
+    grader_call_event_ids: list[str] = field(default_factory=list)
+    grader_target: str | None = None
+
+
+class Grader(Protocol):
+    def grade(self, ctx: GradingContext) -> GraderResult: ...

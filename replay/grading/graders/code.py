@@ -1,0 +1,294 @@
+"""The code grader: a script that reads the eval context as JSON on stdin and scores on stdout.
+
+stdin is AgentV's code-grader contract (snake_case; see agentv-formats.md §4.3) plus ``files``: the raw
+bytes of every file block the agent produced, copied into a private temporary directory, so a script
+can open ``report.xlsx`` itself instead of trusting a converter's text.
+
+stdout is either a JSON object (the full protocol ``{score, assertions, details}``) or plain text:
+
+====================================  ==========================================
+exit 0, stdout empty                   1
+exit 0, ``true`` / ``pass`` / ``1``    1
+exit 0, ``false`` / ``fail`` / ``0``   0
+exit 0, a number                       the number, clamped to 0..1
+exit 0, other text                     1
+non-zero, stderr empty                 0 (a quality failure)
+non-zero, stderr not empty             execution error, stderr tail as evidence
+====================================  ==========================================
+
+Difference from AgentV 4.42: AgentV ignores the tokens and numbers (only the exit code counts, so
+``echo 0.2`` scores 1); evalstore reads them, as the product brief asks. Two further choices of ours:
+stdout that starts with ``{`` but does not parse is an execution error (AgentV would score it 1 as
+plain text), and a JSON object printed with a non-zero exit and empty stderr is still read as the
+protocol (AgentV treats it as an error). A timeout, a command that cannot start and an output flood
+are execution errors; AgentV scores those 0 as quality failures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections import Counter
+from typing import Any, Literal
+
+from evalstore.store.events import Assertion, GraderCalled
+
+from evalstore.replay.grading.answer import one_line
+from evalstore.replay.content import Message, dump_messages, file_blocks
+from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
+from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
+from evalstore.replay.evalfile.specs import CodeGraderSpec
+from evalstore.replay.processes.children import ChildResult, run_child
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+
+PASS_THRESHOLD = 0.8
+LARGE_OUTPUT_CHARS = 50_000
+"""Above this the answer goes to a file (``output_path``) instead of inline (AgentV's limit)."""
+MAX_STDOUT_BYTES = 10_000_000
+STDERR_EVIDENCE_CHARS = 2_000
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_TRUE_TOKENS = ("true", "pass")
+_FALSE_TOKENS = ("false", "fail")
+
+
+class CodeGrader:
+    def __init__(self, spec: CodeGraderSpec) -> None:
+        self.spec = spec
+
+    def grade(self, ctx: GradingContext) -> GraderResult:
+        prepared = prepare_answer(ctx, list(self.spec.preprocessors))
+        with PrivateTempDir(prefix="evalstore-grader-") as tmp:
+            files = materialize_files(
+                file_blocks(ctx.transcript.messages), ctx.recorder, ctx.transcript.workspace_path, tmp
+            )
+            payload = build_payload(ctx, self.spec, prepared, [f.payload() for f in files])
+            if len(prepared.text) > LARGE_OUTPUT_CHARS:
+                output_file = tmp.path / "output.json"
+                output_file.write_text(json.dumps(prepared.text, ensure_ascii=False), encoding="utf-8")
+                payload.update(output=None, answer=None, output_path=str(output_file))
+            stdin = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
+            child = run_child(
+                list(self.spec.command),
+                stdin,
+                timeout=self.spec.timeout,
+                max_output_bytes=MAX_STDOUT_BYTES,
+                cwd=self.spec.cwd,
+                env=_environment(ctx.transcript.workspace_path),
+            )
+        result = interpret(child, self.spec)
+        result.evidence = prepared.warnings + result.evidence
+        result.preprocessing_event_ids = list(prepared.preprocessing_event_ids)
+        result.grader_call_event_ids = [self._record_call(ctx, stdin, child, result)]
+        return result
+
+    def _record_call(self, ctx: GradingContext, stdin: bytes, child: ChildResult, result: GraderResult) -> str:
+        recorder = ctx.recorder
+        outcome: Literal["ok", "error", "timeout"]
+        if child.timed_out:
+            outcome = "timeout"
+        elif result.status == "execution_error":
+            outcome = "error"
+        else:
+            outcome = "ok"
+        event = GraderCalled(
+            test_id=ctx.test.id,
+            target=ctx.target,
+            attempt=ctx.attempt,
+            grader=self.spec.name,
+            grader_type=self.spec.type,
+            call="process",
+            request_sha256=recorder.put_blob(stdin),
+            reply_sha256=recorder.put_blob(child.stdout),
+            stderr_sha256=recorder.put_blob(child.stderr) if child.stderr else None,
+            latency_ms=child.duration_ms,
+            outcome=outcome,
+            error=result.assertions[0].text if outcome != "ok" and result.assertions else None,
+            argv=list(self.spec.command),
+            script_sha256=script_digest([self.spec.script]) if self.spec.script else None,
+            exit_code=child.exit_code,
+        )
+        return recorder.record(event)
+
+
+def build_payload(
+    ctx: GradingContext, spec: CodeGraderSpec, prepared: PreparedAnswer, files: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The stdin object of AgentV's code-grader contract, plus ``files``."""
+    transcript = ctx.transcript
+    test = ctx.test
+    payload: dict[str, Any] = {
+        "input": dump_messages(list(test.input)),
+        "input_files": list(test.input_files),
+        "criteria": test.criteria or "",
+        "output": prepared.text,
+        "answer": prepared.text,
+        "expected_output": expected_messages(test.expected_output),
+        "messages": dump_messages(transcript.messages),
+        "trace_summary": trace_summary(transcript.messages),
+        "token_usage": transcript.token_usage,
+        "cost_usd": transcript.cost_usd,
+        "duration_ms": transcript.duration_ms,
+        "start_time": transcript.start_time,
+        "end_time": transcript.end_time,
+        "file_changes": transcript.file_changes,
+        "workspace_path": transcript.workspace_path,
+        "metadata": test.metadata or None,
+        "config": spec.config,
+        "files": files,
+    }
+    return snake_case_keys(payload)
+
+
+def expected_messages(expected: Any) -> list[dict[str, Any]]:
+    """``expected_output`` as AgentV sends it: a list of messages, whatever the YAML said."""
+    if expected is None:
+        return []
+    if isinstance(expected, list) and all(isinstance(m, dict) and "role" in m for m in expected):
+        return [dict(m) for m in expected]
+    if isinstance(expected, Message):
+        return dump_messages([expected])
+    if isinstance(expected, list) and all(isinstance(m, Message) for m in expected):
+        return dump_messages(expected)
+    if isinstance(expected, dict) and "role" in expected:
+        return [dict(expected)]
+    return [{"role": "assistant", "content": expected}]
+
+
+def trace_summary(messages: list[Message]) -> dict[str, Any]:
+    """AgentV's lightweight metrics: tool call counts, failed calls, assistant turns."""
+    calls = [call for m in messages for call in (m.tool_calls or [])]
+    durations: dict[str, list[float]] = {}
+    for call in calls:
+        duration = getattr(call, "duration_ms", None)
+        if isinstance(duration, (int, float)):
+            durations.setdefault(call.tool, []).append(float(duration))
+    return {
+        "event_count": len(calls),
+        "tool_calls": dict(Counter(call.tool for call in calls)),
+        "error_count": sum(1 for call in calls if call.status in ("error", "timeout")),
+        "tool_durations": durations,
+        "llm_call_count": sum(1 for m in messages if m.role == "assistant"),
+    }
+
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def snake_case_keys(value: Any) -> Any:
+    """AgentV's deep key rewrite at process boundaries: camelCase keys become snake_case, except keys
+    that start with an uppercase letter (tool names such as ``Read``), which are left alone."""
+    if isinstance(value, dict):
+        return {
+            (key if not key or key[0].isupper() else _CAMEL_BOUNDARY.sub(r"_\1", key).lower())
+            if isinstance(key, str)
+            else key: snake_case_keys(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [snake_case_keys(item) for item in value]
+    return value
+
+
+def _environment(workspace: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if workspace:
+        env["AGENTV_WORKSPACE_PATH"] = workspace
+    else:
+        env.pop("AGENTV_WORKSPACE_PATH", None)
+    return env
+
+
+def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:
+    """The grader result the child's exit code, stdout and stderr amount to."""
+    if child.spawn_error:
+        return execution_error(f"Code grader failed: {child.spawn_error}")
+    if child.timed_out:
+        return execution_error(
+            f"Code grader failed: timed out after {spec.timeout:g} s (the grader's timeout); "
+            "its process group was killed"
+        )
+    if child.output_exceeded:
+        return execution_error(f"Code grader failed: stdout exceeded {MAX_STDOUT_BYTES} bytes")
+    stdout = child.stdout.decode("utf-8", errors="replace").strip()
+    stderr = child.stderr_text().strip()
+    exit_code = child.exit_code
+    if exit_code != 0 and stderr:
+        return execution_error(f"Code grader failed: exited with code {exit_code}", stderr)
+    if stdout.startswith("{"):
+        try:
+            reply = json.loads(stdout)
+        except json.JSONDecodeError as exc:
+            return execution_error(f"Code grader failed: stdout looks like JSON but does not parse ({exc})")
+        if isinstance(reply, dict):
+            return _protocol_result(reply, spec)
+    score = _plain_text_score(stdout) if exit_code == 0 else 0.0
+    text = stdout or f"exit {exit_code}"
+    return _result(score, [Assertion(text=text, passed=score >= _threshold(spec))], spec)
+
+
+def _plain_text_score(stdout: str) -> float:
+    token = stdout.lower()
+    if not token or token in _TRUE_TOKENS:
+        return 1.0
+    if token in _FALSE_TOKENS:
+        return 0.0
+    if _NUMBER.match(token):
+        return _clamp(float(token))
+    return 1.0
+
+
+def _protocol_result(reply: dict[str, Any], spec: CodeGraderSpec) -> GraderResult:
+    assertions = [
+        Assertion(
+            text=item["text"],
+            passed=bool(item.get("passed")),
+            evidence=_evidence_text(item.get("evidence")),
+        )
+        for item in reply.get("assertions") or []
+        if isinstance(item, dict) and isinstance(item.get("text"), str)
+    ]
+    raw_score = reply.get("score")
+    if isinstance(raw_score, (int, float)) and not isinstance(raw_score, bool) and math.isfinite(raw_score):
+        score = _clamp(float(raw_score))
+    elif assertions:
+        score = sum(a.passed for a in assertions) / len(assertions)
+    else:
+        score = 0.0
+    details = reply.get("details")
+    return _result(score, assertions, spec, details if isinstance(details, dict) else None)
+
+
+def _evidence_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _result(
+    score: float, assertions: list[Assertion], spec: CodeGraderSpec, details: dict[str, Any] | None = None
+) -> GraderResult:
+    verdict = "pass" if score >= _threshold(spec) else "fail"
+    return GraderResult(score=score, verdict=verdict, assertions=assertions, details=details)
+
+
+def execution_error(text: str, stderr: str = "") -> GraderResult:
+    tail = stderr[-STDERR_EVIDENCE_CHARS:] if stderr else None
+    evidence = [f"stderr: {one_line(stderr, STDERR_EVIDENCE_CHARS)}"] if stderr else []
+    return GraderResult(
+        score=0.0,
+        verdict="skip",
+        status="execution_error",
+        assertions=[Assertion(text=text, passed=False, evidence=tail)],
+        evidence=evidence,
+    )
+
+
+def _threshold(spec: CodeGraderSpec) -> float:
+    return spec.min_score if spec.min_score is not None else PASS_THRESHOLD
+
+
+def _clamp(value: float) -> float:
+    return min(1.0, max(0.0, value))

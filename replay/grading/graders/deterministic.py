@@ -1,0 +1,178 @@
+"""Deterministic assertions (contains, regex, equals, is-json, ...) on the prepared answer text.
+
+Each scores 1 or 0 with one assertion saying what was checked, worded as AgentV words it
+(``Output contains "x"``), so imported and recomputed verdicts read alike. They see the same answer
+as every other grader: file blocks converted with the suite's converters (AgentV checks only the text
+blocks, so a file answer would always fail ``contains``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from evalstore.store.events import Assertion
+
+from evalstore.replay.grading.preprocessing import prepare_answer
+from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+
+PASS_THRESHOLD = 0.8
+_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+_IGNORED_FLAGS = "gu"
+"""JavaScript flags with no Python meaning for a single search: global, unicode (always on here)."""
+
+
+class AssertionGrader:
+    def __init__(self, spec: AssertionSpec, converters: list[ConverterSpec] | None = None) -> None:
+        self.spec = spec
+        self._converters = converters
+
+    def grade(self, ctx: GradingContext) -> GraderResult:
+        converters = self._converters if self._converters is not None else list(ctx.suite.preprocessors)
+        prepared = prepare_answer(ctx, converters)
+        try:
+            passed, text = check(self.spec, prepared.text)
+        except InvalidAssertion as exc:
+            result = GraderResult(
+                score=0.0,
+                verdict="skip",
+                status="execution_error",
+                assertions=[Assertion(text=f"{self.spec.type} assertion is misconfigured: {exc}", passed=False)],
+            )
+        else:
+            score = 1.0 if passed else 0.0
+            threshold = self.spec.min_score if self.spec.min_score is not None else PASS_THRESHOLD
+            result = GraderResult(
+                score=score,
+                verdict="pass" if score >= threshold else "fail",
+                assertions=[Assertion(text=text, passed=passed)],
+            )
+        result.evidence = list(prepared.warnings)
+        result.preprocessing_event_ids = list(prepared.preprocessing_event_ids)
+        return result
+
+
+class InvalidAssertion(ValueError):
+    """An assertion whose value cannot be checked (no value, a bad regex, unknown flags)."""
+
+
+def check(spec: AssertionSpec, output: str) -> tuple[bool, str]:
+    """Whether ``output`` satisfies the assertion, and the sentence that says what was checked."""
+    return _CHECKS[spec.type](output, spec)
+
+
+def _one(spec: AssertionSpec) -> str:
+    if spec.value is None:
+        raise InvalidAssertion("it needs a value")
+    return spec.value if isinstance(spec.value, str) else json.dumps(spec.value, ensure_ascii=False)
+
+
+def _many(spec: AssertionSpec) -> list[str]:
+    if spec.value is None or spec.value == []:
+        raise InvalidAssertion("it needs a list of values")
+    values = spec.value if isinstance(spec.value, list) else [spec.value]
+    return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values]
+
+
+def _quoted(values: list[str]) -> str:
+    return ", ".join(f'"{v}"' for v in values)
+
+
+def _contains(output: str, spec: AssertionSpec) -> tuple[bool, str]:
+    value = _one(spec)
+    passed = value in output
+    return passed, f'Output contains "{value}"' if passed else f'Output does not contain "{value}"'
+
+
+def _icontains(output: str, spec: AssertionSpec) -> tuple[bool, str]:
+    value = _one(spec)
+    passed = value.lower() in output.lower()
+    verb = "contains" if passed else "does not contain"
+    return passed, f'Output {verb} "{value}" (case-insensitive)'
+
+
+def _contains_any(output: str, spec: AssertionSpec, fold: bool = False) -> tuple[bool, str]:
+    values = _many(spec)
+    haystack = output.lower() if fold else output
+    matched = [v for v in values if (v.lower() if fold else v) in haystack]
+    suffix = " (case-insensitive)" if fold else ""
+    if matched:
+        return True, f'Output contains "{matched[0]}"{suffix}'
+    return False, f"Output does not contain any of: {_quoted(values)}{suffix}"
+
+
+def _contains_all(output: str, spec: AssertionSpec, fold: bool = False) -> tuple[bool, str]:
+    values = _many(spec)
+    haystack = output.lower() if fold else output
+    missing = [v for v in values if (v.lower() if fold else v) not in haystack]
+    suffix = " (case-insensitive)" if fold else ""
+    if not missing:
+        return True, f"Output contains all {len(values)} expected strings{suffix}"
+    label = "Output missing (case-insensitive)" if fold else "Output missing"
+    return False, f"{label}: {_quoted(missing)}"
+
+
+def _starts_with(output: str, spec: AssertionSpec) -> tuple[bool, str]:
+    value = _one(spec)
+    passed = output.strip().startswith(value.strip())
+    return passed, f'Output starts with "{value}"' if passed else f'Output does not start with "{value}"'
+
+
+def _ends_with(output: str, spec: AssertionSpec) -> tuple[bool, str]:
+    value = _one(spec)
+    passed = output.strip().endswith(value.strip())
+    return passed, f'Output ends with "{value}"' if passed else f'Output does not end with "{value}"'
+
+
+def _regex(output: str, spec: AssertionSpec) -> tuple[bool, str]:
+    pattern = _one(spec)
+    flags_text = spec.flags or ""
+    flags = 0
+    for flag in flags_text:
+        if flag in _REGEX_FLAGS:
+            flags |= _REGEX_FLAGS[flag]
+        elif flag not in _IGNORED_FLAGS:
+            raise InvalidAssertion(f"unknown regex flag {flag!r} (use i, m, s or x)")
+    try:
+        compiled = re.compile(pattern, flags)
+    except re.error as exc:
+        raise InvalidAssertion(f"invalid regex /{pattern}/: {exc}") from None
+    passed = compiled.search(output) is not None
+    label = f" (flags: {flags_text})" if flags_text else ""
+    verb = "matches" if passed else "does not match"
+    return passed, f"Output {verb} pattern /{pattern}/{flags_text}{label}"
+
+
+def _equals(output: str, spec: AssertionSpec) -> tuple[bool, str]:
+    value = _one(spec)
+    passed = output.strip() == value.strip()
+    return passed, f'Output equals "{value}"' if passed else f'Output does not equal "{value}"'
+
+
+def _is_json(output: str, spec: AssertionSpec) -> tuple[bool, str]:
+    try:
+        json.loads(output, parse_constant=_reject_constant)
+    except ValueError:
+        return False, "Output is not valid JSON"
+    return True, "Output is valid JSON"
+
+
+_CHECKS: dict[str, Callable[[str, AssertionSpec], tuple[bool, str]]] = {
+    "contains": _contains,
+    "contains-any": _contains_any,
+    "contains-all": _contains_all,
+    "icontains": _icontains,
+    "icontains-any": lambda output, spec: _contains_any(output, spec, fold=True),
+    "icontains-all": lambda output, spec: _contains_all(output, spec, fold=True),
+    "starts-with": _starts_with,
+    "ends-with": _ends_with,
+    "regex": _regex,
+    "equals": _equals,
+    "is-json": _is_json,
+}
+
+
+def _reject_constant(name: str) -> None:
+    """NaN and Infinity are not JSON (Python's parser accepts them; AgentV's does not)."""
+    raise ValueError(f"{name} is not valid JSON")

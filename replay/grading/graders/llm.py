@@ -1,0 +1,155 @@
+"""The LLM grader: renders the prompt, asks the judge (or the judge cache), and scores the reply.
+
+Whatever goes wrong on the way (no judge configured, an unset key variable, a prompt file gone, a judge
+that never answers or never answers in shape) ends as this grader's execution error, never as an
+exception out of :meth:`LlmGrader.grade`: one bad grader must not stop a run.
+"""
+
+from __future__ import annotations
+
+from evalstore.store.events import Assertion
+
+from evalstore.replay.errors import ReplayError
+from evalstore.replay.grading.judge.calls import EVIDENCE_REPLY_CHARS, PARSE_ATTEMPTS, JudgeCall
+from evalstore.replay.grading.judge.modes import choose_mode
+from evalstore.replay.grading.judge.templates import choose_prompt, render, template_variables
+from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer
+from evalstore.replay.evalfile.specs import LlmGraderSpec
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+
+
+def _answer(ctx: GradingContext, spec: LlmGraderSpec) -> PreparedAnswer:
+    """The candidate answer ({{output}}): the last assistant message with its files turned into text
+    through the grader's converters."""
+    return prepare_answer(ctx, spec.preprocessors)
+
+
+def _execution_error(
+    message: str,
+    *,
+    evidence: list[str] | None = None,
+    call_ids: list[str] | None = None,
+    grader_target: str | None = None,
+    preprocessing_event_ids: list[str] | None = None,
+) -> GraderResult:
+    return GraderResult(
+        score=0.0,
+        verdict="skip",
+        status="execution_error",
+        assertions=[Assertion(text=message, passed=False)],
+        evidence=[*(evidence or []), message],
+        grader_call_event_ids=call_ids or [],
+        grader_target=grader_target,
+        preprocessing_event_ids=preprocessing_event_ids or [],
+    )
+
+
+class LlmGrader:
+    def __init__(self, spec: LlmGraderSpec) -> None:
+        self.spec = spec
+
+    def grade(self, ctx: GradingContext) -> GraderResult:
+        spec = self.spec
+        pool = ctx.judges
+        if pool is None:
+            return _execution_error(
+                f"grader {spec.name!r}: no judge is configured; set EVALSTORE_JUDGE_BASE_URL or give a "
+                "targets file with a grader_target"
+            )
+        try:
+            target = pool.target(
+                grader_target=spec.target,
+                run_target=ctx.target or ctx.test.target or ctx.suite.target,
+                override_target=ctx.options.judge_target,
+                override_model=ctx.options.judge_model,
+            )
+        except ReplayError as exc:
+            return _execution_error(f"grader {spec.name!r}: {exc}")
+        unavailable: str | None = None
+        try:
+            judge = pool.resolve(target)
+        except ReplayError as exc:
+            # Without its key the judge cannot be called, but a recorded reply can still be reused.
+            unavailable = f"grader {spec.name!r}: {exc}"
+            try:
+                judge = target.resolve(pool.env, require_key=False)
+            except ReplayError:
+                return _execution_error(unavailable, grader_target=target.name)
+        if ctx.transcript.missing:
+            return _execution_error(
+                f"grader {spec.name!r}: no transcript to grade ({ctx.transcript.missing})",
+                grader_target=target.name,
+            )
+
+        answer = _answer(ctx, spec)
+        try:
+            source = choose_prompt(spec, ctx.test.criteria)
+        except ReplayError as exc:
+            return _execution_error(
+                str(exc),
+                grader_target=target.name,
+                evidence=answer.warnings,
+                preprocessing_event_ids=answer.preprocessing_event_ids,
+            )
+        mode = choose_mode(spec)
+        variables = template_variables(
+            input_messages=ctx.test.input,
+            input_base_dir=str(ctx.suite.directory),
+            output=answer.text,
+            expected_output=ctx.test.expected_output,
+            criteria=source.criteria,
+            metadata=ctx.test.metadata,
+            rubrics=spec.rubrics,
+            file_changes=ctx.transcript.file_changes,
+            transcript_messages=ctx.transcript.messages,
+        )
+        warnings: list[str] = []
+        if source.template is not None:
+            user, warnings = render(source.template, variables)
+        else:
+            user = mode.user_prompt(variables, spec.rubrics)
+        messages = [
+            {"role": "system", "content": mode.system_prompt(custom=source.template is not None)},
+            {"role": "user", "content": user},
+        ]
+
+        outcome = JudgeCall(ctx, spec.name, judge, pool.client, cache_only=unavailable is not None).run(
+            messages, lambda reply: mode.parse(reply, spec.rubrics)
+        )
+        evidence = [*answer.warnings, *warnings]
+        if outcome.result is None and unavailable is not None:
+            return _execution_error(
+                unavailable,
+                evidence=evidence,
+                grader_target=target.name,
+                preprocessing_event_ids=answer.preprocessing_event_ids,
+            )
+        if outcome.result is None:
+            if outcome.parse_failure:
+                message = f"Grader parse failure after {PARSE_ATTEMPTS} attempts: {outcome.error}"
+            else:
+                message = f"Judge call failed: {outcome.error}"
+            if outcome.last_reply is not None:
+                reply = outcome.last_reply
+                if len(reply) > EVIDENCE_REPLY_CHARS:
+                    reply = reply[:EVIDENCE_REPLY_CHARS] + " … (truncated; the full reply is in the call's blob)"
+                evidence.append(f"judge's last reply: {reply}")
+            return _execution_error(
+                message,
+                evidence=evidence,
+                call_ids=outcome.call_event_ids,
+                grader_target=target.name,
+                preprocessing_event_ids=answer.preprocessing_event_ids,
+            )
+        result = outcome.result
+        return GraderResult(
+            score=result.score,
+            verdict=result.verdict,
+            assertions=result.assertions,
+            details=result.details,
+            evidence=[*evidence, *result.evidence],
+            cache_hit=outcome.cache_hit,
+            preprocessing_event_ids=answer.preprocessing_event_ids,
+            grader_call_event_ids=outcome.call_event_ids,
+            grader_target=target.name,
+        )

@@ -1,0 +1,288 @@
+"""The three ways a plain LLM judge grades (AgentV 4.x §5.3): what it is asked, what it must answer,
+and how the answer becomes a score.
+
+- freeform: ``{score, assertions, details}``; the score as given (clamped), at most 8 assertions.
+- rubric checklist: ``{checks: [{id, satisfied, reasoning}], overall_reasoning}``; score = satisfied
+  weight over the weight of the items the judge returned; an unsatisfied required item fails.
+- score ranges (any rubric item with ``score_ranges``): ``{checks: [{id, score 0-10, reasoning}]}``;
+  weighted mean of score/10; an item passes at >= 7 and at or above its ``min_score``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalstore.store.events import Assertion
+
+from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
+from evalstore.replay.grading.judge.parsing import JudgeParseError, extract_json
+from evalstore.replay.grading.judge.templates import default_prompt, js_number, rubric_prompt, score_range_prompt
+
+PASS_THRESHOLD = 0.8
+"""A grader's own verdict: pass at or above this score (AgentV's ``scoreToVerdict``)."""
+MAX_ASSERTIONS = 8
+SCORE_RANGE_PASS = 7
+
+FREEFORM_SCHEMA = """\
+Reply with one JSON object and nothing else, in this shape:
+
+{
+  "score": <number from 0.0 to 1.0>,
+  "assertions": [
+    {
+      "text": "<what was checked, briefly>",
+      "passed": <true or false>,
+      "evidence": "<one or two sentences of evidence; optional>"
+    }
+  ],
+  "details": {<optional object of domain-specific metrics>}
+}"""
+
+RUBRIC_FORMAT = """\
+Reply with one JSON object and nothing else, in this shape:
+{
+  "checks": [
+    {
+      "id": "<rubric id>",
+      "satisfied": <true or false>,
+      "reasoning": "<brief explanation>"
+    }
+  ],
+  "overall_reasoning": "<short summary>"
+}"""
+
+SCORE_RANGE_FORMAT = """\
+Reply with one JSON object and nothing else, in this shape:
+{
+  "checks": [
+    {
+      "id": "<criterion id>",
+      "score": <integer from 0 to 10>,
+      "reasoning": "<brief explanation of the score>"
+    }
+  ],
+  "overall_reasoning": "<short summary; optional>"
+}
+
+The score of each criterion must be an integer from 0 to 10 inside one of that criterion's score ranges."""
+
+RUBRIC_SYSTEM = "You are an expert grader. Check the answer against each rubric item.\n" + RUBRIC_FORMAT
+SCORE_RANGE_SYSTEM = "You are an expert grader. Score the answer on each criterion.\n" + SCORE_RANGE_FORMAT
+
+
+@dataclass
+class ModeResult:
+    score: float
+    verdict: str
+    assertions: list[Assertion]
+    details: dict[str, Any] | None = None
+    evidence: list[str] = field(default_factory=list)
+
+
+def _clamp(value: float, high: float = 1.0) -> float:
+    if math.isnan(value) or math.isinf(value):
+        return 0.0
+    return min(high, max(0.0, value))
+
+
+def _verdict(score: float) -> str:
+    return "pass" if score >= PASS_THRESHOLD else "fail"
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise JudgeParseError(f"{where} must be a number")
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise JudgeParseError(f"{where} must be true or false")
+    return value
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _checks(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    checks = data.get("checks")
+    if not isinstance(checks, list) or not all(isinstance(c, Mapping) for c in checks):
+        raise JudgeParseError('"checks" must be a list of objects')
+    for index, check in enumerate(checks):
+        if not isinstance(check.get("id"), str):
+            raise JudgeParseError(f'checks[{index}].id must be a string')
+    return checks
+
+
+class Mode:
+    name: str
+
+    def system_prompt(self, custom: bool) -> str:
+        raise NotImplementedError
+
+    def user_prompt(self, variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
+        raise NotImplementedError
+
+    def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
+        raise NotImplementedError
+
+    def parse(self, reply: str | None, rubrics: list[RubricItem]) -> ModeResult:
+        """The reply as a scored result; raises :class:`JudgeParseError` when it does not fit."""
+        return self.score(extract_json(reply), rubrics)
+
+
+class Freeform(Mode):
+    name = "freeform"
+
+    def system_prompt(self, custom: bool) -> str:
+        return FREEFORM_SCHEMA
+
+    def user_prompt(self, variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
+        return default_prompt(variables)
+
+    def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
+        if "score" not in data:
+            raise JudgeParseError('"score" is missing')
+        score = _clamp(_number(data["score"], '"score"'))
+        raw = data.get("assertions") or []
+        if not isinstance(raw, list):
+            raise JudgeParseError('"assertions" must be a list')
+        assertions = []
+        for index, item in enumerate(raw[:MAX_ASSERTIONS]):
+            if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+                raise JudgeParseError(f"assertions[{index}] must be an object with a text")
+            assertions.append(
+                Assertion(
+                    text=item["text"],
+                    passed=_bool(item.get("passed"), f"assertions[{index}].passed"),
+                    evidence=_text(item.get("evidence")),
+                )
+            )
+        details = data.get("details")
+        if details is not None and not isinstance(details, Mapping):
+            raise JudgeParseError('"details" must be an object')
+        return ModeResult(score, _verdict(score), assertions, dict(details) if details else None)
+
+
+class Rubric(Mode):
+    name = "rubric"
+
+    def system_prompt(self, custom: bool) -> str:
+        return RUBRIC_FORMAT if custom else RUBRIC_SYSTEM
+
+    def user_prompt(self, variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
+        return rubric_prompt(variables, rubrics)
+
+    def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
+        by_id = {item.id: item for item in rubrics}
+        total = earned = 0.0
+        failed_required: list[str] = []
+        assertions = []
+        for index, check in enumerate(_checks(data)):
+            item = by_id.get(check["id"])
+            if item is None:
+                continue  # ids the rubric does not have are ignored, as in AgentV
+            satisfied = _bool(check.get("satisfied"), f"checks[{index}].satisfied")
+            total += item.weight
+            if satisfied:
+                earned += item.weight
+            elif item.required:
+                failed_required.append(item.id)
+            assertions.append(
+                Assertion(text=f"[{item.id}] {item.outcome}", passed=satisfied, evidence=_text(check.get("reasoning")))
+            )
+        score = _clamp(earned / total) if total > 0 else 0.0
+        overall = _text(data.get("overall_reasoning"))
+        details: dict[str, Any] = {"mode": "rubric"}
+        if failed_required:
+            details["failed_required"] = failed_required
+        if overall:
+            details["overall_reasoning"] = overall
+        return ModeResult(
+            score,
+            "fail" if failed_required else _verdict(score),
+            assertions,
+            details,
+            [overall] if overall else [],
+        )
+
+
+class ScoreRanges(Mode):
+    name = "score_ranges"
+
+    def system_prompt(self, custom: bool) -> str:
+        return SCORE_RANGE_FORMAT if custom else SCORE_RANGE_SYSTEM
+
+    def user_prompt(self, variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
+        return score_range_prompt(variables, rubrics)
+
+    def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
+        by_id = {item.id: item for item in rubrics}
+        total = weighted = 0.0
+        raw_scores: dict[str, Any] = {}
+        below_minimum: list[str] = []
+        assertions = []
+        for index, check in enumerate(_checks(data)):
+            item = by_id.get(check["id"])
+            if item is None:
+                continue
+            raw = _clamp(_number(check.get("score"), f"checks[{index}].score"), 10.0)
+            normalized = raw / 10.0
+            raw_scores[item.id] = js_number(raw)
+            total += item.weight
+            weighted += normalized * item.weight
+            gated = item.min_score is not None and normalized < item.min_score
+            if gated:
+                below_minimum.append(item.id)
+            band = next(
+                (b for b in item.score_ranges or [] if b["score_range"][0] <= raw <= b["score_range"][1]),
+                None,
+            )
+            label = item.outcome or item.id
+            band_outcome = band.get("outcome", "") if band else ""
+            assertions.append(
+                Assertion(
+                    text=f"[{item.id}] {label} - Score: {js_number(raw)}/10 ({band_outcome})",
+                    passed=raw >= SCORE_RANGE_PASS and not gated,
+                    evidence=_text(check.get("reasoning")),
+                )
+            )
+        score = _clamp(weighted / total) if total > 0 else 0.0
+        overall = _text(data.get("overall_reasoning"))
+        details: dict[str, Any] = {
+            "raw_scores": raw_scores,
+            "normalization": "score / 10",
+            "aggregation": "weighted_average",
+        }
+        if below_minimum:
+            details["below_min_score"] = below_minimum
+        return ModeResult(
+            score,
+            "fail" if below_minimum else _verdict(score),
+            assertions,
+            details,
+            [overall] if overall else [],
+        )
+
+
+FREEFORM, RUBRIC, SCORE_RANGES = Freeform(), Rubric(), ScoreRanges()
+
+
+def choose_mode(spec: LlmGraderSpec) -> Mode:
+    """Rubric items make a checklist, or score ranges when any item has them; else freeform."""
+    if not spec.rubrics:
+        return FREEFORM
+    if any(item.score_ranges for item in spec.rubrics):
+        return SCORE_RANGES
+    return RUBRIC

@@ -1,0 +1,176 @@
+"""The judges a grading run may call, one shared HTTP client, and the limit on calls in flight.
+
+The engine grades tests in a thread pool; every LLM grader in every thread goes through the same
+:class:`JudgePool`, so the concurrency limit (a semaphore held for each HTTP request) bounds the whole
+run, and all requests share one connection pool.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from evalstore.replay.errors import JudgeConfigError
+from evalstore.replay.targetsfile.loader import TargetsFile
+from evalstore.replay.grading.judge.client import JudgeClient, RetryPolicy
+from evalstore.replay.grading.judge.targets import DEFAULT_TIMEOUT, JUDGE_PROVIDERS, JudgeTarget, ResolvedJudge
+
+DEFAULT_CONCURRENCY = 8
+ENV_TARGET_NAME = "judge"
+"""Name of the judge configured through ``EVALSTORE_JUDGE_*`` variables."""
+
+
+class JudgePool:
+    def __init__(
+        self,
+        targets: Mapping[str, JudgeTarget] | None = None,
+        *,
+        default: str | None = None,
+        targets_file: TargetsFile | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        retry: RetryPolicy = RetryPolicy(),
+        env: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise JudgeConfigError(f"judge concurrency must be at least 1, not {concurrency}")
+        self.targets = dict(targets or {})
+        self.default = default
+        self.targets_file = targets_file
+        self.concurrency = concurrency
+        self._env = env
+        self._http = httpx.Client(
+            transport=transport,
+            timeout=DEFAULT_TIMEOUT,
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+        )
+        self.client = JudgeClient(self._http, threading.BoundedSemaphore(concurrency), retry)
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> JudgePool:
+        """A pool with one judge from ``EVALSTORE_JUDGE_BASE_URL``, ``EVALSTORE_JUDGE_MODEL`` and
+        ``EVALSTORE_JUDGE_API_KEY_ENV`` (the *name* of the variable holding the key; default none).
+        ``EVALSTORE_JUDGE_CONCURRENCY`` and ``EVALSTORE_JUDGE_TIMEOUT`` are optional. With no base URL
+        set the pool has no judges, and an LLM grader reports that as its execution error."""
+        env = os.environ if env is None else env
+        judge = _env_judge(env)
+        targets = {ENV_TARGET_NAME: judge} if judge else {}
+        kwargs.setdefault(
+            "concurrency", _env_number(env, "EVALSTORE_JUDGE_CONCURRENCY", int, DEFAULT_CONCURRENCY)
+        )
+        return cls(targets, default=ENV_TARGET_NAME if targets else None, env=env, **kwargs)
+
+    @classmethod
+    def from_targets_file(
+        cls, targets_file: TargetsFile, *, default: str | None = None, **kwargs: Any
+    ) -> JudgePool:
+        """A pool over a targets file. Entries become judges when first asked for, so a file whose
+        agent targets use providers that cannot grade still loads. A judge configured through
+        ``EVALSTORE_JUDGE_*`` is the default when nothing more specific names one (unless the file
+        defines a target of the same name, which wins)."""
+        env = kwargs.get("env")
+        judge = _env_judge(os.environ if env is None else env)
+        targets = {ENV_TARGET_NAME: judge} if judge and ENV_TARGET_NAME not in targets_file.targets else {}
+        if default is None and targets:
+            default = ENV_TARGET_NAME
+        return cls(targets, default=default, targets_file=targets_file, **kwargs)
+
+    # -- use ----------------------------------------------------------------------------------
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return os.environ if self._env is None else self._env
+
+    def target(
+        self,
+        *,
+        grader_target: str | None = None,
+        run_target: str | None = None,
+        override_target: str | None = None,
+        override_model: str | None = None,
+    ) -> JudgeTarget:
+        """The judge for one grader: the CLI override, else the grader's ``target:``, else the run
+        target's ``grader_target``, else the pool default (or its only judge)."""
+        name = (
+            override_target
+            or grader_target
+            or (self.targets_file.grader_target_for(run_target) if self.targets_file else None)
+            or self.default
+        )
+        if name is None:
+            known = self._known()
+            # The only target that can grade (an agent target in the same file is no judge).
+            graders = [n for n in known if self._can_grade(n)]
+            if len(graders) == 1:
+                name = graders[0]
+            else:
+                raise JudgeConfigError(
+                    "no judge target chosen: set the grader's target:, the run target's grader_target, "
+                    "--judge-target, or EVALSTORE_JUDGE_BASE_URL"
+                    + (f" (judges available: {', '.join(known)})" if known else "")
+                )
+        return self._lookup(name).with_model(override_model)
+
+    def resolve(self, target: JudgeTarget) -> ResolvedJudge:
+        return target.resolve(self.env)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> JudgePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _lookup(self, name: str) -> JudgeTarget:
+        if name in self.targets:
+            return self.targets[name]
+        if self.targets_file is not None and name in self.targets_file.targets:
+            judge = JudgeTarget.from_entry(self.targets_file.targets[name])
+            self.targets[name] = judge
+            return judge
+        known = ", ".join(self._known()) or "none"
+        raise JudgeConfigError(f"judge target {name!r} is not defined (judges available: {known})")
+
+    def _can_grade(self, name: str) -> bool:
+        if name in self.targets or self.targets_file is None:
+            return True
+        return self.targets_file.targets[name].provider.lower() in JUDGE_PROVIDERS
+
+    def _known(self) -> list[str]:
+        names = set(self.targets)
+        if self.targets_file is not None:
+            names.update(self.targets_file.targets)
+        return sorted(names)
+
+
+def _env_judge(env: Mapping[str, str]) -> JudgeTarget | None:
+    """The judge ``EVALSTORE_JUDGE_BASE_URL``/``_MODEL``/``_API_KEY_ENV``/``_TIMEOUT`` configure, if any."""
+    base_url = env.get("EVALSTORE_JUDGE_BASE_URL")
+    if not base_url:
+        return None
+    return JudgeTarget(
+        name=ENV_TARGET_NAME,
+        provider="openai-compatible",
+        base_url=base_url,
+        model=env.get("EVALSTORE_JUDGE_MODEL", ""),
+        api_key_env=env.get("EVALSTORE_JUDGE_API_KEY_ENV") or None,
+        timeout=_env_number(env, "EVALSTORE_JUDGE_TIMEOUT", float, DEFAULT_TIMEOUT),
+    )
+
+
+def _env_number(env: Mapping[str, str], name: str, kind: type, default: Any) -> Any:
+    raw = env.get(name)
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise JudgeConfigError(f"environment variable {name} must be a number, not {raw!r}") from None

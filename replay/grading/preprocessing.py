@@ -1,0 +1,240 @@
+"""From the agent's last message to the answer text graders see, files included.
+
+AgentV hands graders only the text blocks of the last assistant message, so an agent whose answer is
+a file (a ContentFile block: ``report.xlsx``) is graded as if it said nothing. Here every file block
+becomes text: a configured converter for its media type wins, otherwise the bytes are read as UTF-8.
+Anything that goes wrong (binary bytes with no converter, a missing file, a converter that fails,
+hangs or floods its output) skips that block and leaves a warning line in the answer, so the grader
+sees why the file is absent; it never fails the grade.
+
+Every conversion is recorded as a ``PreprocessingRecorded`` event with a fingerprint over (artifact
+digest, argv, converter script digest). A later grade with the same fingerprint reuses the recorded
+output instead of running the converter again (unless ``no_cache``), and records an event of its own
+pointing at the one it reused, so each verdict links to events of its own run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalstore.store.codec import digest_json, sha256_hex
+from evalstore.store.errors import BlobNotFound
+from evalstore.store.events import PreprocessingRecorded
+
+from evalstore.replay.evalfile.aliases import normalize_media_type
+from evalstore.replay.grading.answer import assemble, candidate_message, file_part, normalize_text, one_line, warning_line
+from evalstore.replay.content import FileBlock, ImageBlock, TextBlock
+from evalstore.replay.grading.graders.base import GradingContext
+from evalstore.replay.grading.materialize import LoadedFile, PrivateTempDir, load_file
+from evalstore.replay.evalfile.specs import ConverterSpec
+from evalstore.replay.processes.children import ChildResult, run_child
+
+STDERR_KEEP_CHARS = 4_000
+"""How much converter stderr an event keeps (the end)."""
+
+BINARY_WITHOUT_CONVERTER = "default UTF-8 read produced binary or invalid text; configure a preprocessor"
+
+
+@dataclass
+class PreparedAnswer:
+    text: str
+    """The candidate answer every grader uses as ``output``."""
+    warnings: list[str] = field(default_factory=list)
+    """One ``[file preprocessing warning] ...`` line per file that could not become text."""
+    preprocessing_event_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _FileOutcome:
+    event_id: str
+    text: str | None
+    reason: str | None = None
+
+
+def prepare_answer(ctx: GradingContext, converters: list[ConverterSpec]) -> PreparedAnswer:
+    """The candidate answer text, with file blocks converted and failures noted."""
+    message = candidate_message(ctx.transcript.messages)
+    if message is None:
+        return PreparedAnswer(text=(ctx.transcript.output_text or "").strip())
+    if isinstance(message.content, str):
+        return PreparedAnswer(text=message.content.strip())
+
+    parts: list[str] = []
+    warnings: list[str] = []
+    event_ids: list[str] = []
+    for block in message.blocks():
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, FileBlock):
+            outcome = _file_text(ctx, block, converters)
+            event_ids.append(outcome.event_id)
+            if outcome.text is not None:
+                parts.append(file_part(block.path, outcome.text))
+            else:
+                warnings.append(warning_line(block.path, block.media_type, outcome.reason or "not evaluable"))
+        elif isinstance(block, ImageBlock):
+            continue  # images go to multimodal judges separately, never into the answer text
+    return PreparedAnswer(text=assemble(parts, warnings), warnings=warnings, preprocessing_event_ids=event_ids)
+
+
+def select_converter(converters: list[ConverterSpec], media_type: str | None) -> ConverterSpec | None:
+    """The first converter whose normalized type matches the block's normalized media type."""
+    if not media_type:
+        return None
+    wanted = normalize_media_type(media_type)
+    for converter in converters:
+        if normalize_media_type(converter.media_type or converter.type) == wanted:
+            return converter
+    return None
+
+
+def conversion_fingerprint(artifact_sha256: str | None, argv: list[str] | None, script_sha256: str | None) -> str:
+    """The reuse key: same bytes through the same command and script give the same text."""
+    return digest_json({"artifact_sha256": artifact_sha256, "argv": argv, "script_sha256": script_sha256})
+
+
+def script_digest(argv: list[str]) -> str | None:
+    """Digest of the file the command runs (its last argv element), when that is a readable file."""
+    if not argv:
+        return None
+    try:
+        script = Path(argv[-1])
+        return sha256_hex(script.read_bytes()) if script.is_file() else None
+    except OSError:
+        return None
+
+
+def _file_text(ctx: GradingContext, block: FileBlock, converters: list[ConverterSpec]) -> _FileOutcome:
+    converter = select_converter(converters, block.media_type)
+    argv = list(converter.command) if converter else None
+    script_sha = script_digest(argv) if argv else None
+    loaded = load_file(block, ctx.recorder, ctx.transcript.workspace_path)
+    event = _Event(ctx, block, converter, argv, script_sha, loaded)
+
+    if loaded.data is None:
+        return event.record("not_evaluable", reason=loaded.reason)
+    if not ctx.options.no_cache:
+        reused = _reuse(ctx, event)
+        if reused is not None:
+            return reused
+    if converter is not None and argv is not None:
+        return _convert(event, converter, argv, loaded.data)
+    return _read_as_text(event, loaded.data)
+
+
+def _reuse(ctx: GradingContext, event: _Event) -> _FileOutcome | None:
+    found = ctx.recorder.find_conversion(event.fingerprint)
+    if found is None or found[1].output_sha256 is None:
+        return None
+    earlier_id, earlier = found
+    try:
+        text = ctx.recorder.get_blob(found[1].output_sha256).decode("utf-8")
+    except (BlobNotFound, UnicodeDecodeError):
+        return None  # the earlier output is unusable: convert again
+    return event.record(earlier.status, text=text, reused_from=earlier_id, duration_ms=0.0)
+
+
+def _read_as_text(event: _Event, data: bytes) -> _FileOutcome:
+    started = time.monotonic()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        return event.record("not_evaluable", reason=BINARY_WITHOUT_CONVERTER, started=started)
+    return event.record("read_as_text", text=normalize_text(text), started=started)
+
+
+def _convert(event: _Event, converter: ConverterSpec, argv: list[str], data: bytes) -> _FileOutcome:
+    block = event.block
+    with PrivateTempDir(prefix="evalstore-convert-") as tmp:
+        copy = tmp.write(block.path, data)
+        stdin = json.dumps(
+            {"path": str(copy), "original_path": block.path, "media_type": block.media_type},
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode("utf-8")
+        suite_dir = event.ctx.suite.directory
+        result = run_child(
+            argv,
+            stdin,
+            timeout=converter.timeout,
+            max_output_bytes=converter.max_output_bytes,
+            cwd=str(suite_dir) if suite_dir.is_dir() else None,
+        )
+    stderr = result.stderr_text()
+    if result.ok:
+        text = normalize_text(result.stdout.decode("utf-8", errors="replace"))
+        return event.record("converted", text=text, stderr=stderr, duration_ms=result.duration_ms)
+    return event.record(
+        "failed", reason=_failure_reason(result, converter), stderr=stderr, duration_ms=result.duration_ms
+    )
+
+
+def _failure_reason(result: ChildResult, converter: ConverterSpec) -> str:
+    if result.spawn_error:
+        return result.spawn_error
+    if result.timed_out:
+        return f"converter timed out after {converter.timeout:g} s; its process group was killed"
+    if result.output_exceeded:
+        return f"converter output exceeded {converter.max_output_bytes} bytes; its process group was killed"
+    stderr = result.stderr_text().strip()
+    return one_line(stderr) if stderr else f"preprocessor exited with code {result.exit_code}"
+
+
+class _Event:
+    """What one file's PreprocessingRecorded event says, gathered before the outcome is known."""
+
+    def __init__(
+        self,
+        ctx: GradingContext,
+        block: FileBlock,
+        converter: ConverterSpec | None,
+        argv: list[str] | None,
+        script_sha: str | None,
+        loaded: LoadedFile,
+    ) -> None:
+        self.ctx = ctx
+        self.block = block
+        self.converter = converter
+        self.argv = argv
+        self.script_sha = script_sha
+        self.artifact_sha = loaded.sha256
+        self.fingerprint = conversion_fingerprint(self.artifact_sha, argv, script_sha)
+
+    def record(
+        self,
+        status: str,
+        *,
+        text: str | None = None,
+        reason: str | None = None,
+        stderr: str | None = None,
+        reused_from: str | None = None,
+        duration_ms: float | None = None,
+        started: float | None = None,
+    ) -> _FileOutcome:
+        if started is not None:
+            duration_ms = round((time.monotonic() - started) * 1000.0, 3)
+        output_sha = self.ctx.recorder.put_blob(text.encode("utf-8")) if text is not None else None
+        event = PreprocessingRecorded(
+            test_id=self.ctx.test.id,
+            target=self.ctx.target,
+            attempt=self.ctx.attempt,
+            path=self.block.path,
+            media_type=self.block.media_type,
+            artifact_sha256=self.artifact_sha,
+            converter_type=self.converter.type if self.converter else None,
+            argv=self.argv,
+            script_sha256=self.script_sha,
+            fingerprint=self.fingerprint,
+            output_sha256=output_sha,
+            stderr=stderr[-STDERR_KEEP_CHARS:] if stderr else None,
+            status=status,  # type: ignore[arg-type]
+            reason=reason,
+            duration_ms=duration_ms,
+            reused_from=reused_from,
+        )
+        return _FileOutcome(event_id=self.ctx.recorder.record(event), text=text, reason=reason)

@@ -1,0 +1,168 @@
+"""From grader verdicts to a test's score, pass/fail and status (AgentV §5.5 and §1.1).
+
+- ``negate`` flips a grader's score (1 - score) and its pass/fail, before anything else looks at it.
+- A grader that ended in an execution error (AgentV: verdict ``skip``) drops out of the mean and makes
+  the test an ``execution_error`` that cannot pass; ``error`` names the grader and its first failed
+  assertion. (The issue's rule. AgentV 4.x itself forces such a test's score to 0.)
+- A ``required`` grader below its gate forces the test score to 0. The gate is ``min_score``, else the
+  numeric ``required`` (a deprecated v4 spelling), else the run threshold.
+- Otherwise the score is the weighted mean over the graders (weight default 1; 0 if the weights sum to 0).
+  A grader's own ``fail`` verdict does not change the test score; only its score counts.
+- The test passes when its score reaches the threshold; status is ``ok`` or ``quality_failure``.
+
+The same rule recomputes a score from AgentV result rows (``scores[]`` entries), which is how imports
+are checked and how a replay tells a changed grader from a changed aggregation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from evalstore.store.events import Assertion
+
+from evalstore.replay.grading.graders.base import GraderResult
+
+NEGATED_PREFIX = "[Negated]"
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    __test__ = False  # a domain class, not a pytest test class
+
+    score: float
+    passed: bool
+    status: str
+    """ok | quality_failure | execution_error"""
+    error: str | None = None
+
+
+class _ScoredSpec(Protocol):
+    """What scoring reads from a grader spec (any of ``evalstore.replay.evalfile.specs``' grader specs)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def required(self) -> bool | float: ...
+    @property
+    def min_score(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One grader's contribution, whatever it was read from."""
+
+    name: str
+    score: float
+    weight: float
+    required: bool | float
+    min_score: float | None
+    errored: bool
+    first_failure: str | None
+
+
+def apply_negate(result: GraderResult) -> GraderResult:
+    """The result of the negated grader. An execution error stays what it is: there is nothing to flip."""
+    if is_execution_error(result):
+        return result
+    flipped = {"pass": "fail", "fail": "pass"}
+    return replace(
+        result,
+        score=1.0 - result.score,
+        verdict=flipped.get(result.verdict, result.verdict),
+        assertions=[_negate_assertion(a) for a in result.assertions],
+    )
+
+
+def _negate_assertion(assertion: Assertion) -> Assertion:
+    evidence = f"{NEGATED_PREFIX} {assertion.evidence}" if assertion.evidence else NEGATED_PREFIX
+    return Assertion(text=assertion.text, passed=not assertion.passed, evidence=evidence)
+
+
+def is_execution_error(result: GraderResult) -> bool:
+    return result.status == "execution_error" or result.verdict == "skip"
+
+
+def required_gate(required: bool | float, min_score: float | None, threshold: float) -> float | None:
+    """The score a required grader must reach, or None when the grader is not required."""
+    if isinstance(required, bool):
+        if not required:
+            return None
+        return min_score if min_score is not None else threshold
+    if not required:
+        return None
+    return min_score if min_score is not None else float(required)
+
+
+def score_test(verdicts: list[tuple[_ScoredSpec, GraderResult]], threshold: float) -> TestOutcome:
+    """The test outcome for graded results (``negate`` already applied)."""
+    entries = [
+        _Entry(
+            name=spec.name,
+            score=result.score,
+            weight=spec.weight,
+            required=spec.required,
+            min_score=spec.min_score,
+            errored=is_execution_error(result),
+            first_failure=next((a.text for a in result.assertions if not a.passed), None),
+        )
+        for spec, result in verdicts
+    ]
+    return _aggregate(entries, threshold)
+
+
+def score_recorded(scores: list[dict[str, Any]], threshold: float = 0.8) -> TestOutcome | None:
+    """The test outcome recomputed from AgentV ``scores[]`` entries; None when there are none (AgentV
+    omits ``scores`` from some rows, e.g. an implicit grader in v4 baselines)."""
+    if not scores:
+        return None
+    entries = []
+    for item in scores:
+        assertions = item.get("assertions") or []
+        weight = item.get("weight")
+        entries.append(
+            _Entry(
+                name=str(item.get("name") or item.get("type") or "grader"),
+                score=float(item.get("score") or 0.0),
+                weight=1.0 if weight is None else float(weight),
+                required=item.get("required") or False,
+                min_score=item.get("min_score"),
+                errored=item.get("verdict") == "skip",
+                first_failure=next(
+                    (a.get("text") for a in assertions if isinstance(a, dict) and not a.get("passed")), None
+                ),
+            )
+        )
+    return _aggregate(entries, threshold)
+
+
+def _aggregate(entries: list[_Entry], threshold: float) -> TestOutcome:
+    # The issue's rule: graders that ended in an execution error drop out of the mean (their 0 is not
+    # a judgement of quality); the test still reports execution_error and cannot pass.
+    errored = [e for e in entries if e.errored]
+    graded = [e for e in entries if not e.errored]
+    score = _weighted_mean(graded)
+    for entry in graded:
+        gate = required_gate(entry.required, entry.min_score, threshold)
+        if gate is not None and entry.score < gate:
+            score = 0.0
+            break
+    if errored:
+        first = errored[0]
+        return TestOutcome(
+            score=score,
+            passed=False,
+            status="execution_error",
+            error=f"{first.name}: {first.first_failure or 'execution error'}",
+        )
+    passed = score >= threshold
+    return TestOutcome(score=score, passed=passed, status="ok" if passed else "quality_failure")
+
+
+def _weighted_mean(entries: list[_Entry]) -> float:
+    total_weight = sum(e.weight for e in entries)
+    if total_weight <= 0:
+        return 0.0
+    return sum(e.score * e.weight for e in entries) / total_weight

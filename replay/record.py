@@ -1,0 +1,298 @@
+"""Recording a run: call the target for each test, capture what it produced, grade it, store it all.
+
+This is the only module outside ``evalstore.replay.targets`` that imports target code. Each test becomes two
+atomic appends: first what the target produced (case, transcript, artifact bytes) as soon as it
+finishes, then the grading (conversions, grader calls, verdicts, score). A run killed between tests,
+or between the two appends of a test, resumes without calling the target again for anything recorded.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.codec import canonical_json
+from evalstore.store.events import (
+    ArtifactStored,
+    RunStarted,
+    TestScored,
+    TranscriptRecorded,
+)
+
+from evalstore import __version__
+from evalstore.replay.content import Message, dump_messages
+from evalstore.replay.errors import ReplayError
+from evalstore.replay.evalfile.parser import load_eval, load_eval_text
+from evalstore.replay.grading.graders.base import GradeOptions
+from evalstore.replay.grading.engine import grade_test
+from evalstore.replay.material import (
+    ResultKey,
+    Tally,
+    TestMaterial,
+    case_event,
+    info_from_transcript,
+    load_run,
+    new_run_id,
+    result_key,
+    transcript_info,
+)
+from evalstore.replay.evalfile.preflight import preflight
+from evalstore.replay.evalfile.snapshot import snapshot_suite
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
+from evalstore.replay.recording import StoreRecorder
+from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
+from evalstore.replay.targetsfile.loader import TargetsFile, find_targets_file, load_targets_file
+from evalstore.replay.processes.workers import run_concurrently
+
+
+@dataclass
+class RunOptions:
+    target: str | None = None
+    targets_path: Path | None = None
+    workers: int = 4
+    threshold: float | None = None
+    timeout: float | None = None
+    workdir: Path | None = None
+    """Where per-test workspaces are made (default: .evalstore/workspaces/RUN under the cwd)."""
+    grade: GradeOptions = field(default_factory=GradeOptions)
+    judge_concurrency: int = 8
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    results: list[TestScored]
+    threshold: float
+    warnings: list[str] = field(default_factory=list)
+    """What the eval file parser warned about (unknown keys, missing scripts)."""
+
+
+Progress = Callable[[TestScored], None]
+
+
+def record_run(
+    store: EventStore,
+    eval_path: str | Path,
+    options: RunOptions | None = None,
+    *,
+    progress: Progress | None = None,
+    on_start: Callable[[str, int], None] | None = None,
+) -> RunOutcome:
+    options = options or RunOptions()
+    suite = load_eval(eval_path)
+    preflight(suite)
+    targets_file, target = _resolve_target(suite, options)
+    run_id = new_run_id("rec")
+    snapshot, blobs = snapshot_suite(suite)
+    started = RunStarted(
+        run_id=run_id,
+        kind="recorded",
+        suite=suite.name,
+        eval_path=suite.path,
+        eval_snapshot=snapshot,
+        target_name=target.name,
+        target=stored_config(target, source=targets_file.path if targets_file else None),
+        threshold=_threshold(suite, options),
+        overrides=_overrides(options, targets_file),
+        tool_version=__version__,
+    )
+    store.append(run_id, [started], expected_version=0, blobs=blobs)
+    return _execute(store, run_id, suite, target, targets_file, options, {}, progress, on_start)
+
+
+def resume_run(
+    store: EventStore,
+    run_id: str,
+    options: RunOptions | None = None,
+    *,
+    progress: Progress | None = None,
+    on_start: Callable[[str, int], None] | None = None,
+) -> RunOutcome:
+    """Finish an interrupted recorded run: tests with a transcript are graded, not run again."""
+    material = load_run(store, run_id)
+    started = material.started
+    if started.kind != "recorded":
+        raise ReplayError(f"run {run_id} is a {started.kind} run; `evalstore run --resume` continues recorded runs")
+    options = options or RunOptions()
+    stored_overrides = started.overrides
+    options.target = options.target or started.target_name
+    if options.targets_path is None and stored_overrides.get("targets_file"):
+        options.targets_path = Path(stored_overrides["targets_file"])
+    if options.threshold is None:
+        options.threshold = stored_overrides.get("threshold")
+    eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
+    suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
+    targets_file, target = _resolve_target(suite, options)
+    return _execute(store, run_id, suite, target, targets_file, options, material.tests, progress, on_start)
+
+
+def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
+    path = options.targets_path or find_targets_file(Path(suite.path).parent)
+    name = options.target or suite.target
+    if path is None:
+        raise ReplayError(
+            f"{suite.path}: no targets file found (looked for .agentv/targets.yaml above the eval file); "
+            "pass --targets FILE"
+        )
+    targets_file = load_targets_file(path)
+    if not name:
+        raise ReplayError(f"{suite.path}: no target named: set execution.target in the eval or pass --target NAME")
+    target = targets_file.get(name)
+    # Before anything is recorded: a bad target config must not leave a half-started run behind.
+    check_target(target, eval_dir=Path(suite.path).parent, targets_file=targets_file.path)
+    return targets_file, target
+
+
+def _threshold(suite: EvalSuite, options: RunOptions) -> float:
+    return options.threshold if options.threshold is not None else suite.threshold
+
+
+def _overrides(options: RunOptions, targets_file: TargetsFile | None) -> dict:
+    return {
+        "targets_file": targets_file.path if targets_file else None,
+        "threshold": options.threshold,
+        "judge_target": options.grade.judge_target,
+        "judge_model": options.grade.judge_model,
+    }
+
+
+def _safe_dirname(test_id: str) -> str:
+    return re.sub(r'[/\\:*?"<>|\s]+', "_", test_id)[:120] or "test"
+
+
+def _execute(
+    store: EventStore,
+    run_id: str,
+    suite: EvalSuite,
+    target,  # type: ignore[no-untyped-def]
+    targets_file: TargetsFile | None,
+    options: RunOptions,
+    recorded: dict[ResultKey, TestMaterial],
+    progress: Progress | None,
+    on_start: Callable[[str, int], None] | None,
+) -> RunOutcome:
+    from evalstore.replay.grading.judge.pool import JudgePool
+
+    threshold = _threshold(suite, options)
+    grade_options = GradeOptions(
+        no_cache=options.grade.no_cache,
+        judge_target=options.grade.judge_target,
+        judge_model=options.grade.judge_model,
+        threshold=threshold,
+    )
+    workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
+    target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
+    if on_start:
+        on_start(run_id, len(suite.tests))
+    results: list[TestScored] = []
+    lock = threading.Lock()
+
+    judges = JudgePool.from_targets_file(targets_file, concurrency=options.judge_concurrency) if targets_file else JudgePool.from_env()
+
+    def one(test: EvalTest) -> TestScored:
+        key = result_key(test.id, target.name, 1)
+        done = recorded.get(key)
+        if done and done.scored:
+            scored = done.scored[1]
+        elif done and done.transcript:
+            scored = _grade(store, run_id, suite, test, target.name, transcript_info(store.get_blob, done), grade_options, judges)
+        else:
+            scored = _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, grade_options, judges)
+        with lock:
+            results.append(scored)
+        if progress:
+            progress(scored)
+        return scored
+
+    try:
+        run_concurrently(one, suite.tests, options.workers)
+    finally:
+        judges.close()
+    _complete(store, run_id, results)
+    order = {t.id: i for i, t in enumerate(suite.tests)}
+    results.sort(key=lambda s: order.get(s.test_id, 0))
+    return RunOutcome(run_id, results, threshold, list(suite.warnings))
+
+
+def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]
+    workspace = workdir / _safe_dirname(test.id)
+    outcome = run_target(
+        target_spec, test, workspace=workspace, eval_dir=Path(suite.path).parent, timeout=options.timeout
+    )
+    captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
+    messages: list[Message] = [*test.input, *captured.messages]
+    recorder = StoreRecorder(store, run_id)
+    recorder.record(case_event(test, target_spec.name))
+    messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
+    for f in captured.files:
+        if f.data is not None:
+            recorder.put_blob(f.data)
+        recorder.record(
+            ArtifactStored(
+                test_id=test.id,
+                target=target_spec.name,
+                path=f.path,
+                media_type=f.media_type,
+                status=f.status,
+                sha256=f.sha256,
+                size=f.size,
+                reason=f.reason,
+            )
+        )
+    transcript = TranscriptRecorded(
+        test_id=test.id,
+        target=target_spec.name,
+        messages_sha256=recorder.put_blob(messages_blob),
+        output_text=outcome.output_text,
+        token_usage=outcome.token_usage,
+        cost_usd=outcome.cost_usd,
+        duration_ms=outcome.duration_ms,
+        start_time=outcome.start_time,
+        end_time=outcome.end_time,
+        workspace_path=str(workspace),
+        exit_code=outcome.exit_code,
+        status=outcome.status,
+        error=outcome.error,
+    )
+    transcript_id = recorder.record(transcript)
+    recorder.flush()
+    if outcome.status != "ok":
+        scored = TestScored(
+            test_id=test.id,
+            target=target_spec.name,
+            score=0.0,
+            passed=False,
+            status="execution_error",
+            threshold=grade_options.threshold,  # type: ignore[arg-type]
+            # Provider errors already start with "target 'NAME': "; a second prefix only costs width.
+            error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
+        )
+        store.append(run_id, [scored])
+        return scored
+    info = info_from_transcript(transcript, transcript_id, messages, workspace_path=str(workspace))
+    return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges)
+
+
+def _grade(store, run_id, suite, test, target, info, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]
+    recorder = StoreRecorder(store, run_id)
+    grade = grade_test(suite, test, info, recorder, target=target, options=grade_options, judges=judges)
+    recorder.flush()
+    return grade.scored
+
+
+def _complete(store: EventStore, run_id: str, results: list[TestScored]) -> None:
+    tally = Tally()
+    for scored in results:
+        tally.add(scored)
+    # A fixed id per run: a second completion of the same run is a no-op, not a duplicate.
+    store.append(run_id, [NewEvent(tally.completed(), event_id=_completion_id(run_id))])
+
+
+def _completion_id(run_id: str) -> str:
+    import uuid
+
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:completed"))

@@ -1,0 +1,365 @@
+"""Regrading a stored run: a new run of kind ``replay`` whose parent is the original.
+
+Structurally unable to call a target: nothing here imports ``evalstore.replay.targets``. Transcripts and
+artifacts are read from the run that recorded them (walking up through replays of replays) and used
+by reference. What is swapped (eval, converters, prompts, judge, graders, tests) is recorded in the
+replay's ``run_started`` event, so an interrupted replay resumes with exactly the same settings.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shlex
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.codec import digest_json
+from evalstore.store.events import RunStarted, TestScored
+
+from evalstore import __version__
+from evalstore.replay.evalfile.aliases import normalize_media_type
+from evalstore.replay.errors import ReplayError
+from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.grading.graders.base import GradeOptions
+from evalstore.replay.grading.engine import grade_test
+from evalstore.replay.material import RunMaterial, Tally, TestMaterial, case_event, load_run, new_run_id, transcript_info
+from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
+from evalstore.replay.evalfile.preflight import preflight
+from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
+from evalstore.replay.evalfile.specs import ConverterSpec, EvalSuite, LlmGraderSpec
+from evalstore.replay.recording import BatchedAppends, StoreRecorder
+from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
+from evalstore.replay.analysis.views import transcript_run_id
+from evalstore.replay.processes.workers import run_concurrently
+
+
+@dataclass
+class ReplayOptions:
+    eval_path: str | None = None
+    preprocessors: list[str] = field(default_factory=list)
+    """``TYPE=COMMAND`` swaps, COMMAND a JSON argv array or a plain command line."""
+    prompts: list[str] = field(default_factory=list)
+    """``GRADER=file://PATH`` swaps."""
+    judge_target: str | None = None
+    judge_model: str | None = None
+    graders: list[str] | None = None
+    tests: str | None = None
+    """A glob over test ids: the tests to regrade; the rest are carried over from the parent."""
+    no_cache: bool = False
+    threshold: float | None = None
+    targets_path: str | None = None
+    shard: tuple[int, int] | None = None
+
+    def recorded(self) -> dict[str, Any]:
+        """What goes into the replay's run_started event (everything but the shard)."""
+        return {k: v for k, v in asdict(self).items() if k != "shard"}
+
+
+@dataclass
+class ReplayOutcome:
+    run_id: str
+    parent_run_id: str
+    results: list[TestScored]
+    drift: list[Drift]
+    complete: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+Progress = Callable[[TestScored], None]
+
+
+def parse_shard(value: str) -> tuple[int, int]:
+    try:
+        k, n = (int(x) for x in value.split("/", 1))
+    except ValueError:
+        raise ReplayError(f"--shard {value!r}: expected K/N, e.g. 1/3") from None
+    if n < 1 or not 1 <= k <= n:
+        raise ReplayError(f"--shard {value!r}: K must be between 1 and N")
+    return k, n
+
+
+def in_shard(key: tuple, shard: tuple[int, int] | None) -> bool:
+    if shard is None:
+        return True
+    k, n = shard
+    return int(digest_json(list(key))[:12], 16) % n == k - 1
+
+
+def replay_run(
+    store: EventStore,
+    parent_run_id: str,
+    options: ReplayOptions,
+    *,
+    strict: bool = False,
+    concurrency: int = 4,
+    progress: Progress | None = None,
+    on_start: Callable[[str, int, list[Drift]], None] | None = None,
+) -> ReplayOutcome:
+    parent = load_run(store, parent_run_id)
+    suite = _suite(store, parent, options)
+    preflight(suite)
+    drifted = drift(parent.started.eval_snapshot)
+    if strict and drifted:
+        raise ReplayError("refusing to replay (--strict): " + "; ".join(d.describe() for d in drifted))
+    snapshot, blobs = snapshot_suite(suite)
+    overrides = options.recorded()
+    if options.shard:
+        # Every shard derives the same replay id and the same first event, so they share one run.
+        run_id = f"rpl-{digest_json({'parent': parent.run_id, 'overrides': overrides})[:16]}"
+    else:
+        run_id = new_run_id("rpl")
+    started = RunStarted(
+        run_id=run_id,
+        kind="replay",
+        parent_run_id=parent.run_id,
+        suite=suite.name,
+        eval_path=suite.path,
+        eval_snapshot=snapshot,
+        target_name=parent.started.target_name,
+        target=parent.started.target,
+        threshold=options.threshold if options.threshold is not None else suite.threshold,
+        overrides=overrides,
+        tool_version=__version__,
+    )
+    store.append(run_id, [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))], blobs=blobs)
+    return _execute(store, run_id, parent, suite, options, drifted, concurrency, progress, on_start)
+
+
+def resume_replay(
+    store: EventStore,
+    run_id: str,
+    *,
+    concurrency: int = 4,
+    shard: tuple[int, int] | None = None,
+    progress: Progress | None = None,
+    on_start: Callable[[str, int, list[Drift]], None] | None = None,
+) -> ReplayOutcome:
+    """Continue an interrupted replay with the settings it recorded; graded tests are not redone."""
+    mine = load_run(store, run_id)
+    if mine.started.kind != "replay" or not mine.started.parent_run_id:
+        raise ReplayError(f"run {run_id} is not a replay; `evalstore replay --resume` continues replays")
+    options = ReplayOptions(**{**mine.started.overrides, "shard": shard})
+    parent = load_run(store, mine.started.parent_run_id)
+    suite = _suite(store, parent, options)
+    return _execute(store, run_id, parent, suite, options, drift(parent.started.eval_snapshot), concurrency, progress, on_start, mine)
+
+
+def _execute(
+    store: EventStore,
+    run_id: str,
+    parent: RunMaterial,
+    suite: EvalSuite,
+    options: ReplayOptions,
+    drifted: list[Drift],
+    concurrency: int,
+    progress: Progress | None,
+    on_start: Callable[[str, int, list[Drift]], None] | None,
+    mine: RunMaterial | None = None,
+) -> ReplayOutcome:
+    mine = mine or load_run(store, run_id)
+    sources = transcript_run(store, parent).tests
+    tests_by_id = {t.id: t for t in suite.tests}
+    threshold = options.threshold if options.threshold is not None else suite.threshold
+    grade_options = GradeOptions(
+        no_cache=options.no_cache,
+        judge_target=options.judge_target,
+        judge_model=options.judge_model,
+        threshold=threshold,
+    )
+    batches = BatchedAppends(store, run_id)
+    todo = [
+        key
+        for key in parent.order
+        if in_shard(key, options.shard) and not (key in mine.tests and mine.tests[key].scored)
+    ]
+    if on_start:
+        on_start(run_id, len(todo), drifted)
+    judges = _judges(suite, options, parent)
+    results: list[TestScored] = []
+    lock = threading.Lock()
+
+    def one(key: tuple) -> None:
+        scored = _replay_test(store, run_id, key, parent.tests[key], sources, tests_by_id, suite, options, grade_options, judges, batches)
+        with lock:
+            results.append(scored)
+        if progress:
+            progress(scored)
+
+    try:
+        run_concurrently(one, todo, concurrency)
+    finally:
+        # Tests finished before an interrupt are kept: a resume will not grade them again.
+        batches.flush()
+        judges.close()
+    complete = _complete_if_done(store, run_id, parent)
+    position = {t.id: i for i, t in enumerate(suite.tests)}
+    results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
+    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings))
+
+
+def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_by_id, suite, options, grade_options, judges, batches) -> TestScored:  # type: ignore[no-untyped-def]
+    test_id, target, attempt = key
+    recorder = StoreRecorder(store, run_id)
+    carried = parent_test.verdicts
+    test = tests_by_id.get(test_id)
+    selected = options.tests is None or fnmatch.fnmatchcase(test_id, options.tests)
+    if test is None or not selected:
+        # Not regraded: the parent's verdicts and score carry over unchanged, marked as carried.
+        for grader, (vid, verdict) in carried.items():
+            recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))
+        scored = parent_test.scored[1] if parent_test.scored else None
+        if scored is None:
+            scored = TestScored(
+                test_id=test_id, target=target or None, attempt=attempt, score=0.0, passed=False,
+                status="execution_error", threshold=grade_options.threshold,
+                error="the parent run has no score for this test and the eval has no such test",
+            )
+        else:
+            scored = scored.model_copy(update={"origin": "carried", "source": None})
+        recorder.record(scored)
+        batches.add(recorder)
+        return scored
+    source = sources.get(key, parent_test)
+    info = transcript_info(store.get_blob, source)
+    recorder.record(case_event(test, target or None, attempt))
+    grade = grade_test(
+        suite,
+        test,
+        info,
+        recorder,
+        target=target or None,
+        attempt=attempt,
+        options=grade_options,
+        judges=judges,
+        only=options.graders,
+        carried=carried,
+    )
+    batches.add(recorder)
+    return grade.scored
+
+
+def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:
+    """The run holding the transcripts, loaded: the run itself, or for a replay, the run it (ultimately) replayed."""
+    origin = transcript_run_id(store, run.started)
+    return run if origin == run.run_id else load_run(store, origin)
+
+
+def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bool:
+    counts = store.result_counts(run_id).get(run_id)
+    if counts is None or counts["tests"] < len(parent.tests):
+        return False
+    tally = Tally.from_counts(**counts)
+    # Derived from the projections, so shards finishing together append identical, idempotent events.
+    event_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:completed"))
+    store.append(run_id, [NewEvent(tally.completed(), event_id)])
+    return True
+
+
+# --- building the suite a replay grades with ----------------------------------------------------
+
+
+def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> EvalSuite:
+    if options.eval_path:
+        suite = load_eval(options.eval_path)
+    else:
+        snap = {s.role: s for s in parent.started.eval_snapshot}.get("eval")
+        if snap is None or snap.sha256 is None:
+            raise ReplayError(
+                f"run {parent.run_id} has no eval snapshot (imported without its eval file); pass --eval EVAL.yaml"
+            )
+        files = {s.path: store.get_blob(s.sha256) for s in parent.started.eval_snapshot if s.sha256}
+        suite = load_eval(snap.path, file_resolver=SnapshotResolver(files, fallback=DiskResolver()))
+    suite = _swap_preprocessors(suite, options.preprocessors)
+    suite = _swap_prompts(suite, options.prompts)
+    if options.graders:
+        known = {g.name for t in suite.tests for g in t.graders}
+        unknown = [g for g in options.graders if g not in known]
+        if unknown:
+            raise ReplayError(f"--graders: no grader named {', '.join(unknown)} (graders: {', '.join(sorted(known))})")
+    return suite
+
+
+def parse_preprocessor(value: str, search_roots: list[str]) -> ConverterSpec:
+    type_, sep, command = value.partition("=")
+    if not sep or not type_.strip() or not command.strip():
+        raise ReplayError(f"--preprocessor {value!r}: expected TYPE=COMMAND, e.g. xlsx='python3 to_csv.py'")
+    if command.lstrip().startswith("["):
+        try:
+            argv = json.loads(command)
+        except json.JSONDecodeError as exc:
+            raise ReplayError(f"--preprocessor {type_}: COMMAND is not a valid JSON array ({exc.msg})") from None
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+            raise ReplayError(f"--preprocessor {type_}: COMMAND must be a non-empty JSON array of strings")
+    else:
+        argv = shlex.split(command)
+    try:
+        argv[-1] = str(resolve_reference(argv[-1], search_roots))
+    except ReplayError as exc:
+        raise ReplayError(f"--preprocessor {type_}: {exc}") from None
+    return ConverterSpec(type=type_.strip(), media_type=normalize_media_type(type_), command=argv)
+
+
+def _with_converter(converters: list[ConverterSpec], new: ConverterSpec) -> list[ConverterSpec]:
+    return [c for c in converters if c.media_type != new.media_type] + [new]
+
+
+def _swap_preprocessors(suite: EvalSuite, values: list[str]) -> EvalSuite:
+    for value in values:
+        new = parse_preprocessor(value, suite.search_roots)
+        tests = []
+        for test in suite.tests:
+            graders = [
+                g.model_copy(update={"preprocessors": _with_converter(g.preprocessors, new)}) if hasattr(g, "preprocessors") else g
+                for g in test.graders
+            ]
+            tests.append(test.model_copy(update={"graders": graders}))
+        refs = [*suite.referenced_files, ("converter", new.command[-1], new.command[-1])]
+        suite = suite.model_copy(
+            update={"tests": tests, "preprocessors": _with_converter(suite.preprocessors, new), "referenced_files": refs}
+        )
+    return suite
+
+
+def _swap_prompts(suite: EvalSuite, values: list[str]) -> EvalSuite:
+    for value in values:
+        name, sep, ref = value.partition("=")
+        if not sep or not name or not ref:
+            raise ReplayError(f"--prompt {value!r}: expected GRADER=file://PATH")
+        try:
+            path = resolve_reference(ref, suite.search_roots)
+        except ReplayError as exc:
+            raise ReplayError(f"--prompt {name}: {exc}") from None
+        text = path.read_text(encoding="utf-8")
+        if "output" not in text and "expected_output" not in text:
+            raise ReplayError(f"--prompt {name}: {path} uses neither {{{{output}}}} nor {{{{expected_output}}}}")
+        found = False
+        tests = []
+        for test in suite.tests:
+            graders = []
+            for g in test.graders:
+                if g.name == name and isinstance(g, LlmGraderSpec):
+                    g = g.model_copy(update={"prompt": None, "prompt_file": str(path), "prompt_ref": ref})
+                    found = True
+                graders.append(g)
+            tests.append(test.model_copy(update={"graders": graders}))
+        if not found:
+            raise ReplayError(f"--prompt {name}: no LLM grader named {name!r} in the eval")
+        suite = suite.model_copy(
+            update={"tests": tests, "referenced_files": [*suite.referenced_files, ("prompt", str(path), ref)]}
+        )
+    return suite
+
+
+def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]
+    from evalstore.replay.grading.judge.pool import JudgePool
+
+    path = options.targets_path or (parent.started.overrides or {}).get("targets_file") or find_targets_file(Path(suite.path).parent)
+    if path and Path(path).is_file():
+        return JudgePool.from_targets_file(load_targets_file(path))
+    return JudgePool.from_env()

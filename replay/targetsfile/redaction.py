@@ -1,0 +1,139 @@
+"""Redacting literal secrets from what is stored: one rule for target configs, judge targets and
+(through ``targets.secrets``) everything a run records about its target.
+
+``${{ NAME }}`` references are kept as written; a literal secret is replaced by ``REDACTED``: the whole
+value under a secret-looking key, and a secret-looking token inside any other string or argv list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from evalstore.replay.targetsfile.loader import ENV_REFERENCE
+
+REDACTED = "***redacted***"
+
+# A key looks secret when its last word is one of these (``api_key``, ``X-Api-Key``, ``authToken``,
+# ``client_secret``), or when any word is one of the unambiguous ones. Judging by the last word keeps
+# ``max_tokens`` and ``token_usage`` out.
+_SECRET_LAST_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "authorization", "auth",
+     "credential", "credentials", "cookie", "signature"}
+)
+_SECRET_ANY_WORDS = frozenset({"password", "passwd", "secret", "authorization", "apikey", "credentials"})
+_WORD_SPLIT = re.compile(r"[_\-.\s]+|(?<=[a-z0-9])(?=[A-Z])")
+# What may stand beside a reference in a secret value without being a secret itself.
+_AUTH_SCHEME = re.compile(r"^\s*(?:bearer|basic|token)?\s*$", re.IGNORECASE)
+
+
+def looks_secret(key: str) -> bool:
+    words = [w.lower() for w in _WORD_SPLIT.split(str(key)) if w]
+    if not words:
+        return False
+    return words[-1] in _SECRET_LAST_WORDS or any(w in _SECRET_ANY_WORDS for w in words)
+
+
+def redact(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config with ``${{ ENV }}`` references intact and literal secrets replaced: the whole value
+    under a secret-looking key, and a secret-looking token inside any other string (see
+    :func:`_redact_text`), so ``command: agent --api-key sk-...`` is stored without the key."""
+    return {k: _redact_value(v, looks_secret(k)) for k, v in config.items()}
+
+
+def _redact_value(value: Any, secret: bool) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _redact_value(v, secret or looks_secret(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return _redact_list(value, secret)
+    if not secret or value is None or value == "" or isinstance(value, bool):
+        return _redact_text(value) if isinstance(value, str) else value
+    if isinstance(value, str) and ENV_REFERENCE.search(value) and _AUTH_SCHEME.match(ENV_REFERENCE.sub("", value)):
+        return value
+    return REDACTED
+
+
+def _redact_list(items: list[Any] | tuple[Any, ...], secret: bool) -> list[Any]:
+    # An argv list splits ``--api-key VALUE`` over two items: the item after a secret-looking flag is
+    # the secret, whatever it looks like.
+    out: list[Any] = []
+    after_secret_flag = False
+    for item in items:
+        if after_secret_flag and isinstance(item, str) and _is_literal(item):
+            out.append(REDACTED)
+        else:
+            out.append(_redact_value(item, secret))
+        after_secret_flag = isinstance(item, str) and _is_secret_flag(item)
+    return out
+
+
+# Tokens that are secrets by their shape alone, wherever they stand: provider key prefixes (OpenAI and
+# Anthropic ``sk-``, Stripe, GitHub, GitLab, Slack, Hugging Face, AWS access key ids, Google API keys),
+# JWTs, and long random-looking runs (upper case, lower case and digits all present, 32+ characters:
+# hex digests, UUIDs, model names and paths lack one of these or the length).
+_SECRET_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"(?:sk|pk|rk)[-_][A-Za-z0-9_-]{16,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+    r"|(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{32,}"
+    r")(?![A-Za-z0-9_-])"
+)
+# A value given by name: ``--api-key VALUE``, ``--token=VALUE``, ``OPENAI_API_KEY=VALUE``,
+# ``?token=VALUE&``, ``Authorization: Bearer VALUE``, ``Bearer VALUE``, ``https://user:VALUE@host``. The value ends
+# at white space, a quote, ``&`` or ``#`` unless it is quoted; after a space it does not start with ``-``
+# (that is the next flag).
+_NAMED_VALUE = re.compile(
+    r"(?P<lead>(?P<flag>(?<![\w-])--?[A-Za-z][\w.-]*)(?:\s*=\s*|\s+(?!-))"
+    r"|(?P<name>(?<![\w-])[A-Za-z_][\w.-]*)\s*(?:=|:(?!//))\s*(?:(?:[Bb]earer|[Bb]asic|[Tt]oken)\s+)?"
+    r"|(?P<scheme>\b(?:[Bb]earer|[Bb]asic))\s+"
+    r"|(?P<userinfo>://[^/\s:@]+:))"
+    r"""(?P<value>'[^']*'|"[^"]*"|[^\s'"&#]+)"""
+    r"(?(userinfo)(?=@))"
+)
+_TEMPLATE_PLACEHOLDER = re.compile(r"""^['"]?\{[A-Z_]+\}['"]?$""")
+
+
+def _redact_text(text: str) -> str:
+    """``text`` with secret-looking tokens replaced; ``${{ NAME }}`` references are left as written."""
+    # Split so that no rule can reach into a reference: an odd part is a reference, kept whole.
+    parts = re.split(r"(\$\{\{\s*[A-Za-z_][A-Za-z0-9_]*\s*\}\})", text)
+    for i in range(0, len(parts), 2):
+        parts[i] = _SECRET_TOKEN.sub(REDACTED, _redact_named_values(parts[i]))
+    return "".join(parts)
+
+
+def _redact_named_values(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    while (match := _NAMED_VALUE.search(text, pos)) is not None:
+        key = match.group("flag") or match.group("name")
+        secret = match.group("scheme") or match.group("userinfo") or (key is not None and looks_secret(key))
+        # A bare scheme word (``Authorization: Bearer ${{ TOKEN }}``) is not the secret; what follows is.
+        if secret and _is_literal(match.group("value")) and not _AUTH_SCHEME.match(match.group("value")):
+            out += [text[pos : match.start("value")], REDACTED]
+            pos = match.end("value")
+        else:
+            # Only the lead is passed over: a value that is not a secret may hold a pair that is
+            # (``sh -c 'agent --token abc'``).
+            out.append(text[pos : match.end("lead")])
+            pos = match.end("lead")
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _is_secret_flag(arg: str) -> bool:
+    return re.fullmatch(r"--?[A-Za-z][\w.-]*", arg) is not None and looks_secret(arg)
+
+
+def _is_literal(value: str) -> bool:
+    """A value that is neither a reference nor a ``{PLACEHOLDER}`` of the command template."""
+    return (
+        bool(value)
+        and not ENV_REFERENCE.search(value)
+        and _TEMPLATE_PLACEHOLDER.match(value) is None
+        and value != REDACTED
+    )
