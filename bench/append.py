@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=500, help="events per append (one transaction)")
     parser.add_argument("--runs", type=int, default=10, help="streams the events are spread over")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the best time of each path is reported")
-    parser.add_argument("--dir", type=Path, default=None, help="where to put the two SQLite files (default: a temp dir)")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where to put the two SQLite files (default: a temp dir)"
+    )
     args = parser.parse_args(argv)
 
     streams = workload(args.events, args.runs)

@@ -34,13 +34,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
+from evalstore.replay.agentv.importing import import_results  # noqa: E402
+from evalstore.replay.analysis.compare import Comparison, Key, RunResults, TestResult, compare  # noqa: E402
+from evalstore.replay.analysis.report_html import render_html  # noqa: E402
+from evalstore.replay.material import load_results  # noqa: E402
 from evalstore.store import EventStore  # noqa: E402
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded  # noqa: E402
-
-from evalstore.replay.analysis.compare import Comparison, Key, RunResults, TestResult, compare  # noqa: E402
-from evalstore.replay.agentv.importing import import_results  # noqa: E402
-from evalstore.replay.material import load_results  # noqa: E402
-from evalstore.replay.analysis.report_html import render_html  # noqa: E402
 
 GRADERS = (("exact", "code-grader", 1), ("rubric", "rubrics", 4), ("judge", "llm-grader", 100))
 """(name, type, levels): scores are multiples of 1/levels."""
@@ -106,11 +105,16 @@ def _row(i: int, scores: dict[str, float]) -> dict:
     entries = []
     for name, kind, _ in GRADERS:
         passed = scores[name] >= THRESHOLD
-        entries.append({
-            "name": name, "type": kind, "score": scores[name], "weight": 1,
-            "verdict": "pass" if passed else "fail",
-            "assertions": [{"text": f"{name} check", "passed": passed}],
-        })
+        entries.append(
+            {
+                "name": name,
+                "type": kind,
+                "score": scores[name],
+                "weight": 1,
+                "verdict": "pass" if passed else "fail",
+                "assertions": [{"text": f"{name} check", "passed": passed}],
+            }
+        )
     score = round(sum(scores.values()) / len(scores), 6)
     return {
         "timestamp": f"2026-03-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
@@ -215,7 +219,9 @@ def from_store(args: argparse.Namespace, workdir: Path) -> None:
     ratio = compare_s / read_s
     print(f"2 imported runs x {n} results x {len(GRADERS)} graders (SQLite; imported in {imported:.1f} s)")
     print(f"read both runs (load_results x 2):   {read_s:6.2f} s  (rounds: {', '.join(f'{t:.2f}' for t in reads)})")
-    print(f"compare (read both + compare()):     {compare_s:6.2f} s  (rounds: {', '.join(f'{t:.2f}' for t in compares)})")
+    print(
+        f"compare (read both + compare()):     {compare_s:6.2f} s  (rounds: {', '.join(f'{t:.2f}' for t in compares)})"
+    )
     print(f"compare / read: {ratio:.2f} (target <= 2): {'met' if ratio <= 2 else 'MISSED'}")
     a, b = read()
     started = time.perf_counter()

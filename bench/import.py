@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import resource
 import subprocess
@@ -68,23 +67,105 @@ TOPICS = [
     ("docs", "Write the README section that documents {thing} for new contributors."),
 ]
 THINGS = [
-    "an email address", "quicksort", "a JWT token", "an ISO 8601 date", "a credit card number", "retry with backoff",
-    "the revenue total", "a binary search tree", "the LRU cache", "a CSV export", "pagination", "rate limiting",
-    "an IPv6 address", "the merge step", "a semantic version string", "the user session", "a webhook signature",
+    "an email address",
+    "quicksort",
+    "a JWT token",
+    "an ISO 8601 date",
+    "a credit card number",
+    "retry with backoff",
+    "the revenue total",
+    "a binary search tree",
+    "the LRU cache",
+    "a CSV export",
+    "pagination",
+    "rate limiting",
+    "an IPv6 address",
+    "the merge step",
+    "a semantic version string",
+    "the user session",
+    "a webhook signature",
 ]
 RUBRICS = [
-    "Uses regular expressions for validation", "Has docstring documentation", "Includes type hints",
-    "Handles edge cases (None, empty string)", "Mentions the time complexity", "Gives a runnable example",
-    "Explains the divide-and-conquer approach", "Names the failing input", "Adds a regression test",
-    "Keeps the public interface unchanged", "Quotes the relevant standard", "Uses parameterised queries",
-    "Groups by region", "Filters to the last quarter", "Lists prerequisites", "Shows the install command",
+    "Uses regular expressions for validation",
+    "Has docstring documentation",
+    "Includes type hints",
+    "Handles edge cases (None, empty string)",
+    "Mentions the time complexity",
+    "Gives a runnable example",
+    "Explains the divide-and-conquer approach",
+    "Names the failing input",
+    "Adds a regression test",
+    "Keeps the public interface unchanged",
+    "Quotes the relevant standard",
+    "Uses parameterised queries",
+    "Groups by region",
+    "Filters to the last quarter",
+    "Lists prerequisites",
+    "Shows the install command",
 ]
-WORDS = (
-    "the function returns value input string list error case test module call result check pattern handle "
-    "empty none raise exception loop index boundary regex match compile return type hint docstring example "
-    "runs passes fails because when while should would could explicitly validates parses rejects accepts "
-    "region quarter revenue total query group filter order join column table row cache entry evict key"
-).split()
+WORDS = [
+    "the",
+    "function",
+    "returns",
+    "value",
+    "input",
+    "string",
+    "list",
+    "error",
+    "case",
+    "test",
+    "module",
+    "call",
+    "result",
+    "check",
+    "pattern",
+    "handle",
+    "empty",
+    "none",
+    "raise",
+    "exception",
+    "loop",
+    "index",
+    "boundary",
+    "regex",
+    "match",
+    "compile",
+    "return",
+    "type",
+    "hint",
+    "docstring",
+    "example",
+    "runs",
+    "passes",
+    "fails",
+    "because",
+    "when",
+    "while",
+    "should",
+    "would",
+    "could",
+    "explicitly",
+    "validates",
+    "parses",
+    "rejects",
+    "accepts",
+    "region",
+    "quarter",
+    "revenue",
+    "total",
+    "query",
+    "group",
+    "filter",
+    "order",
+    "join",
+    "column",
+    "table",
+    "row",
+    "cache",
+    "entry",
+    "evict",
+    "key",
+]
 VERDICT_THRESHOLD = 0.8
 
 
@@ -294,8 +375,10 @@ def main() -> int:
 
     mb = 1024 * 1024
     print("import of AgentV 4.x results JSONL (SQLite store, one child process per file)")
-    print(f"{'rows':>8} {'rows/s':>8} {'seconds':>8} {'RSS before':>11} {'peak RSS':>9} "
-          f"{'source MB':>10} {'store MB':>9} {'store/source':>13}")
+    print(
+        f"{'rows':>8} {'rows/s':>8} {'seconds':>8} {'RSS before':>11} {'peak RSS':>9} "
+        f"{'source MB':>10} {'store MB':>9} {'store/source':>13}"
+    )
     for r in results:
         print(
             f"{r['rows']:>8} {r['rows'] / r['seconds']:>8.0f} {r['seconds']:>8.1f} {r['baseline_mb']:>8.1f} MB "
@@ -304,18 +387,25 @@ def main() -> int:
         )
     for r in results:
         if r["parts"]:
-            parts = ", ".join(f"{k} {r['parts'][k] / mb:.1f}" for k in ("events", "projections", "blobs", "other")
-                              if k in r["parts"])
-            print(f"{r['rows']:>8} rows, store MB by table (with its indexes): {parts}; of the events, payload JSON "
-                  f"{r['parts']['event payloads'] / mb:.1f} (uncompressed)")
+            parts = ", ".join(
+                f"{k} {r['parts'][k] / mb:.1f}" for k in ("events", "projections", "blobs", "other") if k in r["parts"]
+            )
+            print(
+                f"{r['rows']:>8} rows, store MB by table (with its indexes): {parts}; of the events, payload JSON "
+                f"{r['parts']['event payloads'] / mb:.1f} (uncompressed)"
+            )
     peak = max(r["peak_mb"] for r in results)
     worst_size = max(r["store_bytes"] / r["source_bytes"] for r in results)
-    print(f"peak RSS (max over files): {peak:.1f} MB (target < {RSS_TARGET_MB:.0f} MB): "
-          f"{'met' if peak < RSS_TARGET_MB else 'MISSED'}")
+    print(
+        f"peak RSS (max over files): {peak:.1f} MB (target < {RSS_TARGET_MB:.0f} MB): "
+        f"{'met' if peak < RSS_TARGET_MB else 'MISSED'}"
+    )
     if len(results) > 1:
         small, large = results[0], results[-1]
-        print(f"peak RSS growth {small['rows']} -> {large['rows']} rows: {large['peak_mb'] - small['peak_mb']:+.1f} MB "
-              f"for {large['source_bytes'] / small['source_bytes']:.1f}x the source")
+        print(
+            f"peak RSS growth {small['rows']} -> {large['rows']} rows: {large['peak_mb'] - small['peak_mb']:+.1f} MB "
+            f"for {large['source_bytes'] / small['source_bytes']:.1f}x the source"
+        )
     print(f"store/source size (worst): {worst_size:.3f} (target <= 1.0): {'met' if worst_size <= 1.0 else 'MISSED'}")
     return 0
 

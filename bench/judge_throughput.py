@@ -22,10 +22,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # the product, and the test jud
 from judge_server import JudgeServer, freeform, make_recorder  # noqa: E402
 
 from evalstore.replay.content import Message  # noqa: E402
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec  # noqa: E402
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext, TranscriptInfo  # noqa: E402
 from evalstore.replay.grading.graders.llm import LlmGrader  # noqa: E402
 from evalstore.replay.grading.judge import JudgePool, JudgeTarget, RetryPolicy  # noqa: E402
-from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec  # noqa: E402
 
 
 def contexts(count: int, pool: JudgePool, recorder: object) -> list[GradingContext]:
@@ -97,7 +97,9 @@ def main() -> int:
     rate = args.calls / fresh_time
     ideal = args.concurrency / args.latency
     cached_rate = args.calls / cached_time
-    print(f"judge calls:        {args.calls} at concurrency {args.concurrency}, {args.latency * 1000:.0f} ms judge latency")
+    print(
+        f"judge calls:        {args.calls} at concurrency {args.concurrency}, {args.latency * 1000:.0f} ms judge latency"
+    )
     print(f"max in flight:      {server.max_in_flight}")
     print(f"fresh:              {fresh_time:.2f} s, {rate:.1f} calls/s")
     print(f"ideal:              {ideal:.1f} calls/s (concurrency / latency)")

@@ -83,13 +83,32 @@ assertions:
     type: code-grader
     command: [{python}, ../graders/{script}]
 """
-WORDS = "region quarter revenue north south west east sales units growth margin report table the of and".split()
+WORDS = [
+    "region",
+    "quarter",
+    "revenue",
+    "north",
+    "south",
+    "west",
+    "east",
+    "sales",
+    "units",
+    "growth",
+    "margin",
+    "report",
+    "table",
+    "the",
+    "of",
+    "and",
+]
 
 
 def _answer(i: int, rng: random.Random) -> tuple[str, bool]:
     terms = [rng.randint(10, 999) for _ in range(rng.randint(2, 5))]
     total = sum(terms) + (0 if rng.random() < 0.8 else rng.randint(1, 9))
-    prose = " ".join(" ".join(rng.choices(WORDS, k=rng.randint(8, 16))).capitalize() + "." for _ in range(rng.randint(6, 14)))
+    prose = " ".join(
+        " ".join(rng.choices(WORDS, k=rng.randint(8, 16))).capitalize() + "." for _ in range(rng.randint(6, 14))
+    )
     text = f"Report {i}. {prose}\n\nTotal: {' + '.join(map(str, terms))} = {total}"
     return text, total == sum(terms)
 
@@ -114,12 +133,33 @@ def build(workdir: Path, n: int, python: str) -> tuple[Path, Path, Path]:
             cases.append({"id": test_id, "input": question, "criteria": "States a correct total."})
             answer, _ = _answer(i, rng)
             scores = [
-                {"name": ONE_GRADER, "type": "contains", "score": 1, "weight": 1, "verdict": "pass",
-                 "assertions": [{"text": 'Output contains "Total"', "passed": True}]},
-                {"name": "has-number", "type": "regex", "score": 1, "weight": 1, "verdict": "pass",
-                 "assertions": [{"text": 'Output matches pattern "= [0-9]+"', "passed": True}]},
-                {"name": "sum-check", "type": "code-grader", "score": 1, "weight": 1, "verdict": "pass",
-                 "assertions": [{"text": "states a total", "passed": True}, {"text": "shows the sum", "passed": True}]},
+                {
+                    "name": ONE_GRADER,
+                    "type": "contains",
+                    "score": 1,
+                    "weight": 1,
+                    "verdict": "pass",
+                    "assertions": [{"text": 'Output contains "Total"', "passed": True}],
+                },
+                {
+                    "name": "has-number",
+                    "type": "regex",
+                    "score": 1,
+                    "weight": 1,
+                    "verdict": "pass",
+                    "assertions": [{"text": 'Output matches pattern "= [0-9]+"', "passed": True}],
+                },
+                {
+                    "name": "sum-check",
+                    "type": "code-grader",
+                    "score": 1,
+                    "weight": 1,
+                    "verdict": "pass",
+                    "assertions": [
+                        {"text": "states a total", "passed": True},
+                        {"text": "shows the sum", "passed": True},
+                    ],
+                },
             ]
             row = {
                 "timestamp": f"2026-03-01T10:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
@@ -210,16 +250,26 @@ def run(workdir: Path, n: int, concurrency: int, python: str) -> None:
     mean_payload = sum(map(len, payloads)) / len(payloads)
     print(f"replay of {n} tests (code grader + contains + regex), code grader script changed (--eval v2)")
     print(f"  code-grader stdin payload: {mean_payload:.0f} bytes on average; {flips} tests scored below 1 under v2")
-    print(f"  grader command: {' '.join(argv)}; load average {load_before:.2f} at the start, "
-          f"{os.getloadavg()[0]:.2f} at the end ({os.cpu_count()} CPUs)")
-    print(f"  plain loop, {n} grader processes:   {loop:7.2f} s  {n / loop:7.1f} tests/s  "
-          f"(mean of {loops[0]:.2f} s and {loops[1]:.2f} s)")
-    print(f"  replay --concurrency 1:             {serial:7.2f} s  {n / serial:7.1f} tests/s  "
-          f"ratio {loop / serial:.3f} (target >= {RATIO_TARGET}): {'met' if loop / serial >= RATIO_TARGET else 'MISSED'}")
-    print(f"  replay --concurrency {concurrency}:             {parallel:7.2f} s  {n / parallel:7.1f} tests/s  "
-          f"ratio {loop / parallel:.3f} (target > 1): {'met' if loop / parallel > 1 else 'MISSED'}")
-    print(f"  replay --graders {ONE_GRADER} (c={concurrency}): {only_one:7.2f} s  {n / only_one:7.1f} tests/s  "
-          f"speed-up over the full replay: {parallel / only_one:.1f}x")
+    print(
+        f"  grader command: {' '.join(argv)}; load average {load_before:.2f} at the start, "
+        f"{os.getloadavg()[0]:.2f} at the end ({os.cpu_count()} CPUs)"
+    )
+    print(
+        f"  plain loop, {n} grader processes:   {loop:7.2f} s  {n / loop:7.1f} tests/s  "
+        f"(mean of {loops[0]:.2f} s and {loops[1]:.2f} s)"
+    )
+    print(
+        f"  replay --concurrency 1:             {serial:7.2f} s  {n / serial:7.1f} tests/s  "
+        f"ratio {loop / serial:.3f} (target >= {RATIO_TARGET}): {'met' if loop / serial >= RATIO_TARGET else 'MISSED'}"
+    )
+    print(
+        f"  replay --concurrency {concurrency}:             {parallel:7.2f} s  {n / parallel:7.1f} tests/s  "
+        f"ratio {loop / parallel:.3f} (target > 1): {'met' if loop / parallel > 1 else 'MISSED'}"
+    )
+    print(
+        f"  replay --graders {ONE_GRADER} (c={concurrency}): {only_one:7.2f} s  {n / only_one:7.1f} tests/s  "
+        f"speed-up over the full replay: {parallel / only_one:.1f}x"
+    )
 
 
 def main() -> int:

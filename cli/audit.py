@@ -7,12 +7,11 @@ import sys
 
 import click
 
-from evalstore.replay.analysis.audit import audit_test
-from evalstore.replay.analysis.views import resolve_run
-
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, print_json
+from evalstore.replay.analysis.audit import audit_test
+from evalstore.replay.analysis.views import resolve_run
 
 
 def _short(d: str | None) -> str:
@@ -25,7 +24,9 @@ def _mark(status: str | None) -> str:
 
 def print_audit(report: dict, *, show_prompt: bool = False) -> None:
     r = report["run"]
-    click.echo(f"run {r['run_id']}  kind={r['kind']}  parent={r['parent_run_id'] or '-'}  evalstore {r['evalstore_version']}")
+    click.echo(
+        f"run {r['run_id']}  kind={r['kind']}  parent={r['parent_run_id'] or '-'}  evalstore {r['evalstore_version']}"
+    )
     if r["ancestors"]:
         click.echo(f"  lineage: {' <- '.join([r['run_id'], *r['ancestors']])}")
     if r["target_name"]:
@@ -39,32 +40,43 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
         if shown:
             click.echo(f"  overrides: {json.dumps(shown, sort_keys=True)}")
     for t in report["tests"]:
-        click.echo(f"\ntest {t['test_id']} target={t['target'] or '-'} attempt={t['attempt']}: "
-                   f"score {t['score']} {'pass' if t['passed'] else 'fail'} ({t['status']}, {t['origin']})")
+        click.echo(
+            f"\ntest {t['test_id']} target={t['target'] or '-'} attempt={t['attempt']}: "
+            f"score {t['score']} {'pass' if t['passed'] else 'fail'} ({t['status']}, {t['origin']})"
+        )
         for v in t["verdicts"]:
-            click.echo(f"  verdict {v['grader']} ({v['grader_type']}): {v['score']:.3f} {v['verdict']} "
-                       f"status={v['status']} origin={v['origin']}{' cache-hit' if v['cache_hit'] else ''}"
-                       + (f" — {v['origin_note']}" if v["origin_note"] else ""))
+            click.echo(
+                f"  verdict {v['grader']} ({v['grader_type']}): {v['score']:.3f} {v['verdict']} "
+                f"status={v['status']} origin={v['origin']}{' cache-hit' if v['cache_hit'] else ''}"
+                + (f" — {v['origin_note']}" if v["origin_note"] else "")
+            )
             for a in v["assertions"]:
-                click.echo(f"    {'✓' if a['passed'] else '✗'} {a['text']}" + (f" — {a['evidence']}" if a.get("evidence") else ""))
+                click.echo(
+                    f"    {'✓' if a['passed'] else '✗'} {a['text']}"
+                    + (f" — {a['evidence']}" if a.get("evidence") else "")
+                )
             for e in v["evidence"]:
                 click.echo(f"    note: {e}")
             if v["source"]:
                 click.echo(f"    imported from {v['source']['file']}:{v['source'].get('line')}")
             if v["rendered_prompt_sha256"]:
-                click.echo(f"    AgentV's rendered grader request: {_short(v['rendered_prompt_sha256'])}{_mark(v['rendered_prompt_blob'])}")
+                click.echo(
+                    f"    AgentV's rendered grader request: {_short(v['rendered_prompt_sha256'])}{_mark(v['rendered_prompt_blob'])}"
+                )
                 if show_prompt and v["rendered_prompt"] is not None:
                     prompt = v["rendered_prompt"]
-                    for key, value in (prompt.items() if isinstance(prompt, dict) else [("request", prompt)]):
+                    for key, value in prompt.items() if isinstance(prompt, dict) else [("request", prompt)]:
                         click.echo(f"      --- {key} ---\n{value}")
             for c in v["grader_calls"]:
                 if c.get("missing"):
                     click.echo(f"    call {c['event_id']}: event not found")
                     continue
                 if c["call"] == "judge":
-                    click.echo(f"    judge call #{c['attempt']} model={c['model']} params={json.dumps(c['parameters'], sort_keys=True)} "
-                               f"outcome={c['outcome']} cache={'hit' if c['cache_hit'] else 'miss'} "
-                               f"prompt={_short(c['request_sha256'])}{_mark(c['request_blob'])} reply={_short(c['reply_sha256'])}{_mark(c['reply_blob'])}")
+                    click.echo(
+                        f"    judge call #{c['attempt']} model={c['model']} params={json.dumps(c['parameters'], sort_keys=True)} "
+                        f"outcome={c['outcome']} cache={'hit' if c['cache_hit'] else 'miss'} "
+                        f"prompt={_short(c['request_sha256'])}{_mark(c['request_blob'])} reply={_short(c['reply_sha256'])}{_mark(c['reply_blob'])}"
+                    )
                     if show_prompt and c.get("prompt") is not None:
                         for m in c["prompt"] if isinstance(c["prompt"], list) else [c["prompt"]]:
                             role = m.get("role", "?") if isinstance(m, dict) else "?"
@@ -72,8 +84,10 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                             click.echo(f"      --- {role} ---\n{content}")
                         click.echo(f"      --- reply ---\n{c.get('reply')}")
                 else:
-                    click.echo(f"    process argv={c['argv']} script={_short(c['script_sha256'])} exit={c['exit_code']} "
-                               f"outcome={c['outcome']} stdin={_short(c['request_sha256'])}{_mark(c['request_blob'])}")
+                    click.echo(
+                        f"    process argv={c['argv']} script={_short(c['script_sha256'])} exit={c['exit_code']} "
+                        f"outcome={c['outcome']} stdin={_short(c['request_sha256'])}{_mark(c['request_blob'])}"
+                    )
                     if c.get("stdout"):
                         click.echo(f"      stdout: {c['stdout'].strip()[:500]}")
                     if c.get("stderr"):
@@ -82,22 +96,35 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                 if p.get("missing"):
                     click.echo(f"    preprocessing {p['event_id']}: event not found")
                     continue
-                click.echo(f"    preprocessing {p['path']} ({p['media_type']}): {p['status']} argv={p['argv']} "
-                           f"script={_short(p['script_sha256'])} artifact={_short(p['artifact_sha256'])}{_mark(p['artifact_blob'])} "
-                           f"output={_short(p['output_sha256'])}{_mark(p['output_blob'])}"
-                           + (" reused" if p["reused_from"] else "") + (f" — {p['reason']}" if p["reason"] else ""))
+                click.echo(
+                    f"    preprocessing {p['path']} ({p['media_type']}): {p['status']} argv={p['argv']} "
+                    f"script={_short(p['script_sha256'])} artifact={_short(p['artifact_sha256'])}{_mark(p['artifact_blob'])} "
+                    f"output={_short(p['output_sha256'])}{_mark(p['output_blob'])}"
+                    + (" reused" if p["reused_from"] else "")
+                    + (f" — {p['reason']}" if p["reason"] else "")
+                )
         for a in t["artifacts"]:
-            click.echo(f"  artifact {a['path']} ({a['media_type']}) {a['status']} sha256={_short(a['sha256'])} "
-                       f"size={a['size']}{_mark(a['blob'])}" + (f" — {a['reason']}" if a["reason"] else ""))
+            click.echo(
+                f"  artifact {a['path']} ({a['media_type']}) {a['status']} sha256={_short(a['sha256'])} "
+                f"size={a['size']}{_mark(a['blob'])}" + (f" — {a['reason']}" if a["reason"] else "")
+            )
         tr = t["transcript"]
         if tr:
-            click.echo(f"  transcript {tr['event_id']} in run {tr['run_id']}: messages={_short(tr['messages_sha256'])}"
-                       f"{_mark(tr['blob'])} status={tr['status']} exit={tr['exit_code']}")
+            click.echo(
+                f"  transcript {tr['event_id']} in run {tr['run_id']}: messages={_short(tr['messages_sha256'])}"
+                f"{_mark(tr['blob'])} status={tr['status']} exit={tr['exit_code']}"
+            )
         else:
             click.echo("  transcript: none recorded")
     problems = report["blob_problems"]
-    click.echo(f"\n{report['blobs_checked']} digests checked against the blob store: "
-               + ("all match" if not problems else f"{len(problems)} PROBLEM(S): " + ", ".join(f"{d[:12]} {s}" for d, s in problems.items())))
+    click.echo(
+        f"\n{report['blobs_checked']} digests checked against the blob store: "
+        + (
+            "all match"
+            if not problems
+            else f"{len(problems)} PROBLEM(S): " + ", ".join(f"{d[:12]} {s}" for d, s in problems.items())
+        )
+    )
 
 
 @click.command()

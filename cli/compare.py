@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, compare as compare_runs, key_label, regression
-from evalstore.replay.material import load_results
-from evalstore.replay.analysis.views import resolve_run
-
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import fmt_score, json_option, note, print_json, print_table
+from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, key_label, regression
+from evalstore.replay.analysis.compare import compare as compare_runs
+from evalstore.replay.analysis.views import resolve_run
+from evalstore.replay.material import load_results
 
 
 def _signed(x: float | None) -> str:
@@ -44,9 +44,17 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
         "per grader",
         ["grader", "n", "mean A", "mean B", "diff", "95% CI", "pass->fail", "fail->pass", "McNemar p", "kappa"],
         [
-            (g.grader, g.stats.score.n, fmt_score(g.stats.score.mean_a), fmt_score(g.stats.score.mean_b),
-             _signed(g.stats.score.mean_diff), *_stats_cells(g.stats)[:1], g.regressions, g.improvements,
-             *_stats_cells(g.stats)[1:])
+            (
+                g.grader,
+                g.stats.score.n,
+                fmt_score(g.stats.score.mean_a),
+                fmt_score(g.stats.score.mean_b),
+                _signed(g.stats.score.mean_diff),
+                *_stats_cells(g.stats)[:1],
+                g.regressions,
+                g.improvements,
+                *_stats_cells(g.stats)[1:],
+            )
             for g in c.graders
         ],
     )
@@ -54,9 +62,13 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     if changed:
         shown = sorted(changed, key=lambda t: (t.flip is None, -abs(t.delta)))[:max_tests]
         print_table(
-            f"changed tests ({len(changed)} of {len(c.tests)})" + (f", first {max_tests}" if len(changed) > max_tests else ""),
+            f"changed tests ({len(changed)} of {len(c.tests)})"
+            + (f", first {max_tests}" if len(changed) > max_tests else ""),
             ["test", "A", "B", "delta", "flip"],
-            [(key_label(t.key), fmt_score(t.score_a), fmt_score(t.score_b), _signed(t.delta), t.flip or "") for t in shown],
+            [
+                (key_label(t.key), fmt_score(t.score_a), fmt_score(t.score_b), _signed(t.delta), t.flip or "")
+                for t in shown
+            ],
         )
     else:
         click.echo("no test changed score")
@@ -71,7 +83,9 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
             for a in g.only_in_b:
                 click.echo(f"  [{g.grader}] only in B ({'pass' if a.passed else 'fail'}): {a.text}")
             for ch in g.changed:
-                click.echo(f"  [{g.grader}] {'pass' if ch.passed_a else 'fail'} -> {'pass' if ch.passed_b else 'fail'}: {ch.text}")
+                click.echo(
+                    f"  [{g.grader}] {'pass' if ch.passed_a else 'fail'} -> {'pass' if ch.passed_b else 'fail'}: {ch.text}"
+                )
             if not (g.only_in_a or g.only_in_b or g.changed):
                 click.echo(f"  [{g.grader}] no assertion changed ({g.unchanged} the same)")
 
@@ -82,9 +96,15 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
 @click.option("--test", "test_id", help="Show assertion-level differences for this test id.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--resamples", default=10_000, show_default=True, type=click.IntRange(1))
-@click.option("--fail-on-regression", "fail_on", type=click.Choice(list(REGRESSION_MODES)),
-              help="Exit 1 when B is worse: ci = mean-difference CI entirely below 0; flip = any pass->fail; any = either.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a self-contained HTML report.")
+@click.option(
+    "--fail-on-regression",
+    "fail_on",
+    type=click.Choice(list(REGRESSION_MODES)),
+    help="Exit 1 when B is worse: ci = mean-difference CI entirely below 0; flip = any pass->fail; any = either.",
+)
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a self-contained HTML report."
+)
 @json_option
 @click.pass_context
 @handle_errors
@@ -97,7 +117,9 @@ def compare(ctx, run_a, run_b, test_id, seed, resamples, fail_on, html_path, as_
     """
     store = open_store(ctx)
     a, b = resolve_run(store, run_a), resolve_run(store, run_b)
-    comparison = compare_runs(load_results(store, a), load_results(store, b), seed=seed, resamples=resamples, test_id=test_id)
+    comparison = compare_runs(
+        load_results(store, a), load_results(store, b), seed=seed, resamples=resamples, test_id=test_id
+    )
     emit_comparison(comparison, as_json=as_json, html_path=html_path)
     if fail_on:
         regressed, reason = regression(comparison, fail_on)
@@ -110,7 +132,9 @@ def emit_comparison(comparison: Comparison, *, as_json: bool, html_path: Path | 
     if html_path:
         from evalstore.replay.analysis.report_html import render_html
 
-        html_path.write_text(render_html(comparison, title=f"{comparison.run_a} vs {comparison.run_b}"), encoding="utf-8")
+        html_path.write_text(
+            render_html(comparison, title=f"{comparison.run_a} vs {comparison.run_b}"), encoding="utf-8"
+        )
         note(f"wrote {html_path}")
     if as_json:
         print_json(comparison.to_dict())

@@ -6,12 +6,11 @@ import sys
 
 import click
 
-from evalstore.store import engine as store_engine
-from evalstore.store import make_engine
-
 from evalstore.cli.context import db_url, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, print_json
+from evalstore.store import engine as store_engine
+from evalstore.store import make_engine
 
 
 @click.group()

@@ -43,11 +43,14 @@ def handle_errors(f: Callable) -> Callable:
             where = f"{exc.filename}: " if exc.filename else ""
             click.echo(f"Error: {where}{exc.strerror or exc}", err=True)
             sys.exit(EXIT_USAGE)
-        except Exception as exc:  # noqa: BLE001 - a bug: still one line, never a traceback
+        except Exception as exc:
             if debug:
                 raise
             message = str(exc).splitlines()[0] if str(exc) else ""
-            click.echo(f"Error: internal error: {type(exc).__name__}: {message} (rerun with --debug for the traceback)", err=True)
+            click.echo(
+                f"Error: internal error: {type(exc).__name__}: {message} (rerun with --debug for the traceback)",
+                err=True,
+            )
             sys.exit(EXIT_INTERNAL)
 
     return wrapper

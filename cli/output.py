@@ -83,7 +83,7 @@ class progress_bar:
             self.start(None)
         self._progress.advance(self._task)  # type: ignore[arg-type]
 
-    def __enter__(self) -> "progress_bar":
+    def __enter__(self) -> progress_bar:
         self._progress.__enter__()
         return self
 

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import click
 
-from evalstore.replay import quickstart as qs
-from evalstore.replay.analysis.audit import audit_test
-from evalstore.replay.analysis.compare import compare as compare_runs
-from evalstore.replay.material import load_results
-
 from evalstore.cli.audit import print_audit
 from evalstore.cli.compare import print_comparison
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar
 from evalstore.cli.results import grader_scores, print_scored, scored_rows
+from evalstore.replay import quickstart as qs
+from evalstore.replay.analysis.audit import audit_test
+from evalstore.replay.analysis.compare import compare as compare_runs
+from evalstore.replay.material import load_results
 
 
 def _step(text: str) -> None:
@@ -35,19 +34,28 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
         return
     _step(f"1. recording a run of {p.eval_v1.name} (the agent writes a text answer, revenue.xlsx and summary.html)")
     if not p.with_judge:
-        note(f"(the example's LLM grader is off: set {qs.JUDGE_ENV}, EVALSTORE_JUDGE_MODEL and, if your endpoint "
-             "needs a key, EVALSTORE_JUDGE_API_KEY_ENV=NAME_OF_THE_VARIABLE_HOLDING_IT to run it too)")
+        note(
+            f"(the example's LLM grader is off: set {qs.JUDGE_ENV}, EVALSTORE_JUDGE_MODEL and, if your endpoint "
+            "needs a key, EVALSTORE_JUDGE_API_KEY_ENV=NAME_OF_THE_VARIABLE_HOLDING_IT to run it too)"
+        )
     with progress_bar("running tests") as bar:
         run = qs.record(store, p, progress=bar.advance, on_start=lambda _id, n: bar.start(n))
     print_scored(f"recorded run {run.run_id}", scored_rows(run.results, grader_scores(store, run.run_id)))
-    click.echo("The workbook grader scored 0: the suite has no .xlsx converter, so graders saw the file only as\n"
-               "a '[file preprocessing warning]' (AgentV's ContentFile problem). Every byte is stored anyway.")
+    click.echo(
+        "The workbook grader scored 0: the suite has no .xlsx converter, so graders saw the file only as\n"
+        "a '[file preprocessing warning]' (AgentV's ContentFile problem). Every byte is stored anyway."
+    )
 
-    changed = "the LLM grader's prompt" if p.with_judge else f"the workbook grader ({p.eval_v2.name if p.eval_v2 else ''})"
+    changed = (
+        "the LLM grader's prompt" if p.with_judge else f"the workbook grader ({p.eval_v2.name if p.eval_v2 else ''})"
+    )
     _step(f"2. regrading it with an .xlsx converter and {changed}, without calling the agent")
     with progress_bar("regrading") as bar:
         replay = qs.regrade(store, p, run.run_id, progress=bar.advance, on_start=lambda _id, n, _d: bar.start(n))
-    print_scored(f"replay {replay.run_id} (parent {run.run_id})", scored_rows(replay.results, grader_scores(store, replay.run_id)))
+    print_scored(
+        f"replay {replay.run_id} (parent {run.run_id})",
+        scored_rows(replay.results, grader_scores(store, replay.run_id)),
+    )
 
     _step("3. comparing the regrade with the original")
     print_comparison(compare_runs(load_results(store, run.run_id), load_results(store, replay.run_id)))

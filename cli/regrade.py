@@ -6,42 +6,78 @@ from pathlib import Path
 
 import click
 
-from evalstore.replay.analysis.compare import compare as compare_runs
-from evalstore.replay.material import load_results
-from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay
-from evalstore.replay.analysis.views import resolve_run
-
 from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
 from evalstore.cli.results import grader_scores, print_scored, scored_rows
+from evalstore.replay.analysis.compare import compare as compare_runs
+from evalstore.replay.analysis.views import resolve_run
+from evalstore.replay.material import load_results
+from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay
 
 
 @click.command()
 @click.argument("run", required=False)
-@click.option("--eval", "eval_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Regrade with this (newer) eval file instead of the run's snapshot.")
-@click.option("--preprocessor", "preprocessors", multiple=True, metavar="TYPE=COMMAND",
-              help="Swap the converter for a media type, suite-wide (COMMAND: JSON argv array or a command line). Repeatable.")
-@click.option("--prompt", "prompts", multiple=True, metavar="GRADER=file://PATH", help="Swap an LLM grader's prompt. Repeatable.")
+@click.option(
+    "--eval",
+    "eval_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Regrade with this (newer) eval file instead of the run's snapshot.",
+)
+@click.option(
+    "--preprocessor",
+    "preprocessors",
+    multiple=True,
+    metavar="TYPE=COMMAND",
+    help="Swap the converter for a media type, suite-wide (COMMAND: JSON argv array or a command line). Repeatable.",
+)
+@click.option(
+    "--prompt", "prompts", multiple=True, metavar="GRADER=file://PATH", help="Swap an LLM grader's prompt. Repeatable."
+)
 @click.option("--judge-target", help="Judge target for every LLM grader.")
 @click.option("--judge-model", help="Judge model for every LLM grader.")
 @click.option("--graders", help="Regrade only these graders (comma-separated); carry the others over.")
-@click.option("--tests", "tests_glob", metavar="GLOB", help="Regrade only tests whose id matches; carry the others over.")
+@click.option(
+    "--tests", "tests_glob", metavar="GLOB", help="Regrade only tests whose id matches; carry the others over."
+)
 @click.option("--no-cache", is_flag=True, help="Call judges and converters again instead of reusing recorded replies.")
 @click.option("--strict", is_flag=True, help="Refuse to run when a grader script, converter or prompt changed on disk.")
 @click.option("--threshold", type=click.FloatRange(0, 1))
-@click.option("--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path), help="Targets file for judges.")
+@click.option(
+    "--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path), help="Targets file for judges."
+)
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256), help="Tests graded at once.")
-@click.option("--shard", metavar="K/N", help="Regrade only the K-th of N slices of the tests (processes sharing one store).")
+@click.option(
+    "--shard", metavar="K/N", help="Regrade only the K-th of N slices of the tests (processes sharing one store)."
+)
 @click.option("--resume", metavar="REPLAY", help="Continue an interrupted replay with the settings it recorded.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML.")
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML."
+)
 @json_option
 @click.pass_context
 @handle_errors
-def replay(ctx, run, eval_path, preprocessors, prompts, judge_target, judge_model, graders, tests_glob, no_cache,
-           strict, threshold, targets_path, concurrency, shard, resume, html_path, as_json) -> None:  # type: ignore[no-untyped-def]
+def replay(
+    ctx,
+    run,
+    eval_path,
+    preprocessors,
+    prompts,
+    judge_target,
+    judge_model,
+    graders,
+    tests_glob,
+    no_cache,
+    strict,
+    threshold,
+    targets_path,
+    concurrency,
+    shard,
+    resume,
+    html_path,
+    as_json,
+) -> None:  # type: ignore[no-untyped-def]
     """Regrade RUN with swapped converters, prompts, rubrics or judge, never calling the agent.
 
     Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN.
@@ -57,6 +93,7 @@ def replay(ctx, run, eval_path, preprocessors, prompts, judge_target, judge_mode
     store = open_store(ctx)
     shard_spec = parse_shard(shard) if shard else None
     with resume_hint("replay") as begun, progress_bar("regrading") as bar:
+
         def started(run_id: str, total: int, drifted) -> None:  # type: ignore[no-untyped-def]
             begun(run_id)
             note(f"replay {run_id}: {total} tests to regrade")
@@ -65,8 +102,14 @@ def replay(ctx, run, eval_path, preprocessors, prompts, judge_target, judge_mode
             bar.start(total)
 
         if resume:
-            outcome = resume_replay(store, resolve_run(store, resume), concurrency=concurrency, shard=shard_spec,
-                                    progress=bar.advance, on_start=started)
+            outcome = resume_replay(
+                store,
+                resolve_run(store, resume),
+                concurrency=concurrency,
+                shard=shard_spec,
+                progress=bar.advance,
+                on_start=started,
+            )
         else:
             options = ReplayOptions(
                 eval_path=str(eval_path.resolve()) if eval_path else None,
@@ -81,22 +124,42 @@ def replay(ctx, run, eval_path, preprocessors, prompts, judge_target, judge_mode
                 targets_path=str(targets_path.resolve()) if targets_path else None,
                 shard=shard_spec,
             )
-            outcome = replay_run(store, resolve_run(store, run), options, strict=strict, concurrency=concurrency,
-                                 progress=bar.advance, on_start=started)
+            outcome = replay_run(
+                store,
+                resolve_run(store, run),
+                options,
+                strict=strict,
+                concurrency=concurrency,
+                progress=bar.advance,
+                on_start=started,
+            )
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     if not outcome.complete:
         message = f"replay {outcome.run_id}: this process graded {len(outcome.results)} tests; the run completes when every shard is done"
         if as_json:
-            print_json({"run_id": outcome.run_id, "parent_run_id": outcome.parent_run_id, "complete": False,
-                        "graded": len(outcome.results)})
+            print_json(
+                {
+                    "run_id": outcome.run_id,
+                    "parent_run_id": outcome.parent_run_id,
+                    "complete": False,
+                    "graded": len(outcome.results),
+                }
+            )
         else:
             click.echo(message)
         return
     comparison = compare_runs(load_results(store, outcome.parent_run_id), load_results(store, outcome.run_id))
     if as_json:
-        print_json({"run_id": outcome.run_id, "parent_run_id": outcome.parent_run_id, "complete": True,
-                    "drift": [d.describe() for d in outcome.drift], "comparison": comparison.to_dict()})
+        print_json(
+            {
+                "run_id": outcome.run_id,
+                "parent_run_id": outcome.parent_run_id,
+                "complete": True,
+                "drift": [d.describe() for d in outcome.drift],
+                "comparison": comparison.to_dict(),
+            }
+        )
         if html_path:
             emit_comparison(comparison, as_json=False, html_path=html_path)
         return

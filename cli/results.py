@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from evalstore.store.events import TestScored
-
 from evalstore.cli.output import fmt_score, print_table
+from evalstore.store.events import TestScored
 
 
 def scored_rows(results: list[TestScored], graders: dict[tuple, dict[str, float]]) -> list[dict]:

@@ -7,35 +7,61 @@ from pathlib import Path
 
 import click
 
-from evalstore.replay.grading.graders.base import GradeOptions
-from evalstore.replay.record import RunOptions, record_run, resume_run
-from evalstore.replay.analysis.views import resolve_run
-
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
 from evalstore.cli.results import grader_scores, print_scored, scored_rows
+from evalstore.replay.analysis.views import resolve_run
+from evalstore.replay.grading.graders.base import GradeOptions
+from evalstore.replay.record import RunOptions, record_run, resume_run
 
 
 @click.command()
 @click.argument("eval_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--target", help="Target name in the targets file (default: the eval's execution.target).")
-@click.option("--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Targets file (default: .agentv/targets.yaml found upward from the eval file).")
+@click.option(
+    "--targets",
+    "targets_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Targets file (default: .agentv/targets.yaml found upward from the eval file).",
+)
 @click.option("--workers", default=4, show_default=True, type=click.IntRange(1, 256), help="Tests run at once.")
-@click.option("--threshold", type=click.FloatRange(0, 1), help="Pass mark for a test score (default: the eval's, else 0.8).")
+@click.option(
+    "--threshold", type=click.FloatRange(0, 1), help="Pass mark for a test score (default: the eval's, else 0.8)."
+)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per target call.")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path),
-              help="Where per-test workspaces go (default .evalstore/workspaces/RUN).")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where per-test workspaces go (default .evalstore/workspaces/RUN).",
+)
 @click.option("--judge-target", help="Judge target for every LLM grader.")
 @click.option("--judge-model", help="Judge model for every LLM grader.")
 @click.option("--judge-concurrency", default=8, show_default=True, type=click.IntRange(1, 256))
-@click.option("--resume", "resume", metavar="RUN", help="Finish an interrupted run without calling the target again for recorded tests.")
+@click.option(
+    "--resume",
+    "resume",
+    metavar="RUN",
+    help="Finish an interrupted run without calling the target again for recorded tests.",
+)
 @json_option
 @click.pass_context
 @handle_errors
-def run(ctx, eval_file, target, targets_path, workers, threshold, timeout, workdir, judge_target, judge_model,
-        judge_concurrency, resume, as_json) -> None:  # type: ignore[no-untyped-def]
+def run(
+    ctx,
+    eval_file,
+    target,
+    targets_path,
+    workers,
+    threshold,
+    timeout,
+    workdir,
+    judge_target,
+    judge_model,
+    judge_concurrency,
+    resume,
+    as_json,
+) -> None:  # type: ignore[no-untyped-def]
     """Run EVAL_FILE's tests against a target, capture every file the agent wrote, grade, and store it all.
 
     Exits 1 when any test scores below the threshold.
@@ -49,11 +75,17 @@ def run(ctx, eval_file, target, targets_path, workers, threshold, timeout, workd
         raise click.UsageError("give either EVAL_FILE or --resume RUN")
     store = open_store(ctx)
     options = RunOptions(
-        target=target, targets_path=targets_path, workers=workers, threshold=threshold, timeout=timeout,
-        workdir=workdir, grade=GradeOptions(judge_target=judge_target, judge_model=judge_model),
+        target=target,
+        targets_path=targets_path,
+        workers=workers,
+        threshold=threshold,
+        timeout=timeout,
+        workdir=workdir,
+        grade=GradeOptions(judge_target=judge_target, judge_model=judge_model),
         judge_concurrency=judge_concurrency,
     )
     with resume_hint("run") as begun, progress_bar("running tests") as bar:
+
         def started(run_id: str, total: int) -> None:
             begun(run_id)
             note(f"run {run_id}: {total} tests")

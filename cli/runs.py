@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 
-from evalstore.replay.analysis import views
-
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import fmt_score, json_option, print_json, print_table
+from evalstore.replay.analysis import views
 
 
 @click.command()
@@ -28,8 +27,17 @@ def runs(ctx: click.Context, as_json: bool) -> None:
         None,
         ["run", "kind", "parent", "suite", "status", "tests", "passed", "mean", "started"],
         [
-            (s.run_id, s.kind, s.parent_run_id or "", s.suite or "", s.status, s.tests, s.passed,
-             fmt_score(s.mean_score), s.started_at[:19])
+            (
+                s.run_id,
+                s.kind,
+                s.parent_run_id or "",
+                s.suite or "",
+                s.status,
+                s.tests,
+                s.passed,
+                fmt_score(s.mean_score),
+                s.started_at[:19],
+            )
             for s in summaries
         ],
     )
@@ -48,24 +56,33 @@ def show(ctx: click.Context, run: str, as_json: bool) -> None:
     results = views.run_results(store, run_id)
     skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []
     if as_json:
-        print_json({
-            "run": summary.to_dict(),
-            "results": [r.to_dict() for r in results],
-            "skipped_lines": [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped],
-        })
+        print_json(
+            {
+                "run": summary.to_dict(),
+                "results": [r.to_dict() for r in results],
+                "skipped_lines": [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped],
+            }
+        )
         return
     click.echo(
         f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
         + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else "")
     )
-    click.echo(f"tests={summary.tests}  passed={summary.passed}  errors={summary.errors}  mean={fmt_score(summary.mean_score)}")
+    click.echo(
+        f"tests={summary.tests}  passed={summary.passed}  errors={summary.errors}  mean={fmt_score(summary.mean_score)}"
+    )
     print_table(
         None,
         ["test", "target", "score", "pass", "status", "graders"],
         [
-            (r.test_id + (f" #{r.attempt}" if r.attempt != 1 else ""), r.target, fmt_score(r.score),
-             "yes" if r.passed else "no", r.status,
-             ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()))
+            (
+                r.test_id + (f" #{r.attempt}" if r.attempt != 1 else ""),
+                r.target,
+                fmt_score(r.score),
+                "yes" if r.passed else "no",
+                r.status,
+                ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()),
+            )
             for r in results
         ],
     )

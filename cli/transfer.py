@@ -14,19 +14,22 @@ from typing import IO
 
 import click
 
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import handle_errors
+from evalstore.cli.output import json_option, note, print_json, progress_bar
 from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
 from evalstore.replay.agentv.importing import import_results
 from evalstore.replay.analysis.views import resolve_run, run_summary
 
-from evalstore.cli.context import open_store
-from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import json_option, note, print_json, progress_bar
-
 
 @click.command(name="import")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--eval", "eval_path", type=click.Path(path_type=Path),
-              help="The eval file the results came from (default: found from the results, when it still exists).")
+@click.option(
+    "--eval",
+    "eval_path",
+    type=click.Path(path_type=Path),
+    help="The eval file the results came from (default: found from the results, when it still exists).",
+)
 @click.option("--skip-bad", is_flag=True, help="Record malformed lines as skipped instead of aborting.")
 @json_option
 @click.pass_context
@@ -57,15 +60,22 @@ def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bo
         print_json(info)
         return
     if outcome.already_imported:
-        click.echo(f"already imported as run {outcome.run_id} ({outcome.tests} results"
-                   + (f", {outcome.skipped} lines left out" if outcome.skipped else "") + "); nothing written")
+        click.echo(
+            f"already imported as run {outcome.run_id} ({outcome.tests} results"
+            + (f", {outcome.skipped} lines left out" if outcome.skipped else "")
+            + "); nothing written"
+        )
         if eval_path and outcome.eval_path != str(eval_path.resolve()):
             # run_started is immutable: the eval an import snapshotted stays; a replay can take another.
-            note(f"the run keeps the eval it was imported with ({outcome.eval_path or 'none'}); to grade with "
-                 f"{eval_path}, use: evalstore replay {outcome.run_id} --eval {eval_path}")
+            note(
+                f"the run keeps the eval it was imported with ({outcome.eval_path or 'none'}); to grade with "
+                f"{eval_path}, use: evalstore replay {outcome.run_id} --eval {eval_path}"
+            )
         return
-    click.echo(f"imported {outcome.tests} results ({outcome.format}) as run {outcome.run_id}"
-               + (f", {outcome.skipped} bad lines skipped" if outcome.skipped else ""))
+    click.echo(
+        f"imported {outcome.tests} results ({outcome.format}) as run {outcome.run_id}"
+        + (f", {outcome.skipped} bad lines skipped" if outcome.skipped else "")
+    )
     if outcome.eval_path:
         click.echo(f"eval snapshot: {outcome.eval_path}")
     else:
@@ -74,10 +84,13 @@ def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bo
 
 @click.command()
 @click.argument("run")
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="agentv-jsonl",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(allow_dash=True, path_type=Path),
-              help="Write to FILE (replaced only once the export is complete) instead of stdout ('-').")
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="agentv-jsonl", show_default=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(allow_dash=True, path_type=Path),
+    help="Write to FILE (replaced only once the export is complete) instead of stdout ('-').",
+)
 @click.pass_context
 @handle_errors
 def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignore[no-untyped-def]

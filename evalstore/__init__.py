@@ -52,7 +52,25 @@ _EXPORTS: dict[str, str] = {
     "ReplayError": "evalstore.replay.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [  # a literal, so tools can read it; tests/test_packaging.py checks it equals _EXPORTS
+    "EventStore",
+    "ReplayError",
+    "ReplayOptions",
+    "RunOptions",
+    "StoreError",
+    "__version__",
+    "audit_test",
+    "compare",
+    "export_run",
+    "grade_stored",
+    "grade_transcript",
+    "import_results",
+    "load_eval",
+    "load_results",
+    "make_engine",
+    "record_run",
+    "replay_run",
+]
 
 
 def __getattr__(name: str) -> Any:

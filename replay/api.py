@@ -15,17 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalstore.store import EventStore
-
 from evalstore.replay.content import Message
 from evalstore.replay.errors import NotFoundError
 from evalstore.replay.evalfile.parser import load_eval
-from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo
+from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.grading.engine import TestGrade, grade_test
+from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo
 from evalstore.replay.material import load_run, transcript_info
 from evalstore.replay.recording import MemoryRecorder
 from evalstore.replay.regrade import transcript_run
-from evalstore.replay.evalfile.specs import EvalSuite
+from evalstore.store import EventStore
 
 
 @dataclass
@@ -87,6 +86,14 @@ def grade_stored(
     suite = load_eval(eval_path)
     recorder = MemoryRecorder(blob_source=store.get_blob)
     info = transcript_info(store.get_blob, material)
-    result = grade_test(suite, _test(suite, test_id), info, recorder, target=material.key[1] or None,
-                        attempt=material.key[2], options=options, judges=_judges(judges))
+    result = grade_test(
+        suite,
+        _test(suite, test_id),
+        info,
+        recorder,
+        target=material.key[1] or None,
+        attempt=material.key[2],
+        options=options,
+        judges=_judges(judges),
+    )
     return Grade(result.scored, result.verdicts, recorder)

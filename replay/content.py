@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,7 +39,7 @@ class FileBlock(_Block):
     reason: str | None = None
 
 
-Block = Annotated[Union[TextBlock, ImageBlock, FileBlock], Field(discriminator="type")]
+Block = Annotated[TextBlock | ImageBlock | FileBlock, Field(discriminator="type")]
 
 
 class ToolCall(BaseModel):
@@ -92,13 +92,7 @@ def last_assistant(messages: list[Message]) -> Message | None:
 
 def file_blocks(messages: list[Message]) -> list[FileBlock]:
     """Every file block in the assistant messages, in order."""
-    return [
-        b
-        for m in messages
-        if m.role == "assistant"
-        for b in m.blocks()
-        if isinstance(b, FileBlock)
-    ]
+    return [b for m in messages if m.role == "assistant" for b in m.blocks() if isinstance(b, FileBlock)]
 
 
 def question_text(messages: list[Message], base_dir: str | None = None) -> str:

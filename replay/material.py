@@ -12,21 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from evalstore.replay.content import Message, dump_messages
+from evalstore.replay.errors import NotFoundError
+from evalstore.replay.evalfile.specs import EvalTest
+from evalstore.replay.grading.graders.base import TranscriptInfo
 from evalstore.store import EventStore
 from evalstore.store.events import (
-    RunCompleted,
     ArtifactStored,
+    RunCompleted,
     RunStarted,
     TestCaseRecorded,
     TestScored,
     TranscriptRecorded,
     VerdictRecorded,
 )
-
-from evalstore.replay.content import Message, dump_messages
-from evalstore.replay.errors import NotFoundError
-from evalstore.replay.grading.graders.base import TranscriptInfo
-from evalstore.replay.evalfile.specs import EvalTest
 
 ResultKey = tuple[str, str, int]
 """(test id, target or "", attempt): how results are paired across runs."""
@@ -166,7 +165,9 @@ class Tally:
 
     def completed(self) -> RunCompleted:
         mean = round(self.total / self.tests, 6) if self.tests else None
-        return RunCompleted(tests=self.tests, passed=self.passed, failed=self.failed, errors=self.errors, mean_score=mean)
+        return RunCompleted(
+            tests=self.tests, passed=self.passed, failed=self.failed, errors=self.errors, mean_score=mean
+        )
 
 
 def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
@@ -185,4 +186,3 @@ def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
     return RunResults(run_id=run_id, results=results)
-

@@ -7,11 +7,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalstore.store import EventStore
-
 from evalstore.replay.errors import ReplayError
-from evalstore.replay.regrade import ReplayOptions, ReplayOutcome, replay_run
 from evalstore.replay.record import RunOptions, RunOutcome, record_run
+from evalstore.replay.regrade import ReplayOptions, ReplayOutcome, replay_run
+from evalstore.store import EventStore
 
 JUDGE_ENV = "EVALSTORE_JUDGE_BASE_URL"
 XLSX_CONVERTER = '["python3", "../../preprocessors/scripts/xlsx_to_csv.py"]'

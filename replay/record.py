@@ -14,21 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalstore.store import EventStore, NewEvent
-from evalstore.store.codec import canonical_json
-from evalstore.store.events import (
-    ArtifactStored,
-    RunStarted,
-    TestScored,
-    TranscriptRecorded,
-)
-
 from evalstore import __version__
 from evalstore.replay.content import Message, dump_messages
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
-from evalstore.replay.grading.graders.base import GradeOptions
+from evalstore.replay.evalfile.preflight import preflight
+from evalstore.replay.evalfile.snapshot import snapshot_suite
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
 from evalstore.replay.grading.engine import grade_test
+from evalstore.replay.grading.graders.base import GradeOptions
 from evalstore.replay.material import (
     ResultKey,
     Tally,
@@ -40,13 +34,18 @@ from evalstore.replay.material import (
     result_key,
     transcript_info,
 )
-from evalstore.replay.evalfile.preflight import preflight
-from evalstore.replay.evalfile.snapshot import snapshot_suite
-from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
+from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
 from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
 from evalstore.replay.targetsfile.loader import TargetsFile, find_targets_file, load_targets_file
-from evalstore.replay.processes.workers import run_concurrently
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.codec import canonical_json
+from evalstore.store.events import (
+    ArtifactStored,
+    RunStarted,
+    TestScored,
+    TranscriptRecorded,
+)
 
 
 @dataclass
@@ -191,7 +190,11 @@ def _execute(
     results: list[TestScored] = []
     lock = threading.Lock()
 
-    judges = JudgePool.from_targets_file(targets_file, concurrency=options.judge_concurrency) if targets_file else JudgePool.from_env()
+    judges = (
+        JudgePool.from_targets_file(targets_file, concurrency=options.judge_concurrency)
+        if targets_file
+        else JudgePool.from_env()
+    )
 
     def one(test: EvalTest) -> TestScored:
         key = result_key(test.id, target.name, 1)
@@ -199,7 +202,9 @@ def _execute(
         if done and done.scored:
             scored = done.scored[1]
         elif done and done.transcript:
-            scored = _grade(store, run_id, suite, test, target.name, transcript_info(store.get_blob, done), grade_options, judges)
+            scored = _grade(
+                store, run_id, suite, test, target.name, transcript_info(store.get_blob, done), grade_options, judges
+            )
         else:
             scored = _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, grade_options, judges)
         with lock:

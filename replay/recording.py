@@ -182,7 +182,7 @@ class BatchedAppends:
         with self._lock:
             try:
                 self._flush_locked()
-            except Exception as exc:  # noqa: BLE001 - handed to the next add() or flush() on the workers' side
+            except Exception as exc:
                 self._error = exc
 
     def _raise_pending_error(self) -> None:

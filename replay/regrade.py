@@ -18,25 +18,32 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalstore import __version__
+from evalstore.replay.analysis.views import transcript_run_id
+from evalstore.replay.errors import ReplayError
+from evalstore.replay.evalfile.aliases import normalize_media_type
+from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.evalfile.preflight import preflight
+from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
+from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
+from evalstore.replay.evalfile.specs import ConverterSpec, EvalSuite, LlmGraderSpec
+from evalstore.replay.grading.engine import grade_test
+from evalstore.replay.grading.graders.base import GradeOptions
+from evalstore.replay.material import (
+    RunMaterial,
+    Tally,
+    TestMaterial,
+    case_event,
+    load_run,
+    new_run_id,
+    transcript_info,
+)
+from evalstore.replay.processes.workers import run_concurrently
+from evalstore.replay.recording import BatchedAppends, StoreRecorder
+from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
 from evalstore.store.events import RunStarted, TestScored
-
-from evalstore import __version__
-from evalstore.replay.evalfile.aliases import normalize_media_type
-from evalstore.replay.errors import ReplayError
-from evalstore.replay.evalfile.parser import load_eval
-from evalstore.replay.grading.graders.base import GradeOptions
-from evalstore.replay.grading.engine import grade_test
-from evalstore.replay.material import RunMaterial, Tally, TestMaterial, case_event, load_run, new_run_id, transcript_info
-from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
-from evalstore.replay.evalfile.preflight import preflight
-from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
-from evalstore.replay.evalfile.specs import ConverterSpec, EvalSuite, LlmGraderSpec
-from evalstore.replay.recording import BatchedAppends, StoreRecorder
-from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
-from evalstore.replay.analysis.views import transcript_run_id
-from evalstore.replay.processes.workers import run_concurrently
 
 
 @dataclass
@@ -127,7 +134,9 @@ def replay_run(
         overrides=overrides,
         tool_version=__version__,
     )
-    store.append(run_id, [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))], blobs=blobs)
+    store.append(
+        run_id, [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))], blobs=blobs
+    )
     return _execute(store, run_id, parent, suite, options, drifted, concurrency, progress, on_start)
 
 
@@ -147,7 +156,18 @@ def resume_replay(
     options = ReplayOptions(**{**mine.started.overrides, "shard": shard})
     parent = load_run(store, mine.started.parent_run_id)
     suite = _suite(store, parent, options)
-    return _execute(store, run_id, parent, suite, options, drift(parent.started.eval_snapshot), concurrency, progress, on_start, mine)
+    return _execute(
+        store,
+        run_id,
+        parent,
+        suite,
+        options,
+        drift(parent.started.eval_snapshot),
+        concurrency,
+        progress,
+        on_start,
+        mine,
+    )
 
 
 def _execute(
@@ -185,7 +205,9 @@ def _execute(
     lock = threading.Lock()
 
     def one(key: tuple) -> None:
-        scored = _replay_test(store, run_id, key, parent.tests[key], sources, tests_by_id, suite, options, grade_options, judges, batches)
+        scored = _replay_test(
+            store, run_id, key, parent.tests[key], sources, tests_by_id, suite, options, grade_options, judges, batches
+        )
         with lock:
             results.append(scored)
         if progress:
@@ -203,7 +225,9 @@ def _execute(
     return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings))
 
 
-def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_by_id, suite, options, grade_options, judges, batches) -> TestScored:  # type: ignore[no-untyped-def]
+def _replay_test(
+    store, run_id, key, parent_test: TestMaterial, sources, tests_by_id, suite, options, grade_options, judges, batches
+) -> TestScored:  # type: ignore[no-untyped-def]
     test_id, target, attempt = key
     recorder = StoreRecorder(store, run_id)
     carried = parent_test.verdicts
@@ -216,8 +240,13 @@ def _replay_test(store, run_id, key, parent_test: TestMaterial, sources, tests_b
         scored = parent_test.scored[1] if parent_test.scored else None
         if scored is None:
             scored = TestScored(
-                test_id=test_id, target=target or None, attempt=attempt, score=0.0, passed=False,
-                status="execution_error", threshold=grade_options.threshold,
+                test_id=test_id,
+                target=target or None,
+                attempt=attempt,
+                score=0.0,
+                passed=False,
+                status="execution_error",
+                threshold=grade_options.threshold,
                 error="the parent run has no score for this test and the eval has no such test",
             )
         else:
@@ -315,13 +344,19 @@ def _swap_preprocessors(suite: EvalSuite, values: list[str]) -> EvalSuite:
         tests = []
         for test in suite.tests:
             graders = [
-                g.model_copy(update={"preprocessors": _with_converter(g.preprocessors, new)}) if hasattr(g, "preprocessors") else g
+                g.model_copy(update={"preprocessors": _with_converter(g.preprocessors, new)})
+                if hasattr(g, "preprocessors")
+                else g
                 for g in test.graders
             ]
             tests.append(test.model_copy(update={"graders": graders}))
         refs = [*suite.referenced_files, ("converter", new.command[-1], new.command[-1])]
         suite = suite.model_copy(
-            update={"tests": tests, "preprocessors": _with_converter(suite.preprocessors, new), "referenced_files": refs}
+            update={
+                "tests": tests,
+                "preprocessors": _with_converter(suite.preprocessors, new),
+                "referenced_files": refs,
+            }
         )
     return suite
 
@@ -359,7 +394,11 @@ def _swap_prompts(suite: EvalSuite, values: list[str]) -> EvalSuite:
 def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]
     from evalstore.replay.grading.judge.pool import JudgePool
 
-    path = options.targets_path or (parent.started.overrides or {}).get("targets_file") or find_targets_file(Path(suite.path).parent)
+    path = (
+        options.targets_path
+        or (parent.started.overrides or {}).get("targets_file")
+        or find_targets_file(Path(suite.path).parent)
+    )
     if path and Path(path).is_file():
         return JudgePool.from_targets_file(load_targets_file(path))
     return JudgePool.from_env()

@@ -157,8 +157,7 @@ def ensure_current(engine: Engine) -> None:
             upgrade(engine)
             return
         raise SchemaOutOfDate(
-            "this database has evalstore tables but no migration record; "
-            "it was not created by evalstore db upgrade"
+            "this database has evalstore tables but no migration record; it was not created by evalstore db upgrade"
         )
     if current not in {r.revision for r in script.walk_revisions()}:
         raise SchemaOutOfDate(

@@ -95,11 +95,7 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
         ]
     if t == "grader_called" and p.get("cache_key") and p.get("outcome", "ok") == "ok" and not p.get("cache_hit"):
         return [("judge_cache", {"cache_key": p["cache_key"], "event_id": ev.event_id, "seq": ev.seq})]
-    if (
-        t == "preprocessing_recorded"
-        and p.get("status") in ("converted", "read_as_text")
-        and not p.get("reused_from")
-    ):
+    if t == "preprocessing_recorded" and p.get("status") in ("converted", "read_as_text") and not p.get("reused_from"):
         return [("conversions", {"fingerprint": p["fingerprint"], "event_id": ev.event_id, "seq": ev.seq})]
     return []
 

@@ -23,7 +23,15 @@ from evalstore.store.blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_bl
 from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
 from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
 from evalstore.store.envelope import NewEvent, StoredEvent
-from evalstore.store.errors import AppendOnlyError, BlobCorrupt, BlobNotFound, ConcurrencyError, IdempotencyError, NotFound, StoreError
+from evalstore.store.errors import (
+    AppendOnlyError,
+    BlobCorrupt,
+    BlobNotFound,
+    ConcurrencyError,
+    IdempotencyError,
+    NotFound,
+    StoreError,
+)
 from evalstore.store.events import DomainEvent, encode
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
@@ -101,7 +109,13 @@ class EventStore:
             new = e if isinstance(e, NewEvent) else NewEvent(e)
             payload = encode(new.payload)
             prepared.append(
-                (new.event_id or str(uuid.uuid4()), new.payload.type, new.payload.schema_version, canonical_json(payload), payload)
+                (
+                    new.event_id or str(uuid.uuid4()),
+                    new.payload.type,
+                    new.payload.schema_version,
+                    canonical_json(payload),
+                    payload,
+                )
             )
         given = [p for p, e in zip(prepared, events) if _given_id(e)]
         try:
@@ -223,7 +237,9 @@ class EventStore:
         stored: dict[str, str | None] = {}  # digest -> its dictionary, for blobs already stored
         b = schema.blobs
         for chunk in _chunks(list(given)):
-            stored.update((sha, d) for sha, d in conn.execute(select(b.c.sha256, b.c.dictionary).where(b.c.sha256.in_(chunk))))
+            stored.update(
+                (sha, d) for sha, d in conn.execute(select(b.c.sha256, b.c.dictionary).where(b.c.sha256.in_(chunk)))
+            )
         candidates: dict[bytes, Dictionary] = {}
         rows = []
         for digest, data in given.items():
@@ -334,7 +350,9 @@ class EventStore:
         found: set[str] = set()
         with self.engine.connect() as conn:
             for chunk in _chunks(keys):
-                found.update(conn.execute(select(schema.blobs.c.sha256).where(schema.blobs.c.sha256.in_(chunk))).scalars())
+                found.update(
+                    conn.execute(select(schema.blobs.c.sha256).where(schema.blobs.c.sha256.in_(chunk))).scalars()
+                )
         return found
 
     def lookup(self, index: str, key: str) -> StoredEvent | None:
@@ -400,22 +418,32 @@ class EventStore:
         n_events = 0
         state: dict[str, dict[tuple, dict]] = {}
         with self.engine.connect() as conn:
-            for row in conn.execution_options(yield_per=2000).execute(
-                select(schema.events).order_by(schema.events.c.seq)
-            ).mappings():
+            for row in (
+                conn.execution_options(yield_per=2000)
+                .execute(select(schema.events).order_by(schema.events.c.seq))
+                .mappings()
+            ):
                 ev = _stored(row)
                 expected_seq += 1
                 if ev.seq != expected_seq:
                     return VerifyReport(n_events, 0, f"event seq {expected_seq} is missing (next is {ev.seq})")
                 if ev.prev_hash != prev:
-                    return VerifyReport(n_events, 0, f"event seq {ev.seq}: prev_hash does not match the hash of seq {ev.seq - 1}")
+                    return VerifyReport(
+                        n_events, 0, f"event seq {ev.seq}: prev_hash does not match the hash of seq {ev.seq - 1}"
+                    )
                 if ev.computed_hash(prev) != ev.hash:
-                    return VerifyReport(n_events, 0, f"event seq {ev.seq}: content does not match its hash (altered after it was written)")
+                    return VerifyReport(
+                        n_events,
+                        0,
+                        f"event seq {ev.seq}: content does not match its hash (altered after it was written)",
+                    )
                 prev = ev.hash
                 n_events += 1
                 projections.fold(state, [ev])
             n_blobs = 0
-            for row in conn.execution_options(yield_per=200).execute(select(schema.blobs).order_by(schema.blobs.c.sha256)):
+            for row in conn.execution_options(yield_per=200).execute(
+                select(schema.blobs).order_by(schema.blobs.c.sha256)
+            ):
                 sha, size, encoding, data, dictionary = row
                 try:
                     raw = self._decode(encoding, data, dictionary, chain=0)
@@ -432,7 +460,11 @@ class EventStore:
                 extra = sorted(set(have) - set(want), key=str)[:1]
                 changed = [k for k in want if k in have and want[k] != have[k]][:1]
                 what = (
-                    f"row {missing[0]} missing" if missing else f"row {extra[0]} not derived from the log" if extra else f"row {changed[0]} differs from the log"
+                    f"row {missing[0]} missing"
+                    if missing
+                    else f"row {extra[0]} not derived from the log"
+                    if extra
+                    else f"row {changed[0]} differs from the log"
                 )
                 return VerifyReport(n_events, n_blobs, f"projection {table}: {what}; run `evalstore db rebuild`")
         return VerifyReport(n_events, n_blobs)

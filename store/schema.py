@@ -91,7 +91,7 @@ results = Table(
     Column("origin", String(16), nullable=False),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
-    **_CLUSTERED
+    **_CLUSTERED,
 )
 
 verdicts = Table(
@@ -111,7 +111,7 @@ verdicts = Table(
     Column("origin", String(16), nullable=False),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
-    **_CLUSTERED
+    **_CLUSTERED,
 )
 
 judge_cache = Table(
@@ -120,7 +120,7 @@ judge_cache = Table(
     Column("cache_key", String(64), primary_key=True),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
-    **_CLUSTERED
+    **_CLUSTERED,
 )
 
 conversions = Table(
@@ -129,7 +129,7 @@ conversions = Table(
     Column("fingerprint", String(64), primary_key=True),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
-    **_CLUSTERED
+    **_CLUSTERED,
 )
 
 Index("ix_runs_parent", runs.c.parent_run_id)

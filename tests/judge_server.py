@@ -330,7 +330,7 @@ class ListRecorder:
 def make_recorder() -> Any:
     """The product's in-memory recorder when it exists, else :class:`ListRecorder`."""
     try:
-        from evalstore.replay.recording import MemoryRecorder  # noqa: PLC0415 (written by another engineer)
+        from evalstore.replay.recording import MemoryRecorder
     except ImportError:
         return ListRecorder()
     return MemoryRecorder()

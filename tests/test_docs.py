@@ -63,7 +63,9 @@ def test_architecture_names_every_module_in_its_package_section() -> None:
 def test_architecture_names_no_module_that_does_not_exist() -> None:
     for folder, names in _architecture_sections().items():
         existing = {p.name for p in (ROOT / folder).glob("*.py")}
-        assert names <= existing, f"ARCHITECTURE.md's {folder}/ section names modules that do not exist: {sorted(names - existing)}"
+        assert names <= existing, (
+            f"ARCHITECTURE.md's {folder}/ section names modules that do not exist: {sorted(names - existing)}"
+        )
 
 
 def test_public_api_matches_the_usage_doc() -> None:
@@ -72,8 +74,7 @@ def test_public_api_matches_the_usage_doc() -> None:
     for name in evalstore.__all__:
         assert getattr(evalstore, name) is not None
     usage = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
-    block = usage[usage.index("## Python API"):]
+    block = usage[usage.index("## Python API") :]
     imported = re.search(r"from evalstore import \(([^)]*)\)", block).group(1)
     names = {n.strip() for n in imported.replace("\n", " ").split(",") if n.strip()}
     assert names <= set(evalstore.__all__), sorted(names - set(evalstore.__all__))
-

@@ -175,7 +175,9 @@ def test_a_store_stamped_with_an_unknown_revision_is_refused(engine: Engine, sto
     EventStore(engine)
     with engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = 'f00dbabe'"))
-    with pytest.raises(SchemaOutOfDate, match=r"revision 'f00dbabe', which this evalstore does not know.*upgrade evalstore"):
+    with pytest.raises(
+        SchemaOutOfDate, match=r"revision 'f00dbabe', which this evalstore does not know.*upgrade evalstore"
+    ):
         EventStore(engine)
     result = CliRunner().invoke(cli.main, ["--db", store_url, "runs"])
     assert result.exit_code == 2
@@ -222,7 +224,9 @@ def test_blob_dictionaries_revision_keeps_older_blobs_and_refuses_to_go_back_ove
     for i in range(3):
         data = template + f"question {i}".encode()
         store.put_blobs({sha256_hex(data): data})
-    with pytest.raises(StoreError, match="cannot downgrade below revision 0002: 2 blobs are compressed against a dictionary"):
+    with pytest.raises(
+        StoreError, match="cannot downgrade below revision 0002: 2 blobs are compressed against a dictionary"
+    ):
         store_engine.downgrade(engine, "0001")
     assert store_engine.current_revision(engine) == store_engine.head_revision()
     assert "dictionary" in {c["name"] for c in inspect(engine).get_columns("blobs")}

@@ -70,7 +70,7 @@ def upgrade() -> None:
         sa.Column("origin", sa.String(16), nullable=False),
         sa.Column("event_id", sa.String(36), nullable=False),
         sa.Column("seq", Seq, nullable=False),
-        sqlite_with_rowid=False
+        sqlite_with_rowid=False,
     )
     op.create_table(
         "verdicts",
@@ -88,21 +88,21 @@ def upgrade() -> None:
         sa.Column("origin", sa.String(16), nullable=False),
         sa.Column("event_id", sa.String(36), nullable=False),
         sa.Column("seq", Seq, nullable=False),
-        sqlite_with_rowid=False
+        sqlite_with_rowid=False,
     )
     op.create_table(
         "judge_cache",
         sa.Column("cache_key", sa.String(64), primary_key=True),
         sa.Column("event_id", sa.String(36), nullable=False),
         sa.Column("seq", Seq, nullable=False),
-        sqlite_with_rowid=False
+        sqlite_with_rowid=False,
     )
     op.create_table(
         "conversions",
         sa.Column("fingerprint", sa.String(64), primary_key=True),
         sa.Column("event_id", sa.String(36), nullable=False),
         sa.Column("seq", Seq, nullable=False),
-        sqlite_with_rowid=False
+        sqlite_with_rowid=False,
     )
     dialect = op.get_bind().dialect.name
     if dialect == "sqlite":

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalstore.replay.errors import ImportFormatError
-
 from evalstore.replay.agentv.jsonl import FORMAT as JSONL_FORMAT
 from evalstore.replay.agentv.jsonl import read_jsonl
 from evalstore.replay.agentv.records import ImportSource
@@ -14,6 +12,7 @@ from evalstore.replay.agentv.v4_run import INDEX as V4_INDEX
 from evalstore.replay.agentv.v4_run import read_v4_run
 from evalstore.replay.agentv.v5_bundle import FORMAT as V5_FORMAT
 from evalstore.replay.agentv.v5_bundle import case_dirs, read_v5_bundle
+from evalstore.replay.errors import ImportFormatError
 
 FORMATS = (V4_FORMAT, V5_FORMAT, JSONL_FORMAT)
 

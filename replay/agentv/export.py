@@ -16,35 +16,92 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 
+from evalstore.replay.agentv.rows import from_row_assertions
+from evalstore.replay.agentv.stored import ResultBundle, stored_results
+from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, TestScored, VerdictRecorded
 
-from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
-from evalstore.replay.agentv.rows import from_row_assertions
-from evalstore.replay.agentv.stored import ResultBundle, stored_results
-
 CSV_COLUMNS = (
-    "run_id", "test_id", "target", "attempt", "test_score", "passed", "status",
-    "grader", "grader_type", "grader_score", "verdict", "weight",
-    "assertions_passed", "assertions_total", "failed_assertions", "error",
+    "run_id",
+    "test_id",
+    "target",
+    "attempt",
+    "test_score",
+    "passed",
+    "status",
+    "grader",
+    "grader_type",
+    "grader_score",
+    "verdict",
+    "weight",
+    "assertions_passed",
+    "assertions_total",
+    "failed_assertions",
+    "error",
 )
 
 JSON_FORMAT, JSON_VERSION = "evalstore-export", 1
 JSON_RUN_FIELDS = (
-    "run_id", "kind", "parent_run_id", "suite", "eval_path", "target_name", "threshold", "source",
-    "source_format", "tool_version", "overrides",
+    "run_id",
+    "kind",
+    "parent_run_id",
+    "suite",
+    "eval_path",
+    "target_name",
+    "threshold",
+    "source",
+    "source_format",
+    "tool_version",
+    "overrides",
 )
 JSON_SUMMARY_FIELDS = ("status", "tests", "passed", "errors", "mean_score", "started_at")
 JSON_RESULT_FIELDS = (
-    "test_id", "target", "attempt", "score", "passed", "status", "threshold", "error", "origin", "source", "row_fields",
+    "test_id",
+    "target",
+    "attempt",
+    "score",
+    "passed",
+    "status",
+    "threshold",
+    "error",
+    "origin",
+    "source",
+    "row_fields",
 )
 JSON_VERDICT_FIELDS = (
-    "grader", "grader_type", "score", "verdict", "status", "weight", "required", "min_score", "negate",
-    "assertions", "details", "evidence", "grader_target", "token_usage", "source_name", "origin", "carried_from", "cache_hit",
+    "grader",
+    "grader_type",
+    "score",
+    "verdict",
+    "status",
+    "weight",
+    "required",
+    "min_score",
+    "negate",
+    "assertions",
+    "details",
+    "evidence",
+    "grader_target",
+    "token_usage",
+    "source_name",
+    "origin",
+    "carried_from",
+    "cache_hit",
 )
 JSON_TRANSCRIPT_FIELDS = (
-    "output_text", "token_usage", "cost_usd", "duration_ms", "start_time", "end_time", "file_changes",
-    "workspace_path", "exit_code", "status", "error", "messages_sha256",
+    "output_text",
+    "token_usage",
+    "cost_usd",
+    "duration_ms",
+    "start_time",
+    "end_time",
+    "file_changes",
+    "workspace_path",
+    "exit_code",
+    "status",
+    "error",
+    "messages_sha256",
 )
 JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_files")
 
@@ -59,7 +116,9 @@ def _assertion(a: Any) -> dict[str, Any]:
     return out
 
 
-def score_entry(verdict: VerdictRecorded, rendered_prompt: Any = None, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+def score_entry(
+    verdict: VerdictRecorded, rendered_prompt: Any = None, usage: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A v4 ``scores[]`` entry; ``input`` is the recorded grader request, ``target`` the judge target."""
     entry: dict[str, Any] = {
         "name": verdict.source_name or verdict.grader,
@@ -173,11 +232,26 @@ def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> 
     count = 0
     for result in results:
         s = result.scored
-        head = [run.run_id, s.test_id, _target(run, s) or "", s.attempt, s.score, "true" if s.passed else "false", s.status]
+        head = [
+            run.run_id,
+            s.test_id,
+            _target(run, s) or "",
+            s.attempt,
+            s.score,
+            "true" if s.passed else "false",
+            s.status,
+        ]
         graders = [
-            [v.grader, v.grader_type, v.score, v.verdict, v.weight,
-             sum(a.passed for a in v.assertions), len(v.assertions),
-             "\n".join(a.text for a in v.assertions if not a.passed)]
+            [
+                v.grader,
+                v.grader_type,
+                v.score,
+                v.verdict,
+                v.weight,
+                sum(a.passed for a in v.assertions),
+                len(v.assertions),
+                "\n".join(a.text for a in v.assertions if not a.passed),
+            ]
             for v in result.verdicts
         ]
         for middle in graders or [[""] * 8]:
@@ -220,7 +294,9 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
     fh.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "results": [')
     count = 0
     for result in results:
-        fh.write(("," if count else "") + "\n" + json.dumps(json_result(run, result), ensure_ascii=False, allow_nan=False))
+        fh.write(
+            ("," if count else "") + "\n" + json.dumps(json_result(run, result), ensure_ascii=False, allow_nan=False)
+        )
         count += 1
     fh.write("\n]}\n")
     return count

@@ -102,9 +102,7 @@ def parse_grading(doc: Any) -> Grading:
 
 def _parse_legacy(doc: dict[str, Any]) -> Grading:
     """v4 and the intermediate shape differ only in ``assertions`` vs ``assertion_results``."""
-    verdicts = [
-        verdict_from_score(g, i) for i, g in enumerate(doc.get("graders") or []) if isinstance(g, dict)
-    ]
+    verdicts = [verdict_from_score(g, i) for i, g in enumerate(doc.get("graders") or []) if isinstance(g, dict)]
     score = finite_number(doc.get("score"))
     verdict = doc.get("verdict")
     return Grading(

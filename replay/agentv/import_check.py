@@ -11,11 +11,10 @@ from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 
-from evalstore.store.events import SourceRef
-
 from evalstore.replay.agentv import ImportedTest, ImportSource, SkippedLine, bad_line
-from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
+from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
+from evalstore.store.events import SourceRef
 
 _SUPERSEDED = "AgentV keeps the last result of a test and target (deduplicateByTestIdTarget)"
 
@@ -36,7 +35,9 @@ PROGRESS_EVERY = 200
 
 
 def check(
-    source: ImportSource, within: RelativeSources, skip_bad: bool,
+    source: ImportSource,
+    within: RelativeSources,
+    skip_bad: bool,
     progress: Callable[[str, int, int | None], None] | None = None,
 ) -> Checked:
     """The validation pass: every result is turned into its events exactly as the import will write them
@@ -51,7 +52,10 @@ def check(
 
 
 def _check_with(
-    repeats: _Repeats, source: ImportSource, within: RelativeSources, skip_bad: bool,
+    repeats: _Repeats,
+    source: ImportSource,
+    within: RelativeSources,
+    skip_bad: bool,
     progress: Callable[[str, int, int | None], None] | None,
 ) -> Checked:
     ids = EventIds("check")
@@ -128,5 +132,3 @@ class _Repeats:
             "INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?)",
             (self._key(item), self._identity(item), item.source.file, item.source.line),
         )
-
-

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from evalstore.replay.agentv import ImportedTest, SkippedLine, bad_line
+from evalstore.replay.evalfile.graders import unique_names
 from evalstore.store import NewEvent
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
@@ -24,9 +26,6 @@ from evalstore.store.events import (
     VerdictRecorded,
     encode,
 )
-
-from evalstore.replay.evalfile.graders import unique_names
-from evalstore.replay.agentv import ImportedTest, SkippedLine, bad_line
 
 Built = tuple[list[NewEvent], dict[str, bytes], TestScored]
 
@@ -95,7 +94,11 @@ def test_events(
     if item.input or item.expected_output is not None or item.criteria or item.metadata:
         # A case event only when the source says something about the case (results JSONL often does not).
         case = TestCaseRecorded(
-            **key, input=item.input, expected_output=item.expected_output, criteria=item.criteria, metadata=item.metadata
+            **key,
+            input=item.input,
+            expected_output=item.expected_output,
+            criteria=item.criteria,
+            metadata=item.metadata,
         )
         batch.append(NewEvent(case, ids.next("case")))
     by_path: dict[str, ArtifactStored] = {}

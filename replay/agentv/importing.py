@@ -13,18 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalstore.store import EventStore, NewEvent
-from evalstore.store.events import FileSnapshot, LineSkipped, RunStarted, SourceRef
-
 from evalstore import __version__
 from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
-from evalstore.replay.errors import ReplayError
-from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
 from evalstore.replay.agentv.import_check import check, item_key
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
-from evalstore.replay.material import Tally
-from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.analysis.views import skipped_lines
+from evalstore.replay.errors import ReplayError
+from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
+from evalstore.replay.evalfile.snapshot import snapshot_suite
+from evalstore.replay.material import Tally
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.events import FileSnapshot, LineSkipped, RunStarted, SourceRef
 
 Progress = Callable[[str, int, "int | None"], None]
 """``progress(phase, done, total)``: see :func:`import_results`."""
@@ -95,7 +94,11 @@ def import_results(
     for item in source.iter_tests(skip_bad):
         if isinstance(item, ImportedTest):
             reason = checked.left_out.get(item_key(item))
-            item = SkippedLine(item.source, reason) if reason else built(item, within, ids, threshold, skip_bad, check=False)
+            item = (
+                SkippedLine(item.source, reason)
+                if reason
+                else built(item, within, ids, threshold, skip_bad, check=False)
+            )
         if isinstance(item, SkippedLine):
             batch.append(NewEvent(LineSkipped(source=within(item.source), reason=item.reason), ids.next("skip")))
             continue
@@ -123,7 +126,7 @@ def _eval_snapshot(
     candidates = [Path(eval_path)] if eval_path else []
     base = source if source.is_dir() else source.parent
     for hint in hints:
-        for c in ([hint] if hint.is_absolute() else [base / hint, Path.cwd() / hint]):
+        for c in [hint] if hint.is_absolute() else [base / hint, Path.cwd() / hint]:
             candidates.append(c)
     for candidate in candidates:
         if not candidate.is_file():
@@ -137,5 +140,3 @@ def _eval_snapshot(
         snaps, blobs = snapshot_suite(suite)
         return snaps, blobs, suite.path, suite.threshold
     return [], {}, None, DEFAULT_THRESHOLD
-
-

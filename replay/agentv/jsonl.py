@@ -9,12 +9,17 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.errors import ImportFormatError
-from evalstore.store.events import SourceRef
-
 from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine
 from evalstore.replay.agentv.rows import RowError, Sidecars, attempt_of, build_test, eval_hints
-from evalstore.replay.agentv.wire import file_sha256, first_json_row, is_legacy_camel_row, iter_json_lines, normalise_legacy_row
+from evalstore.replay.agentv.wire import (
+    file_sha256,
+    first_json_row,
+    is_legacy_camel_row,
+    iter_json_lines,
+    normalise_legacy_row,
+)
+from evalstore.replay.errors import ImportFormatError
+from evalstore.store.events import SourceRef
 
 FORMAT = "results-jsonl"
 
@@ -42,7 +47,6 @@ def iter_rows(path: Path, skip_bad: bool) -> Iterator[tuple[SourceRef, dict[str,
         yield source, row
 
 
-
 def iter_built(
     path: Path,
     skip_bad: bool,
@@ -61,12 +65,15 @@ def iter_built(
             continue
         yield from tests
 
+
 def _iter_tests(path: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
     bases = [path.parent]
     return iter_built(
         path,
         skip_bad,
-        lambda source, row: [build_test(row, source=source, attempt=attempt_of(row), sidecars=Sidecars(file_bases=bases))],
+        lambda source, row: [
+            build_test(row, source=source, attempt=attempt_of(row), sidecars=Sidecars(file_bases=bases))
+        ],
     )
 
 

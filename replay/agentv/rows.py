@@ -10,23 +10,50 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from evalstore.store.events import SourceRef
-
-from evalstore.replay.agentv.grading import Grading, clean_assertions, derive_verdict, finite_number, merge_verdicts, verdict_from_score
+from evalstore.replay.agentv.grading import (
+    Grading,
+    clean_assertions,
+    derive_verdict,
+    finite_number,
+    merge_verdicts,
+    verdict_from_score,
+)
 from evalstore.replay.agentv.records import FileRole, ImportedFile, ImportedTest, ImportedVerdict
 from evalstore.replay.agentv.transcripts import file_refs, input_messages, last_assistant_text, normalise_messages
 from evalstore.replay.agentv.wire import as_dict, nonempty_text
+from evalstore.store.events import SourceRef
 
 # Held in structured form on the ImportedTest (or derivable from it), so not repeated in raw_row.
 _BULKY_KEYS = frozenset(
-    {"trace", "input", "output", "requests", "scores", "assertions", "attempts", "samples", "file_changes",
-     "transcript_summary", "target_execution", "before_all_output", "before_each_output", "after_all_output",
-     "after_each_output", "expected_output", "criteria"}
+    {
+        "trace",
+        "input",
+        "output",
+        "requests",
+        "scores",
+        "assertions",
+        "attempts",
+        "samples",
+        "file_changes",
+        "transcript_summary",
+        "target_execution",
+        "before_all_output",
+        "before_each_output",
+        "after_all_output",
+        "after_each_output",
+        "expected_output",
+        "criteria",
+    }
 )
 _STATUS_PASSED = {"ok": True, "quality_failure": False, "execution_error": False}
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]+://")
-_EXTRA_MEDIA_TYPES = {".md": "text/markdown", ".jsonl": "application/x-ndjson", ".diff": "text/x-diff",
-                      ".yaml": "application/yaml", ".yml": "application/yaml"}
+_EXTRA_MEDIA_TYPES = {
+    ".md": "text/markdown",
+    ".jsonl": "application/x-ndjson",
+    ".diff": "text/x-diff",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+}
 
 
 class RowError(ValueError):
@@ -62,8 +89,9 @@ def resolve_path(ref: str, bases: Sequence[Path]) -> Path | None:
 
 
 def imported_file(ref: str, bases: Sequence[Path], role: FileRole, media_type: str | None = None) -> ImportedFile:
-    return ImportedFile(path=ref, resolved=resolve_path(ref, bases), media_type=media_type or media_type_for(ref),
-                        role=role)
+    return ImportedFile(
+        path=ref, resolved=resolve_path(ref, bases), media_type=media_type or media_type_for(ref), role=role
+    )
 
 
 def check_row(row: dict[str, Any]) -> tuple[str, float]:
@@ -115,8 +143,12 @@ def _verdicts(row: dict[str, Any], score: float, grading: Grading | None) -> lis
         # Early v4 rows carry only the flattened assertions of the implicit llm-grader (formats 7.1).
         verdicts = [
             ImportedVerdict(
-                name="llm-grader", type="llm-grader", score=score, verdict=derive_verdict(None, None, score),
-                assertions=clean_assertions(row["assertions"]), details=dict(FROM_ROW_ASSERTIONS),
+                name="llm-grader",
+                type="llm-grader",
+                score=score,
+                verdict=derive_verdict(None, None, score),
+                assertions=clean_assertions(row["assertions"]),
+                details=dict(FROM_ROW_ASSERTIONS),
             )
         ]
     return verdicts

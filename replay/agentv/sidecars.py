@@ -9,13 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.errors import ImportFormatError
-
 from evalstore.replay.agentv.grading import Grading, parse_grading
 from evalstore.replay.agentv.records import ImportedFile
 from evalstore.replay.agentv.rows import RowError, media_type_for
 from evalstore.replay.agentv.transcripts import read_normalized_transcript, read_trace, read_transcript_jsonl
 from evalstore.replay.agentv.wire import read_json
+from evalstore.replay.errors import ImportFormatError
 
 
 def pick(key: str, ref: Any, base: Path, conventional: Path | None = None) -> Path | None:
@@ -37,8 +36,7 @@ def as_file(path: Path, root: Path, role: str = "sidecar") -> ImportedFile:
         shown = path.relative_to(root).as_posix()
     except ValueError:
         shown = str(path)
-    return ImportedFile(path=shown, resolved=path.resolve(), media_type=media_type_for(path.name),
-                        role=role)  # type: ignore[arg-type]
+    return ImportedFile(path=shown, resolved=path.resolve(), media_type=media_type_for(path.name), role=role)  # type: ignore[arg-type]
 
 
 def load_json(path: Path) -> Any:

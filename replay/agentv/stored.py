@@ -7,11 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalstore.replay.analysis.views import run_started, transcript_run_id
+from evalstore.replay.material import ResultKey, result_key
 from evalstore.store import EventStore
 from evalstore.store.events import GraderCalled, TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
-
-from evalstore.replay.material import ResultKey, result_key
-from evalstore.replay.analysis.views import run_started, transcript_run_id
 
 
 @dataclass
@@ -82,7 +81,9 @@ def _origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[st
     ids: dict[ResultKey, dict[str, str]] = {}
     for stored in store.read_stream(run_id, types=["test_case_recorded", "transcript_recorded"]):
         p = stored.payload
-        ids.setdefault(result_key(p["test_id"], p.get("target"), p.get("attempt", 1)), {})[stored.type] = stored.event_id
+        ids.setdefault(result_key(p["test_id"], p.get("target"), p.get("attempt", 1)), {})[stored.type] = (
+            stored.event_id
+        )
     return ids
 
 
@@ -93,13 +94,20 @@ def _completed(
     for i, b in enumerate(bundles):
         ids = from_origin.get(result_key(b.scored.test_id, b.scored.target, b.scored.attempt), {})
         # A replay's own transcript never exists; its own case (a regraded test) wins over the origin's.
-        need = {t: e for t, e in ids.items() if (t == "transcript_recorded" and b.transcript is None)
-                or (t == "test_case_recorded" and b.case is None)}
+        need = {
+            t: e
+            for t, e in ids.items()
+            if (t == "transcript_recorded" and b.transcript is None) or (t == "test_case_recorded" and b.case is None)
+        }
         if need:
             wanted[i] = need
     # A graded verdict's request and usage are on its last grader call (earlier ones were retries).
-    last_calls = [v.grader_call_event_ids[-1] for b in bundles for v in b.verdicts
-                  if not v.rendered_prompt_sha256 and v.grader_call_event_ids]
+    last_calls = [
+        v.grader_call_event_ids[-1]
+        for b in bundles
+        for v in b.verdicts
+        if not v.rendered_prompt_sha256 and v.grader_call_event_ids
+    ]
     events = store.get_events([e for need in wanted.values() for e in need.values()] + last_calls)
     prompts: dict[str, Any] = {}  # a script grader's request is often the same for every test: read it once
     for i, b in enumerate(bundles):

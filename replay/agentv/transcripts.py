@@ -14,10 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalstore.replay.agentv.wire import as_dict, iter_json_lines, read_json
 from evalstore.replay.content import Message, dump_messages
 from evalstore.replay.errors import ImportFormatError
-
-from evalstore.replay.agentv.wire import as_dict, iter_json_lines, read_json
 
 _MESSAGE_EXTRAS = ("start_time", "end_time", "duration_ms", "token_usage", "metadata")
 _TOOL_EXTRAS = ("start_time", "end_time", "duration_ms")

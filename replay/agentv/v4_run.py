@@ -7,14 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.errors import ImportFormatError
-
 from evalstore.replay.agentv.grading import finite_number
 from evalstore.replay.agentv.jsonl import iter_built
 from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
 from evalstore.replay.agentv.rows import Sidecars, attempt_of, build_test, eval_hints, unique_paths
 from evalstore.replay.agentv.sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
 from evalstore.replay.agentv.wire import first_json_row, read_json, tree_sha256
+from evalstore.replay.errors import ImportFormatError
 
 FORMAT = "agentv-v4-run"
 INDEX = "index.jsonl"
@@ -106,4 +105,3 @@ def read_v4_run(path: Path) -> ImportSource:
         source_digest=tree_sha256(root),
         _iterate=lambda skip_bad: _iter_tests(root, index, skip_bad),
     )
-

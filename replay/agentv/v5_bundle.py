@@ -11,21 +11,37 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.errors import ImportFormatError
-from evalstore.store.events import SourceRef
-
 from evalstore.replay.agentv.grading import finite_number
 from evalstore.replay.agentv.jsonl import bad_line, iter_built
 from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
-from evalstore.replay.agentv.rows import RowError, Sidecars, attempt_of, build_test, eval_hints, sample_number, unique_paths
+from evalstore.replay.agentv.rows import (
+    RowError,
+    Sidecars,
+    attempt_of,
+    build_test,
+    eval_hints,
+    sample_number,
+    unique_paths,
+)
 from evalstore.replay.agentv.sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
 from evalstore.replay.agentv.wire import as_dict, first_json_row, iter_json_lines, read_json, tree_sha256
+from evalstore.replay.errors import ImportFormatError
+from evalstore.store.events import SourceRef
 
 FORMAT = "agentv-v5-bundle"
 _SAMPLE = re.compile(r"^sample-(\d+)$")
 # Per-sample values a samples[] item carries that override its parent row.
-_SAMPLE_KEYS = ("score", "execution_status", "error", "cost_usd", "failure_stage", "failure_reason_code",
-                "target_error_kind", "verdict", "named_scores")
+_SAMPLE_KEYS = (
+    "score",
+    "execution_status",
+    "error",
+    "cost_usd",
+    "failure_stage",
+    "failure_reason_code",
+    "target_error_kind",
+    "verdict",
+    "named_scores",
+)
 # (key in index row, key in result.json, conventional name in the sample folder)
 _SIDECARS = (
     ("grading_path", "grading_path", "grading.json"),
@@ -75,8 +91,9 @@ def _metrics_fallbacks(doc: Any) -> dict[str, Any]:
     if finite_number(duration.get("total_ms")) is not None:
         out["duration_ms"] = float(duration["total_ms"])
     tokens = as_dict(doc.get("tokens"))
-    usage = {k: tokens[k] for k in ("input", "output", "cached", "reasoning")
-             if finite_number(tokens.get(k)) is not None}
+    usage = {
+        k: tokens[k] for k in ("input", "output", "cached", "reasoning") if finite_number(tokens.get(k)) is not None
+    }
     if usage and tokens.get("source") != "unavailable":
         out["token_usage"] = usage
     cost = as_dict(doc.get("cost"))
@@ -160,8 +177,12 @@ def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[
 def _iter_indexed(root: Path, index: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
     def build(source: SourceRef, row: dict[str, Any]) -> list[ImportedTest]:
         return [
-            build_test(effective, source=source, attempt=attempt,
-                       sidecars=sample_sidecars(root, folder, effective, row.get("test_id")))
+            build_test(
+                effective,
+                source=source,
+                attempt=attempt,
+                sidecars=sample_sidecars(root, folder, effective, row.get("test_id")),
+            )
             for attempt, folder, effective in _row_samples(root, row)
         ]
 

@@ -10,15 +10,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalstore.replay.analysis.views import run_started
+from evalstore.replay.errors import NotFoundError
+from evalstore.replay.material import RunMaterial, TestMaterial, load_run
+from evalstore.replay.regrade import transcript_run
 from evalstore.store import EventStore
 from evalstore.store.codec import sha256_hex
 from evalstore.store.errors import BlobCorrupt, BlobNotFound
 from evalstore.store.events import ArtifactStored, GraderCalled, PreprocessingRecorded, SourceRef, VerdictRecorded
-
-from evalstore.replay.errors import NotFoundError
-from evalstore.replay.material import RunMaterial, TestMaterial, load_run
-from evalstore.replay.regrade import transcript_run
-from evalstore.replay.analysis.views import run_started
 
 
 @dataclass
@@ -135,7 +134,9 @@ def _audit_material(
             continue
         verdicts.append(_audit_verdict(store, run, vid, verdict, artifacts_by_digest, checks, show_prompt))
     if grader and not verdicts:
-        raise NotFoundError(f"test {test.key[0]} has no verdict from grader {grader!r} (graders: {', '.join(test.verdicts)})")
+        raise NotFoundError(
+            f"test {test.key[0]} has no verdict from grader {grader!r} (graders: {', '.join(test.verdicts)})"
+        )
     transcript = None
     if source.transcript:
         tid, t = source.transcript
@@ -195,7 +196,7 @@ def _audit_verdict(
             if isinstance(original, VerdictRecorded):
                 linked = original
                 origin_note = f"carried from verdict {verdict.carried_from}"
-        except Exception:  # noqa: BLE001
+        except Exception:
             origin_note = f"carried from {verdict.carried_from} (not found)"
     linked_ids = [*linked.grader_call_event_ids, *linked.preprocessing_event_ids]
     events = store.get_events(linked_ids)

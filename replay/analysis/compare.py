@@ -20,10 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from evalstore.store.events import Assertion, TestScored, VerdictRecorded
-
-from evalstore.replay.errors import CompareError
 from evalstore.replay.analysis.stats import PairedStats, paired_stats
+from evalstore.replay.errors import CompareError
+from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 
 Key = tuple[str, str | None, int]
 """(test id, target, attempt): what pairs a result of run A with one of run B."""
@@ -322,9 +321,7 @@ def compare(
         raise CompareError(f"resamples: must be at least 1, got {resamples}")
     results_a, results_b = a.results, b.results
     if test_id is not None and not any(k[0] == test_id for k in (*results_a, *results_b)):
-        raise CompareError(
-            f"test id {test_id!r} is in neither run {a.run_id} nor run {b.run_id}; check the id"
-        )
+        raise CompareError(f"test id {test_id!r} is in neither run {a.run_id} nor run {b.run_id}; check the id")
     paired = sorted((k for k in results_a if k in results_b), key=_sort_key)
     only_in_a = sorted((k for k in results_a if k not in results_b), key=_sort_key)
     only_in_b = sorted((k for k in results_b if k not in results_a), key=_sort_key)

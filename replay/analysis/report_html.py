@@ -11,8 +11,6 @@ from __future__ import annotations
 import html
 import math
 
-from evalstore.store.events import VerdictRecorded
-
 from evalstore.replay.analysis.compare import (
     AssertionDiff,
     Comparison,
@@ -23,6 +21,7 @@ from evalstore.replay.analysis.compare import (
     key_label,
 )
 from evalstore.replay.analysis.stats import PairedStats
+from evalstore.store.events import VerdictRecorded
 
 MAX_BARS = 1000
 """More tests than this: each bar is the mean delta of consecutive tests in sorted order."""
@@ -95,7 +94,7 @@ def _summary(c: Comparison) -> str:
     s = c.overall.score
     worse = len(c.regressions)
     better = len(c.improvements)
-    method = f"<p class=\"muted\">CI method: {_e(s.method)}.</p>" if s.method else ""
+    method = f'<p class="muted">CI method: {_e(s.method)}.</p>' if s.method else ""
     return (
         "<h2>Summary</h2>"
         f"<p>Run A <code>{_e(c.run_a)}</code> vs run B <code>{_e(c.run_b)}</code>: "
@@ -251,7 +250,7 @@ def _key_list(title: str, keys: list[Key]) -> str:
 def _assert_items(label: str, texts: list[str]) -> str:
     if not texts:
         return ""
-    return f"<div>{_e(label)}:<ul class=\"asserts\">{''.join(f'<li>{_e(t)}</li>' for t in texts)}</ul></div>"
+    return f'<div>{_e(label)}:<ul class="asserts">{"".join(f"<li>{_e(t)}</li>" for t in texts)}</ul></div>'
 
 
 def _grader_diff(g: GraderAssertionDiff) -> str:

@@ -185,9 +185,7 @@ def mcnemar_exact(a_only_pass: int, b_only_pass: int) -> McNemarResult:
     """Exact McNemar test: are A->B regressions and improvements equally likely?"""
     discordant = a_only_pass + b_only_pass
     if discordant == 0:
-        return McNemarResult(
-            1.0, 0, "no discordant pairs: p = 1.0 is meaningful (no evidence the pass rates differ)"
-        )
+        return McNemarResult(1.0, 0, "no discordant pairs: p = 1.0 is meaningful (no evidence the pass rates differ)")
     return McNemarResult(binomial_two_sided_p(min(a_only_pass, b_only_pass), discordant), discordant)
 
 

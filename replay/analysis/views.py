@@ -6,10 +6,9 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from evalstore.replay.errors import NotFoundError
 from evalstore.store import EventStore
 from evalstore.store.events import LineSkipped, RunStarted
-
-from evalstore.replay.errors import NotFoundError
 
 
 @dataclass

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalstore.replay.evalfile.fields import ParseContext, expect_list, expect_mapping, opt_number, req_str, warn_unknown
-from evalstore.replay.evalfile.source import Where
 from evalstore.replay.evalfile.aliases import normalize_media_type
+from evalstore.replay.evalfile.fields import (
+    ParseContext,
+    expect_list,
+    expect_mapping,
+    opt_number,
+    req_str,
+    warn_unknown,
+)
+from evalstore.replay.evalfile.source import Where
 from evalstore.replay.evalfile.specs import ConverterSpec
 
 CONVERTER_KEYS = ("type", "command", "timeout", "max_output_bytes")

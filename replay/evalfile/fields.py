@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.evalfile.source import Where
 from evalstore.replay.errors import ReferenceNotFoundError
 from evalstore.replay.evalfile.search_roots import FileResolver, find_reference, resolve_reference
+from evalstore.replay.evalfile.source import Where
+
 
 @dataclass
 class ParseContext:

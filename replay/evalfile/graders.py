@@ -14,10 +14,25 @@ from pathlib import Path
 from typing import Any, Union
 
 from evalstore.replay.evalfile.converters import merge_converters, parse_converters
-from evalstore.replay.evalfile.fields import ParseContext, expect_list, expect_mapping, opt_bool, opt_number, opt_str, warn_unknown
+from evalstore.replay.evalfile.fields import (
+    ParseContext,
+    expect_list,
+    expect_mapping,
+    opt_bool,
+    opt_number,
+    opt_str,
+    warn_unknown,
+)
 from evalstore.replay.evalfile.rubrics import parse_rubric_items
 from evalstore.replay.evalfile.source import Where
-from evalstore.replay.evalfile.specs import DETERMINISTIC_TYPES, AssertionSpec, CodeGraderSpec, ConverterSpec, LlmGraderSpec, RubricItem
+from evalstore.replay.evalfile.specs import (
+    DETERMINISTIC_TYPES,
+    AssertionSpec,
+    CodeGraderSpec,
+    ConverterSpec,
+    LlmGraderSpec,
+    RubricItem,
+)
 
 AnyGrader = Union[LlmGraderSpec, CodeGraderSpec, AssertionSpec]
 
@@ -38,7 +53,26 @@ REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "u
 PROMPT_VARIABLE = re.compile(r"\{\{\s*(output|expected_output)\s*\}\}")
 # Arguments that name a script file: a missing one is an error, not a runtime surprise.
 SCRIPT_SUFFIXES = frozenset(
-    ".py .ts .mts .js .mjs .cjs .sh .bash .zsh .rb .pl .php .lua .r .jl .ps1 .tsx .jsx".split()
+    [
+        ".py",
+        ".ts",
+        ".mts",
+        ".js",
+        ".mjs",
+        ".cjs",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".rb",
+        ".pl",
+        ".php",
+        ".lua",
+        ".r",
+        ".jl",
+        ".ps1",
+        ".tsx",
+        ".jsx",
+    ]
 )
 SHELLS = ("sh", "bash", "zsh", "dash")
 SHELL_COMMAND_FLAGS = ("-c", "-lc", "-ec", "-ic")
@@ -47,9 +81,7 @@ SHELL_METACHARACTERS = ";|&$`<>()"
 JS_UNDEFINED = "undefined"
 
 
-def parse_assertions(
-    raw: Any, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
-) -> list[AnyGrader]:
+def parse_assertions(raw: Any, where: Where, ctx: ParseContext, converters: list[ConverterSpec]) -> list[AnyGrader]:
     """Graders in written order; bare strings become one rubrics grader at the first string's place."""
     items = expect_list(raw, where, "a list of assertions")
     graders: list[AnyGrader | None] = []
@@ -104,9 +136,7 @@ def assign_names(graders: list[AnyGrader]) -> list[AnyGrader]:
     return [g if name == g.name else g.model_copy(update={"name": name}) for g, name in zip(graders, names)]
 
 
-def parse_grader(
-    item: Any, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
-) -> AnyGrader | None:
+def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[ConverterSpec]) -> AnyGrader | None:
     obj = expect_mapping(item, where, "an assertion (a string or an object with `type`)")
     written = obj.get("type")
     if not isinstance(written, str) or not written.strip():
@@ -236,9 +266,7 @@ def _code_grader(
         else:
             command, script, script_ref = _argv_script(command, at, ctx)
     else:
-        raise at.error(
-            f'`{key}` is required: an argv list such as ["python3", "check.py"] or a shell command string'
-        )
+        raise at.error(f'`{key}` is required: an argv list such as ["python3", "check.py"] or a shell command string')
     if script is not None:
         ctx.reference("grader_script", script, script_ref)
     # AgentV folds unknown keys into the grader's config; keep that, but say so.

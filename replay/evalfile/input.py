@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock, render_object
 from evalstore.replay.evalfile.fields import ParseContext, expect_mapping, str_list, warn_unknown
 from evalstore.replay.evalfile.source import Where
-from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock, render_object
 
 MESSAGE_KEYS = ("role", "content", "tool_calls", "name")
 SEGMENT_TYPES = ("text", "file", "image")

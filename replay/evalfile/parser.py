@@ -18,17 +18,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.evalfile.converters import parse_converters
-from evalstore.replay.evalfile.fields import ParseContext, expect_list, expect_mapping, opt_bool, opt_number, opt_str, str_list
-from evalstore.replay.evalfile.fields import req_str, warn_unknown
-from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_grader, parse_assertions
-from evalstore.replay.evalfile.input import input_files, parse_input, with_files
-from evalstore.replay.evalfile.rubrics import parse_rubric_items
-from evalstore.replay.evalfile.source import LineMap, Where, load_jsonl, load_yaml
 from evalstore.replay.content import Message
 from evalstore.replay.errors import EvalFileError
+from evalstore.replay.evalfile.converters import parse_converters
+from evalstore.replay.evalfile.fields import (
+    ParseContext,
+    expect_list,
+    expect_mapping,
+    opt_bool,
+    opt_number,
+    opt_str,
+    req_str,
+    str_list,
+    warn_unknown,
+)
+from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_grader, parse_assertions
+from evalstore.replay.evalfile.input import input_files, parse_input, with_files
 from evalstore.replay.evalfile.metadata import merge_metadata, suite_metadata
+from evalstore.replay.evalfile.rubrics import parse_rubric_items
 from evalstore.replay.evalfile.search_roots import DiskResolver, FileResolver, absolute, build_search_roots
+from evalstore.replay.evalfile.source import LineMap, Where, load_jsonl, load_yaml
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, WorkspaceEnv
 
 DEFAULT_THRESHOLD = 0.8
@@ -321,11 +330,11 @@ class _SuiteParser:
         if criteria is None and obj.get("expected_outcome") is not None:
             ctx.warn(where.key("expected_outcome"), "deprecated; rename it to `criteria`")
             criteria = opt_str(obj, "expected_outcome", where)
-        expected = with_vars(obj["expected_output"], vars_) if "expected_output" in obj else vars_.get("expected_output")
-        messages = self._input(obj, vars_, where)
-        files = ([] if skip else self.input_files) + input_files(
-            obj.get("input_files"), where.key("input_files"), ctx
+        expected = (
+            with_vars(obj["expected_output"], vars_) if "expected_output" in obj else vars_.get("expected_output")
         )
+        messages = self._input(obj, vars_, where)
+        files = ([] if skip else self.input_files) + input_files(obj.get("input_files"), where.key("input_files"), ctx)
         messages = with_files(messages, files)
         if not skip:
             messages = [*self.input, *messages]

@@ -46,7 +46,6 @@ def preflight(suite: EvalSuite) -> None:
             f"missing python modules (not importable by {sys.executable}, Python {version}): {', '.join(modules)}"
         )
     message = (
-        f"{suite.path}: workspace preflight failed: {'; '.join(parts)}; "
-        "install them or remove them from workspace.env"
+        f"{suite.path}: workspace preflight failed: {'; '.join(parts)}; install them or remove them from workspace.env"
     )
     raise PreflightError(message, commands, modules)

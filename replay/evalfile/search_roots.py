@@ -90,9 +90,7 @@ def find_project_root(start: Path) -> Path | None:
         current = current.parent
 
 
-def build_search_roots(
-    eval_path: str | Path, project_root: Path | None = None, cwd: Path | None = None
-) -> list[str]:
+def build_search_roots(eval_path: str | Path, project_root: Path | None = None, cwd: Path | None = None) -> list[str]:
     """The ordered, de-duplicated search roots for an eval file (see the module docstring)."""
     eval_dir = absolute(eval_path).parent
     root = absolute(project_root) if project_root is not None else find_project_root(eval_dir)
@@ -133,9 +131,7 @@ def candidate_paths(ref: str, search_roots: list[str]) -> list[Path]:
     return seen
 
 
-def find_reference(
-    ref: str, search_roots: list[str], resolver: FileResolver | None = None
-) -> Path | None:
+def find_reference(ref: str, search_roots: list[str], resolver: FileResolver | None = None) -> Path | None:
     """The first candidate holding a file, or None."""
     resolver = resolver or DiskResolver()
     for candidate in candidate_paths(ref, search_roots):
@@ -144,9 +140,7 @@ def find_reference(
     return None
 
 
-def resolve_reference(
-    ref: str, search_roots: list[str], resolver: FileResolver | None = None
-) -> Path:
+def resolve_reference(ref: str, search_roots: list[str], resolver: FileResolver | None = None) -> Path:
     """The absolute path of the file ``ref`` names (``file://`` accepted); raises
     :class:`ReferenceNotFoundError` listing every place looked."""
     found = find_reference(ref, search_roots, resolver)

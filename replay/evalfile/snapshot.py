@@ -8,10 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.store.codec import sha256_hex
 from evalstore.store.events import FileSnapshot
-
-from evalstore.replay.evalfile.specs import EvalSuite
 
 
 def snapshot_suite(suite: EvalSuite) -> tuple[list[FileSnapshot], dict[str, bytes]]:
@@ -47,10 +46,14 @@ class Drift:
             return f"{self.role} {self.path} is gone (recorded {str(self.recorded)[:12]})"
         if self.recorded is None:
             return f"{self.role} {self.path} was unreadable when the run was recorded"
-        return f"{self.role} {self.path} changed since the run was recorded ({self.recorded[:12]} -> {self.current[:12]})"
+        return (
+            f"{self.role} {self.path} changed since the run was recorded ({self.recorded[:12]} -> {self.current[:12]})"
+        )
 
 
-def drift(snapshot: list[FileSnapshot], roles: tuple[str, ...] = ("grader_script", "converter", "prompt")) -> list[Drift]:
+def drift(
+    snapshot: list[FileSnapshot], roles: tuple[str, ...] = ("grader_script", "converter", "prompt")
+) -> list[Drift]:
     """Files of the given roles whose bytes on disk differ from the snapshot."""
     out = []
     for snap in snapshot:

@@ -8,7 +8,7 @@ one definition of a grader's configuration, and they are what ``TestCaseRecorded
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -115,7 +115,7 @@ class AssertionSpec(_GraderSpec):
     flags: str | None = None
 
 
-GraderSpec = Annotated[Union[LlmGraderSpec, CodeGraderSpec, AssertionSpec], Field(discriminator="type")]
+GraderSpec = Annotated[LlmGraderSpec | CodeGraderSpec | AssertionSpec, Field(discriminator="type")]
 
 
 class WorkspaceEnv(_Spec):

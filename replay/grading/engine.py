@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from evalstore.store.events import Assertion, TestScored, VerdictRecorded
-
+from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
 from evalstore.replay.grading.scoring import apply_negate, score_test
-from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, EvalSuite, EvalTest, LlmGraderSpec
+from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 
 
 def make_grader(spec):  # type: ignore[no-untyped-def]
@@ -114,7 +113,7 @@ def _grade_one(spec, ctx: GradingContext) -> GraderResult:  # type: ignore[no-un
         )
     try:
         return make_grader(spec).grade(ctx)
-    except Exception as exc:  # noqa: BLE001 - a grader bug must not crash the whole run
+    except Exception as exc:
         message = f"grader {spec.name!r} failed: {type(exc).__name__}: {exc}"
         return GraderResult(
             score=0.0,

@@ -18,12 +18,11 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import unquote, urlparse
 
-from evalstore.store.codec import sha256_hex
-from evalstore.store.errors import BlobNotFound
-
 from evalstore.replay.content import FileBlock
 from evalstore.replay.errors import UnsafePathError
 from evalstore.replay.grading.graders.base import Recorder
+from evalstore.store.codec import sha256_hex
+from evalstore.store.errors import BlobNotFound
 
 REMOTE_NOT_SUPPORTED = "remote file paths are not supported"
 MAX_FILE_BYTES = 100_000_000

@@ -20,17 +20,23 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalstore.replay.content import FileBlock, ImageBlock, TextBlock
+from evalstore.replay.evalfile.aliases import normalize_media_type
+from evalstore.replay.evalfile.specs import ConverterSpec
+from evalstore.replay.grading.answer import (
+    assemble,
+    candidate_message,
+    file_part,
+    normalize_text,
+    one_line,
+    warning_line,
+)
+from evalstore.replay.grading.graders.base import GradingContext
+from evalstore.replay.grading.materialize import LoadedFile, PrivateTempDir, load_file
+from evalstore.replay.processes.children import ChildResult, run_child
 from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import BlobNotFound
 from evalstore.store.events import PreprocessingRecorded
-
-from evalstore.replay.evalfile.aliases import normalize_media_type
-from evalstore.replay.grading.answer import assemble, candidate_message, file_part, normalize_text, one_line, warning_line
-from evalstore.replay.content import FileBlock, ImageBlock, TextBlock
-from evalstore.replay.grading.graders.base import GradingContext
-from evalstore.replay.grading.materialize import LoadedFile, PrivateTempDir, load_file
-from evalstore.replay.evalfile.specs import ConverterSpec
-from evalstore.replay.processes.children import ChildResult, run_child
 
 STDERR_KEEP_CHARS = 4_000
 """How much converter stderr an event keeps (the end)."""

@@ -19,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from evalstore.store.events import Assertion
-
 from evalstore.replay.grading.graders.base import GraderResult
+from evalstore.store.events import Assertion
 
 NEGATED_PREFIX = "[Negated]"
 

@@ -12,8 +12,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Callable
+from typing import IO
 
 STDERR_TAIL_BYTES = 64_000
 """How much of a child's stderr is kept (the end: that is where the error usually is)."""
@@ -116,7 +117,11 @@ def run_child(
 
 
 def _supervise(
-    proc: subprocess.Popen[bytes], argv: list[str], stdin: bytes, started: float, timeout: float,
+    proc: subprocess.Popen[bytes],
+    argv: list[str],
+    stdin: bytes,
+    started: float,
+    timeout: float,
     max_output_bytes: int | None,
 ) -> ChildResult:
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -170,9 +175,7 @@ def _supervise(
 class _Collector:
     """Reads a pipe to EOF, keeping the head (stdout, with a cap) or the tail (stderr)."""
 
-    def __init__(
-        self, *, limit: int | None, keep_tail: bool, on_overflow: Callable[[], None] | None = None
-    ) -> None:
+    def __init__(self, *, limit: int | None, keep_tail: bool, on_overflow: Callable[[], None] | None = None) -> None:
         self._limit = limit
         self._keep_tail = keep_tail
         self._on_overflow = on_overflow

@@ -4,7 +4,14 @@ Only the recording runner imports this package. Replaying a stored run must neve
 target, so nothing else in ``replay`` depends on it.
 """
 
-from evalstore.replay.targets.base import TargetOutcome, TargetSpec, as_target_spec, check_target, run_target, stored_config
+from evalstore.replay.targets.base import (
+    TargetOutcome,
+    TargetSpec,
+    as_target_spec,
+    check_target,
+    run_target,
+    stored_config,
+)
 from evalstore.replay.targets.capture import DEFAULT_MAX_FILE_BYTES, CapturedFile, CapturedOutput, capture_files
 from evalstore.replay.targets.secrets import REDACTED, looks_secret, redact, resolve
 

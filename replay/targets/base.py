@@ -15,15 +15,15 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from evalstore.replay.content import Message
 from evalstore.replay.errors import TargetConfigError
 from evalstore.replay.evalfile.specs import EvalTest
-from evalstore.replay.targetsfile.loader import TargetEntry
 from evalstore.replay.targets.secrets import redact, resolve, unresolve
+from evalstore.replay.targetsfile.loader import TargetEntry
 
 TargetStatus = Literal["ok", "error", "timeout"]
 
@@ -197,13 +197,13 @@ def positive_seconds(spec: TargetSpec, value: Any, key: str) -> float | None:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _providers() -> dict[str, Provider]:
     from evalstore.replay.targets import cli, openai
 
-    return {"cli": cli.run, **{name: openai.run for name in openai.PROVIDERS}}
+    return {"cli": cli.run, **dict.fromkeys(openai.PROVIDERS, openai.run)}
 
 
 def _provider(spec: TargetSpec) -> Provider:
@@ -217,4 +217,4 @@ def _validators() -> dict[str, Callable[[TargetSpec, dict[str, Any], Path], None
     """Per provider, the checks that can run before any test (see :func:`check_target`)."""
     from evalstore.replay.targets import cli, openai
 
-    return {"cli": cli.validate, **{name: openai.validate for name in openai.PROVIDERS}}
+    return {"cli": cli.validate, **dict.fromkeys(openai.PROVIDERS, openai.validate)}

@@ -111,7 +111,11 @@ def run(request: RunRequest) -> TargetOutcome:
         if failure is not None:
             status, message = failure
             return TargetOutcome(
-                messages=[], exit_code=child.exit_code, status=status, error=message, stderr=stderr[-10_000:],
+                messages=[],
+                exit_code=child.exit_code,
+                status=status,
+                error=message,
+                stderr=stderr[-10_000:],
                 cwd=cwd,
             )
         raw = _read_answer(output_file)
@@ -206,7 +210,9 @@ def _command(spec: TargetSpec, config: dict[str, Any]) -> str | list[str]:
     if isinstance(command, list) and command and all(isinstance(a, (str, int, float)) for a in command):
         return [str(a) for a in command]
     if command is None:
-        raise spec.fail("a cli target needs `command:` (or AgentV's `command_template:`): a template string or an argv list")
+        raise spec.fail(
+            "a cli target needs `command:` (or AgentV's `command_template:`): a template string or an argv list"
+        )
     raise spec.fail(f"`command` must be a non-empty string or list of strings, got {command!r}")
 
 
@@ -324,7 +330,7 @@ def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir:
         if not isinstance(url, str) or not url:
             raise spec.fail("healthcheck: `url` is required for `type: http`")
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (the user's own URL)
+            with urllib.request.urlopen(url, timeout=timeout) as response:
                 status = response.status
         except urllib.error.HTTPError as exc:
             status = exc.code
@@ -337,8 +343,9 @@ def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir:
     cwd = _cwd(spec, check, eval_dir, _cwd(spec, config, eval_dir, eval_dir))
     values = {"PROMPT": "", "PROMPT_FILE": "", "OUTPUT_FILE": "", "EVAL_ID": "healthcheck"}
     argv = _render(command, values, [], "{path}")
-    child = run_child(argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd),
-                      env=_environment(spec, config))
+    child = run_child(
+        argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=_environment(spec, config)
+    )
     failure = _failure(spec, child, timeout, command)
     if failure is not None:
         raise spec.fail("healthcheck failed: " + failure[1].removeprefix(f"target '{spec.name}': "))

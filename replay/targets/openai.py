@@ -18,8 +18,8 @@ from evalstore.replay.content import Message, question_text
 from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
 from evalstore.replay.grading.judge.targets import JUDGE_PROVIDERS, JudgeTarget
-from evalstore.replay.targetsfile.loader import TargetEntry
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
+from evalstore.replay.targetsfile.loader import TargetEntry
 
 PROVIDERS = JUDGE_PROVIDERS
 ERROR_BODY_CHARS = 500
@@ -39,7 +39,9 @@ def _resolved(spec: TargetSpec) -> Any:
         return JudgeTarget.from_entry(entry).resolve(os.environ)
     except JudgeConfigError as exc:
         message = str(exc)
-        raise (TargetConfigError(message) if spec.source and message.startswith(spec.source) else spec.fail(message)) from None
+        raise (
+            TargetConfigError(message) if spec.source and message.startswith(spec.source) else spec.fail(message)
+        ) from None
 
 
 def run(request: RunRequest) -> TargetOutcome:

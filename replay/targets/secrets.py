@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalstore.replay.errors import TargetConfigError
-from evalstore.replay.targetsfile.redaction import REDACTED, looks_secret, redact
 from evalstore.replay.targetsfile.loader import interpolate, references
+from evalstore.replay.targetsfile.redaction import REDACTED, looks_secret, redact
 
 __all__ = ["REDACTED", "looks_secret", "redact", "resolve", "unresolve"]
 

@@ -21,6 +21,7 @@ from evalstore.replay.errors import TargetsFileError
 ENV_REFERENCE = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 """``${{ NAME }}``: a reference to an environment variable (AgentV's interpolation syntax)."""
 
+
 def references(value: Any) -> list[str]:
     """Names of the environment variables a value (or any string inside it) refers to, in order."""
     if isinstance(value, str):
@@ -91,9 +92,7 @@ class TargetsFile:
             return self.targets[name]
         except KeyError:
             known = ", ".join(sorted(self.targets)) or "none"
-            raise TargetsFileError(
-                f"{self.path}: no target named {name!r} (targets defined: {known})"
-            ) from None
+            raise TargetsFileError(f"{self.path}: no target named {name!r} (targets defined: {known})") from None
 
     def grader_target_for(self, name: str | None) -> str | None:
         """The judge configured for target ``name`` (its ``grader_target``), if any."""
@@ -136,9 +135,7 @@ def load_targets_file(path: str | Path) -> TargetsFile:
         grader = raw.get("grader_target", raw.get("judge_target"))
         if grader is not None and not isinstance(grader, str):
             raise TargetsFileError(f"{where}: target {name!r}: field 'grader_target' must be a target name")
-        fields = {
-            k: v for k, v in raw.items() if k not in ("name", "provider", "grader_target", "judge_target")
-        }
+        fields = {k: v for k, v in raw.items() if k not in ("name", "provider", "grader_target", "judge_target")}
         targets[name] = TargetEntry(name, provider.strip(), fields, grader, where)
 
     for entry in targets.values():

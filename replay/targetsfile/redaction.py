@@ -19,8 +19,21 @@ REDACTED = "***redacted***"
 # ``client_secret``), or when any word is one of the unambiguous ones. Judging by the last word keeps
 # ``max_tokens`` and ``token_usage`` out.
 _SECRET_LAST_WORDS = frozenset(
-    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "authorization", "auth",
-     "credential", "credentials", "cookie", "signature"}
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "authorization",
+        "auth",
+        "credential",
+        "credentials",
+        "cookie",
+        "signature",
+    }
 )
 _SECRET_ANY_WORDS = frozenset({"password", "passwd", "secret", "authorization", "apikey", "credentials"})
 _WORD_SPLIT = re.compile(r"[_\-.\s]+|(?<=[a-z0-9])(?=[A-Z])")

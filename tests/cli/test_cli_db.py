@@ -20,7 +20,7 @@ from evalstore.store import engine as store_engine
 
 # The store tests' sample runs, shared rather than copied (tests/ is not a package).
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
-from sample_runs import drop_append_only_triggers, execute, populate, scalar  # noqa: E402
+from sample_runs import drop_append_only_triggers, execute, populate, scalar
 
 
 def evalstore(url: str, *args: str) -> Result:
@@ -89,7 +89,9 @@ def test_a_new_sqlite_store_uses_16k_pages(sqlite_url: str) -> None:
 
 
 def test_db_upgrade_to_an_unknown_revision_is_one_line(store_url: str) -> None:
-    one_line_error(evalstore(store_url, "db", "upgrade", "nosuchrev"), 2, "Error: cannot upgrade the store to nosuchrev:")
+    one_line_error(
+        evalstore(store_url, "db", "upgrade", "nosuchrev"), 2, "Error: cannot upgrade the store to nosuchrev:"
+    )
 
 
 def test_verify_ok_and_json(filled: str, store: EventStore) -> None:

@@ -31,6 +31,7 @@ from judge_server import Reply, Request, freeform
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
+
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_BUNDLE = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
 PY = sys.executable
@@ -51,7 +52,7 @@ def sha256(data: bytes) -> str:
 
 def cli(db: str, *args: str, env: dict[str, str] | None = None) -> Result:
     """``evalstore --db DB ARGS`` in process; the caller chdirs where the command should run."""
-    from evalstore import cli as cli_package  # noqa: PLC0415 (the product, imported when first needed)
+    from evalstore import cli as cli_package
 
     return CliRunner().invoke(cli_package.main, ["--db", db, *args], env=env, catch_exceptions=False)
 
@@ -201,12 +202,12 @@ print(json.dumps({"score": 1.0 if ok else 0.0, "assertions": [{"text": "has a To
 '''
 
 # An xlsx converter that only reports the sheet size: a swap whose effect the graders can see.
-XLSX_SUMMARY = '''
+XLSX_SUMMARY = """
 import json, sys, zipfile
 path = json.load(sys.stdin)["path"]
 with zipfile.ZipFile(path) as z:
     print("workbook with", len([n for n in z.namelist() if n.startswith("xl/worksheets/")]), "sheet(s)")
-'''
+"""
 
 PROMPT = """Grade this revenue report.
 Task: {{input}}
@@ -252,11 +253,10 @@ class Suite:
 
 
 def _eval_yaml(name: str, cases_file: str, grader_script: str, judged: bool, extra: str = "") -> str:
-    llm = (
-        "  - name: quality\n    type: llm-grader\n    prompt: file://../prompts/quality.md\n" if judged else ""
-    )
-    return textwrap.dedent(
-        f"""\
+    llm = "  - name: quality\n    type: llm-grader\n    prompt: file://../prompts/quality.md\n" if judged else ""
+    return (
+        textwrap.dedent(
+            f"""\
         name: {name}
         description: e2e revenue reports
         execution:
@@ -279,7 +279,10 @@ def _eval_yaml(name: str, cases_file: str, grader_script: str, judged: bool, ext
             type: code-grader
             command: ["{PY}", "../graders/{grader_script}"]
         """
-    ) + llm + extra
+        )
+        + llm
+        + extra
+    )
 
 
 def make_suite(root: Path, *, judge_url: str | None = None, cases: list[tuple[str, str]] | None = None) -> Suite:
@@ -296,7 +299,10 @@ def make_suite(root: Path, *, judge_url: str | None = None, cases: list[tuple[st
     (root / "prompts" / "quality.md").write_text(PROMPT, encoding="utf-8")
     (root / "prompts" / "quality.v2.md").write_text(PROMPT_V2, encoding="utf-8")
     (root / "evals" / "cases.yaml").write_text(
-        "".join(f"- id: {tid}\n  input: {text}\n  criteria: every region with its revenue and a total\n" for tid, text in cases),
+        "".join(
+            f"- id: {tid}\n  input: {text}\n  criteria: every region with its revenue and a total\n"
+            for tid, text in cases
+        ),
         encoding="utf-8",
     )
     judged = judge_url is not None
@@ -330,11 +336,21 @@ def make_suite(root: Path, *, judge_url: str | None = None, cases: list[tuple[st
     eval_v1.write_text(_eval_yaml("revenue-report", "cases.yaml", "check.py", judged), encoding="utf-8")
     eval_v2 = root / "evals" / "report.v2.eval.yaml"
     eval_v2.write_text(_eval_yaml("revenue-report", "cases.yaml", "check_v2.py", judged), encoding="utf-8")
-    return Suite(root, eval_v1, eval_v2, root / ".agentv" / "targets.yaml", root / "agent" / "agent.py",
-                 root / "graders" / "check.py", judged, cases)
+    return Suite(
+        root,
+        eval_v1,
+        eval_v2,
+        root / ".agentv" / "targets.yaml",
+        root / "agent" / "agent.py",
+        root / "graders" / "check.py",
+        judged,
+        cases,
+    )
 
 
-def record(db: str, suite: Suite, *extra: str, codes: tuple[int, ...] = (0, 1), env: dict[str, str] | None = None) -> dict[str, Any]:
+def record(
+    db: str, suite: Suite, *extra: str, codes: tuple[int, ...] = (0, 1), env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """``evalstore run`` of the suite in process; returns its ``--json`` output."""
     workdir = suite.root / "workspaces"
     result = cli(db, "run", str(suite.eval), "--json", "--workdir", str(workdir), *extra, env=env)
@@ -344,7 +360,7 @@ def record(db: str, suite: Suite, *extra: str, codes: tuple[int, ...] = (0, 1), 
 def result_rows(db_file: Path, prefix: str) -> int:
     """Results recorded so far for runs whose id starts with ``prefix``, read straight from the projection
     (while another process writes)."""
-    import sqlite3  # noqa: PLC0415
+    import sqlite3
 
     if not db_file.exists():
         return 0
@@ -359,7 +375,7 @@ def result_rows(db_file: Path, prefix: str) -> int:
 
 def kill_pid_file(path: Path) -> None:
     """Kill the child a test made sleep (it runs in a session of its own, out of reach of killpg)."""
-    import signal  # noqa: PLC0415
+    import signal
 
     if path.exists():
         try:
@@ -394,7 +410,6 @@ def judge_script(request: Request) -> Reply:
     if "West,0" in request.user:
         return freeform(Q3_SCORE, [("no region reports zero revenue", False)])
     return freeform(LENIENT, [("workbook and summary agree", True)])
-
 
 
 @dataclass

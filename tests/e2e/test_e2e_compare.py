@@ -23,7 +23,17 @@ def test_compare_json_flips_stats_and_assertion_diffs(
     a = recorded.run_id
     b = _strict_replay(recorded_db, a, recorded.suite.root)
     out = ok_json(cli(recorded_db, "compare", a, b, "--json", "--test", "q1-report"))
-    assert {"run_a", "run_b", "overall", "graders", "tests", "flipped", "only_in_a", "only_in_b", "assertion_diffs"} <= set(out)
+    assert {
+        "run_a",
+        "run_b",
+        "overall",
+        "graders",
+        "tests",
+        "flipped",
+        "only_in_a",
+        "only_in_b",
+        "assertion_diffs",
+    } <= set(out)
     assert (out["run_a"], out["run_b"]) == (a, b) and out["only_in_a"] == out["only_in_b"] == []
 
     tests = {t["test_id"]: t for t in out["tests"]}
@@ -97,7 +107,9 @@ def test_fail_on_regression_ci_on_imported_runs(sqlite_url: str, tmp_path: Path)
     assert (again["ci_low"], again["ci_high"]) == (score["ci_low"], score["ci_high"])
 
 
-def test_html_report_is_self_contained(recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict, tmp_path: Path) -> None:
+def test_html_report_is_self_contained(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict, tmp_path: Path
+) -> None:
     a = recorded.run_id
     b = _strict_replay(recorded_db, a, recorded.suite.root)
     report = tmp_path / "report.html"

@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fixture_paths import HANDMADE_V4_RUN
 from e2e_helpers import BASELINE, EVALSTORE, V5_BUNDLE, Recorded, cli, ok_json, one_line_error, results_by_test
+from fixture_paths import HANDMADE_V4_RUN
 
 pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
 
@@ -73,8 +73,15 @@ def test_json_of_a_recorded_run_parses_and_agrees_with_show(recorded: Recorded, 
     assert {r["test_id"]: r["score"] for r in doc["results"]} == {t: r["score"] for t, r in shown.items()}
 
 
-def test_a_recorded_run_exports_each_graders_request_and_usage(recorded: Recorded, recorded_db: str, tmp_path: Path) -> None:
-    rows = {r["test_id"]: r for r in map(json.loads, _export(recorded_db, recorded.run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines())}
+def test_a_recorded_run_exports_each_graders_request_and_usage(
+    recorded: Recorded, recorded_db: str, tmp_path: Path
+) -> None:
+    rows = {
+        r["test_id"]: r
+        for r in map(
+            json.loads, _export(recorded_db, recorded.run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()
+        )
+    }
     scores = {s["name"]: s for s in rows["q3-report"]["scores"]}
     # The judge's request as AgentV records it, rebuilt from the stored grader call: the rendered
     # prompt holds the converted workbook (West,0 is in the xlsx the agent wrote).
@@ -101,25 +108,56 @@ ERROR = 'agent: "quota", exhausted\nexit 3 – réessayez'
 def _rich_row(test_id: str, target: str, score: float, **extra: object) -> dict:
     verdict = "pass" if score >= 0.8 else "fail"
     row = {
-        "timestamp": "2026-03-01T10:00:00.000Z", "test_id": test_id, "suite": "rich", "category": "greetings/fr",
-        "conversation_id": f"conv-{test_id}", "experiment": "baseline", "score": score, "target": target,
+        "timestamp": "2026-03-01T10:00:00.000Z",
+        "test_id": test_id,
+        "suite": "rich",
+        "category": "greetings/fr",
+        "conversation_id": f"conv-{test_id}",
+        "experiment": "baseline",
+        "score": score,
+        "target": target,
         "token_usage": {"input": 1200, "output": 340, "cached": 100, "reasoning": 20},
-        "cost_usd": 0.0123, "duration_ms": 4567,
-        "start_time": "2026-03-01T09:59:55.000Z", "end_time": "2026-03-01T09:59:59.567Z",
+        "cost_usd": 0.0123,
+        "duration_ms": 4567,
+        "start_time": "2026-03-01T09:59:55.000Z",
+        "end_time": "2026-03-01T09:59:59.567Z",
         "scores": [
-            {"name": "judge, strict", "type": "llm-grader", "score": score, "weight": 2, "verdict": verdict,
-             "assertions": [{"text": "Says «bonjour», politely", "passed": True, "evidence": "line 1\nline 2, with comma"},
-                            {"text": 'Quotes "exactly"', "passed": False}],
-             "input": {"userPrompt": "Grade: héllo", "systemPrompt": "be fair"}, "target": "judge-gpt",
-             "details": {"raw_scores": {"a": 7}}, "token_usage": {"input": 812, "output": 96}},
-            {"name": "syntax", "type": "code-grader", "score": 1, "weight": 1, "verdict": "pass",
-             "assertions": [{"text": "compiles", "passed": True}], "input": {"command": ["python3", "c.py"], "cwd": "/tmp"}},
+            {
+                "name": "judge, strict",
+                "type": "llm-grader",
+                "score": score,
+                "weight": 2,
+                "verdict": verdict,
+                "assertions": [
+                    {"text": "Says «bonjour», politely", "passed": True, "evidence": "line 1\nline 2, with comma"},
+                    {"text": 'Quotes "exactly"', "passed": False},
+                ],
+                "input": {"userPrompt": "Grade: héllo", "systemPrompt": "be fair"},
+                "target": "judge-gpt",
+                "details": {"raw_scores": {"a": 7}},
+                "token_usage": {"input": 812, "output": 96},
+            },
+            {
+                "name": "syntax",
+                "type": "code-grader",
+                "score": 1,
+                "weight": 1,
+                "verdict": "pass",
+                "assertions": [{"text": "compiles", "passed": True}],
+                "input": {"command": ["python3", "c.py"], "cwd": "/tmp"},
+            },
         ],
-        "assertions": [{"text": "Says «bonjour», politely", "passed": True}, {"text": "compiles", "passed": True},
-                       {"text": 'Quotes "exactly"', "passed": False}],
+        "assertions": [
+            {"text": "Says «bonjour», politely", "passed": True},
+            {"text": "compiles", "passed": True},
+            {"text": 'Quotes "exactly"', "passed": False},
+        ],
         "execution_status": "ok" if verdict == "pass" else "quality_failure",
-        "output": "Bonjour, «monde»\nsecond line", "input": [{"role": "user", "content": "Say hello"}],
-        "metadata": {"source_repo": "x"}, "workspace_path": "/tmp/ws/x", "file_changes": "--- a\n+++ b\n",
+        "output": "Bonjour, «monde»\nsecond line",
+        "input": [{"role": "user", "content": "Say hello"}],
+        "metadata": {"source_repo": "x"},
+        "workspace_path": "/tmp/ws/x",
+        "file_changes": "--- a\n+++ b\n",
     }
     row.update(extra)
     return row
@@ -130,8 +168,17 @@ def _rich_rows() -> list[dict]:
         _rich_row("greet", "gpt", 0.9),
         _rich_row("greet", "claude", 0.5),
         _rich_row("greet", "gpt", 0.7, sample_index=1),
-        _rich_row("crash, hard", "gpt", 0, execution_status="execution_error", error=ERROR, scores=[], assertions=[],
-                  failure_stage="agent", failure_reason_code="provider_error"),
+        _rich_row(
+            "crash, hard",
+            "gpt",
+            0,
+            execution_status="execution_error",
+            error=ERROR,
+            scores=[],
+            assertions=[],
+            failure_stage="agent",
+            failure_reason_code="provider_error",
+        ),
     ]
 
 
@@ -146,57 +193,126 @@ def _export(db: str, run_id: str, fmt: str, out: Path) -> str:
     return out.read_text(encoding="utf-8")
 
 
-STORED_ROW_FIELDS = ("timestamp", "test_id", "suite", "category", "conversation_id", "experiment", "score", "target",
-                     "token_usage", "cost_usd", "duration_ms", "start_time", "end_time", "execution_status", "error",
-                     "failure_stage", "failure_reason_code", "output", "input", "metadata", "workspace_path",
-                     "file_changes", "sample_index")
+STORED_ROW_FIELDS = (
+    "timestamp",
+    "test_id",
+    "suite",
+    "category",
+    "conversation_id",
+    "experiment",
+    "score",
+    "target",
+    "token_usage",
+    "cost_usd",
+    "duration_ms",
+    "start_time",
+    "end_time",
+    "execution_status",
+    "error",
+    "failure_stage",
+    "failure_reason_code",
+    "output",
+    "input",
+    "metadata",
+    "workspace_path",
+    "file_changes",
+    "sample_index",
+)
 
 
 def test_every_stored_field_of_v4_rows_round_trips(sqlite_url: str, tmp_path: Path) -> None:
     rows = _rich_rows()
     run_id = ok_json(cli(sqlite_url, "import", str(_write_rows(tmp_path / "rich.jsonl", rows)), "--json"))["run_id"]
-    exported = [json.loads(line) for line in _export(sqlite_url, run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()]
+    exported = [
+        json.loads(line) for line in _export(sqlite_url, run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()
+    ]
     assert len(exported) == len(rows)
     for row, got in zip(rows, exported):  # the source order, every target and attempt kept apart
         for key in STORED_ROW_FIELDS:
             assert got.get(key) == row.get(key), (row["test_id"], key)
         assert got["scores"] == row["scores"]  # names, types, scores, weights, verdicts, assertions, input, target
-        assert got["assertions"] == [
-            {"text": "Says «bonjour», politely", "passed": True, "evidence": "line 1\nline 2, with comma"},
-            {"text": "compiles", "passed": True}, {"text": 'Quotes "exactly"', "passed": False},
-        ] if row["scores"] else got["assertions"] == []
+        assert (
+            got["assertions"]
+            == [
+                {"text": "Says «bonjour», politely", "passed": True, "evidence": "line 1\nline 2, with comma"},
+                {"text": "compiles", "passed": True},
+                {"text": 'Quotes "exactly"', "passed": False},
+            ]
+            if row["scores"]
+            else got["assertions"] == []
+        )
     # ... and the export imports back to the same results.
     again = ok_json(cli(sqlite_url, "import", str(tmp_path / "o.jsonl"), "--json"))["run_id"]
     key = lambda r: (r["test_id"], r["target"], r["attempt"])  # noqa: E731
-    first = sorted((key(r), r["score"], r["status"], r["graders"], r["verdicts"]) for r in ok_json(cli(sqlite_url, "show", run_id, "--json"))["results"])
-    second = sorted((key(r), r["score"], r["status"], r["graders"], r["verdicts"]) for r in ok_json(cli(sqlite_url, "show", again, "--json"))["results"])
+    first = sorted(
+        (key(r), r["score"], r["status"], r["graders"], r["verdicts"])
+        for r in ok_json(cli(sqlite_url, "show", run_id, "--json"))["results"]
+    )
+    second = sorted(
+        (key(r), r["score"], r["status"], r["graders"], r["verdicts"])
+        for r in ok_json(cli(sqlite_url, "show", again, "--json"))["results"]
+    )
     assert first == second
 
 
 def test_csv_is_one_quoted_line_per_test_and_grader(sqlite_url: str, tmp_path: Path) -> None:
-    run_id = ok_json(cli(sqlite_url, "import", str(_write_rows(tmp_path / "rich.jsonl", _rich_rows())), "--json"))["run_id"]
+    run_id = ok_json(cli(sqlite_url, "import", str(_write_rows(tmp_path / "rich.jsonl", _rich_rows())), "--json"))[
+        "run_id"
+    ]
     text = _export(sqlite_url, run_id, "csv", tmp_path / "o.csv")
     lines = list(csv.DictReader(io.StringIO(text, newline="")))
-    assert text.splitlines()[0].split(",")[:12] == ["run_id", "test_id", "target", "attempt", "test_score", "passed",
-                                                    "status", "grader", "grader_type", "grader_score", "verdict", "weight"]
+    assert text.splitlines()[0].split(",")[:12] == [
+        "run_id",
+        "test_id",
+        "target",
+        "attempt",
+        "test_score",
+        "passed",
+        "status",
+        "grader",
+        "grader_type",
+        "grader_score",
+        "verdict",
+        "weight",
+    ]
     assert [(r["test_id"], r["target"], r["attempt"], r["grader"]) for r in lines] == [
-        ("greet", "gpt", "1", "judge, strict"), ("greet", "gpt", "1", "syntax"),
-        ("greet", "claude", "1", "judge, strict"), ("greet", "claude", "1", "syntax"),
-        ("greet", "gpt", "2", "judge, strict"), ("greet", "gpt", "2", "syntax"),
+        ("greet", "gpt", "1", "judge, strict"),
+        ("greet", "gpt", "1", "syntax"),
+        ("greet", "claude", "1", "judge, strict"),
+        ("greet", "claude", "1", "syntax"),
+        ("greet", "gpt", "2", "judge, strict"),
+        ("greet", "gpt", "2", "syntax"),
         ("crash, hard", "gpt", "1", ""),
     ]
     assert (lines[2]["grader_score"], lines[2]["verdict"], lines[2]["weight"]) == ("0.5", "fail", "2.0")
-    assert (lines[0]["assertions_passed"], lines[0]["assertions_total"], lines[0]["failed_assertions"]) == ("1", "2", 'Quotes "exactly"')
+    assert (lines[0]["assertions_passed"], lines[0]["assertions_total"], lines[0]["failed_assertions"]) == (
+        "1",
+        "2",
+        'Quotes "exactly"',
+    )
     assert (lines[-1]["status"], lines[-1]["error"]) == ("execution_error", ERROR)
 
 
 def test_a_v4_run_directory_exports_its_usage_and_grader_requests(sqlite_url: str, tmp_path: Path) -> None:
     run_id = ok_json(cli(sqlite_url, "import", str(V4_RUN), "--json"))["run_id"]
-    exported = [json.loads(line) for line in _export(sqlite_url, run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()]
+    exported = [
+        json.loads(line) for line in _export(sqlite_url, run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()
+    ]
     originals = [json.loads(line) for line in (V4_RUN / "index.jsonl").read_text(encoding="utf-8").splitlines()]
     for row, got in zip(originals, exported, strict=True):
-        for key in ("timestamp", "test_id", "suite", "target", "score", "execution_status", "cost_usd", "start_time",
-                    "end_time", "workspace_path", "metadata"):
+        for key in (
+            "timestamp",
+            "test_id",
+            "suite",
+            "target",
+            "score",
+            "execution_status",
+            "cost_usd",
+            "start_time",
+            "end_time",
+            "workspace_path",
+            "metadata",
+        ):
             assert got.get(key) == row.get(key), (row["test_id"], key)
         for mine, theirs in zip(got["scores"], row["scores"], strict=True):
             for key in ("name", "type", "score", "weight", "verdict", "input", "target"):
@@ -207,8 +323,15 @@ def test_a_v4_run_directory_exports_its_usage_and_grader_requests(sqlite_url: st
 def test_the_v5_bundle_exports_what_show_shows(sqlite_url: str, tmp_path: Path) -> None:
     run_id = ok_json(cli(sqlite_url, "import", str(V5_BUNDLE), "--json"))["run_id"]
     (row,) = [json.loads(line) for line in (V5_BUNDLE / ".internal" / "index.jsonl").read_text().splitlines()]
-    (got,) = [json.loads(line) for line in _export(sqlite_url, run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()]
-    assert (got["test_id"], got["target"], got["suite"], got["score"]) == (row["test_id"], row["target"], row["suite"], row["score"])
+    (got,) = [
+        json.loads(line) for line in _export(sqlite_url, run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()
+    ]
+    assert (got["test_id"], got["target"], got["suite"], got["score"]) == (
+        row["test_id"],
+        row["target"],
+        row["suite"],
+        row["score"],
+    )
     # Names too: the bundle has two graders named llm-rubric, stored as llm-rubric and llm-rubric-2.
     assert [(s["name"], s["type"], s["score"], s["weight"], s["verdict"], s.get("target")) for s in got["scores"]] == [
         (s["name"], s["type"], s["score"], s["weight"], "pass" if s["pass"] else "fail", s.get("target"))
@@ -225,7 +348,10 @@ def test_the_v5_bundle_exports_what_show_shows(sqlite_url: str, tmp_path: Path) 
 
 
 def test_a_recorded_run_exports_agentv_rows_matching_show(recorded: Recorded, recorded_db: str, tmp_path: Path) -> None:
-    rows = [json.loads(line) for line in _export(recorded_db, recorded.run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()]
+    rows = [
+        json.loads(line)
+        for line in _export(recorded_db, recorded.run_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines()
+    ]
     shown = results_by_test(recorded_db, recorded.run_id)
     assert sorted(r["test_id"] for r in rows) == sorted(shown)
     for row in rows:
@@ -241,10 +367,24 @@ def test_a_recorded_run_exports_agentv_rows_matching_show(recorded: Recorded, re
 def test_a_replay_exports_carried_and_regraded_verdicts_with_the_parent_transcript(
     recorded: Recorded, recorded_db: str, tmp_path: Path
 ) -> None:
-    out = ok_json(cli(recorded_db, "replay", recorded.run_id, "--graders", "workbook", "--eval", str(recorded.suite.eval_v2), "--json"))
+    out = ok_json(
+        cli(
+            recorded_db,
+            "replay",
+            recorded.run_id,
+            "--graders",
+            "workbook",
+            "--eval",
+            str(recorded.suite.eval_v2),
+            "--json",
+        )
+    )
     replay_id = out["run_id"]
     doc = json.loads(_export(recorded_db, replay_id, "json", tmp_path / "o.json"))
-    parent = {r["test_id"]: r for r in json.loads(_export(recorded_db, recorded.run_id, "json", tmp_path / "p.json"))["results"]}
+    parent = {
+        r["test_id"]: r
+        for r in json.loads(_export(recorded_db, recorded.run_id, "json", tmp_path / "p.json"))["results"]
+    }
     shown = results_by_test(recorded_db, replay_id)
     assert doc["run"]["parent_run_id"] == recorded.run_id and doc["summary"]["status"] == "completed"
     assert sorted(r["test_id"] for r in doc["results"]) == sorted(shown)
@@ -260,7 +400,11 @@ def test_a_replay_exports_carried_and_regraded_verdicts_with_the_parent_transcri
                 assert verdict["origin"] == "graded" and verdict["carried_from"] is None
             else:  # carried over unchanged
                 assert verdict["origin"] == "carried" and verdict["carried_from"]
-                assert (verdict["score"], verdict["verdict"], verdict["assertions"]) == (old["score"], old["verdict"], old["assertions"])
+                assert (verdict["score"], verdict["verdict"], verdict["assertions"]) == (
+                    old["score"],
+                    old["verdict"],
+                    old["assertions"],
+                )
         assert result["transcript"] == before["transcript"]  # the replay never called the agent
     # The v2 code grader only checks for a Total row, which every report has: Q3's workbook verdict changed.
     q3 = next(r for r in doc["results"] if r["test_id"] == "q3-report")
@@ -273,12 +417,17 @@ def test_a_replay_exports_carried_and_regraded_verdicts_with_the_parent_transcri
 
 def test_an_unknown_run_is_one_line(sqlite_url: str) -> None:
     _imported(sqlite_url)
-    assert one_line_error(cli(sqlite_url, "export", "no-such-run")) == "Error: no run 'no-such-run' in this store; `evalstore runs` lists them"
+    assert (
+        one_line_error(cli(sqlite_url, "export", "no-such-run"))
+        == "Error: no run 'no-such-run' in this store; `evalstore runs` lists them"
+    )
 
 
 def test_a_directory_as_output_is_one_line_before_any_work(sqlite_url: str, tmp_path: Path) -> None:
     run_id = _imported(sqlite_url)
-    assert one_line_error(cli(sqlite_url, "export", run_id, "-o", str(tmp_path))) == f"Error: {tmp_path}: Is a directory"
+    assert (
+        one_line_error(cli(sqlite_url, "export", run_id, "-o", str(tmp_path))) == f"Error: {tmp_path}: Is a directory"
+    )
 
 
 def test_output_file_is_replaced_whole_and_dash_means_stdout(sqlite_url: str, tmp_path: Path) -> None:
@@ -287,7 +436,9 @@ def test_output_file_is_replaced_whole_and_dash_means_stdout(sqlite_url: str, tm
     out.write_text("old content\n", encoding="utf-8")
     result = cli(sqlite_url, "export", run_id, "-o", str(out))
     assert result.exit_code == 0 and result.stdout == "" and "wrote 5 results to" in result.stderr
-    assert [json.loads(line)["test_id"] for line in out.read_text(encoding="utf-8").splitlines()][0] == "code-quality-multi-eval"
+    assert [json.loads(line)["test_id"] for line in out.read_text(encoding="utf-8").splitlines()][
+        0
+    ] == "code-quality-multi-eval"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl", "store.db"]  # no temporary file left
     dash = cli(sqlite_url, "export", run_id, "-o", "-")
     assert dash.exit_code == 0 and dash.stdout == out.read_text(encoding="utf-8")
@@ -296,8 +447,12 @@ def test_output_file_is_replaced_whole_and_dash_means_stdout(sqlite_url: str, tm
 def test_a_reader_that_goes_away_stops_the_export_quietly(sqlite_url: str, tmp_path: Path) -> None:
     rows = [_rich_row(f"t{i:04d}", "gpt", 0.9) for i in range(400)]  # far more than a pipe buffer holds
     run_id = ok_json(cli(sqlite_url, "import", str(_write_rows(tmp_path / "many.jsonl", rows)), "--json"))["run_id"]
-    proc = subprocess.Popen([str(EVALSTORE), "--db", sqlite_url, "export", run_id], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [str(EVALSTORE), "--db", sqlite_url, "export", run_id],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert json.loads(proc.stdout.readline())["test_id"] == "t0000"
     proc.stdout.close()  # as `| head -1` does

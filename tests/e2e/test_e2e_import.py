@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from e2e_helpers import BASELINE, V5_BUNDLE, cli, event_count, evalstore, ok_json, one_line_error, results_by_test, runs
+from e2e_helpers import BASELINE, V5_BUNDLE, cli, evalstore, event_count, ok_json, one_line_error, results_by_test, runs
 
 from evalstore.store import EventStore, make_engine
 from evalstore.store.events import SourceRef

@@ -12,9 +12,22 @@ ROW = {"timestamp": "2026-01-01T00:00:00Z", "suite": "s", "target": "agent"}
 
 def test_a_windows_written_camel_case_file_imports(sqlite_url: str, tmp_path: Path) -> None:
     rows = [
-        {**ROW, "testId": "t1", "score": 1, "executionStatus": "ok", "tokenUsage": {"input": 3, "output": 4},
-         "scores": [{"name": "judge", "type": "llm-grader", "score": 1, "verdict": "pass",
-                     "input": {"userPrompt": "grade it"}}]},
+        {
+            **ROW,
+            "testId": "t1",
+            "score": 1,
+            "executionStatus": "ok",
+            "tokenUsage": {"input": 3, "output": 4},
+            "scores": [
+                {
+                    "name": "judge",
+                    "type": "llm-grader",
+                    "score": 1,
+                    "verdict": "pass",
+                    "input": {"userPrompt": "grade it"},
+                }
+            ],
+        },
         {**ROW, "testId": "t2", "score": 0.25, "executionStatus": "quality_failure"},
     ]
     path = tmp_path / "dir with spaces" / "résultats.jsonl"
@@ -29,8 +42,10 @@ def test_a_windows_written_camel_case_file_imports(sqlite_url: str, tmp_path: Pa
 
 def test_a_resumed_run_keeps_the_last_result_and_says_so(sqlite_url: str, tmp_path: Path) -> None:
     path = tmp_path / "resumed.jsonl"
-    rows = [{**ROW, "test_id": "t1", "score": 0, "execution_status": "execution_error", "error": "timeout"},
-            {**ROW, "test_id": "t1", "score": 1, "execution_status": "ok"}]
+    rows = [
+        {**ROW, "test_id": "t1", "score": 0, "execution_status": "execution_error", "error": "timeout"},
+        {**ROW, "test_id": "t1", "score": 1, "execution_status": "ok"},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = ok_json(cli(sqlite_url, "import", str(path), "--json"))
     assert (out["tests"], out["skipped"]) == (1, 1)
@@ -57,9 +72,11 @@ def test_a_utf16_file_is_one_line(sqlite_url: str, tmp_path: Path) -> None:
 def test_lines_left_out_are_shown_and_counted_again_on_a_second_import(sqlite_url: str, tmp_path: Path) -> None:
     path = tmp_path / "mixed.jsonl"
     path.write_text(
-        json.dumps({**ROW, "test_id": "t1", "score": 0, "execution_status": "execution_error"}) + "\n"
+        json.dumps({**ROW, "test_id": "t1", "score": 0, "execution_status": "execution_error"})
+        + "\n"
         + "{not json\n"
-        + json.dumps({**ROW, "test_id": "t1", "score": 1}) + "\n"
+        + json.dumps({**ROW, "test_id": "t1", "score": 1})
+        + "\n"
     )
     out = ok_json(cli(sqlite_url, "import", str(path), "--skip-bad", "--json"))
     assert (out["tests"], out["skipped"]) == (1, 2)
@@ -68,7 +85,10 @@ def test_lines_left_out_are_shown_and_counted_again_on_a_second_import(sqlite_ur
 
     shown = ok_json(cli(sqlite_url, "show", out["run_id"], "--json"))["skipped_lines"]
     # In source order: line 1 was superseded by line 3, line 2 is not JSON.
-    assert [(s["source"]["file"], s["source"]["line"]) for s in shown] == [(str(path.resolve()), 1), (str(path.resolve()), 2)]
+    assert [(s["source"]["file"], s["source"]["line"]) for s in shown] == [
+        (str(path.resolve()), 1),
+        (str(path.resolve()), 2),
+    ]
     assert shown[0]["reason"].startswith("superseded by ") and "JSON" in shown[1]["reason"]
     text = cli(sqlite_url, "show", out["run_id"]).stdout
     assert "2 source lines left out:" in text and f"{path.resolve()}:2: " in text

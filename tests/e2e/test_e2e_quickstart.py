@@ -14,8 +14,14 @@ JUDGE_VARS = ("EVALSTORE_JUDGE_BASE_URL", "EVALSTORE_JUDGE_MODEL", "EVALSTORE_JU
 
 def _quickstart(cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
-    return subprocess.run([str(EVALSTORE), "quickstart"], cwd=cwd, env={**env, **extra},
-                          capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    return subprocess.run(
+        [str(EVALSTORE), "quickstart"],
+        cwd=cwd,
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+    )
 
 
 def _runs(cwd: Path) -> list[dict]:
@@ -48,15 +54,26 @@ def test_quickstart_runs_the_llm_grader_when_a_judge_is_configured(tmp_path: Pat
     assert len(sent) >= 3 and {r.body["model"] for r in sent} == {"qs-judge"}
     assert any("revenue" in r.user for r in sent)
     recorded, _replay = _runs(tmp_path)
-    (row,) = [r for r in ok_json(cli(f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}", "show",
-                                     recorded["run_id"], "--json"))["results"] if r["test_id"] == "q1-report"]
+    (row,) = [
+        r
+        for r in ok_json(
+            cli(f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}", "show", recorded["run_id"], "--json")
+        )["results"]
+        if r["test_id"] == "q1-report"
+    ]
     assert "report-quality" in row["graders"]
 
 
 def test_quickstart_json_reports_both_runs_the_comparison_and_the_audit(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
-    result = subprocess.run([str(EVALSTORE), "quickstart", "--json"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    result = subprocess.run(
+        [str(EVALSTORE), "quickstart", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+    )
     assert result.returncode == 0, result.stderr
     import json
 

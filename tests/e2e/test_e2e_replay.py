@@ -92,7 +92,10 @@ def test_a_replay_needs_neither_the_target_nor_the_network(
         before = len(judge.requests)
         result = subprocess.run(
             ["unshare", "-rn", str(EVALSTORE), "--db", recorded_db, "replay", recorded.run_id, "--json"],
-            cwd=recorded.suite.root, capture_output=True, text=True, timeout=90,
+            cwd=recorded.suite.root,
+            capture_output=True,
+            text=True,
+            timeout=90,
         )
     finally:
         agent.write_bytes(kept)
@@ -120,12 +123,14 @@ def test_a_cached_replay_does_not_need_the_judge_key(
 # -- swaps ---------------------------------------------------------------------------------------
 
 
-def test_swap_eval_regrades_with_the_new_version(recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict) -> None:
+def test_swap_eval_regrades_with_the_new_version(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
     before = len(judge.requests)
     out = replay(recorded_db, recorded.run_id, "--eval", str(recorded.suite.eval_v2))
     assert len(judge.requests) == before  # the LLM grader did not change: its verdicts come from the cache
     new = out["run_id"]
-    assert graders(recorded_db, new, "workbook") == {t: 1.0 for t in TESTS}  # v2 only checks the Total row
+    assert graders(recorded_db, new, "workbook") == dict.fromkeys(TESTS, 1.0)  # v2 only checks the Total row
     old_sig, new_sig = verdict_signature(recorded_db, recorded.run_id), verdict_signature(recorded_db, new)
     for key, value in old_sig.items():
         if key[1] != "workbook":
@@ -143,7 +148,7 @@ def test_swap_preprocessor_json_argv_and_plain_command_line(
     json_form = json.dumps([PY, str(root / "scripts" / "xlsx_summary.py")])
     first = replay(recorded_db, recorded.run_id, "--preprocessor", f"xlsx={json_form}")["run_id"]
     # The workbook is now seen as a sheet count, not CSV: the code grader and the judge both see that.
-    assert graders(recorded_db, first, "workbook") == pytest.approx({t: 2 / 3 for t in TESTS})
+    assert graders(recorded_db, first, "workbook") == pytest.approx(dict.fromkeys(TESTS, 2 / 3))
     assert len(judge.requests) == before + 3
     assert all("workbook with 1 sheet(s)" in r.user and "Region,Revenue" not in r.user for r in judge.requests[before:])
     (test,) = audit(recorded_db, first, "q1-report")["tests"]
@@ -151,8 +156,9 @@ def test_swap_preprocessor_json_argv_and_plain_command_line(
     assert xlsx["argv"] == [PY, str(root / "scripts" / "xlsx_summary.py")] and xlsx["status"] == "converted"
 
     # The same converter as a plain command line, its script found through the eval's search roots.
-    second = replay(recorded_db, recorded.run_id, "--preprocessor", f"xlsx={PY} scripts/xlsx_summary.py",
-                    "--graders", "workbook")["run_id"]
+    second = replay(
+        recorded_db, recorded.run_id, "--preprocessor", f"xlsx={PY} scripts/xlsx_summary.py", "--graders", "workbook"
+    )["run_id"]
     first_sig, second_sig = verdict_signature(recorded_db, first), verdict_signature(recorded_db, second)
     for test_id in TESTS:
         assert second_sig[(test_id, "workbook")] == first_sig[(test_id, "workbook")]
@@ -166,9 +172,11 @@ def test_swap_prompt_sends_the_new_prompt_to_the_judge(
     new = replay(recorded_db, recorded.run_id, "--prompt", f"quality=file://{prompt}")["run_id"]
     sent = judge.requests[before:]
     assert len(sent) == 3 and all(r.user.startswith("STRICT AUDITOR") for r in sent)
-    assert graders(recorded_db, new, "quality") == {t: STRICT_SCORE for t in TESTS}
+    assert graders(recorded_db, new, "quality") == dict.fromkeys(TESTS, STRICT_SCORE)
     old_sig, new_sig = verdict_signature(recorded_db, recorded.run_id), verdict_signature(recorded_db, new)
-    assert {k: v for k, v in new_sig.items() if k[1] != "quality"} == {k: v for k, v in old_sig.items() if k[1] != "quality"}
+    assert {k: v for k, v in new_sig.items() if k[1] != "quality"} == {
+        k: v for k, v in old_sig.items() if k[1] != "quality"
+    }
     (test,) = audit(recorded_db, new, "q1-report", "--grader", "quality", "--show-prompt")["tests"]
     (verdict,) = test["verdicts"]
     assert "STRICT AUDITOR" in json.dumps(verdict)
@@ -179,15 +187,17 @@ def test_swap_judge_model(recorded: Recorded, recorded_db: str, judge: JudgeServ
     new = replay(recorded_db, recorded.run_id, "--judge-model", "judge-model-2")["run_id"]
     sent = judge.requests[before:]
     assert len(sent) == 3 and {r.body["model"] for r in sent} == {"judge-model-2"}
-    assert graders(recorded_db, new, "quality") == {t: MODEL2_SCORE for t in TESTS}
+    assert graders(recorded_db, new, "quality") == dict.fromkeys(TESTS, MODEL2_SCORE)
     (test,) = audit(recorded_db, new, "q2-report", "--grader", "quality")["tests"]
     (call,) = test["verdicts"][0]["grader_calls"]
     assert call["model"] == "judge-model-2" and call["cache_hit"] is False
 
 
-def test_graders_subset_carries_the_others(recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict) -> None:
+def test_graders_subset_carries_the_others(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
     new = replay(recorded_db, recorded.run_id, "--eval", str(recorded.suite.eval_v2), "--graders", "workbook")["run_id"]
-    assert graders(recorded_db, new, "workbook") == {t: 1.0 for t in TESTS}
+    assert graders(recorded_db, new, "workbook") == dict.fromkeys(TESTS, 1.0)
     by = origins(recorded_db, new)
     assert {k: v for k, v in by.items() if k[1] == "workbook"} == {(t, "workbook"): "graded" for t in TESTS}
     assert {v for k, v in by.items() if k[1] != "workbook"} == {"carried"}
@@ -236,7 +246,7 @@ def test_drift_is_named_and_strict_refuses(tmp_path: Path) -> None:
     suite = make_suite(tmp_path / "suite", cases=[("q1-report", "Write the Q1 revenue report.")])
     db = f"sqlite:///{tmp_path / 'store.db'}"
     run_id = record(db, suite)["run_id"]
-    suite.grader.write_text('print(\'{"score": 0.25}\')\n', encoding="utf-8")  # edited after the run
+    suite.grader.write_text("print('{\"score\": 0.25}')\n", encoding="utf-8")  # edited after the run
 
     before_runs, before_events = runs(db), ok_json(cli(db, "verify", "--json"))["events"]
     line = one_line_error(cli(db, "replay", run_id, "--strict"))

@@ -58,7 +58,9 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
             row["output"] = [{"role": "assistant", "content": ANSWER}]
     baseline.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
-    imported = ok_json(cli(sqlite_url, "import", str(baseline), "--eval", str(rubric_copy / "dataset.eval.yaml"), "--json"))
+    imported = ok_json(
+        cli(sqlite_url, "import", str(baseline), "--eval", str(rubric_copy / "dataset.eval.yaml"), "--json")
+    )
     assert imported["eval_path"] == str(rubric_copy / "dataset.eval.yaml")
     out = ok_json(cli(sqlite_url, "replay", imported["run_id"], "--json"))
     assert out["complete"] is True

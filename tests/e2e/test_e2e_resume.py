@@ -31,8 +31,13 @@ SLOW_CASES = [
 
 def _start(db: str, *args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(EVALSTORE), "--db", db, *args], cwd=cwd, env={**os.environ, **env},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        [str(EVALSTORE), "--db", db, *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
     )
 
 
@@ -46,11 +51,23 @@ def test_a_killed_run_resumes_without_calling_the_agent_for_recorded_tests(tmp_p
     suite = make_suite(tmp_path / "suite", cases=SLOW_CASES)
     db_file = tmp_path / "store.db"
     db = f"sqlite:///{db_file}"
-    proc = _start(db, "run", str(suite.eval), "--workers", "1", "--workdir", str(tmp_path / "ws"),
-                  cwd=tmp_path, env={"E2E_AGENT_SLEEP": "60"})
+    proc = _start(
+        db,
+        "run",
+        str(suite.eval),
+        "--workers",
+        "1",
+        "--workdir",
+        str(tmp_path / "ws"),
+        cwd=tmp_path,
+        env={"E2E_AGENT_SLEEP": "60"},
+    )
     try:
-        wait_for(lambda: result_rows(db_file, "rec-") >= 2 and (suite.root / "sleeping.pid").exists(), 60,
-                 "two tests recorded and the third agent call under way")
+        wait_for(
+            lambda: result_rows(db_file, "rec-") >= 2 and (suite.root / "sleeping.pid").exists(),
+            60,
+            "two tests recorded and the third agent call under way",
+        )
         assert proc.poll() is None, "the run finished before it could be killed"
     finally:
         _kill(proc)
@@ -96,15 +113,16 @@ def test_a_killed_replay_resumes_without_regrading_recorded_tests(tmp_path: Path
     (graders / "slow.py").write_text(SLOW_GRADER, encoding="utf-8")
     (graders / "slow.flag").write_text("", encoding="utf-8")
     slow_eval = suite.root / "evals" / "slow.eval.yaml"
-    slow_eval.write_text(
-        suite.eval.read_text().replace("../graders/check.py", "../graders/slow.py"), encoding="utf-8"
-    )
+    slow_eval.write_text(suite.eval.read_text().replace("../graders/check.py", "../graders/slow.py"), encoding="utf-8")
     log = graders / "graded.log"
 
     proc = _start(db, "replay", parent, "--eval", str(slow_eval), "--concurrency", "1", cwd=tmp_path, env={})
     try:
-        wait_for(lambda: result_rows(db_file, "rpl-") >= 2 and (graders / "sleeping.pid").exists(), 60,
-                 "two tests regraded and the third under way")
+        wait_for(
+            lambda: result_rows(db_file, "rpl-") >= 2 and (graders / "sleeping.pid").exists(),
+            60,
+            "two tests regraded and the third under way",
+        )
         assert proc.poll() is None
     finally:
         _kill(proc)
@@ -123,7 +141,9 @@ def test_a_killed_replay_resumes_without_regrading_recorded_tests(tmp_path: Path
     assert replay["status"] == "completed" and replay["tests"] == 3
     signature = verdict_signature(db, replay["run_id"])
     assert {k: v[0] for k, v in signature.items() if k[1] == "workbook"} == {
-        ("q1-report", "workbook"): 1.0, ("q2-report", "workbook"): 1.0, ("q3-report", "workbook"): 1.0
+        ("q1-report", "workbook"): 1.0,
+        ("q2-report", "workbook"): 1.0,
+        ("q3-report", "workbook"): 1.0,
     }
     # The resumed replay kept the settings it started with (the slow eval), not the run's snapshot.
     snapshot = ok_json(cli(db, "audit", replay["run_id"], "q3-report", "--json"))["run"]["eval_snapshot"]

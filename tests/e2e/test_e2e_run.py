@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from e2e_helpers import (
-    LENIENT,
-    Q3_SCORE,
-    Recorded,
     JUDGE_KEY_ENV,
     JUDGE_KEY_VALUE,
+    LENIENT,
     PY,
+    Q3_SCORE,
     TESTS,
+    Recorded,
     audit,
     cli,
     evalstore,
@@ -65,7 +64,12 @@ def test_recorded_run_grades_with_code_assertions_converters_and_the_judge(
     assert list(rows) == list(TESTS)
     assert {k for r in out["results"] for k in r} >= {"test_id", "target", "score", "passed", "status", "graders"}
     for test_id in ("q1-report", "q2-report"):
-        assert rows[test_id]["graders"] == {"names-files": 1.0, "states-total": 1.0, "workbook": 1.0, "quality": LENIENT}
+        assert rows[test_id]["graders"] == {
+            "names-files": 1.0,
+            "states-total": 1.0,
+            "workbook": 1.0,
+            "quality": LENIENT,
+        }
         assert rows[test_id]["passed"] is True and rows[test_id]["status"] == "ok"
     # Q3: the summary states no total, the workbook has a zero region, and the judge saw it in the CSV.
     q3 = rows["q3-report"]
@@ -89,8 +93,13 @@ def test_recorded_run_grades_with_code_assertions_converters_and_the_judge(
     run = audit(recorded_db, recorded.run_id, "q1-report")["run"]
     assert run["target"]["provider"] == "cli" and run["target_name"] == "agent"
     roles = {(s["role"], Path(s["path"]).name) for s in run["eval_snapshot"]}
-    assert {("eval", "report.eval.yaml"), ("grader_script", "check.py"), ("converter", "xlsx_to_csv.py"),
-            ("converter", "html_to_md.py"), ("prompt", "quality.md")} <= roles
+    assert {
+        ("eval", "report.eval.yaml"),
+        ("grader_script", "check.py"),
+        ("converter", "xlsx_to_csv.py"),
+        ("converter", "html_to_md.py"),
+        ("prompt", "quality.md"),
+    } <= roles
     assert all(s["blob"] == "ok" for s in run["eval_snapshot"])
 
 
@@ -102,7 +111,9 @@ def test_exit_codes_and_threshold_through_the_installed_script(tmp_path: Path) -
     assert [r["test_id"] for r in out["results"] if not r["passed"]] == ["q3-report"]
     assert "Traceback" not in below.stderr
 
-    passing = evalstore(db, "run", str(suite.eval), "--threshold", "0.5", "--workdir", str(tmp_path / "ws2"), cwd=tmp_path)
+    passing = evalstore(
+        db, "run", str(suite.eval), "--threshold", "0.5", "--workdir", str(tmp_path / "ws2"), cwd=tmp_path
+    )
     assert passing.returncode == 0, passing.stderr
     assert "3/3 passed (threshold 0.5)" in passing.stdout
     for test_id in TESTS:
@@ -143,8 +154,9 @@ def test_an_eval_file_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
 def test_a_target_command_that_does_not_exist_is_an_execution_error(tmp_path: Path) -> None:
     eval_file = _bad_suite(tmp_path)
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    out = ok_json(cli(db, "run", str(eval_file), "--target", "missing-command", "--json",
-                      "--workdir", str(tmp_path / "ws")), 1)
+    out = ok_json(
+        cli(db, "run", str(eval_file), "--target", "missing-command", "--json", "--workdir", str(tmp_path / "ws")), 1
+    )
     (row,) = out["results"]
     assert row["status"] == "execution_error" and row["score"] == 0.0
     assert "agent-that-is-not-installed" in row["error"], row["error"]
@@ -154,8 +166,19 @@ def test_a_target_command_that_does_not_exist_is_an_execution_error(tmp_path: Pa
 def test_a_target_that_hangs_times_out(tmp_path: Path) -> None:
     eval_file = _bad_suite(tmp_path)
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    result = evalstore(db, "run", str(eval_file), "--target", "hangs", "--timeout", "2", "--json",
-                       "--workdir", str(tmp_path / "ws"), cwd=tmp_path)
+    result = evalstore(
+        db,
+        "run",
+        str(eval_file),
+        "--target",
+        "hangs",
+        "--timeout",
+        "2",
+        "--json",
+        "--workdir",
+        str(tmp_path / "ws"),
+        cwd=tmp_path,
+    )
     (row,) = ok_json(result, 1)["results"]
     assert row["status"] == "execution_error"
     assert "timed out" in row["error"] or "timeout" in row["error"], row["error"]

@@ -57,10 +57,12 @@ def stored_transcripts(db_file: Path) -> dict[str, tuple[dict, list]]:
 def test_an_openai_target_answer_is_recorded_graded_and_its_key_never_stored(
     tmp_path: Path, judge_server: JudgeServer
 ) -> None:
-    judge_server.respond_with(by_content(
-        [("6 x 7", Reply(content="The answer is 42.")), ("capital of France", Reply(content="It is Lyon."))],
-        default="I do not know.",
-    ))
+    judge_server.respond_with(
+        by_content(
+            [("6 x 7", Reply(content="The answer is 42.")), ("capital of France", Reply(content="It is Lyon."))],
+            default="I do not know.",
+        )
+    )
     targets = textwrap.dedent(f"""\
         targets:
           - name: chat
@@ -71,13 +73,23 @@ def test_an_openai_target_answer_is_recorded_graded_and_its_key_never_stored(
             temperature: 0
         """)
     eval_file = write_project(
-        tmp_path / "proj", targets,
-        [("math", "What is 6 x 7?", "42"), ("geo", "What is the capital of France?", "Paris")], "chat",
+        tmp_path / "proj",
+        targets,
+        [("math", "What is 6 x 7?", "42"), ("geo", "What is the capital of France?", "Paris")],
+        "chat",
     )
     db_file = tmp_path / "store.db"
 
-    result = evalstore(f"sqlite:///{db_file}", "run", str(eval_file), "--json", "--workdir", str(tmp_path / "ws"),
-                       cwd=tmp_path, env={CHAT_KEY_ENV: CHAT_KEY})
+    result = evalstore(
+        f"sqlite:///{db_file}",
+        "run",
+        str(eval_file),
+        "--json",
+        "--workdir",
+        str(tmp_path / "ws"),
+        cwd=tmp_path,
+        env={CHAT_KEY_ENV: CHAT_KEY},
+    )
 
     out = ok_json(result, 1)  # exit 1: the wrong answer fails its assertion
     rows = {r["test_id"]: r for r in out["results"]}
@@ -88,8 +100,9 @@ def test_an_openai_target_answer_is_recorded_graded_and_its_key_never_stored(
     # What the endpoint received: the model, the question, the key (resolved only for the request).
     sent = {r.user: r for r in judge_server.requests}
     assert set(sent) == {"What is 6 x 7?", "What is the capital of France?"}
-    assert all(r.body["model"] == "chat-model-1" and r.headers["authorization"] == f"Bearer {CHAT_KEY}"
-               for r in sent.values())
+    assert all(
+        r.body["model"] == "chat-model-1" and r.headers["authorization"] == f"Bearer {CHAT_KEY}" for r in sent.values()
+    )
 
     transcripts = stored_transcripts(db_file)
     payload, messages = transcripts["math"]
@@ -135,8 +148,19 @@ def run_sleepers(tmp_path: Path, workers: int) -> list[tuple[float, float]]:
         """)
     tests = [(f"t{i}", f"task {i}", f"done t{i}") for i in range(4)]
     eval_file = write_project(root / "proj", targets, tests, "sleeper")
-    out = ok_json(evalstore(f"sqlite:///{root / 'store.db'}", "run", str(eval_file), "--json",
-                            "--workers", str(workers), "--workdir", str(root / "ws"), cwd=root))
+    out = ok_json(
+        evalstore(
+            f"sqlite:///{root / 'store.db'}",
+            "run",
+            str(eval_file),
+            "--json",
+            "--workers",
+            str(workers),
+            "--workdir",
+            str(root / "ws"),
+            cwd=root,
+        )
+    )
     assert [(r["test_id"], r["passed"]) for r in out["results"]] == [(t, True) for t, _, _ in tests]
     logged = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert sorted(entry["test"] for entry in logged) == [t for t, _, _ in tests]
@@ -168,11 +192,14 @@ def test_workers_run_tests_at_once_and_one_worker_runs_them_one_after_another(tm
 
 
 def test_a_note_is_printed_as_written_on_one_line() -> None:
-    message = ("run rec-20261122T101500-3fa9c1 is incomplete; finish it with: evalstore run --resume "
-               "rec-20261122T101500-3fa9c1 (warning about [/tmp/x] and [bold]y[/bold] :smile:)")
+    message = (
+        "run rec-20261122T101500-3fa9c1 is incomplete; finish it with: evalstore run --resume "
+        "rec-20261122T101500-3fa9c1 (warning about [/tmp/x] and [bold]y[/bold] :smile:)"
+    )
     code = f"from evalstore.cli.output import note; note({message!r})"
     # COLUMNS=80 is what rich assumes for a stderr that is not a terminal.
-    result = subprocess.run([PY, "-c", code], cwd=REPO, env={**os.environ, "COLUMNS": "80"},
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [PY, "-c", code], cwd=REPO, env={**os.environ, "COLUMNS": "80"}, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == message + "\n"

@@ -90,7 +90,9 @@ targets:
 """
 
 
-def make_project(root: Path, tests: list[tuple[str, str]], *, target: str = "stdout-agent", extra_targets: str = "") -> Path:
+def make_project(
+    root: Path, tests: list[tuple[str, str]], *, target: str = "stdout-agent", extra_targets: str = ""
+) -> Path:
     """A project: ``.agentv/targets.yaml`` at ``root``, the eval two folders down (found upward)."""
     (root / ".agentv").mkdir(parents=True)
     (root / "agent").mkdir()
@@ -125,16 +127,28 @@ def everything_stored(db_file: Path) -> bytes:
     return b"\n".join(parts)
 
 
-def test_an_agentv_targets_file_found_upward_runs_with_exact_prompts_and_no_secret_stored(tmp_path, monkeypatch) -> None:
+def test_an_agentv_targets_file_found_upward_runs_with_exact_prompts_and_no_secret_stored(
+    tmp_path, monkeypatch
+) -> None:
     monkeypatch.setenv(SECRET_ENV, SECRET_VALUE)
     eval_file = make_project(tmp_path / "proj", [("tricky", TRICKY_PROMPT), ("plain", "hello")])
     db_file = tmp_path / "store.db"
 
-    result = evalstore(f"sqlite:///{db_file}", "run", str(eval_file), "--json", "--workdir", str(tmp_path / "ws"),
-                       cwd=tmp_path, env={SECRET_ENV: SECRET_VALUE})
+    result = evalstore(
+        f"sqlite:///{db_file}",
+        "run",
+        str(eval_file),
+        "--json",
+        "--workdir",
+        str(tmp_path / "ws"),
+        cwd=tmp_path,
+        env={SECRET_ENV: SECRET_VALUE},
+    )
     out = ok_json(result)
     assert [(r["test_id"], r["status"], r["graders"]) for r in out["results"]] == [
-        ("tricky", "ok", {"answered": 1.0}), ("plain", "ok", {"answered": 1.0})]
+        ("tricky", "ok", {"answered": 1.0}),
+        ("plain", "ok", {"answered": 1.0}),
+    ]
     assert f"run {out['run_id']}: 2 tests" in result.stderr  # progress goes to stderr, stdout is the JSON
 
     seen = {c["prompt"].split("\n")[0]: c for c in calls(tmp_path / "proj")}
@@ -168,8 +182,12 @@ def test_target_flag_overrides_execution_target_and_output_file_blocks_are_captu
     status = {a["path"]: a["status"] for a in test["artifacts"]}
     workspace = tmp_path / "ws" / "files"
     assert status == {
-        "out/a.txt": "stored", str(workspace / "abs.txt"): "stored", "../outside.txt": "refused",
-        "/etc/hostname": "refused", "nope.txt": "missing", "in-cwd.txt": "stored",
+        "out/a.txt": "stored",
+        str(workspace / "abs.txt"): "stored",
+        "../outside.txt": "refused",
+        "/etc/hostname": "refused",
+        "nope.txt": "missing",
+        "in-cwd.txt": "stored",
     }
     by_path = {a["path"]: a for a in test["artifacts"]}
     assert by_path["out/a.txt"]["size"] == len("relative bytes")
@@ -179,8 +197,9 @@ def test_target_flag_overrides_execution_target_and_output_file_blocks_are_captu
 def test_a_file_written_in_the_targets_cwd_is_refused_with_the_reason(tmp_path) -> None:
     eval_file = make_project(tmp_path / "proj", [("files", "write the files")])
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    out = ok_json(cli(db, "run", str(eval_file), "--target", "file-agent-in-cwd", "--json",
-                      "--workdir", str(tmp_path / "ws")))
+    out = ok_json(
+        cli(db, "run", str(eval_file), "--target", "file-agent-in-cwd", "--json", "--workdir", str(tmp_path / "ws"))
+    )
     (test,) = audit(db, out["run_id"], "files")["tests"]
     by_path = {a["path"]: a for a in test["artifacts"]}
     assert by_path["out/a.txt"]["status"] == "stored"  # written under $AGENTV_WORKSPACE_PATH
@@ -246,8 +265,18 @@ SECRETS_IN_CONFIG = f"""\
 def test_a_literal_key_in_the_command_reaches_the_agent_but_not_the_store(tmp_path) -> None:
     eval_file = make_project(tmp_path / "proj", [("a", "hello")], extra_targets=SECRETS_IN_CONFIG)
     db_file = tmp_path / "store.db"
-    out = ok_json(cli(f"sqlite:///{db_file}", "run", str(eval_file), "--target", "literal-key", "--json",
-                      "--workdir", str(tmp_path / "ws")))
+    out = ok_json(
+        cli(
+            f"sqlite:///{db_file}",
+            "run",
+            str(eval_file),
+            "--target",
+            "literal-key",
+            "--json",
+            "--workdir",
+            str(tmp_path / "ws"),
+        )
+    )
     assert [(r["status"], r["passed"]) for r in out["results"]] == [("ok", True)]
     (call,) = calls(tmp_path / "proj")
     assert call["argv"] == ["hello", "--api-key", LITERAL_KEY]  # the agent got the command as written
@@ -260,8 +289,17 @@ def test_a_literal_key_in_the_command_reaches_the_agent_but_not_the_store(tmp_pa
 def test_a_failed_healthcheck_names_the_url_as_configured_not_the_resolved_secret(tmp_path) -> None:
     eval_file = make_project(tmp_path / "proj", [("a", "hello")], extra_targets=SECRETS_IN_CONFIG)
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    result = evalstore(db, "run", str(eval_file), "--target", "health-secret", "--workdir", str(tmp_path / "ws"),
-                       cwd=tmp_path, env={HEALTH_ENV: HEALTH_TOKEN})
+    result = evalstore(
+        db,
+        "run",
+        str(eval_file),
+        "--target",
+        "health-secret",
+        "--workdir",
+        str(tmp_path / "ws"),
+        cwd=tmp_path,
+        env={HEALTH_ENV: HEALTH_TOKEN},
+    )
     line = one_line_error(result)
     assert f"healthcheck failed: GET http://127.0.0.1:9/health?token=${{{{ {HEALTH_ENV} }}}}: " in line, line
     assert HEALTH_TOKEN not in result.stderr + result.stdout
@@ -282,8 +320,20 @@ def test_a_failing_and_a_hanging_test_are_execution_errors_and_the_rest_still_ru
     eval_file = make_project(tmp_path / "proj", tests)
     db = f"sqlite:///{tmp_path / 'store.db'}"
     started = time.monotonic()
-    result = evalstore(db, "run", str(eval_file), "--json", "--timeout", "2", "--workers", "3",
-                       "--workdir", str(tmp_path / "ws"), cwd=tmp_path, env={SECRET_ENV: SECRET_VALUE})
+    result = evalstore(
+        db,
+        "run",
+        str(eval_file),
+        "--json",
+        "--timeout",
+        "2",
+        "--workers",
+        "3",
+        "--workdir",
+        str(tmp_path / "ws"),
+        cwd=tmp_path,
+        env={SECRET_ENV: SECRET_VALUE},
+    )
     rows = {r["test_id"]: r for r in ok_json(result, 1)["results"]}
     assert time.monotonic() - started < 30, "the hanging agent was not cut off"
     assert rows["fine"]["status"] == "ok" and rows["fine"]["passed"]
@@ -301,8 +351,11 @@ def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> N
     proc = subprocess.Popen(
         [str(EVALSTORE), "--db", db, "run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")],
         # COLUMNS=80: what rich assumes for a stderr that is not a terminal; the hint must not wrap at it.
-        cwd=tmp_path, env={**os.environ, **monkey_env, "COLUMNS": "80"}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env={**os.environ, **monkey_env, "COLUMNS": "80"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         # A child started from a non-interactive parent may inherit SIGINT ignored; a user's shell does not.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
@@ -335,8 +388,12 @@ def test_ctrl_c_kills_the_agent_in_flight_and_resume_runs_that_test_again(tmp_pa
     db = f"sqlite:///{tmp_path / 'store.db'}"
     proc = subprocess.Popen(
         [str(EVALSTORE), "--db", db, "run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")],
-        cwd=tmp_path, env={**os.environ, SECRET_ENV: SECRET_VALUE}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        cwd=tmp_path,
+        env={**os.environ, SECRET_ENV: SECRET_VALUE},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         wait_for(lambda: len(calls(tmp_path / "proj")) >= 1, 30, "the agent's first call")
@@ -353,7 +410,8 @@ def test_ctrl_c_kills_the_agent_in_flight_and_resume_runs_that_test_again(tmp_pa
     (run,) = runs(db)
     assert run["tests"] == 0, "the killed agent's test must not be recorded as an execution error"
 
-    resumed = ok_json(evalstore(db, "run", "--resume", run["run_id"], "--json", cwd=tmp_path,
-                                env={SECRET_ENV: SECRET_VALUE}))
+    resumed = ok_json(
+        evalstore(db, "run", "--resume", run["run_id"], "--json", cwd=tmp_path, env={SECRET_ENV: SECRET_VALUE})
+    )
     assert {r["test_id"]: r["status"] for r in resumed["results"]} == {"stalls": "ok", "quick": "ok"}
     assert [c["prompt"] for c in calls(tmp_path / "proj")].count("STALL first") == 2

@@ -7,10 +7,22 @@ import os
 import subprocess
 from pathlib import Path
 
-from e2e_helpers import EVALSTORE, SUBPROCESS_TIMEOUT, cli, make_suite, ok_json, record, results_by_test, runs, verdict_signature
+from e2e_helpers import (
+    EVALSTORE,
+    SUBPROCESS_TIMEOUT,
+    cli,
+    make_suite,
+    ok_json,
+    record,
+    results_by_test,
+    runs,
+    verdict_signature,
+)
 
-CASES = [(f"{letter}-{q.lower()}", f"Write the {q} revenue report as revenue.xlsx and summary.html.")
-         for letter, q in zip("abcdefg", ["Q1", "Q2", "Q3", "Q1", "Q2", "Q3", "Q1"])]
+CASES = [
+    (f"{letter}-{q.lower()}", f"Write the {q} revenue report as revenue.xlsx and summary.html.")
+    for letter, q in zip("abcdefg", ["Q1", "Q2", "Q3", "Q1", "Q2", "Q3", "Q1"])
+]
 
 
 def test_three_shard_processes_make_the_same_replay_as_one(postgres_url: str, tmp_path: Path) -> None:
@@ -23,7 +35,11 @@ def test_three_shard_processes_make_the_same_replay_as_one(postgres_url: str, tm
     procs = [
         subprocess.Popen(
             [str(EVALSTORE), "--db", postgres_url, "replay", parent, *swap, "--shard", f"{k}/3", "--json"],
-            cwd=tmp_path, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=tmp_path,
+            env=dict(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for k in (1, 2, 3)
     ]

@@ -27,7 +27,9 @@ from evalstore.store import events as ev
 from evalstore.store.events import Assertion, RunStarted, SourceRef, TranscriptRecorded, VerdictRecorded
 
 REPO = Path(__file__).resolve().parents[2]
-from fixture_paths import AGENTV_FIXTURES as FIXTURES, HANDMADE_V4_RUN  # noqa: E402
+from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
+from fixture_paths import HANDMADE_V4_RUN
+
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_RUN = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
 V4_RUN = HANDMADE_V4_RUN
@@ -37,8 +39,12 @@ THRESHOLD = 0.8
 def imported(path: Path) -> tuple[RunStarted, list[ImportedTest]]:
     source = read_results(path, detect_format(path))
     run = RunStarted(
-        run_id="run-1", kind="imported", suite=source.suite, source=SourceRef(file=str(path)),
-        source_format=source.format, tool_version="test",
+        run_id="run-1",
+        kind="imported",
+        suite=source.suite,
+        source=SourceRef(file=str(path)),
+        source_format=source.format,
+        tool_version="test",
     )
     return run, [t for t in source.iter_tests() if isinstance(t, ImportedTest)]
 
@@ -48,26 +54,56 @@ def bundle_of(test: ImportedTest) -> ResultBundle:
     key = {"test_id": test.test_id, "target": test.target, "attempt": test.attempt}
     passed = test.passed if test.passed is not None else test.score >= THRESHOLD
     status = test.execution_status or ("ok" if passed else "quality_failure")
-    scored = ev.TestScored(**key, score=test.score, passed=passed, status=status, threshold=THRESHOLD,
-                        error=test.error, origin="imported", source=test.source)
+    scored = ev.TestScored(
+        **key,
+        score=test.score,
+        passed=passed,
+        status=status,
+        threshold=THRESHOLD,
+        error=test.error,
+        origin="imported",
+        source=test.source,
+    )
     verdicts = [
         VerdictRecorded(
-            **key, grader=v.name, grader_type=v.type, score=v.score, verdict=v.verdict, weight=v.weight,
-            assertions=[Assertion(**a) for a in v.assertions], details=v.details, origin="imported",
-            grader_target=v.grader_target, source=test.source,
+            **key,
+            grader=v.name,
+            grader_type=v.type,
+            score=v.score,
+            verdict=v.verdict,
+            weight=v.weight,
+            assertions=[Assertion(**a) for a in v.assertions],
+            details=v.details,
+            origin="imported",
+            grader_target=v.grader_target,
+            source=test.source,
         )
         for v in test.verdicts
     ]
     transcript = TranscriptRecorded(
-        **key, messages_sha256=None, output_text=test.output_text, token_usage=test.token_usage,
-        cost_usd=test.cost_usd, duration_ms=test.duration_ms, start_time=test.start_time, end_time=test.end_time,
-        file_changes=test.file_changes, workspace_path=test.workspace_path, source=test.source,
+        **key,
+        messages_sha256=None,
+        output_text=test.output_text,
+        token_usage=test.token_usage,
+        cost_usd=test.cost_usd,
+        duration_ms=test.duration_ms,
+        start_time=test.start_time,
+        end_time=test.end_time,
+        file_changes=test.file_changes,
+        workspace_path=test.workspace_path,
+        source=test.source,
     )
-    case = ev.TestCaseRecorded(**key, input=test.input, expected_output=test.expected_output, criteria=test.criteria,
-                            metadata=test.metadata)
-    return ResultBundle(scored=scored, verdicts=verdicts, transcript=transcript, case=case,
-                        timestamp=test.raw_row.get("timestamp"),
-                        rendered_prompts={v.name: v.rendered_prompt for v in test.verdicts if v.rendered_prompt is not None})
+    case = ev.TestCaseRecorded(
+        **key, input=test.input, expected_output=test.expected_output, criteria=test.criteria, metadata=test.metadata
+    )
+    return ResultBundle(
+        scored=scored,
+        verdicts=verdicts,
+        transcript=transcript,
+        case=case,
+        timestamp=test.raw_row.get("timestamp"),
+        rendered_prompts={v.name: v.rendered_prompt for v in test.verdicts if v.rendered_prompt is not None},
+    )
 
 
 def exported(path: Path) -> tuple[RunStarted, list[ResultBundle], list[dict]]:
@@ -78,8 +114,14 @@ def exported(path: Path) -> tuple[RunStarted, list[ResultBundle], list[dict]]:
 
 def grader_view(scores: list[dict]) -> list[tuple]:
     return [
-        (s["name"], s["type"], s["score"], s["verdict"], s.get("weight", 1),
-         [(a["text"], a["passed"], a.get("evidence")) for a in s.get("assertions", [])])
+        (
+            s["name"],
+            s["type"],
+            s["score"],
+            s["verdict"],
+            s.get("weight", 1),
+            [(a["text"], a["passed"], a.get("evidence")) for a in s.get("assertions", [])],
+        )
         for s in scores
     ]
 
@@ -100,7 +142,8 @@ def test_v4_baseline_round_trip() -> None:
     multi = rows[0]
     assert multi["execution_status"] == "quality_failure"
     assert [(s["name"], s["score"], s["verdict"]) for s in multi["scores"]] == [
-        ("rubrics", 0.5, "fail"), ("python_syntax", 1.0, "pass"),
+        ("rubrics", 0.5, "fail"),
+        ("python_syntax", 1.0, "pass"),
     ]
     assert "error" not in multi and "input" not in multi["scores"][0]
 
@@ -112,9 +155,20 @@ def test_v4_run_export_keeps_grader_requests_and_usage() -> None:
     assert first["scores"][0]["input"] == originals[0]["scores"][0]["input"]
     assert first["scores"][0]["input"]["userPrompt"].startswith("You are an expert grader.")
     assert first["scores"][0]["target"] == "judge-gpt"
-    assert first["scores"][1]["input"] == {"command": ["uv", "run", "python", "check_syntax.py"], "cwd": "/tmp/agentv/graders"}
-    for key in ("token_usage", "cost_usd", "duration_ms", "start_time", "end_time", "workspace_path", "metadata",
-                "execution_status"):
+    assert first["scores"][1]["input"] == {
+        "command": ["uv", "run", "python", "check_syntax.py"],
+        "cwd": "/tmp/agentv/graders",
+    }
+    for key in (
+        "token_usage",
+        "cost_usd",
+        "duration_ms",
+        "start_time",
+        "end_time",
+        "workspace_path",
+        "metadata",
+        "execution_status",
+    ):
         assert first[key] == originals[0][key], key
     assert first["output"] == (V4_RUN / "dataset/code-quality-multi-eval/outputs/answer.md").read_text()
     assert sheet["scores"][0]["input"]["userPrompt"].startswith("[[ ## answer ## ]]\n[[ file: generated/report.csv ]]")
@@ -124,7 +178,12 @@ def test_v4_run_export_keeps_grader_requests_and_usage() -> None:
 def test_v5_bundle_scores_round_trip() -> None:
     original = json.loads((V5_RUN / ".internal" / "index.jsonl").read_text())
     _, _, [row] = exported(V5_RUN)
-    assert (row["test_id"], row["target"], row["suite"], row["score"]) == ("fizzbuzz", "codex-sdk-openai", "my-eval", 1.0)
+    assert (row["test_id"], row["target"], row["suite"], row["score"]) == (
+        "fizzbuzz",
+        "codex-sdk-openai",
+        "my-eval",
+        1.0,
+    )
     assert [(s["name"], s["type"], s["score"], s["weight"]) for s in row["scores"]] == [
         (s["name"], s["type"], s["score"], s["weight"]) for s in original["scores"]
     ]
@@ -143,7 +202,11 @@ def test_exported_jsonl_imports_back(tmp_path: Path) -> None:
     _, first = imported(V4_RUN)
     for before, after in zip(first, again):
         assert (after.test_id, after.target, after.score, after.execution_status, after.output_text) == (
-            before.test_id, before.target, before.score, before.execution_status, before.output_text,
+            before.test_id,
+            before.target,
+            before.score,
+            before.execution_status,
+            before.output_text,
         )
         assert [(v.name, v.score, v.verdict, v.assertions, v.rendered_prompt) for v in after.verdicts] == [
             (v.name, v.score, v.verdict, v.assertions, v.rendered_prompt) for v in before.verdicts
@@ -159,18 +222,39 @@ def test_later_attempts_carry_a_sample_index() -> None:
 
 def test_csv_has_one_line_per_test_and_grader() -> None:
     run, bundles, _ = exported(BASELINE)
-    bundles.append(ResultBundle(scored=ev.TestScored(test_id="no-graders", target="default", score=0.0, passed=False,
-                                                  status="execution_error", threshold=THRESHOLD)))
+    bundles.append(
+        ResultBundle(
+            scored=ev.TestScored(
+                test_id="no-graders",
+                target="default",
+                score=0.0,
+                passed=False,
+                status="execution_error",
+                threshold=THRESHOLD,
+            )
+        )
+    )
     buffer = io.StringIO()
     written = write_csv(run, bundles, buffer)
     lines = list(csv.DictReader(io.StringIO(buffer.getvalue())))
     assert tuple(lines[0].keys()) == CSV_COLUMNS
     assert written == len(lines) == 2 + 1 + 1 + 1 + 1 + 1
     assert lines[0] == {
-        "run_id": "run-1", "test_id": "code-quality-multi-eval", "target": "default", "attempt": "1",
-        "test_score": "0.75", "passed": "false", "status": "quality_failure", "grader": "rubrics",
-        "grader_type": "llm-grader", "grader_score": "0.5", "verdict": "fail", "weight": "1.0",
-        "assertions_passed": "2", "assertions_total": "4", "error": "",
+        "run_id": "run-1",
+        "test_id": "code-quality-multi-eval",
+        "target": "default",
+        "attempt": "1",
+        "test_score": "0.75",
+        "passed": "false",
+        "status": "quality_failure",
+        "grader": "rubrics",
+        "grader_type": "llm-grader",
+        "grader_score": "0.5",
+        "verdict": "fail",
+        "weight": "1.0",
+        "assertions_passed": "2",
+        "assertions_total": "4",
+        "error": "",
         "failed_assertions": "[rubric-2] Includes type hints: The function does not include any type hints (such as "
         "'email: str' or '-> bool') in its definition.\n[rubric-4] Handles edge cases (None, empty string): The function "
         "does not explicitly handle edge cases such as None or empty string inputs; passing None would raise an exception.",
@@ -233,8 +317,11 @@ def test_csv_quotes_commas_quotes_newlines_and_keeps_non_ascii() -> None:
 
 def test_json_results_have_a_fixed_shape_without_store_internals() -> None:
     run, bundles, _ = exported(V4_RUN)
-    bundles.append(ResultBundle(scored=ev.TestScored(test_id="bare", score=0.0, passed=False, status="execution_error",
-                                                  threshold=THRESHOLD)))
+    bundles.append(
+        ResultBundle(
+            scored=ev.TestScored(test_id="bare", score=0.0, passed=False, status="execution_error", threshold=THRESHOLD)
+        )
+    )
     buffer = io.StringIO()
     write_json(run, bundles, buffer)
     doc = json.loads(buffer.getvalue())
@@ -244,16 +331,22 @@ def test_json_results_have_a_fixed_shape_without_store_internals() -> None:
     assert set(first["verdicts"][0]) == {*JSON_VERDICT_FIELDS, "rendered_prompt"}
     assert set(first["transcript"]) == set(JSON_TRANSCRIPT_FIELDS) and set(first["case"]) == set(JSON_CASE_FIELDS)
     assert first["verdicts"][0]["rendered_prompt"]["userPrompt"].startswith("You are an expert grader.")
-    assert first["transcript"]["token_usage"] == json.loads((V4_RUN / "index.jsonl").read_text().splitlines()[0])["token_usage"]
+    assert (
+        first["transcript"]["token_usage"]
+        == json.loads((V4_RUN / "index.jsonl").read_text().splitlines()[0])["token_usage"]
+    )
     assert (bare["test_id"], bare["verdicts"], bare["transcript"], bare["case"]) == ("bare", [], None, None)
 
 
-@pytest.mark.parametrize("stored,shown", [
-    ("2026-11-22T18:28:37.248695+00:00", "2026-11-22T18:28:37.248Z"),
-    ("2026-11-22T18:28:37+00:00", "2026-11-22T18:28:37.000Z"),
-    ("2026-02-20T21:40:12.230Z", "2026-02-20T21:40:12.230Z"),  # an imported row's own text is kept
-    ("2026-02-20 21:40", "2026-02-20 21:40"),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "stored,shown",
+    [
+        ("2026-11-22T18:28:37.248695+00:00", "2026-11-22T18:28:37.248Z"),
+        ("2026-11-22T18:28:37+00:00", "2026-11-22T18:28:37.000Z"),
+        ("2026-02-20T21:40:12.230Z", "2026-02-20T21:40:12.230Z"),  # an imported row's own text is kept
+        ("2026-02-20 21:40", "2026-02-20 21:40"),
+        (None, None),
+    ],
+)
 def test_times_the_store_made_are_written_as_agentv_writes_them(stored, shown) -> None:
     assert agentv_time(stored) == shown

@@ -14,7 +14,9 @@ from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, re
 from evalstore.replay.errors import ImportFormatError, ReplayError
 
 REPO = Path(__file__).resolve().parents[2]
-from fixture_paths import AGENTV_FIXTURES as FIXTURES, HANDMADE_V4_RUN  # noqa: E402
+from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
+from fixture_paths import HANDMADE_V4_RUN
+
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_RUN = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
 V5_CASE = "fizzbuzz--4049e3c70f38"
@@ -130,7 +132,10 @@ def test_v4_run_keeps_rendered_prompt_and_sidecars() -> None:
     assert rubric.rendered_prompt["userPrompt"].startswith("You are an expert grader.\n\n[[ ## criteria ## ]]")
     assert rubric.grader_target == "judge-gpt"
     assert rubric.token_usage == {"input": 812, "output": 143}
-    assert syntax.rendered_prompt == {"command": ["uv", "run", "python", "check_syntax.py"], "cwd": "/tmp/agentv/graders"}
+    assert syntax.rendered_prompt == {
+        "command": ["uv", "run", "python", "check_syntax.py"],
+        "cwd": "/tmp/agentv/graders",
+    }
     assert (quality.passed, quality.execution_status, quality.cost_usd) == (False, "quality_failure", 0.0021)
     assert quality.metadata == {"source_repo": "agentv-examples"}
 
@@ -139,11 +144,17 @@ def test_v4_run_keeps_rendered_prompt_and_sidecars() -> None:
     # transcript.jsonl rows come back in message_index order, tool calls in the content model's shape.
     assert [m["role"] for m in quality.messages] == ["user", "assistant", "assistant"]
     assert quality.messages[1]["tool_calls"][0] == {
-        "tool": "Bash", "input": {"command": "python -m py_compile email.py"}, "output": "", "id": "call-1",
-        "status": "ok", "duration_ms": 41,
+        "tool": "Bash",
+        "input": {"command": "python -m py_compile email.py"},
+        "output": "",
+        "id": "call-1",
+        "status": "ok",
+        "duration_ms": 41,
     }
     answers = [f for f in quality.files if f.role == "answer"]
-    assert [(f.path, f.media_type) for f in answers] == [("dataset/code-quality-multi-eval/outputs/answer.md", "text/markdown")]
+    assert [(f.path, f.media_type) for f in answers] == [
+        ("dataset/code-quality-multi-eval/outputs/answer.md", "text/markdown")
+    ]
     assert answers[0].resolved == (V4_RUN / "dataset/code-quality-multi-eval/outputs/answer.md").resolve()
     sidecars = {f.path for f in quality.files if f.role == "sidecar"}
     assert "dataset/code-quality-multi-eval/grading.json" in sidecars
@@ -154,14 +165,19 @@ def test_v4_run_keeps_rendered_prompt_and_sidecars() -> None:
     # trace.json envelope -> messages (events sorted by index), ContentFile blocks preserved and resolved.
     assert sheet.messages[1]["content"][1] == {"type": "file", "media_type": "text/csv", "path": "generated/report.csv"}
     content = {f.path: f for f in sheet.files if f.role == "content_file"}
-    assert content["generated/report.csv"].resolved == (
-        V4_RUN / "dataset/spreadsheet-output/outputs/generated/report.csv"
-    ).resolve()
+    assert (
+        content["generated/report.csv"].resolved
+        == (V4_RUN / "dataset/spreadsheet-output/outputs/generated/report.csv").resolve()
+    )
     assert content["generated/missing.xlsx"].resolved is None
     assert content["generated/missing.xlsx"].media_type.endswith("spreadsheetml.sheet")
     # Usage the row lacks comes from timing.json.
     assert (sheet.duration_ms, sheet.token_usage) == (900.0, {"input": 30, "output": 20, "reasoning": 0})
-    assert sheet.verdicts[0].rendered_prompt["userPrompt"].startswith("[[ ## answer ## ]]\n[[ file: generated/report.csv ]]")
+    assert (
+        sheet.verdicts[0]
+        .rendered_prompt["userPrompt"]
+        .startswith("[[ ## answer ## ]]\n[[ file: generated/report.csv ]]")
+    )
 
 
 def test_v4_run_missing_sidecar_names_the_file(tmp_path: Path) -> None:
@@ -186,8 +202,10 @@ def test_v5_bundle_real_run() -> None:
     source = read_results(V5_RUN, "agentv-v5-bundle")
     assert source.suite == "my-eval"
     assert source.eval_path_hints == [
-        Path("/home/entity/projects/EntityProcess/agentv__worktrees/artifact-metrics-flatten/examples/features/"
-             "readme-quickstart/evals/my-eval.eval.yaml"),
+        Path(
+            "/home/entity/projects/EntityProcess/agentv__worktrees/artifact-metrics-flatten/examples/features/"
+            "readme-quickstart/evals/my-eval.eval.yaml"
+        ),
         Path("examples/features/readme-quickstart/evals/my-eval.eval.yaml"),
         (V5_RUN / V5_CASE / "test" / "EVAL.yaml").resolve(),
     ]
@@ -229,26 +247,65 @@ def _add_second_sample(run: Path) -> None:
     case = run / V5_CASE
     sample = case / "sample-2"
     shutil.copytree(case / "sample-1", sample)
-    (sample / "grading.json").write_text(json.dumps({
-        "score": 0.5, "verdict": "fail",
-        "assertion_results": [{"text": "has fizz", "passed": True, "evidence": "", "score": 1, "verdict": "pass"}],
-        "summary": {"passed": 1, "failed": 1, "total": 2},
-        "graders": [
-            {"name": "contains-fizz", "type": "contains", "score": 1, "reasoning": "", "weight": 1, "verdict": "pass",
-             "assertion_results": [{"text": 'Output contains "fizz"', "passed": True}]},
-            {"name": "llm-rubric", "type": "llm-rubric", "score": 0, "reasoning": "no file", "weight": 1, "verdict": "fail",
-             "assertion_results": [{"text": "[rubric-1] Writes report", "passed": False, "evidence": "missing"}]},
-        ],
-    }))
+    (sample / "grading.json").write_text(
+        json.dumps(
+            {
+                "score": 0.5,
+                "verdict": "fail",
+                "assertion_results": [
+                    {"text": "has fizz", "passed": True, "evidence": "", "score": 1, "verdict": "pass"}
+                ],
+                "summary": {"passed": 1, "failed": 1, "total": 2},
+                "graders": [
+                    {
+                        "name": "contains-fizz",
+                        "type": "contains",
+                        "score": 1,
+                        "reasoning": "",
+                        "weight": 1,
+                        "verdict": "pass",
+                        "assertion_results": [{"text": 'Output contains "fizz"', "passed": True}],
+                    },
+                    {
+                        "name": "llm-rubric",
+                        "type": "llm-rubric",
+                        "score": 0,
+                        "reasoning": "no file",
+                        "weight": 1,
+                        "verdict": "fail",
+                        "assertion_results": [
+                            {"text": "[rubric-1] Writes report", "passed": False, "evidence": "missing"}
+                        ],
+                    },
+                ],
+            }
+        )
+    )
     (sample / "outputs" / "report.csv").write_text("n,out\n3,fizz\n")
     source = {"kind": "agentv_run", "provider": "codex-sdk", "session_id": "s2"}
     rows = [
-        {"schema_version": "agentv.transcript.v1", "test_id": "fizzbuzz", "target": "codex-sdk-openai", "message_index": 0,
-         "role": "user", "content": "Write FizzBuzz", "source": source},
-        {"schema_version": "agentv.transcript.v1", "test_id": "fizzbuzz", "target": "codex-sdk-openai", "message_index": 1,
-         "role": "assistant", "content": [{"type": "text", "text": "Done"},
-                                          {"type": "file", "media_type": "text/csv", "path": "report.csv"}],
-         "tool_calls": [{"tool": "Write", "id": "w1", "input": {"file_path": "report.csv"}, "status": "ok"}], "source": source},
+        {
+            "schema_version": "agentv.transcript.v1",
+            "test_id": "fizzbuzz",
+            "target": "codex-sdk-openai",
+            "message_index": 0,
+            "role": "user",
+            "content": "Write FizzBuzz",
+            "source": source,
+        },
+        {
+            "schema_version": "agentv.transcript.v1",
+            "test_id": "fizzbuzz",
+            "target": "codex-sdk-openai",
+            "message_index": 1,
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Done"},
+                {"type": "file", "media_type": "text/csv", "path": "report.csv"},
+            ],
+            "tool_calls": [{"tool": "Write", "id": "w1", "input": {"file_path": "report.csv"}, "status": "ok"}],
+            "source": source,
+        },
     ]
     write_rows(sample / "transcript-raw.jsonl", rows)
     index = run / ".internal" / "index.jsonl"
@@ -256,8 +313,14 @@ def _add_second_sample(run: Path) -> None:
     first = row.pop("attempts")[0]
     row["samples"] = [
         {**first, "sample": 1},
-        {"sample": 2, "sample_index": 1, "sample_path": "sample-2", "score": 0.5, "verdict": "fail",
-         "execution_status": "quality_failure"},
+        {
+            "sample": 2,
+            "sample_index": 1,
+            "sample_path": "sample-2",
+            "score": 0.5,
+            "verdict": "fail",
+            "execution_status": "quality_failure",
+        },
     ]
     write_rows(index, [row])
 
@@ -287,7 +350,12 @@ def test_v5_bundle_without_index_reads_sample_folders(v5_copy: Path) -> None:
     (v5_copy / "summary.json").unlink()
     [test] = only_tests(read_all(v5_copy))
     assert (test.test_id, test.target, test.suite, test.attempt, test.score, test.passed) == (
-        "fizzbuzz", "codex-sdk-openai", "my-eval", 1, 1.0, True,
+        "fizzbuzz",
+        "codex-sdk-openai",
+        "my-eval",
+        1,
+        1.0,
+        True,
     )
     assert [v.name for v in test.verdicts] == ["contains-fizz", "llm-rubric", "script", "llm-rubric"]
     assert test.verdicts[1].assertions[0]["text"].startswith("[rubric-1] Implements correct FizzBuzz logic")
@@ -299,7 +367,9 @@ def test_v5_bundle_without_index_reads_sample_folders(v5_copy: Path) -> None:
 def test_v5_missing_sidecar(v5_copy: Path) -> None:
     (v5_copy / V5_CASE / "sample-1" / "grading.json").unlink()
     index = v5_copy / ".internal" / "index.jsonl"
-    with pytest.raises(ImportFormatError, match=r"index\.jsonl:1: grading_path '.*grading\.json' names a file that does not exist"):
+    with pytest.raises(
+        ImportFormatError, match=r"index\.jsonl:1: grading_path '.*grading\.json' names a file that does not exist"
+    ):
         read_all(v5_copy)
     [skipped] = read_all(v5_copy, skip_bad=True)
     assert isinstance(skipped, SkippedLine)
@@ -324,11 +394,22 @@ def test_camel_case_rows_are_normalised(tmp_path: Path) -> None:
         "startTime": "2025-11-01T09:59:58.000Z",
         "workspacePath": "/tmp/ws",
         "metadata": {"sourceRepo": "x", "Owner": "Team"},
-        "scores": [{"name": "judge", "type": "llm-grader", "score": 0.9, "verdict": "pass",
-                    "input": {"userPrompt": "Grade this", "systemPrompt": "JSON"}, "tokenUsage": {"input": 3, "output": 1}}],
+        "scores": [
+            {
+                "name": "judge",
+                "type": "llm-grader",
+                "score": 0.9,
+                "verdict": "pass",
+                "input": {"userPrompt": "Grade this", "systemPrompt": "JSON"},
+                "tokenUsage": {"input": 3, "output": 1},
+            }
+        ],
         "output": [
-            {"role": "assistant", "content": "Reading", "toolCalls": [
-                {"tool": "Read", "input": {"filePath": "a.md", "Read": 1}, "durationMs": 5}]},
+            {
+                "role": "assistant",
+                "content": "Reading",
+                "toolCalls": [{"tool": "Read", "input": {"filePath": "a.md", "Read": 1}, "durationMs": 5}],
+            },
             {"role": "assistant", "content": [{"type": "text", "text": "final answer"}]},
         ],
     }
@@ -365,7 +446,10 @@ GOOD = {"test_id": "ok-1", "score": 1, "target": "t"}
         ({"test_id": "no-score", "target": "t"}, "Missing or invalid score for test 'no-score'"),
         ('{"test_id": "nan", "score": NaN}', "Missing or invalid score"),
         ({"test_id": "text-score", "score": "0.5"}, "Missing or invalid score"),
-        ({"test_id": "bad-grader", "score": 1, "scores": [{"name": "g", "type": "contains"}]}, "scores[0] (g): missing or invalid score"),
+        (
+            {"test_id": "bad-grader", "score": 1, "scores": [{"name": "g", "type": "contains"}]},
+            "scores[0] (g): missing or invalid score",
+        ),
         ("[1, 2]", "expected a JSON object"),
     ],
 )
@@ -390,7 +474,9 @@ def test_skip_bad_yields_skipped_lines(tmp_path: Path) -> None:
 
 
 def test_replay_fixture_is_not_a_result_file() -> None:
-    with pytest.raises(ImportFormatError, match="replay-target-output.jsonl:1: Missing or invalid score .*replay fixture"):
+    with pytest.raises(
+        ImportFormatError, match="replay-target-output.jsonl:1: Missing or invalid score .*replay fixture"
+    ):
         read_all(REPLAY_FIXTURE)
     skipped = read_all(REPLAY_FIXTURE, skip_bad=True)
     assert [s.source.line for s in skipped if isinstance(s, SkippedLine)] == [1, 2]
@@ -404,9 +490,21 @@ def test_iteration_streams_a_large_file(tmp_path: Path) -> None:
     answer = "x" * 2000
     with path.open("w") as fh:
         for i in range(4000):
-            row = {"test_id": f"t-{i}", "score": (i % 10) / 10, "target": "m", "output": answer,
-                   "scores": [{"name": "g", "type": "contains", "score": 1, "verdict": "pass",
-                               "assertions": [{"text": "has x", "passed": True}]}]}
+            row = {
+                "test_id": f"t-{i}",
+                "score": (i % 10) / 10,
+                "target": "m",
+                "output": answer,
+                "scores": [
+                    {
+                        "name": "g",
+                        "type": "contains",
+                        "score": 1,
+                        "verdict": "pass",
+                        "assertions": [{"text": "has x", "passed": True}],
+                    }
+                ],
+            }
             fh.write(json.dumps(row) + "\n")
     size = path.stat().st_size
     assert size > 8_000_000

@@ -78,8 +78,23 @@ def test_grade_stored_reads_artifact_bytes_from_the_store_and_writes_nothing(tmp
     rec = StoreRecorder(sqlite_store, "run-1")
     rec.record(RunStarted(run_id="run-1", kind="imported", tool_version="test"))
     digest = rec.put_blob(html)
-    rec.record(ArtifactStored(test_id="t1", path="gone/summary.html", media_type="text/html", sha256=digest, size=len(html)))
-    messages = [Message(role="assistant", content=[{"type": "file", "media_type": "text/html", "path": "gone/summary.html", "sha256": digest, "status": "stored"}])]
+    rec.record(
+        ArtifactStored(test_id="t1", path="gone/summary.html", media_type="text/html", sha256=digest, size=len(html))
+    )
+    messages = [
+        Message(
+            role="assistant",
+            content=[
+                {
+                    "type": "file",
+                    "media_type": "text/html",
+                    "path": "gone/summary.html",
+                    "sha256": digest,
+                    "status": "stored",
+                }
+            ],
+        )
+    ]
     blob = canonical_json([m.model_dump(mode="json", exclude_none=True) for m in messages]).encode()
     rec.record(TranscriptRecorded(test_id="t1", messages_sha256=rec.put_blob(blob)))
     rec.flush()

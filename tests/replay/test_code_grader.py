@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from evalstore.replay.content import FileBlock, Message, TextBlock, ToolCall
+from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
 from evalstore.replay.grading.graders.base import GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.code import CodeGrader
 from evalstore.replay.recording import MemoryRecorder
-from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
 from evalstore.store.codec import sha256_hex
 from evalstore.store.events import GraderCalled
 
@@ -310,7 +310,7 @@ def test_code_grader_gets_raw_files_it_can_verify(tmp_path: Path) -> None:
 
 def test_grader_call_is_recorded_with_its_blobs(tmp_path: Path) -> None:
     result, ctx = run(tmp_path, printing("fine", 0, "note on stderr"))
-    (call_id, call), = [(i, e) for i, e in ctx.recorder.events if isinstance(e, GraderCalled)]
+    ((call_id, call),) = [(i, e) for i, e in ctx.recorder.events if isinstance(e, GraderCalled)]
     assert result.grader_call_event_ids == [call_id]
     assert call.call == "process" and call.grader == "check" and call.grader_type == "code-grader"
     assert call.argv == [sys.executable, str(tmp_path / "grader.py")]

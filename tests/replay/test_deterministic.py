@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from evalstore.replay.content import FileBlock, Message, TextBlock
+from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec, EvalSuite, EvalTest
 from evalstore.replay.grading.graders.base import GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.deterministic import AssertionGrader
 from evalstore.replay.recording import MemoryRecorder
-from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec, EvalSuite, EvalTest
 
 
 def make_ctx(tmp_path: Path, content: str | list, converters: list[ConverterSpec] | None = None) -> GradingContext:

@@ -9,15 +9,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from fixture_paths import AGENTV_FIXTURES as FIXTURES
 
-from evalstore.replay.evalfile.aliases import normalize_media_type
 from evalstore.replay.errors import EvalFileError, ReferenceNotFoundError
-from evalstore.replay.evalfile.parser import load_eval, load_eval_text
+from evalstore.replay.evalfile.aliases import normalize_media_type
 from evalstore.replay.evalfile.metadata import merge_metadata, suite_metadata
+from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.search_roots import SnapshotResolver, build_search_roots, resolve_reference
 from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, LlmGraderSpec
 
-from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
@@ -109,7 +109,11 @@ def test_rubric_fixture_gives_the_tests_graders_and_rubrics_it_describes(tmp_pat
 
 def test_rubric_fixture_as_shipped_loads_and_warns_about_the_missing_grader_script() -> None:
     suite = load_eval(FIXTURES / "v4/rubric/dataset.eval.yaml")
-    assert [t.id for t in suite.tests][:3] == ["code-explanation-simple", "technical-writing-detailed", "code-quality-multi-eval"]
+    assert [t.id for t in suite.tests][:3] == [
+        "code-explanation-simple",
+        "technical-writing-detailed",
+        "code-quality-multi-eval",
+    ]
     grader = suite.tests[2].graders[1]
     assert (grader.name, grader.type, grader.script) == ("python_syntax", "code-grader", None)
     (warning,) = suite.warnings
@@ -371,7 +375,11 @@ def test_score_ranges_list_form_and_validation(tmp_path: Path) -> None:
     with pytest.raises(EvalFileError, match="overlap at 3"):
         rubric("[{score_range: [0, 4], outcome: a}, {score_range: [3, 10], outcome: b}]")
     shorthand = rubric("{0: bad, 5: ok, 9: great}")
-    assert [r["score_range"] for r in shorthand.tests[0].graders[0].rubrics[0].score_ranges] == [[0, 4], [5, 8], [9, 10]]
+    assert [r["score_range"] for r in shorthand.tests[0].graders[0].rubrics[0].score_ranges] == [
+        [0, 4],
+        [5, 8],
+        [9, 10],
+    ]
     with pytest.raises(EvalFileError, match="leave 0-2 uncovered"):
         rubric("{3: meh, 10: top}")
     with pytest.raises(EvalFileError, match="must be an integer 0-10"):
@@ -468,7 +476,12 @@ def test_unknown_keys_warn_with_file_and_line(tmp_path: Path) -> None:
             "tests[0].assertions[0].flags",
             "unknown regex flag `q`",
         ),
-        ("preprocessors:\n  - type: pdf\n    command: pdftotext x.py\ntests: []\n", 3, "preprocessors[0].command", "not a string"),
+        (
+            "preprocessors:\n  - type: pdf\n    command: pdftotext x.py\ntests: []\n",
+            3,
+            "preprocessors[0].command",
+            "not a string",
+        ),
     ],
 )
 def test_invalid_files_raise_one_error_naming_line_and_field(

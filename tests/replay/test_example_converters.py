@@ -14,11 +14,11 @@ import pytest
 
 from evalstore.replay.content import FileBlock, Message, TextBlock
 from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.grading.graders.base import GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.code import CodeGrader
 from evalstore.replay.grading.preprocessing import prepare_answer
 from evalstore.replay.recording import MemoryRecorder
-from evalstore.replay.evalfile.specs import CodeGraderSpec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "preprocessors"
 SCRIPTS = EXAMPLES / "scripts"

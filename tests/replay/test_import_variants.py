@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from evalstore.replay.agentv import ImportedTest, detect_format, read_results
-from evalstore.replay.errors import ImportFormatError
 from evalstore.replay.agentv.importing import import_results
+from evalstore.replay.errors import ImportFormatError
 from evalstore.store import EventStore
 
 ROW = {"timestamp": "2026-01-01T00:00:00Z", "test_id": "t1", "suite": "s", "score": 1, "target": "a"}
@@ -35,8 +35,10 @@ def test_bom_crlf_and_blank_lines_are_read(tmp_path: Path) -> None:
     path = tmp_path / "win.jsonl"
     path.write_bytes(
         b"\xef\xbb\xbf\r\n"  # a BOM alone on the first line, as some editors leave it
-        + json.dumps(ROW).encode() + b"\r\n\r\n   \r\n"
-        + json.dumps({**ROW, "test_id": "t2"}).encode() + b"\r\n"
+        + json.dumps(ROW).encode()
+        + b"\r\n\r\n   \r\n"
+        + json.dumps({**ROW, "test_id": "t2"}).encode()
+        + b"\r\n"
     )
     assert [(t.test_id, t.source.line) for t in read_tests(path)] == [("t1", 2), ("t2", 5)]
     bom_first = write(tmp_path / "bom.jsonl", [ROW], newline="\r\n", prefix=b"\xef\xbb\xbf")
@@ -62,7 +64,9 @@ def test_a_utf16_file_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_too_deeply_nested_json_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
     path = tmp_path / "deep.jsonl"
-    path.write_text(json.dumps(ROW) + "\n" + '{"test_id":"t","score":1,"metadata":' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    path.write_text(
+        json.dumps(ROW) + "\n" + '{"test_id":"t","score":1,"metadata":' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    )
     with pytest.raises(ImportFormatError, match=r"deep\.jsonl:2: JSON nested too deeply"):
         read_tests(path)
 
@@ -80,8 +84,15 @@ def test_a_lone_surrogate_escape_is_replaced_and_imports(sqlite_store: EventStor
 
 
 def test_optional_fields_of_the_wrong_type_are_treated_as_absent(store: EventStore, tmp_path: Path) -> None:
-    row = {**ROW, "start_time": 1735689600000, "end_time": None, "token_usage": "n/a", "file_changes": {"a": 1},
-           "cost_usd": "0.1", "workspace_path": 7}
+    row = {
+        **ROW,
+        "start_time": 1735689600000,
+        "end_time": None,
+        "token_usage": "n/a",
+        "file_changes": {"a": 1},
+        "cost_usd": "0.1",
+        "workspace_path": 7,
+    }
     path = write(tmp_path / "odd.jsonl", [row])
     (test,) = read_tests(path)
     assert (test.start_time, test.end_time, test.token_usage, test.file_changes, test.cost_usd) == (None,) * 5
@@ -92,10 +103,24 @@ def test_optional_fields_of_the_wrong_type_are_treated_as_absent(store: EventSto
 
 def test_an_input_file_segment_keeps_its_content(tmp_path: Path) -> None:
     """Authored input file blocks carry their text (formats 2); dropping it would lose what the agent was shown."""
-    row = {**ROW, "input": [{"role": "user", "content": [
-        {"type": "text", "text": "Summarise"},
-        {"type": "file", "value": "./notes.md", "path": "notes.md", "text": "the notes", "resolved_path": "/x/notes.md"},
-    ]}]}
+    row = {
+        **ROW,
+        "input": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Summarise"},
+                    {
+                        "type": "file",
+                        "value": "./notes.md",
+                        "path": "notes.md",
+                        "text": "the notes",
+                        "resolved_path": "/x/notes.md",
+                    },
+                ],
+            }
+        ],
+    }
     (test,) = read_tests(write(tmp_path / "in.jsonl", [row]))
     file_block = test.input[0]["content"][1]
     assert file_block == {"type": "file", "path": "notes.md", "text": "the notes"}
@@ -116,7 +141,11 @@ def test_a_repeated_result_is_replaced_by_the_last_as_agentv_does(store: EventSt
     assert (out.tests, out.skipped) == (2, 1)
     assert results(store, out.run_id)[("t1", "a")]["score"] == pytest.approx(0.9)
     (skipped,) = [e.payload for e in store.read_stream(out.run_id, types=["line_skipped"])]
-    assert skipped["source"] == {"line": 1} and "superseded by" in skipped["reason"] and "resumed.jsonl:3" in skipped["reason"]
+    assert (
+        skipped["source"] == {"line": 1}
+        and "superseded by" in skipped["reason"]
+        and "resumed.jsonl:3" in skipped["reason"]
+    )
     again = import_results(store, path)
     assert again.already_imported and again.run_id == out.run_id
 
@@ -135,9 +164,11 @@ def test_head_grading_without_components_is_read(tmp_path: Path) -> None:
     """A HEAD sample whose target failed before grading: grading.json has pass/score/metadata only."""
     sample = tmp_path / "run" / "broken--0123456789ab" / "sample-1"
     sample.mkdir(parents=True)
-    (sample / "grading.json").write_text(json.dumps(
-        {"pass": False, "score": 0, "reason": "Target failed", "metadata": {"execution_status": "execution_error"}}
-    ))
+    (sample / "grading.json").write_text(
+        json.dumps(
+            {"pass": False, "score": 0, "reason": "Target failed", "metadata": {"execution_status": "execution_error"}}
+        )
+    )
     (sample / "result.json").write_text(json.dumps({"execution_status": "execution_error", "verdict": "fail"}))
     (test,) = read_tests(tmp_path / "run")
     assert (test.test_id, test.score, test.passed, test.execution_status) == ("broken", 0, False, "execution_error")
@@ -148,15 +179,23 @@ def test_v4_run_with_spaces_unicode_ids_and_missing_sidecars(store: EventStore, 
     run = tmp_path / "my runs" / "2026-01-01T00-00-00-000Z"
     rows = [
         {**ROW, "test_id": "résumé: 1/2", "score": 0.5, "execution_status": "quality_failure"},  # folder résumé_ 1_2
-        {**ROW, "test_id": "t-err", "score": 0, "execution_status": "execution_error", "error": "agent crashed",
-         "failure_stage": "agent"},  # no folder at all
+        {
+            **ROW,
+            "test_id": "t-err",
+            "score": 0,
+            "execution_status": "execution_error",
+            "error": "agent crashed",
+            "failure_stage": "agent",
+        },  # no folder at all
     ]
     write(run / "index.jsonl", rows)
     folder = run / "s" / "résumé_ 1_2"
     (folder / "outputs").mkdir(parents=True)
-    (folder / "grading.json").write_text(json.dumps(
-        {"assertions": [], "graders": [{"name": "has x", "type": "contains", "score": 0.5, "verdict": "fail"}]}
-    ))
+    (folder / "grading.json").write_text(
+        json.dumps(
+            {"assertions": [], "graders": [{"name": "has x", "type": "contains", "score": 0.5, "verdict": "fail"}]}
+        )
+    )
     (folder / "outputs" / "answer.md").write_text("the answer\r\n")  # no timing.json, trace or transcript
     assert detect_format(run) == "agentv-v4-run"
     by_id = {t.test_id: t for t in read_tests(run)}

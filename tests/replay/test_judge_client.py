@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 
@@ -35,7 +35,7 @@ def test_retry_after_accepts_seconds_and_http_dates():
     assert _retry_after("3") == 3.0
     assert _retry_after("0.5") == 0.5
     assert _retry_after(None) is None and _retry_after("soon") is None
-    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     assert 28 <= _retry_after(when) <= 30
 
 
@@ -71,7 +71,9 @@ def test_a_dropped_connection_is_retried(judge_server: JudgeServer):
 
 
 def test_request_body_carries_model_messages_and_parameters(judge_server: JudgeServer):
-    target = judge(judge_server, temperature=0.2, max_tokens=64, extra={"seed": 7, "response_format": {"type": "json_object"}})
+    target = judge(
+        judge_server, temperature=0.2, max_tokens=64, extra={"seed": 7, "response_format": {"type": "json_object"}}
+    )
     c, http = client()
     with http:
         c.complete(target.resolve({}), MESSAGES)
@@ -132,7 +134,9 @@ def test_from_entry_refuses_literal_keys_and_providers_that_cannot_grade(tmp_pat
         encoding="utf-8",
     )
     loaded = load_targets_file(targets)
-    with pytest.raises(JudgeConfigError, match=r"targets.yaml:2: target 'literal': field 'api_key' holds a literal key"):
+    with pytest.raises(
+        JudgeConfigError, match=r"targets.yaml:2: target 'literal': field 'api_key' holds a literal key"
+    ):
         JudgeTarget.from_entry(loaded.get("literal"))
     with pytest.raises(JudgeConfigError, match=r"provider 'codex' cannot grade"):
         JudgeTarget.from_entry(loaded.get("agent"))
@@ -181,7 +185,9 @@ def test_from_env_configures_the_quickstart_judge(judge_server: JudgeServer):
 
 def test_a_literal_key_in_a_judge_url_or_parameters_is_not_in_what_is_stored() -> None:
     target = JudgeTarget(
-        name="j", provider="openai-compatible", model="m",
+        name="j",
+        provider="openai-compatible",
+        model="m",
         base_url="https://gw.example/v1?api_key=sk-live-URLKEY0123456789abcdef",
         extra={"seed": 7, "metadata": {"token": "tok-literal-ABCDEF0123456789abcdef"}},
     )

@@ -25,12 +25,12 @@ from judge_server import (
 
 from evalstore.replay.content import Message, ToolCall
 from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, RubricItem
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.llm import LlmGrader
 from evalstore.replay.grading.judge import JudgePool, JudgeTarget, RetryPolicy
 from evalstore.replay.grading.judge.modes import FREEFORM_SCHEMA, RUBRIC_FORMAT, SCORE_RANGE_SYSTEM
 from evalstore.replay.recording import MemoryRecorder
-from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, RubricItem
 from evalstore.store.events import GraderCalled, encode
 
 KEY_ENV = "EVALSTORE_TEST_JUDGE_KEY"
@@ -246,7 +246,9 @@ def test_prompt_file_gets_every_variable_with_suite_metadata_object_input_and_ru
 
     (request,) = judge_server.requests
     assert request.system == RUBRIC_FORMAT  # a custom template gets the format, not the built-in persona
-    assert request.user == """\
+    assert (
+        request.user
+        == """\
 Q: {
   "company": "Apple",
   "ticker": "AAPL"
@@ -284,6 +286,7 @@ RUBJ: [{"id":"rubric-1","outcome":"Uses the provided ticker.","weight":1,"requir
 FC: + notes.md
 TC: - Read: data/aapl.csv
 UNKNOWN: {{ reviewer }} {{reviewer}}"""
+    )
     assert (result.status, result.verdict, result.score) == ("ok", "pass", 1.0)
     unknown = [e for e in result.evidence if "unknown variable" in e]
     assert len(unknown) == 1 and "{{reviewer}}" in unknown[0]
@@ -341,7 +344,9 @@ def test_rubric_prompt_lists_items_with_labels_and_operator_guidance(judge_serve
     (request,) = judge_server.requests
     assert request.system.startswith("You are an expert grader. Check the answer against each rubric item.\n")
     assert request.system.endswith(RUBRIC_FORMAT)
-    assert request.user == """\
+    assert (
+        request.user
+        == """\
 You are an expert grader. Check the answer against each rubric item below.
 
 [[ ## question ## ]]
@@ -365,6 +370,7 @@ out or contradicting it does not satisfy it.
 - [server-errors] (weight: 1.5): Explains 5xx codes
 
 For each rubric item, decide whether the answer satisfies it and give brief reasoning."""
+    )
 
 
 def test_rubric_score_is_satisfied_weight_over_returned_weight_and_required_items_gate(
@@ -380,7 +386,11 @@ def test_rubric_score_is_satisfied_weight_over_returned_weight_and_required_item
         ("[success-codes] Covers 2xx codes", False, "reasoning for success-codes"),
         ("[server-errors] Explains 5xx codes", True, "reasoning for server-errors"),
     ]
-    assert result.details == {"mode": "rubric", "failed_required": ["success-codes"], "overall_reasoning": "overall reasoning"}
+    assert result.details == {
+        "mode": "rubric",
+        "failed_required": ["success-codes"],
+        "overall_reasoning": "overall reasoning",
+    }
 
     # An item the judge leaves out drops out of the denominator.
     judge_server.script(rubric({"structure": True, "success-codes": True}))
@@ -426,7 +436,9 @@ def test_score_range_prompt_and_weighted_scoring(judge_server: JudgeServer, pool
     result = grade(context(test, pool, answer="Climate change is accelerating."))
     (request,) = judge_server.requests
     assert request.system == SCORE_RANGE_SYSTEM
-    assert request.user == """\
+    assert (
+        request.user
+        == """\
 You are an expert grader. Score the answer on each criterion below, using its score ranges.
 Give each criterion an integer score from 0 to 10: the range whose description best fits.
 
@@ -459,6 +471,7 @@ correctness: satisfied only when the answer affirmatively supports or achieves t
 or contradicting it does not satisfy it.
 
 For each criterion, give an integer score from 0 to 10 within one of its score ranges."""
+    )
     # (0.7 * 2 + 1.0 * 1) / 3 = 0.8, but accuracy is under its min_score: the verdict fails.
     assert result.score == pytest.approx(0.8)
     assert result.verdict == "fail"
@@ -534,7 +547,7 @@ def test_retries_are_capped_and_the_final_failure_is_an_execution_error(judge_se
     assert len(judge_server.requests) == 3  # the first request and max_retries=2
     assert (result.status, result.verdict, result.score) == ("execution_error", "skip", 0.0)
     assert result.assertions[0].text == "Judge call failed: HTTP 503 from judge 'judge'"
-    assert any('internal error' in e for e in result.evidence)
+    assert any("internal error" in e for e in result.evidence)
     assert outcomes(recorder) == ["error"] * 3
 
 
@@ -643,7 +656,11 @@ def test_request_and_parameters_are_recorded(judge_server: JudgeServer, pool: Ju
     grade(context(math_test(), pool, recorder=recorder))
     ((_, event),) = calls(recorder)
     assert (event.grader, event.grader_type, event.call, event.test_id, event.target) == (
-        "llm-grader", "llm-grader", "judge", "add", "agent"
+        "llm-grader",
+        "llm-grader",
+        "judge",
+        "add",
+        "agent",
     )
     assert event.model == "judge-model" and event.parameters == {"temperature": 0.0, "max_tokens": 512}
     sent = judge_server.requests[0].body["messages"]

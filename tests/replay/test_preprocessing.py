@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
+from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
 from evalstore.replay.grading.graders.base import GradeOptions, GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.code import CodeGrader
 from evalstore.replay.grading.graders.deterministic import AssertionGrader
 from evalstore.replay.grading.preprocessing import BINARY_WITHOUT_CONVERTER, prepare_answer
 from evalstore.replay.recording import MemoryRecorder
-from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
 from evalstore.store.codec import sha256_hex
 from evalstore.store.events import PreprocessingRecorded
 
@@ -35,9 +35,7 @@ def make_ctx(
     output_text: str | None = None,
     role: str = "assistant",
 ) -> GradingContext:
-    suite = EvalSuite(
-        path=str(tmp_path / "dataset.eval.yaml"), name="suite", preprocessors=suite_converters or []
-    )
+    suite = EvalSuite(path=str(tmp_path / "dataset.eval.yaml"), name="suite", preprocessors=suite_converters or [])
     ws = workspace if workspace is not None else tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     return GradingContext(
@@ -328,9 +326,7 @@ def test_per_grader_override_replaces_the_suite_converter(tmp_path: Path) -> Non
     ws.mkdir()
     (ws / "r.xlsx").write_bytes(b"PK")
     suite_conv = converter(suite_script)
-    ctx = make_ctx(
-        tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws, suite_converters=[suite_conv]
-    )
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws, suite_converters=[suite_conv])
     # Deterministic assertions use the suite's converters.
     contains = AssertionSpec(name="c", type="contains", value="from the suite converter")
     suite_result = AssertionGrader(contains).grade(ctx)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from fixture_paths import AGENTV_FIXTURES
 
+from evalstore.replay.evalfile.specs import AssertionSpec
 from evalstore.replay.grading.graders.base import GraderResult
 from evalstore.replay.grading.scoring import apply_negate, required_gate, score_recorded, score_test
-from evalstore.replay.evalfile.specs import AssertionSpec
 from evalstore.store.events import Assertion
 
 BASELINE = AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
@@ -151,8 +150,13 @@ def test_score_recorded_rules() -> None:
     outcome = score_recorded(scores, 0.8)
     assert outcome is not None and outcome.score == pytest.approx(2 / 3) and outcome.status == "quality_failure"
     skipped = scores + [
-        {"name": "c", "type": "llm-grader", "score": 0, "verdict": "skip",
-         "assertions": [{"text": "Grader parse failure after 3 attempts", "passed": False}]}
+        {
+            "name": "c",
+            "type": "llm-grader",
+            "score": 0,
+            "verdict": "skip",
+            "assertions": [{"text": "Grader parse failure after 3 attempts", "passed": False}],
+        }
     ]
     outcome = score_recorded(skipped, 0.8)
     assert outcome is not None

@@ -39,8 +39,17 @@ def test_secret_tokens_inside_strings_and_argv_items_are_redacted_and_references
         "command": f"my-agent --api-key {LITERAL_KEY} {{PROMPT}}",
         "command_template": "agent --token hunter2 --model gpt-4o --verbose --api-key ${{ KEY }} {PROMPT}",
         "wrapped": "sh -c 'agent --token abc123' && OPENAI_API_KEY=xyz123 run --password=\"a b\" --secret {EVAL_ID}",
-        "argv": ["agent", "--api-key", "plainsecret", "--model", "m", "--token", "${{ T }}",
-                 "--client-secret={PROMPT}", "ghp_abcdefghijklmnopqrstuvwxyz1234"],
+        "argv": [
+            "agent",
+            "--api-key",
+            "plainsecret",
+            "--model",
+            "m",
+            "--token",
+            "${{ T }}",
+            "--client-secret={PROMPT}",
+            "ghp_abcdefghijklmnopqrstuvwxyz1234",
+        ],
         "healthcheck": {"type": "http", "url": "http://127.0.0.1:9/health?token=tok-LITERAL-1&x=1"},
         "base_url": "https://bob:hunter2@proxy.example/v1",
         "args": ["-H", "Authorization: Bearer abc.def", "-H", "Authorization: Bearer ${{ BEARER }}"],
@@ -54,15 +63,35 @@ def test_secret_tokens_inside_strings_and_argv_items_are_redacted_and_references
     assert out["wrapped"] == (
         f"sh -c 'agent --token {REDACTED}' && OPENAI_API_KEY={REDACTED} run --password={REDACTED} --secret {{EVAL_ID}}"
     )
-    assert out["argv"] == ["agent", "--api-key", REDACTED, "--model", "m", "--token", "${{ T }}",
-                           "--client-secret={PROMPT}", REDACTED]
+    assert out["argv"] == [
+        "agent",
+        "--api-key",
+        REDACTED,
+        "--model",
+        "m",
+        "--token",
+        "${{ T }}",
+        "--client-secret={PROMPT}",
+        REDACTED,
+    ]
     assert out["healthcheck"] == {"type": "http", "url": f"http://127.0.0.1:9/health?token={REDACTED}&x=1"}
     assert out["base_url"] == f"https://bob:{REDACTED}@proxy.example/v1"
     assert out["args"] == ["-H", f"Authorization: Bearer {REDACTED}", "-H", "Authorization: Bearer ${{ BEARER }}"]
     assert out["note"] == f"aws {REDACTED} and {REDACTED}"
     dumped = json.dumps(out)
-    for literal in (LITERAL_KEY, "hunter2", "abc123", "xyz123", "a b", "plainsecret", "ghp_", "tok-LITERAL-1",
-                    "abc.def", "AKIA", "eyJ"):
+    for literal in (
+        LITERAL_KEY,
+        "hunter2",
+        "abc123",
+        "xyz123",
+        "a b",
+        "plainsecret",
+        "ghp_",
+        "tok-LITERAL-1",
+        "abc.def",
+        "AKIA",
+        "eyJ",
+    ):
         assert literal not in dumped, literal
     assert config["command"] == f"my-agent --api-key {LITERAL_KEY} {{PROMPT}}"  # the input is not modified
 
@@ -81,8 +110,11 @@ def test_ordinary_values_inside_strings_are_not_redacted() -> None:
 def test_the_agent_gets_the_literal_command_and_only_the_stored_config_is_redacted(tmp_path: Path) -> None:
     agent = tmp_path / "agent.py"
     agent.write_text("import json, sys\nprint(json.dumps(sys.argv[1:]))\n")
-    target = {"name": "agent", "provider": "cli",
-              "command": f"{PY} {shlex.quote(str(agent))} --api-key {LITERAL_KEY} {{PROMPT}}"}
+    target = {
+        "name": "agent",
+        "provider": "cli",
+        "command": f"{PY} {shlex.quote(str(agent))} --api-key {LITERAL_KEY} {{PROMPT}}",
+    }
 
     outcome = run_target(target, a_test("hello"), workspace=tmp_path / "ws", eval_dir=tmp_path)
 
@@ -136,13 +168,19 @@ def test_a_command_that_cannot_start_is_named_as_configured(tmp_path: Path, monk
 def test_an_agent_that_prints_its_secret_on_failure_is_recorded_without_it(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     agent = tmp_path / "agent.py"
-    agent.write_text(textwrap.dedent("""\
+    agent.write_text(
+        textwrap.dedent("""\
         import os, sys
         sys.stderr.write("auth failed for key " + os.environ["AGENT_KEY"] + "\\n")
         sys.exit(2)
-    """))
-    target = {"name": "agent", "provider": "cli", "command": [sys.executable, str(agent)],
-              "env": {"AGENT_KEY": f"${{{{ {TOKEN_ENV} }}}}"}}
+    """)
+    )
+    target = {
+        "name": "agent",
+        "provider": "cli",
+        "command": [sys.executable, str(agent)],
+        "env": {"AGENT_KEY": f"${{{{ {TOKEN_ENV} }}}}"},
+    }
 
     outcome = run_target(target, a_test(), workspace=tmp_path / "ws", eval_dir=tmp_path)
 
@@ -156,12 +194,17 @@ def test_an_openai_endpoint_that_echoes_the_key_is_reported_without_it(
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     judge_server.script(Reply(status=401, body=json.dumps({"error": f"invalid api key {TOKEN}"}).encode()))
-    target = {"name": "gpt", "provider": "openai", "base_url": judge_server.base_url, "model": "m",
-              "api_key": f"${{{{ {TOKEN_ENV} }}}}", "max_retries": 0}
+    target = {
+        "name": "gpt",
+        "provider": "openai",
+        "base_url": judge_server.base_url,
+        "model": "m",
+        "api_key": f"${{{{ {TOKEN_ENV} }}}}",
+        "max_retries": 0,
+    }
 
     outcome = run_target(target, a_test(), workspace=tmp_path / "ws", eval_dir=tmp_path)
 
     assert judge_server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"  # the key was sent
     assert outcome.status == "error" and "HTTP 401" in outcome.error
     assert f"invalid api key ${{{{ {TOKEN_ENV} }}}}" in outcome.error and TOKEN not in outcome.error
-

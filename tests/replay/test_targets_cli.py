@@ -48,11 +48,15 @@ def cli_target(command, **extra) -> dict:
 
 def test_plain_text_stdout_is_one_assistant_message_and_prompt_is_shell_quoted(tmp_path, dirs) -> None:
     workspace, eval_dir = dirs
-    agent = script(tmp_path, "agent.py", """
+    agent = script(
+        tmp_path,
+        "agent.py",
+        """
         import sys
         print("answer to: " + sys.argv[1])
-    """)
-    prompt = "it's $(touch pwned) `touch pwned2` \"quoted\"; rm -rf nothing"
+    """,
+    )
+    prompt = 'it\'s $(touch pwned) `touch pwned2` "quoted"; rm -rf nothing'
 
     outcome = run_target(
         cli_target(f"{PY} {shlex.quote(str(agent))} {{PROMPT}}"), a_test(prompt), workspace=workspace, eval_dir=eval_dir
@@ -72,7 +76,10 @@ def test_plain_text_stdout_is_one_assistant_message_and_prompt_is_shell_quoted(t
 def test_runs_in_the_workspace_by_default(tmp_path, dirs) -> None:
     workspace, eval_dir = dirs
     outcome = run_target(
-        cli_target([sys.executable, "-c", "import os; print(os.getcwd())"]), a_test(), workspace=workspace, eval_dir=eval_dir
+        cli_target([sys.executable, "-c", "import os; print(os.getcwd())"]),
+        a_test(),
+        workspace=workspace,
+        eval_dir=eval_dir,
     )
     assert Path(outcome.output_text).resolve() == workspace.resolve()
 
@@ -80,7 +87,10 @@ def test_runs_in_the_workspace_by_default(tmp_path, dirs) -> None:
 def test_output_file_json_with_xlsx_and_html_file_blocks_is_captured(tmp_path, dirs) -> None:
     openpyxl = pytest.importorskip("openpyxl")
     workspace, eval_dir = dirs
-    agent = script(tmp_path, "agent.py", """
+    agent = script(
+        tmp_path,
+        "agent.py",
+        """
         import json, os, sys
         import openpyxl
         out_file = sys.argv[1]
@@ -104,7 +114,8 @@ def test_output_file_json_with_xlsx_and_html_file_blocks_is_captured(tmp_path, d
         with open(out_file, "w") as f:
             json.dump(answer, f)
         print("progress noise on stdout that is not the answer")
-    """)
+    """,
+    )
 
     outcome = run_target(
         cli_target(f"{PY} {shlex.quote(str(agent))} {{OUTPUT_FILE}}"), a_test(), workspace=workspace, eval_dir=eval_dir
@@ -130,11 +141,15 @@ def test_output_file_json_with_xlsx_and_html_file_blocks_is_captured(tmp_path, d
 
 def test_prompt_file_and_eval_id_substitution_in_an_argv_command(tmp_path, dirs) -> None:
     workspace, eval_dir = dirs
-    agent = script(tmp_path, "agent.py", """
+    agent = script(
+        tmp_path,
+        "agent.py",
+        """
         import json, sys
         prompt_file, eval_id = sys.argv[1], sys.argv[2]
         print(json.dumps({"text": json.dumps({"prompt": open(prompt_file).read(), "id": eval_id})}))
-    """)
+    """,
+    )
     test = EvalTest(
         id="case 7's id",
         input=[
@@ -158,7 +173,9 @@ def test_prompt_file_and_eval_id_substitution_in_an_argv_command(tmp_path, dirs)
 
 def test_prompt_text_single_turn_embeds_input_files(tmp_path) -> None:
     (tmp_path / "notes.md").write_text("line one\r\nline two\n")
-    messages = [Message(role="user", content=[{"type": "text", "text": "Summarise:"}, {"type": "file", "path": "notes.md"}])]
+    messages = [
+        Message(role="user", content=[{"type": "text", "text": "Summarise:"}, {"type": "file", "path": "notes.md"}])
+    ]
     assert question_text(messages, base_dir=str(tmp_path)) == (
         'Summarise:\n\n<file path="notes.md">\nline one\nline two\n</file>'
     )
@@ -183,9 +200,7 @@ def test_output_file_config_and_env_reference_are_used(tmp_path, dirs, monkeypat
 def test_cwd_is_resolved_against_the_eval_dir(tmp_path, dirs) -> None:
     workspace, eval_dir = dirs
     (eval_dir / "tools").mkdir()
-    outcome = run_target(
-        cli_target("pwd", cwd="tools"), a_test(), workspace=workspace, eval_dir=eval_dir
-    )
+    outcome = run_target(cli_target("pwd", cwd="tools"), a_test(), workspace=workspace, eval_dir=eval_dir)
     assert Path(outcome.output_text).resolve() == (eval_dir / "tools").resolve()
 
 
@@ -205,12 +220,16 @@ def test_a_command_that_does_not_exist_is_an_error_outcome(dirs) -> None:
 
 def test_nonzero_exit_reports_code_and_stderr_tail(tmp_path, dirs) -> None:
     workspace, eval_dir = dirs
-    agent = script(tmp_path, "agent.py", """
+    agent = script(
+        tmp_path,
+        "agent.py",
+        """
         import sys
         print("partial answer")
         sys.stderr.write("x" * 5000 + "\\nTraceback: model quota exhausted\\n")
         sys.exit(3)
-    """)
+    """,
+    )
     outcome = run_target(cli_target([sys.executable, str(agent)]), a_test(), workspace=workspace, eval_dir=eval_dir)
     assert outcome.status == "error"
     assert outcome.exit_code == 3
@@ -232,12 +251,16 @@ def _gone(pid: int) -> bool:
 def test_hang_times_out_and_the_process_group_is_killed(tmp_path, dirs) -> None:
     workspace, eval_dir = dirs
     pid_file = tmp_path / "grandchild.pid"
-    agent = script(tmp_path, "agent.py", f"""
+    agent = script(
+        tmp_path,
+        "agent.py",
+        f"""
         import subprocess, time
         child = subprocess.Popen(["sleep", "60"])
         open({str(pid_file)!r}, "w").write(str(child.pid))
         time.sleep(60)
-    """)
+    """,
+    )
 
     started = time.monotonic()
     outcome = run_target(
@@ -288,7 +311,8 @@ def test_configuration_errors_raise_naming_file_and_target(tmp_path, dirs, monke
     monkeypatch.delenv("EVALSTORE_TEST_MISSING_VAR", raising=False)
     targets = tmp_path / ".agentv" / "targets.yaml"
     targets.parent.mkdir()
-    targets.write_text(textwrap.dedent("""
+    targets.write_text(
+        textwrap.dedent("""
         targets:
           - name: nocmd
             provider: cli
@@ -301,7 +325,8 @@ def test_configuration_errors_raise_naming_file_and_target(tmp_path, dirs, monke
             provider: cli
             command: echo hi
             cwd: does/not/exist
-    """))
+    """)
+    )
     loaded = load_targets_file(targets)
     cases = {
         "nocmd": "needs `command:`",
@@ -323,14 +348,19 @@ def test_a_target_from_a_targets_file_runs(tmp_path, dirs) -> None:
     workspace, eval_dir = dirs
     targets = tmp_path / "targets.yaml"
     targets.write_text("targets:\n  - name: echo\n    provider: cli\n    command: echo got {EVAL_ID}\n")
-    outcome = run_target(load_targets_file(targets).get("echo"), a_test(test_id="abc"), workspace=workspace, eval_dir=eval_dir)
+    outcome = run_target(
+        load_targets_file(targets).get("echo"), a_test(test_id="abc"), workspace=workspace, eval_dir=eval_dir
+    )
     assert outcome.status == "ok" and outcome.output_text == "got abc"
 
 
 def test_the_agent_sees_its_workspace_in_the_environment(dirs) -> None:
     workspace, eval_dir = dirs
     outcome = run_target(
-        cli_target('printf "%s" "$AGENTV_WORKSPACE_PATH"', cwd=str(eval_dir)), a_test(), workspace=workspace, eval_dir=eval_dir
+        cli_target('printf "%s" "$AGENTV_WORKSPACE_PATH"', cwd=str(eval_dir)),
+        a_test(),
+        workspace=workspace,
+        eval_dir=eval_dir,
     )
     assert outcome.output_text == str(workspace)
     assert os.path.isdir(outcome.output_text)
@@ -369,22 +399,29 @@ def test_only_the_recording_runner_imports_target_code() -> None:
         if rel.parts[0] == "targets":
             continue
         package = ["evalstore", "replay", *rel.parts[:-1]]
-        if any(m == "evalstore.replay.targets" or m.startswith("evalstore.replay.targets.") for m in _imports_of(path, package)):
+        if any(
+            m == "evalstore.replay.targets" or m.startswith("evalstore.replay.targets.")
+            for m in _imports_of(path, package)
+        ):
             importers.append(rel.as_posix())
     assert importers == ["record.py"]  # the check sees the one module that must import targets
 
 
 def test_regrading_loads_no_target_code() -> None:
     """The same rule at run time: importing the replay path (and the CLI's replay command) loads no target module."""
-    code = ("import sys, evalstore.replay.regrade, evalstore.replay.api, evalstore.replay.analysis.audit; "
-            "print(sorted(m for m in sys.modules if m.split('.')[:3] == ['evalstore', 'replay', 'targets']))")
+    code = (
+        "import sys, evalstore.replay.regrade, evalstore.replay.api, evalstore.replay.analysis.audit; "
+        "print(sorted(m for m in sys.modules if m.split('.')[:3] == ['evalstore', 'replay', 'targets']))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_keep_temp_files_leaves_the_prompt_file(dirs) -> None:
     workspace, eval_dir = dirs
-    kept = run_target(cli_target("echo {PROMPT_FILE}", keep_temp_files=True), a_test("kept?"), workspace=workspace, eval_dir=eval_dir)
+    kept = run_target(
+        cli_target("echo {PROMPT_FILE}", keep_temp_files=True), a_test("kept?"), workspace=workspace, eval_dir=eval_dir
+    )
     assert Path(kept.output_text).read_text() == "kept?"
     gone = run_target(cli_target("echo {PROMPT_FILE}"), a_test(), workspace=workspace, eval_dir=eval_dir)
     assert not Path(gone.output_text).exists()

@@ -36,7 +36,11 @@ class ChatServer:
 
 
 def completion(text: str, usage: dict | None = None) -> dict:
-    body = {"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+    body = {
+        "id": "c1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+    }
     if usage is not None:
         body["usage"] = usage
     return body
@@ -48,7 +52,7 @@ def chat_server() -> Iterator[ChatServer]:
     state = ChatServer(url="")
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", 0))
             body = json.loads(self.rfile.read(length) or b"{}")
             state.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
@@ -182,7 +186,9 @@ def test_slow_endpoint_times_out(chat_server: ChatServer, tmp_path: Path, monkey
 
 def test_missing_key_variable_names_variable_and_target(chat_server: ChatServer, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("EVALSTORE_TEST_TARGET_KEY", raising=False)
-    with pytest.raises(TargetConfigError, match=r"target 'gpt': environment variable EVALSTORE_TEST_TARGET_KEY is not set"):
+    with pytest.raises(
+        TargetConfigError, match=r"target 'gpt': environment variable EVALSTORE_TEST_TARGET_KEY is not set"
+    ):
         run(openai_target(chat_server.url), tmp_path)
     assert chat_server.requests == []
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from evalstore.replay.errors import TargetsFileError
-from evalstore.replay.targetsfile.redaction import REDACTED
 from evalstore.replay.targetsfile.loader import (
     find_targets_file,
     interpolate,
@@ -15,6 +14,7 @@ from evalstore.replay.targetsfile.loader import (
     load_targets_file,
     references,
 )
+from evalstore.replay.targetsfile.redaction import REDACTED
 
 AGENTV_TARGETS = """\
 # Targets as AgentV users write them
@@ -98,7 +98,10 @@ def test_interpolation_resolves_only_when_asked():
     [
         ("targets: {}\n", r"targets.yaml:1: expected a mapping with a 'targets:' list"),
         ("targets:\n  - provider: openai\n", r"targets.yaml:2: targets\[0\]: field 'name' is required"),
-        ("targets:\n  - name: a\n    provider: openai\n  - name: b\n", r"targets.yaml:4: target 'b': field 'provider' is required"),
+        (
+            "targets:\n  - name: a\n    provider: openai\n  - name: b\n",
+            r"targets.yaml:4: target 'b': field 'provider' is required",
+        ),
         (
             "targets:\n  - name: a\n    provider: openai\n  - name: a\n    provider: azure\n",
             r"targets.yaml:4: target 'a' is defined twice",
@@ -117,7 +120,9 @@ def test_bad_files_name_file_line_and_field(tmp_path: Path, text: str, message: 
 
 def test_unknown_target_lists_the_known_ones(tmp_path: Path):
     loaded = load_targets_file(write(tmp_path, AGENTV_TARGETS))
-    with pytest.raises(TargetsFileError, match=r"no target named 'nope' \(targets defined: codex, default, gemini-flash, openai\)"):
+    with pytest.raises(
+        TargetsFileError, match=r"no target named 'nope' \(targets defined: codex, default, gemini-flash, openai\)"
+    ):
         loaded.get("nope")
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from evalstore.replay.content import Message, ToolCall, render_object
 from evalstore.replay.errors import PromptTemplateError
+from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
 from evalstore.replay.grading.judge.parsing import JudgeParseError, extract_json
 from evalstore.replay.grading.judge.templates import (
     choose_prompt,
@@ -18,7 +19,6 @@ from evalstore.replay.grading.judge.templates import (
     rubric_line,
     template_variables,
 )
-from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
 
 
 def test_render_substitutes_known_variables_with_inner_whitespace_and_reports_unknown_once():
@@ -49,7 +49,9 @@ def test_single_turn_input_joins_segments_and_conversation_uses_role_blocks(tmp_
         Message(role="assistant", content="Hello, what do you need?"),
         Message(role="user", content="Fix the bug"),
     ]
-    assert render_input(conversation) == "@[User]:\nHi\n\n@[Assistant]:\nHello, what do you need?\n\n@[User]:\nFix the bug"
+    assert (
+        render_input(conversation) == "@[User]:\nHi\n\n@[Assistant]:\nHello, what do you need?\n\n@[User]:\nFix the bug"
+    )
 
 
 @pytest.mark.parametrize(
@@ -144,7 +146,10 @@ def test_prompt_choice_follows_agentv(tmp_path: Path):
 
     good = tmp_path / "judge.md"
     good.write_text("Reference: {{ expected_output }}", encoding="utf-8")
-    assert choose_prompt(LlmGraderSpec(name="g", prompt_file=str(good)), None).template == "Reference: {{ expected_output }}"
+    assert (
+        choose_prompt(LlmGraderSpec(name="g", prompt_file=str(good)), None).template
+        == "Reference: {{ expected_output }}"
+    )
 
     bad = tmp_path / "bad.md"
     bad.write_text("Grade {{criteria}} only", encoding="utf-8")
@@ -160,10 +165,14 @@ def test_prompt_choice_follows_agentv(tmp_path: Path):
         ('{"score": 0.5}', {"score": 0.5}),
         ('```json\n{"score": 1}\n```', {"score": 1}),
         ('Here you go:\n```\n{"score": 0.2, "x": {"y": 1}}\n```\nHope that helps.', {"score": 0.2, "x": {"y": 1}}),
-        ('{"assertions": [{"text": "t", "passed": "true"}, {"text": "u", "passed": "FALSE"}]}',
-         {"assertions": [{"text": "t", "passed": True}, {"text": "u", "passed": False}]}),
-        ('{"checks": [{"id": "a", "satisfied": yes}, {"id": "b", "satisfied": false}]}',
-         {"checks": [{"id": "a", "satisfied": True}, {"id": "b", "satisfied": False}]}),
+        (
+            '{"assertions": [{"text": "t", "passed": "true"}, {"text": "u", "passed": "FALSE"}]}',
+            {"assertions": [{"text": "t", "passed": True}, {"text": "u", "passed": False}]},
+        ),
+        (
+            '{"checks": [{"id": "a", "satisfied": yes}, {"id": "b", "satisfied": false}]}',
+            {"checks": [{"id": "a", "satisfied": True}, {"id": "b", "satisfied": False}]},
+        ),
     ],
 )
 def test_extract_json_tolerates_fences_prose_and_string_booleans(reply, parsed):

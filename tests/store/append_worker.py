@@ -37,13 +37,18 @@ def main(url: str, worker: str, go_file: str, batches: int) -> None:
     own = f"worker-{worker}"
     for b in range(batches):
         batch = [
-            NewEvent(LineSkipped(source=SourceRef(file=f"{worker}.jsonl", line=b * 3 + i), reason="x" * 200), f"{worker}-{b}-{i}")
+            NewEvent(
+                LineSkipped(source=SourceRef(file=f"{worker}.jsonl", line=b * 3 + i), reason="x" * 200),
+                f"{worker}-{b}-{i}",
+            )
             for i in range(3)
         ]
         store.append(own, batch, expected_version=b * 3, blobs=blobs_for(worker, b))
         ids += [e.event_id for e in batch]
         if b % 2 == 0:
-            event = NewEvent(LineSkipped(source=SourceRef(file="shared.jsonl", line=b), reason=worker), f"{worker}-shared-{b}")
+            event = NewEvent(
+                LineSkipped(source=SourceRef(file="shared.jsonl", line=b), reason=worker), f"{worker}-shared-{b}"
+            )
             while True:
                 try:
                     store.append("shared", [event], expected_version=store.stream_version("shared"))

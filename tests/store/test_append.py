@@ -129,7 +129,10 @@ def test_projections_follow_each_append(store: EventStore) -> None:
         ("rome", 0.75, False),
     ]
     verdicts = store.query("verdicts", run_id="run-b", test_id="madrid")
-    assert [(v["grader"], v["score"], v["verdict"]) for v in verdicts] == [("judge", 0.5, "fail"), ("rubric", 0.0, "fail")]
+    assert [(v["grader"], v["score"], v["verdict"]) for v in verdicts] == [
+        ("judge", 0.5, "fail"),
+        ("rubric", 0.0, "fail"),
+    ]
 
 
 def test_reuse_indexes_keep_the_first_event_for_a_key(store: EventStore) -> None:

@@ -47,7 +47,7 @@ def test_compressible_blobs_are_compressed_and_round_trip(store: EventStore) -> 
         sha256_hex(small): "identity",
     }
     stored_size = scalar(store.engine, "SELECT length(data) FROM blobs WHERE sha256 = :s", s=sha256_hex(text_blob))
-    assert COMPRESS_MIN_BYTES < len(text_blob) and stored_size < len(text_blob) / 10
+    assert len(text_blob) > COMPRESS_MIN_BYTES and stored_size < len(text_blob) / 10
     for sha, data in blobs.items():
         assert store.get_blob(sha) == data
     assert store.has_blobs([*blobs, "f" * 64]) == set(blobs)
@@ -125,7 +125,9 @@ def test_a_failed_append_leaves_no_dictionary_behind(store: EventStore) -> None:
 
     first, second = _prompt(1), _prompt(2)
     with pytest.raises(ConcurrencyError):
-        store.append("r", [_artifact(sha256_hex(first), len(first))], expected_version=7, blobs={sha256_hex(first): first})
+        store.append(
+            "r", [_artifact(sha256_hex(first), len(first))], expected_version=7, blobs={sha256_hex(first): first}
+        )
     store.put_blobs({sha256_hex(second): second})
     # ``first`` never landed, so nothing may be compressed against it.
     assert _dictionaries(store) == {sha256_hex(second): None}

@@ -10,7 +10,7 @@ from evalstore.store.codec import canonical_json, event_hash
 
 
 def test_canonical_json_is_sorted_compact_and_keeps_unicode() -> None:
-    assert canonical_json({"b": [1, 2.5, None, True], "a": {"z": "é", "y": "\n\"\\"}}) == (
+    assert canonical_json({"b": [1, 2.5, None, True], "a": {"z": "é", "y": '\n"\\'}}) == (
         '{"a":{"y":"\\n\\"\\\\","z":"é"},"b":[1,2.5,null,true]}'
     )
     with pytest.raises(ValueError):
@@ -22,14 +22,14 @@ def test_canonical_json_is_sorted_compact_and_keeps_unicode() -> None:
     [
         '{"a":1}',
         '{"text":"quotes \\" backslash \\\\ newline \\n tab \\t"}',
-        'unicode é ü 中文 \U0001f600 and \u2028 \x00 \x1f \x7f raw controls',
+        "unicode é ü 中文 \U0001f600 and \u2028 \x00 \x1f \x7f raw controls",
         "",
     ],
 )
 def test_event_hash_is_the_digest_of_the_canonical_body(payload: str) -> None:
     fields = {
         "seq": 123456789012,
-        "event_id": "a1b2-\"odd\"-id",
+        "event_id": 'a1b2-"odd"-id',
         "stream_id": "run/é",
         "stream_version": 7,
         "type": "verdict_recorded",

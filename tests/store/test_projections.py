@@ -57,7 +57,11 @@ def test_one_batch_equals_many(store: EventStore, tmp_path) -> None:  # type: ig
     single = EventStore(make_engine(f"sqlite:///{tmp_path / 'single.db'}"))
     try:
         batches = run_batches("run-a")
-        single.append("run-a", [e for events, _ in batches for e in events], blobs={k: v for _, b in batches for k, v in b.items()})
+        single.append(
+            "run-a",
+            [e for events, _ in batches for e in events],
+            blobs={k: v for _, b in batches for k, v in b.items()},
+        )
         strip = lambda rows: [{k: v for k, v in r.items() if k not in ("seq", "started_at", "ended_at")} for r in rows]  # noqa: E731
         for name in TABLES:
             assert strip(single.query(name)) == strip(store.query(name)), name

@@ -36,7 +36,11 @@ def _raw_row(store: EventStore, event_id: str) -> tuple:
     with store.engine.connect() as conn:
         from sqlalchemy import text
 
-        return tuple(conn.execute(text("SELECT schema_version, payload, hash FROM events WHERE event_id = :e"), {"e": event_id}).one())
+        return tuple(
+            conn.execute(
+                text("SELECT schema_version, payload, hash FROM events WHERE event_id = :e"), {"e": event_id}
+            ).one()
+        )
 
 
 def test_a_new_schema_version_upcasts_stored_v1_payloads(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,7 +65,9 @@ def test_a_new_schema_version_upcasts_stored_v1_payloads(store: EventStore, monk
 
 
 def test_a_chain_of_upcasts_reaches_a_reshaped_class(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    store.append("r", [NewEvent(RunFailed(reason="timeout: after 600 s"), "ev-1"), NewEvent(RunFailed(reason="oom"), "ev-2")])
+    store.append(
+        "r", [NewEvent(RunFailed(reason="timeout: after 600 s"), "ev-1"), NewEvent(RunFailed(reason="oom"), "ev-2")]
+    )
     before = _raw_row(store, "ev-1")
     monkeypatch.setitem(EVENT_TYPES, "run_failed", RunFailedV3)
 

@@ -15,8 +15,9 @@ output = payload.get("output") or ""
 assertions = [{"text": "Converted answer mentions Revenue", "passed": "Revenue" in output}]
 for entry in payload.get("files", []):
     if entry.get("path") is None:
-        assertions.append({"text": f"{entry['original_path']} is available", "passed": False,
-                           "evidence": entry.get("error")})
+        assertions.append(
+            {"text": f"{entry['original_path']} is available", "passed": False, "evidence": entry.get("error")}
+        )
         continue
     with open(entry["path"], "rb") as handle:
         digest = hashlib.sha256(handle.read()).hexdigest()

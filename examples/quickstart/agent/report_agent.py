@@ -16,9 +16,11 @@ import zipfile
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-REGIONS = {"Q1": [("North", 1200), ("South", 950), ("West", 730)],
-           "Q2": [("North", 1310), ("South", 990), ("West", 805)],
-           "Q3": [("North", 1275), ("South", 1010), ("West", 0)]}
+REGIONS = {
+    "Q1": [("North", 1200), ("South", 950), ("West", 730)],
+    "Q2": [("North", 1310), ("South", 990), ("West", 805)],
+    "Q3": [("North", 1275), ("South", 1010), ("West", 0)],
+}
 
 
 def write_xlsx(path: Path, rows: list[list[object]]) -> None:
@@ -34,11 +36,16 @@ def write_xlsx(path: Path, rows: list[list[object]]) -> None:
         f'<row r="{r}">' + "".join(cell(f"{'ABCDEFGH'[c]}{r}", v) for c, v in enumerate(row)) + "</row>"
         for r, row in enumerate(rows, start=1)
     )
-    sheet = ('<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
-             f'spreadsheetml/2006/main"><sheetData>{body}</sheetData></worksheet>')
-    shared = ('<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/'
-              f'2006/main" count="{len(strings)}" uniqueCount="{len(strings)}">'
-              + "".join(f"<si><t>{escape(s)}</t></si>" for s in strings) + "</sst>")
+    sheet = (
+        '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
+        f'spreadsheetml/2006/main"><sheetData>{body}</sheetData></worksheet>'
+    )
+    shared = (
+        '<?xml version="1.0" encoding="UTF-8"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/'
+        f'2006/main" count="{len(strings)}" uniqueCount="{len(strings)}">'
+        + "".join(f"<si><t>{escape(s)}</t></si>" for s in strings)
+        + "</sst>"
+    )
     ns = "http://schemas.openxmlformats.org"
     files = {
         "[Content_Types].xml": (
@@ -48,20 +55,24 @@ def write_xlsx(path: Path, rows: list[list[object]]) -> None:
             '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
             '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
             '<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>'
-            "</Types>"),
+            "</Types>"
+        ),
         "_rels/.rels": (
             f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
             f'<Relationship Id="rId1" Type="{ns}/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>'
-            "</Relationships>"),
+            "</Relationships>"
+        ),
         "xl/workbook.xml": (
             f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{ns}/spreadsheetml/2006/main" '
             f'xmlns:r="{ns}/officeDocument/2006/relationships"><sheets>'
-            '<sheet name="Revenue" sheetId="1" r:id="rId1"/></sheets></workbook>'),
+            '<sheet name="Revenue" sheetId="1" r:id="rId1"/></sheets></workbook>'
+        ),
         "xl/_rels/workbook.xml.rels": (
             f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
             f'<Relationship Id="rId1" Type="{ns}/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>'
             f'<Relationship Id="rId2" Type="{ns}/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>'
-            "</Relationships>"),
+            "</Relationships>"
+        ),
         "xl/worksheets/sheet1.xml": sheet,
         "xl/sharedStrings.xml": shared,
     }
@@ -94,8 +105,11 @@ def main() -> None:
                 "role": "assistant",
                 "content": [
                     {"type": "text", "text": f"The {quarter} revenue report is ready: revenue.xlsx and summary.html."},
-                    {"type": "file", "media_type": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-                     "path": "revenue.xlsx"},
+                    {
+                        "type": "file",
+                        "media_type": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                        "path": "revenue.xlsx",
+                    },
                     {"type": "file", "media_type": "text/html", "path": "summary.html"},
                 ],
             }

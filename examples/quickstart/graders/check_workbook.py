@@ -13,7 +13,11 @@ checks = [
     ("workbook has North, South and West rows", all(f"{r}," in output for r in ("North", "South", "West"))),
     ("workbook has a Total row", "Total," in output),
 ]
-print(json.dumps({
-    "score": sum(ok for _, ok in checks) / len(checks),
-    "assertions": [{"text": text, "passed": ok} for text, ok in checks],
-}))
+print(
+    json.dumps(
+        {
+            "score": sum(ok for _, ok in checks) / len(checks),
+            "assertions": [{"text": text, "passed": ok} for text, ok in checks],
+        }
+    )
+)

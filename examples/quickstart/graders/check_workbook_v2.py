@@ -15,7 +15,11 @@ checks = [
     ("no region reports zero revenue", None not in regions and all(v > 0 for v in regions)),
     ("Total equals the sum of the regions", None not in regions and values.get("Total") == sum(regions)),
 ]
-print(json.dumps({
-    "score": sum(ok for _, ok in checks) / len(checks),
-    "assertions": [{"text": text, "passed": ok} for text, ok in checks],
-}))
+print(
+    json.dumps(
+        {
+            "score": sum(ok for _, ok in checks) / len(checks),
+            "assertions": [{"text": text, "passed": ok} for text, ok in checks],
+        }
+    )
+)

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded
-
 from evalstore.replay.content import Message
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
+from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded
 
 
 class Recorder(Protocol):

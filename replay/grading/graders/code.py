@@ -33,15 +33,14 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
-from evalstore.store.events import Assertion, GraderCalled
-
-from evalstore.replay.grading.answer import one_line
 from evalstore.replay.content import Message, dump_messages, file_blocks
+from evalstore.replay.evalfile.specs import CodeGraderSpec
+from evalstore.replay.grading.answer import one_line
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
-from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.processes.children import ChildResult, run_child
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+from evalstore.store.events import Assertion, GraderCalled
 
 PASS_THRESHOLD = 0.8
 LARGE_OUTPUT_CHARS = 50_000

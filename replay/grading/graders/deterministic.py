@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from evalstore.store.events import Assertion
 
-from evalstore.replay.grading.preprocessing import prepare_answer
 from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+from evalstore.replay.grading.preprocessing import prepare_answer
+from evalstore.store.events import Assertion
 
 PASS_THRESHOLD = 0.8
 _REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}

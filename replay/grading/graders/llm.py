@@ -7,15 +7,14 @@ exception out of :meth:`LlmGrader.grade`: one bad grader must not stop a run.
 
 from __future__ import annotations
 
-from evalstore.store.events import Assertion
-
 from evalstore.replay.errors import ReplayError
+from evalstore.replay.evalfile.specs import LlmGraderSpec
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext
 from evalstore.replay.grading.judge.calls import EVIDENCE_REPLY_CHARS, PARSE_ATTEMPTS, JudgeCall
 from evalstore.replay.grading.judge.modes import choose_mode
 from evalstore.replay.grading.judge.templates import choose_prompt, render, template_variables
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer
-from evalstore.replay.evalfile.specs import LlmGraderSpec
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+from evalstore.store.events import Assertion
 
 
 def _answer(ctx: GradingContext, spec: LlmGraderSpec) -> PreparedAnswer:

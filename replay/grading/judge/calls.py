@@ -13,15 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalstore.store.codec import canonical_json, digest_json
-from evalstore.store.errors import BlobNotFound
-from evalstore.store.events import GraderCalled
-
 from evalstore.replay.grading.graders.base import GradingContext
 from evalstore.replay.grading.judge.client import Exchange, JudgeClient
 from evalstore.replay.grading.judge.modes import ModeResult
 from evalstore.replay.grading.judge.parsing import JudgeParseError
 from evalstore.replay.grading.judge.targets import ResolvedJudge
+from evalstore.store.codec import canonical_json, digest_json
+from evalstore.store.errors import BlobNotFound
+from evalstore.store.events import GraderCalled
 
 PARSE_ATTEMPTS = 3
 EVIDENCE_REPLY_CHARS = 4000

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
@@ -61,8 +61,8 @@ def _retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _read_reply(body: bytes) -> tuple[str | None, dict[str, Any] | None]:
@@ -125,9 +125,7 @@ class JudgeClient:
         with self._limit:
             start = time.perf_counter()
             try:
-                response = self._http.post(
-                    judge.url, json=payload, headers=judge.headers, timeout=judge.timeout
-                )
+                response = self._http.post(judge.url, json=payload, headers=judge.headers, timeout=judge.timeout)
             except httpx.TimeoutException as exc:
                 error = f"timed out after {judge.timeout:g}s ({type(exc).__name__})"
                 return Exchange("timeout", _ms(start), error=error)

@@ -15,11 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalstore.store.events import Assertion
-
 from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
 from evalstore.replay.grading.judge.parsing import JudgeParseError, extract_json
 from evalstore.replay.grading.judge.templates import default_prompt, js_number, rubric_prompt, score_range_prompt
+from evalstore.store.events import Assertion
 
 PASS_THRESHOLD = 0.8
 """A grader's own verdict: pass at or above this score (AgentV's ``scoreToVerdict``)."""
@@ -121,7 +120,7 @@ def _checks(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         raise JudgeParseError('"checks" must be a list of objects')
     for index, check in enumerate(checks):
         if not isinstance(check.get("id"), str):
-            raise JudgeParseError(f'checks[{index}].id must be a string')
+            raise JudgeParseError(f"checks[{index}].id must be a string")
     return checks
 
 

@@ -13,9 +13,7 @@ import re
 from typing import Any
 
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n?")
-_BOOLEAN_FIELD = re.compile(
-    r'("(?:passed|satisfied|pass)"\s*:\s*)(?:"([^"]*)"|([A-Za-z_][A-Za-z0-9_-]*))'
-)
+_BOOLEAN_FIELD = re.compile(r'("(?:passed|satisfied|pass)"\s*:\s*)(?:"([^"]*)"|([A-Za-z_][A-Za-z0-9_-]*))')
 _TRUE_WORDS = {"true", "yes", "y", "pass", "passed", "satisfied"}
 
 

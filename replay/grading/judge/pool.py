@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 
 from evalstore.replay.errors import JudgeConfigError
-from evalstore.replay.targetsfile.loader import TargetsFile
 from evalstore.replay.grading.judge.client import JudgeClient, RetryPolicy
 from evalstore.replay.grading.judge.targets import DEFAULT_TIMEOUT, JUDGE_PROVIDERS, JudgeTarget, ResolvedJudge
+from evalstore.replay.targetsfile.loader import TargetsFile
 
 DEFAULT_CONCURRENCY = 8
 ENV_TARGET_NAME = "judge"
@@ -61,15 +61,11 @@ class JudgePool:
         env = os.environ if env is None else env
         judge = _env_judge(env)
         targets = {ENV_TARGET_NAME: judge} if judge else {}
-        kwargs.setdefault(
-            "concurrency", _env_number(env, "EVALSTORE_JUDGE_CONCURRENCY", int, DEFAULT_CONCURRENCY)
-        )
+        kwargs.setdefault("concurrency", _env_number(env, "EVALSTORE_JUDGE_CONCURRENCY", int, DEFAULT_CONCURRENCY))
         return cls(targets, default=ENV_TARGET_NAME if targets else None, env=env, **kwargs)
 
     @classmethod
-    def from_targets_file(
-        cls, targets_file: TargetsFile, *, default: str | None = None, **kwargs: Any
-    ) -> JudgePool:
+    def from_targets_file(cls, targets_file: TargetsFile, *, default: str | None = None, **kwargs: Any) -> JudgePool:
         """A pool over a targets file. Entries become judges when first asked for, so a file whose
         agent targets use providers that cannot grade still loads. A judge configured through
         ``EVALSTORE_JUDGE_*`` is the default when nothing more specific names one (unless the file

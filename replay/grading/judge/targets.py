@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalstore.replay.errors import JudgeConfigError, ReplayError
-from evalstore.replay.targetsfile.redaction import redact
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE, TargetEntry, interpolate, is_reference
+from evalstore.replay.targetsfile.redaction import redact
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -112,9 +112,7 @@ class JudgeTarget:
         if self.api_key_env:
             key = env.get(self.api_key_env)
             if not key and require_key:
-                raise JudgeConfigError(
-                    f"{where}: environment variable {self.api_key_env} (the API key) is not set"
-                )
+                raise JudgeConfigError(f"{where}: environment variable {self.api_key_env} (the API key) is not set")
         if self.provider == "azure":
             url = (
                 f"{base_url}/openai/deployments/{model}/chat/completions"
@@ -135,8 +133,7 @@ class JudgeTarget:
         provider = entry.provider.lower()
         if provider not in JUDGE_PROVIDERS:
             raise JudgeConfigError(
-                f"{where}: provider {entry.provider!r} cannot grade; a judge needs one of "
-                f"{', '.join(JUDGE_PROVIDERS)}"
+                f"{where}: provider {entry.provider!r} cannot grade; a judge needs one of {', '.join(JUDGE_PROVIDERS)}"
             )
         f = entry.fields
         api_key_env = f.get("api_key_env")
@@ -176,8 +173,7 @@ class JudgeTarget:
             api_version=None if api_version is None else str(api_version),
             temperature=_number(f.get("temperature"), float, where, "temperature"),
             max_tokens=_number(f.get("max_tokens", f.get("max_output_tokens")), int, where, "max_tokens"),
-            timeout=_number(f.get("timeout", f.get("timeout_seconds")), float, where, "timeout")
-            or DEFAULT_TIMEOUT,
+            timeout=_number(f.get("timeout", f.get("timeout_seconds")), float, where, "timeout") or DEFAULT_TIMEOUT,
             extra=dict(extra),
         )
 

@@ -207,8 +207,7 @@ def render(template: str, variables: Mapping[str, str]) -> tuple[str, list[str]]
 
     text = VARIABLE.sub(substitute, template)
     warnings = [
-        f"prompt template: unknown variable {{{{{name}}}}} left as written "
-        f"(known: {', '.join(KNOWN_VARIABLES)})"
+        f"prompt template: unknown variable {{{{{name}}}}} left as written (known: {', '.join(KNOWN_VARIABLES)})"
         for name in unknown
     ]
     return text, warnings
