@@ -1,22 +1,87 @@
-"""The ``evalstore`` command line: a thin click layer over ``replay`` and ``store``."""
+"""The ``evalstore`` command line: a thin click layer over ``evalstore.replay`` and ``evalstore.store``.
+
+Commands load on first use (click's lazy subcommands): ``evalstore --version`` and ``--help`` import
+click and this module, not SQLAlchemy, pydantic or the domain. ``COMMANDS`` is the one list of commands.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
-from evalstore.cli.audit import audit
-from evalstore.cli.compare import compare
-from evalstore.cli.db import db, verify
-from evalstore.cli.quickstart import quickstart
-from evalstore.cli.regrade import replay
-from evalstore.cli.run import run
-from evalstore.cli.runs import runs, show
-from evalstore.cli.transfer import export, import_
+from evalstore import __version__
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
+# name -> ("module:attribute", the summary `evalstore --help` lists). tests/cli/test_cli_lazy.py checks
+# that each summary is the first paragraph of the command's own help, so the two cannot drift.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "quickstart": (
+        "evalstore.cli.quickstart:quickstart",
+        "Record the bundled example suite, regrade it with a changed converter and grader without calling the "
+        "agent, compare the two runs and audit one test.",
+    ),
+    "run": (
+        "evalstore.cli.run:run",
+        "Run EVAL_FILE's tests against a target, capture every file the agent wrote, grade, and store it all.",
+    ),
+    "import": (
+        "evalstore.cli.transfer:import_",
+        "Import AgentV results: a v4 run directory, a v5-next run bundle, or a results JSONL file.",
+    ),
+    "export": (
+        "evalstore.cli.transfer:export",
+        "Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), or JSON.",
+    ),
+    "replay": (
+        "evalstore.cli.regrade:replay",
+        "Regrade RUN with swapped converters, prompts, rubrics or judge, never calling the agent.",
+    ),
+    "compare": (
+        "evalstore.cli.compare:compare",
+        "Compare run B against run A, test by test and grader by grader, with paired statistics.",
+    ),
+    "audit": (
+        "evalstore.cli.audit:audit",
+        "Trace every verdict of TEST_ID in RUN back to its judge calls or grader processes, conversions, "
+        "artifacts, transcript and run, checking each digest against the blob store (exit 1 on a mismatch).",
+    ),
+    "runs": ("evalstore.cli.runs:runs", "List runs: kind, parent, test count, mean score, when started."),
+    "show": ("evalstore.cli.runs:show", "One run's summary and its results (per-grader scores)."),
+    "verify": ("evalstore.cli.db:verify", "Recompute the hash chain, every blob digest and the projections."),
+    "db": ("evalstore.cli.db:db", "Schema migrations and projection maintenance."),
+}
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported when invoked (or asked for their full help)."""
+
+    def __init__(self, *args, lazy: dict[str, tuple[str, str]], **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*self.lazy, *(name for name in super().list_commands(ctx) if name not in self.lazy)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, _, attribute = self.lazy[cmd_name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The listing needs only each command's summary: take it from COMMANDS instead of importing.
+        limit = formatter.width - 6 - max(len(name) for name in self.lazy)
+        rows = [
+            (name, click.Command(name, help=summary).get_short_help_str(limit))
+            for name, (_, summary) in self.lazy.items()
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS, invoke_without_command=True)
 @click.option(
     "--db",
     envvar="EVALSTORE_DB",
@@ -24,13 +89,11 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
     help="SQLAlchemy URL of the store (default: sqlite:///.evalstore/evalstore.db; env EVALSTORE_DB).",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
-@click.version_option(package_name="evalstore")
+@click.version_option(__version__, prog_name="evalstore")
 @click.pass_context
 def main(ctx: click.Context, db: str | None, debug: bool) -> None:
     """Record agent eval runs as immutable events, regrade them without calling the agent,
     compare the regrade with honest statistics, and audit any score down to its bytes."""
     ctx.obj = {"db": db, "debug": debug}
-
-
-for command in (quickstart, run, import_, export, replay, compare, audit, runs, show, verify, db):
-    main.add_command(command)
+    if ctx.invoked_subcommand is None:  # plain `evalstore`: the help, and success
+        click.echo(ctx.get_help())

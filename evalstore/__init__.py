@@ -19,13 +19,11 @@ The packages underneath: ``evalstore.store`` (the event log), ``evalstore.replay
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("evalstore")
-except PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
-    __version__ = "0.0.0+unknown"
+# The one place the version is written: pyproject.toml reads it from here ([tool.setuptools.dynamic]),
+# and reading a literal costs nothing at start-up (importlib.metadata would).
+__version__ = "0.1.0"
 
 # name -> module that defines it; one table, so __all__, __getattr__ and the docs cannot disagree
 _EXPORTS: dict[str, str] = {

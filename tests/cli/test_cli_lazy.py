@@ -1,0 +1,57 @@
+"""The command line loads commands on first use: ``--help`` and ``--version`` import almost nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+from evalstore import cli
+
+HEAVY = ("sqlalchemy", "pydantic", "rich", "alembic", "httpx", "yaml", "evalstore.store", "evalstore.replay")
+
+
+def _modules_loaded_by(*args: str) -> set[str]:
+    code = (
+        "import sys\n"
+        "from evalstore.cli import main\n"
+        "try:\n"
+        f"    main({list(args)!r}, prog_name='evalstore')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n'.join(sys.modules), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    return set(out.stderr.split())
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], []])
+def test_help_and_version_import_no_heavy_module(args: list[str]) -> None:
+    loaded = _modules_loaded_by(*args)
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY or m.startswith(HEAVY)}
+
+
+def test_a_command_loads_when_it_runs() -> None:
+    loaded = _modules_loaded_by("runs", "--help")
+    assert "evalstore.cli.runs" in loaded and "evalstore.cli.audit" not in loaded
+
+
+@pytest.mark.parametrize("name", list(cli.COMMANDS))
+def test_listed_summary_is_the_commands_own(name: str) -> None:
+    command = cli.main.get_command(click.Context(cli.main), name)
+    assert command is not None and command.help
+    assert cli.COMMANDS[name][1] == command.get_short_help_str(limit=10_000)  # click's summary of the docstring
+
+
+def test_plain_evalstore_prints_help_and_succeeds() -> None:
+    out = subprocess.run([sys.executable, "-m", "evalstore"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "Commands:" in out.stdout and "replay" in out.stdout and out.stderr == ""
+
+
+def test_version_is_the_packages() -> None:
+    from importlib.metadata import version
+
+    out = subprocess.run([sys.executable, "-m", "evalstore", "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"evalstore, version {version('evalstore')}"
