@@ -6,15 +6,29 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-# Piped output gets a wide fixed width: rich would otherwise wrap tables at 80 columns.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-err_console = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+# rich is imported when something is first printed through it, not when a command module loads.
+@cache
+def console() -> Console:
+    from rich.console import Console
+
+    # Piped output gets a wide fixed width: rich would otherwise wrap tables at 80 columns.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+@cache
+def err_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
 
 
 def json_option(f: Callable) -> Callable:
@@ -30,12 +44,14 @@ def fmt_score(value: float | None) -> str:
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left", show_lines=False)
     for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*["" if cell is None else str(cell) for cell in row])
-    console.print(table)
+    console().print(table)
 
 
 def note(message: str) -> None:
@@ -44,7 +60,7 @@ def note(message: str) -> None:
     Printed as written: never wrapped (stderr that is not a terminal is 80 columns to rich, and a
     hint such as ``evalstore run --resume RUN`` must survive copy-paste), and never read as rich markup
     or emoji codes (a path or a warning with ``[...]`` in it is text, not a style)."""
-    err_console.print(message, soft_wrap=True, markup=False, emoji=False)
+    err_console().print(message, soft_wrap=True, markup=False, emoji=False)
 
 
 class progress_bar:
@@ -58,9 +74,9 @@ class progress_bar:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=err_console,
+            console=err_console(),
             transient=False,
-            disable=not err_console.is_terminal,
+            disable=not err_console().is_terminal,
         )
         self._description = description
         self._task = None

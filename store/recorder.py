@@ -8,17 +8,18 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from evalstore.store import bulk, postgres, projections, schema, sqlite
+from evalstore.store import bulk, projections, schema
 from evalstore.store.blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob, prefix_key, zdict_of
 from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
 from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
@@ -32,7 +33,9 @@ from evalstore.store.errors import (
     NotFound,
     StoreError,
 )
-from evalstore.store.events import DomainEvent, encode
+
+if TYPE_CHECKING:
+    from evalstore.store.events import DomainEvent
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
 _CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists
@@ -76,7 +79,10 @@ class EventStore:
 
     def __init__(self, engine: Engine, *, check_schema: bool = True) -> None:
         self.engine = engine
-        self.dialect = postgres if engine.dialect.name == "postgresql" else sqlite
+        # Each backend module imports its SQLAlchemy dialect; load only the one this store uses.
+        self.dialect = importlib.import_module(
+            "evalstore.store.postgres" if engine.dialect.name == "postgresql" else "evalstore.store.sqlite"
+        )
         self._dictionaries = Dictionaries()
         if check_schema:
             ensure_current(engine)
@@ -104,6 +110,8 @@ class EventStore:
         stream); None appends wherever the stream is. Events whose id is already stored with identical
         content are skipped; the stored copies are returned in their place.
         """
+        from evalstore.store.events import encode  # loaded by whoever built the events already
+
         prepared = []  # (event id, type, schema version, payload JSON, payload dict)
         for e in events:
             new = e if isinstance(e, NewEvent) else NewEvent(e)

@@ -91,6 +91,13 @@ def test_upgrade_from_empty_to_head_and_down_to_base(engine: Engine) -> None:
     assert store_engine.current_revision(engine) == head
 
 
+def test_the_tables_name_the_migrations_head() -> None:
+    """Opening a current store compares alembic_version with SCHEMA_REVISION, without loading Alembic."""
+    from evalstore.store.schema import SCHEMA_REVISION
+
+    assert SCHEMA_REVISION == store_engine.head_revision()
+
+
 def test_metadata_and_migrations_do_not_drift(engine: Engine) -> None:
     store_engine.upgrade(engine)
     assert _diff(engine, metadata) == []
@@ -148,6 +155,7 @@ def test_a_store_behind_the_code_is_refused_until_upgraded(
     EventStore(engine)  # at the head of this checkout
     newer = _newer_migrations(tmp_path)
     monkeypatch.setattr(store_engine, "migrations_dir", lambda: newer)
+    monkeypatch.setattr(store_engine, "SCHEMA_REVISION", NEXT)  # as the newer evalstore's tables would say
 
     message = f"the store is at schema revision {head}, this evalstore needs {NEXT}: run `evalstore db upgrade`"
     with pytest.raises(SchemaOutOfDate, match=message):
