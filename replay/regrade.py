@@ -235,7 +235,7 @@ def _replay_test(
     selected = options.tests is None or fnmatch.fnmatchcase(test_id, options.tests)
     if test is None or not selected:
         # Not regraded: the parent's verdicts and score carry over unchanged, marked as carried.
-        for grader, (vid, verdict) in carried.items():
+        for _grader, (vid, verdict) in carried.items():
             recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))
         scored = parent_test.scored[1] if parent_test.scored else None
         if scored is None:

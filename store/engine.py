@@ -40,9 +40,12 @@ def resolve_url(db: str | None = None) -> str:
 
 def _normalize_driver(url: str) -> str:
     parsed = make_url(url)
-    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg2", "", None):
-        if "+" not in url.split("://", 1)[0]:
-            parsed = parsed.set(drivername="postgresql+psycopg")
+    if (
+        parsed.get_backend_name() == "postgresql"
+        and parsed.get_driver_name() in ("psycopg2", "", None)
+        and "+" not in url.split("://", 1)[0]
+    ):
+        parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed.render_as_string(hide_password=False)
 
 

@@ -341,7 +341,7 @@ def event_class(type_name: str) -> type[DomainEvent]:
     try:
         return EVENT_TYPES[type_name]
     except KeyError:
-        raise UnknownEventType(f"unknown event type {type_name!r}; is this store newer than evalstore?")
+        raise UnknownEventType(f"unknown event type {type_name!r}; is this store newer than evalstore?") from None
 
 
 def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict[str, Any]:

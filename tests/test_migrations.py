@@ -95,7 +95,7 @@ def test_the_tables_name_the_migrations_head() -> None:
     """Opening a current store compares alembic_version with SCHEMA_REVISION, without loading Alembic."""
     from evalstore.store.schema import SCHEMA_REVISION
 
-    assert SCHEMA_REVISION == store_engine.head_revision()
+    assert store_engine.head_revision() == SCHEMA_REVISION
 
 
 def test_metadata_and_migrations_do_not_drift(engine: Engine) -> None:

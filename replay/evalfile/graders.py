@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from evalstore.replay.evalfile.converters import merge_converters, parse_converters
 from evalstore.replay.evalfile.fields import (
@@ -34,7 +34,7 @@ from evalstore.replay.evalfile.specs import (
     RubricItem,
 )
 
-AnyGrader = Union[LlmGraderSpec, CodeGraderSpec, AssertionSpec]
+AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec
 
 COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate")
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")

@@ -536,7 +536,7 @@ def test_references_resolve_to_the_nearest_root(tmp_path: Path) -> None:
     assert resolve_reference("file://grader.md", roots) == near
     in_cwd = write(tmp_path, "cwd/only-in-cwd.md", "x")
     assert resolve_reference("only-in-cwd.md", roots) == in_cwd
-    with pytest.raises(ReferenceNotFoundError, match="nowhere.md"):
+    with pytest.raises(ReferenceNotFoundError, match=r"nowhere\.md"):
         resolve_reference("nowhere.md", roots)
 
 
@@ -758,7 +758,7 @@ def test_snapshot_resolver_replays_without_files_on_disk(tmp_path: Path) -> None
     assert not base.exists()
     assert sorted(p for _, p, _ in suite.referenced_files) == sorted(files)
     assert suite.tests[0].graders[1].command == ["python3", str(base / "check.py")]
-    with pytest.raises(EvalFileError, match="prompt file `file://judge.md` not found"):
+    with pytest.raises(EvalFileError, match=r"prompt file `file://judge\.md` not found"):
         load_eval_text(text, eval_path, file_resolver=SnapshotResolver({str(base / "conv.py"): b""}))
 
 
