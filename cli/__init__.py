@@ -47,6 +47,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Trace every verdict of TEST_ID in RUN back to its judge calls or grader processes, conversions, "
         "artifacts, transcript and run, checking each digest against the blob store (exit 1 on a mismatch).",
     ),
+    "label": (
+        "evalstore.cli.labels:label",
+        "Record a human label for TEST's answer in RUN (it applies to every regrade of that answer).",
+    ),
+    "labels": (
+        "evalstore.cli.labels:labels",
+        "Human labels: list a run's (labels RUN), import them from CSV or JSONL, export them all.",
+    ),
+    "agreement": (
+        "evalstore.cli.labels:agreement",
+        "How well each grader of each RUN agrees with the human labels, and the pass rate corrected for its errors.",
+    ),
     "runs": ("evalstore.cli.runs:runs", "List runs: kind, parent, test count, mean score, when started."),
     "show": ("evalstore.cli.runs:show", "One run's summary and its results (per-grader scores)."),
     "verify": ("evalstore.cli.db:verify", "Recompute the hash chain, every blob digest and the projections."),

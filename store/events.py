@@ -303,6 +303,37 @@ class LineSkipped(DomainEvent):
     reason: str
 
 
+class LabelRecorded(DomainEvent):
+    """A person's judgement of one test's answer: a human label.
+
+    A label belongs to the transcript (the agent's answer), not to one grading of it: ``run_id`` is the
+    run that holds the transcript (for a replay, the run it ultimately replayed), so the label applies to
+    every regrade. Labels live in their own stream per transcript run (``lbl-<run id>``) and are never
+    edited: a newer label by the same person for the same test and grader supersedes the older one, and
+    both stay in the log.
+    """
+
+    type: ClassVar[str] = "label_recorded"
+
+    run_id: str
+    """The run holding the labelled transcript."""
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    transcript_event_id: str | None = None
+    by: str
+    """Who labelled: the name the user gave (``--by``), else the OS user."""
+    grader: str | None = None
+    """The grader (criterion) the label is about; None for the answer as a whole."""
+    verdict: Literal["pass", "fail"] | None = None
+    score: float | None = None
+    note: str | None = None
+    labelled_at: str | None = None
+    """When the person labelled, if the source says so (an import); else the event's recorded_at."""
+    source: SourceRef | None = None
+    """For imports: the file and line the label came from."""
+
+
 class RunCompleted(DomainEvent):
     type: ClassVar[str] = "run_completed"
 
@@ -331,6 +362,7 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         VerdictRecorded,
         TestScored,
         LineSkipped,
+        LabelRecorded,
         RunCompleted,
         RunFailed,
     )
