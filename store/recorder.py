@@ -408,8 +408,7 @@ class EventStore:
         if upto is not None:
             query = query.where(ev.c.seq <= upto)
         with self.engine.connect() as conn:
-            for seq, digest in conn.execution_options(yield_per=5000).execute(query):
-                yield seq, digest  # noqa: UP028 (rows, not tuples)
+            yield from conn.execution_options(yield_per=5000).execute(query)  # type: ignore[misc]
 
     # --- maintenance ---------------------------------------------------------------------------
 
