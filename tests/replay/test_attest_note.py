@@ -27,7 +27,8 @@ GO_SKEY = "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iU
 GO_VKEY = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
 GO_TEXT = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n"
 GO_NOTE = (
-    GO_TEXT + "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
+    GO_TEXT
+    + "\n— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
 )
 # The C2SP signed-note specification's example verifier key and note.
 SPEC_VKEY = "example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k"
@@ -57,7 +58,10 @@ def test_an_altered_text_or_another_key_does_not_verify() -> None:
     altered = GO_NOTE.replace("cryptography", "cryptographY")
     assert "does not match the text" in note.parse(altered).verify(key)
     other = SigningKey.generate("PeterNeumann").verifier  # same name, another key: another key hash
-    assert note.parse(GO_NOTE).verify(other) == f"signed by PeterNeumann (c74f20a3), not by key PeterNeumann ({other.key_id.hex()})"
+    assert (
+        note.parse(GO_NOTE).verify(other)
+        == f"signed by PeterNeumann (c74f20a3), not by key PeterNeumann ({other.key_id.hex()})"
+    )
 
 
 @pytest.mark.parametrize(
@@ -111,7 +115,7 @@ def test_key_files_are_created_owner_only_and_never_overwritten_silently(tmp_pat
     replaced = create_key_file(path, "me@host", force=True)
     assert replaced != key and load_signing_key(path) == replaced
     os.chmod(path, 0o644)
-    with pytest.raises(SigningKeyError, match="readable by others .*chmod 600"):
+    with pytest.raises(SigningKeyError, match=r"readable by others .*chmod 600"):
         load_signing_key(path)
 
 
