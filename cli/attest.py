@@ -1,5 +1,7 @@
 """``evalstore keys``, ``checkpoint``, ``attest``, ``verify-attestation``, and ``--checkpoint FILE`` for
-commands that write runs. ``evalstore verify --checkpoint`` lives with ``verify`` (cli/db.py)."""
+commands that write runs. ``evalstore verify --checkpoint`` lives with ``verify`` (cli/db.py).
+
+``cryptography`` is imported when a key is used, not when a command that merely offers ``--key`` loads."""
 
 from __future__ import annotations
 
@@ -15,12 +17,6 @@ import click
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, print_json
-from evalstore.replay.attest.keys import (
-    create_key_file,
-    default_key_path,
-    load_signing_key,
-    load_verifier_key,
-)
 from evalstore.replay.errors import AttestationFormatError
 
 KEY_ENV = "EVALSTORE_SIGNING_KEY"
@@ -45,6 +41,18 @@ def pubkey_option(*, required: bool = False) -> Callable:
         help="The signer's public key, as `evalstore keys show` prints it"
         + ("." if required else " (default: the public half of your own signing key)."),
     )
+
+
+def load_signing_key(path: Path | None):  # type: ignore[no-untyped-def]
+    from evalstore.replay.attest.keys import load_signing_key
+
+    return load_signing_key(path)
+
+
+def load_verifier_key(path: Path):  # type: ignore[no-untyped-def]
+    from evalstore.replay.attest.keys import load_verifier_key
+
+    return load_verifier_key(path)
 
 
 def verifier_for(pubkey_path: Path | None, key_path: Path | None = None):  # type: ignore[no-untyped-def]
@@ -120,6 +128,8 @@ def init(key_path: Path | None, name: str | None, force: bool) -> None:
     """
     import getpass
     import socket
+
+    from evalstore.replay.attest.keys import create_key_file, default_key_path
 
     path = key_path or default_key_path()
     name = name or f"{getpass.getuser()}@{socket.gethostname()}".replace(" ", "-").replace("+", "-")
