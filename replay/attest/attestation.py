@@ -30,7 +30,15 @@ from evalstore.replay.attest.keys import VerifierKey
 from evalstore.replay.errors import AttestationError, AttestationFormatError, NotFoundError
 from evalstore.store import EventStore, StoredEvent
 from evalstore.store.codec import digest_json, event_hash
-from evalstore.store.events import LOG_STREAM, CheckpointRecorded, RunStarted, TestScored, VerdictRecorded, decode
+from evalstore.store.events import (
+    LOG_STREAM,
+    CheckpointRecorded,
+    DomainEvent,
+    RunStarted,
+    TestScored,
+    VerdictRecorded,
+    decode,
+)
 from evalstore.store.merkle import MerkleTree, event_leaf, verify_inclusion
 
 FORMAT = "evalstore-attestation"
@@ -249,7 +257,7 @@ def _check_event(raw: dict[str, Any], run_id: str, checkpoint: note.Checkpoint) 
         raise _Failed(f"event seq {seq}: its inclusion proof does not lead to the checkpoint's root")
 
 
-def _claimed_event(events: dict[int, dict], ref: Any, cls: type, what: str) -> Any:
+def _claimed_event(events: dict[int, dict], ref: Any, cls: type[DomainEvent], what: str) -> Any:
     if not isinstance(ref, dict) or not isinstance(ref.get("seq"), int):
         raise _Failed(f"{what}: no event reference (seq, event_hash)")
     raw = events.get(ref["seq"])
