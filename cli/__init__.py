@@ -63,6 +63,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("evalstore.cli.runs:show", "One run's summary and its results (per-grader scores)."),
     "verify": ("evalstore.cli.db:verify", "Recompute the hash chain, every blob digest and the projections."),
     "db": ("evalstore.cli.db:db", "Schema migrations and projection maintenance."),
+    "keys": ("evalstore.cli.attest:keys", "Create and show the Ed25519 key that signs checkpoints."),
+    "checkpoint": (
+        "evalstore.cli.attest:checkpoint",
+        "Sign a checkpoint of the log's head (C2SP signed note), record it as an event, and print it.",
+    ),
+    "attest": (
+        "evalstore.cli.attest:attest",
+        "Write an attestation of RUN's results that anyone can check offline with its signer's public key.",
+    ),
+    "verify-attestation": (
+        "evalstore.cli.attest:verify_attestation",
+        "Check an attestation FILE offline, with no store: signature, event hashes, inclusion proofs, claims.",
+    ),
 }
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
@@ -56,6 +57,7 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
     "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML."
 )
 @json_option
+@checkpoint_option
 @click.pass_context
 @handle_errors
 def replay(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
@@ -45,6 +46,7 @@ from evalstore.replay.record import RunOptions, record_run, resume_run
     help="Finish an interrupted run without calling the target again for recorded tests.",
 )
 @json_option
+@checkpoint_option
 @click.pass_context
 @handle_errors
 def run(

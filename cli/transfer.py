@@ -14,6 +14,7 @@ from typing import IO
 
 import click
 
+from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar
@@ -32,6 +33,7 @@ from evalstore.replay.analysis.views import resolve_run, run_summary
 )
 @click.option("--skip-bad", is_flag=True, help="Record malformed lines as skipped instead of aborting.")
 @json_option
+@checkpoint_option
 @click.pass_context
 @handle_errors
 def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]

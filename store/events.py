@@ -350,6 +350,40 @@ class RunFailed(DomainEvent):
     reason: str
 
 
+class KeyRegistered(DomainEvent):
+    """A public key that signs this log's checkpoints, and its name; the private key is never stored."""
+
+    type: ClassVar[str] = "key_registered"
+
+    name: str
+    key_id: str
+    """8 hex digits: the signed-note key hash of name and key."""
+    public_key: str
+    """The verifier key as ``evalstore keys show`` prints it (``NAME+KEYHASH+BASE64``)."""
+    algorithm: Literal["ed25519"] = "ed25519"
+
+
+class CheckpointRecorded(DomainEvent):
+    """A signed checkpoint of the log's first ``size`` events (written after them, so not among them)."""
+
+    type: ClassVar[str] = "checkpoint_recorded"
+
+    origin: str
+    size: int
+    root_hash: str
+    """Hex RFC 6962 Merkle root over the hashes of events seq 1..size."""
+    head_hash: str
+    """Hash-chain hash of event ``seq = size``."""
+    key_name: str
+    key_id: str
+    note: str
+    """The signed note exactly as printed (C2SP signed-note text)."""
+
+
+LOG_STREAM = "log"
+"""The stream that holds key registrations and checkpoints: facts about the log, not about a run."""
+
+
 EVENT_TYPES: dict[str, type[DomainEvent]] = {
     cls.type: cls
     for cls in (
@@ -365,6 +399,8 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         LabelRecorded,
         RunCompleted,
         RunFailed,
+        KeyRegistered,
+        CheckpointRecorded,
     )
 }
 

@@ -400,6 +400,16 @@ class EventStore:
         with self.engine.connect() as conn:
             return list(conn.execute(select(schema.runs.c.run_id).order_by(schema.runs.c.started_seq)).scalars())
 
+    def chain_hashes(self, *, upto: int | None = None) -> Iterator[tuple[int, str]]:
+        """``(seq, hash)`` of every event with ``seq <= upto`` (all when None), in seq order: the Merkle
+        tree's leaves (:mod:`evalstore.store.merkle`). Read by one statement, so one consistent prefix."""
+        ev = schema.events
+        query = select(ev.c.seq, ev.c.hash).order_by(ev.c.seq)
+        if upto is not None:
+            query = query.where(ev.c.seq <= upto)
+        with self.engine.connect() as conn:
+            yield from conn.execution_options(yield_per=5000).execute(query)  # type: ignore[misc]
+
     # --- maintenance ---------------------------------------------------------------------------
 
     def rebuild_projections(self) -> int:
