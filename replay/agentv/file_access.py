@@ -12,7 +12,6 @@ outside the roots is recorded as refused, with the reason and the flag that woul
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path

@@ -93,9 +93,7 @@ def test_the_agents_files_are_missing_without_the_targets_cwd(sqlite_url: str, r
     assert set(statuses.values()) == {"missing"}, statuses
 
 
-def test_paths_named_inside_the_results_are_data_not_permission(
-    sqlite_url: str, real: Path, tmp_path: Path
-) -> None:
+def test_paths_named_inside_the_results_are_data_not_permission(sqlite_url: str, real: Path, tmp_path: Path) -> None:
     secret_dir = tmp_path / "private"
     secret_dir.mkdir()
     (secret_dir / "secret.txt").write_text("do not import me\n", encoding="utf-8")
