@@ -8,13 +8,16 @@ rows (a ``file://`` URL into the checkout that wrote them) lie outside every fol
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from e2e_helpers import audit, cli, ok_json, one_line_error, results_by_test
+from judge_server import JudgeServer
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "agentv-real"
 SUITES = {"text-and-files": "text-and-files", "workspace": "workspace", "judge-fails": "judge-fails"}
@@ -136,3 +139,49 @@ def test_paths_named_inside_the_results_are_data_not_permission(sqlite_url: str,
 def test_files_root_must_be_a_folder(sqlite_url: str, real: Path) -> None:
     result = cli(sqlite_url, "import", str(real / "runs" / "workspace"), "--files-root", str(real / "nope"))
     assert "not a directory (--files-root)" in one_line_error(result)
+
+
+def _judge_module() -> Any:
+    spec = importlib.util.spec_from_file_location("agentv_real_judge", REAL / "judge.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def real_judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
+    """The judge AgentV graded with (judge.py), where the fixture's targets file points."""
+    judge = _judge_module()
+    server = JudgeServer().start()
+    server.respond_with(lambda request: judge.answer(request.body))
+    monkeypatch.setenv("JUDGE_BASE_URL", server.base_url)
+    monkeypatch.setenv("JUDGE_API_KEY", "sk-fixture-not-a-secret")
+    monkeypatch.setenv("JUDGE_MODEL", "judge-model")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+CUSTOM = "Every variable AgentV 4.42 knows"
+# Documented in docs/usage.md ("Where evalstore differs from AgentV"): a rubric string beside objects under
+# an llm-grader's `rubrics:` is dropped by AgentV 4.42 and kept by evalstore (capital); AgentV deletes its
+# workspace after the run and its index rows carry no file_changes, so the regrade of ws-report sees the
+# file as missing and no diff.
+KNOWN_PROMPT_DEVIATIONS = {"capital", "ws-report"}
+
+
+@pytest.mark.parametrize("suite", ["text-and-files", "workspace"])
+def test_custom_prompts_reach_the_judge_byte_identical_to_agentvs(
+    sqlite_url: str, real: Path, real_judge: JudgeServer, suite: str
+) -> None:
+    run = imported(sqlite_url, real, suite)
+    ok_json(cli(sqlite_url, "replay", run, "--json"))
+    logged = [json.loads(line) for line in (REAL / "judge-logs" / f"{suite}.jsonl").read_text("utf-8").splitlines()]
+    agentv = {m["content"] for entry in logged for m in entry["body"]["messages"] if m["role"] == "user"}
+    ours = [r.user for r in real_judge.requests if CUSTOM in r.user]
+    custom_tests = {r["test_id"] for r in rows(suite) for s in r["scores"] if CUSTOM in str(s.get("input"))}
+    assert len(ours) == len(custom_tests) > 0
+    identical = [u for u in ours if u in agentv]
+    assert len(identical) == len(custom_tests - KNOWN_PROMPT_DEVIATIONS), [u for u in ours if u not in agentv]
