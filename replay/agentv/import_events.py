@@ -113,6 +113,8 @@ def test_events(
             digest = sha256_hex(data)
             blobs[digest] = data
             artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, sha256=digest, size=len(data))
+        elif f.refused:
+            artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, status="refused", reason=f.refused)
         else:
             artifact = ArtifactStored(
                 **key, path=f.path, media_type=f.media_type, status="missing", reason="file not found when imported"

@@ -372,9 +372,22 @@ def _cwd(obj: dict[str, Any], where: Where, ctx: ParseContext) -> str:
     return str(ctx.eval_dir)
 
 
+def default_name(kind: str, value: Any) -> str:
+    """AgentV 4.42's name for a deterministic assertion without ``name:``: the type and its string value
+    (``contains-Paris``), the number of values of a list (``contains-any-2``), a regex's first 30
+    characters; the bare type when the value is not a string (or list, for the list types)."""
+    if kind in LIST_VALUE_TYPES:
+        return f"{kind}-{len(value)}" if isinstance(value, list) else kind
+    if kind == "is-json" or not isinstance(value, str) or not value:
+        return kind
+    return f"{kind}-{value[:30]}" if kind == "regex" else f"{kind}-{value}"
+
+
 def _deterministic(obj: dict[str, Any], kind: str, where: Where) -> AssertionSpec:
     fields = _common(obj, kind, where)
     value = obj.get("value")
+    if not (opt_str(obj, "name", where) or opt_str(obj, "metric", where)):
+        fields["name"] = default_name(kind, value)
     at = where.key("value")
     if kind in STRING_VALUE_TYPES:
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -13,6 +13,7 @@ from fixture_paths import AGENTV_FIXTURES as FIXTURES
 from fixture_paths import HANDMADE_V4_RUN
 
 from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
+from evalstore.replay.agentv.file_access import file_access
 from evalstore.replay.errors import ImportFormatError, ReplayError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -541,9 +542,12 @@ def test_paths_outside_the_run_do_not_resolve(tmp_path: Path) -> None:
     ]
     trace.write_text(json.dumps(doc))
     sheet = only_tests(read_all(run))[1]
-    resolved = {f.path: f.resolved for f in sheet.files if f.role == "content_file"}
-    assert resolved[str(secret)] is None
-    assert resolved["../../../../secret.txt"] is None
+    # Found where the result says, but read only inside the roots an import may read (not tmp_path).
+    access = file_access(run, None, None, [])
+    guarded = {f.path: f for f in access.guard(sheet).files if f.role == "content_file"}
+    resolved = {path: f.resolved for path, f in guarded.items()}
+    assert resolved[str(secret)] is None and "--files-root" in (guarded[str(secret)].refused or "")
+    assert resolved["../../../../secret.txt"] is None and guarded["../../../../secret.txt"].refused
     assert resolved["https://example.com/report.csv"] is None
     assert resolved["generated/report.csv"] is not None
 

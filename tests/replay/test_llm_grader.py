@@ -257,14 +257,14 @@ A: Apple (AAPL) closed at 100.
 REF: AAPL closed at 100.
 CRIT: Answers from the provided data
 META: {
-  "source_repo": "https://github.com/virattt/dexter",
   "tags": [
     "finance",
     "apple"
   ],
-  "difficulty": "easy"
+  "difficulty": "easy",
+  "source_repo": "https://github.com/virattt/dexter"
 }
-METAJ: {"source_repo":"https://github.com/virattt/dexter","tags":["finance","apple"],"difficulty":"easy"}
+METAJ: {"tags":["finance","apple"],"difficulty":"easy","source_repo":"https://github.com/virattt/dexter"}
 RUB: [
   {
     "id": "rubric-1",
