@@ -13,6 +13,7 @@ import click
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import TaskID
 
 
 # rich is imported when something is first printed through it, not when a command module loads.
@@ -79,7 +80,7 @@ class progress_bar:
             disable=not err_console().is_terminal,
         )
         self._description = description
-        self._task = None
+        self._task: TaskID | None = None
 
     def start(self, total: int | None) -> None:
         self._task = self._progress.add_task(self._description, total=total)

@@ -61,25 +61,25 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
 @click.pass_context
 @handle_errors
 def replay(
-    ctx,
-    run,
-    eval_path,
-    preprocessors,
-    prompts,
-    judge_target,
-    judge_model,
-    graders,
-    tests_glob,
-    no_cache,
-    strict,
-    threshold,
-    targets_path,
-    concurrency,
-    shard,
-    resume,
-    html_path,
-    as_json,
-) -> None:  # type: ignore[no-untyped-def]
+    ctx: click.Context,
+    run: str | None,
+    eval_path: Path | None,
+    preprocessors: tuple[str, ...],
+    prompts: tuple[str, ...],
+    judge_target: str | None,
+    judge_model: str | None,
+    graders: str | None,
+    tests_glob: str | None,
+    no_cache: bool,
+    strict: bool,
+    threshold: float | None,
+    targets_path: Path | None,
+    concurrency: int,
+    shard: str | None,
+    resume: str | None,
+    html_path: Path | None,
+    as_json: bool,
+) -> None:
     """Regrade RUN with swapped converters, prompts, rubrics or judge, never calling the agent.
 
     Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN.
@@ -113,6 +113,7 @@ def replay(
                 on_start=started,
             )
         else:
+            assert run is not None  # checked above: RUN or --resume, exactly one
             options = ReplayOptions(
                 eval_path=str(eval_path.resolve()) if eval_path else None,
                 preprocessors=list(preprocessors),

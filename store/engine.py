@@ -108,7 +108,7 @@ def _script():  # type: ignore[no-untyped-def]
 
 
 def head_revision() -> str:
-    return _script().get_current_head()  # type: ignore[no-any-return]
+    return _script().get_current_head()
 
 
 def current_revision(engine: Engine) -> str | None:

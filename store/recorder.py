@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, func, select
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from evalstore.store import bulk, projections, schema
@@ -459,10 +459,9 @@ class EventStore:
                 n_events += 1
                 projections.fold(state, [ev])
             n_blobs = 0
-            for row in conn.execution_options(yield_per=200).execute(
+            for sha, size, encoding, data, dictionary in conn.execution_options(yield_per=200).execute(
                 select(schema.blobs).order_by(schema.blobs.c.sha256)
             ):
-                sha, size, encoding, data, dictionary = row
                 try:
                     raw = self._decode(encoding, data, dictionary, chain=0)
                 except StoreError as exc:
@@ -488,7 +487,7 @@ class EventStore:
         return VerifyReport(n_events, n_blobs)
 
 
-def _stored(row: Mapping[str, Any]) -> StoredEvent:
+def _stored(row: RowMapping) -> StoredEvent:
     return StoredEvent(
         seq=row["seq"],
         event_id=row["event_id"],

@@ -17,7 +17,7 @@ from evalstore import __version__
 from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
 from evalstore.replay.agentv.file_access import GuardedSource, file_access
 from evalstore.replay.agentv.import_check import check, item_key
-from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
+from evalstore.replay.agentv.import_events import Built, EventIds, RelativeSources, built
 from evalstore.replay.analysis.views import skipped_lines
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
@@ -98,6 +98,7 @@ def import_results(
     batch_blobs: dict[str, bytes] = {}
     done = 0
     tally = Tally()
+    item: ImportedTest | SkippedLine | Built  # a source's item, then what it is built into
     for item in source.iter_tests(skip_bad):
         if isinstance(item, ImportedTest):
             reason = checked.left_out.get(item_key(item))

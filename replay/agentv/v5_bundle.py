@@ -258,11 +258,11 @@ def read_v5_bundle(path: Path) -> ImportSource:
     suite = (first or {}).get("suite") or first_case.get("suite")
     if index is not None:
 
-        def iterate(skip_bad):
+        def iterate(skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
             return _iter_indexed(root, index, skip_bad)
     else:
 
-        def iterate(skip_bad):
+        def iterate(skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
             return _iter_folders(root, skip_bad)
 
     return ImportSource(

@@ -197,7 +197,7 @@ def _llm_grader(
 ) -> LlmGraderSpec:
     fields = _common(obj, kind, where)
     if kind in RUBRIC_TYPES:
-        key = next((k for k in ("criteria", "rubrics") if k in obj), None)
+        key: str | None = next((k for k in ("criteria", "rubrics") if k in obj), None)
         if key is None:
             raise where.error(f"`type: {kind}` needs `criteria`: a list of rubric items")
         if kind == "rubric":
@@ -276,13 +276,14 @@ def _code_grader(
             ctx.warn(where.key(extra), f"unknown key `{extra}` passed to the grader in `config`")
             config[str(extra)] = obj[extra]
     timeout = opt_number(obj, "timeout", where, low=0.0, low_open=True)
+    if timeout is not None:
+        fields["timeout"] = timeout
     return CodeGraderSpec(
         command=command,
         script=str(script) if script is not None else None,
         cwd=_cwd(obj, where, ctx),
         config=config or None,
         preprocessors=_effective_converters(obj, where, ctx, converters),
-        **({"timeout": timeout} if timeout is not None else {}),
         **fields,
     )
 
@@ -385,7 +386,7 @@ def default_name(kind: str, value: Any) -> str:
 
 def _deterministic(obj: dict[str, Any], kind: str, where: Where) -> AssertionSpec:
     fields = _common(obj, kind, where)
-    value = obj.get("value")
+    value: Any = obj.get("value")
     if not (opt_str(obj, "name", where) or opt_str(obj, "metric", where)):
         fields["name"] = default_name(kind, value)
     at = where.key("value")

@@ -16,11 +16,12 @@ are checked and how a replay tells a changed grader from a changed aggregation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from evalstore.replay.grading.graders.base import GraderResult
-from evalstore.store.events import Assertion
+from evalstore.store.events import Assertion, ExecutionStatus
 
 NEGATED_PREFIX = "[Negated]"
 
@@ -31,8 +32,7 @@ class TestOutcome:
 
     score: float
     passed: bool
-    status: str
-    """ok | quality_failure | execution_error"""
+    status: ExecutionStatus
     error: str | None = None
 
 
@@ -95,7 +95,7 @@ def required_gate(required: bool | float, min_score: float | None, threshold: fl
     return min_score if min_score is not None else float(required)
 
 
-def score_test(verdicts: list[tuple[_ScoredSpec, GraderResult]], threshold: float) -> TestOutcome:
+def score_test(verdicts: Sequence[tuple[_ScoredSpec, GraderResult]], threshold: float) -> TestOutcome:
     """The test outcome for graded results (``negate`` already applied)."""
     entries = [
         _Entry(
