@@ -222,7 +222,7 @@ def drop_append_only_triggers(engine: Engine) -> None:
     """Remove the immutability guard, as an attacker with write access to the database could."""
     if engine.dialect.name == "sqlite":
         for table in ("events", "blobs"):
-            for op in ("update", "delete"):
+            for op in ("update", "delete", "replace"):
                 execute(engine, f"DROP TRIGGER {table}_no_{op}")
     else:
         for table in ("events", "blobs"):
