@@ -23,6 +23,8 @@ TRIGGERS = {
         "events_no_update",
         "events_no_delete",
         "events_no_replace",
+        "events_no_reuse_event_id",
+        "events_no_reuse_stream_version",
         "blobs_no_update",
         "blobs_no_delete",
         "blobs_no_replace",

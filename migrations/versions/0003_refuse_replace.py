@@ -23,13 +23,17 @@ down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-# table -> the condition under which an inserted row would take the place of a stored one.
-SQLITE_TAKEN = {
-    "events": (
-        "SELECT 1 FROM events WHERE seq = NEW.seq OR event_id = NEW.event_id "
-        "OR (stream_id = NEW.stream_id AND stream_version = NEW.stream_version)"
+# trigger -> (table, the key an inserted row would take from a stored one, the condition). One trigger
+# per key, so the message names it: evalstore's optimistic append tells a retried event id by it.
+SQLITE_TRIGGERS = {
+    "events_no_replace": ("events", "seq", "SELECT 1 FROM events WHERE seq = NEW.seq"),
+    "events_no_reuse_event_id": ("events", "events.event_id", "SELECT 1 FROM events WHERE event_id = NEW.event_id"),
+    "events_no_reuse_stream_version": (
+        "events",
+        "events.stream_id, events.stream_version",
+        "SELECT 1 FROM events WHERE stream_id = NEW.stream_id AND stream_version = NEW.stream_version",
     ),
-    "blobs": "SELECT 1 FROM blobs WHERE sha256 = NEW.sha256 OR rowid = NEW.rowid",
+    "blobs_no_replace": ("blobs", "blobs.sha256", "SELECT 1 FROM blobs WHERE sha256 = NEW.sha256 OR rowid = NEW.rowid"),
 }
 PG_TRIGGERS = {
     "events": ("events_append_only", "events_no_truncate"),
@@ -40,10 +44,11 @@ PG_TRIGGERS = {
 def upgrade() -> None:
     dialect = op.get_bind().dialect.name
     if dialect == "sqlite":
-        for table, taken in SQLITE_TAKEN.items():
+        for trigger, (table, key, taken) in SQLITE_TRIGGERS.items():
+            message = f"evalstore: {table} is append-only; REPLACE is not allowed ({key} is already stored)"
             op.execute(
-                f"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} WHEN EXISTS ({taken}) "
-                f"BEGIN SELECT RAISE(ABORT, 'evalstore: {table} is append-only; REPLACE is not allowed'); END"
+                f"CREATE TRIGGER {trigger} BEFORE INSERT ON {table} WHEN EXISTS ({taken}) "
+                f"BEGIN SELECT RAISE(ABORT, '{message}'); END"
             )
     elif dialect == "postgresql":
         for table, triggers in PG_TRIGGERS.items():
@@ -54,8 +59,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     dialect = op.get_bind().dialect.name
     if dialect == "sqlite":
-        for table in SQLITE_TAKEN:
-            op.execute(f"DROP TRIGGER {table}_no_replace")
+        for trigger in SQLITE_TRIGGERS:
+            op.execute(f"DROP TRIGGER {trigger}")
     elif dialect == "postgresql":
         for table, triggers in PG_TRIGGERS.items():
             for trigger in triggers:

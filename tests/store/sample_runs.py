@@ -224,6 +224,8 @@ def drop_append_only_triggers(engine: Engine) -> None:
         for table in ("events", "blobs"):
             for op in ("update", "delete", "replace"):
                 execute(engine, f"DROP TRIGGER {table}_no_{op}")
+        execute(engine, "DROP TRIGGER events_no_reuse_event_id")
+        execute(engine, "DROP TRIGGER events_no_reuse_stream_version")
     else:
         for table in ("events", "blobs"):
             execute(engine, f"DROP TRIGGER {table}_append_only ON {table}")
