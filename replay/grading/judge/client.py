@@ -92,8 +92,13 @@ class JudgeClient:
         limit: threading.BoundedSemaphore,
         retry: RetryPolicy = RetryPolicy(),
         sleep: Callable[[float], None] = time.sleep,
+        *,
+        mask: bool = True,
     ) -> None:
+        """``mask=False`` leaves echoed credentials for the caller: the openai target puts them back as
+        their ``${{ NAME }}`` reference (``targets.secrets.unresolve``), which says more than a marker."""
         self._http = http
+        self._mask = mask
         self._limit = limit
         self._retry = retry
         self._sleep = sleep
@@ -105,7 +110,9 @@ class JudgeClient:
         for retry in range(self._retry.max_retries + 1):
             if retry:
                 self._sleep(self._delay(retry, exchanges[-1].retry_after))
-            exchange = _masked(self._send(judge, payload), judge_secrets(judge))
+            exchange = self._send(judge, payload)
+            if self._mask:
+                exchange = _masked(exchange, judge_secrets(judge))
             exchanges.append(exchange)
             if exchange.outcome == "ok" or not self._retryable(exchange):
                 break
