@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError
 
 from evalstore.store.errors import SchemaOutOfDate, StoreError
 from evalstore.store.schema import SCHEMA_REVISION
@@ -115,14 +115,18 @@ def current_revision(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
     with _connect(engine) as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        try:
+            return MigrationContext.configure(conn).get_current_revision()
+        except DatabaseError as exc:  # SQLite connects lazily: a file that is not a database fails here
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {reason}") from exc
 
 
 def _connect(engine: Engine) -> Connection:
     """The first connection a command makes: an unreachable store is bad input, not a crash."""
     try:
         return engine.connect()
-    except OperationalError as exc:
+    except DatabaseError as exc:  # OperationalError (unreachable), or a file that is not a database
         reason = str(exc.orig or exc).strip().splitlines()[0]
         raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {reason}") from exc
 

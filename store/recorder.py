@@ -33,6 +33,7 @@ from evalstore.store.errors import (
     NotFound,
     StoreError,
 )
+from evalstore.store.verify import verify as verify_store
 
 if TYPE_CHECKING:
     from evalstore.store.events import DomainEvent
@@ -430,61 +431,12 @@ class EventStore:
         return count
 
     def verify(self) -> VerifyReport:
-        """Recompute the hash chain, every blob digest, and the projections; stop at the first problem."""
-        prev = GENESIS_HASH
-        expected_seq = 0
-        n_events = 0
-        state: dict[str, dict[tuple, dict]] = {}
-        with self.engine.connect() as conn:
-            for row in (
-                conn.execution_options(yield_per=2000)
-                .execute(select(schema.events).order_by(schema.events.c.seq))
-                .mappings()
-            ):
-                ev = _stored(row)
-                expected_seq += 1
-                if ev.seq != expected_seq:
-                    return VerifyReport(n_events, 0, f"event seq {expected_seq} is missing (next is {ev.seq})")
-                if ev.prev_hash != prev:
-                    return VerifyReport(
-                        n_events, 0, f"event seq {ev.seq}: prev_hash does not match the hash of seq {ev.seq - 1}"
-                    )
-                if ev.computed_hash(prev) != ev.hash:
-                    return VerifyReport(
-                        n_events,
-                        0,
-                        f"event seq {ev.seq}: content does not match its hash (altered after it was written)",
-                    )
-                prev = ev.hash
-                n_events += 1
-                projections.fold(state, [ev])
-            n_blobs = 0
-            for sha, size, encoding, data, dictionary in conn.execution_options(yield_per=200).execute(
-                select(schema.blobs).order_by(schema.blobs.c.sha256)
-            ):
-                try:
-                    raw = self._decode(encoding, data, dictionary, chain=0)
-                except StoreError as exc:
-                    return VerifyReport(n_events, n_blobs, f"blob {sha}: {exc}")
-                if sha256_hex(raw) != sha or len(raw) != size:
-                    return VerifyReport(n_events, n_blobs, f"blob {sha}: bytes do not match their digest")
-                n_blobs += 1
-            actual = projections.read_all(conn)
-        for table in projections.TABLES:
-            want, have = state.get(table, {}), actual.get(table, {})
-            if want != have:
-                missing = sorted(set(want) - set(have), key=str)[:1]
-                extra = sorted(set(have) - set(want), key=str)[:1]
-                changed = [k for k in want if k in have and want[k] != have[k]][:1]
-                what = (
-                    f"row {missing[0]} missing"
-                    if missing
-                    else f"row {extra[0]} not derived from the log"
-                    if extra
-                    else f"row {changed[0]} differs from the log"
-                )
-                return VerifyReport(n_events, n_blobs, f"projection {table}: {what}; run `evalstore db rebuild`")
-        return VerifyReport(n_events, n_blobs)
+        """Recompute the hash chain, every blob digest, the blobs events need, and the projections; stop
+        at the first problem (see :mod:`evalstore.store.verify`)."""
+        events, blobs, problem = verify_store(
+            self.engine, lambda encoding, data, dictionary: self._decode(encoding, data, dictionary, chain=0)
+        )
+        return VerifyReport(events, blobs, problem)
 
 
 def _stored(row: RowMapping) -> StoredEvent:

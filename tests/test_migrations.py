@@ -19,7 +19,16 @@ from evalstore.store.schema import metadata
 
 STORE_TABLES = {"events", "blobs", "runs", "results", "verdicts", "judge_cache", "conversions"}
 TRIGGERS = {
-    "sqlite": {"events_no_update", "events_no_delete", "blobs_no_update", "blobs_no_delete"},
+    "sqlite": {
+        "events_no_update",
+        "events_no_delete",
+        "events_no_replace",
+        "events_no_reuse_event_id",
+        "events_no_reuse_stream_version",
+        "blobs_no_update",
+        "blobs_no_delete",
+        "blobs_no_replace",
+    },
     "postgresql": {"events_append_only", "events_no_truncate", "blobs_append_only", "blobs_no_truncate"},
 }
 

@@ -57,7 +57,7 @@ def run(request: RunRequest) -> TargetOutcome:
 
     messages = chat_messages(request)
     with httpx.Client(timeout=resolved.timeout) as http:
-        client = JudgeClient(http, threading.BoundedSemaphore(1), RetryPolicy(max_retries=retries))
+        client = JudgeClient(http, threading.BoundedSemaphore(1), RetryPolicy(max_retries=retries), mask=False)
         exchanges = client.complete(resolved, messages)
     return _outcome(spec.name, exchanges)
 
