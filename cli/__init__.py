@@ -51,6 +51,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("evalstore.cli.runs:show", "One run's summary and its results (per-grader scores)."),
     "verify": ("evalstore.cli.db:verify", "Recompute the hash chain, every blob digest and the projections."),
     "db": ("evalstore.cli.db:db", "Schema migrations and projection maintenance."),
+    "view": (
+        "evalstore.cli.view:view",
+        "Serve a read-only web viewer of the store: runs and their regrades, results, transcripts, artifacts, "
+        "verdicts and comparisons.",
+    ),
 }
 
 
