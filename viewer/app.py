@@ -83,6 +83,7 @@ def _environment() -> Environment:
         q=lambda s: quote(str(s), safe=""),
         label=key_label,
         short=lambda d: (d or "")[:12],
+        swapped=browse.swapped,
     )
     env.globals.update(version=__version__)
     return env
@@ -128,8 +129,8 @@ class Viewer:
     def _canonical(self, request: Request, ref: str) -> str | Response:
         run_id = resolve_run(self.store, ref)
         if run_id != ref:
-            path = request.url.path.replace(f"/runs/{quote(ref, safe='')}", f"/runs/{quote(run_id, safe='')}", 1)
-            path = path.replace(f"/runs/{ref}", f"/runs/{quote(run_id, safe='')}", 1)
+            rest = request.url.path.split("/", 3)[3:]  # what follows /runs/REF
+            path = f"/runs/{quote(run_id, safe='')}" + (f"/{quote(rest[0], safe='/')}" if rest else "")
             query = f"?{request.url.query}" if request.url.query else ""
             return RedirectResponse(path + query, status_code=307)
         return run_id

@@ -75,9 +75,14 @@ def run_tree(
     stack = [(s, 0) for s in reversed(children.get(None, []))]
     while stack:
         s, depth = stack.pop()
-        out.append(RunNode(s, depth, run_started(store, s.run_id).overrides))
+        out.append(RunNode(s, depth, swapped(run_started(store, s.run_id).overrides)))
         stack.extend((c, depth + 1) for c in reversed(children.get(s.run_id, [])))
     return out
+
+
+def swapped(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The overrides that were given (a replay records every option, most of them unset)."""
+    return {k: v for k, v in overrides.items() if v not in (None, [], {}, "", False)}
 
 
 def suites(store: EventStore) -> list[str]:
