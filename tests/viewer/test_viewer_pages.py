@@ -263,3 +263,14 @@ def test_the_same_pages_on_postgresql(postgres_url: str, tmp_path: Path) -> None
         assert "McNemar" in client.get(f"/runs/{replay}/compare").text
     finally:
         store.close()
+
+
+def test_view_refuses_a_store_that_is_not_there(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from evalstore.cli import main
+
+    missing = tmp_path / "nothing.db"
+    result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "view"])
+    assert result.exit_code == 2 and f"Error: no store at {missing}" in result.output
+    assert not missing.exists()  # read-only: nothing was created
