@@ -76,6 +76,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "evalstore.cli.attest:verify_attestation",
         "Check an attestation FILE offline, with no store: signature, event hashes, inclusion proofs, claims.",
     ),
+    "view": (
+        "evalstore.cli.view:view",
+        "Serve a read-only web viewer of the store: runs and their regrades, results, transcripts, artifacts, "
+        "verdicts and comparisons.",
+    ),
 }
 
 

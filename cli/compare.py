@@ -162,7 +162,7 @@ def _label_run(store, run_id: str) -> str:  # type: ignore[no-untyped-def]
     return label_run(store, run_id)
 
 
-def _labels_for(store, ids: list[str]) -> list:  # type: ignore[no-untyped-def,type-arg]
+def _labels_for(store, ids: list[str]) -> list:  # type: ignore[no-untyped-def]
     """The current labels of the runs' transcripts, when all the runs regrade the same recorded run."""
     from evalstore.replay.labels import current_labels
 
@@ -246,7 +246,7 @@ def emit_comparison(
     *,
     as_json: bool,
     html_path: Path | None = None,
-    extra: dict | None = None,  # type: ignore[type-arg]
+    extra: dict | None = None,
 ) -> None:
     if html_path:
         from evalstore.replay.analysis.report_html import render_html

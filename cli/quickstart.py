@@ -71,6 +71,7 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
         f"evalstore compare {run.run_id} {replay.run_id} --html report.html",
         f"evalstore audit {replay.run_id} {test_id} --show-prompt",
         "evalstore verify                             # recheck the hash chain and every blob",
+        "evalstore view --open                        # look at the runs, tests and comparison in a browser",
         "evalstore import PATH/TO/AGENTV/RESULTS       # bring your own AgentV runs",
         "evalstore replay RUN --prompt GRADER=file://new-prompt.md",
     ):

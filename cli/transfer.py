@@ -50,14 +50,14 @@ from evalstore.replay.analysis.views import resolve_run, run_summary
 @click.pass_context
 @handle_errors
 def import_(
-    ctx,
+    ctx: click.Context,
     path: Path,
     eval_path: Path | None,
     skip_bad: bool,
     targets_path: Path | None,
     files_roots: tuple[Path, ...],
     as_json: bool,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """Import AgentV results: a v4 run directory, a v5-next run bundle, or a results JSONL file.
 
     Importing the same results twice gives the same run. A malformed line aborts the import with its

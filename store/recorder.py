@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Integer, case, func, select
 from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -397,6 +397,103 @@ class EventStore:
         with self.engine.connect() as conn:
             return {row["run_id"]: dict(row) for row in conn.execute(query).mappings()}
 
+    def results_page(
+        self,
+        run_id: str,
+        *,
+        status: str | None = None,
+        min_score: float | None = None,
+        max_score: float | None = None,
+        grader: str | None = None,
+        grader_verdict: str | None = None,
+        text: str | None = None,
+        order: str = "test_id",
+        descending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """One page of a run's results (projection rows) matching the filters, and how many match in all.
+
+        ``grader`` keeps results that have a verdict from that grader (``grader_verdict``: with that
+        verdict); ``text`` is a substring of the test id; ``order`` is a results column."""
+        r, v = schema.results, schema.verdicts
+        conditions = [r.c.run_id == run_id]
+        if status:
+            conditions.append(r.c.status == status)
+        if min_score is not None:
+            conditions.append(r.c.score >= min_score)
+        if max_score is not None:
+            conditions.append(r.c.score <= max_score)
+        if text:
+            escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            conditions.append(r.c.test_id.like(f"%{escaped}%", escape="\\"))
+        if grader:
+            match = [
+                v.c.run_id == r.c.run_id,
+                v.c.test_id == r.c.test_id,
+                v.c.target == r.c.target,
+                v.c.attempt == r.c.attempt,
+                v.c.grader == grader,
+            ]
+            if grader_verdict:
+                match.append(v.c.verdict == grader_verdict)
+            conditions.append(select(v.c.grader).where(*match).exists())
+        column = r.c.get(order, r.c.test_id)
+        keys = [r.c.test_id, r.c.target, r.c.attempt]
+        ordering = [column.desc() if descending else column, *[k.desc() if descending else k for k in keys]]
+        page = select(r).where(*conditions).order_by(*ordering).limit(limit).offset(offset)
+        with self.engine.connect() as conn:
+            total = conn.execute(select(func.count()).select_from(r).where(*conditions)).scalar() or 0
+            rows = [dict(row) for row in conn.execute(page).mappings()]
+        return rows, int(total)
+
+    def verdicts_of(self, run_id: str, test_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The verdict projection rows of some tests of a run (every target and attempt)."""
+        v = schema.verdicts
+        found: list[dict[str, Any]] = []
+        with self.engine.connect() as conn:
+            for chunk in _chunks(list(dict.fromkeys(test_ids))):
+                query = select(v).where(v.c.run_id == run_id, v.c.test_id.in_(chunk))
+                found.extend(dict(row) for row in conn.execute(query).mappings())
+        return found
+
+    def grader_counts(self, run_id: str) -> dict[str, dict[str, Any]]:
+        """Per grader of a run: verdicts, passes, fails, skips, execution errors and the score sum."""
+        v = schema.verdicts
+        query = (
+            select(
+                v.c.grader,
+                func.min(v.c.grader_type).label("grader_type"),
+                func.count().label("verdicts"),
+                func.sum(case((v.c.verdict == "pass", 1), else_=0)).label("passed"),
+                func.sum(case((v.c.verdict == "fail", 1), else_=0)).label("failed"),
+                func.sum(case((v.c.verdict == "skip", 1), else_=0)).label("skipped"),
+                func.sum(case((v.c.status == "execution_error", 1), else_=0)).label("errors"),
+                func.sum(case((v.c.cache_hit, 1), else_=0)).label("cache_hits"),
+                func.sum(v.c.score).label("score_sum"),
+            )
+            .where(v.c.run_id == run_id)
+            .group_by(v.c.grader)
+            .order_by(v.c.grader)
+        )
+        with self.engine.connect() as conn:
+            return {row["grader"]: dict(row) for row in conn.execute(query).mappings()}
+
+    def score_histogram(self, run_id: str, bins: int = 10) -> list[int]:
+        """How many of a run's results score in each of ``bins`` equal bins of [0, 1] (1.0 in the last;
+        scores outside [0, 1] in the nearest end bin)."""
+        r = schema.results
+        scaled = r.c.score * bins
+        # CAST truncates on SQLite but rounds on PostgreSQL, which has FLOOR (SQLite may lack it).
+        floor = func.floor(scaled) if self.engine.dialect.name == "postgresql" else scaled
+        bucket = func.cast(floor, Integer).label("bucket")
+        query = select(bucket, func.count().label("n")).where(r.c.run_id == run_id).group_by(bucket)
+        counts = [0] * bins
+        with self.engine.connect() as conn:
+            for row in conn.execute(query).mappings():
+                counts[min(max(int(row["bucket"] or 0), 0), bins - 1)] += row["n"]
+        return counts
+
     def run_ids(self) -> list[str]:
         with self.engine.connect() as conn:
             return list(conn.execute(select(schema.runs.c.run_id).order_by(schema.runs.c.started_seq)).scalars())
@@ -409,7 +506,7 @@ class EventStore:
         if upto is not None:
             query = query.where(ev.c.seq <= upto)
         with self.engine.connect() as conn:
-            yield from conn.execution_options(yield_per=5000).execute(query)  # type: ignore[misc]
+            yield from conn.execution_options(yield_per=5000).execute(query)
 
     # --- maintenance ---------------------------------------------------------------------------
 

@@ -15,10 +15,9 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlparse
 
-from evalstore.replay.agentv.records import ImportedFile, ImportedTest
+from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 
@@ -103,16 +102,11 @@ def file_access(
     return FileAccess(roots=roots, target_cwds=target_cwds, cwd=cwd)
 
 
-class GuardedSource:
-    """An import source whose results have their files resolved and checked by ``access``."""
+def guarded(source: ImportSource, access: FileAccess) -> ImportSource:
+    """The same source, its results' files resolved and checked by ``access`` as they stream."""
 
-    def __init__(self, source: Any, access: FileAccess) -> None:
-        self._source = source
-        self._access = access
+    def iterate(skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+        for item in source.iter_tests(skip_bad):
+            yield access.guard(item) if isinstance(item, ImportedTest) else item
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._source, name)
-
-    def iter_tests(self, skip_bad: bool) -> Iterator[Any]:
-        for item in self._source.iter_tests(skip_bad):
-            yield self._access.guard(item) if isinstance(item, ImportedTest) else item
+    return replace(source, _iterate=iterate)

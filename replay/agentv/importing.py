@@ -15,7 +15,7 @@ from pathlib import Path
 
 from evalstore import __version__
 from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
-from evalstore.replay.agentv.file_access import GuardedSource, file_access
+from evalstore.replay.agentv.file_access import file_access, guarded
 from evalstore.replay.agentv.import_check import check, item_key
 from evalstore.replay.agentv.import_events import Built, EventIds, RelativeSources, built
 from evalstore.replay.analysis.views import skipped_lines
@@ -72,7 +72,7 @@ def import_results(
         raise ReplayError(f"{targets_path}: targets file not found (--targets)")
     snapshot, blobs, eval_file, threshold = _eval_snapshot(eval_path, source.eval_path_hints, path)
     access = file_access(path, eval_file, Path(targets_path) if targets_path else None, [Path(r) for r in files_roots])
-    source = GuardedSource(source, access)
+    source = guarded(source, access)
     root = str(path.resolve())
     within = RelativeSources(root)
     checked = check(source, within, skip_bad, progress)  # validation pass: raises on the first bad line

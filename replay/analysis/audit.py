@@ -62,14 +62,16 @@ def audit_test(
     *,
     grader: str | None = None,
     show_prompt: bool = False,
+    loaded: tuple[RunMaterial, RunMaterial] | None = None,
 ) -> dict[str, Any]:
-    run = load_run(store, run_id)
+    """``loaded``: the run and the run holding its transcripts, when the caller has already read them."""
+    run, origin = loaded if loaded else (load_run(store, run_id), None)
     matches = [m for key, m in run.tests.items() if key[0] == test_id]
     if not matches:
         raise NotFoundError(f"run {run_id} has no test {test_id!r}")
     checks = BlobCheck(store)
     run_info = _run_info(store, run, checks)
-    origin = transcript_run(store, run)
+    origin = origin or transcript_run(store, run)
     tests = [_audit_material(store, run, origin, m, checks, grader, show_prompt) for m in matches]
     return {
         "run": run_info,

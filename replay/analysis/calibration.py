@@ -165,7 +165,7 @@ def judge_agreement(
         else:
             low, high = _interval(draws[k])
             out[k] = Estimate(v, low, high)
-    return JudgeAgreement(c, **out, enough=True)
+    return JudgeAgreement(c, **out, enough=True, note=None)
 
 
 def rogan_gladen(pass_rate: float, tpr: float, tnr: float) -> float | None:

@@ -112,7 +112,7 @@ def _rubric_dict(item: RubricItem) -> dict[str, Any]:
     dumped = item.model_dump(mode="json", exclude_none=True)
     if not item.score_ranges:
         return dumped
-    first = {k: dumped[k] for k in ("id", "weight", "outcome", "score_ranges") if k in dumped}
+    first: dict[str, Any] = {k: dumped[k] for k in ("id", "weight", "outcome", "score_ranges") if k in dumped}
     rest = {k: v for k, v in dumped.items() if k not in first and k != "required"}
     return {**first, **rest}
 

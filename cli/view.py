@@ -1,0 +1,89 @@
+"""``evalstore view``: serve the read-only web viewer over the store."""
+
+from __future__ import annotations
+
+import socket
+import webbrowser
+from pathlib import Path
+
+import click
+
+from evalstore.cli.context import db_url, open_store
+from evalstore.cli.errors import handle_errors
+from evalstore.cli.output import note
+from evalstore.replay.errors import NotFoundError
+
+
+def _existing_store(url: str) -> None:
+    """The viewer only reads: a SQLite file that is not there is an error, not a new empty store."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    database = parsed.database or ""
+    is_file = parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:")
+    if is_file and not database.startswith("file:") and not Path(database).expanduser().exists():
+        raise NotFoundError(
+            f"no store at {database}: `evalstore quickstart` makes one here, or point --db / EVALSTORE_DB at yours"
+        )
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+@click.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (another than loopback shows every run to anyone who can reach it).",
+)
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in the default web browser.")
+@click.pass_context
+@handle_errors
+def view(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
+    """Serve a read-only web viewer of the store: runs and their regrades, results, transcripts, artifacts, verdicts and comparisons.
+
+    \b
+    Example:
+      evalstore view --open
+    """
+    import uvicorn
+
+    from evalstore.store.engine import resolve_url
+    from evalstore.viewer import create_app
+    from evalstore.viewer.security import is_local
+
+    _existing_store(resolve_url(db_url(ctx)))
+    store = open_store(ctx)
+    local = is_local(host)
+    if not local:
+        note(
+            f"warning: listening on {host}, not on loopback: anyone who can reach this address can read every run, "
+            "transcript and artifact in the store (there is no login)"
+        )
+    sock = _bind(host, port)
+    bound_port = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{bound_port}/"
+    click.echo(f"evalstore view: {url} (read-only; Ctrl-C stops)", nl=True)
+    app = create_app(store, allowed_hosts=None if local else ["*"])
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    if open_browser:
+        webbrowser.open(url)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

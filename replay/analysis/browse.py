@@ -1,0 +1,460 @@
+"""Read models for the web viewer (``evalstore view``): the run lineage, one page of a run's results with
+its aggregates, everything about one test, and a comparison with what changed per test.
+
+Everything here reads through the store's library API (projections, streams, blobs); nothing renders
+HTML. The viewer treats every string these return as untrusted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalstore.replay.analysis.audit import audit_test
+from evalstore.replay.analysis.compare import Comparison, GraderAssertionDiff, compare, diff_assertions
+from evalstore.replay.analysis.views import (
+    ResultRow,
+    RunSummary,
+    list_runs,
+    run_started,
+    run_summary,
+    transcript_run_id,
+)
+from evalstore.replay.errors import NotFoundError
+from evalstore.replay.material import TestMaterial, load_results, load_run
+from evalstore.replay.regrade import transcript_run
+from evalstore.store import EventStore
+from evalstore.store.errors import BlobNotFound, StoreError
+from evalstore.store.events import ArtifactStored, GraderCalled, RunStarted, VerdictRecorded
+
+PREVIEW_BYTES = 256 * 1024
+"""Artifacts up to this size are read for a preview on the test page; larger ones are only downloadable."""
+PREVIEW_CHARS = 64 * 1024
+"""At most this much of a text artifact, a transcript message or a prompt is shown inline."""
+
+RASTER_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+SPREADSHEET_SUFFIXES = (".xlsx", ".xls", ".ods", ".csv")
+
+
+# --- runs -------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunNode:
+    """A run in the lineage tree: replays sit under the run they regrade, ``depth`` deep."""
+
+    summary: RunSummary
+    depth: int
+    overrides: dict[str, Any]
+    """What a replay swapped (its ``run_started.overrides``), or a run's options."""
+
+
+def run_tree(
+    store: EventStore, *, suite: str | None = None, kind: str | None = None, text: str | None = None
+) -> list[RunNode]:
+    """Every run matching the filters, in lineage order: each run followed by the replays of it (depth
+    first, oldest first). A run whose parent is filtered out starts a tree of its own."""
+    needle = (text or "").lower()
+
+    def matches(s: RunSummary) -> bool:
+        if suite and s.suite != suite:
+            return False
+        if kind and s.kind != kind:
+            return False
+        fields = (s.run_id, s.suite or "", s.target or "", s.parent_run_id or "", s.source or "")
+        return not needle or any(needle in f.lower() for f in fields)
+
+    runs = [s for s in list_runs(store) if matches(s)]
+    ids = {s.run_id for s in runs}
+    children: dict[str | None, list[RunSummary]] = {}
+    for s in runs:
+        parent = s.parent_run_id if s.parent_run_id in ids else None
+        children.setdefault(parent, []).append(s)
+    out: list[RunNode] = []
+    stack = [(s, 0) for s in reversed(children.get(None, []))]
+    while stack:
+        s, depth = stack.pop()
+        out.append(RunNode(s, depth, swapped(run_started(store, s.run_id).overrides)))
+        stack.extend((c, depth + 1) for c in reversed(children.get(s.run_id, [])))
+    return out
+
+
+def swapped(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The overrides that were given (a replay records every option, most of them unset)."""
+    return {k: v for k, v in overrides.items() if v not in (None, [], {}, "", False)}
+
+
+def suites(store: EventStore) -> list[str]:
+    return sorted({s.suite for s in list_runs(store) if s.suite})
+
+
+# --- one run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ResultFilter:
+    status: str | None = None
+    min_score: float | None = None
+    max_score: float | None = None
+    grader: str | None = None
+    grader_verdict: str | None = None
+    text: str | None = None
+    order: str = "test_id"
+    descending: bool = False
+
+
+ORDERS = ("test_id", "score", "status", "target", "attempt")
+
+
+@dataclass
+class GraderMean:
+    grader: str
+    grader_type: str
+    verdicts: int
+    passed: int
+    failed: int
+    skipped: int
+    errors: int
+    cache_hits: int
+    mean: float | None
+
+
+@dataclass
+class RunPage:
+    summary: RunSummary
+    started: RunStarted
+    children: list[str]
+    rows: list[ResultRow]
+    total: int
+    """Results matching the filter (all pages)."""
+    offset: int
+    limit: int
+    graders: list[GraderMean]
+    histogram: list[int]
+
+
+def run_page(store: EventStore, run_id: str, filt: ResultFilter, *, offset: int = 0, limit: int = 100) -> RunPage:
+    """A run's summary, aggregates and one page of its results: reads ``limit`` results whatever the run's size."""
+    summary = run_summary(store, run_id)
+    started = run_started(store, run_id)
+    rows, total = store.results_page(
+        run_id,
+        status=filt.status,
+        min_score=filt.min_score,
+        max_score=filt.max_score,
+        grader=filt.grader,
+        grader_verdict=filt.grader_verdict,
+        text=filt.text,
+        order=filt.order if filt.order in ORDERS else "test_id",
+        descending=filt.descending,
+        limit=limit,
+        offset=offset,
+    )
+    graders: dict[tuple, dict[str, float]] = {}
+    verdicts: dict[tuple, dict[str, str]] = {}
+    for v in store.verdicts_of(run_id, [r["test_id"] for r in rows]):
+        key = (v["test_id"], v["target"], v["attempt"])
+        graders.setdefault(key, {})[v["grader"]] = v["score"]
+        verdicts.setdefault(key, {})[v["grader"]] = v["verdict"]
+    results = []
+    for r in rows:
+        key = (r["test_id"], r["target"], r["attempt"])
+        results.append(
+            ResultRow(
+                test_id=r["test_id"],
+                target=r["target"],
+                attempt=r["attempt"],
+                score=r["score"],
+                passed=bool(r["passed"]),
+                status=r["status"],
+                error=r["error"],
+                origin=r["origin"],
+                graders=graders.get(key, {}),
+                verdicts=verdicts.get(key, {}),
+            )
+        )
+    means = [
+        GraderMean(
+            grader=name,
+            grader_type=c["grader_type"],
+            verdicts=c["verdicts"],
+            passed=int(c["passed"] or 0),
+            failed=int(c["failed"] or 0),
+            skipped=int(c["skipped"] or 0),
+            errors=int(c["errors"] or 0),
+            cache_hits=int(c["cache_hits"] or 0),
+            mean=round(c["score_sum"] / c["verdicts"], 6) if c["verdicts"] else None,
+        )
+        for name, c in store.grader_counts(run_id).items()
+    ]
+    children = [r["run_id"] for r in store.query("runs", parent_run_id=run_id)]
+    return RunPage(
+        summary=summary,
+        started=started,
+        children=children,
+        rows=results,
+        total=total,
+        offset=offset,
+        limit=limit,
+        graders=means,
+        histogram=store.score_histogram(run_id),
+    )
+
+
+def snapshot_file(store: EventStore, run_id: str, sha256: str) -> tuple[str, bytes]:
+    """The path and bytes of one file a run's eval snapshot holds."""
+    for f in run_started(store, run_id).eval_snapshot:
+        if f.sha256 == sha256:
+            return f.path, store.get_blob(sha256)
+    raise NotFoundError(f"run {run_id} snapshotted no file with digest {sha256}")
+
+
+# --- one test ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ArtifactView:
+    event_id: str
+    artifact: ArtifactStored
+    kind: str
+    """``image`` (a raster image), ``svg``, ``html``, ``text``, ``spreadsheet`` or ``binary``."""
+    text: str | None = None
+    """Text artifacts (HTML and SVG as source) up to ``PREVIEW_CHARS``, when small enough to preview."""
+    truncated: bool = False
+    conversions: list[dict[str, Any]] = field(default_factory=list)
+    """What converters made of it for the graders (from the verdicts' preprocessing links), with the text."""
+
+
+@dataclass
+class TestView:
+    key: tuple[str, str, int]
+    case: dict[str, Any] | None
+    transcript: dict[str, Any] | None
+    messages: list[dict[str, Any]]
+    messages_error: str | None
+    artifacts: list[ArtifactView]
+    audit: dict[str, Any]
+    """The audit of this test (``evalstore audit --show-prompt``): verdicts, calls, conversions, digests."""
+    transcript_run_id: str
+
+
+@dataclass
+class TestPage:
+    run: dict[str, Any]
+    tests: list[TestView]
+    blobs_checked: int
+    blob_problems: dict[str, str]
+    checks: list[tuple[str, str, str]] = field(default_factory=list)
+    """(what, digest, ok/MISMATCH/MISSING/UNREADABLE) for every digest on the page, re-hashed."""
+
+
+def _checks(node: Any, where: str, out: dict[str, tuple[str, str, str]]) -> None:
+    """Every (digest, its re-hash result) an audit holds: ``X_sha256`` beside ``X_blob``, ``sha256`` beside ``blob``."""
+    if isinstance(node, dict):
+        label = node.get("path") or node.get("grader") or node.get("role") or where
+        for k, v in node.items():
+            if k.endswith("sha256") and isinstance(v, str):
+                status = node.get(k[: -len("sha256")] + "blob") if k != "sha256" else node.get("blob")
+                if isinstance(status, str) and v not in out:
+                    out[v] = (f"{label}: {k.removesuffix('_sha256').removesuffix('sha256') or 'bytes'}", v, status)
+            elif isinstance(v, (dict, list)):
+                _checks(v, f"{where} {k}".strip(), out)
+    elif isinstance(node, list):
+        for item in node:
+            _checks(item, where, out)
+
+
+def _kind(a: ArtifactStored) -> str:
+    media = (a.media_type or "").split(";")[0].strip().lower()
+    path = a.path.lower()
+    if media in RASTER_TYPES:
+        return "image"
+    if media == "image/svg+xml" or path.endswith(".svg"):
+        return "svg"
+    if media in ("text/html", "application/xhtml+xml") or path.endswith((".html", ".htm")):
+        return "html"
+    if path.endswith(SPREADSHEET_SUFFIXES) or "spreadsheet" in media or "excel" in media:
+        return "spreadsheet"
+    if media.startswith("text/") or media in ("application/json", "application/xml", "application/yaml"):
+        return "text"
+    return "binary"
+
+
+def _preview(store: EventStore, a: ArtifactStored, kind: str) -> tuple[str | None, bool]:
+    if a.status != "stored" or not a.sha256 or kind in ("image", "spreadsheet"):
+        return None, False
+    if (a.size or 0) > PREVIEW_BYTES:
+        return None, True
+    try:
+        data = store.get_blob(a.sha256)
+    except StoreError:
+        return None, False
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, False
+    return (text[:PREVIEW_CHARS], len(text) > PREVIEW_CHARS)
+
+
+def _text_blob(store: EventStore, digest: str | None) -> str | None:
+    if not digest:
+        return None
+    try:
+        text = store.get_blob(digest).decode("utf-8", errors="replace")
+    except StoreError:
+        return None
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"\n… [{len(text) - PREVIEW_CHARS} more]"
+
+
+def test_page(store: EventStore, run_id: str, test_id: str) -> TestPage:
+    """Every result of ``test_id`` in a run (each target and attempt): input, transcript, artifacts with
+    previews and conversions, and the audit of each verdict (prompts, replies, processes), with every
+    digest on the way re-hashed."""
+    run = load_run(store, run_id)
+    origin = transcript_run(store, run)
+    audit = audit_test(store, run_id, test_id, show_prompt=True, loaded=(run, origin))
+    views = []
+    for audited in audit["tests"]:
+        key = (audited["test_id"], audited["target"] or "", audited["attempt"])
+        views.append(_test_view(store, run.tests.get(key), origin.tests.get(key), audited, origin.run_id))
+    found: dict[str, tuple[str, str, str]] = {}
+    _checks(audit, "", found)
+    return TestPage(audit["run"], views, audit["blobs_checked"], audit["blob_problems"], list(found.values()))
+
+
+def _test_view(
+    store: EventStore, test: TestMaterial | None, source: TestMaterial | None, audited: dict[str, Any], origin: str
+) -> TestView:
+    source = source or test
+    case = None
+    case_holder = test if test and test.case else source
+    if case_holder and case_holder.case:
+        case = case_holder.case[1].model_dump(mode="json")
+    transcript = None
+    messages: list[dict[str, Any]] = []
+    messages_error = None
+    if source and source.transcript:
+        t = source.transcript[1]
+        transcript = t.model_dump(mode="json")
+        if t.messages_sha256:
+            try:
+                messages = json.loads(store.get_blob(t.messages_sha256))
+            except (StoreError, json.JSONDecodeError) as exc:
+                messages_error = f"the transcript blob cannot be read: {exc}"
+    conversions: dict[str, list[dict[str, Any]]] = {}
+    for verdict in audited["verdicts"]:
+        for p in verdict["preprocessing"]:
+            if p.get("missing") or not p.get("artifact_sha256"):
+                continue
+            seen = conversions.setdefault(p["artifact_sha256"], [])
+            if all(c["event_id"] != p["event_id"] for c in seen):
+                seen.append({**p, "graders": [verdict["grader"]], "text": _text_blob(store, p["output_sha256"])})
+            else:
+                next(c for c in seen if c["event_id"] == p["event_id"])["graders"].append(verdict["grader"])
+    artifacts = []
+    for eid, a in source.artifacts if source else []:
+        kind = _kind(a)
+        text, truncated = _preview(store, a, kind)
+        artifacts.append(ArtifactView(eid, a, kind, text, truncated, conversions.get(a.sha256 or "", [])))
+    key = (audited["test_id"], audited["target"] or "", audited["attempt"])
+    return TestView(key, case, transcript, messages, messages_error, artifacts, audited, origin)
+
+
+def artifact(store: EventStore, run_id: str, sha256: str) -> tuple[ArtifactStored, str, bytes]:
+    """An artifact of a run (or of the run holding its transcripts) by digest: its event, kind and bytes."""
+    started = run_started(store, run_id)
+    for stream in dict.fromkeys((run_id, transcript_run_id(store, started))):
+        for stored in store.read_stream(stream, types=["artifact_stored"]):
+            a = stored.event
+            if isinstance(a, ArtifactStored) and a.sha256 == sha256 and a.status == "stored":
+                try:
+                    return a, _kind(a), store.get_blob(sha256)
+                except BlobNotFound:
+                    raise NotFoundError(f"the bytes of artifact {a.path} ({sha256}) are not in the store") from None
+    raise NotFoundError(f"run {run_id} has no stored artifact {sha256}")
+
+
+# --- compare ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SideBySide:
+    """One grader of a changed test in both runs, with its assertions matched and the judge prompts."""
+
+    grader: str
+    a: VerdictRecorded | None
+    b: VerdictRecorded | None
+    assertions: GraderAssertionDiff
+    prompt_a: str | None = None
+    prompt_b: str | None = None
+
+
+@dataclass
+class ChangedTest:
+    key: tuple[str, str | None, int]
+    score_a: float
+    score_b: float
+    delta: float
+    flip: str | None
+    graders: list[SideBySide]
+
+
+@dataclass
+class ComparePage:
+    comparison: Comparison
+    summary_a: RunSummary
+    summary_b: RunSummary
+    changed: list[ChangedTest]
+    changed_total: int
+
+
+def default_baseline(store: EventStore, run_id: str) -> str:
+    """What a run is compared with by default: the run it regrades."""
+    parent = run_started(store, run_id).parent_run_id
+    if not parent:
+        raise NotFoundError(f"run {run_id} is not a replay; pick the run to compare it with")
+    return parent
+
+
+def _prompts(store: EventStore, verdicts: list[VerdictRecorded | None]) -> dict[int, str | None]:
+    """The judge request each verdict's first judge call sent, or AgentV's recorded prompt for imports."""
+    ids = [eid for v in verdicts if v for eid in v.grader_call_event_ids]
+    events = store.get_events(ids)
+    out: dict[int, str | None] = {}
+    for i, v in enumerate(verdicts):
+        if v is None:
+            continue
+        digest = v.rendered_prompt_sha256
+        for eid in v.grader_call_event_ids:
+            ev = events.get(eid)
+            if ev is not None and isinstance(ev.event, GraderCalled) and ev.event.call == "judge":
+                digest = ev.event.request_sha256
+                break
+        out[i] = _text_blob(store, digest)
+    return out
+
+
+def compare_page(store: EventStore, run_a: str, run_b: str, *, limit: int = 50, seed: int = 0) -> ComparePage:
+    """``evalstore compare``'s statistics plus, for the ``limit`` most changed tests, both verdicts of
+    every grader side by side (assertions matched by text, judge prompts)."""
+    results_a, results_b = load_results(store, run_a), load_results(store, run_b)
+    comparison = compare(results_a, results_b, seed=seed)
+    flipped_keys = {f.row.key for f in comparison.flipped}
+    changed_rows = [t for t in comparison.tests if t.delta != 0 or t.key in flipped_keys]
+    changed_rows.sort(key=lambda t: (t.flip is None, t.key not in flipped_keys, -abs(t.delta), t.key[0]))
+    changed = []
+    for row in changed_rows[:limit]:
+        va = results_a.results[row.key].verdicts
+        vb = results_b.results[row.key].verdicts
+        names = sorted(va.keys() | vb.keys())
+        pairs = [(va.get(n), vb.get(n)) for n in names]
+        prompts = _prompts(store, [v for pair in pairs for v in pair])
+        graders = [
+            SideBySide(n, a, b, diff_assertions(n, a, b), prompts.get(2 * i), prompts.get(2 * i + 1))
+            for i, (n, (a, b)) in enumerate(zip(names, pairs))
+        ]
+        changed.append(ChangedTest(row.key, row.score_a, row.score_b, row.delta, row.flip, graders))
+    return ComparePage(
+        comparison, run_summary(store, run_a), run_summary(store, run_b), changed, changed_total=len(changed_rows)
+    )

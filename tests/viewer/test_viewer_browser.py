@@ -1,0 +1,177 @@
+"""The viewer in a real headless browser (Chromium from the distribution, driven by selenium), served by
+``evalstore view`` itself: follow a run to a test to a verdict, open a comparison, sort a table, and check
+that an agent's HTML does not run. Screenshots of the main pages go to a folder the test prints.
+
+Skipped, with the reason shown, where no Chromium and chromedriver are installed (``.ci/run`` installs them).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from conftest import EVALSTORE, Hostile
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver") or (
+    "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None
+)
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER),
+    reason="no Chromium/chromedriver: apt-get install chromium chromium-driver (as .ci/run does)",
+)
+
+
+@pytest.fixture
+def serve() -> Iterator:
+    """Start ``evalstore view`` on a store; yields (base URL), stops it after the test."""
+    started: list[subprocess.Popen] = []
+
+    def start(db: str) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
+        proc = subprocess.Popen(
+            [str(EVALSTORE), "--db", db, "view", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        started.append(proc)
+        line = proc.stdout.readline() if proc.stdout else ""
+        match = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+        assert match, (
+            f"no URL printed: {line!r} {proc.stderr.read() if proc.poll() is not None and proc.stderr else ''}"
+        )
+        return match.group(1)
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def browser() -> Iterator:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM  # type: ignore[assignment]
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+        "--disable-gpu",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = Path(os.environ.get("EVALSTORE_VIEW_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"\nviewer screenshots: {folder}", file=sys.stderr)
+    return folder
+
+
+def _shot(driver, folder: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+    driver.set_window_size(1280, max(1000, min(6000, driver.execute_script("return document.body.scrollHeight"))))
+    path = folder / f"{name}.png"
+    assert driver.save_screenshot(str(path)) and path.stat().st_size > 10_000
+
+
+def test_follow_a_run_to_a_test_to_a_verdict_and_compare(quickstart_db: str, serve, browser, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    base = serve(quickstart_db)
+    browser.get(f"{base}/runs")
+    assert browser.title.startswith("Runs")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table#runs tbody tr")
+    assert len(rows) == 2
+    recorded, replay = (r.get_attribute("data-run") for r in rows)
+    _shot(browser, shots, "1-runs")
+
+    browser.find_element(By.LINK_TEXT, replay).click()
+    assert browser.current_url == f"{base}/runs/{replay}"
+    assert browser.find_element(By.ID, "result-count").text.startswith("3 results")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#histogram rect.bar")) == 10
+    _shot(browser, shots, "2-run")
+
+    # Sort the results by score (JavaScript, this page): the column ends up ordered, both ways.
+    header = browser.find_element(By.XPATH, "//table[@id='results']/thead/tr/th[4]")
+    header.click()
+
+    def scores() -> list[float]:
+        cells = browser.find_elements(By.CSS_SELECTOR, "table#results tbody tr td:nth-child(4)")
+        return [float(c.text) for c in cells]
+
+    assert scores() == sorted(scores()) and header.get_attribute("aria-sort") == "ascending"
+    header.click()
+    assert scores() == sorted(scores(), reverse=True) and header.get_attribute("aria-sort") == "descending"
+
+    browser.find_element(By.LINK_TEXT, "q3-report").click()
+    assert browser.current_url == f"{base}/runs/{replay}/tests/q3-report"
+    verdicts = browser.find_elements(By.CSS_SELECTOR, "div.verdict")
+    assert verdicts, "no verdicts rendered"
+    first = verdicts[0]
+    assert re.search(r"score \d\.\d{3}", first.find_element(By.TAG_NAME, "h4").text)
+    assert first.find_elements(By.CSS_SELECTOR, "table.assertions tbody tr") or first.find_elements(
+        By.CSS_SELECTOR, "div.call"
+    )
+    # The agent's HTML renders in the sandboxed frame, and its own document cannot script.
+    frame = browser.find_element(By.CSS_SELECTOR, "iframe.artifact-frame")
+    assert frame.get_attribute("sandbox") == ""
+    _shot(browser, shots, "3-test")
+
+    browser.find_element(By.ID, "verify").click()
+    assert "verify=1" in browser.current_url
+    results = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#verify-result tbody td:nth-child(3)")]
+    assert results and set(results) == {"ok"}
+
+    browser.get(f"{base}/runs/{replay}/compare")
+    assert browser.current_url == f"{base}/compare/{recorded}/{replay}"
+    labels = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#delta-chart text.label")]
+    assert labels and all(label for label in labels)
+    assert browser.find_elements(By.CSS_SELECTOR, "table.side-by-side")
+    assert "McNemar" in browser.find_element(By.ID, "stats").text
+    _shot(browser, shots, "4-compare")
+
+
+def test_hostile_content_does_not_run(hostile: Hostile, serve, browser, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    base = serve(hostile.url)
+    url = f"{base}/runs/{hostile.run_id}/tests/{quote(hostile.test_id, safe='')}"
+    browser.get(url)
+    title = browser.title
+    assert "owned" not in title
+    # No alert was raised by any of the markup on the page or in its frames.
+    assert browser.execute_script("return typeof window.__owned") == "undefined"
+    from selenium.common.exceptions import NoAlertPresentException
+
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018
+    assert "<script>alert('owned')</script>" in browser.find_element(By.ID, "answer").text
+    _shot(browser, shots, "5-hostile")
+    # The HTML artifact opened directly is a sandboxed document: its script does not run there either.
+    browser.get(f"{base}/runs/{hostile.run_id}/artifacts/{hostile.digests['report.html']}/view")
+    assert browser.title != "owned"
