@@ -157,3 +157,23 @@ def test_a_missing_key_stops_import_before_anything_is_written(sqlite_url: str, 
     assert result.exit_code == 2
     assert result.stderr == f"Error: {missing}: no signing key there; create one with `evalstore keys init`\n"
     assert _cli("--db", sqlite_url, "runs", "--json").stdout.strip() == "[]"
+
+
+def test_replay_writes_a_checkpoint_that_covers_the_replay(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the quickstart's agent works under ./.evalstore/workspaces
+    monkeypatch.delenv("EVALSTORE_JUDGE_BASE_URL", raising=False)
+    assert _cli("--db", sqlite_url, "quickstart", "--json").exit_code == 0
+    key_file, cp = tmp_path / "k.key", tmp_path / "cp.txt"
+    create_key_file(key_file, "ci")
+    pub = tmp_path / "k.pub"
+    pub.write_text(_cli("keys", "show", "--key", str(key_file)).stdout)
+    replayed = _cli("--db", sqlite_url, "replay", "last", "--json", "--checkpoint", str(cp), "--key", str(key_file))
+    assert replayed.exit_code in (0, 1), replayed.output  # 1: a test below the threshold; the checkpoint is written
+    replay_id = json.loads(replayed.stdout)["run_id"]
+    assert cp.is_file() and "checkpoint of " in replayed.stderr
+    assert _cli("--db", sqlite_url, "verify", "--checkpoint", str(cp), "--pubkey", str(pub)).exit_code == 0
+    made = _cli("--db", sqlite_url, "attest", replay_id, "-o", str(tmp_path / "att.json"))
+    assert made.exit_code == 0, made.output  # the checkpoint covers every event of the replay
+    assert _cli("verify-attestation", str(tmp_path / "att.json"), "--pubkey", str(pub)).exit_code == 0
