@@ -9,7 +9,7 @@ it writes that many AgentV 4.x result rows to a JSONL file, then imports it with
 rows per second, the child's RSS before the import (interpreter + libraries) and its peak, and the
 store size (``.db`` + ``-wal``) against the source JSONL.
 
-The rows have the shape of ``shared/fixtures/agentv/v4/rubric/dataset.eval.baseline.jsonl`` (a
+The rows have the shape of ``tests/fixtures/agentv/v4/rubric/dataset.eval.baseline.jsonl`` (a
 rubric ``llm-grader`` and a ``code-grader`` per row, per-grader assertions and the flattened
 ``assertions``), plus what v4 final rows also carry: the rendered grader prompt in ``scores[].input``
 (``{userPrompt, systemPrompt}`` for the LLM grader, ``{command, cwd}`` for the script), the grader
