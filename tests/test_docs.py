@@ -52,6 +52,7 @@ def _architecture_sections() -> dict[str, set[str]]:
 PACKAGE_FOLDERS = [
     "cli",
     "store",
+    "viewer",
     *sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / "replay").rglob("__init__.py")),
 ]
 
