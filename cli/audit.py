@@ -143,7 +143,7 @@ def audit(ctx, run: str, test_id: str, grader: str | None, show_prompt: bool, as
     Example:
       evalstore audit last quarterly-report --show-prompt
     """
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     report = audit_test(store, resolve_run(store, run), test_id, grader=grader, show_prompt=show_prompt)
     if as_json:
         print_json(report)

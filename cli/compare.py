@@ -115,7 +115,7 @@ def compare(ctx, run_a, run_b, test_id, seed, resamples, fail_on, html_path, as_
     Example:
       evalstore compare rec-20261122T101500-3fa9c1 last --fail-on-regression flip --html report.html
     """
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     a, b = resolve_run(store, run_a), resolve_run(store, run_b)
     comparison = compare_runs(
         load_results(store, a), load_results(store, b), seed=seed, resamples=resamples, test_id=test_id

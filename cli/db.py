@@ -6,11 +6,10 @@ import sys
 
 import click
 
-from evalstore.cli.context import db_url, open_store
+from evalstore.cli.context import engine_for, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, print_json
 from evalstore.store import engine as store_engine
-from evalstore.store import make_engine
 
 
 @click.group()
@@ -40,7 +39,7 @@ def downgrade(ctx: click.Context, revision: str) -> None:
 
 
 def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[no-untyped-def]
-    engine = make_engine(db_url(ctx))
+    engine = engine_for(ctx)
     try:
         step(engine, revision)
         click.echo(f"store at revision {store_engine.current_revision(engine) or 'base'}")
@@ -54,9 +53,11 @@ def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[n
 @handle_errors
 def current(ctx: click.Context, as_json: bool) -> None:
     """Show the store's schema revision and the head this evalstore expects."""
-    engine = make_engine(db_url(ctx))
-    cur, head = store_engine.current_revision(engine), store_engine.head_revision()
-    engine.dispose()
+    engine = engine_for(ctx, create=False)
+    try:
+        cur, head = store_engine.current_revision(engine), store_engine.head_revision()
+    finally:
+        engine.dispose()
     if as_json:
         print_json({"current": cur, "head": head, "up_to_date": cur == head})
     else:
@@ -100,7 +101,7 @@ def verify(ctx: click.Context, as_json: bool) -> None:
 
     Exits 0 when the store is sound, 1 naming the first event seq or blob that does not match.
     """
-    report = open_store(ctx).verify()
+    report = open_store(ctx, create=False).verify()
     if as_json:
         print_json({"ok": report.ok, "events": report.events, "blobs": report.blobs, "problem": report.problem})
     elif report.ok:

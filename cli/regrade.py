@@ -90,7 +90,7 @@ def replay(
     """
     if bool(run) == bool(resume):
         raise click.UsageError("give either RUN or --resume REPLAY")
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)  # a replay needs a recorded run: never a new store
     shard_spec = parse_shard(shard) if shard else None
     with resume_hint("replay") as begun, progress_bar("regrading") as bar:
 

@@ -16,7 +16,7 @@ from evalstore.replay.analysis import views
 @handle_errors
 def runs(ctx: click.Context, as_json: bool) -> None:
     """List runs: kind, parent, test count, mean score, when started."""
-    summaries = views.list_runs(open_store(ctx))
+    summaries = views.list_runs(open_store(ctx, create=False))
     if as_json:
         print_json([s.to_dict() for s in summaries])
         return
@@ -50,7 +50,7 @@ def runs(ctx: click.Context, as_json: bool) -> None:
 @handle_errors
 def show(ctx: click.Context, run: str, as_json: bool) -> None:
     """One run's summary and its results (per-grader scores). RUN: an id, a unique prefix, or ``last``."""
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
     results = views.run_results(store, run_id)

@@ -118,7 +118,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
       evalstore export last --format csv -o results.csv
       evalstore export imp-5159 > rows.jsonl
     """
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     run_id = resolve_run(store, run)
     to_file = output is not None and str(output) != "-"
     try:

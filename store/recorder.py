@@ -74,12 +74,12 @@ class VerifyReport:
 class EventStore:
     """An evalstore database: open with :meth:`open`, or wrap an existing engine."""
 
-    def __init__(self, engine: Engine, *, check_schema: bool = True) -> None:
+    def __init__(self, engine: Engine, *, check_schema: bool = True, create: bool = True) -> None:
         self.engine = engine
         self.dialect = postgres if engine.dialect.name == "postgresql" else sqlite
         self._dictionaries = Dictionaries()
         if check_schema:
-            ensure_current(engine)
+            ensure_current(engine, create=create)
 
     @classmethod
     def open(cls, db: str | None = None) -> EventStore:
