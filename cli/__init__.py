@@ -94,6 +94,9 @@ class LazyGroup(click.Group):
 def main(ctx: click.Context, db: str | None, debug: bool) -> None:
     """Record agent eval runs as immutable events, regrade them without calling the agent,
     compare the regrade with honest statistics, and audit any score down to its bytes."""
+    from evalstore.cli.pipes import guard_stdout
+
+    guard_stdout()
     ctx.obj = {"db": db, "debug": debug}
     if ctx.invoked_subcommand is None:  # plain `evalstore`: the help, and success
         click.echo(ctx.get_help())

@@ -7,9 +7,9 @@ looked and exit 2."""
 from __future__ import annotations
 
 import click
+from sqlalchemy.engine import Engine
 
 from evalstore.store import EventStore, locate, make_engine
-from sqlalchemy.engine import Engine
 
 
 def db_url(ctx: click.Context) -> str | None:

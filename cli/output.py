@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import click
+from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
-# Piped output gets a wide fixed width: rich would otherwise wrap tables at 80 columns.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, highlight=False)
+PIPED_WIDTH = 200
+"""Tables written to a pipe or file are this wide unless ``COLUMNS`` says otherwise (rich would use 80)."""
+
+
+def _stdout_console() -> Console:
+    """A console on the current stdout, made per table: its width follows ``COLUMNS`` or the terminal."""
+    width = None
+    if not sys.stdout.isatty():
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+    return Console(highlight=False, width=width)
 
 
 def json_option(f: Callable) -> Callable:
@@ -29,13 +41,57 @@ def fmt_score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    table = Table(title=title, title_justify="left", show_lines=False)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*["" if cell is None else str(cell) for cell in row])
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    ids: Sequence[str] = (),
+    optional: Sequence[str] = (),
+) -> None:
+    """A table on stdout. Columns named in ``ids`` (run ids, test ids, and short values such as scores)
+    are never wrapped or cut, so they can be copied; the others fold. When even that does not fit the width, the ``optional`` columns are
+    left out, in the order given, and a note on stderr names them (``--json`` has everything)."""
+    console = _stdout_console()
+    cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    shown = list(columns)
+    left_out: list[str] = []
+    while True:
+        table = _table(title, columns, shown, cells, ids)
+        unbounded = console.options.update(max_width=1_000_000)  # Measurement clamps to the width it is given
+        fits = Measurement.get(console, unbounded, table).minimum <= console.width
+        droppable = [c for c in optional if c in shown]
+        if fits or not droppable:
+            break
+        shown.remove(droppable[0])
+        left_out.append(droppable[0])
     console.print(table)
+    if left_out:
+        note(f"({console.width} columns: left out {', '.join(left_out)}; a wider terminal or --json shows them)")
+
+
+FOLD_MIN = 10
+"""A column that folds keeps at least this many characters a line (fewer, and columns are left out)."""
+
+
+def _table(
+    title: str | None, columns: Sequence[str], shown: Sequence[str], cells: list[list[str]], ids: Sequence[str]
+) -> Table:
+    # No vertical rules: a copied id carries no box characters, and narrow terminals fit more.
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0), show_lines=False
+    )
+    index = [columns.index(c) for c in shown]
+    for i in index:
+        name = columns[i]
+        widest = max([len(name), *(len(row[i]) for row in cells)])
+        if name in ids:
+            table.add_column(name, no_wrap=True, min_width=widest)
+        else:
+            table.add_column(name, overflow="fold", min_width=min(widest, FOLD_MIN))
+    for row in cells:
+        table.add_row(*(row[i] for i in index))
+    return table
 
 
 def note(message: str) -> None:

@@ -11,21 +11,38 @@ from evalstore.replay.analysis import views
 
 
 @click.command()
+@click.option("--suite", help="Only runs of this suite.")
+@click.option("--kind", type=click.Choice(["recorded", "replay", "imported"]), help="Only runs of this kind.")
+@click.option("--limit", type=click.IntRange(0), metavar="N", help="Only the N newest runs (listed oldest first).")
 @json_option
 @click.pass_context
 @handle_errors
-def runs(ctx: click.Context, as_json: bool) -> None:
-    """List runs: kind, parent, test count, mean score, when started."""
-    summaries = views.list_runs(open_store(ctx, create=False))
+def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | None, as_json: bool) -> None:
+    """List runs: kind, parent, test count, mean score, when started.
+
+    A replay's "changes" column says what it swapped (eval, preprocessors, prompts, judge, graders,
+    tests). Run ids are never wrapped; in a narrow terminal the least needed columns are left out.
+
+    \b
+    Example:
+      evalstore runs --kind replay --limit 5
+      evalstore runs --suite revenue-report --json
+    """
+    summaries = views.list_runs(open_store(ctx, create=False), suite=suite, kind=kind, limit=limit)
     if as_json:
         print_json([s.to_dict() for s in summaries])
         return
     if not summaries:
-        click.echo("no runs yet: `evalstore run EVAL.yaml`, `evalstore import PATH` or `evalstore quickstart`")
+        filtered = suite is not None or kind is not None or limit is not None
+        click.echo(
+            "no runs match"
+            if filtered
+            else "no runs yet: evalstore run EVAL.yaml, evalstore import PATH or evalstore quickstart"
+        )
         return
     print_table(
         None,
-        ["run", "kind", "parent", "suite", "status", "tests", "passed", "mean", "started"],
+        ["run", "kind", "parent", "suite", "status", "passed", "mean", "started", "changes"],
         [
             (
                 s.run_id,
@@ -33,13 +50,15 @@ def runs(ctx: click.Context, as_json: bool) -> None:
                 s.parent_run_id or "",
                 s.suite or "",
                 s.status,
-                s.tests,
-                s.passed,
+                f"{s.passed}/{s.tests}",
                 fmt_score(s.mean_score),
-                s.started_at[:19],
+                s.started_at[:16].replace("T", " "),
+                "; ".join(s.changes),
             )
             for s in summaries
         ],
+        ids=["run", "kind", "parent", "status", "passed", "mean", "started"],
+        optional=["suite", "status", "started", "changes", "parent"],
     )
 
 

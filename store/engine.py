@@ -218,7 +218,9 @@ def ensure_current(engine: Engine, *, create: bool = True) -> None:
         existing = set(inspect(engine).get_table_names())
         if not existing & {"events", "blobs"}:
             if not create:
-                raise StoreMissing(f"no store at {engine.url.render_as_string()}: the database holds no evalstore tables")
+                raise StoreMissing(
+                    f"no store at {engine.url.render_as_string()}: the database holds no evalstore tables"
+                )
             upgrade(engine)
             return
         raise SchemaOutOfDate(
