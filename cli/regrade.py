@@ -11,7 +11,7 @@ from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
-from evalstore.cli.results import grader_scores, print_scored, scored_rows
+from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
 from evalstore.replay.analysis.compare import REGRESSION_MODES, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
@@ -190,7 +190,7 @@ def replay(
         if html_path:
             emit_comparison(comparison, as_json=False, html_path=html_path)
     else:
-        rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))
+        rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id), score_notes(store, outcome.run_id))
         print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
         emit_comparison(comparison, as_json=False, html_path=html_path)
     _exit_if(failed, regressed[1] if regressed[0] else None)

@@ -7,6 +7,7 @@ import click
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import fmt_score, json_option, print_json, print_table
+from evalstore.cli.results import pass_cell, score_notes
 from evalstore.replay.analysis import views
 
 
@@ -68,17 +69,29 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
 @click.pass_context
 @handle_errors
 def show(ctx: click.Context, run: str, as_json: bool) -> None:
-    """One run's summary and its results (per-grader scores). RUN: an id, a unique prefix, or ``last``."""
+    """One run's summary and its results (per-grader scores).
+
+    RUN: an id, a unique prefix, or last. For a replay, says what it changed. The "why" column explains
+    a score the grader scores do not: a required grader below its gate, a grader that failed to run.
+
+    \b
+    Example:
+      evalstore show last
+      evalstore show rpl-2026 --json
+    """
     store = open_store(ctx, create=False)
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
     results = views.run_results(store, run_id)
     skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []
+    notes = score_notes(store, run_id)
     if as_json:
         print_json(
             {
                 "run": summary.to_dict(),
-                "results": [r.to_dict() for r in results],
+                "results": [
+                    {**r.to_dict(), "note": notes.get((r.test_id, r.target or "", r.attempt), "")} for r in results
+                ],
                 "skipped_lines": [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped],
             }
         )
@@ -87,23 +100,28 @@ def show(ctx: click.Context, run: str, as_json: bool) -> None:
         f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
         + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else "")
     )
+    if summary.kind == "replay":
+        click.echo(f"changes: {'; '.join(summary.changes) or 'none (the same eval, graders and judge)'}")
     click.echo(
         f"tests={summary.tests}  passed={summary.passed}  errors={summary.errors}  mean={fmt_score(summary.mean_score)}"
     )
     print_table(
         None,
-        ["test", "target", "score", "pass", "status", "graders"],
+        ["test", "target", "score", "pass", "status", "graders", "why"],
         [
             (
                 r.test_id + (f" #{r.attempt}" if r.attempt != 1 else ""),
                 r.target,
                 fmt_score(r.score),
-                "yes" if r.passed else "no",
+                pass_cell(r.passed, r.status),
                 r.status,
                 ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()),
+                notes.get((r.test_id, r.target or "", r.attempt), ""),
             )
             for r in results
         ],
+        ids=["test", "score", "pass", "status"],
+        optional=["target", "status"],
     )
     if skipped:
         click.echo(f"{len(skipped)} source lines left out:")
