@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import fmt_score, json_option, note, print_json, print_table
+from evalstore.cli.output import fmt_score, json_option, note, plural, print_json, print_table
 from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
@@ -31,7 +31,7 @@ def _stats_cells(stats) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
 def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     o = c.overall
     ci, p, k = _stats_cells(o)
-    click.echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {o.score.n} paired results")
+    click.echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
     click.echo(
         f"mean score A={fmt_score(o.score.mean_a)} B={fmt_score(o.score.mean_b)} diff={_signed(o.score.mean_diff)} "
         f"95% CI {ci} (paired bootstrap, seed {c.seed})"
@@ -57,6 +57,8 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
             )
             for g in c.graders
         ],
+        ids=["grader", "n", "mean A", "mean B", "diff"],
+        optional=["kappa", "McNemar p", "n", "fail->pass", "pass->fail"],
     )
     changed = [t for t in c.tests if t.delta != 0 or t.flip]
     if changed:
@@ -69,6 +71,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
                 (key_label(t.key), fmt_score(t.score_a), fmt_score(t.score_b), _signed(t.delta), t.flip or "")
                 for t in shown
             ],
+            ids=["test", "A", "B", "delta", "flip"],
         )
     else:
         click.echo("no test changed score")
@@ -91,11 +94,19 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
 
 
 @click.command()
-@click.argument("run_a")
-@click.argument("run_b")
-@click.option("--test", "test_id", help="Show assertion-level differences for this test id.")
+@click.argument("run_a", shell_complete=complete_run_id)
+@click.argument("run_b", shell_complete=complete_run_id)
+@click.option(
+    "--test", "test_id", shell_complete=complete_test_id, help="Show assertion-level differences for this test id."
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
-@click.option("--resamples", default=10_000, show_default=True, type=click.IntRange(1))
+@click.option(
+    "--resamples",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Bootstrap resamples for the confidence intervals.",
+)
 @click.option(
     "--fail-on-regression",
     "fail_on",
@@ -110,6 +121,8 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
 @handle_errors
 def compare(ctx, run_a, run_b, test_id, seed, resamples, fail_on, html_path, as_json) -> None:  # type: ignore[no-untyped-def]
     """Compare run B against run A, test by test and grader by grader, with paired statistics.
+
+    RUN_A and RUN_B: each an id, a unique prefix, or last. Exits 1 with --fail-on-regression when B is worse.
 
     \b
     Example:

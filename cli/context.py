@@ -41,3 +41,44 @@ def open_store(ctx: click.Context | None = None, *, create: bool = True) -> Even
         root.obj["store"] = store
         root.call_on_close(store.close)
     return store
+
+
+# -- shell completion: run ids and test ids from the store (never creating one) ---------------------
+
+
+def _completion_store(ctx: click.Context) -> EventStore | None:
+    root = ctx.find_root()
+    db = root.params.get("db") if root.params else None
+    try:
+        return EventStore(make_engine(locate(db), create=False), create=False)
+    except Exception:  # completion must never fail loudly: no store, no suggestions
+        return None
+
+
+def complete_run_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """``last`` and the run ids starting with what was typed."""
+    store = _completion_store(ctx)
+    if store is None:
+        return []
+    try:
+        ids = store.run_ids()
+    finally:
+        store.close()
+    return [i for i in ["last", *reversed(ids)] if i.startswith(incomplete)]
+
+
+def complete_test_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """The test ids of the run given before this argument."""
+    from evalstore.replay.analysis.views import resolve_run
+
+    store = _completion_store(ctx)
+    if store is None:
+        return []
+    try:
+        run_id = resolve_run(store, ctx.params.get("run") or "last")
+        ids = sorted({r["test_id"] for r in store.query("results", run_id=run_id)})
+    except Exception:
+        return []
+    finally:
+        store.close()
+    return [i for i in ids if i.startswith(incomplete)]

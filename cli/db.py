@@ -14,7 +14,13 @@ from evalstore.store import engine as store_engine
 
 @click.group()
 def db() -> None:
-    """Schema migrations and projection maintenance."""
+    """Schema migrations and projection maintenance.
+
+    \b
+    Example:
+      evalstore db current
+      evalstore --db postgresql://ci@db/evals db upgrade
+    """
 
 
 @db.command()
@@ -22,7 +28,12 @@ def db() -> None:
 @click.pass_context
 @handle_errors
 def upgrade(ctx: click.Context, revision: str) -> None:
-    """Apply migrations up to REVISION (default: head)."""
+    """Apply migrations up to REVISION (default: head).
+
+    \b
+    Example:
+      evalstore db upgrade
+    """
     _migrate(ctx, store_engine.upgrade, revision)
 
 
@@ -31,9 +42,13 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 @click.pass_context
 @handle_errors
 def downgrade(ctx: click.Context, revision: str) -> None:
-    """Revert migrations down to REVISION (``base`` removes everything).
+    """Revert migrations down to REVISION (base removes everything).
 
     Revision 0002 is not reverted while blobs are compressed against a dictionary (0001 cannot read them).
+
+    \b
+    Example:
+      evalstore db downgrade 0001
     """
     _migrate(ctx, store_engine.downgrade, revision)
 
@@ -52,7 +67,12 @@ def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[n
 @click.pass_context
 @handle_errors
 def current(ctx: click.Context, as_json: bool) -> None:
-    """Show the store's schema revision and the head this evalstore expects."""
+    """Show the store's schema revision and the head this evalstore expects.
+
+    \b
+    Example:
+      evalstore db current --json
+    """
     engine = engine_for(ctx, create=False)
     try:
         cur, head = store_engine.current_revision(engine), store_engine.head_revision()
@@ -68,7 +88,12 @@ def current(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @handle_errors
 def history(as_json: bool) -> None:
-    """List the migrations, newest first."""
+    """List the migrations, newest first.
+
+    \b
+    Example:
+      evalstore db history
+    """
     from alembic.script import ScriptDirectory
 
     script = ScriptDirectory.from_config(store_engine.alembic_config("sqlite://"))
@@ -87,7 +112,12 @@ def history(as_json: bool) -> None:
 @click.pass_context
 @handle_errors
 def rebuild(ctx: click.Context) -> None:
-    """Drop the projections (runs, results, verdicts, reuse indexes) and derive them again from the log."""
+    """Drop the projections (runs, results, verdicts, reuse indexes) and derive them again from the log.
+
+    \b
+    Example:
+      evalstore db rebuild
+    """
     count = open_store(ctx).rebuild_projections()
     click.echo(f"rebuilt projections from {count} events")
 
@@ -100,6 +130,10 @@ def verify(ctx: click.Context, as_json: bool) -> None:
     """Recompute the hash chain, every blob digest and the projections.
 
     Exits 0 when the store is sound, 1 naming the first event seq or blob that does not match.
+
+    \b
+    Example:
+      evalstore verify --json
     """
     report = open_store(ctx, create=False).verify()
     if as_json:

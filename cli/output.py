@@ -37,6 +37,11 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def plural(n: int, word: str) -> str:
+    """``1 result``, ``2 results``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def fmt_score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 

@@ -26,7 +26,15 @@ def _step(text: str) -> None:
 @handle_errors
 def quickstart(ctx: click.Context, as_json: bool) -> None:
     """Record the bundled example suite, regrade it with a changed converter and grader without
-    calling the agent, compare the two runs and audit one test. No API key or network needed."""
+    calling the agent, compare the two runs and audit one test. No API key or network needed.
+
+    Writes to the store in use (by default .evalstore/evalstore.db here, created when missing).
+
+    \b
+    Example:
+      evalstore quickstart
+      evalstore --db sqlite:///demo.db quickstart --json
+    """
     store = open_store(ctx)
     p = qs.plan(qs.examples_dir(), qs.judge_configured())
     if as_json:

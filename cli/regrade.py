@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from evalstore.cli.compare import emit_comparison
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
+from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
 from evalstore.replay.analysis.compare import REGRESSION_MODES, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
@@ -20,7 +20,7 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
 
 
 @click.command()
-@click.argument("run", required=False)
+@click.argument("run", required=False, shell_complete=complete_run_id)
 @click.option(
     "--eval",
     "eval_path",
@@ -64,7 +64,12 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
 @click.option(
     "--shard", metavar="K/N", help="Regrade only the K-th of N slices of the tests (processes sharing one store)."
 )
-@click.option("--resume", metavar="REPLAY", help="Continue an interrupted replay with the settings it recorded.")
+@click.option(
+    "--resume",
+    metavar="REPLAY",
+    shell_complete=complete_run_id,
+    help="Continue an interrupted replay with the settings it recorded.",
+)
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML."
 )
@@ -112,7 +117,7 @@ def replay(
 
         def started(run_id: str, total: int, drifted) -> None:  # type: ignore[no-untyped-def]
             begun(run_id)
-            note(f"replay {run_id}: {total} tests to regrade")
+            note(f"replay {run_id}: {plural(total, 'test')} to regrade")
             for d in drifted:
                 note(f"drift: {d.describe()}")
             bar.start(total)
@@ -154,7 +159,7 @@ def replay(
     failed = [r.test_id for r in outcome.results if not r.passed and r.origin != "carried"]
     if not outcome.complete:
         message = (
-            f"replay {outcome.run_id}: this process graded {len(outcome.results)} tests; "
+            f"replay {outcome.run_id}: this process graded {plural(len(outcome.results), 'test')}; "
             "the run completes when every shard is done"
         )
         if as_json:
@@ -200,12 +205,8 @@ def _exit_if(failed: list[str], regressed: str | None) -> None:
     """The gate ``run`` has: exit 1 when a regraded test failed, or on a regression asked about."""
     if failed:
         shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-        note(f"{len(failed)} regraded {_plural(len(failed), 'test')} below the threshold: {shown}")
+        note(f"{plural(len(failed), 'regraded test')} below the threshold: {shown}")
     if regressed:
         note(f"regression: {regressed}")
     if failed or regressed:
         sys.exit(EXIT_FAILED)
-
-
-def _plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
+from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.grading.graders.base import GradeOptions
@@ -37,11 +37,18 @@ from evalstore.replay.record import RunOptions, record_run, resume_run
 )
 @click.option("--judge-target", help="Judge target for every LLM grader.")
 @click.option("--judge-model", help="Judge model for every LLM grader.")
-@click.option("--judge-concurrency", default=8, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--judge-concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="LLM judge calls in flight at once, across all tests.",
+)
 @click.option(
     "--resume",
     "resume",
     metavar="RUN",
+    shell_complete=complete_run_id,
     help="Finish an interrupted run without calling the target again for recorded tests.",
 )
 @json_option
@@ -64,7 +71,7 @@ def run(
 ) -> None:  # type: ignore[no-untyped-def]
     """Run EVAL_FILE's tests against a target, capture every file the agent wrote, grade, and store it all.
 
-    Exits 1 when any test scores below the threshold.
+    Exits 1 when any test scores below the threshold. --resume takes a run id, a unique prefix, or last.
 
     \b
     Example:
@@ -88,7 +95,7 @@ def run(
 
         def started(run_id: str, total: int) -> None:
             begun(run_id)
-            note(f"run {run_id}: {total} tests")
+            note(f"run {run_id}: {plural(total, 'test')}")
             bar.start(total)
 
         if resume:

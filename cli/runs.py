@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import fmt_score, json_option, print_json, print_table
 from evalstore.cli.results import pass_cell, score_notes
@@ -64,7 +64,7 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
 
 
 @click.command()
-@click.argument("run")
+@click.argument("run", shell_complete=complete_run_id)
 @json_option
 @click.pass_context
 @handle_errors
