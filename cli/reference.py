@@ -36,13 +36,17 @@ def commands(ctx: click.Context) -> Iterator[tuple[click.Context, click.Command]
                 yield from commands(click.Context(sub, info_name=name, parent=ctx))
 
 
-def render() -> str:
+def root_context() -> click.Context:
+    """The root context as ``evalstore`` makes it (its settings: ``-h`` too), at the page's fixed width."""
     from evalstore.cli import main
 
     settings = {**main.context_settings, "terminal_width": WIDTH, "max_content_width": WIDTH}
-    root = click.Context(main, info_name="evalstore", **settings)
+    return click.Context(main, info_name="evalstore", **settings)
+
+
+def render() -> str:
     parts = [HEADER]
-    for ctx, command in commands(root):
+    for ctx, command in commands(root_context()):
         parts.append(f"## {ctx.command_path}\n\n```text\n{command.get_help(ctx).rstrip()}\n```\n")
     return "\n".join(parts)
 

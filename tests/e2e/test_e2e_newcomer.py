@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from e2e_helpers import BASELINE, EVALSTORE, TESTS, Recorded, cli, ok_json, one_line_error, runs
+from e2e_helpers import BASELINE, EVALSTORE, TESTS, Recorded, cli, ok_json, one_line_error
 
 READ_ONLY = [
     ["runs"],
@@ -150,9 +150,7 @@ def test_runs_and_show_say_what_a_replay_changed(recorded: Recorded, recorded_db
     assert [r["run_id"] for r in ok_json(cli(recorded_db, "runs", "--kind", "replay", "--json"))] == [
         replayed["run_id"]
     ]
-    assert [r["run_id"] for r in ok_json(cli(recorded_db, "runs", "--limit", "1", "--json"))] == [
-        replayed["run_id"]
-    ]
+    assert [r["run_id"] for r in ok_json(cli(recorded_db, "runs", "--limit", "1", "--json"))] == [replayed["run_id"]]
     suite = by_id[recorded.run_id]["suite"]
     assert len(ok_json(cli(recorded_db, "runs", "--suite", suite, "--json"))) == 2
     assert ok_json(cli(recorded_db, "runs", "--suite", "no-such-suite", "--json")) == []
@@ -172,6 +170,9 @@ def test_import_speaks_in_plurals_and_names_the_command_that_works(tmp_path: Pat
     assert first.exit_code == 0 and "imported 1 result (" in first.stdout
     run_id = ok_json(cli(db, "runs", "--json"))[0]["run_id"]
     # A lone copy of the rows, away from its eval file: the hint names the command that takes one.
-    assert f"no eval file found for these results; to regrade them later, name it: evalstore replay {run_id} --eval FILE" in first.stderr
+    assert (
+        f"no eval file found for these results; to regrade them later, name it: evalstore replay {run_id} --eval FILE"
+        in first.stderr
+    )
     again = cli(db, "import", str(lone))
     assert "(1 result)" in again.stdout
