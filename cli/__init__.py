@@ -47,10 +47,35 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Trace every verdict of TEST_ID in RUN back to its judge calls or grader processes, conversions, "
         "artifacts, transcript and run, checking each digest against the blob store (exit 1 on a mismatch).",
     ),
+    "label": (
+        "evalstore.cli.labels:label",
+        "Record a human label for TEST's answer in RUN (it applies to every regrade of that answer).",
+    ),
+    "labels": (
+        "evalstore.cli.labels:labels",
+        "Human labels: list a run's (labels RUN), import them from CSV or JSONL, export them all.",
+    ),
+    "agreement": (
+        "evalstore.cli.labels:agreement",
+        "How well each grader of each RUN agrees with the human labels, and the pass rate corrected for its errors.",
+    ),
     "runs": ("evalstore.cli.runs:runs", "List runs: kind, parent, test count, mean score, when started."),
     "show": ("evalstore.cli.runs:show", "One run's summary and its results (per-grader scores)."),
     "verify": ("evalstore.cli.db:verify", "Recompute the hash chain, every blob digest and the projections."),
     "db": ("evalstore.cli.db:db", "Schema migrations and projection maintenance."),
+    "keys": ("evalstore.cli.attest:keys", "Create and show the Ed25519 key that signs checkpoints."),
+    "checkpoint": (
+        "evalstore.cli.attest:checkpoint",
+        "Sign a checkpoint of the log's head (C2SP signed note), record it as an event, and print it.",
+    ),
+    "attest": (
+        "evalstore.cli.attest:attest",
+        "Write an attestation of RUN's results that anyone can check offline with its signer's public key.",
+    ),
+    "verify-attestation": (
+        "evalstore.cli.attest:verify_attestation",
+        "Check an attestation FILE offline, with no store: signature, event hashes, inclusion proofs, claims.",
+    ),
 }
 
 

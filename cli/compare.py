@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
-from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
 from evalstore.cli.output import fmt_score, json_option, note, plural, print_json, print_table
 from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
@@ -94,8 +94,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
 
 
 @click.command()
-@click.argument("run_a", shell_complete=complete_run_id)
-@click.argument("run_b", shell_complete=complete_run_id)
+@click.argument("runs", nargs=-1, required=True, shell_complete=complete_run_id)
 @click.option(
     "--test", "test_id", shell_complete=complete_test_id, help="Show assertion-level differences for this test id."
 )
@@ -116,24 +115,53 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a self-contained HTML report."
 )
+@click.option(
+    "--cluster-by",
+    metavar="KEY",
+    help="Tests sharing this metadata value (conversation_id, category, or any metadata key) are not "
+    "independent: cluster-robust standard errors.",
+)
 @json_option
 @click.pass_context
 @handle_errors
-def compare(ctx, run_a, run_b, test_id, seed, resamples, fail_on, html_path, as_json) -> None:  # type: ignore[no-untyped-def]
+def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by, as_json) -> None:  # type: ignore[no-untyped-def]
     """Compare run B against run A, test by test and grader by grader, with paired statistics.
 
-    RUN_A and RUN_B: each an id, a unique prefix, or last. Exits 1 with --fail-on-regression when B is worse.
+    RUNS: each an id, a unique prefix, or last. Exits 1 with --fail-on-regression when B is worse.
+
+    With more runs (BASE V1 V2 ..., e.g. regrades with several prompt variants), one row per variant
+    against BASE, p-values Holm-adjusted over the variants. When human labels exist for the tests, each
+    run's agreement with them, and whether the difference is more than noise.
 
     \b
     Example:
       evalstore compare rec-20261122T101500-3fa9c1 last --fail-on-regression flip --html report.html
+      evalstore compare BASE VARIANT1 VARIANT2 --cluster-by category
     """
+    if len(runs) < 2:
+        raise UsageError("compare needs at least two runs: A B, or BASE V1 V2 ...")
     store = open_store(ctx, create=False)
-    a, b = resolve_run(store, run_a), resolve_run(store, run_b)
-    comparison = compare_runs(
-        load_results(store, a), load_results(store, b), seed=seed, resamples=resamples, test_id=test_id
-    )
-    emit_comparison(comparison, as_json=as_json, html_path=html_path)
+    ids = [resolve_run(store, r) for r in runs]
+    labels = _labels_for(store, ids)
+    if len(ids) > 2:
+        if test_id or fail_on or html_path:
+            raise UsageError("--test, --fail-on-regression and --html compare two runs; give only A and B")
+        _compare_many(store, ids, cluster_by=cluster_by, labels=labels, as_json=as_json)
+        return
+    a, b = ids
+    results_a, results_b = load_results(store, a), load_results(store, b)
+    comparison = compare_runs(results_a, results_b, seed=seed, resamples=resamples, test_id=test_id)
+    extra: dict[str, object] = {}
+    if labels:
+        from evalstore.replay.analysis.agreement import agreement_difference
+
+        extra["agreement"] = agreement_difference(labels, results_a, results_b)
+    if cluster_by:
+        from evalstore.replay.analysis.variants import cluster_labels, compare_variants
+
+        clusters = cluster_labels(store, [_label_run(store, a), a, b], cluster_by)
+        extra["clustered"] = compare_variants(results_a, [results_b], clusters=clusters, cluster_by=cluster_by).rows[0]
+    emit_comparison(comparison, as_json=as_json, html_path=html_path, extra=extra)
     if fail_on:
         regressed, reason = regression(comparison, fail_on)
         if regressed:
@@ -141,7 +169,101 @@ def compare(ctx, run_a, run_b, test_id, seed, resamples, fail_on, html_path, as_
             sys.exit(EXIT_FAILED)
 
 
-def emit_comparison(comparison: Comparison, *, as_json: bool, html_path: Path | None = None) -> None:
+def _label_run(store, run_id: str) -> str:  # type: ignore[no-untyped-def]
+    from evalstore.replay.labels import label_run
+
+    return label_run(store, run_id)
+
+
+def _labels_for(store, ids: list[str]) -> list:  # type: ignore[no-untyped-def,type-arg]
+    """The current labels of the runs' transcripts, when all the runs regrade the same recorded run."""
+    from evalstore.replay.labels import current_labels
+
+    bases = {_label_run(store, r) for r in ids}
+    return current_labels(store, bases.pop()) if len(bases) == 1 else []
+
+
+def _p(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.replay.analysis.variants import cluster_labels, compare_variants
+
+    base, variants = ids[0], ids[1:]
+    clusters = cluster_labels(store, [_label_run(store, base), *ids], cluster_by) if cluster_by else None
+    report = compare_variants(
+        load_results(store, base),
+        [load_results(store, v) for v in variants],
+        clusters=clusters,
+        cluster_by=cluster_by,
+        labels=labels,
+    )
+    if as_json:
+        print_json(report.to_dict())
+        return
+    se = f"clustered by {cluster_by}" if cluster_by else "tests independent"
+    click.echo(f"compare {len(variants)} variants against {base}: mean test score, attempts averaged per test ({se})")
+    print_table(
+        "variants against the base (p-values Holm-adjusted over the variants: family-wise error 5%)",
+        [
+            "variant",
+            "tests",
+            "clusters",
+            "mean base",
+            "mean variant",
+            "diff",
+            "95% CI",
+            "p",
+            "p (Holm)",
+            "detectable at 80% power",
+        ],
+        [
+            (
+                r.run_id,
+                r.difference.n,
+                r.difference.clusters,
+                fmt_score(r.mean_base),
+                fmt_score(r.mean_variant),
+                _signed(r.difference.mean_diff),
+                "-" if r.difference.low is None else f"[{r.difference.low:+.3f}, {r.difference.high:+.3f}]",
+                _p(r.difference.p_value),
+                _p(r.p_holm),
+                "-" if r.difference.mde is None else f"±{r.difference.mde:.3f}",
+            )
+            for r in report.rows
+        ],
+        ids=["variant", "tests", "mean base", "mean variant", "diff"],
+        optional=["detectable at 80% power", "clusters", "p"],
+    )
+    rows = [(r, a) for r in report.rows for a in r.agreement]
+    if rows:
+        print_table(
+            "agreement with the human labels (McNemar on right/wrong per labelled test, Holm-adjusted)",
+            ["variant", "grader", "n", "accuracy base", "accuracy variant", "p", "p (Holm)"],
+            [
+                (
+                    r.run_id,
+                    a.grader,
+                    a.n,
+                    fmt_score(a.accuracy_a),
+                    fmt_score(a.accuracy_b),
+                    _p(a.mcnemar.p_value),
+                    _p(r.agreement_p_holm.get(a.grader)),
+                )
+                for r, a in rows
+            ],
+            ids=["variant", "grader"],
+        )
+
+
+def emit_comparison(
+    comparison: Comparison,
+    *,
+    as_json: bool,
+    html_path: Path | None = None,
+    extra: dict | None = None,  # type: ignore[type-arg]
+) -> None:
     if html_path:
         from evalstore.replay.analysis.report_html import render_html
 
@@ -149,7 +271,38 @@ def emit_comparison(comparison: Comparison, *, as_json: bool, html_path: Path | 
             render_html(comparison, title=f"{comparison.run_a} vs {comparison.run_b}"), encoding="utf-8"
         )
         note(f"wrote {html_path}")
+    extra = extra or {}
     if as_json:
-        print_json(comparison.to_dict())
-    else:
-        print_comparison(comparison)
+        data = comparison.to_dict()
+        if "agreement" in extra:
+            data["agreement"] = [a.to_dict() for a in extra["agreement"]]
+        if "clustered" in extra:
+            data["clustered"] = extra["clustered"].to_dict()
+        print_json(data)
+        return
+    print_comparison(comparison)
+    if "clustered" in extra:
+        d = extra["clustered"].difference
+        if d.se is not None:
+            click.echo(
+                f"clustered: {d.clusters} groups: mean diff {d.mean_diff:+.3f}, "
+                f"95% CI [{d.low:+.3f}, {d.high:+.3f}], p={d.p_value:.4g}; detectable at 80% power: ±{d.mde:.3f}"
+            )
+    if extra.get("agreement"):
+        print_table(
+            "agreement with the human labels (A vs B; McNemar exact on right/wrong per labelled test)",
+            ["grader", "n", "accuracy A", "accuracy B", "A only right", "B only right", "p", "verdict"],
+            [
+                (
+                    a.grader,
+                    a.n,
+                    fmt_score(a.accuracy_a),
+                    fmt_score(a.accuracy_b),
+                    a.a_only_correct,
+                    a.b_only_correct,
+                    _p(a.mcnemar.p_value),
+                    a.verdict,
+                )
+                for a in extra["agreement"]
+            ],
+        )

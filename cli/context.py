@@ -68,14 +68,15 @@ def complete_run_id(ctx: click.Context, param: click.Parameter, incomplete: str)
 
 
 def complete_test_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-    """The test ids of the run given before this argument."""
+    """The test ids of the run given before this argument (compare: of its first run)."""
     from evalstore.replay.analysis.views import resolve_run
 
     store = _completion_store(ctx)
     if store is None:
         return []
     try:
-        run_id = resolve_run(store, ctx.params.get("run") or "last")
+        given = ctx.params.get("run") or next(iter(ctx.params.get("runs") or ()), None)
+        run_id = resolve_run(store, given or "last")
         ids = sorted({r["test_id"] for r in store.query("results", run_id=run_id)})
     except Exception:
         return []

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
+from evalstore.cli.attest import key_option, pubkey_option, verifier_for
 from evalstore.cli.context import engine_for, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, print_json
@@ -123,24 +125,53 @@ def rebuild(ctx: click.Context) -> None:
 
 
 @click.command()
+@click.option(
+    "--checkpoint",
+    "checkpoint_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also check that the log holds exactly the events this signed checkpoint covers.",
+)
+@pubkey_option()
+@key_option
 @json_option
 @click.pass_context
 @handle_errors
-def verify(ctx: click.Context, as_json: bool) -> None:
+def verify(
+    ctx: click.Context, checkpoint_path: Path | None, pubkey_path: Path | None, key_path: Path | None, as_json: bool
+) -> None:
     """Recompute the hash chain, every blob digest and the projections.
 
-    Exits 0 when the store is sound, 1 naming the first event seq or blob that does not match.
+    With --checkpoint FILE, also check the checkpoint's signature and that the log still holds exactly
+    the events it covers: a log cut short, rewritten or rebuilt passes the chain check but fails this one.
+    Exits 0 when the store is sound, 1 naming the first event seq, blob or checkpoint field that does not match.
 
     \b
     Example:
       evalstore verify --json
+      evalstore verify --checkpoint checkpoints/2026-11-22.txt --pubkey evalstore.pub
     """
-    report = open_store(ctx, create=False).verify()
+    signed = None
+    if checkpoint_path is not None:
+        key = verifier_for(pubkey_path, key_path)
+        signed = checkpoint_path.read_text(encoding="utf-8")
+    store = open_store(ctx, create=False)
+    report = store.verify()
+    info: dict = {"ok": report.ok, "events": report.events, "blobs": report.blobs, "problem": report.problem}
+    lines = [f"ok: {report.events} events, {report.blobs} blobs verified"]
+    if signed is not None:
+        from evalstore.replay.attest.checkpoint import check_checkpoint
+
+        check = check_checkpoint(store, signed, key)
+        cp = check.checkpoint
+        info["checkpoint"] = {"origin": cp.origin, "size": cp.size, "signer": check.signer, "problem": check.problem}
+        if report.ok and not check.ok:
+            info["ok"], info["problem"] = False, check.problem
+        lines.append(f"ok: checkpoint {cp.origin} of {cp.size} events signed by {check.signer} matches the log")
     if as_json:
-        print_json({"ok": report.ok, "events": report.events, "blobs": report.blobs, "problem": report.problem})
-    elif report.ok:
-        click.echo(f"ok: {report.events} events, {report.blobs} blobs verified")
+        print_json(info)
+    elif info["ok"]:
+        click.echo("\n".join(lines))
     else:
-        click.echo(f"FAILED: {report.problem}", err=True)
-    if not report.ok:
+        click.echo(f"FAILED: {info['problem']}", err=True)
+    if not info["ok"]:
         sys.exit(EXIT_FAILED)

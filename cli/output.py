@@ -7,26 +7,37 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich import box
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
 
-err_console = Console(stderr=True, highlight=False)
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+    from rich.table import Table
+
 PIPED_WIDTH = 200
 """Tables written to a pipe or file are this wide unless ``COLUMNS`` says otherwise (rich would use 80)."""
 
 
-def _stdout_console() -> Console:
+# rich is imported when something is first printed through it, not when a command module loads.
+def console() -> Console:
     """A console on the current stdout, made per table: its width follows ``COLUMNS`` or the terminal."""
+    from rich.console import Console
+
     width = None
     if not sys.stdout.isatty():
         columns = os.environ.get("COLUMNS", "")
         width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
     return Console(highlight=False, width=width)
+
+
+@cache
+def err_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
 
 
 def json_option(f: Callable) -> Callable:
@@ -55,24 +66,26 @@ def print_table(
     optional: Sequence[str] = (),
 ) -> None:
     """A table on stdout. Columns named in ``ids`` (run ids, test ids, and short values such as scores)
-    are never wrapped or cut, so they can be copied; the others fold. When even that does not fit the width, the ``optional`` columns are
-    left out, in the order given, and a note on stderr names them (``--json`` has everything)."""
-    console = _stdout_console()
+    are never wrapped or cut, so they can be copied; the others fold. When even that does not fit the
+    width, the ``optional`` columns are left out, in the order given, and a note on stderr names them (``--json`` has everything)."""
+    from rich.measure import Measurement
+
+    out = console()
     cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
     shown = list(columns)
     left_out: list[str] = []
     while True:
         table = _table(title, columns, shown, cells, ids)
-        unbounded = console.options.update(max_width=1_000_000)  # Measurement clamps to the width it is given
-        fits = Measurement.get(console, unbounded, table).minimum <= console.width
+        unbounded = out.options.update(max_width=1_000_000)  # Measurement clamps to the width it is given
+        fits = Measurement.get(out, unbounded, table).minimum <= out.width
         droppable = [c for c in optional if c in shown]
         if fits or not droppable:
             break
         shown.remove(droppable[0])
         left_out.append(droppable[0])
-    console.print(table)
+    out.print(table)
     if left_out:
-        note(f"({console.width} columns: left out {', '.join(left_out)}; a wider terminal or --json shows them)")
+        note(f"({out.width} columns: left out {', '.join(left_out)}; a wider terminal or --json shows them)")
 
 
 FOLD_MIN = 10
@@ -82,6 +95,9 @@ FOLD_MIN = 10
 def _table(
     title: str | None, columns: Sequence[str], shown: Sequence[str], cells: list[list[str]], ids: Sequence[str]
 ) -> Table:
+    from rich import box
+    from rich.table import Table
+
     # No vertical rules: a copied id carries no box characters, and narrow terminals fit more.
     table = Table(
         title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0), show_lines=False
@@ -105,7 +121,7 @@ def note(message: str) -> None:
     Printed as written: never wrapped (stderr that is not a terminal is 80 columns to rich, and a
     hint such as ``evalstore run --resume RUN`` must survive copy-paste), and never read as rich markup
     or emoji codes (a path or a warning with ``[...]`` in it is text, not a style)."""
-    err_console.print(message, soft_wrap=True, markup=False, emoji=False)
+    err_console().print(message, soft_wrap=True, markup=False, emoji=False)
 
 
 class progress_bar:
@@ -119,12 +135,12 @@ class progress_bar:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=err_console,
+            console=err_console(),
             transient=False,
-            disable=not err_console.is_terminal,
+            disable=not err_console().is_terminal,
         )
         self._description = description
-        self._task = None
+        self._task: TaskID | None = None
 
     def start(self, total: int | None) -> None:
         self._task = self._progress.add_task(self._description, total=total)

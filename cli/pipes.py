@@ -53,4 +53,4 @@ def guard_stdout() -> None:
         stream.fileno()
     except (OSError, ValueError, AttributeError):
         return  # an in-memory stream (tests' CliRunner): nothing can break
-    sys.stdout = PipeSafeStdout(stream)  # type: ignore[assignment]
+    sys.stdout = PipeSafeStdout(stream)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
@@ -74,29 +75,30 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
     "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML."
 )
 @json_option
+@checkpoint_option
 @click.pass_context
 @handle_errors
 def replay(
-    ctx,
-    run,
-    eval_path,
-    preprocessors,
-    prompts,
-    judge_target,
-    judge_model,
-    graders,
-    tests_glob,
-    no_cache,
-    strict,
-    threshold,
-    targets_path,
-    concurrency,
-    shard,
-    resume,
-    fail_on,
-    html_path,
-    as_json,
-) -> None:  # type: ignore[no-untyped-def]
+    ctx: click.Context,
+    run: str | None,
+    eval_path: Path | None,
+    preprocessors: tuple[str, ...],
+    prompts: tuple[str, ...],
+    judge_target: str | None,
+    judge_model: str | None,
+    graders: str | None,
+    tests_glob: str | None,
+    no_cache: bool,
+    strict: bool,
+    threshold: float | None,
+    targets_path: Path | None,
+    concurrency: int,
+    shard: str | None,
+    resume: str | None,
+    fail_on: str | None,
+    html_path: Path | None,
+    as_json: bool,
+) -> None:
     """Regrade RUN with swapped converters, prompts, rubrics or judge, never calling the agent.
 
     Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN. RUN: an id,
@@ -132,6 +134,7 @@ def replay(
                 on_start=started,
             )
         else:
+            assert run is not None  # checked above: RUN or --resume, exactly one
             options = ReplayOptions(
                 eval_path=str(eval_path.resolve()) if eval_path else None,
                 preprocessors=list(preprocessors),

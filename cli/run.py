@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
@@ -52,23 +53,24 @@ from evalstore.replay.record import RunOptions, record_run, resume_run
     help="Finish an interrupted run without calling the target again for recorded tests.",
 )
 @json_option
+@checkpoint_option
 @click.pass_context
 @handle_errors
 def run(
-    ctx,
-    eval_file,
-    target,
-    targets_path,
-    workers,
-    threshold,
-    timeout,
-    workdir,
-    judge_target,
-    judge_model,
-    judge_concurrency,
-    resume,
-    as_json,
-) -> None:  # type: ignore[no-untyped-def]
+    ctx: click.Context,
+    eval_file: Path | None,
+    target: str | None,
+    targets_path: Path | None,
+    workers: int,
+    threshold: float | None,
+    timeout: float | None,
+    workdir: Path | None,
+    judge_target: str | None,
+    judge_model: str | None,
+    judge_concurrency: int,
+    resume: str | None,
+    as_json: bool,
+) -> None:
     """Run EVAL_FILE's tests against a target, capture every file the agent wrote, grade, and store it all.
 
     Exits 1 when any test scores below the threshold. --resume takes a run id, a unique prefix, or last.
@@ -101,6 +103,7 @@ def run(
         if resume:
             outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
         else:
+            assert eval_file is not None  # checked above: EVAL_FILE or --resume, exactly one
             outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
     for warning in outcome.warnings:
         note(f"warning: {warning}")

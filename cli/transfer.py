@@ -14,6 +14,7 @@ from typing import IO
 
 import click
 
+from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, note, plural, print_json, progress_bar
@@ -31,14 +32,38 @@ from evalstore.replay.analysis.views import resolve_run, run_summary
     help="The eval file the results came from (default: found from the results, when it still exists).",
 )
 @click.option("--skip-bad", is_flag=True, help="Record malformed lines as skipped instead of aborting.")
+@click.option(
+    "--targets",
+    "targets_path",
+    type=click.Path(path_type=Path),
+    help="Targets file whose target cwd: files may be read from (default: the one above the eval file).",
+)
+@click.option(
+    "--files-root",
+    "files_roots",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A folder the agent's files may be read from (repeatable); besides PATH, the cwd and the target's cwd.",
+)
 @json_option
+@checkpoint_option
 @click.pass_context
 @handle_errors
-def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def import_(
+    ctx,
+    path: Path,
+    eval_path: Path | None,
+    skip_bad: bool,
+    targets_path: Path | None,
+    files_roots: tuple[Path, ...],
+    as_json: bool,
+) -> None:  # type: ignore[no-untyped-def]
     """Import AgentV results: a v4 run directory, a v5-next run bundle, or a results JSONL file.
 
     Importing the same results twice gives the same run. A malformed line aborts the import with its
-    file and line number and nothing is written, unless --skip-bad.
+    file and line number and nothing is written, unless --skip-bad. Files the agent wrote are read
+    only from PATH, the current directory, the target's configured cwd and each --files-root; a file
+    elsewhere is recorded as refused.
 
     \b
     Example:
@@ -47,7 +72,15 @@ def import_(ctx, path: Path, eval_path: Path | None, skip_bad: bool, as_json: bo
     """
     store = open_store(ctx)
     with progress_bar("checking") as bar:
-        outcome = import_results(store, path, eval_path=eval_path, skip_bad=skip_bad, progress=bar.show)
+        outcome = import_results(
+            store,
+            path,
+            eval_path=eval_path,
+            skip_bad=skip_bad,
+            progress=bar.show,
+            targets_path=targets_path,
+            files_roots=files_roots,
+        )
     info = {
         "run_id": outcome.run_id,
         "format": outcome.format,

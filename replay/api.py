@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.content import Message
 from evalstore.replay.errors import NotFoundError
@@ -25,6 +25,9 @@ from evalstore.replay.material import load_run, transcript_info
 from evalstore.replay.recording import MemoryRecorder
 from evalstore.replay.regrade import transcript_run
 from evalstore.store import EventStore
+
+if TYPE_CHECKING:
+    from evalstore.replay.grading.judge.pool import JudgePool
 
 
 @dataclass
@@ -56,7 +59,7 @@ def grade_transcript(
     *,
     workspace: str | Path | None = None,
     options: GradeOptions | None = None,
-    judges=None,  # type: ignore[no-untyped-def]
+    judges: JudgePool | None = None,
 ) -> Grade:
     """Grade an in-memory transcript. File blocks are read from ``workspace`` (paths inside it only)."""
     suite = load_eval(eval_path)
@@ -75,7 +78,7 @@ def grade_stored(
     eval_path: str | Path,
     *,
     options: GradeOptions | None = None,
-    judges=None,  # type: ignore[no-untyped-def]
+    judges: JudgePool | None = None,
 ) -> Grade:
     """Grade a stored test's transcript (its artifacts read from the blob store) without writing anything."""
     run = transcript_run(store, load_run(store, run_id))

@@ -75,3 +75,15 @@ class PreflightError(ReplayError):
 
 class PromptTemplateError(ReplayError):
     """A grader prompt file that cannot be used (missing, unreadable, or without {{output}}/{{expected_output}})."""
+
+
+class SigningKeyError(ReplayError):
+    """A signing or verifier key that cannot be created, read or used (``FILE: reason``)."""
+
+
+class AttestationFormatError(ReplayError):
+    """A checkpoint or attestation file that is not in the format it claims (not a failed check: that exits 1)."""
+
+
+class AttestationError(ReplayError):
+    """A run that cannot be attested as asked (no checkpoint covers it, or the log no longer matches one)."""

@@ -17,13 +17,19 @@ XLSX_CONVERTER = '["python3", "../../preprocessors/scripts/xlsx_to_csv.py"]'
 
 
 def examples_dir() -> Path:
-    """``examples/`` of the source tree evalstore runs from (``EVALSTORE_EXAMPLES`` overrides)."""
+    """The bundled examples: the ``evalstore.examples`` package data (``examples/`` in a clone);
+    ``EVALSTORE_EXAMPLES`` points elsewhere."""
     configured = os.environ.get("EVALSTORE_EXAMPLES")
-    path = Path(configured) if configured else Path(__file__).resolve().parent.parent / "examples"
+    if configured:
+        path = Path(configured)
+    else:
+        from evalstore import examples
+
+        path = Path(examples.__file__).resolve().parent
     if not (path / "quickstart" / "evals" / "report.eval.yaml").is_file():
         raise ReplayError(
-            f"{path}: the bundled examples are not there; run the quickstart from a clone of the evalstore "
-            "repository (pip install -e .) or set EVALSTORE_EXAMPLES to its examples/ folder"
+            f"{path}: the bundled examples are not there (quickstart/evals/report.eval.yaml is missing); "
+            "reinstall evalstore, or set EVALSTORE_EXAMPLES to an examples/ folder of the evalstore repository"
         )
     return path
 

@@ -37,7 +37,7 @@ from evalstore.replay.material import (
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
 from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
-from evalstore.replay.targetsfile.loader import TargetsFile, find_targets_file, load_targets_file
+from evalstore.replay.targetsfile.loader import TargetEntry, TargetsFile, find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import canonical_json
 from evalstore.store.events import (
@@ -167,7 +167,7 @@ def _execute(
     store: EventStore,
     run_id: str,
     suite: EvalSuite,
-    target,  # type: ignore[no-untyped-def]
+    target: TargetEntry,
     targets_file: TargetsFile | None,
     options: RunOptions,
     recorded: dict[ResultKey, TestMaterial],
@@ -272,7 +272,7 @@ def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, gr
             score=0.0,
             passed=False,
             status="execution_error",
-            threshold=grade_options.threshold,  # type: ignore[arg-type]
+            threshold=grade_options.threshold,
             # Provider errors already start with "target 'NAME': "; a second prefix only costs width.
             error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
         )

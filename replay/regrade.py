@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalstore import __version__
 from evalstore.replay.analysis.views import transcript_run_id
@@ -26,10 +26,11 @@ from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
-from evalstore.replay.evalfile.specs import ConverterSpec, EvalSuite, LlmGraderSpec
+from evalstore.replay.evalfile.specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.engine import grade_test
 from evalstore.replay.grading.graders.base import GradeOptions
 from evalstore.replay.material import (
+    ResultKey,
     RunMaterial,
     Tally,
     TestMaterial,
@@ -44,6 +45,9 @@ from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
 from evalstore.store.events import RunStarted, TestScored
+
+if TYPE_CHECKING:
+    from evalstore.replay.grading.judge.pool import JudgePool
 
 
 @dataclass
@@ -226,8 +230,18 @@ def _execute(
 
 
 def _replay_test(
-    store, run_id, key, parent_test: TestMaterial, sources, tests_by_id, suite, options, grade_options, judges, batches
-) -> TestScored:  # type: ignore[no-untyped-def]
+    store: EventStore,
+    run_id: str,
+    key: ResultKey,
+    parent_test: TestMaterial,
+    sources: dict[ResultKey, TestMaterial],
+    tests_by_id: dict[str, EvalTest],
+    suite: EvalSuite,
+    options: ReplayOptions,
+    grade_options: GradeOptions,
+    judges: JudgePool,
+    batches: BatchedAppends,
+) -> TestScored:
     test_id, target, attempt = key
     recorder = StoreRecorder(store, run_id)
     carried = parent_test.verdicts
@@ -235,7 +249,7 @@ def _replay_test(
     selected = options.tests is None or fnmatch.fnmatchcase(test_id, options.tests)
     if test is None or not selected:
         # Not regraded: the parent's verdicts and score carry over unchanged, marked as carried.
-        for grader, (vid, verdict) in carried.items():
+        for _grader, (vid, verdict) in carried.items():
             recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))
         scored = parent_test.scored[1] if parent_test.scored else None
         if scored is None:
@@ -246,7 +260,8 @@ def _replay_test(
                 score=0.0,
                 passed=False,
                 status="execution_error",
-                threshold=grade_options.threshold,
+                # _execute always sets it (the run's threshold, else the suite's); the fallback is for the type.
+                threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
                 error="the parent run has no score for this test and the eval has no such test",
             )
         else:

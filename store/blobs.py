@@ -135,7 +135,7 @@ class Dictionaries:
         if key is None:
             return None
         with self._lock:
-            return self._by_prefix.touch(key)  # type: ignore[no-any-return]
+            return self._by_prefix.touch(key)
 
     def remember(self, key: bytes, dictionary: Dictionary) -> None:
         with self._lock:
@@ -144,7 +144,7 @@ class Dictionaries:
 
     def zdict(self, sha256: str) -> bytes | None:
         with self._lock:
-            return self._zdicts.touch(sha256)  # type: ignore[no-any-return]
+            return self._zdicts.touch(sha256)
 
     def keep(self, sha256: str, zdict: bytes) -> None:
         with self._lock:

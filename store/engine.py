@@ -14,9 +14,10 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError
 
 from evalstore.store.errors import SchemaOutOfDate, StoreError, StoreMissing
+from evalstore.store.schema import SCHEMA_REVISION
 
 STORE_DIR, STORE_FILE = ".evalstore", "evalstore.db"
 DEFAULT_URL = f"sqlite:///{STORE_DIR}/{STORE_FILE}"
@@ -94,9 +95,12 @@ def resolve_url(db: str | None = None) -> str:
 
 def _normalize_driver(url: str) -> str:
     parsed = make_url(url)
-    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("psycopg2", "", None):
-        if "+" not in url.split("://", 1)[0]:
-            parsed = parsed.set(drivername="postgresql+psycopg")
+    if (
+        parsed.get_backend_name() == "postgresql"
+        and parsed.get_driver_name() in ("psycopg2", "", None)
+        and "+" not in url.split("://", 1)[0]
+    ):
+        parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed.render_as_string(hide_password=False)
 
 
@@ -166,21 +170,25 @@ def _script():  # type: ignore[no-untyped-def]
 
 
 def head_revision() -> str:
-    return _script().get_current_head()  # type: ignore[no-any-return]
+    return _script().get_current_head()
 
 
 def current_revision(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
     with _connect(engine) as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        try:
+            return MigrationContext.configure(conn).get_current_revision()
+        except DatabaseError as exc:  # SQLite connects lazily: a file that is not a database fails here
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {reason}") from exc
 
 
 def _connect(engine: Engine) -> Connection:
     """The first connection a command makes: an unreachable store is bad input, not a crash."""
     try:
         return engine.connect()
-    except OperationalError as exc:
+    except DatabaseError as exc:  # OperationalError (unreachable), or a file that is not a database
         reason = str(exc.orig or exc).strip().splitlines()[0]
         raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {reason}") from exc
 
@@ -206,10 +214,20 @@ def _migrate(engine: Engine, direction: str, revision: str) -> None:
         raise SchemaOutOfDate(f"cannot {direction} the store to {revision}: {exc}") from exc
 
 
+def _stamped_revision(engine: Engine) -> str | None:
+    """The store's ``alembic_version``, read with one query (Alembic itself costs 0.1 s to import)."""
+    with _connect(engine) as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
 def ensure_current(engine: Engine, *, create: bool = True) -> None:
     """Upgrade a brand-new empty store by itself (unless ``create=False``: a command that only reads
     refuses an empty database); refuse one that is behind, saying how to fix it."""
-    current = current_revision(engine)
+    current = _stamped_revision(engine)
+    if current == SCHEMA_REVISION:  # the common case: no Alembic needed
+        return
     script = _script()
     head = script.get_current_head()
     if current == head:

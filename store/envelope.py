@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalstore.store.codec import event_hash
-from evalstore.store.events import DomainEvent, decode
+
+if TYPE_CHECKING:
+    from evalstore.store.events import DomainEvent
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class StoredEvent:
     @cached_property
     def event(self) -> DomainEvent:
         """The payload as its current event class (older schema versions upcast)."""
+        # Imported here: reading projections (`evalstore runs`) never needs the pydantic catalogue.
+        from evalstore.store.events import decode
+
         return decode(self.type, self.schema_version, self.payload)
 
     def computed_hash(self, prev_hash: str) -> str:

@@ -303,6 +303,37 @@ class LineSkipped(DomainEvent):
     reason: str
 
 
+class LabelRecorded(DomainEvent):
+    """A person's judgement of one test's answer: a human label.
+
+    A label belongs to the transcript (the agent's answer), not to one grading of it: ``run_id`` is the
+    run that holds the transcript (for a replay, the run it ultimately replayed), so the label applies to
+    every regrade. Labels live in their own stream per transcript run (``lbl-<run id>``) and are never
+    edited: a newer label by the same person for the same test and grader supersedes the older one, and
+    both stay in the log.
+    """
+
+    type: ClassVar[str] = "label_recorded"
+
+    run_id: str
+    """The run holding the labelled transcript."""
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    transcript_event_id: str | None = None
+    by: str
+    """Who labelled: the name the user gave (``--by``), else the OS user."""
+    grader: str | None = None
+    """The grader (criterion) the label is about; None for the answer as a whole."""
+    verdict: Literal["pass", "fail"] | None = None
+    score: float | None = None
+    note: str | None = None
+    labelled_at: str | None = None
+    """When the person labelled, if the source says so (an import); else the event's recorded_at."""
+    source: SourceRef | None = None
+    """For imports: the file and line the label came from."""
+
+
 class RunCompleted(DomainEvent):
     type: ClassVar[str] = "run_completed"
 
@@ -319,6 +350,40 @@ class RunFailed(DomainEvent):
     reason: str
 
 
+class KeyRegistered(DomainEvent):
+    """A public key that signs this log's checkpoints, and its name; the private key is never stored."""
+
+    type: ClassVar[str] = "key_registered"
+
+    name: str
+    key_id: str
+    """8 hex digits: the signed-note key hash of name and key."""
+    public_key: str
+    """The verifier key as ``evalstore keys show`` prints it (``NAME+KEYHASH+BASE64``)."""
+    algorithm: Literal["ed25519"] = "ed25519"
+
+
+class CheckpointRecorded(DomainEvent):
+    """A signed checkpoint of the log's first ``size`` events (written after them, so not among them)."""
+
+    type: ClassVar[str] = "checkpoint_recorded"
+
+    origin: str
+    size: int
+    root_hash: str
+    """Hex RFC 6962 Merkle root over the hashes of events seq 1..size."""
+    head_hash: str
+    """Hash-chain hash of event ``seq = size``."""
+    key_name: str
+    key_id: str
+    note: str
+    """The signed note exactly as printed (C2SP signed-note text)."""
+
+
+LOG_STREAM = "log"
+"""The stream that holds key registrations and checkpoints: facts about the log, not about a run."""
+
+
 EVENT_TYPES: dict[str, type[DomainEvent]] = {
     cls.type: cls
     for cls in (
@@ -331,8 +396,11 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         VerdictRecorded,
         TestScored,
         LineSkipped,
+        LabelRecorded,
         RunCompleted,
         RunFailed,
+        KeyRegistered,
+        CheckpointRecorded,
     )
 }
 
@@ -341,7 +409,7 @@ def event_class(type_name: str) -> type[DomainEvent]:
     try:
         return EVENT_TYPES[type_name]
     except KeyError:
-        raise UnknownEventType(f"unknown event type {type_name!r}; is this store newer than evalstore?")
+        raise UnknownEventType(f"unknown event type {type_name!r}; is this store newer than evalstore?") from None
 
 
 def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict[str, Any]:

@@ -8,17 +8,18 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, func, select
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from evalstore.store import bulk, postgres, projections, schema, sqlite
+from evalstore.store import bulk, projections, schema
 from evalstore.store.blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob, prefix_key, zdict_of
 from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
 from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
@@ -32,7 +33,10 @@ from evalstore.store.errors import (
     NotFound,
     StoreError,
 )
-from evalstore.store.events import DomainEvent, encode
+from evalstore.store.verify import verify as verify_store
+
+if TYPE_CHECKING:
+    from evalstore.store.events import DomainEvent
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
 _CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists
@@ -76,7 +80,10 @@ class EventStore:
 
     def __init__(self, engine: Engine, *, check_schema: bool = True, create: bool = True) -> None:
         self.engine = engine
-        self.dialect = postgres if engine.dialect.name == "postgresql" else sqlite
+        # Each backend module imports its SQLAlchemy dialect; load only the one this store uses.
+        self.dialect = importlib.import_module(
+            "evalstore.store.postgres" if engine.dialect.name == "postgresql" else "evalstore.store.sqlite"
+        )
         self._dictionaries = Dictionaries()
         if check_schema:
             ensure_current(engine, create=create)
@@ -104,6 +111,8 @@ class EventStore:
         stream); None appends wherever the stream is. Events whose id is already stored with identical
         content are skipped; the stored copies are returned in their place.
         """
+        from evalstore.store.events import encode  # loaded by whoever built the events already
+
         prepared = []  # (event id, type, schema version, payload JSON, payload dict)
         for e in events:
             new = e if isinstance(e, NewEvent) else NewEvent(e)
@@ -392,6 +401,16 @@ class EventStore:
         with self.engine.connect() as conn:
             return list(conn.execute(select(schema.runs.c.run_id).order_by(schema.runs.c.started_seq)).scalars())
 
+    def chain_hashes(self, *, upto: int | None = None) -> Iterator[tuple[int, str]]:
+        """``(seq, hash)`` of every event with ``seq <= upto`` (all when None), in seq order: the Merkle
+        tree's leaves (:mod:`evalstore.store.merkle`). Read by one statement, so one consistent prefix."""
+        ev = schema.events
+        query = select(ev.c.seq, ev.c.hash).order_by(ev.c.seq)
+        if upto is not None:
+            query = query.where(ev.c.seq <= upto)
+        with self.engine.connect() as conn:
+            yield from conn.execution_options(yield_per=5000).execute(query)  # type: ignore[misc]
+
     # --- maintenance ---------------------------------------------------------------------------
 
     def rebuild_projections(self) -> int:
@@ -412,65 +431,15 @@ class EventStore:
         return count
 
     def verify(self) -> VerifyReport:
-        """Recompute the hash chain, every blob digest, and the projections; stop at the first problem."""
-        prev = GENESIS_HASH
-        expected_seq = 0
-        n_events = 0
-        state: dict[str, dict[tuple, dict]] = {}
-        with self.engine.connect() as conn:
-            for row in (
-                conn.execution_options(yield_per=2000)
-                .execute(select(schema.events).order_by(schema.events.c.seq))
-                .mappings()
-            ):
-                ev = _stored(row)
-                expected_seq += 1
-                if ev.seq != expected_seq:
-                    return VerifyReport(n_events, 0, f"event seq {expected_seq} is missing (next is {ev.seq})")
-                if ev.prev_hash != prev:
-                    return VerifyReport(
-                        n_events, 0, f"event seq {ev.seq}: prev_hash does not match the hash of seq {ev.seq - 1}"
-                    )
-                if ev.computed_hash(prev) != ev.hash:
-                    return VerifyReport(
-                        n_events,
-                        0,
-                        f"event seq {ev.seq}: content does not match its hash (altered after it was written)",
-                    )
-                prev = ev.hash
-                n_events += 1
-                projections.fold(state, [ev])
-            n_blobs = 0
-            for row in conn.execution_options(yield_per=200).execute(
-                select(schema.blobs).order_by(schema.blobs.c.sha256)
-            ):
-                sha, size, encoding, data, dictionary = row
-                try:
-                    raw = self._decode(encoding, data, dictionary, chain=0)
-                except StoreError as exc:
-                    return VerifyReport(n_events, n_blobs, f"blob {sha}: {exc}")
-                if sha256_hex(raw) != sha or len(raw) != size:
-                    return VerifyReport(n_events, n_blobs, f"blob {sha}: bytes do not match their digest")
-                n_blobs += 1
-            actual = projections.read_all(conn)
-        for table in projections.TABLES:
-            want, have = state.get(table, {}), actual.get(table, {})
-            if want != have:
-                missing = sorted(set(want) - set(have), key=str)[:1]
-                extra = sorted(set(have) - set(want), key=str)[:1]
-                changed = [k for k in want if k in have and want[k] != have[k]][:1]
-                what = (
-                    f"row {missing[0]} missing"
-                    if missing
-                    else f"row {extra[0]} not derived from the log"
-                    if extra
-                    else f"row {changed[0]} differs from the log"
-                )
-                return VerifyReport(n_events, n_blobs, f"projection {table}: {what}; run `evalstore db rebuild`")
-        return VerifyReport(n_events, n_blobs)
+        """Recompute the hash chain, every blob digest, the blobs events need, and the projections; stop
+        at the first problem (see :mod:`evalstore.store.verify`)."""
+        events, blobs, problem = verify_store(
+            self.engine, lambda encoding, data, dictionary: self._decode(encoding, data, dictionary, chain=0)
+        )
+        return VerifyReport(events, blobs, problem)
 
 
-def _stored(row: Mapping[str, Any]) -> StoredEvent:
+def _stored(row: RowMapping) -> StoredEvent:
     return StoredEvent(
         seq=row["seq"],
         event_id=row["event_id"],

@@ -24,6 +24,11 @@ from sqlalchemy import (
 
 metadata = MetaData()
 
+# The Alembic revision these tables describe (the newest in migrations/versions/). Opening a store
+# compares its alembic_version with this, so a store that is current opens without loading Alembic;
+# tests/test_migrations.py checks it is the migrations' head.
+SCHEMA_REVISION = "0003"
+
 # SQLite only auto-assigns INTEGER PRIMARY KEY; BIGINT elsewhere. We assign seq ourselves anyway.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -58,8 +63,7 @@ blobs = Table(
 # --- projections -------------------------------------------------------------------------------
 
 # Projection tables keyed by text columns are stored as their primary-key index on SQLite (WITHOUT
-# ROWID): half the size, since the key columns are not kept twice.
-_CLUSTERED = {"sqlite_with_rowid": False}
+# ROWID, ``sqlite_with_rowid=False``): half the size, since the key columns are not kept twice.
 
 runs = Table(
     "runs",
@@ -91,7 +95,7 @@ results = Table(
     Column("origin", String(16), nullable=False),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
-    **_CLUSTERED,
+    sqlite_with_rowid=False,
 )
 
 verdicts = Table(
@@ -111,7 +115,7 @@ verdicts = Table(
     Column("origin", String(16), nullable=False),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
-    **_CLUSTERED,
+    sqlite_with_rowid=False,
 )
 
 judge_cache = Table(
@@ -120,7 +124,7 @@ judge_cache = Table(
     Column("cache_key", String(64), primary_key=True),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
-    **_CLUSTERED,
+    sqlite_with_rowid=False,
 )
 
 conversions = Table(
@@ -129,7 +133,7 @@ conversions = Table(
     Column("fingerprint", String(64), primary_key=True),
     Column("event_id", String(36), nullable=False),
     Column("seq", SeqType, nullable=False),
-    **_CLUSTERED,
+    sqlite_with_rowid=False,
 )
 
 Index("ix_runs_parent", runs.c.parent_run_id)

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,12 +159,26 @@ def completion_body(content: str, model: str, usage: dict[str, Any] | None) -> b
     return json.dumps(body).encode("utf-8")
 
 
+def stream_body(content: str, model: str, usage: dict[str, Any] | None) -> bytes:
+    """A Chat Completions answer as server-sent events: the content, the finish reason, the usage, DONE."""
+    base = {"id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion.chunk", "created": 0, "model": model}
+    chunks: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    if usage is not None:
+        chunks.append({**base, "choices": [], "usage": usage})
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode("utf-8") + b"data: [DONE]\n\n"
+
+
 # -- the server ----------------------------------------------------------------------------------
 
 
 class JudgeServer:
-    def __init__(self, script: Script | None = None, latency: float = 0.0) -> None:
+    def __init__(self, script: Script | None = None, latency: float = 0.0, log_path: Path | None = None) -> None:
         self.latency = latency
+        self.log_path = log_path
+        """When set, every request received and the content answered are appended here as JSON lines."""
         self.requests: list[Request] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -213,6 +228,7 @@ class JudgeServer:
                         server.in_flight -= 1
 
             def _answer(self, reply: Reply, body: Any) -> None:
+                content_type = "application/json"
                 wait = server.latency + reply.delay
                 if wait:
                     time.sleep(wait)
@@ -221,13 +237,18 @@ class JudgeServer:
                 if reply.hang or reply.drop:
                     self.close_connection = True
                     return
-                if reply.body is not None:
+                streamed = isinstance(body, dict) and body.get("stream") is True and reply.status == 200
+                if reply.body is None and streamed:  # AgentV's client streams (server-sent events)
+                    model = str(body.get("model", ""))
+                    payload = stream_body(reply.content or "", model, reply.usage)
+                    content_type = "text/event-stream"
+                elif reply.body is not None:
                     payload = reply.body
                 else:
                     model = body.get("model", "") if isinstance(body, dict) else ""
                     payload = completion_body(reply.content or "", model, reply.usage)
                 self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
@@ -270,7 +291,12 @@ class JudgeServer:
                 reply = self._script.pop(0)
             else:
                 reply = self._script[0]
-        return Reply(content=reply) if isinstance(reply, str) else reply
+            reply = Reply(content=reply) if isinstance(reply, str) else reply
+            if self.log_path is not None:
+                entry = {"n": len(self.requests), "path": request.path, "body": request.body, "reply": reply.content}
+                with self.log_path.open("a", encoding="utf-8") as log:
+                    log.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+        return reply
 
 
 @pytest.fixture

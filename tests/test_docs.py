@@ -49,7 +49,11 @@ def _architecture_sections() -> dict[str, set[str]]:
     return sections
 
 
-PACKAGE_FOLDERS = ["store", *sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / "replay").rglob("__init__.py"))]
+PACKAGE_FOLDERS = [
+    "cli",
+    "store",
+    *sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / "replay").rglob("__init__.py")),
+]
 
 
 def test_architecture_names_every_module_in_its_package_section() -> None:

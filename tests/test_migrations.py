@@ -19,7 +19,16 @@ from evalstore.store.schema import metadata
 
 STORE_TABLES = {"events", "blobs", "runs", "results", "verdicts", "judge_cache", "conversions"}
 TRIGGERS = {
-    "sqlite": {"events_no_update", "events_no_delete", "blobs_no_update", "blobs_no_delete"},
+    "sqlite": {
+        "events_no_update",
+        "events_no_delete",
+        "events_no_replace",
+        "events_no_reuse_event_id",
+        "events_no_reuse_stream_version",
+        "blobs_no_update",
+        "blobs_no_delete",
+        "blobs_no_replace",
+    },
     "postgresql": {"events_append_only", "events_no_truncate", "blobs_append_only", "blobs_no_truncate"},
 }
 
@@ -91,6 +100,13 @@ def test_upgrade_from_empty_to_head_and_down_to_base(engine: Engine) -> None:
     assert store_engine.current_revision(engine) == head
 
 
+def test_the_tables_name_the_migrations_head() -> None:
+    """Opening a current store compares alembic_version with SCHEMA_REVISION, without loading Alembic."""
+    from evalstore.store.schema import SCHEMA_REVISION
+
+    assert store_engine.head_revision() == SCHEMA_REVISION
+
+
 def test_metadata_and_migrations_do_not_drift(engine: Engine) -> None:
     store_engine.upgrade(engine)
     assert _diff(engine, metadata) == []
@@ -150,6 +166,7 @@ def test_a_store_behind_the_code_is_refused_until_upgraded(
     EventStore(engine)  # at the head of this checkout
     newer = _newer_migrations(tmp_path)
     monkeypatch.setattr(store_engine, "migrations_dir", lambda: newer)
+    monkeypatch.setattr(store_engine, "SCHEMA_REVISION", NEXT)  # as the newer evalstore's tables would say
 
     message = f"the store is at schema revision {head}, this evalstore needs {NEXT}: run `evalstore db upgrade`"
     with pytest.raises(SchemaOutOfDate, match=message):

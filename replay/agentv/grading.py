@@ -28,7 +28,7 @@ def finite_number(value: Any) -> float | None:
 def derive_verdict(verdict: Any, passed: Any, score: float) -> VerdictName:
     """The recorded verdict if any, else the HEAD ``pass`` flag, else score >= 0.8."""
     if verdict in ("pass", "fail", "skip"):
-        return verdict  # type: ignore[no-any-return]
+        return verdict
     if isinstance(passed, bool):
         return "pass" if passed else "fail"
     return "pass" if score >= PASS_SCORE else "fail"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import TypedDict
 
 from pydantic import ValidationError
 
@@ -19,6 +20,7 @@ from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     ArtifactStored,
     Assertion,
+    ExecutionStatus,
     SourceRef,
     TestCaseRecorded,
     TestScored,
@@ -28,6 +30,15 @@ from evalstore.store.events import (
 )
 
 Built = tuple[list[NewEvent], dict[str, bytes], TestScored]
+_EXECUTION_STATUSES: tuple[ExecutionStatus, ...] = ("ok", "quality_failure", "execution_error")
+
+
+class _ResultKey(TypedDict):
+    """The fields every event of one imported result starts with."""
+
+    test_id: str
+    target: str | None
+    attempt: int
 
 
 def built(
@@ -90,7 +101,7 @@ def test_events(
     blobs: dict[str, bytes],
     threshold: float,
 ) -> TestScored:
-    key = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
+    key: _ResultKey = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
     if item.input or item.expected_output is not None or item.criteria or item.metadata:
         # A case event only when the source says something about the case (results JSONL often does not).
         case = TestCaseRecorded(
@@ -113,6 +124,8 @@ def test_events(
             digest = sha256_hex(data)
             blobs[digest] = data
             artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, sha256=digest, size=len(data))
+        elif f.refused:
+            artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, status="refused", reason=f.refused)
         else:
             artifact = ArtifactStored(
                 **key, path=f.path, media_type=f.media_type, status="missing", reason="file not found when imported"
@@ -172,12 +185,13 @@ def test_events(
             )
         )
     passed = item.passed if item.passed is not None else item.score >= threshold
-    status = item.execution_status or ("ok" if passed else "quality_failure")
+    declared = item.execution_status or ("ok" if passed else "quality_failure")
+    status: ExecutionStatus = next((s for s in _EXECUTION_STATUSES if s == declared), "execution_error")
     scored = TestScored(
         **key,
         score=item.score,
         passed=passed,
-        status=status if status in ("ok", "quality_failure", "execution_error") else "execution_error",
+        status=status,
         threshold=threshold,
         error=item.error,
         origin="imported",

@@ -9,14 +9,15 @@ import killed half-way finishes when run again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalstore import __version__
 from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
+from evalstore.replay.agentv.file_access import GuardedSource, file_access
 from evalstore.replay.agentv.import_check import check, item_key
-from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
+from evalstore.replay.agentv.import_events import Built, EventIds, RelativeSources, built
 from evalstore.replay.analysis.views import skipped_lines
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
@@ -49,6 +50,8 @@ def import_results(
     eval_path: str | Path | None = None,
     skip_bad: bool = False,
     progress: Progress | None = None,
+    targets_path: str | Path | None = None,
+    files_roots: Sequence[str | Path] = (),
 ) -> ImportOutcome:
     """Import AgentV results at ``path`` as a run. ``progress(phase, done, total)`` is called as results are
     checked (phase ``"checking"``, total unknown) and then written (``"importing"``, total known)."""
@@ -65,6 +68,11 @@ def import_results(
         tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
         return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
 
+    if targets_path is not None and not Path(targets_path).is_file():
+        raise ReplayError(f"{targets_path}: targets file not found (--targets)")
+    snapshot, blobs, eval_file, threshold = _eval_snapshot(eval_path, source.eval_path_hints, path)
+    access = file_access(path, eval_file, Path(targets_path) if targets_path else None, [Path(r) for r in files_roots])
+    source = GuardedSource(source, access)
     root = str(path.resolve())
     within = RelativeSources(root)
     checked = check(source, within, skip_bad, progress)  # validation pass: raises on the first bad line
@@ -72,7 +80,6 @@ def import_results(
     if tests == 0:
         raise ReplayError(f"{path}: no results to import")
 
-    snapshot, blobs, eval_file, threshold = _eval_snapshot(eval_path, source.eval_path_hints, path)
     started = RunStarted(
         run_id=run_id,
         kind="imported",
@@ -91,6 +98,7 @@ def import_results(
     batch_blobs: dict[str, bytes] = {}
     done = 0
     tally = Tally()
+    item: ImportedTest | SkippedLine | Built  # a source's item, then what it is built into
     for item in source.iter_tests(skip_bad):
         if isinstance(item, ImportedTest):
             reason = checked.left_out.get(item_key(item))

@@ -26,6 +26,8 @@ class ImportedFile:
     """Absolute path when the file exists on disk, else None (missing, remote URL)."""
     media_type: str | None
     role: FileRole
+    refused: str | None = None
+    """Why the file was not read although it exists (outside every folder the import may read)."""
 
 
 @dataclass

@@ -68,9 +68,9 @@ def media_type_for(path: str) -> str | None:
 def resolve_path(ref: str, bases: Sequence[Path]) -> Path | None:
     """The existing file a reference names (``file://`` URL, absolute, or relative to a base), made absolute.
 
-    Only files inside one of the bases (workspace, sample folder, run directory) resolve: a result file is
-    untrusted input, and a path like ``/home/me/.ssh/id_rsa`` or ``../../x`` must not pull outside files
-    into the store. Remote URLs never resolve (AgentV cannot preprocess them either).
+    Whether the import may read it is decided later, against the roots the user controls
+    (``file_access.FileAccess``): bases named by the result file (its ``workspace_path``) are where to look,
+    not permission. Remote URLs never resolve (AgentV cannot preprocess them either).
     """
     if ref.startswith("file://"):
         candidates = [Path(unquote(urlparse(ref).path))]
@@ -80,10 +80,12 @@ def resolve_path(ref: str, bases: Sequence[Path]) -> Path | None:
         candidates = [Path(ref)]
     else:
         candidates = [base / ref for base in bases]
-    roots = [base.resolve() for base in bases]
     for candidate in candidates:
-        real = candidate.resolve()
-        if real.is_file() and any(real.is_relative_to(root) for root in roots):
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if real.is_file():
             return real
     return None
 

@@ -137,7 +137,7 @@ def read_transcript_jsonl(path: Path, test_id: str | None = None) -> list[dict[s
         try:
             message = normalise_message(row)
         except ValueError as exc:
-            raise ImportFormatError(f"{path}:{number}: {exc}")
+            raise ImportFormatError(f"{path}:{number}: {exc}") from exc
         if message is not None:
             index = row.get("message_index")
             rows.append((index if isinstance(index, int) else number, number, message))
@@ -178,7 +178,7 @@ def read_normalized_transcript(path: Path) -> list[dict[str, Any]] | None:
     try:
         return [m for m in (_turn_to_message(t) for t in turns if isinstance(t, dict)) if m is not None]
     except ValueError as exc:
-        raise ImportFormatError(f"{path}: {exc}")
+        raise ImportFormatError(f"{path}: {exc}") from exc
 
 
 def read_trace(path: Path) -> list[dict[str, Any]] | None:
@@ -208,5 +208,5 @@ def read_trace(path: Path) -> list[dict[str, Any]] | None:
         if isinstance(doc.get("messages"), list):
             return normalise_messages(doc["messages"])
     except ValueError as exc:
-        raise ImportFormatError(f"{path}: {exc}")
+        raise ImportFormatError(f"{path}: {exc}") from exc
     return None

@@ -257,9 +257,14 @@ def read_v5_bundle(path: Path) -> ImportSource:
 
     suite = (first or {}).get("suite") or first_case.get("suite")
     if index is not None:
-        iterate = lambda skip_bad: _iter_indexed(root, index, skip_bad)
+
+        def iterate(skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+            return _iter_indexed(root, index, skip_bad)
     else:
-        iterate = lambda skip_bad: _iter_folders(root, skip_bad)
+
+        def iterate(skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+            return _iter_folders(root, skip_bad)
+
     return ImportSource(
         format=FORMAT,
         root=root,

@@ -155,12 +155,12 @@ def read_json(path: Path) -> Any:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise ImportFormatError(f"{path}: file not found")
+        raise ImportFormatError(f"{path}: file not found") from None
     try:
         return loads(raw)
     except ValueError as exc:
         complete = "; is the file complete?" if str(exc).startswith("invalid JSON (") else ""
-        raise ImportFormatError(f"{path}: {exc}{complete}")
+        raise ImportFormatError(f"{path}: {exc}{complete}") from exc
 
 
 def file_sha256(path: Path) -> str:

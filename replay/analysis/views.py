@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import NotFoundError
 from evalstore.store import EventStore
-from evalstore.store.events import LineSkipped, RunStarted
+
+if TYPE_CHECKING:  # listing runs reads projections only; the pydantic catalogue loads when an event is decoded
+    from evalstore.store.events import LineSkipped, RunStarted
 
 
 @dataclass
@@ -145,6 +147,8 @@ def run_started(store: EventStore, run_id: str) -> RunStarted:
 def skipped_lines(store: EventStore, run_id: str) -> list[LineSkipped]:
     """The source lines an import left out (``--skip-bad``, or a result superseded by a later one), with
     why; each source with its file made absolute again."""
+    from evalstore.store.events import LineSkipped, RunStarted
+
     root: str | None = None
     lines = []
     for stored in store.read_stream(run_id, types=["run_started", "line_skipped"]):

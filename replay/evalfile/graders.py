@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from evalstore.replay.evalfile.converters import merge_converters, parse_converters
 from evalstore.replay.evalfile.fields import (
@@ -34,7 +34,7 @@ from evalstore.replay.evalfile.specs import (
     RubricItem,
 )
 
-AnyGrader = Union[LlmGraderSpec, CodeGraderSpec, AssertionSpec]
+AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec
 
 COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate")
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
@@ -197,7 +197,7 @@ def _llm_grader(
 ) -> LlmGraderSpec:
     fields = _common(obj, kind, where)
     if kind in RUBRIC_TYPES:
-        key = next((k for k in ("criteria", "rubrics") if k in obj), None)
+        key: str | None = next((k for k in ("criteria", "rubrics") if k in obj), None)
         if key is None:
             raise where.error(f"`type: {kind}` needs `criteria`: a list of rubric items")
         if kind == "rubric":
@@ -276,13 +276,14 @@ def _code_grader(
             ctx.warn(where.key(extra), f"unknown key `{extra}` passed to the grader in `config`")
             config[str(extra)] = obj[extra]
     timeout = opt_number(obj, "timeout", where, low=0.0, low_open=True)
+    if timeout is not None:
+        fields["timeout"] = timeout
     return CodeGraderSpec(
         command=command,
         script=str(script) if script is not None else None,
         cwd=_cwd(obj, where, ctx),
         config=config or None,
         preprocessors=_effective_converters(obj, where, ctx, converters),
-        **({"timeout": timeout} if timeout is not None else {}),
         **fields,
     )
 
@@ -372,9 +373,22 @@ def _cwd(obj: dict[str, Any], where: Where, ctx: ParseContext) -> str:
     return str(ctx.eval_dir)
 
 
+def default_name(kind: str, value: Any) -> str:
+    """AgentV 4.42's name for a deterministic assertion without ``name:``: the type and its string value
+    (``contains-Paris``), the number of values of a list (``contains-any-2``), a regex's first 30
+    characters; the bare type when the value is not a string (or list, for the list types)."""
+    if kind in LIST_VALUE_TYPES:
+        return f"{kind}-{len(value)}" if isinstance(value, list) else kind
+    if kind == "is-json" or not isinstance(value, str) or not value:
+        return kind
+    return f"{kind}-{value[:30]}" if kind == "regex" else f"{kind}-{value}"
+
+
 def _deterministic(obj: dict[str, Any], kind: str, where: Where) -> AssertionSpec:
     fields = _common(obj, kind, where)
-    value = obj.get("value")
+    value: Any = obj.get("value")
+    if not (opt_str(obj, "name", where) or opt_str(obj, "metric", where)):
+        fields["name"] = default_name(kind, value)
     at = where.key("value")
     if kind in STRING_VALUE_TYPES:
         if isinstance(value, (int, float)) and not isinstance(value, bool):

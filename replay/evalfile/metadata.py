@@ -18,15 +18,19 @@ def suite_metadata(metadata: Mapping[str, Any] | None, governance: Any = None) -
 
 def merge_metadata(suite: Mapping[str, Any], test: Mapping[str, Any]) -> dict[str, Any]:
     """``test`` merged over ``suite``: nested objects recurse, arrays concatenate suite-first without
-    duplicates, and any other test value wins over the suite's."""
-    merged = copy.deepcopy(dict(suite))
+    duplicates, and any other test value wins over the suite's. Key order is AgentV's: the test's keys
+    in the test's order, then the suite's remaining keys in the suite's order."""
+    merged: dict[str, Any] = {}
     for key, value in test.items():
-        base = merged.get(key)
+        base = suite.get(key)
         if isinstance(base, Mapping) and isinstance(value, Mapping):
             merged[key] = merge_metadata(base, value)
         elif isinstance(base, list) and isinstance(value, list):
             merged[key] = _concat_unique(base, value)
         else:
+            merged[key] = copy.deepcopy(value)
+    for key, value in suite.items():
+        if key not in merged:
             merged[key] = copy.deepcopy(value)
     return merged
 

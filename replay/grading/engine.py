@@ -9,11 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, EvalSuite, EvalTest, LlmGraderSpec
+from evalstore.replay.evalfile.specs import (
+    AssertionSpec,
+    CodeGraderSpec,
+    EvalSuite,
+    EvalTest,
+    GraderSpec,
+    LlmGraderSpec,
+)
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
 from evalstore.replay.grading.scoring import apply_negate, score_test
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
+
+if TYPE_CHECKING:
+    from evalstore.replay.grading.judge.pool import JudgePool
 
 
 def make_grader(spec):  # type: ignore[no-untyped-def]
@@ -50,7 +61,7 @@ def grade_test(
     target: str | None = None,
     attempt: int = 1,
     options: GradeOptions | None = None,
-    judges=None,  # type: ignore[no-untyped-def]
+    judges: JudgePool | None = None,
     only: Iterable[str] | None = None,
     carried: Mapping[str, tuple[str, VerdictRecorded]] | None = None,
 ) -> TestGrade:
@@ -73,7 +84,7 @@ def grade_test(
     selected = set(only) if only is not None else None
     carried = carried or {}
     threshold = options.threshold if options.threshold is not None else (test.threshold or suite.threshold)
-    scored_inputs: list[tuple[object, GraderResult]] = []
+    scored_inputs: list[tuple[GraderSpec, GraderResult]] = []
     verdicts: list[tuple[str, VerdictRecorded]] = []
     for spec in test.graders:
         if selected is not None and spec.name not in selected and spec.name in carried:

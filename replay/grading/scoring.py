@@ -16,12 +16,12 @@ are checked and how a replay tells a changed grader from a changed aggregation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from evalstore.replay.grading.graders.base import GraderResult
-from evalstore.store.events import Assertion
+from evalstore.store.events import Assertion, ExecutionStatus
 
 NEGATED_PREFIX = "[Negated]"
 
@@ -32,8 +32,7 @@ class TestOutcome:
 
     score: float
     passed: bool
-    status: str
-    """ok | quality_failure | execution_error"""
+    status: ExecutionStatus
     error: str | None = None
 
 
@@ -114,7 +113,7 @@ def explain_score(verdicts: Iterable[Any], threshold: float) -> str:
     return "; ".join(parts)
 
 
-def score_test(verdicts: list[tuple[_ScoredSpec, GraderResult]], threshold: float) -> TestOutcome:
+def score_test(verdicts: Sequence[tuple[_ScoredSpec, GraderResult]], threshold: float) -> TestOutcome:
     """The test outcome for graded results (``negate`` already applied)."""
     entries = [
         _Entry(

@@ -7,6 +7,7 @@ killed when either limit is hit -- a converter that forks ``sleep 1000`` must no
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -196,10 +197,8 @@ class _Collector:
         except (OSError, ValueError):
             return  # the pipe was closed under us by the kill
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 pipe.close()
-            except OSError:
-                pass
 
     def data(self) -> bytes:
         return bytes(self._buf)
@@ -214,19 +213,15 @@ def _feed_and_wait(proc: subprocess.Popen[bytes], data: bytes, exited: threading
     except (BrokenPipeError, OSError, ValueError):
         pass  # the child does not read its stdin; that is its business
     finally:
-        try:
+        with contextlib.suppress(OSError):
             proc.stdin.close()
-        except OSError:
-            pass
     proc.wait()
     exited.set()
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _elapsed_ms(started: float) -> float:

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from evalstore.replay.content import Message, last_assistant, question_text
 from evalstore.replay.processes.children import run_child
-from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
+from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 MAX_ANSWER_BYTES = 50 * 1024 * 1024
@@ -286,7 +286,7 @@ def _read_answer(path: Path) -> str | None:
     return data[:MAX_ANSWER_BYTES].decode("utf-8", errors="replace")
 
 
-def _failure(spec: TargetSpec, child: Any, timeout: float, command: str | list[str]) -> tuple[str, str] | None:
+def _failure(spec: TargetSpec, child: Any, timeout: float, command: str | list[str]) -> tuple[TargetStatus, str] | None:
     prefix = f"target '{spec.name}'"
     if child.spawn_error:
         return "error", f"{prefix}: {child.spawn_error}"

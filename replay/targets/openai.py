@@ -18,7 +18,7 @@ from evalstore.replay.content import Message, question_text
 from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
 from evalstore.replay.grading.judge.targets import JUDGE_PROVIDERS, JudgeTarget
-from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, positive_seconds
+from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
 from evalstore.replay.targetsfile.loader import TargetEntry
 
 PROVIDERS = JUDGE_PROVIDERS
@@ -57,7 +57,7 @@ def run(request: RunRequest) -> TargetOutcome:
 
     messages = chat_messages(request)
     with httpx.Client(timeout=resolved.timeout) as http:
-        client = JudgeClient(http, threading.BoundedSemaphore(1), RetryPolicy(max_retries=retries))
+        client = JudgeClient(http, threading.BoundedSemaphore(1), RetryPolicy(max_retries=retries), mask=False)
         exchanges = client.complete(resolved, messages)
     return _outcome(spec.name, exchanges)
 
@@ -79,7 +79,7 @@ def _outcome(target: str, exchanges: list[Exchange]) -> TargetOutcome:
         detail = last.error or "request failed"
         if last.body:
             detail += ": " + last.body.decode("utf-8", errors="replace").strip()[:ERROR_BODY_CHARS]
-        status = "timeout" if last.outcome == "timeout" else "error"
+        status: TargetStatus = "timeout" if last.outcome == "timeout" else "error"
         return TargetOutcome(messages=[], status=status, error=f"target '{target}'{attempts}: {detail}")
     if last.content is None:
         return TargetOutcome(

@@ -24,7 +24,7 @@ def test_every_command_is_described_with_an_example_and_no_markup(
 ) -> None:
     text = command.get_help(ctx)
     assert "`" not in text, f"{path}: literal backticks in help"
-    assert "Example:" in text, f"{path}: no example"
+    assert "Example:" in text or "Examples:" in text, f"{path}: no example"
     for param in command.params:
         if isinstance(param, click.Option) and param.name != "help":
             assert param.help, f"{path} {param.opts[0]}: no description"

@@ -13,6 +13,7 @@ console script in a real subprocess (what a user runs; needed for kill/resume an
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
+from fixture_paths import AGENTV_FIXTURES as FIXTURES
 from judge_server import Reply, Request, freeform
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
 
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_BUNDLE = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
@@ -378,10 +379,8 @@ def kill_pid_file(path: Path) -> None:
     import signal
 
     if path.exists():
-        try:
+        with contextlib.suppress(ProcessLookupError, ValueError):
             os.kill(int(path.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
 
 
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):  # type: ignore[no-untyped-def]

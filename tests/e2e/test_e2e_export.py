@@ -438,9 +438,10 @@ def test_output_file_is_replaced_whole_and_dash_means_stdout(sqlite_url: str, tm
     out.write_text("old content\n", encoding="utf-8")
     result = cli(sqlite_url, "export", run_id, "-o", str(out))
     assert result.exit_code == 0 and result.stdout == "" and "wrote 5 results to" in result.stderr
-    assert [json.loads(line)["test_id"] for line in out.read_text(encoding="utf-8").splitlines()][
-        0
-    ] == "code-quality-multi-eval"
+    assert (
+        next(json.loads(line)["test_id"] for line in out.read_text(encoding="utf-8").splitlines())
+        == "code-quality-multi-eval"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl", "store.db"]  # no temporary file left
     dash = cli(sqlite_url, "export", run_id, "-o", "-")
     assert dash.exit_code == 0 and dash.stdout == out.read_text(encoding="utf-8")

@@ -6,6 +6,7 @@ Every run is the installed console script in a real subprocess against a real SQ
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -185,7 +186,7 @@ def test_workers_run_tests_at_once_and_one_worker_runs_them_one_after_another(tm
 
     serial = run_sleepers(tmp_path, workers=1)
     assert peak_overlap(serial) == 1, serial
-    assert all(end <= next_start for (_, end), (next_start, _) in zip(serial, serial[1:]))
+    assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(serial))
 
 
 # -- notes on stderr -------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from fixture_paths import AGENTV_FIXTURES as FIXTURES
+from fixture_paths import HANDMADE_V4_RUN
 
 from evalstore.replay.agentv import ImportedTest, detect_format, read_results
 from evalstore.replay.agentv.export import (
@@ -27,8 +29,6 @@ from evalstore.store import events as ev
 from evalstore.store.events import Assertion, RunStarted, SourceRef, TranscriptRecorded, VerdictRecorded
 
 REPO = Path(__file__).resolve().parents[2]
-from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
-from fixture_paths import HANDMADE_V4_RUN
 
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_RUN = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"

@@ -9,13 +9,14 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from fixture_paths import AGENTV_FIXTURES as FIXTURES
+from fixture_paths import HANDMADE_V4_RUN
 
 from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
+from evalstore.replay.agentv.file_access import file_access
 from evalstore.replay.errors import ImportFormatError, ReplayError
 
 REPO = Path(__file__).resolve().parents[2]
-from fixture_paths import AGENTV_FIXTURES as FIXTURES  # noqa: E402
-from fixture_paths import HANDMADE_V4_RUN
 
 BASELINE = FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 V5_RUN = FIXTURES / "v5-next" / "runs" / "2026-07-06T01-06-18-244Z"
@@ -67,7 +68,7 @@ def test_unknown_directory_and_files_are_refused(tmp_path: Path) -> None:
         detect_format(empty)
     text = tmp_path / "notes.txt"
     text.write_text("hello")
-    with pytest.raises(ImportFormatError, match="expected a .jsonl file"):
+    with pytest.raises(ImportFormatError, match=r"expected a \.jsonl file"):
         detect_format(text)
     with pytest.raises(ImportFormatError, match="no such file"):
         detect_format(tmp_path / "absent.jsonl")
@@ -475,7 +476,7 @@ def test_skip_bad_yields_skipped_lines(tmp_path: Path) -> None:
 
 def test_replay_fixture_is_not_a_result_file() -> None:
     with pytest.raises(
-        ImportFormatError, match="replay-target-output.jsonl:1: Missing or invalid score .*replay fixture"
+        ImportFormatError, match=r"replay-target-output\.jsonl:1: Missing or invalid score .*replay fixture"
     ):
         read_all(REPLAY_FIXTURE)
     skipped = read_all(REPLAY_FIXTURE, skip_bad=True)
@@ -541,9 +542,12 @@ def test_paths_outside_the_run_do_not_resolve(tmp_path: Path) -> None:
     ]
     trace.write_text(json.dumps(doc))
     sheet = only_tests(read_all(run))[1]
-    resolved = {f.path: f.resolved for f in sheet.files if f.role == "content_file"}
-    assert resolved[str(secret)] is None
-    assert resolved["../../../../secret.txt"] is None
+    # Found where the result says, but read only inside the roots an import may read (not tmp_path).
+    access = file_access(run, None, None, [])
+    guarded = {f.path: f for f in access.guard(sheet).files if f.role == "content_file"}
+    resolved = {path: f.resolved for path, f in guarded.items()}
+    assert resolved[str(secret)] is None and "--files-root" in (guarded[str(secret)].refused or "")
+    assert resolved["../../../../secret.txt"] is None and guarded["../../../../secret.txt"].refused
     assert resolved["https://example.com/report.csv"] is None
     assert resolved["generated/report.csv"] is not None
 

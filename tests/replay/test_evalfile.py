@@ -264,7 +264,8 @@ def test_suite_input_is_prepended_and_suite_assertions_appended(tmp_path: Path) 
     )
     normal, skipping = suite.tests
     assert [(m.role, m.content) for m in normal.input] == [("system", "You are terse."), ("user", "do it")]
-    assert [(g.name, g.type) for g in normal.graders] == [("regex", "regex"), ("contains", "contains")]
+    # Unnamed deterministic assertions get AgentV's names: type and value.
+    assert [(g.name, g.type) for g in normal.graders] == [("regex-^ok", "regex"), ("contains-done", "contains")]
     assert normal.graders[0].flags == "i"
     assert [m.role for m in skipping.input] == ["user"]
     assert [g.declared_type for g in skipping.graders] == ["implicit"]
@@ -306,9 +307,9 @@ def test_bare_strings_collect_into_one_rubrics_grader_at_the_first_string(tmp_pa
     )
     graders = suite.tests[0].graders
     assert [(g.name, g.type) for g in graders] == [
-        ("contains", "contains"),
+        ("contains-a", "contains"),
         ("rubrics", "llm-grader"),
-        ("contains-2", "contains"),
+        ("contains-b", "contains"),
         ("rubrics-2", "llm-grader"),
     ]
     bare = graders[1]
@@ -536,7 +537,7 @@ def test_references_resolve_to_the_nearest_root(tmp_path: Path) -> None:
     assert resolve_reference("file://grader.md", roots) == near
     in_cwd = write(tmp_path, "cwd/only-in-cwd.md", "x")
     assert resolve_reference("only-in-cwd.md", roots) == in_cwd
-    with pytest.raises(ReferenceNotFoundError, match="nowhere.md"):
+    with pytest.raises(ReferenceNotFoundError, match=r"nowhere\.md"):
         resolve_reference("nowhere.md", roots)
 
 
@@ -758,7 +759,7 @@ def test_snapshot_resolver_replays_without_files_on_disk(tmp_path: Path) -> None
     assert not base.exists()
     assert sorted(p for _, p, _ in suite.referenced_files) == sorted(files)
     assert suite.tests[0].graders[1].command == ["python3", str(base / "check.py")]
-    with pytest.raises(EvalFileError, match="prompt file `file://judge.md` not found"):
+    with pytest.raises(EvalFileError, match=r"prompt file `file://judge\.md` not found"):
         load_eval_text(text, eval_path, file_resolver=SnapshotResolver({str(base / "conv.py"): b""}))
 
 
@@ -817,3 +818,31 @@ def test_test_vars_fill_placeholders_in_input_criteria_and_expected_output(tmp_p
     assert test.input[0].content == "Name Paris's 3 largest parks"
     assert test.criteria == "Lists 3 parks in Paris; keeps {{ unknown }}"
     assert test.expected_output == [{"role": "assistant", "content": "Paris parks"}]
+
+
+@pytest.mark.parametrize(
+    ("assertion", "name"),
+    [
+        ("{type: contains, value: Paris}", "contains-Paris"),
+        ("{type: icontains, value: JUPITER}", "icontains-JUPITER"),
+        ("{type: starts-with, value: Release}", "starts-with-Release"),
+        ("{type: ends-with, value: X}", "ends-with-X"),
+        ("{type: equals, value: '42'}", "equals-42"),
+        ("{type: equals, value: 42}", "equals"),
+        ("{type: contains-any, value: [a, b]}", "contains-any-2"),
+        ("{type: icontains-all, value: [a, b, c]}", "icontains-all-3"),
+        ("{type: contains_any, value: one}", "contains-any"),
+        (
+            "{type: regex, value: 'capital of [A-Z][a-z]+ and a very long pattern tail'}",
+            "regex-capital of [A-Z][a-z]+ and a v",
+        ),
+        ("{type: is-json}", "is-json"),
+        ("{type: contains, value: Paris, name: mine}", "mine"),
+    ],
+)
+def test_unnamed_deterministic_assertions_are_named_as_agentv_names_them(
+    tmp_path: Path, assertion: str, name: str
+) -> None:
+    path = tmp_path / "names.eval.yaml"
+    path.write_text(f"tests:\n  - id: t\n    input: q\n    assertions:\n      - {assertion}\n", encoding="utf-8")
+    assert [g.name for g in load_eval(path).tests[0].graders] == [name]

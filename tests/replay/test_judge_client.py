@@ -26,7 +26,7 @@ def client(retries: int = 2, sleeps: list[float] | None = None) -> tuple[JudgeCl
 
 
 def judge(server: JudgeServer, **fields) -> JudgeTarget:
-    values = dict(name="j", provider="openai-compatible", base_url=server.base_url, model="m", timeout=2.0)
+    values = {"name": "j", "provider": "openai-compatible", "base_url": server.base_url, "model": "m", "timeout": 2.0}
     values.update(fields)
     return JudgeTarget(**values)
 

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from judge_server import (
     JudgeServer,
+    Reply,
+    Request,
     freeform,
     hang,
     malformed_body,
@@ -257,14 +259,14 @@ A: Apple (AAPL) closed at 100.
 REF: AAPL closed at 100.
 CRIT: Answers from the provided data
 META: {
-  "source_repo": "https://github.com/virattt/dexter",
   "tags": [
     "finance",
     "apple"
   ],
-  "difficulty": "easy"
+  "difficulty": "easy",
+  "source_repo": "https://github.com/virattt/dexter"
 }
-METAJ: {"source_repo":"https://github.com/virattt/dexter","tags":["finance","apple"],"difficulty":"easy"}
+METAJ: {"tags":["finance","apple"],"difficulty":"easy","source_repo":"https://github.com/virattt/dexter"}
 RUB: [
   {
     "id": "rubric-1",
@@ -649,6 +651,63 @@ def test_api_key_is_sent_as_bearer_but_never_recorded(judge_server: JudgeServer,
         assert SECRET.encode() not in blob
     assert SECRET not in json.dumps(pool.targets["judge"].redacted())
     assert SECRET not in repr(pool.resolve(pool.targets["judge"]))
+
+
+def _echo_auth(status: int):  # type: ignore[no-untyped-def]
+    """A judge that echoes the request's Authorization header: in a 401 body, or inside its verdict."""
+
+    def answer(request: Request) -> Reply | str:
+        auth = request.headers.get("authorization", "")
+        if status != 200:
+            return Reply(status=status, body=json.dumps({"error": f"invalid credentials: {auth}"}).encode())
+        verdict = {"score": 0.9, "assertions": [{"text": f"saw {auth}", "passed": True, "evidence": auth}]}
+        return json.dumps(verdict)
+
+    return answer
+
+
+def _nothing_stored_holds(recorder: MemoryRecorder, result: GraderResult, *secrets: str) -> None:
+    stored = [json.dumps(encode(e)) for _, e in recorder.events]
+    stored += [b.decode("utf-8", errors="replace") for b in recorder.blobs.values()]
+    stored.append(json.dumps([a.model_dump() for a in result.assertions]) + json.dumps(result.evidence))
+    stored.append(json.dumps(result.details, default=str))
+    for secret in secrets:
+        assert not [text for text in stored if secret in text], secret
+
+
+@pytest.mark.parametrize("status", [401, 200])
+def test_a_judge_echoing_the_key_gets_it_masked_everywhere_stored(
+    judge_server: JudgeServer, pool: JudgePool, status: int
+):
+    judge_server.respond_with(_echo_auth(status))
+    recorder = MemoryRecorder()
+    result = grade(context(math_test(), pool, recorder=recorder))
+    assert result.status == ("ok" if status == 200 else "execution_error")
+    replies = [recorder.blobs[e.reply_sha256].decode() for _, e in calls(recorder) if e.reply_sha256]
+    assert replies and all("***redacted***" in r for r in replies)  # the echo is kept, masked
+    _nothing_stored_holds(recorder, result, SECRET)
+
+
+def test_basic_credentials_in_the_judge_url_are_masked_in_their_base64_form_too(
+    judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+):
+    import base64
+
+    user, password = "judge-user", "pa55-canary-7d1e"
+    basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+    target = JudgeTarget(
+        name="judge",
+        provider="openai-compatible",
+        base_url=judge_server.base_url.replace("://", f"://{user}:{password}@"),
+        model="m",
+        timeout=2.0,
+    )
+    judge_server.respond_with(_echo_auth(401))
+    with JudgePool({"judge": target}, default="judge", retry=RetryPolicy(max_retries=0)) as pool:
+        recorder = MemoryRecorder()
+        result = grade(context(math_test(), pool, recorder=recorder))
+    assert {r.headers["authorization"] for r in judge_server.requests} == {f"Basic {basic}"}
+    _nothing_stored_holds(recorder, result, basic, password)
 
 
 def test_request_and_parameters_are_recorded(judge_server: JudgeServer, pool: JudgePool):

@@ -168,7 +168,7 @@ def test_chart_groups_bars_beyond_the_limit(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 class _Balance(HTMLParser):
-    VOID = {"meta", "br", "hr", "img", "input", "line", "rect"}
+    VOID = frozenset({"meta", "br", "hr", "img", "input", "line", "rect"})
 
     def __init__(self) -> None:
         super().__init__()

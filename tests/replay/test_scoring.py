@@ -149,14 +149,15 @@ def test_score_recorded_rules() -> None:
     ]
     outcome = score_recorded(scores, 0.8)
     assert outcome is not None and outcome.score == pytest.approx(2 / 3) and outcome.status == "quality_failure"
-    skipped = scores + [
+    skipped = [
+        *scores,
         {
             "name": "c",
             "type": "llm-grader",
             "score": 0,
             "verdict": "skip",
             "assertions": [{"text": "Grader parse failure after 3 attempts", "passed": False}],
-        }
+        },
     ]
     outcome = score_recorded(skipped, 0.8)
     assert outcome is not None

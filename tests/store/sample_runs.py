@@ -222,8 +222,10 @@ def drop_append_only_triggers(engine: Engine) -> None:
     """Remove the immutability guard, as an attacker with write access to the database could."""
     if engine.dialect.name == "sqlite":
         for table in ("events", "blobs"):
-            for op in ("update", "delete"):
+            for op in ("update", "delete", "replace"):
                 execute(engine, f"DROP TRIGGER {table}_no_{op}")
+        execute(engine, "DROP TRIGGER events_no_reuse_event_id")
+        execute(engine, "DROP TRIGGER events_no_reuse_stream_version")
     else:
         for table in ("events", "blobs"):
             execute(engine, f"DROP TRIGGER {table}_append_only ON {table}")

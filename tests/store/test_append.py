@@ -138,8 +138,8 @@ def test_projections_follow_each_append(store: EventStore) -> None:
 def test_reuse_indexes_keep_the_first_event_for_a_key(store: EventStore) -> None:
     append_run(store, "run-a", tests=("paris",))
     append_run(store, "run-c", tests=("paris",))  # same judge model and artifact: same keys
-    [call_a] = [e for e in store.read_stream("run-a", types=["grader_called"])]
-    [pre_a] = [e for e in store.read_stream("run-a", types=["preprocessing_recorded"])]
+    [call_a] = list(store.read_stream("run-a", types=["grader_called"]))
+    [pre_a] = list(store.read_stream("run-a", types=["preprocessing_recorded"]))
     assert store.lookup("judge_cache", call_a.payload["cache_key"]) == call_a
     assert store.lookup("conversions", pre_a.payload["fingerprint"]) == pre_a
     assert store.lookup("judge_cache", "0" * 64) is None

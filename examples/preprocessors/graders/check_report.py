@@ -9,10 +9,11 @@ suite's (or this grader's) preprocessors; ``files`` lists private copies of the 
 import hashlib
 import json
 import sys
+from typing import Any
 
 payload = json.load(sys.stdin)
 output = payload.get("output") or ""
-assertions = [{"text": "Converted answer mentions Revenue", "passed": "Revenue" in output}]
+assertions: list[dict[str, Any]] = [{"text": "Converted answer mentions Revenue", "passed": "Revenue" in output}]
 for entry in payload.get("files", []):
     if entry.get("path") is None:
         assertions.append(

@@ -65,9 +65,10 @@ class MarkdownWriter(HTMLParser):
             return
         if self.skip_depth:
             return
-        if tag in BLOCKS or tag in ("blockquote", "table", "ul", "ol", "pre") or re.fullmatch(r"h[1-6]", tag):
-            if self.cell is None:
-                self.flush()
+        if (
+            tag in BLOCKS or tag in ("blockquote", "table", "ul", "ol", "pre") or re.fullmatch(r"h[1-6]", tag)
+        ) and self.cell is None:
+            self.flush()
         if re.fullmatch(r"h[1-6]", tag):
             self.write("#" * int(tag[1]) + " ")
         elif tag == "blockquote":
@@ -149,9 +150,8 @@ class MarkdownWriter(HTMLParser):
         elif tag == "blockquote":
             self.flush()
             self.quote_depth = max(0, self.quote_depth - 1)
-        elif tag in BLOCKS or re.fullmatch(r"h[1-6]", tag):
-            if self.cell is None:
-                self.flush()
+        elif (tag in BLOCKS or re.fullmatch(r"h[1-6]", tag)) and self.cell is None:
+            self.flush()
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)

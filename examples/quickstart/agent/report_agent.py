@@ -89,7 +89,8 @@ def main() -> None:
     # Files go into the per-test workspace, where evalstore captures them.
     os.chdir(os.environ.get("AGENTV_WORKSPACE_PATH", "."))
     prompt = Path(args.prompt_file).read_text(encoding="utf-8")
-    quarter = (re.search(r"\bQ[1-4]\b", prompt) or re.search(r"Q\d", "Q1")).group(0)
+    match = re.search(r"\bQ[1-4]\b", prompt)
+    quarter = match.group(0) if match else "Q1"
     rows = REGIONS.get(quarter, REGIONS["Q1"])
     total = sum(v for _, v in rows)
     write_xlsx(Path("revenue.xlsx"), [["Region", "Revenue"], *[[r, v] for r, v in rows], ["Total", total]])

@@ -105,6 +105,7 @@ class LlmGrader:
         warnings: list[str] = []
         if source.template is not None:
             user, warnings = render(source.template, variables)
+            user = user.rstrip()  # AgentV's judge receives a custom prompt without its trailing newline
         else:
             user = mode.user_prompt(variables, spec.rubrics)
         messages = [

@@ -158,6 +158,7 @@ class JudgeCall:
     def _record_exchange(
         self, messages: list[dict[str, Any]], key: str, exchange: Exchange, outcome: str, error: str | None
     ) -> None:
+        reply: bytes | None
         if exchange.content is not None:
             reply = exchange.content.encode("utf-8")
         else:

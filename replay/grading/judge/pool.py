@@ -32,7 +32,7 @@ class JudgePool:
         default: str | None = None,
         targets_file: TargetsFile | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy | None = None,
         env: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -48,7 +48,7 @@ class JudgePool:
             timeout=DEFAULT_TIMEOUT,
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
         )
-        self.client = JudgeClient(self._http, threading.BoundedSemaphore(concurrency), retry)
+        self.client = JudgeClient(self._http, threading.BoundedSemaphore(concurrency), retry or RetryPolicy())
 
     # -- construction -------------------------------------------------------------------------
 

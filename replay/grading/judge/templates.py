@@ -103,7 +103,18 @@ def compact_json(value: Any) -> str:
 
 
 def rubric_dicts(rubrics: list[RubricItem]) -> list[dict[str, Any]]:
-    return [js_number(item.model_dump(mode="json", exclude_none=True)) for item in rubrics]
+    return [js_number(_rubric_dict(item)) for item in rubrics]
+
+
+def _rubric_dict(item: RubricItem) -> dict[str, Any]:
+    """A rubric item as AgentV 4.42 renders it in ``{{rubrics}}``: an item with ``score_ranges`` (list or
+    shorthand map alike) has the keys ``id, weight, outcome, score_ranges`` and no ``required``."""
+    dumped = item.model_dump(mode="json", exclude_none=True)
+    if not item.score_ranges:
+        return dumped
+    first = {k: dumped[k] for k in ("id", "weight", "outcome", "score_ranges") if k in dumped}
+    rest = {k: v for k, v in dumped.items() if k not in first and k != "required"}
+    return {**first, **rest}
 
 
 def render_input(messages: list[Message], base_dir: str | None = None) -> str:

@@ -1,0 +1,60 @@
+"""Start-up time of the command line (issue: "evalstore --version takes 0.6 s").
+
+Each command is started as a fresh process the same way (``python -m ...`` under this interpreter), many
+times in alternation, and the median wall time is compared with ``python -c pass`` from the same run:
+
+    python bench/startup.py [--repeat 30]
+
+Targets: ``--version`` within 3x and ``--help`` within 5x of ``python -c pass``; ``evalstore runs`` on an
+empty (already created) store under 0.25 s. ``import click`` is printed too: it alone costs about 2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _time(argv: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+        subprocess.run([py, "-m", "evalstore", "runs"], cwd=cwd, check=True, capture_output=True, timeout=60)
+        commands = {
+            "python -c pass": [py, "-c", "pass"],
+            "python -c 'import click'": [py, "-c", "import click"],
+            "evalstore --version": [py, "-m", "evalstore", "--version"],
+            "evalstore --help": [py, "-m", "evalstore", "--help"],
+            "evalstore runs (empty store)": [py, "-m", "evalstore", "runs"],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.repeat):  # alternate, so load on the machine hits every command alike
+            for name, argv in commands.items():
+                times[name].append(_time(argv, cwd))
+    floor = statistics.median(times["python -c pass"])
+    print(f"{'command':32} {'median':>9} {'x floor':>8}")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"{name:32} {median * 1000:7.1f}ms {median / floor:7.2f}x")
+    version = statistics.median(times["evalstore --version"]) / floor
+    help_ = statistics.median(times["evalstore --help"]) / floor
+    runs = statistics.median(times["evalstore runs (empty store)"])
+    print(f"targets: --version {version:.2f}x (<= 3), --help {help_:.2f}x (<= 5), runs {runs:.3f} s (< 0.25)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""``evalstore label``, ``evalstore labels`` (import, export, list) and ``evalstore agreement``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from evalstore.cli.context import open_store
+from evalstore.cli.errors import UsageError, handle_errors
+from evalstore.cli.output import json_option, note, print_json, print_table
+
+
+@click.command()
+@click.argument("run")
+@click.argument("test")
+@click.option("--pass", "verdict", flag_value="pass", help="The answer is right.")
+@click.option("--fail", "verdict", flag_value="fail", help="The answer is wrong.")
+@click.option("--score", type=click.FloatRange(0, 1), help="A score from 0 to 1 (with or instead of pass/fail).")
+@click.option("--grader", metavar="NAME", help="The grader (criterion) the label is about; default: the whole answer.")
+@click.option("--note", "note_text", metavar="TEXT", help="Why.")
+@click.option("--by", metavar="NAME", help="Who labels (default: the OS user).")
+@json_option
+@click.pass_context
+@handle_errors
+def label(ctx, run, test, verdict, score, grader, note_text, by, as_json) -> None:  # type: ignore[no-untyped-def]
+    """Record a human label for TEST's answer in RUN (it applies to every regrade of that answer).
+
+    RUN: an id, a unique prefix, or last. TEST is a test id, or TEST@TARGET#ATTEMPT when the run has
+    several results for it. A newer label by
+    the same person for the same test and grader supersedes the older one; both stay in the log.
+
+    \b
+    Example:
+      evalstore label last q3-report --fail --note "West shows zero revenue" --by alice
+    """
+    from evalstore.replay.labels import LabelInput, record_labels
+
+    if verdict is None and score is None:
+        raise UsageError("give --pass or --fail (and/or --score)")
+    store = open_store(ctx)
+    [event] = record_labels(
+        store, [LabelInput(test=test, verdict=verdict, score=score, grader=grader, note=note_text, by=by)], run=run
+    )
+    if as_json:
+        print_json(event.model_dump(mode="json"))
+    else:
+        what = " ".join(x for x in (event.verdict, None if event.score is None else f"score {event.score:g}") if x)
+        about = f" [{event.grader}]" if event.grader else ""
+        click.echo(f"labelled {event.test_id}{about} {what} by {event.by} (run {event.run_id})")
+
+
+class _LabelsGroup(click.Group):
+    """``evalstore labels RUN`` lists; ``labels import|export|list ...`` are subcommands."""
+
+    def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["list", *args]
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_LabelsGroup)
+def labels() -> None:
+    """Human labels: list a run's (labels RUN), import them from CSV or JSONL, export them all.
+
+    \b
+    Examples:
+      evalstore labels last
+      evalstore labels import labels.csv --run last
+      evalstore labels export -o labels.jsonl
+    """
+
+
+@labels.command("list")
+@click.argument("run")
+@click.option("--all", "show_all", is_flag=True, help="Also list labels a newer one by the same person replaced.")
+@json_option
+@click.pass_context
+@handle_errors
+def list_labels(ctx, run, show_all, as_json) -> None:  # type: ignore[no-untyped-def]
+    """The labels of RUN's answers (of the run it regraded, for a replay).
+
+    RUN: an id, a unique prefix, or last.
+
+    \b
+    Example:
+      evalstore labels list last --all
+    """
+    from evalstore.replay.labels import label_run, read_labels
+
+    store = open_store(ctx)
+    base = label_run(store, run)
+    found = [lab for lab in read_labels(store, base) if show_all or not lab.superseded]
+    if as_json:
+        print_json([lab.to_dict() for lab in found])
+        return
+    print_table(
+        f"labels of {base} ({len(found)})",
+        ["test", "grader", "verdict", "score", "by", "when", "note"] + (["superseded"] if show_all else []),
+        [
+            (
+                lab.label.test_id,
+                lab.label.grader or "",
+                lab.label.verdict or "",
+                "" if lab.label.score is None else f"{lab.label.score:g}",
+                lab.label.by,
+                lab.when[:19],
+                lab.label.note or "",
+                *(["yes" if lab.superseded else ""] if show_all else []),
+            )
+            for lab in found
+        ],
+    )
+
+
+@labels.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--run", metavar="RUN", help="The run for rows without a run column.")
+@click.pass_context
+@handle_errors
+def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
+    """Import labels from a CSV (with a header) or JSONL file; a bad row is FILE:LINE and nothing is written.
+
+    Columns: run, test_id, target, attempt, grader, verdict (pass/fail), score (0-1), note, by,
+    labelled_at. test_id and verdict or score are required; run unless --run is given. Importing the
+    same file again records nothing new.
+
+    \b
+    Example:
+      evalstore labels import labels.csv --run last
+    """
+    from evalstore.replay.labels import read_label_file, record_labels
+
+    store = open_store(ctx)
+    items, ids = read_label_file(file)
+    events = record_labels(store, items, run=run, ids=ids)
+    runs = sorted({e.run_id for e in events})
+    note(f"imported {len(events)} label(s) for {', '.join(runs) or 'no run'}")
+
+
+@labels.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON lines or CSV, with the columns labels import reads.",
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE (default stdout).")
+@click.pass_context
+@handle_errors
+def export_labels(ctx, fmt, output) -> None:  # type: ignore[no-untyped-def]
+    """Export every label in the store (superseded ones too, oldest first), as import takes them.
+
+    \b
+    Example:
+      evalstore labels export --format csv -o labels.csv
+    """
+    from evalstore.replay.labels import COLUMNS, all_labels, export_rows
+
+    store = open_store(ctx)
+    rows = list(export_rows(all_labels(store)))
+    out = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
+    try:
+        if fmt == "csv":
+            writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        else:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        if output:
+            out.close()
+    if output:
+        note(f"wrote {len(rows)} label(s) to {output}")
+
+
+def _est(e, digits: int = 2) -> str:  # type: ignore[no-untyped-def]
+    if e.value is None:
+        return e.note or "-"
+    if e.low is None:
+        return f"{e.value:.{digits}f}"
+    return f"{e.value:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}]"
+
+
+@click.command()
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--grader", metavar="NAME", help="Only this grader (or '(test)' for the test-level pass).")
+@click.option(
+    "--min-labels", default=10, show_default=True, type=click.IntRange(1), help="Fewer labelled tests: no numbers."
+)
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@click.option(
+    "--resamples",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Bootstrap resamples for the confidence intervals.",
+)
+@json_option
+@click.pass_context
+@handle_errors
+def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None:  # type: ignore[no-untyped-def]
+    """How well each grader of each RUN agrees with the human labels, and the pass rate corrected for its errors.
+
+    Give a run and its replays (e.g. one per grader prompt) to see which prompt grades like the people
+    who labelled. Intervals are 95% bootstrap over the labelled tests (seeded).
+
+    \b
+    Example:
+      evalstore agreement rec-20261122T101500-3fa9c1 rpl-20261123T090000-77aa01 --grader report-quality
+    """
+    from evalstore.replay.analysis.agreement import agreement as compute
+    from evalstore.replay.analysis.views import resolve_run
+    from evalstore.replay.labels import current_labels, label_run
+    from evalstore.replay.material import load_results
+
+    store = open_store(ctx)
+    ids = [resolve_run(store, r) for r in runs]
+    bases = {label_run(store, r) for r in ids}
+    if len(bases) > 1:
+        raise UsageError(f"the runs regrade different recorded runs ({', '.join(sorted(bases))}); give one family")
+    [base] = bases
+    labels = current_labels(store, base)
+    report = compute(
+        base,
+        labels,
+        [load_results(store, r) for r in ids],
+        grader=grader,
+        seed=seed,
+        resamples=resamples,
+        min_labels=min_labels,
+    )
+    if as_json:
+        print_json(report.to_dict())
+        return
+    click.echo(f"labels of {base}: {report.labels} by {', '.join(report.people) or 'nobody'}")
+    if not report.labels:
+        note(f"no labels yet: `evalstore label {base} TEST --pass|--fail` or `evalstore labels import FILE`")
+    print_table(
+        "agreement with the human labels (95% bootstrap intervals)",
+        ["run", "grader", "n", "TP/FN/FP/TN", "accuracy", "TPR", "TNR", "precision", "kappa", "pass rate", "corrected"],
+        [
+            (
+                r.run_id,
+                r.grader,
+                r.labelled,
+                f"{r.agreement.confusion.tp}/{r.agreement.confusion.fn}/{r.agreement.confusion.fp}/{r.agreement.confusion.tn}",
+                _est(r.agreement.accuracy),
+                _est(r.agreement.tpr),
+                _est(r.agreement.tnr),
+                _est(r.agreement.precision),
+                _est(r.agreement.kappa) if r.agreement.enough else "-",
+                _est(r.raw_pass_rate),
+                _est(r.corrected_pass_rate) if r.agreement.enough else "-",
+            )
+            for r in report.rows
+        ],
+    )
+    for name, alpha in report.alpha.items():
+        if alpha.value is not None:
+            click.echo(f"labellers agree on {name}: Krippendorff's alpha {alpha.value:.3f} (the ceiling for a judge)")
+        elif len(report.people) > 1:
+            click.echo(f"labellers on {name}: {alpha.note}")
+    ties = sum(r.ties for r in report.rows)
+    if ties:
+        click.echo(f"{ties} labelled test(s) left out where the labellers were split evenly")

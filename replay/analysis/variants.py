@@ -1,0 +1,119 @@
+"""``compare BASE V1 V2 ...``: several regrades of one run (prompt variants) against the base at once.
+
+One row per variant: the mean test-score difference (variant − base) with a normal 95% interval whose
+standard error is cluster-robust when the tests are not independent (``--cluster-by``), its p-value, the
+same p-value Holm-adjusted over the variants (the family-wise error rate stays at 5%), and the smallest
+difference this many paired tests could detect at 80% power. Repeated samples of one test (attempts)
+are averaged within the test before pairing, so a test with five samples counts once.
+
+With human labels, each variant's agreement with them (test-level pass, and per grader) next to the
+base's, the McNemar p-values Holm-adjusted over the variants too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from evalstore.replay.analysis.agreement import AgreementDifference, agreement_difference
+from evalstore.replay.analysis.calibration import ClusteredDifference, clustered_mean_difference, holm
+from evalstore.replay.analysis.compare import RunResults
+from evalstore.replay.labels import Label
+from evalstore.store import EventStore
+from evalstore.store.events import TestCaseRecorded, TestScored
+
+TestKey = tuple[str, str | None]
+"""(test id, target): a test, its attempts averaged."""
+BUILTIN_CLUSTERS = ("conversation_id", "category")
+
+
+def cluster_labels(store: EventStore, run_ids: list[str], key: str) -> dict[TestKey, str]:
+    """Each test's value of ``key``: the test's metadata (as recorded with its case), else the label an
+    imported row carried (AgentV's ``conversation_id``, ``category``). Tests without it are their own
+    cluster."""
+    found: dict[TestKey, str] = {}
+    for run_id in run_ids:
+        for stored in store.read_stream(run_id, types=["test_case_recorded", "test_scored"]):
+            ev = stored.event
+            test = (ev.test_id, ev.target)  # type: ignore[attr-defined]
+            if isinstance(ev, TestCaseRecorded) and key in ev.metadata and ev.metadata[key] is not None:
+                found.setdefault(test, str(ev.metadata[key]))
+            elif isinstance(ev, TestScored) and key in ev.row_fields:
+                found.setdefault(test, ev.row_fields[key])
+    return found
+
+
+def _test_means(results: RunResults) -> dict[TestKey, float]:
+    sums: dict[TestKey, list[float]] = {}
+    for (test_id, target, _), result in results.results.items():
+        sums.setdefault((test_id, target), []).append(result.scored.score)
+    return {k: math.fsum(v) / len(v) for k, v in sums.items()}
+
+
+@dataclass(frozen=True)
+class VariantRow:
+    run_id: str
+    mean_base: float | None
+    mean_variant: float | None
+    difference: ClusteredDifference
+    p_holm: float | None
+    agreement: list[AgreementDifference]
+    agreement_p_holm: dict[str, float | None]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "run_id": self.run_id,
+            "mean_base": self.mean_base,
+            "mean_variant": self.mean_variant,
+            **self.difference.to_dict(),
+            "p_holm": self.p_holm,
+            "agreement": [{**a.to_dict(), "p_holm": self.agreement_p_holm.get(a.grader)} for a in self.agreement],
+        }
+
+
+@dataclass(frozen=True)
+class VariantsReport:
+    base: str
+    cluster_by: str | None
+    rows: list[VariantRow]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "base": self.base,
+            "cluster_by": self.cluster_by,
+            "correction": "holm",
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+def compare_variants(
+    base: RunResults,
+    variants: list[RunResults],
+    *,
+    clusters: dict[TestKey, str] | None = None,
+    cluster_by: str | None = None,
+    labels: list[Label] | None = None,
+) -> VariantsReport:
+    base_means = _test_means(base)
+    partial = []
+    for variant in variants:
+        means = _test_means(variant)
+        keys = sorted(k for k in means if k in base_means)
+        diffs = [means[k] - base_means[k] for k in keys]
+        groups = [clusters.get(k, f"\0{k}") for k in keys] if clusters is not None else None
+        diff = clustered_mean_difference(diffs, groups)
+        mean_b = math.fsum(base_means[k] for k in keys) / len(keys) if keys else None
+        mean_v = math.fsum(means[k] for k in keys) / len(keys) if keys else None
+        agree = agreement_difference(labels, base, variant) if labels else []
+        partial.append((variant.run_id, mean_b, mean_v, diff, agree))
+    adjusted = holm([p[3].p_value for p in partial])
+    graders = sorted({a.grader for p in partial for a in p[4]})
+    agree_adjusted: dict[str, list[float | None]] = {}
+    for g in graders:
+        ps = [next((a.mcnemar.p_value for a in p[4] if a.grader == g), None) for p in partial]
+        agree_adjusted[g] = holm(ps)
+    rows = [
+        VariantRow(run_id, mb, mv, diff, adjusted[i], agree, {g: agree_adjusted[g][i] for g in graders})
+        for i, (run_id, mb, mv, diff, agree) in enumerate(partial)
+    ]
+    return VariantsReport(base.run_id, cluster_by, rows)

@@ -1,0 +1,317 @@
+"""Human labels: a person's pass/fail (and/or score) for a test's answer, recorded as events.
+
+A label belongs to the transcript, not to one grading of it: it is stored against the run that holds the
+transcript (:func:`evalstore.replay.analysis.views.transcript_run_id`), in that run's label stream
+``lbl-<run id>``, so it applies to the run and every replay of it. Labels are never edited: a newer label
+by the same person for the same test and grader supersedes the older one (:func:`current_labels`), and
+both stay in the log.
+
+Files (``evalstore labels import`` / ``export``) are CSV with a header or JSONL, one label per row, with
+the columns of :data:`COLUMNS`; ``run`` may be left out when the command names the run.
+"""
+
+from __future__ import annotations
+
+import csv
+import getpass
+import io
+import json
+import math
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalstore.replay.analysis.views import resolve_run, run_started, transcript_run_id
+from evalstore.replay.errors import NotFoundError, ReplayError
+from evalstore.store import EventStore, NewEvent, sha256_hex
+from evalstore.store.events import LabelRecorded, SourceRef, TranscriptRecorded
+
+STREAM_PREFIX = "lbl-"
+COLUMNS = ("run", "test_id", "target", "attempt", "grader", "verdict", "score", "note", "by", "labelled_at")
+"""The columns of an import or export file. ``test_id`` and one of ``verdict``/``score`` are required;
+``run`` unless the command names the run; the rest are optional."""
+_NAMESPACE = uuid.UUID("0d9d7c1e-54a4-4f0e-9d43-6c1f3a1b7a17")
+
+
+class LabelError(ReplayError):
+    """A label that cannot be recorded as given (an unknown test, no verdict, a bad row of a file)."""
+
+
+def label_stream(run_id: str) -> str:
+    return f"{STREAM_PREFIX}{run_id}"
+
+
+def default_labeller() -> str:
+    """Who labels when ``--by`` is not given: the OS user."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class LabelInput:
+    """One label as a person or a file gives it, before it is checked against the store."""
+
+    test: str
+    """A test id, or ``test@target#attempt`` as evalstore names results."""
+    verdict: str | None = None
+    score: float | None = None
+    grader: str | None = None
+    note: str | None = None
+    by: str | None = None
+    target: str | None = None
+    attempt: int | None = None
+    labelled_at: str | None = None
+    run: str | None = None
+    source: SourceRef | None = None
+
+
+@dataclass(frozen=True)
+class Label:
+    """A stored label with when it was recorded and whether a newer one by the same person replaced it."""
+
+    event_id: str
+    seq: int
+    recorded_at: str
+    label: LabelRecorded
+    superseded: bool = False
+
+    @property
+    def when(self) -> str:
+        return self.label.labelled_at or self.recorded_at
+
+    @property
+    def key(self) -> tuple[str, str | None, int]:
+        return (self.label.test_id, self.label.target, self.label.attempt)
+
+    def to_dict(self) -> dict[str, Any]:
+        lab = self.label
+        return {
+            "run": lab.run_id,
+            "test_id": lab.test_id,
+            "target": lab.target,
+            "attempt": lab.attempt,
+            "grader": lab.grader,
+            "verdict": lab.verdict,
+            "score": lab.score,
+            "note": lab.note,
+            "by": lab.by,
+            "labelled_at": self.when,
+            "event_id": self.event_id,
+            "superseded": self.superseded,
+        }
+
+
+def _split_test(test: str) -> tuple[str, str | None, int | None]:
+    """``test@target#2`` -> (test, target, 2); plain ids have neither."""
+    attempt: int | None = None
+    head, sep, tail = test.rpartition("#")
+    if sep and tail.isdigit():
+        test, attempt = head, int(tail)
+    test_id, sep, target = test.partition("@")
+    return test_id, (target if sep else None), attempt
+
+
+class _Transcripts:
+    """The transcripts of one run, to match labels to (test id, target, attempt)."""
+
+    def __init__(self, store: EventStore, run_id: str) -> None:
+        self.run_id = run_id
+        self.events: dict[tuple[str, str | None, int], str] = {}
+        for stored in store.read_stream(run_id, types=["transcript_recorded"]):
+            ev = stored.event
+            assert isinstance(ev, TranscriptRecorded)
+            self.events[(ev.test_id, ev.target, ev.attempt)] = stored.event_id
+
+    def match(self, item: LabelInput) -> tuple[tuple[str, str | None, int], str]:
+        test_id, target, attempt = _split_test(item.test)
+        target = item.target if item.target is not None else target
+        attempt = item.attempt if item.attempt is not None else attempt
+        found = [
+            k
+            for k in self.events
+            if k[0] == test_id and (target is None or k[1] == target) and (attempt is None or k[2] == attempt)
+        ]
+        if not found:
+            raise LabelError(f"run {self.run_id} has no transcript for test {item.test!r}; `evalstore show` lists them")
+        if len(found) > 1:
+            names = ", ".join(f"{k[0]}{'@' + k[1] if k[1] else ''}#{k[2]}" for k in sorted(found, key=str)[:5])
+            raise LabelError(f"test {item.test!r} has several results in run {self.run_id} ({names}); name one")
+        return found[0], self.events[found[0]]
+
+
+def _event(item: LabelInput, run_id: str, key: tuple[str, str | None, int], transcript: str) -> LabelRecorded:
+    verdict = item.verdict.lower() if item.verdict else None
+    if verdict not in (None, "pass", "fail"):
+        raise LabelError(f"verdict: expected pass or fail, got {item.verdict!r}")
+    if item.score is not None and not (math.isfinite(item.score) and 0.0 <= item.score <= 1.0):
+        raise LabelError(f"score: expected a number from 0 to 1, got {item.score}")
+    if verdict is None and item.score is None:
+        raise LabelError("a label needs a verdict (pass/fail), a score, or both")
+    by = (item.by or "").strip() or default_labeller()
+    return LabelRecorded(
+        run_id=run_id,
+        test_id=key[0],
+        target=key[1],
+        attempt=key[2],
+        transcript_event_id=transcript,
+        by=by,
+        grader=item.grader or None,
+        verdict=verdict,  # type: ignore[arg-type]
+        score=item.score,
+        note=item.note or None,
+        labelled_at=item.labelled_at or None,
+        source=item.source,
+    )
+
+
+def label_run(store: EventStore, ref: str) -> str:
+    """The run whose transcripts a run's labels belong to (itself, or the run a replay regraded)."""
+    return transcript_run_id(store, run_started(store, resolve_run(store, ref)))
+
+
+def record_labels(
+    store: EventStore, items: Iterable[LabelInput], *, run: str | None = None, ids: Iterable[str] | None = None
+) -> list[LabelRecorded]:
+    """Check every label against the store, then append them, one transaction per labelled run.
+
+    Every item is checked before anything is written, so a bad one (named by its source line, when it
+    has one) leaves the store as it was. ``ids`` gives deterministic event ids (an import's), so the same
+    file imported twice records its labels once.
+    """
+    items = list(items)
+    id_list = list(ids) if ids is not None else [None] * len(items)
+    runs: dict[str, _Transcripts] = {}
+    by_stream: dict[str, list[NewEvent]] = {}
+    events: list[LabelRecorded] = []
+    for item, event_id in zip(items, id_list):
+        where = f"{item.source.location}: " if item.source else ""
+        try:
+            ref = item.run or run
+            if not ref:
+                raise LabelError("no run: give a `run` column or name the run on the command line")
+            base = label_run(store, ref)
+            if base not in runs:
+                runs[base] = _Transcripts(store, base)
+            key, transcript = runs[base].match(item)
+            event = _event(item, base, key, transcript)
+        except (LabelError, NotFoundError) as exc:
+            raise LabelError(f"{where}{exc}") from None
+        events.append(event)
+        by_stream.setdefault(label_stream(base), []).append(NewEvent(event, event_id))
+    for stream, new in by_stream.items():
+        store.append(stream, new)
+    return events
+
+
+def read_labels(store: EventStore, run_id: str) -> list[Label]:
+    """Every label of a (transcript) run in log order, each marked superseded when a newer one by the
+    same person for the same test and grader exists."""
+    labels = [
+        Label(s.event_id, s.seq, s.recorded_at, s.event)  # type: ignore[arg-type]
+        for s in store.read_stream(label_stream(run_id), types=[LabelRecorded.type])
+    ]
+    latest: dict[tuple, int] = {}
+    for i, lab in enumerate(labels):
+        latest[(lab.key, lab.label.grader, lab.label.by)] = i
+    keep = set(latest.values())
+    return [
+        lab if i in keep else Label(lab.event_id, lab.seq, lab.recorded_at, lab.label, True)
+        for i, lab in enumerate(labels)
+    ]
+
+
+def current_labels(store: EventStore, run_id: str) -> list[Label]:
+    return [lab for lab in read_labels(store, run_id) if not lab.superseded]
+
+
+def all_labels(store: EventStore) -> Iterator[Label]:
+    """Every label in the store, run by run (in the order runs started)."""
+    for run_id in store.run_ids():
+        yield from read_labels(store, run_id)
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+def _cell(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _row_input(row: dict[str, Any], source: SourceRef) -> LabelInput:
+    unknown = sorted(k for k in row if k not in COLUMNS and k is not None)
+    if unknown:
+        raise LabelError(f"{source.location}: unknown column(s) {', '.join(unknown)}; expected {', '.join(COLUMNS)}")
+    test = _cell(row.get("test_id"))
+    if not test:
+        raise LabelError(f"{source.location}: test_id is empty")
+    score_text, attempt_text = _cell(row.get("score")), _cell(row.get("attempt"))
+    try:
+        score = float(score_text) if score_text is not None else None
+    except ValueError:
+        raise LabelError(f"{source.location}: score: expected a number, got {score_text!r}") from None
+    try:
+        attempt = int(attempt_text) if attempt_text is not None else None
+    except ValueError:
+        raise LabelError(f"{source.location}: attempt: expected a whole number, got {attempt_text!r}") from None
+    return LabelInput(
+        test=test,
+        verdict=_cell(row.get("verdict")),
+        score=score,
+        grader=_cell(row.get("grader")),
+        note=_cell(row.get("note")),
+        by=_cell(row.get("by")),
+        target=_cell(row.get("target")),
+        attempt=attempt,
+        labelled_at=_cell(row.get("labelled_at")),
+        run=_cell(row.get("run")),
+        source=source,
+    )
+
+
+def read_label_file(path: Path) -> tuple[list[LabelInput], list[str]]:
+    """The labels of a CSV or JSONL file, with a deterministic event id per row (from the file's bytes
+    and the line), so importing the same file again is a no-op."""
+    data = path.read_bytes()
+    digest = sha256_hex(data)
+    text = data.decode("utf-8-sig")
+    name = str(path)
+    rows: list[tuple[int, dict[str, Any]]] = []
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise LabelError(f"{name}:{number}: not JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise LabelError(f"{name}:{number}: expected a JSON object, got {type(row).__name__}")
+            rows.append((number, row))
+    elif path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if not reader.fieldnames or "test_id" not in reader.fieldnames:
+            raise LabelError(f"{name}:1: the header names no test_id column; expected {', '.join(COLUMNS)}")
+        for row in reader:
+            if None in row:
+                raise LabelError(f"{name}:{reader.line_num}: more cells than the header has columns")
+            if any(v for v in row.values()):
+                rows.append((reader.line_num, row))
+    else:
+        raise LabelError(f"{name}: expected a .csv or .jsonl file")
+    items = [_row_input(row, SourceRef(file=name, line=number)) for number, row in rows]
+    ids = [str(uuid.uuid5(_NAMESPACE, f"{digest}:{number}")) for number, _ in rows]
+    return items, ids
+
+
+def export_rows(labels: Iterable[Label]) -> Iterator[dict[str, Any]]:
+    """Labels as import rows (the :data:`COLUMNS`), so an export can be imported elsewhere."""
+    for lab in labels:
+        d = lab.to_dict()
+        yield {c: d[c] for c in COLUMNS}

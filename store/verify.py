@@ -1,0 +1,228 @@
+"""``verify``: recompute the hash chain, every blob digest, the blobs events refer to, and the projections.
+
+Everything is read as the driver stores it, never through SQLAlchemy's type processing: on SQLite text
+comes back as bytes (``text_factory``) and is decoded here, so a damaged value (invalid UTF-8, a
+boolean column holding 115) is reported against its row instead of crashing the read or reading back
+as something it is not. The first problem found is the report; a file that is not a database, or is
+damaged beneath the rows, is a problem too, naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from sqlalchemy import Boolean, Float, Integer
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from evalstore.store import projections, schema
+from evalstore.store.codec import GENESIS_HASH, sha256_hex
+from evalstore.store.envelope import StoredEvent
+from evalstore.store.errors import StoreError
+
+# Payload fields that name a blob the event needs (its bytes live in ``blobs``). ``script_sha256`` is a
+# digest of script files kept on disk, and ``fingerprint``/``cache_key`` are reuse keys: not blobs.
+BLOB_FIELDS = frozenset(
+    {
+        "sha256",
+        "messages_sha256",
+        "artifact_sha256",
+        "output_sha256",
+        "request_sha256",
+        "reply_sha256",
+        "stderr_sha256",
+        "rendered_prompt_sha256",
+    }
+)
+EVENT_INTS = ("seq", "stream_version", "schema_version")
+BATCH = 2000
+
+
+class Problem(Exception):
+    """The first thing that does not match; its message is the report's ``problem``."""
+
+
+class Progress:
+    def __init__(self) -> None:
+        self.events = 0
+        self.blobs = 0
+
+
+def verify(engine: Engine, decode_blob: Callable[[str, bytes, str | None], bytes]) -> tuple[int, int, str | None]:
+    """(events verified, blobs verified, the first problem or None). ``decode_blob(encoding, data,
+    dictionary)`` is the store's own decoder (it resolves dictionaries)."""
+    progress = Progress()
+    try:
+        with engine.connect() as conn, conn.begin():  # one read snapshot for the log and the projections
+            _verify(conn, progress, decode_blob)
+    except Problem as problem:
+        return progress.events, progress.blobs, str(problem)
+    except (DBAPIError, engine.dialect.loaded_dbapi.Error) as exc:
+        # Not a row that is wrong but the file or server beneath them: name where, in one line. (The
+        # driver's own errors come from the rows read straight from its cursor.)
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return progress.events, progress.blobs, f"{_where(engine)}: {reason}"
+    return progress.events, progress.blobs, None
+
+
+def _where(engine: Engine) -> str:
+    if engine.dialect.name == "sqlite":
+        return f"database file {engine.url.database}"
+    return f"database {engine.url.render_as_string()}"
+
+
+def _verify(conn: Connection, progress: Progress, decode_blob: Callable[[str, bytes, str | None], bytes]) -> None:
+    needed: dict[str, int] = {}  # blob digest -> the first seq whose payload names it
+    state: dict[str, dict[tuple, dict]] = {}
+    prev = GENESIS_HASH
+    columns = [c.name for c in schema.events.c]
+    for expected_seq, raw in enumerate(_rows(conn, f"SELECT {', '.join(columns)} FROM events ORDER BY seq"), 1):
+        row = dict(zip(columns, raw))
+        seq = row["seq"]
+        if seq != expected_seq:
+            raise Problem(f"event seq {expected_seq} is missing (next is {seq})")
+        for name in columns:
+            row[name] = _value(row[name], name, int if name in EVENT_INTS else str, f"event seq {seq}")
+        ev = StoredEvent(**{("payload_json" if k == "payload" else k): v for k, v in row.items()})
+        if ev.prev_hash != prev:
+            raise Problem(f"event seq {seq}: prev_hash does not match the hash of seq {seq - 1}")
+        if ev.computed_hash(prev) != ev.hash:
+            raise Problem(f"event seq {seq}: content does not match its hash (altered after it was written)")
+        prev = ev.hash
+        try:
+            payload = json.loads(ev.payload_json)
+            for digest in _blob_refs(payload):
+                needed.setdefault(digest, seq)
+            projections.fold(state, [ev])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            # Only reachable when the whole chain was recomputed over a forged payload.
+            raise Problem(f"event seq {seq}: payload cannot be read ({type(exc).__name__}: {exc})") from None
+        progress.events += 1
+
+    stored: set[str] = set()
+    columns = [c.name for c in schema.blobs.c]
+    for raw in _rows(conn, f"SELECT {', '.join(columns)} FROM blobs ORDER BY sha256", batch=200):
+        row = dict(zip(columns, raw))
+        sha = _value(row["sha256"], "sha256", str, "a blob")
+        where = f"blob {sha}"
+        size = _value(row["size"], "size", int, where)
+        encoding = _value(row["encoding"], "encoding", str, where)
+        dictionary = _value(row["dictionary"], "dictionary", str, where, nullable=True)
+        data = row["data"]
+        if not isinstance(data, bytes | memoryview):
+            raise Problem(f"{where}: data is not bytes")
+        try:
+            decoded = decode_blob(encoding, bytes(data), dictionary)
+        except StoreError as exc:
+            raise Problem(f"{where}: {exc}") from None
+        except DBAPIError as exc:  # the dictionary blob's row, read on its own, is damaged
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            raise Problem(f"{where}: cannot be decoded against its dictionary, blob {dictionary}: {reason}") from None
+        if sha256_hex(decoded) != sha or len(decoded) != size:
+            raise Problem(f"{where}: bytes do not match their digest")
+        stored.add(sha)
+        progress.blobs += 1
+    for digest, seq in sorted(needed.items(), key=lambda item: item[1]):
+        if digest not in stored:
+            raise Problem(f"event seq {seq}: blob {digest} it refers to is missing")
+
+    sqlite = conn.dialect.name == "sqlite"
+    for name, table in projections.TABLES.items():
+        want = {key: _as_stored(table, row, sqlite) for key, row in state.get(name, {}).items()}
+        have = _projection(conn, name)
+        if want != have or any(not _same(want[k], have[k]) for k in want):
+            missing = sorted(set(want) - set(have), key=str)[:1]
+            extra = sorted(set(have) - set(want), key=str)[:1]
+            changed = [k for k in want if k in have and not _same(want[k], have[k])][:1]
+            what = (
+                f"row {missing[0]} missing"
+                if missing
+                else f"row {extra[0]} not derived from the log"
+                if extra
+                else f"row {changed[0]} differs from the log"
+            )
+            raise Problem(f"projection {name}: {what}; run `evalstore db rebuild`")
+
+
+def _rows(conn: Connection, sql: str, batch: int = BATCH) -> Iterator[tuple]:
+    """Rows as the driver stores them; on SQLite every text value comes back as bytes, undecoded."""
+    if conn.dialect.name != "sqlite":
+        yield from conn.exec_driver_sql(sql)
+        return
+    raw = conn.connection.driver_connection
+    saved = raw.text_factory  # type: ignore[union-attr]
+    raw.text_factory = bytes  # type: ignore[union-attr]
+    try:
+        cursor = raw.execute(sql)  # type: ignore[union-attr]
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+    finally:
+        raw.text_factory = saved  # type: ignore[union-attr]
+
+
+def _value(value: Any, column: str, kind: type, where: str, *, nullable: bool = False) -> Any:
+    if value is None and nullable:
+        return None
+    if kind is str:
+        if isinstance(value, bytes):
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError:
+                raise Problem(f"{where}: {column} is not valid UTF-8") from None
+        if isinstance(value, str):
+            return value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise Problem(f"{where}: {column} is not {'text' if kind is str else 'an integer'} ({type(value).__name__})")
+
+
+def _blob_refs(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in BLOB_FIELDS and isinstance(item, str):
+                yield item
+            else:
+                yield from _blob_refs(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _blob_refs(item)
+
+
+def _projection(conn: Connection, name: str) -> dict[tuple, dict]:
+    table = projections.TABLES[name]
+    columns = [c.name for c in table.c]
+    rows: dict[tuple, dict] = {}
+    for raw in _rows(conn, f"SELECT {', '.join(columns)} FROM {name}"):
+        row = {}
+        for column, value in zip(columns, raw):
+            if isinstance(value, bytes):
+                try:
+                    value = value.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise Problem(f"projection {name}: {column} is not valid UTF-8 in a row") from None
+            row[column] = value
+        rows[tuple(row[k] for k in projections.KEYS[name])] = row
+    return rows
+
+
+def _as_stored(table: Any, row: dict, sqlite: bool) -> dict:
+    """A folded row as the database holds it: SQLite keeps booleans as 0/1 and REAL as float."""
+    out = {}
+    for column in table.c:
+        value = row.get(column.name)
+        if value is not None:
+            if isinstance(column.type, Boolean):
+                value = int(value) if sqlite else bool(value)
+            elif isinstance(column.type, Float):
+                value = float(value)
+            elif isinstance(column.type, Integer):
+                value = int(value)
+        out[column.name] = value
+    return out
+
+
+def _same(a: dict, b: dict) -> bool:
+    """Equal values of the same type: 115 is not True, and "1" is not 1."""
+    return a.keys() == b.keys() and all(type(a[k]) is type(b[k]) and a[k] == b[k] for k in a)

@@ -1,0 +1,74 @@
+"""`evalstore label`, `labels`, `agreement` and the label-aware `compare`, through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from labelled_runs import add_run
+
+from evalstore import cli as cli_package
+from evalstore.store import EventStore
+
+TESTS = {f"t{i:02d}": i % 3 != 0 for i in range(12)}
+HUMANS = {t: i % 2 == 0 for i, t in enumerate(TESTS)}
+
+
+def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(cli_package.main, ["--db", db, *args])
+
+
+def _setup(tmp_path: Path) -> str:
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    store = EventStore.open(db)
+    add_run(store, "rec-1", TESTS, metadata={t: {"category": f"c{i % 4}"} for i, t in enumerate(TESTS)})
+    add_run(store, "rpl-good", HUMANS, parent="rec-1")
+    add_run(store, "rpl-same", TESTS, parent="rec-1")
+    store.close()
+    return db
+
+
+def test_label_import_list_agreement_and_compare(tmp_path: Path) -> None:
+    db = _setup(tmp_path)
+    f = tmp_path / "labels.csv"
+    f.write_text("test_id,verdict,by\n" + "".join(f"{t},{'pass' if p else 'fail'},ann\n" for t, p in HUMANS.items()))
+    assert _cli(db, "labels", "import", str(f), "--run", "rpl-good").exit_code == 0
+    r = _cli(db, "label", "rec-1", "t00", "--fail", "--by", "bob", "--note", "wrong total")
+    assert r.exit_code == 0 and "labelled t00 fail by bob" in r.stdout
+    listed = json.loads(_cli(db, "labels", "rpl-same", "--json").stdout)
+    assert len(listed) == 13 and {x["run"] for x in listed} == {"rec-1"}
+
+    report = json.loads(_cli(db, "agreement", "rec-1", "rpl-good", "--json").stdout)
+    rows = {(r["run_id"], r["grader"]): r for r in report["rows"]}
+    assert rows[("rpl-good", "quality")]["accuracy"]["value"] == 1.0
+    # ann and bob split on t00: an even split leaves it out
+    assert rows[("rec-1", "quality")]["confusion"]["n"] == 11 and rows[("rec-1", "quality")]["ties"] == 1
+    assert report["people"] == ["ann", "bob"]
+    assert "labeller_alpha" in report
+
+    cmp = json.loads(_cli(db, "compare", "rec-1", "rpl-good", "--json").stdout)
+    [quality] = [a for a in cmp["agreement"] if a["grader"] == "quality"]
+    assert quality["accuracy_b"] == 1.0 and quality["accuracy_a"] < 1.0
+
+    many = json.loads(_cli(db, "compare", "rec-1", "rpl-good", "rpl-same", "--cluster-by", "category", "--json").stdout)
+    assert many["correction"] == "holm" and [r["run_id"] for r in many["rows"]] == ["rpl-good", "rpl-same"]
+    good, same = many["rows"]
+    assert same["mean_diff"] == 0 and good["clusters"] == 4
+    assert good["p_holm"] >= good["p_value"]
+
+    exported = _cli(db, "labels", "export", "--format", "csv").stdout.splitlines()
+    assert exported[0].startswith("run,test_id,") and len(exported) == 14
+
+
+def test_bad_input_is_one_error_line_and_nothing_written(tmp_path: Path) -> None:
+    db = _setup(tmp_path)
+    r = _cli(db, "label", "rec-1", "missing", "--pass")
+    assert r.exit_code == 2 and r.stderr.strip().startswith("Error: run rec-1 has no transcript for test 'missing'")
+    f = tmp_path / "bad.jsonl"
+    f.write_text(
+        '{"run": "rec-1", "test_id": "t01", "verdict": "pass"}\n{"run": "rec-1", "test_id": "t02", "score": "x"}\n'
+    )
+    r = _cli(db, "labels", "import", str(f))
+    assert r.exit_code == 2 and f"{f}:2: score: expected a number" in r.stderr
+    assert json.loads(_cli(db, "labels", "rec-1", "--json").stdout) == []

@@ -1,0 +1,106 @@
+"""Human labels as events: stored against the transcript's run, superseded not edited, imported atomically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from labelled_runs import add_run
+
+from evalstore.replay.analysis.agreement import agreement
+from evalstore.replay.labels import (
+    LabelError,
+    LabelInput,
+    current_labels,
+    export_rows,
+    read_label_file,
+    read_labels,
+    record_labels,
+)
+from evalstore.replay.material import load_results
+from evalstore.store import EventStore
+
+TESTS = {f"t{i:02d}": i % 3 != 0 for i in range(12)}
+
+
+def test_a_label_given_on_a_replay_belongs_to_the_recorded_transcript(store: EventStore) -> None:
+    add_run(store, "rec-1", TESTS)
+    add_run(store, "rpl-1", dict.fromkeys(TESTS, True), parent="rec-1")
+    [event] = record_labels(store, [LabelInput(test="t01", verdict="fail", by="ann")], run="rpl-1")
+    assert event.run_id == "rec-1" and event.transcript_event_id
+    [stored] = read_labels(store, "rec-1")
+    assert stored.label == event
+    assert store.stream_version("lbl-rec-1") == 1
+
+
+def test_a_newer_label_by_the_same_person_supersedes_and_both_stay(store: EventStore) -> None:
+    add_run(store, "rec-1", TESTS)
+    record_labels(store, [LabelInput(test="t01", verdict="fail", by="ann")], run="rec-1")
+    record_labels(store, [LabelInput(test="t01", verdict="pass", by="ann", note="misread")], run="rec-1")
+    record_labels(store, [LabelInput(test="t01", verdict="fail", by="bob")], run="rec-1")
+    every = read_labels(store, "rec-1")
+    assert [(lab.label.by, lab.label.verdict, lab.superseded) for lab in every] == [
+        ("ann", "fail", True),
+        ("ann", "pass", False),
+        ("bob", "fail", False),
+    ]
+    assert len(current_labels(store, "rec-1")) == 2
+
+
+def test_bad_labels_are_refused_before_anything_is_written(store: EventStore, tmp_path: Path) -> None:
+    add_run(store, "rec-1", TESTS)
+    with pytest.raises(LabelError, match="no transcript for test 'nope'"):
+        record_labels(store, [LabelInput(test="nope", verdict="pass")], run="rec-1")
+    with pytest.raises(LabelError, match="needs a verdict"):
+        record_labels(store, [LabelInput(test="t01")], run="rec-1")
+    f = tmp_path / "labels.csv"
+    f.write_text("test_id,verdict,by\nt01,pass,ann\nt02,maybe,ann\n", encoding="utf-8")
+    items, ids = read_label_file(f)
+    with pytest.raises(LabelError, match=rf"{f}:3: verdict: expected pass or fail"):
+        record_labels(store, items, run="rec-1", ids=ids)
+    assert read_labels(store, "rec-1") == []
+
+
+def test_import_is_idempotent_and_export_round_trips_to_another_store(store: EventStore, tmp_path: Path) -> None:
+    add_run(store, "rec-1", TESTS)
+    f = tmp_path / "labels.jsonl"
+    f.write_text(
+        '{"run": "rec-1", "test_id": "t01", "verdict": "pass", "by": "ann", "grader": "quality"}\n\n'
+        '{"run": "rec-1", "test_id": "t02", "score": 0.25, "by": "ann", "note": "thin"}\n',
+        encoding="utf-8",
+    )
+    for _ in range(2):
+        items, ids = read_label_file(f)
+        record_labels(store, items, ids=ids)
+    labels = read_labels(store, "rec-1")
+    assert len(labels) == 2 and labels[0].label.source.line == 1 and labels[1].label.source.line == 3
+    rows = list(export_rows(labels))
+    other = EventStore.open(f"sqlite:///{tmp_path / 'other.db'}")  # a second store (SQLite) receives the export
+    add_run(other, "rec-1", TESTS)
+    out = tmp_path / "export.jsonl"
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    items, ids = read_label_file(out)
+    record_labels(other, items, ids=ids)
+    assert [
+        lab.label.model_dump(exclude={"source", "labelled_at", "transcript_event_id"})
+        for lab in read_labels(other, "rec-1")
+    ] == [lab.label.model_dump(exclude={"source", "labelled_at", "transcript_event_id"}) for lab in labels]
+    other.close()
+
+
+def test_agreement_measures_each_run_against_the_labels(store: EventStore) -> None:
+    humans = {t: i % 2 == 0 for i, t in enumerate(TESTS)}
+    add_run(store, "rec-1", TESTS)  # disagrees with the humans on some tests
+    add_run(store, "rpl-good", humans, parent="rec-1")  # grades exactly as the humans did
+    record_labels(
+        store, [LabelInput(test=t, verdict="pass" if p else "fail", by="ann") for t, p in humans.items()], run="rec-1"
+    )
+    report = agreement("rec-1", current_labels(store, "rec-1"), [load_results(store, r) for r in ("rec-1", "rpl-good")])
+    rows = {(r.run_id, r.grader): r for r in report.rows}
+    good = rows[("rpl-good", "quality")]
+    assert good.labelled == 12 and good.agreement.accuracy.value == 1.0 and good.agreement.kappa.value == 1.0
+    base = rows[("rec-1", "quality")]
+    expected = sum(TESTS[t] == humans[t] for t in TESTS) / 12
+    assert base.agreement.accuracy.value == pytest.approx(expected)
+    assert base.raw_pass_rate.value == pytest.approx(sum(TESTS.values()) / 12)

@@ -1,0 +1,159 @@
+"""Attestations of one run, proven against a signed checkpoint and checked with no store at all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from fixture_paths import AGENTV_FIXTURES
+from sample_runs import append_run, drop_append_only_triggers, execute, populate
+
+from evalstore import cli
+from evalstore.replay.attest.attestation import build_attestation, verify_attestation
+from evalstore.replay.attest.checkpoint import write_checkpoint
+from evalstore.replay.attest.keys import SigningKey, create_key_file
+from evalstore.replay.errors import AttestationError, AttestationFormatError
+from evalstore.store import EventStore
+
+BASELINE = AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(cli.main, list(args))
+
+
+@pytest.fixture
+def key() -> SigningKey:
+    return SigningKey.generate("ci.example.com/evals")
+
+
+def test_an_attestation_proves_each_score_and_verdict_of_the_run(store: EventStore, key: SigningKey) -> None:
+    populate(store)
+    write_checkpoint(store, key)
+    append_run(store, "run-later")  # events after the checkpoint do not matter to it
+    doc = build_attestation(store, "run-a")
+    statement = doc["statement"]
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    predicate = statement["predicate"]
+    scored = {e.payload["test_id"]: e for e in store.read_stream("run-a", types=["test_scored"])}
+    assert {r["test_id"]: (r["score"], r["seq"], r["event_hash"]) for r in predicate["results"]} == {
+        t: (e.payload["score"], e.seq, e.hash) for t, e in scored.items()
+    }
+    assert all(r["verdicts"] for r in predicate["results"])
+    size = predicate["log"]["size"]
+    assert all(len(e["inclusion_proof"]) <= size.bit_length() for e in doc["events"])
+
+    check = verify_attestation(json.loads(json.dumps(doc)), key.verifier)
+    assert check.ok, check.problem
+    assert (check.run_id, check.tests, check.size) == ("run-a", len(scored), size)
+
+
+def _tampered(doc: dict, change) -> dict:  # type: ignore[no-untyped-def]
+    copy = json.loads(json.dumps(doc))
+    change(copy)
+    return copy
+
+
+def test_every_kind_of_tampering_fails_with_what_differs(store: EventStore, key: SigningKey) -> None:
+    populate(store)
+    write_checkpoint(store, key)
+    doc = build_attestation(store, "run-a")
+    first = doc["statement"]["predicate"]["results"][0]
+    verdict = first["verdicts"][0]
+
+    def claim_score(d: dict) -> None:
+        d["statement"]["predicate"]["results"][0]["score"] = 1.0 - first["score"] + 0.25
+
+    def claim_verdict(d: dict) -> None:
+        d["statement"]["predicate"]["results"][0]["verdicts"][0]["verdict"] = (
+            "pass" if verdict["verdict"] == "fail" else "fail"
+        )
+
+    def edit_event(d: dict) -> None:
+        ev = next(e for e in d["events"] if e["seq"] == first["seq"])
+        ev["payload"] = ev["payload"].replace('"passed":', '"passed" :')
+
+    def forge_proof(d: dict) -> None:
+        ev = d["events"][0]
+        ev["inclusion_proof"][0] = "00" * 32
+
+    def drop_event(d: dict) -> None:
+        d["events"] = [e for e in d["events"] if e["seq"] != first["seq"]]
+
+    def alter_checkpoint(d: dict) -> None:
+        d["checkpoint"] = d["checkpoint"].replace("evalstore/", "evilstore/", 1)
+
+    def snapshot(d: dict) -> None:
+        d["statement"]["predicate"]["eval_snapshot_digest"] = "0" * 64
+
+    cases = {
+        claim_score: f"test {first['test_id']!r}: claimed score",
+        claim_verdict: f"test {first['test_id']!r} grader {verdict['grader']!r}: claimed verdict",
+        edit_event: f"event seq {first['seq']}: its content does not match its hash (altered)",
+        forge_proof: f"event seq {doc['events'][0]['seq']}: its inclusion proof does not lead to the checkpoint's root",
+        drop_event: f"test {first['test_id']!r}: event seq {first['seq']} with that hash is not among the proven events",
+        alter_checkpoint: "checkpoint signature: signature by ci.example.com/evals does not match the text",
+        snapshot: "predicate eval_snapshot_digest '000",
+    }
+    for change, problem in cases.items():
+        check = verify_attestation(_tampered(doc, change), key.verifier)
+        assert not check.ok and check.problem.startswith(problem), (change.__name__, check.problem)
+    other = SigningKey.generate("ci.example.com/evals")
+    assert verify_attestation(doc, other.verifier).problem.startswith("checkpoint signature: signed by")
+    with pytest.raises(AttestationFormatError, match="statement is missing"):
+        verify_attestation(_tampered(doc, lambda d: d.pop("statement")), key.verifier)
+
+
+def test_attesting_needs_a_checkpoint_that_covers_the_run_and_still_matches(store: EventStore, key: SigningKey) -> None:
+    populate(store)
+    with pytest.raises(AttestationError, match=r"no checkpoint covers run run-a .*`evalstore checkpoint`"):
+        build_attestation(store, "run-a")
+    write_checkpoint(store, key)
+    append_run(store, "run-later")
+    with pytest.raises(AttestationError, match="no checkpoint covers run run-later"):
+        build_attestation(store, "run-later")
+    drop_append_only_triggers(store.engine)
+    execute(store.engine, "UPDATE events SET hash = :h WHERE seq = 2", h="e" * 64)
+    with pytest.raises(AttestationError, match="the log no longer matches its checkpoint"):
+        build_attestation(store, "run-a")
+
+
+def test_import_writes_a_checkpoint_and_the_attestation_verifies_offline(sqlite_url: str, tmp_path: Path) -> None:
+    key_file, cp, att = tmp_path / "k.key", tmp_path / "cp.txt", tmp_path / "att.json"
+    create_key_file(key_file, "ci")
+    pub = tmp_path / "k.pub"
+    pub.write_text(_cli("keys", "show", "--key", str(key_file)).stdout)
+    imported = _cli(
+        "--db", sqlite_url, "import", str(BASELINE), "--json", "--checkpoint", str(cp), "--key", str(key_file)
+    )
+    assert imported.exit_code == 0, imported.output
+    run_id = json.loads(imported.stdout)["run_id"]
+    assert "checkpoint of " in imported.stderr and cp.read_text().startswith("evalstore/")
+    assert _cli("--db", sqlite_url, "verify", "--checkpoint", str(cp), "--pubkey", str(pub)).exit_code == 0
+
+    made = _cli("--db", sqlite_url, "attest", run_id[:8], "-o", str(att))
+    assert made.exit_code == 0, made.output
+    (tmp_path / "store.db").rename(tmp_path / "elsewhere.db")  # offline: no store needed
+    checked = _cli("verify-attestation", str(att), "--pubkey", str(pub))
+    assert checked.exit_code == 0, checked.output
+    assert checked.stdout.startswith(f"ok: run {run_id}: ")
+    doc = json.loads(att.read_text())
+    doc["statement"]["predicate"]["results"][0]["passed"] = not doc["statement"]["predicate"]["results"][0]["passed"]
+    att.write_text(json.dumps(doc))
+    failed = _cli("verify-attestation", str(att), "--pubkey", str(pub), "--json")
+    assert failed.exit_code == 1 and "claimed passed" in json.loads(failed.stdout)["problem"]
+    att.write_text("{not json")
+    bad = _cli("verify-attestation", str(att), "--pubkey", str(pub))
+    assert bad.exit_code == 2 and bad.stderr.startswith(f"Error: {att}: not JSON")
+
+
+def test_a_missing_key_stops_import_before_anything_is_written(sqlite_url: str, tmp_path: Path) -> None:
+    missing = tmp_path / "none.key"
+    result = _cli(
+        "--db", sqlite_url, "import", str(BASELINE), "--checkpoint", str(tmp_path / "cp.txt"), "--key", str(missing)
+    )
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {missing}: no signing key there; create one with `evalstore keys init`\n"
+    assert _cli("--db", sqlite_url, "runs", "--json").stdout.strip() == "[]"
