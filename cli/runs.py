@@ -7,7 +7,6 @@ import click
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import fmt_score, json_option, print_json, print_table
-from evalstore.cli.results import pass_cell, score_notes
 from evalstore.replay.analysis import views
 
 
@@ -79,6 +78,8 @@ def show(ctx: click.Context, run: str, as_json: bool) -> None:
       evalstore show last
       evalstore show rpl-2026 --json
     """
+    from evalstore.cli.results import pass_cell, score_notes  # loads the event catalogue: only show needs it
+
     store = open_store(ctx, create=False)
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
