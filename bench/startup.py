@@ -33,7 +33,8 @@ def main() -> None:
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
-        subprocess.run([py, "-m", "evalstore", "runs"], cwd=cwd, check=True, capture_output=True, timeout=60)
+        # A read never creates a store: create it with a command that writes.
+        subprocess.run([py, "-m", "evalstore", "db", "upgrade"], cwd=cwd, check=True, capture_output=True, timeout=60)
         commands = {
             "python -c pass": [py, "-c", "pass"],
             "python -c 'import click'": [py, "-c", "import click"],

@@ -116,14 +116,28 @@ class LazyGroup(click.Group):
     "--db",
     envvar="EVALSTORE_DB",
     metavar="URL",
-    help="SQLAlchemy URL of the store (default: sqlite:///.evalstore/evalstore.db; env EVALSTORE_DB).",
+    help="SQLAlchemy URL of the store, or a SQLite file path (env EVALSTORE_DB). Default: the nearest "
+    ".evalstore/evalstore.db in this folder or a parent; commands that write create one here when there is none.",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.version_option(__version__, prog_name="evalstore")
 @click.pass_context
 def main(ctx: click.Context, db: str | None, debug: bool) -> None:
     """Record agent eval runs as immutable events, regrade them without calling the agent,
-    compare the regrade with honest statistics, and audit any score down to its bytes."""
+    compare the regrade with honest statistics, and audit any score down to its bytes.
+
+    Exit codes: 0 ok, 1 a check or gate failed, 2 bad input, 3 internal error. Shell completion (run
+    and test ids too): eval "$(_EVALSTORE_COMPLETE=bash_source evalstore)" in ~/.bashrc (zsh_source,
+    fish_source for zsh and fish).
+
+    \b
+    Example:
+      evalstore quickstart
+      evalstore run evals/report.eval.yaml && evalstore replay last --fail-on-regression flip
+    """
+    from evalstore.cli.pipes import guard_stdout
+
+    guard_stdout()
     ctx.obj = {"db": db, "debug": debug}
     if ctx.invoked_subcommand is None:  # plain `evalstore`: the help, and success
         click.echo(ctx.get_help())

@@ -38,7 +38,7 @@ def pubkey_option(*, required: bool = False) -> Callable:
         "pubkey_path",
         required=required,
         type=click.Path(dir_okay=False, path_type=Path),
-        help="The signer's public key, as `evalstore keys show` prints it"
+        help="The signer's public key, as evalstore keys show prints it"
         + ("." if required else " (default: the public half of your own signing key)."),
     )
 
@@ -95,7 +95,7 @@ def checkpoint_option(f: Callable) -> Callable:
         "--checkpoint",
         "checkpoint_path",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="When done, sign a checkpoint of the log (`evalstore checkpoint`) and write it to this file.",
+        help="When done, sign a checkpoint of the log (as evalstore checkpoint does) and write it to this file.",
     )
     return option(key_option(wrapper))
 
@@ -108,7 +108,13 @@ def _after(ctx: click.Context, key_path: Path | None, out: Path) -> None:
 
 @click.group()
 def keys() -> None:
-    """Create and show the Ed25519 key that signs checkpoints."""
+    """Create and show the Ed25519 key that signs checkpoints.
+
+    \b
+    Example:
+      evalstore keys init --name ci@example
+      evalstore keys show
+    """
 
 
 @keys.command()
@@ -169,7 +175,7 @@ def checkpoint(
     """Sign a checkpoint of the log's head (C2SP signed note), record it as an event, and print it.
 
     The checkpoint names the log (origin), its number of events, the Merkle root of their hashes and the
-    last event's hash. Commit it to git or keep it as a CI artifact; `evalstore verify --checkpoint FILE`
+    last event's hash. Commit it to git or keep it as a CI artifact; evalstore verify --checkpoint FILE
     later proves the log still holds exactly those events.
 
     \b
@@ -205,7 +211,8 @@ def attest(ctx: click.Context, run: str, output: Path | None) -> None:
 
     An in-toto Statement (the run, its eval snapshot digest, per test the score and verdicts with their
     event hashes), the latest signed checkpoint covering those events, the events themselves and their
-    Merkle inclusion proofs. Needs a checkpoint written after the run (`evalstore checkpoint`).
+    Merkle inclusion proofs. Needs a checkpoint written after the run (evalstore checkpoint). RUN: an id,
+    a unique prefix, or last.
 
     \b
     Example:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, print_json
 from evalstore.replay.analysis.audit import audit_test
@@ -128,8 +128,8 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
 
 
 @click.command()
-@click.argument("run")
-@click.argument("test_id")
+@click.argument("run", shell_complete=complete_run_id)
+@click.argument("test_id", shell_complete=complete_test_id)
 @click.option("--grader", help="Only this grader's verdict.")
 @click.option("--show-prompt", is_flag=True, help="Include rendered judge prompts and raw replies.")
 @json_option
@@ -139,11 +139,13 @@ def audit(ctx, run: str, test_id: str, grader: str | None, show_prompt: bool, as
     """Trace every verdict of TEST_ID in RUN back to its judge calls or grader processes, conversions,
     artifacts, transcript and run, checking each digest against the blob store (exit 1 on a mismatch).
 
+    RUN: an id, a unique prefix, or last.
+
     \b
     Example:
       evalstore audit last quarterly-report --show-prompt
     """
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     report = audit_test(store, resolve_run(store, run), test_id, grader=grader, show_prompt=show_prompt)
     if as_json:
         print_json(report)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.output import fmt_score, json_option, note, print_json, print_table
+from evalstore.cli.output import fmt_score, json_option, note, plural, print_json, print_table
 from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
@@ -31,7 +31,7 @@ def _stats_cells(stats) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
 def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     o = c.overall
     ci, p, k = _stats_cells(o)
-    click.echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {o.score.n} paired results")
+    click.echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
     click.echo(
         f"mean score A={fmt_score(o.score.mean_a)} B={fmt_score(o.score.mean_b)} diff={_signed(o.score.mean_diff)} "
         f"95% CI {ci} (paired bootstrap, seed {c.seed})"
@@ -57,6 +57,8 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
             )
             for g in c.graders
         ],
+        ids=["grader", "n", "mean A", "mean B", "diff"],
+        optional=["kappa", "McNemar p", "n", "fail->pass", "pass->fail"],
     )
     changed = [t for t in c.tests if t.delta != 0 or t.flip]
     if changed:
@@ -69,6 +71,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
                 (key_label(t.key), fmt_score(t.score_a), fmt_score(t.score_b), _signed(t.delta), t.flip or "")
                 for t in shown
             ],
+            ids=["test", "A", "B", "delta", "flip"],
         )
     else:
         click.echo("no test changed score")
@@ -91,10 +94,18 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
 
 
 @click.command()
-@click.argument("runs", nargs=-1, required=True)
-@click.option("--test", "test_id", help="Show assertion-level differences for this test id.")
+@click.argument("runs", nargs=-1, required=True, shell_complete=complete_run_id)
+@click.option(
+    "--test", "test_id", shell_complete=complete_test_id, help="Show assertion-level differences for this test id."
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
-@click.option("--resamples", default=10_000, show_default=True, type=click.IntRange(1))
+@click.option(
+    "--resamples",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Bootstrap resamples for the confidence intervals.",
+)
 @click.option(
     "--fail-on-regression",
     "fail_on",
@@ -116,6 +127,8 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
 def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by, as_json) -> None:  # type: ignore[no-untyped-def]
     """Compare run B against run A, test by test and grader by grader, with paired statistics.
 
+    RUNS: each an id, a unique prefix, or last. Exits 1 with --fail-on-regression when B is worse.
+
     With more runs (BASE V1 V2 ..., e.g. regrades with several prompt variants), one row per variant
     against BASE, p-values Holm-adjusted over the variants. When human labels exist for the tests, each
     run's agreement with them, and whether the difference is more than noise.
@@ -127,7 +140,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: A B, or BASE V1 V2 ...")
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     ids = [resolve_run(store, r) for r in runs]
     labels = _labels_for(store, ids)
     if len(ids) > 2:
@@ -220,6 +233,8 @@ def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: 
             )
             for r in report.rows
         ],
+        ids=["variant", "tests", "mean base", "mean variant", "diff"],
+        optional=["detectable at 80% power", "clusters", "p"],
     )
     rows = [(r, a) for r in report.rows for a in r.agreement]
     if rows:
@@ -238,6 +253,7 @@ def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: 
                 )
                 for r, a in rows
             ],
+            ids=["variant", "grader"],
         )
 
 

@@ -1,22 +1,85 @@
-"""Opening the store for a command, once, closed when the command ends."""
+"""Opening the store for a command, once, closed when the command ends.
+
+Commands that write create the default store when there is none; commands that only read
+(``open_store(create=False)``) never create a store or a folder: on a missing one they say where they
+looked and exit 2."""
 
 from __future__ import annotations
 
 import click
+from sqlalchemy.engine import Engine
 
-from evalstore.store import EventStore, make_engine
+from evalstore.store import EventStore, locate, make_engine
 
 
 def db_url(ctx: click.Context) -> str | None:
     return (ctx.find_root().obj or {}).get("db")
 
 
-def open_store(ctx: click.Context | None = None) -> EventStore:
+def engine_for(ctx: click.Context, *, create: bool = True) -> Engine:
+    """An engine on the command's store; says on stderr which store it is when it was found in a parent folder."""
+    from evalstore.cli.output import note
+
+    location = locate(db_url(ctx))
+    engine = make_engine(location, create=create)
+    if location.found_above:
+        note(f"using the store {location.path}")
+    return engine
+
+
+def open_store(ctx: click.Context | None = None, *, create: bool = True) -> EventStore:
     ctx = ctx or click.get_current_context()
     root = ctx.find_root()
     store = root.obj.get("store")
     if store is None:
-        store = EventStore(make_engine(db_url(ctx)))
+        engine = engine_for(ctx, create=create)
+        try:
+            store = EventStore(engine, create=create)
+        except BaseException:
+            engine.dispose()
+            raise
         root.obj["store"] = store
         root.call_on_close(store.close)
     return store
+
+
+# -- shell completion: run ids and test ids from the store (never creating one) ---------------------
+
+
+def _completion_store(ctx: click.Context) -> EventStore | None:
+    root = ctx.find_root()
+    db = root.params.get("db") if root.params else None
+    try:
+        return EventStore(make_engine(locate(db), create=False), create=False)
+    except Exception:  # completion must never fail loudly: no store, no suggestions
+        return None
+
+
+def complete_run_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """``last`` and the run ids starting with what was typed."""
+    store = _completion_store(ctx)
+    if store is None:
+        return []
+    try:
+        ids = store.run_ids()
+    finally:
+        store.close()
+    return [i for i in ["last", *reversed(ids)] if i.startswith(incomplete)]
+
+
+def complete_test_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """The test ids of the run given before this argument (compare: of its first run)."""
+    from evalstore.replay.analysis.views import resolve_run
+
+    store = _completion_store(ctx)
+    if store is None:
+        return []
+    try:
+        given = ctx.params.get("run") or next(iter(ctx.params.get("runs") or ()), None)
+        run_id = resolve_run(store, given or "last")
+        ids = sorted({r["test_id"] for r in store.query("results", run_id=run_id)})
+    except Exception:
+        return []
+    finally:
+        store.close()
+    return [i for i in ids if i.startswith(incomplete)]

@@ -8,16 +8,21 @@ from pathlib import Path
 import click
 
 from evalstore.cli.attest import key_option, pubkey_option, verifier_for
-from evalstore.cli.context import db_url, open_store
+from evalstore.cli.context import engine_for, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, print_json
 from evalstore.store import engine as store_engine
-from evalstore.store import make_engine
 
 
 @click.group()
 def db() -> None:
-    """Schema migrations and projection maintenance."""
+    """Schema migrations and projection maintenance.
+
+    \b
+    Example:
+      evalstore db current
+      evalstore --db postgresql://ci@db/evals db upgrade
+    """
 
 
 @db.command()
@@ -25,7 +30,12 @@ def db() -> None:
 @click.pass_context
 @handle_errors
 def upgrade(ctx: click.Context, revision: str) -> None:
-    """Apply migrations up to REVISION (default: head)."""
+    """Apply migrations up to REVISION (default: head).
+
+    \b
+    Example:
+      evalstore db upgrade
+    """
     _migrate(ctx, store_engine.upgrade, revision)
 
 
@@ -34,15 +44,19 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 @click.pass_context
 @handle_errors
 def downgrade(ctx: click.Context, revision: str) -> None:
-    """Revert migrations down to REVISION (``base`` removes everything).
+    """Revert migrations down to REVISION (base removes everything).
 
     Revision 0002 is not reverted while blobs are compressed against a dictionary (0001 cannot read them).
+
+    \b
+    Example:
+      evalstore db downgrade 0001
     """
     _migrate(ctx, store_engine.downgrade, revision)
 
 
 def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[no-untyped-def]
-    engine = make_engine(db_url(ctx))
+    engine = engine_for(ctx)
     try:
         step(engine, revision)
         click.echo(f"store at revision {store_engine.current_revision(engine) or 'base'}")
@@ -55,10 +69,17 @@ def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[n
 @click.pass_context
 @handle_errors
 def current(ctx: click.Context, as_json: bool) -> None:
-    """Show the store's schema revision and the head this evalstore expects."""
-    engine = make_engine(db_url(ctx))
-    cur, head = store_engine.current_revision(engine), store_engine.head_revision()
-    engine.dispose()
+    """Show the store's schema revision and the head this evalstore expects.
+
+    \b
+    Example:
+      evalstore db current --json
+    """
+    engine = engine_for(ctx, create=False)
+    try:
+        cur, head = store_engine.current_revision(engine), store_engine.head_revision()
+    finally:
+        engine.dispose()
     if as_json:
         print_json({"current": cur, "head": head, "up_to_date": cur == head})
     else:
@@ -69,7 +90,12 @@ def current(ctx: click.Context, as_json: bool) -> None:
 @json_option
 @handle_errors
 def history(as_json: bool) -> None:
-    """List the migrations, newest first."""
+    """List the migrations, newest first.
+
+    \b
+    Example:
+      evalstore db history
+    """
     from alembic.script import ScriptDirectory
 
     script = ScriptDirectory.from_config(store_engine.alembic_config("sqlite://"))
@@ -88,7 +114,12 @@ def history(as_json: bool) -> None:
 @click.pass_context
 @handle_errors
 def rebuild(ctx: click.Context) -> None:
-    """Drop the projections (runs, results, verdicts, reuse indexes) and derive them again from the log."""
+    """Drop the projections (runs, results, verdicts, reuse indexes) and derive them again from the log.
+
+    \b
+    Example:
+      evalstore db rebuild
+    """
     count = open_store(ctx).rebuild_projections()
     click.echo(f"rebuilt projections from {count} events")
 
@@ -116,13 +147,14 @@ def verify(
 
     \b
     Example:
+      evalstore verify --json
       evalstore verify --checkpoint checkpoints/2026-11-22.txt --pubkey evalstore.pub
     """
     signed = None
     if checkpoint_path is not None:
         key = verifier_for(pubkey_path, key_path)
         signed = checkpoint_path.read_text(encoding="utf-8")
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     report = store.verify()
     info: dict = {"ok": report.ok, "events": report.events, "blobs": report.blobs, "problem": report.problem}
     lines = [f"ok: {report.events} events, {report.blobs} blobs verified"]

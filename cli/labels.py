@@ -29,7 +29,8 @@ from evalstore.cli.output import json_option, note, print_json, print_table
 def label(ctx, run, test, verdict, score, grader, note_text, by, as_json) -> None:  # type: ignore[no-untyped-def]
     """Record a human label for TEST's answer in RUN (it applies to every regrade of that answer).
 
-    TEST is a test id, or TEST@TARGET#ATTEMPT when the run has several results for it. A newer label by
+    RUN: an id, a unique prefix, or last. TEST is a test id, or TEST@TARGET#ATTEMPT when the run has
+    several results for it. A newer label by
     the same person for the same test and grader supersedes the older one; both stay in the log.
 
     \b
@@ -80,7 +81,14 @@ def labels() -> None:
 @click.pass_context
 @handle_errors
 def list_labels(ctx, run, show_all, as_json) -> None:  # type: ignore[no-untyped-def]
-    """The labels of RUN's answers (of the run it regraded, for a replay)."""
+    """The labels of RUN's answers (of the run it regraded, for a replay).
+
+    RUN: an id, a unique prefix, or last.
+
+    \b
+    Example:
+      evalstore labels list last --all
+    """
     from evalstore.replay.labels import label_run, read_labels
 
     store = open_store(ctx)
@@ -110,7 +118,7 @@ def list_labels(ctx, run, show_all, as_json) -> None:  # type: ignore[no-untyped
 
 @labels.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--run", metavar="RUN", help="The run for rows without a `run` column.")
+@click.option("--run", metavar="RUN", help="The run for rows without a run column.")
 @click.pass_context
 @handle_errors
 def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
@@ -134,12 +142,24 @@ def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
 
 
 @labels.command("export")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="JSON lines or CSV, with the columns labels import reads.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to FILE (default stdout).")
 @click.pass_context
 @handle_errors
 def export_labels(ctx, fmt, output) -> None:  # type: ignore[no-untyped-def]
-    """Export every label in the store (superseded ones too, oldest first), as import takes them."""
+    """Export every label in the store (superseded ones too, oldest first), as import takes them.
+
+    \b
+    Example:
+      evalstore labels export --format csv -o labels.csv
+    """
     from evalstore.replay.labels import COLUMNS, all_labels, export_rows
 
     store = open_store(ctx)
@@ -170,12 +190,18 @@ def _est(e, digits: int = 2) -> str:  # type: ignore[no-untyped-def]
 
 @click.command()
 @click.argument("runs", nargs=-1, required=True)
-@click.option("--grader", metavar="NAME", help="Only this grader (or `(test)` for the test-level pass).")
+@click.option("--grader", metavar="NAME", help="Only this grader (or '(test)' for the test-level pass).")
 @click.option(
     "--min-labels", default=10, show_default=True, type=click.IntRange(1), help="Fewer labelled tests: no numbers."
 )
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
-@click.option("--resamples", default=2000, show_default=True, type=click.IntRange(1))
+@click.option(
+    "--resamples",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Bootstrap resamples for the confidence intervals.",
+)
 @json_option
 @click.pass_context
 @handle_errors

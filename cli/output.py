@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -14,15 +15,22 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import TaskID
+    from rich.table import Table
+
+PIPED_WIDTH = 200
+"""Tables written to a pipe or file are this wide unless ``COLUMNS`` says otherwise (rich would use 80)."""
 
 
 # rich is imported when something is first printed through it, not when a command module loads.
-@cache
 def console() -> Console:
+    """A console on the current stdout, made per table: its width follows ``COLUMNS`` or the terminal."""
     from rich.console import Console
 
-    # Piped output gets a wide fixed width: rich would otherwise wrap tables at 80 columns.
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    width = None
+    if not sys.stdout.isatty():
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+    return Console(highlight=False, width=width)
 
 
 @cache
@@ -40,19 +48,71 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+def plural(n: int, word: str) -> str:
+    """``1 result``, ``2 results``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def fmt_score(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+def print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    ids: Sequence[str] = (),
+    optional: Sequence[str] = (),
+) -> None:
+    """A table on stdout. Columns named in ``ids`` (run ids, test ids, and short values such as scores)
+    are never wrapped or cut, so they can be copied; the others fold. When even that does not fit the
+    width, the ``optional`` columns are left out, in the order given, and a note on stderr names them (``--json`` has everything)."""
+    from rich.measure import Measurement
+
+    out = console()
+    cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    shown = list(columns)
+    left_out: list[str] = []
+    while True:
+        table = _table(title, columns, shown, cells, ids)
+        unbounded = out.options.update(max_width=1_000_000)  # Measurement clamps to the width it is given
+        fits = Measurement.get(out, unbounded, table).minimum <= out.width
+        droppable = [c for c in optional if c in shown]
+        if fits or not droppable:
+            break
+        shown.remove(droppable[0])
+        left_out.append(droppable[0])
+    out.print(table)
+    if left_out:
+        note(f"({out.width} columns: left out {', '.join(left_out)}; a wider terminal or --json shows them)")
+
+
+FOLD_MIN = 10
+"""A column that folds keeps at least this many characters a line (fewer, and columns are left out)."""
+
+
+def _table(
+    title: str | None, columns: Sequence[str], shown: Sequence[str], cells: list[list[str]], ids: Sequence[str]
+) -> Table:
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", show_lines=False)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*["" if cell is None else str(cell) for cell in row])
-    console().print(table)
+    # No vertical rules: a copied id carries no box characters, and narrow terminals fit more.
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0), show_lines=False
+    )
+    index = [columns.index(c) for c in shown]
+    for i in index:
+        name = columns[i]
+        widest = max([len(name), *(len(row[i]) for row in cells)])
+        if name in ids:
+            table.add_column(name, no_wrap=True, min_width=widest)
+        else:
+            table.add_column(name, overflow="fold", min_width=min(widest, FOLD_MIN))
+    for row in cells:
+        table.add_row(*(row[i] for i in index))
+    return table
 
 
 def note(message: str) -> None:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.compare import emit_comparison
-from evalstore.cli.context import open_store
-from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
-from evalstore.cli.results import grader_scores, print_scored, scored_rows
+from evalstore.cli.context import complete_run_id, open_store
+from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
+from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
+from evalstore.replay.analysis.compare import REGRESSION_MODES, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.material import load_results
@@ -19,7 +21,7 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
 
 
 @click.command()
-@click.argument("run", required=False)
+@click.argument("run", required=False, shell_complete=complete_run_id)
 @click.option(
     "--eval",
     "eval_path",
@@ -44,7 +46,18 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
 )
 @click.option("--no-cache", is_flag=True, help="Call judges and converters again instead of reusing recorded replies.")
 @click.option("--strict", is_flag=True, help="Refuse to run when a grader script, converter or prompt changed on disk.")
-@click.option("--threshold", type=click.FloatRange(0, 1))
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    help="Pass mark for a regraded test's score (default: the eval's, else 0.8); exit 1 when one is below it.",
+)
+@click.option(
+    "--fail-on-regression",
+    "fail_on",
+    type=click.Choice(list(REGRESSION_MODES)),
+    help="Also exit 1 when the regrade is worse than RUN: ci = mean-difference CI entirely below 0; "
+    "flip = any pass->fail; any = either.",
+)
 @click.option(
     "--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path), help="Targets file for judges."
 )
@@ -52,7 +65,12 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
 @click.option(
     "--shard", metavar="K/N", help="Regrade only the K-th of N slices of the tests (processes sharing one store)."
 )
-@click.option("--resume", metavar="REPLAY", help="Continue an interrupted replay with the settings it recorded.")
+@click.option(
+    "--resume",
+    metavar="REPLAY",
+    shell_complete=complete_run_id,
+    help="Continue an interrupted replay with the settings it recorded.",
+)
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML."
 )
@@ -77,12 +95,15 @@ def replay(
     concurrency: int,
     shard: str | None,
     resume: str | None,
+    fail_on: str | None,
     html_path: Path | None,
     as_json: bool,
 ) -> None:
     """Regrade RUN with swapped converters, prompts, rubrics or judge, never calling the agent.
 
-    Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN.
+    Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN. RUN: an id,
+    a unique prefix, or last. Exits 1, as run does, when a regraded test scores below the threshold (tests
+    carried over unchanged do not count), and with --fail-on-regression when the regrade is worse than RUN.
 
     \b
     Example:
@@ -92,13 +113,13 @@ def replay(
     """
     if bool(run) == bool(resume):
         raise click.UsageError("give either RUN or --resume REPLAY")
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)  # a replay needs a recorded run: never a new store
     shard_spec = parse_shard(shard) if shard else None
     with resume_hint("replay") as begun, progress_bar("regrading") as bar:
 
         def started(run_id: str, total: int, drifted) -> None:  # type: ignore[no-untyped-def]
             begun(run_id)
-            note(f"replay {run_id}: {total} tests to regrade")
+            note(f"replay {run_id}: {plural(total, 'test')} to regrade")
             for d in drifted:
                 note(f"drift: {d.describe()}")
             bar.start(total)
@@ -138,8 +159,12 @@ def replay(
             )
     for warning in outcome.warnings:
         note(f"warning: {warning}")
+    failed = [r.test_id for r in outcome.results if not r.passed and r.origin != "carried"]
     if not outcome.complete:
-        message = f"replay {outcome.run_id}: this process graded {len(outcome.results)} tests; the run completes when every shard is done"
+        message = (
+            f"replay {outcome.run_id}: this process graded {plural(len(outcome.results), 'test')}; "
+            "the run completes when every shard is done"
+        )
         if as_json:
             print_json(
                 {
@@ -147,12 +172,17 @@ def replay(
                     "parent_run_id": outcome.parent_run_id,
                     "complete": False,
                     "graded": len(outcome.results),
+                    "failed": failed,
                 }
             )
         else:
             click.echo(message)
+        if fail_on:
+            note("the regression gate is checked by the process that completes the replay")
+        _exit_if(failed, None)
         return
     comparison = compare_runs(load_results(store, outcome.parent_run_id), load_results(store, outcome.run_id))
+    regressed = regression(comparison, fail_on) if fail_on else (False, "")
     if as_json:
         print_json(
             {
@@ -160,12 +190,26 @@ def replay(
                 "parent_run_id": outcome.parent_run_id,
                 "complete": True,
                 "drift": [d.describe() for d in outcome.drift],
+                "failed": failed,
+                "regression": regressed[1] if fail_on else None,
                 "comparison": comparison.to_dict(),
             }
         )
         if html_path:
             emit_comparison(comparison, as_json=False, html_path=html_path)
-        return
-    rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))
-    print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
-    emit_comparison(comparison, as_json=False, html_path=html_path)
+    else:
+        rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id), score_notes(store, outcome.run_id))
+        print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
+        emit_comparison(comparison, as_json=False, html_path=html_path)
+    _exit_if(failed, regressed[1] if regressed[0] else None)
+
+
+def _exit_if(failed: list[str], regressed: str | None) -> None:
+    """The gate ``run`` has: exit 1 when a regraded test failed, or on a regression asked about."""
+    if failed:
+        shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+        note(f"{plural(len(failed), 'regraded test')} below the threshold: {shown}")
+    if regressed:
+        note(f"regression: {regressed}")
+    if failed or regressed:
+        sys.exit(EXIT_FAILED)

@@ -8,7 +8,10 @@ from evalstore.cli.output import fmt_score, print_table
 from evalstore.store.events import TestScored
 
 
-def scored_rows(results: list[TestScored], graders: dict[tuple, dict[str, float]]) -> list[dict]:
+def scored_rows(
+    results: list[TestScored], graders: dict[tuple, dict[str, float]], notes: dict[tuple, str] | None = None
+) -> list[dict]:
+    notes = notes or {}
     return [
         {
             "test_id": r.test_id,
@@ -19,6 +22,7 @@ def scored_rows(results: list[TestScored], graders: dict[tuple, dict[str, float]
             "status": r.status,
             "error": r.error,
             "graders": graders.get((r.test_id, r.target or "", r.attempt), {}),
+            "note": notes.get((r.test_id, r.target or "", r.attempt), ""),
         }
         for r in results
     ]
@@ -31,17 +35,20 @@ ERROR_CHARS = 500
 def print_scored(title: str, rows: list[dict]) -> None:
     print_table(
         title,
-        ["test", "score", "pass", "status", "graders"],
+        ["test", "score", "pass", "status", "graders", "why"],
         [
             (
                 r["test_id"],
                 fmt_score(r["score"]),
-                "yes" if r["passed"] else "no",
+                pass_cell(r["passed"], r["status"]),
                 r["status"],
                 ", ".join(f"{g}={fmt_score(s)}" for g, s in r["graders"].items()),
+                r.get("note", ""),
             )
             for r in rows
         ],
+        ids=["test", "score", "pass", "status"],
+        optional=["status"],
     )
     # Errors are sentences (which command, what it said): whole lines under the table, not a cut cell.
     errors = [r for r in rows if r["error"] and r["status"] == "execution_error"]
@@ -51,6 +58,24 @@ def print_scored(title: str, rows: list[dict]) -> None:
             text = " ".join(r["error"].split())
             text = text if len(text) <= ERROR_CHARS else "..." + text[-ERROR_CHARS:]
             click.echo(f"  {r['test_id']}: {text}")
+
+
+def pass_cell(passed: bool, status: str) -> str:
+    """yes / no, or error when a grader failed to run (the score then leaves that grader out)."""
+    return "error" if status == "execution_error" else "yes" if passed else "no"
+
+
+def score_notes(store, run_id: str) -> dict[tuple, str]:  # type: ignore[no-untyped-def]
+    """Per result (test_id, target, attempt): why it scored what it did, where the grader scores do not say it."""
+    from evalstore.replay.grading.scoring import explain_score
+    from evalstore.replay.material import load_results
+
+    notes = {}
+    for (test_id, target, attempt), result in load_results(store, run_id).results.items():
+        note = explain_score(result.verdicts.values(), result.scored.threshold)
+        if note:
+            notes[(test_id, target or "", attempt)] = note
+    return notes
 
 
 def grader_scores(store, run_id: str) -> dict[tuple, dict[str, float]]:  # type: ignore[no-untyped-def]

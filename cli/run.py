@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from evalstore.cli.attest import checkpoint_option
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import json_option, note, print_json, progress_bar, resume_hint
-from evalstore.cli.results import grader_scores, print_scored, scored_rows
+from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
+from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.grading.graders.base import GradeOptions
 from evalstore.replay.record import RunOptions, record_run, resume_run
@@ -38,11 +38,18 @@ from evalstore.replay.record import RunOptions, record_run, resume_run
 )
 @click.option("--judge-target", help="Judge target for every LLM grader.")
 @click.option("--judge-model", help="Judge model for every LLM grader.")
-@click.option("--judge-concurrency", default=8, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--judge-concurrency",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="LLM judge calls in flight at once, across all tests.",
+)
 @click.option(
     "--resume",
     "resume",
     metavar="RUN",
+    shell_complete=complete_run_id,
     help="Finish an interrupted run without calling the target again for recorded tests.",
 )
 @json_option
@@ -66,7 +73,7 @@ def run(
 ) -> None:
     """Run EVAL_FILE's tests against a target, capture every file the agent wrote, grade, and store it all.
 
-    Exits 1 when any test scores below the threshold.
+    Exits 1 when any test scores below the threshold. --resume takes a run id, a unique prefix, or last.
 
     \b
     Example:
@@ -90,7 +97,7 @@ def run(
 
         def started(run_id: str, total: int) -> None:
             begun(run_id)
-            note(f"run {run_id}: {total} tests")
+            note(f"run {run_id}: {plural(total, 'test')}")
             bar.start(total)
 
         if resume:
@@ -100,7 +107,7 @@ def run(
             outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
     for warning in outcome.warnings:
         note(f"warning: {warning}")
-    rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))
+    rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id), score_notes(store, outcome.run_id))
     failed = [r for r in rows if not r["passed"]]
     if as_json:
         print_json({"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows})

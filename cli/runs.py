@@ -4,28 +4,45 @@ from __future__ import annotations
 
 import click
 
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import fmt_score, json_option, print_json, print_table
 from evalstore.replay.analysis import views
 
 
 @click.command()
+@click.option("--suite", help="Only runs of this suite.")
+@click.option("--kind", type=click.Choice(["recorded", "replay", "imported"]), help="Only runs of this kind.")
+@click.option("--limit", type=click.IntRange(0), metavar="N", help="Only the N newest runs (listed oldest first).")
 @json_option
 @click.pass_context
 @handle_errors
-def runs(ctx: click.Context, as_json: bool) -> None:
-    """List runs: kind, parent, test count, mean score, when started."""
-    summaries = views.list_runs(open_store(ctx))
+def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | None, as_json: bool) -> None:
+    """List runs: kind, parent, test count, mean score, when started.
+
+    A replay's "changes" column says what it swapped (eval, preprocessors, prompts, judge, graders,
+    tests). Run ids are never wrapped; in a narrow terminal the least needed columns are left out.
+
+    \b
+    Example:
+      evalstore runs --kind replay --limit 5
+      evalstore runs --suite revenue-report --json
+    """
+    summaries = views.list_runs(open_store(ctx, create=False), suite=suite, kind=kind, limit=limit)
     if as_json:
         print_json([s.to_dict() for s in summaries])
         return
     if not summaries:
-        click.echo("no runs yet: `evalstore run EVAL.yaml`, `evalstore import PATH` or `evalstore quickstart`")
+        filtered = suite is not None or kind is not None or limit is not None
+        click.echo(
+            "no runs match"
+            if filtered
+            else "no runs yet: evalstore run EVAL.yaml, evalstore import PATH or evalstore quickstart"
+        )
         return
     print_table(
         None,
-        ["run", "kind", "parent", "suite", "status", "tests", "passed", "mean", "started"],
+        ["run", "kind", "parent", "suite", "status", "passed", "mean", "started", "changes"],
         [
             (
                 s.run_id,
@@ -33,33 +50,49 @@ def runs(ctx: click.Context, as_json: bool) -> None:
                 s.parent_run_id or "",
                 s.suite or "",
                 s.status,
-                s.tests,
-                s.passed,
+                f"{s.passed}/{s.tests}",
                 fmt_score(s.mean_score),
-                s.started_at[:19],
+                s.started_at[:16].replace("T", " "),
+                "; ".join(s.changes),
             )
             for s in summaries
         ],
+        ids=["run", "kind", "parent", "status", "passed", "mean", "started"],
+        optional=["suite", "status", "started", "changes", "parent"],
     )
 
 
 @click.command()
-@click.argument("run")
+@click.argument("run", shell_complete=complete_run_id)
 @json_option
 @click.pass_context
 @handle_errors
 def show(ctx: click.Context, run: str, as_json: bool) -> None:
-    """One run's summary and its results (per-grader scores). RUN: an id, a unique prefix, or ``last``."""
-    store = open_store(ctx)
+    """One run's summary and its results (per-grader scores).
+
+    RUN: an id, a unique prefix, or last. For a replay, says what it changed. The "why" column explains
+    a score the grader scores do not: a required grader below its gate, a grader that failed to run.
+
+    \b
+    Example:
+      evalstore show last
+      evalstore show rpl-2026 --json
+    """
+    from evalstore.cli.results import pass_cell, score_notes  # loads the event catalogue: only show needs it
+
+    store = open_store(ctx, create=False)
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
     results = views.run_results(store, run_id)
     skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []
+    notes = score_notes(store, run_id)
     if as_json:
         print_json(
             {
                 "run": summary.to_dict(),
-                "results": [r.to_dict() for r in results],
+                "results": [
+                    {**r.to_dict(), "note": notes.get((r.test_id, r.target or "", r.attempt), "")} for r in results
+                ],
                 "skipped_lines": [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped],
             }
         )
@@ -68,23 +101,28 @@ def show(ctx: click.Context, run: str, as_json: bool) -> None:
         f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
         + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else "")
     )
+    if summary.kind == "replay":
+        click.echo(f"changes: {'; '.join(summary.changes) or 'none (the same eval, graders and judge)'}")
     click.echo(
         f"tests={summary.tests}  passed={summary.passed}  errors={summary.errors}  mean={fmt_score(summary.mean_score)}"
     )
     print_table(
         None,
-        ["test", "target", "score", "pass", "status", "graders"],
+        ["test", "target", "score", "pass", "status", "graders", "why"],
         [
             (
                 r.test_id + (f" #{r.attempt}" if r.attempt != 1 else ""),
                 r.target,
                 fmt_score(r.score),
-                "yes" if r.passed else "no",
+                pass_cell(r.passed, r.status),
                 r.status,
                 ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()),
+                notes.get((r.test_id, r.target or "", r.attempt), ""),
             )
             for r in results
         ],
+        ids=["test", "score", "pass", "status"],
+        optional=["target", "status"],
     )
     if skipped:
         click.echo(f"{len(skipped)} source lines left out:")

@@ -15,9 +15,9 @@ from typing import IO
 import click
 
 from evalstore.cli.attest import checkpoint_option
-from evalstore.cli.context import open_store
+from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import json_option, note, print_json, progress_bar
+from evalstore.cli.output import json_option, note, plural, print_json, progress_bar
 from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
 from evalstore.replay.agentv.importing import import_results
 from evalstore.replay.analysis.views import resolve_run, run_summary
@@ -36,7 +36,7 @@ from evalstore.replay.analysis.views import resolve_run, run_summary
     "--targets",
     "targets_path",
     type=click.Path(path_type=Path),
-    help="Targets file whose target `cwd:` files may be read from (default: the one above the eval file).",
+    help="Targets file whose target cwd: files may be read from (default: the one above the eval file).",
 )
 @click.option(
     "--files-root",
@@ -94,8 +94,8 @@ def import_(
         return
     if outcome.already_imported:
         click.echo(
-            f"already imported as run {outcome.run_id} ({outcome.tests} results"
-            + (f", {outcome.skipped} lines left out" if outcome.skipped else "")
+            f"already imported as run {outcome.run_id} ({plural(outcome.tests, 'result')}"
+            + (f", {plural(outcome.skipped, 'line')} left out" if outcome.skipped else "")
             + "); nothing written"
         )
         if eval_path and outcome.eval_path != str(eval_path.resolve()):
@@ -106,18 +106,28 @@ def import_(
             )
         return
     click.echo(
-        f"imported {outcome.tests} results ({outcome.format}) as run {outcome.run_id}"
-        + (f", {outcome.skipped} bad lines skipped" if outcome.skipped else "")
+        f"imported {plural(outcome.tests, 'result')} ({outcome.format}) as run {outcome.run_id}"
+        + (f", {plural(outcome.skipped, 'bad line')} skipped" if outcome.skipped else "")
     )
     if outcome.eval_path:
         click.echo(f"eval snapshot: {outcome.eval_path}")
     else:
-        note("no eval file found for these results: pass --eval to replay them later")
+        note(
+            "no eval file found for these results; to regrade them later, name it: "
+            f"evalstore replay {outcome.run_id} --eval FILE"
+        )
 
 
 @click.command()
-@click.argument("run")
-@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="agentv-jsonl", show_default=True)
+@click.argument("run", shell_complete=complete_run_id)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    default="agentv-jsonl",
+    show_default=True,
+    help="Output format (each is described below).",
+)
 @click.option(
     "-o",
     "--output",
@@ -129,7 +139,7 @@ def import_(
 def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignore[no-untyped-def]
     """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), or JSON.
 
-    RUN: an id, a unique prefix, or ``last``. Results stream out in the order the run scored them;
+    RUN: an id, a unique prefix, or last. Results stream out in the order the run scored them;
     a replay's rows carry the transcript of the run it replayed. Output is UTF-8.
 
     \b
@@ -151,7 +161,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
       evalstore export last --format csv -o results.csv
       evalstore export imp-5159 > rows.jsonl
     """
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     run_id = resolve_run(store, run)
     to_file = output is not None and str(output) != "-"
     try:
@@ -163,8 +173,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     if summary.status != "completed":
         note(f"run {run_id} is not complete ({summary.status}): only the results it scored were exported")
     if to_file:
-        unit = "line" if fmt == "csv" else "result"
-        note(f"wrote {count} {unit}{'' if count == 1 else 's'} to {output}")
+        note(f"wrote {plural(count, 'line' if fmt == 'csv' else 'result')} to {output}")
 
 
 @contextmanager

@@ -5,7 +5,7 @@ payloads, read streams and blobs, verify, rebuild projections.
 """
 
 from evalstore.store.codec import canonical_json, digest_json, sha256_hex
-from evalstore.store.engine import make_engine, resolve_url
+from evalstore.store.engine import locate, make_engine, resolve_url
 from evalstore.store.envelope import NewEvent, StoredEvent
 from evalstore.store.errors import (
     AppendOnlyError,
@@ -16,6 +16,7 @@ from evalstore.store.errors import (
     NotFound,
     SchemaOutOfDate,
     StoreError,
+    StoreMissing,
 )
 from evalstore.store.recorder import EventStore, VerifyReport
 
@@ -30,10 +31,12 @@ __all__ = [
     "NotFound",
     "SchemaOutOfDate",
     "StoreError",
+    "StoreMissing",
     "StoredEvent",
     "VerifyReport",
     "canonical_json",
     "digest_json",
+    "locate",
     "make_engine",
     "resolve_url",
     "sha256_hex",

@@ -1,23 +1,26 @@
 """Where the store lives and how to open it: URL resolution, engine setup, the migration check.
 
 Everything that needs a database URL (the CLI, the tests, ``migrations/env.py``) calls
-:func:`resolve_url`, so there is one order of precedence: ``--db``, then ``EVALSTORE_DB``, then the
-embedded SQLite file under the current directory.
+:func:`resolve_url` (or :func:`locate`), so there is one order of precedence: ``--db``, then
+``EVALSTORE_DB``, then the embedded SQLite file found the way git finds ``.git``: the nearest
+``.evalstore/evalstore.db`` in the current folder or a parent, else a new one in the current folder.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError
 
-from evalstore.store.errors import SchemaOutOfDate, StoreError
+from evalstore.store.errors import SchemaOutOfDate, StoreError, StoreMissing
 from evalstore.store.schema import SCHEMA_REVISION
 
-DEFAULT_URL = "sqlite:///.evalstore/evalstore.db"
+STORE_DIR, STORE_FILE = ".evalstore", "evalstore.db"
+DEFAULT_URL = f"sqlite:///{STORE_DIR}/{STORE_FILE}"
 ENV_VAR = "EVALSTORE_DB"
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 # Events run from a few hundred bytes to a few KB: in SQLite's default 4 KB pages the space left at the
@@ -30,12 +33,64 @@ SQLITE_PAGE_SIZE = 16_384
 IMMEDIATE = "evalstore_begin_immediate"
 
 
+@dataclass(frozen=True)
+class Location:
+    """Where a store is: its URL; for SQLite the file; ``default`` when neither ``--db`` nor
+    ``EVALSTORE_DB`` named it; ``found_above`` when the default store was found in a parent folder."""
+
+    url: str
+    path: Path | None = None
+    default: bool = False
+    found_above: bool = False
+    searched_from: Path | None = None
+
+    def missing(self) -> StoreMissing:
+        if self.default:
+            return StoreMissing(
+                f"no store found: looked for {STORE_DIR}/{STORE_FILE} in {self.searched_from} and every parent "
+                "folder; record a run first (evalstore run, import or quickstart) or pass --db URL"
+            )
+        where = self.path.resolve() if self.path is not None else make_url(self.url).render_as_string()
+        return StoreMissing(f"no store at {where}: nothing was created; check --db / {ENV_VAR}")
+
+
+def find_store(start: Path) -> Path | None:
+    """The nearest ``.evalstore/evalstore.db`` in ``start`` or one of its parents, as git finds ``.git``."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / STORE_DIR / STORE_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _sqlite_file(url: str) -> Path | None:
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database).expanduser()
+
+
+def locate(db: str | None = None, *, cwd: Path | None = None) -> Location:
+    """Resolve where the store is, without creating anything."""
+    url = db or os.environ.get(ENV_VAR)
+    if url:
+        if "://" not in url:
+            # A bare path is taken as a SQLite file: friendlier than SQLAlchemy's parse error.
+            url = f"sqlite:///{url}"
+        return Location(url, _sqlite_file(url))
+    here = cwd or Path.cwd()
+    found = find_store(here)
+    if found is None:
+        return Location(DEFAULT_URL, Path(STORE_DIR) / STORE_FILE, default=True, searched_from=here.resolve())
+    above = found.parent.parent != here.resolve()
+    url = f"sqlite:///{found}" if above else DEFAULT_URL
+    return Location(url, found if above else Path(STORE_DIR) / STORE_FILE, True, above, here.resolve())
+
+
 def resolve_url(db: str | None = None) -> str:
-    url = db or os.environ.get(ENV_VAR) or DEFAULT_URL
-    if "://" not in url:
-        # A bare path is taken as a SQLite file: friendlier than SQLAlchemy's parse error.
-        url = f"sqlite:///{url}"
-    return url
+    return locate(db).url
 
 
 def _normalize_driver(url: str) -> str:
@@ -49,15 +104,22 @@ def _normalize_driver(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def make_engine(db: str | None = None) -> Engine:
-    """An engine for the resolved URL, with SQLite's pragmas and explicit transaction control."""
-    url = _normalize_driver(resolve_url(db))
+def make_engine(db: str | Location | None = None, *, create: bool = True) -> Engine:
+    """An engine for the resolved URL, with SQLite's pragmas and explicit transaction control.
+
+    ``create=False`` (commands that only read) refuses a SQLite file that does not exist, saying where
+    it looked, instead of creating it and its folder."""
+    location = db if isinstance(db, Location) else locate(db)
+    url = _normalize_driver(location.url)
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        database = parsed.database
-        if database and database != ":memory:" and not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        path = _sqlite_file(url)
+        if path is not None:
+            if not create and not path.is_file():
+                raise location.missing()
+            if create:
+                path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
         return engine
@@ -160,8 +222,9 @@ def _stamped_revision(engine: Engine) -> str | None:
         return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
 
 
-def ensure_current(engine: Engine) -> None:
-    """Upgrade a brand-new empty store by itself; refuse one that is behind, saying how to fix it."""
+def ensure_current(engine: Engine, *, create: bool = True) -> None:
+    """Upgrade a brand-new empty store by itself (unless ``create=False``: a command that only reads
+    refuses an empty database); refuse one that is behind, saying how to fix it."""
     current = _stamped_revision(engine)
     if current == SCHEMA_REVISION:  # the common case: no Alembic needed
         return
@@ -172,6 +235,10 @@ def ensure_current(engine: Engine) -> None:
     if current is None:
         existing = set(inspect(engine).get_table_names())
         if not existing & {"events", "blobs"}:
+            if not create:
+                raise StoreMissing(
+                    f"no store at {engine.url.render_as_string()}: the database holds no evalstore tables"
+                )
             upgrade(engine)
             return
         raise SchemaOutOfDate(

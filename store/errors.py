@@ -35,3 +35,7 @@ class BlobCorrupt(StoreError):
 
 class NotFound(StoreError):
     """A run, test or event that the store does not hold."""
+
+
+class StoreMissing(StoreError):
+    """A command that only reads was pointed at a store that does not exist (it is never created)."""

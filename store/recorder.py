@@ -78,7 +78,7 @@ class VerifyReport:
 class EventStore:
     """An evalstore database: open with :meth:`open`, or wrap an existing engine."""
 
-    def __init__(self, engine: Engine, *, check_schema: bool = True) -> None:
+    def __init__(self, engine: Engine, *, check_schema: bool = True, create: bool = True) -> None:
         self.engine = engine
         # Each backend module imports its SQLAlchemy dialect; load only the one this store uses.
         self.dialect = importlib.import_module(
@@ -86,7 +86,7 @@ class EventStore:
         )
         self._dictionaries = Dictionaries()
         if check_schema:
-            ensure_current(engine)
+            ensure_current(engine, create=create)
 
     @classmethod
     def open(cls, db: str | None = None) -> EventStore:

@@ -127,9 +127,11 @@ def test_a_brand_new_store_is_upgraded_on_first_use(engine: Engine) -> None:
 
 
 def test_a_brand_new_store_is_upgraded_by_the_first_command(store_url: str) -> None:
-    result = CliRunner().invoke(cli.main, ["--db", store_url, "runs", "--json"])
+    # A command that only reads never creates a store (tests/e2e/test_e2e_newcomer.py); one that writes does.
+    result = CliRunner().invoke(cli.main, ["--db", store_url, "db", "rebuild"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == "[]"
+    assert result.stdout.strip() == "rebuilt projections from 0 events"
+    assert CliRunner().invoke(cli.main, ["--db", store_url, "runs", "--json"]).stdout.strip() == "[]"
     eng = make_engine(store_url)
     try:
         assert store_engine.current_revision(eng) == store_engine.head_revision()

@@ -55,6 +55,21 @@ def _text(store: EventStore, digest: str | None, limit: int | None = None) -> st
     return text if limit is None or len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
+def _test_ids_hint(wanted: str, keys: Any) -> str:
+    """The run's test ids, or the closest ones when there are many."""
+    import difflib
+
+    ids = sorted({key[0] for key in keys})
+    if not ids:
+        return "it has no tests"
+    if len(ids) <= 10:
+        return f"its tests: {', '.join(ids)}"
+    close = difflib.get_close_matches(wanted, ids, n=5, cutoff=0.4) or [i for i in ids if wanted in i][:5]
+    if close:
+        return f"closest: {', '.join(close)} ({len(ids)} tests; evalstore show RUN lists them)"
+    return f"{len(ids)} tests, e.g. {', '.join(ids[:5])}; evalstore show RUN lists them"
+
+
 def audit_test(
     store: EventStore,
     run_id: str,
@@ -68,7 +83,7 @@ def audit_test(
     run, origin = loaded if loaded else (load_run(store, run_id), None)
     matches = [m for key, m in run.tests.items() if key[0] == test_id]
     if not matches:
-        raise NotFoundError(f"run {run_id} has no test {test_id!r}")
+        raise NotFoundError(f"run {run_id} has no test {test_id!r}; {_test_ids_hint(test_id, run.tests)}")
     checks = BlobCheck(store)
     run_info = _run_info(store, run, checks)
     origin = origin or transcript_run(store, run)

@@ -27,6 +27,8 @@ class RunSummary:
     mean_score: float | None
     started_at: str
     source: str | None = None
+    changes: list[str] = field(default_factory=list)
+    """For a replay: what it swapped (``describe_swaps`` of its recorded overrides)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,12 +72,46 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
                 source=run["source"],
             )
         )
+    for summary in out:
+        if summary.kind == "replay":
+            summary.changes = describe_swaps(run_started(store, summary.run_id).overrides)
     return out
 
 
-def list_runs(store: EventStore) -> list[RunSummary]:
+def describe_swaps(overrides: dict[str, Any]) -> list[str]:
+    """What a replay changed, one short phrase per swap: eval, preprocessors, prompts, judge, graders,
+    tests (and threshold, no-cache). A replay that swapped nothing gives ``[]``."""
+    o = overrides or {}
+    out: list[str] = []
+    if o.get("eval_path"):
+        out.append(f"eval {o['eval_path'].replace(chr(92), '/').rsplit('/', 1)[-1]}")
+    for spec in o.get("preprocessors") or []:
+        out.append(f"preprocessor {str(spec).split('=', 1)[0]}")
+    for spec in o.get("prompts") or []:
+        out.append(f"prompt {str(spec).split('=', 1)[0]}")
+    judge = [f"{k} {o[key]}" for k, key in (("target", "judge_target"), ("model", "judge_model")) if o.get(key)]
+    if judge:
+        out.append("judge " + ", ".join(judge))
+    if o.get("graders"):
+        out.append("graders " + ",".join(o["graders"]))
+    if o.get("tests"):
+        out.append(f"tests {o['tests']}")
+    if o.get("threshold") is not None:
+        out.append(f"threshold {o['threshold']}")
+    if o.get("no_cache"):
+        out.append("no cache")
+    return out
+
+
+def list_runs(
+    store: EventStore, *, suite: str | None = None, kind: str | None = None, limit: int | None = None
+) -> list[RunSummary]:
+    """Runs in the order they started; ``suite``/``kind`` filter, ``limit`` keeps the newest."""
     rows = sorted(store.query("runs"), key=lambda r: r["started_seq"])
-    return _summaries(store, rows)
+    rows = [r for r in rows if (suite is None or r["suite"] == suite) and (kind is None or r["kind"] == kind)]
+    if limit is not None:
+        rows = rows[-limit:] if limit else []
+    return _summaries(store, rows) if rows else []
 
 
 def resolve_run(store: EventStore, ref: str) -> str:

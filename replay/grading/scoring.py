@@ -16,7 +16,7 @@ are checked and how a replay tells a changed grader from a changed aggregation.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -93,6 +93,24 @@ def required_gate(required: bool | float, min_score: float | None, threshold: fl
     if not required:
         return None
     return min_score if min_score is not None else float(required)
+
+
+def explain_score(verdicts: Iterable[Any], threshold: float) -> str:
+    """Why a test scored what it did, when its graders' scores do not say it: the required grader
+    whose gate set the score to 0, and the graders an execution error left out of the mean ('' when
+    the score is simply the weighted mean). ``verdicts``: recorded verdicts (``VerdictRecorded``)."""
+    verdicts = list(verdicts)
+    errored = [v for v in verdicts if v.status == "execution_error" or v.verdict == "skip"]
+    parts = []
+    for v in verdicts:
+        gate = None if v in errored else required_gate(v.required, v.min_score, threshold)
+        if gate is not None and v.score < gate:
+            parts.append(f"required grader {v.grader} scored {v.score:.3f}, below its gate {gate:.3f}: score 0")
+            break
+    if errored:
+        names = ", ".join(v.grader for v in errored)
+        parts.append(f"{names} failed to run (execution error): left out of the score")
+    return "; ".join(parts)
 
 
 def score_test(verdicts: Sequence[tuple[_ScoredSpec, GraderResult]], threshold: float) -> TestOutcome:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,11 @@ def filled(store: EventStore, store_url: str) -> str:
 
 def test_db_current_upgrade_history_downgrade(store_url: str) -> None:
     head = store_engine.head_revision()
+    if store_url.startswith("sqlite:///"):  # a file that does not exist is not created by a read
+        path = Path(store_url.removeprefix("sqlite:///"))
+        one_line_error(evalstore(store_url, "db", "current"), 2, f"Error: no store at {path}")
+        assert not path.exists()
+        sqlite3.connect(path).close()  # an empty database: current none
     assert json.loads(ok(store_url, "db", "current", "--json").stdout) == {
         "current": None,
         "head": head,
@@ -133,6 +139,7 @@ def test_runs_lists_every_run(filled: str) -> None:
 
 
 def test_runs_on_an_empty_store(store_url: str) -> None:
+    ok(store_url, "db", "upgrade")
     assert ok(store_url, "runs", "--json").stdout == "[]\n"
     assert ok(store_url, "runs").stdout.startswith("no runs yet")
 

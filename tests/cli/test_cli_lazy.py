@@ -59,7 +59,7 @@ def test_version_is_the_packages() -> None:
 
 def test_listing_runs_of_a_current_store_loads_no_alembic_pydantic_or_rich(tmp_path) -> None:  # type: ignore[no-untyped-def]
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    assert "alembic" in _modules_loaded_by("--db", url, "runs")  # the first use creates the store
+    assert "alembic" in _modules_loaded_by("--db", url, "db", "upgrade")  # creating the store migrates it
     loaded = _modules_loaded_by("--db", url, "runs")
     assert "sqlalchemy" in loaded and "evalstore.cli.runs" in loaded  # the check sees the command's imports
     assert not {m for m in loaded if m.split(".")[0] in {"alembic", "pydantic", "rich", "psycopg"}}

@@ -177,7 +177,7 @@ def test_custom_prompts_reach_the_judge_byte_identical_to_agentvs(
     sqlite_url: str, real: Path, real_judge: JudgeServer, suite: str
 ) -> None:
     run = imported(sqlite_url, real, suite)
-    ok_json(cli(sqlite_url, "replay", run, "--json"))
+    ok_json(cli(sqlite_url, "replay", run, "--json"), 0, 1)  # 1: a regraded test below the threshold
     logged = [json.loads(line) for line in (REAL / "judge-logs" / f"{suite}.jsonl").read_text("utf-8").splitlines()]
     agentv = {m["content"] for entry in logged for m in entry["body"]["messages"] if m["role"] == "user"}
     ours = [r.user for r in real_judge.requests if CUSTOM in r.user]

@@ -14,7 +14,7 @@ from scipy.stats import binomtest
 
 def _strict_replay(db: str, run_id: str, root: Path) -> str:
     prompt = root / "prompts" / "quality.v2.md"
-    return ok_json(cli(db, "replay", run_id, "--prompt", f"quality=file://{prompt}", "--json"))["run_id"]
+    return ok_json(cli(db, "replay", run_id, "--prompt", f"quality=file://{prompt}", "--json"), 0, 1)["run_id"]
 
 
 def test_compare_json_flips_stats_and_assertion_diffs(

@@ -377,7 +377,9 @@ def test_a_replay_exports_carried_and_regraded_verdicts_with_the_parent_transcri
             "--eval",
             str(recorded.suite.eval_v2),
             "--json",
-        )
+        ),
+        0,
+        1,
     )
     replay_id = out["run_id"]
     doc = json.loads(_export(recorded_db, replay_id, "json", tmp_path / "o.json"))

@@ -31,7 +31,7 @@ from judge_server import JudgeServer
 
 def replay(db: str, run: str, *args: str) -> dict:
     """``evalstore replay RUN ARGS --json`` in process; returns its JSON (the comparison included)."""
-    out = ok_json(cli(db, "replay", run, "--json", *args))
+    out = ok_json(cli(db, "replay", run, "--json", *args), 0, 1)  # 1: a regraded test below the threshold
     assert out["parent_run_id"] == run and out["complete"] is True
     return out
 
@@ -99,7 +99,7 @@ def test_a_replay_needs_neither_the_target_nor_the_network(
         )
     finally:
         agent.write_bytes(kept)
-    out = ok_json(result)
+    out = ok_json(result, 0, 1)  # 1: a regraded test below the threshold
     assert len(judge.requests) == before
     assert verdict_signature(recorded_db, out["run_id"]) == verdict_signature(recorded_db, recorded.run_id)
 
@@ -254,9 +254,9 @@ def test_drift_is_named_and_strict_refuses(tmp_path: Path) -> None:
     assert runs(db) == before_runs and ok_json(cli(db, "verify", "--json"))["events"] == before_events
 
     result = cli(db, "replay", run_id)
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code in (0, 1), result.stderr
     assert "drift" in result.stderr and str(suite.grader) in result.stderr.replace("\n", "")
-    out = ok_json(cli(db, "replay", run_id, "--json"))
+    out = ok_json(cli(db, "replay", run_id, "--json"), 0, 1)
     assert any(str(suite.grader) in d for d in out["drift"])
     # The replay ran the script as it is now, and its own snapshot says so.
     assert graders(db, out["run_id"], "workbook") == {"q1-report": 0.25}
@@ -267,7 +267,7 @@ def test_drift_is_named_and_strict_refuses(tmp_path: Path) -> None:
 
 def test_replay_of_an_unknown_run_is_one_line(sqlite_url: str) -> None:
     line = one_line_error(cli(sqlite_url, "replay", "rec-nope"))
-    assert "rec-nope" in line or "no runs" in line
+    assert "rec-nope" in line or "no runs" in line or "no store at" in line  # a replay never creates a store
 
 
 def test_bad_swaps_are_one_line(recorded: Recorded, recorded_db: str) -> None:

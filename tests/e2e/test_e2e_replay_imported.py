@@ -62,7 +62,7 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
         cli(sqlite_url, "import", str(baseline), "--eval", str(rubric_copy / "dataset.eval.yaml"), "--json")
     )
     assert imported["eval_path"] == str(rubric_copy / "dataset.eval.yaml")
-    out = ok_json(cli(sqlite_url, "replay", imported["run_id"], "--json"))
+    out = ok_json(cli(sqlite_url, "replay", imported["run_id"], "--json"), 0, 1)
     assert out["complete"] is True
     shown = results_by_test(sqlite_url, out["run_id"])
     assert set(shown) == {r["test_id"] for r in rows}  # the run went on past every error

@@ -134,7 +134,7 @@ def test_a_killed_replay_resumes_without_regrading_recorded_tests(tmp_path: Path
     interrupted = graded[-1]
 
     (graders / "slow.flag").unlink()
-    out = ok_json(cli(db, "replay", "--resume", replay["run_id"], "--json"))
+    out = ok_json(cli(db, "replay", "--resume", replay["run_id"], "--json"), 0, 1)
     assert out["run_id"] == replay["run_id"] and out["complete"] is True
     assert Counter(log.read_text().split()) == {q: 2 if q == interrupted else 1 for q in ("Q1", "Q2", "Q3")}
     (replay,) = [r for r in runs(db) if r["kind"] == "replay"]

@@ -30,7 +30,7 @@ def test_three_shard_processes_make_the_same_replay_as_one(postgres_url: str, tm
     parent = record(postgres_url, suite)["run_id"]
     swap = ("--eval", str(suite.eval_v2))
 
-    single = ok_json(cli(postgres_url, "replay", parent, *swap, "--json"))["run_id"]
+    single = ok_json(cli(postgres_url, "replay", parent, *swap, "--json"), 0, 1)["run_id"]
 
     procs = [
         subprocess.Popen(
@@ -50,7 +50,7 @@ def test_three_shard_processes_make_the_same_replay_as_one(postgres_url: str, tm
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
-        assert proc.returncode == 0, stderr
+        assert proc.returncode in (0, 1), stderr  # 1: a regraded test below the threshold
         outputs.append(json.loads(stdout))
 
     (shard_run,) = {o["run_id"] for o in outputs}  # every shard wrote into the same run

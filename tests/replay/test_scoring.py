@@ -165,3 +165,30 @@ def test_score_recorded_rules() -> None:
     assert outcome.passed is False
     assert outcome.error == "c: Grader parse failure after 3 attempts"
     assert score_recorded([], 0.8) is None
+
+
+# -- explain_score: why a test scored what it did (shown by run, replay and show) -------------------
+
+
+def _verdict(grader: str, score: float, **kw):  # type: ignore[no-untyped-def]
+    from evalstore.store.events import VerdictRecorded
+
+    verdict = "pass" if score >= 0.8 else "fail"
+    return VerdictRecorded(test_id="t", grader=grader, grader_type="code", score=score, verdict=verdict, **kw)
+
+
+def test_the_required_grader_whose_gate_zeroed_the_score_is_named() -> None:
+    from evalstore.replay.grading.scoring import explain_score
+
+    verdicts = [_verdict("a", 1.0), _verdict("b", 1.0), _verdict("wb", 0.75, required=True)]
+    assert explain_score(verdicts, 0.8) == "required grader wb scored 0.750, below its gate 0.800: score 0"
+    # Above its gate (its own min_score), or not required: the score is the mean, nothing to explain.
+    assert explain_score([_verdict("wb", 0.75, required=True, min_score=0.7)], 0.8) == ""
+    assert explain_score([_verdict("a", 1.0), _verdict("wb", 0.75)], 0.8) == ""
+
+
+def test_a_grader_that_failed_to_run_is_named_as_left_out_of_the_score() -> None:
+    from evalstore.replay.grading.scoring import explain_score
+
+    verdicts = [_verdict("a", 1.0), _verdict("broken", 0.0, status="execution_error")]
+    assert explain_score(verdicts, 0.8) == "broken failed to run (execution error): left out of the score"

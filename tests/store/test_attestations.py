@@ -156,7 +156,8 @@ def test_a_missing_key_stops_import_before_anything_is_written(sqlite_url: str, 
     )
     assert result.exit_code == 2
     assert result.stderr == f"Error: {missing}: no signing key there; create one with `evalstore keys init`\n"
-    assert _cli("--db", sqlite_url, "runs", "--json").stdout.strip() == "[]"
+    listed = _cli("--db", sqlite_url, "runs", "--json")  # a read never creates the store the import did not
+    assert listed.stdout.strip() == "[]" or "no store at" in listed.stderr
 
 
 def test_replay_writes_a_checkpoint_that_covers_the_replay(

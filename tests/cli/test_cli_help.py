@@ -1,0 +1,71 @@
+"""Help for people: every option described, examples everywhere, run ids explained, no stray markup,
+and docs/cli.md generated from it and current. Shell completion offers run and test ids."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from evalstore.cli.reference import commands, render, root_context
+
+REPO = Path(__file__).resolve().parents[2]
+ALL = [(ctx.command_path, ctx, command) for ctx, command in commands(root_context())]
+RUN_ARGUMENTS = {"run", "run_a", "run_b"}
+
+
+@pytest.mark.parametrize(("path", "ctx", "command"), ALL, ids=[a[0] for a in ALL])
+def test_every_command_is_described_with_an_example_and_no_markup(
+    path: str, ctx: click.Context, command: click.Command
+) -> None:
+    text = command.get_help(ctx)
+    assert "`" not in text, f"{path}: literal backticks in help"
+    assert "Example:" in text or "Examples:" in text, f"{path}: no example"
+    for param in command.params:
+        if isinstance(param, click.Option) and param.name != "help":
+            assert param.help, f"{path} {param.opts[0]}: no description"
+    if RUN_ARGUMENTS & {p.name for p in command.params if isinstance(p, click.Argument)}:
+        assert "a unique prefix, or last" in " ".join(text.split()), f"{path}: does not say RUN may be last or a prefix"
+
+
+def test_the_cli_reference_page_is_current() -> None:
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert page == render(), "docs/cli.md is stale: python -m evalstore.cli.reference > docs/cli.md"
+    for path, _, _ in ALL:
+        assert f"## {path}\n" in page
+
+
+def _complete(cwd: Path, words: str, index: int) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
+    env.update({"COMP_WORDS": words, "COMP_CWORD": str(index), "_EVALSTORE_COMPLETE": "bash_complete"})
+    script = Path(sys.executable).parent / "evalstore"
+    out = subprocess.run([str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [line.split(",", 1)[1] for line in out.stdout.splitlines()]
+
+
+def test_run_ids_and_test_ids_complete_from_the_store(tmp_path: Path) -> None:
+    from fixture_paths import AGENTV_FIXTURES
+
+    baseline = AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
+    script = Path(sys.executable).parent / "evalstore"
+    imported = subprocess.run(
+        [str(script), "import", str(baseline)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90
+    )
+    assert imported.returncode == 0, imported.stderr
+    run_id = imported.stdout.split(" as run ")[1].split()[0].rstrip(",")
+    assert _complete(tmp_path, "evalstore show ", 2) == ["last", run_id]
+    assert _complete(tmp_path, f"evalstore show {run_id[:6]}", 2) == [run_id]
+    test_ids = _complete(tmp_path, f"evalstore audit {run_id} ", 3)
+    rows = [line for line in baseline.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(test_ids) == len(rows) and test_ids == sorted(test_ids)
+    # No store: no suggestions, and none created.
+    empty = tmp_path / "elsewhere"
+    empty.mkdir()
+    assert _complete(empty, "evalstore show ", 2) == [] or (tmp_path / ".evalstore").exists()
+    assert not (empty / ".evalstore").exists()

@@ -1,0 +1,178 @@
+"""A newcomer's first hour (issue 13): the store is found like git finds .git, read-only commands never
+create one, exit codes mean one thing, tables keep ids whole, and replays say what they changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from e2e_helpers import BASELINE, EVALSTORE, TESTS, Recorded, cli, ok_json, one_line_error
+
+READ_ONLY = [
+    ["runs"],
+    ["show", "last"],
+    ["compare", "last", "last"],
+    ["audit", "last", "some-test"],
+    ["export", "last"],
+    ["verify"],
+    ["db", "current"],
+]
+
+
+def run_here(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The console script with no --db (the store is found from ``cwd``)."""
+    environ = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
+    return subprocess.run(
+        [str(EVALSTORE), *args], cwd=cwd, env={**environ, **(env or {})}, capture_output=True, text=True, timeout=90
+    )
+
+
+def files_under(root: Path) -> set[Path]:
+    return {p.relative_to(root) for p in root.rglob("*")}
+
+
+# -- finding the store --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", READ_ONLY, ids=lambda a: " ".join(a))
+def test_a_read_only_command_without_a_store_creates_nothing_and_says_where_it_looked(
+    tmp_path: Path, args: list[str]
+) -> None:
+    (tmp_path / "evals").mkdir()
+    result = run_here(tmp_path / "evals", *args)
+    line = one_line_error(result)
+    assert f"looked for .evalstore/evalstore.db in {tmp_path / 'evals'} and every parent folder" in line
+    assert files_under(tmp_path) == {Path("evals")}
+
+
+@pytest.mark.parametrize("args", READ_ONLY, ids=lambda a: " ".join(a))
+def test_an_explicit_missing_sqlite_file_is_refused_not_created(tmp_path: Path, args: list[str]) -> None:
+    result = run_here(tmp_path, "--db", "sqlite:///missing/dir/x.db", *args)
+    assert f"no store at {tmp_path / 'missing/dir/x.db'}" in one_line_error(result)
+    assert not (tmp_path / "missing").exists()
+
+
+def test_commands_in_a_subfolder_use_the_store_of_a_parent_folder(tmp_path: Path) -> None:
+    imported = ok_json(run_here(tmp_path, "import", str(BASELINE), "--json"))
+    store = tmp_path / ".evalstore" / "evalstore.db"
+    assert store.is_file()
+    sub = tmp_path / "evals" / "deeper"
+    sub.mkdir(parents=True)
+    listed = run_here(sub, "runs", "--json")
+    assert [r["run_id"] for r in ok_json(listed)] == [imported["run_id"]]
+    assert listed.stderr.strip() == f"using the store {store}"
+    # A command that writes also finds it (no second store appears under the subfolder).
+    again = run_here(sub, "import", str(BASELINE), "--json")
+    assert ok_json(again)["already_imported"] is True
+    assert not (sub / ".evalstore").exists() and not (tmp_path / "evals" / ".evalstore").exists()
+    # In the store's own folder nothing is said.
+    assert run_here(tmp_path, "runs", "--json").stderr == ""
+
+
+def test_a_command_that_writes_creates_the_store_in_the_current_folder(tmp_path: Path) -> None:
+    result = run_here(tmp_path, "import", str(BASELINE))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / ".evalstore" / "evalstore.db").is_file()
+    assert "imported 5 results" in result.stdout
+
+
+# -- exit codes ------------------------------------------------------------------------------------
+
+
+def test_replay_exits_1_like_run_when_a_regraded_test_fails(recorded: Recorded, recorded_db: str) -> None:
+    failing = [r["test_id"] for r in recorded.output["results"] if not r["passed"]]
+    assert failing, "the recorded suite should have a failing test"
+    result = cli(recorded_db, "replay", recorded.run_id, "--json")
+    out = ok_json(result, 1)
+    assert sorted(out["failed"]) == sorted(failing)
+    assert "below the threshold" in result.stderr
+    # A pass mark every test reaches: exit 0.
+    assert ok_json(cli(recorded_db, "replay", recorded.run_id, "--threshold", "0", "--json"))["failed"] == []
+
+
+def test_replay_fails_on_a_regression_like_compare(recorded: Recorded, recorded_db: str, tmp_path: Path) -> None:
+    passing = [r["test_id"] for r in recorded.output["results"] if r["passed"]]
+    assert passing, "the recorded suite should have a passing test"
+    # A threshold nobody reaches turns every pass into a fail: a pass->fail flip.
+    result = cli(recorded_db, "replay", recorded.run_id, "--threshold", "1", "--fail-on-regression", "flip", "--json")
+    out = ok_json(result, 1)
+    assert "pass->fail" in out["regression"] and "regression:" in result.stderr
+    # Every test passing and none flipping to fail: both gates are clear.
+    unchanged = cli(recorded_db, "replay", recorded.run_id, "--threshold", "0", "--fail-on-regression", "any")
+    assert unchanged.exit_code == 0, unchanged.stderr
+
+
+def test_a_closed_stdout_does_not_change_the_exit_code(recorded: Recorded, recorded_db: str) -> None:
+    for gate_trips, code in ((False, 0), (True, 1)):
+        args = ["compare", recorded.run_id, recorded.run_id, "--fail-on-regression", "any"]
+        if gate_trips:
+            replayed = ok_json(cli(recorded_db, "replay", recorded.run_id, "--threshold", "1", "--json"), 1)
+            args = ["compare", recorded.run_id, replayed["run_id"], "--fail-on-regression", "flip"]
+        proc = subprocess.Popen(
+            [str(EVALSTORE), "--db", recorded_db, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before the first line (`| head -0`)
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(timeout=90) == code, stderr
+        assert "Error" not in stderr and "Traceback" not in stderr
+        assert ("regression:" in stderr) is gate_trips
+
+
+# -- tables and reports ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_run_ids_never_wrap_at_80_or_120_columns(recorded: Recorded, recorded_db: str, width: int) -> None:
+    replayed = ok_json(cli(recorded_db, "replay", recorded.run_id, "--graders", "workbook", "--json"), 0, 1)
+    result = cli(recorded_db, "runs", env={"COLUMNS": str(width)})
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert all(len(line.rstrip()) <= width for line in lines), result.stdout
+    for run_id in (recorded.run_id, replayed["run_id"]):
+        assert any(line.startswith(run_id + " ") for line in lines), result.stdout
+    (replay_line,) = [line for line in lines if line.startswith(replayed["run_id"])]
+    assert recorded.run_id in replay_line  # the parent id is whole on the same line
+    wide = cli(recorded_db, "runs", env={"COLUMNS": "200"}).stdout
+    assert "graders workbook" in wide and "left out" not in wide
+
+
+def test_runs_and_show_say_what_a_replay_changed(recorded: Recorded, recorded_db: str) -> None:
+    replayed = ok_json(cli(recorded_db, "replay", recorded.run_id, "--graders", "workbook", "--json"), 0, 1)
+    by_id = {r["run_id"]: r for r in ok_json(cli(recorded_db, "runs", "--json"))}
+    assert by_id[replayed["run_id"]]["changes"] == ["graders workbook"]
+    assert by_id[recorded.run_id]["changes"] == []
+    shown = cli(recorded_db, "show", replayed["run_id"])
+    assert "changes: graders workbook" in shown.stdout
+    # --kind, --suite, --limit
+    assert [r["run_id"] for r in ok_json(cli(recorded_db, "runs", "--kind", "replay", "--json"))] == [
+        replayed["run_id"]
+    ]
+    assert [r["run_id"] for r in ok_json(cli(recorded_db, "runs", "--limit", "1", "--json"))] == [replayed["run_id"]]
+    suite = by_id[recorded.run_id]["suite"]
+    assert len(ok_json(cli(recorded_db, "runs", "--suite", suite, "--json"))) == 2
+    assert ok_json(cli(recorded_db, "runs", "--suite", "no-such-suite", "--json")) == []
+    assert cli(recorded_db, "runs", "--suite", "no-such-suite").stdout.strip() == "no runs match"
+
+
+def test_audit_of_a_missing_test_lists_the_tests_that_exist(recorded: Recorded, recorded_db: str) -> None:
+    line = one_line_error(cli(recorded_db, "audit", recorded.run_id, "no-such-test"))
+    assert f"its tests: {', '.join(sorted(TESTS))}" in line
+
+
+def test_import_speaks_in_plurals_and_names_the_command_that_works(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    lone = tmp_path / "one.jsonl"
+    lone.write_text(BASELINE.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    first = cli(db, "import", str(lone))
+    assert first.exit_code == 0 and "imported 1 result (" in first.stdout
+    run_id = ok_json(cli(db, "runs", "--json"))[0]["run_id"]
+    # A lone copy of the rows, away from its eval file: the hint names the command that takes one.
+    assert (
+        f"no eval file found for these results; to regrade them later, name it: evalstore replay {run_id} --eval FILE"
+        in first.stderr
+    )
+    again = cli(db, "import", str(lone))
+    assert "(1 result)" in again.stdout
