@@ -107,6 +107,8 @@ def _ask() -> tuple[str, str | None]:
         except click.Abort:
             click.echo()
             return "quit", None
+        if not sys.stdin.isatty():
+            click.echo(line)  # piped answers: show them, so the transcript reads like a session
         word, _, rest = line.strip().partition(" ")
         choice = _ANSWERS.get(word.lower())
         if choice:
@@ -277,7 +279,7 @@ def _est(e, digits: int = 2) -> str:  # type: ignore[no-untyped-def]
         return e.note or "-"
     if e.low is None:
         return f"{e.value:.{digits}f}"
-    return f"{e.value:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}]"
+    return f"{e.value:.{digits}f} [{e.low:.{digits}f},{e.high:.{digits}f}]"
 
 
 @click.command()
@@ -343,16 +345,21 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
                 _est(r.agreement.precision),
                 _est(r.agreement.kappa) if r.agreement.enough else "-",
                 _est(r.raw_pass_rate),
-                _est(r.corrected_pass_rate) if r.agreement.enough else "-",
+                _est(r.corrected_pass_rate) if r.agreement.enough and r.corrected_pass_rate.value is not None else "-",
             )
             for r in report.rows
         ],
     )
+    uncorrectable = {
+        r.corrected_pass_rate.note for r in report.rows if r.agreement.enough and r.corrected_pass_rate.value is None
+    }
+    for why in sorted(n for n in uncorrectable if n):
+        click.echo(f"corrected -: {why}")
     for name, alpha in report.alpha.items():
         if alpha.value is not None:
             click.echo(f"labellers agree on {name}: Krippendorff's alpha {alpha.value:.3f} (the ceiling for a judge)")
         elif len(report.people) > 1:
             click.echo(f"labellers on {name}: {alpha.note}")
-    ties = sum(r.ties for r in report.rows)
+    ties = max((r.ties for r in report.rows), default=0)  # the same tests for every run: count them once
     if ties:
         click.echo(f"{ties} labelled test(s) left out where the labellers were split evenly")
