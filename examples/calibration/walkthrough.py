@@ -266,7 +266,9 @@ def main() -> None:
     if args.check:
         current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
         if current != text:
-            diff = difflib.unified_diff(current.splitlines(), text.splitlines(), "docs/calibration.md", "generated", lineterm="")
+            diff = difflib.unified_diff(
+                current.splitlines(), text.splitlines(), "docs/calibration.md", "generated", lineterm=""
+            )
             sys.stdout.write("\n".join(diff) + "\n")
             raise SystemExit(1)
         print("docs/calibration.md is current")
