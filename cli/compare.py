@@ -184,7 +184,9 @@ def _labels_for(store, ids: list[str]) -> list:  # type: ignore[no-untyped-def]
 
 
 def _p(x: float | None) -> str:
-    return "-" if x is None else f"{x:.4g}"
+    if x is None:
+        return "-"
+    return "<0.0001" if x < 1e-4 else f"{x:.4g}"  # a normal tail underflows to 0; it is never exactly 0
 
 
 def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: ignore[no-untyped-def]

@@ -16,29 +16,58 @@ from evalstore.cli.output import json_option, note, print_json, print_table
 
 @click.command()
 @click.argument("run")
-@click.argument("test")
+@click.argument("test", required=False)
 @click.option("--pass", "verdict", flag_value="pass", help="The answer is right.")
 @click.option("--fail", "verdict", flag_value="fail", help="The answer is wrong.")
 @click.option("--score", type=click.FloatRange(0, 1), help="A score from 0 to 1 (with or instead of pass/fail).")
 @click.option("--grader", metavar="NAME", help="The grader (criterion) the label is about; default: the whole answer.")
 @click.option("--note", "note_text", metavar="TEXT", help="Why.")
 @click.option("--by", metavar="NAME", help="Who labels (default: the OS user).")
+@click.option(
+    "--next",
+    "interactive",
+    is_flag=True,
+    help="Label RUN's tests one after another in the terminal: the ones you have not labelled yet.",
+)
+@click.option(
+    "--blind/--show-verdict",
+    default=True,
+    show_default=True,
+    help="With --next: hide the run's verdicts (blind) or show them beside the answer.",
+)
 @json_option
 @click.pass_context
 @handle_errors
-def label(ctx, run, test, verdict, score, grader, note_text, by, as_json) -> None:  # type: ignore[no-untyped-def]
+def label(ctx, run, test, verdict, score, grader, note_text, by, interactive, blind, as_json) -> None:  # type: ignore[no-untyped-def]
     """Record a human label for TEST's answer in RUN (it applies to every regrade of that answer).
 
     RUN: an id, a unique prefix, or last. TEST is a test id, or TEST@TARGET#ATTEMPT when the run has
     several results for it. A newer label by
     the same person for the same test and grader supersedes the older one; both stay in the log.
 
+    With --next (and no TEST), go through RUN's tests you have not labelled yet: each shows the question,
+    the answer as the graders saw it (files converted to text) and, with --show-verdict, the run's
+    verdicts; answer p (pass), f (fail), s (skip) or q (quit), optionally followed by a note. Each label is
+    recorded as you give it; run it again to continue.
+
     \b
-    Example:
+    Examples:
       evalstore label last q3-report --fail --note "West shows zero revenue" --by alice
+      evalstore label last --next --by alice
     """
     from evalstore.replay.labels import LabelInput, record_labels
 
+    if interactive:
+        if test is not None:
+            raise UsageError("--next labels the run's tests in turn; give no TEST with it")
+        if verdict is not None or score is not None or note_text or as_json:
+            raise UsageError(
+                "--next asks for each verdict; --pass, --fail, --score, --note and --json do not go with it"
+            )
+        _label_next(open_store(ctx), run, by=by, grader=grader, blind=blind)
+        return
+    if test is None:
+        raise UsageError("give TEST (or --next to label the run's tests in turn)")
     if verdict is None and score is None:
         raise UsageError("give --pass or --fail (and/or --score)")
     store = open_store(ctx)
@@ -51,6 +80,91 @@ def label(ctx, run, test, verdict, score, grader, note_text, by, as_json) -> Non
         what = " ".join(x for x in (event.verdict, None if event.score is None else f"score {event.score:g}") if x)
         about = f" [{event.grader}]" if event.grader else ""
         click.echo(f"labelled {event.test_id}{about} {what} by {event.by} (run {event.run_id})")
+
+
+_ANSWERS = {
+    "p": "pass",
+    "pass": "pass",
+    "f": "fail",
+    "fail": "fail",
+    "s": "skip",
+    "skip": "skip",
+    "q": "quit",
+    "quit": "quit",
+}
+_RULE = "─" * 72
+
+
+def _ask() -> tuple[str, str | None]:
+    """One answer from the person: (pass|fail|skip|quit, note). End of input is quit."""
+    while True:
+        try:
+            line = click.prompt(
+                "pass, fail, skip or quit? [p/f/s/q, then an optional note]",
+                default="",
+                show_default=False,
+                prompt_suffix=" ",
+            )
+        except click.Abort:
+            click.echo()
+            return "quit", None
+        if not sys.stdin.isatty():
+            click.echo(line)  # piped answers: show them, so the transcript reads like a session
+        word, _, rest = line.strip().partition(" ")
+        choice = _ANSWERS.get(word.lower())
+        if choice:
+            return choice, rest.strip() or None
+        click.echo("  answer p, f, s or q (e.g. `f the total is wrong`)")
+
+
+def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: bool) -> None:  # type: ignore[no-untyped-def]
+    """The interactive loop of ``label --next``: show, ask, record, next."""
+    from evalstore.replay.labelling import pending
+    from evalstore.replay.labels import LabelInput, record_labels
+
+    queue = pending(store, run, by=by, grader=grader)
+    about = f" [{queue.grader}]" if queue.grader else ""
+    click.echo(
+        f"labelling {queue.run_id}{about} as {queue.by}: {len(queue.keys)} of {queue.total} test(s) to go"
+        + (" (verdicts hidden; --show-verdict shows them)" if blind else "")
+    )
+    labelled = skipped = 0
+    for i, review in enumerate(queue, start=1):
+        click.echo(_RULE)
+        click.echo(f"[{i}/{len(queue.keys)}] {review.name}")
+        click.echo(f"\nQuestion:\n{review.question}")
+        if review.criteria:
+            click.echo(f"\nCriteria:\n{review.criteria}")
+        if review.expected:
+            click.echo(f"\nExpected:\n{review.expected}")
+        click.echo(f"\nAnswer (as the graders saw it):\n{review.answer or '(empty)'}")
+        if not blind:
+            shown = [v for v in review.verdicts if not queue.grader or v.grader == queue.grader]
+            verdicts = ", ".join(
+                f"{v.grader} {v.verdict or '-'}" + ("" if v.score is None else f" {v.score:.2f}") for v in shown
+            )
+            test = "" if review.passed is None else f"; test {'pass' if review.passed else 'fail'}"
+            click.echo(f"\nRun's verdicts: {verdicts or 'none'}{test}")
+        click.echo()
+        choice, text = _ask()
+        if choice == "quit":
+            break
+        if choice == "skip":
+            skipped += 1
+            continue
+        record_labels(
+            store,
+            [LabelInput(test=review.label_ref, verdict=choice, grader=queue.grader, note=text, by=queue.by)],
+            run=queue.base_run_id,
+        )
+        labelled += 1
+        click.echo(f"  recorded {choice}" + (f" ({text})" if text else ""))
+    left = len(queue.keys) - labelled
+    click.echo(_RULE)
+    click.echo(f"labelled {labelled}, skipped {skipped}; {left} left for {queue.by}")
+    if left:
+        more = (f" --by {queue.by}" if by else "") + (f" --grader {queue.grader}" if queue.grader else "")
+        click.echo(f"continue with: evalstore label {queue.run_id} --next{more}")
 
 
 class _LabelsGroup(click.Group):
@@ -185,7 +299,7 @@ def _est(e, digits: int = 2) -> str:  # type: ignore[no-untyped-def]
         return e.note or "-"
     if e.low is None:
         return f"{e.value:.{digits}f}"
-    return f"{e.value:.{digits}f} [{e.low:.{digits}f}, {e.high:.{digits}f}]"
+    return f"{e.value:.{digits}f} [{e.low:.{digits}f},{e.high:.{digits}f}]"
 
 
 @click.command()
@@ -257,16 +371,21 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
                 _est(r.agreement.precision),
                 _est(r.agreement.kappa) if r.agreement.enough else "-",
                 _est(r.raw_pass_rate),
-                _est(r.corrected_pass_rate) if r.agreement.enough else "-",
+                _est(r.corrected_pass_rate) if r.agreement.enough and r.corrected_pass_rate.value is not None else "-",
             )
             for r in report.rows
         ],
     )
+    uncorrectable = {
+        r.corrected_pass_rate.note for r in report.rows if r.agreement.enough and r.corrected_pass_rate.value is None
+    }
+    for why in sorted(n for n in uncorrectable if n):
+        click.echo(f"corrected -: {why}")
     for name, alpha in report.alpha.items():
         if alpha.value is not None:
             click.echo(f"labellers agree on {name}: Krippendorff's alpha {alpha.value:.3f} (the ceiling for a judge)")
         elif len(report.people) > 1:
             click.echo(f"labellers on {name}: {alpha.note}")
-    ties = sum(r.ties for r in report.rows)
+    ties = max((r.ties for r in report.rows), default=0)  # the same tests for every run: count them once
     if ties:
         click.echo(f"{ties} labelled test(s) left out where the labellers were split evenly")

@@ -104,3 +104,34 @@ def test_agreement_measures_each_run_against_the_labels(store: EventStore) -> No
     expected = sum(TESTS[t] == humans[t] for t in TESTS) / 12
     assert base.agreement.accuracy.value == pytest.approx(expected)
     assert base.raw_pass_rate.value == pytest.approx(sum(TESTS.values()) / 12)
+
+
+def test_the_next_queue_skips_what_this_person_labelled_and_shows_the_given_runs_verdicts(store: EventStore) -> None:
+    from evalstore.replay.labelling import pending
+
+    add_run(store, "rec-1", TESTS)
+    add_run(store, "rpl-1", {t: not p for t, p in TESTS.items()}, parent="rec-1")
+    record_labels(
+        store,
+        [
+            LabelInput(test="t00", verdict="pass", by="ann"),
+            LabelInput(test="t01", verdict="fail", by="bob"),
+            LabelInput(test="t02", verdict="fail", by="ann", grader="quality"),
+        ],
+        run="rec-1",
+    )
+    queue = pending(store, "rpl-1", by="ann")
+    assert (queue.run_id, queue.base_run_id, queue.total) == ("rpl-1", "rec-1", 12)
+    assert [k[0] for k in queue.keys] == [t for t in sorted(TESTS) if t != "t00"]
+    assert [k[0] for k in pending(store, "rec-1", by="ann", grader="quality").keys] == [
+        t for t in sorted(TESTS) if t != "t02"
+    ]
+    assert len(pending(store, "rec-1", by="bob").keys) == 11
+    review = next(iter(queue))
+    assert review.name == "t01" and review.answer == "answer t01"
+    # the verdicts are the replay's, not the recorded run's
+    assert [(v.grader, v.verdict) for v in review.verdicts] == [("quality", "fail" if TESTS["t01"] else "pass")]
+    assert review.passed is (not TESTS["t01"])
+    # what the queue names a result by is what record_labels takes
+    [event] = record_labels(store, [LabelInput(test=review.label_ref, verdict="pass", by="ann")], run="rec-1")
+    assert event.test_id == "t01" and len(pending(store, "rpl-1", by="ann").keys) == 10
