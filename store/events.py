@@ -231,6 +231,9 @@ class GraderCalled(DomainEvent):
     argv: list[str] | None = None
     script_sha256: str | None = None
     exit_code: int | None = None
+    parse_attempt: int | None = None
+    """A judge call's parse attempt (1-3; a repair request is attempt 1 of its own request), part of its
+    cache key. Set since judge replies that did not parse are cached too: such a call is reused as well."""
 
 
 class VerdictRecorded(DomainEvent):
