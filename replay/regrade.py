@@ -4,6 +4,10 @@ Structurally unable to call a target: nothing here imports ``evalstore.replay.ta
 artifacts are read from the run that recorded them (walking up through replays of replays) and used
 by reference. What is swapped (eval, converters, prompts, judge, graders, tests) is recorded in the
 replay's ``run_started`` event, so an interrupted replay resumes with exactly the same settings.
+
+A replay of a replay starts from what its parent graded with (:func:`effective_options`: the swaps of
+every replay down the chain, in order), and its own swaps apply on top: replaying any run with no
+options reproduces it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalstore import __version__
-from evalstore.replay.analysis.views import transcript_run_id
+from evalstore.replay.analysis.views import run_started, transcript_run_id
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.aliases import normalize_media_type
 from evalstore.replay.evalfile.parser import load_eval
@@ -66,10 +70,58 @@ class ReplayOptions:
     threshold: float | None = None
     targets_path: str | None = None
     shard: tuple[int, int] | None = None
+    inherited_prompts: list[str] = field(default_factory=list)
+    """Prompt swaps made by the replays this one descends from (set by :func:`effective_options`): one
+    whose grader the eval no longer has is dropped with a warning instead of refused."""
 
     def recorded(self) -> dict[str, Any]:
-        """What goes into the replay's run_started event (everything but the shard)."""
-        return {k: v for k, v in asdict(self).items() if k != "shard"}
+        """What goes into the replay's run_started event: the options given (not the shard, nor what
+        was inherited, which the parent chain records)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("shard", "inherited_prompts")}
+
+
+INHERITED = ("preprocessors", "prompts", "judge_target", "judge_model", "graders", "tests", "threshold", "targets_path")
+"""What a replay takes from the replay it regrades. Not the eval (the parent's eval snapshot is already
+the eval it graded with) and not ``no_cache`` (how to get replies, not what to grade with)."""
+
+
+def effective_options(store: EventStore, parent: RunStarted, own: ReplayOptions) -> ReplayOptions:
+    """The configuration a replay of ``parent`` grades with: what ``parent`` graded with, then ``own``'s
+    swaps on top. For a recorded or imported parent that is ``own``; for a replay, the options of every
+    replay down to the transcript run are layered oldest first (converters and prompts add up, a later
+    swap of the same type or grader winning; judge, graders, tests, threshold and targets file are
+    replaced when given)."""
+    chain: list[dict[str, Any]] = []
+    started, seen = parent, set()
+    while started.kind == "replay" and started.parent_run_id and started.run_id not in seen:
+        seen.add(started.run_id)
+        chain.append(started.overrides or {})
+        started = run_started(store, started.parent_run_id)
+    if not chain:
+        return own
+    inherited: dict[str, Any] = {"preprocessors": [], "prompts": []}
+    for layer in reversed(chain):
+        inherited = _layer(inherited, layer)
+    mine = _layer(inherited, own.recorded())
+    return ReplayOptions(
+        **{k: mine.get(k) for k in INHERITED if k not in ("preprocessors", "prompts")},
+        preprocessors=mine["preprocessors"],
+        prompts=list(own.prompts),
+        inherited_prompts=inherited["prompts"],
+        eval_path=own.eval_path,
+        no_cache=own.no_cache,
+        shard=own.shard,
+    )
+
+
+def _layer(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    out["preprocessors"] = [*base["preprocessors"], *(layer.get("preprocessors") or [])]
+    out["prompts"] = [*base["prompts"], *(layer.get("prompts") or [])]
+    for key in INHERITED:
+        if key not in ("preprocessors", "prompts") and layer.get(key) is not None:
+            out[key] = layer[key]
+    return out
 
 
 @dataclass
@@ -113,7 +165,8 @@ def replay_run(
     on_start: Callable[[str, int, list[Drift]], None] | None = None,
 ) -> ReplayOutcome:
     parent = load_run(store, parent_run_id)
-    suite = _suite(store, parent, options)
+    effective = effective_options(store, parent.started, options)
+    suite = _suite(store, parent, effective)
     preflight(suite)
     drifted = drift(parent.started.eval_snapshot)
     if strict and drifted:
@@ -134,14 +187,14 @@ def replay_run(
         eval_snapshot=snapshot,
         target_name=parent.started.target_name,
         target=parent.started.target,
-        threshold=options.threshold if options.threshold is not None else suite.threshold,
+        threshold=effective.threshold if effective.threshold is not None else suite.threshold,
         overrides=overrides,
         tool_version=__version__,
     )
     store.append(
         run_id, [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))], blobs=blobs
     )
-    return _execute(store, run_id, parent, suite, options, drifted, concurrency, progress, on_start)
+    return _execute(store, run_id, parent, suite, effective, drifted, concurrency, progress, on_start)
 
 
 def resume_replay(
@@ -157,8 +210,9 @@ def resume_replay(
     mine = load_run(store, run_id)
     if mine.started.kind != "replay" or not mine.started.parent_run_id:
         raise ReplayError(f"run {run_id} is not a replay; `evalstore replay --resume` continues replays")
-    options = ReplayOptions(**{**mine.started.overrides, "shard": shard})
+    own = ReplayOptions(**{**mine.started.overrides, "shard": shard})
     parent = load_run(store, mine.started.parent_run_id)
+    options = effective_options(store, parent.started, own)
     suite = _suite(store, parent, options)
     return _execute(
         store,
@@ -320,6 +374,7 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> Ev
         files = {s.path: store.get_blob(s.sha256) for s in parent.started.eval_snapshot if s.sha256}
         suite = load_eval(snap.path, file_resolver=SnapshotResolver(files, fallback=DiskResolver()))
     suite = _swap_preprocessors(suite, options.preprocessors)
+    suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)
     suite = _swap_prompts(suite, options.prompts)
     if options.graders:
         known = {g.name for t in suite.tests for g in t.graders}
@@ -376,7 +431,7 @@ def _swap_preprocessors(suite: EvalSuite, values: list[str]) -> EvalSuite:
     return suite
 
 
-def _swap_prompts(suite: EvalSuite, values: list[str]) -> EvalSuite:
+def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = False) -> EvalSuite:
     for value in values:
         name, sep, ref = value.partition("=")
         if not sep or not name or not ref:
@@ -398,6 +453,10 @@ def _swap_prompts(suite: EvalSuite, values: list[str]) -> EvalSuite:
                     found = True
                 graders.append(g)
             tests.append(test.model_copy(update={"graders": graders}))
+        if not found and inherited:
+            warning = f"the parent replay's --prompt {name} is not applied: the eval has no LLM grader {name!r}"
+            suite = suite.model_copy(update={"warnings": [*suite.warnings, warning]})
+            continue
         if not found:
             raise ReplayError(f"--prompt {name}: no LLM grader named {name!r} in the eval")
         suite = suite.model_copy(
