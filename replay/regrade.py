@@ -132,6 +132,23 @@ class ReplayOutcome:
     drift: list[Drift]
     complete: bool
     warnings: list[str] = field(default_factory=list)
+    not_regradable: list[tuple[ResultKey, str]] = field(default_factory=list)
+    """The tests this process found nothing to grade in, with why (recorded as ``not_regradable``)."""
+
+
+Started = Callable[[str, int, list[Drift], list[tuple[ResultKey, str]]], None]
+"""Told before grading starts: the replay's id, the tests to regrade, drift, and the tests among them that
+cannot be regraded, with why."""
+
+
+def not_regradable_reason(source: TestMaterial) -> str | None:
+    """Why a stored result cannot be regraded: there is nothing to grade (None when there is)."""
+    if source.transcript is None:
+        return "the run holds no transcript for this test"
+    transcript = source.transcript[1]
+    if not transcript.messages_sha256 and transcript.output_text is None:
+        return "the imported result has neither a transcript nor an output"
+    return None
 
 
 Progress = Callable[[TestScored], None]
@@ -162,7 +179,7 @@ def replay_run(
     strict: bool = False,
     concurrency: int = 4,
     progress: Progress | None = None,
-    on_start: Callable[[str, int, list[Drift]], None] | None = None,
+    on_start: Started | None = None,
 ) -> ReplayOutcome:
     parent = load_run(store, parent_run_id)
     effective = effective_options(store, parent.started, options)
@@ -204,7 +221,7 @@ def resume_replay(
     concurrency: int = 4,
     shard: tuple[int, int] | None = None,
     progress: Progress | None = None,
-    on_start: Callable[[str, int, list[Drift]], None] | None = None,
+    on_start: Started | None = None,
 ) -> ReplayOutcome:
     """Continue an interrupted replay with the settings it recorded; graded tests are not redone."""
     mine = load_run(store, run_id)
@@ -237,7 +254,7 @@ def _execute(
     drifted: list[Drift],
     concurrency: int,
     progress: Progress | None,
-    on_start: Callable[[str, int, list[Drift]], None] | None,
+    on_start: Started | None,
     mine: RunMaterial | None = None,
 ) -> ReplayOutcome:
     mine = mine or load_run(store, run_id)
@@ -256,8 +273,14 @@ def _execute(
         for key in parent.order
         if in_shard(key, options.shard) and not (key in mine.tests and mine.tests[key].scored)
     ]
+    unable = [
+        (key, reason)
+        for key in todo
+        if _selected(key[0], tests_by_id, options)
+        and (reason := not_regradable_reason(sources.get(key, parent.tests[key]))) is not None
+    ]
     if on_start:
-        on_start(run_id, len(todo), drifted)
+        on_start(run_id, len(todo), drifted, unable)
     judges = _judges(suite, options, parent)
     results: list[TestScored] = []
     lock = threading.Lock()
@@ -280,7 +303,12 @@ def _execute(
     complete = _complete_if_done(store, run_id, parent)
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
-    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings))
+    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable)
+
+
+def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOptions) -> bool:
+    """Whether a test is regraded (else its parent's verdicts are carried over)."""
+    return test_id in tests_by_id and (options.tests is None or fnmatch.fnmatchcase(test_id, options.tests))
 
 
 def _replay_test(
@@ -300,8 +328,7 @@ def _replay_test(
     recorder = StoreRecorder(store, run_id)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
-    selected = options.tests is None or fnmatch.fnmatchcase(test_id, options.tests)
-    if test is None or not selected:
+    if test is None or not _selected(test_id, tests_by_id, options):
         # Not regraded: the parent's verdicts and score carry over unchanged, marked as carried.
         for _grader, (vid, verdict) in carried.items():
             recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))
@@ -324,8 +351,24 @@ def _replay_test(
         batches.add(recorder)
         return scored
     source = sources.get(key, parent_test)
-    info = transcript_info(store.get_blob, source)
     recorder.record(case_event(test, target or None, attempt))
+    reason = not_regradable_reason(source)
+    if reason is not None:
+        # Nothing to grade: marked so, with no verdicts, and left out of the run's scores and comparisons.
+        scored = TestScored(
+            test_id=test_id,
+            target=target or None,
+            attempt=attempt,
+            score=0.0,
+            passed=False,
+            status="not_regradable",
+            threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
+            error=f"not regradable: {reason}",
+        )
+        recorder.record(scored)
+        batches.add(recorder)
+        return scored
+    info = transcript_info(store.get_blob, source)
     grade = grade_test(
         suite,
         test,
@@ -350,7 +393,7 @@ def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:
 
 def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bool:
     counts = store.result_counts(run_id).get(run_id)
-    if counts is None or counts["tests"] < len(parent.tests):
+    if counts is None or counts["tests"] + counts["not_regradable"] < len(parent.tests):
         return False
     tally = Tally.from_counts(**counts)
     # Derived from the projections, so shards finishing together append identical, idempotent events.

@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalstore.store.errors import UnknownEventType
 
 RunKind = Literal["recorded", "imported", "replay"]
-ExecutionStatus = Literal["ok", "quality_failure", "execution_error"]
+ExecutionStatus = Literal["ok", "quality_failure", "execution_error", "not_regradable"]
+"""``not_regradable``: a replay had nothing to grade (an imported result with neither transcript nor
+output); such a result is left out of the run's scores and of comparisons."""
 Verdict = Literal["pass", "fail", "skip"]
 Origin = Literal["graded", "imported", "carried"]
 
@@ -345,6 +347,8 @@ class RunCompleted(DomainEvent):
     failed: int
     errors: int
     mean_score: float | None = None
+    not_regradable: int = 0
+    """Results a replay could not grade (nothing to grade); not in ``tests`` nor the mean."""
 
 
 class RunFailed(DomainEvent):

@@ -27,6 +27,8 @@ class RunSummary:
     mean_score: float | None
     started_at: str
     source: str | None = None
+    not_regradable: int = 0
+    """Results a replay found nothing to grade in: not in ``tests`` nor the mean."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,6 +70,7 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
                 mean_score=round(c["score_sum"] / c["tests"], 6) if c["tests"] else None,
                 started_at=run["started_at"],
                 source=run["source"],
+                not_regradable=int(c.get("not_regradable") or 0),
             )
         )
     return out
