@@ -9,6 +9,7 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 from __future__ import annotations
 
 import importlib
+import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,25 @@ class EventStore:
                 except _Recheck:
                     pass
             return self._append(stream_id, prepared, given, expected_version, blobs, optimistic=False)
+        except DBAPIError as exc:
+            raise _translate(exc) from exc
+
+    def append_copies(
+        self,
+        stream_id: str,
+        copies: Sequence[tuple[str, str, int, str]],
+        *,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> list[StoredEvent]:
+        """Append events exactly as another store held them: ``(event id, type, schema version, payload
+        JSON)``, the payload neither upcast nor re-encoded (moving a run between stores). The stream must
+        be new or already hold these events (then nothing is written); seq, hashes and ``recorded_at``
+        are this log's own. Idempotent like :meth:`append`."""
+        prepared = [
+            (event_id, type_, version, payload, json.loads(payload)) for event_id, type_, version, payload in copies
+        ]
+        try:
+            return self._append(stream_id, prepared, prepared, 0, blobs, optimistic=False)
         except DBAPIError as exc:
             raise _translate(exc) from exc
 
