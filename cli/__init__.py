@@ -28,11 +28,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "import": (
         "evalstore.cli.transfer:import_",
-        "Import AgentV results: a v4 run directory, a v5-next run bundle, or a results JSONL file.",
+        "Import AgentV results (a v4 run directory, a v5-next bundle, a results JSONL) or an evalstore bundle.",
     ),
     "export": (
         "evalstore.cli.transfer:export",
-        "Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), or JSON.",
+        "Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, or a bundle.",
     ),
     "replay": (
         "evalstore.cli.regrade:replay",

@@ -32,6 +32,11 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     o = c.overall
     ci, p, k = _stats_cells(o)
     click.echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
+    if c.not_regradable:
+        click.echo(
+            f"left out: {len(c.not_regradable)} not regradable (nothing to grade): "
+            + ", ".join(key_label(k) for k in c.not_regradable)
+        )
     click.echo(
         f"mean score A={fmt_score(o.score.mean_a)} B={fmt_score(o.score.mean_b)} diff={_signed(o.score.mean_diff)} "
         f"95% CI {ci} (paired bootstrap, seed {c.seed})"

@@ -62,7 +62,7 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
     )
     _step(f"2. regrading it with an .xlsx converter and {changed}, without calling the agent")
     with progress_bar("regrading") as bar:
-        replay = qs.regrade(store, p, run.run_id, progress=bar.advance, on_start=lambda _id, n, _d: bar.start(n))
+        replay = qs.regrade(store, p, run.run_id, progress=bar.advance, on_start=lambda _id, n, _d, _u: bar.start(n))
     print_scored(
         f"replay {replay.run_id} (parent {run.run_id})",
         scored_rows(replay.results, grader_scores(store, replay.run_id), score_notes(store, replay.run_id)),

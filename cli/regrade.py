@@ -13,11 +13,19 @@ from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
-from evalstore.replay.analysis.compare import REGRESSION_MODES, regression
+from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.material import load_results
 from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay
+
+
+def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dict[str, list[str]]:
+    """The tests a replay cannot regrade, named, by reason."""
+    groups: dict[str, list[str]] = {}
+    for (test_id, target, attempt), reason in unable:
+        groups.setdefault(reason, []).append(key_label((test_id, target or None, attempt)))
+    return groups
 
 
 @click.command()
@@ -117,9 +125,14 @@ def replay(
     shard_spec = parse_shard(shard) if shard else None
     with resume_hint("replay") as begun, progress_bar("regrading") as bar:
 
-        def started(run_id: str, total: int, drifted) -> None:  # type: ignore[no-untyped-def]
+        def started(run_id: str, total: int, drifted, unable) -> None:  # type: ignore[no-untyped-def]
             begun(run_id)
             note(f"replay {run_id}: {plural(total, 'test')} to regrade")
+            for reason, keys in not_regradable_groups(unable).items():
+                note(
+                    f"{len(keys)} of {total} tests cannot be regraded ({reason}); left out of the scores "
+                    f"and the comparison: {', '.join(keys)}"
+                )
             for d in drifted:
                 note(f"drift: {d.describe()}")
             bar.start(total)
@@ -192,6 +205,10 @@ def replay(
                 "drift": [d.describe() for d in outcome.drift],
                 "failed": failed,
                 "regression": regressed[1] if fail_on else None,
+                "not_regradable": [
+                    {"test_id": k[0], "target": k[1] or None, "attempt": k[2], "reason": reason}
+                    for k, reason in outcome.not_regradable
+                ],
                 "comparison": comparison.to_dict(),
             }
         )

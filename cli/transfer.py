@@ -58,9 +58,10 @@ def import_(
     files_roots: tuple[Path, ...],
     as_json: bool,
 ) -> None:
-    """Import AgentV results: a v4 run directory, a v5-next run bundle, or a results JSONL file.
+    """Import AgentV results (a v4 run directory, a v5-next bundle, a results JSONL) or an evalstore bundle.
 
-    Importing the same results twice gives the same run. A malformed line aborts the import with its
+    A folder written by evalstore export RUN --format bundle is imported as it was (same event ids,
+    payloads and blobs), checked whole first. Importing the same results twice gives the same run. A malformed line aborts the import with its
     file and line number and nothing is written, unless --skip-bad. Files the agent wrote are read
     only from PATH, the current directory, the target's configured cwd and each --files-root; a file
     elsewhere is recorded as refused.
@@ -69,7 +70,34 @@ def import_(
     Example:
       evalstore import .agentv/results/runs/default/2026-02-20T21-40-12-230Z
       evalstore import dataset.eval.baseline.jsonl --eval dataset.eval.yaml
+      evalstore import run-bundle/
     """
+    from evalstore.replay.bundle import import_bundle, is_bundle
+
+    if is_bundle(path):
+        if eval_path or skip_bad or targets_path or files_roots:
+            raise click.UsageError("--eval, --skip-bad, --targets and --files-root do not apply to an evalstore bundle")
+        store = open_store(ctx)
+        moved = import_bundle(store, path)
+        if as_json:
+            print_json(
+                {
+                    "run_id": moved.run_id,
+                    "format": "evalstore-bundle",
+                    "runs": moved.streams,
+                    "events": moved.events,
+                    "blobs": moved.blobs,
+                    "already_imported": moved.already_imported,
+                }
+            )
+        elif moved.already_imported:
+            click.echo(f"already imported: run {moved.run_id} is in this store; nothing written")
+        else:
+            click.echo(
+                f"imported run {moved.run_id} from the bundle: {len(moved.streams)} run(s), {moved.events} events, "
+                f"{moved.blobs} blobs"
+            )
+        return
     store = open_store(ctx)
     with progress_bar("checking") as bar:
         outcome = import_results(
@@ -123,7 +151,7 @@ def import_(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(EXPORT_FORMATS),
+    type=click.Choice((*EXPORT_FORMATS, "bundle")),
     default="agentv-jsonl",
     show_default=True,
     help="Output format (each is described below).",
@@ -132,12 +160,12 @@ def import_(
     "-o",
     "--output",
     type=click.Path(allow_dash=True, path_type=Path),
-    help="Write to FILE (replaced only once the export is complete) instead of stdout ('-').",
+    help="Write to FILE (replaced only once the export is complete) instead of stdout ('-'); a folder for bundle.",
 )
 @click.pass_context
 @handle_errors
 def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignore[no-untyped-def]
-    """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), or JSON.
+    """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, or a bundle.
 
     RUN: an id, a unique prefix, or last. Results stream out in the order the run scored them;
     a replay's rows carry the transcript of the run it replayed. Output is UTF-8.
@@ -155,14 +183,30 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
                   "results": [{test_id, target, attempt, score, passed, status, threshold, error,
                   origin, source, row_fields, timestamp, verdicts: [...], transcript: {...}|null,
                   case: {...}|null}]}; every key always present (null when unknown).
+    bundle        -o DIR: the run's events (and those of the runs it replays) as stored, every blob
+                  they name, and manifest.json with their digests; evalstore import DIR puts the run
+                  into another store (SQLite or PostgreSQL) with the same event ids, payloads and blobs.
 
     \b
     Example:
       evalstore export last --format csv -o results.csv
       evalstore export imp-5159 > rows.jsonl
+      evalstore export last --format bundle -o run-bundle
     """
+    if fmt == "bundle" and (output is None or str(output) == "-"):
+        raise click.UsageError("--format bundle writes a folder: give it with -o DIR")
     store = open_store(ctx, create=False)
     run_id = resolve_run(store, run)
+    if fmt == "bundle":
+        from evalstore.replay.bundle import export_bundle
+
+        assert output is not None  # checked above
+        written = export_bundle(store, run_id, output)
+        note(
+            f"wrote run {run_id} to {output}: {len(written.streams)} run(s), {written.events} events, "
+            f"{written.blobs} blobs"
+        )
+        return
     to_file = output is not None and str(output) != "-"
     try:
         with _replacing(output) if to_file else _utf8_stdout() as fh:  # type: ignore[arg-type]

@@ -141,19 +141,32 @@ class Tally:
     """Running counts for the completion event, without keeping every result in memory."""
 
     def __init__(self) -> None:
-        self.tests = self.passed = self.failed = self.errors = 0
+        self.tests = self.passed = self.failed = self.errors = self.not_regradable = 0
         self.total = 0.0
 
     @classmethod
-    def from_counts(cls, *, run_id: str, tests: int, passed: int, errors: int, score_sum: float | None) -> Tally:
+    def from_counts(
+        cls,
+        *,
+        run_id: str,
+        tests: int,
+        passed: int,
+        errors: int,
+        score_sum: float | None,
+        not_regradable: int = 0,
+    ) -> Tally:
         """A tally from the store's aggregate (``EventStore.result_counts``) instead of every result."""
         tally = cls()
         tally.tests, tally.passed, tally.errors = tests, int(passed or 0), int(errors or 0)
+        tally.not_regradable = not_regradable
         tally.failed = max(tests - tally.passed - tally.errors, 0)
         tally.total = score_sum or 0.0
         return tally
 
     def add(self, scored: TestScored) -> None:
+        if scored.status == "not_regradable":
+            self.not_regradable += 1
+            return
         self.tests += 1
         self.total += scored.score
         if scored.passed:
@@ -166,7 +179,12 @@ class Tally:
     def completed(self) -> RunCompleted:
         mean = round(self.total / self.tests, 6) if self.tests else None
         return RunCompleted(
-            tests=self.tests, passed=self.passed, failed=self.failed, errors=self.errors, mean_score=mean
+            tests=self.tests,
+            passed=self.passed,
+            failed=self.failed,
+            errors=self.errors,
+            mean_score=mean,
+            not_regradable=self.not_regradable,
         )
 
 

@@ -25,12 +25,14 @@ def reusable_conversion(event: DomainEvent, fingerprint: str) -> bool:
 
 
 def reusable_judge_call(event: DomainEvent, cache_key: str) -> bool:
-    """A judge call whose reply may stand in for asking the same judge the same thing."""
+    """A judge call whose reply may stand in for asking the same judge the same thing (the rule the
+    ``judge_cache`` projection keeps, for events not yet stored)."""
     return (
         isinstance(event, GraderCalled)
         and event.call == "judge"
         and event.cache_key == cache_key
-        and event.outcome == "ok"
+        and (event.outcome == "ok" or (event.outcome == "parse_error" and event.parse_attempt is not None))
+        and not event.cache_hit
         and event.reply_sha256 is not None
     )
 

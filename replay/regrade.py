@@ -4,6 +4,10 @@ Structurally unable to call a target: nothing here imports ``evalstore.replay.ta
 artifacts are read from the run that recorded them (walking up through replays of replays) and used
 by reference. What is swapped (eval, converters, prompts, judge, graders, tests) is recorded in the
 replay's ``run_started`` event, so an interrupted replay resumes with exactly the same settings.
+
+A replay of a replay starts from what its parent graded with (:func:`effective_options`: the swaps of
+every replay down the chain, in order), and its own swaps apply on top: replaying any run with no
+options reproduces it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalstore import __version__
-from evalstore.replay.analysis.views import transcript_run_id
+from evalstore.replay.analysis.views import run_started, transcript_run_id
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.aliases import normalize_media_type
 from evalstore.replay.evalfile.parser import load_eval
@@ -66,10 +70,58 @@ class ReplayOptions:
     threshold: float | None = None
     targets_path: str | None = None
     shard: tuple[int, int] | None = None
+    inherited_prompts: list[str] = field(default_factory=list)
+    """Prompt swaps made by the replays this one descends from (set by :func:`effective_options`): one
+    whose grader the eval no longer has is dropped with a warning instead of refused."""
 
     def recorded(self) -> dict[str, Any]:
-        """What goes into the replay's run_started event (everything but the shard)."""
-        return {k: v for k, v in asdict(self).items() if k != "shard"}
+        """What goes into the replay's run_started event: the options given (not the shard, nor what
+        was inherited, which the parent chain records)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("shard", "inherited_prompts")}
+
+
+INHERITED = ("preprocessors", "prompts", "judge_target", "judge_model", "graders", "tests", "threshold", "targets_path")
+"""What a replay takes from the replay it regrades. Not the eval (the parent's eval snapshot is already
+the eval it graded with) and not ``no_cache`` (how to get replies, not what to grade with)."""
+
+
+def effective_options(store: EventStore, parent: RunStarted, own: ReplayOptions) -> ReplayOptions:
+    """The configuration a replay of ``parent`` grades with: what ``parent`` graded with, then ``own``'s
+    swaps on top. For a recorded or imported parent that is ``own``; for a replay, the options of every
+    replay down to the transcript run are layered oldest first (converters and prompts add up, a later
+    swap of the same type or grader winning; judge, graders, tests, threshold and targets file are
+    replaced when given)."""
+    chain: list[dict[str, Any]] = []
+    started, seen = parent, set()
+    while started.kind == "replay" and started.parent_run_id and started.run_id not in seen:
+        seen.add(started.run_id)
+        chain.append(started.overrides or {})
+        started = run_started(store, started.parent_run_id)
+    if not chain:
+        return own
+    inherited: dict[str, Any] = {"preprocessors": [], "prompts": []}
+    for layer in reversed(chain):
+        inherited = _layer(inherited, layer)
+    mine = _layer(inherited, own.recorded())
+    return ReplayOptions(
+        **{k: mine.get(k) for k in INHERITED if k not in ("preprocessors", "prompts")},
+        preprocessors=mine["preprocessors"],
+        prompts=list(own.prompts),
+        inherited_prompts=inherited["prompts"],
+        eval_path=own.eval_path,
+        no_cache=own.no_cache,
+        shard=own.shard,
+    )
+
+
+def _layer(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    out["preprocessors"] = [*base["preprocessors"], *(layer.get("preprocessors") or [])]
+    out["prompts"] = [*base["prompts"], *(layer.get("prompts") or [])]
+    for key in INHERITED:
+        if key not in ("preprocessors", "prompts") and layer.get(key) is not None:
+            out[key] = layer[key]
+    return out
 
 
 @dataclass
@@ -80,6 +132,23 @@ class ReplayOutcome:
     drift: list[Drift]
     complete: bool
     warnings: list[str] = field(default_factory=list)
+    not_regradable: list[tuple[ResultKey, str]] = field(default_factory=list)
+    """The tests this process found nothing to grade in, with why (recorded as ``not_regradable``)."""
+
+
+Started = Callable[[str, int, list[Drift], list[tuple[ResultKey, str]]], None]
+"""Told before grading starts: the replay's id, the tests to regrade, drift, and the tests among them that
+cannot be regraded, with why."""
+
+
+def not_regradable_reason(source: TestMaterial) -> str | None:
+    """Why a stored result cannot be regraded: there is nothing to grade (None when there is)."""
+    if source.transcript is None:
+        return "the run holds no transcript for this test"
+    transcript = source.transcript[1]
+    if not transcript.messages_sha256 and transcript.output_text is None:
+        return "the imported result has neither a transcript nor an output"
+    return None
 
 
 Progress = Callable[[TestScored], None]
@@ -110,10 +179,11 @@ def replay_run(
     strict: bool = False,
     concurrency: int = 4,
     progress: Progress | None = None,
-    on_start: Callable[[str, int, list[Drift]], None] | None = None,
+    on_start: Started | None = None,
 ) -> ReplayOutcome:
     parent = load_run(store, parent_run_id)
-    suite = _suite(store, parent, options)
+    effective = effective_options(store, parent.started, options)
+    suite = _suite(store, parent, effective)
     preflight(suite)
     drifted = drift(parent.started.eval_snapshot)
     if strict and drifted:
@@ -134,14 +204,14 @@ def replay_run(
         eval_snapshot=snapshot,
         target_name=parent.started.target_name,
         target=parent.started.target,
-        threshold=options.threshold if options.threshold is not None else suite.threshold,
+        threshold=effective.threshold if effective.threshold is not None else suite.threshold,
         overrides=overrides,
         tool_version=__version__,
     )
     store.append(
         run_id, [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))], blobs=blobs
     )
-    return _execute(store, run_id, parent, suite, options, drifted, concurrency, progress, on_start)
+    return _execute(store, run_id, parent, suite, effective, drifted, concurrency, progress, on_start)
 
 
 def resume_replay(
@@ -151,14 +221,15 @@ def resume_replay(
     concurrency: int = 4,
     shard: tuple[int, int] | None = None,
     progress: Progress | None = None,
-    on_start: Callable[[str, int, list[Drift]], None] | None = None,
+    on_start: Started | None = None,
 ) -> ReplayOutcome:
     """Continue an interrupted replay with the settings it recorded; graded tests are not redone."""
     mine = load_run(store, run_id)
     if mine.started.kind != "replay" or not mine.started.parent_run_id:
         raise ReplayError(f"run {run_id} is not a replay; `evalstore replay --resume` continues replays")
-    options = ReplayOptions(**{**mine.started.overrides, "shard": shard})
+    own = ReplayOptions(**{**mine.started.overrides, "shard": shard})
     parent = load_run(store, mine.started.parent_run_id)
+    options = effective_options(store, parent.started, own)
     suite = _suite(store, parent, options)
     return _execute(
         store,
@@ -183,7 +254,7 @@ def _execute(
     drifted: list[Drift],
     concurrency: int,
     progress: Progress | None,
-    on_start: Callable[[str, int, list[Drift]], None] | None,
+    on_start: Started | None,
     mine: RunMaterial | None = None,
 ) -> ReplayOutcome:
     mine = mine or load_run(store, run_id)
@@ -202,8 +273,14 @@ def _execute(
         for key in parent.order
         if in_shard(key, options.shard) and not (key in mine.tests and mine.tests[key].scored)
     ]
+    unable = [
+        (key, reason)
+        for key in todo
+        if _selected(key[0], tests_by_id, options)
+        and (reason := not_regradable_reason(sources.get(key, parent.tests[key]))) is not None
+    ]
     if on_start:
-        on_start(run_id, len(todo), drifted)
+        on_start(run_id, len(todo), drifted, unable)
     judges = _judges(suite, options, parent)
     results: list[TestScored] = []
     lock = threading.Lock()
@@ -226,7 +303,12 @@ def _execute(
     complete = _complete_if_done(store, run_id, parent)
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
-    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings))
+    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable)
+
+
+def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOptions) -> bool:
+    """Whether a test is regraded (else its parent's verdicts are carried over)."""
+    return test_id in tests_by_id and (options.tests is None or fnmatch.fnmatchcase(test_id, options.tests))
 
 
 def _replay_test(
@@ -246,8 +328,7 @@ def _replay_test(
     recorder = StoreRecorder(store, run_id)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
-    selected = options.tests is None or fnmatch.fnmatchcase(test_id, options.tests)
-    if test is None or not selected:
+    if test is None or not _selected(test_id, tests_by_id, options):
         # Not regraded: the parent's verdicts and score carry over unchanged, marked as carried.
         for _grader, (vid, verdict) in carried.items():
             recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))
@@ -270,8 +351,24 @@ def _replay_test(
         batches.add(recorder)
         return scored
     source = sources.get(key, parent_test)
-    info = transcript_info(store.get_blob, source)
     recorder.record(case_event(test, target or None, attempt))
+    reason = not_regradable_reason(source)
+    if reason is not None:
+        # Nothing to grade: marked so, with no verdicts, and left out of the run's scores and comparisons.
+        scored = TestScored(
+            test_id=test_id,
+            target=target or None,
+            attempt=attempt,
+            score=0.0,
+            passed=False,
+            status="not_regradable",
+            threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
+            error=f"not regradable: {reason}",
+        )
+        recorder.record(scored)
+        batches.add(recorder)
+        return scored
+    info = transcript_info(store.get_blob, source)
     grade = grade_test(
         suite,
         test,
@@ -296,7 +393,7 @@ def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:
 
 def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bool:
     counts = store.result_counts(run_id).get(run_id)
-    if counts is None or counts["tests"] < len(parent.tests):
+    if counts is None or counts["tests"] + counts["not_regradable"] < len(parent.tests):
         return False
     tally = Tally.from_counts(**counts)
     # Derived from the projections, so shards finishing together append identical, idempotent events.
@@ -320,6 +417,7 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> Ev
         files = {s.path: store.get_blob(s.sha256) for s in parent.started.eval_snapshot if s.sha256}
         suite = load_eval(snap.path, file_resolver=SnapshotResolver(files, fallback=DiskResolver()))
     suite = _swap_preprocessors(suite, options.preprocessors)
+    suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)
     suite = _swap_prompts(suite, options.prompts)
     if options.graders:
         known = {g.name for t in suite.tests for g in t.graders}
@@ -376,7 +474,7 @@ def _swap_preprocessors(suite: EvalSuite, values: list[str]) -> EvalSuite:
     return suite
 
 
-def _swap_prompts(suite: EvalSuite, values: list[str]) -> EvalSuite:
+def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = False) -> EvalSuite:
     for value in values:
         name, sep, ref = value.partition("=")
         if not sep or not name or not ref:
@@ -398,6 +496,10 @@ def _swap_prompts(suite: EvalSuite, values: list[str]) -> EvalSuite:
                     found = True
                 graders.append(g)
             tests.append(test.model_copy(update={"graders": graders}))
+        if not found and inherited:
+            warning = f"the parent replay's --prompt {name} is not applied: the eval has no LLM grader {name!r}"
+            suite = suite.model_copy(update={"warnings": [*suite.warnings, warning]})
+            continue
         if not found:
             raise ReplayError(f"--prompt {name}: no LLM grader named {name!r} in the eval")
         suite = suite.model_copy(

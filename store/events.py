@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalstore.store.errors import UnknownEventType
 
 RunKind = Literal["recorded", "imported", "replay"]
-ExecutionStatus = Literal["ok", "quality_failure", "execution_error"]
+ExecutionStatus = Literal["ok", "quality_failure", "execution_error", "not_regradable"]
+"""``not_regradable``: a replay had nothing to grade (an imported result with neither transcript nor
+output); such a result is left out of the run's scores and of comparisons."""
 Verdict = Literal["pass", "fail", "skip"]
 Origin = Literal["graded", "imported", "carried"]
 
@@ -231,6 +233,9 @@ class GraderCalled(DomainEvent):
     argv: list[str] | None = None
     script_sha256: str | None = None
     exit_code: int | None = None
+    parse_attempt: int | None = None
+    """A judge call's parse attempt (1-3; a repair request is attempt 1 of its own request), part of its
+    cache key. Set since judge replies that did not parse are cached too: such a call is reused as well."""
 
 
 class VerdictRecorded(DomainEvent):
@@ -342,6 +347,8 @@ class RunCompleted(DomainEvent):
     failed: int
     errors: int
     mean_score: float | None = None
+    not_regradable: int = 0
+    """Results a replay could not grade (nothing to grade); not in ``tests`` nor the mean."""
 
 
 class RunFailed(DomainEvent):

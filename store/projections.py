@@ -93,11 +93,18 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
                 },
             )
         ]
-    if t == "grader_called" and p.get("cache_key") and p.get("outcome", "ok") == "ok" and not p.get("cache_hit"):
+    if t == "grader_called" and p.get("cache_key") and _reusable_call(p) and not p.get("cache_hit"):
         return [("judge_cache", {"cache_key": p["cache_key"], "event_id": ev.event_id, "seq": ev.seq})]
     if t == "preprocessing_recorded" and p.get("status") in ("converted", "read_as_text") and not p.get("reused_from"):
         return [("conversions", {"fingerprint": p["fingerprint"], "event_id": ev.event_id, "seq": ev.seq})]
     return []
+
+
+def _reusable_call(p: dict[str, Any]) -> bool:
+    """A reply that answers its request again: an ok one, or (for calls keyed per parse attempt) one that
+    did not parse, so a replay repeats the attempts without asking."""
+    outcome = p.get("outcome", "ok")
+    return outcome == "ok" or (outcome == "parse_error" and p.get("parse_attempt") is not None)
 
 
 def _result_key(run_id: str, p: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 from __future__ import annotations
 
 import importlib
+import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,25 @@ class EventStore:
                 except _Recheck:
                     pass
             return self._append(stream_id, prepared, given, expected_version, blobs, optimistic=False)
+        except DBAPIError as exc:
+            raise _translate(exc) from exc
+
+    def append_copies(
+        self,
+        stream_id: str,
+        copies: Sequence[tuple[str, str, int, str]],
+        *,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> list[StoredEvent]:
+        """Append events exactly as another store held them: ``(event id, type, schema version, payload
+        JSON)``, the payload neither upcast nor re-encoded (moving a run between stores). The stream must
+        be new or already hold these events (then nothing is written); seq, hashes and ``recorded_at``
+        are this log's own. Idempotent like :meth:`append`."""
+        prepared = [
+            (event_id, type_, version, payload, json.loads(payload)) for event_id, type_, version, payload in copies
+        ]
+        try:
+            return self._append(stream_id, prepared, prepared, 0, blobs, optimistic=False)
         except DBAPIError as exc:
             raise _translate(exc) from exc
 
@@ -383,19 +403,29 @@ class EventStore:
             return [dict(r) for r in conn.execute(stmt).mappings()]
 
     def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
-        """Per run: number of results, passed, execution errors and the score sum (one aggregate query)."""
+        """Per run: number of results, passed, execution errors and the score sum (one aggregate query).
+        Results with status ``not_regradable`` are counted apart (``not_regradable``), in none of the others."""
         r = schema.results
+        scored = r.c.status != "not_regradable"
         query = select(
             r.c.run_id,
-            func.count().label("tests"),
+            func.sum(case((scored, 1), else_=0)).label("tests"),
             func.sum(case((r.c.passed, 1), else_=0)).label("passed"),
             func.sum(case((r.c.status == "execution_error", 1), else_=0)).label("errors"),
-            func.sum(r.c.score).label("score_sum"),
+            func.sum(case((scored, r.c.score), else_=None)).label("score_sum"),
+            func.sum(case((scored, 0), else_=1)).label("not_regradable"),
         ).group_by(r.c.run_id)
         if run_id is not None:
             query = query.where(r.c.run_id == run_id)
         with self.engine.connect() as conn:
-            return {row["run_id"]: dict(row) for row in conn.execute(query).mappings()}
+            return {
+                row["run_id"]: {
+                    **row,
+                    "tests": int(row["tests"] or 0),
+                    "not_regradable": int(row["not_regradable"] or 0),
+                }
+                for row in conn.execute(query).mappings()
+            }
 
     def results_page(
         self,

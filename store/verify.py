@@ -178,6 +178,11 @@ def _value(value: Any, column: str, kind: type, where: str, *, nullable: bool = 
     raise Problem(f"{where}: {column} is not {'text' if kind is str else 'an integer'} ({type(value).__name__})")
 
 
+def blob_refs(payload: Any) -> set[str]:
+    """The digests of the blobs an event payload names (``BLOB_FIELDS``, at any depth)."""
+    return set(_blob_refs(payload))
+
+
 def _blob_refs(value: Any) -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():

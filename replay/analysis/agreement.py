@@ -120,7 +120,8 @@ def _judge_passes(results: RunResults, grader: str) -> dict[Key, bool]:
     out: dict[Key, bool] = {}
     for key, result in results.results.items():
         if grader == TEST_LEVEL:
-            out[key] = result.scored.passed
+            if result.scored.status != "not_regradable":
+                out[key] = result.scored.passed
         else:
             v = result.verdicts.get(grader)
             if v is not None and v.verdict != "skip":

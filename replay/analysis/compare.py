@@ -45,6 +45,9 @@ class RunResults:
     results: dict[Key, TestResult]
 
 
+NOT_REGRADABLE = "not_regradable"
+
+
 def key_dict(key: Key) -> dict[str, object]:
     test_id, target, attempt = key
     return {"test_id": test_id, "target": target, "attempt": attempt}
@@ -264,6 +267,9 @@ class Comparison:
     test_id: str | None = None
     assertion_diffs: list[AssertionDiff] = field(default_factory=list)
     """For ``test_id``: one entry per target/attempt of that test found in either run."""
+    not_regradable: list[Key] = field(default_factory=list)
+    """Results in both runs that one of them could not regrade (status ``not_regradable``): left out
+    of every row and statistic, named here."""
 
     @property
     def regressions(self) -> list[TestRow]:
@@ -284,6 +290,7 @@ class Comparison:
             "tests": [t.to_dict() for t in self.tests],
             "only_in_a": [key_dict(k) for k in self.only_in_a],
             "only_in_b": [key_dict(k) for k in self.only_in_b],
+            "not_regradable": [key_dict(k) for k in self.not_regradable],
             "flipped": [f.to_dict() for f in self.flipped],
             "test_id": self.test_id,
             "assertion_diffs": [d.to_dict() for d in self.assertion_diffs],
@@ -322,7 +329,9 @@ def compare(
     results_a, results_b = a.results, b.results
     if test_id is not None and not any(k[0] == test_id for k in (*results_a, *results_b)):
         raise CompareError(f"test id {test_id!r} is in neither run {a.run_id} nor run {b.run_id}; check the id")
-    paired = sorted((k for k in results_a if k in results_b), key=_sort_key)
+    both = sorted((k for k in results_a if k in results_b), key=_sort_key)
+    not_regradable = [k for k in both if NOT_REGRADABLE in (results_a[k].scored.status, results_b[k].scored.status)]
+    paired = [k for k in both if k not in set(not_regradable)]
     only_in_a = sorted((k for k in results_a if k not in results_b), key=_sort_key)
     only_in_b = sorted((k for k in results_b if k not in results_a), key=_sort_key)
 
@@ -397,6 +406,7 @@ def compare(
         flipped=flipped,
         test_id=test_id,
         assertion_diffs=diffs,
+        not_regradable=not_regradable,
     )
 
 

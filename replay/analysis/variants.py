@@ -46,6 +46,8 @@ def cluster_labels(store: EventStore, run_ids: list[str], key: str) -> dict[Test
 def _test_means(results: RunResults) -> dict[TestKey, float]:
     sums: dict[TestKey, list[float]] = {}
     for (test_id, target, _), result in results.results.items():
+        if result.scored.status == "not_regradable":
+            continue  # nothing was graded: not a score
         sums.setdefault((test_id, target), []).append(result.scored.score)
     return {k: math.fsum(v) / len(v) for k, v in sums.items()}
 

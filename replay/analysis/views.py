@@ -29,6 +29,8 @@ class RunSummary:
     source: str | None = None
     changes: list[str] = field(default_factory=list)
     """For a replay: what it swapped (``describe_swaps`` of its recorded overrides)."""
+    not_regradable: int = 0
+    """Results a replay found nothing to grade in: not in ``tests`` nor the mean."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,6 +72,7 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
                 mean_score=round(c["score_sum"] / c["tests"], 6) if c["tests"] else None,
                 started_at=run["started_at"],
                 source=run["source"],
+                not_regradable=int(c.get("not_regradable") or 0),
             )
         )
     for summary in out:

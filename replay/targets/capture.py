@@ -1,10 +1,11 @@
 """Capture the files an agent named in its reply, so graders can be re-run on the exact bytes later.
 
-An agent's file block is untrusted input: it may name anything on the machine. Only regular files
-inside the test's workspace are read; everything else is recorded as ``refused`` with a reason, and
-a path that does not exist as ``missing``. Containment is checked on the fully resolved path, so
-``..`` segments, absolute paths and symlinks that lead out of the workspace are all caught by the
-same test.
+A relative path is found as AgentV finds it (``agentv-formats.md`` §3.3): in the test's workspace, else
+in the target's configured ``cwd``, else in the process's cwd. An agent's file block is untrusted input:
+it may name anything on the machine. Only regular files inside the test's workspace or the target's
+configured ``cwd`` are read; everything else is recorded as ``refused`` with a reason, and a path that
+does not exist as ``missing``. Containment is checked on the fully resolved path, so ``..`` segments,
+absolute paths and symlinks that lead out of those folders are all caught by the same test.
 """
 
 from __future__ import annotations
@@ -55,13 +56,16 @@ def capture_files(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     agent_cwd: Path | None = None,
 ) -> CapturedOutput:
-    """Read the files named by file blocks in ``messages`` from ``workspace``.
+    """Read the files named by file blocks in ``messages`` from ``workspace``, else ``agent_cwd``.
 
-    ``agent_cwd`` is where the agent ran when that was not the workspace (a cli target's ``cwd:``). A
-    relative path is still read from the workspace only; when it names a file in ``agent_cwd``
-    instead, it is refused with a reason that says so, rather than reported missing.
+    ``agent_cwd`` is the target's configured ``cwd:`` (where the agent ran when that was not the
+    workspace): a relative path not in the workspace is looked up there, then in the process's cwd,
+    and read only if it resolves inside the workspace or ``agent_cwd``.
     """
     root = Path(workspace).resolve()
+    roots = [root]
+    if agent_cwd is not None and Path(agent_cwd).resolve() != root:
+        roots.append(Path(agent_cwd).resolve())
     copied = [m.model_copy(deep=True) for m in messages]
     by_path: dict[str, CapturedFile] = {}
     for message in copied:
@@ -72,9 +76,7 @@ def capture_files(
                 continue
             captured = by_path.get(block.path)
             if captured is None:
-                captured = _capture_one(block, root, max_file_bytes)
-                if captured.status == "missing" and agent_cwd is not None:
-                    captured = _elsewhere(captured, root, Path(agent_cwd))
+                captured = _capture_one(block, roots, max_file_bytes)
                 by_path[block.path] = captured
             block.sha256 = captured.sha256
             block.status = captured.status
@@ -82,7 +84,7 @@ def capture_files(
     return CapturedOutput(messages=copied, files=list(by_path.values()))
 
 
-def _capture_one(block: FileBlock, root: Path, max_bytes: int) -> CapturedFile:
+def _capture_one(block: FileBlock, roots: list[Path], max_bytes: int) -> CapturedFile:
     media_type = block.media_type or mimetypes.guess_type(block.path)[0]
 
     def refused(reason: str) -> CapturedFile:
@@ -91,19 +93,22 @@ def _capture_one(block: FileBlock, root: Path, max_bytes: int) -> CapturedFile:
     local, problem = _local_path(block.path)
     if local is None:
         return refused(problem)
-    candidate = local if local.is_absolute() else root / local
+    where = "the test workspace" if len(roots) == 1 else "the test workspace and the target's cwd"
+    if local.is_absolute():
+        candidate = local
+    else:  # AgentV's order: the workspace, the target's cwd, the process's cwd; the first that exists
+        candidates = [r / local for r in roots] + [Path.cwd() / local]
+        candidate = next((c for c in candidates if os.path.lexists(c)), candidates[0])
     try:
         resolved = candidate.resolve()
     except (OSError, RuntimeError) as exc:  # symlink loops, unreadable components
         return refused(f"path cannot be resolved: {exc}")
-    if not resolved.is_relative_to(root):
-        return refused("path resolves outside the test workspace")
+    if not any(resolved.is_relative_to(r) for r in roots):
+        return refused(f"path resolves outside {where}")
     try:
         info = resolved.stat()
     except FileNotFoundError:
-        return CapturedFile(
-            path=block.path, media_type=media_type, status="missing", reason="no such file in the workspace"
-        )
+        return CapturedFile(path=block.path, media_type=media_type, status="missing", reason=f"no such file in {where}")
     except OSError as exc:
         return refused(f"cannot stat: {exc.strerror or exc}")
     if not stat.S_ISREG(info.st_mode):
@@ -123,24 +128,6 @@ def _capture_one(block: FileBlock, root: Path, max_bytes: int) -> CapturedFile:
         sha256=hashlib.sha256(data).hexdigest(),
         size=len(data),
         data=data,
-    )
-
-
-def _elsewhere(captured: CapturedFile, root: Path, agent_cwd: Path) -> CapturedFile:
-    """A missing relative path that exists relative to where the agent ran: refused, saying why."""
-    local, _ = _local_path(captured.path)
-    if local is None or local.is_absolute() or agent_cwd.resolve() == root:
-        return captured
-    if not (agent_cwd / local).exists():
-        return captured
-    return CapturedFile(
-        path=captured.path,
-        media_type=captured.media_type,
-        status="refused",
-        reason=(
-            f"path resolves outside the test workspace: the file is in the target's cwd ({agent_cwd}), "
-            "not the workspace; write it under $AGENTV_WORKSPACE_PATH"
-        ),
     )
 
 

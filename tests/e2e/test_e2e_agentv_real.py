@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import audit, cli, ok_json, one_line_error, results_by_test
+from e2e_helpers import audit, cli, ok_json, one_line_error, results_by_test, verdict_signature
 from judge_server import JudgeServer
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "agentv-real"
@@ -185,3 +185,48 @@ def test_custom_prompts_reach_the_judge_byte_identical_to_agentvs(
     assert len(ours) == len(custom_tests) > 0
     identical = [u for u in ours if u in agentv]
     assert len(identical) == len(custom_tests - KNOWN_PROMPT_DEVIATIONS), [u for u in ours if u not in agentv]
+
+
+def _replay(db: str, run: str, *extra: str) -> str:
+    return str(ok_json(cli(db, "replay", run, "--json", *extra), 0, 1)["run_id"])
+
+
+@pytest.mark.parametrize("suite", ["judge-fails", "text-and-files"])
+def test_an_unchanged_replay_reproduces_every_verdict_without_asking_the_judge(
+    sqlite_url: str, real: Path, real_judge: JudgeServer, suite: str
+) -> None:
+    # judge-fails: valid JSON only from the repair request (no-json), and never (never-json).
+    run = imported(sqlite_url, real, suite)
+    first = _replay(sqlite_url, run)
+    asked = len(real_judge.requests)
+    assert asked > 0
+    if suite == "judge-fails":
+        repairs = [r for r in real_judge.requests if r.user.startswith("The evaluation below")]
+        assert len(repairs) == 2  # one for no-json, one for never-json
+    signature = verdict_signature(sqlite_url, first)
+
+    again = _replay(sqlite_url, first)
+    assert len(real_judge.requests) == asked  # not one request
+    assert verdict_signature(sqlite_url, again) == signature
+    llm = [
+        v
+        for test_id in results_by_test(sqlite_url, again)
+        for t in audit(sqlite_url, again, test_id)["tests"]
+        for v in t["verdicts"]
+        if v["grader_type"] == "llm-grader"
+    ]
+    assert llm and all(v["cache_hit"] for v in llm), [(v["grader"], v["cache_hit"]) for v in llm]
+
+    fresh = _replay(sqlite_url, first, "--no-cache")
+    assert len(real_judge.requests) == 2 * asked
+    assert verdict_signature(sqlite_url, fresh) == signature
+
+
+def test_a_recorded_run_replays_without_asking_the_judge(sqlite_url: str, real: Path, real_judge: JudgeServer) -> None:
+    eval_file = real / "project" / "evals" / "judge-fails.eval.yaml"
+    run = str(ok_json(cli(sqlite_url, "run", str(eval_file), "--json"), 0, 1)["run_id"])
+    asked = len(real_judge.requests)
+    assert asked == 1 + 4 + 4  # judged; no-json: 3 attempts + repair; never-json: 3 attempts + repair
+    replay = _replay(sqlite_url, run)
+    assert len(real_judge.requests) == asked
+    assert verdict_signature(sqlite_url, replay) == verdict_signature(sqlite_url, run)

@@ -84,3 +84,18 @@ def test_quickstart_json_reports_both_runs_the_comparison_and_the_audit(tmp_path
     counts = report["comparison"]["overall"]["counts"]
     assert counts["n"] == 3 and counts["b_only_pass"] == 2
     assert report["audit"]["blob_problems"] == {} and report["audit"]["blobs_checked"] > 0
+
+
+def test_the_quickstarts_replay_replayed_again_unchanged_flips_nothing(tmp_path: Path) -> None:
+    # The quickstart's replay swapped the eval (v2) and the xlsx converter; a replay of it inherits both.
+    assert _quickstart(tmp_path).returncode == 0
+    db = f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}"
+    _recorded, replay = _runs(tmp_path)
+    again = ok_json(cli(db, "replay", replay["run_id"], "--json"), 0, 1)  # 1: q3 fails its threshold, as before
+    counts = again["comparison"]["overall"]["counts"]
+    assert counts["n"] == 3 and counts["a_only_pass"] == counts["b_only_pass"] == 0, counts
+    scores = {
+        r["test_id"]: (r["score"], r["passed"]) for r in ok_json(cli(db, "show", replay["run_id"], "--json"))["results"]
+    }
+    shown = ok_json(cli(db, "show", again["run_id"], "--json"))["results"]
+    assert {r["test_id"]: (r["score"], r["passed"]) for r in shown} == scores

@@ -193,6 +193,43 @@ def test_swap_judge_model(recorded: Recorded, recorded_db: str, judge: JudgeServ
     assert call["model"] == "judge-model-2" and call["cache_hit"] is False
 
 
+def test_a_chain_of_swaps_keeps_each_and_an_unchanged_replay_of_it_reproduces_it(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    prompt = recorded.suite.root / "prompts" / "quality.v2.md"
+    first = replay(recorded_db, recorded.run_id, "--prompt", f"quality=file://{prompt}")["run_id"]
+    before = len(judge.requests)
+    # The second swap applies on top of the first: the v2 prompt, now sent to the second model.
+    second = replay(recorded_db, first, "--judge-model", "judge-model-2")["run_id"]
+    sent = judge.requests[before:]
+    assert len(sent) == 3 and all(r.user.startswith("STRICT AUDITOR") for r in sent)
+    assert {r.body["model"] for r in sent} == {"judge-model-2"}
+    assert graders(recorded_db, second, "quality") == dict.fromkeys(TESTS, STRICT_SCORE)
+    # Each replay records the options it was given; the chain records the rest.
+    started = {r["run_id"]: r for r in runs(recorded_db)}
+    assert started[second]["parent_run_id"] == first
+
+    # Replayed again with no options: the same verdicts, from the cache, no request, no flip.
+    third = replay(recorded_db, second)
+    assert len(judge.requests) == before + 3
+    assert verdict_signature(recorded_db, third["run_id"]) == verdict_signature(recorded_db, second)
+    counts = third["comparison"]["overall"]["counts"]
+    assert counts["a_only_pass"] == counts["b_only_pass"] == 0, counts
+    (test,) = audit(recorded_db, third["run_id"], "q1-report", "--grader", "quality")["tests"]
+    (call,) = test["verdicts"][0]["grader_calls"]
+    assert call["model"] == "judge-model-2" and call["cache_hit"] is True
+
+    # A resumed or sharded replay of the chain grades with the same configuration.
+    sharded = [replay_shard(recorded_db, second, k) for k in (1, 2)]
+    assert sharded[0] == sharded[1]
+    assert verdict_signature(recorded_db, sharded[0]) == verdict_signature(recorded_db, second)
+
+
+def replay_shard(db: str, run: str, k: int) -> str:
+    out = ok_json(cli(db, "replay", run, "--shard", f"{k}/2", "--json"), 0, 1)  # 1: a test below the threshold
+    return str(out["run_id"])
+
+
 def test_graders_subset_carries_the_others(
     recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
 ) -> None:

@@ -62,7 +62,8 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
         cli(sqlite_url, "import", str(baseline), "--eval", str(rubric_copy / "dataset.eval.yaml"), "--json")
     )
     assert imported["eval_path"] == str(rubric_copy / "dataset.eval.yaml")
-    out = ok_json(cli(sqlite_url, "replay", imported["run_id"], "--json"), 0, 1)
+    result = cli(sqlite_url, "replay", imported["run_id"], "--json")
+    out = ok_json(result, 0, 1)
     assert out["complete"] is True
     shown = results_by_test(sqlite_url, out["run_id"])
     assert set(shown) == {r["test_id"] for r in rows}  # the run went on past every error
@@ -78,11 +79,25 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
     (call,) = syntax["grader_calls"]
     assert call["exit_code"] == 0 and call["argv"][-1] == str(rubric_copy / "check_syntax.py")
 
-    # Rows that kept no answer cannot be regraded by anything, and the error says what is missing.
-    for test_id, row in shown.items():
-        if test_id != "code-quality-multi-eval":
-            assert row["status"] == "execution_error"
-            assert "neither a transcript nor an output" in row["error"], row["error"]
+    # Rows that kept no answer cannot be regraded by anything: marked so with the reason, no verdicts,
+    # said up front, and left out of the run's scores and of the comparison (counted and named).
+    unable = sorted(t for t in shown if t != "code-quality-multi-eval")
+    assert unable
+    for test_id in unable:
+        assert shown[test_id]["status"] == "not_regradable" and shown[test_id]["graders"] == {}
+        assert "neither a transcript nor an output" in shown[test_id]["error"], shown[test_id]["error"]
+    assert sorted(u["test_id"] for u in out["not_regradable"]) == unable
+    assert f"{len(unable)} of {len(rows)} tests cannot be regraded" in result.stderr
+    assert all(t in result.stderr for t in unable)
+    comparison = out["comparison"]
+    assert sorted(k["test_id"] for k in comparison["not_regradable"]) == unable
+    assert comparison["overall"]["counts"]["n"] == 1 and [t["test_id"] for t in comparison["tests"]] == [
+        "code-quality-multi-eval"
+    ]
+    (summary,) = [r for r in ok_json(cli(sqlite_url, "runs", "--json")) if r["run_id"] == out["run_id"]]
+    assert summary["tests"] == 1 and summary["mean_score"] == shown["code-quality-multi-eval"]["score"]
+    text = cli(sqlite_url, "compare", imported["run_id"], out["run_id"])
+    assert f"left out: {len(unable)} not regradable" in text.stdout
 
 
 def test_an_imported_run_without_its_eval_asks_for_one(sqlite_url: str, tmp_path: Path) -> None:

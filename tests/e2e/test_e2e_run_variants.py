@@ -194,7 +194,7 @@ def test_target_flag_overrides_execution_target_and_output_file_blocks_are_captu
     assert "outside the test workspace" in by_path["../outside.txt"]["reason"]
 
 
-def test_a_file_written_in_the_targets_cwd_is_refused_with_the_reason(tmp_path) -> None:
+def test_a_file_written_in_the_targets_cwd_is_found_there_as_agentv_finds_it(tmp_path) -> None:
     eval_file = make_project(tmp_path / "proj", [("files", "write the files")])
     db = f"sqlite:///{tmp_path / 'store.db'}"
     out = ok_json(
@@ -203,9 +203,11 @@ def test_a_file_written_in_the_targets_cwd_is_refused_with_the_reason(tmp_path) 
     (test,) = audit(db, out["run_id"], "files")["tests"]
     by_path = {a["path"]: a for a in test["artifacts"]}
     assert by_path["out/a.txt"]["status"] == "stored"  # written under $AGENTV_WORKSPACE_PATH
-    assert by_path["in-cwd.txt"]["status"] == "refused"
-    assert "target's cwd" in by_path["in-cwd.txt"]["reason"], by_path["in-cwd.txt"]
+    # AgentV resolves a relative path against the workspace, else the target's configured cwd.
+    assert by_path["in-cwd.txt"]["status"] == "stored", by_path["in-cwd.txt"]
     assert by_path["nope.txt"]["status"] == "missing"
+    assert by_path["/etc/hostname"]["status"] == "refused"  # neither folder lets it out
+    assert "outside the test workspace and the target's cwd" in by_path["/etc/hostname"]["reason"]
 
 
 BROKEN = f"""\

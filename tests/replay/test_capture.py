@@ -144,3 +144,35 @@ def test_media_type_is_guessed_when_the_block_has_none(workspace: Path) -> None:
 def test_string_content_messages_pass_through(workspace: Path) -> None:
     result = capture_files([Message(role="assistant", content="plain")], workspace)
     assert result.files == [] and result.messages[0].content == "plain"
+
+
+def test_a_relative_path_is_found_in_the_targets_cwd_after_the_workspace(
+    tmp_path: Path, workspace: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cwd = tmp_path / "agent-cwd"
+    (cwd / "out").mkdir(parents=True)
+    (cwd / "out" / "report.csv").write_text("from the target's cwd")
+    (cwd / "out" / "both.txt").write_text("the cwd's copy")
+    (workspace / "out" / "both.txt").write_text("the workspace's copy")
+    (cwd / "out" / "link.txt").symlink_to(outside)  # leads out of every root
+    elsewhere = tmp_path / "process-cwd"
+    elsewhere.mkdir()
+    (elsewhere / "only-in-process-cwd.txt").write_text("not a folder the target was given")
+    monkeypatch.chdir(elsewhere)
+
+    result = capture_files(
+        reply("out/report.csv", "out/both.txt", "out/link.txt", "../secret.txt", "only-in-process-cwd.txt", "gone.txt"),
+        workspace,
+        agent_cwd=cwd,
+    )
+    assert only(result, "out/report.csv").data == b"from the target's cwd"
+    assert only(result, "out/both.txt").data == b"the workspace's copy"  # the workspace comes first
+    for path in ("out/link.txt", "../secret.txt", "only-in-process-cwd.txt"):
+        found = only(result, path)
+        assert found.status == "refused" and found.data is None, found
+        assert "outside the test workspace and the target's cwd" in (found.reason or "")
+    assert only(result, "gone.txt").status == "missing"
+
+    # Without a configured cwd, only the workspace is a root.
+    alone = capture_files(reply("out/report.csv"), workspace)
+    assert only(alone, "out/report.csv").status == "missing"

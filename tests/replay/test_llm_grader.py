@@ -564,8 +564,10 @@ def test_a_reply_without_json_is_retried_then_repaired(judge_server: JudgeServer
     assert repair.user.startswith("The evaluation below contains useful grading but its JSON does not fit")
     assert repair.user.endswith("Evaluation to repair:\nVerdict: {score: high}")
     assert "not valid JSON" in repair.user
+    # Each parse attempt has its own key (an unchanged replay walks the same attempts from the cache).
     keys = [e.cache_key for _, e in calls(recorder)]
-    assert keys[0] == keys[1] == keys[2] != keys[3]
+    assert len(set(keys)) == 4
+    assert [e.parse_attempt for _, e in calls(recorder)] == [1, 2, 3, 1]
 
 
 def test_a_judge_that_never_answers_in_shape_gives_an_execution_error_with_its_last_reply(
@@ -615,6 +617,46 @@ def test_cache_hit_reuses_the_recorded_reply_without_a_request(judge_server: Jud
     assert hit.cache_key == original.cache_key and hit.reply_sha256 == original.reply_sha256
     assert hit.request_sha256 == original.request_sha256 and hit.usage is None
     assert second.grader_call_event_ids == [hit_id]
+
+
+@pytest.mark.parametrize(
+    ("script", "score", "status"),
+    [
+        (["I cannot decide.", freeform(0.85)], 0.85, "ok"),  # valid JSON at the second attempt
+        (["I cannot decide.", "Still thinking.", "Verdict: {score: high}", freeform(0.6)], 0.6, "ok"),  # the repair
+        (["no json at all"], 0.0, "execution_error"),  # never valid JSON
+    ],
+)
+def test_an_unchanged_regrade_repeats_every_attempt_from_the_cache(
+    judge_server: JudgeServer, pool: JudgePool, script: list[Any], score: float, status: str
+):
+    judge_server.script(*script)
+    recorder = MemoryRecorder()
+    first = grade(context(math_test(), pool, recorder=recorder))
+    sent = len(judge_server.requests)
+    assert sent == len(script) if status == "ok" else sent == 4
+    judge_server.script(freeform(0.1))  # a fresh call would now score differently
+
+    second = grade(context(math_test(), pool, recorder=recorder))
+    assert len(judge_server.requests) == sent
+    assert (second.score, second.status, second.assertions) == (first.score, first.status, first.assertions)
+    assert (first.score, first.status, first.cache_hit, second.cache_hit) == (score, status, False, True)
+    hits = calls(recorder)[sent:]
+    assert len(hits) == sent and all(h.cache_hit for _, h in hits)
+    assert [h.outcome for _, h in hits] == [e.outcome for _, e in calls(recorder)[:sent]]
+    assert [h.reused_from for _, h in hits] == [i for i, _ in calls(recorder)[:sent]]
+
+    third = grade(context(math_test(), pool, recorder=recorder, options=GradeOptions(no_cache=True)))
+    assert len(judge_server.requests) == sent + 1 and (third.score, third.cache_hit) == (0.1, False)
+
+
+def test_a_failed_call_is_not_cached(judge_server: JudgeServer, pool: JudgePool):
+    judge_server.script(server_error(503))
+    recorder = MemoryRecorder()
+    grade(context(math_test(), pool, recorder=recorder))
+    judge_server.script(freeform(0.7))
+    result = grade(context(math_test(), pool, recorder=recorder))
+    assert (result.score, result.cache_hit, len(judge_server.requests)) == (0.7, False, 4)
 
 
 def test_no_cache_calls_the_judge_again_and_records_beside_the_old_call(judge_server: JudgeServer, pool: JudgePool):

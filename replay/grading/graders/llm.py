@@ -30,6 +30,7 @@ def _execution_error(
     call_ids: list[str] | None = None,
     grader_target: str | None = None,
     preprocessing_event_ids: list[str] | None = None,
+    cache_hit: bool = False,
 ) -> GraderResult:
     return GraderResult(
         score=0.0,
@@ -40,6 +41,7 @@ def _execution_error(
         grader_call_event_ids=call_ids or [],
         grader_target=grader_target,
         preprocessing_event_ids=preprocessing_event_ids or [],
+        cache_hit=cache_hit,
     )
 
 
@@ -117,7 +119,7 @@ class LlmGrader:
             messages, lambda reply: mode.parse(reply, spec.rubrics)
         )
         evidence = [*answer.warnings, *warnings]
-        if outcome.result is None and unavailable is not None:
+        if outcome.result is None and unavailable is not None and not outcome.cache_hit:
             return _execution_error(
                 unavailable,
                 evidence=evidence,
@@ -140,6 +142,7 @@ class LlmGrader:
                 call_ids=outcome.call_event_ids,
                 grader_target=target.name,
                 preprocessing_event_ids=answer.preprocessing_event_ids,
+                cache_hit=outcome.cache_hit,
             )
         result = outcome.result
         return GraderResult(

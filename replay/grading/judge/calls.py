@@ -2,8 +2,13 @@
 
 Every HTTP exchange (each retry, each parse attempt, the repair) becomes one ``GraderCalled`` event,
 numbered by ``attempt_number`` in the order sent, so an audit sees exactly what was asked and answered.
-The cache key is the digest of (rendered messages, model, parameters); a hit reuses the recorded reply
-without any network call and is itself recorded (``cache_hit``, ``reused_from``).
+The cache key is the digest of (rendered messages, model, parameters), and for the second and third
+parse attempts of the same messages also the attempt's number; the repair request is keyed by its own
+messages. Each attempt's reply is cached, a reply that did not parse too, so an unchanged replay walks
+the same attempts from the cache (a verdict that needed retries or the repair, or never got valid JSON,
+is reproduced with no request). A hit reuses the recorded reply without any network call and is itself
+recorded (``cache_hit``, ``reused_from``). A call that got no answer (transport error, timeout) is not
+cached: the replay asks again.
 """
 
 from __future__ import annotations
@@ -39,8 +44,13 @@ Evaluation to repair:
 Parser = Callable[[str | None], ModeResult]
 
 
-def cache_key(messages: list[dict[str, Any]], model: str, parameters: dict[str, Any]) -> str:
-    return digest_json({"messages": messages, "model": model, "parameters": parameters})
+def cache_key(messages: list[dict[str, Any]], model: str, parameters: dict[str, Any], parse_attempt: int = 1) -> str:
+    """The judge cache key of one request: attempt 1 keeps the key evalstore always used, so replies
+    recorded before attempts were keyed are still found."""
+    keyed: dict[str, Any] = {"messages": messages, "model": model, "parameters": parameters}
+    if parse_attempt > 1:
+        keyed["parse_attempt"] = parse_attempt
+    return digest_json(keyed)
 
 
 @dataclass
@@ -71,20 +81,23 @@ class JudgeCall:
         self.client = client
         self.outcome = JudgeOutcome(None)
         self._attempt_number = 0
+        self._hits = 0
+        self._sent = False
 
     def run(self, messages: list[dict[str, Any]], parse: Parser) -> JudgeOutcome:
-        key = cache_key(messages, self.judge.model, self.judge.parameters)
-        if not self.ctx.options.no_cache and self._from_cache(messages, key, parse):
-            return self.outcome
-        if self.cache_only:
-            return self.outcome
+        self._converse(messages, parse)
+        # From the cache only when no request was sent: every attempt it took was a recorded one.
+        self.outcome.cache_hit = self._hits > 0 and not self._sent
+        return self.outcome
+
+    def _converse(self, messages: list[dict[str, Any]], parse: Parser) -> None:
         repairable: str | None = None
-        for _ in range(PARSE_ATTEMPTS):
-            reply = self._send(messages, key, parse)
-            if reply is None:  # the call itself failed after its retries: nothing more to try
-                return self.outcome
+        for parse_attempt in range(1, PARSE_ATTEMPTS + 1):
+            reply = self._ask(messages, parse_attempt, parse)
+            if reply is None:  # no answer (the call failed after its retries, or cache only): stop here
+                return
             if self.outcome.result is not None:
-                return self.outcome
+                return
             if reply.strip():
                 repairable = reply
         if repairable is not None:
@@ -92,47 +105,73 @@ class JudgeCall:
                 messages[0],
                 {"role": "user", "content": REPAIR_PROMPT.format(error=self.outcome.error, reply=repairable)},
             ]
-            self._send(repair, cache_key(repair, self.judge.model, self.judge.parameters), parse)
-        return self.outcome
+            self._ask(repair, 1, parse)
+
+    def _ask(self, messages: list[dict[str, Any]], parse_attempt: int, parse: Parser) -> str | None:
+        """One parse attempt: the recorded reply to this request and attempt, else the judge's."""
+        key = cache_key(messages, self.judge.model, self.judge.parameters, parse_attempt)
+        if not self.ctx.options.no_cache:
+            reply = self._from_cache(messages, key, parse_attempt, parse)
+            if reply is not None:
+                return reply
+        if self.cache_only:
+            return None
+        return self._send(messages, key, parse_attempt, parse)
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _from_cache(self, messages: list[dict[str, Any]], key: str, parse: Parser) -> bool:
+    def _from_cache(self, messages: list[dict[str, Any]], key: str, parse_attempt: int, parse: Parser) -> str | None:
+        """The recorded reply for this key, parsed and recorded as a hit; None on a miss."""
         recorder = self.ctx.recorder
         found = recorder.find_judge_call(key)
         if found is None:
-            return False
+            return None
         reused_from, earlier = found
         if earlier.reply_sha256 is None:
-            return False
+            return None
         start = time.perf_counter()
         try:
             reply = recorder.get_blob(earlier.reply_sha256).decode("utf-8")
-            result = parse(reply)
-        except (BlobNotFound, UnicodeDecodeError, JudgeParseError):
-            return False  # an unusable recorded reply is no reason to fail: ask the judge again
+        except (BlobNotFound, UnicodeDecodeError):
+            return None  # an unusable recorded reply is no reason to fail: ask the judge again
+        error: str | None = None
+        try:
+            result: ModeResult | None = parse(reply)
+        except JudgeParseError as exc:
+            if earlier.outcome == "ok":
+                return None  # it parsed when recorded: ask again rather than guess why it no longer does
+            result, error = None, str(exc)
         self._record(
             messages,
             key,
             reply_sha256=earlier.reply_sha256,
-            outcome="ok",
+            outcome="ok" if result is not None else "parse_error",
             latency_ms=round((time.perf_counter() - start) * 1000.0, 3),
+            error=error,
             cache_hit=True,
             reused_from=reused_from,
+            parse_attempt=parse_attempt,
         )
-        self.outcome.result = result
-        self.outcome.cache_hit = True
         self.outcome.last_reply = reply
-        return True
+        self._hits += 1
+        if result is not None:
+            self.outcome.result = result
+            self.outcome.error = None
+            self.outcome.parse_failure = False
+        else:
+            self.outcome.error = error
+            self.outcome.parse_failure = True
+        return reply
 
-    def _send(self, messages: list[dict[str, Any]], key: str, parse: Parser) -> str | None:
+    def _send(self, messages: list[dict[str, Any]], key: str, parse_attempt: int, parse: Parser) -> str | None:
         """Send one request (with its transport retries); returns the reply text, None if the call failed."""
+        self._sent = True
         exchanges = self.client.complete(self.judge, messages)
         for exchange in exchanges[:-1]:
-            self._record_exchange(messages, key, exchange, exchange.outcome, exchange.error)
+            self._record_exchange(messages, key, parse_attempt, exchange, exchange.outcome, exchange.error)
         final = exchanges[-1]
         if final.outcome != "ok":
-            self._record_exchange(messages, key, final, final.outcome, final.error)
+            self._record_exchange(messages, key, parse_attempt, final, final.outcome, final.error)
             self.outcome.error = final.error
             self.outcome.parse_failure = False
             if final.body:
@@ -147,16 +186,22 @@ class JudgeCall:
         except JudgeParseError as exc:
             self.outcome.error = str(exc)
             self.outcome.parse_failure = True
-            self._record_exchange(messages, key, final, "parse_error", str(exc))
+            self._record_exchange(messages, key, parse_attempt, final, "parse_error", str(exc))
             return reply
-        self._record_exchange(messages, key, final, "ok", None)
+        self._record_exchange(messages, key, parse_attempt, final, "ok", None)
         self.outcome.result = result
         self.outcome.error = None
         self.outcome.parse_failure = False
         return reply
 
     def _record_exchange(
-        self, messages: list[dict[str, Any]], key: str, exchange: Exchange, outcome: str, error: str | None
+        self,
+        messages: list[dict[str, Any]],
+        key: str,
+        parse_attempt: int,
+        exchange: Exchange,
+        outcome: str,
+        error: str | None,
     ) -> None:
         reply: bytes | None
         if exchange.content is not None:
@@ -171,6 +216,7 @@ class JudgeCall:
             latency_ms=exchange.latency_ms,
             usage=exchange.usage,
             error=error,
+            parse_attempt=parse_attempt,
         )
 
     def _record(
@@ -185,6 +231,7 @@ class JudgeCall:
         error: str | None = None,
         cache_hit: bool = False,
         reused_from: str | None = None,
+        parse_attempt: int | None = None,
     ) -> None:
         ctx = self.ctx
         self._attempt_number += 1
@@ -207,5 +254,6 @@ class JudgeCall:
             attempt_number=self._attempt_number,
             outcome=outcome,  # type: ignore[arg-type]
             error=error,
+            parse_attempt=parse_attempt,
         )
         self.outcome.call_event_ids.append(ctx.recorder.record(event))

@@ -1,0 +1,247 @@
+"""A run moved between stores as it is: ``evalstore export RUN --format bundle`` and its import.
+
+A bundle is a folder:
+
+- ``events.jsonl``: one line per event, oldest stream first (the run that holds the transcripts, then
+  each replay down to RUN), each as the store holds it: ``event_id``, ``stream_id``, ``stream_version``,
+  ``type``, ``schema_version``, ``recorded_at`` and ``payload`` (the canonical JSON text, byte for byte);
+- ``blobs/<sha256>``: the raw bytes of every blob those events name;
+- ``manifest.json``: ``{"format": "evalstore-bundle", "version": 1, "run_id", "streams": [{"stream_id",
+  "events"}], "events_sha256", "blobs": [{"sha256", "size"}], "tool_version"}``.
+
+Importing checks everything before writing: the manifest, the events file's digest, each blob's digest
+and size, that every blob an event names is in the bundle, that each payload is canonical JSON of a known
+event type, and that a stream already in the store holds exactly these events. Then each stream is
+appended as it was (same event ids and payloads, blobs by digest); seq, the hash chain and
+``recorded_at`` are the receiving log's own. Importing a bundle again writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalstore import __version__
+from evalstore.replay.analysis.views import run_started
+from evalstore.replay.errors import ReplayError
+from evalstore.store import EventStore, StoredEvent, canonical_json, sha256_hex
+from evalstore.store.errors import StoreError
+from evalstore.store.events import decode
+from evalstore.store.verify import blob_refs
+
+FORMAT, VERSION = "evalstore-bundle", 1
+MANIFEST, EVENTS, BLOBS = "manifest.json", "events.jsonl", "blobs"
+EVENT_FIELDS = ("event_id", "stream_id", "stream_version", "type", "schema_version", "recorded_at", "payload")
+
+
+class BundleError(ReplayError):
+    """A bundle that cannot be written or read as it is."""
+
+
+@dataclass
+class BundleOutcome:
+    run_id: str
+    streams: list[str]
+    events: int
+    blobs: int
+    already_imported: bool = False
+
+
+def is_bundle(path: Path) -> bool:
+    """A folder holding a bundle manifest (what ``evalstore import`` checks before AgentV formats)."""
+    return path.is_dir() and (path / MANIFEST).is_file()
+
+
+def run_chain(store: EventStore, run_id: str) -> list[str]:
+    """The run and every run it replays, down to the one holding the transcripts; oldest first."""
+    chain, started = [run_id], run_started(store, run_id)
+    while started.kind == "replay" and started.parent_run_id and started.parent_run_id not in chain:
+        chain.append(started.parent_run_id)
+        started = run_started(store, started.parent_run_id)
+    return chain[::-1]
+
+
+def export_bundle(store: EventStore, run_id: str, directory: Path) -> BundleOutcome:
+    """Write RUN (with the runs it replays) as a bundle folder; the folder appears only once complete."""
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise BundleError(f"{directory}: exists and is not an empty folder; give a new folder to write the bundle to")
+    parent = directory.resolve().parent
+    if not parent.is_dir():
+        raise BundleError(f"{parent}: no such folder (-o)")
+    streams = run_chain(store, run_id)
+    work = Path(tempfile.mkdtemp(dir=parent, prefix=f".{directory.name}.", suffix=".tmp"))
+    try:
+        (work / BLOBS).mkdir()
+        counts: list[dict[str, Any]] = []
+        digests: dict[str, int] = {}
+        with (work / EVENTS).open("wb") as fh:
+            for stream_id in streams:
+                n = 0
+                for stored in store.read_stream(stream_id):
+                    fh.write(_event_line(stored))
+                    n += 1
+                    for digest in blob_refs(stored.payload):
+                        if digest not in digests:
+                            data = store.get_blob(digest)
+                            (work / BLOBS / digest).write_bytes(data)
+                            digests[digest] = len(data)
+                counts.append({"stream_id": stream_id, "events": n})
+        manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "run_id": run_id,
+            "streams": counts,
+            "events_sha256": sha256_hex((work / EVENTS).read_bytes()),
+            "blobs": [{"sha256": d, "size": digests[d]} for d in sorted(digests)],
+            "tool_version": __version__,
+        }
+        (work / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        if directory.exists():
+            directory.rmdir()  # empty (checked above): replaced by the finished bundle
+        os.replace(work, directory)
+    finally:
+        if work.exists():
+            shutil.rmtree(work)
+    return BundleOutcome(run_id, streams, sum(c["events"] for c in counts), len(digests))
+
+
+def _event_line(stored: StoredEvent) -> bytes:
+    row = {
+        "event_id": stored.event_id,
+        "stream_id": stored.stream_id,
+        "stream_version": stored.stream_version,
+        "type": stored.type,
+        "schema_version": stored.schema_version,
+        "recorded_at": stored.recorded_at,
+        "payload": stored.payload_json,
+    }
+    return (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+# -- import --------------------------------------------------------------------------------------
+
+
+def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
+    """Append a bundle's streams to ``store`` as they were; checked whole before anything is written."""
+    manifest = _manifest(directory)
+    events_path = directory / EVENTS
+    try:
+        raw = events_path.read_bytes()
+    except OSError as exc:
+        raise BundleError(f"{events_path}: cannot be read ({exc.strerror})") from None
+    if sha256_hex(raw) != manifest["events_sha256"]:
+        raise BundleError(f"{events_path}: its sha256 is not the manifest's events_sha256 (altered or truncated)")
+    by_stream = _events(events_path, raw, manifest)
+    blobs = _blobs(directory, manifest)
+    for rows in by_stream.values():
+        for line, row in rows:
+            missing = blob_refs(json.loads(row["payload"])) - blobs.keys()
+            if missing:
+                raise BundleError(f"{events_path}:{line}: names blob {sorted(missing)[0]}, which the bundle lacks")
+    present = [s for s in by_stream if store.stream_version(s) > 0]
+    for stream_id in present:
+        stored = [(e.event_id, e.payload_json) for e in store.read_stream(stream_id)]
+        if stored != [(row["event_id"], row["payload"]) for _, row in by_stream[stream_id]]:
+            raise BundleError(
+                f"run {stream_id} is already in this store with other events; the bundle cannot be imported here"
+            )
+    try:
+        for stream_id, rows in by_stream.items():
+            if stream_id in present:
+                continue
+            needed = {d for _, row in rows for d in blob_refs(json.loads(row["payload"]))}
+            store.append_copies(
+                stream_id,
+                [(row["event_id"], row["type"], row["schema_version"], row["payload"]) for _, row in rows],
+                blobs={d: blobs[d] for d in needed},
+            )
+    except StoreError as exc:
+        raise BundleError(f"{directory}: {exc}") from None
+    return BundleOutcome(
+        manifest["run_id"],
+        list(by_stream),
+        sum(len(r) for r in by_stream.values()),
+        len(blobs),
+        already_imported=len(present) == len(by_stream),
+    )
+
+
+def _manifest(directory: Path) -> dict[str, Any]:
+    path = directory / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise BundleError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise BundleError(f"{path}: not an evalstore bundle manifest (format must be {FORMAT!r})")
+    if manifest.get("version") != VERSION:
+        raise BundleError(f"{path}: bundle version {manifest.get('version')!r}; this evalstore reads version {VERSION}")
+    for key, kind in (("run_id", str), ("streams", list), ("events_sha256", str), ("blobs", list)):
+        if not isinstance(manifest.get(key), kind):
+            raise BundleError(f"{path}: {key} is missing or not a {kind.__name__}")
+    return manifest
+
+
+def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    by_stream: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for line, text in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        where = f"{path}:{line}"
+        try:
+            row = json.loads(text)
+        except ValueError as exc:
+            raise BundleError(f"{where}: not JSON ({exc})") from None
+        if not isinstance(row, dict) or set(row) != set(EVENT_FIELDS):
+            raise BundleError(f"{where}: an event line has exactly the fields {', '.join(EVENT_FIELDS)}")
+        rows = by_stream.setdefault(row["stream_id"], [])
+        if row["stream_version"] != len(rows) + 1:
+            raise BundleError(f"{where}: stream {row['stream_id']} version {row['stream_version']} out of order")
+        try:
+            payload = json.loads(row["payload"])
+            if canonical_json(payload) != row["payload"]:
+                raise BundleError(f"{where}: the payload is not canonical JSON")
+            decode(row["type"], row["schema_version"], payload)
+        except BundleError:
+            raise
+        except (TypeError, ValueError, StoreError) as exc:
+            raise BundleError(f"{where}: not a valid {row['type']!r} event ({str(exc).splitlines()[0]})") from None
+        rows.append((line, row))
+    expected = [(s.get("stream_id"), s.get("events")) for s in manifest["streams"] if isinstance(s, dict)]
+    if expected != [(s, len(r)) for s, r in by_stream.items()]:
+        raise BundleError(f"{path}: its streams and event counts are not the manifest's")
+    if manifest["run_id"] not in by_stream:
+        raise BundleError(f"{path}: holds no events of run {manifest['run_id']}")
+    return by_stream
+
+
+def _blobs(directory: Path, manifest: dict[str, Any]) -> dict[str, bytes]:
+    blobs: dict[str, bytes] = {}
+    for entry in _entries(manifest["blobs"], directory):
+        digest, size = entry
+        path = directory / BLOBS / digest
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
+        if sha256_hex(data) != digest or len(data) != size:
+            raise BundleError(f"{path}: its bytes do not match the manifest's sha256 and size (altered)")
+        blobs[digest] = data
+    return blobs
+
+
+def _entries(entries: list[Any], directory: Path) -> Iterator[tuple[str, int]]:
+    for entry in entries:
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        size = entry.get("size") if isinstance(entry, dict) else None
+        if not isinstance(digest, str) or len(digest) != 64 or not all(c in "0123456789abcdef" for c in digest):
+            raise BundleError(f"{directory / MANIFEST}: a blob entry without a sha256 digest: {entry!r}")
+        if not isinstance(size, int):
+            raise BundleError(f"{directory / MANIFEST}: blob {digest} has no size")
+        yield digest, size

@@ -1,0 +1,124 @@
+"""``evalstore export RUN --format bundle`` and ``evalstore import DIR``: a run moved between stores as it is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from e2e_helpers import Recorded, cli, ok_json, one_line_error, verdict_signature
+from judge_server import JudgeServer
+
+from evalstore.store import EventStore
+from evalstore.store.verify import blob_refs
+
+
+def _streams(db: str, run_ids: list[str]) -> dict[str, list[tuple[str, str, int, str]]]:
+    store = EventStore.open(db)
+    try:
+        return {
+            run: [(e.event_id, e.type, e.schema_version, e.payload_json) for e in store.read_stream(run)]
+            for run in run_ids
+        }
+    finally:
+        store.close()
+
+
+def _blobs(db: str, streams: dict[str, list[tuple[str, str, int, str]]]) -> dict[str, bytes]:
+    store = EventStore.open(db)
+    try:
+        digests = {d for events in streams.values() for *_, p in events for d in blob_refs(json.loads(p))}
+        return {d: store.get_blob(d) for d in sorted(digests)}
+    finally:
+        store.close()
+
+
+def _export(db: str, run: str, folder: Path) -> None:
+    result = cli(db, "export", run, "--format", "bundle", "-o", str(folder))
+    assert result.exit_code == 0, result.stderr
+    assert (folder / "manifest.json").is_file() and not list(folder.parent.glob(f".{folder.name}.*"))
+
+
+def test_a_bundle_moves_a_run_from_sqlite_to_postgresql_and_back(
+    recorded: Recorded, recorded_db: str, postgres_url: str, tmp_path: Path, judge: JudgeServer, key_env: dict
+) -> None:
+    # A replay with a swap, so the bundle carries the recorded run it replays, too.
+    replay = ok_json(cli(recorded_db, "replay", recorded.run_id, "--judge-model", "judge-model-2", "--json"), 0, 1)[
+        "run_id"
+    ]
+    chain = [recorded.run_id, replay]
+    original = _streams(recorded_db, chain)
+    blobs = _blobs(recorded_db, original)
+    assert any(b"xl/workbook" in data or data[:2] == b"PK" for data in blobs.values())  # the agent's xlsx
+
+    there = tmp_path / "to-postgres"
+    _export(recorded_db, replay, there)
+    manifest = json.loads((there / "manifest.json").read_text("utf-8"))
+    assert [s["stream_id"] for s in manifest["streams"]] == chain
+    assert {b["sha256"] for b in manifest["blobs"]} == set(blobs)
+
+    out = ok_json(cli(postgres_url, "import", str(there), "--json"))
+    assert (out["run_id"], out["runs"], out["already_imported"]) == (replay, chain, False)
+    assert _streams(postgres_url, chain) == original  # same event ids, types, versions, payload bytes
+    assert _blobs(postgres_url, original) == blobs
+    assert ok_json(cli(postgres_url, "verify", "--json"))["ok"] is True
+    again = ok_json(cli(postgres_url, "import", str(there), "--json"))
+    assert again["already_imported"] is True
+
+    # A replay there gives the same verdicts, its judge replies from the bundle: not one request.
+    asked = len(judge.requests)
+    regraded = ok_json(cli(postgres_url, "replay", replay, "--json"), 0, 1)["run_id"]
+    assert len(judge.requests) == asked
+    assert verdict_signature(postgres_url, regraded) == verdict_signature(recorded_db, replay)
+
+    # And back: PostgreSQL -> a new SQLite store.
+    back = tmp_path / "to-sqlite"
+    _export(postgres_url, replay, back)
+    assert (back / "events.jsonl").read_bytes() != b""
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    ok_json(cli(fresh, "import", str(back), "--json"))
+    assert _streams(fresh, chain) == original
+    assert _blobs(fresh, original) == blobs
+    assert ok_json(cli(fresh, "verify", "--json"))["ok"] is True
+    assert verdict_signature(fresh, replay) == verdict_signature(recorded_db, replay)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["blob", "event", "manifest", "missing-blob"],
+)
+def test_a_damaged_bundle_is_refused_and_nothing_is_written(
+    recorded: Recorded, recorded_db: str, tmp_path: Path, damage: str
+) -> None:
+    folder = tmp_path / "bundle"
+    _export(recorded_db, recorded.run_id, folder)
+    blob = sorted((folder / "blobs").iterdir())[0]
+    if damage == "blob":
+        blob.write_bytes(blob.read_bytes() + b"!")
+        expected = "do not match the manifest"
+    elif damage == "missing-blob":
+        blob.unlink()
+        expected = "cannot be read"
+    elif damage == "event":
+        events = folder / "events.jsonl"
+        events.write_bytes(events.read_bytes().replace(b'\\"score\\":', b'\\"score\\": ', 1))
+        expected = "events_sha256"
+    else:
+        manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+        manifest["version"] = 99
+        (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        expected = "bundle version 99"
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    assert expected in one_line_error(cli(other, "import", str(folder)))
+    assert ok_json(cli(other, "runs", "--json")) == []
+
+
+def test_bundle_needs_a_new_folder(recorded: Recorded, recorded_db: str, tmp_path: Path) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x", encoding="utf-8")
+    error = one_line_error(
+        cli(recorded_db, "export", recorded.run_id, "--format", "bundle", "-o", str(tmp_path / "full"))
+    )
+    assert "not an empty folder" in error
+    usage = cli(recorded_db, "export", recorded.run_id, "--format", "bundle")
+    assert usage.exit_code == 2 and "Error: --format bundle writes a folder: give it with -o DIR" in usage.stderr
