@@ -35,6 +35,7 @@ from evalstore.replay.material import (
     result_key,
     transcript_info,
 )
+from evalstore.replay.processes.lifetime import WorkspaceLock
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
 from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
@@ -207,6 +208,26 @@ def _execute(
     progress: Progress | None,
     on_start: Callable[[str, int], None] | None,
 ) -> RunOutcome:
+    workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
+    # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
+    with WorkspaceLock(workdir):
+        return _execute_locked(
+            store, run_id, suite, target, targets_file, options, recorded, progress, on_start, workdir
+        )
+
+
+def _execute_locked(
+    store: EventStore,
+    run_id: str,
+    suite: EvalSuite,
+    target: TargetEntry,
+    targets_file: TargetsFile | None,
+    options: RunOptions,
+    recorded: dict[ResultKey, TestMaterial],
+    progress: Progress | None,
+    on_start: Callable[[str, int], None] | None,
+    workdir: Path,
+) -> RunOutcome:
     threshold = _threshold(suite, options)
     grade_options = GradeOptions(
         no_cache=options.grade.no_cache,
@@ -214,7 +235,6 @@ def _execute(
         judge_model=options.grade.judge_model,
         threshold=threshold,
     )
-    workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
     if on_start:
         on_start(run_id, len(suite.tests))

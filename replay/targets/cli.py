@@ -106,7 +106,9 @@ def run(request: RunRequest) -> TargetOutcome:
             "EVALSTORE_WORKSPACE": str(request.workspace),
             "EVALSTORE_EVAL_ID": request.test.id,
         }
-        child = run_child(argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=env)
+        child = run_child(
+            argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=env, die_with_parent=True
+        )
         stderr = child.stderr_text()
         failure = _failure(spec, child, timeout, command)
         if failure is not None:
