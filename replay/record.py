@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalstore import __version__
 from evalstore.replay.content import Message, dump_messages
@@ -20,7 +21,7 @@ from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.snapshot import snapshot_suite
-from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.engine import grade_test
 from evalstore.replay.grading.graders.base import GradeOptions
 from evalstore.replay.material import (
@@ -34,6 +35,7 @@ from evalstore.replay.material import (
     result_key,
     transcript_info,
 )
+from evalstore.replay.processes.lifetime import WorkspaceLock
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
 from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
@@ -46,6 +48,9 @@ from evalstore.store.events import (
     TestScored,
     TranscriptRecorded,
 )
+
+if TYPE_CHECKING:
+    from evalstore.replay.grading.judge.pool import JudgePool
 
 
 @dataclass
@@ -85,6 +90,7 @@ def record_run(
     suite = load_eval(eval_path)
     preflight(suite)
     targets_file, target = _resolve_target(suite, options)
+    _check_judges(suite, target.name, targets_file, options)
     run_id = new_run_id("rec")
     snapshot, blobs = snapshot_suite(suite)
     started = RunStarted(
@@ -146,6 +152,34 @@ def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-u
     return targets_file, target
 
 
+def _judge_pool(targets_file: TargetsFile | None, options: RunOptions) -> JudgePool:
+    from evalstore.replay.grading.judge.pool import JudgePool
+
+    if targets_file:
+        return JudgePool.from_targets_file(targets_file, concurrency=options.judge_concurrency)
+    return JudgePool.from_env()
+
+
+def _check_judges(suite: EvalSuite, run_target: str, targets_file: TargetsFile | None, options: RunOptions) -> None:
+    """Before the agent runs: an LLM grader with no judge it can call (none configured, an unset
+    ``${{ VAR }}`` or key) would end every test in an execution error after the expensive part."""
+    graders = [
+        (f"{suite.path}: test {test.id!r}", grader.name, grader.target)
+        for test in suite.tests
+        for grader in test.graders
+        if isinstance(grader, LlmGraderSpec)
+    ]
+    if not graders:
+        return
+    with _judge_pool(targets_file, options) as pool:
+        pool.check(
+            graders,
+            run_target=run_target,
+            override_target=options.grade.judge_target,
+            override_model=options.grade.judge_model,
+        )
+
+
 def _threshold(suite: EvalSuite, options: RunOptions) -> float:
     return options.threshold if options.threshold is not None else suite.threshold
 
@@ -174,8 +208,26 @@ def _execute(
     progress: Progress | None,
     on_start: Callable[[str, int], None] | None,
 ) -> RunOutcome:
-    from evalstore.replay.grading.judge.pool import JudgePool
+    workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
+    # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
+    with WorkspaceLock(workdir):
+        return _execute_locked(
+            store, run_id, suite, target, targets_file, options, recorded, progress, on_start, workdir
+        )
 
+
+def _execute_locked(
+    store: EventStore,
+    run_id: str,
+    suite: EvalSuite,
+    target: TargetEntry,
+    targets_file: TargetsFile | None,
+    options: RunOptions,
+    recorded: dict[ResultKey, TestMaterial],
+    progress: Progress | None,
+    on_start: Callable[[str, int], None] | None,
+    workdir: Path,
+) -> RunOutcome:
     threshold = _threshold(suite, options)
     grade_options = GradeOptions(
         no_cache=options.grade.no_cache,
@@ -183,18 +235,13 @@ def _execute(
         judge_model=options.grade.judge_model,
         threshold=threshold,
     )
-    workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
     if on_start:
         on_start(run_id, len(suite.tests))
     results: list[TestScored] = []
     lock = threading.Lock()
 
-    judges = (
-        JudgePool.from_targets_file(targets_file, concurrency=options.judge_concurrency)
-        if targets_file
-        else JudgePool.from_env()
-    )
+    judges = _judge_pool(targets_file, options)
 
     def one(test: EvalTest) -> TestScored:
         key = result_key(test.id, target.name, 1)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from evalstore import __version__
 from evalstore.replay.analysis.views import run_started, transcript_run_id
 from evalstore.replay.errors import ReplayError
-from evalstore.replay.evalfile.aliases import normalize_media_type
+from evalstore.replay.evalfile.aliases import alias_of, normalize_media_type
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
@@ -182,6 +182,7 @@ def replay_run(
     on_start: Started | None = None,
 ) -> ReplayOutcome:
     parent = load_run(store, parent_run_id)
+    _check_selection(store, parent, options)
     effective = effective_options(store, parent.started, options)
     suite = _suite(store, parent, effective)
     preflight(suite)
@@ -273,14 +274,15 @@ def _execute(
         for key in parent.order
         if in_shard(key, options.shard) and not (key in mine.tests and mine.tests[key].scored)
     ]
+    regraded = {key for key in todo if _selected(key[0], tests_by_id, options)}
     unable = [
         (key, reason)
         for key in todo
-        if _selected(key[0], tests_by_id, options)
-        and (reason := not_regradable_reason(sources.get(key, parent.tests[key]))) is not None
+        if key in regraded and (reason := not_regradable_reason(sources.get(key, parent.tests[key]))) is not None
     ]
     if on_start:
-        on_start(run_id, len(todo), drifted, unable)
+        # The tests that will be graded; the others are carried over, which takes no time to speak of.
+        on_start(run_id, len(regraded), drifted, unable)
     judges = _judges(suite, options, parent)
     results: list[TestScored] = []
     lock = threading.Lock()
@@ -291,7 +293,7 @@ def _execute(
         )
         with lock:
             results.append(scored)
-        if progress:
+        if progress and key in regraded:
             progress(scored)
 
     try:
@@ -383,6 +385,43 @@ def _replay_test(
     )
     batches.add(recorder)
     return grade.scored
+
+
+_LISTED = 20
+"""How many test ids or media types an error lists before it says how many more there are."""
+
+
+def _listing(items: list[str]) -> str:
+    shown = ", ".join(items[:_LISTED])
+    return shown + (f", and {len(items) - _LISTED} more" if len(items) > _LISTED else "")
+
+
+def _check_selection(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> None:
+    """Refuse, before anything is written, a ``--tests`` glob that matches no test of the run and a
+    ``--preprocessor`` for a type no file in the run has: either would write a full replay that
+    changes nothing, and is almost always a typo."""
+    if options.tests is not None:
+        ids = sorted({key[0] for key in parent.order})
+        if not any(fnmatch.fnmatchcase(test_id, options.tests) for test_id in ids):
+            raise ReplayError(
+                f"--tests {options.tests!r} matches no test of run {parent.run_id} (its tests: {_listing(ids) or 'none'})"
+            )
+    if not options.preprocessors:
+        return
+    present = {
+        normalize_media_type(artifact.media_type)
+        for test in transcript_run(store, parent).tests.values()
+        for _, artifact in test.artifacts
+        if artifact.media_type
+    }
+    for value in options.preprocessors:
+        type_ = value.partition("=")[0].strip()
+        if type_ and normalize_media_type(type_) not in present:
+            shown = [f"{m} ({alias_of(m)})" if alias_of(m) else m for m in sorted(present)]
+            raise ReplayError(
+                f"--preprocessor {type_}: no file of that type in run {parent.run_id} "
+                f"(media types in its artifacts: {_listing(shown) or 'none'})"
+            )
 
 
 def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:

@@ -124,6 +124,9 @@ def make_engine(db: str | Location | None = None, *, create: bool = True) -> Eng
         _configure_sqlite(engine)
         return engine
     if backend == "postgresql":
+        from evalstore.store.postgres import quiet_aborted_pipelines
+
+        quiet_aborted_pipelines()
         return create_engine(url, pool_pre_ping=True)
     raise StoreError(f"unsupported database URL {parsed.render_as_string()!r}: use sqlite:///PATH or postgresql://...")
 

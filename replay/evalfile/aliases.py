@@ -31,3 +31,10 @@ def normalize_media_type(value: str) -> str:
     """Lower-cased, trimmed MIME type; an alias maps to its MIME type, anything else is taken literally."""
     key = value.strip().lower()
     return MIME_TYPE_ALIASES.get(key, key)
+
+
+def alias_of(media_type: str) -> str | None:
+    """The short name a MIME type is usually written as (``xlsx``), if it has one."""
+    aliases = [alias for alias, mime in MIME_TYPE_ALIASES.items() if mime == media_type]
+    subtype = media_type.rpartition("/")[2]
+    return subtype if subtype in aliases else next(iter(aliases), None)

@@ -1,15 +1,18 @@
 """A test's ``assertions`` (or Promptfoo-style ``assert``) turned into grader specs.
 
 AgentV v4 semantics (agentv-formats.md §4.1, §5.1, §5.4, §7.1), plus the v5-next generated-bundle
-types ``llm-rubric`` and ``script``. Types evalstore cannot grade are warned about and skipped, so
-the rest of the suite still loads.
+types ``llm-rubric`` and ``script``. Types AgentV grades and evalstore cannot are warned about and
+skipped, so the rest of the suite still loads; a type nobody knows (``contians``) is an error naming the
+closest known one.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shlex
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +48,28 @@ RUBRIC_TYPES = ("rubrics", "rubric")
 LLM_TYPES = ("llm-grader", "llm-rubric", *RUBRIC_TYPES)
 CODE_TYPES = ("code-grader", "script")
 DEPRECATED_TYPES = {"llm-judge": "llm-grader", "code-judge": "code-grader"}
+# Types AgentV grades and evalstore does not (v4 GRADER_KIND_VALUES, HEAD's agent-rubric and
+# assert-set): warned about and skipped. Any other type is a mistake, refused at load time.
+AGENTV_ONLY_TYPES = (
+    "composite",
+    "tool-trajectory",
+    "field-accuracy",
+    "latency",
+    "cost",
+    "token-usage",
+    "execution-metrics",
+    "skill-trigger",
+    "inline-assert",
+    "agent-rubric",
+    "assert-set",
+)
 STRING_VALUE_TYPES = ("contains", "icontains", "starts-with", "ends-with", "regex")
 LIST_VALUE_TYPES = ("contains-any", "contains-all", "icontains-any", "icontains-all")
 REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "u": 0, "y": 0}
 
 # A prompt file must place the candidate somewhere (AgentV prompt-validator.ts).
+KNOWN_TYPES = (*LLM_TYPES, *CODE_TYPES, *DEPRECATED_TYPES, *DETERMINISTIC_TYPES, *AGENTV_ONLY_TYPES)
+
 PROMPT_VARIABLE = re.compile(r"\{\{\s*(output|expected_output)\s*\}\}")
 # Arguments that name a script file: a missing one is an error, not a runtime surprise.
 SCRIPT_SUFFIXES = frozenset(
@@ -153,8 +173,32 @@ def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[Co
     if kind in DETERMINISTIC_TYPES:
         warn_unknown(ctx, obj, DETERMINISTIC_KEYS, where)
         return _deterministic(obj, kind, where)
-    ctx.warn(where.key("type"), f"grader type `{written}` is not supported by evalstore; assertion skipped")
-    return None
+    if kind in AGENTV_ONLY_TYPES or _custom_assertion(kind, ctx):
+        # A type AgentV knows (or a custom assertion it would discover): the suite is AgentV's, so it
+        # still loads, and the gap is said out loud.
+        ctx.warn(where.key("type"), f"grader type `{written}` is not supported by evalstore; assertion skipped")
+        return None
+    raise where.key("type").error(f"unknown grader type `{written}`{did_you_mean(kind, KNOWN_TYPES)}")
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``; did you mean `X`?`` for the closest of ``choices``, else a list of them all."""
+    choices = sorted(set(choices))
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean `{close[0]}`?"
+    return f"; use one of {', '.join(choices)}"
+
+
+def _custom_assertion(kind: str, ctx: ParseContext) -> bool:
+    """Whether AgentV would find ``kind`` as a custom assertion (``.agentv/assertions/``,
+    ``.agentv/graders/`` or ``.agentv/judges/`` above the eval file, a file named after the type)."""
+    for root in (ctx.eval_dir, *ctx.eval_dir.parents):
+        for folder in ("assertions", "graders", "judges"):
+            directory = root / ".agentv" / folder
+            if directory.is_dir() and any(p.stem == kind for p in directory.iterdir()):
+                return True
+    return False
 
 
 def _common(obj: dict[str, Any], kind: str, where: Where) -> dict[str, Any]:

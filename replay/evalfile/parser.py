@@ -36,7 +36,14 @@ from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_
 from evalstore.replay.evalfile.input import input_files, parse_input, with_files
 from evalstore.replay.evalfile.metadata import merge_metadata, suite_metadata
 from evalstore.replay.evalfile.rubrics import parse_rubric_items
-from evalstore.replay.evalfile.search_roots import DiskResolver, FileResolver, absolute, build_search_roots
+from evalstore.replay.evalfile.search_roots import (
+    DiskResolver,
+    FileResolver,
+    SnapshotResolver,
+    absolute,
+    build_search_roots,
+    find_project_root,
+)
 from evalstore.replay.evalfile.source import LineMap, Where, load_jsonl, load_yaml
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, WorkspaceEnv
 
@@ -107,7 +114,28 @@ def load_eval_text(
         raise root.error("the eval file is empty; add `tests`")
     doc = expect_mapping(data, root, "a mapping with `tests`")
     warn_unknown(ctx, doc, SUITE_KEYS, root)
-    return _SuiteParser(ctx, doc, root).parse()
+    suite = _SuiteParser(ctx, doc, root).parse()
+    if not isinstance(ctx.resolver, SnapshotResolver):  # a stored snapshot was warned about when it was taken
+        suite.warnings.extend(_outside_project(suite, project_root or find_project_root(eval_path.parent)))
+    return suite
+
+
+def _outside_project(suite: EvalSuite, project_root: Path | None) -> list[str]:
+    """One warning per referenced file outside the project root: its bytes go into the store with the
+    run's snapshot, which the user may not expect of a file elsewhere on the machine."""
+    if project_root is None:
+        return []
+    root = absolute(project_root)
+    out: list[str] = []
+    for _, path, _ in suite.referenced_files:
+        if not absolute(path).is_relative_to(root):
+            message = (
+                f"{suite.path}: references {path}, outside the project root {root}; "
+                "its bytes are stored with the run's eval snapshot"
+            )
+            if message not in out:
+                out.append(message)
+    return out
 
 
 @dataclass

@@ -71,7 +71,11 @@ def load_yaml(text: str, file: str, warnings: list[str]) -> tuple[Any, LineMap]:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _check_depth(node, file)
         data = loader.construct_document(node) if node is not None else None
+    except RecursionError:
+        raise EvalFileError(file, None, None, f"nested too deeply (at most {MAX_NESTING} levels); flatten it") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -85,6 +89,44 @@ def load_yaml(text: str, file: str, warnings: list[str]) -> tuple[Any, LineMap]:
         lines[()] = node.start_mark.line + 1
         _walk(node, (), lines, Where(file, LineMap(lines)), warnings, set())
     return data, LineMap(lines)
+
+
+MAX_NESTING = 100
+"""How deeply values may nest in an eval or tests file: far beyond any real suite, far below what
+would exhaust the interpreter's recursion limit further on (parsing, merging, canonical JSON)."""
+
+
+def _check_depth(root: yaml.Node, file: str) -> None:
+    """An error at the first node nested deeper than :data:`MAX_NESTING` (iteratively: the check must
+    not itself recurse)."""
+    stack: list[tuple[yaml.Node, int]] = [(root, 0)]
+    seen: set[int] = set()
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:  # an alias: the same node object again
+            continue
+        seen.add(id(node))
+        if depth > MAX_NESTING:
+            problem = f"nested more than {MAX_NESTING} levels deep; flatten it"
+            raise EvalFileError(file, node.start_mark.line + 1, None, problem)
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((child, depth + 1) for pair in node.value for child in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply a decoded JSON value nests (a scalar is 0), computed without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
 
 
 def _walk(
@@ -137,8 +179,15 @@ def load_jsonl(text: str, file: str) -> list[tuple[int, Any]]:
         if not raw.strip():
             continue
         try:
-            rows.append((number, json.loads(raw)))
+            row = json.loads(raw)
         except json.JSONDecodeError as exc:
             problem = f"invalid JSON ({exc.msg} at column {exc.colno}); write one test object per line"
             raise EvalFileError(file, number, None, problem) from None
+        except RecursionError:
+            too_deep = True
+        else:
+            too_deep = nesting_depth(row) > MAX_NESTING
+        if too_deep:
+            raise EvalFileError(file, number, None, f"nested more than {MAX_NESTING} levels deep; flatten it")
+        rows.append((number, row))
     return rows

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
+from evalstore.replay.processes import lifetime
+
 STDERR_TAIL_BYTES = 64_000
 """How much of a child's stderr is kept (the end: that is where the error usually is)."""
 
@@ -80,8 +82,14 @@ def run_child(
     max_output_bytes: int | None = None,
     cwd: str | None = None,
     env: dict[str, str] | None = None,
+    die_with_parent: bool = False,
 ) -> ChildResult:
-    """Run ``argv`` with ``stdin``; never raises for anything the child does (only :class:`Cancelled`)."""
+    """Run ``argv`` with ``stdin``; never raises for anything the child does (only :class:`Cancelled`).
+
+    ``die_with_parent`` (agents: long-lived, and working in a folder a resume reuses): the child and
+    its process group are killed if this process dies, even by SIGKILL, and the child inherits the
+    descriptor of every held workspace lock (``processes.lifetime``). It costs a few milliseconds per
+    start, which short-lived graders and converters, bounded by their timeouts, are spared."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -92,6 +100,8 @@ def run_child(
             cwd=cwd,
             env=env,
             start_new_session=True,  # its own process group, so killpg reaches grandchildren
+            preexec_fn=lifetime.die_with_parent if die_with_parent else None,
+            pass_fds=lifetime.held_fds() if die_with_parent else (),
         )
     except OSError as exc:
         return ChildResult(
@@ -106,7 +116,8 @@ def run_child(
     with _live_lock:
         _live[proc.pid] = proc
     try:
-        result = _supervise(proc, argv, stdin, started, timeout, max_output_bytes)
+        with lifetime.guard_group(proc.pid) if die_with_parent else contextlib.nullcontext():
+            result = _supervise(proc, argv, stdin, started, timeout, max_output_bytes)
     finally:
         with _live_lock:
             del _live[proc.pid]

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from evalstore.replay.content import Message
 from evalstore.replay.errors import TargetConfigError
 from evalstore.replay.evalfile.specs import EvalTest
-from evalstore.replay.targets.secrets import redact, resolve, unresolve
+from evalstore.replay.targets.secrets import redact, resolve, target_mask, unresolve
 from evalstore.replay.targetsfile.loader import TargetEntry
 
 TargetStatus = Literal["ok", "error", "timeout"]
@@ -156,11 +156,15 @@ def run_target(
     started = time.monotonic()
     with _unresolved_errors(spec):
         outcome = provider(request)
+    # Everything kept from the exchange passes the one redaction rule: an agent or endpoint echoing its
+    # key (in its answer, an error, stderr) is stored with the reference where the key stood.
+    mask, answer_mask = target_mask(spec.fields, config), target_mask(spec.fields, config, secrets_only=True)
     return replace(
         outcome,
-        # Both are stored and shown; a provider builds them from the resolved config.
-        error=None if outcome.error is None else unresolve(outcome.error, spec.fields),
-        stderr=unresolve(outcome.stderr, spec.fields),
+        messages=[Message.model_validate(answer_mask.value(m.model_dump(exclude_none=True))) for m in outcome.messages],
+        output_text=answer_mask.text(outcome.output_text),
+        error=None if outcome.error is None else mask.text(outcome.error),
+        stderr=mask.text(outcome.stderr),
         start_time=started_wall,
         end_time=_now_iso(),
         duration_ms=round((time.monotonic() - started) * 1000.0, 3),

@@ -68,10 +68,11 @@ def field_value(config: dict[str, Any], key: str) -> Any:
 def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
     """Check the configuration and run the ``healthcheck`` once, before any test runs; a failure
     raises TargetConfigError, so a broken target stops the run before it is recorded."""
-    _command(spec, config)
+    command = _command(spec, config)
     _cwd(spec, config, eval_dir, eval_dir)
     positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
-    _environment(spec, config)
+    env = _environment(spec, config)
+    _check_program(spec, command, config, eval_dir, env)
     check = config.get("healthcheck")
     if check is not None:
         _healthcheck(spec, config, check, eval_dir)
@@ -105,7 +106,9 @@ def run(request: RunRequest) -> TargetOutcome:
             "EVALSTORE_WORKSPACE": str(request.workspace),
             "EVALSTORE_EVAL_ID": request.test.id,
         }
-        child = run_child(argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=env)
+        child = run_child(
+            argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=env, die_with_parent=True
+        )
         stderr = child.stderr_text()
         failure = _failure(spec, child, timeout, command)
         if failure is not None:
@@ -214,6 +217,50 @@ def _command(spec: TargetSpec, config: dict[str, Any]) -> str | list[str]:
             "a cli target needs `command:` (or AgentV's `command_template:`): a template string or an argv list"
         )
     raise spec.fail(f"`command` must be a non-empty string or list of strings, got {command!r}")
+
+
+# Words a shell command line may start with that are not a program to look for.
+_SHELL_WORDS = frozenset(
+    {
+        *("cd", "exec", "export", "set", "source", ".", "eval", "test", "[", "echo", "printf", "true", "false"),
+        *("exit", "if", "for", "while", "until", "case", "{", "(", "!", "time", "command", "builtin", "ulimit"),
+        *("umask", "trap", "wait", "read"),
+    }
+)
+
+
+def _check_program(
+    spec: TargetSpec, command: str | list[str], config: dict[str, Any], eval_dir: Path, env: dict[str, str]
+) -> None:
+    """The program the command starts must exist: otherwise every test of the run would end in the
+    same error, after the run was recorded. Only what can be known beforehand is checked: a program
+    named by a placeholder, a shell construct or a path relative to the (per-test) workspace is not."""
+    if isinstance(command, list):
+        program = command[0]
+    else:
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return
+        words = [w for w in words if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", w)] or [""]
+        program = words[0]
+        if program in _SHELL_WORDS or any(c in program for c in "$`(){}*?;|&<>"):
+            return
+    if not program or _PLACEHOLDER.search(program):
+        return
+    if "/" in program:
+        path = Path(program).expanduser()
+        if not path.is_absolute():
+            if config.get("cwd") in (None, ""):
+                return  # relative to the test's workspace, made when the test runs
+            path = _cwd(spec, config, eval_dir, eval_dir) / path
+        if not path.is_file():
+            raise spec.fail(f"`command` starts {program!r}, which does not exist ({path}); fix the path")
+        if not os.access(path, os.X_OK) and isinstance(command, list):
+            raise spec.fail(f"`command` starts {program!r}, which is not executable ({path})")
+        return
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise spec.fail(f"`command` starts {program!r}, which is not found on PATH; install it or fix the command")
 
 
 def _cwd(spec: TargetSpec, config: dict[str, Any], eval_dir: Path, default: Path) -> Path:

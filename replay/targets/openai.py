@@ -19,6 +19,7 @@ from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
 from evalstore.replay.grading.judge.targets import JUDGE_PROVIDERS, JudgeTarget
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
+from evalstore.replay.targets.secrets import reference_values
 from evalstore.replay.targetsfile.loader import TargetEntry
 
 PROVIDERS = JUDGE_PROVIDERS
@@ -57,7 +58,12 @@ def run(request: RunRequest) -> TargetOutcome:
 
     messages = chat_messages(request)
     with httpx.Client(timeout=resolved.timeout) as http:
-        client = JudgeClient(http, threading.BoundedSemaphore(1), RetryPolicy(max_retries=retries), mask=False)
+        client = JudgeClient(
+            http,
+            threading.BoundedSemaphore(1),
+            RetryPolicy(max_retries=retries),
+            references=reference_values(spec.fields, secrets_only=True),
+        )
         exchanges = client.complete(resolved, messages)
     return _outcome(spec.name, exchanges)
 

@@ -7,9 +7,11 @@ value under a secret-looking key, and a secret-looking token inside any other st
 
 from __future__ import annotations
 
+import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE
 
@@ -150,3 +152,103 @@ def _is_literal(value: str) -> bool:
         and _TEMPLATE_PLACEHOLDER.match(value) is None
         and value != REDACTED
     )
+
+
+# A value this short (``1``, ``on``) would turn every message into a string of markers and reveals next
+# to nothing; such values are left in place.
+MIN_MASKED_CHARS = 4
+
+
+class SecretMask:
+    """The other half of the one rule: the literal secrets a judge or target exchange carried, each with
+    what is stored in its place. Everything kept from an exchange (replies, errors, stderr, evidence,
+    assertions: whatever is built from them) passes through it first.
+
+    A value a ``${{ NAME }}`` reference resolved to is shown as that reference (it says where the value
+    came from); every other form of a credential (a header's token, a URL's password, the base64 that
+    HTTP Basic sends) is shown as ``REDACTED``. Built with :meth:`of`.
+    """
+
+    def __init__(self, shown_as: Mapping[str, str]) -> None:
+        # Longest first, so a secret inside a longer one does not split it.
+        self._pairs = sorted(
+            ((secret, shown) for secret, shown in shown_as.items() if len(secret) >= MIN_MASKED_CHARS),
+            key=lambda pair: len(pair[0]),
+            reverse=True,
+        )
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        references: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        urls: Iterable[str] = (),
+    ) -> SecretMask:
+        """The mask of one exchange: ``references`` maps each referenced variable's name to its
+        value; ``headers`` are the request's headers (those under a secret-looking name count: the
+        value, its token after a scheme, and for ``Basic`` the decoded ``user:password`` and password);
+        ``urls`` are the URLs it went to (their ``user:password``, as written, decoded and in base64,
+        and the password)."""
+        shown: dict[str, str] = {}
+        for name, value in (headers or {}).items():
+            if looks_secret(name):
+                shown.update(dict.fromkeys(_header_forms(value), REDACTED))
+        for url in urls:
+            shown.update(dict.fromkeys(_userinfo_forms(url), REDACTED))
+        for name, value in (references or {}).items():
+            shown[value] = f"${{{{ {name} }}}}"
+        return cls(shown)
+
+    def __bool__(self) -> bool:
+        return bool(self._pairs)
+
+    def text(self, text: str) -> str:
+        for secret, shown in self._pairs:
+            if secret in text:
+                text = text.replace(secret, shown)
+        return text
+
+    def data(self, data: bytes) -> bytes:
+        """Bytes (a reply body) masked as UTF-8 text; left byte for byte as they are unless they hold a secret."""
+        if not any(secret.encode() in data for secret, _ in self._pairs):
+            return data
+        return self.text(data.decode("utf-8", errors="replace")).encode("utf-8")
+
+    def value(self, value: Any) -> Any:
+        """Every string inside a JSON-like value (a dumped message, a mapping) masked."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {k: self.value(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v) for v in value]
+        return value
+
+
+def _header_forms(value: str) -> list[str]:
+    scheme, _, token = value.strip().partition(" ")
+    if not token:
+        return [value]
+    forms = [token.strip()]
+    if scheme.lower() == "basic":
+        try:
+            userinfo = base64.b64decode(token.strip(), validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return forms
+        forms += [userinfo, userinfo.partition(":")[2]]
+    return forms
+
+
+def _userinfo_forms(url: str) -> list[str]:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return []
+    forms: list[str] = []
+    for user, password in {
+        (parts.username or "", parts.password),
+        (unquote(parts.username or ""), unquote(parts.password)),
+    }:
+        userinfo = f"{user}:{password}"
+        forms += [password, userinfo, base64.b64encode(userinfo.encode("utf-8")).decode("ascii")]
+    return forms

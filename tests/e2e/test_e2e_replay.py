@@ -314,3 +314,32 @@ def test_bad_swaps_are_one_line(recorded: Recorded, recorded_db: str) -> None:
         cli(recorded_db, "replay", recorded.run_id, "--prompt", "workbook=file://prompts/quality.v2.md")
     )
     assert len(runs(recorded_db)) == 1
+
+
+def test_a_preprocessor_for_a_type_no_file_has_and_tests_matching_nothing_are_refused_with_what_exists(
+    recorded: Recorded, recorded_db: str
+) -> None:
+    before = ok_json(cli(recorded_db, "verify", "--json"))["events"]
+    line = one_line_error(
+        cli(recorded_db, "replay", recorded.run_id, "--preprocessor", f'xslx=["{PY}","scripts/xlsx_summary.py"]')
+    )
+    assert line.startswith(f"Error: --preprocessor xslx: no file of that type in run {recorded.run_id}"), line
+    assert "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet (xlsx)" in line
+    assert "text/html (html)" in line
+
+    line = one_line_error(cli(recorded_db, "replay", recorded.run_id, "--tests", "nomatch*"))
+    assert line == (
+        f"Error: --tests 'nomatch*' matches no test of run {recorded.run_id} (its tests: {', '.join(TESTS)})"
+    )
+    assert len(runs(recorded_db)) == 1  # nothing written
+    assert ok_json(cli(recorded_db, "verify", "--json"))["events"] == before
+
+
+def test_the_progress_line_counts_the_tests_actually_regraded(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    result = cli(recorded_db, "replay", recorded.run_id, "--tests", "q1-*")
+    assert result.exit_code == 0, result.stderr
+    assert "1 tests to regrade" in result.stderr, result.stderr
+    result = cli(recorded_db, "replay", recorded.run_id)
+    assert f"{len(TESTS)} tests to regrade" in result.stderr, result.stderr

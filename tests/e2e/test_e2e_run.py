@@ -18,7 +18,6 @@ from e2e_helpers import (
     make_suite,
     ok_json,
     one_line_error,
-    results_by_test,
     sha256,
 )
 from judge_server import JudgeServer
@@ -151,16 +150,15 @@ def test_an_eval_file_that_does_not_exist_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "store.db").exists() or ok_json(cli(db, "runs", "--json")) == []
 
 
-def test_a_target_command_that_does_not_exist_is_an_execution_error(tmp_path: Path) -> None:
+def test_a_target_command_that_does_not_exist_is_refused_before_the_run_is_recorded(tmp_path: Path) -> None:
     eval_file = _bad_suite(tmp_path)
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    out = ok_json(
-        cli(db, "run", str(eval_file), "--target", "missing-command", "--json", "--workdir", str(tmp_path / "ws")), 1
+    line = one_line_error(
+        cli(db, "run", str(eval_file), "--target", "missing-command", "--json", "--workdir", str(tmp_path / "ws"))
     )
-    (row,) = out["results"]
-    assert row["status"] == "execution_error" and row["score"] == 0.0
-    assert "agent-that-is-not-installed" in row["error"], row["error"]
-    assert "Traceback" not in row["error"]
+    assert "target 'missing-command'" in line and "/nonexistent/bin/agent-that-is-not-installed" in line, line
+    assert "does not exist" in line
+    assert ok_json(cli(db, "runs", "--json")) == []  # nothing recorded: not even a started run
 
 
 def test_a_target_that_hangs_times_out(tmp_path: Path) -> None:
@@ -205,15 +203,14 @@ def test_an_unknown_target_name_is_one_line(tmp_path: Path) -> None:
     assert "nobody" in line and "missing-command" in line
 
 
-def test_key_reference_unset_is_an_execution_error_not_a_leak(tmp_path: Path, judge: JudgeServer, monkeypatch) -> None:
-    """A judge key variable that is not exported: the LLM grader says which variable, the rest grade."""
+def test_key_reference_unset_is_refused_before_the_agent_runs(tmp_path: Path, judge: JudgeServer, monkeypatch) -> None:
+    """A judge key variable that is not exported: the run is refused before the agent is called,
+    naming the grader and the variable; nothing is recorded and nothing is sent."""
     monkeypatch.delenv(JUDGE_KEY_ENV, raising=False)
     suite = make_suite(tmp_path / "suite", judge_url=judge.base_url, cases=[("q1-report", "Write the Q1 report.")])
     db = f"sqlite:///{tmp_path / 'store.db'}"
     before = len(judge.requests)
-    out = ok_json(cli(db, "run", str(suite.eval), "--json", "--workdir", str(tmp_path / "ws")), 1)
-    (row,) = out["results"]
-    assert JUDGE_KEY_ENV in row["error"]
-    assert row["graders"]["workbook"] == 1.0 and row["graders"]["names-files"] == 1.0
-    assert len(judge.requests) == before
-    assert results_by_test(db, out["run_id"])["q1-report"]["verdicts"]["quality"] == "skip"
+    line = one_line_error(cli(db, "run", str(suite.eval), "--json", "--workdir", str(tmp_path / "ws")))
+    assert "grader 'quality' needs a judge" in line and f"{JUDGE_KEY_ENV} (the API key) is not set" in line, line
+    assert len(judge.requests) == before and suite.calls() == []
+    assert ok_json(cli(db, "runs", "--json")) == []

@@ -208,3 +208,26 @@ def test_an_openai_endpoint_that_echoes_the_key_is_reported_without_it(
     assert judge_server.requests[0].headers["authorization"] == f"Bearer {TOKEN}"  # the key was sent
     assert outcome.status == "error" and "HTTP 401" in outcome.error
     assert f"invalid api key ${{{{ {TOKEN_ENV} }}}}" in outcome.error and TOKEN not in outcome.error
+
+
+def test_an_openai_endpoint_echoing_basic_credentials_from_its_url_is_kept_without_them(
+    judge_server: JudgeServer, tmp_path: Path, monkeypatch
+) -> None:
+    import base64
+
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    basic = base64.b64encode(f"bot:{TOKEN}".encode()).decode()
+    judge_server.respond_with(lambda request: Reply(content=f"you sent {request.headers.get('authorization')}"))
+    target = {
+        "name": "gpt",
+        "provider": "openai-compatible",
+        "base_url": judge_server.base_url.replace("://", f"://bot:${{{{ {TOKEN_ENV} }}}}@"),
+        "model": "m",
+        "max_retries": 0,
+    }
+
+    outcome = run_target(target, a_test(), workspace=tmp_path / "ws", eval_dir=tmp_path)
+
+    assert judge_server.requests[0].headers["authorization"] == f"Basic {basic}"  # sent as HTTP Basic
+    assert outcome.status == "ok" and outcome.output_text == f"you sent Basic {REDACTED}"
+    assert basic not in json.dumps([m.model_dump() for m in outcome.messages])

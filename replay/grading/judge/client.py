@@ -8,12 +8,11 @@ other 4xx (a bad key or a bad request will not get better). Every HTTP exchange 
 
 from __future__ import annotations
 
-import base64
 import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -22,7 +21,7 @@ from typing import Any, Literal
 import httpx
 
 from evalstore.replay.grading.judge.targets import ResolvedJudge
-from evalstore.replay.targetsfile.redaction import REDACTED
+from evalstore.replay.targetsfile.redaction import SecretMask
 
 
 @dataclass(frozen=True)
@@ -93,12 +92,13 @@ class JudgeClient:
         retry: RetryPolicy = RetryPolicy(),
         sleep: Callable[[float], None] = time.sleep,
         *,
-        mask: bool = True,
+        references: Mapping[str, str] | None = None,
     ) -> None:
-        """``mask=False`` leaves echoed credentials for the caller: the openai target puts them back as
-        their ``${{ NAME }}`` reference (``targets.secrets.unresolve``), which says more than a marker."""
+        """Every exchange is masked before it is returned; ``references`` (variable name to value) are
+        shown as their ``${{ NAME }}`` reference (the openai target's), every other credential form as
+        ``REDACTED``."""
         self._http = http
-        self._mask = mask
+        self._references = dict(references or {})
         self._limit = limit
         self._retry = retry
         self._sleep = sleep
@@ -107,12 +107,11 @@ class JudgeClient:
         """Every exchange made for this request; it succeeded iff the last one is ``ok``."""
         payload = {"model": judge.model, "messages": messages, **judge.parameters}
         exchanges: list[Exchange] = []
+        mask = exchange_mask(judge, self._references)
         for retry in range(self._retry.max_retries + 1):
             if retry:
                 self._sleep(self._delay(retry, exchanges[-1].retry_after))
-            exchange = self._send(judge, payload)
-            if self._mask:
-                exchange = _masked(exchange, judge_secrets(judge))
+            exchange = _masked(self._send(judge, payload), mask)
             exchanges.append(exchange)
             if exchange.outcome == "ok" or not self._retryable(exchange):
                 break
@@ -155,45 +154,22 @@ class JudgeClient:
         return Exchange("ok", latency, status=200, body=body, content=content, usage=usage)
 
 
-# A value this short would mask ordinary text and reveals next to nothing (as targets.secrets).
-_MIN_SECRET_CHARS = 4
+def exchange_mask(judge: ResolvedJudge, references: Mapping[str, str] | None = None) -> SecretMask:
+    """Every form of the credentials a request to ``judge`` carries, as an echo could show them (the
+    one rule, ``targetsfile.redaction.SecretMask``): its credential headers and the URL's user info."""
+    return SecretMask.of(references=references, headers=judge.headers, urls=[judge.url])
 
 
-def judge_secrets(judge: ResolvedJudge) -> list[str]:
-    """Every form of the credentials a request to ``judge`` carries, as an echo could show them: each
-    header value and its token after the scheme (``Bearer KEY``), and a URL's ``user:password`` (as
-    written and base64, as HTTP Basic sends it) and password."""
-    found: set[str] = set()
-    for value in judge.headers.values():
-        found.add(value)
-        found.add(value.split(" ", 1)[-1])
-    url = httpx.URL(judge.url)
-    if url.password:
-        userinfo = f"{url.username}:{url.password}"
-        found.update({url.password, userinfo, base64.b64encode(userinfo.encode()).decode("ascii")})
-    # Longest first, so a key inside a longer header value does not split it.
-    return sorted((s for s in found if len(s) >= _MIN_SECRET_CHARS), key=len, reverse=True)
-
-
-def mask_secrets(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
-
-
-def _masked(exchange: Exchange, secrets: list[str]) -> Exchange:
+def _masked(exchange: Exchange, mask: SecretMask) -> Exchange:
     """The exchange as it may be kept: a judge that echoes the request's credentials (in a 401 body,
     in its reply) has them replaced, in the body, the content and the error alike."""
-    if not secrets:
+    if not mask:
         return exchange
-    body = exchange.body
-    if body is not None and any(s.encode() in body for s in secrets):
-        body = mask_secrets(body.decode("utf-8", errors="replace"), secrets).encode("utf-8")
     return replace(
         exchange,
-        body=body,
-        content=mask_secrets(exchange.content, secrets) if exchange.content is not None else None,
-        error=mask_secrets(exchange.error, secrets) if exchange.error is not None else None,
+        body=mask.data(exchange.body) if exchange.body is not None else None,
+        content=mask.text(exchange.content) if exchange.content is not None else None,
+        error=mask.text(exchange.error) if exchange.error is not None else None,
     )
 
 

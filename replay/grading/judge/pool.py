@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -100,18 +100,49 @@ class JudgePool:
             or self.default
         )
         if name is None:
-            known = self._known()
-            # The only target that can grade (an agent target in the same file is no judge).
-            graders = [n for n in known if self._can_grade(n)]
+            # The only target that can grade; the agent under test is never offered as its own judge.
+            graders = self.judges(excluding=run_target)
             if len(graders) == 1:
                 name = graders[0]
             else:
                 raise JudgeConfigError(
                     "no judge target chosen: set the grader's target:, the run target's grader_target, "
                     "--judge-target, or EVALSTORE_JUDGE_BASE_URL"
-                    + (f" (judges available: {', '.join(known)})" if known else "")
+                    + (f" (judges available: {', '.join(graders)})" if graders else "")
                 )
-        return self._lookup(name).with_model(override_model)
+        return self._lookup(name, run_target).with_model(override_model)
+
+    def judges(self, *, excluding: str | None = None) -> list[str]:
+        """The targets that can grade (providers that speak Chat Completions), but ``excluding``."""
+        return [n for n in self._known() if n != excluding and self._can_grade(n)]
+
+    def check(
+        self,
+        graders: Iterable[tuple[str, str, str | None]],
+        *,
+        run_target: str | None,
+        override_target: str | None = None,
+        override_model: str | None = None,
+    ) -> None:
+        """Before anything runs: every LLM grader, given as ``(where, grader name, its target:)``, has
+        a judge that can be called (one chosen, defined, every ``${{ VAR }}`` and its key set).
+        Raises :class:`JudgeConfigError` naming the first grader that has none."""
+        checked: set[tuple[str | None, str | None]] = set()
+        for where, name, grader_target in graders:
+            if (grader_target, run_target) in checked:
+                continue
+            try:
+                self.resolve(
+                    self.target(
+                        grader_target=grader_target,
+                        run_target=run_target,
+                        override_target=override_target,
+                        override_model=override_model,
+                    )
+                )
+            except JudgeConfigError as exc:
+                raise JudgeConfigError(f"{where}: grader {name!r} needs a judge: {exc}") from None
+            checked.add((grader_target, run_target))
 
     def resolve(self, target: JudgeTarget) -> ResolvedJudge:
         return target.resolve(self.env)
@@ -125,14 +156,14 @@ class JudgePool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _lookup(self, name: str) -> JudgeTarget:
+    def _lookup(self, name: str, run_target: str | None = None) -> JudgeTarget:
         if name in self.targets:
             return self.targets[name]
         if self.targets_file is not None and name in self.targets_file.targets:
             judge = JudgeTarget.from_entry(self.targets_file.targets[name])
             self.targets[name] = judge
             return judge
-        known = ", ".join(self._known()) or "none"
+        known = ", ".join(self.judges(excluding=run_target)) or "none"
         raise JudgeConfigError(f"judge target {name!r} is not defined (judges available: {known})")
 
     def _can_grade(self, name: str) -> bool:

@@ -1,0 +1,138 @@
+"""Agents do not outlive the evalstore that started them, and a workspace is not reused while in use.
+
+Three mechanisms, for ``kill -9`` of evalstore (which no handler sees):
+
+- the direct child asks the kernel for ``SIGKILL`` when its parent dies (Linux ``PR_SET_PDEATHSIG``
+  through ``prctl``, set between fork and exec: :func:`die_with_parent`);
+- every child runs in its own process group, registered with one *guardian* per evalstore process: a
+  small process reading group ids on a pipe, which kills every group still registered when the pipe
+  closes, i.e. when evalstore exits or dies (:func:`guard_group`); a shell's children die too;
+- the folder a run's workspaces live in is locked (``flock``) by the run and, through an inherited
+  descriptor, by every agent it starts, so a process that escaped both (``setsid`` and a double fork)
+  still holds the lock, and ``run --resume`` refuses the folder (:class:`WorkspaceLock`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from evalstore.replay.errors import ReplayError
+
+_PR_SET_PDEATHSIG = 1
+_libc: ctypes.CDLL | None = None
+if sys.platform.startswith("linux"):
+    with contextlib.suppress(OSError):
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def die_with_parent() -> None:
+    """A ``preexec_fn``: the child gets SIGKILL when the thread that started it ends (Linux; a no-op
+    elsewhere). Called in the child between fork and exec."""
+    if _libc is None:
+        return
+    parent = os.getppid()
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(137)
+
+
+_GUARDIAN = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+live = set()
+for line in sys.stdin:
+    group = int(line)
+    if group > 0:
+        live.add(group)
+    else:
+        live.discard(-group)
+for group in live:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+_guardian: subprocess.Popen[bytes] | None = None
+_guardian_lock = threading.Lock()
+
+
+def _send(line: str) -> None:
+    global _guardian
+    with _guardian_lock:
+        if _guardian is None or _guardian.poll() is not None:
+            _guardian = subprocess.Popen(
+                [sys.executable, "-S", "-c", _GUARDIAN],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C to the terminal's group must not take it down first
+            )
+        assert _guardian.stdin is not None
+        with contextlib.suppress(OSError):
+            _guardian.stdin.write(f"{line}\n".encode())
+            _guardian.stdin.flush()
+
+
+@contextlib.contextmanager
+def guard_group(pgid: int):  # type: ignore[no-untyped-def]
+    """While inside, the process group ``pgid`` is killed if this process dies."""
+    _send(str(pgid))
+    try:
+        yield
+    finally:
+        _send(str(-pgid))
+
+
+LOCK_NAME = ".evalstore-workspaces.lock"
+_held: set[int] = set()
+
+
+def held_fds() -> tuple[int, ...]:
+    """The descriptors of the workspace locks this process holds: agents inherit them."""
+    return tuple(sorted(_held))
+
+
+class WorkspaceLock:
+    """An exclusive ``flock`` on ``folder/.evalstore-workspaces.lock`` for as long as a run (and any
+    agent holding :attr:`fd`) works there."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.fd: int | None = None
+
+    def __enter__(self) -> WorkspaceLock:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / LOCK_NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            os.close(fd)
+            raise ReplayError(
+                f"workspace folder {self.folder} is still in use"
+                + (f" (locked by evalstore process {holder} or an agent it started)" if holder else "")
+                + "; wait for those processes to end or stop them, then resume"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self.fd = fd
+        _held.add(fd)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            _held.discard(self.fd)
+            os.close(self.fd)
+            self.fd = None

@@ -1,0 +1,45 @@
+"""Concurrent imports of the same file into one PostgreSQL store: one run, the data right, and nothing on
+stderr but what the commands mean to say (no ``error ignored terminating <psycopg.Pipeline ...>`` lines
+when one import's batch loses the race to another's).
+
+Real processes (the installed console script) against the real PostgreSQL server.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from e2e_helpers import BASELINE, EVALSTORE, cli, ok_json
+
+PROCESSES = 4
+ROUNDS = 4
+
+
+def test_concurrent_imports_of_the_same_file_agree_and_print_no_driver_noise(postgres_url: str, tmp_path: Path) -> None:
+    assert cli(postgres_url, "db", "upgrade").exit_code == 0
+    source = BASELINE.read_text(encoding="utf-8")
+    run_ids = set()
+    for round_ in range(ROUNDS):
+        # A new file each round (a trailing blank line changes its digest, not its results): a new race.
+        path = tmp_path / f"results-{round_}.jsonl"
+        path.write_text(source + "\n" * (round_ + 1), encoding="utf-8")
+        procs = [
+            subprocess.Popen(
+                [str(EVALSTORE), "--db", postgres_url, "import", str(path), "--json"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(PROCESSES)
+        ]
+        outputs = [proc.communicate(timeout=120) for proc in procs]
+        for proc, (_out, err) in zip(procs, outputs, strict=True):
+            assert proc.returncode == 0, err
+            assert "error ignored" not in err and "Pipeline" not in err, err
+        ids = {json.loads(out)["run_id"] for out, _ in outputs}
+        assert len(ids) == 1  # every process names the one run the file became
+        run_ids |= ids
+    assert {r["run_id"] for r in ok_json(cli(postgres_url, "runs", "--json"))} == run_ids
+    assert ok_json(cli(postgres_url, "verify", "--json"))["ok"] is True
