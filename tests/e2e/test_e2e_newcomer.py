@@ -18,6 +18,9 @@ READ_ONLY = [
     ["export", "last"],
     ["verify"],
     ["db", "current"],
+    ["labels", "list", "last"],
+    ["labels", "export"],
+    ["agreement", "last"],
 ]
 
 
