@@ -104,6 +104,12 @@ def test_replay_fails_on_a_regression_like_compare(recorded: Recorded, recorded_
     result = cli(recorded_db, "replay", recorded.run_id, "--threshold", "1", "--fail-on-regression", "flip", "--json")
     out = ok_json(result, 1)
     assert "pass->fail" in out["regression"] and "regression:" in result.stderr
+    # The same replay can write the HTML report, with every test's verdicts in both runs.
+    report = tmp_path / "replay.html"
+    again = cli(recorded_db, "replay", recorded.run_id, "--threshold", "1", "--html", str(report))
+    assert again.exit_code == 1, again.stderr
+    page = report.read_text(encoding="utf-8")
+    assert f"Every test, side by side ({len(TESTS)})" in page and all(f"<code>{t}" in page for t in TESTS)
     # Every test passing and none flipping to fail: both gates are clear.
     unchanged = cli(recorded_db, "replay", recorded.run_id, "--threshold", "0", "--fail-on-regression", "any")
     assert unchanged.exit_code == 0, unchanged.stderr
