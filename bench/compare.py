@@ -146,12 +146,12 @@ def _print_stats(comparison: Comparison) -> None:
     print(f"  {'overall':8} n={s.n} diff={s.mean_diff:+.4f} CI=[{s.ci_low:+.4f}, {s.ci_high:+.4f}] {s.method}")
 
 
-def _outputs(comparison: Comparison) -> None:
+def _outputs(comparison: Comparison, a: RunResults, b: RunResults) -> None:
     started = time.perf_counter()
     payload = json.dumps(comparison.to_dict())
     print(f"to_dict() + json.dumps: {time.perf_counter() - started:.2f} s ({len(payload) / 1e6:.1f} MB)")
     started = time.perf_counter()
-    page = render_html(comparison, title="bench")
+    page = render_html(comparison, a, b, title="bench")
     print(f"render_html(): {time.perf_counter() - started:.2f} s ({len(page) / 1e6:.1f} MB)")
 
 
@@ -172,7 +172,7 @@ def in_memory(args: argparse.Namespace) -> None:
     elapsed = time.perf_counter() - started
     print(f"built 2 runs x {args.results} results x {len(GRADERS)} graders in {built:.2f} s")
     print(f"compare(): {elapsed:.2f} s")
-    _outputs(comparison)
+    _outputs(comparison, run_a, run_b)
     _print_stats(comparison)
 
 
@@ -227,7 +227,7 @@ def from_store(args: argparse.Namespace, workdir: Path) -> None:
     started = time.perf_counter()
     comparison = compare(a, b, seed=args.seed, resamples=args.resamples)
     print(f"compare() alone on the loaded runs: {time.perf_counter() - started:.2f} s")
-    _outputs(comparison)
+    _outputs(comparison, a, b)
     _print_stats(comparison)
     store.close()
 

@@ -10,7 +10,7 @@ import click
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
 from evalstore.cli.output import fmt_score, json_option, note, plural, print_json, print_table
-from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, key_label, regression
+from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, RunResults, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.material import load_results
@@ -166,7 +166,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
 
         clusters = cluster_labels(store, [_label_run(store, a), a, b], cluster_by)
         extra["clustered"] = compare_variants(results_a, [results_b], clusters=clusters, cluster_by=cluster_by).rows[0]
-    emit_comparison(comparison, as_json=as_json, html_path=html_path, extra=extra)
+    emit_comparison(comparison, (results_a, results_b), as_json=as_json, html_path=html_path, extra=extra)
     if fail_on:
         regressed, reason = regression(comparison, fail_on)
         if regressed:
@@ -266,6 +266,7 @@ def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: 
 
 def emit_comparison(
     comparison: Comparison,
+    results: tuple[RunResults, RunResults],
     *,
     as_json: bool,
     html_path: Path | None = None,
@@ -274,9 +275,8 @@ def emit_comparison(
     if html_path:
         from evalstore.replay.analysis.report_html import render_html
 
-        html_path.write_text(
-            render_html(comparison, title=f"{comparison.run_a} vs {comparison.run_b}"), encoding="utf-8"
-        )
+        page = render_html(comparison, *results, title=f"{comparison.run_a} vs {comparison.run_b}")
+        html_path.write_text(page, encoding="utf-8")
         note(f"wrote {html_path}")
     extra = extra or {}
     if as_json:

@@ -205,7 +205,7 @@ def list_labels(ctx, run, show_all, as_json) -> None:  # type: ignore[no-untyped
     """
     from evalstore.replay.labels import label_run, read_labels
 
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     base = label_run(store, run)
     found = [lab for lab in read_labels(store, base) if show_all or not lab.superseded]
     if as_json:
@@ -276,7 +276,7 @@ def export_labels(ctx, fmt, output) -> None:  # type: ignore[no-untyped-def]
     """
     from evalstore.replay.labels import COLUMNS, all_labels, export_rows
 
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     rows = list(export_rows(all_labels(store)))
     out = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
     try:
@@ -334,7 +334,7 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
     from evalstore.replay.labels import current_labels, label_run
     from evalstore.replay.material import load_results
 
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     ids = [resolve_run(store, r) for r in runs]
     bases = {label_run(store, r) for r in ids}
     if len(bases) > 1:

@@ -194,7 +194,8 @@ def replay(
             note("the regression gate is checked by the process that completes the replay")
         _exit_if(failed, None)
         return
-    comparison = compare_runs(load_results(store, outcome.parent_run_id), load_results(store, outcome.run_id))
+    results = load_results(store, outcome.parent_run_id), load_results(store, outcome.run_id)
+    comparison = compare_runs(*results)
     regressed = regression(comparison, fail_on) if fail_on else (False, "")
     if as_json:
         print_json(
@@ -213,11 +214,11 @@ def replay(
             }
         )
         if html_path:
-            emit_comparison(comparison, as_json=False, html_path=html_path)
+            emit_comparison(comparison, results, as_json=False, html_path=html_path)
     else:
         rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id), score_notes(store, outcome.run_id))
         print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
-        emit_comparison(comparison, as_json=False, html_path=html_path)
+        emit_comparison(comparison, results, as_json=False, html_path=html_path)
     _exit_if(failed, regressed[1] if regressed[0] else None)
 
 

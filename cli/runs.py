@@ -21,7 +21,9 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
     """List runs: kind, parent, test count, mean score, when started.
 
     A replay's "changes" column says what it swapped (eval, preprocessors, prompts, judge, graders,
-    tests). Run ids are never wrapped; in a narrow terminal the least needed columns are left out.
+    tests). An import's "started" is when its AgentV run started (the results' own times), "imported"
+    when it came into this store; times are UTC. Run ids are never wrapped; in a narrow terminal the
+    least needed columns are left out.
 
     \b
     Example:
@@ -40,9 +42,11 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
             else "no runs yet: evalstore run EVAL.yaml, evalstore import PATH or evalstore quickstart"
         )
         return
+    imports = any(s.imported_at for s in summaries)  # the "imported" column only when an import is listed
+    columns = ["run", "kind", "parent", "suite", "status", "passed", "mean", "started"]
     print_table(
         None,
-        ["run", "kind", "parent", "suite", "status", "passed", "mean", "started", "changes"],
+        columns + (["imported"] if imports else []) + ["changes"],
         [
             (
                 s.run_id,
@@ -52,14 +56,20 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
                 s.status,
                 f"{s.passed}/{s.tests}",
                 fmt_score(s.mean_score),
-                s.started_at[:16].replace("T", " "),
+                _minute(s.started_at),
+                *([_minute(s.imported_at)] if imports else []),
                 "; ".join(s.changes),
             )
             for s in summaries
         ],
         ids=["run", "kind", "parent", "status", "passed", "mean", "started"],
-        optional=["suite", "status", "started", "changes", "parent"],
+        optional=["suite", "status", "imported", "started", "changes", "parent"],
     )
+
+
+def _minute(at: str | None) -> str:
+    """``2026-11-22T10:15:00.123+00:00`` as ``2026-11-22 10:15`` (UTC), blank when unknown."""
+    return at[:16].replace("T", " ") if at else ""
 
 
 @click.command()
@@ -105,6 +115,10 @@ def show(ctx: click.Context, run: str, as_json: bool) -> None:
         click.echo(f"changes: {'; '.join(summary.changes) or 'none (the same eval, graders and judge)'}")
     click.echo(
         f"tests={summary.tests}  passed={summary.passed}  errors={summary.errors}  mean={fmt_score(summary.mean_score)}"
+    )
+    click.echo(
+        f"started={_minute(summary.started_at)} UTC"
+        + (f"  imported={_minute(summary.imported_at)} UTC" if summary.imported_at else "")
     )
     print_table(
         None,

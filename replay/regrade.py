@@ -200,7 +200,8 @@ def replay_run(
         run_id=run_id,
         kind="replay",
         parent_run_id=parent.run_id,
-        suite=suite.name,
+        # The parent's label (an import's is AgentV's suite), so a run and its regrades list together.
+        suite=parent.started.suite or suite.name,
         eval_path=suite.path,
         eval_snapshot=snapshot,
         target_name=parent.started.target_name,

@@ -117,6 +117,8 @@ class RunStarted(DomainEvent):
     source: SourceRef | None = None
     """For imports: the file or directory imported."""
     source_format: str | None = None
+    source_started_at: str | None = None
+    """For imports: when the AgentV run started (its results' earliest ``start_time``/``timestamp``, UTC)."""
     tool_version: str
     shard: str | None = None
 

@@ -49,7 +49,8 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
                     "eval_path": p.get("eval_path"),
                     "source": source.get("file"),
                     "status": "started",
-                    "started_at": ev.recorded_at,
+                    # An import started when its AgentV run did; when it was imported is the event's time.
+                    "started_at": p.get("source_started_at") or ev.recorded_at,
                     "ended_at": None,
                     "started_seq": ev.seq,
                 },

@@ -10,6 +10,7 @@ import sqlite3
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from evalstore.replay.agentv import ImportedTest, ImportSource, SkippedLine, bad_line
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
@@ -25,6 +26,8 @@ class Checked:
     skipped: int
     left_out: dict[tuple, str]
     """Results the writing pass leaves out (repeats, results that cannot be built), with the reason; by item_key."""
+    started_at: str | None = None
+    """The earliest ``start_time`` or row ``timestamp`` of the results, as UTC ISO 8601: when the AgentV run began."""
 
 
 def item_key(item: ImportedTest) -> tuple:
@@ -61,8 +64,12 @@ def _check_with(
     ids = EventIds("check")
     tests = skipped = 0
     left_out: dict[tuple, str] = {}
+    earliest: datetime | None = None
     for item in source.iter_tests(skip_bad):
         if isinstance(item, ImportedTest):
+            for moment in (_instant(item.start_time), _instant(item.raw_row.get("timestamp"))):
+                if moment is not None and (earliest is None or moment < earliest):
+                    earliest = moment
             outcome = built(item, within, ids, DEFAULT_THRESHOLD, skip_bad, check=True)
             if isinstance(outcome, SkippedLine):
                 left_out[item_key(item)] = outcome.reason
@@ -89,7 +96,19 @@ def _check_with(
             tests += 1
         if progress and (tests + skipped) % PROGRESS_EVERY == 0:
             progress("checking", tests + skipped, None)
-    return Checked(tests, skipped, left_out)
+    started_at = earliest.isoformat(timespec="microseconds") if earliest else None
+    return Checked(tests, skipped, left_out, started_at)
+
+
+def _instant(value: object) -> datetime | None:
+    """An ISO 8601 time in UTC (a time without a zone is taken as UTC); anything else is no time."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _digest64(value: object) -> int:

@@ -89,6 +89,7 @@ def import_results(
         threshold=threshold,
         source=SourceRef(file=root),
         source_format=fmt,
+        source_started_at=checked.started_at,
         tool_version=__version__,
     )
     ids = EventIds(run_id)

@@ -179,7 +179,8 @@ class GraderPair:
 
 @dataclass(frozen=True, slots=True)
 class FlippedTest:
-    """A paired result whose pass/fail flipped, for the test or for at least one grader."""
+    """A paired result with every grader's verdicts side by side: in ``Comparison.flipped`` one whose pass/fail
+    flipped (for the test or a grader); from :func:`changed_tests` one where anything changed."""
 
     row: TestRow
     graders: list[GraderPair]
@@ -412,6 +413,33 @@ def compare(
 
 def _grader_pairs(va: dict[str, VerdictRecorded], vb: dict[str, VerdictRecorded]) -> list[GraderPair]:
     return [GraderPair(name, va.get(name), vb.get(name)) for name in sorted(va.keys() | vb.keys())]
+
+
+def grader_pairs(row: TestRow, a: RunResults, b: RunResults) -> list[GraderPair]:
+    """Every grader's verdicts on one paired result, side by side, by grader name."""
+    return _grader_pairs(a.results[row.key].verdicts, b.results[row.key].verdicts)
+
+
+_EPSILON = 1e-9
+_FLIP_ORDER = {"pass->fail": 0, "fail->pass": 1, None: 2}
+
+
+def _pair_changed(p: GraderPair) -> bool:
+    if p.a is None or p.b is None:
+        return True
+    return p.a.verdict != p.b.verdict or abs(p.a.score - p.b.score) > _EPSILON
+
+
+def changed_tests(comparison: Comparison, a: RunResults, b: RunResults) -> list[FlippedTest]:
+    """The paired results where anything changed from A to B: the score, pass/fail, or a grader's score,
+    verdict or presence; the largest score change first (then regressions, then by key)."""
+    out = []
+    for row in comparison.tests:
+        pairs = grader_pairs(row, a, b)
+        if abs(row.delta) > _EPSILON or row.flip or any(_pair_changed(p) for p in pairs):
+            out.append(FlippedTest(row, pairs))
+    out.sort(key=lambda t: (-abs(t.row.delta), _FLIP_ORDER[t.row.flip], _sort_key(t.row.key)))
+    return out
 
 
 def _by_text(assertions: Iterable[Assertion]) -> dict[str, list[Assertion]]:

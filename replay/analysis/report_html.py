@@ -1,9 +1,15 @@
 """A comparison as one self-contained HTML page: inline CSS, inline SVG, no scripts, no network.
 
+What it shows: the statistics; a chart with one bar per test labelled with its id, each linking to that
+test's verdicts; every changed test (score, pass/fail, or a grader's verdict), the largest change first,
+with each grader's verdict and assertions in A and B side by side; and every test, collapsed
+(``<details>``, which opens without JavaScript), with the same side-by-side view.
+
 Every piece of user text (run ids, test ids, grader names, assertion texts, evidence) goes through
 :func:`_e`, so a test id like ``<img src=...>`` is shown, never rendered. Large runs stay readable and
-the file stays small: the delta chart draws at most :data:`MAX_BARS` bars and the flipped-test and
-only-in-one-run lists are cut at a stated limit, each saying how much was left out.
+the file stays small: the labelled chart shows the :data:`MAX_LABELLED` largest changes (a distribution
+chart of at most :data:`MAX_BARS` bars shows all), and the changed, every-test and only-in-one-run lists
+are cut at a stated limit, each saying how much was left out.
 """
 
 from __future__ import annotations
@@ -16,16 +22,25 @@ from evalstore.replay.analysis.compare import (
     Comparison,
     FlippedTest,
     GraderAssertionDiff,
+    GraderPair,
     Key,
+    RunResults,
     TestRow,
+    changed_tests,
+    grader_pairs,
     key_label,
 )
 from evalstore.replay.analysis.stats import PairedStats
 from evalstore.store.events import VerdictRecorded
 
 MAX_BARS = 1000
-"""More tests than this: each bar is the mean delta of consecutive tests in sorted order."""
-MAX_FLIPPED = 200
+"""More tests than this: each bar of the distribution is the mean delta of consecutive tests in sorted order."""
+MAX_LABELLED = 50
+"""More tests than this: the labelled chart shows the largest changes, and a distribution chart shows all."""
+LABEL_CHARS = 40
+MAX_CHANGED = 500
+MAX_EVERY = 1000
+"""Tests listed (collapsed) with their verdicts side by side; beyond, ``compare --test ID --html``."""
 MAX_LISTED = 500
 
 _CSS = """
@@ -90,7 +105,7 @@ _STATS_HEAD = (
 )
 
 
-def _summary(c: Comparison) -> str:
+def _summary(c: Comparison, changed: int) -> str:
     s = c.overall.score
     worse = len(c.regressions)
     better = len(c.improvements)
@@ -98,7 +113,8 @@ def _summary(c: Comparison) -> str:
     return (
         "<h2>Summary</h2>"
         f"<p>Run A <code>{_e(c.run_a)}</code> vs run B <code>{_e(c.run_b)}</code>: "
-        f"{len(c.tests)} paired results, {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B. "
+        f"{len(c.tests)} paired results, {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B; "
+        f"{changed} changed. "
         f'<span class="fail">{worse} flipped pass→fail</span>, '
         f'<span class="pass">{better} flipped fail→pass</span>.</p>'
         f"<table><tr><th></th>{_STATS_HEAD}</tr><tr><th>tests</th>{_stats_cells(c.overall)}</tr></table>"
@@ -141,10 +157,49 @@ def _bars(rows: list[TestRow]) -> tuple[list[tuple[float, str]], int]:
     return bars, per_bar
 
 
-def _chart(c: Comparison) -> str:
-    head = "<h2>Score deltas by test</h2>"
-    if not c.tests:
-        return head + '<p class="note">No paired results.</p>'
+def _colour(delta: float) -> str:
+    return "#1a7f37" if delta > 0 else "#cf222e" if delta < 0 else "#8c959f"
+
+
+def _short(text: str, limit: int = LABEL_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _labelled(rows: list[tuple[int, TestRow]], anchors: dict[int, str]) -> str:
+    """One horizontal bar per test, labelled with its id and delta; each links to the test's details."""
+    width, label_w, margin, row_h, pad = 900, 300, 64, 20, 10
+    x0, x1 = label_w + margin, width - margin
+    lo = min(min((r.delta for _, r in rows), default=0.0), 0.0)
+    hi = max(max((r.delta for _, r in rows), default=0.0), 0.0)
+    span = (hi - lo) or 1.0
+    zero_x = x0 + (x1 - x0) * -lo / span
+    height = 2 * pad + row_h * len(rows) + 14
+    parts = [
+        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        'aria-label="score delta per test, labelled with test ids">',
+        f'<line x1="{zero_x:.2f}" y1="{pad}" x2="{zero_x:.2f}" y2="{height - pad - 14}" stroke="#8c959f"/>',
+        f'<text x="{x0}" y="{height - pad}" font-size="11" fill="#5c6773" text-anchor="middle">{lo:+.3f}</text>',
+        f'<text x="{x1}" y="{height - pad}" font-size="11" fill="#5c6773" text-anchor="middle">{hi:+.3f}</text>',
+    ]
+    for i, (index, r) in enumerate(rows):
+        y = pad + i * row_h
+        end_x = zero_x + (x1 - x0) * r.delta / span
+        left, bar_w = min(zero_x, end_x), max(abs(end_x - zero_x), 1.0)
+        value_x, anchor = (end_x + 4, "start") if r.delta >= 0 else (end_x - 4, "end")
+        label = key_label(r.key)
+        parts.append(
+            f'<a href="#{anchors[index]}"><title>{_e(f"{label}: {r.delta:+.4f}")}</title>'
+            f'<text x="{label_w - 8}" y="{y + 14}" font-size="12" text-anchor="end" fill="#1d232b">'
+            f"{_e(_short(label))}</text>"
+            f'<rect x="{left:.2f}" y="{y + 4}" width="{bar_w:.2f}" height="{row_h - 8}" fill="{_colour(r.delta)}"/>'
+            f'<text x="{value_x:.2f}" y="{y + 14}" font-size="11" text-anchor="{anchor}" fill="#5c6773">'
+            f"{r.delta:+.3f}</text></a>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _distribution(c: Comparison) -> str:
     bars, per_bar = _bars(c.tests)
     width, height, pad = 900, 240, 30
     plot_h = height - 2 * pad
@@ -156,7 +211,7 @@ def _chart(c: Comparison) -> str:
     bar_w = min(max(step * 0.8, 0.5), 48.0)
     parts = [
         f'<svg width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="score deltas, one bar per test">',
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="distribution of the score deltas of all tests">',
         f'<line x1="{pad}" y1="{zero_y:.2f}" x2="{width - pad}" y2="{zero_y:.2f}" stroke="#8c959f"/>',
         f'<text x="4" y="{pad - 8}" font-size="11" fill="#5c6773">{top:+.3f}</text>',
         f'<text x="4" y="{height - pad + 16}" font-size="11" fill="#5c6773">{bottom:+.3f}</text>',
@@ -164,19 +219,37 @@ def _chart(c: Comparison) -> str:
     for i, (delta, tip) in enumerate(bars):
         h = plot_h * abs(delta) / span
         y = zero_y - h if delta > 0 else zero_y
-        colour = "#1a7f37" if delta > 0 else "#cf222e" if delta < 0 else "#8c959f"
         h = max(h, 1.0)
         parts.append(
-            f'<rect x="{pad + i * step:.2f}" y="{y:.2f}" width="{bar_w:.2f}" height="{h:.2f}" fill="{colour}">'
-            f"<title>{_e(tip)}</title></rect>"
+            f'<rect x="{pad + i * step:.2f}" y="{y:.2f}" width="{bar_w:.2f}" height="{h:.2f}" '
+            f'fill="{_colour(delta)}"><title>{_e(tip)}</title></rect>'
         )
     parts.append("</svg>")
     caption = (
-        "One bar per test, sorted by delta (B − A); hover a bar for the test."
+        f"All {len(c.tests)} tests, one bar each, sorted by delta; hover a bar for the test."
         if per_bar == 1
         else f"{len(c.tests)} tests: each bar is the mean delta of {per_bar} consecutive tests in sorted order."
     )
-    return head + "".join(parts) + f'<p class="muted">{_e(caption)}</p>'
+    return "<h3>Distribution of all deltas</h3>" + "".join(parts) + f'<p class="muted">{_e(caption)}</p>'
+
+
+def _chart(c: Comparison, anchors: dict[int, str]) -> str:
+    head = "<h2>Score deltas by test</h2>"
+    if not c.tests:
+        return head + '<p class="note">No paired results.</p>'
+    indexed = list(enumerate(c.tests))
+    if len(indexed) <= MAX_LABELLED:
+        chosen = indexed
+        caption = "One bar per test (B − A), the largest drop first; click a bar for both verdicts."
+    else:
+        chosen = sorted(indexed, key=lambda t: (-abs(t[1].delta), t[1].key[0]))[:MAX_LABELLED]
+        caption = (
+            f"The {len(chosen)} largest changes of {len(indexed)} tests (B − A), the largest drop first; "
+            "click a bar for both verdicts. Every test is in the distribution below."
+        )
+    chosen.sort(key=lambda t: (t[1].delta, t[1].key[0]))
+    labelled = _labelled(chosen, anchors) + f'<p class="muted">{_e(caption)}</p>'
+    return head + labelled + (_distribution(c) if len(indexed) > MAX_LABELLED else "")
 
 
 def _arrow(flip: str) -> str:
@@ -204,18 +277,21 @@ def _verdict_cell(v: VerdictRecorded | None) -> str:
     )
 
 
-def _flipped_one(f: FlippedTest) -> str:
-    r = f.row
-    flip = r.flip or "grader verdicts flipped"
-    cls = "worse" if r.flip == "pass->fail" else "better" if r.flip == "fail->pass" else ""
+def _grader_class(g: GraderPair) -> str:
+    if g.a is None or g.b is None or g.a.score == g.b.score:
+        return ""
+    return ' class="worse"' if g.b.score < g.a.score else ' class="better"'
+
+
+def _side_by_side(r: TestRow, graders: list[GraderPair]) -> str:
+    """Every grader's verdict in A and in B on one row, with their assertions."""
     rows = "".join(
-        f"<tr><th>{_e(g.grader)}"
+        f"<tr{_grader_class(g)}><th>{_e(g.grader)}"
         + (f'<div class="muted">{_arrow(g.flip)}</div>' if g.flip else "")
         + f"</th>{_verdict_cell(g.a)}{_verdict_cell(g.b)}</tr>"
-        for g in f.graders
+        for g in graders
     )
     return (
-        f'<h3 class="{cls}">{_e(key_label(r.key))} <span class="muted">{_arrow(flip)}</span></h3>'
         f"<table><tr><th>grader</th><th>A: score {_num(r.score_a)} · "
         f"{_verdict_word('pass' if r.passed_a else 'fail')}</th>"
         f"<th>B: score {_num(r.score_b)} · {_verdict_word('pass' if r.passed_b else 'fail')}</th></tr>"
@@ -223,20 +299,57 @@ def _flipped_one(f: FlippedTest) -> str:
     )
 
 
-def _flipped(c: Comparison) -> str:
-    head = "<h2>Flipped tests</h2>"
-    if not c.flipped:
-        return head + '<p class="note">No test or grader verdict flipped between A and B.</p>'
-    # Regressions first: they are what a reader opens the report for.
-    order = {"pass->fail": 0, "fail->pass": 1, None: 2}
-    ordered = sorted(c.flipped, key=lambda f: order[f.row.flip])
-    shown = "".join(_flipped_one(f) for f in ordered[:MAX_FLIPPED])
+def _change_words(r: TestRow) -> str:
+    flip = f" · {_arrow(r.flip)}" if r.flip else ""
+    return f"{_num(r.score_a, 3)} → {_num(r.score_b, 3)} ({_num(r.delta, 3, signed=True)}){flip}"
+
+
+def _changed_one(t: FlippedTest, anchor: str) -> str:
+    r = t.row
+    cls = "worse" if r.delta < 0 or r.flip == "pass->fail" else "better" if r.delta > 0 or r.flip else ""
+    what = _change_words(r) if r.delta or r.flip else "same score; grader verdicts changed"
+    return (
+        f'<h3 id="{anchor}" class="{cls}">{_e(key_label(r.key))} <span class="muted">{what}</span></h3>'
+        + _side_by_side(r, t.graders)
+    )
+
+
+def _changed(changed: list[FlippedTest], anchors: dict[TestRow, str]) -> str:
+    head = f"<h2>Changed tests ({len(changed)})</h2>"
+    if not changed:
+        return head + '<p class="note">No test\'s score or grader verdicts changed between A and B.</p>'
+    intro = (
+        '<p class="muted">Every test whose score, pass/fail or grader verdicts changed, the largest score change '
+        "first, with each grader's verdicts in A and B side by side.</p>"
+    )
+    shown = "".join(_changed_one(t, anchors[t.row]) for t in changed[:MAX_CHANGED])
     more = (
-        f'<p class="note">{len(ordered) - MAX_FLIPPED} more flipped tests not shown; use --json for all.</p>'
-        if len(ordered) > MAX_FLIPPED
+        f'<p class="note">{len(changed) - MAX_CHANGED} more changed tests not shown; use --json for all.</p>'
+        if len(changed) > MAX_CHANGED
         else ""
     )
-    return head + shown + more
+    return head + intro + shown + more
+
+
+def _every_test(c: Comparison, a: RunResults, b: RunResults) -> str:
+    head = f'<h2 id="every">Every test, side by side ({len(c.tests)})</h2>'
+    if not c.tests:
+        return ""
+    items = []
+    for i, r in enumerate(c.tests[:MAX_EVERY]):
+        items.append(
+            f'<details id="t{i}"><summary><code>{_e(key_label(r.key))}</code> '
+            f'<span class="muted">{_change_words(r)}</span></summary>'
+            f"{_side_by_side(r, grader_pairs(r, a, b))}</details>"
+        )
+    more = (
+        f'<p class="note">{len(c.tests) - MAX_EVERY} more tests not listed; '
+        "<code>evalstore compare A B --test ID --html FILE</code> shows one test's verdicts and assertions.</p>"
+        if len(c.tests) > MAX_EVERY
+        else ""
+    )
+    intro = '<p class="muted">Open a test to see every grader\'s verdict and assertions in A and in B.</p>'
+    return head + intro + "".join(items) + more
 
 
 def _key_list(title: str, keys: list[Key]) -> str:
@@ -279,14 +392,20 @@ def _assertion_diffs(diffs: list[AssertionDiff]) -> str:
     return "".join(out)
 
 
-def render_html(comparison: Comparison, *, title: str) -> str:
-    """The whole report as one HTML document that needs nothing but itself to display."""
+def render_html(comparison: Comparison, a: RunResults, b: RunResults, *, title: str) -> str:
+    """The whole report as one HTML document that needs nothing but itself to display.
+
+    ``a`` and ``b`` are the results the comparison was built from: the report shows their verdicts."""
+    changed = changed_tests(comparison, a, b)
+    shown = {t.row: f"c{i}" for i, t in enumerate(changed[:MAX_CHANGED])}
+    anchors = {i: shown.get(r, f"t{i}" if i < MAX_EVERY else "every") for i, r in enumerate(comparison.tests)}
     body = (
-        _summary(comparison)
+        _summary(comparison, len(changed))
         + _graders(comparison)
-        + _chart(comparison)
-        + _flipped(comparison)
+        + _chart(comparison, anchors)
+        + _changed(changed, shown)
         + _assertion_diffs(comparison.assertion_diffs)
+        + _every_test(comparison, a, b)
         + _key_list("Only in run A", comparison.only_in_a)
         + _key_list("Only in run B", comparison.only_in_b)
     )

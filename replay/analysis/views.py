@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import NotFoundError
-from evalstore.store import EventStore
+from evalstore.store import EventStore, StoredEvent
 
 if TYPE_CHECKING:  # listing runs reads projections only; the pydantic catalogue loads when an event is decoded
     from evalstore.store.events import LineSkipped, RunStarted
@@ -26,7 +26,10 @@ class RunSummary:
     errors: int
     mean_score: float | None
     started_at: str
+    """When the run started; for an import, when its AgentV run did (when known)."""
     source: str | None = None
+    imported_at: str | None = None
+    """For an import: when it was imported into this store."""
     changes: list[str] = field(default_factory=list)
     """For a replay: what it swapped (``describe_swaps`` of its recorded overrides)."""
     not_regradable: int = 0
@@ -78,7 +81,15 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
     for summary in out:
         if summary.kind == "replay":
             summary.changes = describe_swaps(run_started(store, summary.run_id).overrides)
+        elif summary.kind == "imported":
+            summary.imported_at = _first_event(store, summary.run_id).recorded_at
     return out
+
+
+def _first_event(store: EventStore, run_id: str) -> StoredEvent:
+    for stored in store.read_stream(run_id, types=["run_started"]):
+        return stored
+    raise NotFoundError(f"no run {run_id!r}")
 
 
 def describe_swaps(overrides: dict[str, Any]) -> list[str]:
@@ -142,9 +153,7 @@ def run_summary(store: EventStore, run_id: str) -> RunSummary:
 
 
 def run_started(store: EventStore, run_id: str) -> RunStarted:
-    for ev in store.read_stream(run_id, types=["run_started"]):
-        return ev.event  # type: ignore[return-value]
-    raise NotFoundError(f"no run {run_id!r}")
+    return _first_event(store, run_id).event  # type: ignore[return-value]
 
 
 def skipped_lines(store: EventStore, run_id: str) -> list[LineSkipped]:

@@ -374,6 +374,13 @@ class _SuiteParser:
         if obj.get("rubrics") is not None:
             graders.insert(0, self._rubrics_sugar(obj["rubrics"], where.key("rubrics")))
         if not criteria and expected is None and key is None and obj.get("rubrics") is None:
+            # AgentV's rule: the test's own fields decide; suite-level assertions alone do not (it skips the test).
+            if self.graders and not skip:
+                raise where.error(
+                    "nothing to grade: suite-level `assertions` apply only to a test with its own `criteria`, "
+                    "`expected_output` or `assertions` (AgentV skips a test with none of them); add one, "
+                    "e.g. `assertions: []` to grade it with the suite's alone"
+                )
             raise where.error("nothing to grade: add `criteria`, `expected_output` or `assertions`")
         if not skip:
             graders += self.graders

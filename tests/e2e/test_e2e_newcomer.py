@@ -3,8 +3,10 @@ create one, exit codes mean one thing, tables keep ids whole, and replays say wh
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,9 @@ READ_ONLY = [
     ["export", "last"],
     ["verify"],
     ["db", "current"],
+    ["labels", "list", "last"],
+    ["labels", "export"],
+    ["agreement", "last"],
 ]
 
 
@@ -99,6 +104,12 @@ def test_replay_fails_on_a_regression_like_compare(recorded: Recorded, recorded_
     result = cli(recorded_db, "replay", recorded.run_id, "--threshold", "1", "--fail-on-regression", "flip", "--json")
     out = ok_json(result, 1)
     assert "pass->fail" in out["regression"] and "regression:" in result.stderr
+    # The same replay can write the HTML report, with every test's verdicts in both runs.
+    report = tmp_path / "replay.html"
+    again = cli(recorded_db, "replay", recorded.run_id, "--threshold", "1", "--html", str(report))
+    assert again.exit_code == 1, again.stderr
+    page = report.read_text(encoding="utf-8")
+    assert f"Every test, side by side ({len(TESTS)})" in page and all(f"<code>{t}" in page for t in TESTS)
     # Every test passing and none flipping to fail: both gates are clear.
     unchanged = cli(recorded_db, "replay", recorded.run_id, "--threshold", "0", "--fail-on-regression", "any")
     assert unchanged.exit_code == 0, unchanged.stderr
@@ -176,3 +187,40 @@ def test_import_speaks_in_plurals_and_names_the_command_that_works(tmp_path: Pat
     )
     again = cli(db, "import", str(lone))
     assert "(1 result)" in again.stdout
+
+
+def test_an_import_started_when_its_agentv_run_did_and_says_when_it_was_imported(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    before = datetime.now(UTC)
+    run_id = ok_json(cli(db, "import", str(BASELINE), "--eval", str(BASELINE.parent / "dataset.eval.yaml"), "--json"))[
+        "run_id"
+    ]
+    (listed,) = ok_json(cli(db, "runs", "--json"))
+    # The earliest of the rows' own `timestamp`s, not the moment of the import.
+    assert listed["started_at"] == "2026-02-20T21:40:12.230000+00:00"
+    assert before <= datetime.fromisoformat(listed["imported_at"]) <= datetime.now(UTC)
+    shown = ok_json(cli(db, "show", run_id, "--json"))["run"]
+    assert (shown["started_at"], shown["imported_at"]) == (listed["started_at"], listed["imported_at"])
+    table = cli(db, "runs", env={"COLUMNS": "200"}).stdout
+    assert "2026-02-20 21:40" in table and "imported" in table and listed["imported_at"][:10] in table
+    assert "started=2026-02-20 21:40 UTC  imported=" in cli(db, "show", run_id).stdout
+
+    # A replay of the import keeps its suite label (AgentV's `dataset`), not the eval file's name (`rubric`).
+    replayed = ok_json(cli(db, "replay", run_id, "--json"), 0, 1)["run_id"]
+    suites = {r["run_id"]: r["suite"] for r in ok_json(cli(db, "runs", "--json"))}
+    assert suites == {run_id: "dataset", replayed: "dataset"}
+    replay = next(r for r in ok_json(cli(db, "runs", "--json")) if r["run_id"] == replayed)
+    assert replay["imported_at"] is None and "imported" not in cli(db, "runs", "--kind", "replay").stdout
+
+
+def test_an_imports_start_is_the_earliest_start_time_or_timestamp_in_utc(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in BASELINE.read_text(encoding="utf-8").splitlines()[:3]]
+    rows[0]["timestamp"] = "2026-03-01T09:30:00"  # no zone: UTC
+    rows[1]["timestamp"], rows[1]["start_time"] = "2026-03-01T11:00:00+02:00", "2026-03-01T10:59:30.5+02:00"
+    rows[2]["timestamp"], rows[2]["start_time"] = "not a time", 1772354400  # ignored, as AgentV's types say
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'x.db'}"
+    ok_json(cli(db, "import", str(results), "--json"))
+    (listed,) = ok_json(cli(db, "runs", "--json"))
+    assert listed["started_at"] == "2026-03-01T08:59:30.500000+00:00"

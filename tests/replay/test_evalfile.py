@@ -497,6 +497,25 @@ def test_invalid_files_raise_one_error_naming_line_and_field(
     assert "\n" not in str(err.value)
 
 
+def test_a_test_with_only_suite_assertions_is_told_what_agentv_does_and_what_works(tmp_path: Path) -> None:
+    # AgentV skips a test with no criteria, expected_output or assertions of its own, even when suite-level
+    # assertions would apply; the message says so instead of asking for assertions the suite already has.
+    suite = "assertions:\n  - {type: contains, value: ok}\ntests:\n  - id: a\n    input: x\n"
+    path = write(tmp_path, "e.eval.yaml", suite)
+    with pytest.raises(EvalFileError) as err:
+        load_eval(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}:4: field `tests[0]`: nothing to grade: suite-level `assertions` apply only")
+    assert "AgentV skips a test with none of them" in message and "`assertions: []`" in message
+    # What the message proposes works: the test is graded by the suite's assertion alone.
+    fixed = write(tmp_path, "f.eval.yaml", suite + "    assertions: []\n")
+    assert [g.type for g in load_eval(fixed).tests[0].graders] == ["contains"]
+    # A test that skips the suite defaults has none to fall back on: the plain message.
+    skipping = write(tmp_path, "g.eval.yaml", suite + "    execution: {skip_defaults: true}\n")
+    with pytest.raises(EvalFileError, match="nothing to grade: add `criteria`, `expected_output` or `assertions`"):
+        load_eval(skipping)
+
+
 def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
     path = write(tmp_path, "bad.yaml", "tests:\n  - id: a\n    input: [unclosed\n")
     with pytest.raises(EvalFileError, match="invalid YAML") as err:

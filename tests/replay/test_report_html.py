@@ -1,4 +1,5 @@
-"""The HTML comparison report: self-contained, escaped, and showing what flipped."""
+"""The HTML comparison report: self-contained, escaped, and showing what changed: every changed test (largest
+change first), a chart labelled with test ids, and both verdicts of any test side by side."""
 
 from __future__ import annotations
 
@@ -72,10 +73,17 @@ def sample_runs() -> tuple[RunResults, RunResults]:
     return run("run<A>", *a), run("run&B", *b)
 
 
+def report(a: RunResults, b: RunResults, **kwargs: object) -> str:
+    return render_html(compare(a, b, **kwargs), a, b, title="Grader v2 <vs> v1")  # type: ignore[arg-type]
+
+
 @pytest.fixture(scope="module")
 def page() -> str:
-    a, b = sample_runs()
-    return render_html(compare(a, b, test_id="summarise-report"), title="Grader v2 <vs> v1")
+    return report(*sample_runs(), test_id="summarise-report")
+
+
+def section(page: str, heading: str) -> str:
+    return page.split(heading, 1)[1].split("<h2", 1)[0]
 
 
 class _Assets(HTMLParser):
@@ -121,21 +129,63 @@ def test_user_text_is_escaped(page: str) -> None:
     assert "run&lt;A&gt;" in page and "run&amp;B" in page
 
 
-def test_flipped_tests_appear_with_both_verdicts(page: str) -> None:
-    section = page.split("<h2>Flipped tests</h2>", 1)[1].split("<h2>", 1)[0]
-    assert "summarise-report@gpt" in section and "pass → fail" in section
-    assert "&lt;img src=" in section and "fail → pass" in section
-    assert "steady-" not in section
-    # Regressions come first, and each side shows score, verdict and assertions.
-    assert section.index("summarise-report") < section.index("&lt;img")
-    flip = section.split("summarise-report", 1)[1].split("<h3", 1)[0]
+def test_every_changed_test_is_detailed_largest_change_first_with_both_verdicts(page: str) -> None:
+    changed = section(page, "<h2>Changed tests (7)</h2>")
+    headings = re.findall(r'<h3 id="(c\d+)"[^>]*>(.*?) <span', changed)
+    # Not only the flips: the steady tests whose score moved are detailed too; steady-0 did not move.
+    names = [h for _, h in headings]
+    assert names == [
+        "&lt;img src=&quot;http://evil.example/x.png&quot;&gt;",
+        "summarise-report@gpt",
+        *(f"steady-{i}" for i in (5, 4, 3, 2, 1)),
+    ]
+    assert "steady-0" not in changed
+    assert "0.900 → 0.300 (-0.600) · pass → fail" in changed and "0.500 → 0.750 (+0.250)</span>" in changed
+    # Each side shows score, verdict and assertions.
+    flip = changed.split("summarise-report@gpt", 1)[1].split("<h3", 1)[0]
     assert "score 0.9000" in flip and "score 0.3000" in flip
     assert flip.count("mentions revenue") == 2 and flip.count("cites table 2") == 2
     assert '<span class="pass">pass</span>' in flip and '<span class="fail">fail</span>' in flip
+    steady = changed.split("steady-5", 1)[1].split("<h3", 1)[0]
+    assert "score 0.5000" in steady and "score 0.7500" in steady and steady.count("ok") >= 2
+
+
+def test_the_chart_labels_each_bar_with_its_test_id_and_links_to_its_verdicts(page: str) -> None:
+    svg = page.split("<svg", 1)[1].split("</svg>", 1)[0]
+    bars = re.findall(r'<a href="#(\w+)"><title>([^<]*)</title><text[^>]*>([^<]*)</text><rect', svg)
+    assert len(bars) == 8 == svg.count("<rect")
+    deltas = [float(title.rsplit(": ", 1)[1]) for _, title, _ in bars]
+    assert deltas == sorted(deltas)
+    assert deltas[0] == pytest.approx(-0.6) and deltas[-1] == pytest.approx(0.75)
+    labels = [label for _, _, label in bars]
+    assert labels[0] == "summarise-report@gpt" and "steady-0" in labels
+    assert labels[-1] == "&lt;img src=&quot;http://evil.example/x.png&quot;&gt;"
+    # A changed test's bar leads to its detailed section; an unchanged one to its entry among all tests.
+    ids = set(re.findall(r' id="(\w+)"', page))
+    assert all(anchor in ids for anchor, _, _ in bars)
+    target = {label: anchor for anchor, _, label in bars}
+    assert target["summarise-report@gpt"].startswith("c") and target["steady-0"].startswith("t")
+
+
+def test_any_test_shows_both_verdicts_down_to_assertions(page: str) -> None:
+    every = section(page, "Every test, side by side (8)</h2>")
+    entries = re.findall(r"<details id=\"t\d+\"><summary>(.*?)</details>", every)
+    assert len(entries) == 8
+    steady = next(e for e in entries if "<code>steady-0</code>" in e)  # unchanged: still both sides
+    assert "0.500 → 0.500 (+0.000)" in steady
+    assert steady.count("score 0.5000") >= 2 and steady.count("✓</span> ok") == 2
+
+
+def test_changed_tests_and_every_test_are_cut_at_a_stated_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_html, "MAX_CHANGED", 3)
+    monkeypatch.setattr(report_html, "MAX_EVERY", 4)
+    html = report(*sample_runs())
+    assert len(re.findall(r'<h3 id="c\d+"', html)) == 3 and "4 more changed tests not shown" in html
+    assert html.count("<details") == 4 and "4 more tests not listed" in html and "--test ID --html" in html
 
 
 def test_summary_grader_table_and_lists(page: str) -> None:
-    assert "8 paired results, 1 only in A, 1 only in B" in page
+    assert "8 paired results, 1 only in A, 1 only in B; 7 changed." in page
     assert "<th>rubric</th>" in page
     assert "Only in run A (1)" in page and "only-in-a" in page
     assert "Only in run B (1)" in page and "only-in-b" in page
@@ -143,28 +193,35 @@ def test_summary_grader_table_and_lists(page: str) -> None:
 
 
 def test_assertion_diff_section(page: str) -> None:
-    section = page.split("Assertions of <code>summarise-report@gpt</code>", 1)[1].split("<h2>", 1)[0]
+    section = page.split("Assertions of <code>summarise-report@gpt</code>", 1)[1].split("<h2", 1)[0]
     assert "mentions revenue" in section and "passed changed" in section
     assert "cites table 2" not in section
 
 
-def test_chart_has_one_sorted_bar_per_test(page: str) -> None:
-    svg = page.split("<svg", 1)[1].split("</svg>", 1)[0]
-    titles = re.findall(r"<title>([^<]*)</title>", svg)
-    assert len(titles) == 8 == svg.count("<rect")
-    deltas = [float(t.rsplit(": ", 1)[1]) for t in titles]
-    assert deltas == sorted(deltas)
-    assert deltas[0] == pytest.approx(-0.6) and deltas[-1] == pytest.approx(0.75)
-
-
-def test_chart_groups_bars_beyond_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_beyond_the_limit_the_largest_changes_are_labelled_and_a_distribution_shows_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(report_html, "MAX_LABELLED", 5)
     monkeypatch.setattr(report_html, "MAX_BARS", 10)
     a = run("A", *(result((f"t{i:02d}", None, 1), 0.5) for i in range(35)))
     b = run("B", *(result((f"t{i:02d}", None, 1), i / 50) for i in range(35)))
-    html = render_html(compare(a, b), title="many")
-    svg = html.split("<svg", 1)[1].split("</svg>", 1)[0]
-    assert svg.count("<rect") == 9  # ceil(35 / 10) = 4 tests per bar
+    html = report(a, b)
+    labelled, distribution = (part.split("</svg>", 1)[0] for part in html.split("<svg")[1:3])
+    labels = re.findall(r"<text[^>]*text-anchor=\"end\" fill=\"#1d232b\">([^<]*)</text>", labelled)
+    # The 5 largest |delta|: t00 (-0.5), t01 (-0.48), t02, t03, t04; sorted by delta.
+    assert labels == ["t00", "t01", "t02", "t03", "t04"]
+    assert "The 5 largest changes of 35 tests" in html
+    assert distribution.count("<rect") == 9  # ceil(35 / 10) = 4 tests per bar
     assert "each bar is the mean delta of 4 consecutive tests" in html
+
+
+def test_long_test_ids_are_shortened_in_the_chart_but_whole_in_its_tooltip() -> None:
+    long_id = "a-very-long-test-identifier-" + "x" * 60
+    key: Key = (long_id, None, 1)
+    html = report(run("A", result(key, 0.5)), run("B", result(key, 0.9)))
+    svg = html.split("<svg", 1)[1].split("</svg>", 1)[0]
+    assert f"<title>{long_id}: +0.4000</title>" in svg
+    assert f">{long_id[: report_html.LABEL_CHARS - 1]}…</text>" in svg
 
 
 class _Balance(HTMLParser):
@@ -193,7 +250,7 @@ def test_markup_is_balanced(page: str) -> None:
 
 
 def test_empty_comparison_renders() -> None:
-    html = render_html(compare(run("A"), run("B")), title="empty")
+    html = report(run("A"), run("B"))
     assert "0 paired results" in html
     assert "No paired results." in html and "No grader verdicts." in html
-    assert "No test or grader verdict flipped" in html
+    assert "No test's score or grader verdicts changed" in html
