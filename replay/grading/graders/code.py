@@ -36,7 +36,7 @@ from typing import Any, Literal
 from evalstore.replay.content import Message, dump_messages, file_blocks
 from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.grading.answer import one_line
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext, TranscriptInfo
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
 from evalstore.replay.processes.children import ChildResult, run_child
@@ -126,6 +126,7 @@ def build_payload(
         "answer": prepared.text,
         "expected_output": expected_messages(test.expected_output),
         "messages": dump_messages(transcript.messages),
+        "trace": trace(transcript, test.metadata or None),
         "trace_summary": trace_summary(transcript.messages),
         "token_usage": transcript.token_usage,
         "cost_usd": transcript.cost_usd,
@@ -170,6 +171,27 @@ def trace_summary(messages: list[Message]) -> dict[str, Any]:
         "error_count": sum(1 for call in calls if call.status in ("error", "timeout")),
         "tool_durations": durations,
         "llm_call_count": sum(1 for m in messages if m.role == "assistant"),
+    }
+
+
+def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """AgentV's full ``Trace`` read model: the summary's counts, the messages, every tool call in order as
+    an event (with the index of the message that made it), and the target's metrics."""
+    events = [
+        {"message_index": index, **call.model_dump(mode="json", exclude_none=True)}
+        for index, message in enumerate(transcript.messages)
+        for call in message.tool_calls or []
+    ]
+    return {
+        **trace_summary(transcript.messages),
+        "messages": dump_messages(transcript.messages),
+        "events": events,
+        "token_usage": transcript.token_usage,
+        "cost_usd": transcript.cost_usd,
+        "duration_ms": transcript.duration_ms,
+        "start_time": transcript.start_time,
+        "end_time": transcript.end_time,
+        "metadata": metadata,
     }
 
 
