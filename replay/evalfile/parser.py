@@ -39,6 +39,7 @@ from evalstore.replay.evalfile.rubrics import parse_rubric_items
 from evalstore.replay.evalfile.search_roots import DiskResolver, FileResolver, absolute, build_search_roots
 from evalstore.replay.evalfile.source import LineMap, Where, load_jsonl, load_yaml
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, WorkspaceEnv
+from evalstore.replay.evalfile.workspace import parse_workspace
 
 DEFAULT_THRESHOLD = 0.8
 SUITE_KEYS = (
@@ -58,7 +59,7 @@ EXECUTION_KEYS = (
     "target", "targets", "threshold", "skip_defaults", "cache", "trials", "budget_usd", "total_budget_usd",
     "fail_on_error", "workers", "agent_timeout_ms",
 )  # fmt: skip
-WORKSPACE_KEYS = ("env", "template", "hooks", "repos", "isolation", "mode", "path", "docker")
+WORKSPACE_KEYS = ("env", "template", "hooks", "repos", "isolation", "mode", "path", "docker", "snapshot")
 ENV_KEYS = ("required_commands", "required_python_modules")
 DEFAULT_TEST_KEYS = ("threshold", "options", "assert", "assertions", "vars")
 # v5-next bundles always carry this prompt; it means "send the input as is".
@@ -204,6 +205,7 @@ class _SuiteParser:
         self.graders = self._suite_graders(default_test)
         self._check_prompts()
         envs = [_workspace_env(doc.get("workspace"), root.key("workspace"), ctx)]
+        workspace = parse_workspace(doc.get("workspace"), root.key("workspace"), ctx)
 
         tests: list[EvalTest] = []
         for where, raw in self._raw_tests():
@@ -228,6 +230,7 @@ class _SuiteParser:
             target=execution.target or opt_str(doc, "target", root),
             preprocessors=self.converters,
             workspace_env=_union_env(envs),
+            workspace=workspace,
             tests=tests,
             search_roots=ctx.search_roots,
             referenced_files=ctx.referenced_files,

@@ -40,6 +40,8 @@ from evalstore.replay.grading.graders.base import GraderResult, GradingContext, 
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
 from evalstore.replay.processes.children import ChildResult, run_child
+from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
+from evalstore.store.errors import StoreError
 from evalstore.store.events import Assertion, GraderCalled
 
 PASS_THRESHOLD = 0.8
@@ -60,10 +62,16 @@ class CodeGrader:
     def grade(self, ctx: GradingContext) -> GraderResult:
         prepared = prepare_answer(ctx, list(self.spec.preprocessors))
         with PrivateTempDir(prefix="evalstore-grader-") as tmp:
+            workspace, problem = grader_workspace(ctx, tmp)
+            if problem is not None:
+                result = execution_error(f"Code grader cannot run: {problem}")
+                result.evidence = prepared.warnings + result.evidence
+                result.preprocessing_event_ids = list(prepared.preprocessing_event_ids)
+                return result
             files = materialize_files(
                 file_blocks(ctx.transcript.messages), ctx.recorder, ctx.transcript.workspace_path, tmp
             )
-            payload = build_payload(ctx, self.spec, prepared, [f.payload() for f in files])
+            payload = build_payload(ctx, self.spec, prepared, [f.payload() for f in files], workspace)
             if len(prepared.text) > LARGE_OUTPUT_CHARS:
                 output_file = tmp.path / "output.json"
                 output_file.write_text(json.dumps(prepared.text, ensure_ascii=False), encoding="utf-8")
@@ -75,7 +83,7 @@ class CodeGrader:
                 timeout=self.spec.timeout,
                 max_output_bytes=MAX_STDOUT_BYTES,
                 cwd=self.spec.cwd,
-                env=_environment(ctx.transcript.workspace_path),
+                env=_environment(workspace),
             )
         result = interpret(child, self.spec)
         result.evidence = prepared.warnings + result.evidence
@@ -112,8 +120,48 @@ class CodeGrader:
         return recorder.record(event)
 
 
+def grader_workspace(ctx: GradingContext, tmp: PrivateTempDir) -> tuple[str | None, str | None]:
+    """(the workspace a code grader works in, or why it cannot run).
+
+    During a run it is the agent's live workspace. Grading a stored test (replay, resume, ``assert
+    --run``), it is a private copy of the test's workspace snapshot, made here and removed with ``tmp``.
+    A test without a snapshot has no workspace, unless the eval configures one (``workspace.template``,
+    ``path`` or ``repos``): its graders are then functional graders that cannot run without it, and so
+    is a partial snapshot (files left out by its limits).
+    """
+    transcript = ctx.transcript
+    if transcript.workspace_path:
+        return transcript.workspace_path, None
+    if transcript.snapshot is not None:
+        _, snapshot = transcript.snapshot
+        if snapshot.partial:
+            listed = "; ".join(snapshot.omitted[:5])
+            more = f" and {snapshot.omitted_count - 5} more" if snapshot.omitted_count > 5 else ""
+            return None, (
+                f"the stored workspace snapshot is partial: {snapshot.omitted_count} file(s) were left out by "
+                f"its limits ({listed}{more}); raise workspace.snapshot limits and record again"
+            )
+        folder = tmp.path / "workspace"
+        folder.mkdir()
+        try:
+            materialize(snapshot, ctx.recorder.get_blob, folder)
+        except (SnapshotUnusable, StoreError, OSError) as exc:
+            return None, f"the stored workspace snapshot cannot be materialized: {exc}"
+        return str(folder), None
+    if ctx.suite.workspace.configured:
+        return None, (
+            "the run stored no workspace snapshot for this test (imported, or recorded before snapshots), "
+            "and the eval configures a workspace its graders need"
+        )
+    return None, None
+
+
 def build_payload(
-    ctx: GradingContext, spec: CodeGraderSpec, prepared: PreparedAnswer, files: list[dict[str, Any]]
+    ctx: GradingContext,
+    spec: CodeGraderSpec,
+    prepared: PreparedAnswer,
+    files: list[dict[str, Any]],
+    workspace: str | None = None,
 ) -> dict[str, Any]:
     """The stdin object of AgentV's code-grader contract, plus ``files``."""
     transcript = ctx.transcript
@@ -134,7 +182,7 @@ def build_payload(
         "start_time": transcript.start_time,
         "end_time": transcript.end_time,
         "file_changes": transcript.file_changes,
-        "workspace_path": transcript.workspace_path,
+        "workspace_path": workspace,
         "metadata": test.metadata or None,
         "config": spec.config,
         "files": files,
