@@ -80,6 +80,11 @@ class CodeGraderSpec(_GraderSpec):
     timeout: float = 60.0
     config: dict[str, Any] | None = None
     preprocessors: list[ConverterSpec] = Field(default_factory=list)
+    target_max_calls: int | None = None
+    """``target: {max_calls: N}``: the grader may call its judge target N times through the target proxy;
+    None: no proxy."""
+    target: str | None = None
+    """``target: {name: ...}``: the judge target the proxy forwards to (else the run's grader target)."""
 
 
 DETERMINISTIC_TYPES = (

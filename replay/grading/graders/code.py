@@ -26,6 +26,7 @@ are execution errors; AgentV scores those 0 as quality failures.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -34,6 +35,7 @@ from collections import Counter
 from typing import Any, Literal
 
 from evalstore.replay.content import Message, dump_messages, file_blocks
+from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.grading.answer import one_line
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext, TranscriptInfo
@@ -77,18 +79,35 @@ class CodeGrader:
                 output_file.write_text(json.dumps(prepared.text, ensure_ascii=False), encoding="utf-8")
                 payload.update(output=None, answer=None, output_path=str(output_file))
             stdin = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
-            child = run_child(
-                list(self.spec.command),
-                stdin,
-                timeout=self.spec.timeout,
-                max_output_bytes=MAX_STDOUT_BYTES,
-                cwd=self.spec.cwd,
-                env=_environment(workspace),
-            )
+            with contextlib.ExitStack() as stack:
+                env = _environment(workspace)
+                proxy = None
+                if self.spec.target_max_calls is not None:
+                    from evalstore.replay.grading.graders.proxy import TargetProxy
+
+                    try:
+                        proxy = stack.enter_context(TargetProxy(ctx, self.spec))
+                    except ReplayError as exc:
+                        return execution_error(f"Code grader cannot run: its target proxy: {exc}")
+                    env.update(proxy.env)
+                child = run_child(
+                    list(self.spec.command),
+                    stdin,
+                    timeout=self.spec.timeout,
+                    max_output_bytes=MAX_STDOUT_BYTES,
+                    cwd=self.spec.cwd,
+                    env=env,
+                )
         result = interpret(child, self.spec)
         result.evidence = prepared.warnings + result.evidence
         result.preprocessing_event_ids = list(prepared.preprocessing_event_ids)
         result.grader_call_event_ids = [self._record_call(ctx, stdin, child, result)]
+        if proxy is not None:
+            result.grader_call_event_ids += proxy.call_event_ids
+            result.cache_hit = bool(proxy.call_event_ids) and proxy.cache_hits == proxy.calls
+            result.grader_target = proxy._judge.target
+            if proxy.refused:
+                result.evidence.append(f"target proxy refused {proxy.refused} call(s) over max_calls {proxy.max_calls}")
         return result
 
     def _record_call(self, ctx: GradingContext, stdin: bytes, child: ChildResult, result: GraderResult) -> str:
@@ -263,6 +282,8 @@ def snake_case_keys(value: Any) -> Any:
 
 def _environment(workspace: str | None) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop("AGENTV_TARGET_PROXY_URL", None)  # never a proxy the grader was not given
+    env.pop("AGENTV_TARGET_PROXY_TOKEN", None)
     if workspace:
         env["AGENTV_WORKSPACE_PATH"] = workspace
     else:
