@@ -48,10 +48,10 @@ def main() -> None:
             for name, argv in commands.items():
                 times[name].append(_time(argv, cwd))
     floor = statistics.median(times["python -c pass"])
-    print(f"{'command':32} {'median':>9} {'x floor':>8}")
+    print(f"{'command':36} {'median':>9} {'x floor':>8}")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:32} {median * 1000:7.1f}ms {median / floor:7.2f}x")
+        print(f"{name:36} {median * 1000:7.1f}ms {median / floor:7.2f}x")
     version = statistics.median(times["evalstore --version"]) / floor
     help_ = statistics.median(times["evalstore --help"]) / floor
     runs = statistics.median(times["evalstore runs (empty store)"])

@@ -367,7 +367,14 @@ class _SuiteParser:
             threshold=execution.threshold,
             target=execution.target,
         )
-        return test, _workspace_env(obj.get("workspace"), where.key("workspace"), ctx)
+        raw_ws = obj.get("workspace")
+        if isinstance(raw_ws, dict):
+            for key in ("template", "path", "isolation", "repos", "hooks", "snapshot"):
+                if raw_ws.get(key) is not None:
+                    ctx.warn(
+                        where.key("workspace").key(key), "a test-level workspace is not supported; set it on the suite"
+                    )
+        return test, _workspace_env(raw_ws, where.key("workspace"), ctx)
 
     def _input(self, obj: dict[str, Any], vars_: dict[str, Any], where: Where) -> list[Message]:
         if "input" in obj:
