@@ -6,7 +6,8 @@ times in alternation, and the median wall time is compared with ``python -c pass
     python bench/startup.py [--repeat 30]
 
 Targets: ``--version`` within 3x and ``--help`` within 5x of ``python -c pass``; ``evalstore runs`` on an
-empty (already created) store under 0.25 s. ``import click`` is printed too: it alone costs about 2x.
+empty (already created) store under 0.25 s;
+``import evalstore.grader`` (what a Python code grader using the SDK pays) within 2x. ``import click`` is printed too: it alone costs about 2x.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main() -> None:
         commands = {
             "python -c pass": [py, "-c", "pass"],
             "python -c 'import click'": [py, "-c", "import click"],
+            "python -c 'import evalstore.grader'": [py, "-c", "import evalstore.grader"],
             "evalstore --version": [py, "-m", "evalstore", "--version"],
             "evalstore --help": [py, "-m", "evalstore", "--help"],
             "evalstore runs (empty store)": [py, "-m", "evalstore", "runs"],
@@ -47,14 +49,18 @@ def main() -> None:
             for name, argv in commands.items():
                 times[name].append(_time(argv, cwd))
     floor = statistics.median(times["python -c pass"])
-    print(f"{'command':32} {'median':>9} {'x floor':>8}")
+    print(f"{'command':36} {'median':>9} {'x floor':>8}")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:32} {median * 1000:7.1f}ms {median / floor:7.2f}x")
+        print(f"{name:36} {median * 1000:7.1f}ms {median / floor:7.2f}x")
     version = statistics.median(times["evalstore --version"]) / floor
     help_ = statistics.median(times["evalstore --help"]) / floor
     runs = statistics.median(times["evalstore runs (empty store)"])
-    print(f"targets: --version {version:.2f}x (<= 3), --help {help_:.2f}x (<= 5), runs {runs:.3f} s (< 0.25)")
+    sdk = statistics.median(times["python -c 'import evalstore.grader'"]) / floor
+    print(
+        f"targets: --version {version:.2f}x (<= 3), --help {help_:.2f}x (<= 5), runs {runs:.3f} s (< 0.25), "
+        f"import evalstore.grader {sdk:.2f}x (<= 2)"
+    )
 
 
 if __name__ == "__main__":

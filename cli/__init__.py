@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Trace every verdict of TEST_ID in RUN back to its judge calls or grader processes, conversions, "
         "artifacts, transcript and run, checking each digest against the blob store (exit 1 on a mismatch).",
     ),
+    "assert": (
+        "evalstore.cli.grader_dev:assert_",
+        "Run one code grader on one answer and print its result as JSON; exit 0 if the score is at least 0.5.",
+    ),
     "label": (
         "evalstore.cli.labels:label",
         "Record a human label for TEST's answer in RUN (it applies to every regrade of that answer).",

@@ -116,6 +116,21 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
             )
         else:
             click.echo("  transcript: none recorded")
+        ws = t.get("workspace")
+        if ws:
+            click.echo(
+                f"  workspace snapshot {ws['event_id']} in run {ws['run_id']}: {ws['file_count']} files, "
+                f"{ws['total_bytes']} bytes" + (f", PARTIAL ({ws['omitted_count']} left out)" if ws["partial"] else "")
+            )
+            for e in ws["entries"]:
+                if e.get("kind", "file") == "file":
+                    click.echo(
+                        f"    {e['path']} sha256={_short(e.get('sha256'))} size={e.get('size')}{_mark(e['blob'])}"
+                    )
+                else:
+                    click.echo(f"    {e['path']} ({e['kind']}{' -> ' + e['target'] if e.get('target') else ''})")
+            for o in ws["omitted"]:
+                click.echo(f"    left out: {o}")
     problems = report["blob_problems"]
     click.echo(
         f"\n{report['blobs_checked']} digests checked against the blob store: "

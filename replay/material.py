@@ -25,6 +25,7 @@ from evalstore.store.events import (
     TestScored,
     TranscriptRecorded,
     VerdictRecorded,
+    WorkspaceSnapshotted,
 )
 
 ResultKey = tuple[str, str, int]
@@ -46,6 +47,7 @@ class TestMaterial:
     case: tuple[str, TestCaseRecorded] | None = None
     transcript: tuple[str, TranscriptRecorded] | None = None
     artifacts: list[tuple[str, ArtifactStored]] = field(default_factory=list)
+    snapshot: tuple[str, WorkspaceSnapshotted] | None = None
     verdicts: dict[str, tuple[str, VerdictRecorded]] = field(default_factory=dict)
     scored: tuple[str, TestScored] | None = None
 
@@ -80,6 +82,8 @@ def load_run(store: EventStore, run_id: str) -> RunMaterial:
             material(ev).transcript = (stored.event_id, ev)
         elif isinstance(ev, ArtifactStored):
             material(ev).artifacts.append((stored.event_id, ev))
+        elif isinstance(ev, WorkspaceSnapshotted):
+            material(ev).snapshot = (stored.event_id, ev)
         elif isinstance(ev, VerdictRecorded):
             material(ev).verdicts[ev.grader] = (stored.event_id, ev)
         elif isinstance(ev, TestScored):
@@ -98,6 +102,7 @@ def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> Tra
     event_id, t = test.transcript
     messages = [Message.model_validate(m) for m in json.loads(get_blob(t.messages_sha256))] if t.messages_sha256 else []
     info = info_from_transcript(t, event_id, messages)
+    info.snapshot = test.snapshot
     if not t.messages_sha256 and t.output_text is None:
         info.missing = "the imported result has neither a transcript nor an output"
     return info

@@ -40,10 +40,14 @@ from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
 from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
 from evalstore.replay.targetsfile.loader import TargetEntry, TargetsFile, find_targets_file, load_targets_file
+from evalstore.replay.workspace.changes import folder_state, unified_diff
+from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspace
+from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import canonical_json
 from evalstore.store.events import (
     ArtifactStored,
+    RunFailed,
     RunStarted,
     TestScored,
     TranscriptRecorded,
@@ -91,6 +95,8 @@ def record_run(
     preflight(suite)
     targets_file, target = _resolve_target(suite, options)
     _check_judges(suite, target.name, targets_file, options)
+    if suite.workspace.configured:
+        check_workspace(suite.workspace)
     run_id = new_run_id("rec")
     snapshot, blobs = snapshot_suite(suite)
     started = RunStarted(
@@ -241,6 +247,16 @@ def _execute_locked(
     results: list[TestScored] = []
     lock = threading.Lock()
 
+    workspaces = RunWorkspaces(suite.workspace, workdir, run_id)
+    todo = [t for t in suite.tests if not ((d := recorded.get(result_key(t.id, target.name, 1))) and d.transcript)]
+    if todo:
+        try:
+            started = workspaces.start()
+        except HookFailed as exc:
+            store.append(run_id, [*exc.events, RunFailed(reason=str(exc))])
+            raise
+        if started:
+            store.append(run_id, started)
     judges = _judge_pool(targets_file, options)
 
     def one(test: EvalTest) -> TestScored:
@@ -252,8 +268,15 @@ def _execute_locked(
             scored = _grade(
                 store, run_id, suite, test, target.name, transcript_info(store.get_blob, done), grade_options, judges
             )
+        elif workspaces.shared:
+            with workspaces.lock:  # one shared workspace: one test in it at a time, agent to grading
+                scored = _run_and_grade(
+                    store, run_id, suite, test, target_spec, workdir, options, grade_options, judges, workspaces
+                )
         else:
-            scored = _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, grade_options, judges)
+            scored = _run_and_grade(
+                store, run_id, suite, test, target_spec, workdir, options, grade_options, judges, workspaces
+            )
         with lock:
             results.append(scored)
         if progress:
@@ -264,21 +287,46 @@ def _execute_locked(
         run_concurrently(one, suite.tests, options.workers)
     finally:
         judges.close()
+    if todo and (finished := workspaces.finish()):
+        store.append(run_id, finished)
     _complete(store, run_id, results)
     order = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: order.get(s.test_id, 0))
     return RunOutcome(run_id, results, threshold, list(suite.warnings))
 
 
-def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]
-    workspace = workdir / _safe_dirname(test.id)
+def _run_and_grade(  # type: ignore[no-untyped-def]
+    store, run_id, suite, test, target_spec, workdir, options, grade_options, judges, workspaces
+) -> TestScored:
+    recorder = StoreRecorder(store, run_id)
+    recorder.record(case_event(test, target_spec.name))
+    tw = workspaces.prepare(test, target_spec.name, workdir / _safe_dirname(test.id))
+    for ran in tw.events:
+        recorder.record(ran)
+    if tw.error is not None:
+        scored = TestScored(
+            test_id=test.id,
+            target=target_spec.name,
+            score=0.0,
+            passed=False,
+            status="execution_error",
+            threshold=grade_options.threshold,
+            error=tw.error,
+        )
+        recorder.record(scored)
+        recorder.flush()
+        return scored
+    workspace = tw.folder
     outcome = run_target(
         target_spec, test, workspace=workspace, eval_dir=Path(suite.path).parent, timeout=options.timeout
     )
     captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
     messages: list[Message] = [*test.input, *captured.messages]
-    recorder = StoreRecorder(store, run_id)
-    recorder.record(case_event(test, target_spec.name))
+    after = folder_state(workspace, suite.workspace.snapshot) if tw.baseline is not None else None
+    file_changes = unified_diff(tw.baseline, after) if tw.baseline is not None and after is not None else None
+    recorder.record(
+        take_snapshot(workspace, suite.workspace.snapshot, recorder.put_blob, test_id=test.id, target=target_spec.name)
+    )
     messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
     for f in captured.files:
         if f.data is not None:
@@ -306,6 +354,7 @@ def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, gr
         start_time=outcome.start_time,
         end_time=outcome.end_time,
         workspace_path=str(workspace),
+        file_changes=file_changes or None,
         exit_code=outcome.exit_code,
         status=outcome.status,
         error=outcome.error,
@@ -324,9 +373,14 @@ def _run_and_grade(store, run_id, suite, test, target_spec, workdir, options, gr
             error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
         )
         store.append(run_id, [scored])
+        if finished := workspaces.after_each(tw, test, target_spec.name):
+            store.append(run_id, finished)
         return scored
     info = info_from_transcript(transcript, transcript_id, messages, workspace_path=str(workspace))
-    return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges)
+    scored = _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges)
+    if finished := workspaces.after_each(tw, test, target_spec.name):
+        store.append(run_id, finished)
+    return scored
 
 
 def _grade(store, run_id, suite, test, target, info, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]

@@ -181,6 +181,68 @@ class ArtifactStored(DomainEvent):
     reason: str | None = None
 
 
+class WorkspaceEntry(BaseModel):
+    """One path of a workspace snapshot: a file (bytes in the blob ``sha256``), a symlink (its target as
+    written, never followed) or an empty folder."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    """Relative to the workspace, ``/``-separated."""
+    kind: Literal["file", "symlink", "dir"] = "file"
+    mode: int | None = None
+    """Permission bits (``0o755`` for an executable script)."""
+    size: int | None = None
+    sha256: str | None = None
+    target: str | None = None
+    """For a symlink: where it points, as the link says."""
+
+
+class WorkspaceSnapshotted(DomainEvent):
+    """The agent's workspace as it was when the agent finished: a manifest whose files are blobs, so a
+    functional grader (``pytest`` in the workspace) can be replayed without the agent."""
+
+    type: ClassVar[str] = "workspace_snapshotted"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    root: str
+    """The workspace folder as it was on the recording machine."""
+    entries: list[WorkspaceEntry] = Field(default_factory=list)
+    file_count: int = 0
+    total_bytes: int = 0
+    partial: bool = False
+    """True when a limit left files out: graders that need the workspace cannot be replayed faithfully."""
+    omitted: list[str] = Field(default_factory=list)
+    """``path: reason`` of files a limit left out (the first 100)."""
+    omitted_count: int = 0
+    exclude: list[str] = Field(default_factory=list)
+    """The exclude globs applied (excluded paths are not stored and do not make a snapshot partial)."""
+    limits: dict[str, int] = Field(default_factory=dict)
+
+
+class WorkspaceHookRan(DomainEvent):
+    """One execution of a workspace hook (``before_all``, ``before_each``, ``after_each``, ``after_all``)."""
+
+    type: ClassVar[str] = "workspace_hook_ran"
+
+    hook: str
+    test_id: str | None = None
+    """None for ``before_all``/``after_all`` (the run's)."""
+    target: str | None = None
+    attempt: int = 1
+    argv: list[str]
+    cwd: str | None = None
+    workspace_path: str | None = None
+    exit_code: int | None = None
+    duration_ms: float | None = None
+    outcome: Literal["ok", "error", "timeout"] = "ok"
+    error: str | None = None
+    stdout_tail: str | None = None
+    stderr_tail: str | None = None
+
+
 class PreprocessingRecorded(DomainEvent):
     """One file→text conversion (or UTF-8 read) done for a grader."""
 
@@ -400,6 +462,8 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         TestCaseRecorded,
         TranscriptRecorded,
         ArtifactStored,
+        WorkspaceSnapshotted,
+        WorkspaceHookRan,
         PreprocessingRecorded,
         GraderCalled,
         VerdictRecorded,

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 # migrations/) sit at the repository's top level, which `python -m pytest` puts on sys.path; a test
 # importing `store` would get a second copy of every module (two EventStore classes, two event
 # catalogues). Take the repository off the path and refuse the bare names outright.
-BARE_NAMES = frozenset({"store", "replay", "cli", "migrations"})
+BARE_NAMES = frozenset({"store", "replay", "cli", "migrations", "grader"})
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO]
 
 

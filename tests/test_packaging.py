@@ -77,7 +77,13 @@ def test_wheel_installs_one_top_level_name_and_every_module(wheel: Path) -> None
         entry_points = zf.read(top_level.replace("top_level.txt", "entry_points.txt")).decode()
     assert {n.split("/")[0] for n in names} == {"evalstore", wheel.name.split("-py3")[0] + ".dist-info"}
     assert "evalstore = evalstore.cli:main" in entry_points
-    for folder, package in (("store", "store"), ("replay", "replay"), ("cli", "cli"), ("migrations", "migrations")):
+    for folder, package in (
+        ("store", "store"),
+        ("replay", "replay"),
+        ("cli", "cli"),
+        ("migrations", "migrations"),
+        ("grader", "grader"),
+    ):
         for module in (REPO / folder).rglob("*.py"):
             assert f"evalstore/{package}/{module.relative_to(REPO / folder).as_posix()}" in names
     assert "evalstore/migrations/script.py.mako" in names

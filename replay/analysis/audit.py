@@ -168,6 +168,23 @@ def _audit_material(
             "duration_ms": t.duration_ms,
             "source": _source(t.source, origin),
         }
+    workspace = None
+    if source.snapshot:
+        sid, snap = source.snapshot
+        workspace = {
+            "event_id": sid,
+            "run_id": origin.run_id,
+            "root": snap.root,
+            "file_count": snap.file_count,
+            "total_bytes": snap.total_bytes,
+            "partial": snap.partial,
+            "omitted": snap.omitted,
+            "omitted_count": snap.omitted_count,
+            "entries": [
+                {**e.model_dump(exclude_none=True), "blob": checks.check(e.sha256) if e.sha256 else None}
+                for e in snap.entries
+            ],
+        }
     scored = test.scored[1] if test.scored else None
     return {
         "test_id": test.key[0],
@@ -192,6 +209,7 @@ def _audit_material(
             for eid, a in source.artifacts
         ],
         "transcript": transcript,
+        "workspace": workspace,
     }
 
 

@@ -41,7 +41,8 @@ AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec
 
 COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate")
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
-CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors")
+CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors", "target")
+DEFAULT_TARGET_MAX_CALLS = 50
 DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags")
 
 RUBRIC_TYPES = ("rubrics", "rubric")
@@ -322,6 +323,7 @@ def _code_grader(
     timeout = opt_number(obj, "timeout", where, low=0.0, low_open=True)
     if timeout is not None:
         fields["timeout"] = timeout
+    fields.update(_target_access(obj.get("target"), where.key("target")))
     return CodeGraderSpec(
         command=command,
         script=str(script) if script is not None else None,
@@ -330,6 +332,24 @@ def _code_grader(
         preprocessors=_effective_converters(obj, where, ctx, converters),
         **fields,
     )
+
+
+def _target_access(raw: Any, where: Where) -> dict[str, Any]:
+    """``target: {max_calls: N, name?}`` (``true`` or a name: the default of 50 calls)."""
+    if raw is None or raw is False:
+        return {}
+    if raw is True:
+        return {"target_max_calls": DEFAULT_TARGET_MAX_CALLS}
+    if isinstance(raw, str) and raw.strip():
+        return {"target_max_calls": DEFAULT_TARGET_MAX_CALLS, "target": raw}
+    obj = expect_mapping(raw, where, "an object {max_calls, name}")
+    max_calls = opt_number(obj, "max_calls", where, low=1)
+    if max_calls is not None and max_calls != int(max_calls):
+        raise where.key("max_calls").error("must be a whole number")
+    return {
+        "target_max_calls": int(max_calls) if max_calls is not None else DEFAULT_TARGET_MAX_CALLS,
+        "target": opt_str(obj, "name", where),
+    }
 
 
 def _argv_script(argv: list[str], at: Where, ctx: ParseContext) -> tuple[list[str], Path | None, str | None]:

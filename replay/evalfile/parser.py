@@ -46,6 +46,7 @@ from evalstore.replay.evalfile.search_roots import (
 )
 from evalstore.replay.evalfile.source import LineMap, Where, load_jsonl, load_yaml
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, WorkspaceEnv
+from evalstore.replay.evalfile.workspace import parse_workspace
 
 DEFAULT_THRESHOLD = 0.8
 SUITE_KEYS = (
@@ -65,7 +66,7 @@ EXECUTION_KEYS = (
     "target", "targets", "threshold", "skip_defaults", "cache", "trials", "budget_usd", "total_budget_usd",
     "fail_on_error", "workers", "agent_timeout_ms",
 )  # fmt: skip
-WORKSPACE_KEYS = ("env", "template", "hooks", "repos", "isolation", "mode", "path", "docker")
+WORKSPACE_KEYS = ("env", "template", "hooks", "repos", "isolation", "mode", "path", "docker", "snapshot")
 ENV_KEYS = ("required_commands", "required_python_modules")
 DEFAULT_TEST_KEYS = ("threshold", "options", "assert", "assertions", "vars")
 # v5-next bundles always carry this prompt; it means "send the input as is".
@@ -232,6 +233,7 @@ class _SuiteParser:
         self.graders = self._suite_graders(default_test)
         self._check_prompts()
         envs = [_workspace_env(doc.get("workspace"), root.key("workspace"), ctx)]
+        workspace = parse_workspace(doc.get("workspace"), root.key("workspace"), ctx)
 
         tests: list[EvalTest] = []
         for where, raw in self._raw_tests():
@@ -256,6 +258,7 @@ class _SuiteParser:
             target=execution.target or opt_str(doc, "target", root),
             preprocessors=self.converters,
             workspace_env=_union_env(envs),
+            workspace=workspace,
             tests=tests,
             search_roots=ctx.search_roots,
             referenced_files=ctx.referenced_files,
@@ -399,7 +402,14 @@ class _SuiteParser:
             threshold=execution.threshold,
             target=execution.target,
         )
-        return test, _workspace_env(obj.get("workspace"), where.key("workspace"), ctx)
+        raw_ws = obj.get("workspace")
+        if isinstance(raw_ws, dict):
+            for key in ("template", "path", "isolation", "repos", "hooks", "snapshot"):
+                if raw_ws.get(key) is not None:
+                    ctx.warn(
+                        where.key("workspace").key(key), "a test-level workspace is not supported; set it on the suite"
+                    )
+        return test, _workspace_env(raw_ws, where.key("workspace"), ctx)
 
     def _input(self, obj: dict[str, Any], vars_: dict[str, Any], where: Where) -> list[Message]:
         if "input" in obj:

@@ -80,6 +80,11 @@ class CodeGraderSpec(_GraderSpec):
     timeout: float = 60.0
     config: dict[str, Any] | None = None
     preprocessors: list[ConverterSpec] = Field(default_factory=list)
+    target_max_calls: int | None = None
+    """``target: {max_calls: N}``: the grader may call its judge target N times through the target proxy;
+    None: no proxy."""
+    target: str | None = None
+    """``target: {name: ...}``: the judge target the proxy forwards to (else the run's grader target)."""
 
 
 DETERMINISTIC_TYPES = (
@@ -123,6 +128,68 @@ class WorkspaceEnv(_Spec):
     required_python_modules: list[str] = Field(default_factory=list)
 
 
+DEFAULT_SNAPSHOT_EXCLUDES = (".git", "node_modules", "__pycache__", ".venv", ".pytest_cache", ".mypy_cache")
+"""Left out of a workspace snapshot unless ``workspace.snapshot.exclude`` says otherwise: VCS internals,
+installed dependencies and caches, which a grader rebuilds and which would dwarf the sources."""
+
+
+class SnapshotSpec(_Spec):
+    """``workspace.snapshot``: what of the agent's finished workspace is stored."""
+
+    max_bytes: int = 50_000_000
+    """Total bytes of file contents; files beyond it are left out and the snapshot marked partial."""
+    max_files: int = 5_000
+    max_file_bytes: int = 20_000_000
+    exclude: list[str] = Field(default_factory=lambda: list(DEFAULT_SNAPSHOT_EXCLUDES))
+    """Globs over workspace-relative paths (``*.log``, ``build/``); a pattern without ``/`` matches any
+    path component, so ``node_modules`` leaves out every ``node_modules`` folder."""
+
+
+class HookSpec(_Spec):
+    """One workspace hook: ``{command, timeout_ms, cwd}`` (``before_each`` also ``reset``)."""
+
+    name: str
+    """before_all, before_each, after_each or after_all."""
+    command: list[str]
+    timeout_ms: int = 60_000
+    cwd: str
+    """Absolute: the hook's ``cwd`` (relative to the eval file's folder), else the eval file's folder."""
+    reset: Literal["none", "fast", "strict"] = "none"
+
+
+class RepoSpec(_Spec):
+    """A repository cloned into the workspace (``workspace.repos[]``: ``{path, repo, commit}``)."""
+
+    path: str
+    """Where in the workspace, relative."""
+    repo: str
+    """A local folder (absolute once parsed) or a clone URL."""
+    commit: str | None = None
+    """What to check out (``commit`` or ``base_commit``); HEAD by default."""
+    local: bool = True
+
+
+class WorkspaceSpec(_Spec):
+    """The suite's ``workspace``: where the agent works and what it starts with."""
+
+    template: str | None = None
+    """Absolute path of a folder copied into the workspace."""
+    path: str | None = None
+    """A fixed workspace folder (absolute) used as it is."""
+    isolation: Literal["shared", "per_test"] = "shared"
+    repos: list[RepoSpec] = Field(default_factory=list)
+    hooks: list[HookSpec] = Field(default_factory=list)
+    snapshot: SnapshotSpec = Field(default_factory=SnapshotSpec)
+
+    @property
+    def configured(self) -> bool:
+        """A workspace the eval asks for: graders then get ``workspace_path`` and ``file_changes``."""
+        return bool(self.template or self.path or self.repos)
+
+    def hook(self, name: str) -> HookSpec | None:
+        return next((h for h in self.hooks if h.name == name), None)
+
+
 class EvalTest(_Spec):
     id: str
     input: list[Message]
@@ -149,6 +216,7 @@ class EvalSuite(_Spec):
     target: str | None = None
     preprocessors: list[ConverterSpec] = Field(default_factory=list)
     workspace_env: WorkspaceEnv = Field(default_factory=WorkspaceEnv)
+    workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     tests: list[EvalTest] = Field(default_factory=list)
     search_roots: list[str] = Field(default_factory=list)
     referenced_files: list[tuple[str, str, str | None]] = Field(default_factory=list)

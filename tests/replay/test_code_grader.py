@@ -211,6 +211,12 @@ def test_stdin_payload_follows_the_agentv_contract(tmp_path: Path) -> None:
     }
     assert payload["token_usage"] == {"input": 10, "output": 5}
     assert (payload["cost_usd"], payload["duration_ms"]) == (0.01, 1200.0)
+    trace = payload["trace"]
+    assert trace["messages"] == payload["messages"]
+    assert trace["events"] == [{"message_index": 0, "tool": "Read", "input": {"file_path": "a"}}]
+    assert {k: trace[k] for k in payload["trace_summary"]} == payload["trace_summary"]
+    assert (trace["token_usage"], trace["cost_usd"], trace["duration_ms"]) == ({"input": 10, "output": 5}, 0.01, 1200.0)
+    assert trace["metadata"] == payload["metadata"]
     assert payload["file_changes"] == "diff --git a/x b/x"
     assert payload["workspace_path"] == str(tmp_path / "ws") == payload["_env_workspace"]
     assert payload["metadata"] == {"source_repo": "x", "Team": "y"}, "AgentV's deep snake_case rule"

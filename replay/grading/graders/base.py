@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from evalstore.replay.content import Message
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
-from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded
+from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded, WorkspaceSnapshotted
 
 
 class Recorder(Protocol):
@@ -58,6 +58,9 @@ class TranscriptInfo:
     """The TranscriptRecorded event this was read from."""
     missing: str | None = None
     """Why no transcript is available (an import without one): graders that need it error out."""
+    snapshot: tuple[str, WorkspaceSnapshotted] | None = None
+    """(event id, event) of the stored workspace snapshot, when grading a stored test: a code grader
+    gets a private copy of it as its workspace."""
 
 
 @dataclass

@@ -26,6 +26,7 @@ are execution errors; AgentV scores those 0 as quality failures.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -34,12 +35,15 @@ from collections import Counter
 from typing import Any, Literal
 
 from evalstore.replay.content import Message, dump_messages, file_blocks
+from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.grading.answer import one_line
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext, TranscriptInfo
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
 from evalstore.replay.processes.children import ChildResult, run_child
+from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
+from evalstore.store.errors import StoreError
 from evalstore.store.events import Assertion, GraderCalled
 
 PASS_THRESHOLD = 0.8
@@ -60,27 +64,50 @@ class CodeGrader:
     def grade(self, ctx: GradingContext) -> GraderResult:
         prepared = prepare_answer(ctx, list(self.spec.preprocessors))
         with PrivateTempDir(prefix="evalstore-grader-") as tmp:
+            workspace, problem = grader_workspace(ctx, tmp)
+            if problem is not None:
+                result = execution_error(f"Code grader cannot run: {problem}")
+                result.evidence = prepared.warnings + result.evidence
+                result.preprocessing_event_ids = list(prepared.preprocessing_event_ids)
+                return result
             files = materialize_files(
                 file_blocks(ctx.transcript.messages), ctx.recorder, ctx.transcript.workspace_path, tmp
             )
-            payload = build_payload(ctx, self.spec, prepared, [f.payload() for f in files])
+            payload = build_payload(ctx, self.spec, prepared, [f.payload() for f in files], workspace)
             if len(prepared.text) > LARGE_OUTPUT_CHARS:
                 output_file = tmp.path / "output.json"
                 output_file.write_text(json.dumps(prepared.text, ensure_ascii=False), encoding="utf-8")
                 payload.update(output=None, answer=None, output_path=str(output_file))
             stdin = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
-            child = run_child(
-                list(self.spec.command),
-                stdin,
-                timeout=self.spec.timeout,
-                max_output_bytes=MAX_STDOUT_BYTES,
-                cwd=self.spec.cwd,
-                env=_environment(ctx.transcript.workspace_path),
-            )
+            with contextlib.ExitStack() as stack:
+                env = _environment(workspace)
+                proxy = None
+                if self.spec.target_max_calls is not None:
+                    from evalstore.replay.grading.graders.proxy import TargetProxy
+
+                    try:
+                        proxy = stack.enter_context(TargetProxy(ctx, self.spec))
+                    except ReplayError as exc:
+                        return execution_error(f"Code grader cannot run: its target proxy: {exc}")
+                    env.update(proxy.env)
+                child = run_child(
+                    list(self.spec.command),
+                    stdin,
+                    timeout=self.spec.timeout,
+                    max_output_bytes=MAX_STDOUT_BYTES,
+                    cwd=self.spec.cwd,
+                    env=env,
+                )
         result = interpret(child, self.spec)
         result.evidence = prepared.warnings + result.evidence
         result.preprocessing_event_ids = list(prepared.preprocessing_event_ids)
         result.grader_call_event_ids = [self._record_call(ctx, stdin, child, result)]
+        if proxy is not None:
+            result.grader_call_event_ids += proxy.call_event_ids
+            result.cache_hit = bool(proxy.call_event_ids) and proxy.cache_hits == proxy.calls
+            result.grader_target = proxy._judge.target
+            if proxy.refused:
+                result.evidence.append(f"target proxy refused {proxy.refused} call(s) over max_calls {proxy.max_calls}")
         return result
 
     def _record_call(self, ctx: GradingContext, stdin: bytes, child: ChildResult, result: GraderResult) -> str:
@@ -112,8 +139,48 @@ class CodeGrader:
         return recorder.record(event)
 
 
+def grader_workspace(ctx: GradingContext, tmp: PrivateTempDir) -> tuple[str | None, str | None]:
+    """(the workspace a code grader works in, or why it cannot run).
+
+    During a run it is the agent's live workspace. Grading a stored test (replay, resume, ``assert
+    --run``), it is a private copy of the test's workspace snapshot, made here and removed with ``tmp``.
+    A test without a snapshot has no workspace, unless the eval configures one (``workspace.template``,
+    ``path`` or ``repos``): its graders are then functional graders that cannot run without it, and so
+    is a partial snapshot (files left out by its limits).
+    """
+    transcript = ctx.transcript
+    if transcript.workspace_path:
+        return transcript.workspace_path, None
+    if transcript.snapshot is not None:
+        _, snapshot = transcript.snapshot
+        if snapshot.partial:
+            listed = "; ".join(snapshot.omitted[:5])
+            more = f" and {snapshot.omitted_count - 5} more" if snapshot.omitted_count > 5 else ""
+            return None, (
+                f"the stored workspace snapshot is partial: {snapshot.omitted_count} file(s) were left out by "
+                f"its limits ({listed}{more}); raise workspace.snapshot limits and record again"
+            )
+        folder = tmp.path / "workspace"
+        folder.mkdir()
+        try:
+            materialize(snapshot, ctx.recorder.get_blob, folder)
+        except (SnapshotUnusable, StoreError, OSError) as exc:
+            return None, f"the stored workspace snapshot cannot be materialized: {exc}"
+        return str(folder), None
+    if ctx.suite.workspace.configured:
+        return None, (
+            "the run stored no workspace snapshot for this test (imported, or recorded before snapshots), "
+            "and the eval configures a workspace its graders need"
+        )
+    return None, None
+
+
 def build_payload(
-    ctx: GradingContext, spec: CodeGraderSpec, prepared: PreparedAnswer, files: list[dict[str, Any]]
+    ctx: GradingContext,
+    spec: CodeGraderSpec,
+    prepared: PreparedAnswer,
+    files: list[dict[str, Any]],
+    workspace: str | None = None,
 ) -> dict[str, Any]:
     """The stdin object of AgentV's code-grader contract, plus ``files``."""
     transcript = ctx.transcript
@@ -126,6 +193,7 @@ def build_payload(
         "answer": prepared.text,
         "expected_output": expected_messages(test.expected_output),
         "messages": dump_messages(transcript.messages),
+        "trace": trace(transcript, test.metadata or None),
         "trace_summary": trace_summary(transcript.messages),
         "token_usage": transcript.token_usage,
         "cost_usd": transcript.cost_usd,
@@ -133,7 +201,7 @@ def build_payload(
         "start_time": transcript.start_time,
         "end_time": transcript.end_time,
         "file_changes": transcript.file_changes,
-        "workspace_path": transcript.workspace_path,
+        "workspace_path": workspace,
         "metadata": test.metadata or None,
         "config": spec.config,
         "files": files,
@@ -173,6 +241,27 @@ def trace_summary(messages: list[Message]) -> dict[str, Any]:
     }
 
 
+def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """AgentV's full ``Trace`` read model: the summary's counts, the messages, every tool call in order as
+    an event (with the index of the message that made it), and the target's metrics."""
+    events = [
+        {"message_index": index, **call.model_dump(mode="json", exclude_none=True)}
+        for index, message in enumerate(transcript.messages)
+        for call in message.tool_calls or []
+    ]
+    return {
+        **trace_summary(transcript.messages),
+        "messages": dump_messages(transcript.messages),
+        "events": events,
+        "token_usage": transcript.token_usage,
+        "cost_usd": transcript.cost_usd,
+        "duration_ms": transcript.duration_ms,
+        "start_time": transcript.start_time,
+        "end_time": transcript.end_time,
+        "metadata": metadata,
+    }
+
+
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 
@@ -193,6 +282,8 @@ def snake_case_keys(value: Any) -> Any:
 
 def _environment(workspace: str | None) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop("AGENTV_TARGET_PROXY_URL", None)  # never a proxy the grader was not given
+    env.pop("AGENTV_TARGET_PROXY_TOKEN", None)
     if workspace:
         env["AGENTV_WORKSPACE_PATH"] = workspace
     else:

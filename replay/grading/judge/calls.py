@@ -70,8 +70,17 @@ class JudgeCall:
     """One grader's conversation with its judge, recorded through ``ctx.recorder``."""
 
     def __init__(
-        self, ctx: GradingContext, grader: str, judge: ResolvedJudge, client: JudgeClient, *, cache_only: bool = False
+        self,
+        ctx: GradingContext,
+        grader: str,
+        judge: ResolvedJudge,
+        client: JudgeClient,
+        *,
+        cache_only: bool = False,
+        grader_type: str = "llm-grader",
     ) -> None:
+        self.grader_type = grader_type
+        """What the calls are recorded as coming from (a code grader's target proxy records its own)."""
         self.cache_only = cache_only
         """Reuse a recorded reply or give up: the judge cannot be called (no key), but a replay can
         still reproduce what was recorded."""
@@ -240,7 +249,7 @@ class JudgeCall:
             target=ctx.target,
             attempt=ctx.attempt,
             grader=self.grader,
-            grader_type="llm-grader",
+            grader_type=self.grader_type,
             call="judge",
             request_sha256=ctx.recorder.put_blob(canonical_json(messages).encode("utf-8")),
             reply_sha256=reply_sha256,

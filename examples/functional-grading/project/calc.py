@@ -1,0 +1,5 @@
+"""A tiny calculator with a bug for the agent to fix."""
+
+
+def add(a: int, b: int) -> int:
+    return a - b

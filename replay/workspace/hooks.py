@@ -1,0 +1,84 @@
+"""Workspace hooks (``before_all``, ``before_each``, ``after_each``, ``after_all``), run as AgentV runs them.
+
+A hook gets ``{workspace_path, test_id, eval_run_id, case_input, case_metadata}`` on stdin, runs in its
+``cwd`` (default: the eval file's folder) with a timeout (default 60 s, the process group killed), and
+each execution is recorded as a ``workspace_hook_ran`` event: argv, cwd, exit code, duration and the
+tails of stdout and stderr. A setup hook (``before_all``, ``before_each``) that fails is a setup error
+naming the hook; a failing ``after_*`` hook is recorded and does not change the score.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from evalstore.replay.evalfile.specs import HookSpec
+from evalstore.replay.processes.children import run_child
+from evalstore.store.events import WorkspaceHookRan
+
+TAIL_CHARS = 4_000
+MAX_OUTPUT_BYTES = 5_000_000
+
+
+def run_hook(
+    hook: HookSpec,
+    workspace: str,
+    *,
+    run_id: str,
+    test_id: str | None = None,
+    target: str | None = None,
+    case_input: Any = None,
+    case_metadata: dict[str, Any] | None = None,
+) -> WorkspaceHookRan:
+    stdin = json.dumps(
+        {
+            "workspace_path": workspace,
+            "test_id": test_id,
+            "eval_run_id": run_id,
+            "case_input": case_input,
+            "case_metadata": case_metadata,
+        }
+    ).encode("utf-8")
+    child = run_child(
+        list(hook.command),
+        stdin,
+        timeout=hook.timeout_ms / 1000,
+        max_output_bytes=MAX_OUTPUT_BYTES,
+        cwd=hook.cwd,
+        env=_env(workspace),
+    )
+    if child.spawn_error:
+        outcome, error = "error", f"cannot start: {child.spawn_error}"
+    elif child.timed_out:
+        outcome, error = "timeout", f"timed out after {hook.timeout_ms} ms (timeout_ms); its process group was killed"
+    elif child.exit_code != 0:
+        outcome, error = "error", f"exited with code {child.exit_code}"
+    else:
+        outcome, error = "ok", None
+    return WorkspaceHookRan(
+        hook=hook.name,
+        test_id=test_id,
+        target=target,
+        argv=list(hook.command),
+        cwd=hook.cwd,
+        workspace_path=workspace,
+        exit_code=child.exit_code,
+        duration_ms=child.duration_ms,
+        outcome=outcome,  # type: ignore[arg-type]
+        error=error,
+        stdout_tail=child.stdout.decode("utf-8", errors="replace")[-TAIL_CHARS:] or None,
+        stderr_tail=child.stderr_text()[-TAIL_CHARS:] or None,
+    )
+
+
+def setup_error(ran: WorkspaceHookRan) -> str:
+    """The one line a failed setup hook becomes."""
+    tail = (ran.stderr_tail or ran.stdout_tail or "").strip().splitlines()
+    last = f": {tail[-1][:300]}" if tail else ""
+    return f"setup error: {ran.hook} hook {json.dumps(ran.argv)} {ran.error}{last}"
+
+
+def _env(workspace: str) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "AGENTV_WORKSPACE_PATH": workspace}

@@ -1,0 +1,121 @@
+"""Workspace snapshots (limits, excludes, symlinks, materializing) and the file_changes diff."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from evalstore.replay.evalfile.specs import SnapshotSpec
+from evalstore.replay.workspace.changes import folder_state, unified_diff
+from evalstore.replay.workspace.snapshot import SnapshotUnusable, excluded, materialize, take_snapshot
+from evalstore.store.codec import sha256_hex
+from evalstore.store.events import WorkspaceEntry, WorkspaceSnapshotted
+
+
+def _tree(root: Path) -> None:
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("A = 1\n")
+    (root / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "big.bin").write_bytes(b"\0" * 5000)
+    (root / "empty").mkdir()
+    (root / "node_modules" / "x").mkdir(parents=True)
+    (root / "node_modules" / "x" / "i.js").write_text("js")
+    (root / "app.log").write_text("log")
+    os.symlink("src/a.py", root / "alias.py")
+    os.symlink("/etc/passwd", root / "outside")
+
+
+def _snap(root: Path, **limits: object) -> tuple[WorkspaceSnapshotted, dict[str, bytes]]:
+    blobs: dict[str, bytes] = {}
+
+    def put(data: bytes) -> str:
+        blobs[sha256_hex(data)] = data
+        return sha256_hex(data)
+
+    spec = SnapshotSpec(**limits)  # type: ignore[arg-type]
+    return take_snapshot(root, spec, put, test_id="t", target=None), blobs
+
+
+def test_a_snapshot_keeps_files_modes_links_and_empty_folders(tmp_path: Path) -> None:
+    _tree(tmp_path / "ws")
+    snap, blobs = _snap(tmp_path / "ws", exclude=["node_modules", "*.log"])
+    entries = {e.path: e for e in snap.entries}
+    assert set(entries) == {"src/a.py", "run.sh", "big.bin", "empty", "alias.py", "outside"}
+    assert entries["run.sh"].mode == 0o755 and entries["empty"].kind == "dir"
+    assert entries["outside"].kind == "symlink" and entries["outside"].target == "/etc/passwd"
+    assert entries["outside"].sha256 is None, "a link is never followed"
+    assert not snap.partial and snap.file_count == 3 and snap.total_bytes == 6 + 18 + 5000
+
+    dest = tmp_path / "copy"
+    dest.mkdir()
+    materialize(snap, blobs.__getitem__, dest)
+    assert (dest / "src" / "a.py").read_text() == "A = 1\n"
+    assert os.access(dest / "run.sh", os.X_OK) and (dest / "empty").is_dir()
+    assert os.readlink(dest / "alias.py") == "src/a.py" and (dest / "alias.py").read_text() == "A = 1\n"
+
+
+def test_limits_make_a_snapshot_partial_and_name_what_they_left_out(tmp_path: Path) -> None:
+    _tree(tmp_path / "ws")
+    snap, _ = _snap(tmp_path / "ws", max_file_bytes=1000, max_files=2)  # kept: app.log, run.sh
+    assert snap.partial and snap.omitted_count == 2 and snap.file_count == 2
+    assert snap.omitted == ["big.bin: 5000 bytes, over max_file_bytes (1000)", "src/a.py: over max_files (2)"]
+    snap, _ = _snap(tmp_path / "ws", max_bytes=30)
+    assert snap.partial and [o.split(":")[0] for o in snap.omitted] == ["big.bin"]
+
+
+@pytest.mark.parametrize(
+    ("path", "patterns", "hit"),
+    [
+        ("a/node_modules/b.js", ["node_modules"], True),
+        ("build/out.o", ["build/"], True),
+        ("src/build.py", ["build/"], False),
+        ("logs/x.log", ["*.log"], True),
+        ("src/a.py", ["src/*.py"], True),
+        ("lib/src/a.py", ["src/*.py"], False),
+    ],
+)
+def test_exclude_globs(path: str, patterns: list[str], hit: bool) -> None:
+    assert excluded(path, patterns) is hit
+
+
+@pytest.mark.parametrize("bad", ["../escape.txt", "/abs.txt"])
+def test_materialize_refuses_paths_that_leave_the_folder(tmp_path: Path, bad: str) -> None:
+    snap = WorkspaceSnapshotted(test_id="t", root="/ws", entries=[WorkspaceEntry(path=bad, sha256="0" * 64)])
+    with pytest.raises(SnapshotUnusable):
+        materialize(snap, lambda _: b"x", tmp_path)
+    through_link = WorkspaceSnapshotted(
+        test_id="t",
+        root="/ws",
+        entries=[
+            WorkspaceEntry(path="out", kind="symlink", target=str(tmp_path.parent)),
+            WorkspaceEntry(path="out/pwned.txt", sha256="0" * 64),
+        ],
+    )
+    dest = tmp_path / "d"
+    dest.mkdir()
+    with pytest.raises(SnapshotUnusable, match="passes through a link"):
+        materialize(through_link, lambda _: b"x", dest)
+    assert not (tmp_path.parent / "pwned.txt").exists()
+
+
+def test_file_changes_is_a_git_style_diff(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    _tree(ws)
+    spec = SnapshotSpec()
+    before = folder_state(ws, spec)
+    (ws / "src" / "a.py").write_text("A = 2\n")
+    (ws / "run.sh").unlink()
+    (ws / "new.txt").write_text("no newline")
+    (ws / "big.bin").write_bytes(b"\0" * 10)
+    diff = unified_diff(before, folder_state(ws, spec))
+    assert "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-A = 1\n+A = 2" in diff
+    assert "diff --git a/run.sh b/run.sh\ndeleted file mode 100755\n--- a/run.sh\n+++ /dev/null" in diff
+    assert (
+        "new file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+no newline\n\\ No newline at end of file"
+        in diff
+    )
+    assert "Binary files a/big.bin and b/big.bin differ" in diff
+    assert unified_diff(before, before) == ""
