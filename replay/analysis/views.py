@@ -103,7 +103,7 @@ def run_summary(store: EventStore, run_id: str) -> RunSummary:
 
 
 def run_started(store: EventStore, run_id: str) -> RunStarted:
-    for ev in store.read_stream(run_id, types=["run_started"]):
+    for ev in store.read_stream(run_id, types=["run_started"], limit=1):
         return ev.event  # type: ignore[return-value]
     raise NotFoundError(f"no run {run_id!r}")
 
