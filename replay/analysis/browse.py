@@ -512,8 +512,8 @@ def compare_stats(store: EventStore, run_a: str, run_b: str, *, seed: int = 0, r
         run_summary(store, run_id)  # NotFoundError for a run that is not there
     results = sorted(store.paired_results(run_a, run_b))
     verdicts: dict[tuple[str, str, int], list[tuple]] = {}
-    for row in store.paired_verdicts(run_a, run_b):
-        verdicts.setdefault(row[:3], []).append(row[3:])
+    for v in store.paired_verdicts(run_a, run_b):
+        verdicts.setdefault(v[:3], []).append(v[3:])
     tallies: dict[str, _GraderTally] = {}
     rows: list[TestRow] = []
     flipped: set[Key] = set()
