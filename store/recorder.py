@@ -303,11 +303,32 @@ class EventStore:
 
     # --- reading -------------------------------------------------------------------------------
 
-    def read_stream(self, stream_id: str, *, types: Iterable[str] | None = None) -> Iterator[StoredEvent]:
+    def read_stream(
+        self, stream_id: str, *, types: Iterable[str] | None = None, limit: int | None = None
+    ) -> Iterator[StoredEvent]:
+        """A stream's events in order; ``limit``: at most that many (the database stops there, where
+        breaking out of the loop would still have fetched a whole batch)."""
         ev = schema.events
         query = select(ev).where(ev.c.stream_id == stream_id).order_by(ev.c.stream_version)
         if types is not None:
             query = query.where(ev.c.type.in_(list(types)))
+        if limit is not None:
+            query = query.limit(limit)
+        yield from self._stream_query(query)
+
+    def test_events(self, stream_id: str, test_id: str, *, types: Iterable[str]) -> Iterator[StoredEvent]:
+        """The events of ``types`` in a stream that belong to one test, in order, without decoding the
+        rest of the stream: the database keeps payloads naming the test id (canonical JSON writes it as
+        ``"test_id":"..."``); the caller still checks each decoded event's ``test_id``, as this also
+        keeps payloads that merely quote that text elsewhere."""
+        ev = schema.events
+        needle = '"test_id":' + canonical_json(test_id)
+        found = func.strpos if self.engine.dialect.name == "postgresql" else func.instr
+        query = (
+            select(ev)
+            .where(ev.c.stream_id == stream_id, ev.c.type.in_(list(types)), found(ev.c.payload, needle) > 0)
+            .order_by(ev.c.stream_version)
+        )
         yield from self._stream_query(query)
 
     def read_all(self, *, after_seq: int = 0) -> Iterator[StoredEvent]:
@@ -524,6 +545,57 @@ class EventStore:
                 counts[min(max(int(row["bucket"] or 0), 0), bins - 1)] += row["n"]
         return counts
 
+    def paired_results(self, run_a: str, run_b: str) -> list[tuple]:
+        """The results two runs share a key with: ``(test_id, target, attempt, score_a, score_b,
+        passed_a, passed_b, status_a, status_b)``, in no particular order (one join, no decoding)."""
+        a, b = schema.results.alias("a"), schema.results.alias("b")
+        query = (
+            select(
+                a.c.test_id,
+                a.c.target,
+                a.c.attempt,
+                a.c.score,
+                b.c.score,
+                a.c.passed,
+                b.c.passed,
+                a.c.status,
+                b.c.status,
+            )
+            .join(b, (b.c.run_id == run_b) & _same_result(a, b))
+            .where(a.c.run_id == run_a)
+        )
+        with self.engine.connect() as conn:
+            return [tuple(row) for row in conn.execute(query)]
+
+    def paired_verdicts(self, run_a: str, run_b: str) -> list[tuple]:
+        """Every verdict of either run beside the same grader's verdict on the same result in the other:
+        ``(test_id, target, attempt, grader, score_a, verdict_a, score_b, verdict_b)``, the side without
+        one None. Whether the results themselves pair is the caller's business (``paired_results``)."""
+        a, b = schema.verdicts.alias("a"), schema.verdicts.alias("b")
+        same = _same_result(a, b) & (b.c.grader == a.c.grader)
+        cols = (a.c.test_id, a.c.target, a.c.attempt, a.c.grader)
+        left = select(*cols, a.c.score, a.c.verdict, b.c.score, b.c.verdict).outerjoin(b, (b.c.run_id == run_b) & same)
+        right = (
+            select(b.c.test_id, b.c.target, b.c.attempt, b.c.grader, b.c.score, b.c.verdict)
+            .where(b.c.run_id == run_b)
+            .where(~select(a.c.grader).where(a.c.run_id == run_a, same).exists())
+        )
+        with self.engine.connect() as conn:
+            rows = [tuple(row) for row in conn.execute(left.where(a.c.run_id == run_a))]
+            rows.extend((t, tg, at, g, None, None, sc, v) for t, tg, at, g, sc, v in conn.execute(right))
+        return rows
+
+    def unpaired_results(self, run_a: str, run_b: str, *, limit: int = 200) -> tuple[list[tuple[str, str, int]], int]:
+        """The first ``limit`` result keys of ``run_a`` that ``run_b`` has no result for (key order), and
+        how many there are."""
+        a, b = schema.results.alias("a"), schema.results.alias("b")
+        conditions = [a.c.run_id == run_a, ~select(b.c.test_id).where(b.c.run_id == run_b, _same_result(a, b)).exists()]
+        keys = select(a.c.test_id, a.c.target, a.c.attempt).where(*conditions)
+        with self.engine.connect() as conn:
+            total = conn.execute(select(func.count()).select_from(a).where(*conditions)).scalar() or 0
+            rows = conn.execute(keys.order_by(a.c.test_id, a.c.target, a.c.attempt).limit(limit))
+            return [(t, tg, at) for t, tg, at in rows], int(total)
+
     def run_ids(self) -> list[str]:
         with self.engine.connect() as conn:
             return list(conn.execute(select(schema.runs.c.run_id).order_by(schema.runs.c.started_seq)).scalars())
@@ -564,6 +636,11 @@ class EventStore:
             self.engine, lambda encoding, data, dictionary: self._decode(encoding, data, dictionary, chain=0)
         )
         return VerifyReport(events, blobs, problem)
+
+
+def _same_result(a: Any, b: Any) -> Any:
+    """Two aliases of a results-keyed table on the same (test id, target, attempt)."""
+    return (b.c.test_id == a.c.test_id) & (b.c.target == a.c.target) & (b.c.attempt == a.c.attempt)
 
 
 def _stored(row: RowMapping) -> StoredEvent:

@@ -88,6 +88,10 @@ def test_wheel_installs_one_top_level_name_and_every_module(wheel: Path) -> None
             assert f"evalstore/{package}/{module.relative_to(REPO / folder).as_posix()}" in names
     assert "evalstore/migrations/script.py.mako" in names
     assert "evalstore/examples/quickstart/.agentv/targets.yaml" in names
+    viewer = [p for p in (REPO / "viewer").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert {p.relative_to(REPO / "viewer").parent.as_posix() for p in viewer} >= {".", "templates", "static"}
+    for path in viewer:  # the viewer's modules, every template and every static file
+        assert f"evalstore/viewer/{path.relative_to(REPO / 'viewer').as_posix()}" in names
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +202,41 @@ def test_quickstart_from_the_wheel_in_an_empty_directory(venv: Path, tmp_path: P
     assert str(venv) in json.dumps(out["audit"])  # the suite came from the installed package data
     assert (tmp_path / ".evalstore" / "evalstore.db").is_file()
     assert not any(p.name == ".git" for p in tmp_path.iterdir())  # nothing of a clone needed
+
+
+VIEW_PAGES = """
+import sys
+from starlette.testclient import TestClient
+from evalstore.store import EventStore
+from evalstore.viewer import create_app
+
+client = TestClient(create_app(EventStore.open(sys.argv[1])), base_url="http://127.0.0.1")
+runs = client.get("/runs")
+assert runs.status_code == 200 and "Runs" in runs.text, runs.text
+run = client.get("/runs/last", follow_redirects=True)
+assert run.status_code == 200 and 'id="histogram"' in run.text, run.text
+for name in ("viewer.css", "viewer.js"):
+    static = client.get("/static/" + name)
+    assert static.status_code == 200 and static.content, name
+import evalstore.viewer
+print(evalstore.viewer.__file__)
+"""
+
+
+def test_viewer_pages_from_the_wheel(venv: Path, tmp_path: Path) -> None:
+    """The installed viewer finds its templates and static files (package data, not the source tree)."""
+    done = subprocess.run(
+        [str(venv / "bin" / "evalstore"), "quickstart"], capture_output=True, text=True, env=_clean_env(), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    db = f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}"
+    shown = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", VIEW_PAGES, db],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        cwd=tmp_path,
+        timeout=TIMEOUT,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip().startswith(str(venv))  # the wheel's copy answered, not this checkout

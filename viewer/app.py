@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+import threading
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -43,6 +45,8 @@ from evalstore.viewer.security import INLINE_TYPES, artifact_headers, page_heade
 
 PER_PAGE = 100
 MAX_PER_PAGE = 1000
+COMPARISONS_KEPT = 8
+"""Comparisons whose statistics the viewer keeps between requests (the pages of one comparison)."""
 
 
 class BadRequest(Exception):
@@ -121,6 +125,8 @@ class Viewer:
     def __init__(self, store: EventStore) -> None:
         self.store = store
         self.env = _environment()
+        self._compared: OrderedDict[tuple[str, str, int, int], browse.CompareStats] = OrderedDict()
+        self._lock = threading.Lock()
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = self.env.get_template(name).render(**context)
@@ -269,21 +275,44 @@ class Viewer:
         ref_a, ref_b = request.path_params["a"], request.path_params["b"]
         a, b = resolve_run(self.store, ref_a), resolve_run(self.store, ref_b)
         if (a, b) != (ref_a, ref_b):
-            return RedirectResponse(f"/compare/{quote(a, safe='')}/{quote(b, safe='')}", status_code=307)
-        data = browse.compare_page(self.store, a, b)
+            query = f"?{request.url.query}" if request.url.query else ""
+            return RedirectResponse(f"/compare/{quote(a, safe='')}/{quote(b, safe='')}{query}", status_code=307)
+        number = _int(request.query_params, "page", 1, 1, 10**9)
+        data = browse.compare_page(self.store, self._compare_stats(a, b), page=number)
         rows = [
-            (key_label(t.key), t.delta, t.flip, f"#t-{i}")
+            (key_label(t.key), t.delta, t.flip, f"#t-{data.first + i}")
             for i, t in enumerate(data.changed)  # the chart labels each changed test and links to its detail
         ]
+
+        def link(page: int) -> str:
+            return f"/compare/{quote(a, safe='')}/{quote(b, safe='')}?page={page}"
+
         return self.page(
             "compare.html",
             data=data,
-            c=data.comparison,
+            c=data.stats,
             a=a,
             b=b,
+            link=link,
             chart=charts.deltas(rows),
             title=f"{a} vs {b}",
         )
+
+    def _compare_stats(self, a: str, b: str) -> browse.CompareStats:
+        """The whole-run statistics of a comparison, kept while neither run's stream grows, so paging
+        through its changed tests reads only each page."""
+        key = (a, b, self.store.stream_version(a), self.store.stream_version(b))
+        with self._lock:
+            stats = self._compared.get(key)
+            if stats is not None:
+                self._compared.move_to_end(key)
+                return stats
+        stats = browse.compare_stats(self.store, a, b)
+        with self._lock:
+            self._compared[key] = stats
+            while len(self._compared) > COMPARISONS_KEPT:
+                self._compared.popitem(last=False)
+        return stats
 
     # --- errors ----------------------------------------------------------------------------
 

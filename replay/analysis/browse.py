@@ -8,11 +8,20 @@ HTML. The viewer treats every string these return as untrusted.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalstore.replay.analysis.audit import audit_test
-from evalstore.replay.analysis.compare import Comparison, GraderAssertionDiff, compare, diff_assertions
+from evalstore.replay.analysis.compare import (
+    GraderAssertionDiff,
+    GraderRow,
+    Key,
+    TestRow,
+    _GraderTally,
+    diff_assertions,
+)
+from evalstore.replay.analysis.stats import PairedStats, paired_stats
 from evalstore.replay.analysis.views import (
     ResultRow,
     RunSummary,
@@ -22,16 +31,26 @@ from evalstore.replay.analysis.views import (
     transcript_run_id,
 )
 from evalstore.replay.errors import NotFoundError
-from evalstore.replay.material import TestMaterial, load_results, load_run
-from evalstore.replay.regrade import transcript_run
+from evalstore.replay.material import ResultKey, RunMaterial, TestMaterial, result_key
 from evalstore.store import EventStore
 from evalstore.store.errors import BlobNotFound, StoreError
-from evalstore.store.events import ArtifactStored, GraderCalled, RunStarted, VerdictRecorded
+from evalstore.store.events import (
+    ArtifactStored,
+    GraderCalled,
+    RunStarted,
+    TestCaseRecorded,
+    TestScored,
+    TranscriptRecorded,
+    VerdictRecorded,
+)
 
 PREVIEW_BYTES = 256 * 1024
 """Artifacts up to this size are read for a preview on the test page; larger ones are only downloadable."""
 PREVIEW_CHARS = 64 * 1024
 """At most this much of a text artifact, a transcript message or a prompt is shown inline."""
+
+CHANGED_PER_PAGE = 50
+"""Changed tests per compare page, each with its verdicts side by side."""
 
 RASTER_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 SPREADSHEET_SUFFIXES = (".xlsx", ".xls", ".ods", ".csv")
@@ -307,12 +326,44 @@ def _text_blob(store: EventStore, digest: str | None) -> str | None:
     return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + f"\n… [{len(text) - PREVIEW_CHARS} more]"
 
 
+TEST_TYPES = ("test_case_recorded", "transcript_recorded", "artifact_stored", "verdict_recorded", "test_scored")
+
+
+def load_test(store: EventStore, run_id: str, test_id: str) -> RunMaterial:
+    """A run as :func:`evalstore.replay.material.load_run` reads it, holding only ``test_id`` (every
+    target and attempt): the database picks that test's events out of the stream, so a test of a run of
+    100,000 results costs what a test of a small run does."""
+    started = run_started(store, run_id)
+    tests: dict[ResultKey, TestMaterial] = {}
+    for stored in store.test_events(run_id, test_id, types=TEST_TYPES):
+        ev = stored.event
+        if getattr(ev, "test_id", None) != test_id:
+            continue  # the test id quoted inside another test's payload
+        key = result_key(test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
+        test = tests.setdefault(key, TestMaterial(key))
+        if isinstance(ev, TestCaseRecorded):
+            test.case = (stored.event_id, ev)
+        elif isinstance(ev, TranscriptRecorded):
+            test.transcript = (stored.event_id, ev)
+        elif isinstance(ev, ArtifactStored):
+            test.artifacts.append((stored.event_id, ev))
+        elif isinstance(ev, VerdictRecorded):
+            test.verdicts[ev.grader] = (stored.event_id, ev)
+        elif isinstance(ev, TestScored):
+            test.scored = (stored.event_id, ev)
+    status = store.query("runs", run_id=run_id)
+    completed = bool(status) and status[0]["status"] == "completed"
+    return RunMaterial(run_id, started, tests, completed, order=list(tests))
+
+
 def test_page(store: EventStore, run_id: str, test_id: str) -> TestPage:
     """Every result of ``test_id`` in a run (each target and attempt): input, transcript, artifacts with
     previews and conversions, and the audit of each verdict (prompts, replies, processes), with every
-    digest on the way re-hashed."""
-    run = load_run(store, run_id)
-    origin = transcript_run(store, run)
+    digest on the way re-hashed. Reads that test's events only, in the run and in the run holding its
+    transcripts."""
+    run = load_test(store, run_id, test_id)
+    origin_id = transcript_run_id(store, run.started)
+    origin = run if origin_id == run_id else load_test(store, origin_id, test_id)
     audit = audit_test(store, run_id, test_id, show_prompt=True, loaded=(run, origin))
     views = []
     for audited in audit["tests"]:
@@ -392,7 +443,7 @@ class SideBySide:
 
 @dataclass
 class ChangedTest:
-    key: tuple[str, str | None, int]
+    key: Key
     score_a: float
     score_b: float
     delta: float
@@ -401,12 +452,130 @@ class ChangedTest:
 
 
 @dataclass
+class CompareStats:
+    """What ``evalstore compare A B`` says of two runs (the same statistics, from the same function),
+    computed from the projections: the whole-run part of the compare page, kept between its pages."""
+
+    run_a: str
+    run_b: str
+    seed: int
+    resamples: int
+    overall: PairedStats
+    graders: list[GraderRow]
+    paired: int
+    changed: list[TestRow]
+    """Paired tests whose score moved or whose pass/fail flipped (for the test or any grader), most
+    changed first: flips, then grader-only flips, then by the size of the score change."""
+    only_in_a: list[Key]
+    """The first ``ONLY_SHOWN`` of them, in key order."""
+    only_in_a_total: int
+    only_in_b: list[Key]
+    only_in_b_total: int
+
+
+@dataclass
 class ComparePage:
-    comparison: Comparison
+    stats: CompareStats
     summary_a: RunSummary
     summary_b: RunSummary
     changed: list[ChangedTest]
-    changed_total: int
+    """One page of ``stats.changed``, with both verdicts of every grader side by side."""
+    page: int
+    pages: int
+    per: int
+
+    @property
+    def changed_total(self) -> int:
+        return len(self.stats.changed)
+
+    @property
+    def first(self) -> int:
+        """The rank (0-based) of this page's first changed test among all of them."""
+        return (self.page - 1) * self.per
+
+
+ONLY_SHOWN = 200
+"""Tests only in one run: this many are named on the compare page, with the count of all."""
+
+
+def _key(test_id: str, target: str, attempt: int) -> Key:
+    """A projection row's key as compare pairs results (a projection's "" target is no target)."""
+    return (test_id, target or None, attempt)
+
+
+def compare_stats(store: EventStore, run_a: str, run_b: str, *, seed: int = 0, resamples: int = 10_000) -> CompareStats:
+    """The statistics of :func:`evalstore.replay.analysis.compare.compare` for two stored runs, read from
+    the results and verdicts projections (no event is decoded): results pair by key, verdicts by
+    grader, in the same order, so every number (bootstrap intervals included) is the one ``evalstore
+    compare`` prints."""
+    for run_id in (run_a, run_b):
+        run_summary(store, run_id)  # NotFoundError for a run that is not there
+    results = sorted(store.paired_results(run_a, run_b))
+    verdicts: dict[tuple[str, str, int], list[tuple]] = {}
+    for v in store.paired_verdicts(run_a, run_b):
+        verdicts.setdefault(v[:3], []).append(v[3:])
+    tallies: dict[str, _GraderTally] = {}
+    rows: list[TestRow] = []
+    flipped: set[Key] = set()
+    for test_id, target, attempt, score_a, score_b, passed_a, passed_b, status_a, status_b in results:
+        key = _key(test_id, target, attempt)
+        row = TestRow(key, score_a, score_b, bool(passed_a), bool(passed_b), status_a, status_b)
+        rows.append(row)
+        grader_flipped = False
+        for grader, s_a, v_a, s_b, v_b in verdicts.get((test_id, target, attempt), ()):
+            tally = tallies.get(grader)
+            if tally is None:
+                tally = tallies[grader] = _GraderTally()
+            if v_a is None:
+                tally.only_in_b += 1
+            elif v_b is None:
+                tally.only_in_a += 1
+            elif v_a == "skip" or v_b == "skip":
+                tally.skipped += 1
+            else:
+                tally.scores_a.append(s_a)
+                tally.scores_b.append(s_b)
+                tally.passed_a.append(v_a == "pass")
+                tally.passed_b.append(v_b == "pass")
+                grader_flipped = grader_flipped or (v_a == "pass") != (v_b == "pass")
+        if grader_flipped or row.passed_a != row.passed_b:
+            flipped.add(key)
+    graders = [
+        GraderRow(
+            grader=name,
+            stats=paired_stats(t.scores_a, t.scores_b, t.passed_a, t.passed_b, seed=seed, resamples=resamples),
+            skipped=t.skipped,
+            only_in_a=t.only_in_a,
+            only_in_b=t.only_in_b,
+        )
+        for name, t in sorted(tallies.items())
+    ]
+    overall = paired_stats(
+        [r.score_a for r in rows],
+        [r.score_b for r in rows],
+        [r.passed_a for r in rows],
+        [r.passed_b for r in rows],
+        seed=seed,
+        resamples=resamples,
+    )
+    changed = [r for r in rows if r.delta != 0 or r.key in flipped]
+    changed.sort(key=lambda t: (t.flip is None, t.key not in flipped, -abs(t.delta), t.key[0]))
+    only_a, total_a = store.unpaired_results(run_a, run_b, limit=ONLY_SHOWN)
+    only_b, total_b = store.unpaired_results(run_b, run_a, limit=ONLY_SHOWN)
+    return CompareStats(
+        run_a,
+        run_b,
+        seed,
+        resamples,
+        overall,
+        graders,
+        len(rows),
+        changed,
+        [_key(*k) for k in only_a],
+        total_a,
+        [_key(*k) for k in only_b],
+        total_b,
+    )
 
 
 def default_baseline(store: EventStore, run_id: str) -> str:
@@ -435,20 +604,36 @@ def _prompts(store: EventStore, verdicts: list[VerdictRecorded | None]) -> dict[
     return out
 
 
-def compare_page(store: EventStore, run_a: str, run_b: str, *, limit: int = 50, seed: int = 0) -> ComparePage:
-    """``evalstore compare``'s statistics plus, for the ``limit`` most changed tests, both verdicts of
-    every grader side by side (assertions matched by text, judge prompts)."""
-    results_a, results_b = load_results(store, run_a), load_results(store, run_b)
-    comparison = compare(results_a, results_b, seed=seed)
-    flipped_keys = {f.row.key for f in comparison.flipped}
-    changed_rows = [t for t in comparison.tests if t.delta != 0 or t.key in flipped_keys]
-    changed_rows.sort(key=lambda t: (t.flip is None, t.key not in flipped_keys, -abs(t.delta), t.key[0]))
+def _verdict_events(store: EventStore, run_id: str, keys: list[Key]) -> dict[tuple[Key, str], VerdictRecorded]:
+    """The verdict events of some results of a run, by (key, grader): read by id from the projection."""
+    wanted = set(keys)
+    rows = [
+        v
+        for v in store.verdicts_of(run_id, [k[0] for k in keys])
+        if _key(v["test_id"], v["target"], v["attempt"]) in wanted
+    ]
+    events = store.get_events(v["event_id"] for v in rows)
+    out: dict[tuple[Key, str], VerdictRecorded] = {}
+    for v in rows:
+        ev = events.get(v["event_id"])
+        if ev is not None and isinstance(ev.event, VerdictRecorded):
+            out[(_key(v["test_id"], v["target"], v["attempt"]), v["grader"])] = ev.event
+    return out
+
+
+def compare_page(store: EventStore, stats: CompareStats, *, page: int = 1, per: int = CHANGED_PER_PAGE) -> ComparePage:
+    """One page of a comparison's changed tests (most changed first), each with both verdicts of every
+    grader side by side (assertions matched by text, judge prompts); reads only that page's verdicts."""
+    pages = max(1, math.ceil(len(stats.changed) / per))
+    if page > pages:
+        raise NotFoundError(f"there is no page {page}: {len(stats.changed)} changed tests make {pages} page(s)")
+    rows = stats.changed[(page - 1) * per : page * per]
+    keys = [r.key for r in rows]
+    va, vb = _verdict_events(store, stats.run_a, keys), _verdict_events(store, stats.run_b, keys)
     changed = []
-    for row in changed_rows[:limit]:
-        va = results_a.results[row.key].verdicts
-        vb = results_b.results[row.key].verdicts
-        names = sorted(va.keys() | vb.keys())
-        pairs = [(va.get(n), vb.get(n)) for n in names]
+    for row in rows:
+        names = sorted({g for k, g in (*va, *vb) if k == row.key})
+        pairs = [(va.get((row.key, n)), vb.get((row.key, n))) for n in names]
         prompts = _prompts(store, [v for pair in pairs for v in pair])
         graders = [
             SideBySide(n, a, b, diff_assertions(n, a, b), prompts.get(2 * i), prompts.get(2 * i + 1))
@@ -456,5 +641,5 @@ def compare_page(store: EventStore, run_a: str, run_b: str, *, limit: int = 50, 
         ]
         changed.append(ChangedTest(row.key, row.score_a, row.score_b, row.delta, row.flip, graders))
     return ComparePage(
-        comparison, run_summary(store, run_a), run_summary(store, run_b), changed, changed_total=len(changed_rows)
+        stats, run_summary(store, stats.run_a), run_summary(store, stats.run_b), changed, page, pages, per
     )

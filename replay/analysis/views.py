@@ -87,7 +87,7 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
 
 
 def _first_event(store: EventStore, run_id: str) -> StoredEvent:
-    for stored in store.read_stream(run_id, types=["run_started"]):
+    for stored in store.read_stream(run_id, types=["run_started"], limit=1):
         return stored
     raise NotFoundError(f"no run {run_id!r}")
 
