@@ -61,7 +61,7 @@ def test_a_functional_grader_replays_from_the_snapshot_without_workspace_or_agen
     assert _verdicts(db, "last")["tests-pass"] == (1.0, "pass")
 
     strict = cli(db, "replay", run, "--eval", "evals/functional.strict.eval.yaml")
-    assert strict.exit_code == 0, strict.output
+    assert strict.exit_code == 1, strict.output  # the replay gate: a regraded test is now below the threshold
     assert _verdicts(db, "last")["tests-pass"] == (0.5, "fail")
 
     audit = cli(db, "audit", run, "fix-add", "--json")

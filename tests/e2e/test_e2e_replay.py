@@ -340,6 +340,6 @@ def test_the_progress_line_counts_the_tests_actually_regraded(
 ) -> None:
     result = cli(recorded_db, "replay", recorded.run_id, "--tests", "q1-*")
     assert result.exit_code == 0, result.stderr
-    assert "1 tests to regrade" in result.stderr, result.stderr
+    assert "1 test to regrade" in result.stderr, result.stderr
     result = cli(recorded_db, "replay", recorded.run_id)
     assert f"{len(TESTS)} tests to regrade" in result.stderr, result.stderr
