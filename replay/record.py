@@ -324,6 +324,10 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     messages: list[Message] = [*test.input, *captured.messages]
     after = folder_state(workspace, suite.workspace.snapshot) if tw.baseline is not None else None
     file_changes = unified_diff(tw.baseline, after) if tw.baseline is not None and after is not None else None
+    # AgentV's order: file_changes, then after_each (its reset, its command), then the graders; the snapshot
+    # is what the graders see, so a replay sees it too.
+    for ran in workspaces.after_each(tw, test, target_spec.name):
+        recorder.record(ran)
     recorder.record(
         take_snapshot(workspace, suite.workspace.snapshot, recorder.put_blob, test_id=test.id, target=target_spec.name)
     )
@@ -373,14 +377,9 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
         )
         store.append(run_id, [scored])
-        if finished := workspaces.after_each(tw, test, target_spec.name):
-            store.append(run_id, finished)
         return scored
     info = info_from_transcript(transcript, transcript_id, messages, workspace_path=str(workspace))
-    scored = _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges)
-    if finished := workspaces.after_each(tw, test, target_spec.name):
-        store.append(run_id, finished)
-    return scored
+    return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges)
 
 
 def _grade(store, run_id, suite, test, target, info, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]

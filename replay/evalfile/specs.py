@@ -146,12 +146,13 @@ class SnapshotSpec(_Spec):
 
 
 class HookSpec(_Spec):
-    """One workspace hook: ``{command, timeout_ms, cwd}`` (``before_each`` also ``reset``)."""
+    """One workspace hook: ``{command, timeout_ms, cwd}`` (``before_each``/``after_each`` also ``reset``)."""
 
     name: str
     """before_all, before_each, after_each or after_all."""
     command: list[str]
     timeout_ms: int = 60_000
+    """AgentV's default: 60 s for ``before_*``, 30 s for ``after_*`` (set by the parser)."""
     cwd: str
     """Absolute: the hook's ``cwd`` (relative to the eval file's folder), else the eval file's folder."""
     reset: Literal["none", "fast", "strict"] = "none"

@@ -2,8 +2,10 @@
 
 AgentV 4.42.4's semantics (agentv-formats.md §7.1a, checked against the real CLI): ``isolation`` is
 ``shared`` (the default) or ``per_test``; a static ``path`` cannot be combined with ``per_test``; a hook
-is ``{command, timeout_ms, cwd}`` whose cwd defaults to the eval file's folder, with a 60 s timeout;
-``before_each`` also takes ``reset: none|fast|strict``; ``hooks.enabled: false`` turns them all off.
+is ``{command, timeout_ms, cwd}`` whose cwd defaults to the eval file's folder, with a 60 s timeout
+(``after_*``: 30 s); a string command is split on whitespace and run without a shell, as AgentV does;
+``before_each`` and ``after_each`` also take ``reset: none|fast|strict``; ``hooks.enabled: false`` turns
+them all off.
 ``snapshot`` is evalstore's: what of the finished workspace is stored so functional graders replay.
 """
 
@@ -87,8 +89,13 @@ def _hooks(raw: Any, where: Where, ctx: ParseContext) -> list[HookSpec]:
         warn_unknown(ctx, hook, HOOK_KEYS, at)
         key = "command" if hook.get("command") is not None else "script"
         command = hook.get(key)
-        if isinstance(command, str):
-            argv = ["sh", "-c", command]
+        if command is None and hook.get("reset") not in (None, "none"):
+            argv: list[str] = []  # `{reset: fast}` alone: a reset without a command, as AgentV allows
+        elif isinstance(command, str):
+            # AgentV splits a string on whitespace and runs it without a shell.
+            argv = command.split()
+            if not argv:
+                raise at.key(key).error("the command is empty")
         else:
             argv = str_list(command, at.key(key), "a command: an argv list or a string")
             if not argv:
@@ -98,18 +105,24 @@ def _hooks(raw: Any, where: Where, ctx: ParseContext) -> list[HookSpec]:
         reset = opt_str(hook, "reset", at) or "none"
         if reset not in ("none", "fast", "strict"):
             raise at.key("reset").error(f"`{reset}` is not a reset; use none, fast or strict")
-        if reset != "none" and name != "before_each":
-            raise at.key("reset").error("`reset` applies to before_each only")
+        if reset != "none" and name not in ("before_each", "after_each"):
+            raise at.key("reset").error("`reset` applies to before_each and after_each only")
         hooks.append(
             HookSpec(
                 name=name,
                 command=argv,
-                timeout_ms=int(timeout) if timeout is not None else 60_000,
+                timeout_ms=int(timeout) if timeout is not None else default_timeout_ms(name),
                 cwd=str((ctx.eval_dir / cwd).resolve()) if cwd else str(ctx.eval_dir),
                 reset=reset,  # type: ignore[arg-type]
             )
         )
     return hooks
+
+
+def default_timeout_ms(hook: str) -> int:
+    """AgentV's defaults: 60 s for a setup hook (``before_*``, whose failure fails the test), 30 s for a
+    ``after_*`` hook (whose failure is only a warning)."""
+    return 60_000 if hook.startswith("before_") else 30_000
 
 
 def _repos(raw: Any, where: Where, ctx: ParseContext) -> list[RepoSpec]:

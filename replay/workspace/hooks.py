@@ -1,7 +1,9 @@
 """Workspace hooks (``before_all``, ``before_each``, ``after_each``, ``after_all``), run as AgentV runs them.
 
-A hook gets ``{workspace_path, test_id, eval_run_id, case_input, case_metadata}`` on stdin, runs in its
-``cwd`` (default: the eval file's folder) with a timeout (default 60 s, the process group killed), and
+A hook gets ``{workspace_path, test_id, eval_run_id, case_input, case_metadata}`` on stdin (a shared
+workspace's ``before_all``/``after_all``: test id ``__before_all__``/``__after_all__``, no input, as
+AgentV 4.42.4 sends), the same values in ``{{name}}`` placeholders of its arguments, runs in its ``cwd``
+(default: the eval file's folder) with a timeout (``timeout_ms``, the process group killed), and
 each execution is recorded as a ``workspace_hook_ran`` event: argv, cwd, exit code, duration and the
 tails of stdout and stderr. A setup hook (``before_all``, ``before_each``) that fails is a setup error
 naming the hook; a failing ``after_*`` hook is recorded and does not change the score.
@@ -10,6 +12,7 @@ naming the hook; a failing ``after_*`` hook is recorded and does not change the 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from evalstore.replay.evalfile.specs import HookSpec
@@ -30,17 +33,27 @@ def run_hook(
     case_input: Any = None,
     case_metadata: dict[str, Any] | None = None,
 ) -> WorkspaceHookRan:
+    case_metadata = case_metadata or None  # AgentV sends null for a test without metadata
+    payload_test_id = test_id if test_id is not None else f"__{hook.name}__"  # a shared workspace's suite hook
     stdin = json.dumps(
         {
             "workspace_path": workspace,
-            "test_id": test_id,
+            "test_id": payload_test_id,
             "eval_run_id": run_id,
             "case_input": case_input,
             "case_metadata": case_metadata,
         }
     ).encode("utf-8")
+    argv = interpolate(
+        hook.command,
+        workspace_path=workspace,
+        test_id=payload_test_id,
+        eval_run_id=run_id,
+        case_input=case_input if isinstance(case_input, str) else "" if case_input is None else json.dumps(case_input),
+        case_metadata=json.dumps(case_metadata, separators=(",", ":"), ensure_ascii=False) if case_metadata else "",
+    )
     child = run_child(
-        list(hook.command),
+        argv,
         stdin,
         timeout=hook.timeout_ms / 1000,
         max_output_bytes=MAX_OUTPUT_BYTES,
@@ -59,7 +72,7 @@ def run_hook(
         hook=hook.name,
         test_id=test_id,
         target=target,
-        argv=list(hook.command),
+        argv=argv,
         cwd=hook.cwd,
         workspace_path=workspace,
         exit_code=child.exit_code,
@@ -69,6 +82,15 @@ def run_hook(
         stdout_tail=child.stdout.decode("utf-8", errors="replace")[-TAIL_CHARS:] or None,
         stderr_tail=child.stderr_text()[-TAIL_CHARS:] or None,
     )
+
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+def interpolate(command: list[str], **values: str) -> list[str]:
+    """AgentV's hook argument placeholders: ``{{workspace_path}}``, ``{{test_id}}``, ``{{eval_run_id}}``,
+    ``{{case_input}}`` and ``{{case_metadata}}`` (compact JSON) in each argument; other names stay as written."""
+    return [_PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), arg) for arg in command]
 
 
 def setup_error(ran: WorkspaceHookRan) -> str:

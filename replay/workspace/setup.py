@@ -6,8 +6,10 @@ test's edits are seen by the next; tests then run one at a time. ``per_test`` ma
 template (and clones of the repos) for each test. A static ``path`` is used as it is (shared only).
 
 ``before_all`` runs once, after the shared workspace is made; with ``per_test`` it runs in each new
-workspace (each is a fresh copy that needs the same setup). ``before_each``'s ``reset`` restores the
-shared workspace to its state after setup first: ``fast`` puts back changed and deleted files and removes
+workspace (each is a fresh copy that needs the same setup) and ``after_all`` runs in none, as AgentV
+4.42.4 does. ``after_each`` runs after the agent and before the graders (they see what it leaves).
+``before_each``'s ``reset`` restores the shared workspace to its state after setup first, ``after_each``'s
+restores the test's workspace to its state before the agent: ``fast`` puts back changed and deleted files and removes
 new ones, except under the snapshot's excluded folders (``node_modules``, ...); ``strict`` removes those
 too. (AgentV resets through git; evalstore restores the recorded state, so no ``.git`` is needed.)
 """
@@ -193,7 +195,7 @@ class RunWorkspaces:
     def finish(self) -> list:
         """``after_all``, once, in the shared workspace (per test: in none; it has no single workspace)."""
         hook = self.spec.hook("after_all")
-        if hook is None or not self.shared:
+        if hook is None or not hook.command or not self.shared:
             return []
         from evalstore.replay.workspace.hooks import run_hook
 
@@ -213,7 +215,7 @@ class RunWorkspaces:
         from evalstore.replay.workspace.hooks import run_hook, setup_error
 
         hook = self.spec.hook(name)
-        if hook is None:
+        if hook is None or not hook.command:  # `{reset: fast}` alone: nothing to run
             return [], None
         ran = run_hook(
             hook,
@@ -256,6 +258,11 @@ class RunWorkspaces:
         return tw
 
     def after_each(self, tw: TestWorkspace, test, target: str | None) -> list:  # type: ignore[no-untyped-def]
+        """After the agent, before the graders (AgentV's order): ``reset`` back to the test's baseline,
+        then the command; a failure is recorded and changes nothing else."""
+        hook = self.spec.hook("after_each")
+        if hook is not None and hook.reset != "none" and tw.baseline is not None:
+            reset(tw.folder, self.spec, tw.baseline, hook.reset)
         events, _ = self._setup_hook("after_each", tw.folder, test, target)
         return events
 

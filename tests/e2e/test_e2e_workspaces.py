@@ -83,8 +83,8 @@ def test_per_test_isolation_copies_the_template_and_runs_every_hook(tmp_path: Pa
         assert snap.exclude[:2] == [".git", "node_modules"]
     assert snapshots["t1"].entries[0].sha256 == snapshots["t2"].entries[0].sha256
     for t in transcripts:
-        assert "deleted file mode 100644\n--- a/seed.txt\n+++ /dev/null" in t.file_changes
-        assert "new file mode 100644\n--- /dev/null\n+++ b/count.txt" in t.file_changes
+        assert "deleted file mode 100644\nindex 47c4f82..0000000\n--- a/seed.txt\n+++ /dev/null" in t.file_changes
+        assert "new file mode 100644\nindex 0000000..56a6051\n--- /dev/null\n+++ b/count.txt" in t.file_changes
     ran = [e for e in events if e.type == "workspace_hook_ran"]
     assert sorted((e.hook, e.test_id) for e in ran) == [
         ("after_each", "t1"), ("after_each", "t2"), ("before_all", "t1"), ("before_all", "t2"),
@@ -186,7 +186,7 @@ def test_repos_local_cloned_and_unreachable_remote_refused_before_the_run(tmp_pa
         ("isolation: sometimes\n", "`sometimes` is not an isolation"),
         (
             "template: template\nhooks:\n  after_all: {command: [x], reset: fast}\n",
-            "`reset` applies to before_each only",
+            "`reset` applies to before_each and after_each only",
         ),
     ],
 )

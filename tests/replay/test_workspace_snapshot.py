@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -101,21 +103,46 @@ def test_materialize_refuses_paths_that_leave_the_folder(tmp_path: Path, bad: st
     assert not (tmp_path.parent / "pwned.txt").exists()
 
 
-def test_file_changes_is_a_git_style_diff(tmp_path: Path) -> None:
+def _git(ws: Path, *args: str) -> str:
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(ws.parent), "PATH": os.environ.get("PATH", "")}
+    done = subprocess.run(["git", *args], cwd=ws, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git to compare with")
+def test_file_changes_is_byte_identical_to_git_diff_as_agentv_runs_it(tmp_path: Path) -> None:
+    """AgentV commits a baseline, stages everything after the agent and prints `git diff BASE`, trimmed."""
     ws = tmp_path / "ws"
     _tree(ws)
+    long = "".join(f"    v{i} = {i}\n" for i in range(1, 40))
+    (ws / "src" / "long.py").write_text("import os\n\n\ndef f():\n" + long + "class K:\n" + long)
+    (ws / "gone-empty.txt").write_text("")
+    (ws / "modes.sh").write_text("echo\n")
+    (ws / "modes2.sh").write_text("echo\n")
+    (ws / "big.bin").write_bytes(b"\0" * 10)
     spec = SnapshotSpec()
     before = folder_state(ws, spec)
+    _git(ws, "init", "-q")
+    _git(ws, "add", "-A")
+    _git(ws, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--no-verify", "-m", "agentv-baseline")
     (ws / "src" / "a.py").write_text("A = 2\n")
     (ws / "run.sh").unlink()
+    (ws / "gone-empty.txt").unlink()
     (ws / "new.txt").write_text("no newline")
-    (ws / "big.bin").write_bytes(b"\0" * 10)
-    diff = unified_diff(before, folder_state(ws, spec))
-    assert "diff --git a/src/a.py b/src/a.py\n--- a/src/a.py\n+++ b/src/a.py\n@@ -1 +1 @@\n-A = 1\n+A = 2" in diff
-    assert "diff --git a/run.sh b/run.sh\ndeleted file mode 100755\n--- a/run.sh\n+++ /dev/null" in diff
-    assert (
-        "new file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+no newline\n\\ No newline at end of file"
-        in diff
+    (ws / "empty.txt").write_text("")
+    (ws / "big.bin").write_bytes(b"\0" * 11)
+    (ws / "deep" / "er").mkdir(parents=True)
+    (ws / "deep" / "er" / "x.md").write_text("# x\n\ntext\n")
+    os.chmod(ws / "modes.sh", 0o755)
+    os.chmod(ws / "modes2.sh", 0o755)
+    (ws / "modes2.sh").write_text("echo 2\n")
+    text = (ws / "src" / "long.py").read_text()
+    (ws / "src" / "long.py").write_text(
+        text.replace("v20 = 20\n", "v20 = 'twenty'\n", 1).replace("    v35 = 35\n", "", 2)
     )
-    assert "Binary files a/big.bin and b/big.bin differ" in diff
+    os.symlink("src/a.py", ws / "link")
+    _git(ws, "add", "-A")
+    expected = _git(ws, "-c", "core.filemode=true", "diff", "HEAD", "--submodule=diff").strip()
+    assert "@@ def f():\n" in expected and "@@ class K:\n" in expected  # what is compared
+    assert unified_diff(before, folder_state(ws, spec)) == expected
     assert unified_diff(before, before) == ""
