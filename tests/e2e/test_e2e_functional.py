@@ -4,8 +4,8 @@ agent, replay from the stored snapshot, regrade with a stricter test, audit the 
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
