@@ -13,7 +13,7 @@ from evalstore.cli.output import fmt_score, json_option, note, print_json, print
 from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
-from evalstore.replay.material import load_results
+from evalstore.replay.material import load_scores
 
 
 def _signed(x: float | None) -> str:
@@ -136,7 +136,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         _compare_many(store, ids, cluster_by=cluster_by, labels=labels, as_json=as_json)
         return
     a, b = ids
-    results_a, results_b = load_results(store, a), load_results(store, b)
+    results_a, results_b = load_scores(store, a), load_scores(store, b)
     comparison = compare_runs(results_a, results_b, seed=seed, resamples=resamples, test_id=test_id)
     extra: dict[str, object] = {}
     if labels:
@@ -180,8 +180,8 @@ def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: 
     base, variants = ids[0], ids[1:]
     clusters = cluster_labels(store, [_label_run(store, base), *ids], cluster_by) if cluster_by else None
     report = compare_variants(
-        load_results(store, base),
-        [load_results(store, v) for v in variants],
+        load_scores(store, base),
+        [load_scores(store, v) for v in variants],
         clusters=clusters,
         cluster_by=cluster_by,
         labels=labels,

@@ -14,7 +14,7 @@ from evalstore.cli.output import json_option, note, print_json, progress_bar, re
 from evalstore.cli.results import grader_scores, print_scored, scored_rows
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
-from evalstore.replay.material import load_results
+from evalstore.replay.material import load_scores
 from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay
 
 
@@ -152,7 +152,7 @@ def replay(
         else:
             click.echo(message)
         return
-    comparison = compare_runs(load_results(store, outcome.parent_run_id), load_results(store, outcome.run_id))
+    comparison = compare_runs(load_scores(store, outcome.parent_run_id), load_scores(store, outcome.run_id))
     if as_json:
         print_json(
             {

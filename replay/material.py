@@ -171,11 +171,13 @@ class Tally:
 
 
 def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
-    """A run's scores and verdicts, as :func:`evalstore.replay.analysis.compare.compare` pairs them."""
+    """A run's scores and verdicts as whole events (every field), as
+    :func:`evalstore.replay.analysis.compare.compare` pairs them; :func:`load_scores` reads only what
+    pairing needs, from the projections."""
     from evalstore.replay.analysis.compare import RunResults, TestResult
 
     results: dict[tuple, TestResult] = {}
-    verdicts: dict[tuple, dict[str, VerdictRecorded]] = {}
+    verdicts: dict[tuple, dict] = {}
     for stored in store.read_stream(run_id, types=["verdict_recorded", "test_scored"]):
         ev = stored.event
         key = (ev.test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
@@ -186,3 +188,31 @@ def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
     return RunResults(run_id=run_id, results=results)
+
+
+def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
+    """A run's scores and verdicts read from the projections (no event decoded), as
+    :func:`evalstore.replay.analysis.compare.compare` pairs them. Each verdict is a
+    :class:`~evalstore.replay.analysis.compare.VerdictScore`; the comparison reads the full events
+    only of the results it shows assertions for."""
+    import sys
+
+    from evalstore.replay.analysis.compare import RunResults, Score, TestResult, VerdictScore
+
+    intern = sys.intern  # grader names, types and verdicts repeat on every result: keep one copy of each
+    scores: dict[tuple, Score] = {}
+    results: dict[tuple, TestResult] = {}
+    for r, verdicts in store.results_with_verdicts(run_id):
+        score = Score(r[3], bool(r[4]), intern(r[5]))
+        score = scores.setdefault((score.score, score.passed, score.status), score)
+        results[(r[0], r[1] or None, r[2])] = TestResult(
+            score,
+            {intern(g): VerdictScore(intern(t), s, intern(v), intern(st), e) for g, t, s, v, st, e in verdicts},
+        )
+    if not results and not store.query("runs", run_id=run_id):
+        raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
+
+    def details(event_ids: list[str]) -> dict[str, VerdictRecorded]:
+        return {i: e.event for i, e in store.get_events(event_ids).items()}  # type: ignore[misc]
+
+    return RunResults(run_id=run_id, results=results, details=details)

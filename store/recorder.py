@@ -354,6 +354,23 @@ class EventStore:
             self._dictionaries.keep(sha256, found)
         return found
 
+    def get_blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
+        """Several blobs at once (one query per few hundred), each decoded; a missing one is ``BlobNotFound``."""
+        keys = list(dict.fromkeys(digests))
+        b = schema.blobs
+        found: dict[str, bytes] = {}
+        rows: list[tuple] = []
+        with self.engine.connect() as conn:
+            for chunk in _chunks(keys):
+                query = select(b.c.sha256, b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256.in_(chunk))
+                rows.extend(conn.execute(query))
+        for sha256, encoding, data, dictionary in rows:
+            found[sha256] = self._decode(encoding, data, dictionary, chain=0)
+        missing = [k for k in keys if k not in found]
+        if missing:
+            raise BlobNotFound(f"no blob {missing[0]}")
+        return found
+
     def has_blobs(self, digests: Iterable[str]) -> set[str]:
         keys = list(dict.fromkeys(digests))
         found: set[str] = set()
@@ -381,6 +398,43 @@ class EventStore:
         stmt = stmt.order_by(*[tbl.c[k] for k in projections.KEYS[table]])
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(stmt).mappings()]
+
+    RESULT_COLUMNS = ("test_id", "target", "attempt", "score", "passed", "status", "error", "origin", "event_id")
+    VERDICT_COLUMNS = ("grader", "grader_type", "score", "verdict", "status", "event_id")
+
+    def results_with_verdicts(self, run_id: str) -> Iterator[tuple[tuple, list[tuple]]]:
+        """A run's results projection in key order, each with its verdict rows (by grader name), streamed:
+        ``(result, verdicts)`` as plain tuples laid out as :attr:`RESULT_COLUMNS` and
+        :attr:`VERDICT_COLUMNS` (``passed`` as the driver returns it). One query; no event is decoded."""
+        r, v = schema.results, schema.verdicts
+        query = (
+            select(*[r.c[c] for c in self.RESULT_COLUMNS], *[v.c[c] for c in self.VERDICT_COLUMNS])
+            .select_from(
+                r.outerjoin(
+                    v,
+                    (v.c.run_id == r.c.run_id)
+                    & (v.c.test_id == r.c.test_id)
+                    & (v.c.target == r.c.target)
+                    & (v.c.attempt == r.c.attempt),
+                )
+            )
+            .where(r.c.run_id == run_id)
+            .order_by(r.c.test_id, r.c.target, r.c.attempt, v.c.grader)
+        )
+        width = len(self.RESULT_COLUMNS)
+        with self.engine.connect() as conn:
+            current: tuple | None = None
+            verdicts: list[tuple] = []
+            for row in conn.execution_options(yield_per=2000).execute(query):
+                result = tuple(row[:width])
+                if current is None or result[:3] != current[:3]:
+                    if current is not None:
+                        yield current, verdicts
+                    current, verdicts = result, []
+                if row[width] is not None:
+                    verdicts.append(tuple(row[width:]))
+            if current is not None:
+                yield current, verdicts
 
     def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
         """Per run: number of results, passed, execution errors and the score sum (one aggregate query)."""

@@ -16,7 +16,7 @@ Pairing rules the spec left open:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,18 +31,58 @@ Flip = Literal["pass->fail", "fail->pass"]
 REGRESSION_MODES: tuple[str, ...] = ("ci", "flip", "any")
 
 
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A result's aggregate as the ``results`` projection holds it: what pairing needs of a ``TestScored``."""
+
+    score: float
+    passed: bool
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictScore:
+    """A verdict as the ``verdicts`` projection holds it: what pairing needs of a ``VerdictRecorded``.
+    ``event_id`` names the full event, read only where assertions are shown (flipped tests, ``--test``)."""
+
+    grader_type: str
+    score: float
+    verdict: str
+    status: str
+    event_id: str
+
+    @property
+    def assertions(self) -> list[Assertion]:
+        """None read: :meth:`RunResults.full_verdicts` replaces this with the event where they are shown."""
+        return []
+
+
+Verdict = VerdictRecorded | VerdictScore
+
+
 @dataclass(slots=True)
 class TestResult:
     """One result of a run: its aggregate and its verdicts keyed by grader name."""
 
-    scored: TestScored
-    verdicts: dict[str, VerdictRecorded] = field(default_factory=dict)
+    scored: TestScored | Score
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class RunResults:
     run_id: str
     results: dict[Key, TestResult]
+    details: Callable[[list[str]], dict[str, VerdictRecorded]] | None = None
+    """Reads full verdict events by id, for results holding :class:`VerdictScore` s; None when the
+    verdicts are full events already."""
+
+    def full_verdicts(self, maps: list[dict[str, Verdict]]) -> list[dict[str, Verdict]]:
+        """``maps`` with every :class:`VerdictScore` replaced by its full event (one read for all)."""
+        ids = [v.event_id for m in maps for v in m.values() if isinstance(v, VerdictScore)]
+        if not ids or self.details is None:
+            return maps
+        found = self.details(ids)
+        return [{g: found.get(v.event_id, v) if isinstance(v, VerdictScore) else v for g, v in m.items()} for m in maps]
 
 
 def key_dict(key: Key) -> dict[str, object]:
@@ -144,7 +184,7 @@ def _assertion_dict(a: Assertion) -> dict[str, object]:
     return {"text": a.text, "passed": a.passed, "evidence": a.evidence}
 
 
-def _verdict_dict(v: VerdictRecorded | None) -> dict[str, object] | None:
+def _verdict_dict(v: Verdict | None) -> dict[str, object] | None:
     if v is None:
         return None
     return {
@@ -161,8 +201,8 @@ class GraderPair:
     """One grader's verdicts on one paired result, side by side."""
 
     grader: str
-    a: VerdictRecorded | None
-    b: VerdictRecorded | None
+    a: Verdict | None
+    b: Verdict | None
 
     @property
     def flip(self) -> Flip | None:
@@ -327,7 +367,7 @@ def compare(
     only_in_b = sorted((k for k in results_b if k not in results_a), key=_sort_key)
 
     rows: list[TestRow] = []
-    flipped: list[FlippedTest] = []
+    pending: list[tuple[TestRow, dict[str, Verdict], dict[str, Verdict]]] = []
     tallies: dict[str, _GraderTally] = {}
     for key in paired:
         ra, rb = results_a[key], results_b[key]
@@ -360,7 +400,7 @@ def compare(
                 tally = tallies[name] = _GraderTally()
             tally.only_in_b += 1
         if grader_flipped or sa.passed != sb.passed:
-            flipped.append(FlippedTest(row, _grader_pairs(va, vb)))
+            pending.append((row, va, vb))
 
     graders = [
         GraderRow(
@@ -380,10 +420,15 @@ def compare(
         seed=seed,
         resamples=resamples,
     )
+    # Assertions are shown only for flipped results (and --test): only their verdicts are read whole.
+    full_a = a.full_verdicts([va for _, va, _ in pending])
+    full_b = b.full_verdicts([vb for _, _, vb in pending])
+    flipped = [FlippedTest(row, _grader_pairs(fa, fb)) for (row, _, _), fa, fb in zip(pending, full_a, full_b)]
+    del pending, full_a, full_b
     diffs: list[AssertionDiff] = []
     if test_id is not None:
         keys = sorted({k for k in (*results_a, *results_b) if k[0] == test_id}, key=_sort_key)
-        diffs = [assertion_diff(key, results_a.get(key), results_b.get(key)) for key in keys]
+        diffs = [assertion_diff(key, _full(a, results_a.get(key)), _full(b, results_b.get(key))) for key in keys]
     return Comparison(
         run_a=a.run_id,
         run_b=b.run_id,
@@ -400,7 +445,13 @@ def compare(
     )
 
 
-def _grader_pairs(va: dict[str, VerdictRecorded], vb: dict[str, VerdictRecorded]) -> list[GraderPair]:
+def _full(run: RunResults, result: TestResult | None) -> TestResult | None:
+    if result is None:
+        return None
+    return TestResult(result.scored, run.full_verdicts([result.verdicts])[0])
+
+
+def _grader_pairs(va: dict[str, Verdict], vb: dict[str, Verdict]) -> list[GraderPair]:
     return [GraderPair(name, va.get(name), vb.get(name)) for name in sorted(va.keys() | vb.keys())]
 
 
@@ -411,7 +462,7 @@ def _by_text(assertions: Iterable[Assertion]) -> dict[str, list[Assertion]]:
     return grouped
 
 
-def diff_assertions(grader: str, a: VerdictRecorded | None, b: VerdictRecorded | None) -> GraderAssertionDiff:
+def diff_assertions(grader: str, a: Verdict | None, b: Verdict | None) -> GraderAssertionDiff:
     """Match one grader's assertions by text.
 
     Repeated texts are matched in order: the i-th "X" in A with the i-th "X" in B; the extras are
