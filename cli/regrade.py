@@ -15,6 +15,7 @@ from evalstore.cli.results import grader_scores, print_scored, scored_rows
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.material import load_scores
+from evalstore.replay.regrade import reuse_counts
 from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay
 
 
@@ -42,7 +43,11 @@ from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, res
 @click.option(
     "--tests", "tests_glob", metavar="GLOB", help="Regrade only tests whose id matches; carry the others over."
 )
-@click.option("--no-cache", is_flag=True, help="Call judges and converters again instead of reusing recorded replies.")
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Call judges, converters and code graders again instead of reusing recorded results.",
+)
 @click.option("--strict", is_flag=True, help="Refuse to run when a grader script, converter or prompt changed on disk.")
 @click.option("--threshold", type=click.FloatRange(0, 1))
 @click.option(
@@ -153,6 +158,7 @@ def replay(
             click.echo(message)
         return
     comparison = compare_runs(load_scores(store, outcome.parent_run_id), load_scores(store, outcome.run_id))
+    reuse = reuse_counts(store, outcome.run_id)
     if as_json:
         print_json(
             {
@@ -160,6 +166,7 @@ def replay(
                 "parent_run_id": outcome.parent_run_id,
                 "complete": True,
                 "drift": [d.describe() for d in outcome.drift],
+                "reuse": reuse,
                 "comparison": comparison.to_dict(),
             }
         )
@@ -168,4 +175,8 @@ def replay(
         return
     rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id))
     print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
+    click.echo(
+        f"code graders: {reuse['code_ran']} run, {reuse['code_reused']} reused from recorded executions; "
+        f"judge replies reused: {reuse['judge_reused']}"
+    )
     emit_comparison(comparison, as_json=False, html_path=html_path)

@@ -38,7 +38,7 @@ AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec
 
 COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate")
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
-CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors")
+CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors", "cache")
 DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags")
 
 RUBRIC_TYPES = ("rubrics", "rubric")
@@ -278,6 +278,9 @@ def _code_grader(
     timeout = opt_number(obj, "timeout", where, low=0.0, low_open=True)
     if timeout is not None:
         fields["timeout"] = timeout
+    cache = opt_bool(obj, "cache", where)
+    if cache is not None:
+        fields["cache"] = cache
     return CodeGraderSpec(
         command=command,
         script=str(script) if script is not None else None,

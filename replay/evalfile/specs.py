@@ -80,6 +80,9 @@ class CodeGraderSpec(_GraderSpec):
     timeout: float = 60.0
     config: dict[str, Any] | None = None
     preprocessors: list[ConverterSpec] = Field(default_factory=list)
+    cache: bool = True
+    """Reuse a recorded execution when the process's inputs are byte-identical (``cache: false`` for a
+    grader that is not deterministic); see ``evalstore.replay.grading.graders.process_cache``."""
 
 
 DETERMINISTIC_TYPES = (
