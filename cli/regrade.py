@@ -15,8 +15,7 @@ from evalstore.cli.results import grader_scores, print_scored, scored_rows
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.material import load_scores
-from evalstore.replay.regrade import reuse_counts
-from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay
+from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay, reuse_counts
 
 
 @click.command()

@@ -144,9 +144,9 @@ class StoreRecorder:
     def find_process_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
         """This test's buffered executions, then the store's reuse index (``process_cache``)."""
         hit = self._buffered(lambda e: reusable_process_call(e, cache_key))
-        if hit is None and (stored := self.store.lookup("judge_cache", cache_key)) is not None:
-            if reusable_process_call(stored.event, cache_key):
-                hit = (stored.event_id, stored.event)
+        stored = self.store.lookup("judge_cache", cache_key) if hit is None else None
+        if stored is not None and reusable_process_call(stored.event, cache_key):
+            hit = (stored.event_id, stored.event)
         return hit  # type: ignore[return-value]
 
     def flush(self) -> None:
