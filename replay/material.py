@@ -154,11 +154,14 @@ class Tally:
         return tally
 
     def add(self, scored: TestScored) -> None:
+        self.count(scored.score, scored.passed, scored.status)
+
+    def count(self, score: float, passed: bool, status: str) -> None:
         self.tests += 1
-        self.total += scored.score
-        if scored.passed:
+        self.total += score
+        if passed:
             self.passed += 1
-        elif scored.status == "execution_error":
+        elif status == "execution_error":
             self.errors += 1
         else:
             self.failed += 1

@@ -9,6 +9,7 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 from __future__ import annotations
 
 import importlib
+import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -127,6 +128,35 @@ class EventStore:
                 )
             )
         given = [p for p, e in zip(prepared, events) if _given_id(e)]
+        return self._append_prepared(stream_id, prepared, given, expected_version, blobs)
+
+    def append_encoded(
+        self,
+        stream_id: str,
+        events: Sequence[tuple[str, str, int, str]],
+        *,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> list[StoredEvent]:
+        """:meth:`append` of events the caller has already encoded, each ``(event id, type, schema version,
+        payload)`` with the payload as :func:`evalstore.store.events.encode` and
+        :func:`~evalstore.store.codec.canonical_json` make it (an import encodes each result once, while
+        checking it). Ids are given, so appending the same events again is a no-op."""
+        from evalstore.store.events import event_class
+
+        prepared = []
+        for event_id, type_, schema_version, payload in events:
+            event_class(type_)  # an unknown type is refused here, as append would
+            prepared.append((event_id, type_, schema_version, payload, json.loads(payload)))
+        return self._append_prepared(stream_id, prepared, prepared, None, blobs)
+
+    def _append_prepared(
+        self,
+        stream_id: str,
+        prepared: list[tuple],
+        given: list[tuple],
+        expected_version: int | None,
+        blobs: Mapping[str, bytes] | None,
+    ) -> list[StoredEvent]:
         try:
             if given:
                 try:
