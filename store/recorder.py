@@ -415,9 +415,12 @@ class EventStore:
         """The event a reuse index (``judge_cache`` or ``conversions``) holds for a key."""
         table = projections.TABLES[index]
         key_column = table.c[projections.KEYS[index][0]]
+        ev = schema.events
+        # One query: a replay looks up every grader execution and judge call it might reuse.
+        query = select(ev).select_from(table.join(ev, ev.c.event_id == table.c.event_id)).where(key_column == key)
         with self.engine.connect() as conn:
-            event_id = conn.execute(select(table.c.event_id).where(key_column == key)).scalar()
-        return self.get_event(event_id) if event_id else None
+            row = conn.execute(query).mappings().first()
+        return _stored(row) if row is not None else None
 
     def query(self, table: str, **where: Any) -> list[dict[str, Any]]:
         """Rows of a projection table matching column equalities, in key order."""

@@ -83,7 +83,7 @@ class CodeGrader:
                     argv=list(self.spec.command),
                     script_sha256=script,
                     stdin=stdin,
-                    tmp_path=str(tmp.path),
+                    tmp_path=str(tmp.created) if tmp.created else None,
                     cwd=self.spec.cwd,
                     env=env,
                     side_files=side_files,

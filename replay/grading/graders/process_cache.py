@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from functools import lru_cache
 
 from evalstore.replay.targetsfile.redaction import looks_secret
 from evalstore.store.codec import sha256_hex
@@ -38,11 +39,12 @@ VOLATILE_ENV = frozenset(
     {"_", "SHLVL", "OLDPWD", "PS1", "PS2", "PROMPT_COMMAND", "COLUMNS", "LINES", "TERM_SESSION_ID"}
 )
 """Variables a shell changes on its own, which no grader should read: left out of the key."""
+_looks_secret = lru_cache(maxsize=4096)(looks_secret)  # the same few dozen names, on every execution
 
 
 def cache_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The part of a grader's environment that is in its cache key."""
-    return {k: v for k, v in env.items() if k not in VOLATILE_ENV and not looks_secret(k)}
+    return {k: v for k, v in env.items() if k not in VOLATILE_ENV and not _looks_secret(k)}
 
 
 def process_cache_key(
@@ -50,13 +52,15 @@ def process_cache_key(
     argv: list[str],
     script_sha256: str | None,
     stdin: bytes,
-    tmp_path: str,
+    tmp_path: str | None,
     cwd: str | None,
     env: Mapping[str, str],
     side_files: list[str] | None = None,
 ) -> str:
     """The digest of everything a code-grader process is given (see the module docstring)."""
-    stable_stdin = stdin.replace(json.dumps(tmp_path, ensure_ascii=False)[1:-1].encode("utf-8"), b"$TMP")
+    stable_stdin = stdin
+    if tmp_path:  # created only when the process gets files
+        stable_stdin = stdin.replace(json.dumps(tmp_path, ensure_ascii=False)[1:-1].encode("utf-8"), b"$TMP")
     material = {
         "key": KEY_VERSION,
         "argv": list(argv),
