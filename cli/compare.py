@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -10,7 +12,7 @@ import click
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
 from evalstore.cli.output import fmt_score, json_option, note, print_json, print_table
-from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, key_label, regression
+from evalstore.replay.analysis.compare import REGRESSION_MODES, Comparison, key_dict, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.material import load_scores
@@ -241,6 +243,33 @@ def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: 
         )
 
 
+def _stream_json(c: Comparison, tail: dict[str, object]) -> None:
+    """``Comparison.to_dict()`` (plus ``tail``) written key by key, the long lists an item a line, and
+    the flipped tests' full verdicts read a chunk at a time: memory does not hold the whole document."""
+    out = sys.stdout
+
+    def dumps(value: object) -> str:
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+    def items(key: str, values: Iterable[object], last: bool = False) -> None:
+        out.write(f"  {dumps(key)}: [")
+        for i, value in enumerate(values):
+            out.write(("," if i else "") + "\n    " + dumps(value))
+        out.write("\n  ]" + ("" if last else ",") + "\n")
+
+    head = {"run_a": c.run_a, "run_b": c.run_b, "seed": c.seed, "resamples": c.resamples}
+    head |= {"overall": c.overall.to_dict(), "graders": [g.to_dict() for g in c.graders]}
+    out.write("{\n")
+    for key, value in head.items():
+        out.write(f"  {dumps(key)}: {dumps(value)},\n")
+    items("tests", (t.to_dict() for t in c.tests))
+    items("only_in_a", (key_dict(k) for k in c.only_in_a))
+    items("only_in_b", (key_dict(k) for k in c.only_in_b))
+    items("flipped", (f.to_dict() for f in c.full_flipped()))
+    rest = {"test_id": c.test_id, "assertion_diffs": [d.to_dict() for d in c.assertion_diffs], **tail}
+    out.write(",\n".join(f"  {dumps(k)}: {dumps(v)}" for k, v in rest.items()) + "\n}\n")
+
+
 def emit_comparison(
     comparison: Comparison,
     *,
@@ -257,12 +286,12 @@ def emit_comparison(
         note(f"wrote {html_path}")
     extra = extra or {}
     if as_json:
-        data = comparison.to_dict()
+        tail: dict[str, object] = {}
         if "agreement" in extra:
-            data["agreement"] = [a.to_dict() for a in extra["agreement"]]
+            tail["agreement"] = [a.to_dict() for a in extra["agreement"]]
         if "clustered" in extra:
-            data["clustered"] = extra["clustered"].to_dict()
-        print_json(data)
+            tail["clustered"] = extra["clustered"].to_dict()
+        _stream_json(comparison, tail)
         return
     print_comparison(comparison)
     if "clustered" in extra:

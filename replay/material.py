@@ -197,25 +197,44 @@ def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
     """A run's scores and verdicts read from the projections (no event decoded), as
     :func:`evalstore.replay.analysis.compare.compare` pairs them. Each verdict is a
     :class:`~evalstore.replay.analysis.compare.VerdictScore`; the comparison reads the full events
-    only of the results it shows assertions for."""
+    only of the results it shows assertions for. Equal scores, verdicts, verdict maps and results are
+    one shared object each, so a run of 100,000 results takes a few tens of MB."""
     import sys
 
     from evalstore.replay.analysis.compare import RunResults, Score, TestResult, VerdictScore
 
-    intern = sys.intern  # grader names, types and verdicts repeat on every result: keep one copy of each
-    scores: dict[tuple, Score] = {}
+    intern = sys.intern  # test ids repeat across runs; names and verdicts on every result
+    shared: dict[tuple, object] = {}
+
+    def one(value):  # type: ignore[no-untyped-def]
+        return shared.setdefault(value, value)
+
     results: dict[tuple, TestResult] = {}
     for r, verdicts in store.results_with_verdicts(run_id):
-        score = Score(r[3], bool(r[4]), intern(r[5]))
-        score = scores.setdefault((score.score, score.passed, score.status), score)
-        results[(r[0], r[1] or None, r[2])] = TestResult(
-            score,
-            {intern(g): VerdictScore(intern(t), s, intern(v), intern(st), e) for g, t, s, v, st, e in verdicts},
+        score = one(Score(r[3], bool(r[4]), intern(r[5])))
+        graders = tuple(
+            (intern(g), one(VerdictScore(intern(t), s, intern(v), intern(st)))) for g, t, s, v, st, _ in verdicts
         )
+        key = ("result", id(score), graders)
+        result = shared.get(key)
+        if result is None:
+            result = shared[key] = TestResult(score, dict(graders))  # type: ignore[arg-type]
+        results[(intern(r[0]), intern(r[1]) or None, r[2])] = result  # type: ignore[assignment]
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
 
-    def details(event_ids: list[str]) -> dict[str, VerdictRecorded]:
-        return {i: e.event for i, e in store.get_events(event_ids).items()}  # type: ignore[misc]
+    def details(keys: list[tuple]) -> dict[tuple, dict[str, VerdictRecorded]]:
+        wanted = set(keys)
+        rows = [
+            v
+            for v in store.verdicts_of(run_id, [k[0] for k in keys])
+            if (v["test_id"], v["target"] or None, v["attempt"]) in wanted
+        ]
+        events = store.get_events(v["event_id"] for v in rows)
+        found: dict[tuple, dict[str, VerdictRecorded]] = {}
+        for v in rows:
+            key = (v["test_id"], v["target"] or None, v["attempt"])
+            found.setdefault(key, {})[v["grader"]] = events[v["event_id"]].event  # type: ignore[assignment]
+        return found
 
     return RunResults(run_id=run_id, results=results, details=details)

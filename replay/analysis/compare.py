@@ -16,7 +16,7 @@ Pairing rules the spec left open:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -43,13 +43,13 @@ class Score:
 @dataclass(frozen=True, slots=True)
 class VerdictScore:
     """A verdict as the ``verdicts`` projection holds it: what pairing needs of a ``VerdictRecorded``.
-    ``event_id`` names the full event, read only where assertions are shown (flipped tests, ``--test``)."""
+    Equal values are one shared object (a run holds a handful of distinct ones); the full event is read,
+    by its result's key, only where assertions are shown (flipped tests, ``--test``)."""
 
     grader_type: str
     score: float
     verdict: str
     status: str
-    event_id: str
 
     @property
     def assertions(self) -> list[Assertion]:
@@ -62,7 +62,8 @@ Verdict = VerdictRecorded | VerdictScore
 
 @dataclass(slots=True)
 class TestResult:
-    """One result of a run: its aggregate and its verdicts keyed by grader name."""
+    """One result of a run: its aggregate and its verdicts keyed by grader name (not to be changed: a
+    run read from the projections shares equal results between keys)."""
 
     scored: TestScored | Score
     verdicts: dict[str, Verdict] = field(default_factory=dict)
@@ -72,17 +73,22 @@ class TestResult:
 class RunResults:
     run_id: str
     results: dict[Key, TestResult]
-    details: Callable[[list[str]], dict[str, VerdictRecorded]] | None = None
-    """Reads full verdict events by id, for results holding :class:`VerdictScore` s; None when the
-    verdicts are full events already."""
+    details: Callable[[list[Key]], dict[Key, dict[str, VerdictRecorded]]] | None = None
+    """Reads the full verdict events of some results (by key), for runs holding :class:`VerdictScore` s;
+    None when the verdicts are full events already."""
 
-    def full_verdicts(self, maps: list[dict[str, Verdict]]) -> list[dict[str, Verdict]]:
-        """``maps`` with every :class:`VerdictScore` replaced by its full event (one read for all)."""
-        ids = [v.event_id for m in maps for v in m.values() if isinstance(v, VerdictScore)]
-        if not ids or self.details is None:
+    def full_verdicts(self, keys: list[Key]) -> list[dict[str, Verdict]]:
+        """The verdicts of these results, every :class:`VerdictScore` replaced by its full event (one
+        read for all)."""
+        maps = [self.results[k].verdicts if k in self.results else {} for k in keys]
+        wanted = [k for k, m in zip(keys, maps) if any(isinstance(v, VerdictScore) for v in m.values())]
+        if not wanted or self.details is None:
             return maps
-        found = self.details(ids)
-        return [{g: found.get(v.event_id, v) if isinstance(v, VerdictScore) else v for g, v in m.items()} for m in maps]
+        found = self.details(wanted)
+        return [
+            {g: found.get(k, {}).get(g, v) if isinstance(v, VerdictScore) else v for g, v in m.items()}
+            for k, m in zip(keys, maps)
+        ]
 
 
 def key_dict(key: Key) -> dict[str, object]:
@@ -304,6 +310,15 @@ class Comparison:
     test_id: str | None = None
     assertion_diffs: list[AssertionDiff] = field(default_factory=list)
     """For ``test_id``: one entry per target/attempt of that test found in either run."""
+    hydrate: Callable[[list[FlippedTest]], list[FlippedTest]] | None = field(default=None, repr=False, compare=False)
+    """Flipped tests with their verdicts read whole (assertions): see :meth:`full_flipped`."""
+
+    def full_flipped(self, items: list[FlippedTest] | None = None, chunk: int = 500) -> Iterator[FlippedTest]:
+        """``items`` (default: every flipped test) with full verdicts, read a chunk at a time."""
+        items = self.flipped if items is None else items
+        for i in range(0, len(items), chunk):
+            part = items[i : i + chunk]
+            yield from (self.hydrate(part) if self.hydrate else part)
 
     @property
     def regressions(self) -> list[TestRow]:
@@ -324,7 +339,7 @@ class Comparison:
             "tests": [t.to_dict() for t in self.tests],
             "only_in_a": [key_dict(k) for k in self.only_in_a],
             "only_in_b": [key_dict(k) for k in self.only_in_b],
-            "flipped": [f.to_dict() for f in self.flipped],
+            "flipped": [f.to_dict() for f in self.full_flipped()],
             "test_id": self.test_id,
             "assertion_diffs": [d.to_dict() for d in self.assertion_diffs],
         }
@@ -420,15 +435,28 @@ def compare(
         seed=seed,
         resamples=resamples,
     )
-    # Assertions are shown only for flipped results (and --test): only their verdicts are read whole.
-    full_a = a.full_verdicts([va for _, va, _ in pending])
-    full_b = b.full_verdicts([vb for _, _, vb in pending])
-    flipped = [FlippedTest(row, _grader_pairs(fa, fb)) for (row, _, _), fa, fb in zip(pending, full_a, full_b)]
-    del pending, full_a, full_b
+    # Assertions are shown only for flipped results (and --test): their verdicts are read whole only
+    # when shown (Comparison.full_flipped), a chunk at a time.
+    flipped = [FlippedTest(row, _grader_pairs(va, vb)) for row, va, vb in pending]
+    del pending
     diffs: list[AssertionDiff] = []
     if test_id is not None:
         keys = sorted({k for k in (*results_a, *results_b) if k[0] == test_id}, key=_sort_key)
-        diffs = [assertion_diff(key, _full(a, results_a.get(key)), _full(b, results_b.get(key))) for key in keys]
+        full_a, full_b = a.full_verdicts(keys), b.full_verdicts(keys)
+        diffs = [
+            assertion_diff(
+                key,
+                TestResult(results_a[key].scored, fa) if key in results_a else None,
+                TestResult(results_b[key].scored, fb) if key in results_b else None,
+            )
+            for key, fa, fb in zip(keys, full_a, full_b)
+        ]
+
+    def hydrate(items: list[FlippedTest]) -> list[FlippedTest]:
+        keys = [f.row.key for f in items]
+        full_a, full_b = a.full_verdicts(keys), b.full_verdicts(keys)
+        return [FlippedTest(f.row, _grader_pairs(fa, fb)) for f, fa, fb in zip(items, full_a, full_b)]
+
     return Comparison(
         run_a=a.run_id,
         run_b=b.run_id,
@@ -442,13 +470,8 @@ def compare(
         flipped=flipped,
         test_id=test_id,
         assertion_diffs=diffs,
+        hydrate=hydrate,
     )
-
-
-def _full(run: RunResults, result: TestResult | None) -> TestResult | None:
-    if result is None:
-        return None
-    return TestResult(result.scored, run.full_verdicts([result.verdicts])[0])
 
 
 def _grader_pairs(va: dict[str, Verdict], vb: dict[str, Verdict]) -> list[GraderPair]:

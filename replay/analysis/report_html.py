@@ -230,7 +230,7 @@ def _flipped(c: Comparison) -> str:
     # Regressions first: they are what a reader opens the report for.
     order = {"pass->fail": 0, "fail->pass": 1, None: 2}
     ordered = sorted(c.flipped, key=lambda f: order[f.row.flip])
-    shown = "".join(_flipped_one(f) for f in ordered[:MAX_FLIPPED])
+    shown = "".join(_flipped_one(f) for f in c.full_flipped(ordered[:MAX_FLIPPED]))
     more = (
         f'<p class="note">{len(ordered) - MAX_FLIPPED} more flipped tests not shown; use --json for all.</p>'
         if len(ordered) > MAX_FLIPPED
