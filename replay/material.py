@@ -218,7 +218,7 @@ def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
         key = ("result", id(score), graders)
         result = shared.get(key)
         if result is None:
-            result = shared[key] = TestResult(score, dict(graders))  # type: ignore[arg-type]
+            result = shared[key] = TestResult(score, dict(graders))
         results[(intern(r[0]), intern(r[1]) or None, r[2])] = result  # type: ignore[assignment]
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
