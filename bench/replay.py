@@ -230,7 +230,8 @@ def run(workdir: Path, n: int, concurrency: int, python: str) -> None:
     plain_loop(argv, cwd, [b'{"output": "Total: 1 + 1 = 2"}'] * 10)
 
     load_before = os.getloadavg()[0]
-    v2_options = ReplayOptions(eval_path=str(v2))
+    # --no-cache: these replays measure running the grader processes, not reusing their recorded output.
+    v2_options = ReplayOptions(eval_path=str(v2), no_cache=True)
     first, serial = timed_replay(store, parent, v2_options, 1, "replay --concurrency 1", n)
     payloads = stdin_payloads(store, first.run_id, "sum-check")
     if len(payloads) != n:
@@ -242,8 +243,10 @@ def run(workdir: Path, n: int, concurrency: int, python: str) -> None:
     _, parallel = timed_replay(store, parent, v2_options, concurrency, f"replay --concurrency {concurrency}", n)
     loops.append(plain_loop(argv, cwd, payloads))
     loop = sum(loops) / len(loops)
-    one_options = ReplayOptions(eval_path=str(v2), graders=[ONE_GRADER])
+    one_options = ReplayOptions(eval_path=str(v2), graders=[ONE_GRADER], no_cache=True)
     _, only_one = timed_replay(store, parent, one_options, concurrency, f"replay --graders {ONE_GRADER}", n)
+    # Nothing changed since the first replay: every code-grader execution is reused.
+    _, unchanged = timed_replay(store, parent, ReplayOptions(eval_path=str(v2)), concurrency, "unchanged replay", n)
     flips = sum(1 for r in first.results if r.score < 1)
     store.close()
 
@@ -269,6 +272,10 @@ def run(workdir: Path, n: int, concurrency: int, python: str) -> None:
     print(
         f"  replay --graders {ONE_GRADER} (c={concurrency}): {only_one:7.2f} s  {n / only_one:7.1f} tests/s  "
         f"speed-up over the full replay: {parallel / only_one:.1f}x"
+    )
+    print(
+        f"  unchanged replay, executions reused (c={concurrency}): {unchanged:7.2f} s  {n / unchanged:7.1f} tests/s  "
+        f"speed-up over the full replay: {parallel / unchanged:.1f}x"
     )
 
 

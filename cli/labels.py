@@ -332,7 +332,7 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
     from evalstore.replay.analysis.agreement import agreement as compute
     from evalstore.replay.analysis.views import resolve_run
     from evalstore.replay.labels import current_labels, label_run
-    from evalstore.replay.material import load_results
+    from evalstore.replay.material import load_scores
 
     store = open_store(ctx, create=False)
     ids = [resolve_run(store, r) for r in runs]
@@ -344,7 +344,7 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
     report = compute(
         base,
         labels,
-        [load_results(store, r) for r in ids],
+        [load_scores(store, r) for r in ids],
         grader=grader,
         seed=seed,
         resamples=resamples,

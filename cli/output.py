@@ -115,6 +115,28 @@ def _table(
     return table
 
 
+TABLE_ROWS = 50
+"""How many rows a table shows before it says how many more there are (``--all`` prints every row)."""
+
+
+def print_plain(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
+    """Rows as tab-separated lines under a header, written as they come: nothing is measured, so a
+    run of any size prints at the speed of its rows. Tabs and newlines inside a cell become spaces.
+    Returns the number of rows."""
+    out = sys.stdout
+    out.write("\t".join(columns) + "\n")
+    count = 0
+    for row in rows:
+        out.write("\t".join(_plain(c) for c in row) + "\n")
+        count += 1
+    return count
+
+
+def _plain(cell: Any) -> str:
+    text = "" if cell is None else str(cell)
+    return " ".join(text.split()) if "\t" in text or "\n" in text or "\r" in text else text
+
+
 def note(message: str) -> None:
     """A line for people on stderr, so stdout stays clean for --json.
 

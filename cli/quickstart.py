@@ -13,7 +13,7 @@ from evalstore.cli.results import grader_scores, print_scored, score_notes, scor
 from evalstore.replay import quickstart as qs
 from evalstore.replay.analysis.audit import audit_test
 from evalstore.replay.analysis.compare import compare as compare_runs
-from evalstore.replay.material import load_results
+from evalstore.replay.material import load_scores
 
 
 def _step(text: str) -> None:
@@ -69,7 +69,7 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
     )
 
     _step("3. comparing the regrade with the original")
-    print_comparison(compare_runs(load_results(store, run.run_id), load_results(store, replay.run_id)))
+    print_comparison(compare_runs(load_scores(store, run.run_id), load_scores(store, replay.run_id)))
 
     test_id = replay.results[-1].test_id if replay.results else run.results[0].test_id
     _step(f"4. auditing {test_id} in the replay: every verdict back to its bytes")
@@ -102,7 +102,7 @@ def _quickstart_json(store, p) -> None:  # type: ignore[no-untyped-def]
             "replayed": scored_rows(
                 replay.results, grader_scores(store, replay.run_id), score_notes(store, replay.run_id)
             ),
-            "comparison": compare_runs(load_results(store, run.run_id), load_results(store, replay.run_id)).to_dict(),
+            "comparison": compare_runs(load_scores(store, run.run_id), load_scores(store, replay.run_id)).to_dict(),
             "audit": audit_test(store, replay.run_id, test_id),
         }
     )

@@ -16,8 +16,8 @@ from evalstore.cli.results import grader_scores, print_scored, score_notes, scor
 from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
-from evalstore.replay.material import load_results
-from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay
+from evalstore.replay.material import load_scores
+from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay, reuse_counts
 
 
 def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dict[str, list[str]]:
@@ -52,7 +52,11 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
 @click.option(
     "--tests", "tests_glob", metavar="GLOB", help="Regrade only tests whose id matches; carry the others over."
 )
-@click.option("--no-cache", is_flag=True, help="Call judges and converters again instead of reusing recorded replies.")
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Call judges, converters and code graders again instead of reusing recorded results.",
+)
 @click.option("--strict", is_flag=True, help="Refuse to run when a grader script, converter or prompt changed on disk.")
 @click.option(
     "--threshold",
@@ -194,9 +198,9 @@ def replay(
             note("the regression gate is checked by the process that completes the replay")
         _exit_if(failed, None)
         return
-    results = load_results(store, outcome.parent_run_id), load_results(store, outcome.run_id)
-    comparison = compare_runs(*results)
+    comparison = compare_runs(load_scores(store, outcome.parent_run_id), load_scores(store, outcome.run_id))
     regressed = regression(comparison, fail_on) if fail_on else (False, "")
+    reuse = reuse_counts(store, outcome.run_id)
     if as_json:
         print_json(
             {
@@ -210,15 +214,20 @@ def replay(
                     {"test_id": k[0], "target": k[1] or None, "attempt": k[2], "reason": reason}
                     for k, reason in outcome.not_regradable
                 ],
+                "reuse": reuse,
                 "comparison": comparison.to_dict(),
             }
         )
         if html_path:
-            emit_comparison(comparison, results, as_json=False, html_path=html_path)
+            emit_comparison(comparison, store, as_json=False, html_path=html_path)
     else:
         rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id), score_notes(store, outcome.run_id))
         print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
-        emit_comparison(comparison, results, as_json=False, html_path=html_path)
+        click.echo(
+            f"code graders: {reuse['code_ran']} run, {reuse['code_reused']} reused from recorded executions; "
+            f"judge replies reused: {reuse['judge_reused']}"
+        )
+        emit_comparison(comparison, store, as_json=False, html_path=html_path)
     _exit_if(failed, regressed[1] if regressed[0] else None)
 
 

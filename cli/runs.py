@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Iterator
+from itertools import islice
+
 import click
 
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import fmt_score, json_option, print_json, print_table
+from evalstore.cli.output import TABLE_ROWS, fmt_score, json_option, print_json, print_plain, print_table
 from evalstore.replay.analysis import views
 
 
@@ -74,38 +79,34 @@ def _minute(at: str | None) -> str:
 
 @click.command()
 @click.argument("run", shell_complete=complete_run_id)
+@click.option("--all", "show_all", is_flag=True, help="Print every result as tab-separated lines, not the first rows.")
 @json_option
 @click.pass_context
 @handle_errors
-def show(ctx: click.Context, run: str, as_json: bool) -> None:
+def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
     """One run's summary and its results (per-grader scores).
 
     RUN: an id, a unique prefix, or last. For a replay, says what it changed. The "why" column explains
-    a score the grader scores do not: a required grader below its gate, a grader that failed to run.
+    a score the grader scores do not: a required grader below its gate, a grader that failed to run. The
+    table shows the first results and how many there are; --all prints every one (tab-separated,
+    streamed), --json everything for scripts.
 
     \b
     Example:
       evalstore show last
       evalstore show rpl-2026 --json
+      evalstore show imp-5159 --all | grep quality_failure
     """
     from evalstore.cli.results import pass_cell, score_notes  # loads the event catalogue: only show needs it
 
     store = open_store(ctx, create=False)
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
-    results = views.run_results(store, run_id)
     skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []
     notes = score_notes(store, run_id)
+    results = views.iter_results(store, run_id)
     if as_json:
-        print_json(
-            {
-                "run": summary.to_dict(),
-                "results": [
-                    {**r.to_dict(), "note": notes.get((r.test_id, r.target or "", r.attempt), "")} for r in results
-                ],
-                "skipped_lines": [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped],
-            }
-        )
+        _show_json(summary, results, skipped, notes)
         return
     click.echo(
         f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
@@ -120,25 +121,46 @@ def show(ctx: click.Context, run: str, as_json: bool) -> None:
         f"started={_minute(summary.started_at)} UTC"
         + (f"  imported={_minute(summary.imported_at)} UTC" if summary.imported_at else "")
     )
-    print_table(
-        None,
-        ["test", "target", "score", "pass", "status", "graders", "why"],
-        [
-            (
-                r.test_id + (f" #{r.attempt}" if r.attempt != 1 else ""),
-                r.target,
-                fmt_score(r.score),
-                pass_cell(r.passed, r.status),
-                r.status,
-                ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()),
-                notes.get((r.test_id, r.target or "", r.attempt), ""),
-            )
-            for r in results
-        ],
-        ids=["test", "score", "pass", "status"],
-        optional=["target", "status"],
+    columns = ["test", "target", "score", "pass", "status", "graders", "why"]
+    cells = (
+        (
+            r.test_id + (f" #{r.attempt}" if r.attempt != 1 else ""),
+            r.target,
+            fmt_score(r.score),
+            pass_cell(r.passed, r.status),
+            r.status,
+            ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()),
+            notes.get((r.test_id, r.target or "", r.attempt), ""),
+        )
+        for r in results
     )
+    if show_all:
+        print_plain(columns, cells)
+    else:
+        # A table is measured whole before it prints: only the first rows, never a whole large run.
+        print_table(
+            None,
+            columns,
+            islice(cells, TABLE_ROWS),
+            ids=["test", "score", "pass", "status"],
+            optional=["target", "status"],
+        )
+        if summary.tests > TABLE_ROWS:
+            click.echo(f"first {TABLE_ROWS} of {summary.tests} results; --all prints every one, --json for scripts")
     if skipped:
         click.echo(f"{len(skipped)} source lines left out:")
         for line in skipped:
             click.echo(f"  {line.source.location}: {line.reason}")
+
+
+def _show_json(
+    summary: views.RunSummary, results: Iterator[views.ResultRow], skipped: list, notes: dict[tuple, str]
+) -> None:
+    """``{"run", "results", "skipped_lines"}``, the results written one a line as they are read."""
+    out = sys.stdout
+    out.write('{\n  "run": ' + json.dumps(summary.to_dict(), ensure_ascii=False, default=str) + ',\n  "results": [')
+    for i, r in enumerate(results):
+        row = {**r.to_dict(), "note": notes.get((r.test_id, r.target or "", r.attempt), "")}
+        out.write(("," if i else "") + "\n    " + json.dumps(row, ensure_ascii=False))
+    skipped_lines = [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped]
+    out.write('\n  ],\n  "skipped_lines": ' + json.dumps(skipped_lines, ensure_ascii=False, default=str) + "\n}\n")

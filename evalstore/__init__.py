@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "ReplayOptions": "evalstore.replay.regrade",
     # compare, audit, export
     "load_results": "evalstore.replay.material",
+    "load_scores": "evalstore.replay.material",
     "compare": "evalstore.replay.analysis.compare",
     "audit_test": "evalstore.replay.analysis.audit",
     "export_run": "evalstore.replay.agentv.export",
@@ -65,6 +66,7 @@ __all__ = [  # a literal, so tools can read it; tests/test_packaging.py checks i
     "import_results",
     "load_eval",
     "load_results",
+    "load_scores",
     "make_engine",
     "record_run",
     "replay_run",
@@ -92,7 +94,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
     from evalstore.replay.api import grade_stored, grade_transcript
     from evalstore.replay.errors import ReplayError
     from evalstore.replay.evalfile.parser import load_eval
-    from evalstore.replay.material import load_results
+    from evalstore.replay.material import load_results, load_scores
     from evalstore.replay.record import RunOptions, record_run
     from evalstore.replay.regrade import ReplayOptions, replay_run
     from evalstore.store import EventStore, StoreError, make_engine

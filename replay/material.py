@@ -169,14 +169,17 @@ class Tally:
         return tally
 
     def add(self, scored: TestScored) -> None:
-        if scored.status == "not_regradable":
+        self.count(scored.score, scored.passed, scored.status)
+
+    def count(self, score: float, passed: bool, status: str) -> None:
+        if status == "not_regradable":  # left out of the counts and the mean
             self.not_regradable += 1
             return
         self.tests += 1
-        self.total += scored.score
-        if scored.passed:
+        self.total += score
+        if passed:
             self.passed += 1
-        elif scored.status == "execution_error":
+        elif status == "execution_error":
             self.errors += 1
         else:
             self.failed += 1
@@ -194,11 +197,13 @@ class Tally:
 
 
 def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
-    """A run's scores and verdicts, as :func:`evalstore.replay.analysis.compare.compare` pairs them."""
+    """A run's scores and verdicts as whole events (every field), as
+    :func:`evalstore.replay.analysis.compare.compare` pairs them; :func:`load_scores` reads only what
+    pairing needs, from the projections."""
     from evalstore.replay.analysis.compare import RunResults, TestResult
 
     results: dict[tuple, TestResult] = {}
-    verdicts: dict[tuple, dict[str, VerdictRecorded]] = {}
+    verdicts: dict[tuple, dict] = {}
     for stored in store.read_stream(run_id, types=["verdict_recorded", "test_scored"]):
         ev = stored.event
         key = (ev.test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
@@ -209,3 +214,50 @@ def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
     return RunResults(run_id=run_id, results=results)
+
+
+def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
+    """A run's scores and verdicts read from the projections (no event decoded), as
+    :func:`evalstore.replay.analysis.compare.compare` pairs them. Each verdict is a
+    :class:`~evalstore.replay.analysis.compare.VerdictScore`; the comparison reads the full events
+    only of the results it shows assertions for. Equal scores, verdicts, verdict maps and results are
+    one shared object each, so a run of 100,000 results takes a few tens of MB."""
+    import sys
+
+    from evalstore.replay.analysis.compare import RunResults, Score, TestResult, VerdictScore
+
+    intern = sys.intern  # test ids repeat across runs; names and verdicts on every result
+    shared: dict[tuple, object] = {}
+
+    def one(value):  # type: ignore[no-untyped-def]
+        return shared.setdefault(value, value)
+
+    results: dict[tuple, TestResult] = {}
+    for r, verdicts in store.results_with_verdicts(run_id):
+        score = one(Score(r[3], bool(r[4]), intern(r[5])))
+        graders = tuple(
+            (intern(g), one(VerdictScore(intern(t), s, intern(v), intern(st)))) for g, t, s, v, st, _ in verdicts
+        )
+        key = ("result", id(score), graders)
+        result = shared.get(key)
+        if result is None:
+            result = shared[key] = TestResult(score, dict(graders))
+        results[(intern(r[0]), intern(r[1]) or None, r[2])] = result  # type: ignore[assignment]
+    if not results and not store.query("runs", run_id=run_id):
+        raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
+
+    def details(keys: list[tuple]) -> dict[tuple, dict[str, VerdictRecorded]]:
+        wanted = set(keys)
+        rows = [
+            v
+            for v in store.verdicts_of(run_id, [k[0] for k in keys])
+            if (v["test_id"], v["target"] or None, v["attempt"]) in wanted
+        ]
+        events = store.get_events(v["event_id"] for v in rows)
+        found: dict[tuple, dict[str, VerdictRecorded]] = {}
+        for v in rows:
+            key = (v["test_id"], v["target"] or None, v["attempt"])
+            found.setdefault(key, {})[v["grader"]] = events[v["event_id"]].event  # type: ignore[assignment]
+        return found
+
+    return RunResults(run_id=run_id, results=results, details=details)

@@ -6,6 +6,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
+from evalstore.replay.grading.graders.process_cache import reusable_process_call
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import sha256_hex
 from evalstore.store.errors import BlobNotFound
@@ -80,6 +81,13 @@ class MemoryRecorder:
                 return event_id, event  # type: ignore[return-value]
         return None
 
+    def find_process_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
+        """The most recent reusable code-grader execution with this cache key (``process_cache``)."""
+        for event_id, event in reversed(self.events):
+            if reusable_process_call(event, cache_key):
+                return event_id, event  # type: ignore[return-value]
+        return None
+
     def of_type(self, cls: type[DomainEvent]) -> list[tuple[str, DomainEvent]]:
         """Recorded events of one class, in order."""
         return [(event_id, event) for event_id, event in self.events if isinstance(event, cls)]
@@ -132,6 +140,14 @@ class StoreRecorder:
     def find_judge_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
         hit = self._buffered(lambda e: reusable_judge_call(e, cache_key))
         if hit is None and (stored := self.store.lookup("judge_cache", cache_key)) is not None:
+            hit = (stored.event_id, stored.event)
+        return hit  # type: ignore[return-value]
+
+    def find_process_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
+        """This test's buffered executions, then the store's reuse index (``process_cache``)."""
+        hit = self._buffered(lambda e: reusable_process_call(e, cache_key))
+        stored = self.store.lookup("judge_cache", cache_key) if hit is None else None
+        if stored is not None and reusable_process_call(stored.event, cache_key):
             hit = (stored.event_id, stored.event)
         return hit  # type: ignore[return-value]
 

@@ -314,6 +314,21 @@ def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOpt
     return test_id in tests_by_id and (options.tests is None or fnmatch.fnmatchcase(test_id, options.tests))
 
 
+def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
+    """What a replay regraded (carried verdicts left out): code-grader verdicts whose process ran
+    (``code_ran``) or whose recorded execution was reused (``code_reused``), and verdicts of other
+    graders that reused a judge reply (``judge_reused``)."""
+    counts = {"code_ran": 0, "code_reused": 0, "judge_reused": 0}
+    for v in store.query("verdicts", run_id=run_id):
+        if v["origin"] != "graded":
+            continue
+        if v["grader_type"] == "code-grader":
+            counts["code_reused" if v["cache_hit"] else "code_ran"] += 1
+        elif v["cache_hit"]:
+            counts["judge_reused"] += 1
+    return counts
+
+
 def _replay_test(
     store: EventStore,
     run_id: str,

@@ -42,8 +42,10 @@ class StoredEvent:
     def event(self) -> DomainEvent:
         """The payload as its current event class (older schema versions upcast)."""
         # Imported here: reading projections (`evalstore runs`) never needs the pydantic catalogue.
-        from evalstore.store.events import decode
+        from evalstore.store.events import decode, decode_json
 
+        if "payload" not in self.__dict__:  # not parsed yet: let pydantic parse the JSON itself (faster)
+            return decode_json(self.type, self.schema_version, self.payload_json)
         return decode(self.type, self.schema_version, self.payload)
 
     def computed_hash(self, prev_hash: str) -> str:

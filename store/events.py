@@ -11,6 +11,7 @@ events are never rewritten, they are upcast on read (see :func:`decode`).
 
 from __future__ import annotations
 
+import json
 from pathlib import PurePath
 from typing import Any, ClassVar, Literal
 
@@ -504,6 +505,14 @@ def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict
 def decode(type_name: str, schema_version: int, payload: dict[str, Any]) -> DomainEvent:
     """A stored payload as its current event class."""
     return event_class(type_name).model_validate(upcast(type_name, schema_version, payload))
+
+
+def decode_json(type_name: str, schema_version: int, payload_json: str) -> DomainEvent:
+    """:func:`decode` from the stored JSON text: parsed by pydantic in one step when no upcast applies."""
+    cls = event_class(type_name)
+    if schema_version == cls.schema_version:
+        return cls.model_validate_json(payload_json)
+    return decode(type_name, schema_version, json.loads(payload_json))
 
 
 def encode(event: DomainEvent) -> dict[str, Any]:

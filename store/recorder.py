@@ -128,6 +128,35 @@ class EventStore:
                 )
             )
         given = [p for p, e in zip(prepared, events) if _given_id(e)]
+        return self._append_prepared(stream_id, prepared, given, expected_version, blobs)
+
+    def append_encoded(
+        self,
+        stream_id: str,
+        events: Sequence[tuple[str, str, int, str]],
+        *,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> list[StoredEvent]:
+        """:meth:`append` of events the caller has already encoded, each ``(event id, type, schema version,
+        payload)`` with the payload as :func:`evalstore.store.events.encode` and
+        :func:`~evalstore.store.codec.canonical_json` make it (an import encodes each result once, while
+        checking it). Ids are given, so appending the same events again is a no-op."""
+        from evalstore.store.events import event_class
+
+        prepared = []
+        for event_id, type_, schema_version, payload in events:
+            event_class(type_)  # an unknown type is refused here, as append would
+            prepared.append((event_id, type_, schema_version, payload, json.loads(payload)))
+        return self._append_prepared(stream_id, prepared, prepared, None, blobs)
+
+    def _append_prepared(
+        self,
+        stream_id: str,
+        prepared: list[tuple],
+        given: list[tuple],
+        expected_version: int | None,
+        blobs: Mapping[str, bytes] | None,
+    ) -> list[StoredEvent]:
         try:
             if given:
                 try:
@@ -395,6 +424,23 @@ class EventStore:
             self._dictionaries.keep(sha256, found)
         return found
 
+    def get_blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
+        """Several blobs at once (one query per few hundred), each decoded; a missing one is ``BlobNotFound``."""
+        keys = list(dict.fromkeys(digests))
+        b = schema.blobs
+        found: dict[str, bytes] = {}
+        rows: list[tuple] = []
+        with self.engine.connect() as conn:
+            for chunk in _chunks(keys):
+                query = select(b.c.sha256, b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256.in_(chunk))
+                rows.extend(conn.execute(query))
+        for sha256, encoding, data, dictionary in rows:
+            found[sha256] = self._decode(encoding, data, dictionary, chain=0)
+        missing = [k for k in keys if k not in found]
+        if missing:
+            raise BlobNotFound(f"no blob {missing[0]}")
+        return found
+
     def has_blobs(self, digests: Iterable[str]) -> set[str]:
         keys = list(dict.fromkeys(digests))
         found: set[str] = set()
@@ -409,9 +455,12 @@ class EventStore:
         """The event a reuse index (``judge_cache`` or ``conversions``) holds for a key."""
         table = projections.TABLES[index]
         key_column = table.c[projections.KEYS[index][0]]
+        ev = schema.events
+        # One query: a replay looks up every grader execution and judge call it might reuse.
+        query = select(ev).select_from(table.join(ev, ev.c.event_id == table.c.event_id)).where(key_column == key)
         with self.engine.connect() as conn:
-            event_id = conn.execute(select(table.c.event_id).where(key_column == key)).scalar()
-        return self.get_event(event_id) if event_id else None
+            row = conn.execute(query).mappings().first()
+        return _stored(row) if row is not None else None
 
     def query(self, table: str, **where: Any) -> list[dict[str, Any]]:
         """Rows of a projection table matching column equalities, in key order."""
@@ -422,6 +471,43 @@ class EventStore:
         stmt = stmt.order_by(*[tbl.c[k] for k in projections.KEYS[table]])
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(stmt).mappings()]
+
+    RESULT_COLUMNS = ("test_id", "target", "attempt", "score", "passed", "status", "error", "origin", "event_id")
+    VERDICT_COLUMNS = ("grader", "grader_type", "score", "verdict", "status", "event_id")
+
+    def results_with_verdicts(self, run_id: str) -> Iterator[tuple[tuple, list[tuple]]]:
+        """A run's results projection in key order, each with its verdict rows (by grader name), streamed:
+        ``(result, verdicts)`` as plain tuples laid out as :attr:`RESULT_COLUMNS` and
+        :attr:`VERDICT_COLUMNS` (``passed`` as the driver returns it). One query; no event is decoded."""
+        r, v = schema.results, schema.verdicts
+        query = (
+            select(*[r.c[c] for c in self.RESULT_COLUMNS], *[v.c[c] for c in self.VERDICT_COLUMNS])
+            .select_from(
+                r.outerjoin(
+                    v,
+                    (v.c.run_id == r.c.run_id)
+                    & (v.c.test_id == r.c.test_id)
+                    & (v.c.target == r.c.target)
+                    & (v.c.attempt == r.c.attempt),
+                )
+            )
+            .where(r.c.run_id == run_id)
+            .order_by(r.c.test_id, r.c.target, r.c.attempt, v.c.grader)
+        )
+        width = len(self.RESULT_COLUMNS)
+        with self.engine.connect() as conn:
+            current: tuple | None = None
+            verdicts: list[tuple] = []
+            for row in conn.execution_options(yield_per=2000).execute(query):
+                result = tuple(row[:width])
+                if current is None or result[:3] != current[:3]:
+                    if current is not None:
+                        yield current, verdicts
+                    current, verdicts = result, []
+                if row[width] is not None:
+                    verdicts.append(tuple(row[width:]))
+            if current is not None:
+                yield current, verdicts
 
     def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
         """Per run: number of results, passed, execution errors and the score sum (one aggregate query).

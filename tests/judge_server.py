@@ -340,6 +340,9 @@ class ListRecorder:
     def find_conversion(self, fingerprint: str) -> tuple[str, PreprocessingRecorded] | None:
         return None
 
+    def find_process_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
+        return None
+
     def find_judge_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
         with self._lock:
             for event_id, event in self.events:

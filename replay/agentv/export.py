@@ -309,11 +309,11 @@ def export_run(store: EventStore, run_id: str, fmt: str, fh: IO[str]) -> int:
     """Write one stored run to ``fh`` as ``agentv-jsonl``, ``csv`` or ``json``, streaming; returns the
     number of results (lines for CSV) written."""
     started = run_started(store, run_id)
+    if fmt == "csv":  # scores and verdicts only
+        return write_csv(started, stored_results(store, run_id, inputs=False), fh)
     results = stored_results(store, run_id)
     if fmt == "agentv-jsonl":
         return write_jsonl(export_rows(started, results), fh)
-    if fmt == "csv":
-        return write_csv(started, results, fh)
     if fmt == "json":
         return write_json(started, results, fh, run_summary(store, run_id))
     raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")

@@ -1,21 +1,23 @@
-"""The import's validation pass: every result built as it will be written, and repeats resolved.
+"""The import's validation pass: every result built and encoded as it will be written, and repeats resolved.
 
 A bad line aborts the import here, before anything is written (or, with ``--skip-bad``, is left out).
+What the pass builds is kept (:class:`Spool`, in a private temporary SQLite file, so memory stays flat)
+and the writing pass appends it as it is: each source file is read, and each result built, once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import pickle
 import sqlite3
-from collections.abc import Callable
-from contextlib import closing
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from evalstore.replay.agentv import ImportedTest, ImportSource, SkippedLine, bad_line
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
-from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
-from evalstore.store.events import SourceRef
+from evalstore.store.codec import canonical_json
+from evalstore.store.events import LineSkipped, SourceRef, encode
 
 _SUPERSEDED = "AgentV keeps the last result of a test and target (deduplicateByTestIdTarget)"
 
@@ -28,6 +30,81 @@ class Checked:
     """Results the writing pass leaves out (repeats, results that cannot be built), with the reason; by item_key."""
     started_at: str | None = None
     """The earliest ``start_time`` or row ``timestamp`` of the results, as UTC ISO 8601: when the AgentV run began."""
+    spool: Spool | None = field(default=None, repr=False)
+    """Every result and skipped line as built, in source order (closed by the caller)."""
+
+
+Encoded = tuple[str, str, int, str]
+"""An event as ``EventStore.append_encoded`` takes it: (event id, type, schema version, payload JSON)."""
+
+
+@dataclass
+class Spooled:
+    """One source item as the validation pass built it."""
+
+    key: tuple | None
+    """``item_key`` of a result; None for a skipped line."""
+    source: SourceRef
+    """As the run records it (relative to the imported path)."""
+    first_n: int
+    """The position (``EventIds.n``) of its first event."""
+    events: list[Encoded]
+    blobs: dict[str, bytes]
+    score: tuple[float, bool, str] | None
+    """(score, passed, status) of a result."""
+
+
+KIND_OF_TYPE = {
+    "test_case_recorded": "case",
+    "artifact_stored": "artifact",
+    "transcript_recorded": "transcript",
+    "verdict_recorded": "verdict",
+    "test_scored": "scored",
+    "line_skipped": "skip",
+}
+"""The ``EventIds`` kind each imported event's id was made with."""
+
+
+def renumbered(item: Spooled, ids: EventIds) -> list[Encoded]:
+    """The item's events with the ids they get when they start at ``ids.n + 1`` instead of
+    ``item.first_n`` (an earlier result was superseded: it took one id, a skipped line's, not its
+    events'). Ids appear only in the item's own events (its verdicts name its transcript)."""
+    out = []
+    old_to_new = {}
+    for i, (event_id, type_, _, _) in enumerate(item.events):
+        old_to_new[event_id] = ids.id(ids.n + 1 + i, KIND_OF_TYPE[type_])
+    for event_id, type_, version, payload in item.events:
+        for old, new in old_to_new.items():
+            payload = payload.replace(old, new)
+        out.append((old_to_new[event_id], type_, version, payload))
+    ids.n += len(item.events)
+    return out
+
+
+class Spool:
+    """The built items, in order, in a private temporary SQLite file (pickled)."""
+
+    def __init__(self) -> None:
+        self._db = sqlite3.connect("")  # "": a private on-disk temporary database, removed on close
+        self._db.execute("CREATE TABLE items (pos INTEGER PRIMARY KEY, data BLOB)")
+        self._pending: list[tuple[bytes]] = []
+
+    def add(self, item: Spooled) -> None:
+        self._pending.append((pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL),))
+        if len(self._pending) >= 200:
+            self._flush()
+
+    def _flush(self) -> None:
+        self._db.executemany("INSERT INTO items (data) VALUES (?)", self._pending)
+        self._pending = []
+
+    def __iter__(self) -> Iterator[Spooled]:
+        self._flush()
+        for (data,) in self._db.execute("SELECT data FROM items ORDER BY pos"):
+            yield pickle.loads(data)
+
+    def close(self) -> None:
+        self._db.close()
 
 
 def item_key(item: ImportedTest) -> tuple:
@@ -42,6 +119,9 @@ def check(
     within: RelativeSources,
     skip_bad: bool,
     progress: Callable[[str, int, int | None], None] | None = None,
+    *,
+    ids: EventIds | None = None,
+    threshold: float | None = None,
 ) -> Checked:
     """The validation pass: every result is turned into its events exactly as the import will write them
     (so nothing can fail half-way through the writes), and repeated results are resolved.
@@ -49,9 +129,33 @@ def check(
     A repeat of (test, target, attempt) is what a resumed or re-run AgentV run leaves; like AgentV, the last
     one wins. Two results that only share the key (another suite, another variant) cannot both be held, and
     are a bad line.
+
+    With ``ids`` (the run's, positioned after its first event) and ``threshold``, what is built is kept in
+    ``Checked.spool`` for the writing pass; the caller closes it.
     """
-    with closing(_Repeats()) as repeats:
-        return _check_with(repeats, source, within, skip_bad, progress)
+    from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
+
+    repeats = _Repeats()
+    spool = Spool() if ids is not None else None
+    try:
+        checked = _check_with(
+            repeats,
+            source,
+            within,
+            skip_bad,
+            progress,
+            ids or EventIds("check"),
+            DEFAULT_THRESHOLD if threshold is None else threshold,
+            spool,
+        )
+    except BaseException:
+        if spool is not None:
+            spool.close()
+        raise
+    finally:
+        repeats.close()
+    checked.spool = spool
+    return checked
 
 
 def _check_with(
@@ -60,17 +164,30 @@ def _check_with(
     within: RelativeSources,
     skip_bad: bool,
     progress: Callable[[str, int, int | None], None] | None,
+    ids: EventIds,
+    threshold: float,
+    spool: Spool | None,
 ) -> Checked:
-    ids = EventIds("check")
     tests = skipped = 0
     left_out: dict[tuple, str] = {}
+
+    def skip_line(line: SkippedLine) -> None:
+        if spool is not None:
+            ref = within(line.source)
+            first = ids.n + 1
+            event = LineSkipped(source=ref, reason=line.reason)
+            data = canonical_json(encode(event))
+            spool.add(Spooled(None, ref, first, [(ids.next("skip"), event.type, event.schema_version, data)], {}, None))
+
     earliest: datetime | None = None
     for item in source.iter_tests(skip_bad):
         if isinstance(item, ImportedTest):
             for moment in (_instant(item.start_time), _instant(item.raw_row.get("timestamp"))):
                 if moment is not None and (earliest is None or moment < earliest):
                     earliest = moment
-            outcome = built(item, within, ids, DEFAULT_THRESHOLD, skip_bad, check=True)
+            start = ids.n
+            encoded: list[Encoded] = []
+            outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded)
             if isinstance(outcome, SkippedLine):
                 left_out[item_key(item)] = outcome.reason
                 item = outcome
@@ -82,6 +199,7 @@ def _check_with(
                         f"at {earlier[0].location} of another suite or variant; evalstore keeps one result per "
                         "test, target and attempt: import them separately"
                     )
+                    ids.n = start  # left out: a skipped line, which takes one id
                     item = bad_line(item.source, reason, skip_bad)
                 else:
                     if earlier is not None:
@@ -90,7 +208,20 @@ def _check_with(
                         tests -= 1
                         skipped += 1
                     repeats.remember(item)
+                    if spool is not None:
+                        _, blobs, scored = outcome
+                        spool.add(
+                            Spooled(
+                                item_key(item),
+                                within(item.source),
+                                start + 1,
+                                encoded,
+                                blobs,
+                                (scored.score, scored.passed, scored.status),
+                            )
+                        )
         if isinstance(item, SkippedLine):
+            skip_line(item)
             skipped += 1
         else:
             tests += 1

@@ -42,18 +42,29 @@ class _ResultKey(TypedDict):
 
 
 def built(
-    item: ImportedTest, within: RelativeSources, ids: EventIds, threshold: float, skip_bad: bool, *, check: bool
+    item: ImportedTest,
+    within: RelativeSources,
+    ids: EventIds,
+    threshold: float,
+    skip_bad: bool,
+    *,
+    check: bool,
+    encoded: list[tuple[str, str, int, str]] | None = None,
 ) -> Built | SkippedLine:
     """The events of one result; a result that cannot be built is a bad line. With ``check`` (the validation
-    pass) the events are also encoded as the store will; the writing pass need not again, since every
-    result that failed is left out by then (``Checked.left_out``)."""
+    pass) the events are also encoded as the store will, into ``encoded`` when given
+    (``EventStore.append_encoded``'s tuples); the writing pass need not again, since every result that
+    failed is left out by then (``Checked.left_out``)."""
     start = ids.n
     events: list[NewEvent] = []
     blobs: dict[str, bytes] = {}
+    out: list[tuple[str, str, int, str]] = []
     try:
         scored = test_events(item, within(item.source), ids, events, blobs, threshold)
         for event in events if check else ():
-            canonical_json(encode(event.payload)).encode("utf-8")
+            payload = canonical_json(encode(event.payload))
+            payload.encode("utf-8")
+            out.append((event.event_id or "", event.payload.type, event.payload.schema_version, payload))
     except (ValueError, UnicodeError) as exc:  # pydantic's ValidationError is a ValueError
         ids.n = start  # the next result gets the ids it would have had
         if isinstance(exc, ValidationError):
@@ -62,6 +73,8 @@ def built(
         else:
             reason = str(exc) or type(exc).__name__
         return bad_line(item.source, f"cannot be imported: {reason}", skip_bad)
+    if encoded is not None:
+        encoded.extend(out)
     return events, blobs, scored
 
 
@@ -84,13 +97,17 @@ class RelativeSources:
 class EventIds:
     """Deterministic event ids: the n-th event of an import is always the same id."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, n: int = 0) -> None:
         self.run_id = run_id
-        self.n = 0
+        self.n = n
 
     def next(self, kind: str) -> str:
         self.n += 1
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{self.run_id}:{self.n}:{kind}"))
+        return self.id(self.n, kind)
+
+    def id(self, n: int, kind: str) -> str:
+        """The id of the n-th event, of this kind."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{self.run_id}:{n}:{kind}"))
 
 
 def test_events(

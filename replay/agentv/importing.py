@@ -1,7 +1,8 @@
 """``evalstore import``: AgentV results into the store as an imported run.
 
-Two passes over the source: the first only validates (a bad line aborts before anything is written,
-unless ``skip_bad``), the second streams tests into the store in batches. Memory stays flat: the
+One pass over the source: it validates (a bad line aborts before anything is written, unless
+``skip_bad``), building and encoding every result into a temporary spool; then the spool streams into
+the store in batches. Memory stays flat: the
 readers stream, and a batch is flushed by test count or by bytes. The run id and every event id are
 derived from the source's digest, so importing the same bundle twice gives the same run, and an
 import killed half-way finishes when run again.
@@ -14,17 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalstore import __version__
-from evalstore.replay.agentv import ImportedTest, SkippedLine, detect_format, read_results
+from evalstore.replay.agentv import detect_format, read_results
 from evalstore.replay.agentv.file_access import file_access, guarded
-from evalstore.replay.agentv.import_check import check, item_key
-from evalstore.replay.agentv.import_events import Built, EventIds, RelativeSources, built
+from evalstore.replay.agentv.import_check import Encoded, check, renumbered
+from evalstore.replay.agentv.import_events import EventIds, RelativeSources
+from evalstore.replay.agentv.sidecars import real_folder
 from evalstore.replay.analysis.views import skipped_lines
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.material import Tally
 from evalstore.store import EventStore, NewEvent
-from evalstore.store.events import FileSnapshot, LineSkipped, RunStarted, SourceRef
+from evalstore.store.codec import canonical_json
+from evalstore.store.events import FileSnapshot, LineSkipped, RunStarted, SourceRef, encode
 
 Progress = Callable[[str, int, "int | None"], None]
 """``progress(phase, done, total)``: see :func:`import_results`."""
@@ -60,6 +63,7 @@ def import_results(
         raise ReplayError(f"{path}: no such file or directory")
     if eval_path and not Path(eval_path).is_file():
         raise ReplayError(f"{eval_path}: eval file not found (--eval)")
+    real_folder.cache_clear()  # folders are resolved once per import (a symlink may have moved since the last)
     fmt = detect_format(path)
     source = read_results(path, fmt)
     run_id = f"imp-{source.source_digest[:16]}"
@@ -75,7 +79,31 @@ def import_results(
     source = guarded(source, access)
     root = str(path.resolve())
     within = RelativeSources(root)
-    checked = check(source, within, skip_bad, progress)  # validation pass: raises on the first bad line
+    # The validation pass builds and encodes every result once, with the run's event ids (the run's
+    # first event, run_started, takes id 1), and keeps it for the writing pass: raises on the first bad line.
+    checked = check(source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=threshold)
+    assert checked.spool is not None
+    try:
+        return _write(store, checked, path, fmt, run_id, source, eval_file, snapshot, blobs, threshold, root, progress)
+    finally:
+        checked.spool.close()
+
+
+def _write(  # type: ignore[no-untyped-def]
+    store: EventStore,
+    checked,
+    path: Path,
+    fmt: str,
+    run_id: str,
+    source,
+    eval_file,
+    snapshot,
+    blobs,
+    threshold,
+    root,
+    progress,
+) -> ImportOutcome:
+    """The writing pass: the checked results appended in batches, as the validation pass encoded them."""
     tests, skipped = checked.tests, checked.skipped
     if tests == 0:
         raise ReplayError(f"{path}: no results to import")
@@ -95,34 +123,37 @@ def import_results(
     ids = EventIds(run_id)
     store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
 
-    batch: list[NewEvent] = []
+    batch: list[Encoded] = []
     batch_blobs: dict[str, bytes] = {}
+    batch_bytes = 0
     done = 0
     tally = Tally()
-    item: ImportedTest | SkippedLine | Built  # a source's item, then what it is built into
-    for item in source.iter_tests(skip_bad):
-        if isinstance(item, ImportedTest):
-            reason = checked.left_out.get(item_key(item))
-            item = (
-                SkippedLine(item.source, reason)
-                if reason
-                else built(item, within, ids, threshold, skip_bad, check=False)
-            )
-        if isinstance(item, SkippedLine):
-            batch.append(NewEvent(LineSkipped(source=within(item.source), reason=item.reason), ids.next("skip")))
+    for item in checked.spool:
+        reason = checked.left_out.get(item.key) if item.key is not None else None
+        if reason:  # superseded by a later result: a skipped line, one id instead of the result's events
+            event = LineSkipped(source=item.source, reason=reason)
+            batch.append((ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event))))
             continue
-        events, item_blobs, scored = item
-        batch.extend(events)
-        batch_blobs.update(item_blobs)
-        tally.add(scored)
+        if item.first_n == ids.n + 1:
+            batch.extend(item.events)
+            ids.n += len(item.events)
+        else:
+            batch.extend(renumbered(item, ids))
+        if item.score is None:
+            continue
+        for digest, data in item.blobs.items():
+            if digest not in batch_blobs:
+                batch_blobs[digest] = data
+                batch_bytes += len(data)
+        tally.count(*item.score)
         done += 1
-        if done % BATCH_TESTS == 0 or sum(len(b) for b in batch_blobs.values()) > BATCH_BYTES:
-            store.append(run_id, batch, blobs=batch_blobs)
-            batch, batch_blobs = [], {}
+        if done % BATCH_TESTS == 0 or batch_bytes > BATCH_BYTES:
+            store.append_encoded(run_id, batch, blobs=batch_blobs)
+            batch, batch_blobs, batch_bytes = [], {}, 0
             if progress:
                 progress("importing", done, tests)
     if batch:
-        store.append(run_id, batch, blobs=batch_blobs)
+        store.append_encoded(run_id, batch, blobs=batch_blobs)
     if progress:
         progress("importing", done, tests)
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])

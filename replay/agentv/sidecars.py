@@ -6,6 +6,7 @@ the file; a sidecar found only by AgentV's conventional layout is optional.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,17 @@ from evalstore.replay.agentv.wire import read_json
 from evalstore.replay.errors import ImportFormatError
 
 
+@lru_cache(maxsize=64)
+def real_folder(folder: Path) -> Path:
+    """A run folder resolved once per import, not once per sidecar (every test names the same few)."""
+    return folder.resolve()
+
+
 def pick(key: str, ref: Any, base: Path, conventional: Path | None = None) -> Path | None:
     """The sidecar a row names under ``key`` (must exist, inside ``base``), else the conventional file if present."""
     if isinstance(ref, str) and ref:
         path = base / ref
-        if not path.resolve().is_relative_to(base.resolve()):
+        if not path.resolve().is_relative_to(real_folder(base)):
             raise RowError(f"{key} {ref!r} points outside {base}; refusing to read it")
         if not path.is_file():
             raise RowError(f"{key} {ref!r} names a file that does not exist: {path}")

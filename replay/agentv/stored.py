@@ -36,15 +36,19 @@ _CHUNK = 200
 _PLACEHOLDER = TestScored(test_id="", score=0.0, passed=False, status="execution_error", threshold=0.0)
 
 
-def stored_results(store: EventStore, run_id: str) -> Iterator[ResultBundle]:
+def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> Iterator[ResultBundle]:
     """Each scored result of a run in the order it was scored. A result's events are held only until
     its ``test_scored`` (always its last event), so memory does not grow with the run. A replay's
-    transcripts (and the cases of tests it carried over) come from the run that recorded them."""
-    origin = transcript_run_id(store, run_started(store, run_id))
-    from_origin = _origin_event_ids(store, origin) if origin != run_id else {}
+    transcripts (and the cases of tests it carried over) come from the run that recorded them.
+    ``inputs=False`` reads scores and verdicts only: no case, transcript or grader request."""
+    if inputs:
+        origin = transcript_run_id(store, run_started(store, run_id))
+        from_origin = _origin_event_ids(store, origin) if origin != run_id else {}
+    else:
+        from_origin = {}
     pending: dict[ResultKey, ResultBundle] = {}
     done: list[ResultBundle] = []
-    for stored in store.read_stream(run_id, types=_RESULT_EVENTS):
+    for stored in store.read_stream(run_id, types=_RESULT_EVENTS if inputs else _RESULT_EVENTS[2:]):
         ev = stored.event
         key = result_key(ev.test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
         if isinstance(ev, TestScored):
@@ -52,7 +56,7 @@ def stored_results(store: EventStore, run_id: str) -> Iterator[ResultBundle]:
             bundle.scored, bundle.timestamp = ev, ev.produced_at or stored.recorded_at
             done.append(bundle)
             if len(done) >= _CHUNK:
-                yield from _completed(store, done, from_origin)
+                yield from _completed(store, done, from_origin) if inputs else done
                 done = []
             continue
         # The placeholder score is replaced when the real one arrives; a result never scored (an
@@ -64,7 +68,7 @@ def stored_results(store: EventStore, run_id: str) -> Iterator[ResultBundle]:
             bundle.transcript = ev
         elif isinstance(ev, VerdictRecorded):
             _put_verdict(bundle, ev)
-    yield from _completed(store, done, from_origin)
+    yield from _completed(store, done, from_origin) if inputs else done
 
 
 def _put_verdict(bundle: ResultBundle, verdict: VerdictRecorded) -> None:
@@ -109,7 +113,13 @@ def _completed(
         if not v.rendered_prompt_sha256 and v.grader_call_event_ids
     ]
     events = store.get_events([e for need in wanted.values() for e in need.values()] + last_calls)
-    prompts: dict[str, Any] = {}  # a script grader's request is often the same for every test: read it once
+    # Every recorded request of the chunk in one query (a script grader's is often the same for every test).
+    prompts: dict[str, Any] = {
+        digest: json.loads(body)
+        for digest, body in store.get_blobs(
+            v.rendered_prompt_sha256 for b in bundles for v in b.verdicts if v.rendered_prompt_sha256
+        ).items()
+    }
     for i, b in enumerate(bundles):
         for type_, event_id in wanted.get(i, {}).items():
             ev = events[event_id].event
@@ -119,10 +129,7 @@ def _completed(
                 b.case = ev  # type: ignore[assignment]
         for v in b.verdicts:
             if v.rendered_prompt_sha256:
-                digest = v.rendered_prompt_sha256
-                if digest not in prompts:
-                    prompts[digest] = json.loads(store.get_blob(digest))
-                b.rendered_prompts[v.grader] = prompts[digest]
+                b.rendered_prompts[v.grader] = prompts[v.rendered_prompt_sha256]
             elif v.grader_call_event_ids and v.grader_call_event_ids[-1] in events:
                 call = events[v.grader_call_event_ids[-1]].event
                 if isinstance(call, GraderCalled):

@@ -23,7 +23,15 @@ from evalstore.replay.agentv.rows import (
     sample_number,
     unique_paths,
 )
-from evalstore.replay.agentv.sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
+from evalstore.replay.agentv.sidecars import (
+    as_file,
+    load_grading,
+    load_json,
+    load_messages,
+    load_text,
+    pick,
+    real_folder,
+)
 from evalstore.replay.agentv.wire import as_dict, first_json_row, iter_json_lines, read_json, tree_sha256
 from evalstore.replay.errors import ImportFormatError
 from evalstore.store.events import SourceRef
@@ -80,7 +88,7 @@ def find_index(root: Path) -> Path | None:
 
 
 def _inside(path: Path, folder: Path) -> bool:
-    return path.resolve().is_relative_to(folder.resolve())
+    return path.resolve().is_relative_to(real_folder(folder))
 
 
 def _metrics_fallbacks(doc: Any) -> dict[str, Any]:

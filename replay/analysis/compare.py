@@ -16,7 +16,7 @@ Pairing rules the spec left open:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,18 +31,64 @@ Flip = Literal["pass->fail", "fail->pass"]
 REGRESSION_MODES: tuple[str, ...] = ("ci", "flip", "any")
 
 
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A result's aggregate as the ``results`` projection holds it: what pairing needs of a ``TestScored``."""
+
+    score: float
+    passed: bool
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictScore:
+    """A verdict as the ``verdicts`` projection holds it: what pairing needs of a ``VerdictRecorded``.
+    Equal values are one shared object (a run holds a handful of distinct ones); the full event is read,
+    by its result's key, only where assertions are shown (flipped tests, ``--test``)."""
+
+    grader_type: str
+    score: float
+    verdict: str
+    status: str
+
+    @property
+    def assertions(self) -> list[Assertion]:
+        """None read: :meth:`RunResults.full_verdicts` replaces this with the event where they are shown."""
+        return []
+
+
+Verdict = VerdictRecorded | VerdictScore
+
+
 @dataclass(slots=True)
 class TestResult:
-    """One result of a run: its aggregate and its verdicts keyed by grader name."""
+    """One result of a run: its aggregate and its verdicts keyed by grader name (not to be changed: a
+    run read from the projections shares equal results between keys)."""
 
-    scored: TestScored
-    verdicts: dict[str, VerdictRecorded] = field(default_factory=dict)
+    scored: TestScored | Score
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class RunResults:
     run_id: str
     results: dict[Key, TestResult]
+    details: Callable[[list[Key]], dict[Key, dict[str, VerdictRecorded]]] | None = None
+    """Reads the full verdict events of some results (by key), for runs holding :class:`VerdictScore` s;
+    None when the verdicts are full events already."""
+
+    def full_verdicts(self, keys: list[Key]) -> list[dict[str, Verdict]]:
+        """The verdicts of these results, every :class:`VerdictScore` replaced by its full event (one
+        read for all)."""
+        maps = [self.results[k].verdicts if k in self.results else {} for k in keys]
+        wanted = [k for k, m in zip(keys, maps) if any(isinstance(v, VerdictScore) for v in m.values())]
+        if not wanted or self.details is None:
+            return maps
+        found = self.details(wanted)
+        return [
+            {g: found.get(k, {}).get(g, v) if isinstance(v, VerdictScore) else v for g, v in m.items()}
+            for k, m in zip(keys, maps)
+        ]
 
 
 NOT_REGRADABLE = "not_regradable"
@@ -147,7 +193,7 @@ def _assertion_dict(a: Assertion) -> dict[str, object]:
     return {"text": a.text, "passed": a.passed, "evidence": a.evidence}
 
 
-def _verdict_dict(v: VerdictRecorded | None) -> dict[str, object] | None:
+def _verdict_dict(v: Verdict | None) -> dict[str, object] | None:
     if v is None:
         return None
     return {
@@ -164,8 +210,8 @@ class GraderPair:
     """One grader's verdicts on one paired result, side by side."""
 
     grader: str
-    a: VerdictRecorded | None
-    b: VerdictRecorded | None
+    a: Verdict | None
+    b: Verdict | None
 
     @property
     def flip(self) -> Flip | None:
@@ -271,6 +317,15 @@ class Comparison:
     not_regradable: list[Key] = field(default_factory=list)
     """Results in both runs that one of them could not regrade (status ``not_regradable``): left out
     of every row and statistic, named here."""
+    hydrate: Callable[[list[FlippedTest]], list[FlippedTest]] | None = field(default=None, repr=False, compare=False)
+    """Flipped tests with their verdicts read whole (assertions): see :meth:`full_flipped`."""
+
+    def full_flipped(self, items: list[FlippedTest] | None = None, chunk: int = 500) -> Iterator[FlippedTest]:
+        """``items`` (default: every flipped test) with full verdicts, read a chunk at a time."""
+        items = self.flipped if items is None else items
+        for i in range(0, len(items), chunk):
+            part = items[i : i + chunk]
+            yield from (self.hydrate(part) if self.hydrate else part)
 
     @property
     def regressions(self) -> list[TestRow]:
@@ -292,7 +347,7 @@ class Comparison:
             "only_in_a": [key_dict(k) for k in self.only_in_a],
             "only_in_b": [key_dict(k) for k in self.only_in_b],
             "not_regradable": [key_dict(k) for k in self.not_regradable],
-            "flipped": [f.to_dict() for f in self.flipped],
+            "flipped": [f.to_dict() for f in self.full_flipped()],
             "test_id": self.test_id,
             "assertion_diffs": [d.to_dict() for d in self.assertion_diffs],
         }
@@ -337,7 +392,7 @@ def compare(
     only_in_b = sorted((k for k in results_b if k not in results_a), key=_sort_key)
 
     rows: list[TestRow] = []
-    flipped: list[FlippedTest] = []
+    pending: list[tuple[TestRow, dict[str, Verdict], dict[str, Verdict]]] = []
     tallies: dict[str, _GraderTally] = {}
     for key in paired:
         ra, rb = results_a[key], results_b[key]
@@ -370,7 +425,7 @@ def compare(
                 tally = tallies[name] = _GraderTally()
             tally.only_in_b += 1
         if grader_flipped or sa.passed != sb.passed:
-            flipped.append(FlippedTest(row, _grader_pairs(va, vb)))
+            pending.append((row, va, vb))
 
     graders = [
         GraderRow(
@@ -390,10 +445,28 @@ def compare(
         seed=seed,
         resamples=resamples,
     )
+    # Assertions are shown only for flipped results (and --test): their verdicts are read whole only
+    # when shown (Comparison.full_flipped), a chunk at a time.
+    flipped = [FlippedTest(row, _grader_pairs(va, vb)) for row, va, vb in pending]
+    del pending
     diffs: list[AssertionDiff] = []
     if test_id is not None:
         keys = sorted({k for k in (*results_a, *results_b) if k[0] == test_id}, key=_sort_key)
-        diffs = [assertion_diff(key, results_a.get(key), results_b.get(key)) for key in keys]
+        full_a, full_b = a.full_verdicts(keys), b.full_verdicts(keys)
+        diffs = [
+            assertion_diff(
+                key,
+                TestResult(results_a[key].scored, fa) if key in results_a else None,
+                TestResult(results_b[key].scored, fb) if key in results_b else None,
+            )
+            for key, fa, fb in zip(keys, full_a, full_b)
+        ]
+
+    def hydrate(items: list[FlippedTest]) -> list[FlippedTest]:
+        keys = [f.row.key for f in items]
+        full_a, full_b = a.full_verdicts(keys), b.full_verdicts(keys)
+        return [FlippedTest(f.row, _grader_pairs(fa, fb)) for f, fa, fb in zip(items, full_a, full_b)]
+
     return Comparison(
         run_a=a.run_id,
         run_b=b.run_id,
@@ -408,10 +481,11 @@ def compare(
         test_id=test_id,
         assertion_diffs=diffs,
         not_regradable=not_regradable,
+        hydrate=hydrate,
     )
 
 
-def _grader_pairs(va: dict[str, VerdictRecorded], vb: dict[str, VerdictRecorded]) -> list[GraderPair]:
+def _grader_pairs(va: dict[str, Verdict], vb: dict[str, Verdict]) -> list[GraderPair]:
     return [GraderPair(name, va.get(name), vb.get(name)) for name in sorted(va.keys() | vb.keys())]
 
 
@@ -449,7 +523,7 @@ def _by_text(assertions: Iterable[Assertion]) -> dict[str, list[Assertion]]:
     return grouped
 
 
-def diff_assertions(grader: str, a: VerdictRecorded | None, b: VerdictRecorded | None) -> GraderAssertionDiff:
+def diff_assertions(grader: str, a: Verdict | None, b: Verdict | None) -> GraderAssertionDiff:
     """Match one grader's assertions by text.
 
     Repeated texts are matched in order: the i-th "X" in A with the i-th "X" in B; the extras are

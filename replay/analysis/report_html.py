@@ -26,12 +26,12 @@ from evalstore.replay.analysis.compare import (
     Key,
     RunResults,
     TestRow,
+    Verdict,
     changed_tests,
     grader_pairs,
     key_label,
 )
 from evalstore.replay.analysis.stats import PairedStats
-from evalstore.store.events import VerdictRecorded
 
 MAX_BARS = 1000
 """More tests than this: each bar of the distribution is the mean delta of consecutive tests in sorted order."""
@@ -260,7 +260,7 @@ def _verdict_word(verdict: str) -> str:
     return f'<span class="{_e(verdict)}">{_e(verdict)}</span>'
 
 
-def _verdict_cell(v: VerdictRecorded | None) -> str:
+def _verdict_cell(v: Verdict | None) -> str:
     if v is None:
         return '<td class="side note">no verdict</td>'
     status = "" if v.status == "ok" else f' <span class="skip">{_e(v.status)}</span>'

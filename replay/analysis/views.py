@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,19 @@ class ResultRow:
     verdicts: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Spelled out: asdict() deep-copies, which is most of the cost on a large run.
+        return {
+            "test_id": self.test_id,
+            "target": self.target,
+            "attempt": self.attempt,
+            "score": self.score,
+            "passed": self.passed,
+            "status": self.status,
+            "error": self.error,
+            "origin": self.origin,
+            "graders": dict(self.graders),
+            "verdicts": dict(self.verdicts),
+        }
 
 
 def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
@@ -182,28 +194,23 @@ def transcript_run_id(store: EventStore, started: RunStarted) -> str:
     return started.run_id
 
 
-def run_results(store: EventStore, run_id: str) -> list[ResultRow]:
-    graders: dict[tuple, dict[str, float]] = defaultdict(dict)
-    verdicts: dict[tuple, dict[str, str]] = defaultdict(dict)
-    for v in store.query("verdicts", run_id=run_id):
-        key = (v["test_id"], v["target"], v["attempt"])
-        graders[key][v["grader"]] = v["score"]
-        verdicts[key][v["grader"]] = v["verdict"]
-    rows = []
-    for r in store.query("results", run_id=run_id):
-        key = (r["test_id"], r["target"], r["attempt"])
-        rows.append(
-            ResultRow(
-                test_id=r["test_id"],
-                target=r["target"],
-                attempt=r["attempt"],
-                score=r["score"],
-                passed=bool(r["passed"]),
-                status=r["status"],
-                error=r["error"],
-                origin=r["origin"],
-                graders=graders.get(key, {}),
-                verdicts=verdicts.get(key, {}),
-            )
+def iter_results(store: EventStore, run_id: str) -> Iterator[ResultRow]:
+    """A run's results with each grader's score and verdict, streamed from the projections in key order
+    (no event is decoded)."""
+    for r, verdicts in store.results_with_verdicts(run_id):
+        yield ResultRow(
+            test_id=r[0],
+            target=r[1],
+            attempt=r[2],
+            score=r[3],
+            passed=bool(r[4]),
+            status=r[5],
+            error=r[6],
+            origin=r[7],
+            graders={v[0]: v[2] for v in verdicts},
+            verdicts={v[0]: v[3] for v in verdicts},
         )
-    return rows
+
+
+def run_results(store: EventStore, run_id: str) -> list[ResultRow]:
+    return list(iter_results(store, run_id))

@@ -41,7 +41,7 @@ AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec
 
 COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate")
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
-CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors", "target")
+CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors", "target", "cache")
 DEFAULT_TARGET_MAX_CALLS = 50
 DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags")
 
@@ -324,6 +324,9 @@ def _code_grader(
     if timeout is not None:
         fields["timeout"] = timeout
     fields.update(_target_access(obj.get("target"), where.key("target")))
+    cache = opt_bool(obj, "cache", where)
+    if cache is not None:
+        fields["cache"] = cache
     return CodeGraderSpec(
         command=command,
         script=str(script) if script is not None else None,

@@ -85,6 +85,9 @@ class CodeGraderSpec(_GraderSpec):
     None: no proxy."""
     target: str | None = None
     """``target: {name: ...}``: the judge target the proxy forwards to (else the run's grader target)."""
+    cache: bool = True
+    """Reuse a recorded execution when the process's inputs are byte-identical (``cache: false`` for a
+    grader that is not deterministic); see ``evalstore.replay.grading.graders.process_cache``."""
 
 
 DETERMINISTIC_TYPES = (

@@ -134,6 +134,11 @@ class PrivateTempDir:
             self._path = Path(tempfile.mkdtemp(prefix=self._prefix))  # mode 0700
         return self._path
 
+    @property
+    def created(self) -> Path | None:
+        """The directory if something created it, without creating it."""
+        return self._path
+
     def write(self, original_path: str, data: bytes) -> Path:
         """A copy of ``data`` under its original basename, in a subdirectory of its own."""
         self._count += 1

@@ -39,6 +39,9 @@ class Recorder(Protocol):
     def find_judge_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
         """An earlier successful judge call with this cache key: (event id, event)."""
 
+    def find_process_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
+        """An earlier successful code-grader execution with this cache key: (event id, event)."""
+
 
 @dataclass
 class TranscriptInfo:

@@ -39,10 +39,12 @@ from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.grading.answer import one_line
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext, TranscriptInfo
+from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
 from evalstore.replay.processes.children import ChildResult, run_child
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
+from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import StoreError
 from evalstore.store.events import Assertion, GraderCalled
 
@@ -74,9 +76,12 @@ class CodeGrader:
                 file_blocks(ctx.transcript.messages), ctx.recorder, ctx.transcript.workspace_path, tmp
             )
             payload = build_payload(ctx, self.spec, prepared, [f.payload() for f in files], workspace)
+            side_files: list[str] = []  # digests of what the process reads from files the payload only names
             if len(prepared.text) > LARGE_OUTPUT_CHARS:
                 output_file = tmp.path / "output.json"
-                output_file.write_text(json.dumps(prepared.text, ensure_ascii=False), encoding="utf-8")
+                output_bytes = json.dumps(prepared.text, ensure_ascii=False).encode("utf-8")
+                output_file.write_bytes(output_bytes)
+                side_files.append(sha256_hex(output_bytes))
                 payload.update(output=None, answer=None, output_path=str(output_file))
             stdin = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
             with contextlib.ExitStack() as stack:
@@ -90,18 +95,42 @@ class CodeGrader:
                     except ReplayError as exc:
                         return execution_error(f"Code grader cannot run: its target proxy: {exc}")
                     env.update(proxy.env)
-                child = run_child(
-                    list(self.spec.command),
-                    stdin,
-                    timeout=self.spec.timeout,
-                    max_output_bytes=MAX_STDOUT_BYTES,
-                    cwd=self.spec.cwd,
-                    env=env,
-                )
+                script = script_digest([self.spec.script]) if self.spec.script else None
+                key = None
+                # A live workspace holds files no digest covers, and a grader with a target proxy depends on
+                # calls made while it runs: such executions are never reused. A stored snapshot is covered
+                # by the digest of its manifest (its files are named by their digests).
+                if self.spec.cache and not ctx.transcript.workspace_path and proxy is None:
+                    tmp_path = str(tmp.created) if tmp.created else None
+                    if ctx.transcript.snapshot is not None and workspace:
+                        side_files.append(digest_json(ctx.transcript.snapshot[1].model_dump(mode="json")))
+                    key = process_cache_key(
+                        argv=list(self.spec.command),
+                        script_sha256=script,
+                        stdin=stdin,
+                        tmp_path=tmp_path,
+                        cwd=self.spec.cwd,
+                        env={k: v.replace(tmp_path, "$TMP") if tmp_path else v for k, v in env.items()},
+                        side_files=side_files,
+                    )
+                reused = ctx.recorder.find_process_call(key) if key and not ctx.options.no_cache else None
+                if reused is not None:
+                    child = _recorded_child(ctx, reused[1])
+                else:
+                    child = run_child(
+                        list(self.spec.command),
+                        stdin,
+                        timeout=self.spec.timeout,
+                        max_output_bytes=MAX_STDOUT_BYTES,
+                        cwd=self.spec.cwd,
+                        env=env,
+                    )
         result = interpret(child, self.spec)
         result.evidence = prepared.warnings + result.evidence
         result.preprocessing_event_ids = list(prepared.preprocessing_event_ids)
-        result.grader_call_event_ids = [self._record_call(ctx, stdin, child, result)]
+        result.cache_hit = reused is not None
+        call = self._record_call(ctx, stdin, child, result, key, script, reused[0] if reused else None)
+        result.grader_call_event_ids = [call]
         if proxy is not None:
             result.grader_call_event_ids += proxy.call_event_ids
             result.cache_hit = bool(proxy.call_event_ids) and proxy.cache_hits == proxy.calls
@@ -110,7 +139,16 @@ class CodeGrader:
                 result.evidence.append(f"target proxy refused {proxy.refused} call(s) over max_calls {proxy.max_calls}")
         return result
 
-    def _record_call(self, ctx: GradingContext, stdin: bytes, child: ChildResult, result: GraderResult) -> str:
+    def _record_call(
+        self,
+        ctx: GradingContext,
+        stdin: bytes,
+        child: ChildResult,
+        result: GraderResult,
+        cache_key: str | None,
+        script: str | None,
+        reused_from: str | None,
+    ) -> str:
         recorder = ctx.recorder
         outcome: Literal["ok", "error", "timeout"]
         if child.timed_out:
@@ -133,8 +171,11 @@ class CodeGrader:
             outcome=outcome,
             error=result.assertions[0].text if outcome != "ok" and result.assertions else None,
             argv=list(self.spec.command),
-            script_sha256=script_digest([self.spec.script]) if self.spec.script else None,
+            script_sha256=script,
             exit_code=child.exit_code,
+            cache_key=cache_key,
+            cache_hit=reused_from is not None,
+            reused_from=reused_from,
         )
         return recorder.record(event)
 
@@ -173,6 +214,18 @@ def grader_workspace(ctx: GradingContext, tmp: PrivateTempDir) -> tuple[str | No
             "and the eval configures a workspace its graders need"
         )
     return None, None
+
+
+def _recorded_child(ctx: GradingContext, call: GraderCalled) -> ChildResult:
+    """A recorded execution's outcome, standing in for running the process again."""
+    recorder = ctx.recorder
+    return ChildResult(
+        argv=list(call.argv or []),
+        exit_code=call.exit_code,
+        stdout=recorder.get_blob(call.reply_sha256) if call.reply_sha256 else b"",
+        stderr=recorder.get_blob(call.stderr_sha256) if call.stderr_sha256 else b"",
+        duration_ms=0.0,
+    )
 
 
 def build_payload(

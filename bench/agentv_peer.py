@@ -1,0 +1,210 @@
+"""Regrading a code-graded run: evalstore's import + replay against AgentV's own ``--transcript`` regrade.
+
+Run: ``.venv/bin/python bench/agentv_peer.py [--tests 300] [--workers 1 --workers 3] [--agentv DIR] [--dir DIR]``
+
+Needs node and npm: it installs ``agentv@4.42.4`` with ``npm install`` into a temporary folder (or uses
+``--agentv DIR``, a folder where it is installed). Without node it says so and exits 0.
+
+The suite: N tests, each graded by three Python code graders (each reads the stdin JSON and prints
+``{score, assertions}``); the answers are a transcript JSONL in AgentV's ``agentv.transcript.v1`` rows.
+
+Timed, per ``--workers W`` (equal concurrency on both sides):
+
+* AgentV: ``agentv eval run EVAL --transcript T --workers W --output RUN`` (grades the recorded answers;
+  writes a v4 run directory);
+* evalstore, the peer of that: ``evalstore import RUN --eval EVAL`` plus ``evalstore replay IMPORTED
+  --concurrency W --no-cache`` (every grader process runs). Target: at most 0.8x AgentV;
+* evalstore, unchanged: the same replay again without ``--no-cache``: every execution is reused.
+  Target: at least 20x faster than AgentV;
+* evalstore, one of the three grader scripts changed: only that grader's processes run.
+
+Each evalstore step is a fresh ``python -m evalstore`` process, as a user runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENTV_VERSION = "4.42.4"
+PEER_TARGET = 0.8
+UNCHANGED_TARGET = 20.0
+GRADERS = ("has-total", "shows-sum", "sum-right")
+GRADER = """\
+import json, re, sys
+payload = json.load(sys.stdin)
+output = payload.get("output") or payload.get("answer") or ""
+if isinstance(output, list):
+    output = " ".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in output)
+kind = sys.argv[1]
+if kind == "has-total":
+    ok = "Total" in output
+elif kind == "shows-sum":
+    ok = "+" in output
+else:
+    m = re.search(r"(\\d+(?: \\+ \\d+)+) = (\\d+)", output)
+    ok = bool(m) and sum(int(x) for x in m.group(1).split(" + ")) == int(m.group(2))
+print(json.dumps({"score": 1 if ok else 0, "assertions": [{"text": kind + " VERSION", "passed": ok}]}))
+"""
+
+
+def build(workdir: Path, n: int) -> tuple[Path, Path]:
+    """The eval file (tests inline, three code graders) and the transcript JSONL."""
+    (workdir / "graders").mkdir()
+    for name in GRADERS:
+        (workdir / "graders" / f"{name}.py").write_text(GRADER.replace("VERSION", "v1"))
+    python = json.dumps(sys.executable)
+    graders = "\n".join(
+        f"  - name: {name}\n    type: code-grader\n    command: [{python}, graders/{name}.py, {name}]"
+        for name in GRADERS
+    )
+    tests = []
+    rows = []
+    for i in range(n):
+        test_id = f"report-{i:04d}"
+        terms = [(i * 7 + k * 13) % 900 + 10 for k in range(2 + i % 3)]
+        total = sum(terms) + (0 if i % 5 else 1)
+        answer = f"Report {i}: revenue by region.\n\nTotal: {' + '.join(map(str, terms))} = {total}"
+        tests.append(
+            {"id": test_id, "input": f"Write revenue report {i} with its total.", "criteria": "a correct total"}
+        )
+        for index, (role, content) in enumerate(
+            [("user", f"Write revenue report {i} with its total."), ("assistant", answer)]
+        ):
+            rows.append(
+                {
+                    "schema_version": "agentv.transcript.v1",
+                    "test_id": test_id,
+                    "target": "recorded",
+                    "message_index": index,
+                    "role": role,
+                    "content": content,
+                    "capture": {"content": "full", "redaction_level": "none"},
+                    "source": {"kind": "imported_transcript", "provider": "recorded", "session_id": test_id},
+                }
+            )
+    eval_file = workdir / "bench.eval.yaml"
+    eval_file.write_text(
+        "name: peer\nexecution:\n  threshold: 0.8\ntests:\n"
+        + "".join(f"  - {json.dumps(t)}\n" for t in tests)
+        + "assertions:\n"
+        + graders
+        + "\n"
+    )
+    transcript = workdir / "transcript.jsonl"
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return eval_file, transcript
+
+
+def install_agentv(folder: Path) -> Path:
+    print(f"installing agentv@{AGENTV_VERSION} with npm into {folder}", file=sys.stderr, flush=True)
+    subprocess.run(
+        ["npm", "install", f"agentv@{AGENTV_VERSION}", "--no-audit", "--no-fund", "--silent"],
+        cwd=folder,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=900,
+    )
+    return folder / "node_modules" / ".bin" / "agentv"
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return elapsed, done.stdout
+
+
+def evalstore(db: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "evalstore", "--db", db, *args]
+
+
+def run(workdir: Path, n: int, workers: list[int], agentv: Path) -> None:
+    eval_file, transcript = build(workdir, n)
+    print(f"{n} tests x {len(GRADERS)} Python code graders; agentv {AGENTV_VERSION}; load {os.getloadavg()[0]:.2f}")
+    print(
+        f"{'workers':>7} {'AgentV':>8} {'import':>7} {'replay':>7} {'ratio':>7} {'unchanged':>10} {'x faster':>9} {'1 changed':>10}"
+    )
+    worst_peer, worst_unchanged = 0.0, float("inf")
+    for w in workers:
+        out = workdir / f"agentv-run-{w}"
+        agentv_s, _ = timed(
+            [
+                str(agentv),
+                "eval",
+                "run",
+                str(eval_file),
+                "--transcript",
+                str(transcript),
+                "--workers",
+                str(w),
+                "--output",
+                str(out),
+                "--no-results-push",
+            ],
+            workdir,
+        )
+        db = f"sqlite:///{workdir / f'store-{w}.db'}"
+        import_s, printed = timed(evalstore(db, "import", str(out), "--eval", str(eval_file), "--json"), workdir)
+        imported = json.loads(printed)["run_id"]
+        replay_s, _ = timed(evalstore(db, "replay", imported, "--concurrency", str(w), "--no-cache", "--json"), workdir)
+        unchanged_s, printed = timed(evalstore(db, "replay", imported, "--concurrency", str(w), "--json"), workdir)
+        reuse = json.loads(printed)["reuse"]
+        if reuse["code_ran"]:
+            raise SystemExit(f"the unchanged replay ran {reuse['code_ran']} grader processes, expected none")
+        script = workdir / "graders" / f"{GRADERS[1]}.py"
+        script.write_text(GRADER.replace("VERSION", f"v2-{w}"))
+        changed_s, printed = timed(
+            evalstore(db, "replay", imported, "--eval", str(eval_file), "--concurrency", str(w), "--json"), workdir
+        )
+        script.write_text(GRADER.replace("VERSION", "v1"))
+        ran = json.loads(printed)["reuse"]["code_ran"]
+        peer = (import_s + replay_s) / agentv_s
+        faster = agentv_s / unchanged_s
+        worst_peer, worst_unchanged = max(worst_peer, peer), min(worst_unchanged, faster)
+        print(
+            f"{w:>7} {agentv_s:>7.2f}s {import_s:>6.2f}s {replay_s:>6.2f}s {peer:>6.2f}x {unchanged_s:>9.2f}s "
+            f"{faster:>8.1f}x {changed_s:>8.2f}s ({ran} of {n * len(GRADERS)} processes ran)",
+            flush=True,
+        )
+    print(
+        f"import + replay / AgentV --transcript (worst): {worst_peer:.2f}x (target <= {PEER_TARGET}): "
+        f"{'met' if worst_peer <= PEER_TARGET else 'MISSED'}"
+    )
+    print(
+        f"unchanged replay, times faster than AgentV (worst): {worst_unchanged:.1f}x (target >= {UNCHANGED_TARGET:.0f}): "
+        f"{'met' if worst_unchanged >= UNCHANGED_TARGET else 'MISSED'}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tests", type=int, default=300)
+    parser.add_argument("--workers", type=int, action="append", help="concurrency on both sides (repeatable)")
+    parser.add_argument("--agentv", type=Path, help="a folder where agentv is installed (node_modules/.bin/agentv)")
+    parser.add_argument("--dir", type=Path, help="work directory (default: a fresh temp dir, removed after)")
+    args = parser.parse_args()
+    if shutil.which("node") is None or (args.agentv is None and shutil.which("npm") is None):
+        print("node (and npm) not found: the AgentV peer benchmark needs them; skipped")
+        return 0
+    workers = args.workers or [1, 3]
+    with tempfile.TemporaryDirectory(prefix="evalstore-bench-agentv-") as tmp:
+        workdir = args.dir or Path(tmp) / "work"
+        workdir.mkdir(parents=True)
+        agentv = (args.agentv / "node_modules" / ".bin" / "agentv") if args.agentv else install_agentv(Path(tmp))
+        run(workdir, args.tests, workers, agentv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""``show``, ``export`` and ``compare`` on two imported runs, against the time to ``json.loads`` their JSONL.
+
+Run: ``.venv/bin/python bench/read.py [--results 20000] [--big 100000] [--seed S] [--dir DIR]``
+(``--big 0`` skips the 100,000-result memory check).
+
+Setup (not timed): two AgentV 4.x results JSONL files of N rows in ``bench/import.py``'s shape (a
+rubric LLM grader with its rendered prompt in ``scores[].input``, a code grader, assertions with
+evidence); run B is run A with 10% of the rubric verdicts moved. Both are imported into a fresh SQLite
+store.
+
+The floor: ``json.loads`` of every line of both files (and of one file, for the one-run commands),
+best of three. Each command then runs as ``python -m evalstore ...`` in a child process, stdout to
+/dev/null, best of two after a warm-up; the figure is its wall time over the floor of what it reads
+(one run for ``show``/``export``, both for ``compare``). Target: each within 3x.
+
+Then, with ``--big N``, the same two runs at N results and ``compare`` (table, ``--json``) alone:
+the child's peak RSS (``wait4``'s ``ru_maxrss``). Target: under 200 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# ``python bench/X.py`` puts bench/ first on sys.path, where bench/replay.py would shadow the package.
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+
+TIME_TARGET = 3.0
+RSS_TARGET_MB = 200.0
+
+
+def _rows_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_import_rows", ROOT / "bench" / "import.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_runs(workdir: Path, n: int, seed: int) -> tuple[Path, Path]:
+    """Run A's rows, and run B: A with 10% of the rubric verdicts moved (score and verdict)."""
+    rows = _rows_module()
+    rng, moved = random.Random(seed), random.Random(seed + 1)
+    path_a, path_b = workdir / f"a-{n}.jsonl", workdir / f"b-{n}.jsonl"
+    with path_a.open("w", encoding="utf-8") as fa, path_b.open("w", encoding="utf-8") as fb:
+        for i in range(n):
+            row = rows.make_row(i, rng)
+            fa.write(json.dumps(row, ensure_ascii=False) + "\n")
+            if moved.random() < 0.1:
+                rubric = row["scores"][0]
+                rubric["score"] = round(1 - rubric["score"], 4)
+                rubric["verdict"] = "pass" if rubric["score"] >= rows.VERDICT_THRESHOLD else "fail"
+                row["score"] = round((rubric["score"] + row["scores"][1]["score"]) / 2, 4)
+                row["execution_status"] = "ok" if row["score"] >= rows.VERDICT_THRESHOLD else "quality_failure"
+            fb.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path_a, path_b
+
+
+def floor(paths: list[Path]) -> float:
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for path in paths:
+            with path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    json.loads(line)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def run_child(args: list[str], db: str) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of ``python -m evalstore --db DB ARGS``."""
+    started = time.perf_counter()
+    with open(os.devnull, "w") as devnull:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "evalstore", "--db", db, *args], stdout=devnull, stderr=subprocess.PIPE, cwd=ROOT
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"evalstore {' '.join(args)} failed ({proc.returncode}): {err}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def import_runs(db: str, paths: tuple[Path, Path]) -> tuple[str, str]:
+    from evalstore.replay.agentv.importing import import_results
+    from evalstore.store import EventStore
+
+    store = EventStore.open(db)
+    try:
+        return import_results(store, paths[0]).run_id, import_results(store, paths[1]).run_id
+    finally:
+        store.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=int, default=20_000)
+    parser.add_argument("--big", type=int, default=100_000, help="results per run for the RSS check (0: skip)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dir", type=Path, help="work directory (default: a fresh temp dir, removed after)")
+    args = parser.parse_args()
+    if args.dir:
+        args.dir.mkdir(parents=True)
+        return measure(args, args.dir)
+    with tempfile.TemporaryDirectory(prefix="evalstore-bench-read-") as tmp:
+        return measure(args, Path(tmp))
+
+
+def measure(args: argparse.Namespace, workdir: Path) -> int:
+    n = args.results
+    print(f"[{n}] writing and importing two runs", file=sys.stderr, flush=True)
+    paths = write_runs(workdir, n, args.seed)
+    db = f"sqlite:///{workdir / 'store.db'}"
+    a, b = import_runs(db, paths)
+    one, both = floor([paths[0]]), floor(list(paths))
+    print(f"json.loads floor: {one:.2f} s for one run of {n} results, {both:.2f} s for both")
+    html = str(workdir / "report.html")
+    commands = [
+        ("show A", ["show", a], one),
+        ("show A --json", ["show", a, "--json"], one),
+        ("show A --all", ["show", a, "--all"], one),
+        ("export A --format agentv-jsonl", ["export", a, "--format", "agentv-jsonl"], one),
+        ("export A --format csv", ["export", a, "--format", "csv"], one),
+        ("export A --format json", ["export", a, "--format", "json"], one),
+        ("compare A B", ["compare", a, b], both),
+        ("compare A B --json", ["compare", a, b, "--json"], both),
+        ("compare A B --html", ["compare", a, b, "--html", html], both),
+    ]
+    worst = 0.0
+    print(f"{'command':<34} {'seconds':>8} {'x floor':>8} {'peak RSS':>9}")
+    for label, argv, base in commands:
+        run_child(argv, db)  # warm-up: page cache, .pyc
+        seconds, rss = min(run_child(argv, db) for _ in range(2))
+        ratio = seconds / base
+        worst = max(worst, ratio)
+        print(f"{label:<34} {seconds:>8.2f} {ratio:>7.1f}x {rss:>6.0f} MB", flush=True)
+    print(f"worst x floor: {worst:.1f}x (target <= {TIME_TARGET:.0f}x): {'met' if worst <= TIME_TARGET else 'MISSED'}")
+    if args.big:
+        big = args.big
+        print(f"[{big}] writing and importing two runs", file=sys.stderr, flush=True)
+        paths = write_runs(workdir, big, args.seed)
+        db = f"sqlite:///{workdir / 'big.db'}"
+        a, b = import_runs(db, paths)
+        peak = 0.0
+        for label, argv in (("compare A B", ["compare", a, b]), ("compare A B --json", ["compare", a, b, "--json"])):
+            seconds, rss = run_child(argv, db)
+            peak = max(peak, rss)
+            print(f"{label} on two runs of {big} results: {seconds:.1f} s, peak RSS {rss:.0f} MB", flush=True)
+        print(
+            f"compare peak RSS: {peak:.0f} MB (target < {RSS_TARGET_MB:.0f} MB): {'met' if peak < RSS_TARGET_MB else 'MISSED'}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

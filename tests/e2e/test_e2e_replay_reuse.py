@@ -1,0 +1,166 @@
+"""A replay reuses recorded code-grader executions whose inputs are byte-identical, and runs only what changed.
+
+Every grader process appends its name to a log file (named in its argv, so the log is no input that
+changes), which counts the processes that really ran.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalstore import cli as cli_package
+
+GRADER = """\
+import json, sys
+name, log = sys.argv[1], sys.argv[2]
+with open(log, "a") as fh:
+    fh.write(name + "\\n")
+payload = json.load(sys.stdin)
+ok = "Total" in (payload.get("output") or "")
+print(json.dumps({"score": 1 if ok else 0, "assertions": [{"text": name + " VERSION", "passed": ok}]}))
+"""
+EVAL = """\
+name: reuse
+tests: ./cases.yaml
+assertions:
+{graders}
+"""
+GRADERS = ("alpha", "beta", "gamma")
+TESTS = 4
+
+
+def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(cli_package.main, ["--db", db, *args], catch_exceptions=False)
+
+
+def _suite(root: Path, *, uncached: str | None = None) -> tuple[Path, Path, Path]:
+    log = root / "processes.log"
+    graders = []
+    for name in GRADERS:
+        (root / f"{name}.py").write_text(GRADER.replace("VERSION", "v1"))
+        entry = f"  - name: {name}\n    type: code-grader\n    command: [{json.dumps(sys.executable)}, {name}.py, {name}, {json.dumps(str(log))}]"
+        if name == uncached:
+            entry += "\n    cache: false"
+        graders.append(entry)
+    eval_file = root / "reuse.eval.yaml"
+    eval_file.write_text(EVAL.format(graders="\n".join(graders)))
+    cases = [{"id": f"t{i}", "input": f"question {i}", "criteria": "states a total"} for i in range(TESTS)]
+    (root / "cases.yaml").write_text(json.dumps(cases))
+    results = root / "results.jsonl"
+    rows = [
+        {
+            "test_id": f"t{i}",
+            "suite": "reuse",
+            "score": 1,
+            "target": "default",
+            "output": [{"role": "assistant", "content": f"Total: {i}"}],
+            "execution_status": "ok",
+            "scores": [],
+        }
+        for i in range(TESTS)
+    ]
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return eval_file, results, log
+
+
+def _ran(log: Path) -> list[str]:
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return sorted(lines)
+
+
+def _replay(db: str, run: str, *extra: str) -> dict:
+    result = _cli(db, "replay", run, "--json", *extra)
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def _verdicts(db: str, run: str) -> dict[tuple[str, str], dict]:
+    from evalstore.store import EventStore, make_engine
+
+    store = EventStore(make_engine(db))
+    try:
+        return {(v["test_id"], v["grader"]): v for v in store.query("verdicts", run_id=run)}
+    finally:
+        store.close()
+
+
+def test_an_unchanged_replay_runs_no_process_and_a_changed_grader_reruns_only_its_own(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    eval_file, results, log = _suite(tmp_path)
+    imported = json.loads(_cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json").stdout)["run_id"]
+
+    first = _replay(sqlite_url, imported)
+    assert _ran(log) == sorted(GRADERS * TESTS)  # nothing recorded yet: every process runs
+    assert first["reuse"] == {"code_ran": 3 * TESTS, "code_reused": 0, "judge_reused": 0}
+
+    again = _replay(sqlite_url, imported)
+    assert _ran(log) == []  # byte-identical inputs: every execution reused
+    assert again["reuse"] == {"code_ran": 0, "code_reused": 3 * TESTS, "judge_reused": 0}
+    verdicts = _verdicts(sqlite_url, again["run_id"])
+    assert all(v["cache_hit"] for v in verdicts.values())
+    assert {k: v["score"] for k, v in verdicts.items()} == {
+        k: v["score"] for k, v in _verdicts(sqlite_url, first["run_id"]).items()
+    }
+
+    # The reuse names the execution it reused, which ran in the first replay.
+    from evalstore.store import EventStore, make_engine
+
+    store = EventStore(make_engine(sqlite_url))
+    try:
+        calls = [s.event for s in store.read_stream(again["run_id"], types=["grader_called"])]
+        originals = {s.event_id for s in store.read_stream(first["run_id"], types=["grader_called"])}
+    finally:
+        store.close()
+    assert len(calls) == 3 * TESTS
+    assert all(c.cache_hit and c.reused_from in originals for c in calls)  # type: ignore[attr-defined]
+
+    # One of three graders changes (its script's bytes): only its processes run.
+    (tmp_path / "beta.py").write_text(GRADER.replace("VERSION", "v2"))
+    changed = _replay(sqlite_url, imported, "--eval", str(eval_file))
+    assert _ran(log) == ["beta"] * TESTS
+    assert changed["reuse"] == {"code_ran": TESTS, "code_reused": 2 * TESTS, "judge_reused": 0}
+    assert {v["cache_hit"] for k, v in _verdicts(sqlite_url, changed["run_id"]).items() if k[1] == "beta"} == {False}
+
+    # --no-cache runs everything.
+    fresh = _replay(sqlite_url, imported, "--eval", str(eval_file), "--no-cache")
+    assert _ran(log) == sorted(GRADERS * TESTS)
+    assert fresh["reuse"]["code_reused"] == 0
+
+
+def test_a_grader_with_cache_false_always_runs(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    eval_file, results, log = _suite(tmp_path, uncached="gamma")
+    imported = json.loads(_cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json").stdout)["run_id"]
+    _replay(sqlite_url, imported)
+    assert len(_ran(log)) == 3 * TESTS
+    again = _replay(sqlite_url, imported)
+    assert _ran(log) == ["gamma"] * TESTS
+    assert again["reuse"] == {"code_ran": TESTS, "code_reused": 2 * TESTS, "judge_reused": 0}
+
+
+def test_the_environment_is_part_of_the_key_but_secrets_are_not(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    eval_file, results, log = _suite(tmp_path)
+    imported = json.loads(_cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json").stdout)["run_id"]
+    monkeypatch.setenv("GRADER_MODE", "strict")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-one")
+    _replay(sqlite_url, imported)
+    assert len(_ran(log)) == 3 * TESTS
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-two")  # a secret: not in the key
+    _replay(sqlite_url, imported)
+    assert _ran(log) == []
+    monkeypatch.setenv("GRADER_MODE", "lenient")  # a setting the grader may read: in the key
+    _replay(sqlite_url, imported)
+    assert len(_ran(log)) == 3 * TESTS
