@@ -20,8 +20,9 @@ from evalstore.replay.analysis.compare import (
     TestRow,
     _GraderTally,
     diff_assertions,
+    paired_summary,
 )
-from evalstore.replay.analysis.stats import PairedStats, paired_stats
+from evalstore.replay.analysis.stats import PairedStats
 from evalstore.replay.analysis.views import (
     ResultRow,
     RunSummary,
@@ -540,24 +541,7 @@ def compare_stats(store: EventStore, run_a: str, run_b: str, *, seed: int = 0, r
                 grader_flipped = grader_flipped or (v_a == "pass") != (v_b == "pass")
         if grader_flipped or row.passed_a != row.passed_b:
             flipped.add(key)
-    graders = [
-        GraderRow(
-            grader=name,
-            stats=paired_stats(t.scores_a, t.scores_b, t.passed_a, t.passed_b, seed=seed, resamples=resamples),
-            skipped=t.skipped,
-            only_in_a=t.only_in_a,
-            only_in_b=t.only_in_b,
-        )
-        for name, t in sorted(tallies.items())
-    ]
-    overall = paired_stats(
-        [r.score_a for r in rows],
-        [r.score_b for r in rows],
-        [r.passed_a for r in rows],
-        [r.passed_b for r in rows],
-        seed=seed,
-        resamples=resamples,
-    )
+    graders, overall = paired_summary(rows, tallies, seed=seed, resamples=resamples)
     changed = [r for r in rows if r.delta != 0 or r.key in flipped]
     changed.sort(key=lambda t: (t.flip is None, t.key not in flipped, -abs(t.delta), t.key[0]))
     only_a, total_a = store.unpaired_results(run_a, run_b, limit=ONLY_SHOWN)

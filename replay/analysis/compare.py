@@ -366,6 +366,32 @@ class _GraderTally:
     only_in_b: int = 0
 
 
+def paired_summary(
+    rows: list[TestRow], tallies: dict[str, _GraderTally], *, seed: int, resamples: int
+) -> tuple[list[GraderRow], PairedStats]:
+    """The paired statistics of a comparison: one row per grader (from its tally), and overall (from the
+    paired results). Shared by :func:`compare` and the viewer's comparison, so both print the same numbers."""
+    graders = [
+        GraderRow(
+            grader=name,
+            stats=paired_stats(t.scores_a, t.scores_b, t.passed_a, t.passed_b, seed=seed, resamples=resamples),
+            skipped=t.skipped,
+            only_in_a=t.only_in_a,
+            only_in_b=t.only_in_b,
+        )
+        for name, t in sorted(tallies.items())
+    ]
+    overall = paired_stats(
+        [r.score_a for r in rows],
+        [r.score_b for r in rows],
+        [r.passed_a for r in rows],
+        [r.passed_b for r in rows],
+        seed=seed,
+        resamples=resamples,
+    )
+    return graders, overall
+
+
 def compare(
     a: RunResults,
     b: RunResults,
@@ -427,24 +453,7 @@ def compare(
         if grader_flipped or sa.passed != sb.passed:
             pending.append((row, va, vb))
 
-    graders = [
-        GraderRow(
-            grader=name,
-            stats=paired_stats(t.scores_a, t.scores_b, t.passed_a, t.passed_b, seed=seed, resamples=resamples),
-            skipped=t.skipped,
-            only_in_a=t.only_in_a,
-            only_in_b=t.only_in_b,
-        )
-        for name, t in sorted(tallies.items())
-    ]
-    overall = paired_stats(
-        [r.score_a for r in rows],
-        [r.score_b for r in rows],
-        [r.passed_a for r in rows],
-        [r.passed_b for r in rows],
-        seed=seed,
-        resamples=resamples,
-    )
+    graders, overall = paired_summary(rows, tallies, seed=seed, resamples=resamples)
     # Assertions are shown only for flipped results (and --test): their verdicts are read whole only
     # when shown (Comparison.full_flipped), a chunk at a time.
     flipped = [FlippedTest(row, _grader_pairs(va, vb)) for row, va, vb in pending]
