@@ -7,8 +7,8 @@ import re
 import time
 from urllib.parse import quote
 
-from conftest import BIG, HTML_FILE, SVG_FILE, Hostile
 from starlette.testclient import TestClient
+from viewer_helpers import BIG, HTML_FILE, SVG_FILE, Hostile
 
 from evalstore.store import EventStore
 from evalstore.viewer import create_app

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import quickstart
 from starlette.testclient import TestClient
+from viewer_helpers import quickstart
 
 from evalstore.store import EventStore
 from evalstore.viewer import create_app
