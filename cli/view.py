@@ -63,7 +63,7 @@ def view(ctx: click.Context, host: str, port: int, open_browser: bool, label_as:
     """Serve a read-only web viewer of the store: runs and their regrades, results, transcripts, artifacts, verdicts and comparisons.
 
     With --label-as NAME, each test page also has a form that records NAME's label for the answer
-    (pass, fail or skip, a grader, a note), as `evalstore label` does, with the run's verdicts hidden
+    (pass, fail or skip, a grader, a note), as evalstore label does, with the run's verdicts hidden
     until the answer is labelled, and a link to the next unlabelled test.
 
     \b
