@@ -60,6 +60,9 @@ PER_PAGE = 100
 MAX_PER_PAGE = 1000
 COMPARISONS_KEPT = 8
 """Comparisons whose statistics the viewer keeps between requests (the pages of one comparison)."""
+RUN_PAGE_AGREEMENT_MAX = 10_000
+"""Runs with more results than this show no agreement on their run page: it reads every verdict of the
+run (seconds per 100,000 results, see bench/view.py); the compare page and `evalstore agreement` show it."""
 MAX_NOTE = 10_000
 """The longest note a label from the viewer may carry, in characters."""
 LABELLING_OFF = "labelling is off: start the viewer with `evalstore view --label-as NAME` to label from the test pages"
@@ -247,7 +250,8 @@ class Viewer:
             sort_link=sort_link,
             chart=charts.histogram(data.histogram),
             grader_names=[g.grader for g in data.graders],
-            agreement=self._agreement([run_id]),
+            agreement=self._agreement([run_id]) if (data.summary.tests or 0) <= RUN_PAGE_AGREEMENT_MAX else None,
+            agreement_skipped=(data.summary.tests or 0) > RUN_PAGE_AGREEMENT_MAX,
             title=run_id,
         )
 
