@@ -19,6 +19,11 @@ timed request goes to a new application, so nothing a previous request computed 
 * the compare page's 100th page of changed tests, as paging there goes: from the application that
   opened the comparison (its statistics are kept between pages).
 
+Then, with 1,000 human labels on run A (``record_labels``, not timed), the labelling pages of
+``evalstore view --label-as NAME``: a test page (blind, with the label form), "next unlabelled test" (a
+redirect: reads the run's transcripts and labels), and the run page (with its graders' agreement up to
+10,000 results, cold: every verdict of the run read once, then kept while neither changes).
+
 The floor, measured in the same run: reading run A's results whole (``views.run_results``, what
 ``evalstore show`` reads). Targets: every page under 1 s, and no page more than 0.5x the floor (a page
 reads one page of results, not the run).
@@ -77,24 +82,31 @@ def _row(i: int, rng: random.Random) -> dict:
     }
 
 
-def _client(store: EventStore) -> TestClient:
-    return TestClient(create_app(store), base_url="http://127.0.0.1")
+def _client(store: EventStore, label_as: str | None = None) -> TestClient:
+    return TestClient(create_app(store, label_as=label_as), base_url="http://127.0.0.1")
 
 
 def _get(client: TestClient, url: str, expect: str) -> float:
     started = time.perf_counter()
-    r = client.get(url)
+    r = client.get(url, follow_redirects=False)
+    if r.status_code == 303:  # "next unlabelled test": time the redirect, check where it goes
+        elapsed = time.perf_counter() - started
+        if expect not in r.headers["location"]:
+            raise SystemExit(f"{url}: redirected to {r.headers['location']}, not {expect!r}")
+        return elapsed
     elapsed = time.perf_counter() - started
     if r.status_code != 200 or expect not in r.text:
         raise SystemExit(f"{url}: status {r.status_code}, {expect!r} not on the page")
     return elapsed
 
 
-def _best(store: EventStore, url: str, expect: str, *, opened_from: str | None = None) -> float:
+def _best(
+    store: EventStore, url: str, expect: str, *, opened_from: str | None = None, label_as: str | None = None
+) -> float:
     """Best of three, each on a new application (``opened_from``: which first opened that page)."""
     times = []
     for _ in range(4):  # the first is the warm-up
-        client = _client(store)
+        client = _client(store, label_as)
         if opened_from:
             client.get(opened_from)
         times.append(_get(client, url, expect))
@@ -149,7 +161,30 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         print(f"{label:24} {t:6.3f} s  ({t / floor:.3f} x floor)  target < 1 s: {'met' if t < 1 else 'MISSED'}")
     print(f"slowest page: {worst_s:.3f} s (target < 1 s): {'met' if worst_s < 1 else 'MISSED'}")
     print(f"slowest page / floor: {worst_ratio:.3f} (target <= 0.5): {'met' if worst_ratio <= 0.5 else 'MISSED'}")
+    _labelling(store, run_id, n, floor)
     store.close()
+
+
+def _labelling(store: EventStore, run_id: str, n: int, floor: float) -> None:
+    from evalstore.replay.labels import LabelInput, record_labels
+
+    labelled = min(1000, n - 1)
+    print(f"labelling {labelled} tests", file=sys.stderr, flush=True)
+    record_labels(
+        store, [LabelInput(test=f"test-{i:06d}", verdict="pass", by="alice") for i in range(labelled)], run=run_id
+    )
+    pages = {
+        "labelling: test page": (f"/runs/{run_id}/tests/test-000500", "label-form"),
+        "labelling: next test": (f"/runs/{run_id}/label", f"test-{labelled:06d}"),
+        # Above RUN_PAGE_AGREEMENT_MAX results the run page names `evalstore agreement` instead of reading
+        # every verdict (17.5 s cold at 100,000 results, measured when it did).
+        "run page, labelled": (f"/runs/{run_id}", "agreement-table" if n <= 10_000 else "agreement-skipped"),
+    }
+    print(f"with {labelled} labels on run A, through evalstore view --label-as alice")
+    for label, (url, expect) in pages.items():
+        print(f"timing {label}", file=sys.stderr, flush=True)
+        t = _best(store, url, expect, label_as="alice")
+        print(f"{label:24} {t:6.3f} s  ({t / floor:.3f} x floor)  (one page: < 1 s {'met' if t < 1 else 'MISSED'})")
 
 
 def _regraded(row: dict, rng: random.Random) -> dict:

@@ -1,4 +1,5 @@
-"""``evalstore view``: serve the read-only web viewer over the store."""
+"""``evalstore view``: serve the web viewer over the store: read-only, or with ``--label-as NAME`` able to
+record that person's labels from the test pages."""
 
 from __future__ import annotations
 
@@ -50,14 +51,25 @@ def _bind(host: str, port: int) -> socket.socket:
 )
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in the default web browser.")
+@click.option(
+    "--label-as",
+    metavar="NAME",
+    help="Let the test pages record human labels, as NAME (blind: verdicts hidden until labelled). "
+    "Without it the viewer changes nothing.",
+)
 @click.pass_context
 @handle_errors
-def view(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
+def view(ctx: click.Context, host: str, port: int, open_browser: bool, label_as: str | None) -> None:
     """Serve a read-only web viewer of the store: runs and their regrades, results, transcripts, artifacts, verdicts and comparisons.
 
+    With --label-as NAME, each test page also has a form that records NAME's label for the answer
+    (pass, fail or skip, a grader, a note), as evalstore label does, with the run's verdicts hidden
+    until the answer is labelled, and a link to the next unlabelled test.
+
     \b
-    Example:
+    Examples:
       evalstore view --open
+      evalstore view --label-as alice --open
     """
     import uvicorn
 
@@ -65,6 +77,8 @@ def view(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
     from evalstore.viewer import create_app
     from evalstore.viewer.security import is_local
 
+    if label_as is not None and not label_as.strip():
+        raise click.UsageError("--label-as: give the labeller's name")
     _existing_store(resolve_url(db_url(ctx)))
     store = open_store(ctx)
     local = is_local(host)
@@ -72,13 +86,15 @@ def view(ctx: click.Context, host: str, port: int, open_browser: bool) -> None:
         note(
             f"warning: listening on {host}, not on loopback: anyone who can reach this address can read every run, "
             "transcript and artifact in the store (there is no login)"
+            + (f", and record labels as {label_as}" if label_as else "")
         )
     sock = _bind(host, port)
     bound_port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound_port}/"
-    click.echo(f"evalstore view: {url} (read-only; Ctrl-C stops)", nl=True)
-    app = create_app(store, allowed_hosts=None if local else ["*"])
+    mode = f"labelling as {label_as.strip()}" if label_as else "read-only"
+    click.echo(f"evalstore view: {url} ({mode}; Ctrl-C stops)", nl=True)
+    app = create_app(store, allowed_hosts=None if local else ["*"], label_as=label_as)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     if open_browser:

@@ -1,4 +1,5 @@
-"""The viewer's web application (Starlette): read-only routes, server-rendered Jinja2 pages.
+"""The viewer's web application (Starlette): read-only routes, server-rendered Jinja2 pages, and, only
+when started with a labeller's name (``evalstore view --label-as NAME``), one route that records labels.
 
 Every page has a stable address a link can carry:
 
@@ -10,6 +11,8 @@ Every page has a stable address a link can carry:
     /runs/RUN/artifacts/SHA256/view     an image or HTML artifact inline, sandboxed
     /runs/RUN/compare                   the run against the run it regrades
     /compare/A/B                        any two runs
+    /runs/RUN/label                     GET: the next test this person has not labelled (a redirect);
+                                        POST: record a label (only with --label-as; token and origin checked)
 
 RUN may be a unique prefix or ``last``; the page then redirects to the full id.
 """
@@ -18,14 +21,16 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 import threading
 from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -34,23 +39,49 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from evalstore import __version__
-from evalstore.replay.analysis import browse
+from evalstore.replay.analysis import browse, labelview
 from evalstore.replay.analysis.compare import key_label
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.errors import NotFoundError, ReplayError
+from evalstore.replay.labels import LabelInput, record_labels
 from evalstore.store import EventStore
 from evalstore.store.errors import StoreError
 from evalstore.viewer import charts
-from evalstore.viewer.security import INLINE_TYPES, artifact_headers, page_headers
+from evalstore.viewer.security import (
+    INLINE_TYPES,
+    MAX_FORM_BYTES,
+    artifact_headers,
+    cross_origin,
+    page_headers,
+    token_matches,
+)
 
 PER_PAGE = 100
 MAX_PER_PAGE = 1000
 COMPARISONS_KEPT = 8
 """Comparisons whose statistics the viewer keeps between requests (the pages of one comparison)."""
+RUN_PAGE_AGREEMENT_MAX = 10_000
+"""Runs with more results than this show no agreement on their run page: it reads every verdict of the
+run (seconds per 100,000 results, see bench/view.py); the compare page and `evalstore agreement` show it."""
+MAX_NOTE = 10_000
+"""The longest note a label from the viewer may carry, in characters."""
+LABELLING_OFF = "labelling is off: start the viewer with `evalstore view --label-as NAME` to label from the test pages"
+
+
+class Forbidden(Exception):
+    """A state-changing request that did not come from the viewer's own page (403)."""
 
 
 class BadRequest(Exception):
     pass
+
+
+class PayloadError(Exception):
+    """A label form the viewer does not read: too large (413) or not a form (415)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _score(x: float | None) -> str:
@@ -122,15 +153,20 @@ def _int(params: Any, name: str, default: int, low: int, high: int) -> int:
 class Viewer:
     """The routes over one open store."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, *, label_as: str | None = None) -> None:
         self.store = store
+        self.label_as = label_as
+        self.token = secrets.token_urlsafe(32) if label_as else ""
+        """Put in every label form and checked on POST: a page elsewhere cannot read it, so cannot post."""
         self.env = _environment()
+        self.env.globals.update(label_as=label_as)
         self._compared: OrderedDict[tuple[str, str, int, int], browse.CompareStats] = OrderedDict()
+        self._agreements: OrderedDict[tuple, labelview.PageAgreement | None] = OrderedDict()
         self._lock = threading.Lock()
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = self.env.get_template(name).render(**context)
-        return HTMLResponse(html, status_code=status, headers=page_headers())
+        return HTMLResponse(html, status_code=status, headers=page_headers(labelling=bool(self.label_as)))
 
     def _canonical(self, request: Request, ref: str) -> str | Response:
         run_id = resolve_run(self.store, ref)
@@ -214,6 +250,8 @@ class Viewer:
             sort_link=sort_link,
             chart=charts.histogram(data.histogram),
             grader_names=[g.grader for g in data.graders],
+            agreement=self._agreement([run_id]) if (data.summary.tests or 0) <= RUN_PAGE_AGREEMENT_MAX else None,
+            agreement_skipped=(data.summary.tests or 0) > RUN_PAGE_AGREEMENT_MAX,
             title=run_id,
         )
 
@@ -240,7 +278,87 @@ class Viewer:
             data=data,
             verify=verify,
             checked_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            labelling=self._labelling(request, run_id, test_id),
             title=f"{test_id} in {run_id}",
+        )
+
+    def _labelling(self, request: Request, run_id: str, test_id: str) -> dict[str, Any]:
+        """What the test page needs to show labels and, with --label-as, the forms: each result's labels,
+        this person's, and whether its verdicts are hidden (blind until labelled, or revealed on request)."""
+        labels = labelview.labels_of_test(self.store, run_id, test_id)
+        grader = request.query_params.get("grader") or None
+        mine = {key: [x for x in found if x.label.by == self.label_as] for key, found in labels.items()}
+        next_query = urlencode({"after": test_id, **({"grader": grader} if grader else {})})
+        return {
+            "on": bool(self.label_as),
+            "by": self.label_as,
+            "token": self.token,
+            "labels": labels,
+            "mine": {key: found for key, found in mine.items() if found},
+            "reveal": request.query_params.get("reveal") == "1",
+            "grader": grader,
+            "graders": labelview.graders_of_test(self.store, run_id, test_id) if self.label_as else [],
+            "next": f"/runs/{quote(run_id, safe='')}/label?{next_query}",
+        }
+
+    def label_next(self, request: Request) -> Response:
+        """GET /runs/RUN/label: a redirect to the next test this person has not labelled (after ``after``,
+        for ``grader``), or a page saying every test is labelled. Changes nothing."""
+        if not self.label_as:
+            raise NotFoundError(LABELLING_OFF)
+        run_id = resolve_run(self.store, request.path_params["run_id"])
+        p = request.query_params
+        grader = p.get("grader") or None
+        found = labelview.next_unlabelled(self.store, run_id, by=self.label_as, grader=grader, after=p.get("after"))
+        if found.test_id is None:
+            return self.page("labelled.html", run_id=run_id, found=found, grader=grader, title=f"labelled: {run_id}")
+        query = f"?{urlencode({'grader': grader})}" if grader else ""
+        return RedirectResponse(
+            f"/runs/{quote(run_id, safe='')}/tests/{quote(found.test_id, safe='')}{query}", status_code=303
+        )
+
+    def record_label(self, run_ref: str, form: dict[str, str]) -> Response:
+        """POST /runs/RUN/label, after the origin and token checks: record the label as ``evalstore
+        label`` does, then show the test again (its verdicts now revealed)."""
+        assert self.label_as
+        run_id = resolve_run(self.store, run_ref)
+        test_id = form.get("test") or ""
+        if not test_id:
+            raise BadRequest("test: missing")
+        verdict = form.get("verdict")
+        if verdict not in ("pass", "fail", "skip"):
+            raise BadRequest(f"verdict: one of pass, fail, skip; got {verdict!r}")
+        grader = form.get("grader") or None
+        if grader is not None and grader not in labelview.graders_of_test(self.store, run_id, test_id):
+            raise BadRequest(f"grader: {grader!r} did not judge {test_id} in {run_id}")
+        back = {"grader": grader} if grader else {}
+        if verdict == "skip":
+            return RedirectResponse(
+                f"/runs/{quote(run_id, safe='')}/label?{urlencode({'after': test_id, **back})}", status_code=303
+            )
+        note = (form.get("note") or "").strip() or None
+        if note is not None and len(note) > MAX_NOTE:
+            raise BadRequest(f"note: at most {MAX_NOTE} characters, got {len(note)}")
+        attempt = _int(form, "attempt", 1, 1, 10**6)
+        section = _int(form, "section", 1, 1, 10**6)
+        record_labels(
+            self.store,
+            [
+                LabelInput(
+                    test=test_id,
+                    target=form.get("target") or None,
+                    attempt=attempt,
+                    verdict=verdict,
+                    grader=grader,
+                    note=note,
+                    by=self.label_as,
+                )
+            ],
+            run=run_id,
+        )
+        query = f"?{urlencode(back)}" if back else ""
+        return RedirectResponse(
+            f"/runs/{quote(run_id, safe='')}/tests/{quote(test_id, safe='')}{query}#label-{section}", status_code=303
         )
 
     def artifact(self, request: Request) -> Response:
@@ -295,8 +413,24 @@ class Viewer:
             b=b,
             link=link,
             chart=charts.deltas(rows),
+            agreement=self._agreement([a, b]),
             title=f"{a} vs {b}",
         )
+
+    def _agreement(self, run_ids: list[str]) -> labelview.PageAgreement | None:
+        """The runs' agreement with the labels of their transcripts (None without labels), kept while
+        neither the runs nor their labels change."""
+        key = (tuple(run_ids), labelview.labels_version(self.store, run_ids))
+        with self._lock:
+            if key in self._agreements:
+                self._agreements.move_to_end(key)
+                return self._agreements[key]
+        found = labelview.page_agreement(self.store, run_ids)
+        with self._lock:
+            self._agreements[key] = found
+            while len(self._agreements) > COMPARISONS_KEPT:
+                self._agreements.popitem(last=False)
+        return found
 
     def _compare_stats(self, a: str, b: str) -> browse.CompareStats:
         """The whole-run statistics of a comparison, kept while neither run's stream grows, so paging
@@ -320,31 +454,74 @@ class Viewer:
         return self.page("error.html", status=status, status_code=status, message=message, title=f"{status}")
 
 
-def create_app(store: EventStore, *, allowed_hosts: list[str] | None = None) -> Starlette:
+async def _form(request: Request) -> dict[str, str]:
+    """The label form's fields (URL-encoded, each once), refusing anything else or anything large."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/x-www-form-urlencoded":
+        raise PayloadError(415, f"expected a form (application/x-www-form-urlencoded), got {media or 'no type'}")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise PayloadError(413, f"the form is larger than {MAX_FORM_BYTES} bytes")
+    try:
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        raise BadRequest("the form is not UTF-8") from None
+    repeated = sorted(k for k, v in fields.items() if len(v) > 1)
+    if repeated:
+        raise BadRequest(f"fields given more than once: {', '.join(repeated)}")
+    return {k: v[0] for k, v in fields.items()}
+
+
+def create_app(store: EventStore, *, allowed_hosts: list[str] | None = None, label_as: str | None = None) -> Starlette:
     """The viewer over ``store``. ``allowed_hosts``: the Host headers it answers (others get 400), so a
-    web page elsewhere cannot reach it through DNS rebinding; default, the loopback names."""
-    viewer = Viewer(store)
+    web page elsewhere cannot reach it through DNS rebinding; default, the loopback names. ``label_as``:
+    the name labels from the test pages are recorded under; without it nothing can be recorded."""
+    viewer = Viewer(store, label_as=(label_as or "").strip() or None)
+
+    def failed(exc: Exception) -> Response:
+        if isinstance(exc, Forbidden):
+            return viewer.error(403, str(exc))
+        if isinstance(exc, PayloadError):
+            return viewer.error(exc.status, str(exc))
+        if isinstance(exc, BadRequest):
+            return viewer.error(400, str(exc))
+        if isinstance(exc, NotFoundError):
+            return viewer.error(404, str(exc))
+        if isinstance(exc, ReplayError):
+            return viewer.error(400, str(exc))
+        if isinstance(exc, StoreError):
+            return viewer.error(500, f"the store could not be read: {exc}")
+        raise exc
 
     def wrap(handler):  # type: ignore[no-untyped-def]
         def endpoint(request: Request) -> Response:
             try:
                 return handler(request)
-            except BadRequest as exc:
-                return viewer.error(400, str(exc))
-            except NotFoundError as exc:
-                return viewer.error(404, str(exc))
-            except ReplayError as exc:
-                return viewer.error(400, str(exc))
-            except StoreError as exc:
-                return viewer.error(500, f"the store could not be read: {exc}")
+            except (Forbidden, PayloadError, BadRequest, ReplayError, StoreError) as exc:
+                return failed(exc)
 
         return endpoint
+
+    async def label_post(request: Request) -> Response:
+        try:
+            why = cross_origin(request.headers, request.url.scheme, request.headers.get("host", ""))
+            if why:
+                raise Forbidden(f"refused: {why}")
+            form = await _form(request)
+            if not token_matches(form.get("token"), viewer.token):
+                raise Forbidden("refused: the form's token is missing or not this viewer's (reload the page)")
+            return await run_in_threadpool(viewer.record_label, request.path_params["run_id"], form)
+        except (Forbidden, PayloadError, BadRequest, ReplayError, StoreError) as exc:
+            return failed(exc)
 
     routes = [
         Route("/", wrap(viewer.home)),
         Route("/runs", wrap(viewer.runs)),
         Route("/runs/{run_id}", wrap(viewer.run)),
         Route("/runs/{run_id}/compare", wrap(viewer.run_compare)),
+        Route("/runs/{run_id}/label", wrap(viewer.label_next), methods=["GET"]),
         Route("/runs/{run_id}/snapshot/{sha256}", wrap(viewer.snapshot)),
         Route("/runs/{run_id}/artifacts/{sha256}", wrap(viewer.artifact)),
         Route("/runs/{run_id}/artifacts/{sha256}/view", wrap(viewer.artifact)),
@@ -353,13 +530,16 @@ def create_app(store: EventStore, *, allowed_hosts: list[str] | None = None) -> 
         Route("/compare/{a}/{b}", wrap(viewer.compare)),
         Mount("/static", StaticFiles(packages=[("evalstore.viewer", "static")]), name="static"),
     ]
+    if viewer.label_as:
+        routes.insert(0, Route("/runs/{run_id}/label", label_post, methods=["POST"]))
     hosts = allowed_hosts or ["127.0.0.1", "localhost", "[::1]", "::1"]
 
     async def not_found(request: Request, exc: Exception) -> Response:
         return viewer.error(404, f"no page at {request.url.path}")
 
     async def not_allowed(request: Request, exc: Exception) -> Response:
-        return Response("the viewer is read-only", status_code=405, headers={**page_headers(), "Allow": "GET, HEAD"})
+        message = "the viewer is read-only" + ("" if viewer.label_as else f"; {LABELLING_OFF}")
+        return Response(message, status_code=405, headers={**page_headers(), "Allow": "GET, HEAD"})
 
     return Starlette(
         routes=routes,

@@ -215,6 +215,11 @@ by, note`):
 `evalstore labels $RUN` lists them (`--all` with the ones a newer label replaced). Labels belong to
 the agent's answers (the recorded run), so they apply to every regrade of it.
 
+The same can be done in a browser: `evalstore view --label-as carol` adds a form to each test page
+(pass, fail or skip, about the whole answer or one grader, with a note) that records carol's label as
+`evalstore label` does. The page is blind too: the run's verdicts and other people's labels appear only
+once carol has labelled the answer, or asks to see them; "next unlabelled test" goes on from there.
+
 ## 3. Regrade with two prompt variants
 
 A replay never calls the agent: it regrades the recorded answers with the swapped prompt.
@@ -240,7 +245,8 @@ arithmetic variant passes {raw_ari} of all 40 answers; corrected for its measure
 {corr_ari}.
 
 Is the difference between the two variants more than noise? `compare` answers with an exact McNemar
-test on the labelled tests where only one of them is right:
+test on the labelled tests where only one of them is right (the viewer's compare page,
+`/compare/A/B`, shows both tables, agreement per grader and this test, under the run statistics):
 
 {pair}
 

@@ -1,6 +1,6 @@
 """The viewer in a real headless browser (Chromium from the distribution, driven by selenium), served by
-``evalstore view`` itself: follow a run to a test to a verdict, open a comparison, sort a table, and check
-that an agent's HTML does not run. Screenshots of the main pages go to a folder the test prints.
+``evalstore view`` itself: follow a run to a test to a verdict, open a comparison, sort a table, check
+that an agent's HTML does not run, and label answers through the page (``--label-as``). Screenshots of the main pages go to a folder the test prints.
 
 Skipped, with the reason shown, where no Chromium and chromedriver are installed (``.ci/run`` installs them).
 """
@@ -35,10 +35,10 @@ def serve() -> Iterator:
     """Start ``evalstore view`` on a store; yields (base URL), stops it after the test."""
     started: list[subprocess.Popen] = []
 
-    def start(db: str) -> str:
+    def start(db: str, *more: str) -> str:
         env = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
         proc = subprocess.Popen(
-            [str(EVALSTORE), "--db", db, "view", "--port", "0"],
+            [str(EVALSTORE), "--db", db, "view", "--port", "0", *more],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -175,3 +175,75 @@ def test_hostile_content_does_not_run(hostile: Hostile, serve, browser, shots: P
     # The HTML artifact opened directly is a sandboxed document: its script does not run there either.
     browser.get(f"{base}/runs/{hostile.run_id}/artifacts/{hostile.digests['report.html']}/view")
     assert browser.title != "owned"
+
+
+def _click(driver, element) -> None:  # type: ignore[no-untyped-def]
+    """Click a link or a form's button and wait for the next page to replace this one."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element("tag name", "html")
+    element.click()
+    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+
+
+def test_label_answers_through_the_page(quickstart_db: str, tmp_path: Path, serve, browser, shots: Path) -> None:
+    """With --label-as: start from the run page, label blind (no verdicts shown), see the verdicts after
+    labelling, skip one, follow "next unlabelled" to the end; the labels are in the store."""
+    import sqlite3
+
+    from selenium.webdriver.common.by import By
+
+    from evalstore.replay.labels import current_labels
+    from evalstore.store import EventStore
+
+    source = quickstart_db.removeprefix("sqlite:///")
+    copy = tmp_path / "labelled.db"  # a copy: the session's quickstart store stays unlabelled for the other tests
+    with sqlite3.connect(source) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)
+    db = f"sqlite:///{copy}"
+    store = EventStore.open(db)
+    recorded, replay = store.run_ids()
+    base = serve(db, "--label-as", "alice")
+
+    browser.get(f"{base}/runs/{replay}")
+    assert "labelling as alice" in browser.find_element(By.CSS_SELECTOR, "header.top").text
+    _click(browser, browser.find_element(By.ID, "start-labelling"))
+    assert browser.current_url == f"{base}/runs/{replay}/tests/q1-report"
+    # Blind: the answer is there, its verdicts are not.
+    assert browser.find_element(By.ID, "answer").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "div.verdict")
+    assert "verdict hidden" in browser.find_element(By.CSS_SELECTOR, "#result-1 h2").text
+    _shot(browser, shots, "6-label-blind")
+    form = browser.find_element(By.ID, "label-1")
+    form.find_element(By.NAME, "note").send_keys("the total is right")
+    _click(browser, form.find_element(By.CSS_SELECTOR, "button[value=pass]"))
+    # Back on the test, now labelled: the verdicts and the label are shown.
+    assert browser.current_url.startswith(f"{base}/runs/{replay}/tests/q1-report")
+    assert browser.find_elements(By.CSS_SELECTOR, "div.verdict")
+    assert "pass by alice" in browser.find_element(By.CSS_SELECTOR, "ul.labels").text
+    _shot(browser, shots, "7-label-recorded")
+
+    _click(browser, browser.find_element(By.ID, "next-unlabelled"))
+    assert browser.current_url == f"{base}/runs/{replay}/tests/q2-report"
+    _click(browser, browser.find_element(By.CSS_SELECTOR, "#label-1 button[value=skip]"))
+    assert browser.current_url == f"{base}/runs/{replay}/tests/q3-report"
+    form = browser.find_element(By.ID, "label-1")
+    form.find_element(By.NAME, "note").send_keys("West shows zero revenue")
+    _click(browser, form.find_element(By.CSS_SELECTOR, "button[value=fail]"))
+    _click(browser, browser.find_element(By.ID, "next-unlabelled"))
+    assert browser.current_url == f"{base}/runs/{replay}/tests/q2-report"  # the skipped one, last
+    _click(browser, browser.find_element(By.CSS_SELECTOR, "#label-1 button[value=pass]"))
+    _click(browser, browser.find_element(By.ID, "next-unlabelled"))
+    assert "Nothing left to label" in browser.page_source and "3 of 3" in browser.page_source
+
+    labels = {x.label.test_id: x.label for x in current_labels(store, recorded)}
+    assert {t: (lab.verdict, lab.by, lab.note) for t, lab in labels.items()} == {
+        "q1-report": ("pass", "alice", "the total is right"),
+        "q2-report": ("pass", "alice", None),
+        "q3-report": ("fail", "alice", "West shows zero revenue"),
+    }
+    browser.get(f"{base}/runs/{replay}/compare")
+    assert browser.find_element(By.ID, "agreement-table").find_elements(By.CSS_SELECTOR, "tbody tr")
+    _shot(browser, shots, "8-compare-agreement")
+    store.close()
