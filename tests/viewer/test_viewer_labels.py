@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from conftest import EVALSTORE
 from labelled_runs import add_run
 from markupsafe import escape
 from starlette.testclient import TestClient
+from viewer_helpers import EVALSTORE
 
 from evalstore.replay.analysis.agreement import agreement, agreement_difference
 from evalstore.replay.labels import LabelInput, current_labels, read_labels, record_labels
