@@ -53,6 +53,7 @@ PACKAGE_FOLDERS = [
     "cli",
     "store",
     "viewer",
+    "grader",
     *sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / "replay").rglob("__init__.py")),
 ]
 
