@@ -5,27 +5,12 @@ from __future__ import annotations
 
 import socket
 import webbrowser
-from pathlib import Path
 
 import click
 
-from evalstore.cli.context import db_url, open_store
+from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import note
-from evalstore.replay.errors import NotFoundError
-
-
-def _existing_store(url: str) -> None:
-    """The viewer only reads: a SQLite file that is not there is an error, not a new empty store."""
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    database = parsed.database or ""
-    is_file = parsed.get_backend_name() == "sqlite" and database not in ("", ":memory:")
-    if is_file and not database.startswith("file:") and not Path(database).expanduser().exists():
-        raise NotFoundError(
-            f"no store at {database}: `evalstore quickstart` makes one here, or point --db / EVALSTORE_DB at yours"
-        )
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -73,14 +58,12 @@ def view(ctx: click.Context, host: str, port: int, open_browser: bool, label_as:
     """
     import uvicorn
 
-    from evalstore.store.engine import resolve_url
     from evalstore.viewer import create_app
     from evalstore.viewer.security import is_local
 
     if label_as is not None and not label_as.strip():
         raise click.UsageError("--label-as: give the labeller's name")
-    _existing_store(resolve_url(db_url(ctx)))
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)  # the viewer only reads: never a new empty store
     local = is_local(host)
     if not local:
         note(
