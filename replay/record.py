@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -235,12 +235,7 @@ def _execute_locked(
     workdir: Path,
 ) -> RunOutcome:
     threshold = _threshold(suite, options)
-    grade_options = GradeOptions(
-        no_cache=options.grade.no_cache,
-        judge_target=options.grade.judge_target,
-        judge_model=options.grade.judge_model,
-        threshold=threshold,
-    )
+    grade_options = replace(options.grade, threshold=threshold)
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
     if on_start:
         on_start(run_id, len(suite.tests))

@@ -115,24 +115,21 @@ def grade_test(
 
 def _grade_one(spec, ctx: GradingContext) -> GraderResult:  # type: ignore[no-untyped-def]
     if ctx.transcript.missing and not isinstance(spec, AssertionSpec) and ctx.transcript.output_text is None:
-        return GraderResult(
-            score=0.0,
-            verdict="skip",
-            status="execution_error",
-            evidence=[f"cannot grade: {ctx.transcript.missing}"],
-            assertions=[Assertion(text=f"cannot grade: {ctx.transcript.missing}", passed=False)],
-        )
+        return _execution_error(f"cannot grade: {ctx.transcript.missing}")
     try:
         return make_grader(spec).grade(ctx)
     except Exception as exc:
-        message = f"grader {spec.name!r} failed: {type(exc).__name__}: {exc}"
-        return GraderResult(
-            score=0.0,
-            verdict="skip",
-            status="execution_error",
-            evidence=[message],
-            assertions=[Assertion(text=message, passed=False)],
-        )
+        return _execution_error(f"grader {spec.name!r} failed: {type(exc).__name__}: {exc}")
+
+
+def _execution_error(message: str) -> GraderResult:
+    return GraderResult(
+        score=0.0,
+        verdict="skip",
+        status="execution_error",
+        evidence=[message],
+        assertions=[Assertion(text=message, passed=False)],
+    )
 
 
 def _verdict_event(spec, result: GraderResult, ctx: GradingContext) -> VerdictRecorded:  # type: ignore[no-untyped-def]

@@ -58,24 +58,15 @@ class LlmGrader:
                 "targets file with a grader_target"
             )
         try:
-            target = pool.target(
-                grader_target=spec.target,
-                run_target=ctx.target or ctx.test.target or ctx.suite.target,
-                override_target=ctx.options.judge_target,
-                override_model=ctx.options.judge_model,
-            )
+            target = pool.for_grader(ctx, spec.target)
         except ReplayError as exc:
             return _execution_error(f"grader {spec.name!r}: {exc}")
-        unavailable: str | None = None
         try:
-            judge = pool.resolve(target)
+            judge, why = pool.resolve_or_cache_only(target)
         except ReplayError as exc:
-            # Without its key the judge cannot be called, but a recorded reply can still be reused.
-            unavailable = f"grader {spec.name!r}: {exc}"
-            try:
-                judge = target.resolve(pool.env, require_key=False)
-            except ReplayError:
-                return _execution_error(unavailable, grader_target=target.name)
+            return _execution_error(f"grader {spec.name!r}: {exc}", grader_target=target.name)
+        # Without its key the judge cannot be called, but a recorded reply can still be reused.
+        unavailable = f"grader {spec.name!r}: {why}" if why is not None else None
         if ctx.transcript.missing:
             return _execution_error(
                 f"grader {spec.name!r}: no transcript to grade ({ctx.transcript.missing})",

@@ -50,17 +50,8 @@ class TargetProxy:
         pool = self.ctx.judges
         if pool is None:
             raise ProxyUnavailable("no judge is configured for its target proxy")
-        target = pool.target(
-            grader_target=self.spec.target,
-            run_target=self.ctx.target or self.ctx.test.target or self.ctx.suite.target,
-            override_target=self.ctx.options.judge_target,
-            override_model=self.ctx.options.judge_model,
-        )
-        try:
-            return pool.resolve(target), pool.client, False
-        except ReplayError:
-            # Without its key the target cannot be called, but recorded replies can still be reused.
-            return target.resolve(pool.env, require_key=False), pool.client, True
+        judge, unavailable = pool.resolve_or_cache_only(pool.for_grader(self.ctx, self.spec.target))
+        return judge, pool.client, unavailable is not None
 
     @property
     def env(self) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -18,6 +18,9 @@ from evalstore.replay.errors import JudgeConfigError
 from evalstore.replay.grading.judge.client import JudgeClient, RetryPolicy
 from evalstore.replay.grading.judge.targets import DEFAULT_TIMEOUT, JUDGE_PROVIDERS, JudgeTarget, ResolvedJudge
 from evalstore.replay.targetsfile.loader import TargetsFile
+
+if TYPE_CHECKING:
+    from evalstore.replay.grading.graders.base import GradingContext
 
 DEFAULT_CONCURRENCY = 8
 ENV_TARGET_NAME = "judge"
@@ -112,6 +115,15 @@ class JudgePool:
                 )
         return self._lookup(name, run_target).with_model(override_model)
 
+    def for_grader(self, ctx: GradingContext, grader_target: str | None) -> JudgeTarget:
+        """The judge of one grader (its ``target:``) of the test ``ctx`` grades, with the run's overrides."""
+        return self.target(
+            grader_target=grader_target,
+            run_target=ctx.target or ctx.test.target or ctx.suite.target,
+            override_target=ctx.options.judge_target,
+            override_model=ctx.options.judge_model,
+        )
+
     def judges(self, *, excluding: str | None = None) -> list[str]:
         """The targets that can grade (providers that speak Chat Completions), but ``excluding``."""
         return [n for n in self._known() if n != excluding and self._can_grade(n)]
@@ -146,6 +158,15 @@ class JudgePool:
 
     def resolve(self, target: JudgeTarget) -> ResolvedJudge:
         return target.resolve(self.env)
+
+    def resolve_or_cache_only(self, target: JudgeTarget) -> tuple[ResolvedJudge, JudgeConfigError | None]:
+        """``target`` resolved for calling, or, when it cannot be called (its key is unset), resolved without
+        the key, with why: recorded replies can still be reused. Anything else that is wrong raises, with the
+        same error either way (the key is checked last)."""
+        try:
+            return self.resolve(target), None
+        except JudgeConfigError as exc:
+            return target.resolve(self.env, require_key=False), exc
 
     def close(self) -> None:
         self._http.close()
