@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,6 +40,12 @@ def result_key(test_id: str, target: str | None, attempt: int) -> ResultKey:
 def new_run_id(prefix: str) -> str:
     """Sortable and short: ``rec-20261122T163000-3fa9c1``."""
     return f"{prefix}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def completion_event_id(run_id: str) -> str:
+    """The one id of a run's ``run_completed``: a second completion (a resume, shards finishing together)
+    is then an idempotent no-op, not a duplicate."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:completed"))
 
 
 @dataclass

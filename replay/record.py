@@ -29,6 +29,7 @@ from evalstore.replay.material import (
     Tally,
     TestMaterial,
     case_event,
+    completion_event_id,
     info_from_transcript,
     load_run,
     new_run_id,
@@ -388,11 +389,4 @@ def _complete(store: EventStore, run_id: str, results: list[TestScored]) -> None
     tally = Tally()
     for scored in results:
         tally.add(scored)
-    # A fixed id per run: a second completion of the same run is a no-op, not a duplicate.
-    store.append(run_id, [NewEvent(tally.completed(), event_id=_completion_id(run_id))])
-
-
-def _completion_id(run_id: str) -> str:
-    import uuid
-
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:completed"))
+    store.append(run_id, [NewEvent(tally.completed(), event_id=completion_event_id(run_id))])

@@ -39,6 +39,7 @@ from evalstore.replay.material import (
     Tally,
     TestMaterial,
     case_event,
+    completion_event_id,
     load_run,
     new_run_id,
     transcript_info,
@@ -452,8 +453,7 @@ def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bo
         return False
     tally = Tally.from_counts(**counts)
     # Derived from the projections, so shards finishing together append identical, idempotent events.
-    event_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:completed"))
-    store.append(run_id, [NewEvent(tally.completed(), event_id)])
+    store.append(run_id, [NewEvent(tally.completed(), completion_event_id(run_id))])
     return True
 
 
