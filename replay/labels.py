@@ -184,6 +184,7 @@ def record_labels(
     """
     items = list(items)
     id_list = list(ids) if ids is not None else [None] * len(items)
+    bases: dict[str, str] = {}
     runs: dict[str, _Transcripts] = {}
     by_stream: dict[str, list[NewEvent]] = {}
     events: list[LabelRecorded] = []
@@ -193,7 +194,9 @@ def record_labels(
             ref = item.run or run
             if not ref:
                 raise LabelError("no run: give a `run` column or name the run on the command line")
-            base = label_run(store, ref)
+            if ref not in bases:
+                bases[ref] = label_run(store, ref)
+            base = bases[ref]
             if base not in runs:
                 runs[base] = _Transcripts(store, base)
             key, transcript = runs[base].match(item)
