@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
 from evalstore.replay.grading.answer import assemble, candidate_message, file_part, normalize_text, warning_line
-from evalstore.replay.labels import current_labels, default_labeller, label_run
+from evalstore.replay.labels import default_labeller, label_run, labelled_keys
 from evalstore.replay.material import ResultKey, TestMaterial, load_run
 from evalstore.store import EventStore
 from evalstore.store.errors import BlobNotFound
@@ -189,11 +189,7 @@ def pending(store: EventStore, run: str, *, by: str | None = None, grader: str |
     own = load_run(store, run_id)
     base = own if base_id == run_id else load_run(store, base_id)
     order = sorted(k for k in base.order if base.tests[k].transcript is not None) or sorted(own.order)
-    done = {
-        (lab.label.test_id, lab.label.target or "", lab.label.attempt)
-        for lab in current_labels(store, base_id)
-        if lab.label.by == who and (lab.label.grader or None) == (grader or None)
-    }
+    done = labelled_keys(store, base_id, by=who, grader=grader)
     return Queue(
         run_id=run_id,
         base_run_id=base_id,

@@ -231,6 +231,16 @@ def current_labels(store: EventStore, run_id: str) -> list[Label]:
     return [lab for lab in read_labels(store, run_id) if not lab.superseded]
 
 
+def labelled_keys(store: EventStore, run_id: str, *, by: str, grader: str | None) -> set[tuple[str, str, int]]:
+    """The results of a (transcript) run that ``by`` has a current label for, for ``grader`` (None: the
+    whole answer), keyed as runs pair results: (test id, target or "", attempt)."""
+    return {
+        (lab.label.test_id, lab.label.target or "", lab.label.attempt)
+        for lab in current_labels(store, run_id)
+        if lab.label.by == by and (lab.label.grader or None) == (grader or None)
+    }
+
+
 def all_labels(store: EventStore) -> Iterator[Label]:
     """Every label in the store, run by run (in the order runs started)."""
     for run_id in store.run_ids():
