@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from evalstore.replay.analysis.compare import key_label
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
 from evalstore.replay.grading.answer import assemble, candidate_message, file_part, normalize_text, warning_line
@@ -53,7 +54,7 @@ class Review:
     def name(self) -> str:
         """``test``, or ``test@target#attempt`` when the result needs them to be told apart."""
         test_id, target, attempt = self.key
-        return f"{test_id}{'@' + target if target else ''}{'#' + str(attempt) if attempt != 1 else ''}"
+        return key_label((test_id, target or None, attempt))
 
     @property
     def label_ref(self) -> str:
