@@ -17,10 +17,11 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from evalstore.replay.analysis.compare import key_label
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
 from evalstore.replay.grading.answer import assemble, candidate_message, file_part, normalize_text, warning_line
-from evalstore.replay.labels import current_labels, default_labeller, label_run
+from evalstore.replay.labels import default_labeller, label_run, labelled_keys
 from evalstore.replay.material import ResultKey, TestMaterial, load_run
 from evalstore.store import EventStore
 from evalstore.store.errors import BlobNotFound
@@ -53,7 +54,7 @@ class Review:
     def name(self) -> str:
         """``test``, or ``test@target#attempt`` when the result needs them to be told apart."""
         test_id, target, attempt = self.key
-        return f"{test_id}{'@' + target if target else ''}{'#' + str(attempt) if attempt != 1 else ''}"
+        return key_label((test_id, target or None, attempt))
 
     @property
     def label_ref(self) -> str:
@@ -189,11 +190,7 @@ def pending(store: EventStore, run: str, *, by: str | None = None, grader: str |
     own = load_run(store, run_id)
     base = own if base_id == run_id else load_run(store, base_id)
     order = sorted(k for k in base.order if base.tests[k].transcript is not None) or sorted(own.order)
-    done = {
-        (lab.label.test_id, lab.label.target or "", lab.label.attempt)
-        for lab in current_labels(store, base_id)
-        if lab.label.by == who and (lab.label.grader or None) == (grader or None)
-    }
+    done = labelled_keys(store, base_id, by=who, grader=grader)
     return Queue(
         run_id=run_id,
         base_run_id=base_id,

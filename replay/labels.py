@@ -184,6 +184,7 @@ def record_labels(
     """
     items = list(items)
     id_list = list(ids) if ids is not None else [None] * len(items)
+    bases: dict[str, str] = {}
     runs: dict[str, _Transcripts] = {}
     by_stream: dict[str, list[NewEvent]] = {}
     events: list[LabelRecorded] = []
@@ -193,7 +194,9 @@ def record_labels(
             ref = item.run or run
             if not ref:
                 raise LabelError("no run: give a `run` column or name the run on the command line")
-            base = label_run(store, ref)
+            if ref not in bases:
+                bases[ref] = label_run(store, ref)
+            base = bases[ref]
             if base not in runs:
                 runs[base] = _Transcripts(store, base)
             key, transcript = runs[base].match(item)
@@ -226,6 +229,16 @@ def read_labels(store: EventStore, run_id: str) -> list[Label]:
 
 def current_labels(store: EventStore, run_id: str) -> list[Label]:
     return [lab for lab in read_labels(store, run_id) if not lab.superseded]
+
+
+def labelled_keys(store: EventStore, run_id: str, *, by: str, grader: str | None) -> set[tuple[str, str, int]]:
+    """The results of a (transcript) run that ``by`` has a current label for, for ``grader`` (None: the
+    whole answer), keyed as runs pair results: (test id, target or "", attempt)."""
+    return {
+        (lab.label.test_id, lab.label.target or "", lab.label.attempt)
+        for lab in current_labels(store, run_id)
+        if lab.label.by == by and (lab.label.grader or None) == (grader or None)
+    }
 
 
 def all_labels(store: EventStore) -> Iterator[Label]:

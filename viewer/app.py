@@ -24,8 +24,9 @@ import math
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import parse_qs, quote, urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -150,6 +151,31 @@ def _int(params: Any, name: str, default: int, low: int, high: int) -> int:
     return value
 
 
+V = TypeVar("V")
+
+
+class _Kept(Generic[V]):
+    """The last few values computed, by key, shared between the request threads; the value is computed
+    outside the lock, so a slow one does not hold up other pages."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[Hashable, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, compute: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = compute()
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+        return value
+
+
 class Viewer:
     """The routes over one open store."""
 
@@ -160,9 +186,8 @@ class Viewer:
         """Put in every label form and checked on POST: a page elsewhere cannot read it, so cannot post."""
         self.env = _environment()
         self.env.globals.update(label_as=label_as)
-        self._compared: OrderedDict[tuple[str, str, int, int], browse.CompareStats] = OrderedDict()
-        self._agreements: OrderedDict[tuple, labelview.PageAgreement | None] = OrderedDict()
-        self._lock = threading.Lock()
+        self._compared: _Kept[browse.CompareStats] = _Kept(COMPARISONS_KEPT)
+        self._agreements: _Kept[labelview.PageAgreement | None] = _Kept(COMPARISONS_KEPT)
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = self.env.get_template(name).render(**context)
@@ -421,32 +446,13 @@ class Viewer:
         """The runs' agreement with the labels of their transcripts (None without labels), kept while
         neither the runs nor their labels change."""
         key = (tuple(run_ids), labelview.labels_version(self.store, run_ids))
-        with self._lock:
-            if key in self._agreements:
-                self._agreements.move_to_end(key)
-                return self._agreements[key]
-        found = labelview.page_agreement(self.store, run_ids)
-        with self._lock:
-            self._agreements[key] = found
-            while len(self._agreements) > COMPARISONS_KEPT:
-                self._agreements.popitem(last=False)
-        return found
+        return self._agreements.get(key, lambda: labelview.page_agreement(self.store, run_ids))
 
     def _compare_stats(self, a: str, b: str) -> browse.CompareStats:
         """The whole-run statistics of a comparison, kept while neither run's stream grows, so paging
         through its changed tests reads only each page."""
         key = (a, b, self.store.stream_version(a), self.store.stream_version(b))
-        with self._lock:
-            stats = self._compared.get(key)
-            if stats is not None:
-                self._compared.move_to_end(key)
-                return stats
-        stats = browse.compare_stats(self.store, a, b)
-        with self._lock:
-            self._compared[key] = stats
-            while len(self._compared) > COMPARISONS_KEPT:
-                self._compared.popitem(last=False)
-        return stats
+        return self._compared.get(key, lambda: browse.compare_stats(self.store, a, b))
 
     # --- errors ----------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from evalstore.replay.analysis.agreement import (
     agreement,
     agreement_difference,
 )
-from evalstore.replay.labels import Label, current_labels, label_run, label_stream
+from evalstore.replay.labels import Label, current_labels, label_run, label_stream, labelled_keys
 from evalstore.replay.material import ResultKey, load_results, result_key
 from evalstore.store import EventStore
 from evalstore.store.events import TranscriptRecorded
@@ -53,11 +53,7 @@ def next_unlabelled(
         for ev in (s.event for s in store.read_stream(base, types=[TranscriptRecorded.type]))
         if isinstance(ev, TranscriptRecorded)
     )
-    done = {
-        result_key(lab.label.test_id, lab.label.target, lab.label.attempt)
-        for lab in current_labels(store, base)
-        if lab.label.by == by and (lab.label.grader or None) == (grader or None)
-    }
+    done = labelled_keys(store, base, by=by, grader=grader)
     todo = [k for k in keys if k not in done]
     later = [k for k in todo if after is not None and k[0] > after]
     chosen = (later or todo)[:1]
