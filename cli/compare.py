@@ -21,6 +21,7 @@ from evalstore.replay.analysis.compare import (
 )
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
+from evalstore.replay.labels import current_labels, label_run
 from evalstore.replay.material import load_results, load_scores
 from evalstore.store import EventStore
 
@@ -173,7 +174,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
     if cluster_by:
         from evalstore.replay.analysis.variants import cluster_labels, compare_variants
 
-        clusters = cluster_labels(store, [_label_run(store, a), a, b], cluster_by)
+        clusters = cluster_labels(store, [label_run(store, a), a, b], cluster_by)
         extra["clustered"] = compare_variants(results_a, [results_b], clusters=clusters, cluster_by=cluster_by).rows[0]
     emit_comparison(comparison, store, as_json=as_json, html_path=html_path, extra=extra)
     if fail_on:
@@ -183,17 +184,9 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
             sys.exit(EXIT_FAILED)
 
 
-def _label_run(store, run_id: str) -> str:  # type: ignore[no-untyped-def]
-    from evalstore.replay.labels import label_run
-
-    return label_run(store, run_id)
-
-
 def _labels_for(store, ids: list[str]) -> list:  # type: ignore[no-untyped-def]
     """The current labels of the runs' transcripts, when all the runs regrade the same recorded run."""
-    from evalstore.replay.labels import current_labels
-
-    bases = {_label_run(store, r) for r in ids}
+    bases = {label_run(store, r) for r in ids}
     return current_labels(store, bases.pop()) if len(bases) == 1 else []
 
 
@@ -207,7 +200,7 @@ def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: 
     from evalstore.replay.analysis.variants import cluster_labels, compare_variants
 
     base, variants = ids[0], ids[1:]
-    clusters = cluster_labels(store, [_label_run(store, base), *ids], cluster_by) if cluster_by else None
+    clusters = cluster_labels(store, [label_run(store, base), *ids], cluster_by) if cluster_by else None
     report = compare_variants(
         load_scores(store, base),
         [load_scores(store, v) for v in variants],

@@ -18,7 +18,7 @@ from evalstore.replay.analysis.agreement import (
     agreement_difference,
 )
 from evalstore.replay.labels import Label, current_labels, label_run, label_stream, labelled_keys
-from evalstore.replay.material import ResultKey, load_results, result_key
+from evalstore.replay.material import ResultKey, load_scores, result_key
 from evalstore.store import EventStore
 from evalstore.store.events import TranscriptRecorded
 
@@ -81,7 +81,8 @@ def page_agreement(store: EventStore, run_ids: list[str]) -> PageAgreement | Non
     labels = current_labels(store, base)
     if not labels:
         return None
-    results = [load_results(store, r) for r in dict.fromkeys(run_ids)]
+    # Agreement needs verdicts and scores only: the projections, as `evalstore agreement` reads them.
+    results = [load_scores(store, r) for r in dict.fromkeys(run_ids)]
     report = agreement(base, labels, results)
     differences = agreement_difference(labels, results[0], results[1]) if len(results) == 2 else []
     return PageAgreement(base, report, differences)
