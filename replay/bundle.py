@@ -140,14 +140,14 @@ def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
     by_stream = _events(events_path, raw, manifest)
     blobs = _blobs(directory, manifest)
     for rows in by_stream.values():
-        for line, row in rows:
-            missing = blob_refs(json.loads(row["payload"])) - blobs.keys()
+        for line, _, refs in rows:
+            missing = refs - blobs.keys()
             if missing:
                 raise BundleError(f"{events_path}:{line}: names blob {sorted(missing)[0]}, which the bundle lacks")
     present = [s for s in by_stream if store.stream_version(s) > 0]
     for stream_id in present:
         stored = [(e.event_id, e.payload_json) for e in store.read_stream(stream_id)]
-        if stored != [(row["event_id"], row["payload"]) for _, row in by_stream[stream_id]]:
+        if stored != [(row["event_id"], row["payload"]) for _, row, _ in by_stream[stream_id]]:
             raise BundleError(
                 f"run {stream_id} is already in this store with other events; the bundle cannot be imported here"
             )
@@ -155,10 +155,10 @@ def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
         for stream_id, rows in by_stream.items():
             if stream_id in present:
                 continue
-            needed = {d for _, row in rows for d in blob_refs(json.loads(row["payload"]))}
+            needed = {d for _, _, refs in rows for d in refs}
             store.append_copies(
                 stream_id,
-                [(row["event_id"], row["type"], row["schema_version"], row["payload"]) for _, row in rows],
+                [(row["event_id"], row["type"], row["schema_version"], row["payload"]) for _, row, _ in rows],
                 blobs={d: blobs[d] for d in needed},
             )
     except StoreError as exc:
@@ -190,8 +190,13 @@ def _manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
-def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    by_stream: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+EventRow = tuple[int, dict[str, Any], set[str]]
+"""An event line of a bundle: (line number, the event's fields, the blobs its payload names)."""
+
+
+def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[EventRow]]:
+    """Each stream's event rows, every payload parsed (and its blobs found) once, here."""
+    by_stream: dict[str, list[EventRow]] = {}
     for line, text in enumerate(raw.decode("utf-8").splitlines(), start=1):
         where = f"{path}:{line}"
         try:
@@ -212,7 +217,7 @@ def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[
             raise
         except (TypeError, ValueError, StoreError) as exc:
             raise BundleError(f"{where}: not a valid {row['type']!r} event ({str(exc).splitlines()[0]})") from None
-        rows.append((line, row))
+        rows.append((line, row, blob_refs(payload)))
     expected = [(s.get("stream_id"), s.get("events")) for s in manifest["streams"] if isinstance(s, dict)]
     if expected != [(s, len(r)) for s, r in by_stream.items()]:
         raise BundleError(f"{path}: its streams and event counts are not the manifest's")

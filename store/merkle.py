@@ -31,17 +31,21 @@ def event_leaf(event_hash_hex: str) -> bytes:
     return leaf_hash(bytes.fromhex(event_hash_hex))
 
 
+def _level_above(below: list[bytes]) -> list[bytes]:
+    """The next level up: neighbours paired, an odd last node carried up unchanged."""
+    above = [node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
+    if len(below) % 2:
+        above.append(below[-1])
+    return above
+
+
 class MerkleTree:
     """Every level of the tree over ``leaves`` (leaf hashes), kept for proofs: about 2n hashes of 32 bytes."""
 
     def __init__(self, leaves: Sequence[bytes]) -> None:
         levels = [list(leaves)]
         while len(levels[-1]) > 1:
-            below = levels[-1]
-            above = [node_hash(below[i], below[i + 1]) for i in range(0, len(below) - 1, 2)]
-            if len(below) % 2:
-                above.append(below[-1])
-            levels.append(above)
+            levels.append(_level_above(levels[-1]))
         self.levels = levels
 
     @property
@@ -72,10 +76,7 @@ def root_of(leaves: Sequence[bytes]) -> bytes:
     if not level:
         return _sha256(b"").digest()
     while len(level) > 1:
-        above = [node_hash(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            above.append(level[-1])
-        level = above
+        level = _level_above(level)
     return level[0]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, update
 from sqlalchemy.engine import Connection
 
 from evalstore.store import bulk, schema
@@ -193,13 +193,3 @@ def _write(conn: Connection, dialect, table: str, rows: list[dict]) -> None:  # 
 def clear(conn: Connection) -> None:
     for tbl in schema.PROJECTION_TABLES:
         conn.execute(delete(tbl))
-
-
-def read_all(conn: Connection) -> dict[str, dict[tuple, dict]]:
-    """The projection tables as they are, in the same shape as :func:`fold` builds."""
-    state: dict[str, dict[tuple, dict]] = {}
-    for name, tbl in TABLES.items():
-        rows = state.setdefault(name, {})
-        for row in conn.execute(select(tbl)).mappings():
-            rows[tuple(row[k] for k in KEYS[name])] = dict(row)
-    return state

@@ -482,15 +482,7 @@ class EventStore:
         r, v = schema.results, schema.verdicts
         query = (
             select(*[r.c[c] for c in self.RESULT_COLUMNS], *[v.c[c] for c in self.VERDICT_COLUMNS])
-            .select_from(
-                r.outerjoin(
-                    v,
-                    (v.c.run_id == r.c.run_id)
-                    & (v.c.test_id == r.c.test_id)
-                    & (v.c.target == r.c.target)
-                    & (v.c.attempt == r.c.attempt),
-                )
-            )
+            .select_from(r.outerjoin(v, (v.c.run_id == r.c.run_id) & _same_result(r, v)))
             .where(r.c.run_id == run_id)
             .order_by(r.c.test_id, r.c.target, r.c.attempt, v.c.grader)
         )
@@ -565,13 +557,7 @@ class EventStore:
             escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             conditions.append(r.c.test_id.like(f"%{escaped}%", escape="\\"))
         if grader:
-            match = [
-                v.c.run_id == r.c.run_id,
-                v.c.test_id == r.c.test_id,
-                v.c.target == r.c.target,
-                v.c.attempt == r.c.attempt,
-                v.c.grader == grader,
-            ]
+            match = [v.c.run_id == r.c.run_id, _same_result(r, v), v.c.grader == grader]
             if grader_verdict:
                 match.append(v.c.verdict == grader_verdict)
             conditions.append(select(v.c.grader).where(*match).exists())

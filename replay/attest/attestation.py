@@ -29,7 +29,7 @@ from evalstore.replay.attest import note
 from evalstore.replay.attest.keys import VerifierKey
 from evalstore.replay.errors import AttestationError, AttestationFormatError, NotFoundError
 from evalstore.store import EventStore, StoredEvent
-from evalstore.store.codec import digest_json, event_hash
+from evalstore.store.codec import digest_json
 from evalstore.store.events import (
     LOG_STREAM,
     CheckpointRecorded,
@@ -236,18 +236,8 @@ def verify_attestation(doc: Any, key: VerifierKey) -> AttestationCheck:
 
 def _check_event(raw: dict[str, Any], run_id: str, checkpoint: note.Checkpoint) -> None:
     seq = raw["seq"]
-    computed = event_hash(
-        raw["prev_hash"],
-        seq=seq,
-        event_id=raw["event_id"],
-        stream_id=raw["stream_id"],
-        stream_version=raw["stream_version"],
-        type=raw["type"],
-        schema_version=raw["schema_version"],
-        payload=raw["payload"],
-        recorded_at=raw["recorded_at"],
-    )
-    if computed != raw["hash"]:
+    envelope = StoredEvent(**{("payload_json" if f == "payload" else f): raw[f] for f in ENVELOPE_FIELDS})
+    if envelope.computed_hash(raw["prev_hash"]) != raw["hash"]:
         raise _Failed(f"event seq {seq}: its content does not match its hash (altered)")
     if raw["stream_id"] != run_id:
         raise _Failed(f"event seq {seq} belongs to {raw['stream_id']}, not run {run_id}")
