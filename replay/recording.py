@@ -11,6 +11,7 @@ from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import sha256_hex
 from evalstore.store.errors import BlobNotFound
 from evalstore.store.events import DomainEvent, GraderCalled, PreprocessingRecorded
+from evalstore.store.projections import reusable_outcome
 
 _REUSABLE_CONVERSIONS = ("converted", "read_as_text")
 
@@ -32,7 +33,7 @@ def reusable_judge_call(event: DomainEvent, cache_key: str) -> bool:
         isinstance(event, GraderCalled)
         and event.call == "judge"
         and event.cache_key == cache_key
-        and (event.outcome == "ok" or (event.outcome == "parse_error" and event.parse_attempt is not None))
+        and reusable_outcome(event.outcome, event.parse_attempt)
         and not event.cache_hit
         and event.reply_sha256 is not None
     )

@@ -101,11 +101,15 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
     return []
 
 
-def _reusable_call(p: dict[str, Any]) -> bool:
+def reusable_outcome(outcome: str, parse_attempt: int | None) -> bool:
     """A reply that answers its request again: an ok one, or (for calls keyed per parse attempt) one that
-    did not parse, so a replay repeats the attempts without asking."""
-    outcome = p.get("outcome", "ok")
-    return outcome == "ok" or (outcome == "parse_error" and p.get("parse_attempt") is not None)
+    did not parse, so a replay repeats the attempts without asking. The one rule for the ``judge_cache``
+    projection and for calls not yet stored (``replay.recording``)."""
+    return outcome == "ok" or (outcome == "parse_error" and parse_attempt is not None)
+
+
+def _reusable_call(p: dict[str, Any]) -> bool:
+    return reusable_outcome(p.get("outcome", "ok"), p.get("parse_attempt"))
 
 
 def _result_key(run_id: str, p: dict[str, Any]) -> dict[str, Any]:
