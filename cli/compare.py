@@ -155,13 +155,15 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
     """
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: A B, or BASE V1 V2 ...")
+
     store = open_store(ctx, create=False)
     ids = [resolve_run(store, r) for r in runs]
-    labels = _labels_for(store, ids)
+    bases = [label_run(store, r) for r in ids]  # the run holding each run's transcripts (and labels)
+    labels = _labels_for(store, bases)
     if len(ids) > 2:
         if test_id or fail_on or html_path:
             raise UsageError("--test, --fail-on-regression and --html compare two runs; give only A and B")
-        _compare_many(store, ids, cluster_by=cluster_by, labels=labels, as_json=as_json)
+        _compare_many(store, ids, bases[0], cluster_by=cluster_by, labels=labels, as_json=as_json)
         return
     a, b = ids
     results_a, results_b = load_scores(store, a), load_scores(store, b)
@@ -174,7 +176,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
     if cluster_by:
         from evalstore.replay.analysis.variants import cluster_labels, compare_variants
 
-        clusters = cluster_labels(store, [label_run(store, a), a, b], cluster_by)
+        clusters = cluster_labels(store, [bases[0], a, b], cluster_by)
         extra["clustered"] = compare_variants(results_a, [results_b], clusters=clusters, cluster_by=cluster_by).rows[0]
     emit_comparison(comparison, store, as_json=as_json, html_path=html_path, extra=extra)
     if fail_on:
@@ -184,10 +186,10 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
             sys.exit(EXIT_FAILED)
 
 
-def _labels_for(store, ids: list[str]) -> list:  # type: ignore[no-untyped-def]
+def _labels_for(store, bases: list[str]) -> list:  # type: ignore[no-untyped-def]
     """The current labels of the runs' transcripts, when all the runs regrade the same recorded run."""
-    bases = {label_run(store, r) for r in ids}
-    return current_labels(store, bases.pop()) if len(bases) == 1 else []
+    family = set(bases)
+    return current_labels(store, family.pop()) if len(family) == 1 else []
 
 
 def _p(x: float | None) -> str:
@@ -196,11 +198,11 @@ def _p(x: float | None) -> str:
     return "<0.0001" if x < 1e-4 else f"{x:.4g}"  # a normal tail underflows to 0; it is never exactly 0
 
 
-def _compare_many(store, ids, *, cluster_by, labels, as_json) -> None:  # type: ignore[no-untyped-def]
+def _compare_many(store, ids, base_transcripts, *, cluster_by, labels, as_json) -> None:  # type: ignore[no-untyped-def]
     from evalstore.replay.analysis.variants import cluster_labels, compare_variants
 
     base, variants = ids[0], ids[1:]
-    clusters = cluster_labels(store, [label_run(store, base), *ids], cluster_by) if cluster_by else None
+    clusters = cluster_labels(store, [base_transcripts, *ids], cluster_by) if cluster_by else None
     report = compare_variants(
         load_scores(store, base),
         [load_scores(store, v) for v in variants],

@@ -9,7 +9,7 @@ from evalstore.cli.compare import print_comparison
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar
-from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
+from evalstore.cli.results import print_scored, scored_rows
 from evalstore.replay import quickstart as qs
 from evalstore.replay.analysis.audit import audit_test
 from evalstore.replay.analysis.compare import compare as compare_runs
@@ -50,7 +50,7 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
         run = qs.record(store, p, progress=bar.advance, on_start=lambda _id, n: bar.start(n))
     print_scored(
         f"recorded run {run.run_id}",
-        scored_rows(run.results, grader_scores(store, run.run_id), score_notes(store, run.run_id)),
+        scored_rows(store, run.run_id, run.results),
     )
     click.echo(
         "The workbook grader scored 0: the suite has no .xlsx converter, so graders saw the file only as\n"
@@ -65,7 +65,7 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
         replay = qs.regrade(store, p, run.run_id, progress=bar.advance, on_start=lambda _id, n, _d, _u: bar.start(n))
     print_scored(
         f"replay {replay.run_id} (parent {run.run_id})",
-        scored_rows(replay.results, grader_scores(store, replay.run_id), score_notes(store, replay.run_id)),
+        scored_rows(store, replay.run_id, replay.results),
     )
 
     _step("3. comparing the regrade with the original")
@@ -98,10 +98,8 @@ def _quickstart_json(store, p) -> None:  # type: ignore[no-untyped-def]
             "run_id": run.run_id,
             "replay_id": replay.run_id,
             "llm_grader": p.with_judge,
-            "recorded": scored_rows(run.results, grader_scores(store, run.run_id), score_notes(store, run.run_id)),
-            "replayed": scored_rows(
-                replay.results, grader_scores(store, replay.run_id), score_notes(store, replay.run_id)
-            ),
+            "recorded": scored_rows(store, run.run_id, run.results),
+            "replayed": scored_rows(store, replay.run_id, replay.results),
             "comparison": compare_runs(load_scores(store, run.run_id), load_scores(store, replay.run_id)).to_dict(),
             "audit": audit_test(store, replay.run_id, test_id),
         }

@@ -12,7 +12,7 @@ from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
-from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
+from evalstore.cli.results import print_scored, scored_rows
 from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
@@ -221,7 +221,7 @@ def replay(
         if html_path:
             emit_comparison(comparison, store, as_json=False, html_path=html_path)
     else:
-        rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id), score_notes(store, outcome.run_id))
+        rows = scored_rows(store, outcome.run_id, outcome.results)
         print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
         click.echo(
             f"code graders: {reuse['code_ran']} run, {reuse['code_reused']} reused from recorded executions; "

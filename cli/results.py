@@ -8,10 +8,10 @@ from evalstore.cli.output import fmt_score, print_table
 from evalstore.store.events import TestScored
 
 
-def scored_rows(
-    results: list[TestScored], graders: dict[tuple, dict[str, float]], notes: dict[tuple, str] | None = None
-) -> list[dict]:
-    notes = notes or {}
+def scored_rows(store, run_id: str, results: list[TestScored]) -> list[dict]:  # type: ignore[no-untyped-def]
+    """``results`` of the run ``run_id`` as rows, with each one's grader scores and score note read from the store."""
+    graders = grader_scores(store, run_id)
+    notes = score_notes(store, run_id)
     return [
         {
             "test_id": r.test_id,

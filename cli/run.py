@@ -11,7 +11,7 @@ from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
-from evalstore.cli.results import grader_scores, print_scored, score_notes, scored_rows
+from evalstore.cli.results import print_scored, scored_rows
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.grading.graders.base import GradeOptions
 from evalstore.replay.record import RunOptions, record_run, resume_run
@@ -107,7 +107,7 @@ def run(
             outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
     for warning in outcome.warnings:
         note(f"warning: {warning}")
-    rows = scored_rows(outcome.results, grader_scores(store, outcome.run_id), score_notes(store, outcome.run_id))
+    rows = scored_rows(store, outcome.run_id, outcome.results)
     failed = [r for r in rows if not r["passed"]]
     if as_json:
         print_json({"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows})

@@ -11,17 +11,15 @@ outside the roots is recorded as refused, with the reason and the flag that woul
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
+from evalstore.replay.agentv.rows import resolve_path
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]+://")
 REFUSED_HINT = "pass --files-root DIR to allow files under DIR"
 
 
@@ -49,26 +47,11 @@ class FileAccess:
         return replace(f, resolved=found)
 
     def _find(self, ref: str, workspace: str | None, target: str | None) -> Path | None:
-        if ref.startswith("file://"):
-            candidates = [Path(unquote(urlparse(ref).path))]
-        elif _SCHEME.match(ref):
-            return None  # a remote URL: nothing to read (AgentV cannot preprocess it either)
-        elif Path(ref).is_absolute():
-            candidates = [Path(ref)]
-        else:
-            bases = [Path(workspace)] if workspace else []
-            if target in self.target_cwds:
-                bases.append(self.target_cwds[target])
-            bases.append(self.cwd)
-            candidates = [base / ref for base in bases]
-        for candidate in candidates:
-            try:
-                real = candidate.resolve()
-            except (OSError, RuntimeError):
-                continue
-            if real.is_file():
-                return real
-        return None
+        bases = [Path(workspace)] if workspace else []
+        if target in self.target_cwds:
+            bases.append(self.target_cwds[target])
+        bases.append(self.cwd)
+        return resolve_path(ref, bases)
 
     def guard(self, item: ImportedTest) -> ImportedTest:
         files = [self.resolve(f, item.workspace_path, item.target) for f in item.files]
