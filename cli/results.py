@@ -11,6 +11,8 @@ from evalstore.store.events import TestScored
 def scored_rows(store, run_id: str, results: list[TestScored]) -> list[dict]:  # type: ignore[no-untyped-def]
     """``results`` of the run ``run_id`` as rows, with each one's grader scores and score note read from the store."""
     graders = grader_scores(store, run_id)
+    from evalstore.replay.analysis.views import score_notes
+
     notes = score_notes(store, run_id)
     return [
         {
@@ -63,19 +65,6 @@ def print_scored(title: str, rows: list[dict]) -> None:
 def pass_cell(passed: bool, status: str) -> str:
     """yes / no, or error when a grader failed to run (the score then leaves that grader out)."""
     return "error" if status == "execution_error" else "yes" if passed else "no"
-
-
-def score_notes(store, run_id: str) -> dict[tuple, str]:  # type: ignore[no-untyped-def]
-    """Per result (test_id, target, attempt): why it scored what it did, where the grader scores do not say it."""
-    from evalstore.replay.grading.scoring import explain_score
-    from evalstore.replay.material import load_results
-
-    notes = {}
-    for (test_id, target, attempt), result in load_results(store, run_id).results.items():
-        note = explain_score(result.verdicts.values(), result.scored.threshold)
-        if note:
-            notes[(test_id, target or "", attempt)] = note
-    return notes
 
 
 def grader_scores(store, run_id: str) -> dict[tuple, dict[str, float]]:  # type: ignore[no-untyped-def]

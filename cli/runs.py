@@ -97,13 +97,13 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
       evalstore show rpl-2026 --json
       evalstore show imp-5159 --all | grep quality_failure
     """
-    from evalstore.cli.results import pass_cell, score_notes  # loads the event catalogue: only show needs it
+    from evalstore.cli.results import pass_cell
 
     store = open_store(ctx, create=False)
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
     skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []
-    notes = score_notes(store, run_id)
+    notes = views.score_notes(store, run_id)
     results = views.iter_results(store, run_id)
     if as_json:
         _show_json(summary, results, skipped, notes)

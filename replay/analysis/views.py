@@ -214,3 +214,37 @@ def iter_results(store: EventStore, run_id: str) -> Iterator[ResultRow]:
 
 def run_results(store: EventStore, run_id: str) -> list[ResultRow]:
     return list(iter_results(store, run_id))
+
+
+def score_notes(store: EventStore, run_id: str) -> dict[tuple, str]:
+    """Per result ``(test_id, target or "", attempt)``: why it scored what it did, where its graders' scores
+    do not say it (``scoring.explain_score``). Read from the projections; the verdict events are decoded
+    only for the results a note can apply to: a grader that failed to run or was skipped, or a score of 0
+    with a failed grader (a required gate)."""
+    from evalstore.replay.grading.scoring import explain_score
+    from evalstore.replay.material import load_scores
+
+    run = load_scores(store, run_id)
+    candidates = [
+        key
+        for key, r in run.results.items()
+        if any(v.status == "execution_error" or v.verdict == "skip" for v in r.verdicts.values())
+        or (r.scored.score == 0 and any(v.verdict == "fail" for v in r.verdicts.values()))
+    ]
+    if not candidates or run.details is None:
+        return {}
+    verdicts = run.details(candidates)
+    wanted = set(candidates)
+    scored_ids = {
+        (r["test_id"], r["target"] or None, r["attempt"]): r["event_id"]
+        for r in store.query("results", run_id=run_id)
+        if (r["test_id"], r["target"] or None, r["attempt"]) in wanted
+    }
+    scored = store.get_events(scored_ids.values())
+    notes = {}
+    for key in candidates:
+        threshold = scored[scored_ids[key]].event.threshold  # type: ignore[attr-defined]
+        note = explain_score(verdicts.get(key, {}).values(), threshold)
+        if note:
+            notes[(key[0], key[1] or "", key[2])] = note
+    return notes

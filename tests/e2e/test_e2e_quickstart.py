@@ -99,3 +99,16 @@ def test_the_quickstarts_replay_replayed_again_unchanged_flips_nothing(tmp_path:
     }
     shown = ok_json(cli(db, "show", again["run_id"], "--json"))["results"]
     assert {r["test_id"]: (r["score"], r["passed"]) for r in shown} == scores
+
+
+def test_show_says_which_required_grader_set_a_score_to_zero(tmp_path: Path) -> None:
+    assert _quickstart(tmp_path).returncode == 0
+    db = f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}"
+    _recorded, replay = _runs(tmp_path)
+    rows = {r["test_id"]: r for r in ok_json(cli(db, "show", replay["run_id"], "--json"))["results"]}
+    # q3's graders score 1.000, 1.000 and 0.750, and the test 0: the workbook grader is required.
+    assert rows["q3-report"]["score"] == 0
+    assert rows["q3-report"]["note"].startswith("required grader workbook scored 0.750, below its gate")
+    assert rows["q1-report"]["note"] == ""
+    table = cli(db, "show", replay["run_id"])
+    assert "required grader workbook" in table.stdout
