@@ -147,6 +147,14 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn):  # type: ignore[no-untyped-def]
         immediate = conn.get_execution_options().get(IMMEDIATE, False)
+        # An append runs each row's INSERT as a statement that the append-only triggers may abort, so
+        # SQLite journals the pages it changes; at 16 KB pages that journal spilled to a temporary file
+        # for every row (an import of 100 MB wrote 6 GB to such files). Appends keep it in memory (one
+        # row's pages); reads keep SQLite's default, under which large sorts may use temporary files.
+        temp_store = "MEMORY" if immediate else "DEFAULT"
+        if conn.info.get("temp_store") != temp_store:  # the setting stays with the pooled DBAPI connection
+            conn.exec_driver_sql(f"PRAGMA temp_store={temp_store}")
+            conn.info["temp_store"] = temp_store
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 

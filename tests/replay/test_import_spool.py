@@ -53,3 +53,14 @@ def test_superseded_results_and_bad_lines_keep_positional_ids(store, tmp_path: P
 
     again = import_results(store, path, skip_bad=True)
     assert again.already_imported and again.run_id == outcome.run_id
+
+
+def test_event_ids_are_uuid5_of_the_run_position_and_kind() -> None:
+    """Imported ids are uuid5 names: stores written before ids were computed without ``uuid.uuid5`` hold them."""
+    import uuid
+
+    for run_id in ("imp-5159723ac5725084", "check", "imp-é"):
+        ids = EventIds(run_id)
+        for n in (0, 1, 9, 10, 12345, 10**9):
+            for kind in ("started", "case", "artifact", "transcript", "verdict", "scored", "skip", "completed"):
+                assert ids.id(n, kind) == str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:{n}:{kind}"))

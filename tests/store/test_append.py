@@ -143,3 +143,20 @@ def test_reuse_indexes_keep_the_first_event_for_a_key(store: EventStore) -> None
     assert store.lookup("judge_cache", call_a.payload["cache_key"]) == call_a
     assert store.lookup("conversions", pre_a.payload["fingerprint"]) == pre_a
     assert store.lookup("judge_cache", "0" * 64) is None
+
+
+def test_sqlite_appends_journal_in_memory_and_reads_keep_the_default(sqlite_store: EventStore) -> None:
+    """Each row an append inserts has a statement journal; at 16 KB pages it spilled to a temporary
+    file per row. Write transactions keep it in memory; reads (whose sorts may be large) do not."""
+    from evalstore.store.engine import IMMEDIATE
+
+    engine = sqlite_store.engine
+
+    def temp_store(immediate: bool) -> int:
+        with engine.connect().execution_options(**{IMMEDIATE: immediate}) as conn, conn.begin():
+            return int(conn.exec_driver_sql("PRAGMA temp_store").scalar_one())
+
+    # One pooled connection serves all three: the setting follows the transaction, not the connection.
+    assert [temp_store(False), temp_store(True), temp_store(False)] == [0, 2, 0]
+    sqlite_store.append("a", [_started("a")])
+    assert temp_store(False) == 0
