@@ -1,15 +1,16 @@
 """The import's validation pass: every result built and encoded as it will be written, and repeats resolved.
 
 A bad line aborts the import here, before anything is written (or, with ``--skip-bad``, is left out).
-What the pass builds is kept (:class:`Spool`, in a private temporary SQLite file, so memory stays flat)
+What the pass builds is kept (:class:`Spool`, in a private temporary file, so memory stays flat)
 and the writing pass appends it as it is: each source file is read, and each result built, once.
 """
 
 from __future__ import annotations
 
 import hashlib
-import pickle
+import marshal
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -82,29 +83,33 @@ def renumbered(item: Spooled, ids: EventIds) -> list[Encoded]:
 
 
 class Spool:
-    """The built items, in order, in a private temporary SQLite file (pickled)."""
+    """The built items, in order, in a private temporary file.
+
+    Written once and read once, front to back: each item is a length and its fields marshalled (only
+    strings, numbers, bytes, tuples, lists and dicts; the file never outlives the process that wrote it).
+    """
 
     def __init__(self) -> None:
-        self._db = sqlite3.connect("")  # "": a private on-disk temporary database, removed on close
-        self._db.execute("CREATE TABLE items (pos INTEGER PRIMARY KEY, data BLOB)")
-        self._pending: list[tuple[bytes]] = []
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close(); removed then)
 
     def add(self, item: Spooled) -> None:
-        self._pending.append((pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL),))
-        if len(self._pending) >= 200:
-            self._flush()
-
-    def _flush(self) -> None:
-        self._db.executemany("INSERT INTO items (data) VALUES (?)", self._pending)
-        self._pending = []
+        data = marshal.dumps(
+            (item.key, item.source.file, item.source.line, item.first_n, item.events, item.blobs, item.score)
+        )
+        self._file.write(len(data).to_bytes(8, "little"))
+        self._file.write(data)
 
     def __iter__(self) -> Iterator[Spooled]:
-        self._flush()
-        for (data,) in self._db.execute("SELECT data FROM items ORDER BY pos"):
-            yield pickle.loads(data)
+        self._file.seek(0)
+        while header := self._file.read(8):
+            key, file, line, first_n, events, blobs, score = marshal.loads(
+                self._file.read(int.from_bytes(header, "little"))
+            )
+            # model_construct: the fields were a SourceRef's, validated when it was built
+            yield Spooled(key, SourceRef.model_construct(file=file, line=line), first_n, events, blobs, score)
 
     def close(self) -> None:
-        self._db.close()
+        self._file.close()
 
 
 def item_key(item: ImportedTest) -> tuple:

@@ -84,15 +84,16 @@ class RelativeSources:
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self._absolute: dict[str, str] = {}
+        self._relative: dict[str, str | None] = {}
+        """Each file as recorded, resolved once: a results file names the same file on every line."""
 
     def __call__(self, source: SourceRef) -> SourceRef:
         if source.file is None:
             return source
-        absolute = self._absolute.get(source.file)
-        if absolute is None:
-            absolute = self._absolute[source.file] = str(Path(source.file).resolve())
-        return SourceRef(file=absolute, line=source.line).relative_to(self.root)
+        if source.file not in self._relative:
+            absolute = SourceRef(file=str(Path(source.file).resolve()))
+            self._relative[source.file] = absolute.relative_to(self.root).file
+        return SourceRef(file=self._relative[source.file], line=source.line)
 
 
 class EventIds:
