@@ -90,7 +90,7 @@ class Spool:
     """
 
     def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close(); removed then)
+        self._file = tempfile.TemporaryFile(buffering=1 << 20)  # noqa: SIM115 (closed by close(); removed then)
 
     def add(self, item: Spooled) -> None:
         data = marshal.dumps(
