@@ -118,7 +118,7 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, st
     Exactly one of object and error is set; an error is a short reason such as a truncated line.
     CRLF endings, blank lines and a UTF-8 BOM (Windows editors write one) are accepted.
     """
-    with path.open("rb", buffering=_CHUNK) as fh:
+    with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if number == 1:
                 raw = raw.removeprefix(_BOM)  # so a BOM alone on the first line counts as blank
