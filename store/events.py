@@ -515,6 +515,30 @@ def decode_json(type_name: str, schema_version: int, payload_json: str) -> Domai
     return decode(type_name, schema_version, json.loads(payload_json))
 
 
+def payload_fields(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict[str, Any]:
+    """A stored payload as ``decode(...).model_dump(mode="json")`` gives it, without building the model:
+    upcast, then every field :func:`encode` left out at its default written back. For reading whole runs
+    out again (exports), where validating what the store itself wrote is most of the cost. Nested models
+    (``assertions``, ``source``) stay as stored: their defaults left out, their keys sorted. The default
+    values are shared between calls: never mutate them."""
+    if schema_version != event_class(type_name).schema_version:
+        payload = upcast(type_name, schema_version, payload)
+    return {**_defaults(type_name), **payload}
+
+
+_DEFAULTS: dict[str, dict[str, Any]] = {}
+
+
+def _defaults(type_name: str) -> dict[str, Any]:
+    found = _DEFAULTS.get(type_name)
+    if found is None:
+        fields = event_class(type_name).model_fields
+        found = _DEFAULTS[type_name] = {
+            name: info.get_default(call_default_factory=True) for name, info in fields.items() if not info.is_required()
+        }
+    return found
+
+
 def encode(event: DomainEvent) -> dict[str, Any]:
     """The payload dict that is stored (and hashed): fields left at their defaults are omitted, which
     keeps the log compact; decoding restores them. So a default may only change together with a
