@@ -357,7 +357,7 @@ class EventStore:
         )
         with self.engine.connect() as conn:
             for row in conn.execution_options(yield_per=2000).execute(query):
-                yield tuple(row)  # type: ignore[misc]
+                yield tuple(row)
 
     def test_events(self, stream_id: str, test_id: str, *, types: Iterable[str]) -> Iterator[StoredEvent]:
         """The events of ``types`` in a stream that belong to one test, in order, without decoding the

@@ -58,10 +58,9 @@ def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> It
         from_origin = {}
     pending: dict[ResultKey, ResultBundle] = {}
     done: list[ResultBundle] = []
-    loads = json.loads
     types = _RESULT_EVENTS if inputs else _RESULT_EVENTS[2:]
     for type_, version, payload_json, recorded_at in store.stream_payloads(run_id, types=types):
-        p = payload_fields(type_, version, loads(payload_json))
+        p = payload_fields(type_, version, _parse(payload_json)[0])
         key = result_key(p["test_id"], p["target"], p["attempt"])
         if type_ == "test_scored":
             bundle = pending.pop(key, None) or ResultBundle(scored=p)
@@ -71,16 +70,22 @@ def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> It
                 yield from _completed(store, done, from_origin) if inputs else done
                 done = []
             continue
-        # The placeholder score (the payload at hand) is replaced when the real one arrives; a result
-        # never scored (an interrupted run) is never emitted.
-        bundle = pending.setdefault(key, ResultBundle(scored=p))
-        if type_ == "test_case_recorded":
-            bundle.case = p
+        bundle = pending.get(key)  # type: ignore[assignment]
+        if bundle is None:
+            # The placeholder score (the payload at hand) is replaced when the real one arrives; a
+            # result never scored (an interrupted run) is never emitted.
+            bundle = pending[key] = ResultBundle(scored=p)
+        if type_ == "verdict_recorded":
+            _put_verdict(bundle.verdicts, p)  # type: ignore[arg-type]
         elif type_ == "transcript_recorded":
             bundle.transcript = p
         else:
-            _put_verdict(bundle.verdicts, p)  # type: ignore[arg-type]
+            bundle.case = p
     yield from _completed(store, done, from_origin) if inputs else done
+
+
+_parse = json.JSONDecoder().raw_decode
+"""``json.loads`` less its checks for surrounding whitespace: the store writes payloads without any."""
 
 
 def _put_verdict(verdicts: list[Payload], verdict: Payload) -> None:
@@ -135,9 +140,8 @@ def _completed(
     stored = store.get_events(fetch) if fetch else {}
     events = {event_id: _fields(e) for event_id, e in stored.items()}
     # Every recorded request of the chunk in one query (a script grader's is often the same for every test).
-    loads = json.loads
     prompts: dict[str, Any] = {
-        digest: loads(body)
+        digest: json.loads(body)
         for digest, body in store.get_blobs(
             v["rendered_prompt_sha256"] for vs in verdicts for v in vs if v["rendered_prompt_sha256"]
         ).items()
