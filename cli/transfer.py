@@ -19,7 +19,6 @@ from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, note, plural, print_json, progress_bar
 from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
-from evalstore.replay.agentv.importing import import_results
 from evalstore.replay.analysis.views import resolve_run, run_summary
 
 
@@ -72,6 +71,7 @@ def import_(
       evalstore import dataset.eval.baseline.jsonl --eval dataset.eval.yaml
       evalstore import run-bundle/
     """
+    from evalstore.replay.agentv.importing import import_results
     from evalstore.replay.bundle import import_bundle, is_bundle
 
     if is_bundle(path):

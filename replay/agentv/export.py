@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import IO, Any
 
-from evalstore.replay.agentv.rows import from_row_assertions
 from evalstore.replay.agentv.stored import Payload, ResultBundle, stored_results
+from evalstore.replay.agentv.wire import from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded

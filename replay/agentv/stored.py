@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalstore.replay.analysis.views import run_started, transcript_run_id
-from evalstore.replay.material import ResultKey, result_key
+from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
 from evalstore.store import EventStore
 from evalstore.store.events import payload_fields
 

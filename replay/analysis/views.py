@@ -13,6 +13,14 @@ if TYPE_CHECKING:  # listing runs reads projections only; the pydantic catalogue
     from evalstore.store.events import LineSkipped, RunStarted
 
 
+ResultKey = tuple[str, str, int]
+"""(test id, target or "", attempt): how results are paired across runs."""
+
+
+def result_key(test_id: str, target: str | None, attempt: int) -> ResultKey:
+    return (test_id, target or "", attempt)
+
+
 @dataclass
 class RunSummary:
     run_id: str
