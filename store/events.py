@@ -521,22 +521,23 @@ def payload_fields(type_name: str, schema_version: int, payload: dict[str, Any])
     out again (exports), where validating what the store itself wrote is most of the cost. Nested models
     (``assertions``, ``source``) stay as stored: their defaults left out, their keys sorted. The default
     values are shared between calls: never mutate them."""
-    if schema_version != event_class(type_name).schema_version:
-        payload = upcast(type_name, schema_version, payload)
-    return {**_defaults(type_name), **payload}
-
-
-_DEFAULTS: dict[str, dict[str, Any]] = {}
-
-
-def _defaults(type_name: str) -> dict[str, Any]:
-    found = _DEFAULTS.get(type_name)
-    if found is None:
-        fields = event_class(type_name).model_fields
-        found = _DEFAULTS[type_name] = {
-            name: info.get_default(call_default_factory=True) for name, info in fields.items() if not info.is_required()
+    cls, defaults = _CURRENT.get((type_name, schema_version), (None, None))
+    if defaults is None or cls is not EVENT_TYPES.get(type_name):  # first seen, or an older version
+        cls = event_class(type_name)
+        defaults = {
+            name: info.get_default(call_default_factory=True)
+            for name, info in cls.model_fields.items()
+            if not info.is_required()
         }
-    return found
+        if schema_version != cls.schema_version:
+            return {**defaults, **upcast(type_name, schema_version, payload)}
+        _CURRENT[(type_name, schema_version)] = (cls, defaults)
+    return {**defaults, **payload}
+
+
+_CURRENT: dict[tuple[str, int], tuple[type[DomainEvent], dict[str, Any]]] = {}
+"""(type, current schema version) -> its class and the class's defaults, for payloads needing no
+upcast: computed once (reading the class's version and fields per event was most of the cost)."""
 
 
 def encode(event: DomainEvent) -> dict[str, Any]:

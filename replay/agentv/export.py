@@ -261,19 +261,22 @@ def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> 
             "true" if s["passed"] else "false",
             s["status"],
         ]
-        graders = [
-            [
-                v["grader"],
-                v["grader_type"],
-                v["score"],
-                v["verdict"],
-                v["weight"],
-                sum(a["passed"] for a in v["assertions"]),
-                len(v["assertions"]),
-                "\n".join(a["text"] for a in v["assertions"] if not a["passed"]),
-            ]
-            for v in map(_fields, result.verdicts)
-        ]
+        graders = []
+        for v in map(_fields, result.verdicts):
+            assertions = v["assertions"]
+            failed = [a["text"] for a in assertions if not a["passed"]]
+            graders.append(
+                [
+                    v["grader"],
+                    v["grader_type"],
+                    v["score"],
+                    v["verdict"],
+                    v["weight"],
+                    len(assertions) - len(failed),
+                    len(assertions),
+                    "\n".join(failed),
+                ]
+            )
         tail = [s["error"] or ""]
         writer.writerows([head + middle + tail for middle in graders or [[""] * 8]])
         count += len(graders) or 1

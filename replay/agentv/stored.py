@@ -58,9 +58,10 @@ def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> It
     pending: dict[ResultKey, ResultBundle] = {}
     done: list[ResultBundle] = []
     types = _RESULT_EVENTS if inputs else _RESULT_EVENTS[2:]
+    fields, parse, key_of = payload_fields, _parse, result_key  # locals: this loop runs per event
     for type_, version, payload_json, recorded_at in store.stream_payloads(run_id, types=types):
-        p = payload_fields(type_, version, _parse(payload_json)[0])
-        key = result_key(p["test_id"], p["target"], p["attempt"])
+        p = fields(type_, version, parse(payload_json)[0])
+        key = key_of(p["test_id"], p["target"], p["attempt"])
         if type_ == "test_scored":
             bundle = pending.pop(key, None) or ResultBundle(scored=p)
             bundle.scored, bundle.timestamp = p, p["produced_at"] or recorded_at
