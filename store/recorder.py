@@ -447,7 +447,7 @@ class EventStore:
         with self.engine.connect() as conn:
             for chunk in _chunks(keys):
                 query = select(b.c.sha256, b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256.in_(chunk))
-                rows.extend(conn.execute(query))
+                rows.extend(conn.execute(query).all())
         for sha256, encoding, data, dictionary in rows:
             found[sha256] = self._decode(encoding, data, dictionary, chain=0)
         missing = [k for k in keys if k not in found]
