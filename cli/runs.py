@@ -11,7 +11,15 @@ import click
 
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import TABLE_ROWS, fmt_score, json_option, print_json, print_plain, print_table
+from evalstore.cli.output import (
+    TABLE_ROWS,
+    fmt_score,
+    json_option,
+    no_cycle_collection,
+    print_json,
+    print_plain,
+    print_table,
+)
 from evalstore.replay.analysis import views
 
 
@@ -105,7 +113,8 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
     skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []
     results = views.noted_results(store, run_id)
     if as_json:
-        _show_json(summary, results, skipped)
+        with no_cycle_collection():
+            _show_json(summary, results, skipped)
         return
     click.echo(
         f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
@@ -134,7 +143,8 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
         for r, note in results
     )
     if show_all:
-        print_plain(columns, cells)
+        with no_cycle_collection():
+            print_plain(columns, cells)
     else:
         # A table is measured whole before it prints: only the first rows, never a whole large run.
         print_table(

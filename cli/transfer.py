@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import gc
 import io
 import os
 import sys
@@ -18,7 +17,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import json_option, note, plural, print_json, progress_bar
+from evalstore.cli.output import json_option, no_cycle_collection, note, plural, print_json, progress_bar
 from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
 from evalstore.replay.analysis.views import resolve_run, run_summary
 
@@ -210,7 +209,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
         return
     to_file = output is not None and str(output) != "-"
     try:
-        with _replacing(output) if to_file else _utf8_stdout() as fh, _no_cycle_collection():  # type: ignore[arg-type]
+        with _replacing(output) if to_file else _utf8_stdout() as fh, no_cycle_collection():  # type: ignore[arg-type]
             count = export_run(store, run_id, fmt, fh)
     except BrokenPipeError:
         _quiet_broken_pipe()
@@ -219,20 +218,6 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
         note(f"run {run_id} is not complete ({summary.status}): only the results it scored were exported")
     if to_file:
         note(f"wrote {plural(count, 'line' if fmt == 'csv' else 'result')} to {output}")
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """An export builds a few dicts and lists per result and drops them before the next: no reference
-    cycles, so the cyclic collector's passes over them find nothing, and were a tenth of a CSV export.
-    Freed by reference counting as before; memory stays flat."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @contextmanager
