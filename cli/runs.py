@@ -11,7 +11,15 @@ import click
 
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import TABLE_ROWS, fmt_score, json_option, print_json, print_plain, print_table
+from evalstore.cli.output import (
+    TABLE_ROWS,
+    fmt_score,
+    json_option,
+    no_cycle_collection,
+    print_json,
+    print_plain,
+    print_table,
+)
 from evalstore.replay.analysis import views
 
 
@@ -103,10 +111,10 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
     skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []
-    notes = views.score_notes(store, run_id)
-    results = views.iter_results(store, run_id)
+    results = views.noted_results(store, run_id)
     if as_json:
-        _show_json(summary, results, skipped, notes)
+        with no_cycle_collection():
+            _show_json(summary, results, skipped)
         return
     click.echo(
         f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
@@ -130,12 +138,13 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             pass_cell(r.passed, r.status),
             r.status,
             ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()),
-            notes.get((r.test_id, r.target or "", r.attempt), ""),
+            note,
         )
-        for r in results
+        for r, note in results
     )
     if show_all:
-        print_plain(columns, cells)
+        with no_cycle_collection():
+            print_plain(columns, cells)
     else:
         # A table is measured whole before it prints: only the first rows, never a whole large run.
         print_table(
@@ -153,14 +162,12 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             click.echo(f"  {line.source.location}: {line.reason}")
 
 
-def _show_json(
-    summary: views.RunSummary, results: Iterator[views.ResultRow], skipped: list, notes: dict[tuple, str]
-) -> None:
+def _show_json(summary: views.RunSummary, results: Iterator[tuple[views.ResultRow, str]], skipped: list) -> None:
     """``{"run", "results", "skipped_lines"}``, the results written one a line as they are read."""
     out = sys.stdout
     out.write('{\n  "run": ' + json.dumps(summary.to_dict(), ensure_ascii=False, default=str) + ',\n  "results": [')
-    for i, r in enumerate(results):
-        row = {**r.to_dict(), "note": notes.get((r.test_id, r.target or "", r.attempt), "")}
+    for i, (r, note) in enumerate(results):
+        row = {**r.to_dict(), "note": note}
         out.write(("," if i else "") + "\n    " + json.dumps(row, ensure_ascii=False))
     skipped_lines = [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped]
     out.write('\n  ],\n  "skipped_lines": ' + json.dumps(skipped_lines, ensure_ascii=False, default=str) + "\n}\n")

@@ -17,9 +17,8 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import json_option, note, plural, print_json, progress_bar
+from evalstore.cli.output import json_option, no_cycle_collection, note, plural, print_json, progress_bar
 from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
-from evalstore.replay.agentv.importing import import_results
 from evalstore.replay.analysis.views import resolve_run, run_summary
 
 
@@ -72,6 +71,7 @@ def import_(
       evalstore import dataset.eval.baseline.jsonl --eval dataset.eval.yaml
       evalstore import run-bundle/
     """
+    from evalstore.replay.agentv.importing import import_results
     from evalstore.replay.bundle import import_bundle, is_bundle
 
     if is_bundle(path):
@@ -209,7 +209,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
         return
     to_file = output is not None and str(output) != "-"
     try:
-        with _replacing(output) if to_file else _utf8_stdout() as fh:  # type: ignore[arg-type]
+        with _replacing(output) if to_file else _utf8_stdout() as fh, no_cycle_collection():  # type: ignore[arg-type]
             count = export_run(store, run_id, fmt, fh)
     except BrokenPipeError:
         _quiet_broken_pipe()

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from evalstore.replay.analysis.views import ResultKey as ResultKey
+from evalstore.replay.analysis.views import result_key as result_key
 from evalstore.replay.content import Message, dump_messages
 from evalstore.replay.errors import NotFoundError
 from evalstore.replay.evalfile.specs import EvalTest
@@ -28,13 +30,6 @@ from evalstore.store.events import (
     VerdictRecorded,
     WorkspaceSnapshotted,
 )
-
-ResultKey = tuple[str, str, int]
-"""(test id, target or "", attempt): how results are paired across runs."""
-
-
-def result_key(test_id: str, target: str | None, attempt: int) -> ResultKey:
-    return (test_id, target or "", attempt)
 
 
 def new_run_id(prefix: str) -> str:

@@ -515,6 +515,31 @@ def decode_json(type_name: str, schema_version: int, payload_json: str) -> Domai
     return decode(type_name, schema_version, json.loads(payload_json))
 
 
+def payload_fields(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict[str, Any]:
+    """A stored payload as ``decode(...).model_dump(mode="json")`` gives it, without building the model:
+    upcast, then every field :func:`encode` left out at its default written back. For reading whole runs
+    out again (exports), where validating what the store itself wrote is most of the cost. Nested models
+    (``assertions``, ``source``) stay as stored: their defaults left out, their keys sorted. The default
+    values are shared between calls: never mutate them."""
+    cls, defaults = _CURRENT.get((type_name, schema_version), (None, None))
+    if defaults is None or cls is not EVENT_TYPES.get(type_name):  # first seen, or an older version
+        cls = event_class(type_name)
+        defaults = {
+            name: info.get_default(call_default_factory=True)
+            for name, info in cls.model_fields.items()
+            if not info.is_required()
+        }
+        if schema_version != cls.schema_version:
+            return {**defaults, **upcast(type_name, schema_version, payload)}
+        _CURRENT[(type_name, schema_version)] = (cls, defaults)
+    return {**defaults, **payload}
+
+
+_CURRENT: dict[tuple[str, int], tuple[type[DomainEvent], dict[str, Any]]] = {}
+"""(type, current schema version) -> its class and the class's defaults, for payloads needing no
+upcast: computed once (reading the class's version and fields per event was most of the cost)."""
+
+
 def encode(event: DomainEvent) -> dict[str, Any]:
     """The payload dict that is stored (and hashed): fields left at their defaults are omitted, which
     keeps the log compact; decoding restores them. So a default may only change together with a

@@ -345,6 +345,20 @@ class EventStore:
             query = query.limit(limit)
         yield from self._stream_query(query)
 
+    def stream_payloads(self, stream_id: str, *, types: Iterable[str]) -> Iterator[tuple[str, int, str, str]]:
+        """A stream's events of ``types`` in order as plain ``(type, schema_version, payload JSON,
+        recorded_at)`` tuples: what reading a whole run out again needs (exports), without the envelope
+        objects :meth:`read_stream` builds per event."""
+        ev = schema.events
+        query = (
+            select(ev.c.type, ev.c.schema_version, ev.c.payload, ev.c.recorded_at)
+            .where(ev.c.stream_id == stream_id, ev.c.type.in_(list(types)))
+            .order_by(ev.c.stream_version)
+        )
+        with self.engine.connect() as conn:
+            for row in conn.execution_options(yield_per=2000).execute(query):
+                yield tuple(row)
+
     def test_events(self, stream_id: str, test_id: str, *, types: Iterable[str]) -> Iterator[StoredEvent]:
         """The events of ``types`` in a stream that belong to one test, in order, without decoding the
         rest of the stream: the database keeps payloads naming the test id (canonical JSON writes it as
@@ -433,7 +447,7 @@ class EventStore:
         with self.engine.connect() as conn:
             for chunk in _chunks(keys):
                 query = select(b.c.sha256, b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256.in_(chunk))
-                rows.extend(conn.execute(query))
+                rows.extend(conn.execute(query).all())
         for sha256, encoding, data, dictionary in rows:
             found[sha256] = self._decode(encoding, data, dictionary, chain=0)
         missing = [k for k in keys if k not in found]

@@ -1,7 +1,9 @@
 """Stored results out again: AgentV 4.x result rows (JSONL), a flat CSV, or one JSON document.
 
 Everything streams: results are read from the run's event stream as each one is scored, and written
-one at a time, so exporting a large run keeps memory flat.
+one at a time, so exporting a large run keeps memory flat. Each format is written from the events'
+payload fields (``store.events.payload_fields``), the dicts ``model_dump(mode="json")`` gives: a result
+holding event models is dumped first (:func:`_fields`), so there is one definition of each format.
 
 The JSON document (``--format json``) is ``{"format": "evalstore-export", "version": 1, "run": {...},
 "results": [...]}``; every key listed in ``JSON_*_FIELDS`` below is always present (null when the store
@@ -14,13 +16,15 @@ import csv
 import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from functools import lru_cache
+from operator import itemgetter
 from typing import IO, Any
 
-from evalstore.replay.agentv.rows import from_row_assertions
-from evalstore.replay.agentv.stored import ResultBundle, stored_results
+from evalstore.replay.agentv.stored import Payload, ResultBundle, stored_results
+from evalstore.replay.agentv.wire import from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
 from evalstore.store import EventStore
-from evalstore.store.events import RunStarted, TestScored, VerdictRecorded
+from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded
 
 CSV_COLUMNS = (
     "run_id",
@@ -106,43 +110,54 @@ JSON_TRANSCRIPT_FIELDS = (
 JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_files")
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False).encode
+"""``json.dumps(value, ensure_ascii=False, allow_nan=False)``, without a new encoder per row (a JSON
+value read from the store cannot be circular)."""
+
+
+def _fields(event: Any) -> Payload:
+    """An event's fields as the writers read them: a payload dict as it is, a model dumped."""
+    return event if isinstance(event, dict) else event.model_dump(mode="json")
+
+
 # --- AgentV 4.x rows -----------------------------------------------------------------------------
 
 
-def _assertion(a: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"text": a.text, "passed": a.passed}
-    if a.evidence:
-        out["evidence"] = a.evidence
+def _assertion(a: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"text": a["text"], "passed": a["passed"]}
+    if a.get("evidence"):
+        out["evidence"] = a["evidence"]
     return out
 
 
 def score_entry(
-    verdict: VerdictRecorded, rendered_prompt: Any = None, usage: dict[str, Any] | None = None
+    verdict: VerdictRecorded | Payload, rendered_prompt: Any = None, usage: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A v4 ``scores[]`` entry; ``input`` is the recorded grader request, ``target`` the judge target."""
+    v = _fields(verdict)
     entry: dict[str, Any] = {
-        "name": verdict.source_name or verdict.grader,
-        "type": verdict.grader_type,
-        "score": verdict.score,
-        "weight": verdict.weight,
-        "verdict": verdict.verdict,
-        "assertions": [_assertion(a) for a in verdict.assertions],
+        "name": v["source_name"] or v["grader"],
+        "type": v["grader_type"],
+        "score": v["score"],
+        "weight": v["weight"],
+        "verdict": v["verdict"],
+        "assertions": [_assertion(a) for a in v["assertions"]],
     }
     if rendered_prompt is not None:
         entry["input"] = rendered_prompt
-    if verdict.grader_target is not None:
-        entry["target"] = verdict.grader_target
-    if verdict.details:  # AgentV index rows carry no empty details object
-        entry["details"] = verdict.details
-    if (verdict.token_usage or usage) is not None:
-        entry["token_usage"] = verdict.token_usage or usage
+    if v["grader_target"] is not None:
+        entry["target"] = v["grader_target"]
+    if v["details"]:  # AgentV index rows carry no empty details object
+        entry["details"] = v["details"]
+    if (v["token_usage"] or usage) is not None:
+        entry["token_usage"] = v["token_usage"] or usage
     return entry
 
 
-def flatten_assertions(verdicts: Iterable[VerdictRecorded]) -> list[dict[str, Any]]:
+def flatten_assertions(verdicts: Iterable[VerdictRecorded | Payload]) -> list[dict[str, Any]]:
     """v4's row-level list: passed assertions first, then failed, each in grader order (as real rows show)."""
-    every = [a for v in verdicts for a in v.assertions]
-    return [_assertion(a) for a in every if a.passed] + [_assertion(a) for a in every if not a.passed]
+    every = [a for v in verdicts for a in _fields(v)["assertions"]]
+    return [_assertion(a) for a in every if a["passed"]] + [_assertion(a) for a in every if not a["passed"]]
 
 
 def agentv_time(value: str | None) -> str | None:
@@ -157,51 +172,57 @@ def agentv_time(value: str | None) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _target(run: RunStarted, scored: TestScored) -> str | None:
-    return scored.target or run.target_name
+def _target(run: RunStarted, scored: Payload) -> str | None:
+    return scored["target"] or run.target_name
 
 
-def _scores(result: ResultBundle) -> list[dict[str, Any]] | None:
+def _scores(result: ResultBundle, verdicts: list[Payload]) -> list[dict[str, Any]] | None:
     """``scores[]``; None (left out) for a row that had only flattened assertions, as it came in."""
-    graders = [v for v in result.verdicts if not from_row_assertions(v.details)]
-    if result.verdicts and not graders:
+    graders = [v for v in verdicts if not from_row_assertions(v["details"])]
+    if verdicts and not graders:
         return None
-    return [score_entry(v, result.rendered_prompts.get(v.grader), result.grader_usage.get(v.grader)) for v in graders]
+    return [
+        score_entry(v, result.rendered_prompts.get(v["grader"]), result.grader_usage.get(v["grader"])) for v in graders
+    ]
 
 
 def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
-    scored, transcript, case = result.scored, result.transcript, result.case
+    scored = _fields(result.scored)
+    verdicts = [_fields(v) for v in result.verdicts]
+    transcript = _fields(result.transcript) if result.transcript is not None else None
+    case = _fields(result.case) if result.case is not None else None
+    row_fields = scored["row_fields"]
     row: dict[str, Any] = {
-        "timestamp": agentv_time(result.timestamp or (transcript.end_time if transcript else None)),
-        "test_id": scored.test_id,
+        "timestamp": agentv_time(result.timestamp or (transcript["end_time"] if transcript else None)),
+        "test_id": scored["test_id"],
         "suite": run.suite,
-        "category": scored.row_fields.get("category"),
-        "conversation_id": scored.row_fields.get("conversation_id"),
-        "experiment": scored.row_fields.get("experiment"),
-        "score": scored.score,
+        "category": row_fields.get("category"),
+        "conversation_id": row_fields.get("conversation_id"),
+        "experiment": row_fields.get("experiment"),
+        "score": scored["score"],
         "target": _target(run, scored),
-        "scores": _scores(result),
-        "assertions": flatten_assertions(result.verdicts),
-        "execution_status": scored.status,
-        "error": scored.error,
-        "failure_stage": scored.row_fields.get("failure_stage"),
-        "failure_reason_code": scored.row_fields.get("failure_reason_code"),
+        "scores": _scores(result, verdicts),
+        "assertions": flatten_assertions(verdicts),
+        "execution_status": scored["status"],
+        "error": scored["error"],
+        "failure_stage": row_fields.get("failure_stage"),
+        "failure_reason_code": row_fields.get("failure_reason_code"),
     }
-    if scored.attempt != 1:
-        row["sample_index"] = scored.attempt - 1  # AgentV's 0-based sample index
+    if scored["attempt"] != 1:
+        row["sample_index"] = scored["attempt"] - 1  # AgentV's 0-based sample index
     if transcript is not None:
         row.update(
-            token_usage=transcript.token_usage,
-            cost_usd=transcript.cost_usd,
-            duration_ms=transcript.duration_ms,
-            start_time=transcript.start_time,
-            end_time=transcript.end_time,
-            output=transcript.output_text,
-            file_changes=transcript.file_changes,
-            workspace_path=transcript.workspace_path,
+            token_usage=transcript["token_usage"],
+            cost_usd=transcript["cost_usd"],
+            duration_ms=transcript["duration_ms"],
+            start_time=transcript["start_time"],
+            end_time=transcript["end_time"],
+            output=transcript["output_text"],
+            file_changes=transcript["file_changes"],
+            workspace_path=transcript["workspace_path"],
         )
     if case is not None:
-        row.update(input=case.input or None, metadata=case.metadata or None)
+        row.update(input=case["input"] or None, metadata=case["metadata"] or None)
     # AgentV leaves undefined fields out rather than writing nulls.
     return {k: v for k, v in row.items() if v is not None}
 
@@ -216,7 +237,7 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
     """One compact JSON object a line; returns the number of rows written."""
     count = 0
     for row in rows:
-        fh.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+        fh.write(_JSON(row) + "\n")
         count += 1
     return count
 
@@ -231,52 +252,75 @@ def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> 
     writer.writerow(CSV_COLUMNS)
     count = 0
     for result in results:
-        s = result.scored
+        s = _fields(result.scored)
         head = [
             run.run_id,
-            s.test_id,
+            s["test_id"],
             _target(run, s) or "",
-            s.attempt,
-            s.score,
-            "true" if s.passed else "false",
-            s.status,
+            s["attempt"],
+            s["score"],
+            "true" if s["passed"] else "false",
+            s["status"],
         ]
-        graders = [
-            [
-                v.grader,
-                v.grader_type,
-                v.score,
-                v.verdict,
-                v.weight,
-                sum(a.passed for a in v.assertions),
-                len(v.assertions),
-                "\n".join(a.text for a in v.assertions if not a.passed),
-            ]
-            for v in result.verdicts
-        ]
-        for middle in graders or [[""] * 8]:
-            writer.writerow(head + middle + [s.error or ""])
-            count += 1
+        graders = []
+        for v in map(_fields, result.verdicts):
+            assertions = v["assertions"]
+            failed = [a["text"] for a in assertions if not a["passed"]]
+            graders.append(
+                [
+                    v["grader"],
+                    v["grader_type"],
+                    v["score"],
+                    v["verdict"],
+                    v["weight"],
+                    len(assertions) - len(failed),
+                    len(assertions),
+                    "\n".join(failed),
+                ]
+            )
+        tail = [s["error"] or ""]
+        writer.writerows([head + middle + tail for middle in graders or [[""] * 8]])
+        count += len(graders) or 1
     return count
 
 
 # --- JSON ----------------------------------------------------------------------------------------
 
 
-def _pick(model: Any, fields: tuple[str, ...]) -> dict[str, Any]:
-    data = model.model_dump(mode="json")
-    return {f: data.get(f) for f in fields}
+def _pick(event: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    # Every listed field is one of the event's: its fields dict always holds it.
+    return dict(zip(fields, _getter(fields)(_fields(event))))
+
+
+@lru_cache(maxsize=8)
+def _getter(fields: tuple[str, ...]) -> Any:
+    return itemgetter(*fields)
+
+
+def _json_verdict(result: ResultBundle, verdict: Any) -> dict[str, Any]:
+    item = _pick(verdict, JSON_VERDICT_FIELDS)
+    # Assertions as their model dumps them (stored payloads leave a null evidence out).
+    item["assertions"] = [
+        {"text": a["text"], "passed": a["passed"], "evidence": a.get("evidence")} for a in item["assertions"]
+    ]
+    item["rendered_prompt"] = result.rendered_prompts.get(item["grader"])
+    return item
+
+
+@lru_cache(maxsize=64)
+def _resolved_file(file: str | None, root: str | None) -> str | None:
+    """``SourceRef.resolved``'s file: the same for every result of a run."""
+    return SourceRef(file=file).resolved(root).file
 
 
 def json_result(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     item = _pick(result.scored, JSON_RESULT_FIELDS)
-    if result.scored.source is not None:  # stored relative to the run's imported path (SourceRef)
-        item["source"] = result.scored.source.resolved(run.source.file if run.source else None).model_dump()
+    source = item["source"]
+    if source is not None:  # stored relative to the run's imported path (SourceRef)
+        root = run.source.file if run.source else None
+        item["source"] = {"file": _resolved_file(source.get("file"), root), "line": source.get("line")}
     item["timestamp"] = result.timestamp
-    item["verdicts"] = [
-        {**_pick(v, JSON_VERDICT_FIELDS), "rendered_prompt": result.rendered_prompts.get(v.grader)}
-        for v in result.verdicts
-    ]
+    item["verdicts"] = [_json_verdict(result, v) for v in result.verdicts]
     item["transcript"] = _pick(result.transcript, JSON_TRANSCRIPT_FIELDS) if result.transcript else None
     item["case"] = _pick(result.case, JSON_CASE_FIELDS) if result.case else None
     return item
@@ -294,9 +338,7 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
     fh.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "results": [')
     count = 0
     for result in results:
-        fh.write(
-            ("," if count else "") + "\n" + json.dumps(json_result(run, result), ensure_ascii=False, allow_nan=False)
-        )
+        fh.write(("," if count else "") + "\n" + _JSON(json_result(run, result)))
         count += 1
     fh.write("\n]}\n")
     return count

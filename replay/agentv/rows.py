@@ -20,7 +20,7 @@ from evalstore.replay.agentv.grading import (
 )
 from evalstore.replay.agentv.records import FileRole, ImportedFile, ImportedTest, ImportedVerdict
 from evalstore.replay.agentv.transcripts import file_refs, input_messages, last_assistant_text, normalise_messages
-from evalstore.replay.agentv.wire import as_dict, nonempty_text
+from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, as_dict, nonempty_text
 from evalstore.store.events import SourceRef
 
 # Held in structured form on the ImportedTest (or derivable from it), so not repeated in raw_row.
@@ -122,15 +122,6 @@ class Sidecars:
     """Where relative ContentFile paths are looked up, after the row's workspace_path."""
     fallbacks: dict[str, Any] = field(default_factory=dict)
     """Usage and timing from timing.json / metrics.json, used only where the row has none."""
-
-
-FROM_ROW_ASSERTIONS = {"imported_from": "row assertions"}
-"""``details`` of the implicit llm-grader verdict made from a row that has only flattened assertions;
-export leaves it out of ``scores[]``, as the source row had none."""
-
-
-def from_row_assertions(details: dict[str, Any] | None) -> bool:
-    return details == FROM_ROW_ASSERTIONS
 
 
 def _verdicts(row: dict[str, Any], score: float, grading: Grading | None) -> list[ImportedVerdict]:

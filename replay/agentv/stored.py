@@ -1,26 +1,35 @@
-"""A run's stored results, streamed one (test, target, attempt) at a time, as the exports write them."""
+"""A run's stored results, streamed one (test, target, attempt) at a time, as the exports write them.
+
+Results are read as payload dicts (``store.events.payload_fields``), not as event models: an export
+reads back every event of a run, and validating what the store itself wrote was most of its time."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalstore.replay.analysis.views import run_started, transcript_run_id
-from evalstore.replay.material import ResultKey, result_key
+from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
 from evalstore.store import EventStore
-from evalstore.store.events import GraderCalled, TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
+from evalstore.store.events import payload_fields
+
+if TYPE_CHECKING:
+    from evalstore.store.events import TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
+
+Payload = dict[str, Any]
+"""An event's fields as ``model_dump(mode="json")`` gives them (``store.events.payload_fields``)."""
 
 
 @dataclass
 class ResultBundle:
-    """Everything stored about one (test, target, attempt) result."""
+    """Everything stored about one (test, target, attempt) result. :func:`stored_results` gives each
+    event as its payload fields; the event models themselves are taken too (tests, callers that hold them)."""
 
-    scored: TestScored
-    verdicts: list[VerdictRecorded] = field(default_factory=list)
-    transcript: TranscriptRecorded | None = None
-    case: TestCaseRecorded | None = None
+    scored: TestScored | Payload
+    verdicts: list[VerdictRecorded] | list[Payload] = field(default_factory=list)
+    transcript: TranscriptRecorded | Payload | None = None
+    case: TestCaseRecorded | Payload | None = None
     timestamp: str | None = None
     """When the result was produced (AgentV's row ``timestamp``), else when it was stored."""
     rendered_prompts: dict[str, Any] = field(default_factory=dict)
@@ -32,8 +41,8 @@ class ResultBundle:
 
 _RESULT_EVENTS = ["test_case_recorded", "transcript_recorded", "verdict_recorded", "test_scored"]
 _CHUNK = 200
-"""Results completed before their replay-origin transcripts are fetched in one query."""
-_PLACEHOLDER = TestScored(test_id="", score=0.0, passed=False, status="execution_error", threshold=0.0)
+"""Results completed before their replay-origin transcripts and their recorded requests are fetched
+in one query each."""
 
 
 def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> Iterator[ResultBundle]:
@@ -48,36 +57,44 @@ def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> It
         from_origin = {}
     pending: dict[ResultKey, ResultBundle] = {}
     done: list[ResultBundle] = []
-    for stored in store.read_stream(run_id, types=_RESULT_EVENTS if inputs else _RESULT_EVENTS[2:]):
-        ev = stored.event
-        key = result_key(ev.test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
-        if isinstance(ev, TestScored):
-            bundle = pending.pop(key, None) or ResultBundle(scored=ev)
-            bundle.scored, bundle.timestamp = ev, ev.produced_at or stored.recorded_at
+    types = _RESULT_EVENTS if inputs else _RESULT_EVENTS[2:]
+    fields, parse, key_of = payload_fields, _parse, result_key  # locals: this loop runs per event
+    for type_, version, payload_json, recorded_at in store.stream_payloads(run_id, types=types):
+        p = fields(type_, version, parse(payload_json)[0])
+        key = key_of(p["test_id"], p["target"], p["attempt"])
+        if type_ == "test_scored":
+            bundle = pending.pop(key, None) or ResultBundle(scored=p)
+            bundle.scored, bundle.timestamp = p, p["produced_at"] or recorded_at
             done.append(bundle)
             if len(done) >= _CHUNK:
                 yield from _completed(store, done, from_origin) if inputs else done
                 done = []
             continue
-        # The placeholder score is replaced when the real one arrives; a result never scored (an
-        # interrupted run) is never emitted.
-        bundle = pending.setdefault(key, ResultBundle(scored=_PLACEHOLDER))
-        if isinstance(ev, TestCaseRecorded):
-            bundle.case = ev
-        elif isinstance(ev, TranscriptRecorded):
-            bundle.transcript = ev
-        elif isinstance(ev, VerdictRecorded):
-            _put_verdict(bundle, ev)
+        bundle = pending.get(key)  # type: ignore[assignment]
+        if bundle is None:
+            # The placeholder score (the payload at hand) is replaced when the real one arrives; a
+            # result never scored (an interrupted run) is never emitted.
+            bundle = pending[key] = ResultBundle(scored=p)
+        if type_ == "verdict_recorded":
+            _put_verdict(bundle.verdicts, p)  # type: ignore[arg-type]
+        elif type_ == "transcript_recorded":
+            bundle.transcript = p
+        else:
+            bundle.case = p
     yield from _completed(store, done, from_origin) if inputs else done
 
 
-def _put_verdict(bundle: ResultBundle, verdict: VerdictRecorded) -> None:
+_parse = json.JSONDecoder().raw_decode
+"""``json.loads`` less its checks for surrounding whitespace: the store writes payloads without any."""
+
+
+def _put_verdict(verdicts: list[Payload], verdict: Payload) -> None:
     """A grader graded again (a resumed run) replaces its earlier verdict, keeping its position."""
-    for i, v in enumerate(bundle.verdicts):
-        if v.grader == verdict.grader:
-            bundle.verdicts[i] = verdict
+    for i, v in enumerate(verdicts):
+        if v["grader"] == verdict["grader"]:
+            verdicts[i] = verdict
             return
-    bundle.verdicts.append(verdict)
+    verdicts.append(verdict)
 
 
 def _origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[str, str]]:
@@ -91,12 +108,18 @@ def _origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[st
     return ids
 
 
+def _fields(stored: Any) -> Payload:
+    return payload_fields(stored.type, stored.schema_version, stored.payload)
+
+
 def _completed(
     store: EventStore, bundles: list[ResultBundle], from_origin: dict[ResultKey, dict[str, str]]
 ) -> Iterator[ResultBundle]:
+    # Only stored_results' own bundles come here: every event is its payload fields.
     wanted: dict[int, dict[str, str]] = {}
     for i, b in enumerate(bundles):
-        ids = from_origin.get(result_key(b.scored.test_id, b.scored.target, b.scored.attempt), {})
+        s: Payload = b.scored  # type: ignore[assignment]
+        ids = from_origin.get(result_key(s["test_id"], s["target"], s["attempt"]), {})
         # A replay's own transcript never exists; its own case (a regraded test) wins over the origin's.
         need = {
             t: e
@@ -105,50 +128,53 @@ def _completed(
         }
         if need:
             wanted[i] = need
+    verdicts: list[list[Payload]] = [b.verdicts for b in bundles]  # type: ignore[misc]
     # A graded verdict's request and usage are on its last grader call (earlier ones were retries).
     last_calls = [
-        v.grader_call_event_ids[-1]
-        for b in bundles
-        for v in b.verdicts
-        if not v.rendered_prompt_sha256 and v.grader_call_event_ids
+        v["grader_call_event_ids"][-1]
+        for vs in verdicts
+        for v in vs
+        if not v["rendered_prompt_sha256"] and v["grader_call_event_ids"]
     ]
-    events = store.get_events([e for need in wanted.values() for e in need.values()] + last_calls)
+    fetch = [e for need in wanted.values() for e in need.values()] + last_calls
+    stored = store.get_events(fetch) if fetch else {}
+    events = {event_id: _fields(e) for event_id, e in stored.items()}
     # Every recorded request of the chunk in one query (a script grader's is often the same for every test).
     prompts: dict[str, Any] = {
         digest: json.loads(body)
         for digest, body in store.get_blobs(
-            v.rendered_prompt_sha256 for b in bundles for v in b.verdicts if v.rendered_prompt_sha256
+            v["rendered_prompt_sha256"] for vs in verdicts for v in vs if v["rendered_prompt_sha256"]
         ).items()
     }
     for i, b in enumerate(bundles):
         for type_, event_id in wanted.get(i, {}).items():
-            ev = events[event_id].event
             if type_ == "transcript_recorded":
-                b.transcript = ev  # type: ignore[assignment]
+                b.transcript = events[event_id]
             else:
-                b.case = ev  # type: ignore[assignment]
-        for v in b.verdicts:
-            if v.rendered_prompt_sha256:
-                b.rendered_prompts[v.grader] = prompts[v.rendered_prompt_sha256]
-            elif v.grader_call_event_ids and v.grader_call_event_ids[-1] in events:
-                call = events[v.grader_call_event_ids[-1]].event
-                if isinstance(call, GraderCalled):
+                b.case = events[event_id]
+        for v in verdicts[i]:
+            if v["rendered_prompt_sha256"]:
+                b.rendered_prompts[v["grader"]] = prompts[v["rendered_prompt_sha256"]]
+            elif v["grader_call_event_ids"] and v["grader_call_event_ids"][-1] in stored:
+                call_id = v["grader_call_event_ids"][-1]
+                if stored[call_id].type == "grader_called":
+                    call = events[call_id]
                     request = _agentv_request(store, call)
                     if request is not None:
-                        b.rendered_prompts[v.grader] = request
-                    if call.usage:
-                        b.grader_usage[v.grader] = call.usage
+                        b.rendered_prompts[v["grader"]] = request
+                    if call["usage"]:
+                        b.grader_usage[v["grader"]] = call["usage"]
         yield b
 
 
-def _agentv_request(store: EventStore, call: GraderCalled) -> dict[str, Any] | None:
+def _agentv_request(store: EventStore, call: Payload) -> dict[str, Any] | None:
     """A grader call's request in AgentV's ``scores[].input`` shape: ``{systemPrompt, userPrompt}`` for a
     judge (the rendered messages joined by role), ``{command}`` for a code grader."""
-    if call.call == "process":
-        return {"command": call.argv} if call.argv else None
-    if not call.request_sha256:
+    if call["call"] == "process":
+        return {"command": call["argv"]} if call["argv"] else None
+    if not call["request_sha256"]:
         return None
-    messages = json.loads(store.get_blob(call.request_sha256))
+    messages = json.loads(store.get_blob(call["request_sha256"]))
     by_role: dict[str, list[str]] = {}
     for m in messages if isinstance(messages, list) else []:
         content = m.get("content") if isinstance(m, dict) else None

@@ -19,6 +19,16 @@ _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 _VERBATIM_KEYS = frozenset({"input"})
 
 
+FROM_ROW_ASSERTIONS = {"imported_from": "row assertions"}
+"""``details`` of the implicit llm-grader verdict made from a row that has only flattened assertions;
+export leaves it out of ``scores[]``, as the source row had none. Here, not in ``rows``, so the export
+does not load the readers."""
+
+
+def from_row_assertions(details: dict[str, Any] | None) -> bool:
+    return details == FROM_ROW_ASSERTIONS
+
+
 def as_dict(value: Any) -> dict[str, Any]:
     """A JSON object, or {} for anything else: AgentV files leave optional objects out or null."""
     return value if isinstance(value, dict) else {}

@@ -13,6 +13,14 @@ if TYPE_CHECKING:  # listing runs reads projections only; the pydantic catalogue
     from evalstore.store.events import LineSkipped, RunStarted
 
 
+ResultKey = tuple[str, str, int]
+"""(test id, target or "", attempt): how results are paired across runs."""
+
+
+def result_key(test_id: str, target: str | None, attempt: int) -> ResultKey:
+    return (test_id, target or "", attempt)
+
+
 @dataclass
 class RunSummary:
     run_id: str
@@ -198,53 +206,70 @@ def iter_results(store: EventStore, run_id: str) -> Iterator[ResultRow]:
     """A run's results with each grader's score and verdict, streamed from the projections in key order
     (no event is decoded)."""
     for r, verdicts in store.results_with_verdicts(run_id):
-        yield ResultRow(
-            test_id=r[0],
-            target=r[1],
-            attempt=r[2],
-            score=r[3],
-            passed=bool(r[4]),
-            status=r[5],
-            error=r[6],
-            origin=r[7],
-            graders={v[0]: v[2] for v in verdicts},
-            verdicts={v[0]: v[3] for v in verdicts},
-        )
+        yield _result_row(r, verdicts)
+
+
+def _result_row(r: tuple, verdicts: list[tuple]) -> ResultRow:
+    return ResultRow(
+        test_id=r[0],
+        target=r[1],
+        attempt=r[2],
+        score=r[3],
+        passed=bool(r[4]),
+        status=r[5],
+        error=r[6],
+        origin=r[7],
+        graders={v[0]: v[2] for v in verdicts},
+        verdicts={v[0]: v[3] for v in verdicts},
+    )
 
 
 def run_results(store: EventStore, run_id: str) -> list[ResultRow]:
     return list(iter_results(store, run_id))
 
 
-def score_notes(store: EventStore, run_id: str) -> dict[tuple, str]:
-    """Per result ``(test_id, target or "", attempt)``: why it scored what it did, where its graders' scores
-    do not say it (``scoring.explain_score``). Read from the projections; the verdict events are decoded
-    only for the results a note can apply to: a grader that failed to run or was skipped, or a score of 0
-    with a failed grader (a required gate)."""
-    from evalstore.replay.grading.scoring import explain_score
-    from evalstore.replay.material import load_scores
+_NOTE_CHUNK = 500
+"""Results read before the events of those a note can apply to are fetched, in one query."""
 
-    run = load_scores(store, run_id)
-    candidates = [
-        key
-        for key, r in run.results.items()
-        if any(v.status == "execution_error" or v.verdict == "skip" for v in r.verdicts.values())
-        or (r.scored.score == 0 and any(v.verdict == "fail" for v in r.verdicts.values()))
-    ]
-    if not candidates or run.details is None:
-        return {}
-    verdicts = run.details(candidates)
-    wanted = set(candidates)
-    scored_ids = {
-        (r["test_id"], r["target"] or None, r["attempt"]): r["event_id"]
-        for r in store.query("results", run_id=run_id)
-        if (r["test_id"], r["target"] or None, r["attempt"]) in wanted
-    }
-    scored = store.get_events(scored_ids.values())
-    notes = {}
-    for key in candidates:
-        threshold = scored[scored_ids[key]].event.threshold  # type: ignore[attr-defined]
-        note = explain_score(verdicts.get(key, {}).values(), threshold)
-        if note:
-            notes[(key[0], key[1] or "", key[2])] = note
-    return notes
+
+def noted_results(store: EventStore, run_id: str) -> Iterator[tuple[ResultRow, str]]:
+    """:func:`iter_results`, each with why it scored what it did where its graders' scores do not say
+    it (``scoring.explain_score``; '' for most). One pass over the projections, streamed; the events are
+    decoded only for the results a note can apply to (:func:`_may_have_note`), a chunk at a time, so
+    reading the first rows reads only the first chunk."""
+    chunk: list[tuple[tuple, list[tuple]]] = []
+    for result in store.results_with_verdicts(run_id):
+        chunk.append(result)
+        if len(chunk) >= _NOTE_CHUNK:
+            yield from _noted(store, chunk)
+            chunk = []
+    yield from _noted(store, chunk)
+
+
+def score_notes(store: EventStore, run_id: str) -> dict[tuple, str]:
+    """Per result ``(test_id, target or "", attempt)`` that has one, its note (:func:`noted_results`)."""
+    return {(r.test_id, r.target or "", r.attempt): note for r, note in noted_results(store, run_id) if note}
+
+
+def _may_have_note(score: float, verdicts: list[tuple]) -> bool:
+    """A note can apply to a result with a grader that failed to run or was skipped, or a score of 0
+    with a failed grader (a required gate). Read from the verdict projection rows
+    (``EventStore.VERDICT_COLUMNS``)."""
+    return any(v[4] == "execution_error" or v[3] == "skip" for v in verdicts) or (
+        score == 0 and any(v[3] == "fail" for v in verdicts)
+    )
+
+
+def _noted(store: EventStore, chunk: list[tuple[tuple, list[tuple]]]) -> Iterator[tuple[ResultRow, str]]:
+    candidates = [(r, verdicts) for r, verdicts in chunk if _may_have_note(r[3], verdicts)]
+    notes: dict[tuple, str] = {}
+    if candidates:
+        from evalstore.replay.grading.scoring import explain_score
+
+        # The results' and verdicts' event ids are projection columns: the last of each row.
+        events = store.get_events([r[-1] for r, _ in candidates] + [v[-1] for _, vs in candidates for v in vs])
+        for r, verdicts in candidates:
+            threshold = events[r[-1]].event.threshold  # type: ignore[attr-defined]
+            notes[r[:3]] = explain_score((events[v[-1]].event for v in verdicts), threshold)
+    for r, verdicts in chunk:
+        yield _result_row(r, verdicts), notes.get(r[:3], "")

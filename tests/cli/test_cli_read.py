@@ -141,3 +141,20 @@ def test_results_with_verdicts_and_get_blobs(store, tmp_path: Path) -> None:  # 
     assert store.get_blobs([*bodies, *bodies]) == bodies
     with pytest.raises(BlobNotFound):
         store.get_blobs([*bodies, "0" * 64])
+
+
+def test_writing_a_run_out_pauses_cycle_collection_and_restores_it() -> None:
+    import gc
+
+    from evalstore.cli.output import no_cycle_collection
+
+    was = gc.isenabled()
+    try:
+        for before in (True, False):
+            gc.enable() if before else gc.disable()
+            with pytest.raises(RuntimeError), no_cycle_collection():
+                assert not gc.isenabled()
+                raise RuntimeError("a failed export")
+            assert gc.isenabled() is before
+    finally:
+        gc.enable() if was else gc.disable()

@@ -112,3 +112,61 @@ def test_show_says_which_required_grader_set_a_score_to_zero(tmp_path: Path) -> 
     assert rows["q1-report"]["note"] == ""
     table = cli(db, "show", replay["run_id"])
     assert "required grader workbook" in table.stdout
+
+
+def test_show_notes_do_not_depend_on_where_the_results_are_chunked(tmp_path: Path, monkeypatch) -> None:
+    from evalstore.replay.analysis import views
+    from evalstore.store import EventStore
+
+    assert _quickstart(tmp_path).returncode == 0
+    _recorded, replay = _runs(tmp_path)
+    store = EventStore.open(f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}")
+    try:
+        whole = list(views.noted_results(store, replay["run_id"]))
+        assert [r for r, _ in whole] == views.run_results(store, replay["run_id"])
+        assert any(note for _, note in whole)
+        for size in (1, 2):  # a note's result first, last and alone in its chunk
+            monkeypatch.setattr(views, "_NOTE_CHUNK", size)
+            assert list(views.noted_results(store, replay["run_id"])) == whole
+    finally:
+        store.close()
+
+
+def test_payload_fields_are_the_decoded_events_fields(tmp_path: Path) -> None:
+    """What exports read instead of the event models: the same fields, and the same JSON for each; a
+    nested model keeps its stored form (its defaults left out), which validates to the same value."""
+    import json
+    import typing
+
+    from pydantic import BaseModel, TypeAdapter
+
+    from evalstore.store import EventStore
+    from evalstore.store.events import payload_fields
+
+    def nested(annotation: object) -> bool:
+        return any(
+            (isinstance(a, type) and issubclass(a, BaseModel)) or nested(a)
+            for a in typing.get_args(annotation)
+            if a is not annotation
+        ) or (isinstance(annotation, type) and issubclass(annotation, BaseModel))
+
+    assert _quickstart(tmp_path).returncode == 0
+    store = EventStore.open(f"sqlite:///{tmp_path / '.evalstore' / 'evalstore.db'}")
+    try:
+        types = set()
+        for stored in store.read_all():
+            fields = payload_fields(stored.type, stored.schema_version, stored.payload)
+            event = stored.event
+            dumped = event.model_dump(mode="json")
+            assert set(fields) == set(dumped), stored.type
+            for name, info in type(event).model_fields.items():
+                if nested(info.annotation):
+                    adapter = TypeAdapter(info.annotation)
+                    value = adapter.dump_python(adapter.validate_python(fields[name]), mode="json")
+                    assert value == dumped[name], (stored.type, name)
+                else:  # the same JSON: 1.0 stays a float, as the model would write it
+                    assert json.dumps(fields[name]) == json.dumps(dumped[name]), (stored.type, name)
+            types.add(stored.type)
+        assert {"test_scored", "verdict_recorded", "transcript_recorded", "grader_called"} <= types
+    finally:
+        store.close()

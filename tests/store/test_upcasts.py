@@ -9,7 +9,7 @@ from sample_runs import scalar
 
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.errors import UnknownEventType
-from evalstore.store.events import EVENT_TYPES, DomainEvent, RunFailed, RunStarted, decode
+from evalstore.store.events import EVENT_TYPES, DomainEvent, RunFailed, RunStarted, decode, payload_fields
 
 
 class RunFailedV3(DomainEvent):
@@ -78,6 +78,20 @@ def test_a_chain_of_upcasts_reaches_a_reshaped_class(store: EventStore, monkeypa
     ]
     assert _raw_row(store, "ev-1") == before
     assert scalar(store.engine, "SELECT max(schema_version) FROM events") == 1
+
+
+def test_payload_fields_upcast_as_decoding_does(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What exports read instead of the models: the upcast payload with its defaults written back."""
+    store.append("r", [RunFailed(reason="timeout: after 600 s"), RunFailed(reason="oom")])
+    stored = list(store.read_stream("r"))
+    assert [payload_fields(e.type, e.schema_version, e.payload) for e in stored] == [
+        {"reason": "timeout: after 600 s"},
+        {"reason": "oom"},
+    ]
+    monkeypatch.setitem(EVENT_TYPES, "run_failed", RunFailedV3)
+    fields = [payload_fields(e.type, e.schema_version, e.payload) for e in stored]
+    assert fields == [e.event.model_dump(mode="json") for e in stored]
+    assert fields[1] == {"summary": "oom", "detail": None, "code": "unknown"}
 
 
 def test_a_payload_newer_than_the_code_is_refused_clearly(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
