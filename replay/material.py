@@ -251,7 +251,7 @@ def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
             graders = {
                 intern(g): one(VerdictScore(intern(t), s, intern(v), intern(st))) for g, t, s, v, st, _ in verdicts
             }
-            result = by_values[values] = TestResult(score, graders)  # type: ignore[arg-type]
+            result = by_values[values] = TestResult(score, graders)
         results[(intern(r[0]), intern(r[1]) or None, r[2])] = result
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
