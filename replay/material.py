@@ -258,16 +258,11 @@ def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
 
     def details(keys: list[tuple]) -> dict[tuple, dict[str, VerdictRecorded]]:
         wanted = set(keys)
-        rows = [
-            v
-            for v in store.verdicts_of(run_id, [k[0] for k in keys])
-            if (v["test_id"], v["target"] or None, v["attempt"]) in wanted
-        ]
-        events = store.get_events(v["event_id"] for v in rows)
         found: dict[tuple, dict[str, VerdictRecorded]] = {}
-        for v in rows:
-            key = (v["test_id"], v["target"] or None, v["attempt"])
-            found.setdefault(key, {})[v["grader"]] = events[v["event_id"]].event  # type: ignore[assignment]
+        for (test_id, target, attempt), grader, stored in store.verdict_events(run_id, [k[0] for k in keys]):
+            key = (test_id, target or None, attempt)
+            if key in wanted:
+                found.setdefault(key, {})[grader] = stored.event  # type: ignore[assignment]
         return found
 
     return RunResults(run_id=run_id, results=results, details=details)
