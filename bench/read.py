@@ -13,8 +13,8 @@ best of three. Each command then runs as ``python -m evalstore ...`` in a child 
 /dev/null, best of two after a warm-up; the figure is its wall time over the floor of what it reads
 (one run for ``show``/``export``, both for ``compare``). Target: each within 3x.
 
-Then, with ``--big N``, the same two runs at N results and ``compare`` (table, ``--json``) alone:
-the child's peak RSS (``wait4``'s ``ru_maxrss``). Target: under 200 MB.
+Then, with ``--big N``, the same two runs at N results and ``compare`` (table, ``--json``, ``--html``)
+alone: the child's peak RSS (``wait4``'s ``ru_maxrss``). Target: under 200 MB.
 """
 
 from __future__ import annotations
@@ -154,7 +154,12 @@ def measure(args: argparse.Namespace, workdir: Path) -> int:
         db = f"sqlite:///{workdir / 'big.db'}"
         a, b = import_runs(db, paths)
         peak = 0.0
-        for label, argv in (("compare A B", ["compare", a, b]), ("compare A B --json", ["compare", a, b, "--json"])):
+        big_html = str(workdir / "big-report.html")
+        for label, argv in (
+            ("compare A B", ["compare", a, b]),
+            ("compare A B --json", ["compare", a, b, "--json"]),
+            ("compare A B --html", ["compare", a, b, "--html", big_html]),
+        ):
             seconds, rss = run_child(argv, db)
             peak = max(peak, rss)
             print(f"{label} on two runs of {big} results: {seconds:.1f} s, peak RSS {rss:.0f} MB", flush=True)

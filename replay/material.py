@@ -235,31 +235,29 @@ def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
         return shared.setdefault(value, value)
 
     results: dict[tuple, TestResult] = {}
+    by_values: dict[tuple, TestResult] = {}
     for r, verdicts in store.results_with_verdicts(run_id):
-        score = one(Score(r[3], bool(r[4]), intern(r[5])))
-        graders = tuple(
-            (intern(g), one(VerdictScore(intern(t), s, intern(v), intern(st)))) for g, t, s, v, st, _ in verdicts
-        )
-        key = ("result", id(score), graders)
-        result = shared.get(key)
+        # Looked up by the values as read (score, passed, status; each verdict but its event id): most
+        # results repeat one already built, and a tuple of plain values hashes far faster than new objects.
+        values = (r[3:6], *[v[:5] for v in verdicts])
+        result = by_values.get(values)
         if result is None:
-            result = shared[key] = TestResult(score, dict(graders))
-        results[(intern(r[0]), intern(r[1]) or None, r[2])] = result  # type: ignore[assignment]
+            score = one(Score(r[3], bool(r[4]), intern(r[5])))
+            graders = {
+                intern(g): one(VerdictScore(intern(t), s, intern(v), intern(st))) for g, t, s, v, st, _ in verdicts
+            }
+            result = by_values[values] = TestResult(score, graders)
+        results[(intern(r[0]), intern(r[1]) or None, r[2])] = result
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
 
     def details(keys: list[tuple]) -> dict[tuple, dict[str, VerdictRecorded]]:
         wanted = set(keys)
-        rows = [
-            v
-            for v in store.verdicts_of(run_id, [k[0] for k in keys])
-            if (v["test_id"], v["target"] or None, v["attempt"]) in wanted
-        ]
-        events = store.get_events(v["event_id"] for v in rows)
         found: dict[tuple, dict[str, VerdictRecorded]] = {}
-        for v in rows:
-            key = (v["test_id"], v["target"] or None, v["attempt"])
-            found.setdefault(key, {})[v["grader"]] = events[v["event_id"]].event  # type: ignore[assignment]
+        for (test_id, target, attempt), grader, stored in store.verdict_events(run_id, [k[0] for k in keys]):
+            key = (test_id, target or None, attempt)
+            if key in wanted:
+                found.setdefault(key, {})[grader] = stored.event  # type: ignore[assignment]
         return found
 
     return RunResults(run_id=run_id, results=results, details=details)

@@ -594,6 +594,21 @@ class EventStore:
                 found.extend(dict(row) for row in conn.execute(query).mappings())
         return found
 
+    def verdict_events(self, run_id: str, test_ids: Iterable[str]) -> Iterator[tuple[tuple, str, StoredEvent]]:
+        """The verdict events of some tests of a run (every target and attempt), found through the
+        verdicts projection in one joined query: ``((test_id, target, attempt), grader, event)``, the
+        target as the projection keeps it ("" for none)."""
+        v, ev = schema.verdicts, schema.events
+        with self.engine.connect() as conn:
+            for chunk in _chunks(list(dict.fromkeys(test_ids))):
+                query = (
+                    select(v.c.test_id, v.c.target, v.c.attempt, v.c.grader, ev)
+                    .select_from(v.join(ev, ev.c.event_id == v.c.event_id))
+                    .where(v.c.run_id == run_id, v.c.test_id.in_(chunk))
+                )
+                for row in conn.execute(query):
+                    yield (row[0], row[1], row[2]), row[3], _stored(row._mapping)
+
     def grader_counts(self, run_id: str) -> dict[str, dict[str, Any]]:
         """Per grader of a run: verdicts, passes, fails, skips, execution errors and the score sum."""
         v = schema.verdicts

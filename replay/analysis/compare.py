@@ -317,15 +317,15 @@ class Comparison:
     not_regradable: list[Key] = field(default_factory=list)
     """Results in both runs that one of them could not regrade (status ``not_regradable``): left out
     of every row and statistic, named here."""
-    hydrate: Callable[[list[FlippedTest]], list[FlippedTest]] | None = field(default=None, repr=False, compare=False)
-    """Flipped tests with their verdicts read whole (assertions): see :meth:`full_flipped`."""
+    hydrate: Callable[[Iterable[FlippedTest], int], Iterator[FlippedTest]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Flipped tests with their verdicts read whole (assertions), so many at a time: see :meth:`full_flipped`."""
 
-    def full_flipped(self, items: list[FlippedTest] | None = None, chunk: int = 500) -> Iterator[FlippedTest]:
+    def full_flipped(self, items: Iterable[FlippedTest] | None = None, chunk: int = 500) -> Iterator[FlippedTest]:
         """``items`` (default: every flipped test) with full verdicts, read a chunk at a time."""
         items = self.flipped if items is None else items
-        for i in range(0, len(items), chunk):
-            part = items[i : i + chunk]
-            yield from (self.hydrate(part) if self.hydrate else part)
+        return self.hydrate(items, chunk) if self.hydrate else iter(items)
 
     @property
     def regressions(self) -> list[TestRow]:
@@ -336,21 +336,24 @@ class Comparison:
         return [r for r in self.tests if r.flip == "fail->pass"]
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "run_a": self.run_a,
-            "run_b": self.run_b,
-            "seed": self.seed,
-            "resamples": self.resamples,
-            "overall": self.overall.to_dict(),
-            "graders": [g.to_dict() for g in self.graders],
-            "tests": [t.to_dict() for t in self.tests],
-            "only_in_a": [key_dict(k) for k in self.only_in_a],
-            "only_in_b": [key_dict(k) for k in self.only_in_b],
-            "not_regradable": [key_dict(k) for k in self.not_regradable],
-            "flipped": [f.to_dict() for f in self.full_flipped()],
-            "test_id": self.test_id,
-            "assertion_diffs": [d.to_dict() for d in self.assertion_diffs],
-        }
+        return {key: list(value) if isinstance(value, Iterator) else value for key, value in self.json_fields()}
+
+    def json_fields(self) -> Iterator[tuple[str, object]]:
+        """The JSON document's fields in order, each long list (one item per result) as an iterator,
+        so that ``compare --json`` can write it an item at a time (:meth:`to_dict` collects them)."""
+        yield "run_a", self.run_a
+        yield "run_b", self.run_b
+        yield "seed", self.seed
+        yield "resamples", self.resamples
+        yield "overall", self.overall.to_dict()
+        yield "graders", [g.to_dict() for g in self.graders]
+        yield "tests", (t.to_dict() for t in self.tests)
+        yield "only_in_a", (key_dict(k) for k in self.only_in_a)
+        yield "only_in_b", (key_dict(k) for k in self.only_in_b)
+        yield "not_regradable", (key_dict(k) for k in self.not_regradable)
+        yield "flipped", (f.to_dict() for f in self.full_flipped())
+        yield "test_id", self.test_id
+        yield "assertion_diffs", [d.to_dict() for d in self.assertion_diffs]
 
 
 @dataclass(slots=True)
@@ -471,11 +474,6 @@ def compare(
             for key, fa, fb in zip(keys, full_a, full_b)
         ]
 
-    def hydrate(items: list[FlippedTest]) -> list[FlippedTest]:
-        keys = [f.row.key for f in items]
-        full_a, full_b = a.full_verdicts(keys), b.full_verdicts(keys)
-        return [FlippedTest(f.row, _grader_pairs(fa, fb)) for f, fa, fb in zip(items, full_a, full_b)]
-
     return Comparison(
         run_a=a.run_id,
         run_b=b.run_id,
@@ -490,12 +488,34 @@ def compare(
         test_id=test_id,
         assertion_diffs=diffs,
         not_regradable=not_regradable,
-        hydrate=hydrate,
+        hydrate=lambda items, chunk: with_full_verdicts(items, a, b, chunk),
     )
 
 
 def _grader_pairs(va: dict[str, Verdict], vb: dict[str, Verdict]) -> list[GraderPair]:
     return [GraderPair(name, va.get(name), vb.get(name)) for name in sorted(va.keys() | vb.keys())]
+
+
+def with_full_verdicts(
+    items: Iterable[FlippedTest], a: RunResults, b: RunResults, chunk: int = 500
+) -> Iterator[FlippedTest]:
+    """``items`` with every grader's verdicts read whole from ``a`` and ``b`` (assertions), ``chunk``
+    results per read: what shows assertions holds at most one chunk of full events at a time."""
+    part: list[FlippedTest] = []
+    for item in items:
+        part.append(item)
+        if len(part) == chunk:
+            yield from _full_pairs(part, a, b)
+            part = []
+    yield from _full_pairs(part, a, b)
+
+
+def _full_pairs(items: list[FlippedTest], a: RunResults, b: RunResults) -> list[FlippedTest]:
+    if not items:
+        return []
+    keys = [f.row.key for f in items]
+    full_a, full_b = a.full_verdicts(keys), b.full_verdicts(keys)
+    return [FlippedTest(f.row, _grader_pairs(fa, fb)) for f, fa, fb in zip(items, full_a, full_b)]
 
 
 def grader_pairs(row: TestRow, a: RunResults, b: RunResults) -> list[GraderPair]:

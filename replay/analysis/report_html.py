@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Iterator
 
 from evalstore.replay.analysis.compare import (
     AssertionDiff,
@@ -30,6 +31,7 @@ from evalstore.replay.analysis.compare import (
     changed_tests,
     grader_pairs,
     key_label,
+    with_full_verdicts,
 )
 from evalstore.replay.analysis.stats import PairedStats
 
@@ -314,42 +316,41 @@ def _changed_one(t: FlippedTest, anchor: str) -> str:
     )
 
 
-def _changed(changed: list[FlippedTest], anchors: dict[TestRow, str]) -> str:
+def _changed(changed: list[FlippedTest], anchors: dict[TestRow, str], a: RunResults, b: RunResults) -> Iterator[str]:
     head = f"<h2>Changed tests ({len(changed)})</h2>"
     if not changed:
-        return head + '<p class="note">No test\'s score or grader verdicts changed between A and B.</p>'
-    intro = (
+        yield head + '<p class="note">No test\'s score or grader verdicts changed between A and B.</p>'
+        return
+    yield head + (
         '<p class="muted">Every test whose score, pass/fail or grader verdicts changed, the largest score change '
         "first, with each grader's verdicts in A and B side by side.</p>"
     )
-    shown = "".join(_changed_one(t, anchors[t.row]) for t in changed[:MAX_CHANGED])
-    more = (
-        f'<p class="note">{len(changed) - MAX_CHANGED} more changed tests not shown; use --json for all.</p>'
-        if len(changed) > MAX_CHANGED
-        else ""
-    )
-    return head + intro + shown + more
+    # Only the tests shown need their assertions: their verdicts are read whole, a chunk at a time.
+    for t in with_full_verdicts(changed[:MAX_CHANGED], a, b):
+        yield _changed_one(t, anchors[t.row])
+    if len(changed) > MAX_CHANGED:
+        yield f'<p class="note">{len(changed) - MAX_CHANGED} more changed tests not shown; use --json for all.</p>'
 
 
-def _every_test(c: Comparison, a: RunResults, b: RunResults) -> str:
-    head = f'<h2 id="every">Every test, side by side ({len(c.tests)})</h2>'
+def _every_test(c: Comparison, a: RunResults, b: RunResults) -> Iterator[str]:
     if not c.tests:
-        return ""
-    items = []
-    for i, r in enumerate(c.tests[:MAX_EVERY]):
-        items.append(
-            f'<details id="t{i}"><summary><code>{_e(key_label(r.key))}</code> '
-            f'<span class="muted">{_change_words(r)}</span></summary>'
-            f"{_side_by_side(r, grader_pairs(r, a, b))}</details>"
-        )
-    more = (
-        f'<p class="note">{len(c.tests) - MAX_EVERY} more tests not listed; '
-        "<code>evalstore compare A B --test ID --html FILE</code> shows one test's verdicts and assertions.</p>"
-        if len(c.tests) > MAX_EVERY
-        else ""
+        return
+    yield (
+        f'<h2 id="every">Every test, side by side ({len(c.tests)})</h2>'
+        '<p class="muted">Open a test to see every grader\'s verdict and assertions in A and in B.</p>'
     )
-    intro = '<p class="muted">Open a test to see every grader\'s verdict and assertions in A and in B.</p>'
-    return head + intro + "".join(items) + more
+    listed = (FlippedTest(r, grader_pairs(r, a, b)) for r in c.tests[:MAX_EVERY])
+    for i, t in enumerate(with_full_verdicts(listed, a, b)):
+        yield (
+            f'<details id="t{i}"><summary><code>{_e(key_label(t.row.key))}</code> '
+            f'<span class="muted">{_change_words(t.row)}</span></summary>'
+            f"{_side_by_side(t.row, t.graders)}</details>"
+        )
+    if len(c.tests) > MAX_EVERY:
+        yield (
+            f'<p class="note">{len(c.tests) - MAX_EVERY} more tests not listed; '
+            "<code>evalstore compare A B --test ID --html FILE</code> shows one test's verdicts and assertions.</p>"
+        )
 
 
 def _key_list(title: str, keys: list[Key]) -> str:
@@ -393,26 +394,31 @@ def _assertion_diffs(diffs: list[AssertionDiff]) -> str:
 
 
 def render_html(comparison: Comparison, a: RunResults, b: RunResults, *, title: str) -> str:
-    """The whole report as one HTML document that needs nothing but itself to display.
+    """The whole report as one HTML document that needs nothing but itself to display (:func:`iter_html`
+    joined)."""
+    return "".join(iter_html(comparison, a, b, title=title))
 
-    ``a`` and ``b`` are the results the comparison was built from: the report shows their verdicts."""
+
+def iter_html(comparison: Comparison, a: RunResults, b: RunResults, *, title: str) -> Iterator[str]:
+    """The report in pieces, to be written as they come.
+
+    ``a`` and ``b`` are the results the comparison was built from: the report shows their verdicts. Runs
+    read from the projections (:func:`evalstore.replay.material.load_scores`) are enough: the verdicts of
+    the tests the report details are read whole (assertions) as it reaches them."""
     changed = changed_tests(comparison, a, b)
     shown = {t.row: f"c{i}" for i, t in enumerate(changed[:MAX_CHANGED])}
     anchors = {i: shown.get(r, f"t{i}" if i < MAX_EVERY else "every") for i, r in enumerate(comparison.tests)}
-    body = (
-        _summary(comparison, len(changed))
-        + _graders(comparison)
-        + _chart(comparison, anchors)
-        + _changed(changed, shown)
-        + _assertion_diffs(comparison.assertion_diffs)
-        + _every_test(comparison, a, b)
-        + _key_list("Only in run A", comparison.only_in_a)
-        + _key_list("Only in run B", comparison.only_in_b)
-    )
-    return (
+    yield (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
-        f"<body><h1>{_e(title)}</h1>{body}</body></html>\n"
+        f"<body><h1>{_e(title)}</h1>"
     )
+    yield _summary(comparison, len(changed)) + _graders(comparison) + _chart(comparison, anchors)
+    del anchors
+    yield from _changed(changed, shown, a, b)
+    yield _assertion_diffs(comparison.assertion_diffs)
+    yield from _every_test(comparison, a, b)
+    yield _key_list("Only in run A", comparison.only_in_a) + _key_list("Only in run B", comparison.only_in_b)
+    yield "</body></html>\n"

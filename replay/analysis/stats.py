@@ -16,6 +16,7 @@ A statistic that would be meaningless is ``None`` with a ``note`` saying why, ne
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections import Counter
@@ -223,16 +224,42 @@ def binomial_variate(rng: random.Random, n: int, p: float) -> int:
         return n
     if p > 0.5:
         return n - binomial_variate(rng, n, 1.0 - p)
+    uniform = rng.random
     if n * p < 10.0:
         # Count the successes: each gap between successes is Geometric(p).
-        log_q = math.log1p(-p)
+        log_q = _log1p(-p)
         successes = 0
         position = 0
         while True:
-            position += math.floor(math.log(1.0 - rng.random()) / log_q) + 1
+            position += _floor(_log(1.0 - uniform()) / log_q) + 1
             if position > n:
                 return successes
             successes += 1
+    a, b, c, v_r, alpha, lpq, mode, h = _btrs_constants(n, p)
+    while True:
+        u = uniform() - 0.5
+        v = uniform()
+        us = 0.5 - abs(u)
+        if us == 0.0:
+            continue
+        k = _floor((2.0 * a / us + b) * u + c)
+        if k < 0 or k > n:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return k
+        v = _log(v * alpha / (a / (us * us) + b))
+        if v <= h - _lgamma(k + 1) - _lgamma(n - k + 1) + (k - mode) * lpq:
+            return k
+
+
+_floor, _log, _log1p, _lgamma = math.floor, math.log, math.log1p, math.lgamma
+
+
+@functools.lru_cache(maxsize=4096)
+def _btrs_constants(n: int, p: float) -> tuple[float, float, float, float, float, float, int, float]:
+    """BTRS's setup for one (n, p). Cached: a bootstrap's multinomial chain asks for the same few
+    thousand (n, p) hundreds of thousands of times, and the setup (a square root, a log and two
+    log-gammas) costs as much as a draw."""
     q = 1.0 - p
     spq = math.sqrt(n * p * q)
     b = 1.15 + 2.53 * spq
@@ -243,20 +270,7 @@ def binomial_variate(rng: random.Random, n: int, p: float) -> int:
     lpq = math.log(p / q)
     mode = math.floor((n + 1) * p)
     h = math.lgamma(mode + 1) + math.lgamma(n - mode + 1)
-    while True:
-        u = rng.random() - 0.5
-        v = rng.random()
-        us = 0.5 - abs(u)
-        if us == 0.0:
-            continue
-        k = math.floor((2.0 * a / us + b) * u + c)
-        if k < 0 or k > n:
-            continue
-        if us >= 0.07 and v <= v_r:
-            return k
-        v = math.log(v * alpha / (a / (us * us) + b))
-        if v <= h - math.lgamma(k + 1) - math.lgamma(n - k + 1) + (k - mode) * lpq:
-            return k
+    return a, b, c, v_r, alpha, lpq, mode, h
 
 
 def multinomial_counts(rng: random.Random, n: int, weights: Sequence[int]) -> list[int]:

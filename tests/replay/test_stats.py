@@ -133,6 +133,21 @@ def test_multinomial_counts_sum_to_n_and_follow_weights() -> None:
     assert [t / 200_000 for t in totals] == pytest.approx([0.1, 0.2, 0.7], abs=0.005)
 
 
+def test_draws_are_pinned_for_a_seed() -> None:
+    """The same seed gives the same draws as before BTRS's setup was cached (values from that code):
+    a printed confidence interval must not move when the sampler is made faster."""
+    rng = random.Random(2026)
+    cases = [(1000, 0.3), (20000, 0.025), (5000, 0.9), (40, 0.1), (300, 0.5), (1000, 0.3)]
+    assert [binomial_variate(rng, n, p) for n, p in cases] == [280, 501, 4532, 4, 157, 304]
+    diffs = [0.0] * 1500 + [0.5] * 120 + [-0.5] * 160 + [0.25] * 40 + [-1.0] * 30 + [1.0] * 9
+    assert bootstrap_mean_ci(diffs, seed=7) == (
+        -0.02784090909090906,
+        -0.005648197955890263,
+        "bootstrap percentile (10000 resamples, seed 7)",
+    )
+    assert bootstrap_mean_ci(diffs, seed=7, resamples=20_000)[:2] == (-0.027837547068316298, -0.005782678859601937)
+
+
 # --- bootstrap ---------------------------------------------------------------------------------
 
 
