@@ -20,6 +20,8 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import IO, Any
 
+import orjson
+
 from evalstore.replay.agentv.stored import Payload, ResultBundle, stored_results
 from evalstore.replay.agentv.wire import from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
@@ -110,9 +112,18 @@ JSON_TRANSCRIPT_FIELDS = (
 JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_files")
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False).encode
-"""``json.dumps(value, ensure_ascii=False, allow_nan=False)``, without a new encoder per row (a JSON
-value read from the store cannot be circular)."""
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False).encode
+
+
+def _JSON(value: Any) -> str:
+    """A value as one compact JSON text, as AgentV's ``JSON.stringify`` writes its files (no spaces,
+    UTF-8 characters kept). orjson writes it: with the stdlib encoder, encoding was a quarter of an
+    export (bench/read.py). What orjson refuses (an integer beyond 64 bits, a lone surrogate) goes to
+    the stdlib encoder with the same separators, so every value the store holds can be exported."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError is one
+        return _COMPACT(value)
 
 
 def _fields(event: Any) -> Payload:
@@ -335,7 +346,7 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
         "run": _pick(run, JSON_RUN_FIELDS),
         "summary": {f: getattr(summary, f) for f in JSON_SUMMARY_FIELDS} if summary else None,
     }
-    fh.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "results": [')
+    fh.write(_JSON(head)[:-1] + ',"results":[')
     count = 0
     for result in results:
         fh.write(("," if count else "") + "\n" + _JSON(json_result(run, result)))

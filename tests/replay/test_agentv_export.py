@@ -350,3 +350,18 @@ def test_json_results_have_a_fixed_shape_without_store_internals() -> None:
 )
 def test_times_the_store_made_are_written_as_agentv_writes_them(stored, shown) -> None:
     assert agentv_time(stored) == shown
+
+
+def test_jsonl_lines_are_compact_like_agentvs_and_keep_every_value(tmp_path: Path) -> None:
+    """Lines are written as AgentV's JSON.stringify writes them (no spaces), and values orjson cannot
+    write (an integer beyond 64 bits) still come out exact, through the stdlib fallback."""
+    rows = [
+        {"test_id": "a", "metadata": {"note": "Ünïcode, \u2028 kept", "n": 1.5}},
+        {"test_id": "b", "metadata": {"big": 2**70, "small": -1}},
+    ]
+    out = io.StringIO()
+    assert write_jsonl(rows, out) == 2
+    lines = out.getvalue().split("\n")[:-1]  # not splitlines: U+2028 is a line break to it
+    assert lines[0] == '{"test_id":"a","metadata":{"note":"Ünïcode, \u2028 kept","n":1.5}}'
+    assert lines[1] == '{"test_id":"b","metadata":{"big":1180591620717411303424,"small":-1}}'
+    assert [json.loads(line) for line in lines] == rows
