@@ -46,12 +46,25 @@ class JudgePool:
         self.targets_file = targets_file
         self.concurrency = concurrency
         self._env = env
-        self._http = httpx.Client(
-            transport=transport,
-            timeout=DEFAULT_TIMEOUT,
-            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-        )
-        self.client = JudgeClient(self._http, threading.BoundedSemaphore(concurrency), retry or RetryPolicy())
+        self._transport = transport
+        self._retry = retry or RetryPolicy()
+        self._http: httpx.Client | None = None
+        self._client: JudgeClient | None = None
+        self._client_lock = threading.Lock()
+
+    @property
+    def client(self) -> JudgeClient:
+        """The shared client, made on the first judge call: building an HTTP transport loads httpcore (about
+        0.1 s), which a run or replay without LLM graders, or whose judge replies are all reused, never needs."""
+        with self._client_lock:
+            if self._client is None:
+                self._http = httpx.Client(
+                    transport=self._transport,
+                    timeout=DEFAULT_TIMEOUT,
+                    limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+                )
+                self._client = JudgeClient(self._http, threading.BoundedSemaphore(self.concurrency), self._retry)
+            return self._client
 
     # -- construction -------------------------------------------------------------------------
 
@@ -169,7 +182,9 @@ class JudgePool:
             return target.resolve(self.env, require_key=False), exc
 
     def close(self) -> None:
-        self._http.close()
+        with self._client_lock:
+            if self._http is not None:
+                self._http.close()
 
     def __enter__(self) -> JudgePool:
         return self
