@@ -30,7 +30,7 @@ from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
-from evalstore.replay.evalfile.specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
+from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.engine import grade_test
 from evalstore.replay.grading.graders.base import GradeOptions
 from evalstore.replay.material import (
@@ -45,7 +45,7 @@ from evalstore.replay.material import (
     transcript_info,
 )
 from evalstore.replay.processes.workers import run_concurrently
-from evalstore.replay.recording import BatchedAppends, StoreRecorder
+from evalstore.replay.recording import BatchedAppends, ReadAhead, StoreRecorder
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
@@ -271,6 +271,7 @@ def _execute(
         threshold=threshold,
     )
     batches = BatchedAppends(store, run_id)
+    ahead = _read_ahead(store, suite, options, transcript_run_id(store, parent.started))
     todo = [
         key
         for key in parent.order
@@ -291,7 +292,18 @@ def _execute(
 
     def one(key: tuple) -> None:
         scored = _replay_test(
-            store, run_id, key, parent.tests[key], sources, tests_by_id, suite, options, grade_options, judges, batches
+            store,
+            run_id,
+            key,
+            parent.tests[key],
+            sources,
+            tests_by_id,
+            suite,
+            options,
+            grade_options,
+            judges,
+            batches,
+            ahead,
         )
         with lock:
             results.append(scored)
@@ -308,6 +320,30 @@ def _execute(
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
     return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable)
+
+
+def _read_ahead(store: EventStore, suite: EvalSuite, options: ReplayOptions, origin: str) -> ReadAhead | None:
+    """The code-grader executions this replay is most likely to reuse, read at once: those of the runs
+    sharing its transcripts (``origin`` and every replay descending from it). None when nothing may be
+    reused (``--no-cache``, or no code grader that allows it)."""
+    if options.no_cache or not any(
+        isinstance(g, CodeGraderSpec) and g.cache for test in suite.tests for g in test.graders
+    ):
+        return None
+    parents = {r["run_id"]: r["parent_run_id"] if r["kind"] == "replay" else None for r in store.query("runs")}
+    origins: dict[str, str] = {}
+
+    def origin_of(run_id: str) -> str:
+        seen = []
+        while run_id not in origins and parents.get(run_id) and run_id not in seen:
+            seen.append(run_id)
+            run_id = parents[run_id]  # type: ignore[assignment]
+        found = origins.get(run_id, run_id)
+        for r in seen:
+            origins[r] = found
+        return found
+
+    return ReadAhead.of_runs(store, [run_id for run_id in parents if origin_of(run_id) == origin])
 
 
 def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOptions) -> bool:
@@ -342,9 +378,10 @@ def _replay_test(
     grade_options: GradeOptions,
     judges: JudgePool,
     batches: BatchedAppends,
+    ahead: ReadAhead | None = None,
 ) -> TestScored:
     test_id, target, attempt = key
-    recorder = StoreRecorder(store, run_id)
+    recorder = StoreRecorder(store, run_id, ahead)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
     if test is None or not _selected(test_id, tests_by_id, options):

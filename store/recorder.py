@@ -470,6 +470,29 @@ class EventStore:
             row = conn.execute(_LOOKUPS[index], {"key": key}).mappings().first()
         return _stored(row) if row is not None else None
 
+    def index_entries(self, index: str, stream_ids: Iterable[str], *, limit: int) -> dict[str, StoredEvent] | None:
+        """The entries of a reuse index whose events belong to these streams, by key, each the event
+        :meth:`lookup` gives for that key; None when there are more than ``limit``. A replay reads what the
+        runs sharing its transcripts recorded at once, instead of one lookup per grader execution."""
+        table = projections.TABLES[index]
+        key_column = table.c[projections.KEYS[index][0]]
+        ev = schema.events
+        streams = list(dict.fromkeys(stream_ids))
+        found: dict[str, StoredEvent] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(streams):
+                query = (
+                    select(key_column, ev)
+                    .select_from(table.join(ev, ev.c.event_id == table.c.event_id))
+                    .where(ev.c.stream_id.in_(chunk))
+                    .limit(limit + 1 - len(found))
+                )
+                for row in conn.execute(query).mappings():
+                    found[row[key_column.name]] = _stored(row)
+                if len(found) > limit:
+                    return None
+        return found
+
     def query(self, table: str, **where: Any) -> list[dict[str, Any]]:
         """Rows of a projection table matching column equalities, in key order."""
         tbl = projections.TABLES[table]
