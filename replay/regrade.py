@@ -12,6 +12,7 @@ options reproduces it.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import shlex
@@ -49,6 +50,7 @@ from evalstore.replay.recording import BatchedAppends, ReadAhead, StoreRecorder
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
+from evalstore.store.errors import BlobNotFound
 from evalstore.store.events import RunStarted, TestScored
 
 if TYPE_CHECKING:
@@ -286,6 +288,14 @@ def _execute(
     if on_start:
         # The tests that will be graded; the others are carried over, which takes no time to speak of.
         on_start(run_id, len(regraded), drifted, unable)
+    transcripts = _TranscriptBlobs(
+        store,
+        [
+            t[1].messages_sha256
+            for key in todo
+            if key in regraded and (t := sources.get(key, parent.tests[key]).transcript) and t[1].messages_sha256
+        ],
+    )
     judges = _judges(suite, options, parent)
     results: list[TestScored] = []
     lock = threading.Lock()
@@ -304,6 +314,7 @@ def _execute(
             judges,
             batches,
             ahead,
+            transcripts.get,
         )
         with lock:
             results.append(scored)
@@ -320,6 +331,38 @@ def _execute(
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
     return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable)
+
+
+class _TranscriptBlobs:
+    """The message blobs of the transcripts a replay grades, read ``WINDOW`` at a time in the order the
+    tests are graded (one query, not one per test), each kept until its test takes it."""
+
+    WINDOW = 64
+
+    def __init__(self, store: EventStore, digests: list[str]) -> None:
+        self._store = store
+        self._order = digests
+        self._position: dict[str, int] = {}
+        for i, digest in enumerate(digests):
+            self._position.setdefault(digest, i)
+        self._kept: dict[str, bytes] = {}
+        self._taken: set[str] = set()
+        self._lock = threading.Lock()
+
+    def get(self, sha256: str) -> bytes:
+        with self._lock:
+            data = self._kept.pop(sha256, None)
+            if data is None and sha256 in self._position and sha256 not in self._taken:
+                start = self._position[sha256]
+                wanted = [
+                    d for d in self._order[start : start + self.WINDOW] if d not in self._taken and d not in self._kept
+                ]
+                with contextlib.suppress(BlobNotFound):  # one missing blob fails its own test only, read alone
+                    self._kept.update(self._store.get_blobs(wanted))
+                data = self._kept.pop(sha256, None)
+            self._taken.add(sha256)
+        # A blob two tests share, asked for again, is read on its own.
+        return data if data is not None else self._store.get_blob(sha256)
 
 
 def _read_ahead(store: EventStore, suite: EvalSuite, options: ReplayOptions, origin: str) -> ReadAhead | None:
@@ -379,6 +422,7 @@ def _replay_test(
     judges: JudgePool,
     batches: BatchedAppends,
     ahead: ReadAhead | None = None,
+    transcript_blob: Callable[[str], bytes] | None = None,
 ) -> TestScored:
     test_id, target, attempt = key
     recorder = StoreRecorder(store, run_id, ahead)
@@ -424,7 +468,7 @@ def _replay_test(
         recorder.record(scored)
         batches.add(recorder)
         return scored
-    info = transcript_info(store.get_blob, source)
+    info = transcript_info(transcript_blob or store.get_blob, source)
     grade = grade_test(
         suite,
         test,
