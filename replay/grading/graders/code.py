@@ -32,6 +32,7 @@ import math
 import os
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any, Literal
 
 from evalstore.replay.content import Message, dump_messages, file_blocks
@@ -330,16 +331,17 @@ def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None) -> dict[s
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 
+@lru_cache(maxsize=4096)
+def _snake_case(key: str) -> str:
+    # The same few dozen keys in every payload: rewritten once each, not once per occurrence.
+    return key if not key or key[0].isupper() else _CAMEL_BOUNDARY.sub(r"_\1", key).lower()
+
+
 def snake_case_keys(value: Any) -> Any:
     """AgentV's deep key rewrite at process boundaries: camelCase keys become snake_case, except keys
     that start with an uppercase letter (tool names such as ``Read``), which are left alone."""
     if isinstance(value, dict):
-        return {
-            (key if not key or key[0].isupper() else _CAMEL_BOUNDARY.sub(r"_\1", key).lower())
-            if isinstance(key, str)
-            else key: snake_case_keys(item)
-            for key, item in value.items()
-        }
+        return {_snake_case(key) if isinstance(key, str) else key: snake_case_keys(item) for key, item in value.items()}
     if isinstance(value, list):
         return [snake_case_keys(item) for item in value]
     return value
