@@ -272,7 +272,9 @@ def _execute(
         judge_model=options.judge_model,
         threshold=threshold,
     )
-    batches = BatchedAppends(store, run_id)
+    # 64 tests per transaction (a test is still durable within max_seconds): an unchanged replay's work per
+    # test is a fraction of a millisecond, and each append's own cost was a measurable part of it.
+    batches = BatchedAppends(store, run_id, max_tests=64)
     ahead = _read_ahead(store, suite, options, transcript_run_id(store, parent.started))
     todo = [
         key
