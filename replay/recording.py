@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 from evalstore.replay.grading.graders.process_cache import reusable_process_call
 from evalstore.store import EventStore, NewEvent
@@ -94,19 +96,46 @@ class MemoryRecorder:
         return [(event_id, event) for event_id, event in self.events if isinstance(event, cls)]
 
 
+@dataclass(frozen=True)
+class ReadAhead:
+    """Code-grader executions (``judge_cache`` entries, by cache key) and the blobs of their replies, read
+    in a few queries before a replay grades: those the runs sharing its transcripts recorded. An unchanged
+    replay reuses every execution, and looking each up (and its reply) one query at a time was most of
+    its work. Each entry is the event :meth:`EventStore.lookup` gives for its key, so reading it here
+    changes nothing but the number of queries."""
+
+    process_calls: Mapping[str, tuple[str, GraderCalled]] = field(default_factory=dict)
+    blobs: Mapping[str, bytes] = field(default_factory=dict)
+
+    LIMIT: ClassVar[int] = 50_000
+    """More executions than this are not read ahead (bounding the memory their replies take): they are
+    looked up one by one, as without."""
+
+    @classmethod
+    def of_runs(cls, store: EventStore, run_ids: Iterable[str]) -> ReadAhead:
+        entries = store.index_entries("judge_cache", run_ids, limit=cls.LIMIT)
+        calls: dict[str, tuple[str, GraderCalled]] = {}
+        for key, stored in (entries or {}).items():
+            if stored.type == "grader_called" and reusable_process_call(event := stored.event, key):
+                calls[key] = (stored.event_id, event)  # type: ignore[assignment]
+        digests = [d for _, c in calls.values() for d in (c.reply_sha256, c.stderr_sha256) if d]
+        return cls(calls, store.get_blobs(digests) if digests else {})
+
+
 class StoreRecorder:
     """Buffers one test's events and blobs; :meth:`flush` appends them to the run's stream atomically.
 
-    Lookups see this test's buffered work first, then the store's reuse indexes (``conversions``,
-    ``judge_cache``), which span every run in the store.
+    Lookups see this test's buffered work first, then what was read ahead (``ahead``), then the store's
+    reuse indexes (``conversions``, ``judge_cache``), which span every run in the store.
     """
 
-    def __init__(self, store: EventStore, run_id: str) -> None:
+    def __init__(self, store: EventStore, run_id: str, ahead: ReadAhead | None = None) -> None:
         self.store = store
         self.run_id = run_id
         self.events: list[NewEvent] = []
         self.blobs: dict[str, bytes] = {}
         self._lock = threading.Lock()
+        self._ahead = ahead or _NOTHING_AHEAD
 
     def put_blob(self, data: bytes) -> str:
         digest = sha256_hex(data)
@@ -117,6 +146,8 @@ class StoreRecorder:
     def get_blob(self, sha256: str) -> bytes:
         with self._lock:
             data = self.blobs.get(sha256)
+        if data is None:
+            data = self._ahead.blobs.get(sha256)
         return data if data is not None else self.store.get_blob(sha256)
 
     def record(self, event: DomainEvent) -> str:
@@ -147,6 +178,8 @@ class StoreRecorder:
     def find_process_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
         """This test's buffered executions, then the store's reuse index (``process_cache``)."""
         hit = self._buffered(lambda e: reusable_process_call(e, cache_key))
+        if hit is None:
+            hit = self._ahead.process_calls.get(cache_key)
         stored = self.store.lookup("judge_cache", cache_key) if hit is None else None
         if stored is not None and reusable_process_call(stored.event, cache_key):
             hit = (stored.event_id, stored.event)
@@ -161,6 +194,9 @@ class StoreRecorder:
             self.store.append(self.run_id, events, blobs=blobs)
         elif blobs:
             self.store.put_blobs(blobs)
+
+
+_NOTHING_AHEAD = ReadAhead()
 
 
 class BatchedAppends:

@@ -12,6 +12,7 @@ options reproduces it.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import shlex
@@ -30,7 +31,7 @@ from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
-from evalstore.replay.evalfile.specs import ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
+from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.engine import grade_test
 from evalstore.replay.grading.graders.base import GradeOptions
 from evalstore.replay.material import (
@@ -45,10 +46,11 @@ from evalstore.replay.material import (
     transcript_info,
 )
 from evalstore.replay.processes.workers import run_concurrently
-from evalstore.replay.recording import BatchedAppends, StoreRecorder
+from evalstore.replay.recording import BatchedAppends, ReadAhead, StoreRecorder
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
+from evalstore.store.errors import BlobNotFound
 from evalstore.store.events import RunStarted, TestScored
 
 if TYPE_CHECKING:
@@ -270,7 +272,10 @@ def _execute(
         judge_model=options.judge_model,
         threshold=threshold,
     )
-    batches = BatchedAppends(store, run_id)
+    # 64 tests per transaction (a test is still durable within max_seconds): an unchanged replay's work per
+    # test is a fraction of a millisecond, and each append's own cost was a measurable part of it.
+    batches = BatchedAppends(store, run_id, max_tests=64)
+    ahead = _read_ahead(store, suite, options, transcript_run_id(store, parent.started))
     todo = [
         key
         for key in parent.order
@@ -285,13 +290,33 @@ def _execute(
     if on_start:
         # The tests that will be graded; the others are carried over, which takes no time to speak of.
         on_start(run_id, len(regraded), drifted, unable)
+    transcripts = _TranscriptBlobs(
+        store,
+        [
+            t[1].messages_sha256
+            for key in todo
+            if key in regraded and (t := sources.get(key, parent.tests[key]).transcript) and t[1].messages_sha256
+        ],
+    )
     judges = _judges(suite, options, parent)
     results: list[TestScored] = []
     lock = threading.Lock()
 
     def one(key: tuple) -> None:
         scored = _replay_test(
-            store, run_id, key, parent.tests[key], sources, tests_by_id, suite, options, grade_options, judges, batches
+            store,
+            run_id,
+            key,
+            parent.tests[key],
+            sources,
+            tests_by_id,
+            suite,
+            options,
+            grade_options,
+            judges,
+            batches,
+            ahead,
+            transcripts.get,
         )
         with lock:
             results.append(scored)
@@ -308,6 +333,62 @@ def _execute(
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
     return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable)
+
+
+class _TranscriptBlobs:
+    """The message blobs of the transcripts a replay grades, read ``WINDOW`` at a time in the order the
+    tests are graded (one query, not one per test), each kept until its test takes it."""
+
+    WINDOW = 64
+
+    def __init__(self, store: EventStore, digests: list[str]) -> None:
+        self._store = store
+        self._order = digests
+        self._position: dict[str, int] = {}
+        for i, digest in enumerate(digests):
+            self._position.setdefault(digest, i)
+        self._kept: dict[str, bytes] = {}
+        self._taken: set[str] = set()
+        self._lock = threading.Lock()
+
+    def get(self, sha256: str) -> bytes:
+        with self._lock:
+            data = self._kept.pop(sha256, None)
+            if data is None and sha256 in self._position and sha256 not in self._taken:
+                start = self._position[sha256]
+                wanted = [
+                    d for d in self._order[start : start + self.WINDOW] if d not in self._taken and d not in self._kept
+                ]
+                with contextlib.suppress(BlobNotFound):  # one missing blob fails its own test only, read alone
+                    self._kept.update(self._store.get_blobs(wanted))
+                data = self._kept.pop(sha256, None)
+            self._taken.add(sha256)
+        # A blob two tests share, asked for again, is read on its own.
+        return data if data is not None else self._store.get_blob(sha256)
+
+
+def _read_ahead(store: EventStore, suite: EvalSuite, options: ReplayOptions, origin: str) -> ReadAhead | None:
+    """The code-grader executions this replay is most likely to reuse, read at once: those of the runs
+    sharing its transcripts (``origin`` and every replay descending from it). None when nothing may be
+    reused (``--no-cache``, or no code grader that allows it)."""
+    if options.no_cache or not any(
+        isinstance(g, CodeGraderSpec) and g.cache for test in suite.tests for g in test.graders
+    ):
+        return None
+    parents = {r["run_id"]: r["parent_run_id"] if r["kind"] == "replay" else None for r in store.query("runs")}
+    origins: dict[str, str] = {}
+
+    def origin_of(run_id: str) -> str:
+        seen = []
+        while run_id not in origins and parents.get(run_id) and run_id not in seen:
+            seen.append(run_id)
+            run_id = parents[run_id]  # type: ignore[assignment]
+        found = origins.get(run_id, run_id)
+        for r in seen:
+            origins[r] = found
+        return found
+
+    return ReadAhead.of_runs(store, [run_id for run_id in parents if origin_of(run_id) == origin])
 
 
 def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOptions) -> bool:
@@ -342,9 +423,11 @@ def _replay_test(
     grade_options: GradeOptions,
     judges: JudgePool,
     batches: BatchedAppends,
+    ahead: ReadAhead | None = None,
+    transcript_blob: Callable[[str], bytes] | None = None,
 ) -> TestScored:
     test_id, target, attempt = key
-    recorder = StoreRecorder(store, run_id)
+    recorder = StoreRecorder(store, run_id, ahead)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
     if test is None or not _selected(test_id, tests_by_id, options):
@@ -387,7 +470,7 @@ def _replay_test(
         recorder.record(scored)
         batches.add(recorder)
         return scored
-    info = transcript_info(store.get_blob, source)
+    info = transcript_info(transcript_blob or store.get_blob, source)
     grade = grade_test(
         suite,
         test,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Integer, case, func, select
+from sqlalchemy import Integer, bindparam, case, func, select
 from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -41,6 +41,19 @@ if TYPE_CHECKING:
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
 _CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists
+
+# The one-row reads a replay makes per grader (a reuse-index lookup, a blob), built once: building and
+# compiling the statement on each call cost as much as running it.
+_BLOB_BY_DIGEST = select(schema.blobs.c.encoding, schema.blobs.c.data, schema.blobs.c.dictionary).where(
+    schema.blobs.c.sha256 == bindparam("sha256")
+)
+_LOOKUPS = {
+    index: select(schema.events)
+    .select_from(table.join(schema.events, schema.events.c.event_id == table.c.event_id))
+    .where(table.c[projections.KEYS[index][0]] == bindparam("key"))
+    for index, table in projections.TABLES.items()
+    if index in projections.FIRST_WINS  # the reuse indexes
+}
 
 
 def _chunks(items: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
@@ -409,9 +422,8 @@ class EventStore:
         return self._read_blob(sha256, chain=0)
 
     def _read_blob(self, sha256: str, *, chain: int) -> bytes:
-        b = schema.blobs
         with self.engine.connect() as conn:
-            row = conn.execute(select(b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256 == sha256)).first()
+            row = conn.execute(_BLOB_BY_DIGEST, {"sha256": sha256}).first()
         if row is None:
             raise BlobNotFound(f"no blob {sha256}")
         return self._decode(*row, chain=chain)
@@ -467,14 +479,33 @@ class EventStore:
 
     def lookup(self, index: str, key: str) -> StoredEvent | None:
         """The event a reuse index (``judge_cache`` or ``conversions``) holds for a key."""
+        # One query: a replay looks up every grader execution and judge call it might reuse.
+        with self.engine.connect() as conn:
+            row = conn.execute(_LOOKUPS[index], {"key": key}).mappings().first()
+        return _stored(row) if row is not None else None
+
+    def index_entries(self, index: str, stream_ids: Iterable[str], *, limit: int) -> dict[str, StoredEvent] | None:
+        """The entries of a reuse index whose events belong to these streams, by key, each the event
+        :meth:`lookup` gives for that key; None when there are more than ``limit``. A replay reads what the
+        runs sharing its transcripts recorded at once, instead of one lookup per grader execution."""
         table = projections.TABLES[index]
         key_column = table.c[projections.KEYS[index][0]]
         ev = schema.events
-        # One query: a replay looks up every grader execution and judge call it might reuse.
-        query = select(ev).select_from(table.join(ev, ev.c.event_id == table.c.event_id)).where(key_column == key)
+        streams = list(dict.fromkeys(stream_ids))
+        found: dict[str, StoredEvent] = {}
         with self.engine.connect() as conn:
-            row = conn.execute(query).mappings().first()
-        return _stored(row) if row is not None else None
+            for chunk in _chunks(streams):
+                query = (
+                    select(key_column, ev)
+                    .select_from(table.join(ev, ev.c.event_id == table.c.event_id))
+                    .where(ev.c.stream_id.in_(chunk))
+                    .limit(limit + 1 - len(found))
+                )
+                for row in conn.execute(query).mappings():
+                    found[row[key_column.name]] = _stored(row)
+                if len(found) > limit:
+                    return None
+        return found
 
     def query(self, table: str, **where: Any) -> list[dict[str, Any]]:
         """Rows of a projection table matching column equalities, in key order."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
+import selectors
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
@@ -136,43 +137,83 @@ def _supervise(
     timeout: float,
     max_output_bytes: int | None,
 ) -> ChildResult:
+    """Feed stdin, read stdout and stderr, and see the exit, all from this thread with one ``select``
+    loop, as ``Popen.communicate`` does. Three helper threads per child (feeding, and draining each
+    pipe) cost a thread start and a hand-off of the GIL each, which on a loaded machine added several
+    milliseconds to every short-lived grader (bench/agentv_peer.py)."""
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    over_limit = threading.Event()
-    # Set when the child exits or stdout goes over the cap. The exit is seen by a blocking waitpid in
-    # the feeding thread: polling with Popen.wait(timeout) sleeps in growing steps and added ~8 ms to
-    # every short-lived grader (bench/replay.py).
-    wake = threading.Event()
-
-    def on_overflow() -> None:
-        over_limit.set()
-        wake.set()
-
-    out = _Collector(limit=max_output_bytes, keep_tail=False, on_overflow=on_overflow)
+    out = _Collector(limit=max_output_bytes, keep_tail=False)
     err = _Collector(limit=STDERR_TAIL_BYTES, keep_tail=True)
-    threads = [
-        threading.Thread(target=_feed_and_wait, args=(proc, stdin, wake), daemon=True),
-        threading.Thread(target=out.drain, args=(proc.stdout,), daemon=True),
-        threading.Thread(target=err.drain, args=(proc.stderr,), daemon=True),
-    ]
-    for thread in threads:
-        thread.start()
+    collectors = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    # The exit wakes the loop where the OS gives a process a descriptor (Linux); elsewhere the loop looks
+    # every 50 ms, which matters only when a grandchild keeps the pipes open after the child exited.
+    exit_fd = _pidfd(proc.pid)
+    deadline = started + timeout
+    timed_out = exceeded = False
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        if stdin:
+            selector.register(proc.stdin, selectors.EVENT_WRITE)
+        else:
+            _close(proc.stdin)
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        selector.register(proc.stderr, selectors.EVENT_READ)
+        if exit_fd is not None:
+            selector.register(exit_fd, selectors.EVENT_READ)
+        written = 0
+        while _reading(selector, collectors):
+            now = time.monotonic()
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is None and now >= deadline:
+                timed_out = True
+                break
+            if exited_at is not None and now >= exited_at + _REAP_GRACE:
+                break  # a grandchild holds the pipes open: its group is killed below
+            wait = (exited_at + _REAP_GRACE if exited_at is not None else deadline) - now
+            if exit_fd is None and exited_at is None:
+                wait = min(wait, 0.05)
+            for key, _events in selector.select(max(0.0, wait)):
+                if key.fileobj is proc.stdin:
+                    try:
+                        written += os.write(key.fd, stdin[written : written + _PIPE_BUF])
+                    except OSError:  # the child does not read its stdin; that is its business
+                        written = len(stdin)
+                    if written >= len(stdin):
+                        selector.unregister(proc.stdin)
+                        _close(proc.stdin)
+                elif key.fileobj == exit_fd:
+                    selector.unregister(exit_fd)  # the exit is taken at the top of the loop
+                else:
+                    chunk = _read(key.fd)
+                    collector = collectors[key.fd]
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        _close(key.fileobj)  # type: ignore[arg-type]
+                    elif not collector.add(chunk):
+                        exceeded = True
+            if exceeded:
+                break
+        _close(proc.stdin)
+    if exit_fd is not None:
+        os.close(exit_fd)
 
-    timed_out = not wake.wait(max(0.0, started + timeout - time.monotonic()))
-    if timed_out or over_limit.is_set():
+    if timed_out or exceeded:
         _kill_group(proc)
+    elif exited_at is None:
+        # Both pipes closed but the child runs on: wait for its exit within the timeout.
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
     proc.wait()
-
-    # A grandchild may still hold the pipes open after the child exited; give it a moment, then kill
-    # whatever is left of the group so the readers see EOF.
-    join_until = time.monotonic() + _REAP_GRACE
-    for thread in threads[1:]:
-        thread.join(max(0.0, join_until - time.monotonic()))
-    if any(t.is_alive() for t in threads[1:]):
+    # Whatever is left of the group (a grandchild holding a pipe) is killed, so nothing outlives the grade.
+    if not (proc.stdout.closed and proc.stderr.closed) and exited_at is not None:
         _kill_group(proc)
-        for thread in threads[1:]:
-            thread.join(_REAP_GRACE)
+    for pipe, collector in ((proc.stdout, out), (proc.stderr, err)):
+        _drain_after_kill(pipe, collector, exceeded and collector is out)
 
-    exceeded = over_limit.is_set()
     return ChildResult(
         argv=list(argv),
         exit_code=None if (timed_out or exceeded) else proc.returncode,
@@ -184,50 +225,70 @@ def _supervise(
     )
 
 
-class _Collector:
-    """Reads a pipe to EOF, keeping the head (stdout, with a cap) or the tail (stderr)."""
+_PIPE_BUF = getattr(select, "PIPE_BUF", 512)
+"""Bytes a write to a pipe that select() reported writable takes without blocking."""
 
-    def __init__(self, *, limit: int | None, keep_tail: bool, on_overflow: Callable[[], None] | None = None) -> None:
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        return None
+
+
+def _reading(selector: selectors.BaseSelector, collectors: dict[int, _Collector]) -> bool:
+    return any(fd in collectors for fd in selector.get_map())
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, _CHUNK)
+    except OSError:  # closed under us by the kill
+        return b""
+
+
+def _close(pipe: IO[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        pipe.close()
+
+
+def _drain_after_kill(pipe: IO[bytes], collector: _Collector, stopped: bool) -> None:
+    """Read what is left in a pipe once its writers are gone (bounded by the grace), then close it."""
+    if pipe.closed:
+        return
+    until = time.monotonic() + _REAP_GRACE
+    with contextlib.suppress(OSError, ValueError), selectors.DefaultSelector() as selector:
+        selector.register(pipe, selectors.EVENT_READ)
+        while time.monotonic() < until and selector.select(max(0.0, until - time.monotonic())):
+            chunk = os.read(pipe.fileno(), _CHUNK)
+            if not chunk:
+                break
+            if not stopped:
+                stopped = not collector.add(chunk)
+    _close(pipe)
+
+
+class _Collector:
+    """Keeps a pipe's head (stdout, with a cap) or its tail (stderr)."""
+
+    def __init__(self, *, limit: int | None, keep_tail: bool) -> None:
         self._limit = limit
         self._keep_tail = keep_tail
-        self._on_overflow = on_overflow
         self._buf = bytearray()
 
-    def drain(self, pipe: IO[bytes]) -> None:
-        try:
-            while chunk := pipe.read1(_CHUNK):  # type: ignore[attr-defined]
-                self._buf.extend(chunk)
-                if self._limit is None or len(self._buf) <= self._limit:
-                    continue
-                if self._keep_tail:
-                    del self._buf[: len(self._buf) - self._limit]
-                elif self._on_overflow is not None:
-                    del self._buf[self._limit :]
-                    self._on_overflow()
-                    return
-        except (OSError, ValueError):
-            return  # the pipe was closed under us by the kill
-        finally:
-            with contextlib.suppress(OSError):
-                pipe.close()
+    def add(self, chunk: bytes) -> bool:
+        """Keep ``chunk``; False when a head-keeping collector went over its cap (the head is kept)."""
+        self._buf.extend(chunk)
+        if self._limit is None or len(self._buf) <= self._limit:
+            return True
+        if self._keep_tail:
+            del self._buf[: len(self._buf) - self._limit]
+            return True
+        del self._buf[self._limit :]
+        return False
 
     def data(self) -> bytes:
         return bytes(self._buf)
-
-
-def _feed_and_wait(proc: subprocess.Popen[bytes], data: bytes, exited: threading.Event) -> None:
-    """Write stdin, then block until the child exits. A child that never reads its stdin blocks the
-    write until the caller kills it for the timeout; the write then fails and the wait returns."""
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(data)
-    except (BrokenPipeError, OSError, ValueError):
-        pass  # the child does not read its stdin; that is its business
-    finally:
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-    proc.wait()
-    exited.set()
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -164,3 +164,39 @@ def test_the_environment_is_part_of_the_key_but_secrets_are_not(
     monkeypatch.setenv("GRADER_MODE", "lenient")  # a setting the grader may read: in the key
     _replay(sqlite_url, imported)
     assert len(_ran(log)) == 3 * TESTS
+
+
+def test_executions_of_runs_sharing_the_transcripts_are_read_ahead_and_others_still_found(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A replay reads the executions its transcript run's family recorded in a few queries instead of one
+    # lookup per grader; an execution recorded elsewhere (another import of the same results) is still
+    # found by its key, one lookup at a time.
+    from evalstore.store import EventStore
+
+    monkeypatch.chdir(tmp_path)
+    eval_file, results, log = _suite(tmp_path)
+    imported = json.loads(_cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json").stdout)["run_id"]
+    _replay(sqlite_url, imported)
+    assert len(_ran(log)) == 3 * TESTS
+
+    lookups: list[str] = []
+    real_lookup = EventStore.lookup
+
+    def counting(self: EventStore, index: str, key: str):  # type: ignore[no-untyped-def]
+        lookups.append(index)
+        return real_lookup(self, index, key)
+
+    monkeypatch.setattr(EventStore, "lookup", counting)
+    again = _replay(sqlite_url, imported)
+    assert again["reuse"] == {"code_ran": 0, "code_reused": 3 * TESTS, "judge_reused": 0}
+    assert _ran(log) == [] and lookups == []
+
+    # The same answers in another import (scored otherwise, so another run): the graders get the same input.
+    copy = tmp_path / "results-rescored.jsonl"
+    copy.write_text(results.read_text().replace('"score": 1', '"score": 0.5'))
+    other = json.loads(_cli(sqlite_url, "import", str(copy), "--eval", str(eval_file), "--json").stdout)["run_id"]
+    assert other != imported
+    elsewhere = _replay(sqlite_url, other)
+    assert elsewhere["reuse"] == {"code_ran": 0, "code_reused": 3 * TESTS, "judge_reused": 0}
+    assert _ran(log) == [] and lookups.count("judge_cache") == 3 * TESTS

@@ -225,6 +225,25 @@ def test_stdin_payload_follows_the_agentv_contract(tmp_path: Path) -> None:
     assert payload["_cwd"] == str(tmp_path)
 
 
+def test_graders_of_one_test_share_a_payload_only_when_their_config_is_the_same(tmp_path: Path) -> None:
+    # The stdin of a test's code graders is encoded once and shared; a grader with a config of its own
+    # must still get that config, and one with the same config the same bytes.
+    ctx = make_ctx(tmp_path, workspace=False)
+    script = tmp_path / "grader.py"
+    script.write_text("import sys\nprint(sys.stdin.read().count('max_lines'))\n")
+    for name, config in (("a", {"maxLines": 3}), ("b", {"maxLines": 3}), ("c", None), ("d", {"maxLines": 4})):
+        spec = CodeGraderSpec(
+            name=name, command=[sys.executable, str(script)], script=str(script), cwd=str(tmp_path), config=config
+        )
+        CodeGrader(spec).grade(ctx)
+    calls = {e.grader: e for _, e in ctx.recorder.of_type(GraderCalled)}
+    stdin = {name: ctx.recorder.get_blob(call.request_sha256) for name, call in calls.items()}
+    assert stdin["a"] == stdin["b"]
+    assert json.loads(stdin["a"])["config"] == {"max_lines": 3}
+    assert json.loads(stdin["c"])["config"] is None
+    assert json.loads(stdin["d"])["config"] == {"max_lines": 4}
+
+
 def test_no_workspace_means_no_workspace_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTV_WORKSPACE_PATH", "/leaked/from/parent")
     ctx = make_ctx(tmp_path, workspace=False)

@@ -195,3 +195,24 @@ def test_a_literal_key_in_a_judge_url_or_parameters_is_not_in_what_is_stored() -
     assert "sk-live-URLKEY0123456789abcdef" not in stored and "tok-literal-ABCDEF0123456789abcdef" not in stored
     assert target.redacted()["model"] == "m" and target.redacted()["extra"]["seed"] == 7
     assert target.base_url.endswith("abcdef")  # the request itself still uses the real URL
+
+
+def test_a_pool_makes_its_http_client_on_the_first_judge_call_only() -> None:
+    # A replay of code graders, or one whose judge replies are all reused, never calls a judge: building
+    # httpx and its HTTP transport (httpcore; 0.1-0.2 s together) wait until a call needs them.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from evalstore.replay.grading.judge.pool import JudgePool\n"
+        "pool = JudgePool.from_env({})\n"
+        "pool.close()\n"
+        "print('httpx' in sys.modules, 'httpcore' in sys.modules)\n"
+        "pool = JudgePool.from_env({})\n"
+        "assert pool.client is pool.client\n"
+        "pool.close()\n"
+        "print('httpx' in sys.modules, 'httpcore' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False", "True", "True"]

@@ -463,3 +463,27 @@ def test_converter_copy_name_cannot_escape_the_private_dir(tmp_path: Path) -> No
     assert copy.name == "evil.xlsx"
     assert copy.parent.parent.name.startswith("evalstore-convert-")
     assert not Path("/etc/evil.xlsx").exists()
+
+
+def test_a_scripts_digest_follows_every_change_to_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Digests are kept per path while the file's inode, size and times stay the same; an edit of the
+    # same size, even with its modification time put back, must still give the new digest.
+    from evalstore.replay.grading import preprocessing
+    from evalstore.replay.grading.preprocessing import script_digest
+    from evalstore.store.codec import sha256_hex
+
+    monkeypatch.setattr(preprocessing, "_SETTLED_S", -1.0)  # keep every digest, however recent the file
+    script = tmp_path / "grade.py"
+    long_ago = time.time() - 60
+    for body in ("print(1)\n", "print(2)\n", "print(3)\n"):
+        time.sleep(0.02)  # past the file system clock's granularity: the edit gets a new change time
+        script.write_text(body)
+        os.utime(script, (long_ago, long_ago))
+        assert script_digest(["python3", str(script)]) == sha256_hex(body.encode())
+        assert script_digest(["python3", str(script)]) == sha256_hex(body.encode())
+    monkeypatch.setattr(preprocessing, "_SETTLED_S", 2.0)
+    time.sleep(0.02)
+    script.write_text("print(4)\n")  # just written: not settled, so not kept
+    assert script_digest(["python3", str(script)]) == sha256_hex(b"print(4)\n")
+    assert preprocessing._digests[str(script)][1] == sha256_hex(b"print(3)\n")
+    assert script_digest(["python3", str(tmp_path)]) is None and script_digest([]) is None

@@ -143,6 +143,11 @@ def test_reuse_indexes_keep_the_first_event_for_a_key(store: EventStore) -> None
     assert store.lookup("judge_cache", call_a.payload["cache_key"]) == call_a
     assert store.lookup("conversions", pre_a.payload["fingerprint"]) == pre_a
     assert store.lookup("judge_cache", "0" * 64) is None
+    # Read by stream, an index gives the same event for each key; run-c's calls repeat run-a's keys.
+    key = call_a.payload["cache_key"]
+    assert store.index_entries("judge_cache", ["run-a", "nope"], limit=10) == {key: call_a}
+    assert store.index_entries("judge_cache", ["run-c"], limit=10) == {}
+    assert store.index_entries("judge_cache", ["run-a"], limit=0) is None
 
 
 def test_sqlite_appends_journal_in_memory_and_reads_keep_the_default(sqlite_store: EventStore) -> None:

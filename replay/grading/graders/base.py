@@ -86,6 +86,9 @@ class GradingContext:
     options: GradeOptions = field(default_factory=GradeOptions)
     judges: Any = None
     """``evalstore.replay.grading.judge.JudgePool`` (targets, HTTP client, concurrency limit), when LLM graders run."""
+    shared: dict[Any, Any] = field(default_factory=dict)
+    """What the graders of this test would each compute alike, kept by the first (the test's graders run
+    one after another): e.g. the stdin payload code graders with the same ``config`` and answer are sent."""
 
 
 @dataclass

@@ -32,6 +32,7 @@ import math
 import os
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any, Literal
 
 from evalstore.replay.content import Message, dump_messages, file_blocks
@@ -75,17 +76,29 @@ class CodeGrader:
             files = materialize_files(
                 file_blocks(ctx.transcript.messages), ctx.recorder, ctx.transcript.workspace_path, tmp
             )
-            payload = build_payload(ctx, self.spec, prepared, [f.payload() for f in files], workspace)
             side_files: list[str] = []  # digests of what the process reads from files the payload only names
-            if len(prepared.text) > LARGE_OUTPUT_CHARS:
-                output_file = tmp.path / "output.json"
-                output_bytes = json.dumps(prepared.text, ensure_ascii=False).encode("utf-8")
-                output_file.write_bytes(output_bytes)
-                side_files.append(sha256_hex(output_bytes))
-                payload.update(output=None, answer=None, output_path=str(output_file))
-            stdin = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
+            # Without files of its own (each grader's are copied to its own folder, named in the payload), the
+            # payload is the same for every code grader of the test given the same answer and config: built
+            # and encoded once per test (indented JSON is encoded by the pure-Python encoder).
+            shared = (
+                ("code-grader stdin", prepared.text, repr(self.spec.config), workspace)
+                if not files and len(prepared.text) <= LARGE_OUTPUT_CHARS
+                else None
+            )
+            stdin = ctx.shared.get(shared) if shared else None
+            if stdin is None:
+                payload = build_payload(ctx, self.spec, prepared, [f.payload() for f in files], workspace)
+                if len(prepared.text) > LARGE_OUTPUT_CHARS:
+                    output_file = tmp.path / "output.json"
+                    output_bytes = json.dumps(prepared.text, ensure_ascii=False).encode("utf-8")
+                    output_file.write_bytes(output_bytes)
+                    side_files.append(sha256_hex(output_bytes))
+                    payload.update(output=None, answer=None, output_path=str(output_file))
+                stdin = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
+                if shared:
+                    ctx.shared[shared] = stdin
             with contextlib.ExitStack() as stack:
-                env = _environment(workspace)
+                env = _environment(ctx, workspace)
                 proxy = None
                 if self.spec.target_max_calls is not None:
                     from evalstore.replay.grading.graders.proxy import TargetProxy
@@ -318,30 +331,38 @@ def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None) -> dict[s
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 
+@lru_cache(maxsize=4096)
+def _snake_case(key: str) -> str:
+    # The same few dozen keys in every payload: rewritten once each, not once per occurrence.
+    return key if not key or key[0].isupper() else _CAMEL_BOUNDARY.sub(r"_\1", key).lower()
+
+
 def snake_case_keys(value: Any) -> Any:
     """AgentV's deep key rewrite at process boundaries: camelCase keys become snake_case, except keys
     that start with an uppercase letter (tool names such as ``Read``), which are left alone."""
     if isinstance(value, dict):
-        return {
-            (key if not key or key[0].isupper() else _CAMEL_BOUNDARY.sub(r"_\1", key).lower())
-            if isinstance(key, str)
-            else key: snake_case_keys(item)
-            for key, item in value.items()
-        }
+        return {_snake_case(key) if isinstance(key, str) else key: snake_case_keys(item) for key, item in value.items()}
     if isinstance(value, list):
         return [snake_case_keys(item) for item in value]
     return value
 
 
-def _environment(workspace: str | None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("AGENTV_TARGET_PROXY_URL", None)  # never a proxy the grader was not given
-    env.pop("AGENTV_TARGET_PROXY_TOKEN", None)
-    if workspace:
-        env["AGENTV_WORKSPACE_PATH"] = workspace
-    else:
-        env.pop("AGENTV_WORKSPACE_PATH", None)
-    return env
+def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
+    """The grader's environment (a copy the caller may change). Read from ``os.environ`` once per test:
+    decoding every variable again for each grader was a measurable part of a replay whose executions are
+    all reused."""
+    key = ("code-grader env", workspace)
+    env = ctx.shared.get(key)
+    if env is None:
+        env = dict(os.environ)
+        env.pop("AGENTV_TARGET_PROXY_URL", None)  # never a proxy the grader was not given
+        env.pop("AGENTV_TARGET_PROXY_TOKEN", None)
+        if workspace:
+            env["AGENTV_WORKSPACE_PATH"] = workspace
+        else:
+            env.pop("AGENTV_WORKSPACE_PATH", None)
+        ctx.shared[key] = env
+    return dict(env)
 
 
 def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:

@@ -12,15 +12,15 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from evalstore.replay.errors import JudgeConfigError
-from evalstore.replay.grading.judge.client import JudgeClient, RetryPolicy
 from evalstore.replay.grading.judge.targets import DEFAULT_TIMEOUT, JUDGE_PROVIDERS, JudgeTarget, ResolvedJudge
 from evalstore.replay.targetsfile.loader import TargetsFile
 
 if TYPE_CHECKING:
+    import httpx
+
     from evalstore.replay.grading.graders.base import GradingContext
+    from evalstore.replay.grading.judge.client import JudgeClient, RetryPolicy
 
 DEFAULT_CONCURRENCY = 8
 ENV_TARGET_NAME = "judge"
@@ -46,12 +46,32 @@ class JudgePool:
         self.targets_file = targets_file
         self.concurrency = concurrency
         self._env = env
-        self._http = httpx.Client(
-            transport=transport,
-            timeout=DEFAULT_TIMEOUT,
-            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-        )
-        self.client = JudgeClient(self._http, threading.BoundedSemaphore(concurrency), retry or RetryPolicy())
+        self._transport = transport
+        self._retry = retry
+        self._http: httpx.Client | None = None
+        self._client: JudgeClient | None = None
+        self._client_lock = threading.Lock()
+
+    @property
+    def client(self) -> JudgeClient:
+        """The shared client, made on the first judge call: httpx and the HTTP transport it builds (httpcore)
+        take 0.1-0.2 s to load, which a run or replay without LLM graders, or whose judge replies are all
+        reused, never needs."""
+        import httpx
+
+        from evalstore.replay.grading.judge.client import JudgeClient, RetryPolicy
+
+        with self._client_lock:
+            if self._client is None:
+                self._http = httpx.Client(
+                    transport=self._transport,
+                    timeout=DEFAULT_TIMEOUT,
+                    limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+                )
+                self._client = JudgeClient(
+                    self._http, threading.BoundedSemaphore(self.concurrency), self._retry or RetryPolicy()
+                )
+            return self._client
 
     # -- construction -------------------------------------------------------------------------
 
@@ -169,7 +189,9 @@ class JudgePool:
             return target.resolve(self.env, require_key=False), exc
 
     def close(self) -> None:
-        self._http.close()
+        with self._client_lock:
+            if self._http is not None:
+                self._http.close()
 
     def __enter__(self) -> JudgePool:
         return self
