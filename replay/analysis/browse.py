@@ -589,19 +589,14 @@ def _prompts(store: EventStore, verdicts: list[VerdictRecorded | None]) -> dict[
 
 
 def _verdict_events(store: EventStore, run_id: str, keys: list[Key]) -> dict[tuple[Key, str], VerdictRecorded]:
-    """The verdict events of some results of a run, by (key, grader): read by id from the projection."""
+    """The verdict events of some results of a run, by (key, grader): one joined query through the
+    verdicts projection (``EventStore.verdict_events``, as compare's report reads them)."""
     wanted = set(keys)
-    rows = [
-        v
-        for v in store.verdicts_of(run_id, [k[0] for k in keys])
-        if _key(v["test_id"], v["target"], v["attempt"]) in wanted
-    ]
-    events = store.get_events(v["event_id"] for v in rows)
     out: dict[tuple[Key, str], VerdictRecorded] = {}
-    for v in rows:
-        ev = events.get(v["event_id"])
-        if ev is not None and isinstance(ev.event, VerdictRecorded):
-            out[(_key(v["test_id"], v["target"], v["attempt"]), v["grader"])] = ev.event
+    for (test_id, target, attempt), grader, stored in store.verdict_events(run_id, [k[0] for k in keys]):
+        key = _key(test_id, target, attempt)
+        if key in wanted and isinstance(stored.event, VerdictRecorded):
+            out[(key, grader)] = stored.event
     return out
 
 
