@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evalstore import __version__
-from evalstore.replay.analysis.views import run_started
+from evalstore.replay.analysis.views import replay_chain, run_started
 from evalstore.replay.errors import ReplayError
 from evalstore.store import EventStore, StoredEvent, canonical_json, sha256_hex
 from evalstore.store.errors import StoreError
@@ -60,11 +60,7 @@ def is_bundle(path: Path) -> bool:
 
 def run_chain(store: EventStore, run_id: str) -> list[str]:
     """The run and every run it replays, down to the one holding the transcripts; oldest first."""
-    chain, started = [run_id], run_started(store, run_id)
-    while started.kind == "replay" and started.parent_run_id and started.parent_run_id not in chain:
-        chain.append(started.parent_run_id)
-        started = run_started(store, started.parent_run_id)
-    return chain[::-1]
+    return [started.run_id for started in reversed(replay_chain(store, run_started(store, run_id)))]
 
 
 def export_bundle(store: EventStore, run_id: str, directory: Path) -> BundleOutcome:

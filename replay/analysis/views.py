@@ -192,14 +192,20 @@ def skipped_lines(store: EventStore, run_id: str) -> list[LineSkipped]:
     return lines
 
 
-def transcript_run_id(store: EventStore, started: RunStarted) -> str:
-    """The run holding a run's transcripts: itself, or for a replay the run it (ultimately) replayed.
-    Walks ``run_started`` events only, never whole streams."""
-    seen = {started.run_id}
+def replay_chain(store: EventStore, started: RunStarted) -> list[RunStarted]:
+    """A run and every run it replays, newest first, down to the one holding the transcripts. Walks
+    ``run_started`` events only, never whole streams; a cycle (a damaged store) ends the walk."""
+    chain, seen = [started], {started.run_id}
     while started.kind == "replay" and started.parent_run_id and started.parent_run_id not in seen:
         seen.add(started.parent_run_id)
         started = run_started(store, started.parent_run_id)
-    return started.run_id
+        chain.append(started)
+    return chain
+
+
+def transcript_run_id(store: EventStore, started: RunStarted) -> str:
+    """The run holding a run's transcripts: itself, or for a replay the run it (ultimately) replayed."""
+    return replay_chain(store, started)[-1].run_id
 
 
 def iter_results(store: EventStore, run_id: str) -> Iterator[ResultRow]:
