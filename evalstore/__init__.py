@@ -18,8 +18,9 @@ The packages underneath: ``evalstore.store`` (the event log), ``evalstore.replay
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evalstore.lazy import lazy_getattr
 
 # The one place the version is written: pyproject.toml reads it from here ([tool.setuptools.dynamic]),
 # and reading a literal costs nothing at start-up (importlib.metadata would).
@@ -73,13 +74,7 @@ __all__ = [  # a literal, so tools can read it; tests/test_packaging.py checks i
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evalstore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

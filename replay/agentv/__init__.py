@@ -5,8 +5,9 @@ readers (their parsing and checking modules are most of this package's import ti
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evalstore.lazy import lazy_getattr
 
 # name -> module that defines it; one table, so __all__ and __getattr__ cannot disagree
 _EXPORTS: dict[str, str] = {
@@ -34,13 +35,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ imports on demand
