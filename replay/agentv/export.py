@@ -12,9 +12,11 @@ holds nothing for it), so scripts can rely on the shape. A new field means a new
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
 from operator import itemgetter
@@ -115,15 +117,27 @@ JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_f
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False).encode
 
 
-def _JSON(value: Any) -> str:
-    """A value as one compact JSON text, as AgentV's ``JSON.stringify`` writes its files (no spaces,
-    UTF-8 characters kept). orjson writes it: with the stdlib encoder, encoding was a quarter of an
+def _JSON(value: Any) -> bytes:
+    """A value as one compact JSON text in UTF-8, as AgentV's ``JSON.stringify`` writes its files (no
+    spaces, characters kept). orjson writes it: with the stdlib encoder, encoding was a quarter of an
     export (bench/read.py). What orjson refuses (an integer beyond 64 bits, a lone surrogate) goes to
     the stdlib encoder with the same separators, so every value the store holds can be exported."""
     try:
-        return orjson.dumps(value).decode()
+        return orjson.dumps(value)
     except TypeError:  # orjson.JSONEncodeError is one
-        return _COMPACT(value)
+        return _COMPACT(value).encode()
+
+
+def _byte_writer(fh: IO[str]) -> Callable[[bytes], object]:
+    """Where encoded JSON goes: straight to the bytes under a UTF-8 text file (the CLI's output file and
+    stdout), which saves decoding and encoding again every line; any other handle is given text. What
+    was written to ``fh`` before is flushed first, so it stays in order."""
+    buffer = getattr(fh, "buffer", None)
+    encoding = getattr(fh, "encoding", None)
+    if buffer is None or not encoding or codecs.lookup(encoding).name != "utf-8" or os.linesep != "\n":
+        return lambda data: fh.write(data.decode())
+    fh.flush()
+    return buffer.write
 
 
 def _fields(event: Any) -> Payload:
@@ -246,9 +260,9 @@ def export_rows(run: RunStarted, results: Iterable[ResultBundle]) -> Iterator[di
 
 def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
     """One compact JSON object a line; returns the number of rows written."""
-    count = 0
+    write, count = _byte_writer(fh), 0
     for row in rows:
-        fh.write(_JSON(row) + "\n")
+        write(_JSON(row) + b"\n")
         count += 1
     return count
 
@@ -346,10 +360,11 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
         "run": _pick(run, JSON_RUN_FIELDS),
         "summary": {f: getattr(summary, f) for f in JSON_SUMMARY_FIELDS} if summary else None,
     }
-    fh.write(_JSON(head)[:-1] + ',"results":[')
+    fh.write(_JSON(head)[:-1].decode() + ',"results":[')
+    write = _byte_writer(fh)
     count = 0
     for result in results:
-        fh.write(("," if count else "") + "\n" + _JSON(json_result(run, result)))
+        write((b",\n" if count else b"\n") + _JSON(json_result(run, result)))
         count += 1
     fh.write("\n]}\n")
     return count

@@ -365,3 +365,17 @@ def test_jsonl_lines_are_compact_like_agentvs_and_keep_every_value(tmp_path: Pat
     assert lines[0] == '{"test_id":"a","metadata":{"note":"Ünïcode, \u2028 kept","n":1.5}}'
     assert lines[1] == '{"test_id":"b","metadata":{"big":1180591620717411303424,"small":-1}}'
     assert [json.loads(line) for line in lines] == rows
+
+
+def test_lines_go_to_the_bytes_under_a_utf8_file_in_order(tmp_path: Path) -> None:
+    """A UTF-8 text file gets the encoded bytes directly: what was written as text before stays first,
+    and what is written after comes after."""
+    out = tmp_path / "out.jsonl"
+    with out.open("w", encoding="utf-8", newline="") as fh:
+        fh.write("head\n")
+        assert write_jsonl([{"a": "é"}, {"b": [1, 2]}], fh) == 2
+        fh.write("tail\n")
+    assert out.read_text(encoding="utf-8") == 'head\n{"a":"é"}\n{"b":[1,2]}\ntail\n'
+    with (tmp_path / "latin.jsonl").open("w", encoding="latin-1") as fh:  # not UTF-8: written as text
+        assert write_jsonl([{"a": "é"}], fh) == 1
+    assert (tmp_path / "latin.jsonl").read_bytes() == '{"a":"é"}\n'.encode("latin-1")
