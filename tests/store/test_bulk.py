@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, select
+from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, select, text
 
 from evalstore.store import bulk
 
@@ -18,7 +18,7 @@ def test_insert_tuples_stores_every_row_in_order(count: int) -> None:
     rows = [(i, f"row {i}") for i in range(count)]
     with engine.begin() as conn:
         bulk.insert_tuples(conn, items, ("n", "name"), rows)
-        assert [tuple(r) for r in conn.execute(select(items.c.n, items.c.name).order_by(items.c.rowid))] == rows
+        assert [tuple(r) for r in conn.execute(select(items.c.n, items.c.name).order_by(text("rowid")))] == rows
 
 
 def test_insert_tuples_takes_columns_in_any_order() -> None:
