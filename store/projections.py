@@ -28,13 +28,20 @@ KEYS: dict[str, list[str]] = {
 # Reuse indexes keep the first event that produced a key: later identical work points back at it.
 FIRST_WINS = {"judge_cache", "conversions"}
 TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
+# The event types whose payload rows_for reads (each has a branch there).
+_READ_PAYLOAD = frozenset({"run_started", "test_scored", "verdict_recorded", "grader_called", "preprocessing_recorded"})
 
 
 def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """The projection rows an event yields; ``payload`` saves parsing when the caller has it."""
-    p = ev.payload if payload is None else payload
     run_id = ev.stream_id
     t = ev.type
+    if t in ("run_completed", "run_failed"):
+        status = "completed" if t == "run_completed" else "failed"
+        return [("runs", {"run_id": run_id, "status": status, "ended_at": ev.recorded_at})]
+    if t not in _READ_PAYLOAD:  # most events of an import (transcripts, cases): their JSON is never parsed
+        return []
+    p = ev.payload if payload is None else payload
     if t == "run_started":
         source = p.get("source") or {}
         return [
@@ -56,9 +63,6 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
                 },
             )
         ]
-    if t in ("run_completed", "run_failed"):
-        status = "completed" if t == "run_completed" else "failed"
-        return [("runs", {"run_id": run_id, "status": status, "ended_at": ev.recorded_at})]
     if t == "test_scored":
         return [
             (
@@ -135,7 +139,7 @@ def fold(state: dict[str, dict[tuple, dict]], events: Iterable[StoredEvent]) -> 
 
 
 def apply(  # type: ignore[no-untyped-def]
-    conn: Connection, dialect, events: Sequence[StoredEvent], payloads: Sequence[dict[str, Any]] | None = None
+    conn: Connection, dialect, events: Sequence[StoredEvent], payloads: Sequence[dict[str, Any] | None] | None = None
 ) -> None:
     """Write the projection rows of freshly appended events, in the append's transaction.
 

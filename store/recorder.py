@@ -146,7 +146,8 @@ class EventStore:
         prepared = []
         for event_id, type_, schema_version, payload in events:
             event_class(type_)  # an unknown type is refused here, as append would
-            prepared.append((event_id, type_, schema_version, payload, json.loads(payload)))
+            # No parsed payload: the projections parse only the payloads they read.
+            prepared.append((event_id, type_, schema_version, payload, None))
         return self._append_prepared(stream_id, prepared, prepared, None, blobs)
 
     def _append_prepared(
@@ -222,7 +223,7 @@ class EventStore:
                     raise
                 if blobs:
                     candidates = self._insert_blobs(conn, blobs)
-                # The payload dicts we encoded are what parsing the stored JSON would give back.
+                # The payload dicts we encoded (if any) are what parsing the stored JSON would give back.
                 projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
             else:
                 stored = []
