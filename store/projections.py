@@ -105,6 +105,19 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
     return []
 
 
+def read_fields(type_: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """What :func:`rows_for` reads of a payload, small enough to keep beside its JSON, so a writer that
+    encoded it earlier need not parse it again (an import spools this for every event): the top-level
+    values that are neither lists nor objects (``run_started``, whose ``source`` object is read, whole);
+    None for an event type without projection rows. tests/store/test_projections.py holds rows_for to the
+    same rows from this as from the whole payload, for every event type."""
+    if type_ not in _READ_PAYLOAD:
+        return None
+    if type_ == "run_started":
+        return payload
+    return {k: v for k, v in payload.items() if not isinstance(v, (dict, list))}
+
+
 def reusable_outcome(outcome: str, parse_attempt: int | None) -> bool:
     """A reply that answers its request again: an ok one, or (for calls keyed per parse attempt) one that
     did not parse, so a replay repeats the attempts without asking. The one rule for the ``judge_cache``

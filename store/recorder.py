@@ -136,18 +136,21 @@ class EventStore:
         events: Sequence[tuple[str, str, int, str]],
         *,
         blobs: Mapping[str, bytes] | None = None,
+        fields: Sequence[dict[str, Any] | None] | None = None,
     ) -> list[StoredEvent]:
         """:meth:`append` of events the caller has already encoded, each ``(event id, type, schema version,
         payload)`` with the payload as :func:`evalstore.store.events.encode` and
         :func:`~evalstore.store.codec.canonical_json` make it (an import encodes each result once, while
-        checking it). Ids are given, so appending the same events again is a no-op."""
+        checking it). Ids are given, so appending the same events again is a no-op. ``fields``, when given,
+        holds per event :func:`evalstore.store.projections.read_fields` of its encoded payload (or None),
+        so the projections are written without parsing the payloads again."""
         from evalstore.store.events import event_class
 
         prepared = []
-        for event_id, type_, schema_version, payload in events:
+        for i, (event_id, type_, schema_version, payload) in enumerate(events):
             event_class(type_)  # an unknown type is refused here, as append would
-            # No parsed payload: the projections parse only the payloads they read.
-            prepared.append((event_id, type_, schema_version, payload, None))
+            # Without fields, the projections parse only the payloads they read.
+            prepared.append((event_id, type_, schema_version, payload, fields[i] if fields is not None else None))
         return self._append_prepared(stream_id, prepared, prepared, None, blobs)
 
     def _append_prepared(
