@@ -8,10 +8,12 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
     from evalstore.store.events import DomainEvent
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
+# An append compresses its blobs on a worker thread from this many bytes on (an import's batch of 1,000
+# results has about 10 MB); a test's few blobs are not worth the hand-over.
+THREADED_BLOB_BYTES = 1 << 20
 _CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists
 
 
@@ -59,6 +64,12 @@ def _is_duplicate_event_id(exc: IntegrityError) -> bool:
 
 def _given_id(event: NewEvent | DomainEvent) -> bool:
     return isinstance(event, NewEvent) and event.event_id is not None
+
+
+@functools.cache
+def _compressor() -> ThreadPoolExecutor:
+    """The one worker thread that compresses the blobs of large appends (every store of the process shares it)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-blobs")
 
 
 def _now() -> str:
@@ -218,14 +229,16 @@ class EventStore:
                         f"stream {stream_id} is at version {version}, expected {expected_version}: "
                         "someone else appended to it; re-read and retry"
                     )
+                # The blobs are compressed while the events are inserted (see _encoded_blobs).
+                blob_rows, candidates = self._encoded_blobs(conn, blobs) if blobs else (None, {})
                 try:
                     stored = self._insert_events(conn, stream_id, version, fresh)
                 except IntegrityError as exc:
                     if optimistic and _is_duplicate_event_id(exc):
                         raise _Recheck from exc
                     raise
-                if blobs:
-                    candidates = self._insert_blobs(conn, blobs)
+                if blob_rows is not None:
+                    self._insert_blob_rows(conn, blob_rows())
                 # The payload dicts we encoded (if any) are what parsing the stored JSON would give back.
                 projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
             else:
@@ -290,6 +303,17 @@ class EventStore:
         Returns the blobs (stored without a dictionary) that can serve as dictionaries for later blobs
         beginning alike, to :meth:`_remember` once this transaction has committed.
         """
+        rows, candidates = self._encoded_blobs(conn, blobs)
+        self._insert_blob_rows(conn, rows())
+        return candidates
+
+    def _encoded_blobs(
+        self, conn: Connection, blobs: Mapping[str, bytes]
+    ) -> tuple[Callable[[], list[dict[str, object]]], dict[bytes, Dictionary]]:
+        """The rows of the blobs not stored yet (a function returning them), and the dictionary candidates
+        (see :meth:`_insert_blobs`). Which dictionary each blob is compressed against is decided here, in
+        order; the compressing itself, of many bytes, runs on a worker thread (zlib and SQLite release the
+        GIL, so it overlaps the append's inserts) and the function waits for it."""
         given = {}
         for claimed, data in blobs.items():
             digest = sha256_hex(data)
@@ -303,7 +327,7 @@ class EventStore:
                 (sha, d) for sha, d in conn.execute(select(b.c.sha256, b.c.dictionary).where(b.c.sha256.in_(chunk)))
             )
         candidates: dict[bytes, Dictionary] = {}
-        rows = []
+        jobs: list[tuple[bytes, str, Dictionary | None]] = []
         for digest, data in given.items():
             key = prefix_key(data)
             if key is None:  # too small to compress: no dictionary, never one for others
@@ -311,10 +335,20 @@ class EventStore:
             else:
                 dictionary = self._dictionaries.for_prefix(key) or candidates.get(key)
             if digest not in stored:
-                rows.append(encode_blob(data, digest, dictionary).row())
+                jobs.append((data, digest, dictionary))
             # The first blob of its kind stored without a dictionary (now or before) serves the next ones.
             if key is not None and dictionary is None and stored.get(digest) is None:
                 candidates[key] = Dictionary(digest, zdict_of(data))
+
+        def encode() -> list[dict[str, object]]:
+            return [encode_blob(data, digest, dictionary).row() for data, digest, dictionary in jobs]
+
+        if sum(len(job[0]) for job in jobs) < THREADED_BLOB_BYTES:
+            return encode, candidates
+        return _compressor().submit(encode).result, candidates
+
+    def _insert_blob_rows(self, conn: Connection, rows: list[dict[str, object]]) -> None:
+        b = schema.blobs
         # Bytes stored under the same digest by a concurrent writer are the same bytes: keep theirs.
         bulk.executemany(
             conn,
@@ -322,7 +356,6 @@ class EventStore:
             rows,
             key=("insert-ignore", "blobs"),
         )
-        return candidates
 
     def _remember(self, candidates: Mapping[bytes, Dictionary]) -> None:
         for key, dictionary in candidates.items():

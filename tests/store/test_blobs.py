@@ -180,3 +180,38 @@ def test_undecodable_rows_raise_blob_corrupt() -> None:
         decode_blob("zlib", b"not zlib at all")
     with pytest.raises(BlobCorrupt, match="cannot be decoded: unknown blob encoding 'zstd'"):
         decode_blob("zstd", b"...")
+
+
+def test_blobs_compressed_on_the_worker_thread_are_the_rows_compressed_inline(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large appends compress on a worker thread, after the dictionaries were chosen in order: same rows."""
+    from evalstore.store import recorder
+
+    def append_all(threaded: bool) -> list[tuple]:
+        monkeypatch.setattr(recorder, "THREADED_BLOB_BYTES", 0 if threaded else 1 << 62)
+        # Another first byte for each run: neither uses the other's dictionary.
+        blobs = [(b"T" if threaded else b"I") + _prompt(i) for i in range(6)] + [os.urandom(2000)]
+        store.append(
+            f"r-{threaded}",
+            [_artifact(sha256_hex(b), len(b), f"out/{i}") for i, b in enumerate(blobs)],
+            blobs={sha256_hex(b): b for b in blobs},
+        )
+        for b in blobs:
+            assert store.get_blob(sha256_hex(b)) == b
+        with store.engine.connect() as conn:
+            from sqlalchemy import text
+
+            names = {sha256_hex(b): i for i, b in enumerate(blobs)}
+            rows = conn.execute(text("SELECT sha256, size, encoding, dictionary FROM blobs")).all()
+            return sorted(
+                (names[sha], size, encoding, names.get(dictionary))
+                for sha, size, encoding, dictionary in rows
+                if sha in names
+            )
+
+    inline, threaded = append_all(False), append_all(True)
+    assert inline == threaded
+    assert [encoding for _, _, encoding, _ in threaded] == ["zlib"] * 6 + ["identity"]
+    assert [dictionary for *_, dictionary in threaded] == [None] + [0] * 5 + [None]
+    assert store.verify().ok
