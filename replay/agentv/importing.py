@@ -11,14 +11,13 @@ import killed half-way finishes when run again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalstore import __version__
 from evalstore.replay.agentv import detect_format, read_results
 from evalstore.replay.agentv.file_access import file_access, guarded
-from evalstore.replay.agentv.import_check import Checked, Encoded, check, renumbered
+from evalstore.replay.agentv.import_check import Encoded, check, renumbered
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
 from evalstore.replay.agentv.sidecars import real_folder
 from evalstore.replay.analysis.views import skipped_lines
@@ -128,55 +127,12 @@ def _write(  # type: ignore[no-untyped-def]
     ids = EventIds(run_id)
     store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
 
-    with _Appender(store, run_id, progress, tests) as appender:
-        tally = _append_spool(appender, checked, ids)
-    store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
-    return ImportOutcome(run_id, fmt, tests, skipped, False, eval_file)
-
-
-class _Appender:
-    """Appends the batches on a worker thread, one at a time and in order, while the caller reads the next
-    batch from the spool: SQLite, zlib and hashlib release the GIL. Leaving waits for the last batch."""
-
-    def __init__(self, store: EventStore, run_id: str, progress: Progress | None, tests: int) -> None:
-        self._store, self._run_id, self._progress, self._tests = store, run_id, progress, tests
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-import")
-        self._pending: Future | None = None
-        self._pending_done = 0
-
-    def append(self, batch: list[Encoded], fields: list[dict | None], blobs: dict[str, bytes], done: int) -> None:
-        """Append a batch once the previous one is stored; ``done``: results stored with it."""
-        self.wait()
-        self._pending = self._pool.submit(self._store.append_encoded, self._run_id, batch, blobs=blobs, fields=fields)
-        self._pending_done = done
-
-    def wait(self) -> None:
-        """Wait for the batch being appended; its error is raised here."""
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()
-            if self._progress:
-                self._progress("importing", self._pending_done, self._tests)
-
-    def __enter__(self) -> _Appender:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.wait()  # a batch handed over is stored (or fails) before anything else happens
-        finally:
-            self._pool.shutdown()
-
-
-def _append_spool(appender: _Appender, checked: Checked, ids: EventIds) -> Tally:
-    """Every spooled item appended in batches, as the validation pass encoded it; the results' tally."""
     batch: list[Encoded] = []
     batch_fields: list[dict | None] = []
     batch_blobs: dict[str, bytes] = {}
     batch_bytes = 0
     done = 0
     tally = Tally()
-    assert checked.spool is not None
     for item in checked.spool:
         reason = checked.left_out.get(item.key) if item.key is not None else None
         if reason:  # superseded by a later result: a skipped line, one id instead of the result's events
@@ -200,12 +156,16 @@ def _append_spool(appender: _Appender, checked: Checked, ids: EventIds) -> Tally
         tally.count(*item.score)
         done += 1
         if done % BATCH_TESTS == 0 or batch_bytes > BATCH_BYTES:
-            appender.append(batch, batch_fields, batch_blobs, done)
+            store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
             batch, batch_fields, batch_blobs, batch_bytes = [], [], {}, 0
+            if progress:
+                progress("importing", done, tests)
     if batch:
-        appender.append(batch, batch_fields, batch_blobs, done)
-    appender.wait()
-    return tally
+        store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
+    if progress:
+        progress("importing", done, tests)
+    store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
+    return ImportOutcome(run_id, fmt, tests, skipped, False, eval_file)
 
 
 def _eval_snapshot(

@@ -219,39 +219,3 @@ def test_import_reports_progress_while_checking_and_while_writing(sqlite_store: 
     assert calls.index(importing[0]) > calls.index(checking[-1])  # checked first, then written
     assert [done for _, done, _ in importing] == sorted(done for _, done, _ in importing)
     assert importing[-1] == ("importing", 450, 450) and {total for _, _, total in importing} == {450}
-
-
-def _log(store: EventStore) -> list[tuple]:
-    return [(e.seq, e.event_id, e.type, e.payload_json) for e in store.read_all()]
-
-
-def test_batches_appended_by_the_worker_are_the_log_of_one_batch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The writing pass hands batches to a worker thread, one at a time: the same log as a single batch,
-    progress after each stored batch, and a failed batch stops the import with its error."""
-    from evalstore.replay.agentv import importing
-
-    rows = [{**ROW, "test_id": f"t{i:03d}", "score": i % 3 / 2} for i in range(45)] + [{**ROW, "test_id": "t002"}]
-    source = write(tmp_path / "many.jsonl", rows)
-    one = EventStore.open(f"sqlite:///{tmp_path / 'one.db'}")
-    import_results(one, source)
-    monkeypatch.setattr(importing, "BATCH_TESTS", 4)
-    many = EventStore.open(f"sqlite:///{tmp_path / 'many.db'}")
-    calls: list[tuple[str, int, int | None]] = []
-    import_results(many, source, progress=lambda *a: calls.append(a))
-    assert _log(many) == _log(one) and many.verify().ok
-    assert [done for phase, done, _ in calls if phase == "importing"] == [*range(4, 45, 4), 45]
-
-    failing = EventStore.open(f"sqlite:///{tmp_path / 'failing.db'}")
-    appended = failing.append_encoded
-
-    def second_fails(*args, **kwargs):  # type: ignore[no-untyped-def]
-        if failing.query("results"):
-            raise RuntimeError("disk full")
-        return appended(*args, **kwargs)
-
-    monkeypatch.setattr(failing, "append_encoded", second_fails)
-    with pytest.raises(RuntimeError, match="disk full"):
-        import_results(failing, source)
-    assert len(failing.query("results")) == 4  # the first batch, as before the worker
