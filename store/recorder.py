@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -67,8 +68,9 @@ def _given_id(event: NewEvent | DomainEvent) -> bool:
 
 
 @functools.cache
-def _compressor() -> ThreadPoolExecutor:
-    """The one worker thread that compresses the blobs of large appends (every store of the process shares it)."""
+def _compressor(pid: int) -> ThreadPoolExecutor:
+    """The one worker thread that compresses the blobs of large appends (every store of the process shares
+    it). Per process id: a forked child has no copy of its parent's thread, and would wait for it forever."""
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-blobs")
 
 
@@ -345,7 +347,7 @@ class EventStore:
 
         if sum(len(job[0]) for job in jobs) < THREADED_BLOB_BYTES:
             return encode, candidates
-        return _compressor().submit(encode).result, candidates
+        return _compressor(os.getpid()).submit(encode).result, candidates
 
     def _insert_blob_rows(self, conn: Connection, rows: list[dict[str, object]]) -> None:
         b = schema.blobs

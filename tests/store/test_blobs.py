@@ -215,3 +215,29 @@ def test_blobs_compressed_on_the_worker_thread_are_the_rows_compressed_inline(
     assert [encoding for _, _, encoding, _ in threaded] == ["zlib"] * 6 + ["identity"]
     assert [dictionary for *_, dictionary in threaded] == [None] + [0] * 5 + [None]
     assert store.verify().ok
+
+
+def test_a_forked_child_compresses_on_a_worker_of_its_own(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A child forked after the parent's compressing thread started has no such thread: it must not wait for it."""
+    import multiprocessing
+
+    from evalstore.store import recorder
+
+    monkeypatch.setattr(recorder, "THREADED_BLOB_BYTES", 0)
+    url = f"sqlite:///{tmp_path / 'forked.db'}"
+
+    def append_one(store: EventStore, stream: str, data: bytes) -> None:
+        store.append(stream, [_artifact(sha256_hex(data), len(data))], blobs={sha256_hex(data): data})
+
+    store = EventStore.open(url)
+    append_one(store, "parent", _prompt(0))  # the parent's worker thread now runs
+    store.close()
+    data = _prompt(1)
+    child = multiprocessing.get_context("fork").Process(target=lambda: append_one(EventStore.open(url), "child", data))
+    child.start()
+    try:
+        child.join(60)
+        assert child.exitcode == 0
+    finally:
+        child.kill()
+    assert EventStore.open(url).get_blob(sha256_hex(data)) == data
