@@ -28,13 +28,20 @@ KEYS: dict[str, list[str]] = {
 # Reuse indexes keep the first event that produced a key: later identical work points back at it.
 FIRST_WINS = {"judge_cache", "conversions"}
 TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
+# The event types whose payload rows_for reads (each has a branch there).
+_READ_PAYLOAD = frozenset({"run_started", "test_scored", "verdict_recorded", "grader_called", "preprocessing_recorded"})
 
 
 def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """The projection rows an event yields; ``payload`` saves parsing when the caller has it."""
-    p = ev.payload if payload is None else payload
     run_id = ev.stream_id
     t = ev.type
+    if t in ("run_completed", "run_failed"):
+        status = "completed" if t == "run_completed" else "failed"
+        return [("runs", {"run_id": run_id, "status": status, "ended_at": ev.recorded_at})]
+    if t not in _READ_PAYLOAD:  # most events of an import (transcripts, cases): their JSON is never parsed
+        return []
+    p = ev.payload if payload is None else payload
     if t == "run_started":
         source = p.get("source") or {}
         return [
@@ -56,9 +63,6 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
                 },
             )
         ]
-    if t in ("run_completed", "run_failed"):
-        status = "completed" if t == "run_completed" else "failed"
-        return [("runs", {"run_id": run_id, "status": status, "ended_at": ev.recorded_at})]
     if t == "test_scored":
         return [
             (
@@ -101,6 +105,19 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
     return []
 
 
+def read_fields(type_: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """What :func:`rows_for` reads of a payload, small enough to keep beside its JSON, so a writer that
+    encoded it earlier need not parse it again (an import spools this for every event): the top-level
+    values that are neither lists nor objects (``run_started``, whose ``source`` object is read, whole);
+    None for an event type without projection rows. tests/store/test_projections.py holds rows_for to the
+    same rows from this as from the whole payload, for every event type."""
+    if type_ not in _READ_PAYLOAD:
+        return None
+    if type_ == "run_started":
+        return payload
+    return {k: v for k, v in payload.items() if not isinstance(v, (dict, list))}
+
+
 def reusable_outcome(outcome: str, parse_attempt: int | None) -> bool:
     """A reply that answers its request again: an ok one, or (for calls keyed per parse attempt) one that
     did not parse, so a replay repeats the attempts without asking. The one rule for the ``judge_cache``
@@ -135,7 +152,7 @@ def fold(state: dict[str, dict[tuple, dict]], events: Iterable[StoredEvent]) -> 
 
 
 def apply(  # type: ignore[no-untyped-def]
-    conn: Connection, dialect, events: Sequence[StoredEvent], payloads: Sequence[dict[str, Any]] | None = None
+    conn: Connection, dialect, events: Sequence[StoredEvent], payloads: Sequence[dict[str, Any] | None] | None = None
 ) -> None:
     """Write the projection rows of freshly appended events, in the append's transaction.
 

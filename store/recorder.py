@@ -8,10 +8,13 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
+import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
     from evalstore.store.events import DomainEvent
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
+# An append compresses its blobs on a worker thread from this many bytes on (an import's batch of 1,000
+# results has about 10 MB); a test's few blobs are not worth the hand-over.
+THREADED_BLOB_BYTES = 1 << 20
 _CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists
 
 # The one-row reads a replay makes per grader (a reuse-index lookup, a blob), built once: building and
@@ -72,6 +78,13 @@ def _is_duplicate_event_id(exc: IntegrityError) -> bool:
 
 def _given_id(event: NewEvent | DomainEvent) -> bool:
     return isinstance(event, NewEvent) and event.event_id is not None
+
+
+@functools.cache
+def _compressor(pid: int) -> ThreadPoolExecutor:
+    """The one worker thread that compresses the blobs of large appends (every store of the process shares
+    it). Per process id: a forked child has no copy of its parent's thread, and would wait for it forever."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-blobs")
 
 
 def _now() -> str:
@@ -149,17 +162,21 @@ class EventStore:
         events: Sequence[tuple[str, str, int, str]],
         *,
         blobs: Mapping[str, bytes] | None = None,
+        fields: Sequence[dict[str, Any] | None] | None = None,
     ) -> list[StoredEvent]:
         """:meth:`append` of events the caller has already encoded, each ``(event id, type, schema version,
         payload)`` with the payload as :func:`evalstore.store.events.encode` and
         :func:`~evalstore.store.codec.canonical_json` make it (an import encodes each result once, while
-        checking it). Ids are given, so appending the same events again is a no-op."""
+        checking it). Ids are given, so appending the same events again is a no-op. ``fields``, when given,
+        holds per event :func:`evalstore.store.projections.read_fields` of its encoded payload (or None),
+        so the projections are written without parsing the payloads again."""
         from evalstore.store.events import event_class
 
         prepared = []
-        for event_id, type_, schema_version, payload in events:
+        for i, (event_id, type_, schema_version, payload) in enumerate(events):
             event_class(type_)  # an unknown type is refused here, as append would
-            prepared.append((event_id, type_, schema_version, payload, json.loads(payload)))
+            # Without fields, the projections parse only the payloads they read.
+            prepared.append((event_id, type_, schema_version, payload, fields[i] if fields is not None else None))
         return self._append_prepared(stream_id, prepared, prepared, None, blobs)
 
     def _append_prepared(
@@ -227,15 +244,17 @@ class EventStore:
                         f"stream {stream_id} is at version {version}, expected {expected_version}: "
                         "someone else appended to it; re-read and retry"
                     )
+                # The blobs are compressed while the events are inserted (see _encoded_blobs).
+                blob_rows, candidates = self._encoded_blobs(conn, blobs) if blobs else (None, {})
                 try:
                     stored = self._insert_events(conn, stream_id, version, fresh)
                 except IntegrityError as exc:
                     if optimistic and _is_duplicate_event_id(exc):
                         raise _Recheck from exc
                     raise
-                if blobs:
-                    candidates = self._insert_blobs(conn, blobs)
-                # The payload dicts we encoded are what parsing the stored JSON would give back.
+                if blob_rows is not None:
+                    self._insert_blob_rows(conn, blob_rows())
+                # The payload dicts we encoded (if any) are what parsing the stored JSON would give back.
                 projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
             else:
                 stored = []
@@ -299,6 +318,17 @@ class EventStore:
         Returns the blobs (stored without a dictionary) that can serve as dictionaries for later blobs
         beginning alike, to :meth:`_remember` once this transaction has committed.
         """
+        rows, candidates = self._encoded_blobs(conn, blobs)
+        self._insert_blob_rows(conn, rows())
+        return candidates
+
+    def _encoded_blobs(
+        self, conn: Connection, blobs: Mapping[str, bytes]
+    ) -> tuple[Callable[[], list[dict[str, object]]], dict[bytes, Dictionary]]:
+        """The rows of the blobs not stored yet (a function returning them), and the dictionary candidates
+        (see :meth:`_insert_blobs`). Which dictionary each blob is compressed against is decided here, in
+        order; the compressing itself, of many bytes, runs on a worker thread (zlib and SQLite release the
+        GIL, so it overlaps the append's inserts) and the function waits for it."""
         given = {}
         for claimed, data in blobs.items():
             digest = sha256_hex(data)
@@ -312,7 +342,7 @@ class EventStore:
                 (sha, d) for sha, d in conn.execute(select(b.c.sha256, b.c.dictionary).where(b.c.sha256.in_(chunk)))
             )
         candidates: dict[bytes, Dictionary] = {}
-        rows = []
+        jobs: list[tuple[bytes, str, Dictionary | None]] = []
         for digest, data in given.items():
             key = prefix_key(data)
             if key is None:  # too small to compress: no dictionary, never one for others
@@ -320,10 +350,20 @@ class EventStore:
             else:
                 dictionary = self._dictionaries.for_prefix(key) or candidates.get(key)
             if digest not in stored:
-                rows.append(encode_blob(data, digest, dictionary).row())
+                jobs.append((data, digest, dictionary))
             # The first blob of its kind stored without a dictionary (now or before) serves the next ones.
             if key is not None and dictionary is None and stored.get(digest) is None:
                 candidates[key] = Dictionary(digest, zdict_of(data))
+
+        def encode() -> list[dict[str, object]]:
+            return [encode_blob(data, digest, dictionary).row() for data, digest, dictionary in jobs]
+
+        if sum(len(job[0]) for job in jobs) < THREADED_BLOB_BYTES:
+            return encode, candidates
+        return _compressor(os.getpid()).submit(encode).result, candidates
+
+    def _insert_blob_rows(self, conn: Connection, rows: list[dict[str, object]]) -> None:
+        b = schema.blobs
         # Bytes stored under the same digest by a concurrent writer are the same bytes: keep theirs.
         bulk.executemany(
             conn,
@@ -331,7 +371,6 @@ class EventStore:
             rows,
             key=("insert-ignore", "blobs"),
         )
-        return candidates
 
     def _remember(self, candidates: Mapping[bytes, Dictionary]) -> None:
         for key, dictionary in candidates.items():

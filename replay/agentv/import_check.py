@@ -50,6 +50,8 @@ class Spooled:
     first_n: int
     """The position (``EventIds.n``) of its first event."""
     events: list[Encoded]
+    fields: list[dict | None]
+    """Per event, what the projections read of it (``projections.read_fields``)."""
     blobs: dict[str, bytes]
     score: tuple[float, bool, str] | None
     """(score, passed, status) of a result."""
@@ -94,7 +96,16 @@ class Spool:
 
     def add(self, item: Spooled) -> None:
         data = marshal.dumps(
-            (item.key, item.source.file, item.source.line, item.first_n, item.events, item.blobs, item.score)
+            (
+                item.key,
+                item.source.file,
+                item.source.line,
+                item.first_n,
+                item.events,
+                item.fields,
+                item.blobs,
+                item.score,
+            )
         )
         self._file.write(len(data).to_bytes(8, "little"))
         self._file.write(data)
@@ -102,11 +113,11 @@ class Spool:
     def __iter__(self) -> Iterator[Spooled]:
         self._file.seek(0)
         while header := self._file.read(8):
-            key, file, line, first_n, events, blobs, score = marshal.loads(
+            key, file, line, first_n, events, fields, blobs, score = marshal.loads(
                 self._file.read(int.from_bytes(header, "little"))
             )
             # model_construct: the fields were a SourceRef's, validated when it was built
-            yield Spooled(key, SourceRef.model_construct(file=file, line=line), first_n, events, blobs, score)
+            yield Spooled(key, SourceRef.model_construct(file=file, line=line), first_n, events, fields, blobs, score)
 
     def close(self) -> None:
         self._file.close()
@@ -182,7 +193,8 @@ def _check_with(
             first = ids.n + 1
             event = LineSkipped(source=ref, reason=line.reason)
             data = canonical_json(encode(event))
-            spool.add(Spooled(None, ref, first, [(ids.next("skip"), event.type, event.schema_version, data)], {}, None))
+            encoded = [(ids.next("skip"), event.type, event.schema_version, data)]
+            spool.add(Spooled(None, ref, first, encoded, [None], {}, None))
 
     earliest: datetime | None = None
     for item in source.iter_tests(skip_bad):
@@ -192,7 +204,8 @@ def _check_with(
                     earliest = moment
             start = ids.n
             encoded: list[Encoded] = []
-            outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded)
+            fields: list[dict | None] = []
+            outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded, fields=fields)
             if isinstance(outcome, SkippedLine):
                 left_out[item_key(item)] = outcome.reason
                 item = outcome
@@ -221,6 +234,7 @@ def _check_with(
                                 within(item.source),
                                 start + 1,
                                 encoded,
+                                fields,
                                 blobs,
                                 (scored.score, scored.passed, scored.status),
                             )

@@ -29,6 +29,7 @@ from evalstore.store.events import (
     VerdictRecorded,
     encode,
 )
+from evalstore.store.projections import read_fields
 
 Built = tuple[list[NewEvent], dict[str, bytes], TestScored]
 _EXECUTION_STATUSES: tuple[ExecutionStatus, ...] = ("ok", "quality_failure", "execution_error")
@@ -51,21 +52,25 @@ def built(
     *,
     check: bool,
     encoded: list[tuple[str, str, int, str]] | None = None,
+    fields: list[dict | None] | None = None,
 ) -> Built | SkippedLine:
     """The events of one result; a result that cannot be built is a bad line. With ``check`` (the validation
     pass) the events are also encoded as the store will, into ``encoded`` when given
-    (``EventStore.append_encoded``'s tuples); the writing pass need not again, since every result that
-    failed is left out by then (``Checked.left_out``)."""
+    (``EventStore.append_encoded``'s tuples), and what the projections read of each into ``fields``; the
+    writing pass need not again, since every result that failed is left out by then (``Checked.left_out``)."""
     start = ids.n
     events: list[NewEvent] = []
     blobs: dict[str, bytes] = {}
     out: list[tuple[str, str, int, str]] = []
+    out_fields: list[dict | None] = []
     try:
         scored = test_events(item, within(item.source), ids, events, blobs, threshold)
         for event in events if check else ():
-            payload = canonical_json(encode(event.payload))
+            encoded_payload = encode(event.payload)
+            payload = canonical_json(encoded_payload)
             payload.encode("utf-8")
             out.append((event.event_id or "", event.payload.type, event.payload.schema_version, payload))
+            out_fields.append(read_fields(event.payload.type, encoded_payload))
     except (ValueError, UnicodeError) as exc:  # pydantic's ValidationError is a ValueError
         ids.n = start  # the next result gets the ids it would have had
         if isinstance(exc, ValidationError):
@@ -76,6 +81,8 @@ def built(
         return bad_line(item.source, f"cannot be imported: {reason}", skip_bad)
     if encoded is not None:
         encoded.extend(out)
+    if fields is not None:
+        fields.extend(out_fields)
     return events, blobs, scored
 
 

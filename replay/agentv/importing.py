@@ -128,6 +128,7 @@ def _write(  # type: ignore[no-untyped-def]
     store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
 
     batch: list[Encoded] = []
+    batch_fields: list[dict | None] = []
     batch_blobs: dict[str, bytes] = {}
     batch_bytes = 0
     done = 0
@@ -137,12 +138,15 @@ def _write(  # type: ignore[no-untyped-def]
         if reason:  # superseded by a later result: a skipped line, one id instead of the result's events
             event = LineSkipped(source=item.source, reason=reason)
             batch.append((ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event))))
+            batch_fields.append(None)
             continue
         if item.first_n == ids.n + 1:
             batch.extend(item.events)
+            batch_fields.extend(item.fields)
             ids.n += len(item.events)
-        else:
+        else:  # its events' ids changed, and with them their payloads: the store parses those
             batch.extend(renumbered(item, ids))
+            batch_fields.extend([None] * len(item.events))
         if item.score is None:
             continue
         for digest, data in item.blobs.items():
@@ -152,12 +156,12 @@ def _write(  # type: ignore[no-untyped-def]
         tally.count(*item.score)
         done += 1
         if done % BATCH_TESTS == 0 or batch_bytes > BATCH_BYTES:
-            store.append_encoded(run_id, batch, blobs=batch_blobs)
-            batch, batch_blobs, batch_bytes = [], {}, 0
+            store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
+            batch, batch_fields, batch_blobs, batch_bytes = [], [], {}, 0
             if progress:
                 progress("importing", done, tests)
     if batch:
-        store.append_encoded(run_id, batch, blobs=batch_blobs)
+        store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
     if progress:
         progress("importing", done, tests)
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])

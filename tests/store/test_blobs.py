@@ -180,3 +180,64 @@ def test_undecodable_rows_raise_blob_corrupt() -> None:
         decode_blob("zlib", b"not zlib at all")
     with pytest.raises(BlobCorrupt, match="cannot be decoded: unknown blob encoding 'zstd'"):
         decode_blob("zstd", b"...")
+
+
+def test_blobs_compressed_on_the_worker_thread_are_the_rows_compressed_inline(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large appends compress on a worker thread, after the dictionaries were chosen in order: same rows."""
+    from evalstore.store import recorder
+
+    def append_all(threaded: bool) -> list[tuple]:
+        monkeypatch.setattr(recorder, "THREADED_BLOB_BYTES", 0 if threaded else 1 << 62)
+        # Another first byte for each run: neither uses the other's dictionary.
+        blobs = [(b"T" if threaded else b"I") + _prompt(i) for i in range(6)] + [os.urandom(2000)]
+        store.append(
+            f"r-{threaded}",
+            [_artifact(sha256_hex(b), len(b), f"out/{i}") for i, b in enumerate(blobs)],
+            blobs={sha256_hex(b): b for b in blobs},
+        )
+        for b in blobs:
+            assert store.get_blob(sha256_hex(b)) == b
+        with store.engine.connect() as conn:
+            from sqlalchemy import text
+
+            names = {sha256_hex(b): i for i, b in enumerate(blobs)}
+            rows = conn.execute(text("SELECT sha256, size, encoding, dictionary FROM blobs")).all()
+            return sorted(
+                (names[sha], size, encoding, names.get(dictionary))
+                for sha, size, encoding, dictionary in rows
+                if sha in names
+            )
+
+    inline, threaded = append_all(False), append_all(True)
+    assert inline == threaded
+    assert [encoding for _, _, encoding, _ in threaded] == ["zlib"] * 6 + ["identity"]
+    assert [dictionary for *_, dictionary in threaded] == [None] + [0] * 5 + [None]
+    assert store.verify().ok
+
+
+def test_a_forked_child_compresses_on_a_worker_of_its_own(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A child forked after the parent's compressing thread started has no such thread: it must not wait for it."""
+    import multiprocessing
+
+    from evalstore.store import recorder
+
+    monkeypatch.setattr(recorder, "THREADED_BLOB_BYTES", 0)
+    url = f"sqlite:///{tmp_path / 'forked.db'}"
+
+    def append_one(store: EventStore, stream: str, data: bytes) -> None:
+        store.append(stream, [_artifact(sha256_hex(data), len(data))], blobs={sha256_hex(data): data})
+
+    store = EventStore.open(url)
+    append_one(store, "parent", _prompt(0))  # the parent's worker thread now runs
+    store.close()
+    data = _prompt(1)
+    child = multiprocessing.get_context("fork").Process(target=lambda: append_one(EventStore.open(url), "child", data))
+    child.start()
+    try:
+        child.join(60)
+        assert child.exitcode == 0
+    finally:
+        child.kill()
+    assert EventStore.open(url).get_blob(sha256_hex(data)) == data

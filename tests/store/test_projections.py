@@ -7,7 +7,7 @@ from sample_runs import append_run, execute, populate, scalar
 
 from evalstore.store import EventStore
 from evalstore.store.events import RunFailed, RunStarted
-from evalstore.store.projections import KEYS, TABLES
+from evalstore.store.projections import KEYS, TABLES, read_fields, rows_for
 
 
 def _tables(store: EventStore) -> dict[str, list[dict]]:
@@ -35,6 +35,30 @@ def test_rebuild_yields_the_incrementally_maintained_tables(store: EventStore) -
     assert count == scalar(store.engine, "SELECT count(*) FROM events")
     assert _tables(store) == incremental
     assert store.verify().ok
+
+
+def test_read_fields_are_all_rows_for_reads(store: EventStore) -> None:
+    """An import spools read_fields instead of the payload: rows_for must give the same rows from it."""
+    from fixture_paths import AGENTV_FIXTURES
+
+    from evalstore.replay.agentv.importing import import_results
+
+    populate(store)
+    import_results(store, AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl")
+    events = list(store.read_all())
+    seen = set()
+    for ev in events:
+        fields = read_fields(ev.type, ev.payload)
+        assert rows_for(ev, fields) == rows_for(ev), ev.type
+        if fields is not None:
+            seen.add(ev.type)
+    assert seen >= {
+        "run_started",
+        "test_scored",
+        "verdict_recorded",
+        "grader_called",
+        "preprocessing_recorded",
+    }
 
 
 def test_rebuild_after_the_projections_were_wiped(store: EventStore) -> None:
