@@ -74,6 +74,13 @@ def _ran(log: Path) -> list[str]:
     return sorted(lines)
 
 
+def _imported(db: str, root: Path, *, uncached: str | None = None) -> tuple[Path, Path, Path, str]:
+    """The suite written under ``root`` and its results imported: (eval file, results, process log, run id)."""
+    eval_file, results, log = _suite(root, uncached=uncached)
+    printed = _cli(db, "import", str(results), "--eval", str(eval_file), "--json").stdout
+    return eval_file, results, log, json.loads(printed)["run_id"]
+
+
 def _replay(db: str, run: str, *extra: str) -> dict:
     result = _cli(db, "replay", run, "--json", *extra)
     assert result.exit_code in (0, 1), result.output
@@ -94,8 +101,7 @@ def test_an_unchanged_replay_runs_no_process_and_a_changed_grader_reruns_only_it
     sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    eval_file, results, log = _suite(tmp_path)
-    imported = json.loads(_cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json").stdout)["run_id"]
+    eval_file, _results, log, imported = _imported(sqlite_url, tmp_path)
 
     first = _replay(sqlite_url, imported)
     assert _ran(log) == sorted(GRADERS * TESTS)  # nothing recorded yet: every process runs
@@ -139,8 +145,7 @@ def test_a_grader_with_cache_false_always_runs(
     sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    eval_file, results, log = _suite(tmp_path, uncached="gamma")
-    imported = json.loads(_cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json").stdout)["run_id"]
+    _eval_file, _results, log, imported = _imported(sqlite_url, tmp_path, uncached="gamma")
     _replay(sqlite_url, imported)
     assert len(_ran(log)) == 3 * TESTS
     again = _replay(sqlite_url, imported)
@@ -152,8 +157,7 @@ def test_the_environment_is_part_of_the_key_but_secrets_are_not(
     sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    eval_file, results, log = _suite(tmp_path)
-    imported = json.loads(_cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json").stdout)["run_id"]
+    _eval_file, _results, log, imported = _imported(sqlite_url, tmp_path)
     monkeypatch.setenv("GRADER_MODE", "strict")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-one")
     _replay(sqlite_url, imported)
@@ -175,8 +179,7 @@ def test_executions_of_runs_sharing_the_transcripts_are_read_ahead_and_others_st
     from evalstore.store import EventStore
 
     monkeypatch.chdir(tmp_path)
-    eval_file, results, log = _suite(tmp_path)
-    imported = json.loads(_cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json").stdout)["run_id"]
+    eval_file, results, log, imported = _imported(sqlite_url, tmp_path)
     _replay(sqlite_url, imported)
     assert len(_ran(log)) == 3 * TESTS
 
