@@ -15,7 +15,7 @@ import click
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.progress import TaskID
+    from rich.progress import Progress, TaskID
     from rich.table import Table
 
 PIPED_WIDTH = 200
@@ -163,28 +163,33 @@ def note(message: str) -> None:
 
 
 class progress_bar:
-    """A progress bar on stderr; ``advance()`` once per finished item. Quiet when stderr is not a terminal."""
+    """A progress bar on stderr; ``advance()`` once per finished item. Quiet when stderr is not a terminal,
+    and then rich's progress module is not even imported (a scripted replay or import saves its load)."""
 
     def __init__(self, description: str) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        self._progress: Progress | None = None
+        if err_console().is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err_console(),
-            transient=False,
-            disable=not err_console().is_terminal,
-        )
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err_console(),
+                transient=False,
+            )
         self._description = description
         self._task: TaskID | None = None
 
     def start(self, total: int | None) -> None:
-        self._task = self._progress.add_task(self._description, total=total)
+        if self._progress is not None:
+            self._task = self._progress.add_task(self._description, total=total)
 
     def show(self, phase: str, done: int, total: int | None) -> None:
         """Set the bar to ``done`` of ``total``; a new ``phase`` (e.g. checking, then importing) starts a new bar."""
+        if self._progress is None:
+            return
         if self._task is None or phase != self._description:
             if self._task is not None:  # the finished phase's bar shows its final count as its total
                 finished = self._progress.tasks[-1].completed
@@ -194,16 +199,20 @@ class progress_bar:
         self._progress.update(self._task, completed=done, total=total)  # type: ignore[arg-type]
 
     def advance(self, *_: object) -> None:
+        if self._progress is None:
+            return
         if self._task is None:
             self.start(None)
         self._progress.advance(self._task)  # type: ignore[arg-type]
 
     def __enter__(self) -> progress_bar:
-        self._progress.__enter__()
+        if self._progress is not None:
+            self._progress.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)  # type: ignore[arg-type]
+        if self._progress is not None:
+            self._progress.__exit__(*exc)  # type: ignore[arg-type]
 
 
 @contextmanager

@@ -64,3 +64,26 @@ def test_listing_runs_of_a_current_store_loads_no_alembic_pydantic_or_rich(tmp_p
     assert "sqlalchemy" in loaded and "evalstore.cli.runs" in loaded  # the check sees the command's imports
     assert not {m for m in loaded if m.split(".")[0] in {"alembic", "pydantic", "rich", "psycopg"}}
     assert "sqlalchemy.dialects.postgresql" not in loaded
+
+
+_PROGRESS = (
+    "import sys\n"
+    "from evalstore.cli.output import progress_bar\n"
+    "with progress_bar('regrading') as bar:\n"
+    "    bar.start(2); bar.advance(); bar.show('writing', 1, 1)\n"
+    "print('rich.progress' in sys.modules)\n"
+)
+
+
+@pytest.mark.parametrize(("env", "shown"), [({}, False), ({"FORCE_COLOR": "1"}, True)])
+def test_a_progress_bar_loads_rich_progress_only_for_a_terminal(env: dict[str, str], shown: bool) -> None:
+    """Scripts (stderr not a terminal) get no bar and do not pay for rich's progress module; a terminal
+    (here one rich is told to treat stderr as) gets the bar."""
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")} | env
+    out = subprocess.run(
+        [sys.executable, "-c", _PROGRESS], capture_output=True, text=True, timeout=60, check=True, env=environ
+    )
+    assert out.stdout.strip() == str(shown)
+    assert ("regrading" in out.stderr and "writing" in out.stderr) is shown
