@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.output import fmt_score, json_option, note, plural, print_json, print_table
+from evalstore.cli.output import fmt_score, json_option, no_cycle_collection, note, plural, print_json, print_table
 from evalstore.replay.analysis.compare import (
     REGRESSION_MODES,
     Comparison,
@@ -169,7 +167,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         return
     a, b = ids
     results_a, results_b = load_scores(store, a), load_scores(store, b)
-    with _collector_frozen():
+    with no_cycle_collection():  # both runs are read; what the comparison builds has no cycles
         comparison = compare_runs(results_a, results_b, seed=seed, resamples=resamples, test_id=test_id)
         extra: dict[str, object] = {}
         if labels:
@@ -191,19 +189,6 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         if regressed:
             note(f"regression: {reason}")
             sys.exit(EXIT_FAILED)
-
-
-@contextmanager
-def _collector_frozen() -> Iterator[None]:
-    """Everything allocated so far (modules, both runs read) lives on while the comparison is built and
-    printed: frozen, it is out of the cyclic collector's reach, so the full collections that building
-    triggers stop walking it again and again (a tenth of the command on 20,000-result runs). Unfrozen
-    after, so a process running several commands (tests) still collects their garbage."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def _labels_for(store, bases: list[str]) -> list:  # type: ignore[no-untyped-def]
