@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -208,9 +207,8 @@ class EventStore:
         JSON)``, the payload neither upcast nor re-encoded (moving a run between stores). The stream must
         be new or already hold these events (then nothing is written); seq, hashes and ``recorded_at``
         are this log's own. Idempotent like :meth:`append`."""
-        prepared = [
-            (event_id, type_, version, payload, json.loads(payload)) for event_id, type_, version, payload in copies
-        ]
+        # No payload dicts: the projections parse only the payloads they read.
+        prepared = [(event_id, type_, version, payload, None) for event_id, type_, version, payload in copies]
         try:
             return self._append(stream_id, prepared, prepared, 0, blobs, optimistic=False)
         except DBAPIError as exc:
