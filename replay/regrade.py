@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalstore import __version__
 from evalstore.replay.analysis.views import run_started, transcript_run_id
@@ -411,6 +411,28 @@ def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
     return counts
 
 
+def _unscored(
+    key: ResultKey,
+    grade_options: GradeOptions,
+    suite: EvalSuite,
+    status: Literal["execution_error", "not_regradable"],
+    error: str,
+) -> TestScored:
+    """The score of a test a replay could not grade: 0, failed, with why."""
+    test_id, target, attempt = key
+    return TestScored(
+        test_id=test_id,
+        target=target or None,
+        attempt=attempt,
+        score=0.0,
+        passed=False,
+        status=status,
+        # _execute always sets it (the run's threshold, else the suite's); the fallback is for the type.
+        threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
+        error=error,
+    )
+
+
 def _replay_test(
     store: EventStore,
     run_id: str,
@@ -436,16 +458,12 @@ def _replay_test(
             recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))
         scored = parent_test.scored[1] if parent_test.scored else None
         if scored is None:
-            scored = TestScored(
-                test_id=test_id,
-                target=target or None,
-                attempt=attempt,
-                score=0.0,
-                passed=False,
-                status="execution_error",
-                # _execute always sets it (the run's threshold, else the suite's); the fallback is for the type.
-                threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
-                error="the parent run has no score for this test and the eval has no such test",
+            scored = _unscored(
+                key,
+                grade_options,
+                suite,
+                "execution_error",
+                "the parent run has no score for this test and the eval has no such test",
             )
         else:
             scored = scored.model_copy(update={"origin": "carried", "source": None})
@@ -457,16 +475,7 @@ def _replay_test(
     reason = not_regradable_reason(source)
     if reason is not None:
         # Nothing to grade: marked so, with no verdicts, and left out of the run's scores and comparisons.
-        scored = TestScored(
-            test_id=test_id,
-            target=target or None,
-            attempt=attempt,
-            score=0.0,
-            passed=False,
-            status="not_regradable",
-            threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
-            error=f"not regradable: {reason}",
-        )
+        scored = _unscored(key, grade_options, suite, "not_regradable", f"not regradable: {reason}")
         recorder.record(scored)
         batches.add(recorder)
         return scored
