@@ -39,6 +39,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.user_env import USER_ENV  # noqa: E402
+
 AGENTV_VERSION = "4.42.4"
 PEER_TARGET = 0.8
 UNCHANGED_TARGET = 20.0
@@ -123,7 +126,7 @@ def install_agentv(folder: Path) -> Path:
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
     started = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env={**USER_ENV, **(env or {})})
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")

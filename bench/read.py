@@ -34,6 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
+from bench.user_env import USER_ENV  # noqa: E402
+
 TIME_TARGET = 3.0
 RSS_TARGET_MB = 200.0
 
@@ -82,7 +84,11 @@ def run_child(args: list[str], db: str) -> tuple[float, float]:
     started = time.perf_counter()
     with open(os.devnull, "w") as devnull:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "evalstore", "--db", db, *args], stdout=devnull, stderr=subprocess.PIPE, cwd=ROOT
+            [sys.executable, "-m", "evalstore", "--db", db, *args],
+            stdout=devnull,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            env=USER_ENV,
         )
         _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - started

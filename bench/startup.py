@@ -13,7 +13,6 @@ empty (already created) store under 0.25 s;
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -21,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-# As a user's shell runs it: bytecode cached (a PYTHONDONTWRITEBYTECODE inherited from a CI or sandbox
-# shell would make every start compile evalstore's modules again, 20+ ms that no installed copy pays).
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.user_env import USER_ENV as ENV  # noqa: E402
 
 
 def _time(argv: list[str], cwd: Path) -> float:

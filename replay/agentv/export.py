@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -22,11 +21,10 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import IO, Any
 
-import orjson
-
 from evalstore.replay.agentv.stored import Payload, ResultBundle, stored_results
 from evalstore.replay.agentv.wire import from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
+from evalstore.replay.jsontext import stringify
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded
 
@@ -112,20 +110,6 @@ JSON_TRANSCRIPT_FIELDS = (
     "messages_sha256",
 )
 JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_files")
-
-
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False).encode
-
-
-def _JSON(value: Any) -> bytes:
-    """A value as one compact JSON text in UTF-8, as AgentV's ``JSON.stringify`` writes its files (no
-    spaces, characters kept). orjson writes it: with the stdlib encoder, encoding was a quarter of an
-    export (bench/read.py). What orjson refuses (an integer beyond 64 bits, a lone surrogate) goes to
-    the stdlib encoder with the same separators, so every value the store holds can be exported."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # orjson.JSONEncodeError is one
-        return _COMPACT(value).encode()
 
 
 def _byte_writer(fh: IO[str]) -> Callable[[bytes], object]:
@@ -262,7 +246,7 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
     """One compact JSON object a line; returns the number of rows written."""
     write, count = _byte_writer(fh), 0
     for row in rows:
-        write(_JSON(row) + b"\n")
+        write(stringify(row) + b"\n")
         count += 1
     return count
 
@@ -360,11 +344,11 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
         "run": _pick(run, JSON_RUN_FIELDS),
         "summary": {f: getattr(summary, f) for f in JSON_SUMMARY_FIELDS} if summary else None,
     }
-    fh.write(_JSON(head)[:-1].decode() + ',"results":[')
+    fh.write(stringify(head)[:-1].decode() + ',"results":[')
     write = _byte_writer(fh)
     count = 0
     for result in results:
-        write((b",\n" if count else b"\n") + _JSON(json_result(run, result)))
+        write((b",\n" if count else b"\n") + stringify(json_result(run, result)))
         count += 1
     fh.write("\n]}\n")
     return count

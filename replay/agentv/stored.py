@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
+from evalstore.replay.jsontext import RawJSON
 from evalstore.store import EventStore
 from evalstore.store.events import payload_fields
 
@@ -34,7 +35,8 @@ class ResultBundle:
     """When the result was produced (AgentV's row ``timestamp``), else when it was stored."""
     rendered_prompts: dict[str, Any] = field(default_factory=dict)
     """Grader name -> the grader's request as AgentV records it (``scores[].input``): an import's
-    recorded request, or for a graded verdict, rebuilt from its last grader call."""
+    recorded request as its stored JSON text (:class:`RawJSON`), or for a graded verdict, rebuilt from
+    its last grader call."""
     grader_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Grader name -> the judge's token usage on its last call (graded verdicts)."""
 
@@ -140,8 +142,8 @@ def _completed(
     stored = store.get_events(fetch) if fetch else {}
     events = {event_id: _fields(e) for event_id, e in stored.items()}
     # Every recorded request of the chunk in one query (a script grader's is often the same for every test).
-    prompts: dict[str, Any] = {
-        digest: json.loads(body)
+    prompts: dict[str, RawJSON] = {
+        digest: RawJSON(body)
         for digest, body in store.get_blobs(
             v["rendered_prompt_sha256"] for vs in verdicts for v in vs if v["rendered_prompt_sha256"]
         ).items()

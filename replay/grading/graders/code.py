@@ -43,6 +43,7 @@ from evalstore.replay.grading.graders.base import GraderResult, GradingContext, 
 from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
+from evalstore.replay.jsontext import stringify
 from evalstore.replay.processes.children import ChildResult, run_child
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
 from evalstore.store.codec import digest_json, sha256_hex
@@ -79,7 +80,7 @@ class CodeGrader:
             side_files: list[str] = []  # digests of what the process reads from files the payload only names
             # Without files of its own (each grader's are copied to its own folder, named in the payload), the
             # payload is the same for every code grader of the test given the same answer and config: built
-            # and encoded once per test (indented JSON is encoded by the pure-Python encoder).
+            # and encoded once per test.
             shared = (
                 ("code-grader stdin", prepared.text, repr(self.spec.config), workspace)
                 if not files and len(prepared.text) <= LARGE_OUTPUT_CHARS
@@ -94,7 +95,7 @@ class CodeGrader:
                     output_file.write_bytes(output_bytes)
                     side_files.append(sha256_hex(output_bytes))
                     payload.update(output=None, answer=None, output_path=str(output_file))
-                stdin = json.dumps(payload, indent=2, ensure_ascii=False).encode("utf-8")
+                stdin = stringify(payload, indent=True)  # as AgentV sends it: JSON.stringify(payload, null, 2)
                 if shared:
                     ctx.shared[shared] = stdin
             with contextlib.ExitStack() as stack:

@@ -1,0 +1,66 @@
+"""JSON text as JavaScript's ``JSON.stringify`` writes it: what AgentV writes in its files (compact) and
+sends a code grader on stdin (indented by 2). One encoder for both, so an export and a grader payload
+spell numbers and characters alike.
+
+orjson writes it: the stdlib encoder was a quarter of an export, and its indented form runs in pure
+Python (bench/read.py, bench/agentv_peer.py). orjson also spells floats as JavaScript does (``1e-7``,
+not Python's ``1e-07``) and writes NaN as ``null``. What orjson refuses (an integer beyond 64 bits, a
+lone surrogate, a key that is not a string) goes to the stdlib encoder with the same separators, so
+every value can be written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+
+class RawJSON:
+    """JSON text as the store holds it (canonical: compact, keys sorted, UTF-8), copied into the output
+    as it is. A recorded grader request is often half of an exported row: parsing it only to encode it
+    again was a fifth of an export (bench/read.py)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    def value(self) -> Any:
+        return json.loads(self.text)
+
+
+def _fragment(value: Any) -> orjson.Fragment:
+    if isinstance(value, RawJSON):
+        return orjson.Fragment(value.text)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _parsed(value: Any) -> Any:
+    if isinstance(value, RawJSON):
+        return value.value()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+_COMPACT = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False, default=_parsed
+).encode
+_INDENTED = json.JSONEncoder(
+    indent=2, ensure_ascii=False, allow_nan=False, check_circular=False, default=_parsed
+).encode
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A surrogate code point in a Python string is always a lone one (a pair is one code point)."""
+
+
+def stringify(value: Any, *, indent: bool = False) -> bytes:
+    """``JSON.stringify(value)`` (or ``JSON.stringify(value, null, 2)``) as UTF-8 bytes."""
+    try:
+        return orjson.dumps(value, default=_fragment, option=orjson.OPT_INDENT_2 if indent else None)
+    except TypeError:  # orjson.JSONEncodeError is one
+        text = (_INDENTED if indent else _COMPACT)(value)
+        # A lone surrogate can only stand inside a string: escaped, as JSON.stringify writes it.
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")

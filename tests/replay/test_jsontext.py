@@ -1,0 +1,52 @@
+"""JSON text as JavaScript's JSON.stringify writes it (replay/jsontext.py): the one encoder behind exports
+and code-grader stdin."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalstore.replay.jsontext import RawJSON, stringify
+
+PAYLOAD = {
+    "question": "What is 2 + 2?",
+    "output": [{"role": "assistant", "content": "Ünïcode \u2028 line, tab\t, nul\x00"}],
+    "config": {"threshold": 0.5, "nested": {"empty": {}, "none": [], "flags": [True, False, None]}},
+    "metadata": {},
+    "cost_usd": 0.0125,
+}
+
+
+def test_indented_text_is_the_stdlib_indent_2_text_javascript_also_writes() -> None:
+    """A code grader's stdin: byte for byte what ``json.dumps(indent=2, ensure_ascii=False)`` wrote before
+    (cache keys of recorded executions stay valid) and what ``JSON.stringify(p, null, 2)`` writes."""
+    assert stringify(PAYLOAD, indent=True) == json.dumps(PAYLOAD, indent=2, ensure_ascii=False).encode()
+    assert stringify(PAYLOAD) == json.dumps(PAYLOAD, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def test_floats_are_spelled_as_javascript_spells_them() -> None:
+    assert stringify({"small": 1e-07, "half": 0.5}) == b'{"small":1e-7,"half":0.5}'
+
+
+def test_raw_json_is_copied_in_without_parsing() -> None:
+    # Canonical stored text is copied as is: spacing inside it would survive, which shows it was not re-encoded.
+    raw = RawJSON(b'{"systemPrompt":"s", "userPrompt":"u"}')
+    assert stringify({"input": raw, "n": 1}) == b'{"input":{"systemPrompt":"s", "userPrompt":"u"},"n":1}'
+    assert raw.value() == {"systemPrompt": "s", "userPrompt": "u"}
+
+
+@pytest.mark.parametrize("indent", [False, True])
+def test_values_orjson_refuses_are_written_exactly_by_the_fallback(indent: bool) -> None:
+    value = {"big": 2**70, "key": {1: "int key"}, "raw": RawJSON(b'{"a":[1,2]}'), "cut": "emoji \ud83d cut"}
+    text = stringify(value, indent=indent)
+    assert b"1180591620717411303424" in text
+    assert b"\\ud83d" in text  # a lone surrogate is escaped, as JSON.stringify does, so the bytes are UTF-8
+    text.decode("utf-8")
+    assert json.loads(text) == {"big": 2**70, "key": {"1": "int key"}, "raw": {"a": [1, 2]}, "cut": "emoji \ud83d cut"}
+    assert (b"\n  " in text) is indent
+
+
+def test_anything_else_is_refused() -> None:
+    with pytest.raises(TypeError):
+        stringify({"x": object()})
