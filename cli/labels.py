@@ -42,7 +42,7 @@ def label(ctx, run, test, verdict, score, grader, note_text, by, interactive, bl
     """Record a human label for TEST's answer in RUN (it applies to every regrade of that answer).
 
     RUN: an id, a unique prefix, or last. TEST is a test id, or TEST@TARGET#ATTEMPT when the run has
-    several results for it. A newer label by
+    several results for it (a test id that itself holds @ or # is taken whole first). A newer label by
     the same person for the same test and grader supersedes the older one; both stay in the log.
 
     With --next (and no TEST), go through RUN's tests you have not labelled yet: each shows the question,

@@ -105,14 +105,20 @@ class Label:
         }
 
 
-def _split_test(test: str) -> tuple[str, str | None, int | None]:
-    """``test@target#2`` -> (test, target, 2); plain ids have neither."""
-    attempt: int | None = None
+def _readings(test: str) -> Iterator[tuple[str, str | None, int | None]]:
+    """The ways to read ``test@target#2`` as (test id, target, attempt), the likeliest first: the whole
+    text as a test id (ids such as ``user@example.com`` or ``issue#12`` are common), then a trailing
+    ``#N`` as the attempt, then each ``@`` from the right as the start of the target."""
+    attempt_readings: list[tuple[str, int | None]] = [(test, None)]
     head, sep, tail = test.rpartition("#")
-    if sep and tail.isdigit():
-        test, attempt = head, int(tail)
-    test_id, sep, target = test.partition("@")
-    return test_id, (target if sep else None), attempt
+    if sep and head and tail.isdigit():
+        attempt_readings.append((head, int(tail)))
+    for text, attempt in attempt_readings:
+        yield text, None, attempt
+    for text, attempt in attempt_readings:
+        at = len(text)
+        while (at := text.rfind("@", 0, at)) > 0:
+            yield text[:at], text[at + 1 :], attempt
 
 
 class _Transcripts:
@@ -127,14 +133,17 @@ class _Transcripts:
             self.events[(ev.test_id, ev.target, ev.attempt)] = stored.event_id
 
     def match(self, item: LabelInput) -> tuple[tuple[str, str | None, int], str]:
-        test_id, target, attempt = _split_test(item.test)
-        target = item.target if item.target is not None else target
-        attempt = item.attempt if item.attempt is not None else attempt
-        found = [
-            k
-            for k in self.events
-            if k[0] == test_id and (target is None or k[1] == target) and (attempt is None or k[2] == attempt)
-        ]
+        found: list[tuple[str, str | None, int]] = []
+        for test_id, target, attempt in _readings(item.test):  # the first reading that names results
+            target = item.target if item.target is not None else target
+            attempt = item.attempt if item.attempt is not None else attempt
+            found = [
+                k
+                for k in self.events
+                if k[0] == test_id and (target is None or k[1] == target) and (attempt is None or k[2] == attempt)
+            ]
+            if found:
+                break
         if not found:
             raise LabelError(f"run {self.run_id} has no transcript for test {item.test!r}; `evalstore show` lists them")
         if len(found) > 1:

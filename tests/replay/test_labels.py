@@ -20,6 +20,7 @@ from evalstore.replay.labels import (
 )
 from evalstore.replay.material import load_results
 from evalstore.store import EventStore
+from evalstore.store.events import RunStarted, TranscriptRecorded
 
 TESTS = {f"t{i:02d}": i % 3 != 0 for i in range(12)}
 
@@ -135,3 +136,39 @@ def test_the_next_queue_skips_what_this_person_labelled_and_shows_the_given_runs
     # what the queue names a result by is what record_labels takes
     [event] = record_labels(store, [LabelInput(test=review.label_ref, verdict="pass", by="ann")], run="rec-1")
     assert event.test_id == "t01" and len(pending(store, "rpl-1", by="ann").keys) == 10
+
+
+def test_test_ids_holding_at_or_hash_are_labelled_whole_or_with_a_target_and_attempt(store: EventStore) -> None:
+    """``user@example.com`` and ``issue#12`` are test ids, not a target or an attempt; ``TEST@TARGET#N``
+    still names one of several results, the target read from the last ``@``."""
+    add_run(store, "rec-1", {"user@example.com": True, "issue#12": False, "plain": True})
+    [a] = record_labels(store, [LabelInput(test="user@example.com", verdict="pass", by="ann")], run="rec-1")
+    [b] = record_labels(store, [LabelInput(test="issue#12", verdict="fail", by="ann")], run="rec-1")
+    [c] = record_labels(store, [LabelInput(test="user@example.com#1", verdict="fail", by="bob")], run="rec-1")
+    assert (a.test_id, a.target, a.attempt) == ("user@example.com", None, 1)
+    assert (b.test_id, b.attempt) == ("issue#12", 1)
+    assert (c.test_id, c.attempt) == ("user@example.com", 1)
+    with pytest.raises(LabelError, match=r"no transcript for test 'user@example\.com@gpt'"):
+        record_labels(store, [LabelInput(test="user@example.com@gpt", verdict="fail", by="ann")], run="rec-1")
+    with pytest.raises(LabelError, match="no transcript"):
+        record_labels(store, [LabelInput(test="issue", verdict="fail", by="ann")], run="rec-1")
+
+
+def test_a_target_is_read_from_the_last_at_of_a_test_id_holding_one(store: EventStore) -> None:
+    store.append(
+        "rec-t",
+        [RunStarted(run_id="rec-t", kind="recorded", tool_version="t")]
+        + [
+            TranscriptRecorded(
+                test_id="user@example.com", target=target, attempt=attempt, messages_sha256=None, output_text="x"
+            )
+            for target in ("gpt", "claude")
+            for attempt in (1, 2)
+        ],
+    )
+    [label] = record_labels(
+        store, [LabelInput(test="user@example.com@claude#2", verdict="pass", by="ann")], run="rec-t"
+    )
+    assert (label.test_id, label.target, label.attempt) == ("user@example.com", "claude", 2)
+    with pytest.raises(LabelError, match="several results"):
+        record_labels(store, [LabelInput(test="user@example.com", verdict="pass", by="ann")], run="rec-t")
