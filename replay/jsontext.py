@@ -1,6 +1,7 @@
-"""JSON text as JavaScript's ``JSON.stringify`` writes it: what AgentV writes in its files (compact) and
-sends a code grader on stdin (indented by 2). One encoder for both, so an export and a grader payload
-spell numbers and characters alike.
+"""JSON as AgentV writes it: the text ``JSON.stringify`` makes, compact in its files and indented by 2 on
+a code grader's stdin (:func:`stringify`), and the snake_case keys of its deep key rewrite at every
+process boundary (:func:`snake_key`, :func:`to_snake_deep`). One definition of each, for exports,
+imports of legacy rows and grader payloads alike.
 
 orjson writes it: the stdlib encoder was a quarter of an export, and its indented form runs in pure
 Python (bench/read.py, bench/agentv_peer.py). orjson also spells floats as JavaScript does (``1e-7``,
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -52,7 +54,7 @@ _INDENTED = json.JSONEncoder(
 ).encode
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 """A surrogate code point in a Python string is always a lone one (a pair is one code point)."""
 
 
@@ -63,4 +65,26 @@ def stringify(value: Any, *, indent: bool = False) -> bytes:
     except TypeError:  # orjson.JSONEncodeError is one
         text = (_INDENTED if indent else _COMPACT)(value)
         # A lone surrogate can only stand inside a string: escaped, as JSON.stringify writes it.
-        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+        return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+_ASCII_UPPER = re.compile("[A-Z]")
+
+
+@lru_cache(maxsize=4096)  # the same few dozen keys in every payload and row
+def snake_key(key: str) -> str:
+    """AgentV's ``toSnakeCase``: a key that starts with an ASCII capital (a tool name such as ``Read``) is
+    left alone; in any other, every ASCII capital becomes ``_`` and its lowercase (``sourceRepo`` ->
+    ``source_repo``, ``maxURL`` -> ``max_u_r_l``, exactly as AgentV spells them)."""
+    if "A" <= key[:1] <= "Z":
+        return key
+    return _ASCII_UPPER.sub(lambda m: "_" + m.group().lower(), key)
+
+
+def to_snake_deep(value: Any) -> Any:
+    """AgentV's ``toSnakeCaseDeep``: every key of every object, at any depth (user metadata and config too)."""
+    if isinstance(value, dict):
+        return {snake_key(k) if isinstance(k, str) else k: to_snake_deep(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_snake_deep(v) for v in value]
+    return value

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from evalstore.replay.errors import ImportFormatError
+from evalstore.replay.jsontext import LONE_SURROGATE, snake_key, to_snake_deep
 
 _CHUNK = 1 << 20
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 # Keys whose values AgentV itself persists without the deep rewrite: the grader's raw request keeps
 # ``userPrompt``/``systemPrompt`` (agentv-formats.md 1.1), so a legacy rewrite must not touch them either.
@@ -37,21 +37,6 @@ def as_dict(value: Any) -> dict[str, Any]:
 def nonempty_text(value: Any) -> str | None:
     """A non-empty string, or None for anything else (absent, null, "", or a value of the wrong type)."""
     return value if isinstance(value, str) and value else None
-
-
-def snake_key(key: str) -> str:
-    """AgentV's key rule: keys that start with an uppercase letter (tool names) stay as they are."""
-    if not key or key[0].isupper():
-        return key
-    return _CAMEL_BOUNDARY.sub(lambda m: "_" + m.group(1).lower(), key)
-
-
-def to_snake_deep(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {snake_key(k): to_snake_deep(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [to_snake_deep(v) for v in value]
-    return value
 
 
 def is_legacy_camel_row(row: dict[str, Any]) -> bool:
@@ -91,7 +76,6 @@ def _score_keeping_request(score: Any) -> Any:
 
 _BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
@@ -99,7 +83,7 @@ def _repair_surrogates(value: Any) -> Any:
     """Lone UTF-16 surrogates (JSON.stringify writes ``\\ud83d`` for a string cut mid-emoji) become U+FFFD:
     they cannot be encoded as UTF-8, so the store could not hold them."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, dict):
         return {_repair_surrogates(k): _repair_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):

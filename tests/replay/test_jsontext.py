@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evalstore.replay.jsontext import RawJSON, stringify
+from evalstore.replay.jsontext import RawJSON, snake_key, stringify, to_snake_deep
 
 PAYLOAD = {
     "question": "What is 2 + 2?",
@@ -50,3 +50,30 @@ def test_values_orjson_refuses_are_written_exactly_by_the_fallback(indent: bool)
 def test_anything_else_is_refused() -> None:
     with pytest.raises(TypeError):
         stringify({"x": object()})
+
+
+@pytest.mark.parametrize(
+    "key,snake",
+    [
+        ("sourceRepo", "source_repo"),
+        ("testId", "test_id"),
+        ("Read", "Read"),  # a tool name: starts with a capital, left alone
+        ("maxURL", "max_u_r_l"),  # every capital, as AgentV's /[A-Z]/g replace does
+        ("a1B", "a1_b"),
+        ("_Private", "__private"),
+        ("already_snake", "already_snake"),
+        ("ÉtatX", "État_x"),  # only ASCII capitals count, at the start and inside
+        ("", ""),
+    ],
+)
+def test_keys_are_rewritten_as_agentvs_to_snake_case_does(key: str, snake: str) -> None:
+    assert snake_key(key) == snake
+
+
+def test_the_rewrite_goes_through_every_object_and_list_and_leaves_values() -> None:
+    value = {"toolCalls": [{"Read": {"filePath": "a.txt"}}], "metadata": {"sourceRepo": "camelValue"}, 1: "x"}
+    assert to_snake_deep(value) == {
+        "tool_calls": [{"Read": {"file_path": "a.txt"}}],
+        "metadata": {"source_repo": "camelValue"},
+        1: "x",
+    }

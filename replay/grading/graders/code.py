@@ -32,7 +32,6 @@ import math
 import os
 import re
 from collections import Counter
-from functools import lru_cache
 from typing import Any, Literal
 
 from evalstore.replay.content import Message, dump_messages, file_blocks
@@ -43,7 +42,7 @@ from evalstore.replay.grading.graders.base import GraderResult, GradingContext, 
 from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
-from evalstore.replay.jsontext import stringify
+from evalstore.replay.jsontext import stringify, to_snake_deep
 from evalstore.replay.processes.children import ChildResult, run_child
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
 from evalstore.store.codec import digest_json, sha256_hex
@@ -273,7 +272,7 @@ def build_payload(
         "config": spec.config,
         "files": files,
     }
-    return snake_case_keys(payload)
+    return to_snake_deep(payload)  # the deep key rewrite AgentV applies at process boundaries
 
 
 def expected_messages(expected: Any) -> list[dict[str, Any]]:
@@ -327,25 +326,6 @@ def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None) -> dict[s
         "end_time": transcript.end_time,
         "metadata": metadata,
     }
-
-
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])([A-Z])")
-
-
-@lru_cache(maxsize=4096)
-def _snake_case(key: str) -> str:
-    # The same few dozen keys in every payload: rewritten once each, not once per occurrence.
-    return key if not key or key[0].isupper() else _CAMEL_BOUNDARY.sub(r"_\1", key).lower()
-
-
-def snake_case_keys(value: Any) -> Any:
-    """AgentV's deep key rewrite at process boundaries: camelCase keys become snake_case, except keys
-    that start with an uppercase letter (tool names such as ``Read``), which are left alone."""
-    if isinstance(value, dict):
-        return {_snake_case(key) if isinstance(key, str) else key: snake_case_keys(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [snake_case_keys(item) for item in value]
-    return value
 
 
 def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
