@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -168,7 +169,8 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, or a bundle.
 
     RUN: an id, a unique prefix, or last. Results stream out in the order the run scored them;
-    a replay's rows carry the transcript of the run it replayed. Output is UTF-8.
+    a replay's rows carry the transcript of the run it replayed. Output is UTF-8. On a terminal,
+    a progress bar goes to stderr while the rows go to a file or a pipe.
 
     \b
     agentv-jsonl  one AgentV 4.x result row per (test, target, attempt): test_id, suite, target,
@@ -208,12 +210,21 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
         )
         return
     to_file = output is not None and str(output) != "-"
+    summary = run_summary(store, run_id)
+    total = summary.tests + summary.not_regradable
+    # A bar on stderr, unless the rows themselves go to the terminal (they would run through it).
+    bar = progress_bar("exporting") if to_file or not sys.stdout.isatty() else None
     try:
-        with _replacing(output) if to_file else _utf8_stdout() as fh, no_cycle_collection():  # type: ignore[arg-type]
-            count = export_run(store, run_id, fmt, fh)
+        with (
+            _replacing(output) if to_file else _utf8_stdout() as fh,  # type: ignore[arg-type]
+            no_cycle_collection(),
+            bar or contextlib.nullcontext(),
+        ):
+            count = export_run(
+                store, run_id, fmt, fh, progress=(lambda done: bar.show("exporting", done, total)) if bar else None
+            )
     except BrokenPipeError:
         _quiet_broken_pipe()
-    summary = run_summary(store, run_id)
     if summary.status != "completed":
         note(f"run {run_id} is not complete ({summary.status}): only the results it scored were exported")
     if to_file:

@@ -357,15 +357,34 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
 EXPORT_FORMATS = ("agentv-jsonl", "csv", "json")
 
 
-def export_run(store: EventStore, run_id: str, fmt: str, fh: IO[str]) -> int:
+PROGRESS_EVERY = 500
+"""Results between two progress reports of an export."""
+
+
+def export_run(
+    store: EventStore, run_id: str, fmt: str, fh: IO[str], progress: Callable[[int], None] | None = None
+) -> int:
     """Write one stored run to ``fh`` as ``agentv-jsonl``, ``csv`` or ``json``, streaming; returns the
-    number of results (lines for CSV) written."""
+    number of results (lines for CSV) written. ``progress`` is told how many results are written, every
+    :data:`PROGRESS_EVERY` and at the end."""
     started = run_started(store, run_id)
     if fmt == "csv":  # scores and verdicts only
-        return write_csv(started, stored_results(store, run_id, inputs=False), fh)
-    results = stored_results(store, run_id)
+        return write_csv(started, _reported(stored_results(store, run_id, inputs=False), progress), fh)
+    results = _reported(stored_results(store, run_id), progress)
     if fmt == "agentv-jsonl":
         return write_jsonl(export_rows(started, results), fh)
     if fmt == "json":
         return write_json(started, results, fh, run_summary(store, run_id))
     raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
+
+
+def _reported(results: Iterator[ResultBundle], progress: Callable[[int], None] | None) -> Iterator[ResultBundle]:
+    if progress is None:
+        yield from results
+        return
+    done = 0
+    for done, result in enumerate(results, 1):
+        yield result
+        if done % PROGRESS_EVERY == 0:
+            progress(done)
+    progress(done)
