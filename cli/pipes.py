@@ -45,9 +45,14 @@ class PipeSafeStdout:
 
 
 def guard_stdout() -> None:
-    """Install the wrapper on ``sys.stdout`` (once; only over a real file descriptor)."""
+    """Install the wrapper on ``sys.stdout`` (once; only over a real file descriptor). A stdout (or
+    stderr) closed before the start (``evalstore runs >&-``), which Python gives as None, is the reader
+    gone from the first line: the output goes to /dev/null."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 (open for the process's life)
     stream = sys.stdout
-    if isinstance(stream, PipeSafeStdout) or stream is None:
+    if isinstance(stream, PipeSafeStdout):
         return
     try:
         stream.fileno()

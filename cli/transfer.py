@@ -224,7 +224,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
                 store, run_id, fmt, fh, progress=(lambda done: bar.show("exporting", done, total)) if bar else None
             )
     except BrokenPipeError:
-        _quiet_broken_pipe()
+        _reader_gone()
     if summary.status != "completed":
         note(f"run {run_id} is not complete ({summary.status}): only the results it scored were exported")
     if to_file:
@@ -275,11 +275,12 @@ def _utf8_stdout() -> Iterator[IO[str]]:
             fh.detach()
 
 
-def _quiet_broken_pipe() -> None:
-    """The reader went away (``export ... | head``): stop quietly, as Unix tools do (exit 141, SIGPIPE)."""
+def _reader_gone() -> None:
+    """The reader went away (``export ... | head``): the export stops quietly and, as for every command, a
+    closed stdout does not change the exit code (``cli/pipes.py``)."""
     try:  # later flushes of stdout (at exit) must not fail again
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     except (OSError, ValueError, io.UnsupportedOperation):
         pass
-    sys.exit(141)
