@@ -7,6 +7,7 @@ click and this module, not SQLAlchemy, pydantic or the domain. ``COMMANDS`` is t
 from __future__ import annotations
 
 import importlib
+from typing import IO, Any
 
 import click
 
@@ -88,8 +89,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class OneLineUsageError(click.UsageError):
+    """A usage error shown as every other error is, on one line: ``Error: ... (see 'evalstore CMD --help')``
+    instead of click's usage, hint and blank line before it. Exits 2."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"Error: {self.format_message()}{hint}", file=file, err=file is None)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    # A bare `evalstore db` shows the group's help (NoArgsIsHelpError): that one stays as it is.
+    if isinstance(exc, OneLineUsageError | click.exceptions.NoArgsIsHelpError):
+        return exc
+    return OneLineUsageError(exc.format_message(), exc.ctx)
+
+
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported when invoked (or asked for their full help)."""
+    """A group whose subcommands are imported when invoked (or asked for their full help). Usage errors
+    of the group and of every command under it are shown on one line (:class:`OneLineUsageError`)."""
 
     def __init__(self, *args, lazy: dict[str, tuple[str, str]], **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -97,6 +115,18 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*self.lazy, *(name for name in super().list_commands(ctx) if name not in self.lazy)]
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy and cmd_name not in self.commands:

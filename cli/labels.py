@@ -17,8 +17,8 @@ from evalstore.cli.output import json_option, note, print_json, print_table
 @click.command()
 @click.argument("run")
 @click.argument("test", required=False)
-@click.option("--pass", "verdict", flag_value="pass", help="The answer is right.")
-@click.option("--fail", "verdict", flag_value="fail", help="The answer is wrong.")
+@click.option("--pass", "passed", is_flag=True, help="The answer is right.")
+@click.option("--fail", "failed", is_flag=True, help="The answer is wrong.")
 @click.option("--score", type=click.FloatRange(0, 1), help="A score from 0 to 1 (with or instead of pass/fail).")
 @click.option("--grader", metavar="NAME", help="The grader (criterion) the label is about; default: the whole answer.")
 @click.option("--note", "note_text", metavar="TEXT", help="Why.")
@@ -38,11 +38,12 @@ from evalstore.cli.output import json_option, note, print_json, print_table
 @json_option
 @click.pass_context
 @handle_errors
-def label(ctx, run, test, verdict, score, grader, note_text, by, interactive, blind, as_json) -> None:  # type: ignore[no-untyped-def]
+def label(ctx, run, test, passed, failed, score, grader, note_text, by, interactive, blind, as_json) -> None:  # type: ignore[no-untyped-def]
     """Record a human label for TEST's answer in RUN (it applies to every regrade of that answer).
 
     RUN: an id, a unique prefix, or last. TEST is a test id, or TEST@TARGET#ATTEMPT when the run has
-    several results for it (a test id that itself holds @ or # is taken whole first). A newer label by
+    several results for it (attempts count from 1: AgentV's sample_index + 1). A test id may itself hold
+    @ or #; a TEST that can be read as two different results is refused, naming both. A newer label by
     the same person for the same test and grader supersedes the older one; both stay in the log.
 
     With --next (and no TEST), go through RUN's tests you have not labelled yet: each shows the question,
@@ -55,8 +56,12 @@ def label(ctx, run, test, verdict, score, grader, note_text, by, interactive, bl
       evalstore label last q3-report --fail --note "West shows zero revenue" --by alice
       evalstore label last --next --by alice
     """
+    from evalstore.replay.analysis.compare import key_label
     from evalstore.replay.labels import LabelInput, record_labels
 
+    if passed and failed:
+        raise UsageError("--pass and --fail contradict each other: give one")
+    verdict = "pass" if passed else "fail" if failed else None
     if interactive:
         if test is not None:
             raise UsageError("--next labels the run's tests in turn; give no TEST with it")
@@ -79,7 +84,8 @@ def label(ctx, run, test, verdict, score, grader, note_text, by, interactive, bl
     else:
         what = " ".join(x for x in (event.verdict, None if event.score is None else f"score {event.score:g}") if x)
         about = f" [{event.grader}]" if event.grader else ""
-        click.echo(f"labelled {event.test_id}{about} {what} by {event.by} (run {event.run_id})")
+        result = key_label((event.test_id, event.target, event.attempt))
+        click.echo(f"labelled {result}{about} {what} by {event.by} (run {event.run_id})")
 
 
 _ANSWERS = {
@@ -120,7 +126,7 @@ def _ask() -> tuple[str, str | None]:
 def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: bool) -> None:  # type: ignore[no-untyped-def]
     """The interactive loop of ``label --next``: show, ask, record, next."""
     from evalstore.replay.labelling import pending
-    from evalstore.replay.labels import LabelInput, record_labels
+    from evalstore.replay.labels import record_labels
 
     queue = pending(store, run, by=by, grader=grader)
     about = f" [{queue.grader}]" if queue.grader else ""
@@ -154,7 +160,7 @@ def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: b
             continue
         record_labels(
             store,
-            [LabelInput(test=review.label_ref, verdict=choice, grader=queue.grader, note=text, by=queue.by)],
+            [review.label_input(verdict=choice, grader=queue.grader, note=text, by=queue.by)],
             run=queue.base_run_id,
         )
         labelled += 1

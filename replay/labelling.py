@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalstore.replay.analysis.compare import key_label
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
 from evalstore.replay.grading.answer import assemble, candidate_message, file_part, normalize_text, warning_line
-from evalstore.replay.labels import default_labeller, label_run, labelled_keys
+from evalstore.replay.labels import LabelInput, default_labeller, label_run, labelled_keys
 from evalstore.replay.material import ResultKey, TestMaterial, load_run
 from evalstore.store import EventStore
 from evalstore.store.errors import BlobNotFound
@@ -56,11 +57,10 @@ class Review:
         test_id, target, attempt = self.key
         return key_label((test_id, target or None, attempt))
 
-    @property
-    def label_ref(self) -> str:
-        """How :class:`evalstore.replay.labels.LabelInput` names this result unambiguously."""
+    def label_input(self, **fields: Any) -> LabelInput:
+        """A label for this very result: its test id, target and attempt given apart, never parsed."""
         test_id, target, attempt = self.key
-        return f"{test_id}{'@' + target if target else ''}#{attempt}"
+        return LabelInput(test=test_id, target=target or None, attempt=attempt, **fields)
 
 
 @dataclass

@@ -106,9 +106,9 @@ class Label:
 
 
 def _readings(test: str) -> Iterator[tuple[str, str | None, int | None]]:
-    """The ways to read ``test@target#2`` as (test id, target, attempt), the likeliest first: the whole
-    text as a test id (ids such as ``user@example.com`` or ``issue#12`` are common), then a trailing
-    ``#N`` as the attempt, then each ``@`` from the right as the start of the target."""
+    """The ways to read ``test@target#2`` as (test id, target, attempt): the whole text as a test id (ids
+    such as ``user@example.com`` or ``issue#12`` are common), a trailing ``#N`` as the attempt, and each
+    ``@`` as the start of the target."""
     attempt_readings: list[tuple[str, int | None]] = [(test, None)]
     head, sep, tail = test.rpartition("#")
     if sep and head and tail.isdigit():
@@ -133,23 +133,46 @@ class _Transcripts:
             self.events[(ev.test_id, ev.target, ev.attempt)] = stored.event_id
 
     def match(self, item: LabelInput) -> tuple[tuple[str, str | None, int], str]:
-        found: list[tuple[str, str | None, int]] = []
-        for test_id, target, attempt in _readings(item.test):  # the first reading that names results
-            target = item.target if item.target is not None else target
-            attempt = item.attempt if item.attempt is not None else attempt
-            found = [
-                k
-                for k in self.events
-                if k[0] == test_id and (target is None or k[1] == target) and (attempt is None or k[2] == attempt)
-            ]
-            if found:
-                break
+        """The one result ``item.test`` names. Every reading of the text is tried (``_readings``): when two
+        readings name different results (test ``x@y`` and test ``x`` on target ``y``), the text is
+        ambiguous and refused, never guessed."""
+        found: dict[tuple[str, str | None, int], None] = {}
+        # A target or attempt given apart (a labels file's columns) makes the text a test id as it is.
+        readings = (
+            [(item.test, item.target, item.attempt)]
+            if item.target is not None or item.attempt is not None
+            else list(_readings(item.test))
+        )
+        for test_id, target, attempt in readings:
+            for k in self.events:
+                if k[0] == test_id and (target is None or k[1] == target) and (attempt is None or k[2] == attempt):
+                    found[k] = None
         if not found:
-            raise LabelError(f"run {self.run_id} has no transcript for test {item.test!r}; `evalstore show` lists them")
+            raise LabelError(self._missing(item))
         if len(found) > 1:
-            names = ", ".join(f"{k[0]}{'@' + k[1] if k[1] else ''}#{k[2]}" for k in sorted(found, key=str)[:5])
-            raise LabelError(f"test {item.test!r} has several results in run {self.run_id} ({names}); name one")
-        return found[0], self.events[found[0]]
+            names = ", ".join(result_name(k) for k in sorted(found, key=str)[:5])
+            raise LabelError(
+                f"test {item.test!r} names several results in run {self.run_id} ({names}); name one as "
+                "TEST@TARGET#ATTEMPT, or in a labels file with its test_id, target and attempt columns"
+            )
+        [key] = found
+        return key, self.events[key]
+
+    def _missing(self, item: LabelInput) -> str:
+        """Why nothing matched: the test is not in the run, or it is, on other targets or attempts."""
+        for test_id, _, _ in _readings(item.test):
+            results = sorted((k for k in self.events if k[0] == test_id), key=str)
+            if results:
+                names = ", ".join(result_name(k) for k in results[:5]) + (" and more" if len(results) > 5 else "")
+                return f"run {self.run_id} has no result {item.test!r}; test {test_id!r} has {names}"
+        return f"run {self.run_id} has no test {item.test!r}; `evalstore show {self.run_id}` lists them"
+
+
+def result_name(key: tuple[str, str | None, int]) -> str:
+    """``test@target#attempt``, the attempt always written, so that a name listed in an error can be typed
+    back (attempts count from 1: AgentV's ``sample_index`` + 1)."""
+    test_id, target, attempt = key
+    return f"{test_id}{'@' + target if target else ''}#{attempt}"
 
 
 def _event(item: LabelInput, run_id: str, key: tuple[str, str | None, int], transcript: str) -> LabelRecorded:

@@ -69,3 +69,34 @@ def test_run_ids_and_test_ids_complete_from_the_store(tmp_path: Path) -> None:
     empty.mkdir()
     assert _complete(empty, "evalstore show ", 2) == [] or (tmp_path / ".evalstore").exists()
     assert not (empty / ".evalstore").exists()
+
+
+@pytest.mark.parametrize(
+    "args,command,message",
+    [
+        (["--bogus"], "evalstore", "No such option '--bogus'"),
+        (["nosuchcmd"], "evalstore", "No such command 'nosuchcmd'"),
+        (["export", "last", "--format", "xml"], "evalstore export", "Invalid value for '--format'"),
+        (["labels", "import"], "evalstore labels import", "Missing argument 'FILE'"),
+        (["label", "last", "t", "--pass", "--fail"], "evalstore label", "--pass and --fail contradict each other"),
+    ],
+)
+def test_usage_errors_are_one_line_naming_the_help_to_read(tmp_path: Path, args, command, message) -> None:  # type: ignore[no-untyped-def]
+    """Click's own usage errors (parsing, of the group and of nested commands) and the commands' own, alike."""
+    from click.testing import CliRunner
+
+    from evalstore.cli import main
+
+    result = CliRunner().invoke(main, ["--db", str(tmp_path / "none.db"), *args], prog_name="evalstore")
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"Error: {message}") and lines[0].endswith(f"(see '{command} --help')")
+
+
+def test_a_group_without_a_command_still_shows_its_help() -> None:
+    from click.testing import CliRunner
+
+    from evalstore.cli import main
+
+    result = CliRunner().invoke(main, ["db"])
+    assert "Schema migrations" in result.output and "Commands:" in result.output

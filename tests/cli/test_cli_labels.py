@@ -64,7 +64,7 @@ def test_label_import_list_agreement_and_compare(tmp_path: Path) -> None:
 def test_bad_input_is_one_error_line_and_nothing_written(tmp_path: Path) -> None:
     db = _setup(tmp_path)
     r = _cli(db, "label", "rec-1", "missing", "--pass")
-    assert r.exit_code == 2 and r.stderr.strip().startswith("Error: run rec-1 has no transcript for test 'missing'")
+    assert r.exit_code == 2 and r.stderr.strip().startswith("Error: run rec-1 has no test 'missing'")
     f = tmp_path / "bad.jsonl"
     f.write_text(
         '{"run": "rec-1", "test_id": "t01", "verdict": "pass"}\n{"run": "rec-1", "test_id": "t02", "score": "x"}\n'
@@ -72,3 +72,12 @@ def test_bad_input_is_one_error_line_and_nothing_written(tmp_path: Path) -> None
     r = _cli(db, "labels", "import", str(f))
     assert r.exit_code == 2 and f"{f}:2: score: expected a number" in r.stderr
     assert json.loads(_cli(db, "labels", "rec-1", "--json").stdout) == []
+
+
+def test_pass_and_fail_together_are_refused(tmp_path: Path) -> None:
+    db = _setup(tmp_path)
+    both = _cli(db, "label", "rec-1", "t00", "--pass", "--fail", "--by", "bob")
+    assert both.exit_code == 2 and "--pass and --fail contradict each other" in both.stderr
+    store = EventStore.open(db)
+    assert store.stream_version("lbl-rec-1") == 0  # nothing written
+    store.close()

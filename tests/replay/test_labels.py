@@ -51,7 +51,7 @@ def test_a_newer_label_by_the_same_person_supersedes_and_both_stay(store: EventS
 
 def test_bad_labels_are_refused_before_anything_is_written(store: EventStore, tmp_path: Path) -> None:
     add_run(store, "rec-1", TESTS)
-    with pytest.raises(LabelError, match="no transcript for test 'nope'"):
+    with pytest.raises(LabelError, match="has no test 'nope'"):
         record_labels(store, [LabelInput(test="nope", verdict="pass")], run="rec-1")
     with pytest.raises(LabelError, match="needs a verdict"):
         record_labels(store, [LabelInput(test="t01")], run="rec-1")
@@ -134,7 +134,7 @@ def test_the_next_queue_skips_what_this_person_labelled_and_shows_the_given_runs
     assert [(v.grader, v.verdict) for v in review.verdicts] == [("quality", "fail" if TESTS["t01"] else "pass")]
     assert review.passed is (not TESTS["t01"])
     # what the queue names a result by is what record_labels takes
-    [event] = record_labels(store, [LabelInput(test=review.label_ref, verdict="pass", by="ann")], run="rec-1")
+    [event] = record_labels(store, [review.label_input(verdict="pass", by="ann")], run="rec-1")
     assert event.test_id == "t01" and len(pending(store, "rpl-1", by="ann").keys) == 10
 
 
@@ -148,9 +148,11 @@ def test_test_ids_holding_at_or_hash_are_labelled_whole_or_with_a_target_and_att
     assert (a.test_id, a.target, a.attempt) == ("user@example.com", None, 1)
     assert (b.test_id, b.attempt) == ("issue#12", 1)
     assert (c.test_id, c.attempt) == ("user@example.com", 1)
-    with pytest.raises(LabelError, match=r"no transcript for test 'user@example\.com@gpt'"):
+    with pytest.raises(
+        LabelError, match=r"has no result 'user@example\.com@gpt'; test 'user@example\.com' has user@example\.com#1"
+    ):
         record_labels(store, [LabelInput(test="user@example.com@gpt", verdict="fail", by="ann")], run="rec-1")
-    with pytest.raises(LabelError, match="no transcript"):
+    with pytest.raises(LabelError, match="has no test 'issue'"):
         record_labels(store, [LabelInput(test="issue", verdict="fail", by="ann")], run="rec-1")
 
 
@@ -172,3 +174,20 @@ def test_a_target_is_read_from_the_last_at_of_a_test_id_holding_one(store: Event
     assert (label.test_id, label.target, label.attempt) == ("user@example.com", "claude", 2)
     with pytest.raises(LabelError, match="several results"):
         record_labels(store, [LabelInput(test="user@example.com", verdict="pass", by="ann")], run="rec-t")
+
+
+def test_a_text_two_results_can_be_read_as_is_refused_naming_both(store: EventStore) -> None:
+    """Test ``x@y`` on target gamma, and test ``x`` on target y: ``x@y#1`` reads as either."""
+    store.append(
+        "rec-a",
+        [RunStarted(run_id="rec-a", kind="recorded", tool_version="t")]
+        + [
+            TranscriptRecorded(test_id=test_id, target=target, messages_sha256=None, output_text="x")
+            for test_id, target in (("x@y", "gamma"), ("x", "y"))
+        ],
+    )
+    with pytest.raises(LabelError, match=r"names several results in run rec-a \(x@y#1, x@y@gamma#1\)"):
+        record_labels(store, [LabelInput(test="x@y#1", verdict="pass", by="ann")], run="rec-a")
+    [a] = record_labels(store, [LabelInput(test="x@y@gamma#1", verdict="pass", by="ann")], run="rec-a")
+    [b] = record_labels(store, [LabelInput(test="x", target="y", attempt=1, verdict="fail", by="ann")], run="rec-a")
+    assert (a.test_id, a.target, b.test_id, b.target) == ("x@y", "gamma", "x", "y")
