@@ -209,6 +209,7 @@ def list_labels(ctx, run, show_all, as_json) -> None:  # type: ignore[no-untyped
     Example:
       evalstore labels list last --all
     """
+    from evalstore.replay.analysis.compare import key_label
     from evalstore.replay.labels import label_run, read_labels
 
     store = open_store(ctx, create=False)
@@ -222,7 +223,7 @@ def list_labels(ctx, run, show_all, as_json) -> None:  # type: ignore[no-untyped
         ["test", "grader", "verdict", "score", "by", "when", "note"] + (["superseded"] if show_all else []),
         [
             (
-                lab.label.test_id,
+                key_label((lab.label.test_id, lab.label.target, lab.label.attempt)),
                 lab.label.grader or "",
                 lab.label.verdict or "",
                 "" if lab.label.score is None else f"{lab.label.score:g}",

@@ -81,3 +81,25 @@ def test_pass_and_fail_together_are_refused(tmp_path: Path) -> None:
     store = EventStore.open(db)
     assert store.stream_version("lbl-rec-1") == 0  # nothing written
     store.close()
+
+
+def test_a_label_is_named_with_its_target_and_attempt_when_it_has_them(tmp_path: Path) -> None:
+    from evalstore.store.events import RunStarted, TranscriptRecorded
+
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    store = EventStore.open(db)
+    store.append(
+        "rec-t",
+        [RunStarted(run_id="rec-t", kind="recorded", tool_version="t")]
+        + [
+            TranscriptRecorded(test_id="multi", target=t, attempt=a, messages_sha256=None, output_text="x")
+            for t in ("alpha", "beta")
+            for a in (1, 3)
+        ],
+    )
+    store.close()
+    done = _cli(db, "label", "rec-t", "multi@alpha#3", "--pass", "--by", "ann")
+    assert done.exit_code == 0 and "labelled multi@alpha#3 pass by ann" in done.stdout
+    assert _cli(db, "label", "rec-t", "multi@beta#1", "--fail", "--by", "ann").exit_code == 0
+    listed = _cli(db, "labels", "list", "rec-t").stdout
+    assert "multi@alpha#3" in listed and "multi@beta " in listed  # attempt 1 is not spelled out
