@@ -76,7 +76,7 @@ def print_table(
     shown = list(columns)
     left_out: list[str] = []
     while True:
-        table = _table(title, columns, shown, cells, ids)
+        table = _table(columns, shown, cells, ids)
         unbounded = out.options.update(max_width=1_000_000)  # Measurement clamps to the width it is given
         fits = Measurement.get(out, unbounded, table).minimum <= out.width
         droppable = [c for c in optional if c in shown]
@@ -84,6 +84,8 @@ def print_table(
             break
         shown.remove(droppable[0])
         left_out.append(droppable[0])
+    if title:  # its own line, never folded to the width of a narrow table
+        out.print(title, style="table.title", soft_wrap=True, highlight=False)
     out.print(table)
     if left_out:
         note(f"({out.width} columns: left out {', '.join(left_out)}; a wider terminal or --json shows them)")
@@ -93,16 +95,12 @@ FOLD_MIN = 10
 """A column that folds keeps at least this many characters a line (fewer, and columns are left out)."""
 
 
-def _table(
-    title: str | None, columns: Sequence[str], shown: Sequence[str], cells: list[list[str]], ids: Sequence[str]
-) -> Table:
+def _table(columns: Sequence[str], shown: Sequence[str], cells: list[list[str]], ids: Sequence[str]) -> Table:
     from rich import box
     from rich.table import Table
 
     # No vertical rules: a copied id carries no box characters, and narrow terminals fit more.
-    table = Table(
-        title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0), show_lines=False
-    )
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0), show_lines=False)
     index = [columns.index(c) for c in shown]
     for i in index:
         name = columns[i]
