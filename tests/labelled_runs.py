@@ -45,3 +45,16 @@ def add_run(
     events.append(RunCompleted(tests=len(verdicts), passed=sum(verdicts.values()), failed=0, errors=0))
     store.append(run_id, events)
     return run_id
+
+
+def add_transcripts(store: EventStore, run_id: str, results: list[tuple[str, str | None, int]]) -> str:
+    """A recorded run holding only a transcript for each (test id, target, attempt): what labels match."""
+    store.append(
+        run_id,
+        [RunStarted(run_id=run_id, kind="recorded", tool_version="t")]
+        + [
+            TranscriptRecorded(test_id=t, target=target, attempt=a, messages_sha256=None, output_text="x")
+            for t, target, a in results
+        ],
+    )
+    return run_id

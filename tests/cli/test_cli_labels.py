@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from labelled_runs import add_run
+from labelled_runs import add_run, add_transcripts
 
 from evalstore import cli as cli_package
 from evalstore.store import EventStore
@@ -84,19 +84,9 @@ def test_pass_and_fail_together_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_label_is_named_with_its_target_and_attempt_when_it_has_them(tmp_path: Path) -> None:
-    from evalstore.store.events import RunStarted, TranscriptRecorded
-
     db = f"sqlite:///{tmp_path / 't.db'}"
     store = EventStore.open(db)
-    store.append(
-        "rec-t",
-        [RunStarted(run_id="rec-t", kind="recorded", tool_version="t")]
-        + [
-            TranscriptRecorded(test_id="multi", target=t, attempt=a, messages_sha256=None, output_text="x")
-            for t in ("alpha", "beta")
-            for a in (1, 3)
-        ],
-    )
+    add_transcripts(store, "rec-t", [("multi", t, a) for t in ("alpha", "beta") for a in (1, 3)])
     store.close()
     done = _cli(db, "label", "rec-t", "multi@alpha#3", "--pass", "--by", "ann")
     assert done.exit_code == 0 and "labelled multi@alpha#3 pass by ann" in done.stdout

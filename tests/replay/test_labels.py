@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from labelled_runs import add_run
+from labelled_runs import add_run, add_transcripts
 
 from evalstore.replay.analysis.agreement import agreement
 from evalstore.replay.labels import (
@@ -20,7 +20,6 @@ from evalstore.replay.labels import (
 )
 from evalstore.replay.material import load_results
 from evalstore.store import EventStore
-from evalstore.store.events import RunStarted, TranscriptRecorded
 
 TESTS = {f"t{i:02d}": i % 3 != 0 for i in range(12)}
 
@@ -157,17 +156,7 @@ def test_test_ids_holding_at_or_hash_are_labelled_whole_or_with_a_target_and_att
 
 
 def test_a_target_is_read_from_the_last_at_of_a_test_id_holding_one(store: EventStore) -> None:
-    store.append(
-        "rec-t",
-        [RunStarted(run_id="rec-t", kind="recorded", tool_version="t")]
-        + [
-            TranscriptRecorded(
-                test_id="user@example.com", target=target, attempt=attempt, messages_sha256=None, output_text="x"
-            )
-            for target in ("gpt", "claude")
-            for attempt in (1, 2)
-        ],
-    )
+    add_transcripts(store, "rec-t", [("user@example.com", t, a) for t in ("gpt", "claude") for a in (1, 2)])
     [label] = record_labels(
         store, [LabelInput(test="user@example.com@claude#2", verdict="pass", by="ann")], run="rec-t"
     )
@@ -178,14 +167,7 @@ def test_a_target_is_read_from_the_last_at_of_a_test_id_holding_one(store: Event
 
 def test_a_text_two_results_can_be_read_as_is_refused_naming_both(store: EventStore) -> None:
     """Test ``x@y`` on target gamma, and test ``x`` on target y: ``x@y#1`` reads as either."""
-    store.append(
-        "rec-a",
-        [RunStarted(run_id="rec-a", kind="recorded", tool_version="t")]
-        + [
-            TranscriptRecorded(test_id=test_id, target=target, messages_sha256=None, output_text="x")
-            for test_id, target in (("x@y", "gamma"), ("x", "y"))
-        ],
-    )
+    add_transcripts(store, "rec-a", [("x@y", "gamma", 1), ("x", "y", 1)])
     with pytest.raises(LabelError, match=r"names several results in run rec-a \(x@y#1, x@y@gamma#1\)"):
         record_labels(store, [LabelInput(test="x@y#1", verdict="pass", by="ann")], run="rec-a")
     [a] = record_labels(store, [LabelInput(test="x@y@gamma#1", verdict="pass", by="ann")], run="rec-a")
