@@ -12,7 +12,7 @@ from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
-from evalstore.cli.results import print_scored, scored_rows
+from evalstore.cli.results import print_scored, result_labels, scored_rows
 from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
@@ -176,7 +176,12 @@ def replay(
             )
     for warning in outcome.warnings:
         note(f"warning: {warning}")
-    failed = [r.test_id for r in outcome.results if not r.passed and r.origin != "carried"]
+    names = result_labels([(r.test_id, r.target, r.attempt) for r in outcome.results])
+    below = [
+        (name, r) for name, r in zip(names, outcome.results, strict=True) if not r.passed and r.origin != "carried"
+    ]
+    failed = [r.test_id for _, r in below]  # --json keeps test ids; the note names each result
+    failed_names = [name for name, _ in below]
     if not outcome.complete:
         message = (
             f"replay {outcome.run_id}: this process graded {plural(len(outcome.results), 'test')}; "
@@ -196,7 +201,7 @@ def replay(
             click.echo(message)
         if fail_on:
             note("the regression gate is checked by the process that completes the replay")
-        _exit_if(failed, None)
+        _exit_if(failed_names, None)
         return
     comparison = compare_runs(load_scores(store, outcome.parent_run_id), load_scores(store, outcome.run_id))
     regressed = regression(comparison, fail_on) if fail_on else (False, "")
@@ -228,7 +233,7 @@ def replay(
             f"judge replies reused: {reuse['judge_reused']}"
         )
         emit_comparison(comparison, store, as_json=False, html_path=html_path)
-    _exit_if(failed, regressed[1] if regressed[0] else None)
+    _exit_if(failed_names, regressed[1] if regressed[0] else None)
 
 
 def _exit_if(failed: list[str], regressed: str | None) -> None:

@@ -34,32 +34,42 @@ ERROR_CHARS = 500
 """How much of an execution error is printed under the table (its end is kept: the cause is usually there)."""
 
 
+def result_labels(keys: list[tuple[str, str | None, int]]) -> list[str]:
+    """How results are named in a table or a list: the test id, with ``@target`` when the results span
+    several targets and ``#attempt`` after the first (``analysis.compare.key_label``)."""
+    from evalstore.replay.analysis.compare import key_label
+
+    several = len({target or None for _, target, _ in keys}) > 1
+    return [key_label((test_id, (target or None) if several else None, attempt)) for test_id, target, attempt in keys]
+
+
 def print_scored(title: str, rows: list[dict]) -> None:
+    names = result_labels([(r["test_id"], r["target"], r["attempt"]) for r in rows])
     print_table(
         title,
         ["test", "score", "pass", "status", "graders", "why"],
         [
             (
-                r["test_id"],
+                name,
                 fmt_score(r["score"]),
                 pass_cell(r["passed"], r["status"]),
                 r["status"],
                 ", ".join(f"{g}={fmt_score(s)}" for g, s in r["graders"].items()),
                 r.get("note", ""),
             )
-            for r in rows
+            for name, r in zip(names, rows, strict=True)
         ],
         ids=["test", "score", "pass", "status"],
         optional=["status"],
     )
     # Errors are sentences (which command, what it said): whole lines under the table, not a cut cell.
-    errors = [r for r in rows if r["error"] and r["status"] == "execution_error"]
+    errors = [(name, r) for name, r in zip(names, rows, strict=True) if r["error"] and r["status"] == "execution_error"]
     if errors:
         click.echo("execution errors:")
-        for r in errors:
+        for name, r in errors:
             text = " ".join(r["error"].split())
             text = text if len(text) <= ERROR_CHARS else "..." + text[-ERROR_CHARS:]
-            click.echo(f"  {r['test_id']}: {text}")
+            click.echo(f"  {name}: {text}")
 
 
 def pass_cell(passed: bool, status: str) -> str:

@@ -25,3 +25,17 @@ def test_optional_columns_are_left_out_and_named_when_the_ids_do_not_fit(capsys,
     captured = capsys.readouterr()
     assert "x" * 30 in captured.out and "notes" not in captured.out
     assert "left out notes" in captured.err
+
+
+def test_cells_are_text_not_markup(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "100")
+    print_table("[bold]title[/bold]", ["grader"], [("regex-caf[eé]",), ("[red]x[/red]",)], ids=["grader"])
+    out = capsys.readouterr().out
+    assert "regex-caf[eé]" in out and "[red]x[/red]" in out and "[bold]title[/bold]" in out
+
+
+def test_results_are_named_with_their_target_only_when_targets_differ() -> None:
+    from evalstore.cli.results import result_labels
+
+    assert result_labels([("t1", "default", 1), ("t2", "default", 2)]) == ["t1", "t2#2"]
+    assert result_labels([("t1", "alpha", 1), ("t1", "beta", 1)]) == ["t1@alpha", "t1@beta"]
