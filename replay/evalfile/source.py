@@ -9,6 +9,7 @@ read it (``tests[2].assertions[0].command``), even when the tests come from anot
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +19,46 @@ from evalstore.replay.errors import EvalFileError
 
 PathKey = str | int
 
-# libyaml's parser when PyYAML was built with it: same nodes and marks, about 8x faster on a suite of
-# a thousand tests (a replay parses the eval before it grades anything).
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+class Yaml12Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """PyYAML's safe loader reading plain scalars as YAML 1.2's core schema does, as AgentV reads its
+    files (the npm ``yaml`` package): ``yes``/``no``/``on``/``off`` stay strings, ``1e3`` is a number,
+    ``0777`` is 777 and ``0o17`` 15, ``1_000`` and ``1:20`` stay strings. PyYAML alone follows YAML 1.1,
+    where ``sourceOk: yes`` became ``true`` in a grader's payload and a judge's prompt, and a date
+    (``2024-01-01``) a date object rather than the string AgentV passes on.
+
+    libyaml's parser when PyYAML was built with it: same nodes and marks, about 8x faster on a suite of
+    a thousand tests (a replay parses the eval before it grades anything)."""
+
+
+_CORE_12 = {
+    "tag:yaml.org,2002:bool": (re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), "tTfF"),
+    "tag:yaml.org,2002:int": (re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), "-+0123456789"),
+    "tag:yaml.org,2002:float": (
+        re.compile(
+            r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+        ),
+        "-+.0123456789",
+    ),
+}
+_NOT_CORE_12 = {*_CORE_12, "tag:yaml.org,2002:timestamp"}
+Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _NOT_CORE_12]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+for _tag, (_regexp, _first) in _CORE_12.items():
+    Yaml12Loader.add_implicit_resolver(_tag, _regexp, list(_first))
+
+
+def _core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = loader.construct_scalar(node)
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    return int(text, 16) if text.startswith("0x") else int(text, 10)  # 0777 is 777: no octal without 0o
+
+
+Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _core_int)
+_Loader = Yaml12Loader
 
 
 class LineMap:

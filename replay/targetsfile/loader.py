@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from evalstore.replay.errors import TargetsFileError
+from evalstore.replay.evalfile.source import Yaml12Loader
 
 ENV_REFERENCE = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 """``${{ NAME }}``: a reference to an environment variable (AgentV's interpolation syntax)."""
@@ -110,7 +111,7 @@ def load_targets_file(path: str | Path) -> TargetsFile:
         raise TargetsFileError(f"{path}: cannot read targets file ({exc.strerror})") from None
     try:
         root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=Yaml12Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -742,7 +742,7 @@ def test_tests_from_a_jsonl_file(tmp_path: Path) -> None:
     a, b = suite.tests
     assert a.input[0].content == "hello"
     assert json.loads(b.input[0].content) == {"q": 1}
-    assert b.metadata == {"suite": True, "k": "v"}
+    assert b.metadata == {"suite": "yes", "k": "v"}  # YAML 1.2, as AgentV reads it: `yes` is a string
     assert b.graders[0].declared_type == "implicit"
 
     cases.write_text(json.dumps(rows[0]) + "\n" + json.dumps({"id": "c", "input": "x"}) + "\n")
@@ -865,3 +865,47 @@ def test_unnamed_deterministic_assertions_are_named_as_agentv_names_them(
     path = tmp_path / "names.eval.yaml"
     path.write_text(f"tests:\n  - id: t\n    input: q\n    assertions:\n      - {assertion}\n", encoding="utf-8")
     assert [g.name for g in load_eval(path).tests[0].graders] == [name]
+
+
+def test_plain_scalars_are_read_as_yaml_1_2_core_as_agentv_reads_them(tmp_path: Path) -> None:
+    """AgentV parses its YAML with the npm ``yaml`` package (YAML 1.2, core schema); PyYAML alone follows
+    1.1, where ``yes``, ``on``, ``0777``, ``1_000`` and dates are something else. What a test's metadata
+    holds reaches graders and judge prompts, so it must be what AgentV passes on."""
+    suite = load(
+        tmp_path,
+        """
+        tests:
+          - id: t
+            input: hi
+            criteria: c
+            metadata:
+              sourceOk: yes
+              legacy: off
+              flag: true
+              shout: FALSE
+              big: 1e3
+              mode: 0777
+              octal: 0o17
+              hex: 0x1F
+              spaced: 1_000
+              clock: 1:20
+              day: 2024-01-01
+              ratio: .5
+              nothing: ~
+        """,
+    )
+    assert suite.tests[0].metadata == {
+        "sourceOk": "yes",
+        "legacy": "off",
+        "flag": True,
+        "shout": False,
+        "big": 1000.0,
+        "mode": 777,
+        "octal": 15,
+        "hex": 31,
+        "spaced": "1_000",
+        "clock": "1:20",
+        "day": "2024-01-01",
+        "ratio": 0.5,
+        "nothing": None,
+    }
