@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from evalstore.replay.agentv.wire import agentv_token_usage
 from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
 from evalstore.replay.jsontext import RawJSON
 from evalstore.store import EventStore
@@ -38,7 +39,7 @@ class ResultBundle:
     recorded request as its stored JSON text (:class:`RawJSON`), or for a graded verdict, rebuilt from
     its last grader call."""
     grader_usage: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Grader name -> the judge's token usage on its last call (graded verdicts)."""
+    """Grader name -> the judge's token usage on its last call (graded verdicts), in AgentV's shape."""
 
 
 _RESULT_EVENTS = ["test_case_recorded", "transcript_recorded", "verdict_recorded", "test_scored"]
@@ -164,8 +165,8 @@ def _completed(
                     request = _agentv_request(store, call)
                     if request is not None:
                         b.rendered_prompts[v["grader"]] = request
-                    if call["usage"]:
-                        b.grader_usage[v["grader"]] = call["usage"]
+                    if usage := agentv_token_usage(call["usage"]):  # stored as the judge replied (OpenAI's)
+                        b.grader_usage[v["grader"]] = usage
         yield b
 
 

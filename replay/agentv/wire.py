@@ -39,6 +39,21 @@ def nonempty_text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def agentv_token_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An OpenAI-compatible reply's ``usage`` in AgentV's ``token_usage`` shape: ``{input, output, cached?}``."""
+    if not usage:
+        return None
+    out: dict[str, Any] = {}
+    if isinstance(usage.get("prompt_tokens"), int):
+        out["input"] = usage["prompt_tokens"]
+    if isinstance(usage.get("completion_tokens"), int):
+        out["output"] = usage["completion_tokens"]
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        out["cached"] = details["cached_tokens"]
+    return out or None
+
+
 def is_legacy_camel_row(row: dict[str, Any]) -> bool:
     """A row written before the snake_case boundary: it names its test ``testId``."""
     return "test_id" not in row and "testId" in row

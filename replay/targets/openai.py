@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from evalstore.replay.agentv.wire import agentv_token_usage
 from evalstore.replay.content import Message, question_text
 from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
@@ -96,20 +97,5 @@ def _outcome(target: str, exchanges: list[Exchange]) -> TargetOutcome:
     return TargetOutcome(
         messages=[Message(role="assistant", content=last.content)],
         output_text=last.content,
-        token_usage=_usage(last.usage),
+        token_usage=agentv_token_usage(last.usage),
     )
-
-
-def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
-    """OpenAI usage in AgentV's shape: ``{input, output, cached?}``."""
-    if not usage:
-        return None
-    out: dict[str, Any] = {}
-    if isinstance(usage.get("prompt_tokens"), int):
-        out["input"] = usage["prompt_tokens"]
-    if isinstance(usage.get("completion_tokens"), int):
-        out["output"] = usage["completion_tokens"]
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        out["cached"] = details["cached_tokens"]
-    return out or None
