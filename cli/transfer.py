@@ -117,6 +117,8 @@ def import_(
         "skipped": outcome.skipped,
         "already_imported": outcome.already_imported,
         "eval_path": outcome.eval_path,
+        "warnings": outcome.warnings,
+        "warning_count": outcome.warning_count,
     }
     if as_json:
         print_json(info)
@@ -138,6 +140,10 @@ def import_(
         f"imported {plural(outcome.tests, 'result')} ({outcome.format}) as run {outcome.run_id}"
         + (f", {plural(outcome.skipped, 'bad line')} skipped" if outcome.skipped else "")
     )
+    for warning in outcome.warnings:
+        note(f"warning: {warning}")
+    if outcome.warning_count > len(outcome.warnings):
+        note(f"... and {outcome.warning_count - len(outcome.warnings)} more warnings like these")
     if outcome.eval_path:
         click.echo(f"eval snapshot: {outcome.eval_path}")
     else:

@@ -33,6 +33,12 @@ class Checked:
     """The earliest ``start_time`` or row ``timestamp`` of the results, as UTC ISO 8601: when the AgentV run began."""
     spool: Spool | None = field(default=None, repr=False)
     """Every result and skipped line as built, in source order (closed by the caller)."""
+    warnings: list[str] = field(default_factory=list)
+    """The results' warnings, the first :data:`WARNINGS_KEPT` of them; ``warning_count`` counts them all."""
+    warning_count: int = 0
+
+
+WARNINGS_KEPT = 20
 
 
 Encoded = tuple[str, str, int, str]
@@ -184,8 +190,9 @@ def _check_with(
     threshold: float,
     spool: Spool | None,
 ) -> Checked:
-    tests = skipped = 0
+    tests = skipped = warning_count = 0
     left_out: dict[tuple, str] = {}
+    warnings: list[str] = []
 
     def skip_line(line: SkippedLine) -> None:
         if spool is not None:
@@ -199,6 +206,9 @@ def _check_with(
     earliest: datetime | None = None
     for item in source.iter_tests(skip_bad):
         if isinstance(item, ImportedTest):
+            if item.warnings:
+                warning_count += len(item.warnings)
+                warnings.extend(item.warnings[: WARNINGS_KEPT - len(warnings)])
             for moment in (_instant(item.start_time), _instant(item.raw_row.get("timestamp"))):
                 if moment is not None and (earliest is None or moment < earliest):
                     earliest = moment
@@ -247,7 +257,7 @@ def _check_with(
         if progress and (tests + skipped) % PROGRESS_EVERY == 0:
             progress("checking", tests + skipped, None)
     started_at = earliest.isoformat(timespec="microseconds") if earliest else None
-    return Checked(tests, skipped, left_out, started_at)
+    return Checked(tests, skipped, left_out, started_at, warnings=warnings, warning_count=warning_count)
 
 
 def _instant(value: object) -> datetime | None:

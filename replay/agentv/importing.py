@@ -11,7 +11,7 @@ import killed half-way finishes when run again.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalstore import __version__
@@ -48,6 +48,9 @@ class ImportOutcome:
     skipped: int
     already_imported: bool
     eval_path: str | None
+    warnings: list[str] = field(default_factory=list)
+    """What the import left out of results it kept, and why: the first ``import_check.WARNINGS_KEPT``."""
+    warning_count: int = 0
 
 
 def import_results(
@@ -165,7 +168,9 @@ def _write(  # type: ignore[no-untyped-def]
     if progress:
         progress("importing", done, tests)
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
-    return ImportOutcome(run_id, fmt, tests, skipped, False, eval_file)
+    return ImportOutcome(
+        run_id, fmt, tests, skipped, False, eval_file, warnings=checked.warnings, warning_count=checked.warning_count
+    )
 
 
 def _eval_snapshot(

@@ -82,6 +82,8 @@ class ImportedTest:
     """The source row minus the bulky parts already held above (trace, input, output, scores...)."""
     row_fields: dict[str, str] = field(default_factory=dict)
     """The row's labels kept as they are (``rows.KEPT_ROW_FIELDS``)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the import noticed about this result and left out (``ImportOutcome.warnings``)."""
 
 
 @dataclass

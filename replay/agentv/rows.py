@@ -122,6 +122,8 @@ class Sidecars:
     """Where relative ContentFile paths are looked up, after the row's workspace_path."""
     fallbacks: dict[str, Any] = field(default_factory=dict)
     """Usage and timing from timing.json / metrics.json, used only where the row has none."""
+    warnings: list[str] = field(default_factory=list)
+    """Sidecars found but left out, and why (``ImportedTest.warnings``)."""
 
 
 def _verdicts(row: dict[str, Any], score: float, grading: Grading | None) -> list[ImportedVerdict]:
@@ -240,6 +242,7 @@ def build_test(
         verdicts=_verdicts(row, score, extra.grading),
         source=source,
         raw_row={k: v for k, v in row.items() if k not in _BULKY_KEYS},
+        warnings=list(extra.warnings),
         row_fields={k: row[k] for k in KEPT_ROW_FIELDS if nonempty_text(row.get(k))},
     )
 

@@ -67,11 +67,12 @@ def load_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
-def load_messages(path: Path, test_id: str | None) -> list[dict[str, Any]] | None:
-    """Messages from any transcript sidecar, chosen by its name."""
+def load_messages(path: Path, test_id: str | None, target: str | None = None) -> list[dict[str, Any]] | None:
+    """Messages from any transcript sidecar, chosen by its name (``ForeignTranscript`` when a JSONL
+    transcript is another target's)."""
     try:
         if path.name.endswith(".jsonl"):
-            return read_transcript_jsonl(path, test_id)
+            return read_transcript_jsonl(path, test_id, target)
         if path.name == "trace.json":
             return read_trace(path)
         return read_normalized_transcript(path)

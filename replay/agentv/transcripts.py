@@ -122,17 +122,30 @@ def file_refs(messages: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
     return refs
 
 
-def read_transcript_jsonl(path: Path, test_id: str | None = None) -> list[dict[str, Any]] | None:
-    """``agentv.transcript.v1`` rows in message order; None if the file holds no message rows.
+class ForeignTranscript(ValueError):
+    """A transcript sidecar whose message rows all belong to another target than the result's."""
+
+
+def read_transcript_jsonl(
+    path: Path, test_id: str | None = None, target: str | None = None
+) -> list[dict[str, Any]] | None:
+    """``agentv.transcript.v1`` rows in message order; None if the file holds no message rows. Rows of
+    another test or target are not this result's; a file holding only another target's raises
+    :class:`ForeignTranscript` (AgentV 4.42 writes every target of a test to one folder, so the last
+    target to finish overwrites the others' files).
 
     A v5 ``transcript-raw.jsonl`` may instead hold raw provider log lines (``agentv.raw_provider_log_line.v1``);
     those are not messages, and the caller falls back to ``transcript.json``.
     """
     rows: list[tuple[int, int, dict[str, Any]]] = []
+    others: set[str] = set()
     for number, row, error in iter_json_lines(path):
         if error is not None or row is None:
             raise ImportFormatError(f"{path}:{number}: {error}")
         if "role" not in row or (test_id is not None and row.get("test_id") not in (None, test_id)):
+            continue
+        if target is not None and isinstance(row.get("target"), str) and row["target"] != target:
+            others.add(row["target"])
             continue
         try:
             message = normalise_message(row)
@@ -141,6 +154,8 @@ def read_transcript_jsonl(path: Path, test_id: str | None = None) -> list[dict[s
         if message is not None:
             index = row.get("message_index")
             rows.append((index if isinstance(index, int) else number, number, message))
+    if not rows and others:
+        raise ForeignTranscript(f"{path.name} holds target {', '.join(sorted(others))}'s transcript, not {target}'s")
     if not rows:
         return None
     return [m for _, _, m in sorted(rows, key=lambda r: (r[0], r[1]))]

@@ -12,6 +12,7 @@ from evalstore.replay.agentv.jsonl import iter_built
 from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
 from evalstore.replay.agentv.rows import Sidecars, attempt_of, build_test, eval_hints, unique_paths
 from evalstore.replay.agentv.sidecars import as_file, load_grading, load_json, load_messages, load_text, pick
+from evalstore.replay.agentv.transcripts import ForeignTranscript
 from evalstore.replay.agentv.wire import first_json_row, read_json, tree_sha256
 from evalstore.replay.errors import ImportFormatError
 
@@ -47,6 +48,18 @@ def sidecars_for(root: Path, row: dict[str, Any]) -> Sidecars:
     found = Sidecars(file_bases=[outputs, test_dir, root])
     files: list[ImportedFile] = []
 
+    transcript = pick("transcript_path", row.get("transcript_path"), root, outputs / "transcript.jsonl")
+    target = row.get("target") if isinstance(row.get("target"), str) else None
+    try:
+        messages = load_messages(transcript, row.get("test_id"), target) if transcript is not None else None
+    except ForeignTranscript as exc:
+        # Another target's run overwrote this folder: none of its files are this result's.
+        found.warnings.append(
+            f"{row.get('test_id')}@{target}: {exc} in {test_dir.relative_to(root).as_posix()}/ (AgentV wrote every "
+            "target of the test to that folder); its answer, transcript, grading and timing files were left out"
+        )
+        return found
+
     grading = pick("grading_path", row.get("grading_path"), root, test_dir / "grading.json")
     if grading is not None:
         found.grading = load_grading(grading)
@@ -56,14 +69,14 @@ def sidecars_for(root: Path, row: dict[str, Any]) -> Sidecars:
         found.fallbacks = _timing_fallbacks(load_json(timing))
         files.append(as_file(timing, root))
 
-    transcript = pick("transcript_path", row.get("transcript_path"), root, outputs / "transcript.jsonl")
     trace = pick("trace_path", row.get("trace_path"), root, outputs / "trace.json")
-    for candidate in (transcript, trace):
-        if candidate is None:
-            continue
-        files.append(as_file(candidate, root))
+    if transcript is not None:
+        files.append(as_file(transcript, root))
+        found.messages = messages
+    if trace is not None:
+        files.append(as_file(trace, root))
         if found.messages is None:
-            found.messages = load_messages(candidate, row.get("test_id"))
+            found.messages = load_messages(trace, row.get("test_id"))
 
     answer = pick("answer_path", row.get("answer_path"), root, outputs / "answer.md")
     copies = {pick(key, row.get(key), root) for key in ("output_path", "response_path")} - {None, answer}

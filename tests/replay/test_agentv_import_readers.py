@@ -557,3 +557,40 @@ def test_paths_outside_the_run_do_not_resolve(tmp_path: Path) -> None:
     write_rows(index, rows)
     with pytest.raises(ImportFormatError, match=r"index\.jsonl:2: answer_path '\.\./secret\.txt' points outside"):
         read_all(run)
+
+
+def test_a_folder_another_target_overwrote_is_left_out_with_a_warning(tmp_path: Path, sqlite_store) -> None:  # type: ignore[no-untyped-def]
+    """AgentV 4.42 writes every target of a test to one folder (``<suite>/<test>/``), so the target that
+    finishes last overwrites the others' answer and transcript (seen in a real two-target run). A row
+    whose transcript sidecar is all another target's does not take that target's answer."""
+    from evalstore.replay.agentv.importing import import_results
+
+    run = tmp_path / "run"
+    outputs = run / "suite" / "greeting" / "outputs"
+    outputs.mkdir(parents=True)
+    (outputs / "answer.md").write_text("beta's answer")
+    (outputs / "transcript.jsonl").write_text(
+        "".join(
+            json.dumps({"test_id": "greeting", "target": "beta", "message_index": i, "role": r, "content": c}) + "\n"
+            for i, (r, c) in enumerate([("user", "hi"), ("assistant", "beta's answer")])
+        )
+    )
+    rows = [
+        {
+            "test_id": "greeting",
+            "suite": "suite",
+            "target": t,
+            "score": s,
+            "scores": [],
+            "timestamp": "2026-01-01T00:00:00Z",
+        }
+        for t, s in (("alpha", 1.0), ("beta", 0.0))
+    ]
+    write_rows(run / "index.jsonl", rows)
+    alpha, beta = only_tests(read_all(run))
+    assert (alpha.target, alpha.output_text, alpha.messages, alpha.files) == ("alpha", None, None, [])
+    assert alpha.warnings and "transcript.jsonl holds target beta's transcript, not alpha's" in alpha.warnings[0]
+    assert beta.output_text == "beta's answer" and beta.messages and not beta.warnings
+
+    outcome = import_results(sqlite_store, run)
+    assert outcome.warning_count == 1 and outcome.warnings == alpha.warnings
