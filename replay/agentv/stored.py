@@ -100,14 +100,22 @@ def _put_verdict(verdicts: list[Payload], verdict: Payload) -> None:
     verdicts.append(verdict)
 
 
-def _origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[str, str]]:
-    """Per result of the origin run, the event ids of its case and transcript (ids only: small)."""
-    ids: dict[ResultKey, dict[str, str]] = {}
-    for stored in store.read_stream(run_id, types=["test_case_recorded", "transcript_recorded"]):
+CARRIED_ROW_FIELDS = ("category", "conversation_id", "experiment")
+"""An imported row's labels that describe the test, not how it was graded: a replay's rows keep its
+origin's (``failure_stage`` and ``failure_reason_code`` describe the origin's own outcome, so they do not)."""
+
+
+def _origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[str, Any]]:
+    """Per result of the origin run, the event ids of its case and transcript (ids only: small), and
+    under ``"row_fields"`` the labels of its row (``CARRIED_ROW_FIELDS``)."""
+    ids: dict[ResultKey, dict[str, Any]] = {}
+    for stored in store.read_stream(run_id, types=["test_case_recorded", "transcript_recorded", "test_scored"]):
         p = stored.payload
-        ids.setdefault(result_key(p["test_id"], p.get("target"), p.get("attempt", 1)), {})[stored.type] = (
-            stored.event_id
-        )
+        entry = ids.setdefault(result_key(p["test_id"], p.get("target"), p.get("attempt", 1)), {})
+        if stored.type != "test_scored":
+            entry[stored.type] = stored.event_id
+        elif labels := {k: v for k, v in (p.get("row_fields") or {}).items() if k in CARRIED_ROW_FIELDS}:
+            entry["row_fields"] = labels
     return ids
 
 
@@ -116,13 +124,15 @@ def _fields(stored: Any) -> Payload:
 
 
 def _completed(
-    store: EventStore, bundles: list[ResultBundle], from_origin: dict[ResultKey, dict[str, str]]
+    store: EventStore, bundles: list[ResultBundle], from_origin: dict[ResultKey, dict[str, Any]]
 ) -> Iterator[ResultBundle]:
     # Only stored_results' own bundles come here: every event is its payload fields.
     wanted: dict[int, dict[str, str]] = {}
     for i, b in enumerate(bundles):
         s: Payload = b.scored  # type: ignore[assignment]
         ids = from_origin.get(result_key(s["test_id"], s["target"], s["attempt"]), {})
+        if "row_fields" in ids and not s["row_fields"]:
+            s["row_fields"] = ids["row_fields"]  # this dict is the bundle's own (payload_fields copies)
         # A replay's own transcript never exists; its own case (a regraded test) wins over the origin's.
         need = {
             t: e

@@ -484,3 +484,23 @@ def test_a_stdout_closed_from_the_start_is_a_reader_gone_not_a_crash(sqlite_url:
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1), timeout=60
     )
     assert done.returncode == 0 and "Error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_replay_of_an_import_keeps_the_rows_labels_but_not_its_failure(sqlite_url: str, tmp_path: Path) -> None:
+    """category, conversation_id and experiment describe the test: a replay's rows keep its origin's.
+    failure_stage and failure_reason_code describe how the origin ended, so they are not carried."""
+    row = _rich_row("greet", "gpt", 0.5, failure_stage="grading", failure_reason_code="judge_timeout")
+    run_id = ok_json(cli(sqlite_url, "import", str(_write_rows(tmp_path / "r.jsonl", [row])), "--json"))["run_id"]
+    suite = tmp_path / "greet.eval.yaml"
+    suite.write_text(
+        "tests:\n  - id: greet\n    input: Say hello\n    assertions:\n      - type: contains\n        value: Bonjour\n"
+    )
+    replay_id = ok_json(cli(sqlite_url, "replay", run_id, "--eval", str(suite), "--json"))["run_id"]
+    [exported] = map(json.loads, _export(sqlite_url, replay_id, "agentv-jsonl", tmp_path / "o.jsonl").splitlines())
+    assert (exported["category"], exported["conversation_id"], exported["experiment"]) == (
+        "greetings/fr",
+        "conv-greet",
+        "baseline",
+    )
+    assert "failure_stage" not in exported and "failure_reason_code" not in exported
+    assert exported["score"] == 1.0 and exported["output"] == row["output"]
