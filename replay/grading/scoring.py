@@ -76,7 +76,8 @@ def apply_negate(result: GraderResult) -> GraderResult:
 
 
 def _negate_assertion(assertion: Assertion) -> Assertion:
-    evidence = f"{NEGATED_PREFIX} {assertion.evidence}" if assertion.evidence else NEGATED_PREFIX
+    # As AgentV's negateScore: the prefix marks evidence there was; no evidence stays none.
+    evidence = f"{NEGATED_PREFIX} {assertion.evidence}" if assertion.evidence else None
     return Assertion(text=assertion.text, passed=not assertion.passed, evidence=evidence)
 
 
