@@ -37,8 +37,11 @@ def _timing_fallbacks(doc: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if finite_number(doc.get("duration_ms")) is not None:
         out["duration_ms"] = float(doc["duration_ms"])
-    if isinstance(doc.get("token_usage"), dict):
-        out["token_usage"] = doc["token_usage"]
+    usage = doc.get("token_usage")
+    # AgentV writes timing.json's usage as zeros when the target reported none (its row then has no
+    # token_usage, and its graders get null): zeros there are not a usage.
+    if isinstance(usage, dict) and any(v for v in usage.values()):
+        out["token_usage"] = usage
     return out
 
 

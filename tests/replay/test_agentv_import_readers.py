@@ -594,3 +594,19 @@ def test_a_folder_another_target_overwrote_is_left_out_with_a_warning(tmp_path: 
 
     outcome = import_results(sqlite_store, run)
     assert outcome.warning_count == 1 and outcome.warnings == alpha.warnings
+
+
+@pytest.mark.parametrize(
+    "usage,expected",
+    [({"input": 0, "output": 0, "reasoning": 0}, None), ({"input": 30, "output": 20}, {"input": 30, "output": 20})],
+)
+def test_timing_json_zeros_are_no_usage(tmp_path: Path, usage: dict, expected: dict | None) -> None:
+    """AgentV writes timing.json's token_usage as zeros when the target reported none; its row then has no
+    token_usage and its graders get null, so the import takes zeros there as no usage."""
+    run = tmp_path / "run"
+    folder = run / "suite" / "t"
+    folder.mkdir(parents=True)
+    (folder / "timing.json").write_text(json.dumps({"duration_ms": 157, "token_usage": usage}))
+    write_rows(run / "index.jsonl", [{"test_id": "t", "suite": "suite", "target": "a", "score": 1.0, "scores": []}])
+    [test] = only_tests(read_all(run))
+    assert (test.token_usage, test.duration_ms) == (expected, 157.0)
