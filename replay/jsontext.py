@@ -68,6 +68,14 @@ def stringify(value: Any, *, indent: bool = False) -> bytes:
         return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
+def js_number(value: Any) -> Any:
+    """A number as JavaScript holds it: an integral float is an integer, so ``JSON.stringify`` writes ``1``,
+    not Python's ``1.0`` (below 1e21, where JavaScript switches to exponents). Anything else as it is."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    return value
+
+
 _ASCII_UPPER = re.compile("[A-Z]")
 
 

@@ -24,7 +24,7 @@ from typing import IO, Any
 from evalstore.replay.agentv.stored import Payload, ResultBundle, stored_results
 from evalstore.replay.agentv.wire import from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
-from evalstore.replay.jsontext import stringify
+from evalstore.replay.jsontext import js_number, stringify
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded
 
@@ -147,8 +147,8 @@ def score_entry(
     entry: dict[str, Any] = {
         "name": v["source_name"] or v["grader"],
         "type": v["grader_type"],
-        "score": v["score"],
-        "weight": v["weight"],
+        "score": js_number(v["score"]),
+        "weight": js_number(v["weight"]),
         "verdict": v["verdict"],
         "assertions": [_assertion(a) for a in v["assertions"]],
     }
@@ -208,7 +208,7 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         "category": row_fields.get("category"),
         "conversation_id": row_fields.get("conversation_id"),
         "experiment": row_fields.get("experiment"),
-        "score": scored["score"],
+        "score": js_number(scored["score"]),
         "target": _target(run, scored),
         "scores": _scores(result, verdicts),
         "assertions": flatten_assertions(verdicts),
@@ -222,8 +222,8 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     if transcript is not None:
         row.update(
             token_usage=transcript["token_usage"],
-            cost_usd=transcript["cost_usd"],
-            duration_ms=transcript["duration_ms"],
+            cost_usd=js_number(transcript["cost_usd"]),
+            duration_ms=js_number(transcript["duration_ms"]),
             start_time=transcript["start_time"],
             end_time=transcript["end_time"],
             output=transcript["output_text"],

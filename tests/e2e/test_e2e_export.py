@@ -503,4 +503,7 @@ def test_a_replay_of_an_import_keeps_the_rows_labels_but_not_its_failure(sqlite_
         "baseline",
     )
     assert "failure_stage" not in exported and "failure_reason_code" not in exported
+    # Numbers as AgentV's JSON.stringify writes them: 1 and 4567, not 1.0 and 4567.0.
+    raw = (tmp_path / "o.jsonl").read_text(encoding="utf-8")
+    assert '"score":1,' in raw and '"duration_ms":4567,' in raw and '"weight":1,' in raw
     assert exported["score"] == 1.0 and exported["output"] == row["output"]

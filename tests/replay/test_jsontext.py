@@ -77,3 +77,20 @@ def test_the_rewrite_goes_through_every_object_and_list_and_leaves_values() -> N
         "metadata": {"source_repo": "camelValue"},
         1: "x",
     }
+
+
+def test_integral_floats_are_numbers_as_javascript_writes_them() -> None:
+    from evalstore.replay.jsontext import js_number
+
+    assert [js_number(x) for x in (1.0, 157.0, 0.0, -2.0, 0.5, 1e21, 7, "1.0", None)] == [
+        1,
+        157,
+        0,
+        -2,
+        0.5,
+        1e21,
+        7,
+        "1.0",
+        None,
+    ]
+    assert stringify({"score": js_number(1.0), "weight": js_number(0.25)}) == b'{"score":1,"weight":0.25}'
