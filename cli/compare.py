@@ -20,6 +20,7 @@ from evalstore.replay.analysis.compare import (
     regression,
 )
 from evalstore.replay.analysis.compare import compare as compare_runs
+from evalstore.replay.analysis.stats import MIN_PAIRS_CI
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.labels import current_labels, label_run
 from evalstore.replay.material import load_scores
@@ -252,6 +253,8 @@ def _compare_many(store, ids, base_transcripts, *, cluster_by, labels, as_json) 
         ids=["variant", "tests", "mean base", "mean variant", "diff"],
         optional=["detectable at 80% power", "clusters", "p"],
     )
+    if any(r.difference.p_value is None and r.difference.n for r in report.rows):
+        note(f"a CI and p-value need at least {MIN_PAIRS_CI} paired tests (or clusters); '-' marks fewer")
     rows = [(r, a) for r in report.rows for a in r.agreement]
     if rows:
         print_table(

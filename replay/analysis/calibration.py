@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from evalstore.replay.analysis.stats import _quantile, binomial_variate, multinomial_counts, pass_counts
+from evalstore.replay.analysis.stats import MIN_PAIRS_CI, _quantile, binomial_variate, multinomial_counts, pass_counts
 
 DEFAULT_RESAMPLES = 2_000
 MIN_LABELS = 10
@@ -288,15 +288,19 @@ def clustered_mean_difference(
     """Mean paired difference with a cluster-robust standard error (Miller 2024, "Adding Error Bars to
     Evals", eq. for clustered SE): SE² = Σ_c (Σ_{i∈c} (d_i − d̄))² / n². Without clusters every test is
     its own cluster, which is the usual SE of a mean (population variance / n). The interval and p-value
-    are normal (z), as in that paper; the minimum detectable difference is (z_{1−α/2} + z_{0.8}) · SE."""
+    are normal (z), as in that paper; the minimum detectable difference is (z_{1−α/2} + z_{0.8}) · SE.
+
+    Below ``MIN_PAIRS_CI`` clusters there is no interval or p-value, the rule the two-run compare has. When
+    every difference is the same the SE is 0 and the normal test says nothing: the p-value is then the
+    exact two-sided sign test's (every cluster moved the same way)."""
     n = len(diffs)
     if clusters is None:
         clusters = list(range(n))
     n_clusters = len(set(clusters))
-    if n < 2:
-        mean = diffs[0] if n else None
+    mean = math.fsum(diffs) / n if n else None
+    if n_clusters < MIN_PAIRS_CI:
         return ClusteredDifference(n, n_clusters, mean, None, None, None, None, None)
-    mean = math.fsum(diffs) / n
+    assert mean is not None
     sums: dict[Hashable, float] = {}
     for d, c in zip(diffs, clusters):
         sums[c] = sums.get(c, 0.0) + (d - mean)
@@ -304,7 +308,8 @@ def clustered_mean_difference(
     z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
     mde = minimum_detectable_difference(se, confidence=confidence)
     if se == 0:
-        return ClusteredDifference(n, n_clusters, mean, 0.0, mean, mean, 1.0 if mean == 0 else 0.0, 0.0)
+        p_sign = 1.0 if mean == 0 else min(1.0, 2 * 0.5**n_clusters)
+        return ClusteredDifference(n, n_clusters, mean, 0.0, mean, mean, p_sign, 0.0)
     p = 2 * (1 - NormalDist().cdf(abs(mean) / se))
     return ClusteredDifference(n, n_clusters, mean, se, mean - z * se, mean + z * se, p, mde)
 

@@ -22,7 +22,7 @@ def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
 def _setup(tmp_path: Path) -> str:
     db = f"sqlite:///{tmp_path / 's.db'}"
     store = EventStore.open(db)
-    add_run(store, "rec-1", TESTS, metadata={t: {"category": f"c{i % 4}"} for i, t in enumerate(TESTS)})
+    add_run(store, "rec-1", TESTS, metadata={t: {"category": f"c{i % 5}"} for i, t in enumerate(TESTS)})
     add_run(store, "rpl-good", HUMANS, parent="rec-1")
     add_run(store, "rpl-same", TESTS, parent="rec-1")
     store.close()
@@ -54,7 +54,7 @@ def test_label_import_list_agreement_and_compare(tmp_path: Path) -> None:
     many = json.loads(_cli(db, "compare", "rec-1", "rpl-good", "rpl-same", "--cluster-by", "category", "--json").stdout)
     assert many["correction"] == "holm" and [r["run_id"] for r in many["rows"]] == ["rpl-good", "rpl-same"]
     good, same = many["rows"]
-    assert same["mean_diff"] == 0 and good["clusters"] == 4
+    assert same["mean_diff"] == 0 and good["clusters"] == 5
     assert good["p_holm"] >= good["p_value"]
 
     exported = _cli(db, "labels", "export", "--format", "csv").stdout.splitlines()

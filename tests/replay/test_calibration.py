@@ -120,17 +120,28 @@ def test_holm_matches_its_definition() -> None:
 
 
 def test_clustered_standard_error_and_the_power_line() -> None:
-    diffs = [0.2, 0.1, 0.0, 0.4, -0.1, 0.3, 0.2, 0.0]
+    diffs = [0.2, 0.1, 0.0, 0.4, -0.1, 0.3, 0.2, 0.0, 0.5, 0.1]
     n = len(diffs)
     mean = sum(diffs) / n
     plain = clustered_mean_difference(diffs)
     assert plain.se == pytest.approx(math.sqrt(sum((d - mean) ** 2 for d in diffs) / n) / math.sqrt(n))
     assert plain.mde == pytest.approx(2.8016 * plain.se, rel=1e-3)
-    clusters = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    clusters = ["a", "a", "b", "b", "c", "c", "d", "d", "e", "e"]
     clustered = clustered_mean_difference(diffs, clusters)
     # Miller (2024): the clustered variance adds the within-cluster cross products.
     cross = sum(
         (diffs[i] - mean) * (diffs[j] - mean) for i, j in combinations(range(n), 2) if clusters[i] == clusters[j]
     )
     assert clustered.se**2 == pytest.approx(plain.se**2 + 2 * cross / n**2)
-    assert clustered.clusters == 4 and plain.clusters == n
+    assert clustered.clusters == 5 and plain.clusters == n
+
+
+def test_too_few_pairs_or_no_variance_claim_no_certainty() -> None:
+    """The two-run compare's rule (at least 5 pairs for a CI) holds for the multi-run one; and identical
+    differences (SE 0) give the exact sign test's p-value, not a normal test's 0."""
+    few = clustered_mean_difference([1 / 3, 1 / 3, 1 / 3])
+    assert few.mean_diff == pytest.approx(1 / 3) and (few.se, few.low, few.p_value, few.mde) == (None, None, None, None)
+    assert clustered_mean_difference([0.2] * 8, ["a", "a", "b", "b", "c", "c", "d", "d"]).p_value is None
+    same = clustered_mean_difference([0.5] * 6)
+    assert (same.low, same.high, same.p_value) == (0.5, 0.5, pytest.approx(2 * 0.5**6))
+    assert clustered_mean_difference([0.0] * 6).p_value == 1.0
