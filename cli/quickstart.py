@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from evalstore.cli.audit import print_audit
@@ -76,17 +78,21 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
     print_audit(audit_test(store, replay.run_id, test_id))
 
     click.echo(click.style("\nNext:", bold=True))
-    for line in (
-        "evalstore runs                               # every run in .evalstore/evalstore.db",
-        f"evalstore show {replay.run_id}",
-        f"evalstore compare {run.run_id} {replay.run_id} --html report.html",
-        f"evalstore audit {replay.run_id} {test_id} --show-prompt",
-        "evalstore verify                             # recheck the hash chain and every blob",
-        "evalstore view --open                        # look at the runs, tests and comparison in a browser",
-        "evalstore import PATH/TO/AGENTV/RESULTS       # bring your own AgentV runs",
-        "evalstore replay RUN --prompt GRADER=file://new-prompt.md",
-    ):
-        click.echo(f"  {line}")
+    db = (ctx.obj or {}).get("db")
+    cli = f"evalstore --db {shlex.quote(db)}" if db else "evalstore"  # the store these runs are in
+    steps = [
+        (f"{cli} runs", "every run in this store"),
+        (f"{cli} show {replay.run_id}", ""),
+        (f"{cli} compare {run.run_id} {replay.run_id} --html report.html", ""),
+        (f"{cli} audit {replay.run_id} {test_id}" + (" --show-prompt" if p.with_judge else ""), ""),
+        (f"{cli} verify", "recheck the hash chain and every blob"),
+        (f"{cli} view --open", "look at the runs, tests and comparison in a browser"),
+        (f"{cli} import PATH/TO/AGENTV/RESULTS", "bring your own AgentV runs"),
+        (f"{cli} replay RUN --prompt GRADER=file://new-prompt.md", "swap an LLM grader's prompt"),
+    ]
+    width = max(len(command) for command, why in steps if why) + 2
+    for command, why in steps:
+        click.echo(f"  {command:<{width}}# {why}" if why else f"  {command}")
 
 
 def _quickstart_json(store, p) -> None:  # type: ignore[no-untyped-def]

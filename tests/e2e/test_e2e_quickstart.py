@@ -170,3 +170,27 @@ def test_payload_fields_are_the_decoded_events_fields(tmp_path: Path) -> None:
         assert {"test_scored", "verdict_recorded", "transcript_recorded", "grader_called"} <= types
     finally:
         store.close()
+
+
+def test_the_next_commands_name_the_store_given_and_each_one_runs(tmp_path: Path) -> None:
+    """With EVALSTORE_DB (as with --db) the printed commands carry the store, so they read the runs just made;
+    without a judge the audit line does not offer --show-prompt (there is no prompt to show)."""
+    db = str(tmp_path / "elsewhere.db")
+    result = subprocess.run(
+        [str(EVALSTORE), "--db", db, "quickstart"],
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k not in JUDGE_VARS},
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("Next:")[1].splitlines()
+    commands = [line.split("#")[0].strip() for line in lines if line.strip()]
+    assert commands and all(c.startswith(f"evalstore --db {db} ") for c in commands)
+    audit = next(c for c in commands if " audit " in c)
+    assert "--show-prompt" not in audit
+    for command in (c for c in commands if c.split()[3] in ("runs", "show", "audit", "verify")):
+        argv = [str(EVALSTORE), *command.split()[1:]]  # `evalstore` as installed in this environment
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+        assert done.returncode == 0, (command, done.stderr)
