@@ -159,6 +159,9 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
 
     store = open_store(ctx, create=False)
     ids = [resolve_run(store, r) for r in runs]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:  # allowed (a sanity check of the statistics), but rarely what was meant
+        note(f"run {', '.join(repeated)} is given more than once: it is compared with itself")
     bases = [label_run(store, r) for r in ids]  # the run holding each run's transcripts (and labels)
     labels = _labels_for(store, bases)
     if len(ids) > 2:

@@ -161,7 +161,7 @@ def import_(
     type=click.Choice((*EXPORT_FORMATS, "bundle")),
     default="agentv-jsonl",
     show_default=True,
-    help="Output format (each is described below).",
+    help="Output format (each is described above).",
 )
 @click.option(
     "-o",

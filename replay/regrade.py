@@ -648,7 +648,11 @@ def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = Fals
             suite = suite.model_copy(update={"warnings": [*suite.warnings, warning]})
             continue
         if not found:
-            raise ReplayError(f"--prompt {name}: no LLM grader named {name!r} in the eval")
+            llm = sorted({g.name for t in suite.tests for g in t.graders if isinstance(g, LlmGraderSpec)})
+            raise ReplayError(
+                f"--prompt {name}: no LLM grader named {name!r} in the eval "
+                f"(its LLM graders: {', '.join(llm) if llm else 'none'})"
+            )
         suite = suite.model_copy(
             update={"tests": tests, "referenced_files": [*suite.referenced_files, ("prompt", str(path), ref)]}
         )

@@ -157,12 +157,15 @@ def resolve_run(store: EventStore, ref: str) -> str:
         return ids[-1]
     if ref in ids:
         return ref
+    if not ref.strip():
+        raise NotFoundError("the run id is empty: give an id, a unique prefix of one, or last")
     matches = [i for i in ids if i.startswith(ref)]
     if len(matches) == 1:
         return matches[0]
     if not matches:
         raise NotFoundError(f"no run {ref!r} in this store; `evalstore runs` lists them")
-    raise NotFoundError(f"run id {ref!r} is ambiguous ({', '.join(matches[:5])}); give more characters")
+    shown = ", ".join(matches[:5]) + (f" and {len(matches) - 5} more" if len(matches) > 5 else "")
+    raise NotFoundError(f"run id {ref!r} is ambiguous ({shown}); give more characters")
 
 
 def run_summary(store: EventStore, run_id: str) -> RunSummary:

@@ -163,6 +163,7 @@ def test_show_a_run_by_id_prefix_and_last(filled: str) -> None:
 def test_show_errors_are_one_line(filled: str, store_url: str) -> None:
     one_line_error(evalstore(filled, "show", "zzz"), 2, "Error: no run 'zzz' in this store")
     one_line_error(evalstore(filled, "show", "run"), 2, "Error: run id 'run' is ambiguous")
+    one_line_error(evalstore(filled, "show", ""), 2, "Error: the run id is empty")
 
 
 def test_usage_errors_exit_2(sqlite_url: str) -> None:

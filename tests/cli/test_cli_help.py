@@ -100,3 +100,14 @@ def test_a_group_without_a_command_still_shows_its_help() -> None:
 
     result = CliRunner().invoke(main, ["db"])
     assert "Schema migrations" in result.output and "Commands:" in result.output
+
+
+def test_a_run_compared_with_itself_is_said_so(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from evalstore.cli import main
+
+    db = str(tmp_path / "q.db")
+    assert CliRunner().invoke(main, ["--db", db, "quickstart", "--json"]).exit_code == 0
+    same = CliRunner().invoke(main, ["--db", db, "compare", "last", "last"])
+    assert same.exit_code == 0 and "is given more than once: it is compared with itself" in same.stderr

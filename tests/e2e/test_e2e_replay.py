@@ -310,7 +310,8 @@ def test_replay_of_an_unknown_run_is_one_line(sqlite_url: str) -> None:
 def test_bad_swaps_are_one_line(recorded: Recorded, recorded_db: str) -> None:
     assert "--preprocessor" in one_line_error(cli(recorded_db, "replay", recorded.run_id, "--preprocessor", "xlsx"))
     assert "nosuch" in one_line_error(cli(recorded_db, "replay", recorded.run_id, "--graders", "nosuch"))
-    assert "--prompt" in one_line_error(
+    # workbook is a code grader: the line names the LLM graders a prompt can be swapped for.
+    assert "(its LLM graders: quality)" in one_line_error(
         cli(recorded_db, "replay", recorded.run_id, "--prompt", "workbook=file://prompts/quality.v2.md")
     )
     assert len(runs(recorded_db)) == 1
