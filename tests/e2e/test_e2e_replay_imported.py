@@ -65,6 +65,10 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
     result = cli(sqlite_url, "replay", imported["run_id"], "--json")
     out = ok_json(result, 0, 1)
     assert out["complete"] is True
+    # Said once, naming the grader and what to do, not only in every test's verdict.
+    [warning] = [line for line in result.stderr.splitlines() if "no judge target chosen" in line]
+    assert warning.startswith("warning: LLM grader") and "rubrics" in warning
+    assert "--graders with the other graders' names" in warning
     shown = results_by_test(sqlite_url, out["run_id"])
     assert set(shown) == {r["test_id"] for r in rows}  # the run went on past every error
 
