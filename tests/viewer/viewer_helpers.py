@@ -22,7 +22,7 @@ def quickstart(cwd: Path, db: str | None = None) -> str:
     args = [str(EVALSTORE), *(["--db", db] if db else []), "quickstart"]
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    assert "evalstore view" in done.stdout  # the quickstart ends by naming the viewer
+    assert " view --open" in done.stdout  # the quickstart ends by naming the viewer (with --db when given)
     return db or f"sqlite:///{cwd / '.evalstore' / 'evalstore.db'}"
 
 
