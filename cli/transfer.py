@@ -227,7 +227,12 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
             bar or contextlib.nullcontext(),
         ):
             count = export_run(
-                store, run_id, fmt, fh, progress=(lambda done: bar.show("exporting", done, total)) if bar else None
+                store,
+                run_id,
+                fmt,
+                fh,
+                progress=(lambda done: bar.show("exporting", done, total)) if bar else None,
+                summary=summary,
             )
     except BrokenPipeError:
         _reader_gone()

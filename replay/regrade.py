@@ -189,7 +189,6 @@ def replay_run(
     effective = effective_options(store, parent.started, options)
     suite = _suite(store, parent, effective)
     preflight(suite)
-    suite = _warn_judgeless(suite, effective, parent)
     drifted = drift(parent.started.eval_snapshot)
     if strict and drifted:
         raise ReplayError("refusing to replay (--strict): " + "; ".join(d.describe() for d in drifted))
@@ -300,6 +299,9 @@ def _execute(
         ],
     )
     judges = _judges(suite, options, parent)
+    judgeless = _judgeless(suite, options, judges, [k for k in todo if k in regraded])
+    if judgeless:
+        suite = suite.model_copy(update={"warnings": [*suite.warnings, judgeless]})
     results: list[TestScored] = []
     lock = threading.Lock()
 
@@ -660,42 +662,35 @@ def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = Fals
     return suite
 
 
-def _warn_judgeless(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial) -> EvalSuite:
-    """A warning of the replay (printed with its others): an LLM grader it regrades for which no judge target can be
-    chosen (none configured, an unknown name) can neither call a judge nor reuse a reply (the judge's
-    model is in the cache key), so each of its verdicts will be an execution error. The replay still
-    runs: its other graders regrade (a chosen judge whose key is unset is not warned about: its recorded
-    replies may be all the replay needs)."""
+def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regraded: list[ResultKey]) -> str | None:
+    """The warning for LLM graders the replay regrades for which no judge target can be chosen (none
+    configured, an unknown name): they can neither call a judge nor reuse a reply (the judge's model is
+    in the cache key), so each of their verdicts will be an execution error. The replay still runs, its
+    other graders regrade; a chosen judge whose key is unset is not warned about (its recorded replies may
+    be all the replay needs)."""
     tests_by_id = {t.id: t for t in suite.tests}
     only = set(options.graders) if options.graders else None
     judgeless: dict[str, str] = {}
-    with _judges(suite, options, parent) as pool:
-        for test_id, target, _ in parent.order:
-            test = tests_by_id.get(test_id)
-            if test is None or not _selected(test_id, tests_by_id, options):
+    for test_id, target, _ in regraded:
+        test = tests_by_id[test_id]
+        for grader in test.graders:
+            if not isinstance(grader, LlmGraderSpec) or grader.name in judgeless:
                 continue
-            for grader in test.graders:
-                if not isinstance(grader, LlmGraderSpec) or (only is not None and grader.name not in only):
-                    continue
-                if grader.name in judgeless:
-                    continue
-                try:
-                    run_target = target or test.target or suite.target
-                    pool.target(
-                        grader_target=grader.target, run_target=run_target, override_target=options.judge_target
-                    )
-                except JudgeConfigError as exc:
-                    judgeless[grader.name] = str(exc)
+            if only is not None and grader.name not in only:
+                continue
+            try:
+                run_target = target or test.target or suite.target
+                pool.target(grader_target=grader.target, run_target=run_target, override_target=options.judge_target)
+            except JudgeConfigError as exc:
+                judgeless[grader.name] = str(exc)
     if not judgeless:
-        return suite
-    names = ", ".join(sorted(judgeless))
+        return None
     plural = len(judgeless) > 1
-    warning = (
-        f"LLM grader{'s' if plural else ''} {names}: {next(iter(judgeless.values()))}; "
+    return (
+        f"LLM grader{'s' if plural else ''} {', '.join(sorted(judgeless))}: {next(iter(judgeless.values()))}; "
         f"{'their' if plural else 'its'} verdicts in this replay will be execution errors "
         "(--graders with the other graders' names regrades only those)"
     )
-    return suite.model_copy(update={"warnings": [*suite.warnings, warning]})
 
 
 def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]

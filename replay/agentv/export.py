@@ -362,11 +362,16 @@ PROGRESS_EVERY = 500
 
 
 def export_run(
-    store: EventStore, run_id: str, fmt: str, fh: IO[str], progress: Callable[[int], None] | None = None
+    store: EventStore,
+    run_id: str,
+    fmt: str,
+    fh: IO[str],
+    progress: Callable[[int], None] | None = None,
+    summary: RunSummary | None = None,
 ) -> int:
     """Write one stored run to ``fh`` as ``agentv-jsonl``, ``csv`` or ``json``, streaming; returns the
     number of results (lines for CSV) written. ``progress`` is told how many results are written, every
-    :data:`PROGRESS_EVERY` and at the end."""
+    :data:`PROGRESS_EVERY` and at the end; ``summary`` is the run's, when the caller has read it."""
     started = run_started(store, run_id)
     if fmt == "csv":  # scores and verdicts only
         return write_csv(started, _reported(stored_results(store, run_id, inputs=False), progress), fh)
@@ -374,7 +379,7 @@ def export_run(
     if fmt == "agentv-jsonl":
         return write_jsonl(export_rows(started, results), fh)
     if fmt == "json":
-        return write_json(started, results, fh, run_summary(store, run_id))
+        return write_json(started, results, fh, summary or run_summary(store, run_id))
     raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
 
 

@@ -58,7 +58,6 @@ def _core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
 
 
 Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _core_int)
-_Loader = Yaml12Loader
 
 
 class LineMap:
@@ -106,7 +105,7 @@ class Where:
 
 def load_yaml(text: str, file: str, warnings: list[str]) -> tuple[Any, LineMap]:
     """Plain data and its line map; duplicate mapping keys are reported in ``warnings``."""
-    loader = _Loader(text)
+    loader = Yaml12Loader(text)
     try:
         node = loader.get_single_node()
         if node is not None:
