@@ -9,7 +9,6 @@ damaged beneath the rows, is a problem too, naming the file.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -92,7 +91,7 @@ def _verify(conn: Connection, progress: Progress, decode_blob: Callable[[str, by
             raise Problem(f"event seq {seq}: content does not match its hash (altered after it was written)")
         prev = ev.hash
         try:
-            payload = json.loads(ev.payload_json)
+            payload = ev.payload  # parsed once: the fold below reads it too
             for digest in _blob_refs(payload):
                 needed.setdefault(digest, seq)
             projections.fold(state, [ev])

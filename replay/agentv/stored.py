@@ -53,14 +53,29 @@ def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> It
     its ``test_scored`` (always its last event), so memory does not grow with the run. A replay's
     transcripts (and the cases of tests it carried over) come from the run that recorded them.
     ``inputs=False`` reads scores and verdicts only: no case, transcript or grader request."""
-    if inputs:
-        origin = transcript_run_id(store, run_started(store, run_id))
-        from_origin = _origin_event_ids(store, origin) if origin != run_id else {}
-    else:
-        from_origin = {}
-    pending: dict[ResultKey, ResultBundle] = {}
+    if not inputs:
+        yield from _scored(store, run_id, _RESULT_EVENTS[2:])
+        return
+    origin = transcript_run_id(store, run_started(store, run_id))
+    from_origin = _origin_event_ids(store, origin) if origin != run_id else {}
+    for chunk in _chunks(_scored(store, run_id, _RESULT_EVENTS)):
+        yield from _completed(store, chunk, from_origin)
+
+
+def _chunks(bundles: Iterator[ResultBundle]) -> Iterator[list[ResultBundle]]:
     done: list[ResultBundle] = []
-    types = _RESULT_EVENTS if inputs else _RESULT_EVENTS[2:]
+    for bundle in bundles:
+        done.append(bundle)
+        if len(done) >= _CHUNK:
+            yield done
+            done = []
+    if done:
+        yield done
+
+
+def _scored(store: EventStore, run_id: str, types: list[str]) -> Iterator[ResultBundle]:
+    """Each result of the run as its events of ``types`` complete it (its ``test_scored``)."""
+    pending: dict[ResultKey, ResultBundle] = {}
     fields, parse, key_of = payload_fields, _parse, result_key  # locals: this loop runs per event
     for type_, version, payload_json, recorded_at in store.stream_payloads(run_id, types=types):
         p = fields(type_, version, parse(payload_json)[0])
@@ -68,10 +83,7 @@ def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> It
         if type_ == "test_scored":
             bundle = pending.pop(key, None) or ResultBundle(scored=p)
             bundle.scored, bundle.timestamp = p, p["produced_at"] or recorded_at
-            done.append(bundle)
-            if len(done) >= _CHUNK:
-                yield from _completed(store, done, from_origin) if inputs else done
-                done = []
+            yield bundle
             continue
         bundle = pending.get(key)  # type: ignore[assignment]
         if bundle is None:
@@ -84,11 +96,11 @@ def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> It
             bundle.transcript = p
         else:
             bundle.case = p
-    yield from _completed(store, done, from_origin) if inputs else done
 
 
 _parse = json.JSONDecoder().raw_decode
-"""``json.loads`` less its checks for surrounding whitespace: the store writes payloads without any."""
+"""``json.loads`` less its checks for surrounding whitespace: the store writes payloads without any.
+(Not orjson: it reads an integer beyond 64 bits as a float, where the stdlib keeps it exact.)"""
 
 
 def _put_verdict(verdicts: list[Payload], verdict: Payload) -> None:
@@ -125,7 +137,8 @@ def _fields(stored: Any) -> Payload:
 
 def _completed(
     store: EventStore, bundles: list[ResultBundle], from_origin: dict[ResultKey, dict[str, Any]]
-) -> Iterator[ResultBundle]:
+) -> list[ResultBundle]:
+    """The chunk's bundles with their origin's case and transcript, and their graders' requests."""
     # Only stored_results' own bundles come here: every event is its payload fields.
     wanted: dict[int, dict[str, str]] = {}
     for i, b in enumerate(bundles):
@@ -177,7 +190,7 @@ def _completed(
                         b.rendered_prompts[v["grader"]] = request
                     if usage := agentv_token_usage(call["usage"]):  # stored as the judge replied (OpenAI's)
                         b.grader_usage[v["grader"]] = usage
-        yield b
+    return bundles
 
 
 def _agentv_request(store: EventStore, call: Payload) -> dict[str, Any] | None:
