@@ -273,6 +273,7 @@ class GraderCalled(DomainEvent):
     """One call of a grader's outside world: a judge request or a code-grader process."""
 
     type: ClassVar[str] = "grader_called"
+    schema_version: ClassVar[int] = 2
 
     test_id: str
     target: str | None = None
@@ -301,6 +302,13 @@ class GraderCalled(DomainEvent):
     parse_attempt: int | None = None
     """A judge call's parse attempt (1-3; a repair request is attempt 1 of its own request), part of its
     cache key. Set since judge replies that did not parse are cached too: such a call is reused as well."""
+    cwd: str | None = None
+    """The folder a code-grader process ran in (absolute): AgentV records a script grader's request as
+    ``{command, cwd}``. Since version 2."""
+
+    @staticmethod
+    def upcast_v1_v2(payload: dict[str, Any]) -> dict[str, Any]:
+        return payload  # a version-1 call did not record its folder: cwd stays unknown (None)
 
 
 class VerdictRecorded(DomainEvent):

@@ -195,9 +195,12 @@ def _completed(
 
 def _agentv_request(store: EventStore, call: Payload) -> dict[str, Any] | None:
     """A grader call's request in AgentV's ``scores[].input`` shape: ``{systemPrompt, userPrompt}`` for a
-    judge (the rendered messages joined by role), ``{command}`` for a code grader."""
+    judge (the rendered messages joined by role), ``{command, cwd}`` for a code grader (``cwd`` since
+    grader calls record it)."""
     if call["call"] == "process":
-        return {"command": call["argv"]} if call["argv"] else None
+        if not call["argv"]:
+            return None
+        return {"command": call["argv"], "cwd": call["cwd"]} if call["cwd"] else {"command": call["argv"]}
     if not call["request_sha256"]:
         return None
     messages = json.loads(store.get_blob(call["request_sha256"]))

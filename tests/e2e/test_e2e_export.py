@@ -91,7 +91,9 @@ def test_a_recorded_run_exports_each_graders_request_and_usage(
     # In AgentV's shape (§1.1), not the OpenAI usage the judge replied with and the grader call keeps.
     assert judge["token_usage"] and set(judge["token_usage"]) <= {"input", "output", "cached"}
     assert all(isinstance(v, int) for v in judge["token_usage"].values())
+    # A script grader's request is AgentV's {command, cwd}; with no cwd of its own it ran in the eval's folder.
     assert scores["workbook"]["input"]["command"][-1].endswith(".py")
+    assert scores["workbook"]["input"]["cwd"] == str(recorded.suite.eval.parent)
     assert "token_usage" not in scores["workbook"]  # a process has no token usage
 
 

@@ -9,7 +9,15 @@ from sample_runs import scalar
 
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.errors import UnknownEventType
-from evalstore.store.events import EVENT_TYPES, DomainEvent, RunFailed, RunStarted, decode, payload_fields
+from evalstore.store.events import (
+    EVENT_TYPES,
+    DomainEvent,
+    GraderCalled,
+    RunFailed,
+    RunStarted,
+    decode,
+    payload_fields,
+)
 
 
 class RunFailedV3(DomainEvent):
@@ -120,3 +128,25 @@ def test_current_payloads_round_trip_unchanged() -> None:
     from evalstore.store.events import encode
 
     assert decode("run_started", 1, encode(started)) == started
+
+
+def test_a_version_1_grader_call_reads_as_version_2_without_a_folder(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``grader_called`` v2 added ``cwd``: a call stored before it reads back with no folder."""
+    call: dict[str, Any] = {
+        "test_id": "t",
+        "grader": "syntax",
+        "grader_type": "code-grader",
+        "call": "process",
+        "argv": ["python3", "c.py"],
+    }
+    with monkeypatch.context() as patched:
+        patched.setattr(GraderCalled, "schema_version", 1)
+        store.append("r", [NewEvent(GraderCalled(**call), "v1")])
+    store.append("r", [NewEvent(GraderCalled(**call, cwd="/evals"), "v2")])
+    old, new = store.read_stream("r")
+    assert (old.schema_version, new.schema_version) == (1, 2)
+    assert "cwd" not in old.payload and old.event == GraderCalled(**call)
+    assert new.event.cwd == "/evals"
+    assert payload_fields(old.type, old.schema_version, old.payload)["cwd"] is None

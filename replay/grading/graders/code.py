@@ -184,6 +184,7 @@ class CodeGrader:
             outcome=outcome,
             error=result.assertions[0].text if outcome != "ok" and result.assertions else None,
             argv=list(self.spec.command),
+            cwd=self.spec.cwd,
             script_sha256=script,
             exit_code=child.exit_code,
             cache_key=cache_key,
