@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -69,10 +70,15 @@ def stringify(value: Any, *, indent: bool = False) -> bytes:
 
 
 def js_number(value: Any) -> Any:
-    """A number as JavaScript holds it: an integral float is an integer, so ``JSON.stringify`` writes ``1``,
-    not Python's ``1.0`` (below 1e21, where JavaScript switches to exponents). Anything else as it is."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return int(value)
+    """Numbers as JavaScript holds them, at any depth: an integral float is an integer, so ``JSON.stringify``
+    and ``String`` write ``1``, not Python's ``1.0`` (below 1e21, where JavaScript switches to exponents).
+    Anything else as it is."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+    if isinstance(value, Mapping):
+        return {k: js_number(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [js_number(v) for v in value]
     return value
 
 

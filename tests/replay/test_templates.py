@@ -127,6 +127,28 @@ def test_missing_values_render_empty_and_structured_values_as_json():
     )
 
 
+def test_structured_values_are_written_as_json_stringify_writes_them():
+    """Numbers as JavaScript spells them (``1`` for YAML's ``1.0``, ``1e-7``, ``1e+21``) and characters
+    kept; the expected strings are what node printed for the same object."""
+    metadata = {"threshold": 1.0, "name": "café", "tiny": 1e-7, "big": 1e21, "list": [2.5, {}], "e": []}
+    variables = template_variables(
+        input_messages=[],
+        output="",
+        expected_output={"total": 42.0, "items": [1.0, 0.5]},
+        criteria=None,
+        metadata=metadata,
+        rubrics=[],
+        file_changes=None,
+        transcript_messages=[],
+    )
+    assert variables["metadata_json"] == '{"threshold":1,"name":"café","tiny":1e-7,"big":1e+21,"list":[2.5,{}],"e":[]}'
+    assert variables["metadata"] == (
+        '{\n  "threshold": 1,\n  "name": "café",\n  "tiny": 1e-7,\n  "big": 1e+21,\n  "list": [\n    2.5,\n'
+        '    {}\n  ],\n  "e": []\n}'
+    )
+    assert variables["expected_output"] == '{\n  "total": 42,\n  "items": [\n    1,\n    0.5\n  ]\n}'
+
+
 def test_rubric_line_shows_only_labels_that_say_something():
     assert rubric_line(RubricItem(id="a", outcome="Has headings")) == "- [a] (REQUIRED): Has headings"
     assert (

@@ -17,7 +17,8 @@ from typing import Any
 
 from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
 from evalstore.replay.grading.judge.parsing import JudgeParseError, extract_json
-from evalstore.replay.grading.judge.templates import default_prompt, js_number, rubric_prompt, score_range_prompt
+from evalstore.replay.grading.judge.templates import default_prompt, rubric_prompt, score_range_prompt
+from evalstore.replay.jsontext import js_number
 from evalstore.store.events import Assertion
 
 PASS_THRESHOLD = 0.8

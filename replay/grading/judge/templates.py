@@ -7,7 +7,6 @@ string. A name that is not a known variable is left exactly as written and repor
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 from evalstore.replay.content import Message, question_text
 from evalstore.replay.errors import PromptTemplateError
 from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
+from evalstore.replay.jsontext import js_number, stringify
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 KNOWN_VARIABLES = (
@@ -83,23 +83,14 @@ _TOOL_DETAIL_MAX = 120
 # -- values ---------------------------------------------------------------------------------------
 
 
-def js_number(value: Any) -> Any:
-    """Integral floats as ints, recursively: ``2.0`` prints as ``2`` as it does in AgentV."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {k: js_number(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [js_number(v) for v in value]
-    return value
-
-
 def pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """``JSON.stringify(value, null, 2)``, as AgentV renders a structured variable."""
+    return stringify(js_number(value), indent=True).decode("utf-8")
 
 
 def compact_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """``JSON.stringify(value)``: a variable's ``_json`` form."""
+    return stringify(js_number(value)).decode("utf-8")
 
 
 def rubric_dicts(rubrics: list[RubricItem]) -> list[dict[str, Any]]:
