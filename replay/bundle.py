@@ -13,7 +13,9 @@ Importing checks everything before writing: the manifest, the events file's dige
 and size, that every blob an event names is in the bundle, that each payload is canonical JSON of a known
 event type, and that a stream already in the store holds exactly these events. Then each stream is
 appended as it was (same event ids and payloads, blobs by digest); seq, the hash chain and
-``recorded_at`` are the receiving log's own. Importing a bundle again writes nothing.
+``recorded_at`` are the receiving log's own, so each copied stream ends with a ``run_moved`` event that
+keeps the times the run had where it came from (``evalstore runs`` lists those). Importing a bundle again
+writes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +33,9 @@ from typing import Any
 from evalstore import __version__
 from evalstore.replay.analysis.views import replay_chain, run_started
 from evalstore.replay.errors import ReplayError
-from evalstore.store import EventStore, StoredEvent, canonical_json, sha256_hex
+from evalstore.store import EventStore, StoredEvent, canonical_json, projections, sha256_hex
 from evalstore.store.errors import StoreError
-from evalstore.store.events import decode
+from evalstore.store.events import RunMoved, decode, encode
 from evalstore.store.verify import blob_refs
 
 FORMAT, VERSION = "evalstore-bundle", 1
@@ -142,8 +145,11 @@ def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
                 raise BundleError(f"{events_path}:{line}: names blob {sorted(missing)[0]}, which the bundle lacks")
     present = [s for s in by_stream if store.stream_version(s) > 0]
     for stream_id in present:
-        stored = [(e.event_id, e.payload_json) for e in store.read_stream(stream_id)]
-        if stored != [(row["event_id"], row["payload"]) for _, row, _ in by_stream[stream_id]]:
+        rows = by_stream[stream_id]
+        # The store's stream begins with the bundle's events: its run_moved (and anything done to the run
+        # since) follows them.
+        stored = [(e.event_id, e.payload_json) for e in store.read_stream(stream_id, limit=len(rows))]
+        if stored != [(row["event_id"], row["payload"]) for _, row, _ in rows]:
             raise BundleError(
                 f"run {stream_id} is already in this store with other events; the bundle cannot be imported here"
             )
@@ -152,10 +158,9 @@ def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
             if stream_id in present:
                 continue
             needed = {d for _, _, refs in rows for d in refs}
+            copies = [(row["event_id"], row["type"], row["schema_version"], row["payload"]) for _, row, _ in rows]
             store.append_copies(
-                stream_id,
-                [(row["event_id"], row["type"], row["schema_version"], row["payload"]) for _, row, _ in rows],
-                blobs={d: blobs[d] for d in needed},
+                stream_id, [*copies, _moved(stream_id, rows, manifest)], blobs={d: blobs[d] for d in needed}
             )
     except StoreError as exc:
         raise BundleError(f"{directory}: {exc}") from None
@@ -166,6 +171,30 @@ def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
         len(blobs),
         already_imported=len(present) == len(by_stream),
     )
+
+
+def _moved(stream_id: str, rows: list[EventRow], manifest: dict[str, Any]) -> tuple[str, str, int, str]:
+    """The ``run_moved`` that follows a copied stream: its start and end as the store it came from listed
+    them (the projection of its events at their own ``recorded_at``). Its id is derived from the stream's
+    last event, so copying the same bundle again is the same event."""
+    state: dict[str, dict[tuple, dict]] = {}
+    projections.fold(state, [_as_stored(row) for _, row, _ in rows])
+    there = state.get("runs", {}).get((stream_id,))
+    if there is None:  # a stream without run_started (the log's own keys and checkpoints): nothing to list
+        there = {"started_at": rows[0][1]["recorded_at"], "ended_at": None}
+    moved = RunMoved(
+        started_at=there["started_at"],
+        ended_at=there["ended_at"],
+        from_tool_version=manifest.get("tool_version") if isinstance(manifest.get("tool_version"), str) else None,
+    )
+    event_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{stream_id}:moved:{rows[-1][1]['event_id']}"))
+    return event_id, RunMoved.type, RunMoved.schema_version, canonical_json(encode(moved))
+
+
+def _as_stored(row: dict[str, Any]) -> StoredEvent:
+    """A bundle's event row as the store it came from held it (no seq or hashes: the fold reads neither)."""
+    fields = {k: v for k, v in row.items() if k != "payload"}
+    return StoredEvent(seq=0, prev_hash="", hash="", payload_json=row["payload"], **fields)
 
 
 def _manifest(directory: Path) -> dict[str, Any]:

@@ -430,6 +430,21 @@ class RunFailed(DomainEvent):
     reason: str
 
 
+class RunMoved(DomainEvent):
+    """A run copied in from another store (``evalstore import BUNDLE``), appended after the events it
+    brought. Their ``recorded_at`` is this log's (when they were copied), so the times the run had
+    there, as that store listed them, are kept here; ``evalstore runs`` shows them."""
+
+    type: ClassVar[str] = "run_moved"
+
+    started_at: str
+    """When the run started, as the store it came from listed it (an import's: when its AgentV run did)."""
+    ended_at: str | None = None
+    """When it completed or failed there; None for a run still open when it was moved."""
+    from_tool_version: str | None = None
+    """The evalstore that wrote the bundle."""
+
+
 class KeyRegistered(DomainEvent):
     """A public key that signs this log's checkpoints, and its name; the private key is never stored."""
 
@@ -481,6 +496,7 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         LabelRecorded,
         RunCompleted,
         RunFailed,
+        RunMoved,
         KeyRegistered,
         CheckpointRecorded,
     )

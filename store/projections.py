@@ -29,7 +29,9 @@ KEYS: dict[str, list[str]] = {
 FIRST_WINS = {"judge_cache", "conversions"}
 TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
 # The event types whose payload rows_for reads (each has a branch there).
-_READ_PAYLOAD = frozenset({"run_started", "test_scored", "verdict_recorded", "grader_called", "preprocessing_recorded"})
+_READ_PAYLOAD = frozenset(
+    {"run_started", "run_moved", "test_scored", "verdict_recorded", "grader_called", "preprocessing_recorded"}
+)
 
 
 def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
@@ -42,6 +44,8 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
     if t not in _READ_PAYLOAD:  # most events of an import (transcripts, cases): their JSON is never parsed
         return []
     p = ev.payload if payload is None else payload
+    if t == "run_moved":  # a run copied from another store keeps the times it had there
+        return [("runs", {"run_id": run_id, "started_at": p["started_at"], "ended_at": p.get("ended_at")})]
     if t == "run_started":
         source = p.get("source") or {}
         return [

@@ -33,6 +33,21 @@ def _blobs(db: str, streams: dict[str, list[tuple[str, str, int, str]]]) -> dict
         store.close()
 
 
+def _copied(streams: dict[str, list[tuple[str, str, int, str]]], original: dict[str, list]) -> dict[str, int]:
+    """Per stream, how many run_moved follow its original events, which must be there as they were."""
+    moves = {}
+    for run, events in streams.items():
+        assert events[: len(original[run])] == original[run]
+        after = events[len(original[run]) :]
+        assert {type_ for _, type_, _, _ in after} <= {"run_moved"}
+        moves[run] = len(after)
+    return moves
+
+
+def _started(db: str) -> dict[str, str]:
+    return {r["run_id"]: r["started_at"] for r in ok_json(cli(db, "runs", "--json"))}
+
+
 def _export(db: str, run: str, folder: Path) -> None:
     result = cli(db, "export", run, "--format", "bundle", "-o", str(folder))
     assert result.exit_code == 0, result.stderr
@@ -59,8 +74,11 @@ def test_a_bundle_moves_a_run_from_sqlite_to_postgresql_and_back(
 
     out = ok_json(cli(postgres_url, "import", str(there), "--json"))
     assert (out["run_id"], out["runs"], out["already_imported"]) == (replay, chain, False)
-    assert _streams(postgres_url, chain) == original  # same event ids, types, versions, payload bytes
+    # The same event ids, types, versions and payload bytes, each stream followed by the run_moved that
+    # keeps the times the run had in the store it came from.
+    assert _copied(_streams(postgres_url, chain), original) == dict.fromkeys(chain, 1)
     assert _blobs(postgres_url, original) == blobs
+    assert _started(postgres_url) == _started(recorded_db)
     assert ok_json(cli(postgres_url, "verify", "--json"))["ok"] is True
     again = ok_json(cli(postgres_url, "import", str(there), "--json"))
     assert again["already_imported"] is True
@@ -77,8 +95,9 @@ def test_a_bundle_moves_a_run_from_sqlite_to_postgresql_and_back(
     assert (back / "events.jsonl").read_bytes() != b""
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
     ok_json(cli(fresh, "import", str(back), "--json"))
-    assert _streams(fresh, chain) == original
+    assert _copied(_streams(fresh, chain), original) == dict.fromkeys(chain, 2)  # moved twice
     assert _blobs(fresh, original) == blobs
+    assert _started(fresh) == _started(recorded_db)
     assert ok_json(cli(fresh, "verify", "--json"))["ok"] is True
     assert verdict_signature(fresh, replay) == verdict_signature(recorded_db, replay)
 
