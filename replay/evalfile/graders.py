@@ -36,6 +36,7 @@ from evalstore.replay.evalfile.specs import (
     LlmGraderSpec,
     RubricItem,
 )
+from evalstore.replay.jstext import JsRegexError, js_regex, js_slice, js_trim
 
 AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec
 
@@ -64,9 +65,7 @@ AGENTV_ONLY_TYPES = (
     "agent-rubric",
     "assert-set",
 )
-STRING_VALUE_TYPES = ("contains", "icontains", "starts-with", "ends-with", "regex")
 LIST_VALUE_TYPES = ("contains-any", "contains-all", "icontains-any", "icontains-all")
-REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "u": 0, "y": 0}
 
 # A prompt file must place the candidate somewhere (AgentV prompt-validator.ts).
 KNOWN_TYPES = (*LLM_TYPES, *CODE_TYPES, *DEPRECATED_TYPES, *DETERMINISTIC_TYPES, *AGENTV_ONLY_TYPES)
@@ -116,7 +115,7 @@ def parse_assertions(raw: Any, where: Where, ctx: ParseContext, converters: list
             if bare_slot is None:
                 bare_slot = len(graders)
                 graders.append(None)
-            bare.append(item)
+            bare.append(js_trim(item))  # AgentV trims each one
             continue
         grader = parse_grader(item, where.index(i), ctx, converters)
         if grader is not None:
@@ -173,7 +172,7 @@ def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[Co
         return _code_grader(obj, kind, where, ctx, converters)
     if kind in DETERMINISTIC_TYPES:
         warn_unknown(ctx, obj, DETERMINISTIC_KEYS, where)
-        return _deterministic(obj, kind, where)
+        return _deterministic(obj, kind, where, ctx)
     if kind in AGENTV_ONLY_TYPES or _custom_assertion(kind, ctx):
         # A type AgentV knows (or a custom assertion it would discover): the suite is AgentV's, so it
         # still loads, and the gap is said out loud.
@@ -448,47 +447,32 @@ def default_name(kind: str, value: Any) -> str:
         return f"{kind}-{len(value)}" if isinstance(value, list) else kind
     if kind == "is-json" or not isinstance(value, str) or not value:
         return kind
-    return f"{kind}-{value[:30]}" if kind == "regex" else f"{kind}-{value}"
+    return f"{kind}-{js_slice(value, 30)}" if kind == "regex" else f"{kind}-{value}"
 
 
-def _deterministic(obj: dict[str, Any], kind: str, where: Where) -> AssertionSpec:
+def _deterministic(obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext) -> AssertionSpec | None:
+    """The assertion, or None where AgentV 4.42 skips it with a warning: a value that is not a non-empty
+    string (or, for the list types, a list holding none; its other items are dropped)."""
     fields = _common(obj, kind, where)
     value: Any = obj.get("value")
     if not (opt_str(obj, "name", where) or opt_str(obj, "metric", where)):
         fields["name"] = default_name(kind, value)
-    at = where.key("value")
-    if kind in STRING_VALUE_TYPES:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)
-        if not isinstance(value, str) or not value:
-            raise (at if "value" in obj else where).error(f"`type: {kind}` needs a non-empty string `value`")
-    elif kind in LIST_VALUE_TYPES:
-        if isinstance(value, str):
-            value = [value]
-        items = expect_list(value, at, f"a list of strings for `type: {kind}`")
-        if not items or not all(isinstance(v, str) and v for v in items):
-            raise at.error(f"`type: {kind}` needs a non-empty list of non-empty strings")
-    elif kind == "equals" and "value" not in obj:
-        raise where.error("`type: equals` needs `value`")
-    flags = opt_str(obj, "flags", where)
-    if flags is not None and kind != "regex":
-        raise where.key("flags").error("`flags` only applies to `type: regex`")
+    at = where.key("value") if "value" in obj else where
+    if kind in LIST_VALUE_TYPES:
+        strings = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+        if not strings:
+            ctx.warn(at, f"`type: {kind}` needs `value`, a list of strings; assertion skipped (as AgentV does)")
+            return None
+        value = strings
+    elif kind != "is-json" and not (isinstance(value, str) and value):
+        ctx.warn(at, f"`type: {kind}` needs `value`, a non-empty string; assertion skipped (as AgentV does)")
+        return None
+    flags = obj.get("flags")
+    flags = flags if isinstance(flags, str) and kind == "regex" else None  # AgentV reads a regex's string flags only
     if kind == "regex":
-        compile_regex(value, flags or "", where)
+        try:
+            js_regex(value, flags or "")
+        except JsRegexError as exc:
+            # AgentV fails such a grader when it runs (score 0) and grades the rest of the suite.
+            ctx.warn(where.key("value"), f"{exc}; the assertion will end in an execution error")
     return AssertionSpec(type=kind, value=value, flags=flags, **fields)  # type: ignore[arg-type]
-
-
-def compile_regex(pattern: str, flags: str, where: Where | None = None) -> re.Pattern[str]:
-    """The regex as graded: JavaScript-style flags ``i m s`` apply, ``g u y`` have no effect."""
-    bits = 0
-    for flag in flags:
-        if flag not in REGEX_FLAGS:
-            message = f"unknown regex flag `{flag}`; use any of {''.join(REGEX_FLAGS)}"
-            raise where.key("flags").error(message) if where else ValueError(message)
-        bits |= REGEX_FLAGS[flag]
-    try:
-        return re.compile(pattern, bits)
-    except re.error as exc:
-        if where is None:
-            raise
-        raise where.key("value").error(f"invalid regex ({exc}); fix the pattern") from exc

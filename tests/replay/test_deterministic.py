@@ -89,8 +89,8 @@ def test_single_value_for_a_list_assertion_is_one_item(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("type_", "value", "flags", "message"),
     [
-        ("regex", "(unclosed", None, "invalid regex"),
-        ("regex", "a", "q", "unknown regex flag 'q'"),
+        ("regex", "(unclosed", None, "Invalid regular expression: /(unclosed/"),
+        ("regex", "a", "q", "Invalid flags supplied to RegExp constructor 'q'"),
         ("contains", None, None, "needs a value"),
         ("contains-all", [], None, "needs a list of values"),
     ],

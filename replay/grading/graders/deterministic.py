@@ -9,18 +9,15 @@ blocks, so a file answer would always fail ``contains``).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 
 from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext
 from evalstore.replay.grading.preprocessing import prepare_answer
+from evalstore.replay.jstext import JsRegexError, js_regex, js_trim
 from evalstore.store.events import Assertion
 
 PASS_THRESHOLD = 0.8
-_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-_IGNORED_FLAGS = "gu"
-"""JavaScript flags with no Python meaning for a single search: global, unicode (always on here)."""
 
 
 class AssertionGrader:
@@ -115,30 +112,23 @@ def _contains_all(output: str, spec: AssertionSpec, fold: bool = False) -> tuple
 
 def _starts_with(output: str, spec: AssertionSpec) -> tuple[bool, str]:
     value = _one(spec)
-    passed = output.strip().startswith(value.strip())
+    passed = js_trim(output).startswith(js_trim(value))
     return passed, f'Output starts with "{value}"' if passed else f'Output does not start with "{value}"'
 
 
 def _ends_with(output: str, spec: AssertionSpec) -> tuple[bool, str]:
     value = _one(spec)
-    passed = output.strip().endswith(value.strip())
+    passed = js_trim(output).endswith(js_trim(value))
     return passed, f'Output ends with "{value}"' if passed else f'Output does not end with "{value}"'
 
 
 def _regex(output: str, spec: AssertionSpec) -> tuple[bool, str]:
     pattern = _one(spec)
     flags_text = spec.flags or ""
-    flags = 0
-    for flag in flags_text:
-        if flag in _REGEX_FLAGS:
-            flags |= _REGEX_FLAGS[flag]
-        elif flag not in _IGNORED_FLAGS:
-            raise InvalidAssertion(f"unknown regex flag {flag!r} (use i, m, s or x)")
     try:
-        compiled = re.compile(pattern, flags)
-    except re.error as exc:
-        raise InvalidAssertion(f"invalid regex /{pattern}/: {exc}") from None
-    passed = compiled.search(output) is not None
+        passed = js_regex(pattern, flags_text).test(output)  # as JavaScript's RegExp matches, not Python's re
+    except JsRegexError as exc:
+        raise InvalidAssertion(str(exc)) from None
     label = f" (flags: {flags_text})" if flags_text else ""
     verb = "matches" if passed else "does not match"
     return passed, f"Output {verb} pattern /{pattern}/{flags_text}{label}"
@@ -146,7 +136,7 @@ def _regex(output: str, spec: AssertionSpec) -> tuple[bool, str]:
 
 def _equals(output: str, spec: AssertionSpec) -> tuple[bool, str]:
     value = _one(spec)
-    passed = output.strip() == value.strip()
+    passed = js_trim(output) == js_trim(value)
     return passed, f'Output equals "{value}"' if passed else f'Output does not equal "{value}"'
 
 

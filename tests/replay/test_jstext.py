@@ -1,0 +1,82 @@
+"""JavaScript's string rules where AgentV's graders rely on them: every expected value here is what
+node 20 printed for the same call (``new RegExp(p, f).test(t)``, ``s.trim()``, ``s.slice(0, n)``)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from evalstore.replay.jstext import JsRegexError, js_regex, js_slice, js_trim
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "text", "matches"),
+    [
+        ("^\\w+\\s", "", "Café x", False),  # \w is ASCII
+        ("\\d+ units", "", "４２ units", False),  # so is \d
+        ("^42$", "", "42\n", False),  # $ is the very end
+        ("^42$", "m", "41\n42\n", True),
+        ("(?<w>line) one", "", "line one", True),  # named groups
+        ("(?<w>a)\\k<w>", "", "aa", True),
+        ("Line", "y", "line one\nLine Two", False),  # sticky: only at the start
+        ("line", "y", "line one", True),
+        ("a.b", "", "a\rb", False),  # . stops at every line terminator
+        ("a.b", "s", "a\rb", True),
+        ("^b", "m", "a\rb", True),
+        ("a$", "m", "a\u2028b", True),
+        ("\\bcafé\\b", "", "un café noir", False),  # \b is ASCII too
+        ("\\bcaf", "", "un café noir", True),
+        ("\\s", "", "\ufeff", True),  # JavaScript's whitespace, not Python's
+        ("\\s", "", "\x85", False),
+        ("[\\s]x", "", "\xa0x", True),
+        ("\\Ax", "", "Ax", True),  # an escaped letter without a meaning is the letter
+        ("[]", "", "x", False),
+        ("[^]", "", "\n", True),
+        ("a[&b]", "", "a&", True),
+        ("caf[eé]", "i", "CAFÉ", True),
+        ("[\\w-]+@x", "", "a-b@x", True),
+        ("\\u00e9", "", "é", True),
+        ("x\\/y", "", "x/y", True),
+        ("\\cJ", "", "\n", True),
+        ("HELLO", "i", "hello", True),
+        ("(?:🎉|Price)", "u", "Price", True),
+        ("\\u{1F600}", "u", "😀", True),
+        ("^$", "", "", True),
+    ],
+)
+def test_a_regex_matches_as_javascript_matches(pattern: str, flags: str, text: str, matches: bool) -> None:
+    assert js_regex(pattern, flags).test(text) is matches
+
+
+def test_the_cases_above_are_ones_where_python_alone_differs() -> None:
+    """Not a tautology: Python's re gives the other answer (or refuses) on these."""
+    assert re.search("^\\w+\\s", "Café x") and re.search("^42$", "42\n") and re.search("\\s", "\x85")
+    with pytest.raises(re.error):
+        re.compile("(?<w>line) one")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "message"),
+    [
+        ("a", "x", "Invalid flags supplied to RegExp constructor 'x'"),
+        ("a", "gg", "Invalid flags supplied to RegExp constructor 'gg'"),
+        ("a", "uv", "Invalid flags supplied to RegExp constructor 'uv'"),
+        ("(", "i", "Invalid regular expression: /(/i: "),
+        ("(?P<n>a)", "", "Invalid regular expression: /(?P<n>a)/: Invalid group"),
+        ("(?<=a+)b", "", "Invalid regular expression: /(?<=a+)b/: "),  # JavaScript runs it; re cannot
+    ],
+)
+def test_a_regex_javascript_refuses_or_re_cannot_run_is_an_error(pattern: str, flags: str, message: str) -> None:
+    with pytest.raises(JsRegexError) as caught:
+        js_regex(pattern, flags)
+    assert str(caught.value).startswith(message)
+
+
+def test_trim_and_slice_are_javascripts() -> None:
+    assert js_trim("\ufeffOK\x85") == "OK\x85"
+    assert js_trim("\x1cx\x1f") == "\x1cx\x1f"
+    assert js_trim("  a\xa0\u3000\n") == "a"
+    assert js_slice("(?:🎉|🎈|🎊|🎁|🎂|🎃|🎄|🎅)|Price", 30) == "(?:🎉|🎈|🎊|🎁|🎂|🎃|🎄|🎅)|Pr"
+    assert js_slice("ab😀", 3) == "ab\ud83d"  # half a surrogate pair, as JavaScript leaves it
+    assert js_slice("short", 30) == "short"
