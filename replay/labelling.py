@@ -21,7 +21,7 @@ from typing import Any
 from evalstore.replay.analysis.compare import key_label
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
-from evalstore.replay.grading.answer import assemble, candidate_message, file_part, normalize_text, warning_line
+from evalstore.replay.grading.answer import assemble, candidate_message, file_part, file_text, warning_line
 from evalstore.replay.labels import LabelInput, default_labeller, label_run, labelled_keys
 from evalstore.replay.material import ResultKey, TestMaterial, load_run
 from evalstore.store import EventStore
@@ -127,7 +127,7 @@ class Queue:
                     warnings.append(warning_line(block.path, block.media_type, reason))
             elif isinstance(block, ImageBlock):
                 continue
-        return assemble(parts, warnings)
+        return assemble(parts, warnings).strip()  # shown to a labeller: the blank space around it says nothing
 
     def _file_text(self, key: ResultKey, block: FileBlock) -> tuple[str | None, str]:
         if block.sha256 is None:
@@ -135,8 +135,8 @@ class Queue:
         digest = self._conversions.get((key, block.sha256))
         try:
             if digest is not None:
-                return normalize_text(self._store.get_blob(digest).decode("utf-8")), ""
-            return normalize_text(self._store.get_blob(block.sha256).decode("utf-8")), ""
+                return self._store.get_blob(digest).decode("utf-8"), ""  # stored as graders saw it
+            return file_text(self._store.get_blob(block.sha256).decode("utf-8")), ""
         except UnicodeDecodeError:
             return None, NOT_CONVERTED
         except BlobNotFound:

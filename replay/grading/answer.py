@@ -7,6 +7,7 @@ warning lines, trimming -- are written once, whoever produces the parts.
 from __future__ import annotations
 
 from evalstore.replay.content import Message
+from evalstore.replay.jstext import js_trim
 
 
 def candidate_message(messages: list[Message]) -> Message | None:
@@ -27,14 +28,20 @@ def warning_line(path: str, media_type: str | None, reason: str) -> str:
 
 
 def assemble(parts: list[str], warnings: list[str]) -> str:
-    """Parts joined by newlines, then one line per warning; trimmed like AgentV's ``{{output}}``."""
+    """Parts joined by newlines, then one line per warning, untrimmed: AgentV's candidate answer
+    (``extractTextWithPreprocessors`` + ``appendPreprocessingWarnings``). Only ``{{output}}`` is trimmed."""
     body = "\n".join(parts)
-    return "\n".join(p for p in [body, *warnings] if p).strip()
+    return "\n".join(p for p in [body, *warnings] if p)
 
 
-def normalize_text(text: str) -> str:
-    """File or converter text as graders see it: LF line endings, no surrounding blank space."""
-    return text.replace("\r\n", "\n").strip()
+def file_text(text: str) -> str:
+    """A file read as UTF-8 as graders see it: LF line endings, nothing trimmed (AgentV's default read)."""
+    return text.replace("\r\n", "\n")
+
+
+def converter_text(stdout: str) -> str:
+    """A converter's output as graders see it: trimmed as AgentV trims it (``stdout.trim()``)."""
+    return js_trim(stdout)
 
 
 def one_line(text: str, limit: int = 500) -> str:

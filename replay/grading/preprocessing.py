@@ -29,8 +29,9 @@ from evalstore.replay.evalfile.specs import ConverterSpec
 from evalstore.replay.grading.answer import (
     assemble,
     candidate_message,
+    converter_text,
     file_part,
-    normalize_text,
+    file_text,
     one_line,
     warning_line,
 )
@@ -67,9 +68,9 @@ def prepare_answer(ctx: GradingContext, converters: list[ConverterSpec]) -> Prep
     """The candidate answer text, with file blocks converted and failures noted."""
     message = candidate_message(ctx.transcript.messages)
     if message is None:
-        return PreparedAnswer(text=(ctx.transcript.output_text or "").strip())
+        return PreparedAnswer(text=ctx.transcript.output_text or "")
     if isinstance(message.content, str):
-        return PreparedAnswer(text=message.content.strip())
+        return PreparedAnswer(text=message.content)
 
     parts: list[str] = []
     warnings: list[str] = []
@@ -177,7 +178,7 @@ def _read_as_text(event: _Event, data: bytes) -> _FileOutcome:
         text = None
     if text is None or "\x00" in text:
         return event.record("not_evaluable", reason=BINARY_WITHOUT_CONVERTER, started=started)
-    return event.record("read_as_text", text=normalize_text(text), started=started)
+    return event.record("read_as_text", text=file_text(text), started=started)
 
 
 def _convert(event: _Event, converter: ConverterSpec, argv: list[str], data: bytes) -> _FileOutcome:
@@ -199,7 +200,7 @@ def _convert(event: _Event, converter: ConverterSpec, argv: list[str], data: byt
         )
     stderr = result.stderr_text()
     if result.ok:
-        text = normalize_text(result.stdout.decode("utf-8", errors="replace"))
+        text = converter_text(result.stdout.decode("utf-8", errors="replace"))
         return event.record("converted", text=text, stderr=stderr, duration_ms=result.duration_ms)
     return event.record(
         "failed", reason=_failure_reason(result, converter), stderr=stderr, duration_ms=result.duration_ms

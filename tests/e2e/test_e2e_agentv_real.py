@@ -19,6 +19,8 @@ import pytest
 from e2e_helpers import audit, cli, ok_json, one_line_error, results_by_test, verdict_signature
 from judge_server import JudgeServer
 
+from evalstore.store import EventStore
+
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "agentv-real"
 SUITES = {"text-and-files": "text-and-files", "workspace": "workspace", "judge-fails": "judge-fails"}
 
@@ -187,6 +189,45 @@ def test_custom_prompts_reach_the_judge_byte_identical_to_agentvs(
     assert len(identical) == len(custom_tests - KNOWN_PROMPT_DEVIATIONS), [u for u in ours if u not in agentv]
 
 
+# Besides KNOWN_PROMPT_DEVIATIONS: odd-files's answer names files AgentV read from the folder it ran in
+# (absolute paths of the machine that made the fixture); an import has no such files to show.
+FILES_NOT_AT_HAND = {"odd-files"}
+
+
+@pytest.mark.parametrize("suite", ["text-and-files", "workspace", "judge-fails"])
+def test_every_judge_request_is_the_one_agentv_sent(
+    sqlite_url: str, real: Path, real_judge: JudgeServer, suite: str
+) -> None:
+    """Built-in prompts included (freeform, rubric checklist; system and user messages): per test and
+    grader, a replay of the imported run asks the judge exactly what AgentV 4.42.4 asked (its
+    ``scores[].input``, the rendered request it recorded)."""
+    run = imported(sqlite_url, real, suite)
+    replay = ok_json(cli(sqlite_url, "replay", run, "--no-cache", "--json"), 0, 1)["run_id"]
+    agentv = {
+        # The request as AgentV sent it: its record keeps a custom prompt's final newline, its judge log does not.
+        (row["test_id"], score["name"]): (score["input"].get("systemPrompt"), score["input"]["userPrompt"].rstrip())
+        for row in rows(suite)
+        for score in row.get("scores", [])
+        if isinstance(score.get("input"), dict) and "userPrompt" in score["input"]
+    }
+    store = EventStore.open(sqlite_url)
+    try:
+        ours: dict[tuple[str, str], tuple[str | None, str]] = {}
+        for stored in store.read_stream(replay, types=["grader_called"]):
+            call = stored.payload
+            if call["call"] != "judge" or call.get("parse_attempt", 1) != 1:  # the first request of each grader
+                continue
+            messages = json.loads(store.get_blob(call["request_sha256"]))
+            by_role = {m["role"]: m["content"] for m in messages}
+            ours.setdefault((call["test_id"], call["grader"]), (by_role.get("system"), by_role["user"]))
+    finally:
+        store.close()
+    assert set(ours) == set(agentv)
+    expected_to_differ = KNOWN_PROMPT_DEVIATIONS | FILES_NOT_AT_HAND
+    same = {key for key in agentv if ours[key] == agentv[key]}
+    assert same == {key for key in agentv if key[0] not in expected_to_differ}, sorted(set(agentv) - same)
+
+
 def _replay(db: str, run: str, *extra: str) -> str:
     return str(ok_json(cli(db, "replay", run, "--json", *extra), 0, 1)["run_id"])
 
@@ -201,7 +242,7 @@ def test_an_unchanged_replay_reproduces_every_verdict_without_asking_the_judge(
     asked = len(real_judge.requests)
     assert asked > 0
     if suite == "judge-fails":
-        repairs = [r for r in real_judge.requests if r.user.startswith("The evaluation below")]
+        repairs = [r for r in real_judge.requests if r.user.startswith("The following evaluation response")]
         assert len(repairs) == 2  # one for no-json, one for never-json
     signature = verdict_signature(sqlite_url, first)
 

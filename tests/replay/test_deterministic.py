@@ -56,7 +56,9 @@ ANSWER = "  The Answer is 42.\nSee report.csv  "
         ("ends-with", "42.", None, False, 'Output does not end with "42."'),
         ("regex", r"\d+", None, True, r"Output matches pattern /\d+/"),
         ("regex", r"^the answer", None, False, r"Output does not match pattern /^the answer/"),
-        ("regex", r"^the answer", "i", True, r"Output matches pattern /^the answer/i (flags: i)"),
+        # The answer is checked untrimmed, as AgentV checks its candidate: it starts with two spaces.
+        ("regex", r"^the answer", "i", False, r"Output does not match pattern /^the answer/i (flags: i)"),
+        ("regex", r"^\s*the answer", "i", True, r"Output matches pattern /^\s*the answer/i (flags: i)"),
         ("regex", r"^See", None, False, r"Output does not match pattern /^See/"),
         ("regex", r"^See", "m", True, r"Output matches pattern /^See/m (flags: m)"),
         ("regex", r"42\..See", None, False, r"Output does not match pattern /42\..See/"),

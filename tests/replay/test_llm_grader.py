@@ -31,7 +31,7 @@ from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, 
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.llm import LlmGrader
 from evalstore.replay.grading.judge import JudgePool, JudgeTarget, RetryPolicy
-from evalstore.replay.grading.judge.modes import FREEFORM_SCHEMA, RUBRIC_FORMAT, SCORE_RANGE_SYSTEM
+from evalstore.replay.grading.judge.modes import FREEFORM_SCHEMA, RUBRIC_SYSTEM, SCORE_RANGE_SYSTEM
 from evalstore.replay.recording import MemoryRecorder
 from evalstore.store.events import GraderCalled, encode
 
@@ -39,14 +39,15 @@ KEY_ENV = "EVALSTORE_TEST_JUDGE_KEY"
 SECRET = "sk-test-6f1c0b9e2d7a4c55"
 
 PERSONA = """\
-You are an expert grader. Judge how well the answer achieves the criteria of the original task.
+You are an expert grader. Your goal is to grade the answer based on how well it achieves the criteria for the \
+original task.
 
-Treat the reference_answer, when one is given, as an example of a high-quality response. It may be plain \
-text or a sequence of expected agent messages with tool calls; when there are several messages, the last \
-one is the expected final answer. The answer need not match it word for word, but it should cover the \
-same key points in the same spirit.
+Use the reference_answer as a gold standard for a high-quality response (if provided). The reference_answer \
+may be a simple text response, or it may contain a sequence of expected agent messages including tool calls. \
+When it contains multiple messages, the last message represents the final expected answer. The answer does \
+not need to match it verbatim, but should capture the key points and follow the same spirit.
 
-Keep your evaluation short and specific: succinct feedback, no lengthy explanations.
+Be concise and focused in your evaluation. Provide succinct, specific feedback rather than verbose explanations.
 """
 
 
@@ -247,7 +248,7 @@ def test_prompt_file_gets_every_variable_with_suite_metadata_object_input_and_ru
     result = LlmGrader(spec).grade(ctx)
 
     (request,) = judge_server.requests
-    assert request.system == RUBRIC_FORMAT  # a custom template gets the format, not the built-in persona
+    assert request.system == RUBRIC_SYSTEM  # as AgentV: a custom template gets the same system prompt
     assert (
         request.user
         == """\
@@ -344,12 +345,11 @@ def test_rubric_prompt_lists_items_with_labels_and_operator_guidance(judge_serve
     )
     grade(context(test, pool, answer="# Codes\n200 OK"))
     (request,) = judge_server.requests
-    assert request.system.startswith("You are an expert grader. Check the answer against each rubric item.\n")
-    assert request.system.endswith(RUBRIC_FORMAT)
+    assert request.system == RUBRIC_SYSTEM
     assert (
         request.user
         == """\
-You are an expert grader. Check the answer against each rubric item below.
+You are an expert grader. Evaluate the candidate answer against each rubric item below.
 
 [[ ## question ## ]]
 Write a guide to HTTP status codes
@@ -364,14 +364,14 @@ A comprehensive guide
 [[ ## rubrics ## ]]
 
 Operator guidance:
-- correctness: satisfied only when the answer affirmatively supports or achieves the outcome; leaving it \
-out or contradicting it does not satisfy it.
+- Correctness: mark satisfied only when the answer positively supports or fulfills the outcome. Omission or \
+contradiction should not satisfy it.
 
 - [structure] (REQUIRED): Has clear headings
 - [success-codes] (REQUIRED) (weight: 2) (operator: correctness): Covers 2xx codes
 - [server-errors] (weight: 1.5): Explains 5xx codes
 
-For each rubric item, decide whether the answer satisfies it and give brief reasoning."""
+For each rubric, determine if it is satisfied and provide brief reasoning."""
     )
 
 
@@ -441,8 +441,8 @@ def test_score_range_prompt_and_weighted_scoring(judge_server: JudgeServer, pool
     assert (
         request.user
         == """\
-You are an expert grader. Score the answer on each criterion below, using its score ranges.
-Give each criterion an integer score from 0 to 10: the range whose description best fits.
+You are an expert grader. Score the candidate answer on each criterion below using the provided score ranges.
+For each criterion, output an integer score from 0 to 10 based on which score range best matches the answer.
 
 [[ ## question ## ]]
 Summarize the article
@@ -469,10 +469,10 @@ Score ranges:
   - Score 0-5: long
   - Score 6-10: short
 
-correctness: satisfied only when the answer affirmatively supports or achieves the outcome; leaving it out \
-or contradicting it does not satisfy it.
+Correctness: mark satisfied only when the answer positively supports or fulfills the outcome. Omission or \
+contradiction should not satisfy it.
 
-For each criterion, give an integer score from 0 to 10 within one of its score ranges."""
+For each criterion, provide an integer score 0-10 that matches one of its defined score ranges."""
     )
     # (0.7 * 2 + 1.0 * 1) / 3 = 0.8, but accuracy is under its min_score: the verdict fails.
     assert result.score == pytest.approx(0.8)
@@ -561,8 +561,8 @@ def test_a_reply_without_json_is_retried_then_repaired(judge_server: JudgeServer
     assert outcomes(recorder) == ["parse_error", "parse_error", "parse_error", "ok"]
     first, repair = judge_server.requests[0], judge_server.requests[3]
     assert repair.system == first.system
-    assert repair.user.startswith("The evaluation below contains useful grading but its JSON does not fit")
-    assert repair.user.endswith("Evaluation to repair:\nVerdict: {score: high}")
+    assert repair.user.startswith("The following evaluation response has useful grading content but invalid JSON")
+    assert repair.user.endswith("Invalid response:\nVerdict: {score: high}")
     assert "not valid JSON" in repair.user
     # Each parse attempt has its own key (an unchanged replay walks the same attempts from the cache).
     keys = [e.cache_key for _, e in calls(recorder)]

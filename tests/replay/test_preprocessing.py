@@ -69,13 +69,13 @@ def conversions(recorder: MemoryRecorder) -> list[PreprocessingRecorded]:
 def test_string_answer_is_used_as_is(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, "  The answer is 42.\n")
     prepared = prepare_answer(ctx, [])
-    assert prepared.text == "The answer is 42."
+    assert prepared.text == "  The answer is 42.\n"  # untrimmed, as AgentV's candidate; {{output}} is trimmed
     assert prepared.warnings == [] and prepared.preprocessing_event_ids == []
 
 
 def test_without_assistant_message_the_recorded_output_text_is_used(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, "hello", role="user", output_text="imported answer\n")
-    assert prepare_answer(ctx, []).text == "imported answer"
+    assert prepare_answer(ctx, []).text == "imported answer\n"
 
 
 def test_text_files_are_read_as_utf8_and_images_skipped(tmp_path: Path) -> None:
@@ -92,12 +92,13 @@ def test_text_files_are_read_as_utf8_and_images_skipped(tmp_path: Path) -> None:
         workspace=ws,
     )
     prepared = prepare_answer(ctx, [])
-    assert prepared.text == "Here is the report:\n[[ file: notes.md ]]\nline one\nline two – ünïcode"
+    assert prepared.text == "Here is the report:\n[[ file: notes.md ]]\nline one\nline two – ünïcode\n"
     (event,) = conversions(ctx.recorder)
     assert event.status == "read_as_text"
     assert event.artifact_sha256 == sha256_hex((ws / "notes.md").read_bytes())
     assert event.argv is None and event.converter_type is None
-    assert ctx.recorder.get_blob(event.output_sha256).decode() == "line one\nline two – ünïcode"
+    # AgentV's default read: CRLF to LF, nothing trimmed.
+    assert ctx.recorder.get_blob(event.output_sha256).decode() == "line one\nline two – ünïcode\n"
     assert prepared.preprocessing_event_ids == [ctx.recorder.events[0][0]]
 
 
@@ -105,7 +106,7 @@ def test_captured_bytes_come_from_the_blob_store_not_the_disk(tmp_path: Path) ->
     recorder = MemoryRecorder()
     digest = recorder.put_blob(b"captured,42\n")
     ctx = make_ctx(tmp_path, [FileBlock(media_type="text/csv", path="gone.csv", sha256=digest)], recorder=recorder)
-    assert prepare_answer(ctx, []).text == "[[ file: gone.csv ]]\ncaptured,42"
+    assert prepare_answer(ctx, []).text == "[[ file: gone.csv ]]\ncaptured,42\n"
 
 
 @pytest.mark.parametrize("status", ["missing", "refused"])
@@ -295,7 +296,7 @@ def test_converter_gets_a_private_copy_and_agentv_stdin(tmp_path: Path) -> None:
     assert not Path(request["path"]).resolve().is_relative_to(ws.resolve())
     assert not Path(request["path"]).exists(), "the private copy is removed after the conversion"
     assert reply["size"] == len(b"PK\x03\x04 fake workbook")
-    assert rest == ["converted", "by echo"]
+    assert rest == ["converted\r", "by echo"]  # AgentV trims a converter's output and keeps its CRs
     (event,) = conversions(ctx.recorder)
     assert event.status == "converted"
     assert event.argv == [sys.executable, str(script)]

@@ -12,7 +12,7 @@ from evalstore.replay.evalfile.specs import LlmGraderSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext
 from evalstore.replay.grading.judge.calls import EVIDENCE_REPLY_CHARS, PARSE_ATTEMPTS, JudgeCall
 from evalstore.replay.grading.judge.modes import choose_mode
-from evalstore.replay.grading.judge.templates import choose_prompt, render, template_variables
+from evalstore.replay.grading.judge.templates import choose_prompt, render, sections, template_variables
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer
 from evalstore.store.events import Assertion
 
@@ -100,9 +100,16 @@ class LlmGrader:
             user, warnings = render(source.template, variables)
             user = user.rstrip()  # AgentV's judge receives a custom prompt without its trailing newline
         else:
-            user = mode.user_prompt(variables, spec.rubrics)
+            raw = sections(
+                input_messages=ctx.test.input,
+                input_base_dir=str(ctx.suite.directory),
+                output=answer.text,
+                expected_output=ctx.test.expected_output,
+                criteria=source.criteria,
+            )
+            user = mode.user_prompt(variables, spec.rubrics, raw)
         messages = [
-            {"role": "system", "content": mode.system_prompt(custom=source.template is not None)},
+            {"role": "system", "content": mode.system_prompt()},
             {"role": "user", "content": user},
         ]
 

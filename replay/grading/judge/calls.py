@@ -31,15 +31,17 @@ PARSE_ATTEMPTS = 3
 EVIDENCE_REPLY_CHARS = 4000
 
 REPAIR_PROMPT = """\
-The evaluation below contains useful grading but its JSON does not fit the schema in the system prompt.
-Rewrite it so it fits that schema. Keep its meaning, do not grade the answer again, and reply with one \
-JSON object only.
+The following evaluation response has useful grading content but invalid JSON structure.
+Repair it to satisfy the schema in the system prompt.
+Preserve the evaluation meaning, do not re-grade the answer, and return only a single JSON object.
 
-Problem:
+Validation error:
 {error}
 
-Evaluation to repair:
+Invalid response:
 {reply}"""
+"""AgentV 4.42.4's ``buildStructureRepairPrompt``; the validation error is evalstore's own words (AgentV's
+are zod's)."""
 
 Parser = Callable[[str | None], ModeResult]
 

@@ -26,51 +26,53 @@ PASS_THRESHOLD = 0.8
 MAX_ASSERTIONS = 8
 SCORE_RANGE_PASS = 7
 
+# AgentV 4.42.4's system prompts, word for word (buildOutputSchema, buildRubricOutputSchema,
+# buildScoreRangeOutputSchema): the same for its built-in user prompts and for a custom template.
 FREEFORM_SCHEMA = """\
-Reply with one JSON object and nothing else, in this shape:
+You must respond with a single JSON object matching this schema:
 
 {
-  "score": <number from 0.0 to 1.0>,
+  "score": <number between 0.0 and 1.0>,
   "assertions": [
     {
-      "text": "<what was checked, briefly>",
-      "passed": <true or false>,
-      "evidence": "<one or two sentences of evidence; optional>"
+      "text": "<brief description of what was checked>",
+      "passed": <boolean>,
+      "evidence": "<concise evidence, 1-2 sentences, optional>"
     }
   ],
-  "details": {<optional object of domain-specific metrics>}
+  "details": {<optional object with domain-specific structured metrics>}
 }"""
 
-RUBRIC_FORMAT = """\
-Reply with one JSON object and nothing else, in this shape:
+RUBRIC_SYSTEM = """\
+You are an expert grader. Evaluate the candidate answer against each rubric item.
+You must return a valid JSON object matching this schema:
 {
   "checks": [
     {
-      "id": "<rubric id>",
-      "satisfied": <true or false>,
-      "reasoning": "<brief explanation>"
+      "id": "string (rubric id)",
+      "satisfied": boolean,
+      "reasoning": "string (brief explanation)"
     }
   ],
-  "overall_reasoning": "<short summary>"
+  "overall_reasoning": "string (summary)"
 }"""
 
-SCORE_RANGE_FORMAT = """\
-Reply with one JSON object and nothing else, in this shape:
+SCORE_RANGE_SYSTEM = """\
+You are an expert grader. Score the candidate answer on each criterion.
+You must return a valid JSON object matching this schema:
 {
   "checks": [
     {
-      "id": "<criterion id>",
-      "score": <integer from 0 to 10>,
-      "reasoning": "<brief explanation of the score>"
+      "id": "string (criterion id)",
+      "score": integer (0-10),
+      "reasoning": "string (brief explanation for score)"
     }
   ],
-  "overall_reasoning": "<short summary; optional>"
+  "overall_reasoning": "string (summary, optional)"
 }
 
-The score of each criterion must be an integer from 0 to 10 inside one of that criterion's score ranges."""
-
-RUBRIC_SYSTEM = "You are an expert grader. Check the answer against each rubric item.\n" + RUBRIC_FORMAT
-SCORE_RANGE_SYSTEM = "You are an expert grader. Score the answer on each criterion.\n" + SCORE_RANGE_FORMAT
+Important: The "score" must be an integer from 0 to 10 that falls within one of the defined score ranges \
+for that criterion."""
 
 
 @dataclass
@@ -128,10 +130,12 @@ def _checks(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 class Mode:
     name: str
 
-    def system_prompt(self, custom: bool) -> str:
+    def system_prompt(self) -> str:
         raise NotImplementedError
 
-    def user_prompt(self, variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
+    def user_prompt(
+        self, variables: Mapping[str, str], rubrics: list[RubricItem], raw: Mapping[str, str] | None = None
+    ) -> str:
         raise NotImplementedError
 
     def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
@@ -145,10 +149,12 @@ class Mode:
 class Freeform(Mode):
     name = "freeform"
 
-    def system_prompt(self, custom: bool) -> str:
+    def system_prompt(self) -> str:
         return FREEFORM_SCHEMA
 
-    def user_prompt(self, variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
+    def user_prompt(
+        self, variables: Mapping[str, str], rubrics: list[RubricItem], raw: Mapping[str, str] | None = None
+    ) -> str:
         return default_prompt(variables)
 
     def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
@@ -178,11 +184,13 @@ class Freeform(Mode):
 class Rubric(Mode):
     name = "rubric"
 
-    def system_prompt(self, custom: bool) -> str:
-        return RUBRIC_FORMAT if custom else RUBRIC_SYSTEM
+    def system_prompt(self) -> str:
+        return RUBRIC_SYSTEM
 
-    def user_prompt(self, variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
-        return rubric_prompt(variables, rubrics)
+    def user_prompt(
+        self, variables: Mapping[str, str], rubrics: list[RubricItem], raw: Mapping[str, str] | None = None
+    ) -> str:
+        return rubric_prompt(variables, rubrics, raw)
 
     def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
         by_id = {item.id: item for item in rubrics}
@@ -221,11 +229,13 @@ class Rubric(Mode):
 class ScoreRanges(Mode):
     name = "score_ranges"
 
-    def system_prompt(self, custom: bool) -> str:
-        return SCORE_RANGE_FORMAT if custom else SCORE_RANGE_SYSTEM
+    def system_prompt(self) -> str:
+        return SCORE_RANGE_SYSTEM
 
-    def user_prompt(self, variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
-        return score_range_prompt(variables, rubrics)
+    def user_prompt(
+        self, variables: Mapping[str, str], rubrics: list[RubricItem], raw: Mapping[str, str] | None = None
+    ) -> str:
+        return score_range_prompt(variables, rubrics, raw)
 
     def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
         by_id = {item.id: item for item in rubrics}

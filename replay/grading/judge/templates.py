@@ -17,6 +17,7 @@ from evalstore.replay.content import Message, question_text
 from evalstore.replay.errors import PromptTemplateError
 from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
 from evalstore.replay.jsontext import js_number, stringify
+from evalstore.replay.jstext import js_trim
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 KNOWN_VARIABLES = (
@@ -34,15 +35,20 @@ KNOWN_VARIABLES = (
 ANSWER_VARIABLES = ("output", "expected_output")
 """A prompt file must use at least one of these, or it cannot be grading the answer."""
 
+# The built-in prompts are AgentV 4.42.4's, word for word (DEFAULT_GRADER_TEMPLATE, OPERATOR_GUIDANCE,
+# buildRubricPrompt, buildScoreRangePrompt in its dist/chunk-ZPFM52HV.js): a replay of an imported run asks
+# the judge what AgentV asked, so a judge's answers can be compared, and a request AgentV logged is the
+# same bytes (tests/e2e/test_e2e_agentv_real.py).
 DEFAULT_TEMPLATE = """\
-You are an expert grader. Judge how well the answer achieves the criteria of the original task.
+You are an expert grader. Your goal is to grade the answer based on how well it achieves the criteria for the \
+original task.
 
-Treat the reference_answer, when one is given, as an example of a high-quality response. It may be plain \
-text or a sequence of expected agent messages with tool calls; when there are several messages, the last \
-one is the expected final answer. The answer need not match it word for word, but it should cover the \
-same key points in the same spirit.
+Use the reference_answer as a gold standard for a high-quality response (if provided). The reference_answer \
+may be a simple text response, or it may contain a sequence of expected agent messages including tool calls. \
+When it contains multiple messages, the last message represents the final expected answer. The answer does \
+not need to match it verbatim, but should capture the key points and follow the same spirit.
 
-Keep your evaluation short and specific: succinct feedback, no lengthy explanations.
+Be concise and focused in your evaluation. Provide succinct, specific feedback rather than verbose explanations.
 
 [[ ## criteria ## ]]
 {{criteria}}
@@ -58,12 +64,13 @@ Keep your evaluation short and specific: succinct feedback, no lengthy explanati
 
 OPERATOR_GUIDANCE = {
     "correctness": (
-        "correctness: satisfied only when the answer affirmatively supports or achieves the outcome; "
-        "leaving it out or contradicting it does not satisfy it."
+        "Correctness: mark satisfied only when the answer positively supports or fulfills the outcome. "
+        "Omission or contradiction should not satisfy it."
     ),
     "contradiction": (
-        "contradiction: satisfied unless the answer makes a claim incompatible with the outcome; the "
-        "answer does not have to mention the outcome at all."
+        "Contradiction guard: mark satisfied when the answer does not make a claim that contradicts the "
+        "outcome. Do not require the answer to mention the outcome; mark unsatisfied only for incompatible "
+        "claims."
     ),
 }
 
@@ -108,30 +115,55 @@ def _rubric_dict(item: RubricItem) -> dict[str, Any]:
     return {**first, **rest}
 
 
-def render_input(messages: list[Message], base_dir: str | None = None) -> str:
+def render_input(messages: list[Message], base_dir: str | None = None, *, trim: bool = True) -> str:
     """The question, as AgentV renders it (``evalstore.replay.content.question_text``), trimmed."""
-    return question_text(messages, base_dir).strip()
+    text = question_text(messages, base_dir)
+    return js_trim(text) if trim else text
 
 
-def render_expected(value: Any) -> str:
+def render_expected(value: Any, *, trim: bool = True) -> str:
     """The reference answer: the last expected message's content (text as is, else JSON), else the JSON
     of its tool calls; an object as JSON."""
+    text = _expected(value)
+    return js_trim(text) if trim else text
+
+
+def _expected(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, str):
-        return value.strip()
+        return value
     if isinstance(value, list) and value and all(isinstance(m, Mapping) and "role" in m for m in value):
         value = value[-1]
     if isinstance(value, Mapping) and "role" in value:
         content = value.get("content")
         if isinstance(content, str):
-            return content.strip()
+            return content
         if content is not None:
-            return pretty_json(content).strip()
+            return pretty_json(content)
         if value.get("tool_calls") is not None:
-            return pretty_json(value["tool_calls"]).strip()
+            return pretty_json(value["tool_calls"])
         return ""
-    return pretty_json(value).strip()
+    return pretty_json(value)
+
+
+def sections(
+    *,
+    input_messages: list[Message],
+    input_base_dir: str | None,
+    output: str,
+    expected_output: Any,
+    criteria: str | None,
+) -> dict[str, str]:
+    """The question, criteria, reference answer and answer as the built-in rubric and score-range prompts
+    show them: untrimmed, as AgentV's ``buildRubricPrompt`` takes them from the test (the template
+    variables are the trimmed ones)."""
+    return {
+        "input": render_input(input_messages, input_base_dir, trim=False),
+        "criteria": criteria or "",
+        "expected_output": render_expected(expected_output, trim=False),
+        "output": output,
+    }
 
 
 def render_tool_calls(messages: list[Message]) -> str:
@@ -176,9 +208,9 @@ def template_variables(
     items = rubric_dicts(rubrics)
     return {
         "input": render_input(input_messages, input_base_dir),
-        "output": output.strip(),
+        "output": js_trim(output),
         "expected_output": render_expected(expected_output),
-        "criteria": (criteria or "").strip(),
+        "criteria": js_trim(criteria or ""),
         "metadata": pretty_json(dict(metadata)) if metadata else "",
         "metadata_json": compact_json(dict(metadata)) if metadata else "",
         "rubrics": pretty_json(items) if items else "",
@@ -263,12 +295,14 @@ def default_prompt(variables: Mapping[str, str]) -> str:
     return text
 
 
-def _context_sections(variables: Mapping[str, str]) -> list[str]:
-    """Question, criteria, reference (if any), answer, file changes and tool calls (if any)."""
-    parts = ["[[ ## question ## ]]", variables["input"], "", "[[ ## criteria ## ]]", variables["criteria"], ""]
+def _context_sections(variables: Mapping[str, str], raw: Mapping[str, str] | None) -> list[str]:
+    """Question, criteria, reference (if any), answer (``raw``: untrimmed, see :func:`sections`), file
+    changes and tool calls (if any)."""
+    shown = raw if raw is not None else variables
+    parts = ["[[ ## question ## ]]", shown["input"], "", "[[ ## criteria ## ]]", shown["criteria"], ""]
     if variables["expected_output"]:
-        parts += ["[[ ## reference_answer ## ]]", variables["expected_output"], ""]
-    parts += ["[[ ## answer ## ]]", variables["output"], ""]
+        parts += ["[[ ## reference_answer ## ]]", shown["expected_output"], ""]
+    parts += ["[[ ## answer ## ]]", shown["output"], ""]
     for name in ("file_changes", "tool_calls"):
         if variables[name]:
             parts += [f"[[ ## {name} ## ]]", variables[name], ""]
@@ -295,25 +329,27 @@ def rubric_line(item: RubricItem) -> str:
     return f"- [{item.id}]{required}{weight}{operator}: {item.outcome}"
 
 
-def rubric_prompt(variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
-    parts = ["You are an expert grader. Check the answer against each rubric item below.", ""]
-    parts += _context_sections(variables)
+def rubric_prompt(variables: Mapping[str, str], rubrics: list[RubricItem], raw: Mapping[str, str] | None = None) -> str:
+    parts = ["You are an expert grader. Evaluate the candidate answer against each rubric item below.", ""]
+    parts += _context_sections(variables, raw)
     parts.append("[[ ## rubrics ## ]]")
     guidance = _operator_guidance(rubrics)
     if guidance:
         parts += ["", "Operator guidance:", *(f"- {g}" for g in guidance), ""]
     parts += [rubric_line(item) for item in rubrics]
-    parts += ["", "For each rubric item, decide whether the answer satisfies it and give brief reasoning."]
+    parts += ["", "For each rubric, determine if it is satisfied and provide brief reasoning."]
     return "\n".join(parts)
 
 
-def score_range_prompt(variables: Mapping[str, str], rubrics: list[RubricItem]) -> str:
+def score_range_prompt(
+    variables: Mapping[str, str], rubrics: list[RubricItem], raw: Mapping[str, str] | None = None
+) -> str:
     parts = [
-        "You are an expert grader. Score the answer on each criterion below, using its score ranges.",
-        "Give each criterion an integer score from 0 to 10: the range whose description best fits.",
+        "You are an expert grader. Score the candidate answer on each criterion below using the provided score ranges.",
+        "For each criterion, output an integer score from 0 to 10 based on which score range best matches the answer.",
         "",
     ]
-    parts += _context_sections(variables)
+    parts += _context_sections(variables, raw)
     parts.append("[[ ## scoring_criteria ## ]]")
     for item in rubrics:
         weight = f" (weight: {_number(item.weight)})" if item.weight != 1.0 else ""
@@ -332,5 +368,5 @@ def score_range_prompt(variables: Mapping[str, str], rubrics: list[RubricItem]) 
     guidance = _operator_guidance(rubrics)
     if guidance:
         parts += ["", *guidance]
-    parts += ["", "For each criterion, give an integer score from 0 to 10 within one of its score ranges."]
+    parts += ["", "For each criterion, provide an integer score 0-10 that matches one of its defined score ranges."]
     return "\n".join(parts)
