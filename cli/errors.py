@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from evalstore.replay.errors import ReplayError
-from evalstore.store.errors import StoreError
+from evalstore.store.errors import StoreError, database_failure_message, is_database_failure
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -46,6 +46,15 @@ def handle_errors(f: Callable) -> Callable:
         except Exception as exc:
             if debug:
                 raise
+            if is_database_failure(exc):
+                # Whatever was not committed was not recorded: running the command again (a replay: resuming
+                # it) does the rest.
+                click.echo(
+                    f"Error: database error: {database_failure_message(exc)} (nothing uncommitted was recorded; "
+                    "a replay resumes with `evalstore replay --resume RUN`)",
+                    err=True,
+                )
+                sys.exit(EXIT_USAGE)
             message = str(exc).splitlines()[0] if str(exc) else ""
             click.echo(
                 f"Error: internal error: {type(exc).__name__}: {message} (rerun with --debug for the traceback)",

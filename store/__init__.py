@@ -17,6 +17,8 @@ from evalstore.store.errors import (
     SchemaOutOfDate,
     StoreError,
     StoreMissing,
+    database_failure_message,
+    is_database_failure,
 )
 from evalstore.store.recorder import EventStore, VerifyReport
 
@@ -35,7 +37,9 @@ __all__ = [
     "StoredEvent",
     "VerifyReport",
     "canonical_json",
+    "database_failure_message",
     "digest_json",
+    "is_database_failure",
     "locate",
     "make_engine",
     "resolve_url",

@@ -39,3 +39,19 @@ class NotFound(StoreError):
 
 class StoreMissing(StoreError):
     """A command that only reads was pointed at a store that does not exist (it is never created)."""
+
+
+def is_database_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database failing (a dropped connection, a lock, a server error), as raised by
+    SQLAlchemy, not a fact about the data. Work under way when it happens must not be recorded as
+    anything else (a grader's verdict): what was not committed is done again by a resume."""
+    from sqlalchemy.exc import DBAPIError  # imported on use: the store already has SQLAlchemy loaded
+
+    return isinstance(exc, DBAPIError)
+
+
+def database_failure_message(exc: BaseException) -> str:
+    """One line naming what the database said."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

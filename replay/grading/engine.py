@@ -21,6 +21,7 @@ from evalstore.replay.evalfile.specs import (
 )
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
 from evalstore.replay.grading.scoring import apply_negate, score_test
+from evalstore.store.errors import is_database_failure
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 
 if TYPE_CHECKING:
@@ -119,6 +120,8 @@ def _grade_one(spec, ctx: GradingContext) -> GraderResult:  # type: ignore[no-un
     try:
         return make_grader(spec).grade(ctx)
     except Exception as exc:
+        if is_database_failure(exc):
+            raise  # the store failed, not the grader: no verdict is recorded, and a resume grades the test
         return _execution_error(f"grader {spec.name!r} failed: {type(exc).__name__}: {exc}")
 
 

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -509,3 +510,14 @@ def test_a_replay_of_an_import_keeps_the_rows_labels_but_not_its_failure(sqlite_
     raw = (tmp_path / "o.jsonl").read_text(encoding="utf-8")
     assert '"score":1,' in raw and '"duration_ms":4567,' in raw and '"weight":1,' in raw
     assert exported["score"] == 1.0 and exported["output"] == row["output"]
+
+
+def test_a_database_failure_is_one_line_not_an_internal_error(sqlite_url: str, tmp_path: Path) -> None:
+    run_id = _imported(sqlite_url)
+    db = sqlite_url.removeprefix("sqlite:///")
+    with sqlite3.connect(db) as conn:  # damage the store under the command: a table it reads is gone
+        conn.execute("DROP TABLE verdicts")
+    result = cli(sqlite_url, "show", run_id, "--json")
+    assert result.exit_code == 2, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("Error: database error: no such table: verdicts") and "internal error" not in line

@@ -10,9 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
 
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
 from evalstore.replay.evalfile.specs import AssertionSpec, CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
+from evalstore.replay.grading.engine import grade_test
 from evalstore.replay.grading.graders.base import GradeOptions, GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.code import CodeGrader
 from evalstore.replay.grading.graders.deterministic import AssertionGrader
@@ -488,3 +491,28 @@ def test_a_scripts_digest_follows_every_change_to_it(tmp_path: Path, monkeypatch
     assert script_digest(["python3", str(script)]) == sha256_hex(b"print(4)\n")
     assert preprocessing._digests[str(script)][1] == sha256_hex(b"print(3)\n")
     assert script_digest(["python3", str(tmp_path)]) is None and script_digest([]) is None
+
+
+def test_a_database_failure_while_grading_is_not_recorded_as_a_verdict(tmp_path: Path) -> None:
+    """A dropped connection while a grader reads a blob: the store failed, not the grader. grade_test
+    raises and records nothing, so a resume grades the test again (it was once recorded as the grader's
+    execution error, which left it out of the score and raised the test's score for good)."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'gone.db'}")
+
+    class Unreachable(MemoryRecorder):
+        def get_blob(self, sha256: str) -> bytes:
+            with engine.connect() as conn:  # a real driver error, as a lost server gives one
+                conn.execute(text("SELECT data FROM blobs"))
+            raise AssertionError("unreachable")
+
+    recorder = Unreachable()
+    digest = MemoryRecorder().put_blob(b"captured,42\n")
+    ctx = make_ctx(tmp_path, [FileBlock(media_type="text/csv", path="gone.csv", sha256=digest)], recorder=recorder)
+    test = EvalTest(
+        id="t1",
+        input=[Message(role="user", content="q")],
+        graders=[AssertionSpec(type="contains", name="has-42", value="42")],
+    )
+    with pytest.raises(OperationalError):
+        grade_test(ctx.suite, test, ctx.transcript, recorder)
+    assert recorder.events == []
