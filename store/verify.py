@@ -54,7 +54,10 @@ def verify(engine: Engine, decode_blob: Callable[[str, bytes, str | None], bytes
     dictionary)`` is the store's own decoder (it resolves dictionaries)."""
     progress = Progress()
     try:
-        with engine.connect() as conn, conn.begin():  # one read snapshot for the log and the projections
+        # One read snapshot for the log and the projections, while others write: PostgreSQL's default
+        # (read committed) gives each statement a newer one, so rows appended meanwhile looked like damage.
+        snapshot = {"isolation_level": "REPEATABLE READ"} if engine.dialect.name == "postgresql" else {}
+        with engine.connect().execution_options(**snapshot) as conn, conn.begin():
             _verify(conn, progress, decode_blob)
     except Problem as problem:
         return progress.events, progress.blobs, str(problem)
