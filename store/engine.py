@@ -212,17 +212,39 @@ def downgrade(engine: Engine, revision: str) -> None:
     _migrate(engine, "downgrade", revision)
 
 
-def _migrate(engine: Engine, direction: str, revision: str) -> None:
+_MIGRATION_LOCK = 0x65766C73  # "evls": the PostgreSQL advisory lock every schema change of a store takes
+
+
+def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bool = False) -> None:
+    """Run Alembic in one transaction. On PostgreSQL it first takes an advisory lock, so two processes
+    creating or upgrading one store take turns (the second finds the work done) instead of both creating
+    the same tables. ``only_if_empty``: a store's first upgrade, decided again under the lock."""
     from alembic import command
     from alembic.util import CommandError
 
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     try:
         with _connect(engine) as conn, conn.begin():
+            if engine.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+            if only_if_empty and _first_upgrade_done(conn):
+                return
             config.attributes["connection"] = conn
             getattr(command, direction)(config, revision)
     except CommandError as exc:  # an unknown revision, given or stamped in the store
         raise SchemaOutOfDate(f"cannot {direction} the store to {revision}: {exc}") from exc
+
+
+def _first_upgrade_done(conn: Connection) -> bool:
+    """Whether another process created the store while this one waited for the lock; a database that
+    holds evalstore tables but no migration record is refused, as before the wait."""
+    if inspect(conn).has_table("alembic_version"):
+        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() is not None
+    if set(inspect(conn).get_table_names()) & {"events", "blobs"}:
+        raise SchemaOutOfDate(
+            "this database has evalstore tables but no migration record; it was not created by evalstore db upgrade"
+        )
+    return False
 
 
 def _stamped_revision(engine: Engine) -> str | None:
@@ -248,13 +270,19 @@ def ensure_current(engine: Engine, *, create: bool = True) -> None:
         if not existing & {"events", "blobs"}:
             if not create:
                 raise StoreMissing(
-                    f"no store at {engine.url.render_as_string()}: the database holds no evalstore tables"
+                    f"no store at {engine.url.render_as_string()}: the database holds no evalstore tables; "
+                    "`evalstore db upgrade` creates them (so does any command that records)"
                 )
-            upgrade(engine)
+            _migrate(engine, "upgrade", "head", only_if_empty=True)
             return
-        raise SchemaOutOfDate(
-            "this database has evalstore tables but no migration record; it was not created by evalstore db upgrade"
-        )
+        current = _stamped_revision(engine)  # another process's first upgrade may have committed meanwhile
+        if current is None:
+            raise SchemaOutOfDate(
+                "this database has evalstore tables but no migration record; it was not created by "
+                "evalstore db upgrade"
+            )
+        if current == head:
+            return
     if current not in {r.revision for r in script.walk_revisions()}:
         raise SchemaOutOfDate(
             f"the store is at schema revision {current!r}, which this evalstore does not know (its newest is "
@@ -262,5 +290,5 @@ def ensure_current(engine: Engine, *, create: bool = True) -> None:
         )
     raise SchemaOutOfDate(
         f"the store is at schema revision {current}, this evalstore needs {head}: "
-        "run `evalstore db upgrade` (back up the file first if you like)"
+        "run `evalstore db upgrade` (back up the store first if you like)"
     )

@@ -74,3 +74,21 @@ def test_verify_while_an_import_writes_sees_one_consistent_snapshot(postgres_url
     assert importing.returncode == 0, err
     assert len(reports) >= 2  # some ran while the import wrote
     assert [r.problem for r in reports if not r.ok] == []
+
+
+def test_the_first_writers_of_an_empty_postgresql_store_create_it_once(postgres_url: str, tmp_path: Path) -> None:
+    """No `db upgrade` first: each process finds no tables and creates the store. They take turns (an
+    advisory lock); the ones that waited find it made. Before, one of two crashed on the tables the other
+    was creating (pg_type_typname_nsp_index), or found tables without a migration record."""
+    procs = [
+        subprocess.Popen(
+            [str(EVALSTORE), "--db", postgres_url, *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for command in (["import", str(BASELINE), "--json"], ["db", "upgrade"], ["import", str(BASELINE), "--json"])
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in outputs]
+    assert ok_json(cli(postgres_url, "verify", "--json"))["ok"] is True
