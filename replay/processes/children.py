@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO
 
@@ -75,6 +76,17 @@ class ChildResult:
         return self.stderr.decode("utf-8", errors="replace")
 
 
+OWN_SETTINGS_PREFIX = "EVALSTORE_"
+
+
+def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (else this process's) without evalstore's own settings (``EVALSTORE_*``): they are not the
+    child's business (the store URL may carry a password), and a code grader's reuse key, which holds its
+    environment, would change with where the store is named."""
+    source = os.environ if env is None else env
+    return {k: v for k, v in source.items() if not k.startswith(OWN_SETTINGS_PREFIX)}
+
+
 def run_child(
     argv: list[str],
     stdin: bytes,
@@ -99,7 +111,7 @@ def run_child(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            env=env,
+            env=child_environment(env),
             start_new_session=True,  # its own process group, so killpg reaches grandchildren
             preexec_fn=lifetime.die_with_parent if die_with_parent else None,
             pass_fds=lifetime.held_fds() if die_with_parent else (),

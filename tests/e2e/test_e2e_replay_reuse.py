@@ -168,6 +168,37 @@ def test_the_environment_is_part_of_the_key_but_secrets_are_not(
     monkeypatch.setenv("GRADER_MODE", "lenient")  # a setting the grader may read: in the key
     _replay(sqlite_url, imported)
     assert len(_ran(log)) == 3 * TESTS
+    # evalstore's own settings are not the grader's: not passed to it, so not in the key. (Naming the
+    # store by EVALSTORE_DB instead of --db made every execution run again.)
+    monkeypatch.setenv("EVALSTORE_DB", sqlite_url)
+    monkeypatch.setenv("EVALSTORE_JUDGE_MODEL", "some-model")
+    _replay(sqlite_url, imported)
+    assert _ran(log) == []
+
+
+def test_graders_do_not_see_evalstores_own_settings(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's URL may carry a password: no process evalstore starts gets it."""
+    monkeypatch.chdir(tmp_path)
+    eval_file, _results, _log, imported = _imported(sqlite_url, tmp_path)
+    (tmp_path / "alpha.py").write_text(
+        "import json, os, sys\n"
+        "seen = sorted(k for k in os.environ if k.startswith(('EVALSTORE_', 'GRADER_')))\n"
+        "print(json.dumps({'score': 1, 'assertions': [{'text': ' '.join(seen), 'passed': True}]}))\n"
+    )
+    monkeypatch.setenv("EVALSTORE_DB", "postgresql://team:hunter2@db/evals")
+    monkeypatch.setenv("GRADER_MODE", "strict")
+    replay = _replay(sqlite_url, imported, "--eval", str(eval_file))["run_id"]
+    from evalstore.store import EventStore, make_engine
+
+    store = EventStore(make_engine(sqlite_url))
+    try:
+        verdicts = [s.event for s in store.read_stream(replay, types=["verdict_recorded"])]
+    finally:
+        store.close()
+    texts = {v.assertions[0].text for v in verdicts if v.grader == "alpha"}  # type: ignore[attr-defined]
+    assert texts == {"GRADER_MODE"}
 
 
 def test_executions_of_runs_sharing_the_transcripts_are_read_ahead_and_others_still_found(

@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
 from collections import Counter
 from typing import Any, Literal
@@ -43,7 +42,7 @@ from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
 from evalstore.replay.jsontext import stringify, to_snake_deep
-from evalstore.replay.processes.children import ChildResult, run_child
+from evalstore.replay.processes.children import ChildResult, child_environment, run_child
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
 from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import StoreError
@@ -336,7 +335,7 @@ def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
     key = ("code-grader env", workspace)
     env = ctx.shared.get(key)
     if env is None:
-        env = dict(os.environ)
+        env = child_environment()  # what run_child passes on: the reuse key holds exactly it
         env.pop("AGENTV_TARGET_PROXY_URL", None)  # never a proxy the grader was not given
         env.pop("AGENTV_TARGET_PROXY_TOKEN", None)
         if workspace:

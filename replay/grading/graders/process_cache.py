@@ -10,7 +10,8 @@ in for running it. The cache key (:func:`process_cache_key`) is the SHA-256 of:
 * the digests of files the payload only names (a long answer goes to ``output.json``);
 * the working directory;
 * the environment the process sees, without secret-looking variables (``*_KEY``, ``*TOKEN*``, passwords:
-  the redaction rule's names) and without the shell's own bookkeeping (``_``, ``SHLVL``, ``OLDPWD``).
+  the redaction rule's names) and without the shell's own bookkeeping (``_``, ``SHLVL``, ``OLDPWD``);
+  evalstore's own ``EVALSTORE_*`` settings are not passed to it at all (``processes.children``).
 
 A grader that works in a live workspace (a run, not a replay: ``workspace_path`` is set) reads files
 no digest covers, so it is never reused; nor is a grader with ``cache: false``, nor anything under
