@@ -278,8 +278,7 @@ def ensure_current(engine: Engine, *, create: bool = True) -> None:
         current = _stamped_revision(engine)  # another process's first upgrade may have committed meanwhile
         if current is None:
             raise SchemaOutOfDate(
-                "this database has evalstore tables but no migration record; it was not created by "
-                "evalstore db upgrade"
+                "this database has evalstore tables but no migration record; it was not created by evalstore db upgrade"
             )
         if current == head:
             return
