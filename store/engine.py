@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import DatabaseError
+from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
 from evalstore.store.errors import SchemaOutOfDate, StoreError, StoreMissing
 from evalstore.store.schema import SCHEMA_REVISION
@@ -72,13 +72,30 @@ def _sqlite_file(url: str) -> Path | None:
     return Path(database).expanduser()
 
 
+def _check_url(url: str) -> None:
+    """A URL that cannot be read is bad input, said without echoing what may be a password."""
+    authority = url.split("://", 1)[-1].split("/", 1)[0]
+    if authority.count("@") > 1:  # parsed otherwise than meant: the part after the first @ would be shown
+        raise StoreError(
+            "the database URL's user or password holds '@': write it as %40 (postgresql://user:p%40ss@host/db)"
+        )
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"the database URL {url.split('://', 1)[0]}://... cannot be read: {reason}") from None
+
+
 def locate(db: str | None = None, *, cwd: Path | None = None) -> Location:
     """Resolve where the store is, without creating anything."""
+    if db is not None and not db.strip():
+        raise StoreError("--db is empty: give a SQLite file's path or a database URL")
     url = db or os.environ.get(ENV_VAR)
     if url:
         if "://" not in url:
             # A bare path is taken as a SQLite file: friendlier than SQLAlchemy's parse error.
             url = f"sqlite:///{url}"
+        _check_url(url)
         return Location(url, _sqlite_file(url))
     here = cwd or Path.cwd()
     found = find_store(here)
@@ -108,8 +125,26 @@ def make_engine(db: str | Location | None = None, *, create: bool = True) -> Eng
     """An engine for the resolved URL, with SQLite's pragmas and explicit transaction control.
 
     ``create=False`` (commands that only read) refuses a SQLite file that does not exist, saying where
-    it looked, instead of creating it and its folder."""
+    it looked, instead of creating it and its folder. A URL that cannot name a store (an unknown or
+    missing driver, a port that is not a number) is a :class:`StoreError` naming what is wrong."""
     location = db if isinstance(db, Location) else locate(db)
+    try:
+        return _engine(location, create)
+    except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, (NoSuchModuleError, ImportError)):
+            reason += "; use sqlite:///PATH or postgresql://USER@HOST/DB (the psycopg 3 driver)"
+        raise StoreError(f"cannot open the store {_shown(location.url)}: {reason}") from None
+
+
+def _shown(url: str) -> str:
+    try:
+        return make_url(url).render_as_string()  # the password masked
+    except (ArgumentError, ValueError):
+        return url.split("://", 1)[0] + "://..."
+
+
+def _engine(location: Location, create: bool) -> Engine:
     url = _normalize_driver(location.url)
     parsed = make_url(url)
     backend = parsed.get_backend_name()

@@ -179,6 +179,29 @@ def test_an_unreachable_store_is_one_line() -> None:
         one_line_error(result, 2, "Error: cannot open the store postgresql+psycopg://nobody:***@127.0.0.1:1/none")
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "postgresql+psycopg2://u@127.0.0.1/x",
+            "Error: cannot open the store postgresql+psycopg2://u@127.0.0.1/x: No module named 'psycopg2'",
+        ),
+        (
+            "postgresql+psycopg3://u@127.0.0.1/x",
+            "Error: cannot open the store postgresql+psycopg3://u@127.0.0.1/x: Can't load plugin",
+        ),
+        ("postgresql://u@127.0.0.1:abc/x", "Error: the database URL postgresql://... cannot be read: invalid literal"),
+        ("postgresql://u:p@ss@127.0.0.1/x", "Error: the database URL's user or password holds '@': write it as %40"),
+        ("", "Error: --db is empty"),
+    ],
+)
+def test_a_url_that_cannot_name_a_store_is_one_line(url: str, expected: str) -> None:
+    """Not 'internal error' (exit 3); and nothing of a password after an unencoded @ is shown."""
+    result = evalstore(url, "runs")
+    one_line_error(result, 2, expected)
+    assert "ss@127" not in result.stderr
+
+
 # --- the installed console script, in a real subprocess -----------------------------------------
 
 
