@@ -11,6 +11,7 @@ from evalstore.cli.attest import key_option, pubkey_option, verifier_for
 from evalstore.cli.context import engine_for, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import json_option, print_json
+from evalstore.store import SchemaOutOfDate, StoreMissing
 from evalstore.store import engine as store_engine
 
 
@@ -76,14 +77,23 @@ def current(ctx: click.Context, as_json: bool) -> None:
       evalstore db current --json
     """
     engine = engine_for(ctx, create=False)
+    problem = None
     try:
         cur, head = store_engine.current_revision(engine), store_engine.head_revision()
+        try:
+            store_engine.ensure_current(engine, create=False)
+        except StoreMissing:
+            pass  # an empty database: "none (empty store)" says it
+        except SchemaOutOfDate as exc:  # behind, ahead of this evalstore, or tables without a record
+            problem = str(exc)
     finally:
         engine.dispose()
     if as_json:
-        print_json({"current": cur, "head": head, "up_to_date": cur == head})
+        print_json({"current": cur, "head": head, "up_to_date": cur == head, "problem": problem})
     else:
-        click.echo(f"current: {cur or 'none (empty store)'}\nhead:    {head}")
+        click.echo(f"current: {cur or 'none (empty store)' if problem is None else cur or 'none'}\nhead:    {head}")
+        if problem:
+            click.echo(f"note:    {problem}")
 
 
 @db.command()

@@ -262,6 +262,11 @@ def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bo
         with _connect(engine) as conn, conn.begin():
             if engine.dialect.name == "postgresql":
                 conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+            if direction == "upgrade" and _first_upgrade_done(conn) is None:
+                raise SchemaOutOfDate(
+                    "this database has evalstore tables but no migration record; it was not created by "
+                    "evalstore db upgrade, which will not write over it"
+                )
             if only_if_empty and _first_upgrade_done(conn):
                 return
             config.attributes["connection"] = conn
@@ -270,16 +275,12 @@ def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bo
         raise SchemaOutOfDate(f"cannot {direction} the store to {revision}: {exc}") from exc
 
 
-def _first_upgrade_done(conn: Connection) -> bool:
-    """Whether another process created the store while this one waited for the lock; a database that
-    holds evalstore tables but no migration record is refused, as before the wait."""
+def _first_upgrade_done(conn: Connection) -> bool | None:
+    """Whether the store has a migration record (another process may have created it while this one
+    waited for the lock); None for a database holding evalstore tables but no record."""
     if inspect(conn).has_table("alembic_version"):
         return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() is not None
-    if set(inspect(conn).get_table_names()) & {"events", "blobs"}:
-        raise SchemaOutOfDate(
-            "this database has evalstore tables but no migration record; it was not created by evalstore db upgrade"
-        )
-    return False
+    return None if set(inspect(conn).get_table_names()) & {"events", "blobs"} else False
 
 
 def _stamped_revision(engine: Engine) -> str | None:

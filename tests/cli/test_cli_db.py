@@ -58,6 +58,7 @@ def test_db_current_upgrade_history_downgrade(store_url: str) -> None:
         "current": None,
         "head": head,
         "up_to_date": False,
+        "problem": None,
     }
     assert ok(store_url, "db", "current").stdout == f"current: none (empty store)\nhead:    {head}\n"
 
@@ -72,6 +73,24 @@ def test_db_current_upgrade_history_downgrade(store_url: str) -> None:
 
     assert ok(store_url, "db", "downgrade", "base").stdout == "store at revision base\n"
     assert json.loads(ok(store_url, "db", "current", "--json").stdout)["current"] is None
+
+
+def test_db_current_and_upgrade_name_a_schema_they_cannot_use(sqlite_url: str) -> None:
+    """Tables without a migration record were 'none (empty store)', and upgrade crashed creating them again;
+    a revision from a newer evalstore was shown without a word."""
+    ok(sqlite_url, "db", "upgrade")
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as conn:
+        conn.execute("DROP TABLE alembic_version")
+    current = ok(sqlite_url, "db", "current").stdout
+    assert current.splitlines()[0] == "current: none" and "no migration record" in current.splitlines()[2]
+    one_line_error(
+        evalstore(sqlite_url, "db", "upgrade"), 2, "Error: this database has evalstore tables but no migration"
+    )
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as conn:
+        conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
+        conn.execute("INSERT INTO alembic_version VALUES ('0099')")
+    shown = json.loads(ok(sqlite_url, "db", "current", "--json").stdout)
+    assert shown["current"] == "0099" and "a newer evalstore migrated it" in shown["problem"]
 
 
 def test_db_downgrade_over_blobs_it_could_not_read_is_refused_in_one_line(store: EventStore, store_url: str) -> None:
