@@ -177,8 +177,10 @@ def replay(
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     names = result_labels([(r.test_id, r.target, r.attempt) for r in outcome.results])
-    below = [
-        (name, r) for name, r in zip(names, outcome.results, strict=True) if not r.passed and r.origin != "carried"
+    below = [  # a result with nothing to regrade (not_regradable) has no score to be below anything
+        (name, r)
+        for name, r in zip(names, outcome.results, strict=True)
+        if not r.passed and r.origin != "carried" and r.status != "not_regradable"
     ]
     failed = [r.test_id for _, r in below]  # --json keeps test ids; the note names each result
     failed_names = [name for name, _ in below]

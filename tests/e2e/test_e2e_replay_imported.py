@@ -93,6 +93,8 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
     assert sorted(u["test_id"] for u in out["not_regradable"]) == unable
     assert f"{len(unable)} of {len(rows)} tests cannot be regraded" in result.stderr
     assert all(t in result.stderr for t in unable)
+    # Below the threshold is said of what was graded: a result with nothing to regrade is neither.
+    assert sorted(out["failed"]) == ["code-quality-multi-eval"]
     comparison = out["comparison"]
     assert sorted(k["test_id"] for k in comparison["not_regradable"]) == unable
     assert comparison["overall"]["counts"]["n"] == 1 and [t["test_id"] for t in comparison["tests"]] == [
