@@ -257,9 +257,16 @@ def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
 
     store = open_store(ctx)
     items, ids = read_label_file(file)
+    ids = list(ids)
+    there = len(store.get_events([i for i in ids if i]))  # ids are the rows' own: a row imported before is kept
     events = record_labels(store, items, run=run, ids=ids)
     runs = sorted({e.run_id for e in events})
-    note(f"imported {len(events)} label(s) for {', '.join(runs) or 'no run'}")
+    if there:
+        note(
+            f"imported {len(events) - there} new label(s) for {', '.join(runs)}; {there} already imported from this file"
+        )
+    else:
+        note(f"imported {len(events)} label(s) for {', '.join(runs) or 'no run'}")
 
 
 @labels.command("export")

@@ -33,7 +33,10 @@ def test_label_import_list_agreement_and_compare(tmp_path: Path) -> None:
     db = _setup(tmp_path)
     f = tmp_path / "labels.csv"
     f.write_text("test_id,verdict,by\n" + "".join(f"{t},{'pass' if p else 'fail'},ann\n" for t, p in HUMANS.items()))
-    assert _cli(db, "labels", "import", str(f), "--run", "rpl-good").exit_code == 0
+    first = _cli(db, "labels", "import", str(f), "--run", "rpl-good")
+    assert first.exit_code == 0 and f"imported {len(HUMANS)} label(s) for rec-1" in first.stderr
+    again = _cli(db, "labels", "import", str(f), "--run", "rpl-good")  # nothing new: it says so
+    assert f"imported 0 new label(s) for rec-1; {len(HUMANS)} already imported from this file" in again.stderr
     r = _cli(db, "label", "rec-1", "t00", "--fail", "--by", "bob", "--note", "wrong total")
     assert r.exit_code == 0 and "labelled t00 fail by bob" in r.stdout
     listed = json.loads(_cli(db, "labels", "rpl-same", "--json").stdout)
