@@ -89,14 +89,19 @@ def import_(
                     "events": moved.events,
                     "blobs": moved.blobs,
                     "already_imported": moved.already_imported,
+                    "new_runs": moved.new_runs,
+                    "new_events": moved.new_events,
                 }
             )
         elif moved.already_imported:
             click.echo(f"already imported: run {moved.run_id} is in this store; nothing written")
         else:
+            new = moved.new_runs or []
+            here = len(moved.streams) - len(new)
             click.echo(
-                f"imported run {moved.run_id} from the bundle: {len(moved.streams)} run(s), {moved.events} events, "
-                f"{moved.blobs} blobs"
+                f"imported run {moved.run_id} from the bundle: {len(new)} new run(s)"
+                + (f" ({here} already here)" if here else "")
+                + f", {moved.new_events} events written, {moved.blobs} blobs"
             )
         return
     store = open_store(ctx)

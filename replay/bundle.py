@@ -54,6 +54,10 @@ class BundleOutcome:
     events: int
     blobs: int
     already_imported: bool = False
+    new_runs: list[str] | None = None
+    """The runs this import wrote (the others were in the store already); None for an export."""
+    new_events: int = 0
+    """Events written: the new runs' own, and each one's ``run_moved``."""
 
 
 def is_bundle(path: Path) -> bool:
@@ -164,12 +168,15 @@ def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
             )
     except StoreError as exc:
         raise BundleError(f"{directory}: {exc}") from None
+    new_runs = [s for s in by_stream if s not in present]
     return BundleOutcome(
         manifest["run_id"],
         list(by_stream),
         sum(len(r) for r in by_stream.values()),
         len(blobs),
-        already_imported=len(present) == len(by_stream),
+        already_imported=not new_runs,
+        new_runs=new_runs,
+        new_events=sum(len(by_stream[s]) + 1 for s in new_runs),
     )
 
 

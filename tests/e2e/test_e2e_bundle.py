@@ -141,3 +141,18 @@ def test_bundle_needs_a_new_folder(recorded: Recorded, recorded_db: str, tmp_pat
     assert "not an empty folder" in error
     usage = cli(recorded_db, "export", recorded.run_id, "--format", "bundle")
     assert usage.exit_code == 2 and "Error: --format bundle writes a folder: give it with -o DIR" in usage.stderr
+
+
+def test_a_bundle_whose_parent_is_already_here_counts_only_what_it_writes(
+    recorded: Recorded, recorded_db: str, tmp_path: Path, judge: JudgeServer, key_env: dict
+) -> None:
+    replay = ok_json(cli(recorded_db, "replay", recorded.run_id, "--json"), 0, 1)["run_id"]
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    _export(recorded_db, recorded.run_id, tmp_path / "parent")
+    ok_json(cli(other, "import", str(tmp_path / "parent"), "--json"))
+    _export(recorded_db, replay, tmp_path / "both")
+    out = ok_json(cli(other, "import", str(tmp_path / "both"), "--json"))
+    replay_events = len(_streams(recorded_db, [replay])[replay])
+    assert (out["runs"], out["new_runs"], out["new_events"]) == ([recorded.run_id, replay], [replay], replay_events + 1)
+    said = cli(other, "import", str(tmp_path / "both"))
+    assert said.stdout.startswith("already imported")
