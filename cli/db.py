@@ -42,10 +42,11 @@ def upgrade(ctx: click.Context, revision: str) -> None:
 
 @db.command()
 @click.argument("revision")
+@click.option("--yes", is_flag=True, help="Downgrade to base even though the store holds events (they are deleted).")
 @click.pass_context
 @handle_errors
-def downgrade(ctx: click.Context, revision: str) -> None:
-    """Revert migrations down to REVISION (base removes everything).
+def downgrade(ctx: click.Context, revision: str, yes: bool) -> None:
+    """Revert migrations down to REVISION (base removes everything: with events stored, only with --yes).
 
     Revision 0002 is not reverted while blobs are compressed against a dictionary (0001 cannot read them).
 
@@ -53,6 +54,16 @@ def downgrade(ctx: click.Context, revision: str) -> None:
     Example:
       evalstore db downgrade 0001
     """
+    if revision == "base" and not yes:
+        engine = engine_for(ctx, create=False)
+        try:
+            held = store_engine.event_count(engine)
+        finally:
+            engine.dispose()
+        if held:
+            raise click.UsageError(
+                f"downgrading to base deletes the store's {held} events, its append-only log; add --yes to do it"
+            )
     _migrate(ctx, store_engine.downgrade, revision)
 
 

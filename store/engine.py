@@ -283,6 +283,14 @@ def _first_upgrade_done(conn: Connection) -> bool | None:
     return None if set(inspect(conn).get_table_names()) & {"events", "blobs"} else False
 
 
+def event_count(engine: Engine) -> int:
+    """How many events the store holds (0 without an events table)."""
+    with _connect(engine) as conn:
+        if not inspect(conn).has_table("events"):
+            return 0
+        return int(conn.exec_driver_sql("SELECT count(*) FROM events").scalar() or 0)
+
+
 def _stamped_revision(engine: Engine) -> str | None:
     """The store's ``alembic_version``, read with one query (Alembic itself costs 0.1 s to import)."""
     with _connect(engine) as conn:

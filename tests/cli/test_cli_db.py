@@ -93,6 +93,13 @@ def test_db_current_and_upgrade_name_a_schema_they_cannot_use(sqlite_url: str) -
     assert shown["current"] == "0099" and "a newer evalstore migrated it" in shown["problem"]
 
 
+def test_db_downgrade_to_base_of_a_store_holding_events_needs_yes(filled: str) -> None:
+    """On a team's shared store it is one command from deleting the whole log."""
+    one_line_error(evalstore(filled, "db", "downgrade", "base"), 2, "Error: downgrading to base deletes the store's")
+    assert json.loads(ok(filled, "db", "current", "--json").stdout)["up_to_date"] is True
+    assert ok(filled, "db", "downgrade", "base", "--yes").stdout == "store at revision base\n"
+
+
 def test_db_downgrade_over_blobs_it_could_not_read_is_refused_in_one_line(store: EventStore, store_url: str) -> None:
     template = b"one grader template, rendered for each test of a suite; " * 20
     for i in range(2):
