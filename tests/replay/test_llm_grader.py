@@ -309,11 +309,9 @@ def test_prompt_file_without_answer_variable_is_an_execution_error_and_sends_not
 # -- modes ----------------------------------------------------------------------------------------
 
 
-def test_freeform_clamps_the_score_keeps_eight_assertions_and_repairs_string_booleans(
-    judge_server: JudgeServer, pool: JudgePool
-):
+def test_freeform_keeps_eight_assertions_and_repairs_string_booleans(judge_server: JudgeServer, pool: JudgePool):
     reply = {
-        "score": 1.7,
+        "score": 1.0,
         "assertions": [{"text": f"aspect {i}", "passed": "true" if i % 2 else "false"} for i in range(10)],
         "details": {"tokens_checked": 3},
     }
@@ -326,6 +324,42 @@ def test_freeform_clamps_the_score_keeps_eight_assertions_and_repairs_string_boo
 
     judge_server.script(freeform(0.79))
     assert grade(context(math_test(), pool)).verdict == "fail"
+
+
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ({"score": 1.2}, '"score" must be between 0 and 1'),
+        ({"score": "0.9"}, '"score" must be a number'),
+        ({"score": 0.9, "assertions": [{"text": "x", "passed": True, "evidence": None}]}, "evidence must be a string"),
+        ({"score": 0.9, "assertions": None}, '"assertions" must be a list'),
+    ],
+)
+def test_a_freeform_reply_agentvs_schema_refuses_is_asked_again_not_clamped(
+    judge_server: JudgeServer, pool: JudgePool, bad: dict, why: str
+):
+    """AgentV validates a reply with zod (freeformEvaluationSchema): a score of 1.2 is not clamped to 1
+    but refused, asked again (3 attempts), then repaired; here the repair gives a valid reply."""
+    judge_server.script(json.dumps(bad), json.dumps(bad), json.dumps(bad), freeform(0.75))
+    result = grade(context(math_test(), pool))
+    assert (result.score, result.verdict) == (0.75, "fail")
+    assert len(judge_server.requests) == 4
+    assert why in judge_server.requests[-1].user  # the repair request names the problem
+
+
+def test_a_rubric_reply_needs_reasoning_as_agentvs_schema_does(judge_server: JudgeServer, pool: JudgePool):
+    test = EvalTest(
+        id="http",
+        graders=[LlmGraderSpec(name="rubrics", rubrics=HTTP_RUBRICS[:1])],
+        input=[Message(role="user", content="Write a guide")],
+        criteria="A guide",
+    )
+    no_reasoning = {"checks": [{"id": "structure", "satisfied": True}], "overall_reasoning": "ok"}
+    valid = {"checks": [{"id": "structure", "satisfied": True, "reasoning": "headings"}], "overall_reasoning": "ok"}
+    judge_server.script(*[json.dumps(no_reasoning)] * 3, json.dumps(valid))
+    result = grade(context(test, pool, answer="# Codes"))
+    assert (result.score, result.verdict) == (1.0, "pass") and len(judge_server.requests) == 4
+    assert "checks[0].reasoning must be a string" in judge_server.requests[-1].user
 
 
 HTTP_RUBRICS = [

@@ -1,7 +1,7 @@
 """The three ways a plain LLM judge grades (AgentV 4.x §5.3): what it is asked, what it must answer,
 and how the answer becomes a score.
 
-- freeform: ``{score, assertions, details}``; the score as given (clamped), at most 8 assertions.
+- freeform: ``{score, assertions, details}``; the score as given (0 to 1), at most 8 assertions kept.
 - rubric checklist: ``{checks: [{id, satisfied, reasoning}], overall_reasoning}``; score = satisfied
   weight over the weight of the items the judge returned; an unsatisfied required item fails.
 - score ranges (any rubric item with ``score_ranges``): ``{checks: [{id, score 0-10, reasoning}]}``;
@@ -84,25 +84,23 @@ class ModeResult:
     evidence: list[str] = field(default_factory=list)
 
 
-def _clamp(value: float, high: float = 1.0) -> float:
-    if math.isnan(value) or math.isinf(value):
-        return 0.0
-    return min(high, max(0.0, value))
-
-
 def _verdict(score: float) -> str:
     return "pass" if score >= PASS_THRESHOLD else "fail"
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    raise JudgeParseError(f"{where} must be a number")
+# What a reply must hold is AgentV 4.42.4's zod schemas (freeformEvaluationSchema, rubricEvaluationSchema,
+# scoreRangeEvaluationSchema): a reply they refuse is asked again (parse attempts, then the repair request),
+# never clamped or read leniently, so the same replies give the same verdicts in both tools.
+
+
+def _number(value: Any, where: str, *, low: float, high: float, integer: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise JudgeParseError(f"{where} must be a number")
+    if integer and not float(value).is_integer():
+        raise JudgeParseError(f"{where} must be an integer")
+    if not low <= value <= high:
+        raise JudgeParseError(f"{where} must be between {js_number(low)} and {js_number(high)}")
+    return float(value)
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -111,19 +109,25 @@ def _bool(value: Any, where: str) -> bool:
     return value
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
+def _string(value: Any, where: str, *, optional: bool = False) -> str | None:
+    """A string; with ``optional``, also absent (zod's ``.optional()`` takes no null)."""
+    if isinstance(value, str):
+        return value
+    if optional and value is _ABSENT:
         return None
-    return value if isinstance(value, str) else str(value)
+    raise JudgeParseError(f"{where} must be a string")
 
 
-def _checks(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    checks = data.get("checks")
+_ABSENT = object()
+
+
+def _checks(data: Mapping[str, Any], *, reasoning: bool) -> list[Mapping[str, Any]]:
+    checks = data.get("checks", _ABSENT)
     if not isinstance(checks, list) or not all(isinstance(c, Mapping) for c in checks):
         raise JudgeParseError('"checks" must be a list of objects')
     for index, check in enumerate(checks):
-        if not isinstance(check.get("id"), str):
-            raise JudgeParseError(f"checks[{index}].id must be a string")
+        _string(check.get("id", _ABSENT), f"checks[{index}].id")
+        _string(check.get("reasoning", _ABSENT), f"checks[{index}].reasoning", optional=not reasoning)
     return checks
 
 
@@ -160,23 +164,23 @@ class Freeform(Mode):
     def score(self, data: Mapping[str, Any], rubrics: list[RubricItem]) -> ModeResult:
         if "score" not in data:
             raise JudgeParseError('"score" is missing')
-        score = _clamp(_number(data["score"], '"score"'))
-        raw = data.get("assertions") or []
+        score = _number(data["score"], '"score"', low=0.0, high=1.0)
+        raw = data.get("assertions", [])
         if not isinstance(raw, list):
             raise JudgeParseError('"assertions" must be a list')
         assertions = []
-        for index, item in enumerate(raw[:MAX_ASSERTIONS]):
-            if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
-                raise JudgeParseError(f"assertions[{index}] must be an object with a text")
-            assertions.append(
-                Assertion(
-                    text=item["text"],
-                    passed=_bool(item.get("passed"), f"assertions[{index}].passed"),
-                    evidence=_text(item.get("evidence")),
-                )
+        for index, item in enumerate(raw):
+            if not isinstance(item, Mapping):
+                raise JudgeParseError(f"assertions[{index}] must be an object")
+            assertion = Assertion(
+                text=_string(item.get("text", _ABSENT), f"assertions[{index}].text") or "",
+                passed=_bool(item.get("passed"), f"assertions[{index}].passed"),
+                evidence=_string(item.get("evidence", _ABSENT), f"assertions[{index}].evidence", optional=True),
             )
+            if index < MAX_ASSERTIONS:  # every one is checked, the first 8 are kept
+                assertions.append(assertion)
         details = data.get("details")
-        if details is not None and not isinstance(details, Mapping):
+        if "details" in data and not isinstance(details, Mapping):
             raise JudgeParseError('"details" must be an object')
         return ModeResult(score, _verdict(score), assertions, dict(details) if details else None)
 
@@ -197,21 +201,22 @@ class Rubric(Mode):
         total = earned = 0.0
         failed_required: list[str] = []
         assertions = []
-        for index, check in enumerate(_checks(data)):
+        checks = _checks(data, reasoning=True)
+        overall = _string(data.get("overall_reasoning", _ABSENT), '"overall_reasoning"')
+        for index, check in enumerate(checks):
+            satisfied = _bool(check.get("satisfied"), f"checks[{index}].satisfied")
             item = by_id.get(check["id"])
             if item is None:
-                continue  # ids the rubric does not have are ignored, as in AgentV
-            satisfied = _bool(check.get("satisfied"), f"checks[{index}].satisfied")
+                continue  # ids the rubric does not have are ignored (once checked), as in AgentV
             total += item.weight
             if satisfied:
                 earned += item.weight
             elif item.required:
                 failed_required.append(item.id)
             assertions.append(
-                Assertion(text=f"[{item.id}] {item.outcome}", passed=satisfied, evidence=_text(check.get("reasoning")))
+                Assertion(text=f"[{item.id}] {item.outcome}", passed=satisfied, evidence=check["reasoning"])
             )
-        score = _clamp(earned / total) if total > 0 else 0.0
-        overall = _text(data.get("overall_reasoning"))
+        score = earned / total if total > 0 else 0.0
         details: dict[str, Any] = {"mode": "rubric"}
         if failed_required:
             details["failed_required"] = failed_required
@@ -243,11 +248,16 @@ class ScoreRanges(Mode):
         raw_scores: dict[str, Any] = {}
         below_minimum: list[str] = []
         assertions = []
-        for index, check in enumerate(_checks(data)):
+        checks = _checks(data, reasoning=False)
+        overall = _string(data.get("overall_reasoning", _ABSENT), '"overall_reasoning"', optional=True)
+        scores = [
+            _number(check.get("score"), f"checks[{index}].score", low=0.0, high=10.0, integer=True)
+            for index, check in enumerate(checks)
+        ]
+        for check, raw in zip(checks, scores, strict=True):
             item = by_id.get(check["id"])
             if item is None:
                 continue
-            raw = _clamp(_number(check.get("score"), f"checks[{index}].score"), 10.0)
             normalized = raw / 10.0
             raw_scores[item.id] = js_number(raw)
             total += item.weight
@@ -265,11 +275,10 @@ class ScoreRanges(Mode):
                 Assertion(
                     text=f"[{item.id}] {label} - Score: {js_number(raw)}/10 ({band_outcome})",
                     passed=raw >= SCORE_RANGE_PASS and not gated,
-                    evidence=_text(check.get("reasoning")),
+                    evidence=check.get("reasoning"),
                 )
             )
-        score = _clamp(weighted / total) if total > 0 else 0.0
-        overall = _text(data.get("overall_reasoning"))
+        score = weighted / total if total > 0 else 0.0
         details: dict[str, Any] = {
             "raw_scores": raw_scores,
             "normalization": "score / 10",
