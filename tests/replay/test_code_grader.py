@@ -107,9 +107,18 @@ def test_stderr_with_exit_zero_is_ignored(tmp_path: Path) -> None:
     assert (result.status, result.score) == ("ok", 1.0)
 
 
-def test_min_score_sets_the_verdict_threshold(tmp_path: Path) -> None:
+def test_the_verdict_is_at_0_8_whatever_min_score_says(tmp_path: Path) -> None:
+    """AgentV's CodeGrader uses scoreToVerdict(score): min_score gates a required grader's test score only."""
     result, _ = run(tmp_path, printing("0.6"), min_score=0.5)
-    assert (result.score, result.verdict) == (0.6, "pass")
+    assert (result.score, result.verdict) == (0.6, "fail")
+
+
+@pytest.mark.parametrize("stdout", ['{"score": 1, "assertions": [{"text": "fine", "passed": true}]}', "[1]"])
+def test_a_failed_process_is_not_read_for_a_reply(tmp_path: Path, stdout: str) -> None:
+    """A non-zero exit with JSON on stdout (and no stderr) scores 0, as AgentV scores it."""
+    result, _ = run(tmp_path, printing(stdout, 1))
+    assert (result.status, result.score, result.verdict) == ("ok", 0.0, "fail")
+    assert result.assertions[0].text == "Code evaluator failed: Code evaluator exited with code 1"
 
 
 # -- the JSON protocol --------------------------------------------------------------------------------
@@ -139,11 +148,6 @@ def test_json_without_score_uses_the_pass_ratio(tmp_path: Path) -> None:
     reply = {"assertions": [{"text": "a", "passed": True}, {"text": "b", "passed": False}, {"no": "text"}]}
     result, _ = run(tmp_path, printing(json.dumps(reply)))
     assert result.score == 0.5 and len(result.assertions) == 2
-
-
-def test_json_with_nonzero_exit_and_no_stderr_is_still_the_protocol(tmp_path: Path) -> None:
-    result, _ = run(tmp_path, printing(json.dumps({"score": 0.1, "assertions": [{"text": "x", "passed": False}]}), 1))
-    assert (result.status, result.score) == ("ok", 0.1)
 
 
 def test_broken_json_is_an_execution_error(tmp_path: Path) -> None:

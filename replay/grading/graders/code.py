@@ -12,16 +12,16 @@ exit 0, ``true`` / ``pass`` / ``1``    1
 exit 0, ``false`` / ``fail`` / ``0``   0
 exit 0, a number                       the number, clamped to 0..1
 exit 0, other text                     1
-non-zero, stderr empty                 0 (a quality failure)
+non-zero, stderr empty                 0 (a quality failure), JSON on stdout not read
 non-zero, stderr not empty             execution error, stderr tail as evidence
 ====================================  ==========================================
 
-Difference from AgentV 4.42: AgentV ignores the tokens and numbers (only the exit code counts, so
-``echo 0.2`` scores 1); evalstore reads them, as the product brief asks. Two further choices of ours:
-stdout that starts with ``{`` but does not parse is an execution error (AgentV would score it 1 as
-plain text), and a JSON object printed with a non-zero exit and empty stderr is still read as the
-protocol (AgentV treats it as an error). A timeout, a command that cannot start and an output flood
-are execution errors; AgentV scores those 0 as quality failures.
+The grader's own verdict is pass at 0.8, as AgentV's ``scoreToVerdict`` (``min_score`` gates only a
+required grader's test score). Difference from AgentV 4.42: AgentV ignores the tokens and numbers
+(only the exit code counts, so ``echo 0.2`` scores 1); evalstore reads them, as the product brief
+asks. A further choice of ours: stdout that starts with ``{`` but does not parse is an execution error
+(AgentV would score it 1 as plain text). A timeout, a command that cannot start, an output flood and a
+non-zero exit with stderr are execution errors; AgentV scores those 0 as quality failures.
 """
 
 from __future__ import annotations
@@ -362,6 +362,10 @@ def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:
     exit_code = child.exit_code
     if exit_code != 0 and stderr:
         return execution_error(f"Code grader failed: exited with code {exit_code}", stderr)
+    if exit_code != 0 and stdout.startswith(("{", "[")):
+        # AgentV does not read a reply from a process that failed: score 0, whatever the JSON says.
+        text = f"Code evaluator failed: Code evaluator exited with code {exit_code}"
+        return _result(0.0, [Assertion(text=text, passed=False)], spec)
     if stdout.startswith("{"):
         try:
             reply = json.loads(stdout)
@@ -371,7 +375,7 @@ def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:
             return _protocol_result(reply, spec)
     score = _plain_text_score(stdout) if exit_code == 0 else 0.0
     text = stdout or f"exit {exit_code}"
-    return _result(score, [Assertion(text=text, passed=score >= _threshold(spec))], spec)
+    return _result(score, [Assertion(text=text, passed=score >= PASS_THRESHOLD)], spec)
 
 
 def _plain_text_score(stdout: str) -> float:
@@ -415,7 +419,9 @@ def _evidence_text(value: Any) -> str | None:
 def _result(
     score: float, assertions: list[Assertion], spec: CodeGraderSpec, details: dict[str, Any] | None = None
 ) -> GraderResult:
-    verdict = "pass" if score >= _threshold(spec) else "fail"
+    # The grader's own verdict is AgentV's scoreToVerdict: 0.8, whatever min_score says (min_score gates a
+    # required grader's test score, replay/grading/scoring.py).
+    verdict = "pass" if score >= PASS_THRESHOLD else "fail"
     return GraderResult(score=score, verdict=verdict, assertions=assertions, details=details)
 
 
@@ -429,10 +435,6 @@ def execution_error(text: str, stderr: str = "") -> GraderResult:
         assertions=[Assertion(text=text, passed=False, evidence=tail)],
         evidence=evidence,
     )
-
-
-def _threshold(spec: CodeGraderSpec) -> float:
-    return spec.min_score if spec.min_score is not None else PASS_THRESHOLD
 
 
 def _clamp(value: float) -> float:

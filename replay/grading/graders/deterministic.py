@@ -39,10 +39,9 @@ class AssertionGrader:
             )
         else:
             score = 1.0 if passed else 0.0
-            threshold = self.spec.min_score if self.spec.min_score is not None else PASS_THRESHOLD
-            result = GraderResult(
+            result = GraderResult(  # the verdict at AgentV's 0.8; min_score gates only a required grader
                 score=score,
-                verdict="pass" if score >= threshold else "fail",
+                verdict="pass" if score >= PASS_THRESHOLD else "fail",
                 assertions=[Assertion(text=text, passed=passed)],
             )
         result.evidence = list(prepared.warnings)
