@@ -1,5 +1,5 @@
 """JavaScript's string rules where AgentV's graders rely on them and Python's differ: ``trim``, ``slice``
-(UTF-16 code units) and ``new RegExp(pattern, flags).test(text)``.
+(UTF-16 code units), ``new RegExp(pattern, flags).test(text)`` and whether ``JSON.parse`` accepts a text.
 
 A regex is translated into Python's ``re`` syntax, not reinterpreted: outside the ``u`` flag, ``\\d``,
 ``\\w`` and ``\\b`` are ASCII in JavaScript; ``\\s`` and ``trim`` know the same whitespace, which is not
@@ -12,6 +12,7 @@ JavaScript refuses (flags outside ``dgimsuvy``, Python-only syntax such as ``(?P
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -152,3 +153,60 @@ def _translate(source: str, flags: str) -> str:
             out.append(c)
         i += 1
     return "".join(out)
+
+
+def js_json_parses(text: str) -> bool:
+    """Whether ``JSON.parse(text)`` succeeds: no NaN or Infinity (Python's parser takes them), and any depth
+    (Python's gives up past about a thousand levels, where JavaScript goes on)."""
+    try:
+        json.loads(text, parse_constant=_refuse)
+    except ValueError:
+        return False
+    except RecursionError:
+        return _parses_flat(text)
+    return True
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+_JSON_TOKEN = re.compile(
+    r"[ \t\n\r]*(?:(?P<open>[\[{])|(?P<close>[\]}])|(?P<comma>,)|(?P<colon>:)"
+    r'|(?P<string>"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")'
+    r"|(?P<scalar>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null))"
+)
+
+
+def _parses_flat(text: str) -> bool:
+    """JSON's grammar checked with a stack instead of recursion."""
+    stack: list[str] = []
+    expect = "value"  # value | value_or_close | key_or_close | key | colon | comma_or_close
+    pos = 0
+    while True:
+        if expect == "done":
+            return text[pos:].strip(" \t\n\r") == ""
+        match = _JSON_TOKEN.match(text, pos)
+        if match is None:
+            return False
+        pos, kind, token = match.end(), match.lastgroup, match.group(match.lastgroup or 0)
+        if expect in ("value", "value_or_close") and kind in ("string", "scalar", "open"):
+            if kind == "open":
+                stack.append(token)
+                expect = "value_or_close" if token == "[" else "key_or_close"
+                continue
+        elif expect in ("key", "key_or_close") and kind == "string":
+            expect = "colon"
+            continue
+        elif expect == "colon" and kind == "colon":
+            expect = "value"
+            continue
+        elif expect == "comma_or_close" and kind == "comma":
+            expect = "value" if stack[-1] == "[" else "key"
+            continue
+        elif kind == "close" and expect in ("comma_or_close", "value_or_close", "key_or_close"):
+            if not stack or {"[": "]", "{": "}"}[stack.pop()] != token:
+                return False
+        else:
+            return False
+        expect = "comma_or_close" if stack else "done"

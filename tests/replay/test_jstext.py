@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from evalstore.replay.jstext import JsRegexError, js_regex, js_slice, js_trim
+from evalstore.replay.jstext import JsRegexError, js_json_parses, js_regex, js_slice, js_trim
 
 
 @pytest.mark.parametrize(
@@ -80,3 +80,19 @@ def test_trim_and_slice_are_javascripts() -> None:
     assert js_slice("(?:🎉|🎈|🎊|🎁|🎂|🎃|🎄|🎅)|Price", 30) == "(?:🎉|🎈|🎊|🎁|🎂|🎃|🎄|🎅)|Pr"
     assert js_slice("ab😀", 3) == "ab\ud83d"  # half a surrogate pair, as JavaScript leaves it
     assert js_slice("short", 30) == "short"
+
+
+@pytest.mark.parametrize(
+    ("text", "parses"),
+    [
+        ("[" * 3000 + "]" * 3000, True),  # deeper than Python's parser goes (it raised RecursionError)
+        ("[" * 3000 + "]" * 2999, False),
+        ('{"a":' * 2000 + "1" + "}" * 2000, True),
+        ('{"a":' * 2000 + "1," + "}" * 2000, False),
+        ("[NaN]", False),  # Python's parser takes NaN; JSON.parse does not
+        ('{"a": [1, 2, {"b": null}]}', True),
+        ("", False),
+    ],
+)
+def test_json_parses_as_json_parse_decides(text: str, parses: bool) -> None:
+    assert js_json_parses(text) is parses

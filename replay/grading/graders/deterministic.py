@@ -14,7 +14,7 @@ from collections.abc import Callable
 from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext
 from evalstore.replay.grading.preprocessing import prepare_answer
-from evalstore.replay.jstext import JsRegexError, js_regex, js_trim
+from evalstore.replay.jstext import JsRegexError, js_json_parses, js_regex, js_trim
 from evalstore.store.events import Assertion
 
 PASS_THRESHOLD = 0.8
@@ -140,11 +140,9 @@ def _equals(output: str, spec: AssertionSpec) -> tuple[bool, str]:
 
 
 def _is_json(output: str, spec: AssertionSpec) -> tuple[bool, str]:
-    try:
-        json.loads(output, parse_constant=_reject_constant)
-    except ValueError:
-        return False, "Output is not valid JSON"
-    return True, "Output is valid JSON"
+    if js_json_parses(output):
+        return True, "Output is valid JSON"
+    return False, "Output is not valid JSON"
 
 
 _CHECKS: dict[str, Callable[[str, AssertionSpec], tuple[bool, str]]] = {
@@ -160,8 +158,3 @@ _CHECKS: dict[str, Callable[[str, AssertionSpec], tuple[bool, str]]] = {
     "equals": _equals,
     "is-json": _is_json,
 }
-
-
-def _reject_constant(name: str) -> None:
-    """NaN and Infinity are not JSON (Python's parser accepts them; AgentV's does not)."""
-    raise ValueError(f"{name} is not valid JSON")
