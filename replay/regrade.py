@@ -110,7 +110,7 @@ def effective_options(store: EventStore, parent: RunStarted, own: ReplayOptions)
         **{k: mine.get(k) for k in INHERITED if k not in ("preprocessors", "prompts")},
         preprocessors=mine["preprocessors"],
         prompts=list(own.prompts),
-        inherited_prompts=inherited["prompts"],
+        inherited_prompts=[p for p in mine["prompts"] if p not in own.prompts],  # less those own replaces
         eval_path=own.eval_path,
         no_cache=own.no_cache,
         shard=own.shard,
@@ -119,8 +119,15 @@ def effective_options(store: EventStore, parent: RunStarted, own: ReplayOptions)
 
 def _layer(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
-    out["preprocessors"] = [*base["preprocessors"], *(layer.get("preprocessors") or [])]
-    out["prompts"] = [*base["prompts"], *(layer.get("prompts") or [])]
+    # A swap of the same type (or grader) replaces the earlier one, which is never read again: its file may
+    # be gone (another user's checkout, a moved folder) and must not stop the replay that replaces it.
+    for key, kind in (
+        ("preprocessors", lambda v: normalize_media_type(v.partition("=")[0].strip())),
+        ("prompts", lambda v: v.partition("=")[0]),
+    ):
+        new = list(layer.get(key) or [])
+        replaced = {kind(v) for v in new}
+        out[key] = [v for v in base[key] if kind(v) not in replaced] + new
     for key in INHERITED:
         if key not in ("preprocessors", "prompts") and layer.get(key) is not None:
             out[key] = layer[key]

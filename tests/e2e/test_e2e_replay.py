@@ -164,6 +164,26 @@ def test_swap_preprocessor_json_argv_and_plain_command_line(
         assert second_sig[(test_id, "workbook")] == first_sig[(test_id, "workbook")]
 
 
+def test_a_replay_of_a_replay_replaces_a_converter_whose_file_is_gone(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    """A teammate's checkout elsewhere: the inherited converter's script is not there. Giving the same type
+    again replaces it (it was still resolved, and the replay refused); without it the replay says so."""
+    root = recorded.suite.root
+    private = root / "mine" / "summary.py"
+    private.parent.mkdir()
+    private.write_bytes((root / "scripts" / "xlsx_summary.py").read_bytes())
+    first = replay(recorded_db, recorded.run_id, "--preprocessor", f"xlsx={json.dumps([PY, str(private)])}")["run_id"]
+    private.unlink()
+    assert "summary.py" in one_line_error(cli(recorded_db, "replay", first))
+    theirs = json.dumps([PY, str(root / "scripts" / "xlsx_summary.py")])
+    again = replay(recorded_db, first, "--preprocessor", f"xlsx={theirs}", "--graders", "workbook")["run_id"]
+    assert (
+        verdict_signature(recorded_db, again)[("q1-report", "workbook")]
+        == verdict_signature(recorded_db, first)[("q1-report", "workbook")]
+    )
+
+
 def test_swap_prompt_sends_the_new_prompt_to_the_judge(
     recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
 ) -> None:
