@@ -7,6 +7,8 @@ exception out of :meth:`LlmGrader.grade`: one bad grader must not stop a run.
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import LlmGraderSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext
@@ -84,12 +86,15 @@ class LlmGrader:
                 preprocessing_event_ids=answer.preprocessing_event_ids,
             )
         mode = choose_mode(spec)
+        shown: dict[str, Any] = {  # what both the template variables and the built-in prompts' sections show
+            "input_messages": ctx.test.input,
+            "input_base_dir": str(ctx.suite.directory),
+            "output": answer.text,
+            "expected_output": ctx.test.expected_output,
+            "criteria": source.criteria,
+        }
         variables = template_variables(
-            input_messages=ctx.test.input,
-            input_base_dir=str(ctx.suite.directory),
-            output=answer.text,
-            expected_output=ctx.test.expected_output,
-            criteria=source.criteria,
+            **shown,
             metadata=ctx.test.metadata,
             rubrics=spec.rubrics,
             file_changes=ctx.transcript.file_changes,
@@ -100,14 +105,7 @@ class LlmGrader:
             user, warnings = render(source.template, variables)
             user = user.rstrip()  # AgentV's judge receives a custom prompt without its trailing newline
         else:
-            raw = sections(
-                input_messages=ctx.test.input,
-                input_base_dir=str(ctx.suite.directory),
-                output=answer.text,
-                expected_output=ctx.test.expected_output,
-                criteria=source.criteria,
-            )
-            user = mode.user_prompt(variables, spec.rubrics, raw)
+            user = mode.user_prompt(variables, spec.rubrics, sections(**shown))
         messages = [
             {"role": "system", "content": mode.system_prompt()},
             {"role": "user", "content": user},
