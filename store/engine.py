@@ -247,9 +247,6 @@ def downgrade(engine: Engine, revision: str) -> None:
     _migrate(engine, "downgrade", revision)
 
 
-_MIGRATION_LOCK = 0x65766C73  # "evls": the PostgreSQL advisory lock every schema change of a store takes
-
-
 def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bool = False) -> None:
     """Run Alembic in one transaction. On PostgreSQL it first takes an advisory lock, so two processes
     creating or upgrading one store take turns (the second finds the work done) instead of both creating
@@ -261,7 +258,9 @@ def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bo
     try:
         with _connect(engine) as conn, conn.begin():
             if engine.dialect.name == "postgresql":
-                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+                from evalstore.store.postgres import lock_for_migration
+
+                lock_for_migration(conn)
             if direction == "upgrade" and _first_upgrade_done(conn) is None:
                 raise SchemaOutOfDate(
                     "this database has evalstore tables but no migration record; it was not created by "

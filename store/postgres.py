@@ -12,14 +12,23 @@ from sqlalchemy.engine import Connection
 APPEND_LOCK_ID = 0x65767374  # "evst"
 
 
+# Another for schema changes: two processes creating or upgrading one store take turns.
+MIGRATION_LOCK_ID = 0x65766C73  # "evls"
+
+
 def lock_for_append(conn: Connection) -> None:
     conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": APPEND_LOCK_ID})
 
 
+def lock_for_migration(conn: Connection) -> None:
+    conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
+
+
 class _AbortedPipelineNoise(logging.Filter):
-    """psycopg logs ``error ignored terminating <psycopg.Pipeline ...>: pipeline aborted`` when an
-    ``executemany`` (run in pipeline mode) fails, e.g. an append racing another writer for the same
-    event ids: the failure itself is raised, and handled, so the line only repeats it on stderr."""
+    """psycopg logs ``error ignored terminating <psycopg.Pipeline ...>: ...`` when an ``executemany`` (run
+    in pipeline mode) fails: ``pipeline aborted`` (an append racing another writer for the same event ids)
+    or ``the connection is lost``. The failure itself is raised, and handled or reported in one line, so
+    the log line only repeats it on stderr."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not (
@@ -27,7 +36,6 @@ class _AbortedPipelineNoise(logging.Filter):
             and isinstance(record.args, tuple)
             and len(record.args) == 2
             and type(record.args[0]).__name__ == "Pipeline"
-            and "pipeline aborted" in str(record.args[1])
         )
 
 
