@@ -191,10 +191,13 @@ def test_prompt_choice_follows_agentv(tmp_path: Path):
             '{"assertions": [{"text": "t", "passed": "true"}, {"text": "u", "passed": "FALSE"}]}',
             {"assertions": [{"text": "t", "passed": True}, {"text": "u", "passed": False}]},
         ),
+        # AgentV's repairSchemaNearBooleanFields: any other word after "passed" (any case) is false.
         (
-            '{"checks": [{"id": "a", "satisfied": yes}, {"id": "b", "satisfied": false}]}',
-            {"checks": [{"id": "a", "satisfied": True}, {"id": "b", "satisfied": False}]},
+            '{"assertions": [{"passed": "yes"}, {"PASSED": null}, {"passed": " True "}]}',
+            {"assertions": [{"passed": False}, {"PASSED": False}, {"passed": True}]},
         ),
+        # "satisfied" is not repaired: the schema refuses a string, and the judge is asked again.
+        ('{"checks": [{"id": "a", "satisfied": "no"}]}', {"checks": [{"id": "a", "satisfied": "no"}]}),
     ],
 )
 def test_extract_json_tolerates_fences_prose_and_string_booleans(reply, parsed):
@@ -207,6 +210,8 @@ def test_extract_json_tolerates_fences_prose_and_string_booleans(reply, parsed):
         ("", "empty"),
         ("I think it is fine.", "contains no JSON object"),
         ('{"score": 0.5,,}', "not valid JSON"),
+        ('{"score": NaN}', "not valid JSON"),
+        ('{"checks": [{"id": "a", "satisfied": yes}]}', "not valid JSON"),
     ],
 )
 def test_extract_json_names_why_it_failed(reply, reason):

@@ -12,9 +12,12 @@ import json
 import re
 from typing import Any
 
+from evalstore.replay.jstext import js_regex, js_trim
+
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n?")
-_BOOLEAN_FIELD = re.compile(r'("(?:passed|satisfied|pass)"\s*:\s*)(?:"([^"]*)"|([A-Za-z_][A-Za-z0-9_-]*))')
-_TRUE_WORDS = {"true", "yes", "y", "pass", "passed", "satisfied"}
+_PASSED_FIELD = js_regex(r'("passed"\s*:\s*)(?:"([^"]+)"|([A-Za-z_][A-Za-z0-9_-]*))', "gi").compiled
+"""AgentV's ``repairSchemaNearBooleanFields``, pattern and flags as it writes them: only ``passed`` (in any
+letter case) is repaired; ``satisfied`` is left for the schema to refuse."""
 
 
 class JudgeParseError(ValueError):
@@ -22,13 +25,18 @@ class JudgeParseError(ValueError):
 
 
 def _repair_booleans(text: str) -> str:
-    def fix(match: re.Match[str]) -> str:
-        word = (match.group(2) if match.group(2) is not None else match.group(3)).strip().lower()
-        if match.group(3) is not None and word in ("true", "false", "null"):
-            return match.group(0)
-        return match.group(1) + ("true" if word in _TRUE_WORDS else "false")
+    """A quoted value or a bare word after ``"passed":`` becomes ``true`` when it reads true, else ``false``
+    (``null`` and ``"yes"`` too), as AgentV repairs it."""
 
-    return _BOOLEAN_FIELD.sub(fix, text)
+    def fix(match: re.Match[str]) -> str:
+        word = js_trim(match.group(2) if match.group(2) is not None else match.group(3) or "").lower()
+        return match.group(1) + ("true" if word == "true" else "false")
+
+    return _PASSED_FIELD.sub(fix, text)
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 def extract_json(text: str | None) -> dict[str, Any]:
@@ -41,9 +49,11 @@ def extract_json(text: str | None) -> dict[str, Any]:
         raise JudgeParseError("the judge reply contains no JSON object")
     blob = _repair_booleans(cleaned[start : end + 1])
     try:
-        value = json.loads(blob)
+        value = json.loads(blob, parse_constant=_refuse)  # NaN and Infinity are not JSON to JSON.parse
     except json.JSONDecodeError as exc:
         raise JudgeParseError(f"the judge reply is not valid JSON ({exc.msg} at char {exc.pos})") from None
+    except ValueError as exc:
+        raise JudgeParseError(f"the judge reply is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise JudgeParseError("the judge reply is not a JSON object")
     return value
