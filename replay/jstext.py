@@ -45,6 +45,15 @@ class JsRegexError(ValueError):
     """A pattern JavaScript refuses, or one evalstore cannot run as JavaScript would."""
 
 
+def js_truthy(value: object) -> bool:
+    """``Boolean(value)`` for a JSON value: ``[]`` and ``{}`` are true, ``0``, ``""`` and ``null`` false."""
+    if value is None or value is False or value == "":
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value == value and value != 0  # NaN is false
+    return True
+
+
 def js_trim(text: str) -> str:
     """``String.prototype.trim``: Python's ``strip()`` keeps U+FEFF and strips U+001C-U+001F and U+0085."""
     return text.strip(_WHITESPACE)

@@ -124,6 +124,15 @@ def test_a_failed_process_is_not_read_for_a_reply(tmp_path: Path, stdout: str) -
 # -- the JSON protocol --------------------------------------------------------------------------------
 
 
+def test_assertions_are_read_as_agentv_reads_them(tmp_path: Path) -> None:
+    """Boolean(passed) in JavaScript: [] and {} are true, 0 and "" false; evidence only when a string.
+    Without a score, the score is the share passed (AgentV gave 0.667 here where evalstore gave 0)."""
+    items = [{"text": "a", "passed": []}, {"text": "b", "passed": {}}, {"text": "c", "passed": 0, "evidence": 42}]
+    result, _ = run(tmp_path, printing(json.dumps({"assertions": items})))
+    assert [(a.passed, a.evidence) for a in result.assertions] == [(True, None), (True, None), (False, None)]
+    assert result.score == pytest.approx(2 / 3)
+
+
 def test_json_protocol_score_assertions_and_details(tmp_path: Path) -> None:
     reply = {
         "score": 0.7,

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from evalstore.replay.jstext import JsRegexError, js_json_parses, js_regex, js_slice, js_trim
+from evalstore.replay.jstext import JsRegexError, js_json_parses, js_regex, js_slice, js_trim, js_truthy
 
 
 @pytest.mark.parametrize(
@@ -96,3 +96,10 @@ def test_trim_and_slice_are_javascripts() -> None:
 )
 def test_json_parses_as_json_parse_decides(text: str, parses: bool) -> None:
     assert js_json_parses(text) is parses
+
+
+def test_truthiness_is_javascripts() -> None:
+    truthy = [True, 1, -0.5, "0", "false", [], {}, [0]]
+    falsy = [False, 0, 0.0, "", None, float("nan")]
+    assert [js_truthy(v) for v in truthy] == [True] * len(truthy)
+    assert [js_truthy(v) for v in falsy] == [False] * len(falsy)

@@ -42,6 +42,7 @@ from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
 from evalstore.replay.jsontext import stringify, to_snake_deep
+from evalstore.replay.jstext import js_truthy
 from evalstore.replay.processes.children import ChildResult, child_environment, run_child
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
 from evalstore.store.codec import digest_json, sha256_hex
@@ -391,10 +392,10 @@ def _plain_text_score(stdout: str) -> float:
 
 def _protocol_result(reply: dict[str, Any], spec: CodeGraderSpec) -> GraderResult:
     assertions = [
-        Assertion(
+        Assertion(  # as AgentV reads them: Boolean(passed), and evidence only when it is a string
             text=item["text"],
-            passed=bool(item.get("passed")),
-            evidence=_evidence_text(item.get("evidence")),
+            passed=js_truthy(item.get("passed")),
+            evidence=item["evidence"] if isinstance(item.get("evidence"), str) else None,
         )
         for item in reply.get("assertions") or []
         if isinstance(item, dict) and isinstance(item.get("text"), str)
@@ -408,12 +409,6 @@ def _protocol_result(reply: dict[str, Any], spec: CodeGraderSpec) -> GraderResul
         score = 0.0
     details = reply.get("details")
     return _result(score, assertions, spec, details if isinstance(details, dict) else None)
-
-
-def _evidence_text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _result(
