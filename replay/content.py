@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalstore.replay.jstext import js_trim
+
 
 class _Block(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -105,13 +107,13 @@ def question_text(messages: list[Message], base_dir: str | None = None) -> str:
     does.
     """
     segments = [_prompt_segments(m, base_dir) for m in messages]
-    with_content = sum(1 for s in segments if any(part.strip() for part in s))
+    with_content = sum(1 for s in segments if any(js_trim(part) for part in s))
     multi_turn = any(m.role in ("assistant", "tool") for m in messages) or with_content > 1
     if not multi_turn:
-        return "\n\n".join(p.strip() for s in segments for p in s if p.strip())
+        return "\n\n".join(js_trim(p) for s in segments for p in s if js_trim(p))
     parts = []
     for message, segs in zip(messages, segments):
-        visible = [p for p in segs if p.strip()]
+        visible = [p for p in segs if js_trim(p)]
         if visible:
             parts.append(f"@[{message.role[:1].upper()}{message.role[1:]}]:\n" + "\n".join(visible))
     return "\n\n".join(parts)

@@ -853,3 +853,13 @@ def test_concurrency_limit_is_shared_across_threads(judge_server: JudgeServer, m
     assert all(r.status == "ok" for r in results)
     assert judge_server.max_in_flight <= 2
     assert elapsed >= 0.55  # three waves of two 0.2 s requests
+
+
+def test_the_judge_gets_the_prompt_trimmed_as_agentvs_provider_sends_it(judge_server: JudgeServer, pool: JudgePool):
+    """AgentV's openai provider sends request.question.trim(): JavaScript's trim, both ends, every prompt."""
+    judge_server.script(freeform(0.9))
+    grade(context(math_test(), pool, answer="   "))
+    assert judge_server.requests[-1].user.endswith("[[ ## answer ## ]]")  # the empty answer's newline is gone
+    custom = LlmGraderSpec(name="custom", prompt="\n\n  \ufeffGrade {{output}}\n\x85\ufeff")
+    grade(context(math_test(custom), pool))
+    assert judge_server.requests[-1].user == "Grade The answer is 42.\n\x85"  # U+0085 is not JavaScript whitespace

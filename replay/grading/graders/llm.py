@@ -16,6 +16,7 @@ from evalstore.replay.grading.judge.calls import EVIDENCE_REPLY_CHARS, PARSE_ATT
 from evalstore.replay.grading.judge.modes import choose_mode
 from evalstore.replay.grading.judge.templates import choose_prompt, render, sections, template_variables
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer
+from evalstore.replay.jstext import js_trim
 from evalstore.store.events import Assertion
 
 
@@ -103,9 +104,9 @@ class LlmGrader:
         warnings: list[str] = []
         if source.template is not None:
             user, warnings = render(source.template, variables)
-            user = user.rstrip()  # AgentV's judge receives a custom prompt without its trailing newline
         else:
             user = mode.user_prompt(variables, spec.rubrics, sections(**shown))
+        user = js_trim(user)  # AgentV's provider sends the prompt trimmed (request.question.trim())
         messages = [
             {"role": "system", "content": mode.system_prompt()},
             {"role": "user", "content": user},
