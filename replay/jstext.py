@@ -5,9 +5,12 @@ A regex is translated into Python's ``re`` syntax, not reinterpreted: outside th
 ``\\w`` and ``\\b`` are ASCII in JavaScript; ``\\s`` and ``trim`` know the same whitespace, which is not
 Python's; ``.`` stops at every line terminator (``\\r``, U+2028, U+2029 too), ``$`` without ``m`` only
 at the very end (Python's also before a final newline), named groups are ``(?<name>)``, an escaped
-letter with no meaning is the letter, ``[]`` matches nothing and ``[^]`` anything. What ``re`` cannot
-express (a lookbehind of varying width, ``\\p{...}``) is an error naming the pattern, as is what
-JavaScript refuses (flags outside ``dgimsuvy``, Python-only syntax such as ``(?P<name>)``).
+letter with no meaning is the letter, ``[]`` matches nothing and ``[^]`` anything, a backreference to a
+group that has not matched matches the empty string (past the last group it is an octal escape or a
+digit). Without ``u`` a pattern and its text are UTF-16 units (an emoji is two) and ``i`` folds no other
+letter into ASCII. What ``re`` cannot express (a lookbehind of varying width, ``\\p{...}``, the ``v``
+flag's set operations) is an error naming the pattern, as is what JavaScript refuses (flags outside
+``dgimsuvy``, Python-only syntax such as ``(?P<name>)``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ _CLASS_ESCAPES = {
 }
 _BOUNDARY = f"(?:(?<=[{_WORD}])(?![{_WORD}])|(?<![{_WORD}])(?=[{_WORD}]))"
 _NOT_BOUNDARY = f"(?:(?<=[{_WORD}])(?=[{_WORD}])|(?<![{_WORD}])(?![{_WORD}]))"
-_JS_LETTER_ESCAPES = set("dDwWsSbBtnvfrcxuk")
+_JS_LETTER_ESCAPES = set("dDwWsSbBtnvfrcxu")
 """Letters with a meaning after ``\\`` in a pattern without the ``u`` flag; any other escaped letter is itself."""
 _VALID_FLAGS = set("dgimsuvy")
 
@@ -67,6 +70,28 @@ def js_slice(text: str, end: int) -> str:
     return units[: 2 * end].decode("utf-16-le", "surrogatepass")
 
 
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_FOLDS_TO_ASCII = {"\u0130": "\ue000", "\u0131": "\ue001", "\u017f": "\ue002", "\u212a": "\ue003"}
+"""The letters Python's case-insensitive matching folds into ASCII ones (İ ı to i, ſ to s, the Kelvin sign to
+k); JavaScript's ``i`` folds none of them without ``u``, and only ſ and K with it. Where JavaScript would
+not fold them, they are put out of reach of the ASCII letters (private-use stand-ins, in text and pattern
+alike), so each still matches itself."""
+_GUARDS = {
+    False: str.maketrans(_FOLDS_TO_ASCII),
+    True: str.maketrans({k: v for k, v in _FOLDS_TO_ASCII.items() if k in "\u0130\u0131"}),
+}
+
+
+def _units(text: str) -> str:
+    """Each character beyond U+FFFF as its two UTF-16 surrogates: what a pattern without ``u`` sees."""
+    return _ASTRAL.sub(_surrogates, text)
+
+
+def _surrogates(match: re.Match[str]) -> str:
+    offset = ord(match.group()) - 0x10000
+    return chr(0xD800 + (offset >> 10)) + chr(0xDC00 + (offset & 0x3FF))
+
+
 @dataclass(frozen=True)
 class JsRegex:
     source: str
@@ -75,8 +100,18 @@ class JsRegex:
 
     def test(self, text: str) -> bool:
         """``RegExp.prototype.test`` on a new RegExp: from the start; with ``y`` (sticky) only there."""
+        text = _as_seen(text, self.flags)
         found = self.compiled.match(text) if "y" in self.flags else self.compiled.search(text)
         return found is not None
+
+
+def _as_seen(text: str, flags: str) -> str:
+    """Text (or a pattern's source) as the match sees it: UTF-16 units without ``u``/``v``; with ``i``,
+    the letters JavaScript does not fold into ASCII guarded."""
+    unicode = "u" in flags or "v" in flags
+    if not unicode:
+        text = _units(text)
+    return text.translate(_GUARDS[unicode]) if "i" in flags else text
 
 
 @lru_cache(maxsize=256)
@@ -87,9 +122,33 @@ def js_regex(source: str, flags: str = "") -> JsRegex:
     bits = (re.IGNORECASE if "i" in flags else 0) | (re.MULTILINE if "m" in flags else 0)
     bits |= re.DOTALL if "s" in flags else 0
     try:
-        return JsRegex(source, flags, re.compile(_translate(source, flags), bits))
+        return JsRegex(source, flags, re.compile(_translate(_as_seen(source, flags), flags), bits))
     except re.error as exc:
         raise JsRegexError(f"Invalid regular expression: /{source}/{flags}: {exc}") from None
+
+
+def _groups(source: str) -> tuple[int, dict[str, int]]:
+    """How many capturing groups a pattern has, and the numbers of its named ones."""
+    count, names, i, in_class = 0, {}, 0, False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif (
+            c == "("
+            and (not source.startswith("(?", i) or source.startswith("(?<", i))
+            and not source.startswith(("(?<=", "(?<!"), i)
+        ):
+            count += 1
+            if source.startswith("(?<", i) and ">" in source[i:]:
+                names[source[i + 3 : source.index(">", i)]] = count
+        i += 1
+    return count, names
 
 
 def _translate(source: str, flags: str) -> str:
@@ -97,6 +156,14 @@ def _translate(source: str, flags: str) -> str:
     in_class = False
     i, n = 0, len(source)
     unicode = "u" in flags or "v" in flags
+    total, names = _groups(source)
+    # Capturing groups opened so far; what each open parenthesis is (its group, or None); the groups closed.
+    opened, stack, closed = 0, list[int | None](), set[int]()
+
+    def reference(group: int) -> str:
+        # JavaScript: a group that has not matched (or is not closed yet) matches the empty string.
+        return f"(?:(?({group})\\{group}|))" if group in closed else "(?:)"
+
     while i < n:
         c = source[i]
         if c == "\\":
@@ -108,10 +175,30 @@ def _translate(source: str, flags: str) -> str:
                 out.append(_CLASS_ESCAPES[e][in_class])
             elif e in "bB" and not in_class:
                 out.append(_BOUNDARY if e == "b" else _NOT_BOUNDARY)
-            elif e == "k" and source.startswith("<", i) and ">" in source[i:]:
-                end = source.index(">", i)
-                out.append(f"(?P={source[i + 1 : end]})")
+            elif e == "k" and names:  # with named groups \k<name> is a reference; without, the letter k
+                end = source.find(">", i)
+                if not source.startswith("<", i) or end < 0 or source[i + 1 : end] not in names:
+                    raise JsRegexError(
+                        f"Invalid regular expression: /{source}/{flags}: Invalid named capture referenced"
+                    )
+                out.append(reference(names[source[i + 1 : end]]))
                 i = end + 1
+            elif e in "123456789" and not in_class:
+                digits = e
+                while i < n and source[i].isdigit():
+                    digits += source[i]
+                    i += 1
+                if int(digits) <= total:
+                    out.append(reference(int(digits)))
+                elif e in "89":  # no such group: \8 is the digit 8
+                    out.append(e)
+                    i -= len(digits) - 1
+                else:  # no such group: a legacy octal escape of up to three digits, at most \377
+                    octal = re.match("[0-7]{1,3}", digits).group()  # type: ignore[union-attr]
+                    if int(octal, 8) > 0o377:
+                        octal = octal[:2]
+                    out.append(re.escape(chr(int(octal, 8))))
+                    i -= len(digits) - len(octal)
             elif e == "c" and i < n and source[i].isascii() and source[i].isalpha():
                 out.append(re.escape(chr(ord(source[i]) % 32)))
                 i += 1
@@ -145,13 +232,23 @@ def _translate(source: str, flags: str) -> str:
                 out.append("[^" if source.startswith("[^", i) else "[")
                 i += 2 if source.startswith("[^", i) else 1
             continue
-        if c == "(" and source.startswith("(?", i):
-            if source.startswith("(?P", i) or source.startswith("(?#", i) or source.startswith("(?>", i):
+        if c == "(":
+            if source.startswith(("(?P", "(?#", "(?>"), i):
                 raise JsRegexError(f"Invalid regular expression: /{source}/{flags}: Invalid group")
-            if source.startswith("(?<", i) and not source.startswith(("(?<=", "(?<!"), i):
+            named = source.startswith("(?<", i) and not source.startswith(("(?<=", "(?<!"), i)
+            if named or not source.startswith("(?", i):
+                opened += 1
+                stack.append(opened)
+            else:
+                stack.append(None)
+            if named:
                 out.append("(?P<")
                 i += 3
                 continue
+        elif c == ")" and stack:
+            group = stack.pop()
+            if group is not None:
+                closed.add(group)
         if c == "." and "s" not in flags:
             out.append(f"[^{_LINE_END}]")
         elif c == "$":

@@ -49,6 +49,48 @@ def test_a_regex_matches_as_javascript_matches(pattern: str, flags: str, text: s
     assert js_regex(pattern, flags).test(text) is matches
 
 
+@pytest.mark.parametrize(
+    ("pattern", "flags", "text", "matches"),
+    [
+        # Backreferences: to a group that has not matched (or comes later, or is still open) they match
+        # the empty string; past the last group, \\8 is "8" and \\1 to \\377 are octal escapes.
+        ("(z)?\\1q", "", "q", True),
+        ("(?:(z)|c)\\1 q", "", "c q", True),
+        ("\\1(a)", "", "a", True),
+        ("\\8", "", "8", True),
+        ("\\1", "", "\x01", True),
+        ("(a)\\2", "", "a\x02", True),
+        ("\\12", "", "\n", True),
+        ("(a)\\1", "", "aa", True),
+        ("(a)\\1", "", "ab", False),
+        ("(?<w>x)\\k<w>", "", "xx", True),
+        ("\\k<w>", "", "k<w>", True),
+        ("(a\\1)", "", "a", True),
+        ("^.$", "", "😀", False),
+        ("^..$", "", "😀", True),
+        ("^[😀]$", "", "😀", False),
+        ("^.$", "u", "😀", True),
+        ("5\\w", "i", "5K", False),
+        ("5k", "i", "5K", False),
+        (" s end", "i", "5K ſ end", False),
+        ("5k", "iu", "5K", True),
+        ("i", "i", "İ", False),
+        ("i", "iu", "ı", False),
+        ("(\\d)(\\d)(\\d)(\\d)(\\d)(\\d)(\\d)(\\d)(\\d)(\\d)\\10", "", "01234567899", True),
+        ("\\123", "", "S", True),
+        ("\\400", "", " 0", True),
+        ("caf[eé]", "i", "CAFÉ", True),
+        ("(a)|\\1b", "", "b", True),
+    ],
+)
+def test_backreferences_units_and_case_folding_are_javascripts(
+    pattern: str, flags: str, text: str, matches: bool
+) -> None:
+    """Without u, a pattern sees UTF-16 units (an emoji is two) and i folds no other letter into ASCII
+    (Python's folds the Kelvin sign into k, the long s into s, dotless and dotted i into i)."""
+    assert js_regex(pattern, flags).test(text) is matches
+
+
 def test_the_cases_above_are_ones_where_python_alone_differs() -> None:
     """Not a tautology: Python's re gives the other answer (or refuses) on these."""
     assert re.search("^\\w+\\s", "Café x") and re.search("^42$", "42\n") and re.search("\\s", "\x85")
