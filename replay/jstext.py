@@ -8,9 +8,10 @@ at the very end (Python's also before a final newline), named groups are ``(?<na
 letter with no meaning is the letter, ``[]`` matches nothing and ``[^]`` anything, a backreference to a
 group that has not matched matches the empty string (past the last group it is an octal escape or a
 digit). Without ``u`` a pattern and its text are UTF-16 units (an emoji is two) and ``i`` folds no other
-letter into ASCII. What ``re`` cannot express (a lookbehind of varying width, ``\\p{...}``, the ``v``
-flag's set operations) is an error naming the pattern, as is what JavaScript refuses (flags outside
-``dgimsuvy``, Python-only syntax such as ``(?P<name>)``).
+letter into ASCII. The translation runs on the ``regex`` module (mrab-regex), not ``re``: it has what
+JavaScript has and ``re`` lacks (lookbehinds of varying width, ``\\p{...}`` properties, the ``v`` flag's
+nested classes with ``--`` and ``&&``). What JavaScript refuses (flags outside ``dgimsuvy``, Python-only
+syntax such as ``(?P<name>)``) is an error naming the pattern, with JavaScript's message.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+
+import regex
 
 _WHITESPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 """ECMAScript's WhiteSpace and LineTerminator, as a character class body: what ``\\s`` and ``trim`` know."""
@@ -96,7 +99,7 @@ def _surrogates(match: re.Match[str]) -> str:
 class JsRegex:
     source: str
     flags: str
-    compiled: re.Pattern[str]
+    compiled: regex.Pattern[str]
 
     def test(self, text: str) -> bool:
         """``RegExp.prototype.test`` on a new RegExp: from the start; with ``y`` (sticky) only there."""
@@ -119,11 +122,11 @@ def js_regex(source: str, flags: str = "") -> JsRegex:
     """``new RegExp(source, flags)``, or :class:`JsRegexError` with the message JavaScript would give."""
     if set(flags) - _VALID_FLAGS or len(set(flags)) != len(flags) or {"u", "v"} <= set(flags):
         raise JsRegexError(f"Invalid flags supplied to RegExp constructor '{flags}'")
-    bits = (re.IGNORECASE if "i" in flags else 0) | (re.MULTILINE if "m" in flags else 0)
-    bits |= re.DOTALL if "s" in flags else 0
+    bits = (regex.IGNORECASE if "i" in flags else 0) | (regex.MULTILINE if "m" in flags else 0)
+    bits |= (regex.DOTALL if "s" in flags else 0) | (regex.V1 if "v" in flags else regex.V0)
     try:
-        return JsRegex(source, flags, re.compile(_translate(_as_seen(source, flags), flags), bits))
-    except re.error as exc:
+        return JsRegex(source, flags, regex.compile(_translate(_as_seen(source, flags), flags), bits))
+    except regex.error as exc:
         raise JsRegexError(f"Invalid regular expression: /{source}/{flags}: {exc}") from None
 
 
@@ -153,7 +156,7 @@ def _groups(source: str) -> tuple[int, dict[str, int]]:
 
 def _translate(source: str, flags: str) -> str:
     out: list[str] = []
-    in_class = False
+    in_class, depth = False, 0
     i, n = 0, len(source)
     unicode = "u" in flags or "v" in flags
     total, names = _groups(source)
@@ -206,12 +209,19 @@ def _translate(source: str, flags: str) -> str:
                 end = source.index("}", i)
                 out.append(re.escape(chr(int(source[i + 1 : end], 16))))
                 i = end + 1
-            elif e in "pP" and unicode:
-                raise JsRegexError(f"cannot run /{source}/{flags} as JavaScript does: \\{e}{{...}} is not supported")
+            elif e in "pP" and unicode:  # a Unicode property: the regex module knows JavaScript's names
+                out.append("\\" + e)
             elif e.isascii() and e.isalpha() and e not in _JS_LETTER_ESCAPES:
                 out.append(e)  # an identity escape: the letter itself (\A is "A", not Python's anchor)
             else:
                 out.append("\\" + e)
+            continue
+        if in_class and "v" in flags:
+            # v: classes nest and hold set operations (--, &&), written as the regex module's V1 writes them.
+            depth += {"[": 1, "]": -1}.get(c, 0)
+            in_class = depth > 0
+            out.append(c)
+            i += 1
             continue
         if in_class:
             if c == "]":
@@ -228,7 +238,7 @@ def _translate(source: str, flags: str) -> str:
                 out.append("[\\s\\S]")  # matches anything
                 i += 3
             else:
-                in_class = True
+                in_class, depth = True, 1
                 out.append("[^" if source.startswith("[^", i) else "[")
                 i += 2 if source.startswith("[^", i) else 1
             continue

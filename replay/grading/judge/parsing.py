@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+import regex
+
 from evalstore.replay.jstext import js_regex, js_trim
 
 _FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n?")
@@ -28,7 +30,7 @@ def _repair_booleans(text: str) -> str:
     """A quoted value or a bare word after ``"passed":`` becomes ``true`` when it reads true, else ``false``
     (``null`` and ``"yes"`` too), as AgentV repairs it."""
 
-    def fix(match: re.Match[str]) -> str:
+    def fix(match: regex.Match[str]) -> str:
         word = js_trim(match.group(2) if match.group(2) is not None else match.group(3) or "").lower()
         return match.group(1) + ("true" if word == "true" else "false")
 
