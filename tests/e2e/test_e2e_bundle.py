@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from e2e_helpers import Recorded, cli, ok_json, one_line_error, verdict_signature
+from e2e_helpers import EVALSTORE, Recorded, cli, ok_json, one_line_error, verdict_signature
 from judge_server import JudgeServer
 
 from evalstore.store import EventStore
@@ -156,3 +158,23 @@ def test_a_bundle_whose_parent_is_already_here_counts_only_what_it_writes(
     assert (out["runs"], out["new_runs"], out["new_events"]) == ([recorded.run_id, replay], [replay], replay_events + 1)
     said = cli(other, "import", str(tmp_path / "both"))
     assert said.stdout.startswith("already imported")
+
+
+def test_the_documented_move_of_a_whole_store_moves_runs_and_labels(
+    recorded: Recorded, recorded_db: str, postgres_url: str, tmp_path: Path, judge: JudgeServer, key_env: dict
+) -> None:
+    """docs/usage.md's "Moving a whole store", run as written (only the two store URLs are this test's)."""
+    ok_json(cli(recorded_db, "replay", recorded.run_id, "--json"), 0, 1)
+    assert cli(recorded_db, "label", recorded.run_id, "q1-report", "--fail", "--by", "ann").exit_code == 0
+    usage = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text(encoding="utf-8")
+    section = usage.split("### Moving a whole store", 1)[1]
+    script = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    script = script.replace("sqlite:///.evalstore/store.db", recorded_db).replace(
+        "postgresql+psycopg://team@db/evals", postgres_url
+    )
+    env = {**os.environ, "PATH": f"{EVALSTORE.parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-euc", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert _started(postgres_url) == _started(recorded_db)  # every run, with its start
+    labels = [json.loads(line) for line in cli(postgres_url, "labels", "export").stdout.splitlines()]
+    assert [(label["test_id"], label["verdict"], label["by"]) for label in labels] == [("q1-report", "fail", "ann")]
