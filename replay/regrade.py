@@ -47,6 +47,7 @@ from evalstore.replay.material import (
 )
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import BatchedAppends, ReadAhead, StoreRecorder
+from evalstore.replay.restored import restored_files
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
@@ -194,36 +195,38 @@ def replay_run(
     parent = load_run(store, parent_run_id)
     _check_selection(store, parent, options)
     effective = effective_options(store, parent.started, options)
-    suite = _suite(store, parent, effective)
-    preflight(suite)
     drifted = drift(parent.started.eval_snapshot)
     if strict and drifted:
         raise ReplayError("refusing to replay (--strict): " + "; ".join(d.describe() for d in drifted))
-    snapshot, blobs = snapshot_suite(suite)
-    overrides = options.recorded()
-    if options.shard:
-        # Every shard derives the same replay id and the same first event, so they share one run.
-        run_id = f"rpl-{digest_json({'parent': parent.run_id, 'overrides': overrides})[:16]}"
-    else:
-        run_id = new_run_id("rpl")
-    started = RunStarted(
-        run_id=run_id,
-        kind="replay",
-        parent_run_id=parent.run_id,
-        # The parent's label (an import's is AgentV's suite), so a run and its regrades list together.
-        suite=parent.started.suite or suite.name,
-        eval_path=suite.path,
-        eval_snapshot=snapshot,
-        target_name=parent.started.target_name,
-        target=parent.started.target,
-        threshold=effective.threshold if effective.threshold is not None else suite.threshold,
-        overrides=overrides,
-        tool_version=__version__,
-    )
-    store.append(
-        run_id, [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))], blobs=blobs
-    )
-    return _execute(store, run_id, parent, suite, effective, drifted, concurrency, progress, on_start)
+    with restored_files(store, _suite(store, parent, effective), drifted) as (suite, drifted, moved):
+        preflight(suite)
+        snapshot, blobs = snapshot_suite(suite, moved)
+        overrides = options.recorded()
+        if options.shard:
+            # Every shard derives the same replay id and the same first event, so they share one run.
+            run_id = f"rpl-{digest_json({'parent': parent.run_id, 'overrides': overrides})[:16]}"
+        else:
+            run_id = new_run_id("rpl")
+        started = RunStarted(
+            run_id=run_id,
+            kind="replay",
+            parent_run_id=parent.run_id,
+            # The parent's label (an import's is AgentV's suite), so a run and its regrades list together.
+            suite=parent.started.suite or suite.name,
+            eval_path=suite.path,
+            eval_snapshot=snapshot,
+            target_name=parent.started.target_name,
+            target=parent.started.target,
+            threshold=effective.threshold if effective.threshold is not None else suite.threshold,
+            overrides=overrides,
+            tool_version=__version__,
+        )
+        store.append(
+            run_id,
+            [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))],
+            blobs=blobs,
+        )
+        return _execute(store, run_id, parent, suite, effective, drifted, concurrency, progress, on_start)
 
 
 def resume_replay(
@@ -242,19 +245,23 @@ def resume_replay(
     own = ReplayOptions(**{**mine.started.overrides, "shard": shard})
     parent = load_run(store, mine.started.parent_run_id)
     options = effective_options(store, parent.started, own)
-    suite = _suite(store, parent, options)
-    return _execute(
-        store,
-        run_id,
-        parent,
+    with restored_files(store, _suite(store, parent, options), drift(parent.started.eval_snapshot)) as (
         suite,
-        options,
-        drift(parent.started.eval_snapshot),
-        concurrency,
-        progress,
-        on_start,
-        mine,
-    )
+        drifted,
+        _,
+    ):
+        return _execute(
+            store,
+            run_id,
+            parent,
+            suite,
+            options,
+            drifted,
+            concurrency,
+            progress,
+            on_start,
+            mine,
+        )
 
 
 def _execute(

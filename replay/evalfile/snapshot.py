@@ -5,6 +5,7 @@ A run can then be regraded after those files change, and :func:`drift` says whic
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,8 +14,11 @@ from evalstore.store.codec import sha256_hex
 from evalstore.store.events import FileSnapshot
 
 
-def snapshot_suite(suite: EvalSuite) -> tuple[list[FileSnapshot], dict[str, bytes]]:
-    """Snapshots of the eval file and its referenced files, and the blobs holding their bytes."""
+def snapshot_suite(
+    suite: EvalSuite, read_from: Mapping[str, str] | None = None
+) -> tuple[list[FileSnapshot], dict[str, bytes]]:
+    """Snapshots of the eval file and its referenced files, and the blobs holding their bytes; ``read_from``
+    maps a path to where its bytes are now (a file gone from disk, restored elsewhere for a replay)."""
     files: list[tuple[str, str, str | None]] = [("eval", suite.path, None), *suite.referenced_files]
     snaps: list[FileSnapshot] = []
     blobs: dict[str, bytes] = {}
@@ -24,7 +28,7 @@ def snapshot_suite(suite: EvalSuite) -> tuple[list[FileSnapshot], dict[str, byte
             continue
         seen.add((role, path))
         try:
-            data = Path(path).read_bytes()
+            data = Path((read_from or {}).get(path, path)).read_bytes()
         except OSError:
             snaps.append(FileSnapshot(role=role, path=path, ref=ref, sha256=None))
             continue
@@ -40,8 +44,14 @@ class Drift:
     path: str
     recorded: str | None
     current: str | None
+    restored: bool = False
+    """Gone, and run from the bytes the run recorded (``replay/restored.py``)."""
 
     def describe(self) -> str:
+        if self.current is None and self.restored:
+            return (
+                f"{self.role} {self.path} is gone: run from the bytes recorded with the run ({str(self.recorded)[:12]})"
+            )
         if self.current is None:
             return f"{self.role} {self.path} is gone (recorded {str(self.recorded)[:12]})"
         if self.recorded is None:

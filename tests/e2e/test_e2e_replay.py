@@ -322,6 +322,33 @@ def test_drift_is_named_and_strict_refuses(tmp_path: Path) -> None:
     assert grader["sha256"] == sha256(suite.grader.read_bytes())
 
 
+def test_a_grader_script_gone_from_disk_runs_from_the_recorded_bytes(tmp_path: Path) -> None:
+    """Another user's checkout, a deleted folder: `evalstore replay RUN` still reproduces RUN."""
+    suite = make_suite(tmp_path / "suite", cases=[("q1-report", "Write the Q1 revenue report.")])
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run_id = record(db, suite)["run_id"]
+    recorded_bytes = suite.grader.read_bytes()
+    suite.grader.unlink()
+
+    one_line_error(cli(db, "replay", run_id, "--strict"))  # --strict still refuses any drift
+    result = cli(db, "replay", run_id, "--json")
+    out = ok_json(result, 0, 1)
+    assert any(str(suite.grader) in d and "run from the bytes recorded" in d for d in out["drift"]), out["drift"]
+    assert (
+        verdict_signature(db, out["run_id"])[("q1-report", "workbook")]
+        == verdict_signature(db, run_id)[("q1-report", "workbook")]
+    )
+    # The replay recorded the bytes it ran under the path the eval names, so a replay of it restores them too.
+    snap = audit(db, out["run_id"], "q1-report")["run"]["eval_snapshot"]
+    (grader,) = [s for s in snap if s["role"] == "grader_script"]
+    assert (grader["path"], grader["sha256"]) == (str(suite.grader), sha256(recorded_bytes))
+    again = ok_json(cli(db, "replay", out["run_id"], "--json"), 0, 1)
+    assert (
+        verdict_signature(db, again["run_id"])[("q1-report", "workbook")]
+        == verdict_signature(db, run_id)[("q1-report", "workbook")]
+    )
+
+
 def test_replay_of_an_unknown_run_is_one_line(sqlite_url: str) -> None:
     line = one_line_error(cli(sqlite_url, "replay", "rec-nope"))
     assert "rec-nope" in line or "no runs" in line or "no store at" in line  # a replay never creates a store

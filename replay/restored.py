@@ -1,0 +1,71 @@
+"""Grader scripts and converters gone from disk, run from the bytes the run recorded.
+
+A run keeps the bytes of every file its eval references (its eval snapshot). A replay grades with the
+files on disk, and says which changed (drift); when one is gone (another user's checkout, a moved or
+deleted folder), the recorded bytes are written to a private folder for the replay's length and the
+graders and converters run them from there, so ``evalstore replay RUN`` still reproduces RUN. A file
+that changed is run as it is now (``--strict`` refuses); only a missing one is restored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from evalstore.replay.evalfile.snapshot import Drift
+from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite
+from evalstore.replay.grading.materialize import PrivateTempDir
+from evalstore.store import EventStore
+
+RESTORED_ROLES = ("grader_script", "converter")
+
+
+@contextmanager
+def restored_files(
+    store: EventStore, suite: EvalSuite, drifted: list[Drift]
+) -> Iterator[tuple[EvalSuite, list[Drift], dict[str, str]]]:
+    """The suite with every gone grader script and converter pointing at its recorded bytes, the drift
+    marked so, and where each gone path's copy is (the replay's own snapshot records the bytes under the
+    path the eval names, so a replay of it restores them again); the copies are removed on exit."""
+    gone = {d.path: d.recorded for d in drifted if d.role in RESTORED_ROLES and d.current is None and d.recorded}
+    if not gone:
+        yield suite, drifted, {}
+        return
+    with PrivateTempDir(prefix="evalstore-restored-") as tmp:
+        moved: dict[str, str] = {}
+        for i, (path, digest) in enumerate(gone.items()):
+            copy = tmp.path / str(i) / Path(path).name  # one folder each: two scripts may share a name
+            copy.parent.mkdir()
+            copy.write_bytes(store.get_blob(digest))
+            copy.chmod(0o700)  # a script run directly must stay executable
+            moved[path] = str(copy)
+        yield _repointed(suite, moved), [replace(d, restored=d.path in moved) for d in drifted], moved
+
+
+def _repointed(suite: EvalSuite, moved: dict[str, str]) -> EvalSuite:
+    def converters(specs: list[ConverterSpec]) -> list[ConverterSpec]:
+        return [c.model_copy(update={"command": [moved.get(a, a) for a in c.command]}) for c in specs]
+
+    tests = []
+    for test in suite.tests:
+        graders = []
+        for grader in test.graders:
+            if isinstance(grader, CodeGraderSpec):
+                grader = grader.model_copy(
+                    update={
+                        "command": [moved.get(a, a) for a in grader.command],
+                        "script": moved.get(grader.script, grader.script) if grader.script else None,
+                    }
+                )
+            if hasattr(grader, "preprocessors"):
+                grader = grader.model_copy(update={"preprocessors": converters(grader.preprocessors)})
+            graders.append(grader)
+        tests.append(test.model_copy(update={"graders": graders}))
+    return suite.model_copy(
+        update={
+            "tests": tests,
+            "preprocessors": converters(suite.preprocessors),
+        }
+    )
