@@ -65,6 +65,11 @@ def js_trim(text: str) -> str:
     return text.strip(_WHITESPACE)
 
 
+def js_length(text: str) -> int:
+    """``text.length``: UTF-16 code units (a character beyond U+FFFF counts two)."""
+    return len(text) + sum(1 for c in text if c > "\uffff")
+
+
 def js_slice(text: str, end: int) -> str:
     """``text.slice(0, end)``: JavaScript counts UTF-16 code units, so a character beyond U+FFFF is two."""
     units = text.encode("utf-16-le", "surrogatepass")

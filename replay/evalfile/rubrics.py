@@ -89,6 +89,7 @@ def _parse_item(entry: Any, number: int, where: Where, ctx: ParseContext) -> Rub
         outcome=outcome or "",
         weight=1.0 if weight is None else weight,
         required=True if required is None else required,
+        required_written=required is not None,
         operator=operator,  # type: ignore[arg-type]
         min_score=min_score,
         score_ranges=score_ranges,

@@ -41,6 +41,9 @@ class RubricItem(_Spec):
     min_score: float | None = None
     score_ranges: list[dict[str, Any]] | None = None
     """``[{score_range: [lo, hi], outcome}]`` covering 0..10, after shorthand expansion."""
+    required_written: bool = False
+    """Whether the eval wrote ``required`` (a checklist item is required unless it says not; a score-range
+    item is gated at 10/10 only when it says ``required: true`` and has no ``min_score``, as in AgentV)."""
 
 
 class _GraderSpec(_Spec):

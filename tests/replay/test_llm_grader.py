@@ -272,20 +272,20 @@ RUB: [
   {
     "id": "rubric-1",
     "outcome": "Uses the provided ticker.",
+    "operator": "correctness",
     "weight": 1,
-    "required": true,
-    "operator": "correctness"
+    "required": true
   },
   {
     "id": "rubric-2",
     "outcome": "Does not contradict the source data.",
+    "operator": "contradiction",
     "weight": 2,
-    "required": true,
-    "operator": "contradiction"
+    "required": true
   }
 ]
-RUBJ: [{"id":"rubric-1","outcome":"Uses the provided ticker.","weight":1,"required":true,"operator":"correctness"},\
-{"id":"rubric-2","outcome":"Does not contradict the source data.","weight":2,"required":true,"operator":"contradiction"}]
+RUBJ: [{"id":"rubric-1","outcome":"Uses the provided ticker.","operator":"correctness","weight":1,"required":true},\
+{"id":"rubric-2","outcome":"Does not contradict the source data.","operator":"contradiction","weight":2,"required":true}]
 FC: + notes.md
 TC: - Read: data/aapl.csv
 UNKNOWN: {{ reviewer }} {{reviewer}}"""
@@ -863,3 +863,17 @@ def test_the_judge_gets_the_prompt_trimmed_as_agentvs_provider_sends_it(judge_se
     custom = LlmGraderSpec(name="custom", prompt="\n\n  \ufeffGrade {{output}}\n\x85\ufeff")
     grade(context(math_test(custom), pool))
     assert judge_server.requests[-1].user == "Grade The answer is 42.\n\x85"  # U+0085 is not JavaScript whitespace
+
+
+def test_a_score_range_item_that_says_required_is_gated_at_ten(judge_server: JudgeServer, pool: JudgePool):
+    """AgentV's calculateScoreRangeResult: min_score, else 10/10 for ``required: true`` (as written)."""
+    ranges = [{"score_range": [0, 6], "outcome": "weak"}, {"score_range": [7, 10], "outcome": "strong"}]
+    spec = LlmGraderSpec(
+        name="ranges", rubrics=[RubricItem(id="a", outcome="A", score_ranges=ranges, required_written=True)]
+    )
+    judge_server.script(json.dumps({"checks": [{"id": "a", "score": 8}]}))
+    result = grade(context(math_test(spec), pool))
+    assert (result.score, result.verdict, result.assertions[0].passed) == (0.8, "fail", False)
+    unwritten = LlmGraderSpec(name="ranges", rubrics=[RubricItem(id="a", outcome="A", score_ranges=ranges)])
+    result = grade(context(math_test(unwritten), pool))
+    assert (result.score, result.verdict, result.assertions[0].passed) == (0.8, "pass", True)

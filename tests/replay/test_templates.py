@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,54 @@ def test_tool_calls_name_the_key_field_of_each_call():
     assert render_tool_calls(messages) == "- Read: src/app.py\n- Bash: pytest -q\n- search: quicksort\n- Noop"
 
 
+def test_tool_call_details_are_measured_in_utf16_units_and_lists_are_read_for_their_values():
+    """AgentV's extractKeyDetail: 120 UTF-16 units, so 70 emoji are cut to 60; a list input's values count."""
+    emoji = "😀" * 70
+    messages = [
+        Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall(tool="Read", input={"file_path": emoji}),
+                ToolCall(tool="Other", input={"long": "é😀" * 45, "short": "fine"}),  # 135 units: not a fallback
+                ToolCall(tool="ArrTool", input=["first string", "second"]),
+            ],
+        )
+    ]
+    assert render_tool_calls(messages).splitlines() == [
+        f"- Read: {'😀' * 60}…",
+        "- Other: fine",
+        "- ArrTool: first string",
+    ]
+
+
+def test_rubric_items_render_with_agentvs_keys_in_agentvs_order():
+    """parseRubricItems: a checklist item ``id, outcome, operator, weight, required, min_score,
+    required_min_score``; a score-range item ``id, weight, outcome?, operator?, required? (as written),
+    min_score?, required_min_score?, score_ranges``."""
+    ranges = [{"score_range": [0, 6], "outcome": "weak"}, {"score_range": [7, 10], "outcome": "strong"}]
+    variables = template_variables(
+        input_messages=[],
+        output="",
+        expected_output=None,
+        criteria=None,
+        metadata={},
+        rubrics=[
+            RubricItem(id="a", outcome="Cites", operator="correctness", min_score=0.75),
+            RubricItem(id="b", outcome="", score_ranges=ranges, required=True, required_written=True),
+            RubricItem(id="c", outcome="Clear", score_ranges=ranges, operator="contradiction", min_score=0.5),
+        ],
+        file_changes=None,
+        transcript_messages=[],
+    )
+    rendered = json.loads(variables["rubrics_json"])
+    assert [list(item) for item in rendered] == [
+        ["id", "outcome", "operator", "weight", "required", "min_score", "required_min_score"],
+        ["id", "weight", "required", "score_ranges"],
+        ["id", "weight", "outcome", "operator", "min_score", "required_min_score", "score_ranges"],
+    ]
+    assert (rendered[0]["required_min_score"], rendered[2]["required_min_score"]) == (8, 5)  # Math.round(x * 10)
+
+
 def test_missing_values_render_empty_and_structured_values_as_json():
     variables = template_variables(
         input_messages=[],
@@ -123,7 +172,7 @@ def test_missing_values_render_empty_and_structured_values_as_json():
     assert variables["metadata_json"] == '{"team":"x","tags":["a","b"]}'
     assert variables["metadata"] == '{\n  "team": "x",\n  "tags": [\n    "a",\n    "b"\n  ]\n}'
     assert variables["rubrics_json"] == (
-        '[{"id":"r1","outcome":"Uses the ticker.","weight":1,"required":true,"operator":"correctness"}]'
+        '[{"id":"r1","outcome":"Uses the ticker.","operator":"correctness","weight":1,"required":true}]'
     )
 
 

@@ -262,7 +262,13 @@ class ScoreRanges(Mode):
             raw_scores[item.id] = js_number(raw)
             total += item.weight
             weighted += normalized * item.weight
-            gated = item.min_score is not None and normalized < item.min_score
+            # AgentV's gate: min_score, else 10/10 for an item that says required: true.
+            gate = (
+                item.min_score
+                if item.min_score is not None
+                else (1.0 if item.required_written and item.required else None)
+            )
+            gated = gate is not None and normalized < gate
             if gated:
                 below_minimum.append(item.id)
             band = next(

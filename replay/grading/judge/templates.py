@@ -7,6 +7,7 @@ string. A name that is not a known variable is left exactly as written and repor
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from evalstore.replay.content import Message, question_text
 from evalstore.replay.errors import PromptTemplateError
 from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
 from evalstore.replay.jsontext import js_number, stringify
-from evalstore.replay.jstext import js_trim
+from evalstore.replay.jstext import js_length, js_slice, js_trim
 
 VARIABLE = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 KNOWN_VARIABLES = (
@@ -105,14 +106,23 @@ def rubric_dicts(rubrics: list[RubricItem]) -> list[dict[str, Any]]:
 
 
 def _rubric_dict(item: RubricItem) -> dict[str, Any]:
-    """A rubric item as AgentV 4.42 renders it in ``{{rubrics}}``: an item with ``score_ranges`` (list or
-    shorthand map alike) has the keys ``id, weight, outcome, score_ranges`` and no ``required``."""
-    dumped = item.model_dump(mode="json", exclude_none=True)
+    """A rubric item as AgentV 4.42's ``parseRubricItems`` holds it (``{{rubrics}}`` shows it): a checklist
+    item ``id, outcome, operator?, weight, required, min_score?, required_min_score?``; a score-range item
+    ``id, weight, outcome?, operator?, required? (as written), min_score?, required_min_score?, score_ranges``."""
+    optional: dict[str, Any] = {"operator": item.operator}
+    if item.min_score is not None:
+        # AgentV keeps both scales: min_score (0-1) and required_min_score, Math.round(min_score * 10).
+        optional |= {"min_score": item.min_score, "required_min_score": math.floor(item.min_score * 10 + 0.5)}
     if not item.score_ranges:
-        return dumped
-    first: dict[str, Any] = {k: dumped[k] for k in ("id", "weight", "outcome", "score_ranges") if k in dumped}
-    rest = {k: v for k, v in dumped.items() if k not in first and k != "required"}
-    return {**first, **rest}
+        fields: dict[str, Any] = {"id": item.id, "outcome": item.outcome, "operator": item.operator}
+        fields |= {"weight": item.weight, "required": item.required}
+        fields |= {k: v for k, v in optional.items() if k != "operator"}
+    else:
+        fields = {"id": item.id, "weight": item.weight, "outcome": item.outcome or None, "operator": item.operator}
+        fields |= {"required": item.required if item.required_written else None}
+        fields |= {k: v for k, v in optional.items() if k != "operator"}
+        fields["score_ranges"] = item.score_ranges
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def render_input(messages: list[Message], base_dir: str | None = None, *, trim: bool = True) -> str:
@@ -177,19 +187,22 @@ def render_tool_calls(messages: list[Message]) -> str:
 
 
 def _tool_detail(tool: str, args: Any) -> str:
-    if not isinstance(args, Mapping):
+    """AgentV's ``extractKeyDetail``: lengths in UTF-16 units; a list's values are read as an object's."""
+    if isinstance(args, list):
+        args = dict(enumerate(args))
+    if not isinstance(args, Mapping) or not args:
         return ""
     key = _TOOL_KEY_FIELDS.get(tool)
     if key and isinstance(args.get(key), str) and args[key]:
         return _truncate(args[key])
     for value in args.values():
-        if isinstance(value, str) and value and len(value) <= _TOOL_DETAIL_MAX:
-            return value
+        if isinstance(value, str) and value and js_length(value) <= _TOOL_DETAIL_MAX:
+            return _truncate(value)
     return ""
 
 
 def _truncate(text: str) -> str:
-    return text if len(text) <= _TOOL_DETAIL_MAX else text[:_TOOL_DETAIL_MAX] + "…"
+    return text if js_length(text) <= _TOOL_DETAIL_MAX else js_slice(text, _TOOL_DETAIL_MAX) + "…"
 
 
 def template_variables(
