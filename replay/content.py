@@ -113,9 +113,10 @@ def question_text(messages: list[Message], base_dir: str | None = None) -> str:
         return "\n\n".join(js_trim(p) for s in segments for p in s if js_trim(p))
     parts = []
     for message, segs in zip(messages, segments):
-        visible = [p for p in segs if js_trim(p)]
-        if visible:
-            parts.append(f"@[{message.role[:1].upper()}{message.role[1:]}]:\n" + "\n".join(visible))
+        # A message shows when something in it is visible; then every non-empty part shows, blank ones too.
+        if any(js_trim(p) for p in segs):
+            shown = [p for p in segs if p]
+            parts.append(f"@[{message.role[:1].upper()}{message.role[1:]}]:\n" + "\n".join(shown))
     return "\n\n".join(parts)
 
 

@@ -53,6 +53,12 @@ def test_single_turn_input_joins_segments_and_conversation_uses_role_blocks(tmp_
     assert (
         render_input(conversation) == "@[User]:\nHi\n\n@[Assistant]:\nHello, what do you need?\n\n@[User]:\nFix the bug"
     )
+    # A message with something visible keeps its blank parts, as AgentV's buildPromptInputs keeps them.
+    parts = [{"type": "text", "text": t} for t in ("hello", "   ", "world")]
+    spaced = [Message(role="user", content=parts), Message(role="assistant", content="   ")]
+    assert (
+        render_input([*spaced, Message(role="user", content="next")]) == "@[User]:\nhello\n   \nworld\n\n@[User]:\nnext"
+    )
 
 
 @pytest.mark.parametrize(
