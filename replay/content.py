@@ -7,12 +7,12 @@ why no bytes are available (``missing``, ``refused``).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalstore.replay.jsontext import js_number, stringify
 from evalstore.replay.jstext import js_trim
 
 
@@ -77,8 +77,9 @@ class Message(BaseModel):
 
 
 def render_object(value: Any) -> str:
-    """Object-valued input (or content) as the formatted JSON text targets and graders see."""
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """Object-valued input (or content) as the formatted JSON text targets and graders see: as AgentV's
+    ``JSON.stringify(value, null, 2)`` writes it (``1`` for ``1.0``)."""
+    return stringify(js_number(value), indent=True).decode("utf-8")
 
 
 def dump_messages(messages: list[Message]) -> list[dict[str, Any]]:

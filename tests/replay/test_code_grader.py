@@ -359,3 +359,13 @@ def test_grader_call_is_recorded_with_its_blobs(tmp_path: Path) -> None:
     assert ctx.recorder.get_blob(call.stderr_sha256) == b"note on stderr"
     assert call.exit_code == 0 and call.outcome == "ok" and call.latency_ms > 0
     assert call.request_sha256 == sha256_hex(ctx.recorder.get_blob(call.request_sha256))
+
+
+def test_stdin_writes_integral_floats_as_javascript_does(tmp_path: Path) -> None:
+    """JSON.stringify writes 1200, not Python's 1200.0 (a duration recorded as a float)."""
+    ctx = make_ctx(tmp_path, "The answer is 42.", duration_ms=1200.0, cost_usd=0.5)
+    raw = "import sys\nopen('stdin.json', 'w').write(sys.stdin.read())\nprint('1')\n"
+    CodeGrader(script_spec(tmp_path, raw, config={"threshold": 1.0})).grade(ctx)
+    text = (tmp_path / "stdin.json").read_text()
+    assert '"duration_ms": 1200,' in text and '"threshold": 1' in text and '"cost_usd": 0.5,' in text
+    assert "1200.0" not in text

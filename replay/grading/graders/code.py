@@ -41,7 +41,7 @@ from evalstore.replay.grading.graders.base import GraderResult, GradingContext, 
 from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
-from evalstore.replay.jsontext import stringify, to_snake_deep
+from evalstore.replay.jsontext import js_number, stringify, to_snake_deep
 from evalstore.replay.jstext import js_truthy
 from evalstore.replay.processes.children import ChildResult, child_environment, run_child
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
@@ -94,7 +94,8 @@ class CodeGrader:
                     output_file.write_bytes(output_bytes)
                     side_files.append(sha256_hex(output_bytes))
                     payload.update(output=None, answer=None, output_path=str(output_file))
-                stdin = stringify(payload, indent=True)  # as AgentV sends it: JSON.stringify(payload, null, 2)
+                # As AgentV sends it: JSON.stringify(payload, null, 2), an integral float written as an integer.
+                stdin = stringify(js_number(payload), indent=True)
                 if shared:
                     ctx.shared[shared] = stdin
             with contextlib.ExitStack() as stack:
