@@ -82,6 +82,60 @@ def render_object(value: Any) -> str:
     return stringify(js_number(value), indent=True).decode("utf-8")
 
 
+_TEST_ROLES = ("system", "user", "assistant", "tool")
+
+
+def expected_messages(value: Any) -> list[dict[str, Any]]:
+    """A test's ``expected_output`` as AgentV 4.42 reads it (``expandExpectedOutputShorthand`` then
+    ``processExpectedMessages``): a string or any other value is one assistant message; in a list that
+    starts with a message, only the messages count; a content list keeps its objects and its non-empty
+    strings (as text segments); a number or a boolean is no reference at all."""
+    if isinstance(value, Message):
+        value = dump_messages([value])
+    elif isinstance(value, list) and value and all(isinstance(m, Message) for m in value):
+        value = dump_messages(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return []
+    if isinstance(value, str) or (isinstance(value, dict) and "role" not in value):
+        messages = [{"role": "assistant", "content": value}]
+    elif isinstance(value, dict):
+        messages = [value] if _is_test_message(value) else []
+    elif value and isinstance(value[0], dict) and "role" in value[0]:
+        messages = [m for m in value if _is_test_message(m)]
+    else:
+        messages = [{"role": "assistant", "content": value}]
+    return [_expected_segment(m) for m in messages]
+
+
+def _is_test_message(value: Any) -> bool:
+    if not isinstance(value, dict) or value.get("role") not in _TEST_ROLES:
+        return False
+    content = value.get("content")
+    return (
+        isinstance(content, (str, dict))
+        or (isinstance(content, list) and all(isinstance(c, (str, dict)) for c in content))
+        or (isinstance(value.get("tool_calls"), list) and bool(value["tool_calls"]))
+    )
+
+
+def _expected_segment(message: dict[str, Any]) -> dict[str, Any]:
+    segment: dict[str, Any] = {"role": message["role"]}
+    if message.get("name"):
+        segment["name"] = message["name"]
+    content = message.get("content")
+    if isinstance(content, str | dict):
+        segment["content"] = content
+    elif isinstance(content, list):
+        segment["content"] = [
+            {"type": "text", "value": c} if isinstance(c, str) else c
+            for c in content
+            if isinstance(c, dict) or (isinstance(c, str) and c)
+        ]
+    if isinstance(message.get("tool_calls"), list):
+        segment["tool_calls"] = message["tool_calls"]
+    return segment
+
+
 def dump_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return [m.model_dump(mode="json", exclude_none=True) for m in messages]
 

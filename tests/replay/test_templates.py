@@ -73,6 +73,12 @@ def test_single_turn_input_joins_segments_and_conversation_uses_role_blocks(tmp_
             '[\n  {\n    "tool": "Read",\n    "input": {\n      "file_path": "x"\n    }\n  }\n]',
         ),
         ({"total": 3}, '{\n  "total": 3\n}'),
+        # As AgentV's expandExpectedOutputShorthand and processExpectedMessages read them:
+        (42, ""),  # a number is no reference
+        ([{"role": "assistant", "content": "first"}, "stray", {"no": "role"}], "first"),  # only messages count
+        ([{"role": "assistant", "content": 42}], ""),  # not a message: nothing left
+        ([1, "a", {"b": 2}], '[\n  {\n    "type": "text",\n    "value": "a"\n  },\n  {\n    "b": 2\n  }\n]'),
+        ([{"role": "assistant", "content": ["x", ""]}], '[\n  {\n    "type": "text",\n    "value": "x"\n  }\n]'),
     ],
 )
 def test_expected_output_uses_the_last_expected_message(expected, rendered):

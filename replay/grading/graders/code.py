@@ -33,7 +33,7 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
-from evalstore.replay.content import Message, dump_messages, file_blocks
+from evalstore.replay.content import Message, dump_messages, expected_messages, file_blocks
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.grading.answer import one_line
@@ -275,21 +275,6 @@ def build_payload(
         "files": files,
     }
     return to_snake_deep(payload)  # the deep key rewrite AgentV applies at process boundaries
-
-
-def expected_messages(expected: Any) -> list[dict[str, Any]]:
-    """``expected_output`` as AgentV sends it: a list of messages, whatever the YAML said."""
-    if expected is None:
-        return []
-    if isinstance(expected, list) and all(isinstance(m, dict) and "role" in m for m in expected):
-        return [dict(m) for m in expected]
-    if isinstance(expected, Message):
-        return dump_messages([expected])
-    if isinstance(expected, list) and all(isinstance(m, Message) for m in expected):
-        return dump_messages(expected)
-    if isinstance(expected, dict) and "role" in expected:
-        return [dict(expected)]
-    return [{"role": "assistant", "content": expected}]
 
 
 def trace_summary(messages: list[Message]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.content import Message, question_text
+from evalstore.replay.content import Message, expected_messages, question_text
 from evalstore.replay.errors import PromptTemplateError
 from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
 from evalstore.replay.jsontext import js_number, stringify
@@ -139,22 +139,19 @@ def render_expected(value: Any, *, trim: bool = True) -> str:
 
 
 def _expected(value: Any) -> str:
-    if value is None:
+    """AgentV's reference answer: the last expected message's content (text as is, else JSON), else the
+    JSON of its tool calls (``content.expected_messages`` reads the value as AgentV does)."""
+    messages = expected_messages(value)
+    if not messages:
         return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(m, Mapping) and "role" in m for m in value):
-        value = value[-1]
-    if isinstance(value, Mapping) and "role" in value:
-        content = value.get("content")
-        if isinstance(content, str):
-            return content
-        if content is not None:
-            return pretty_json(content)
-        if value.get("tool_calls") is not None:
-            return pretty_json(value["tool_calls"])
-        return ""
-    return pretty_json(value)
+    last = messages[-1]
+    if isinstance(last.get("content"), str):
+        return str(last["content"])
+    if last.get("content") is not None:
+        return pretty_json(last["content"])
+    if last.get("tool_calls") is not None:
+        return pretty_json(last["tool_calls"])
+    return ""
 
 
 def sections(
