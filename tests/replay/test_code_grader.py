@@ -219,9 +219,8 @@ def test_stdin_payload_follows_the_agentv_contract(tmp_path: Path) -> None:
         "event_count": 1,
         "tool_calls": {"Read": 1},
         "error_count": 0,
-        "tool_durations": {},
         "llm_call_count": 2,
-    }
+    }  # no tool_durations: AgentV leaves them out when no call has a duration
     assert payload["token_usage"] == {"input": 10, "output": 5}
     assert (payload["cost_usd"], payload["duration_ms"]) == (0.01, 1200.0)
     trace = payload["trace"]
@@ -369,3 +368,18 @@ def test_stdin_writes_integral_floats_as_javascript_does(tmp_path: Path) -> None
     text = (tmp_path / "stdin.json").read_text()
     assert '"duration_ms": 1200,' in text and '"threshold": 1' in text and '"cost_usd": 0.5,' in text
     assert "1200.0" not in text
+
+
+def test_the_trace_summary_counts_the_agents_output_not_the_input_history(tmp_path: Path) -> None:
+    """An AgentV transcript.jsonl starts with the test's input; computeTraceSummary sees only the output."""
+    ctx = make_ctx(tmp_path, "The answer is 42.")
+    ctx.test.input[:] = [
+        Message(role="user", content="Hi"),
+        Message(role="assistant", content="Hello"),
+        Message(role="user", content="What is 15 + 27?"),
+    ]
+    ctx.transcript.messages[:0] = [m.model_copy() for m in ctx.test.input]
+    CodeGrader(script_spec(tmp_path, DUMP)).grade(ctx)
+    payload = json.loads((tmp_path / "payload.json").read_text())
+    assert payload["trace_summary"]["llm_call_count"] == 1  # the history's assistant turn is not the agent's
+    assert len(payload["messages"]) == 4  # the messages are the whole transcript still

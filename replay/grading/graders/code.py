@@ -261,8 +261,8 @@ def build_payload(
         "answer": prepared.text,
         "expected_output": expected_messages(test.expected_output),
         "messages": dump_messages(transcript.messages),
-        "trace": trace(transcript, test.metadata or None),
-        "trace_summary": trace_summary(transcript.messages),
+        "trace": trace(transcript, test.metadata or None, test.input),
+        "trace_summary": trace_summary(agent_output(transcript.messages, test.input)),
         "token_usage": transcript.token_usage,
         "cost_usd": transcript.cost_usd,
         "duration_ms": transcript.duration_ms,
@@ -277,24 +277,36 @@ def build_payload(
     return to_snake_deep(payload)  # the deep key rewrite AgentV applies at process boundaries
 
 
+def agent_output(messages: list[Message], input_messages: list[Message]) -> list[Message]:
+    """The messages the agent produced: a transcript that starts with the test's input (an AgentV
+    ``transcript.jsonl`` does) without it, since AgentV summarizes the provider's output only."""
+    n = len(input_messages)
+    if n and len(messages) > n and [m.role for m in messages[:n]] == [m.role for m in input_messages]:
+        return messages[n:]
+    return messages
+
+
 def trace_summary(messages: list[Message]) -> dict[str, Any]:
-    """AgentV's lightweight metrics: tool call counts, failed calls, assistant turns."""
+    """AgentV's ``computeTraceSummary`` of the agent's output: tool call counts, failed calls, the tools'
+    durations (when any call has one), assistant turns."""
     calls = [call for m in messages for call in (m.tool_calls or [])]
     durations: dict[str, list[float]] = {}
     for call in calls:
         duration = getattr(call, "duration_ms", None)
         if isinstance(duration, (int, float)):
             durations.setdefault(call.tool, []).append(float(duration))
-    return {
+    summary: dict[str, Any] = {
         "event_count": len(calls),
         "tool_calls": dict(Counter(call.tool for call in calls)),
         "error_count": sum(1 for call in calls if call.status in ("error", "timeout")),
-        "tool_durations": durations,
-        "llm_call_count": sum(1 for m in messages if m.role == "assistant"),
     }
+    if durations:
+        summary["tool_durations"] = durations
+    summary["llm_call_count"] = sum(1 for m in messages if m.role == "assistant")
+    return summary
 
 
-def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None) -> dict[str, Any]:
+def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None, input_messages: list[Message]) -> dict[str, Any]:
     """AgentV's full ``Trace`` read model: the summary's counts, the messages, every tool call in order as
     an event (with the index of the message that made it), and the target's metrics."""
     events = [
@@ -303,7 +315,7 @@ def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None) -> dict[s
         for call in message.tool_calls or []
     ]
     return {
-        **trace_summary(transcript.messages),
+        **trace_summary(agent_output(transcript.messages, input_messages)),
         "messages": dump_messages(transcript.messages),
         "events": events,
         "token_usage": transcript.token_usage,
