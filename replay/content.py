@@ -152,16 +152,16 @@ def file_blocks(messages: list[Message]) -> list[FileBlock]:
     return [b for m in messages if m.role == "assistant" for b in m.blocks() if isinstance(b, FileBlock)]
 
 
-def question_text(messages: list[Message], base_dir: str | None = None) -> str:
+def question_text(messages: list[Message], base_dir: str | None = None, *, file_refs: bool = False) -> str:
     """The input messages as one prompt text, the way AgentV renders a test's question.
 
     One message with content (and no assistant/tool turn) gives its segments trimmed and joined by
     blank lines; otherwise each message becomes an ``@[Role]:`` block. A file block is embedded as
     ``<file path="...">text</file>``: its ``text`` if the parser kept one, else the file read from
     ``path`` (relative paths against ``base_dir``); a file that cannot be read is left out, as AgentV
-    does.
+    does. ``file_refs`` (an agent target, which reads files itself): a file block is ``<file: path="...">``.
     """
-    segments = [_prompt_segments(m, base_dir) for m in messages]
+    segments = [_prompt_segments(m, base_dir, file_refs) for m in messages]
     with_content = sum(1 for s in segments if any(js_trim(part) for part in s))
     multi_turn = any(m.role in ("assistant", "tool") for m in messages) or with_content > 1
     if not multi_turn:
@@ -175,11 +175,13 @@ def question_text(messages: list[Message], base_dir: str | None = None) -> str:
     return "\n\n".join(parts)
 
 
-def _prompt_segments(message: Message, base_dir: str | None) -> list[str]:
+def _prompt_segments(message: Message, base_dir: str | None, file_refs: bool = False) -> list[str]:
     out: list[str] = []
     for block in message.blocks():
         if isinstance(block, TextBlock):
             out.append(block.text)
+        elif isinstance(block, FileBlock) and file_refs:
+            out.append(f'<file: path="{block.path}">')
         elif isinstance(block, FileBlock):
             text = getattr(block, "text", None)
             if not isinstance(text, str):

@@ -23,7 +23,7 @@ from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.engine import grade_test
-from evalstore.replay.grading.graders.base import GradeOptions
+from evalstore.replay.grading.graders.base import GradeOptions, reads_files_itself
 from evalstore.replay.material import (
     ResultKey,
     Tally,
@@ -236,8 +236,10 @@ def _execute_locked(
     workdir: Path,
 ) -> RunOutcome:
     threshold = _threshold(suite, options)
-    grade_options = replace(options.grade, threshold=threshold)
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
+    grade_options = replace(
+        options.grade, threshold=threshold, file_references=reads_files_itself({"provider": target_spec.provider})
+    )
     if on_start:
         on_start(run_id, len(suite.tests))
     results: list[TestScored] = []

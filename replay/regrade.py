@@ -33,7 +33,7 @@ from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolve
 from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
 from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.engine import grade_test
-from evalstore.replay.grading.graders.base import GradeOptions
+from evalstore.replay.grading.graders.base import GradeOptions, reads_files_itself
 from evalstore.replay.material import (
     ResultKey,
     RunMaterial,
@@ -285,6 +285,7 @@ def _execute(
         judge_target=options.judge_target,
         judge_model=options.judge_model,
         threshold=threshold,
+        file_references=reads_files_itself(parent.started.target),
     )
     # 64 tests per transaction (a test is still durable within max_seconds): an unchanged replay's work per
     # test is a fraction of a millisecond, and each append's own cost was a measurable part of it.

@@ -10,6 +10,7 @@ import pytest
 from evalstore.replay.content import Message, ToolCall, render_object
 from evalstore.replay.errors import PromptTemplateError
 from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
+from evalstore.replay.grading.graders.base import reads_files_itself
 from evalstore.replay.grading.judge.parsing import JudgeParseError, extract_json
 from evalstore.replay.grading.judge.templates import (
     choose_prompt,
@@ -53,6 +54,10 @@ def test_single_turn_input_joins_segments_and_conversation_uses_role_blocks(tmp_
     assert (
         render_input(conversation) == "@[User]:\nHi\n\n@[Assistant]:\nHello, what do you need?\n\n@[User]:\nFix the bug"
     )
+    # An agent target reads files itself: AgentV names the file instead (formatSegment in "agent" mode).
+    assert render_input(single, str(tmp_path), file_refs=True) == 'Read this\n\n<file: path="a.md">'
+    assert reads_files_itself({"provider": "cli"}) and reads_files_itself({"provider": "claude-cli"})
+    assert not reads_files_itself({"provider": "openai"}) and not reads_files_itself(None)
     # A message with something visible keeps its blank parts, as AgentV's buildPromptInputs keeps them.
     parts = [{"type": "text", "text": t} for t in ("hello", "   ", "world")]
     spaced = [Message(role="user", content=parts), Message(role="assistant", content="   ")]

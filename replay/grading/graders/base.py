@@ -8,6 +8,7 @@ outside world (a converter run, a judge call, a code-grader process) it records 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -73,6 +74,32 @@ class GradeOptions:
     judge_target: str | None = None
     judge_model: str | None = None
     threshold: float | None = None
+    file_references: bool = False
+    """The agent under test reads files itself (:func:`reads_files_itself`): a judge's ``{{input}}`` names
+    an input file (``<file: path="...">``) instead of holding its text, as AgentV renders it then."""
+
+
+AGENT_PROVIDERS = frozenset(
+    {
+        "cli",
+        "codex",
+        "copilot-sdk",
+        "copilot-cli",
+        "pi-coding-agent",
+        "pi-cli",
+        "claude",
+        "claude-cli",
+        "claude-sdk",
+        "vscode",
+        "vscode-insiders",
+    }
+)
+"""AgentV 4.42's ``usesFileReferencePrompt``: the cli provider and its agent provider kinds."""
+
+
+def reads_files_itself(target: Mapping[str, Any] | None) -> bool:
+    """Whether a run's target (its recorded config) is one AgentV gives file inputs by reference."""
+    return target is not None and str(target.get("provider", "")).strip().lower() in AGENT_PROVIDERS
 
 
 @dataclass

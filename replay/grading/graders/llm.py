@@ -93,6 +93,7 @@ class LlmGrader:
             "output": answer.text,
             "expected_output": ctx.test.expected_output,
             "criteria": source.criteria,
+            "file_refs": ctx.options.file_references,
         }
         variables = template_variables(
             **shown,

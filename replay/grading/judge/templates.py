@@ -125,9 +125,11 @@ def _rubric_dict(item: RubricItem) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def render_input(messages: list[Message], base_dir: str | None = None, *, trim: bool = True) -> str:
+def render_input(
+    messages: list[Message], base_dir: str | None = None, *, trim: bool = True, file_refs: bool = False
+) -> str:
     """The question, as AgentV renders it (``evalstore.replay.content.question_text``), trimmed."""
-    text = question_text(messages, base_dir)
+    text = question_text(messages, base_dir, file_refs=file_refs)
     return js_trim(text) if trim else text
 
 
@@ -161,12 +163,13 @@ def sections(
     output: str,
     expected_output: Any,
     criteria: str | None,
+    file_refs: bool = False,
 ) -> dict[str, str]:
     """The question, criteria, reference answer and answer as the built-in rubric and score-range prompts
     show them: untrimmed, as AgentV's ``buildRubricPrompt`` takes them from the test (the template
     variables are the trimmed ones)."""
     return {
-        "input": render_input(input_messages, input_base_dir, trim=False),
+        "input": render_input(input_messages, input_base_dir, trim=False, file_refs=file_refs),
         "criteria": criteria or "",
         "expected_output": render_expected(expected_output, trim=False),
         "output": output,
@@ -213,11 +216,12 @@ def template_variables(
     rubrics: list[RubricItem],
     file_changes: str | None,
     transcript_messages: list[Message],
+    file_refs: bool = False,
 ) -> dict[str, str]:
     """Every known variable's rendered value for one grading."""
     items = rubric_dicts(rubrics)
     return {
-        "input": render_input(input_messages, input_base_dir),
+        "input": render_input(input_messages, input_base_dir, file_refs=file_refs),
         "output": js_trim(output),
         "expected_output": render_expected(expected_output),
         "criteria": js_trim(criteria or ""),
