@@ -13,9 +13,7 @@ from typing import Any
 
 from evalstore.replay.agentv.records import ImportedVerdict, VerdictName
 from evalstore.replay.agentv.wire import as_dict, nonempty_text
-
-PASS_SCORE = 0.8
-"""AgentV's per-grader verdict rule when no verdict was written: score >= 0.8 passes."""
+from evalstore.replay.grading.graders.base import score_to_verdict
 
 
 def finite_number(value: Any) -> float | None:
@@ -31,7 +29,7 @@ def derive_verdict(verdict: Any, passed: Any, score: float) -> VerdictName:
         return verdict
     if isinstance(passed, bool):
         return "pass" if passed else "fail"
-    return "pass" if score >= PASS_SCORE else "fail"
+    return score_to_verdict(score)
 
 
 def clean_assertions(raw: Any) -> list[dict[str, Any]]:

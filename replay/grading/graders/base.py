@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from evalstore.replay.content import Message
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
@@ -65,6 +65,15 @@ class TranscriptInfo:
     snapshot: tuple[str, WorkspaceSnapshotted] | None = None
     """(event id, event) of the stored workspace snapshot, when grading a stored test: a code grader
     gets a private copy of it as its workspace."""
+
+
+PASS_SCORE = 0.8
+"""AgentV's ``scoreToVerdict``: a grader's own verdict passes at this score (``min_score`` does not move it;
+it gates a required grader's test score, ``grading/scoring.py``)."""
+
+
+def score_to_verdict(score: float) -> Literal["pass", "fail"]:
+    return "pass" if score >= PASS_SCORE else "fail"
 
 
 @dataclass

@@ -37,7 +37,13 @@ from evalstore.replay.content import Message, dump_messages, expected_messages, 
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.grading.answer import one_line
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext, TranscriptInfo
+from evalstore.replay.grading.graders.base import (
+    PASS_SCORE,
+    GraderResult,
+    GradingContext,
+    TranscriptInfo,
+    score_to_verdict,
+)
 from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
@@ -49,7 +55,6 @@ from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import StoreError
 from evalstore.store.events import Assertion, GraderCalled
 
-PASS_THRESHOLD = 0.8
 LARGE_OUTPUT_CHARS = 50_000
 """Above this the answer goes to a file (``output_path``) instead of inline (AgentV's limit)."""
 MAX_STDOUT_BYTES = 10_000_000
@@ -364,17 +369,17 @@ def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:
     if exit_code != 0 and stdout.startswith(("{", "[")):
         # AgentV does not read a reply from a process that failed: score 0, whatever the JSON says.
         text = f"Code evaluator failed: Code evaluator exited with code {exit_code}"
-        return _result(0.0, [Assertion(text=text, passed=False)], spec)
+        return _result(0.0, [Assertion(text=text, passed=False)])
     if stdout.startswith("{"):
         try:
             reply = json.loads(stdout)
         except json.JSONDecodeError as exc:
             return execution_error(f"Code grader failed: stdout looks like JSON but does not parse ({exc})")
         if isinstance(reply, dict):
-            return _protocol_result(reply, spec)
+            return _protocol_result(reply)
     score = _plain_text_score(stdout) if exit_code == 0 else 0.0
     text = stdout or f"exit {exit_code}"
-    return _result(score, [Assertion(text=text, passed=score >= PASS_THRESHOLD)], spec)
+    return _result(score, [Assertion(text=text, passed=score >= PASS_SCORE)])
 
 
 def _plain_text_score(stdout: str) -> float:
@@ -388,7 +393,7 @@ def _plain_text_score(stdout: str) -> float:
     return 1.0
 
 
-def _protocol_result(reply: dict[str, Any], spec: CodeGraderSpec) -> GraderResult:
+def _protocol_result(reply: dict[str, Any]) -> GraderResult:
     assertions = [
         Assertion(  # as AgentV reads them: Boolean(passed), and evidence only when it is a string
             text=item["text"],
@@ -406,16 +411,11 @@ def _protocol_result(reply: dict[str, Any], spec: CodeGraderSpec) -> GraderResul
     else:
         score = 0.0
     details = reply.get("details")
-    return _result(score, assertions, spec, details if isinstance(details, dict) else None)
+    return _result(score, assertions, details if isinstance(details, dict) else None)
 
 
-def _result(
-    score: float, assertions: list[Assertion], spec: CodeGraderSpec, details: dict[str, Any] | None = None
-) -> GraderResult:
-    # The grader's own verdict is AgentV's scoreToVerdict: 0.8, whatever min_score says (min_score gates a
-    # required grader's test score, replay/grading/scoring.py).
-    verdict = "pass" if score >= PASS_THRESHOLD else "fail"
-    return GraderResult(score=score, verdict=verdict, assertions=assertions, details=details)
+def _result(score: float, assertions: list[Assertion], details: dict[str, Any] | None = None) -> GraderResult:
+    return GraderResult(score=score, verdict=score_to_verdict(score), assertions=assertions, details=details)
 
 
 def execution_error(text: str, stderr: str = "") -> GraderResult:

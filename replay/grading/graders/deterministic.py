@@ -12,12 +12,10 @@ import json
 from collections.abc import Callable
 
 from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext, score_to_verdict
 from evalstore.replay.grading.preprocessing import prepare_answer
 from evalstore.replay.jstext import JsRegexError, js_json_parses, js_regex, js_trim
 from evalstore.store.events import Assertion
-
-PASS_THRESHOLD = 0.8
 
 
 class AssertionGrader:
@@ -39,9 +37,9 @@ class AssertionGrader:
             )
         else:
             score = 1.0 if passed else 0.0
-            result = GraderResult(  # the verdict at AgentV's 0.8; min_score gates only a required grader
+            result = GraderResult(
                 score=score,
-                verdict="pass" if score >= PASS_THRESHOLD else "fail",
+                verdict=score_to_verdict(score),
                 assertions=[Assertion(text=text, passed=passed)],
             )
         result.evidence = list(prepared.warnings)

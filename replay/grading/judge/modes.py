@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalstore.replay.evalfile.specs import LlmGraderSpec, RubricItem
+from evalstore.replay.grading.graders.base import score_to_verdict
 from evalstore.replay.grading.judge.parsing import JudgeParseError, extract_json
 from evalstore.replay.grading.judge.templates import default_prompt, rubric_prompt, score_range_prompt
 from evalstore.replay.jsontext import js_number
 from evalstore.store.events import Assertion
 
-PASS_THRESHOLD = 0.8
-"""A grader's own verdict: pass at or above this score (AgentV's ``scoreToVerdict``)."""
 MAX_ASSERTIONS = 8
 SCORE_RANGE_PASS = 7
 
@@ -82,10 +81,6 @@ class ModeResult:
     assertions: list[Assertion]
     details: dict[str, Any] | None = None
     evidence: list[str] = field(default_factory=list)
-
-
-def _verdict(score: float) -> str:
-    return "pass" if score >= PASS_THRESHOLD else "fail"
 
 
 # What a reply must hold is AgentV 4.42.4's zod schemas (freeformEvaluationSchema, rubricEvaluationSchema,
@@ -182,7 +177,7 @@ class Freeform(Mode):
         details = data.get("details")
         if "details" in data and not isinstance(details, Mapping):
             raise JudgeParseError('"details" must be an object')
-        return ModeResult(score, _verdict(score), assertions, dict(details) if details else None)
+        return ModeResult(score, score_to_verdict(score), assertions, dict(details) if details else None)
 
 
 class Rubric(Mode):
@@ -224,7 +219,7 @@ class Rubric(Mode):
             details["overall_reasoning"] = overall
         return ModeResult(
             score,
-            "fail" if failed_required else _verdict(score),
+            "fail" if failed_required else score_to_verdict(score),
             assertions,
             details,
             [overall] if overall else [],
@@ -294,7 +289,7 @@ class ScoreRanges(Mode):
             details["below_min_score"] = below_minimum
         return ModeResult(
             score,
-            "fail" if below_minimum else _verdict(score),
+            "fail" if below_minimum else score_to_verdict(score),
             assertions,
             details,
             [overall] if overall else [],
