@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from evalstore.replay.errors import ReplayError
-from evalstore.store.errors import StoreError, database_failure_message, is_database_failure
+from evalstore.store.errors import StoreError, error_line, is_database_failure
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -50,7 +50,7 @@ def handle_errors(f: Callable) -> Callable:
                 # Whatever was not committed was not recorded: running the command again (a replay: resuming
                 # it) does the rest.
                 click.echo(
-                    f"Error: database error: {database_failure_message(exc)} (nothing uncommitted was recorded; "
+                    f"Error: database error: {error_line(exc)} (nothing uncommitted was recorded; "
                     "a replay resumes with `evalstore replay --resume RUN`)",
                     err=True,
                 )

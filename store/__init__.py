@@ -17,7 +17,7 @@ from evalstore.store.errors import (
     SchemaOutOfDate,
     StoreError,
     StoreMissing,
-    database_failure_message,
+    error_line,
     is_database_failure,
 )
 from evalstore.store.recorder import EventStore, VerifyReport
@@ -37,8 +37,8 @@ __all__ = [
     "StoredEvent",
     "VerifyReport",
     "canonical_json",
-    "database_failure_message",
     "digest_json",
+    "error_line",
     "is_database_failure",
     "locate",
     "make_engine",

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
-from evalstore.store.errors import SchemaOutOfDate, StoreError, StoreMissing
+from evalstore.store.errors import SchemaOutOfDate, StoreError, StoreMissing, error_line
 from evalstore.store.schema import SCHEMA_REVISION
 
 STORE_DIR, STORE_FILE = ".evalstore", "evalstore.db"
@@ -82,8 +82,7 @@ def _check_url(url: str) -> None:
     try:
         make_url(url)
     except (ArgumentError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"the database URL {url.split('://', 1)[0]}://... cannot be read: {reason}") from None
+        raise StoreError(f"the database URL {url.split('://', 1)[0]}://... cannot be read: {error_line(exc)}") from None
 
 
 def locate(db: str | None = None, *, cwd: Path | None = None) -> Location:
@@ -131,7 +130,7 @@ def make_engine(db: str | Location | None = None, *, create: bool = True) -> Eng
     try:
         return _engine(location, create)
     except (ArgumentError, NoSuchModuleError, ImportError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = error_line(exc)
         if isinstance(exc, (NoSuchModuleError, ImportError)):
             reason += "; use sqlite:///PATH or postgresql://USER@HOST/DB (the psycopg 3 driver)"
         raise StoreError(f"cannot open the store {_shown(location.url)}: {reason}") from None
@@ -226,8 +225,7 @@ def current_revision(engine: Engine) -> str | None:
         try:
             return MigrationContext.configure(conn).get_current_revision()
         except DatabaseError as exc:  # SQLite connects lazily: a file that is not a database fails here
-            reason = str(exc.orig or exc).strip().splitlines()[0]
-            raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {reason}") from exc
+            raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {error_line(exc)}") from exc
 
 
 def _connect(engine: Engine) -> Connection:
@@ -235,8 +233,7 @@ def _connect(engine: Engine) -> Connection:
     try:
         return engine.connect()
     except DatabaseError as exc:  # OperationalError (unreachable), or a file that is not a database
-        reason = str(exc.orig or exc).strip().splitlines()[0]
-        raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {reason}") from exc
+        raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {error_line(exc)}") from exc
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -261,12 +258,10 @@ def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bo
                 from evalstore.store.postgres import lock_for_migration
 
                 lock_for_migration(conn)
-            if direction == "upgrade" and _first_upgrade_done(conn) is None:
-                raise SchemaOutOfDate(
-                    "this database has evalstore tables but no migration record; it was not created by "
-                    "evalstore db upgrade, which will not write over it"
-                )
-            if only_if_empty and _first_upgrade_done(conn):
+            # Decided under the lock: another process may have created the store while this one waited.
+            if direction == "upgrade" and _unrecorded(conn):
+                raise SchemaOutOfDate(f"{_UNRECORDED}, which will not write over it")
+            if only_if_empty and _revision(conn) is not None:
                 return
             config.attributes["connection"] = conn
             getattr(command, direction)(config, revision)
@@ -274,12 +269,19 @@ def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bo
         raise SchemaOutOfDate(f"cannot {direction} the store to {revision}: {exc}") from exc
 
 
-def _first_upgrade_done(conn: Connection) -> bool | None:
-    """Whether the store has a migration record (another process may have created it while this one
-    waited for the lock); None for a database holding evalstore tables but no record."""
-    if inspect(conn).has_table("alembic_version"):
-        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar() is not None
-    return None if set(inspect(conn).get_table_names()) & {"events", "blobs"} else False
+def _revision(conn: Connection) -> str | None:
+    """The store's ``alembic_version``, read with one query (Alembic itself costs 0.1 s to import)."""
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+def _unrecorded(conn: Connection) -> bool:
+    """Whether the database holds evalstore tables but no migration record (not made by evalstore)."""
+    return _revision(conn) is None and bool(set(inspect(conn).get_table_names()) & {"events", "blobs"})
+
+
+_UNRECORDED = "this database has evalstore tables but no migration record; it was not created by evalstore db upgrade"
 
 
 def event_count(engine: Engine) -> int:
@@ -291,11 +293,8 @@ def event_count(engine: Engine) -> int:
 
 
 def _stamped_revision(engine: Engine) -> str | None:
-    """The store's ``alembic_version``, read with one query (Alembic itself costs 0.1 s to import)."""
     with _connect(engine) as conn:
-        if not inspect(conn).has_table("alembic_version"):
-            return None
-        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+        return _revision(conn)
 
 
 def ensure_current(engine: Engine, *, create: bool = True) -> None:
@@ -320,9 +319,7 @@ def ensure_current(engine: Engine, *, create: bool = True) -> None:
             return
         current = _stamped_revision(engine)  # another process's first upgrade may have committed meanwhile
         if current is None:
-            raise SchemaOutOfDate(
-                "this database has evalstore tables but no migration record; it was not created by evalstore db upgrade"
-            )
+            raise SchemaOutOfDate(_UNRECORDED)
         if current == head:
             return
     if current not in {r.revision for r in script.walk_revisions()}:

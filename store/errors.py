@@ -50,8 +50,9 @@ def is_database_failure(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError)
 
 
-def database_failure_message(exc: BaseException) -> str:
-    """One line naming what the database said."""
+def error_line(exc: BaseException) -> str:
+    """One line naming what went wrong: the driver's own message under a SQLAlchemy error (``orig``), else
+    the error's first line, else its type."""
     orig = getattr(exc, "orig", None)
     text = str(orig if orig is not None else exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

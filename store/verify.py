@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from evalstore.store import projections, schema
 from evalstore.store.codec import GENESIS_HASH, sha256_hex
 from evalstore.store.envelope import StoredEvent
-from evalstore.store.errors import StoreError
+from evalstore.store.errors import StoreError, error_line
 
 # Payload fields that name a blob the event needs (its bytes live in ``blobs``). ``script_sha256`` is a
 # digest of script files kept on disk, and ``fingerprint``/``cache_key`` are reuse keys: not blobs.
@@ -64,8 +64,7 @@ def verify(engine: Engine, decode_blob: Callable[[str, bytes, str | None], bytes
     except (DBAPIError, engine.dialect.loaded_dbapi.Error) as exc:
         # Not a row that is wrong but the file or server beneath them: name where, in one line. (The
         # driver's own errors come from the rows read straight from its cursor.)
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        return progress.events, progress.blobs, f"{_where(engine)}: {reason}"
+        return progress.events, progress.blobs, f"{_where(engine)}: {error_line(exc)}"
     return progress.events, progress.blobs, None
 
 
@@ -120,8 +119,9 @@ def _verify(conn: Connection, progress: Progress, decode_blob: Callable[[str, by
         except StoreError as exc:
             raise Problem(f"{where}: {exc}") from None
         except DBAPIError as exc:  # the dictionary blob's row, read on its own, is damaged
-            reason = str(exc.orig or exc).strip().splitlines()[0]
-            raise Problem(f"{where}: cannot be decoded against its dictionary, blob {dictionary}: {reason}") from None
+            raise Problem(
+                f"{where}: cannot be decoded against its dictionary, blob {dictionary}: {error_line(exc)}"
+            ) from None
         if sha256_hex(decoded) != sha or len(decoded) != size:
             raise Problem(f"{where}: bytes do not match their digest")
         stored.add(sha)
