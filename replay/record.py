@@ -238,7 +238,7 @@ def _execute_locked(
     threshold = _threshold(suite, options)
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
     grade_options = replace(
-        options.grade, threshold=threshold, file_references=reads_files_itself({"provider": target_spec.provider})
+        options.grade, threshold=threshold, file_references=reads_files_itself(target_spec.provider)
     )
     if on_start:
         on_start(run_id, len(suite.tests))

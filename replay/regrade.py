@@ -285,7 +285,7 @@ def _execute(
         judge_target=options.judge_target,
         judge_model=options.judge_model,
         threshold=threshold,
-        file_references=reads_files_itself(parent.started.target),
+        file_references=reads_files_itself((parent.started.target or {}).get("provider")),
     )
     # 64 tests per transaction (a test is still durable within max_seconds): an unchanged replay's work per
     # test is a fraction of a millisecond, and each append's own cost was a measurable part of it.

@@ -56,8 +56,8 @@ def test_single_turn_input_joins_segments_and_conversation_uses_role_blocks(tmp_
     )
     # An agent target reads files itself: AgentV names the file instead (formatSegment in "agent" mode).
     assert render_input(single, str(tmp_path), file_refs=True) == 'Read this\n\n<file: path="a.md">'
-    assert reads_files_itself({"provider": "cli"}) and reads_files_itself({"provider": "claude-cli"})
-    assert not reads_files_itself({"provider": "openai"}) and not reads_files_itself(None)
+    assert reads_files_itself("cli") and reads_files_itself("claude-cli")
+    assert not reads_files_itself("openai") and not reads_files_itself(None)
     # A message with something visible keeps its blank parts, as AgentV's buildPromptInputs keeps them.
     parts = [{"type": "text", "text": t} for t in ("hello", "   ", "world")]
     spaced = [Message(role="user", content=parts), Message(role="assistant", content="   ")]

@@ -8,7 +8,6 @@ outside world (a converter run, a judge call, a code-grader process) it records 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -106,9 +105,9 @@ AGENT_PROVIDERS = frozenset(
 """AgentV 4.42's ``usesFileReferencePrompt``: the cli provider and its agent provider kinds."""
 
 
-def reads_files_itself(target: Mapping[str, Any] | None) -> bool:
-    """Whether a run's target (its recorded config) is one AgentV gives file inputs by reference."""
-    return target is not None and str(target.get("provider", "")).strip().lower() in AGENT_PROVIDERS
+def reads_files_itself(provider: object) -> bool:
+    """Whether a target of this provider is one AgentV gives file inputs by reference."""
+    return isinstance(provider, str) and provider.strip().lower() in AGENT_PROVIDERS
 
 
 @dataclass

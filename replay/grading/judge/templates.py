@@ -109,18 +109,18 @@ def _rubric_dict(item: RubricItem) -> dict[str, Any]:
     """A rubric item as AgentV 4.42's ``parseRubricItems`` holds it (``{{rubrics}}`` shows it): a checklist
     item ``id, outcome, operator?, weight, required, min_score?, required_min_score?``; a score-range item
     ``id, weight, outcome?, operator?, required? (as written), min_score?, required_min_score?, score_ranges``."""
-    optional: dict[str, Any] = {"operator": item.operator}
-    if item.min_score is not None:
-        # AgentV keeps both scales: min_score (0-1) and required_min_score, Math.round(min_score * 10).
-        optional |= {"min_score": item.min_score, "required_min_score": math.floor(item.min_score * 10 + 0.5)}
+    # AgentV keeps both scales: min_score (0-1) and required_min_score, Math.round(min_score * 10).
+    minimum = (
+        {"min_score": item.min_score, "required_min_score": math.floor(item.min_score * 10 + 0.5)}
+        if item.min_score is not None
+        else {}
+    )
     if not item.score_ranges:
         fields: dict[str, Any] = {"id": item.id, "outcome": item.outcome, "operator": item.operator}
-        fields |= {"weight": item.weight, "required": item.required}
-        fields |= {k: v for k, v in optional.items() if k != "operator"}
+        fields |= {"weight": item.weight, "required": item.required, **minimum}
     else:
         fields = {"id": item.id, "weight": item.weight, "outcome": item.outcome or None, "operator": item.operator}
-        fields |= {"required": item.required if item.required_written else None}
-        fields |= {k: v for k, v in optional.items() if k != "operator"}
+        fields |= {"required": item.required if item.required_written else None, **minimum}
         fields["score_ranges"] = item.score_ranges
     return {k: v for k, v in fields.items() if v is not None}
 
