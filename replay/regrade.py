@@ -20,6 +20,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,7 +32,14 @@ from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
-from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest, LlmGraderSpec
+from evalstore.replay.evalfile.specs import (
+    CodeGraderSpec,
+    ConverterSpec,
+    EvalSuite,
+    EvalTest,
+    GraderSpec,
+    LlmGraderSpec,
+)
 from evalstore.replay.grading.engine import grade_test
 from evalstore.replay.grading.graders.base import GradeOptions, reads_files_itself
 from evalstore.replay.material import (
@@ -619,24 +627,18 @@ def _with_converter(converters: list[ConverterSpec], new: ConverterSpec) -> list
 def _swap_preprocessors(suite: EvalSuite, values: list[str]) -> EvalSuite:
     for value in values:
         new = parse_preprocessor(value, suite.search_roots)
-        tests = []
-        for test in suite.tests:
-            graders = [
-                g.model_copy(update={"preprocessors": _with_converter(g.preprocessors, new)})
-                if hasattr(g, "preprocessors")
-                else g
-                for g in test.graders
-            ]
-            tests.append(test.model_copy(update={"graders": graders}))
+        suite = suite.with_graders(partial(_graded_with, new))
         refs = [*suite.referenced_files, ("converter", new.command[-1], new.command[-1])]
         suite = suite.model_copy(
-            update={
-                "tests": tests,
-                "preprocessors": _with_converter(suite.preprocessors, new),
-                "referenced_files": refs,
-            }
+            update={"preprocessors": _with_converter(suite.preprocessors, new), "referenced_files": refs}
         )
     return suite
+
+
+def _graded_with(converter: ConverterSpec, grader: GraderSpec) -> GraderSpec:
+    if not hasattr(grader, "preprocessors"):
+        return grader
+    return grader.model_copy(update={"preprocessors": _with_converter(grader.preprocessors, converter)})
 
 
 def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = False) -> EvalSuite:

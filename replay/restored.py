@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalstore.replay.evalfile.snapshot import Drift
-from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite
+from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, GraderSpec
 from evalstore.replay.grading.materialize import PrivateTempDir
 from evalstore.store import EventStore
 
@@ -48,24 +48,17 @@ def _repointed(suite: EvalSuite, moved: dict[str, str]) -> EvalSuite:
     def converters(specs: list[ConverterSpec]) -> list[ConverterSpec]:
         return [c.model_copy(update={"command": [moved.get(a, a) for a in c.command]}) for c in specs]
 
-    tests = []
-    for test in suite.tests:
-        graders = []
-        for grader in test.graders:
-            if isinstance(grader, CodeGraderSpec):
-                grader = grader.model_copy(
-                    update={
-                        "command": [moved.get(a, a) for a in grader.command],
-                        "script": moved.get(grader.script, grader.script) if grader.script else None,
-                    }
-                )
-            if hasattr(grader, "preprocessors"):
-                grader = grader.model_copy(update={"preprocessors": converters(grader.preprocessors)})
-            graders.append(grader)
-        tests.append(test.model_copy(update={"graders": graders}))
-    return suite.model_copy(
-        update={
-            "tests": tests,
-            "preprocessors": converters(suite.preprocessors),
-        }
-    )
+    def grader(spec: GraderSpec) -> GraderSpec:
+        if isinstance(spec, CodeGraderSpec):
+            spec = spec.model_copy(
+                update={
+                    "command": [moved.get(a, a) for a in spec.command],
+                    "script": moved.get(spec.script, spec.script) if spec.script else None,
+                }
+            )
+        if hasattr(spec, "preprocessors"):
+            spec = spec.model_copy(update={"preprocessors": converters(spec.preprocessors)})
+        return spec
+
+    repointed = suite.with_graders(grader)
+    return repointed.model_copy(update={"preprocessors": converters(suite.preprocessors)})

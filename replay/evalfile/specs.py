@@ -7,6 +7,7 @@ one definition of a grader's configuration, and they are what ``TestCaseRecorded
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -234,3 +235,8 @@ class EvalSuite(_Spec):
     @property
     def directory(self) -> Path:
         return Path(self.path).parent
+
+    def with_graders(self, change: Callable[[GraderSpec], GraderSpec]) -> EvalSuite:
+        """A copy with ``change`` applied to every grader of every test (a replay's swaps)."""
+        tests = [t.model_copy(update={"graders": [change(g) for g in t.graders]}) for t in self.tests]
+        return self.model_copy(update={"tests": tests})
