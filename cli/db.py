@@ -102,7 +102,8 @@ def current(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         print_json({"current": cur, "head": head, "up_to_date": cur == head, "problem": problem})
     else:
-        click.echo(f"current: {cur or 'none (empty store)' if problem is None else cur or 'none'}\nhead:    {head}")
+        shown = cur or ("none" if problem else "none (empty store)")
+        click.echo(f"current: {shown}\nhead:    {head}")
         if problem:
             click.echo(f"note:    {problem}")
 
