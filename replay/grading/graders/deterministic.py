@@ -8,7 +8,6 @@ blocks, so a file answer would always fail ``contains``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec
@@ -56,17 +55,21 @@ def check(spec: AssertionSpec, output: str) -> tuple[bool, str]:
     return _CHECKS[spec.type](output, spec)
 
 
+# The eval parser gives every assertion a string value (a list of strings for the list types), or skips it
+# as AgentV does (replay/evalfile/graders.py); these refuse what a spec built otherwise may hold.
+
+
 def _one(spec: AssertionSpec) -> str:
-    if spec.value is None:
+    if not isinstance(spec.value, str):
         raise InvalidAssertion("it needs a value")
-    return spec.value if isinstance(spec.value, str) else json.dumps(spec.value, ensure_ascii=False)
+    return spec.value
 
 
 def _many(spec: AssertionSpec) -> list[str]:
-    if spec.value is None or spec.value == []:
+    values = [v for v in (spec.value if isinstance(spec.value, list) else [spec.value]) if isinstance(v, str)]
+    if not values:
         raise InvalidAssertion("it needs a list of values")
-    values = spec.value if isinstance(spec.value, list) else [spec.value]
-    return [v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in values]
+    return values
 
 
 def _quoted(values: list[str]) -> str:
