@@ -46,6 +46,13 @@ from evalstore.replay.record import RunOptions, record_run, resume_run
     help="LLM judge calls in flight at once, across all tests.",
 )
 @click.option(
+    "--cache/--no-cache",
+    default=False,
+    show_default=True,
+    help="Reuse the judge replies and converter outputs the store holds for identical requests "
+    "(default: a run asks afresh, as AgentV does without --cache).",
+)
+@click.option(
     "--resume",
     "resume",
     metavar="RUN",
@@ -68,6 +75,7 @@ def run(
     judge_target: str | None,
     judge_model: str | None,
     judge_concurrency: int,
+    cache: bool,
     resume: str | None,
     as_json: bool,
 ) -> None:
@@ -91,6 +99,7 @@ def run(
         timeout=timeout,
         workdir=workdir,
         grade=GradeOptions(judge_target=judge_target, judge_model=judge_model),
+        cache=cache,
         judge_concurrency=judge_concurrency,
     )
     with resume_hint("run") as begun, progress_bar("running tests") as bar:

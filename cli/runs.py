@@ -124,6 +124,11 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
         click.echo(f"changes: {'; '.join(summary.changes) or 'none (the same eval, graders and judge)'}")
     click.echo(
         f"tests={summary.tests}  passed={summary.passed}  errors={summary.errors}  mean={fmt_score(summary.mean_score)}"
+        + (
+            f" ({fmt_score(summary.mean_score_without_errors)} without the execution errors, as AgentV reports it)"
+            if summary.mean_score_without_errors is not None
+            else ""
+        )
     )
     click.echo(
         f"started={_minute(summary.started_at)} UTC"

@@ -161,6 +161,7 @@ class Tally:
         errors: int,
         score_sum: float | None,
         not_regradable: int = 0,
+        error_score_sum: float | None = None,  # in the aggregate; a tally has no use for it
     ) -> Tally:
         """A tally from the store's aggregate (``EventStore.result_counts``) instead of every result."""
         tally = cls()

@@ -69,6 +69,10 @@ class RunOptions:
     """Where per-test workspaces are made (default: .evalstore/workspaces/RUN under the cwd)."""
     grade: GradeOptions = field(default_factory=GradeOptions)
     judge_concurrency: int = 8
+    cache: bool = False
+    """Reuse judge replies and converter outputs the store holds for identical requests. Off by default:
+    a run is a new observation of the agent and of its graders (AgentV too asks afresh without ``--cache``);
+    a replay is where recorded replies are reused."""
 
 
 @dataclass
@@ -238,7 +242,10 @@ def _execute_locked(
     threshold = _threshold(suite, options)
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
     grade_options = replace(
-        options.grade, threshold=threshold, file_references=reads_files_itself(target_spec.provider)
+        options.grade,
+        threshold=threshold,
+        file_references=reads_files_itself(target_spec.provider),
+        no_cache=options.grade.no_cache or not options.cache,
     )
     if on_start:
         on_start(run_id, len(suite.tests))

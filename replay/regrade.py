@@ -160,6 +160,31 @@ Started = Callable[[str, int, list[Drift], list[tuple[ResultKey, str]]], None]
 cannot be regraded, with why."""
 
 
+AGENT_STAGES = frozenset({"setup", "repo_setup", "agent"})
+"""AgentV's ``failure_stage`` values of failures before the agent's answer existed (agentv-formats §1.1)."""
+
+AGENT_FAILURE_FIELDS = ("failure_stage", "failure_reason_code")
+"""An imported row's labels that describe an agent failure: a replay, which reproduces the failure, keeps them."""
+
+
+def agent_failure(source: TestMaterial) -> str | None:
+    """The recorded failure of the target (or of its workspace's setup) that left this test without an
+    answer to grade, else None. Neither the run nor AgentV graded such a test, and a replay does not:
+    its assertions would grade the absence of an answer (a negated one would pass it)."""
+    if source.transcript is not None and source.transcript[1].status != "ok":
+        transcript = source.transcript[1]
+        return transcript.error or f"target '{transcript.target}': {transcript.status}"
+    scored = source.scored[1] if source.scored is not None else None
+    if scored is None or scored.status != "execution_error":
+        return None
+    # An import records the failure on its score: AgentV names the stage, and an execution error no
+    # grader took part in (rows that name none) is one no grader could take part in.
+    stage = scored.row_fields.get("failure_stage")
+    if stage in AGENT_STAGES or (stage is None and not source.verdicts):
+        return scored.error or "the target failed"
+    return None
+
+
 def not_regradable_reason(source: TestMaterial) -> str | None:
     """Why a stored result cannot be regraded: there is nothing to grade (None when there is)."""
     if source.transcript is None:
@@ -498,6 +523,15 @@ def _replay_test(
         return scored
     source = sources.get(key, parent_test)
     recorder.record(case_event(test, target or None, attempt))
+    failure = agent_failure(source)
+    if failure is not None:
+        origin = source.scored[1].row_fields if source.scored is not None else {}
+        scored = _unscored(key, grade_options, suite, "execution_error", failure).model_copy(
+            update={"row_fields": {k: origin[k] for k in AGENT_FAILURE_FIELDS if k in origin}}
+        )
+        recorder.record(scored)
+        batches.add(recorder)
+        return scored
     reason = not_regradable_reason(source)
     if reason is not None:
         # Nothing to grade: marked so, with no verdicts, and left out of the run's scores and comparisons.

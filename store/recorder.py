@@ -584,7 +584,8 @@ class EventStore:
                 yield current, verdicts
 
     def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
-        """Per run: number of results, passed, execution errors and the score sum (one aggregate query).
+        """Per run: number of results, passed, execution errors, the score sum and that of the execution
+        errors (one aggregate query).
         Results with status ``not_regradable`` are counted apart (``not_regradable``), in none of the others."""
         r = schema.results
         scored = r.c.status != "not_regradable"
@@ -594,6 +595,7 @@ class EventStore:
             func.sum(case((r.c.passed, 1), else_=0)).label("passed"),
             func.sum(case((r.c.status == "execution_error", 1), else_=0)).label("errors"),
             func.sum(case((scored, r.c.score), else_=None)).label("score_sum"),
+            func.sum(case((r.c.status == "execution_error", r.c.score), else_=0)).label("error_score_sum"),
             func.sum(case((scored, 0), else_=1)).label("not_regradable"),
         ).group_by(r.c.run_id)
         if run_id is not None:

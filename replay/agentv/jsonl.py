@@ -5,18 +5,21 @@ Streams line by line: a 1 GB file is never held in memory.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine
 from evalstore.replay.agentv.rows import RowError, Sidecars, attempt_of, build_test, eval_hints
+from evalstore.replay.agentv.sidecars import MissingSidecar, sidecars_for
 from evalstore.replay.agentv.wire import (
     file_sha256,
     first_json_row,
     is_legacy_camel_row,
     iter_json_lines,
     normalise_legacy_row,
+    tree_sha256,
 )
 from evalstore.replay.errors import ImportFormatError
 from evalstore.store.events import SourceRef
@@ -66,14 +69,54 @@ def iter_built(
         yield from tests
 
 
+SIDECAR_FILES = (
+    "grading_path",
+    "timing_path",
+    "transcript_path",
+    "trace_path",
+    "answer_path",
+    "output_path",
+    "response_path",
+)
+SIDECAR_KEYS = ("artifact_dir", *SIDECAR_FILES)
+"""Row fields of a v4 index naming the result's folder and files, relative to its run directory."""
+
+
+def _sidecars(folder: Path, row: dict[str, Any]) -> Sidecars:
+    """A row copied out of a v4 run's index names its answer, transcript and grading files relative to the
+    run directory: they are read when the file still sits there (an index copied or renamed beside the
+    original). Moved elsewhere, they are not found, and the result says so: without them it has no answer
+    to regrade."""
+    if not any(isinstance(row.get(key), str) and row[key] for key in SIDECAR_KEYS):
+        return Sidecars(file_bases=[folder])
+    try:
+        return sidecars_for(folder, row)
+    except MissingSidecar as exc:
+        found = Sidecars(file_bases=[folder])
+        target = f"@{row['target']}" if isinstance(row.get("target"), str) else ""
+        found.warnings.append(
+            f"{row.get('test_id')}{target}: {exc}; its answer, transcript and grading files were not imported "
+            "(import the AgentV run directory the row came from, or keep the file in it)"
+        )
+        return found
+
+
+def _digest(path: Path, first: dict[str, Any] | None) -> str:
+    """The file's digest; for an index whose files are still beside it, the digest of the whole folder too
+    (its sidecars are part of what is imported, as for a v4 run directory), so the same rows beside other
+    files are another source."""
+    named = [first.get(key) for key in SIDECAR_FILES] if first else []
+    if not any(isinstance(ref, str) and ref and (path.parent / ref).is_file() for ref in named):
+        return file_sha256(path)
+    return hashlib.sha256(f"{path.name}\0{tree_sha256(path.parent)}".encode()).hexdigest()
+
+
 def _iter_tests(path: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
-    bases = [path.parent]
+    folder = path.parent
     return iter_built(
         path,
         skip_bad,
-        lambda source, row: [
-            build_test(row, source=source, attempt=attempt_of(row), sidecars=Sidecars(file_bases=bases))
-        ],
+        lambda source, row: [build_test(row, source=source, attempt=attempt_of(row), sidecars=_sidecars(folder, row))],
     )
 
 
@@ -98,6 +141,6 @@ def read_jsonl(path: Path) -> ImportSource:
         root=path,
         suite=suite if isinstance(suite, str) else None,
         eval_path_hints=eval_hints(first, path.parent) + sibling_eval_files(path),
-        source_digest=file_sha256(path),
+        source_digest=_digest(path, first),
         _iterate=lambda skip_bad: _iter_tests(path, skip_bad),
     )

@@ -144,8 +144,8 @@ def _completed(
     for i, b in enumerate(bundles):
         s: Payload = b.scored  # type: ignore[assignment]
         ids = from_origin.get(result_key(s["test_id"], s["target"], s["attempt"]), {})
-        if "row_fields" in ids and not s["row_fields"]:
-            s["row_fields"] = ids["row_fields"]  # this dict is the bundle's own (payload_fields copies)
+        if "row_fields" in ids:  # under the replay's own (an agent failure it reproduces keeps AgentV's labels)
+            s["row_fields"] = {**ids["row_fields"], **s["row_fields"]}
         # A replay's own transcript never exists; its own case (a regraded test) wins over the origin's.
         need = {
             t: e

@@ -34,6 +34,9 @@ class RunSummary:
     errors: int
     mean_score: float | None
     started_at: str
+    mean_score_without_errors: float | None = None
+    """The mean over the results that are not execution errors, when some are: the figure AgentV's
+    summary gives ("N execution errors excluded"). ``mean_score`` counts each error as its score, 0."""
     """When the run started; for an import, when its AgentV run did (when known)."""
     source: str | None = None
     imported_at: str | None = None
@@ -94,6 +97,7 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
                 errors=int(c["errors"] or 0),
                 mean_score=round(c["score_sum"] / c["tests"], 6) if c["tests"] else None,
                 started_at=run["started_at"],
+                mean_score_without_errors=_mean_without_errors(c),
                 source=run["source"],
                 not_regradable=int(c.get("not_regradable") or 0),
             )
@@ -104,6 +108,13 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
         elif summary.kind == "imported":
             summary.imported_at = _first_event(store, summary.run_id).recorded_at
     return out
+
+
+def _mean_without_errors(counts: dict[str, Any]) -> float | None:
+    errors, answered = int(counts["errors"] or 0), counts["tests"] - int(counts["errors"] or 0)
+    if not errors or answered <= 0:
+        return None
+    return round((counts["score_sum"] - (counts.get("error_score_sum") or 0)) / answered, 6)
 
 
 def _first_event(store: EventStore, run_id: str) -> StoredEvent:

@@ -349,6 +349,72 @@ def test_a_grader_script_gone_from_disk_runs_from_the_recorded_bytes(tmp_path: P
     )
 
 
+CRASH_SUITE = """\
+name: crash-suite
+execution:
+  target: flaky
+tests:
+  - id: crashes
+    criteria: Never apologises.
+    input: crash
+    assertions:
+      - type: contains
+        value: sorry
+        negate: true
+  - id: answers
+    criteria: Never apologises.
+    input: answer
+    assertions:
+      - type: contains
+        value: sorry
+        negate: true
+"""
+
+FLAKY_AGENT = """\
+import sys
+prompt = open(sys.argv[1], encoding="utf-8").read()
+if "crash" in prompt:
+    sys.stderr.write("tool unreachable")
+    sys.exit(3)
+open(sys.argv[2], "w", encoding="utf-8").write("Here you are.")
+"""
+
+
+def test_a_test_whose_agent_failed_is_not_graded_by_a_replay(tmp_path: Path) -> None:
+    """The run recorded an execution error for a test whose target crashed and graded nothing; a replay
+    reproduces the error instead of grading the missing answer (where a negated assertion would pass it)."""
+    (tmp_path / ".agentv").mkdir()
+    (tmp_path / ".agentv" / "targets.yaml").write_text(
+        "targets:\n  - name: flaky\n    provider: cli\n"
+        f"    command: {PY} {tmp_path / 'agent.py'} {{PROMPT_FILE}} {{OUTPUT_FILE}}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "agent.py").write_text(FLAKY_AGENT, encoding="utf-8")
+    eval_file = tmp_path / "crash.eval.yaml"
+    eval_file.write_text(CRASH_SUITE, encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run = ok_json(cli(db, "run", str(eval_file), "--json", "--workdir", str(tmp_path / "work")), 1)
+    assert {r["test_id"]: r["status"] for r in run["results"]} == {"crashes": "execution_error", "answers": "ok"}
+
+    out = replay(db, run["run_id"])
+    by_test = results_by_test(db, out["run_id"])
+    assert (by_test["crashes"]["status"], by_test["crashes"]["score"], by_test["crashes"]["graders"]) == (
+        "execution_error",
+        0.0,
+        {},
+    )
+    assert "exited with code 3: tool unreachable" in by_test["crashes"]["error"]
+    assert (by_test["answers"]["status"], by_test["answers"]["score"]) == ("ok", 1.0)
+    # The mean counts the error as 0; AgentV's summary leaves it out, and show gives that figure beside it.
+    summary = ok_json(cli(db, "show", out["run_id"], "--json"))["run"]
+    assert (summary["errors"], summary["mean_score"], summary["mean_score_without_errors"]) == (1, 0.5, 1.0)
+    shown = cli(db, "show", out["run_id"])
+    assert "mean=0.500 (1.000 without the execution errors, as AgentV reports it)" in shown.stdout
+    paired = {t["test_id"]: (t["status_a"], t["status_b"], t["flip"]) for t in out["comparison"]["tests"]}
+    assert paired["crashes"] == ("execution_error", "execution_error", None)
+    assert out["comparison"]["flipped"] == []
+
+
 def test_replay_of_an_unknown_run_is_one_line(sqlite_url: str) -> None:
     line = one_line_error(cli(sqlite_url, "replay", "rec-nope"))
     assert "rec-nope" in line or "no runs" in line or "no store at" in line  # a replay never creates a store

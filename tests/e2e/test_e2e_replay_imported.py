@@ -114,3 +114,84 @@ def test_an_imported_run_without_its_eval_asks_for_one(sqlite_url: str, tmp_path
     result = cli(sqlite_url, "replay", imported["run_id"])
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert "--eval" in result.stderr
+
+
+CONTAINS_SUITE = """\
+name: crash-suite
+tests:
+""" + "".join(
+    f"""  - id: {test_id}
+    criteria: Never apologises.
+    input: Say anything.
+    assertions:
+      - type: contains
+        value: sorry
+        negate: true
+"""
+    for test_id in ("agent-crash", "old-row-crash", "grader-crash", "answered")
+)
+
+
+def test_an_imported_agent_failure_is_reproduced_not_graded(tmp_path: Path) -> None:
+    """AgentV records a crashed agent as an execution error (``failure_stage: agent``) and grades nothing,
+    though its row carries an output ("Error occurred: ..."); an older row names no stage, and no grader
+    took part. A replay reproduces both errors, keeping AgentV's labels. An evaluator failure is the
+    grader's, with the agent's answer there: that one is regraded."""
+    row = {"suite": "crash-suite", "target": "crashy", "timestamp": "2026-11-25T06:09:16.732Z", "category": "smoke"}
+    rows = [
+        {
+            **row,
+            "test_id": "agent-crash",
+            "score": 0,
+            "execution_status": "execution_error",
+            "error": "tool unreachable (exit code 3)",
+            "failure_stage": "agent",
+            "failure_reason_code": "provider_error",
+            "output": "Error occurred: tool unreachable (exit code 3)",
+        },
+        {**row, "test_id": "old-row-crash", "score": 0, "execution_status": "execution_error", "error": "timed out"},
+        {
+            **row,
+            "test_id": "grader-crash",
+            "score": 0,
+            "execution_status": "execution_error",
+            "error": "contains-sorry: grader parse failure",
+            "failure_stage": "evaluator",
+            "failure_reason_code": "evaluator_error",
+            "output": "Here you are.",
+            "scores": [{"name": "contains-sorry", "type": "contains", "score": 0, "verdict": "skip", "assertions": []}],
+        },
+        {
+            **row,
+            "test_id": "answered",
+            "score": 1,
+            "execution_status": "ok",
+            "output": "Here you are.",
+            "scores": [{"name": "contains-sorry", "type": "contains", "score": 1, "verdict": "pass", "assertions": []}],
+        },
+    ]
+    results = tmp_path / "crash.results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    eval_file = tmp_path / "crash.eval.yaml"
+    eval_file.write_text(CONTAINS_SUITE, encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    imported = ok_json(cli(db, "import", str(results), "--eval", str(eval_file), "--json"))["run_id"]
+
+    out = ok_json(cli(db, "replay", imported, "--json"), 1)
+    by_test = results_by_test(db, out["run_id"])
+    assert {t: (r["status"], r["score"], r["error"], r["graders"]) for t, r in by_test.items()} == {
+        "agent-crash": ("execution_error", 0.0, "tool unreachable (exit code 3)", {}),
+        "old-row-crash": ("execution_error", 0.0, "timed out", {}),
+        "grader-crash": ("ok", 1.0, None, {"contains-sorry": 1.0}),
+        "answered": ("ok", 1.0, None, {"contains-sorry": 1.0}),
+    }
+    exported = cli(db, "export", out["run_id"], "--format", "agentv-jsonl")
+    assert exported.exit_code == 0, exported.stderr
+    crash = next(json.loads(line) for line in exported.stdout.splitlines() if '"agent-crash"' in line)
+    assert (crash["execution_status"], crash["failure_stage"], crash["failure_reason_code"], crash["scores"]) == (
+        "execution_error",
+        "agent",
+        "provider_error",
+        [],
+    )
+    assert crash["category"] == "smoke"  # the origin's label, carried as for every replayed row

@@ -18,6 +18,7 @@ from e2e_helpers import (
     make_suite,
     ok_json,
     one_line_error,
+    record,
     sha256,
 )
 from judge_server import JudgeServer
@@ -214,3 +215,25 @@ def test_key_reference_unset_is_refused_before_the_agent_runs(tmp_path: Path, ju
     assert "grader 'quality' needs a judge" in line and f"{JUDGE_KEY_ENV} (the API key) is not set" in line, line
     assert len(judge.requests) == before and suite.calls() == []
     assert ok_json(cli(db, "runs", "--json")) == []
+
+
+def test_a_new_run_asks_the_judge_afresh_unless_told_to_reuse(
+    tmp_path: Path, judge: JudgeServer, key_env: dict
+) -> None:
+    """A run is a new observation of the agent and of its judge: running the suite again sends the judge
+    its requests again, even when the agent's answers (and so the requests) are the same. ``--cache``
+    reuses the replies the store holds, marked as reused, as AgentV's ``--cache`` does."""
+    suite = make_suite(tmp_path / "suite", judge_url=judge.base_url, cases=[("q1-report", "Write the Q1 report.")])
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+
+    def judged(*extra: str) -> tuple[int, list[bool]]:
+        before = len(judge.requests)
+        run_id = record(db, suite, *extra)["run_id"]
+        (test,) = audit(db, run_id, "q1-report")["tests"]
+        hits = [v["cache_hit"] for v in test["verdicts"] if v["grader"] == "quality"]
+        return len(judge.requests) - before, hits
+
+    first, second, reused = judged(), judged(), judged("--cache")
+    assert first[0] >= 1 and first[1] and not any(first[1])
+    assert second == first  # the same requests, sent again
+    assert reused[0] == 0 and reused[1] and all(reused[1])

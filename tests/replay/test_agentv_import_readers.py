@@ -196,6 +196,48 @@ def test_v4_run_missing_sidecar_names_the_file(tmp_path: Path) -> None:
     assert [(s.source.line, "grading_path" in s.reason) for s in skipped] == [(2, True)]
 
 
+def test_an_index_copied_beside_its_run_reads_its_files_and_a_moved_one_says_they_are_gone(
+    tmp_path: Path, sqlite_store
+) -> None:  # type: ignore[no-untyped-def]
+    """A results JSONL that is a v4 index under another name (a baseline copied in its run folder) names its
+    answer, transcript and grading files relative to that folder: they are read as the run's own are. The
+    same file moved elsewhere imports each result from its row alone, and says so."""
+    from evalstore.replay.agentv.importing import import_results
+
+    run = tmp_path / "run"
+    shutil.copytree(V4_RUN, run)
+    beside = run / "baseline.jsonl"
+    shutil.copy(run / "index.jsonl", beside)
+    assert detect_format(beside) == "results-jsonl"
+    from_run = {t.test_id: t for t in only_tests(read_all(run))}
+    from_copy = {t.test_id: t for t in only_tests(read_all(beside))}
+    assert from_copy.keys() == from_run.keys()
+    for test_id, test in from_copy.items():
+        assert (test.output_text, test.messages, test.warnings) == (
+            from_run[test_id].output_text,
+            from_run[test_id].messages,
+            [],
+        )
+        assert [f.path for f in test.files] == [f.path for f in from_run[test_id].files]
+    assert any(t.output_text for t in from_copy.values())
+
+    moved = tmp_path / "elsewhere" / "baseline.jsonl"
+    moved.parent.mkdir()
+    shutil.copy(beside, moved)
+    alone = only_tests(read_all(moved))
+    assert [t.test_id for t in alone] == list(from_copy)
+    for test in alone:
+        assert test.files == [] and len(test.warnings) == 1
+        assert test.warnings[0].startswith(f"{test.test_id}@") and "does not exist" in test.warnings[0]
+        assert "import the AgentV run directory" in test.warnings[0]
+
+    # The same bytes beside their files and without them are two sources, and the import says what it lost.
+    first, second = import_results(sqlite_store, beside), import_results(sqlite_store, moved)
+    assert first.run_id != second.run_id and not second.already_imported
+    assert (first.warning_count, second.warning_count) == (0, len(alone))
+    assert import_results(sqlite_store, beside).already_imported
+
+
 # ---- v5 bundle -------------------------------------------------------------------------------------------
 
 
