@@ -88,6 +88,8 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                         f"    process argv={c['argv']} script={_short(c['script_sha256'])} exit={c['exit_code']} "
                         f"outcome={c['outcome']} stdin={_short(c['request_sha256'])}{_mark(c['request_blob'])}"
                     )
+                    if show_prompt and c.get("stdin") is not None:
+                        click.echo(f"      --- stdin ---\n{c['stdin']}")
                     if c.get("stdout"):
                         click.echo(f"      stdout: {c['stdout'].strip()[:500]}")
                     if c.get("stderr"):
@@ -146,7 +148,11 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
 @click.argument("run", shell_complete=complete_run_id)
 @click.argument("test_id", shell_complete=complete_test_id)
 @click.option("--grader", help="Only this grader's verdict.")
-@click.option("--show-prompt", is_flag=True, help="Include rendered judge prompts and raw replies.")
+@click.option(
+    "--show-prompt",
+    is_flag=True,
+    help="Include rendered judge prompts and raw replies, and what code graders read on stdin.",
+)
 @json_option
 @click.pass_context
 @handle_errors

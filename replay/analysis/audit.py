@@ -269,6 +269,8 @@ def _audit_verdict(
             entry["stderr"] = _text(store, c.stderr_sha256, 4000)
             # Scripts are checked when the run snapshotted them (audit checks the snapshot first).
             entry["script_blob"] = checks.results.get(c.script_sha256 or "")
+            if show_prompt:  # the process's prompt: the JSON it read on stdin
+                entry["stdin"] = _text(store, c.request_sha256)
         if show_prompt and c.call == "judge":
             request = _text(store, c.request_sha256)
             try:

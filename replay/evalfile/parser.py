@@ -49,6 +49,8 @@ from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, 
 from evalstore.replay.evalfile.workspace import parse_workspace
 
 DEFAULT_THRESHOLD = 0.8
+AGENTV_SUITE_NAME = re.compile(r"[a-z0-9-]{1,64}")
+"""The suite names AgentV 4.42 takes (its MetadataSchema: ``/^[a-z0-9-]+$/``, at most 64 characters)."""
 SUITE_KEYS = (
     # AgentV v4 (eval-schema.json)
     "name", "description", "category", "version", "author", "tags", "license", "requires", "input",
@@ -249,9 +251,16 @@ class _SuiteParser:
         threshold = execution.threshold
         if threshold is None:
             threshold = opt_number(default_test, "threshold", root.key("default_test"), low=0.0, high=1.0)
+        name = opt_str(doc, "name", root)
+        if name is not None and not AGENTV_SUITE_NAME.fullmatch(name):
+            ctx.warn(
+                root.key("name"),
+                f"AgentV refuses the suite name {name!r} (it takes 1 to 64 lowercase letters, digits and -): "
+                "rename it to run this suite under AgentV too",
+            )
         return EvalSuite(
             path=str(ctx.eval_path),
-            name=opt_str(doc, "name", root) or default_suite_name(ctx.eval_path),
+            name=name or default_suite_name(ctx.eval_path),
             description=opt_str(doc, "description", root),
             metadata=self.metadata,
             threshold=DEFAULT_THRESHOLD if threshold is None else threshold,

@@ -45,6 +45,11 @@ def test_every_digest_is_checked_against_the_blob_store(recorded: Recorded, reco
     assert call["call"] == "process" and call["exit_code"] == 0
     assert call["script_sha256"] == sha256(recorded.suite.grader.read_bytes())
     assert '"score": 1.0' in call["stdout"]
+    # --show-prompt gives what the process read: the stdin its digest names.
+    assert sha256(call["stdin"].encode("utf-8")) == call["request_sha256"]
+    assert json.loads(call["stdin"])["output"]
+    text = cli(recorded_db, "audit", recorded.run_id, "q1-report", "--grader", "workbook", "--show-prompt")
+    assert text.exit_code == 0 and "--- stdin ---" in text.stdout and call["stdin"] in text.stdout
 
 
 def test_grader_and_show_prompt_give_the_judge_exchange_byte_for_byte(

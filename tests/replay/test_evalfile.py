@@ -422,6 +422,20 @@ def test_rubric_min_score_out_of_range_is_an_error_with_its_line(tmp_path: Path)
 # --- warnings and errors ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "name,refused", [("report-suite-2", False), ("üni-suite", True), ("Report", True), ("a_b", True), ("x" * 65, True)]
+)
+def test_a_suite_name_agentv_refuses_is_a_warning(tmp_path: Path, name: str, refused: bool) -> None:
+    """AgentV 4.42 refuses a suite named other than with 1 to 64 lowercase letters, digits and ``-``;
+    evalstore runs it, and says AgentV will not."""
+    suite = load(tmp_path, f"name: {name}\ntests:\n  - {{id: t, input: x, criteria: c}}\n")
+    assert suite.name == name
+    found = [w for w in suite.warnings if "AgentV refuses the suite name" in w]
+    assert bool(found) == refused
+    if refused:
+        assert found[0].startswith(f"{tmp_path / 'evals/suite.eval.yaml'}:1: ") and repr(name) in found[0]
+
+
 def test_unknown_keys_warn_with_file_and_line(tmp_path: Path) -> None:
     suite = load(
         tmp_path,
