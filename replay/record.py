@@ -45,7 +45,7 @@ from evalstore.replay.workspace.changes import folder_state, unified_diff
 from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspace
 from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
-from evalstore.store.codec import canonical_json
+from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     ArtifactStored,
     RunFailed,
@@ -205,7 +205,13 @@ def _overrides(options: RunOptions, targets_file: TargetsFile | None) -> dict:
 
 
 def _safe_dirname(test_id: str) -> str:
-    return re.sub(r'[/\\:*?"<>|\s]+', "_", test_id)[:120] or "test"
+    """The test's workspace folder under the run's: its id where that is a plain name. An id changed to
+    make one (``a/b``), or one naming another folder (``..``), gets its digest too: ``a/b`` and ``a_b``
+    must not share a workspace, and ``..`` must not be the folder of every run."""
+    name = re.sub(r'[/\\:*?"<>|\s]+', "_", test_id)[:120]
+    if name == test_id and name.strip("."):
+        return name
+    return f"{name.strip('.') or 'test'}-{sha256_hex(test_id.encode('utf-8', 'surrogatepass'))[:12]}"
 
 
 def _execute(

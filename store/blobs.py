@@ -84,6 +84,8 @@ def encode_blob(data: bytes, digest: str, dictionary: Dictionary | None = None) 
 
 def decode_blob(encoding: str, stored: bytes, zdict: bytes | None = None) -> bytes:
     """Raw bytes of a stored blob; ``zdict`` is :func:`zdict_of` the dictionary blob, when the row names one."""
+    if isinstance(stored, str):  # SQLite keeps a value written as text (an edit by hand) as text
+        stored = stored.encode("utf-8", "surrogateescape")
     try:
         if encoding == IDENTITY and zdict is None:
             return bytes(stored)

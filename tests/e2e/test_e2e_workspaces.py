@@ -195,3 +195,39 @@ def test_bad_workspace_config_is_one_error(tmp_path: Path, monkeypatch, workspac
     monkeypatch.chdir(tmp_path)
     done = cli(f"sqlite:///{tmp_path / 's.db'}", "run", str(eval_file))
     assert done.exit_code == 2 and message in done.output
+
+
+def test_each_test_gets_its_own_workspace_inside_the_run_folder_whatever_its_id(tmp_path: Path) -> None:
+    """Test ids are data: ``..`` must not make a test work in the folder of every run's workspaces, and
+    ``a/b`` (made a folder name) must not share ``a_b``'s workspace."""
+    ids = ["..", ".", "a/b", "a_b", "plain"]
+    (tmp_path / ".agentv").mkdir()
+    agent = tmp_path / "agent.py"
+    agent.write_text("import os, sys\nopen(sys.argv[1], 'w').write(os.getcwd())\n", encoding="utf-8")
+    (tmp_path / ".agentv" / "targets.yaml").write_text(
+        f"targets:\n  - name: where\n    provider: cli\n    command: [{json.dumps(sys.executable)}, {json.dumps(str(agent))}, '{{OUTPUT_FILE}}']\n",
+        encoding="utf-8",
+    )
+    tests = "".join(
+        f"  - id: {json.dumps(i)}\n    input: x\n    assertions:\n      - {{type: contains, value: work}}\n" for i in ids
+    )
+    eval_file = tmp_path / "ids.eval.yaml"
+    eval_file.write_text(f"name: ids\nexecution:\n  target: where\ntests:\n{tests}", encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    work = tmp_path / "work"
+    out = cli(db, "run", str(eval_file), "--json", "--workdir", str(work))
+    assert out.exit_code in (0, 1), out.stderr
+    store = EventStore.open(db)
+    try:
+        run_id = json.loads(out.stdout)["run_id"]
+        folders = {
+            e.payload["test_id"]: Path(e.payload["workspace_path"])
+            for e in store.read_stream(run_id, types=["transcript_recorded"])
+        }
+    finally:
+        store.close()
+    assert sorted(folders) == sorted(ids)
+    assert len(set(folders.values())) == len(ids)
+    for folder in folders.values():
+        assert folder.resolve().parent == work.resolve(), folder
+    assert folders["plain"].name == "plain"

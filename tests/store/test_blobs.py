@@ -180,6 +180,11 @@ def test_undecodable_rows_raise_blob_corrupt() -> None:
         decode_blob("zlib", b"not zlib at all")
     with pytest.raises(BlobCorrupt, match="cannot be decoded: unknown blob encoding 'zstd'"):
         decode_blob("zstd", b"...")
+    # A row edited by hand in SQL (replace(), a string literal) holds text: read as its bytes, so that
+    # the digest check names the blob rather than the reader failing.
+    assert decode_blob("identity", "tampered") == b"tampered"
+    with pytest.raises(BlobCorrupt, match=r"cannot be decoded \(zlib: "):
+        decode_blob("zlib", "text, not a deflate stream")
 
 
 def test_blobs_compressed_on_the_worker_thread_are_the_rows_compressed_inline(
