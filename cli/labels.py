@@ -343,6 +343,7 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
     Example:
       evalstore agreement rec-20261122T101500-3fa9c1 rpl-20261123T090000-77aa01 --grader report-quality
     """
+    from evalstore.replay.analysis.agreement import TEST_LEVEL, graders_of
     from evalstore.replay.analysis.agreement import agreement as compute
     from evalstore.replay.analysis.views import resolve_run
     from evalstore.replay.labels import current_labels, label_run
@@ -355,10 +356,16 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
         raise UsageError(f"the runs regrade different recorded runs ({', '.join(sorted(bases))}); give one family")
     [base] = bases
     labels = current_labels(store, base)
+    scores = [load_scores(store, r) for r in ids]
+    known = {TEST_LEVEL}.union(*(graders_of(s) for s in scores))
+    if grader is not None and grader not in known:
+        raise UsageError(
+            f"--grader {grader!r}: no grader of that name in these runs; they have {', '.join(sorted(known))}"
+        )
     report = compute(
         base,
         labels,
-        [load_scores(store, r) for r in ids],
+        scores,
         grader=grader,
         seed=seed,
         resamples=resamples,

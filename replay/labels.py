@@ -20,6 +20,7 @@ import math
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,14 @@ def _event(item: LabelInput, run_id: str, key: tuple[str, str | None, int], tran
         raise LabelError(f"score: expected a number from 0 to 1, got {item.score}")
     if verdict is None and item.score is None:
         raise LabelError("a label needs a verdict (pass/fail), a score, or both")
+    if item.labelled_at:
+        try:
+            datetime.fromisoformat(item.labelled_at.replace("Z", "+00:00"))
+        except ValueError:
+            raise LabelError(
+                f"labelled_at: expected an ISO 8601 date or time (2026-11-25, 2026-11-25T10:00:00Z), "
+                f"got {item.labelled_at!r}"
+            ) from None
     by = (item.by or "").strip() or default_labeller()
     return LabelRecorded(
         run_id=run_id,

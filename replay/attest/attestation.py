@@ -34,6 +34,7 @@ from evalstore.store.events import (
     LOG_STREAM,
     CheckpointRecorded,
     DomainEvent,
+    RunCompleted,
     RunStarted,
     TestScored,
     VerdictRecorded,
@@ -74,19 +75,32 @@ def _snapshot_digest(started: RunStarted) -> str:
 def build_attestation(store: EventStore, run_id: str) -> dict[str, Any]:
     """The attestation of ``run_id``'s current results, proven against the latest checkpoint covering them."""
     started: StoredEvent | None = None
+    completed: StoredEvent | None = None
     scored: dict[tuple, StoredEvent] = {}
     verdicts: dict[tuple, dict[str, StoredEvent]] = {}
-    for ev in store.read_stream(run_id, types=[RunStarted.type, TestScored.type, VerdictRecorded.type]):
+    kinds = [RunStarted.type, TestScored.type, VerdictRecorded.type, RunCompleted.type]
+    for ev in store.read_stream(run_id, types=kinds):
         payload = ev.event
         if isinstance(payload, RunStarted):
             started = started or ev
+        elif isinstance(payload, RunCompleted):
+            completed = ev
         elif isinstance(payload, TestScored):
             scored[_result_key(payload)] = ev  # later events win, as in the results projection
         elif isinstance(payload, VerdictRecorded):
             verdicts.setdefault(_result_key(payload), {})[payload.grader] = ev
     if started is None:
         raise NotFoundError(f"no run {run_id!r} in this store")
-    cited = [started, *scored.values(), *(v for by_grader in verdicts.values() for v in by_grader.values())]
+    if completed is None:
+        # Its run_completed event (how many results the run has) is what lets a reader see that none was left out.
+        raise AttestationError(f"run {run_id} is not complete: finish it (`--resume`) before attesting its results")
+    cited = [started, completed, *scored.values(), *(v for by_grader in verdicts.values() for v in by_grader.values())]
+    for ev in cited:
+        if ev.computed_hash(ev.prev_hash) != ev.hash:
+            raise AttestationError(
+                f"event seq {ev.seq} of run {run_id} does not match its hash (altered after it was written); "
+                "`evalstore verify` says more"
+            )
     last = max(ev.seq for ev in cited)
 
     covering = [
@@ -138,6 +152,7 @@ def build_attestation(store: EventStore, run_id: str) -> dict[str, Any]:
             "suite": run.suite,
             "eval_snapshot_digest": _snapshot_digest(run),
             "run_started": _ref(started),
+            "run_completed": _ref(completed),
             "log": {"origin": recorded.origin, "size": recorded.size, "root_hash": recorded.root_hash},
             "results": results,
         },
@@ -229,6 +244,7 @@ def verify_attestation(doc: Any, key: VerifierKey) -> AttestationCheck:
                 raise _Failed(f"predicate {name} {predicate.get(name)!r} differs from the run's event ({value!r})")
         for result in results:
             _check_result(events, result)
+        _check_complete(events, predicate.get("run_completed"), results)
     except _Failed as exc:
         return AttestationCheck(**{**check.__dict__, "problem": str(exc)})
     return check
@@ -283,3 +299,19 @@ def _check_result(events: dict[int, dict], result: Any) -> None:
                 raise _Failed(
                     f"{vname}: claimed {field} {verdict.get(field)!r}, its event says {getattr(event, field)!r}"
                 )
+
+
+def _check_complete(events: dict[int, dict], ref: Any, results: list[Any]) -> None:
+    """Every result of the run is there, once: the run's own run_completed event counts them."""
+    completed = _claimed_event(events, ref, RunCompleted, "run_completed")
+    keys = [(r.get("test_id"), r.get("target"), r.get("attempt")) for r in results]
+    if len(set(keys)) != len(keys):
+        raise _Failed("a result is listed twice")
+    graded = [r for r in results if r.get("status") != "not_regradable"]
+    counted = (len(graded), len(results) - len(graded), sum(1 for r in graded if r.get("passed") is True))
+    if counted != (completed.tests, completed.not_regradable, completed.passed):
+        raise _Failed(
+            f"the run completed with {completed.tests} results ({completed.passed} passed, "
+            f"{completed.not_regradable} not regradable); the attestation lists {counted[0]} "
+            f"({counted[2]} passed, {counted[1]} not regradable)"
+        )

@@ -75,6 +75,15 @@ def test_bad_input_is_one_error_line_and_nothing_written(tmp_path: Path) -> None
     r = _cli(db, "labels", "import", str(f))
     assert r.exit_code == 2 and f"{f}:2: score: expected a number" in r.stderr
     assert json.loads(_cli(db, "labels", "rec-1", "--json").stdout) == []
+    dated = tmp_path / "dated.csv"
+    dated.write_text("test_id,verdict,labelled_at\nt01,pass,2026-11-25T10:00:00Z\nt02,fail,yesterday\n")
+    r = _cli(db, "labels", "import", str(dated), "--run", "rec-1")
+    assert r.exit_code == 2 and f"{dated}:3: labelled_at: expected an ISO 8601 date or time" in r.stderr
+    assert "'yesterday'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert json.loads(_cli(db, "labels", "rec-1", "--json").stdout) == []
+    # A grader no run has is named, with the ones there are.
+    r = _cli(db, "agreement", "rec-1", "rpl-good", "--grader", "qualty")
+    assert r.exit_code == 2 and "--grader 'qualty': no grader of that name" in r.stderr and "quality" in r.stderr
 
 
 def test_pass_and_fail_together_are_refused(tmp_path: Path) -> None:

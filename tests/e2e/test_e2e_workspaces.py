@@ -209,7 +209,8 @@ def test_each_test_gets_its_own_workspace_inside_the_run_folder_whatever_its_id(
         encoding="utf-8",
     )
     tests = "".join(
-        f"  - id: {json.dumps(i)}\n    input: x\n    assertions:\n      - {{type: contains, value: work}}\n" for i in ids
+        f"  - id: {json.dumps(i)}\n    input: x\n    assertions:\n      - {{type: contains, value: work}}\n"
+        for i in ids
     )
     eval_file = tmp_path / "ids.eval.yaml"
     eval_file.write_text(f"name: ids\nexecution:\n  target: where\ntests:\n{tests}", encoding="utf-8")

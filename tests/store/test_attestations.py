@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from fixture_paths import AGENTV_FIXTURES
-from sample_runs import append_run, drop_append_only_triggers, execute, populate
+from sample_runs import append_run, drop_append_only_triggers, execute, populate, run_batches
 
 from evalstore import cli
 from evalstore.replay.attest.attestation import build_attestation, verify_attestation
@@ -88,6 +88,20 @@ def test_every_kind_of_tampering_fails_with_what_differs(store: EventStore, key:
     def snapshot(d: dict) -> None:
         d["statement"]["predicate"]["eval_snapshot_digest"] = "0" * 64
 
+    results = doc["statement"]["predicate"]["results"]
+    failing = next(i for i, r in enumerate(results) if not r["passed"])
+    other = (failing + 1) % len(results)
+
+    def omit_a_failure(d: dict) -> None:
+        del d["statement"]["predicate"]["results"][failing]
+
+    def list_another_result_in_its_place(d: dict) -> None:
+        listed = d["statement"]["predicate"]["results"]
+        listed[failing] = listed[other]
+
+    def drop_the_count(d: dict) -> None:
+        del d["statement"]["predicate"]["run_completed"]
+
     cases = {
         claim_score: f"test {first['test_id']!r}: claimed score",
         claim_verdict: f"test {first['test_id']!r} grader {verdict['grader']!r}: claimed verdict",
@@ -96,6 +110,9 @@ def test_every_kind_of_tampering_fails_with_what_differs(store: EventStore, key:
         drop_event: f"test {first['test_id']!r}: event seq {first['seq']} with that hash is not among the proven events",
         alter_checkpoint: "checkpoint signature: signature by ci.example.com/evals does not match the text",
         snapshot: "predicate eval_snapshot_digest '000",
+        omit_a_failure: f"the run completed with {len(results)} results",
+        list_another_result_in_its_place: "a result is listed twice",
+        drop_the_count: "run_completed: no event reference",
     }
     for change, problem in cases.items():
         check = verify_attestation(_tampered(doc, change), key.verifier)
@@ -104,6 +121,26 @@ def test_every_kind_of_tampering_fails_with_what_differs(store: EventStore, key:
     assert verify_attestation(doc, other.verifier).problem.startswith("checkpoint signature: signed by")
     with pytest.raises(AttestationFormatError, match="statement is missing"):
         verify_attestation(_tampered(doc, lambda d: d.pop("statement")), key.verifier)
+
+
+def test_attest_refuses_a_run_whose_events_were_altered_or_that_is_not_complete(
+    store: EventStore, key: SigningKey
+) -> None:
+    """An event edited in the database (its hash column left as it was) is not signed off, and a run that
+    has no run_completed yet has no count a reader could check the results against."""
+    populate(store)
+    write_checkpoint(store, key)
+    (seq,) = [e.seq for e in store.read_stream("run-a", types=["test_scored"], limit=1)]
+    drop_append_only_triggers(store.engine)
+    execute(store.engine, "UPDATE events SET payload = payload || ' ' WHERE seq = :seq", seq=seq)
+    with pytest.raises(AttestationError, match=f"event seq {seq} of run run-a does not match its hash"):
+        build_attestation(store, "run-a")
+    version = 0
+    for events, blobs in run_batches("run-open")[:-1]:  # the run_completed append left out
+        store.append("run-open", events, expected_version=version, blobs=blobs)
+        version += len(events)
+    with pytest.raises(AttestationError, match="run run-open is not complete"):
+        build_attestation(store, "run-open")
 
 
 def test_attesting_needs_a_checkpoint_that_covers_the_run_and_still_matches(store: EventStore, key: SigningKey) -> None:
