@@ -163,7 +163,10 @@ def note(message: str) -> None:
 
 class progress_bar:
     """A progress bar on stderr; ``advance()`` once per finished item. Quiet when stderr is not a terminal,
-    and then rich's progress module is not even imported (a scripted replay or import saves its load)."""
+    and then rich's progress module is not even imported (a scripted replay or import saves its load).
+    The bar (and rich's thread that redraws it) starts with the first thing it shows, not on entering
+    the block: an export forks its worker processes first, and a forked child would inherit a copy of
+    a thread's locks without the thread."""
 
     def __init__(self, description: str) -> None:
         self._progress: Progress | None = None
@@ -180,38 +183,44 @@ class progress_bar:
             )
         self._description = description
         self._task: TaskID | None = None
+        self._live = False
+
+    def _shown(self) -> Progress | None:
+        if self._progress is not None and not self._live:
+            self._progress.__enter__()
+            self._live = True
+        return self._progress
 
     def start(self, total: int | None) -> None:
-        if self._progress is not None:
-            self._task = self._progress.add_task(self._description, total=total)
+        if (progress := self._shown()) is not None:
+            self._task = progress.add_task(self._description, total=total)
 
     def show(self, phase: str, done: int, total: int | None) -> None:
         """Set the bar to ``done`` of ``total``; a new ``phase`` (e.g. checking, then importing) starts a new bar."""
-        if self._progress is None:
+        if (progress := self._shown()) is None:
             return
         if self._task is None or phase != self._description:
             if self._task is not None:  # the finished phase's bar shows its final count as its total
-                finished = self._progress.tasks[-1].completed
-                self._progress.update(self._task, total=finished)
+                finished = progress.tasks[-1].completed
+                progress.update(self._task, total=finished)
             self._description = phase
             self.start(total)
-        self._progress.update(self._task, completed=done, total=total)  # type: ignore[arg-type]
+        progress.update(self._task, completed=done, total=total)  # type: ignore[arg-type]
 
     def advance(self, *_: object) -> None:
-        if self._progress is None:
+        if (progress := self._shown()) is None:
             return
         if self._task is None:
             self.start(None)
-        self._progress.advance(self._task)  # type: ignore[arg-type]
+        progress.advance(self._task)  # type: ignore[arg-type]
 
     def __enter__(self) -> progress_bar:
-        if self._progress is not None:
-            self._progress.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
+        if self._progress is not None and self._live:
             self._progress.__exit__(*exc)  # type: ignore[arg-type]
+            self._live = False
 
 
 @contextmanager

@@ -8,37 +8,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from evalstore.replay.grading.graders.process_cache import reusable_process_call
+from evalstore.replay.grading.reuse import reusable_conversion, reusable_judge_call, reusable_process_call
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import sha256_hex
 from evalstore.store.errors import BlobNotFound
 from evalstore.store.events import DomainEvent, GraderCalled, PreprocessingRecorded
-from evalstore.store.projections import reusable_outcome
-
-_REUSABLE_CONVERSIONS = ("converted", "read_as_text")
-
-
-def reusable_conversion(event: DomainEvent, fingerprint: str) -> bool:
-    """A conversion whose output may stand in for running the same converter on the same bytes."""
-    return (
-        isinstance(event, PreprocessingRecorded)
-        and event.fingerprint == fingerprint
-        and event.status in _REUSABLE_CONVERSIONS
-        and event.output_sha256 is not None
-    )
-
-
-def reusable_judge_call(event: DomainEvent, cache_key: str) -> bool:
-    """A judge call whose reply may stand in for asking the same judge the same thing (the rule the
-    ``judge_cache`` projection keeps, for events not yet stored)."""
-    return (
-        isinstance(event, GraderCalled)
-        and event.call == "judge"
-        and event.cache_key == cache_key
-        and reusable_outcome(event.outcome, event.parse_attempt)
-        and not event.cache_hit
-        and event.reply_sha256 is not None
-    )
 
 
 class MemoryRecorder:
@@ -65,8 +39,8 @@ class MemoryRecorder:
             return self._blob_source(sha256)
         raise BlobNotFound(f"no blob with sha256 {sha256}")
 
-    def record(self, event: DomainEvent) -> str:
-        event_id = str(uuid.uuid4())
+    def record(self, event: DomainEvent, event_id: str | None = None) -> str:
+        event_id = event_id or str(uuid.uuid4())
         self.events.append((event_id, event))
         return event_id
 
@@ -150,8 +124,8 @@ class StoreRecorder:
             data = self._ahead.blobs.get(sha256)
         return data if data is not None else self.store.get_blob(sha256)
 
-    def record(self, event: DomainEvent) -> str:
-        event_id = str(uuid.uuid4())
+    def record(self, event: DomainEvent, event_id: str | None = None) -> str:
+        event_id = event_id or str(uuid.uuid4())
         with self._lock:
             self.events.append(NewEvent(event, event_id))
         return event_id

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert  # noqa: F401  (the dialect's upsert-capable insert)
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql import Select
+
+BATCH = 2000
 
 # One lock id for the whole database: every append takes it, so the hash chain never forks.
 APPEND_LOCK_ID = 0x65767374  # "evst"
@@ -22,6 +26,12 @@ def lock_for_append(conn: Connection) -> None:
 
 def lock_for_migration(conn: Connection) -> None:
     conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
+
+
+def rows(conn: Connection, query: Select) -> Iterator[tuple]:
+    """The query's rows, a batch at a time from a server-side cursor (memory stays flat)."""
+    for batch in conn.execution_options(yield_per=BATCH).execute(query).partitions():
+        yield from batch
 
 
 class _AbortedPipelineNoise(logging.Filter):

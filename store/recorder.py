@@ -395,19 +395,31 @@ class EventStore:
             query = query.limit(limit)
         yield from self._stream_query(query)
 
-    def stream_payloads(self, stream_id: str, *, types: Iterable[str]) -> Iterator[tuple[str, int, str, str]]:
+    def stream_payloads(
+        self, stream_id: str, *, types: Iterable[str], after: int = 0, upto: int | None = None
+    ) -> Iterator[tuple[str, int, str, str]]:
         """A stream's events of ``types`` in order as plain ``(type, schema_version, payload JSON,
         recorded_at)`` tuples: what reading a whole run out again needs (exports), without the envelope
-        objects :meth:`read_stream` builds per event."""
+        objects :meth:`read_stream` builds per event. ``after`` and ``upto`` bound the stream versions
+        read (``after < stream_version <= upto``): one chunk of a run (``replay/agentv/chunked.py``)."""
         ev = schema.events
         query = (
             select(ev.c.type, ev.c.schema_version, ev.c.payload, ev.c.recorded_at)
-            .where(ev.c.stream_id == stream_id, ev.c.type.in_(list(types)))
+            .where(ev.c.stream_id == stream_id, ev.c.type.in_(list(types)), ev.c.stream_version > after)
             .order_by(ev.c.stream_version)
         )
+        if upto is not None:
+            query = query.where(ev.c.stream_version <= upto)
         with self.engine.connect() as conn:
-            for row in conn.execution_options(yield_per=2000).execute(query):
-                yield tuple(row)
+            yield from self.dialect.rows(conn, query)
+
+    def stream_versions(self, stream_id: str, *, type_: str) -> list[int]:
+        """The stream versions of a stream's events of one type, in order (read from the index alone):
+        where a run's results end, to cut it into chunks."""
+        ev = schema.events
+        query = select(ev.c.stream_version).where(ev.c.stream_id == stream_id, ev.c.type == type_)
+        with self.engine.connect() as conn:
+            return [row[0] for row in self.dialect.rows(conn, query.order_by(ev.c.stream_version))]
 
     def test_events(self, stream_id: str, test_id: str, *, types: Iterable[str]) -> Iterator[StoredEvent]:
         """The events of ``types`` in a stream that belong to one test, in order, without decoding the
@@ -496,7 +508,7 @@ class EventStore:
         with self.engine.connect() as conn:
             for chunk in _chunks(keys):
                 query = select(b.c.sha256, b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256.in_(chunk))
-                rows.extend(conn.execute(query).all())
+                rows.extend(self.dialect.rows(conn, query))
         for sha256, encoding, data, dictionary in rows:
             found[sha256] = self._decode(encoding, data, dictionary, chain=0)
         missing = [k for k in keys if k not in found]

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import codecs
 import csv
+import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from operator import itemgetter
 from typing import IO, Any
 
-from evalstore.replay.agentv.stored import Payload, ResultBundle, stored_results
+from evalstore.replay.agentv.chunked import encoded_results
+from evalstore.replay.agentv.stored import Payload, ResultBundle
 from evalstore.replay.agentv.wire import from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
 from evalstore.replay.jsontext import js_number, stringify
@@ -140,9 +142,13 @@ def _assertion(a: dict[str, Any]) -> dict[str, Any]:
 
 
 def score_entry(
-    verdict: VerdictRecorded | Payload, rendered_prompt: Any = None, usage: dict[str, Any] | None = None
+    verdict: VerdictRecorded | Payload,
+    rendered_prompt: Any = None,
+    usage: dict[str, Any] | None = None,
+    assertions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A v4 ``scores[]`` entry; ``input`` is the recorded grader request, ``target`` the judge target."""
+    """A v4 ``scores[]`` entry; ``input`` is the recorded grader request, ``target`` the judge target;
+    ``assertions``: the verdict's, as :func:`_assertion` shows them, when the caller has them."""
     v = _fields(verdict)
     entry: dict[str, Any] = {
         "name": v["source_name"] or v["grader"],
@@ -150,7 +156,7 @@ def score_entry(
         "score": js_number(v["score"]),
         "weight": js_number(v["weight"]),
         "verdict": v["verdict"],
-        "assertions": [_assertion(a) for a in v["assertions"]],
+        "assertions": [_assertion(a) for a in v["assertions"]] if assertions is None else assertions,
     }
     if rendered_prompt is not None:
         entry["input"] = rendered_prompt
@@ -165,8 +171,12 @@ def score_entry(
 
 def flatten_assertions(verdicts: Iterable[VerdictRecorded | Payload]) -> list[dict[str, Any]]:
     """v4's row-level list: passed assertions first, then failed, each in grader order (as real rows show)."""
-    every = [a for v in verdicts for a in _fields(v)["assertions"]]
-    return [_assertion(a) for a in every if a["passed"]] + [_assertion(a) for a in every if not a["passed"]]
+    return _flattened([[_assertion(a) for a in _fields(v)["assertions"]] for v in verdicts])
+
+
+def _flattened(shown: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    every = [a for assertions in shown for a in assertions]
+    return [a for a in every if a["passed"]] + [a for a in every if not a["passed"]]
 
 
 def agentv_time(value: str | None) -> str | None:
@@ -185,19 +195,22 @@ def _target(run: RunStarted, scored: Payload) -> str | None:
     return scored["target"] or run.target_name
 
 
-def _scores(result: ResultBundle, verdicts: list[Payload]) -> list[dict[str, Any]] | None:
+def _scores(
+    result: ResultBundle, verdicts: list[Payload], shown: list[list[dict[str, Any]]]
+) -> list[dict[str, Any]] | None:
     """``scores[]``; None (left out) for a row that had only flattened assertions, as it came in."""
-    graders = [v for v in verdicts if not from_row_assertions(v["details"])]
+    graders = [(v, a) for v, a in zip(verdicts, shown) if not from_row_assertions(v["details"])]
     if verdicts and not graders:
         return None
-    return [
-        score_entry(v, result.rendered_prompts.get(v["grader"]), result.grader_usage.get(v["grader"])) for v in graders
-    ]
+    prompts, usage = result.rendered_prompts, result.grader_usage
+    return [score_entry(v, prompts.get(v["grader"]), usage.get(v["grader"]), a) for v, a in graders]
 
 
 def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     scored = _fields(result.scored)
     verdicts = [_fields(v) for v in result.verdicts]
+    # Each assertion as the row shows it, once: in its grader's scores[] entry and in the row's list alike.
+    shown = [[_assertion(a) for a in v["assertions"]] for v in verdicts]
     transcript = _fields(result.transcript) if result.transcript is not None else None
     case = _fields(result.case) if result.case is not None else None
     row_fields = scored["row_fields"]
@@ -210,8 +223,8 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         "experiment": row_fields.get("experiment"),
         "score": js_number(scored["score"]),
         "target": _target(run, scored),
-        "scores": _scores(result, verdicts),
-        "assertions": flatten_assertions(verdicts),
+        "scores": _scores(result, verdicts, shown),
+        "assertions": _flattened(shown),
         "execution_status": scored["status"],
         "error": scored["error"],
         "failure_stage": row_fields.get("failure_stage"),
@@ -254,6 +267,38 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
 # --- CSV -----------------------------------------------------------------------------------------
 
 
+def csv_rows(run: RunStarted, result: ResultBundle) -> list[list[Any]]:
+    """A result's CSV lines: one per grader, or one with empty grader cells for a result without verdicts."""
+    s = _fields(result.scored)
+    head = [
+        run.run_id,
+        s["test_id"],
+        _target(run, s) or "",
+        s["attempt"],
+        s["score"],
+        "true" if s["passed"] else "false",
+        s["status"],
+    ]
+    graders = []
+    for v in map(_fields, result.verdicts):
+        assertions = v["assertions"]
+        failed = [a["text"] for a in assertions if not a["passed"]]
+        graders.append(
+            [
+                v["grader"],
+                v["grader_type"],
+                v["score"],
+                v["verdict"],
+                v["weight"],
+                len(assertions) - len(failed),
+                len(assertions),
+                "\n".join(failed),
+            ]
+        )
+    tail = [s["error"] or ""]
+    return [head + middle + tail for middle in graders or [[""] * 8]]
+
+
 def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> int:
     """One line per (test, grader); a test without verdicts still gets one line. Returns data lines
     written. Cells holding commas, quotes or newlines (evidence, errors) are quoted as RFC 4180 says."""
@@ -261,36 +306,16 @@ def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> 
     writer.writerow(CSV_COLUMNS)
     count = 0
     for result in results:
-        s = _fields(result.scored)
-        head = [
-            run.run_id,
-            s["test_id"],
-            _target(run, s) or "",
-            s["attempt"],
-            s["score"],
-            "true" if s["passed"] else "false",
-            s["status"],
-        ]
-        graders = []
-        for v in map(_fields, result.verdicts):
-            assertions = v["assertions"]
-            failed = [a["text"] for a in assertions if not a["passed"]]
-            graders.append(
-                [
-                    v["grader"],
-                    v["grader_type"],
-                    v["score"],
-                    v["verdict"],
-                    v["weight"],
-                    len(assertions) - len(failed),
-                    len(assertions),
-                    "\n".join(failed),
-                ]
-            )
-        tail = [s["error"] or ""]
-        writer.writerows([head + middle + tail for middle in graders or [[""] * 8]])
-        count += len(graders) or 1
+        rows = csv_rows(run, result)
+        writer.writerows(rows)
+        count += len(rows)
     return count
+
+
+def _csv_text(rows: Iterable[Iterable[Any]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(rows)
+    return buffer.getvalue()
 
 
 # --- JSON ----------------------------------------------------------------------------------------
@@ -335,30 +360,47 @@ def json_result(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     return item
 
 
-def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], summary: RunSummary | None = None) -> int:
-    """``{"format", "version", "run", "summary", "results": [...]}`` written result by result; returns
-    the number of results."""
+def _json_head(run: RunStarted, summary: RunSummary | None) -> str:
+    """The document up to its results' opening bracket."""
     head = {
         "format": JSON_FORMAT,
         "version": JSON_VERSION,
         "run": _pick(run, JSON_RUN_FIELDS),
         "summary": {f: getattr(summary, f) for f in JSON_SUMMARY_FIELDS} if summary else None,
     }
-    fh.write(stringify(head)[:-1].decode() + ',"results":[')
+    return stringify(head)[:-1].decode() + ',"results":['
+
+
+JSON_TAIL = "\n]}\n"
+
+
+def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], summary: RunSummary | None = None) -> int:
+    """``{"format", "version", "run", "summary", "results": [...]}`` written result by result; returns
+    the number of results."""
+    fh.write(_json_head(run, summary))
     write = _byte_writer(fh)
     count = 0
     for result in results:
         write((b",\n" if count else b"\n") + stringify(json_result(run, result)))
         count += 1
-    fh.write("\n]}\n")
+    fh.write(JSON_TAIL)
     return count
 
 
 EXPORT_FORMATS = ("agentv-jsonl", "csv", "json")
 
 
-PROGRESS_EVERY = 500
-"""Results between two progress reports of an export."""
+def _jsonl_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:
+    return stringify(export_row(run, result)) + b"\n", 1
+
+
+def _json_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:
+    return b",\n" + stringify(json_result(run, result)), 1  # the first result's comma is cut
+
+
+def _csv_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:
+    rows = csv_rows(run, result)
+    return _csv_text(rows).encode("utf-8"), len(rows)
 
 
 def export_run(
@@ -368,28 +410,32 @@ def export_run(
     fh: IO[str],
     progress: Callable[[int], None] | None = None,
     summary: RunSummary | None = None,
+    *,
+    workers: int | None = None,
 ) -> int:
     """Write one stored run to ``fh`` as ``agentv-jsonl``, ``csv`` or ``json``, streaming; returns the
-    number of results (lines for CSV) written. ``progress`` is told how many results are written, every
-    :data:`PROGRESS_EVERY` and at the end; ``summary`` is the run's, when the caller has read it."""
+    number of results (lines for CSV) written. ``progress`` is told how many results are written after
+    each chunk (``chunked.CHUNK_RESULTS``); ``summary`` is the run's, when the caller has read it.
+    ``workers``: processes encoding at once (``chunked.encoded_results``; default one per core)."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
     started = run_started(store, run_id)
-    if fmt == "csv":  # scores and verdicts only
-        return write_csv(started, _reported(stored_results(store, run_id, inputs=False), progress), fh)
-    results = _reported(stored_results(store, run_id), progress)
-    if fmt == "agentv-jsonl":
-        return write_jsonl(export_rows(started, results), fh)
+    encode = {"agentv-jsonl": _jsonl_encoded, "csv": _csv_encoded, "json": _json_encoded}[fmt]
     if fmt == "json":
-        return write_json(started, results, fh, summary or run_summary(store, run_id))
-    raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
-
-
-def _reported(results: Iterator[ResultBundle], progress: Callable[[int], None] | None) -> Iterator[ResultBundle]:
-    if progress is None:
-        yield from results
-        return
-    done = 0
-    for done, result in enumerate(results, 1):
-        yield result
-        if done % PROGRESS_EVERY == 0:
-            progress(done)
-    progress(done)
+        fh.write(_json_head(started, summary or run_summary(store, run_id)))
+    elif fmt == "csv":
+        fh.write(_csv_text([CSV_COLUMNS]))
+    write = _byte_writer(fh)
+    results = items = 0
+    # CSV reads scores and verdicts only: no case, transcript or grader request.
+    for chunk in encoded_results(store, run_id, partial(encode, started), inputs=fmt != "csv", workers=workers):
+        write(chunk.data[1:] if fmt == "json" and not results else chunk.data)
+        results += chunk.results
+        items += chunk.items
+        if progress:
+            progress(results)
+    if fmt == "json":
+        fh.write(JSON_TAIL)
+    if progress and not results:
+        progress(0)
+    return items

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.agentv.wire import agentv_token_usage
 from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
-from evalstore.replay.jsontext import RawJSON
+from evalstore.replay.jsontext import RawJSON, loads
 from evalstore.store import EventStore
 from evalstore.store.events import payload_fields
 
@@ -48,18 +48,49 @@ _CHUNK = 200
 in one query each."""
 
 
-def stored_results(store: EventStore, run_id: str, *, inputs: bool = True) -> Iterator[ResultBundle]:
+class Interleaved(Exception):
+    """A window of a run's stream holds an event of a result that is scored outside it
+    (:func:`stored_results` with ``contiguous=True``)."""
+
+
+Window = tuple[int, "int | None"]
+"""``(after, upto)``: the stream versions ``after < v <= upto`` of a run's stream (``upto`` None: to its end)."""
+
+
+def stored_results(
+    store: EventStore,
+    run_id: str,
+    *,
+    inputs: bool = True,
+    window: Window = (0, None),
+    contiguous: bool = False,
+    origin_ids: dict[ResultKey, dict[str, Any]] | None = None,
+) -> Iterator[ResultBundle]:
     """Each scored result of a run in the order it was scored. A result's events are held only until
     its ``test_scored`` (always its last event), so memory does not grow with the run. A replay's
     transcripts (and the cases of tests it carried over) come from the run that recorded them.
-    ``inputs=False`` reads scores and verdicts only: no case, transcript or grader request."""
+    ``inputs=False`` reads scores and verdicts only: no case, transcript or grader request.
+
+    ``window`` reads a part of the run's stream (``replay/agentv/chunked.py``): the results scored in it.
+    With ``contiguous``, every event in it must belong to the next result scored (as an import or a
+    replay appends each result whole), else :class:`Interleaved` is raised: then no result scored in the
+    window has an event before it, and no event in it belongs to a result scored after it.
+    ``origin_ids`` is :func:`origin_event_ids` of the run, when the caller has read it."""
+    scored = _scored(store, run_id, _RESULT_EVENTS[0 if inputs else 2 :], window, contiguous)
     if not inputs:
-        yield from _scored(store, run_id, _RESULT_EVENTS[2:])
+        yield from scored
         return
+    if origin_ids is None:
+        origin_ids = origin_event_ids(store, run_id)
+    for chunk in _chunks(scored):
+        yield from _completed(store, chunk, origin_ids)
+
+
+def origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[str, Any]]:
+    """For a replay, per result of the run holding its transcripts, the event ids of its case and
+    transcript and its row labels (:func:`_origin_event_ids`); empty for any other run."""
     origin = transcript_run_id(store, run_started(store, run_id))
-    from_origin = _origin_event_ids(store, origin) if origin != run_id else {}
-    for chunk in _chunks(_scored(store, run_id, _RESULT_EVENTS)):
-        yield from _completed(store, chunk, from_origin)
+    return _origin_event_ids(store, origin) if origin != run_id else {}
 
 
 def _chunks(bundles: Iterator[ResultBundle]) -> Iterator[list[ResultBundle]]:
@@ -73,13 +104,18 @@ def _chunks(bundles: Iterator[ResultBundle]) -> Iterator[list[ResultBundle]]:
         yield done
 
 
-def _scored(store: EventStore, run_id: str, types: list[str]) -> Iterator[ResultBundle]:
+def _scored(
+    store: EventStore, run_id: str, types: list[str], window: Window, contiguous: bool
+) -> Iterator[ResultBundle]:
     """Each result of the run as its events of ``types`` complete it (its ``test_scored``)."""
     pending: dict[ResultKey, ResultBundle] = {}
-    fields, parse, key_of = payload_fields, _parse, result_key  # locals: this loop runs per event
-    for type_, version, payload_json, recorded_at in store.stream_payloads(run_id, types=types):
-        p = fields(type_, version, parse(payload_json)[0])
+    fields, parse, key_of = payload_fields, loads, result_key  # locals: this loop runs per event
+    after, upto = window
+    for type_, version, payload_json, recorded_at in store.stream_payloads(run_id, types=types, after=after, upto=upto):
+        p = fields(type_, version, parse(payload_json))
         key = key_of(p["test_id"], p["target"], p["attempt"])
+        if contiguous and pending and key not in pending:
+            raise Interleaved(f"run {run_id}: results interleave after stream version {after}")
         if type_ == "test_scored":
             bundle = pending.pop(key, None) or ResultBundle(scored=p)
             bundle.scored, bundle.timestamp = p, p["produced_at"] or recorded_at
@@ -96,11 +132,8 @@ def _scored(store: EventStore, run_id: str, types: list[str]) -> Iterator[Result
             bundle.transcript = p
         else:
             bundle.case = p
-
-
-_parse = json.JSONDecoder().raw_decode
-"""``json.loads`` less its checks for surrounding whitespace: the store writes payloads without any.
-(Not orjson: it reads an integer beyond 64 bits as a float, where the stdlib keeps it exact.)"""
+    if contiguous and pending and upto is not None:
+        raise Interleaved(f"run {run_id}: a result continues after stream version {upto}")
 
 
 def _put_verdict(verdicts: list[Payload], verdict: Payload) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from evalstore.replay.evalfile.specs import (
@@ -20,6 +21,7 @@ from evalstore.replay.evalfile.specs import (
     LlmGraderSpec,
 )
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
+from evalstore.replay.grading.overlap import overlapping
 from evalstore.replay.grading.scoring import apply_negate, score_test
 from evalstore.store.errors import is_database_failure
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
@@ -85,17 +87,25 @@ def grade_test(
     selected = set(only) if only is not None else None
     carried = carried or {}
     threshold = options.threshold if options.threshold is not None else (test.threshold or suite.threshold)
+    graded = [
+        spec
+        for spec in test.graders
+        if not (selected is not None and spec.name not in selected and spec.name in carried)
+    ]
+    graded_names = {spec.name for spec in graded}
+    # Graded in order, overlapping where one waits on a process or a judge (grading/overlap.py); each
+    # grader's events are recorded below, in order, just before its verdict.
+    outcomes = iter(overlapping(ctx, [partial(_graded, spec) for spec in graded]))
     scored_inputs: list[tuple[GraderSpec, GraderResult]] = []
     verdicts: list[tuple[str, VerdictRecorded]] = []
     for spec in test.graders:
-        if selected is not None and spec.name not in selected and spec.name in carried:
+        if spec.name not in graded_names:
             parent_id, parent = carried[spec.name]
             verdict = parent.model_copy(update={"origin": "carried", "carried_from": parent_id, "source": None})
             scored_inputs.append((spec, _result_of(parent)))
         else:
-            result = _grade_one(spec, ctx)
-            if spec.negate:
-                result = apply_negate(result)
+            result, buffer = next(outcomes)
+            buffer.add_to(recorder)
             verdict = _verdict_event(spec, result, ctx)
             scored_inputs.append((spec, result))
         verdicts.append((recorder.record(verdict), verdict))
@@ -112,6 +122,11 @@ def grade_test(
     )
     recorder.record(scored)
     return TestGrade(scored=scored, verdicts=verdicts)
+
+
+def _graded(spec: GraderSpec, ctx: GradingContext) -> GraderResult:
+    result = _grade_one(spec, ctx)
+    return apply_negate(result) if spec.negate else result
 
 
 def _grade_one(spec, ctx: GradingContext) -> GraderResult:  # type: ignore[no-untyped-def]

@@ -383,16 +383,20 @@ def test_lines_go_to_the_bytes_under_a_utf8_file_in_order(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("fmt", ["agentv-jsonl", "csv", "json"])
 def test_an_export_reports_its_progress_and_writes_the_same_bytes(sqlite_store, fmt, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from evalstore.replay.agentv import export
+    """Chunk by chunk, in this process or in forked workers, an export writes the same bytes, and reports
+    the results written after each chunk."""
+    from evalstore.replay.agentv import chunked, export
     from evalstore.replay.agentv.importing import import_results
 
     run_id = import_results(sqlite_store, BASELINE).run_id
     quiet = io.StringIO()
-    written = export.export_run(sqlite_store, run_id, fmt, quiet)
-    monkeypatch.setattr(export, "PROGRESS_EVERY", 2)
-    seen: list[int] = []
-    reported = io.StringIO()
-    assert export.export_run(sqlite_store, run_id, fmt, reported, progress=seen.append) == written
-    assert reported.getvalue() == quiet.getvalue()
+    written = export.export_run(sqlite_store, run_id, fmt, quiet, workers=1)
+    monkeypatch.setattr(chunked, "CHUNK_RESULTS", 2)
     results = len(BASELINE.read_text(encoding="utf-8").splitlines())
-    assert results > 2 and seen == [*range(2, results + 1, 2), results]  # every 2, then the end
+    assert results > 4
+    for workers in (1, 2):
+        seen: list[int] = []
+        reported = io.StringIO()
+        assert export.export_run(sqlite_store, run_id, fmt, reported, progress=seen.append, workers=workers) == written
+        assert reported.getvalue() == quiet.getvalue()
+        assert seen == sorted({*range(2, results + 1, 2), results})  # after every chunk of 2, then the end

@@ -8,6 +8,7 @@ outside world (a converter run, a judge call, a code-grader process) it records 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -30,8 +31,9 @@ class Recorder(Protocol):
     def get_blob(self, sha256: str) -> bytes:
         """Bytes of a stored or buffered blob; raises ``evalstore.store.errors.BlobNotFound``."""
 
-    def record(self, event: DomainEvent) -> str:
-        """Buffer an event; returns its event id (for verdict links)."""
+    def record(self, event: DomainEvent, event_id: str | None = None) -> str:
+        """Buffer an event; returns its event id (for verdict links): ``event_id`` when given (an event a
+        grader recorded into its own buffer first, ``grading/overlap.py``), else a new one."""
 
     def find_conversion(self, fingerprint: str) -> tuple[str, PreprocessingRecorded] | None:
         """An earlier successful conversion with this fingerprint: (event id, event)."""
@@ -110,6 +112,10 @@ def reads_files_itself(provider: object) -> bool:
     return isinstance(provider, str) and provider.strip().lower() in AGENT_PROVIDERS
 
 
+def _no_wait() -> None:
+    """Graders graded alone: nothing starts while one waits."""
+
+
 @dataclass
 class GradingContext:
     suite: EvalSuite
@@ -122,8 +128,12 @@ class GradingContext:
     judges: Any = None
     """``evalstore.replay.grading.judge.JudgePool`` (targets, HTTP client, concurrency limit), when LLM graders run."""
     shared: dict[Any, Any] = field(default_factory=dict)
-    """What the graders of this test would each compute alike, kept by the first (the test's graders run
-    one after another): e.g. the stdin payload code graders with the same ``config`` and answer are sent."""
+    """What the graders of this test would each compute alike, kept by the first (each grader prepares
+    after the ones before it, ``grading/overlap.py``): e.g. the stdin payload code graders with the same
+    ``config`` and answer are sent."""
+    waiting: Callable[[], None] = _no_wait
+    """Called by a grader just before it waits on the outside world (its process, its judge): the test's
+    next grader may start meanwhile (``grading/overlap.py``)."""
 
 
 @dataclass

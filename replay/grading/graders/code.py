@@ -136,6 +136,8 @@ class CodeGrader:
                 if reused is not None:
                     child = _recorded_child(ctx, reused[1])
                 else:
+                    if not ctx.transcript.workspace_path:  # graders in a live workspace share its files: in turn
+                        ctx.waiting()
                     child = run_child(
                         list(self.spec.command),
                         stdin,

@@ -177,6 +177,7 @@ class JudgeCall:
     def _send(self, messages: list[dict[str, Any]], key: str, parse_attempt: int, parse: Parser) -> str | None:
         """Send one request (with its transport retries); returns the reply text, None if the call failed."""
         self._sent = True
+        self.ctx.waiting()
         exchanges = self.client.complete(self.judge, messages)
         for exchange in exchanges[:-1]:
             self._record_exchange(messages, key, parse_attempt, exchange, exchange.outcome, exchange.error)

@@ -1,0 +1,90 @@
+"""A test's code graders overlap where they wait on their processes, and the log reads as if they ran
+one after another.
+
+Each grader script leaves a marker file and then waits (up to 20 s) for the other graders' markers: it
+scores 1 only if every other grader of its test was running at the same time, which graders run one
+after another never are. No timing is measured.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from evalstore import cli as cli_package
+from evalstore.store import EventStore
+
+GRADER = """\
+import json, pathlib, sys, time
+name, folder, others = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3].split(",")
+payload = json.load(sys.stdin)
+test = payload["output"].split()[-1]
+(folder / f"{test}-{name}").touch()
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline and not all((folder / f"{test}-{o}").exists() for o in others):
+    time.sleep(0.02)
+met = all((folder / f"{test}-{o}").exists() for o in others)
+print(json.dumps({"score": 1 if met else 0, "assertions": [{"text": f"{name} met " + ",".join(others), "passed": met}]}))
+"""
+GRADERS = ("alpha", "beta", "gamma")
+TESTS = 3
+
+
+def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(cli_package.main, ["--db", db, *args], catch_exceptions=False)
+
+
+def _imported(db: str, root: Path) -> str:
+    markers = root / "markers"
+    markers.mkdir()
+    (root / "grader.py").write_text(GRADER)
+    graders = "\n".join(
+        f"  - name: {name}\n    type: code-grader\n    command: [{json.dumps(sys.executable)}, grader.py, {name}, "
+        f"{json.dumps(str(markers))}, {','.join(g for g in GRADERS if g != name)}]"
+        for name in GRADERS
+    )
+    # A deterministic assertion between them runs in its turn.
+    graders = graders.replace("  - name: beta", "  - name: says-answer\n    type: contains\n    value: answer\n  - name: beta")
+    (root / "overlap.eval.yaml").write_text(f"name: overlap\ntests: ./cases.yaml\nassertions:\n{graders}\n")
+    (root / "cases.yaml").write_text(json.dumps([{"id": f"t{i}", "input": f"question {i}", "criteria": "gives the answer"} for i in range(TESTS)]))
+    rows = [
+        {"test_id": f"t{i}", "suite": "overlap", "score": 1, "target": "default", "output": f"answer t{i}", "scores": []}
+        for i in range(TESTS)
+    ]
+    (root / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    printed = _cli(db, "import", str(root / "results.jsonl"), "--eval", str(root / "overlap.eval.yaml"), "--json")
+    return json.loads(printed.stdout)["run_id"]
+
+
+def test_a_tests_code_graders_run_at_once_and_are_recorded_in_order(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    imported = _imported(db, tmp_path)
+    result = _cli(db, "replay", imported, "--concurrency", "1", "--json")
+    replay = json.loads(result.stdout)
+    assert replay["failed"] == [] and replay["reuse"]["code_ran"] == TESTS * len(GRADERS)
+
+    store = EventStore.open(db)
+    scores = {(r["test_id"], r["grader"]): r["score"] for r in store.query("verdicts", run_id=replay["run_id"])}
+    assert set(scores.values()) == {1.0}  # every grader met the other two of its test: they ran at once
+    # The log holds each test's grader calls and verdicts in grader order, each call before its verdict.
+    order = [
+        (e.type, e.event.test_id, e.event.grader if e.type != "test_scored" else None)  # type: ignore[attr-defined]
+        for e in store.read_stream(replay["run_id"], types=["grader_called", "verdict_recorded", "test_scored"])
+    ]
+    expected = []
+    for i in range(TESTS):
+        for name in ("alpha", "says-answer", "beta", "gamma"):
+            if name != "says-answer":
+                expected.append(("grader_called", f"t{i}", name))
+            expected.append(("verdict_recorded", f"t{i}", name))
+        expected.append(("test_scored", f"t{i}", None))
+    assert order == expected
+    # Each verdict links the call its grader made.
+    calls = {e.event_id: e.event for e in store.read_stream(replay["run_id"], types=["grader_called"])}
+    for verdict in store.read_stream(replay["run_id"], types=["verdict_recorded"]):
+        v = verdict.event
+        linked = [calls[c] for c in v.grader_call_event_ids]  # type: ignore[attr-defined]
+        assert all((c.test_id, c.grader) == (v.test_id, v.grader) for c in linked)  # type: ignore[attr-defined]

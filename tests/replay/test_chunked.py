@@ -1,0 +1,99 @@
+"""Exports encoded chunk by chunk in forked workers write what one pass writes, also for a run whose
+results interleave (a recorded run that graded several tests at once)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from evalstore.replay.agentv import chunked, export
+from evalstore.store import EventStore, NewEvent
+from evalstore.store import events as ev
+from evalstore.store.events import Assertion, RunStarted, TranscriptRecorded, VerdictRecorded
+
+RESULTS = 9
+
+
+def _result(i: int) -> tuple[list, list]:
+    """A result's events before grading (case, transcript) and after (verdict, score)."""
+    key = {"test_id": f"t{i}", "target": "agent"}
+    before = [
+        ev.TestCaseRecorded(**key, input=[{"role": "user", "content": f"question {i}"}]),
+        TranscriptRecorded(**key, messages_sha256=None, output_text=f"answer {i}"),
+    ]
+    after = [
+        VerdictRecorded(
+            **key,
+            grader="has-answer",
+            grader_type="contains",
+            score=float(i % 2),
+            verdict="pass" if i % 2 else "fail",
+            assertions=[Assertion(text=f"says answer {i}", passed=bool(i % 2))],
+        ),
+        ev.TestScored(**key, score=float(i % 2), passed=bool(i % 2), status="ok", threshold=0.5),
+    ]
+    return before, after
+
+
+def _run(store: EventStore, run_id: str, interleave_from: int | None) -> None:
+    """A run of RESULTS results, appended whole one after another, or from result ``interleave_from``
+    on each graded after the next one's answer was recorded (as concurrent grading appends them)."""
+    store.append(
+        run_id, [RunStarted(run_id=run_id, kind="recorded", suite="s", target_name="agent", tool_version="test")]
+    )
+    events: list = []
+    held: list = []
+    for i in range(RESULTS):
+        before, after = _result(i)
+        if interleave_from is None or i < interleave_from:
+            events += before + after
+        else:
+            events += before + held
+            held = after
+    events += held
+    store.append(run_id, [NewEvent(e) for e in events])
+
+
+@pytest.mark.parametrize("interleave_from", [None, 0, 5], ids=["whole", "interleaved", "interleaved-later"])
+@pytest.mark.parametrize("fmt", export.EXPORT_FORMATS)
+def test_workers_write_what_one_pass_writes(store, monkeypatch, interleave_from, fmt) -> None:  # type: ignore[no-untyped-def]
+    _run(store, "rec-1", interleave_from)
+    one_pass = io.StringIO()
+    written = export.export_run(store, "rec-1", fmt, one_pass, workers=1)
+    monkeypatch.setattr(chunked, "CHUNK_RESULTS", 2)
+    forked = io.StringIO()
+    progress: list[int] = []
+    assert export.export_run(store, "rec-1", fmt, forked, progress=progress.append, workers=3) == written
+    assert forked.getvalue() == one_pass.getvalue()
+    assert progress[-1] == RESULTS and progress == sorted(progress)
+    if fmt == "agentv-jsonl":
+        rows = [json.loads(line) for line in forked.getvalue().splitlines()]
+        assert [r["test_id"] for r in rows] == [f"t{i}" for i in range(RESULTS)]  # each once, in scored order
+        assert all(r["output"] == f"answer {i}" for i, r in enumerate(rows))
+
+
+def test_a_window_that_cuts_a_result_is_refused(sqlite_store) -> None:  # type: ignore[no-untyped-def]
+    """The check the workers rely on: reading a window contiguously fails when a result scored in it
+    began before it, or when one begun in it is scored after it."""
+    from evalstore.replay.agentv.stored import Interleaved, stored_results
+
+    _run(sqlite_store, "rec-1", interleave_from=0)
+    ends = sqlite_store.stream_versions("rec-1", type_="test_scored")
+    with pytest.raises(Interleaved):
+        list(stored_results(sqlite_store, "rec-1", window=(0, ends[0]), contiguous=True))
+    with pytest.raises(Interleaved):
+        list(stored_results(sqlite_store, "rec-1", window=(ends[0], ends[2]), contiguous=True))
+    whole = list(stored_results(sqlite_store, "rec-1", window=(0, ends[-1])))
+    assert [r.scored["test_id"] for r in whole] == [f"t{i}" for i in range(RESULTS)]
+
+
+def test_an_in_memory_store_is_exported_in_one_process() -> None:
+    from evalstore.store import make_engine
+
+    store = EventStore(make_engine("sqlite://"))
+    _run(store, "rec-1", None)
+    out = io.StringIO()
+    assert export.export_run(store, "rec-1", "csv", out, workers=4) == RESULTS
+    assert len(out.getvalue().splitlines()) == RESULTS + 1
