@@ -157,7 +157,12 @@ def note(message: str) -> None:
 
     Printed as written: never wrapped (stderr that is not a terminal is 80 columns to rich, and a
     hint such as ``evalstore run --resume RUN`` must survive copy-paste), and never read as rich markup
-    or emoji codes (a path or a warning with ``[...]`` in it is text, not a style)."""
+    or emoji codes (a path or a warning with ``[...]`` in it is text, not a style). To a terminal it goes
+    through rich, which drops control codes a path or an echoed error may hold; anywhere else it is
+    written as it is (and rich is not loaded for it)."""
+    if not sys.stderr.isatty():
+        sys.stderr.write(message + "\n")
+        return
     err_console().print(message, soft_wrap=True, markup=False, emoji=False)
 
 
