@@ -149,7 +149,14 @@ def last_assistant(messages: list[Message]) -> Message | None:
 
 def file_blocks(messages: list[Message]) -> list[FileBlock]:
     """Every file block in the assistant messages, in order."""
-    return [b for m in messages if m.role == "assistant" for b in m.blocks() if isinstance(b, FileBlock)]
+    # A message whose content is a string holds no file (and building its text block would be wasted).
+    return [
+        b
+        for m in messages
+        if m.role == "assistant" and isinstance(m.content, list)
+        for b in m.content
+        if isinstance(b, FileBlock)
+    ]
 
 
 def question_text(messages: list[Message], base_dir: str | None = None, *, file_refs: bool = False) -> str:

@@ -20,8 +20,11 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
+
 
 _WHITESPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 """ECMAScript's WhiteSpace and LineTerminator, as a character class body: what ``\\s`` and ``trim`` know."""
@@ -125,6 +128,8 @@ def _as_seen(text: str, flags: str) -> str:
 @lru_cache(maxsize=256)
 def js_regex(source: str, flags: str = "") -> JsRegex:
     """``new RegExp(source, flags)``, or :class:`JsRegexError` with the message JavaScript would give."""
+    import regex  # loaded by the first regex an eval uses
+
     if set(flags) - _VALID_FLAGS or len(set(flags)) != len(flags) or {"u", "v"} <= set(flags):
         raise JsRegexError(f"Invalid flags supplied to RegExp constructor '{flags}'")
     bits = (regex.IGNORECASE if "i" in flags else 0) | (regex.MULTILINE if "m" in flags else 0)

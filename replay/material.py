@@ -63,6 +63,20 @@ class RunMaterial:
     order: list[ResultKey] = field(default_factory=list)
 
 
+_MATERIAL = [
+    "run_started",
+    "test_case_recorded",
+    "transcript_recorded",
+    "artifact_stored",
+    "workspace_snapshotted",
+    "verdict_recorded",
+    "test_scored",
+    "run_completed",
+    "run_failed",
+]
+"""The events :func:`load_run` reads (a replay's grader calls and conversions are not decoded)."""
+
+
 def load_run(store: EventStore, run_id: str) -> RunMaterial:
     started: tuple[str, RunStarted] | None = None
     tests: dict[ResultKey, TestMaterial] = {}
@@ -74,7 +88,7 @@ def load_run(store: EventStore, run_id: str) -> RunMaterial:
             tests[key] = TestMaterial(key)
         return tests[key]
 
-    for stored in store.read_stream(run_id):
+    for stored in store.read_stream(run_id, types=_MATERIAL):
         ev = stored.event
         if isinstance(ev, RunStarted):
             started = (stored.event_id, ev)

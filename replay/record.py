@@ -23,7 +23,7 @@ from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.engine import grade_test
-from evalstore.replay.grading.graders.base import GradeOptions, reads_files_itself
+from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.material import (
     ResultKey,
     Tally,
@@ -36,6 +36,7 @@ from evalstore.replay.material import (
     result_key,
     transcript_info,
 )
+from evalstore.replay.processes.children import child_environment
 from evalstore.replay.processes.lifetime import WorkspaceLock
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
@@ -252,6 +253,8 @@ def _execute_locked(
         threshold=threshold,
         file_references=reads_files_itself(target_spec.provider),
         no_cache=options.grade.no_cache or not options.cache,
+        environment=child_environment(),
+        process_slots=process_slots(options.workers),
     )
     if on_start:
         on_start(run_id, len(suite.tests))

@@ -41,7 +41,7 @@ from evalstore.replay.evalfile.specs import (
     LlmGraderSpec,
 )
 from evalstore.replay.grading.engine import grade_test
-from evalstore.replay.grading.graders.base import GradeOptions, reads_files_itself
+from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.material import (
     ResultKey,
     RunMaterial,
@@ -53,6 +53,7 @@ from evalstore.replay.material import (
     new_run_id,
     transcript_info,
 )
+from evalstore.replay.processes.children import child_environment
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import BatchedAppends, ReadAhead, StoreRecorder
 from evalstore.replay.restored import restored_files
@@ -319,6 +320,8 @@ def _execute(
         judge_model=options.judge_model,
         threshold=threshold,
         file_references=reads_files_itself((parent.started.target or {}).get("provider")),
+        environment=child_environment(),
+        process_slots=process_slots(concurrency),
     )
     # 64 tests per transaction (a test is still durable within max_seconds): an unchanged replay's work per
     # test is a fraction of a millisecond, and each append's own cost was a measurable part of it.

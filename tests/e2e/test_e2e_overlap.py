@@ -47,11 +47,22 @@ def _imported(db: str, root: Path) -> str:
         for name in GRADERS
     )
     # A deterministic assertion between them runs in its turn.
-    graders = graders.replace("  - name: beta", "  - name: says-answer\n    type: contains\n    value: answer\n  - name: beta")
+    graders = graders.replace(
+        "  - name: beta", "  - name: says-answer\n    type: contains\n    value: answer\n  - name: beta"
+    )
     (root / "overlap.eval.yaml").write_text(f"name: overlap\ntests: ./cases.yaml\nassertions:\n{graders}\n")
-    (root / "cases.yaml").write_text(json.dumps([{"id": f"t{i}", "input": f"question {i}", "criteria": "gives the answer"} for i in range(TESTS)]))
+    (root / "cases.yaml").write_text(
+        json.dumps([{"id": f"t{i}", "input": f"question {i}", "criteria": "gives the answer"} for i in range(TESTS)])
+    )
     rows = [
-        {"test_id": f"t{i}", "suite": "overlap", "score": 1, "target": "default", "output": f"answer t{i}", "scores": []}
+        {
+            "test_id": f"t{i}",
+            "suite": "overlap",
+            "score": 1,
+            "target": "default",
+            "output": f"answer t{i}",
+            "scores": [],
+        }
         for i in range(TESTS)
     ]
     (root / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

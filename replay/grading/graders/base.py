@@ -8,6 +8,8 @@ outside world (a converter run, a judge call, a code-grader process) it records 
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -87,6 +89,20 @@ class GradeOptions:
     file_references: bool = False
     """The agent under test reads files itself (:func:`reads_files_itself`): a judge's ``{{input}}`` names
     an input file (``<file: path="...">``) instead of holding its text, as AgentV renders it then."""
+    environment: dict[str, str] | None = None
+    """The environment code graders start from (:func:`processes.children.child_environment` of this
+    process's), read once by the run or replay; None: read for each test."""
+    process_slots: threading.Semaphore | None = None
+    """Held by each code-grader process while it runs (:func:`process_slots`): tests graded at once and
+    their graders overlapping (``grading/overlap.py``) run no more processes than it allows."""
+
+
+def process_slots(concurrency: int) -> threading.Semaphore:
+    """Code-grader processes at a time for a run or replay grading ``concurrency`` tests at once: as many
+    as the tests (one each, as without overlapping graders) or the machine's cores, whichever is more. A
+    test's waiting graders then use the cores a one-test replay would leave idle, and a many-test replay
+    on a small machine does not run three processes a core."""
+    return threading.BoundedSemaphore(max(concurrency, os.cpu_count() or 1))
 
 
 AGENT_PROVIDERS = frozenset(

@@ -138,14 +138,15 @@ class CodeGrader:
                 else:
                     if not ctx.transcript.workspace_path:  # graders in a live workspace share its files: in turn
                         ctx.waiting()
-                    child = run_child(
-                        list(self.spec.command),
-                        stdin,
-                        timeout=self.spec.timeout,
-                        max_output_bytes=MAX_STDOUT_BYTES,
-                        cwd=self.spec.cwd,
-                        env=env,
-                    )
+                    with ctx.options.process_slots or contextlib.nullcontext():
+                        child = run_child(
+                            list(self.spec.command),
+                            stdin,
+                            timeout=self.spec.timeout,
+                            max_output_bytes=MAX_STDOUT_BYTES,
+                            cwd=self.spec.cwd,
+                            env=env,
+                        )
         result = interpret(child, self.spec)
         result.evidence = prepared.warnings + result.evidence
         result.preprocessing_event_ids = list(prepared.preprocessing_event_ids)
@@ -335,13 +336,14 @@ def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None, input_mes
 
 
 def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
-    """The grader's environment (a copy the caller may change). Read from ``os.environ`` once per test:
-    decoding every variable again for each grader was a measurable part of a replay whose executions are
-    all reused."""
+    """The grader's environment (a copy the caller may change): the run's or replay's
+    (``GradeOptions.environment``, read from ``os.environ`` once: decoding every variable again for each
+    test was a measurable part of a replay whose executions are all reused), made once per test."""
     key = ("code-grader env", workspace)
     env = ctx.shared.get(key)
     if env is None:
-        env = child_environment()  # what run_child passes on: the reuse key holds exactly it
+        # What run_child passes on: the reuse key holds exactly it.
+        env = child_environment(ctx.options.environment)
         env.pop("AGENTV_TARGET_PROXY_URL", None)  # never a proxy the grader was not given
         env.pop("AGENTV_TARGET_PROXY_TOKEN", None)
         if workspace:
