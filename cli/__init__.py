@@ -99,18 +99,24 @@ class OneLineUsageError(click.UsageError):
         click.echo(f"Error: {self.format_message()}{hint}", file=file, err=file is None)
 
 
+_FREEZE_IMPORTS = False
+"""Set by :func:`entry`: this process exists to run one command (see :func:`_imported`)."""
+
+
 def _imported(module: str) -> Any:
-    """A command's module, imported with the cyclic garbage collector off, then the objects the imports
-    made (classes, functions, schemas: they live as long as the process) frozen out of its later
-    passes. A command's imports make some hundred thousand objects, and the collector's passes over
-    them, which never free anything, were a sixth of a short command's start (bench/agentv_peer.py's
-    unchanged replay)."""
+    """A command's module, imported with the cyclic garbage collector off. When this process exists for
+    the command (:func:`entry`), the objects the imports made (classes, functions, schemas: they live as
+    long as the process) are then frozen out of the collector's later passes, and out of the pass at
+    exit: a command's imports make some hundred thousand objects, and the passes over them, which never
+    free anything, were a sixth of a short command's time (bench/agentv_peer.py's unchanged replay). A
+    command invoked in-process (tests, ``CliRunner``) leaves the collector as it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         return importlib.import_module(module)
     finally:
-        gc.freeze()
+        if _FREEZE_IMPORTS:
+            gc.freeze()
         if enabled:
             gc.enable()
 
@@ -192,3 +198,11 @@ def main(ctx: click.Context, db: str | None, debug: bool) -> None:
     ctx.obj = {"db": db, "debug": debug}
     if ctx.invoked_subcommand is None:  # plain `evalstore`: the help, and success
         click.echo(ctx.get_help())
+
+
+def entry() -> None:
+    """The ``evalstore`` console script and ``python -m evalstore``: :data:`main` in a process that ends
+    with the command."""
+    global _FREEZE_IMPORTS
+    _FREEZE_IMPORTS = True
+    main(prog_name="evalstore")

@@ -1,5 +1,5 @@
 """``python -m evalstore``: the same command line as ``evalstore``."""
 
-from evalstore.cli import main
+from evalstore.cli import entry
 
-main(prog_name="evalstore")
+entry()

@@ -76,7 +76,7 @@ def test_wheel_installs_one_top_level_name_and_every_module(wheel: Path) -> None
         assert zf.read(top_level).decode().split() == ["evalstore"]
         entry_points = zf.read(top_level.replace("top_level.txt", "entry_points.txt")).decode()
     assert {n.split("/")[0] for n in names} == {"evalstore", wheel.name.split("-py3")[0] + ".dist-info"}
-    assert "evalstore = evalstore.cli:main" in entry_points
+    assert "evalstore = evalstore.cli:entry" in entry_points
     for folder, package in (
         ("store", "store"),
         ("replay", "replay"),
