@@ -305,6 +305,9 @@ def child(db_url: str, source: str, total: int) -> None:
                 "baseline_mb": baseline,
                 "peak_mb": _vm("VmHWM"),
                 "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                # The processes that built parts of the source (replay/agentv/import_check.py), each forked
+                # from this one (their RSS counts the pages they still share with it).
+                "workers_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
             }
         )
     )
@@ -398,13 +401,13 @@ def main() -> int:
     print("import of AgentV 4.x results JSONL (SQLite store, one child process per file)")
     print(
         f"{'rows':>8} {'rows/s':>8} {'seconds':>8} {'x floor':>8} {'RSS before':>11} {'peak RSS':>9} "
-        f"{'source MB':>10} {'store MB':>9} {'store/source':>13}"
+        f"{'workers':>9} {'source MB':>10} {'store MB':>9} {'store/source':>13}"
     )
     for r in results:
         print(
             f"{r['rows']:>8} {r['rows'] / r['seconds']:>8.0f} {r['seconds']:>8.1f} {r['seconds'] / r['floor']:>7.1f}x "
             f"{r['baseline_mb']:>8.1f} MB "
-            f"{r['peak_mb']:>6.1f} MB {r['source_bytes'] / mb:>10.1f} {r['store_bytes'] / mb:>9.1f} "
+            f"{r['peak_mb']:>6.1f} MB {r['workers_mb']:>6.1f} MB {r['source_bytes'] / mb:>10.1f} {r['store_bytes'] / mb:>9.1f} "
             f"{r['store_bytes'] / r['source_bytes']:>13.3f}"
         )
     for r in results:
@@ -416,10 +419,10 @@ def main() -> int:
                 f"{r['rows']:>8} rows, store MB by table (with its indexes): {parts}; of the events, payload JSON "
                 f"{r['parts']['event payloads'] / mb:.1f} (uncompressed)"
             )
-    peak = max(r["peak_mb"] for r in results)
+    peak = max(max(r["peak_mb"], r["workers_mb"]) for r in results)
     worst_size = max(r["store_bytes"] / r["source_bytes"] for r in results)
     print(
-        f"peak RSS (max over files): {peak:.1f} MB (target < {RSS_TARGET_MB:.0f} MB): "
+        f"peak RSS (max over files, the import or one of its workers): {peak:.1f} MB (target < {RSS_TARGET_MB:.0f} MB): "
         f"{'met' if peak < RSS_TARGET_MB else 'MISSED'}"
     )
     if len(results) > 1:

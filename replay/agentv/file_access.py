@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
+from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine, Span
 from evalstore.replay.agentv.rows import resolve_path
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
@@ -90,8 +90,8 @@ def file_access(
 def guarded(source: ImportSource, access: FileAccess) -> ImportSource:
     """The same source, its results' files resolved and checked by ``access`` as they stream."""
 
-    def iterate(skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
-        for item in source.iter_tests(skip_bad):
+    def iterate(skip_bad: bool, span: Span | None) -> Iterator[ImportedTest | SkippedLine]:
+        for item in source.iter_tests(skip_bad, span):
             yield access.guard(item) if isinstance(item, ImportedTest) else item
 
     return replace(source, _iterate=iterate)

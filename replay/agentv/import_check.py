@@ -3,24 +3,42 @@
 A bad line aborts the import here, before anything is written (or, with ``--skip-bad``, is left out).
 What the pass builds is kept (:class:`Spool`, in a private temporary file, so memory stays flat)
 and the writing pass appends it as it is: each source file is read, and each result built, once.
+
+Building is most of an import's work, and each result is built on its own: a source read a line at a
+time (a results file, a run's index) is cut into parts of :data:`PART_LINES` lines, built by worker
+processes forked from this one where the platform can fork (Linux) and the machine has more than one
+core. Each part is built with ids of its own (:func:`part_ids`), which the writing pass replaces by the
+run's (:func:`renumbered`); everything that depends on the order of results (repeats, the run's ids,
+the counts) is decided here, in the source's order, as the parts come back.
 """
 
 from __future__ import annotations
 
 import hashlib
 import marshal
+import multiprocessing
+import os
 import sqlite3
+import sys
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from evalstore.replay.agentv import ImportedTest, ImportSource, SkippedLine, bad_line
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
+from evalstore.replay.agentv.records import Span
+from evalstore.replay.agentv.wire import line_spans
 from evalstore.store.codec import canonical_json
 from evalstore.store.events import LineSkipped, SourceRef, encode
 
 _SUPERSEDED = "AgentV keeps the last result of a test and target (deduplicateByTestIdTarget)"
+
+PART_LINES = 1000
+"""Source lines a worker builds at a time."""
+MAX_WORKERS = 8
 
 
 @dataclass
@@ -54,13 +72,16 @@ class Spooled:
     source: SourceRef
     """As the run records it (relative to the imported path)."""
     first_n: int
-    """The position (``EventIds.n``) of its first event."""
+    """The position (``EventIds.n``) its events' ids were made for; 0: ids of a part (:func:`part_ids`)."""
     events: list[Encoded]
     fields: list[dict | None]
     """Per event, what the projections read of it (``projections.read_fields``)."""
     blobs: dict[str, bytes]
     score: tuple[float, bool, str] | None
     """(score, passed, status) of a result."""
+    mentions: list[list[int]] = field(default_factory=list)
+    """Per event, which of the item's own events its payload names by id (a verdict its transcript):
+    what :func:`renumbered` rewrites."""
 
 
 KIND_OF_TYPE = {
@@ -74,20 +95,33 @@ KIND_OF_TYPE = {
 """The ``EventIds`` kind each imported event's id was made with."""
 
 
-def renumbered(item: Spooled, ids: EventIds) -> list[Encoded]:
-    """The item's events with the ids they get when they start at ``ids.n + 1`` instead of
-    ``item.first_n`` (an earlier result was superseded: it took one id, a skipped line's, not its
-    events'). Ids appear only in the item's own events (its verdicts name its transcript)."""
-    out = []
-    old_to_new = {}
-    for i, (event_id, type_, _, _) in enumerate(item.events):
-        old_to_new[event_id] = ids.id(ids.n + 1 + i, KIND_OF_TYPE[type_])
-    for event_id, type_, version, payload in item.events:
-        for old, new in old_to_new.items():
+def part_ids(run_id: str, span: Span) -> EventIds:
+    """The ids a part's events are built with: of a name no run's ids have, so replacing them by the
+    run's (:func:`renumbered`) can never meet one of those."""
+    return EventIds(f"{run_id}:part@{span[0]}")
+
+
+def renumbered(item: Spooled, ids: EventIds) -> tuple[list[Encoded], list[dict | None]]:
+    """The item's events, and their projection fields, with the ids they get when they start at
+    ``ids.n + 1`` (an earlier result was superseded and took one id, a skipped line's, instead of its
+    events'; or the item was built in a part, with the part's ids). Ids appear only in the item's own
+    events (its verdicts name its transcript), where :attr:`Spooled.mentions` says."""
+    new_ids = [ids.id(ids.n + 1 + i, KIND_OF_TYPE[type_]) for i, (_, type_, _, _) in enumerate(item.events)]
+    old_ids = [event_id for event_id, _, _, _ in item.events]
+    events: list[Encoded] = []
+    fields: list[dict | None] = []
+    for i, (_, type_, version, payload) in enumerate(item.events):
+        named = item.mentions[i] if item.mentions else range(len(item.events))
+        changed = {old_ids[j]: new_ids[j] for j in named}
+        for old, new in changed.items():
             payload = payload.replace(old, new)
-        out.append((old_to_new[event_id], type_, version, payload))
+        events.append((new_ids[i], type_, version, payload))
+        found = item.fields[i]
+        if found is not None and changed:
+            found = {k: changed.get(v, v) if isinstance(v, str) else v for k, v in found.items()}
+        fields.append(found)
     ids.n += len(item.events)
-    return out
+    return events, fields
 
 
 class Spool:
@@ -101,32 +135,42 @@ class Spool:
         self._file = tempfile.TemporaryFile(buffering=1 << 20)  # noqa: SIM115 (closed by close(); removed then)
 
     def add(self, item: Spooled) -> None:
-        data = marshal.dumps(
-            (
-                item.key,
-                item.source.file,
-                item.source.line,
-                item.first_n,
-                item.events,
-                item.fields,
-                item.blobs,
-                item.score,
-            )
-        )
+        self.add_record(record(item))
+
+    def add_record(self, data: bytes) -> None:
+        """An item as :func:`record` made it (in this process or a worker)."""
         self._file.write(len(data).to_bytes(8, "little"))
         self._file.write(data)
 
     def __iter__(self) -> Iterator[Spooled]:
         self._file.seek(0)
         while header := self._file.read(8):
-            key, file, line, first_n, events, fields, blobs, score = marshal.loads(
+            key, file, line, first_n, events, fields, blobs, score, mentions = marshal.loads(
                 self._file.read(int.from_bytes(header, "little"))
             )
             # model_construct: the fields were a SourceRef's, validated when it was built
-            yield Spooled(key, SourceRef.model_construct(file=file, line=line), first_n, events, fields, blobs, score)
+            source = SourceRef.model_construct(file=file, line=line)
+            yield Spooled(key, source, first_n, events, fields, blobs, score, mentions)
 
     def close(self) -> None:
         self._file.close()
+
+
+def record(item: Spooled) -> bytes:
+    """An item as the spool holds it."""
+    return marshal.dumps(
+        (
+            item.key,
+            item.source.file,
+            item.source.line,
+            item.first_n,
+            item.events,
+            item.fields,
+            item.blobs,
+            item.score,
+            item.mentions,
+        )
+    )
 
 
 def item_key(item: ImportedTest) -> tuple:
@@ -134,6 +178,82 @@ def item_key(item: ImportedTest) -> tuple:
 
 
 PROGRESS_EVERY = 200
+
+
+@dataclass
+class _Piece:
+    """What building one source item gave, as the order-dependent part of the pass needs it.
+
+    A result (``key`` set, ``failed`` None) with its spool record; a result that cannot be built
+    (``failed``: why) or a line the reader left out (``key`` None), with a skipped line's record."""
+
+    record: bytes
+    events: int
+    """How many ids its record takes."""
+    source: SourceRef
+    """As the source gave it (absolute), for messages."""
+    key: tuple | None = None
+    repeat: tuple[int, int] | None = None
+    """(:meth:`_Repeats` key, identity) digests of a result."""
+    failed: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    earliest: datetime | None = None
+
+
+def _piece(
+    item: ImportedTest | SkippedLine, within: RelativeSources, ids: EventIds, threshold: float, skip_bad: bool
+) -> _Piece:
+    """Build one source item (in this process or a worker): its events, encoded, into a spool record."""
+    if isinstance(item, SkippedLine):
+        return _skip_piece(item, within, ids)
+    start = ids.n
+    encoded: list[Encoded] = []
+    fields: list[dict | None] = []
+    outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded, fields=fields)
+    moments = [m for m in (_instant(item.start_time), _instant(item.raw_row.get("timestamp"))) if m is not None]
+    earliest = min(moments) if moments else None
+    if isinstance(outcome, SkippedLine):
+        piece = _skip_piece(outcome, within, ids)
+        piece.key, piece.failed, piece.warnings, piece.earliest = (
+            item_key(item),
+            outcome.reason,
+            item.warnings,
+            earliest,
+        )
+        return piece
+    _, blobs, scored = outcome
+    event_ids = [event_id for event_id, _, _, _ in encoded]
+    mentions = [
+        [j for j, eid in enumerate(event_ids) if j != i and eid in payload]
+        for i, (_, _, _, payload) in enumerate(encoded)
+    ]
+    spooled = Spooled(
+        item_key(item),
+        within(item.source),
+        start + 1,
+        encoded,
+        fields,
+        blobs,
+        (scored.score, scored.passed, scored.status),
+        mentions,
+    )
+    return _Piece(
+        record(spooled),
+        len(encoded),
+        item.source,
+        key=spooled.key,
+        repeat=(_Repeats.key(item), _Repeats.identity(item)),
+        warnings=item.warnings,
+        earliest=earliest,
+    )
+
+
+def _skip_piece(line: SkippedLine, within: RelativeSources, ids: EventIds) -> _Piece:
+    ref = within(line.source)
+    first = ids.n + 1
+    event = LineSkipped(source=ref, reason=line.reason)
+    encoded = [(ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event)))]
+    return _Piece(record(Spooled(None, ref, first, encoded, [None], {}, None)), 1, line.source)
 
 
 def check(
@@ -144,6 +264,7 @@ def check(
     *,
     ids: EventIds | None = None,
     threshold: float | None = None,
+    workers: int | None = None,
 ) -> Checked:
     """The validation pass: every result is turned into its events exactly as the import will write them
     (so nothing can fail half-way through the writes), and repeated results are resolved.
@@ -153,111 +274,166 @@ def check(
     are a bad line.
 
     With ``ids`` (the run's, positioned after its first event) and ``threshold``, what is built is kept in
-    ``Checked.spool`` for the writing pass; the caller closes it.
+    ``Checked.spool`` for the writing pass; the caller closes it. ``workers``: processes building parts of
+    the source at once (default one per core; 1 builds everything in this process).
     """
     from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 
-    repeats = _Repeats()
-    spool = Spool() if ids is not None else None
+    ids = ids or EventIds("check")
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    spool = Spool()
+    pass_ = _Pass(ids, within, skip_bad, progress, spool)
     try:
-        checked = _check_with(
-            repeats,
-            source,
-            within,
-            skip_bad,
-            progress,
-            ids or EventIds("check"),
-            DEFAULT_THRESHOLD if threshold is None else threshold,
-            spool,
-        )
+        for piece in _pieces(source, within, ids, threshold, skip_bad, workers):
+            pass_.take(piece)
     except BaseException:
-        if spool is not None:
-            spool.close()
+        spool.close()
         raise
     finally:
-        repeats.close()
+        pass_.repeats.close()
+    checked = pass_.checked()
     checked.spool = spool
     return checked
 
 
-def _check_with(
-    repeats: _Repeats,
-    source: ImportSource,
-    within: RelativeSources,
-    skip_bad: bool,
-    progress: Callable[[str, int, int | None], None] | None,
-    ids: EventIds,
-    threshold: float,
-    spool: Spool | None,
-) -> Checked:
-    tests = skipped = warning_count = 0
-    left_out: dict[tuple, str] = {}
-    warnings: list[str] = []
+def _pieces(
+    source: ImportSource, within: RelativeSources, ids: EventIds, threshold: float, skip_bad: bool, workers: int | None
+) -> Iterator[_Piece]:
+    """Each source item built, in the source's order: here (with the run's ids, where ``ids`` stands when
+    the item's turn comes), or a part at a time by forked workers."""
+    spans = line_spans(source.lines, PART_LINES) if source.lines is not None else []
+    count = min(workers or os.cpu_count() or 1, MAX_WORKERS, len(spans))
+    if count < 2 or sys.platform != "linux":
+        builder = EventIds(ids.run_id)
+        for item in source.iter_tests(skip_bad):
+            builder.n = ids.n
+            yield _piece(item, within, builder, threshold, skip_bad)
+        return
+    yield from _forked(_Job(source, within, ids.run_id, threshold, skip_bad), spans, count)
 
-    def skip_line(line: SkippedLine) -> None:
-        if spool is not None:
-            ref = within(line.source)
-            first = ids.n + 1
-            event = LineSkipped(source=ref, reason=line.reason)
-            data = canonical_json(encode(event))
-            encoded = [(ids.next("skip"), event.type, event.schema_version, data)]
-            spool.add(Spooled(None, ref, first, encoded, [None], {}, None))
 
-    earliest: datetime | None = None
-    for item in source.iter_tests(skip_bad):
-        if isinstance(item, ImportedTest):
-            if item.warnings:
-                warning_count += len(item.warnings)
-                warnings.extend(item.warnings[: WARNINGS_KEPT - len(warnings)])
-            for moment in (_instant(item.start_time), _instant(item.raw_row.get("timestamp"))):
-                if moment is not None and (earliest is None or moment < earliest):
-                    earliest = moment
-            start = ids.n
-            encoded: list[Encoded] = []
-            fields: list[dict | None] = []
-            outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded, fields=fields)
-            if isinstance(outcome, SkippedLine):
-                left_out[item_key(item)] = outcome.reason
-                item = outcome
-            else:
-                earlier = repeats.earlier(item)
-                if earlier is not None and not earlier[1]:
-                    reason = left_out[item_key(item)] = (
-                        f"test {item.test_id!r} (target {item.target!r}, attempt {item.attempt}) is also the result "
-                        f"at {earlier[0].location} of another suite or variant; evalstore keeps one result per "
-                        "test, target and attempt: import them separately"
-                    )
-                    ids.n = start  # left out: a skipped line, which takes one id
-                    item = bad_line(item.source, reason, skip_bad)
-                else:
-                    if earlier is not None:
-                        superseded = (earlier[0].file, earlier[0].line, item.test_id, item.target, item.attempt)
-                        left_out[superseded] = f"superseded by {item.source.location}: {_SUPERSEDED}"
-                        tests -= 1
-                        skipped += 1
-                    repeats.remember(item)
-                    if spool is not None:
-                        _, blobs, scored = outcome
-                        spool.add(
-                            Spooled(
-                                item_key(item),
-                                within(item.source),
-                                start + 1,
-                                encoded,
-                                fields,
-                                blobs,
-                                (scored.score, scored.passed, scored.status),
-                            )
-                        )
-        if isinstance(item, SkippedLine):
-            skip_line(item)
-            skipped += 1
+@dataclass(frozen=True)
+class _Job:
+    """What a worker needs, set before it is forked (so it is inherited, not sent)."""
+
+    source: ImportSource
+    within: RelativeSources
+    run_id: str
+    threshold: float
+    skip_bad: bool
+
+
+_JOB: _Job | None = None
+
+
+def _forked(job: _Job, spans: list[Span], workers: int) -> Iterator[_Piece]:
+    global _JOB
+    _JOB = job
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        todo = iter(spans)
+        running: deque[Future[list[_Piece]]] = deque()
+        for span in todo:
+            running.append(pool.submit(_build_part, span))
+            if len(running) >= 2 * workers:
+                break
+        while running:
+            pieces = running.popleft().result()  # a worker's error (a bad line) is raised here, in order
+            for span in todo:
+                running.append(pool.submit(_build_part, span))
+                break
+            yield from pieces
+    finally:
+        _JOB = None
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _build_part(span: Span) -> list[_Piece]:
+    """In a worker: the pieces of one part of the source."""
+    assert _JOB is not None
+    job = _JOB
+    ids = part_ids(job.run_id, span)
+    return [
+        _piece(item, job.within, ids, job.threshold, job.skip_bad) for item in job.source.iter_tests(job.skip_bad, span)
+    ]
+
+
+class _Pass:
+    """The order-dependent part of the validation pass: repeats, the run's ids, the counts, the spool."""
+
+    def __init__(
+        self,
+        ids: EventIds,
+        within: RelativeSources,
+        skip_bad: bool,
+        progress: Callable[[str, int, int | None], None] | None,
+        spool: Spool,
+    ) -> None:
+        self.ids, self.within, self.skip_bad, self.progress, self.spool = ids, within, skip_bad, progress, spool
+        self.repeats = _Repeats()
+        self.tests = self.skipped = self.warning_count = 0
+        self.left_out: dict[tuple, str] = {}
+        self.warnings: list[str] = []
+        self.earliest: datetime | None = None
+
+    def take(self, piece: _Piece) -> None:
+        if piece.warnings:
+            self.warning_count += len(piece.warnings)
+            self.warnings.extend(piece.warnings[: WARNINGS_KEPT - len(self.warnings)])
+        if piece.earliest is not None and (self.earliest is None or piece.earliest < self.earliest):
+            self.earliest = piece.earliest
+        if piece.key is not None and piece.failed is not None:
+            self.left_out[piece.key] = piece.failed
+        if piece.key is None or piece.failed is not None:  # a skipped line
+            self._keep(piece.record, piece.events)
+            self.skipped += 1
         else:
-            tests += 1
-        if progress and (tests + skipped) % PROGRESS_EVERY == 0:
-            progress("checking", tests + skipped, None)
-    started_at = earliest.isoformat(timespec="microseconds") if earliest else None
-    return Checked(tests, skipped, left_out, started_at, warnings=warnings, warning_count=warning_count)
+            assert piece.repeat is not None
+            earlier = self.repeats.earlier(piece.repeat)
+            if earlier is not None and not earlier[1]:
+                test_id, target, attempt = piece.key[2:]
+                reason = self.left_out[piece.key] = (
+                    f"test {test_id!r} (target {target!r}, attempt {attempt}) is also the result "
+                    f"at {earlier[0].location} of another suite or variant; evalstore keeps one result per "
+                    "test, target and attempt: import them separately"
+                )
+                line = bad_line(piece.source, reason, self.skip_bad)
+                self._keep(record(self._skipped(line)), 1)
+                self.skipped += 1
+            else:
+                if earlier is not None:
+                    superseded = (earlier[0].file, earlier[0].line, *piece.key[2:])
+                    self.left_out[superseded] = f"superseded by {piece.source.location}: {_SUPERSEDED}"
+                    self.tests -= 1
+                    self.skipped += 1
+                self.repeats.remember(piece.repeat, piece.source)
+                self._keep(piece.record, piece.events)
+                self.tests += 1
+        if self.progress and (self.tests + self.skipped) % PROGRESS_EVERY == 0:
+            self.progress("checking", self.tests + self.skipped, None)
+
+    def _keep(self, data: bytes, events: int) -> None:
+        self.spool.add_record(data)
+        self.ids.n += events
+
+    def _skipped(self, line: SkippedLine) -> Spooled:
+        """A result left out here: a skipped line, which takes one id."""
+        ref = self.within(line.source)
+        event = LineSkipped(source=ref, reason=line.reason)
+        first = self.ids.n + 1
+        encoded = [(self.ids.id(first, "skip"), event.type, event.schema_version, canonical_json(encode(event)))]
+        return Spooled(None, ref, first, encoded, [None], {}, None)
+
+    def checked(self) -> Checked:
+        started_at = self.earliest.isoformat(timespec="microseconds") if self.earliest else None
+        return Checked(
+            self.tests,
+            self.skipped,
+            self.left_out,
+            started_at,
+            warnings=self.warnings,
+            warning_count=self.warning_count,
+        )
 
 
 def _instant(value: object) -> datetime | None:
@@ -292,22 +468,19 @@ class _Repeats:
         self._db.close()
 
     @staticmethod
-    def _key(item: ImportedTest) -> int:
+    def key(item: ImportedTest) -> int:
         return _digest64((item.test_id, item.target, item.attempt))
 
     @staticmethod
-    def _identity(item: ImportedTest) -> int:
+    def identity(item: ImportedTest) -> int:
         return _digest64((item.suite, item.raw_row.get("variant"), item.raw_row.get("prompt_id")))
 
-    def earlier(self, item: ImportedTest) -> tuple[SourceRef, bool] | None:
+    def earlier(self, repeat: tuple[int, int]) -> tuple[SourceRef, bool] | None:
         """Where an earlier result with the same key was, and whether it had the same identity."""
-        row = self._db.execute("SELECT identity, file, line FROM seen WHERE key = ?", (self._key(item),)).fetchone()
+        row = self._db.execute("SELECT identity, file, line FROM seen WHERE key = ?", (repeat[0],)).fetchone()
         if row is None:
             return None
-        return SourceRef(file=row[1], line=row[2]), row[0] == self._identity(item)
+        return SourceRef(file=row[1], line=row[2]), row[0] == repeat[1]
 
-    def remember(self, item: ImportedTest) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?)",
-            (self._key(item), self._identity(item), item.source.file, item.source.line),
-        )
+    def remember(self, repeat: tuple[int, int], source: SourceRef) -> None:
+        self._db.execute("INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?)", (*repeat, source.file, source.line))

@@ -147,9 +147,10 @@ def _write(  # type: ignore[no-untyped-def]
             batch.extend(item.events)
             batch_fields.extend(item.fields)
             ids.n += len(item.events)
-        else:  # its events' ids changed, and with them their payloads: the store parses those
-            batch.extend(renumbered(item, ids))
-            batch_fields.extend([None] * len(item.events))
+        else:  # built in a part, or after a superseded result: its events get the run's ids for their place
+            events, fields = renumbered(item, ids)
+            batch.extend(events)
+            batch_fields.extend(fields)
         if item.score is None:
             continue
         for digest, data in item.blobs.items():

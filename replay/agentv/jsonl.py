@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine
+from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine, Span
 from evalstore.replay.agentv.rows import RowError, Sidecars, attempt_of, build_test, eval_hints
 from evalstore.replay.agentv.sidecars import MissingSidecar, sidecars_for
 from evalstore.replay.agentv.wire import (
@@ -34,9 +34,12 @@ def bad_line(source: SourceRef, reason: str, skip_bad: bool) -> SkippedLine:
     return SkippedLine(source=source, reason=reason)
 
 
-def iter_rows(path: Path, skip_bad: bool) -> Iterator[tuple[SourceRef, dict[str, Any]] | SkippedLine]:
-    """Each row as snake_case with its source line; unreadable lines raise or come back as SkippedLine."""
-    for number, row, error in iter_json_lines(path):
+def iter_rows(
+    path: Path, skip_bad: bool, span: Span | None = None
+) -> Iterator[tuple[SourceRef, dict[str, Any]] | SkippedLine]:
+    """Each row (of ``span``'s lines only, with one) as snake_case with its source line; unreadable lines
+    raise or come back as SkippedLine."""
+    for number, row, error in iter_json_lines(path, span):
         source = SourceRef(file=str(path), line=number)
         if row is None:
             yield bad_line(source, error or "unreadable line", skip_bad)
@@ -54,9 +57,10 @@ def iter_built(
     path: Path,
     skip_bad: bool,
     build: Callable[[SourceRef, dict[str, Any]], Iterable[ImportedTest]],
+    span: Span | None = None,
 ) -> Iterator[ImportedTest | SkippedLine]:
-    """Every test ``build`` makes of each row of ``path``; a row it rejects is a bad line."""
-    for item in iter_rows(path, skip_bad):
+    """Every test ``build`` makes of each row of ``path`` (of ``span``'s lines); a row it rejects is a bad line."""
+    for item in iter_rows(path, skip_bad, span):
         if isinstance(item, SkippedLine):
             yield item
             continue
@@ -111,12 +115,13 @@ def _digest(path: Path, first: dict[str, Any] | None) -> str:
     return hashlib.sha256(f"{path.name}\0{tree_sha256(path.parent)}".encode()).hexdigest()
 
 
-def _iter_tests(path: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+def _iter_tests(path: Path, skip_bad: bool, span: Span | None) -> Iterator[ImportedTest | SkippedLine]:
     folder = path.parent
     return iter_built(
         path,
         skip_bad,
         lambda source, row: [build_test(row, source=source, attempt=attempt_of(row), sidecars=_sidecars(folder, row))],
+        span,
     )
 
 
@@ -142,5 +147,6 @@ def read_jsonl(path: Path) -> ImportSource:
         suite=suite if isinstance(suite, str) else None,
         eval_path_hints=eval_hints(first, path.parent) + sibling_eval_files(path),
         source_digest=_digest(path, first),
-        _iterate=lambda skip_bad: _iter_tests(path, skip_bad),
+        _iterate=lambda skip_bad, span: _iter_tests(path, skip_bad, span),
+        lines=path,
     )

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from evalstore.store.events import SourceRef
 
 FileRole = Literal["answer", "content_file", "sidecar"]
+Span = tuple[int, int, int]
+"""A part of a JSONL file, whole lines: (its first byte, the byte after it, the number of its first line)."""
 VerdictName = Literal["pass", "fail", "skip"]
 
 
@@ -105,7 +107,12 @@ class ImportSource:
     """Candidate original eval files, most likely first; relative ones are relative to where AgentV ran."""
     source_digest: str
     """SHA-256 over the source bytes (every file of a run directory, with its relative path)."""
-    _iterate: Callable[[bool], Iterator[ImportedTest | SkippedLine]] = field(repr=False)
+    _iterate: Callable[[bool, Span | None], Iterator[ImportedTest | SkippedLine]] = field(repr=False)
+    lines: Path | None = None
+    """The JSONL file the results are read from, a line at a time (a results file, a run's index), when
+    reading a part of it (:meth:`iter_tests` with a span) gives the results of that part; None for a
+    source read otherwise (a bundle's folders)."""
 
-    def iter_tests(self, skip_bad: bool = False) -> Iterator[ImportedTest | SkippedLine]:
-        return self._iterate(skip_bad)
+    def iter_tests(self, skip_bad: bool = False, span: Span | None = None) -> Iterator[ImportedTest | SkippedLine]:
+        """The results, or those of one part of :attr:`lines` (``wire.line_spans``)."""
+        return self._iterate(skip_bad, span)

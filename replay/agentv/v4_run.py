@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from evalstore.replay.agentv.jsonl import iter_built
-from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine
+from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine, Span
 from evalstore.replay.agentv.rows import attempt_of, build_test, eval_hints, unique_paths
 from evalstore.replay.agentv.sidecars import sidecars_for
 from evalstore.replay.agentv.wire import first_json_row, read_json, tree_sha256
@@ -16,11 +16,12 @@ FORMAT = "agentv-v4-run"
 INDEX = "index.jsonl"
 
 
-def _iter_tests(root: Path, index: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+def _iter_tests(root: Path, index: Path, skip_bad: bool, span: Span | None) -> Iterator[ImportedTest | SkippedLine]:
     return iter_built(
         index,
         skip_bad,
         lambda source, row: [build_test(row, source=source, attempt=attempt_of(row), sidecars=sidecars_for(root, row))],
+        span,
     )
 
 
@@ -44,5 +45,6 @@ def read_v4_run(path: Path) -> ImportSource:
         suite=suite if isinstance(suite, str) else None,
         eval_path_hints=unique_paths(hints),
         source_digest=tree_sha256(root),
-        _iterate=lambda skip_bad: _iter_tests(root, index, skip_bad),
+        _iterate=lambda skip_bad, span: _iter_tests(root, index, skip_bad, span),
+        lines=index,
     )

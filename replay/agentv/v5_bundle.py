@@ -13,7 +13,7 @@ from typing import Any
 
 from evalstore.replay.agentv.grading import finite_number
 from evalstore.replay.agentv.jsonl import bad_line, iter_built
-from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine
+from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine, Span
 from evalstore.replay.agentv.rows import (
     RowError,
     Sidecars,
@@ -182,7 +182,7 @@ def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[
     return out
 
 
-def _iter_indexed(root: Path, index: Path, skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+def _iter_indexed(root: Path, index: Path, skip_bad: bool, span: Span | None) -> Iterator[ImportedTest | SkippedLine]:
     def build(source: SourceRef, row: dict[str, Any]) -> list[ImportedTest]:
         return [
             build_test(
@@ -194,7 +194,7 @@ def _iter_indexed(root: Path, index: Path, skip_bad: bool) -> Iterator[ImportedT
             for attempt, folder, effective in _row_samples(root, row)
         ]
 
-    return iter_built(index, skip_bad, build)
+    return iter_built(index, skip_bad, build, span)
 
 
 def _raw_test_id(path: Path) -> str | None:
@@ -266,11 +266,12 @@ def read_v5_bundle(path: Path) -> ImportSource:
     suite = (first or {}).get("suite") or first_case.get("suite")
     if index is not None:
 
-        def iterate(skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
-            return _iter_indexed(root, index, skip_bad)
+        def iterate(skip_bad: bool, span: Span | None) -> Iterator[ImportedTest | SkippedLine]:
+            return _iter_indexed(root, index, skip_bad, span)
     else:
 
-        def iterate(skip_bad: bool) -> Iterator[ImportedTest | SkippedLine]:
+        def iterate(skip_bad: bool, span: Span | None) -> Iterator[ImportedTest | SkippedLine]:
+            assert span is None  # only a source with lines is read in parts
             return _iter_folders(root, skip_bad)
 
     return ImportSource(
@@ -280,4 +281,5 @@ def read_v5_bundle(path: Path) -> ImportSource:
         eval_path_hints=unique_paths(hints),
         source_digest=tree_sha256(root),
         _iterate=iterate,
+        lines=index,
     )

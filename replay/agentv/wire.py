@@ -121,14 +121,20 @@ def loads(raw: bytes) -> Any:
     return value
 
 
-def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
-    """(line number, object, error) for each non-blank line, read one line at a time.
+def iter_json_lines(
+    path: Path, span: tuple[int, int, int] | None = None
+) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """(line number, object, error) for each non-blank line, read one line at a time; with ``span``
+    (:func:`line_spans`), of those lines only.
 
     Exactly one of object and error is set; an error is a short reason such as a truncated line.
     CRLF endings, blank lines and a UTF-8 BOM (Windows editors write one) are accepted.
     """
+    start, end, first = span if span is not None else (0, None, 1)
     with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
+        fh.seek(start)
+        lines = iter(fh) if end is None else _until(fh, end - start)
+        for number, raw in enumerate(lines, start=first):
             if number == 1:
                 raw = raw.removeprefix(_BOM)  # so a BOM alone on the first line counts as blank
             if not raw.strip():
@@ -143,6 +149,43 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, st
                 yield number, None, f"expected a JSON object, got {type(value).__name__}"
                 continue
             yield number, value, None
+
+
+def _until(fh: Any, size: int) -> Iterator[bytes]:
+    """The lines of an open file's next ``size`` bytes (which end at a line's end)."""
+    read = 0
+    for raw in fh:
+        yield raw
+        read += len(raw)
+        if read >= size:
+            return
+
+
+def line_spans(path: Path, lines: int) -> list[tuple[int, int, int]]:
+    """``path`` cut into parts of about ``lines`` lines each, at line ends: (first byte, end byte, number
+    of the first line), for :func:`iter_json_lines`. Newlines are counted in blocks, never split."""
+    spans: list[tuple[int, int, int]] = []
+    start, first, seen, offset = 0, 1, 0, 0
+    with path.open("rb") as fh:
+        while block := fh.read(_CHUNK):
+            at = 0
+            while True:
+                # Where this part's last line ends, if it ends in this block.
+                wanted = lines - seen
+                count = block.count(b"\n", at)
+                if count < wanted:
+                    seen += count
+                    break
+                end = at
+                for _ in range(wanted):
+                    end = block.index(b"\n", end) + 1
+                spans.append((start, offset + end, first))
+                first += lines
+                start, seen, at = offset + end, 0, end
+            offset += len(block)
+    if offset > start:
+        spans.append((start, offset, first))
+    return spans
 
 
 def first_json_row(path: Path) -> dict[str, Any] | None:

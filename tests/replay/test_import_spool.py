@@ -64,3 +64,87 @@ def test_event_ids_are_uuid5_of_the_run_position_and_kind() -> None:
         for n in (0, 1, 9, 10, 12345, 10**9):
             for kind in ("started", "case", "artifact", "transcript", "verdict", "scored", "skip", "completed"):
                 assert ids.id(n, kind) == str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:{n}:{kind}"))
+
+
+def _events(store, run_id: str) -> list[tuple]:  # type: ignore[no-untyped-def]
+    return [(e.event_id, e.type, e.payload_json) for e in store.read_stream(run_id)]
+
+
+def _built_in_parts(monkeypatch, lines: int) -> list[int]:  # type: ignore[no-untyped-def]
+    """Parts of ``lines`` lines, built by three forked workers whatever the machine's cores; the list
+    gets the number of parts of each import that was built so."""
+    from evalstore.replay.agentv import import_check
+
+    monkeypatch.setattr(import_check, "PART_LINES", lines)
+    monkeypatch.setattr(import_check.os, "cpu_count", lambda: 3)
+    forked = import_check._forked
+    parts: list[int] = []
+
+    def counted(job, spans, workers):  # type: ignore[no-untyped-def]
+        parts.append(len(spans))
+        return forked(job, spans, workers)
+
+    monkeypatch.setattr(import_check, "_forked", counted)
+    return parts
+
+
+def test_parts_built_by_workers_give_the_events_one_pass_gives(store, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Built a few lines at a time by forked workers, with repeats and bad lines across the parts'
+    edges, an import writes the same events, ids, payloads and projections as when built in one pass."""
+    from evalstore.store import EventStore, make_engine
+
+    lines = [_row(i) for i in range(9)]
+    lines.insert(3, '{"test_id": broken')  # a bad line at the end of the first part
+    lines.append(_row(2, 0.5))  # supersedes a result two parts back
+    lines.append(_row(8, 0.25))  # and one in the part just before
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    one_pass = import_results(store, path, skip_bad=True)
+
+    other = EventStore(make_engine(f"sqlite:///{tmp_path / 'parts.db'}"))
+    parts = _built_in_parts(monkeypatch, 4)
+    in_parts = import_results(other, path, skip_bad=True)
+    assert parts == [3]
+    assert (in_parts.run_id, in_parts.tests, in_parts.skipped) == (one_pass.run_id, 9, 3)
+    # Every event alike but run_started (its time) and run_completed (its counts and its time are alike too)
+    assert _events(other, in_parts.run_id)[1:] == _events(store, one_pass.run_id)[1:]
+    assert other.query("results", run_id=in_parts.run_id) == store.query("results", run_id=one_pass.run_id)
+    assert other.query("verdicts", run_id=in_parts.run_id) == store.query("verdicts", run_id=one_pass.run_id)
+    assert other.verify().ok
+    other.close()
+
+
+def test_a_bad_line_in_a_later_part_stops_the_import_before_anything_is_written(
+    store, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from evalstore.replay.errors import ImportFormatError
+
+    lines = [_row(i) for i in range(12)]
+    lines[9] = '{"test_id": broken'
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    parts = _built_in_parts(monkeypatch, 3)
+    with pytest.raises(ImportFormatError, match=r"results\.jsonl:10: "):
+        import_results(store, path)
+    assert parts == [4]
+    assert store.query("runs") == [] and list(store.read_all()) == []
+
+
+def test_results_of_another_suite_sharing_a_key_across_parts_are_refused(store, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from evalstore.replay.errors import ImportFormatError
+
+    other_suite = json.loads(_row(1))
+    other_suite["suite"] = "another"
+    lines = [_row(i) for i in range(6)] + [json.dumps(other_suite)]
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    parts = _built_in_parts(monkeypatch, 2)
+    with pytest.raises(ImportFormatError, match=r"results\.jsonl:7: .*also the result at .*results\.jsonl:2"):
+        import_results(store, path)
+    assert parts == [4]
+    skipped = import_results(store, path, skip_bad=True)
+    assert (skipped.tests, skipped.skipped) == (6, 1)
