@@ -166,6 +166,16 @@ def note(message: str) -> None:
     err_console().print(message, soft_wrap=True, markup=False, emoji=False)
 
 
+_TERMINAL_SETTINGS = ("FORCE_COLOR", "FORCE_TERMINAL", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+"""What can make rich treat a stderr that is not a terminal as one."""
+
+
+def _stderr_may_be_terminal() -> bool:
+    """Whether rich might call stderr a terminal: not when it is none and nothing says to (a script), and
+    then rich's console module is not loaded to ask."""
+    return sys.stderr.isatty() or any(os.environ.get(name) for name in _TERMINAL_SETTINGS)
+
+
 class progress_bar:
     """A progress bar on stderr; ``advance()`` once per finished item. Quiet when stderr is not a terminal,
     and then rich's progress module is not even imported (a scripted replay or import saves its load).
@@ -175,7 +185,7 @@ class progress_bar:
 
     def __init__(self, description: str) -> None:
         self._progress: Progress | None = None
-        if err_console().is_terminal:
+        if _stderr_may_be_terminal() and err_console().is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(

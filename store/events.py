@@ -27,10 +27,15 @@ Verdict = Literal["pass", "fail", "skip"]
 Origin = Literal["graded", "imported", "carried"]
 
 
+# Schemas are built on first use (defer_build): a command that reads few event types (an export, a
+# compare) does not build the other classes' at import, a third of loading this module.
+_CONFIG = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
 class DomainEvent(BaseModel):
     """Base class of every event payload."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _CONFIG
 
     type: ClassVar[str]
     schema_version: ClassVar[int] = 1
@@ -39,7 +44,7 @@ class DomainEvent(BaseModel):
 class FileSnapshot(BaseModel):
     """A file an eval depends on, captured as a blob when the run started."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _CONFIG
 
     role: str
     """What the file is to the suite: eval, tests, prompt, grader, converter, targets."""
@@ -55,7 +60,7 @@ class FileSnapshot(BaseModel):
 class Assertion(BaseModel):
     """One checked statement inside a verdict (AgentV's ``{text, passed, evidence}``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _CONFIG
 
     text: str
     passed: bool
@@ -71,7 +76,7 @@ class SourceRef(BaseModel):
     an imported store. An absolute ``file`` (outside the imported path) is kept as it is.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _CONFIG
 
     file: str | None = None
     line: int | None = None
@@ -186,7 +191,7 @@ class WorkspaceEntry(BaseModel):
     """One path of a workspace snapshot: a file (bytes in the blob ``sha256``), a symlink (its target as
     written, never followed) or an empty folder."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _CONFIG
 
     path: str
     """Relative to the workspace, ``/``-separated."""

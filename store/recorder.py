@@ -413,13 +413,21 @@ class EventStore:
         with self.engine.connect() as conn:
             yield from self.dialect.rows(conn, query)
 
-    def stream_versions(self, stream_id: str, *, type_: str) -> list[int]:
-        """The stream versions of a stream's events of one type, in order (read from the index alone):
-        where a run's results end, to cut it into chunks."""
-        ev = schema.events
-        query = select(ev.c.stream_version).where(ev.c.stream_id == stream_id, ev.c.type == type_)
+    def result_ends(self, run_id: str, *, every: int) -> list[int]:
+        """The stream versions of every ``every``-th result's ``test_scored`` of a run, and of its last, in
+        order: where to cut the run's stream into chunks of results. Read from the ``results``
+        projection (a result's latest score) and the events' primary key, not the stream's events."""
+        r, ev = schema.results, schema.events
         with self.engine.connect() as conn:
-            return [row[0] for row in self.dialect.rows(conn, query.order_by(ev.c.stream_version))]
+            seqs = [
+                row[0] for row in self.dialect.rows(conn, select(r.c.seq).where(r.c.run_id == run_id).order_by(r.c.seq))
+            ]
+            picked = sorted({*seqs[every - 1 :: every], *seqs[-1:]})
+            ends: list[int] = []
+            for chunk in _chunks(picked):
+                query = select(ev.c.stream_version).where(ev.c.seq.in_(chunk)).order_by(ev.c.seq)
+                ends.extend(row[0] for row in self.dialect.rows(conn, query))
+        return ends
 
     def test_events(self, stream_id: str, test_id: str, *, types: Iterable[str]) -> Iterator[StoredEvent]:
         """The events of ``types`` in a stream that belong to one test, in order, without decoding the

@@ -80,7 +80,7 @@ def test_a_window_that_cuts_a_result_is_refused(sqlite_store) -> None:  # type: 
     from evalstore.replay.agentv.stored import Interleaved, stored_results
 
     _run(sqlite_store, "rec-1", interleave_from=0)
-    ends = sqlite_store.stream_versions("rec-1", type_="test_scored")
+    ends = sqlite_store.result_ends("rec-1", every=1)
     with pytest.raises(Interleaved):
         list(stored_results(sqlite_store, "rec-1", window=(0, ends[0]), contiguous=True))
     with pytest.raises(Interleaved):
