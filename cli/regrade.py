@@ -73,7 +73,14 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
 @click.option(
     "--targets", "targets_path", type=click.Path(dir_okay=False, path_type=Path), help="Targets file for judges."
 )
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 256), help="Tests graded at once.")
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Tests graded at once (a test's graders overlap where they wait; at most this many grader processes, "
+    "or one per core if more).",
+)
 @click.option(
     "--shard", metavar="K/N", help="Regrade only the K-th of N slices of the tests (processes sharing one store)."
 )

@@ -7,7 +7,7 @@ and the writing pass appends it as it is: each source file is read, and each res
 Building is most of an import's work, and each result is built on its own: a source read a line at a
 time (a results file, a run's index) is cut into parts of :data:`PART_LINES` lines, built by worker
 processes forked from this one where the platform can fork (Linux) and the machine has more than one
-core. Each part is built with ids of its own (:func:`part_ids`), which the writing pass replaces by the
+core (``processes.forked``). Each part is built with ids of its own (:func:`part_ids`), which the writing pass replaces by the
 run's (:func:`renumbered`); everything that depends on the order of results (repeats, the run's ids,
 the counts) is decided here, in the source's order, as the parts come back.
 """
@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import multiprocessing
-import os
 import sqlite3
-import sys
 import tempfile
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -31,6 +27,7 @@ from evalstore.replay.agentv import ImportedTest, ImportSource, SkippedLine, bad
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
 from evalstore.replay.agentv.records import Span
 from evalstore.replay.agentv.wire import line_spans
+from evalstore.replay.processes.forked import in_order, worker_count
 from evalstore.store.codec import canonical_json
 from evalstore.store.events import LineSkipped, SourceRef, encode
 
@@ -38,7 +35,6 @@ _SUPERSEDED = "AgentV keeps the last result of a test and target (deduplicateByT
 
 PART_LINES = 1000
 """Source lines a worker builds at a time."""
-MAX_WORKERS = 8
 
 
 @dataclass
@@ -300,21 +296,24 @@ def _pieces(
     source: ImportSource, within: RelativeSources, ids: EventIds, threshold: float, skip_bad: bool, workers: int | None
 ) -> Iterator[_Piece]:
     """Each source item built, in the source's order: here (with the run's ids, where ``ids`` stands when
-    the item's turn comes), or a part at a time by forked workers."""
+    the item's turn comes), or a part at a time by forked workers (``processes.forked``)."""
     spans = line_spans(source.lines, PART_LINES) if source.lines is not None else []
-    count = min(workers or os.cpu_count() or 1, MAX_WORKERS, len(spans))
-    if count < 2 or sys.platform != "linux":
+    count = worker_count(len(spans), workers)
+    if not count:
         builder = EventIds(ids.run_id)
         for item in source.iter_tests(skip_bad):
             builder.n = ids.n
             yield _piece(item, within, builder, threshold, skip_bad)
         return
-    yield from _forked(_Job(source, within, ids.run_id, threshold, skip_bad), spans, count)
+    job = _Job(source, within, ids.run_id, threshold, skip_bad)
+    with closing(in_order(_build_part, spans, count, job)) as parts:
+        for pieces in parts:  # a worker's error (a bad line) is raised here, in the source's order
+            yield from pieces
 
 
 @dataclass(frozen=True)
 class _Job:
-    """What a worker needs, set before it is forked (so it is inherited, not sent)."""
+    """What a worker needs (``processes.forked``: inherited, not sent)."""
 
     source: ImportSource
     within: RelativeSources
@@ -323,35 +322,8 @@ class _Job:
     skip_bad: bool
 
 
-_JOB: _Job | None = None
-
-
-def _forked(job: _Job, spans: list[Span], workers: int) -> Iterator[_Piece]:
-    global _JOB
-    _JOB = job
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-    try:
-        todo = iter(spans)
-        running: deque[Future[list[_Piece]]] = deque()
-        for span in todo:
-            running.append(pool.submit(_build_part, span))
-            if len(running) >= 2 * workers:
-                break
-        while running:
-            pieces = running.popleft().result()  # a worker's error (a bad line) is raised here, in order
-            for span in todo:
-                running.append(pool.submit(_build_part, span))
-                break
-            yield from pieces
-    finally:
-        _JOB = None
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _build_part(span: Span) -> list[_Piece]:
+def _build_part(job: _Job, span: Span) -> list[_Piece]:
     """In a worker: the pieces of one part of the source."""
-    assert _JOB is not None
-    job = _JOB
     ids = part_ids(job.run_id, span)
     return [
         _piece(item, job.within, ids, job.threshold, job.skip_bad) for item in job.source.iter_tests(job.skip_bad, span)

@@ -76,15 +76,15 @@ def _built_in_parts(monkeypatch, lines: int) -> list[int]:  # type: ignore[no-un
     from evalstore.replay.agentv import import_check
 
     monkeypatch.setattr(import_check, "PART_LINES", lines)
-    monkeypatch.setattr(import_check.os, "cpu_count", lambda: 3)
-    forked = import_check._forked
+    monkeypatch.setattr("evalstore.replay.processes.forked.os.cpu_count", lambda: 3)
+    in_order = import_check.in_order
     parts: list[int] = []
 
-    def counted(job, spans, workers):  # type: ignore[no-untyped-def]
+    def counted(work, spans, workers, job):  # type: ignore[no-untyped-def]
         parts.append(len(spans))
-        return forked(job, spans, workers)
+        return in_order(work, spans, workers, job)
 
-    monkeypatch.setattr(import_check, "_forked", counted)
+    monkeypatch.setattr(import_check, "in_order", counted)
     return parts
 
 
