@@ -93,7 +93,7 @@ def decode_blob(encoding: str, stored: bytes, zdict: bytes | None = None) -> byt
             if zdict is None:
                 return zlib.decompress(stored)
             unpacker = zlib.decompressobj(zdict=zdict)
-            raw = unpacker.decompress(stored) + unpacker.flush()
+            raw = unpacker.decompress(stored)
             if not unpacker.eof:
                 raise zlib.error("incomplete or truncated stream")
             return raw

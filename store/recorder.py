@@ -517,8 +517,17 @@ class EventStore:
             for chunk in _chunks(keys):
                 query = select(b.c.sha256, b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256.in_(chunk))
                 rows.extend(self.dialect.rows(conn, query))
+        zdicts: dict[str, bytes] = {}  # the few dictionaries many blobs name, each looked up once
         for sha256, encoding, data, dictionary in rows:
-            found[sha256] = self._decode(encoding, data, dictionary, chain=0)
+            if not dictionary:
+                found[sha256] = decode_blob(encoding, data)
+                continue
+            try:
+                if (zdict := zdicts.get(dictionary)) is None:
+                    zdict = zdicts[dictionary] = self._zdict(dictionary, 1)
+                found[sha256] = decode_blob(encoding, data, zdict)
+            except (BlobCorrupt, BlobNotFound) as exc:  # as _decode names it
+                raise BlobCorrupt(f"cannot be decoded against its dictionary, blob {dictionary}: {exc}") from None
         missing = [k for k in keys if k not in found]
         if missing:
             raise BlobNotFound(f"no blob {missing[0]}")

@@ -174,7 +174,7 @@ def _completed(
     """The chunk's bundles with their origin's case and transcript, and their graders' requests."""
     # Only stored_results' own bundles come here: every event is its payload fields.
     wanted: dict[int, dict[str, str]] = {}
-    for i, b in enumerate(bundles):
+    for i, b in enumerate(bundles if from_origin else ()):  # a replay's: its origin holds what it lacks
         s: Payload = b.scored  # type: ignore[assignment]
         ids = from_origin.get(result_key(s["test_id"], s["target"], s["attempt"]), {})
         if "row_fields" in ids:  # under the replay's own (an agent failure it reproduces keeps AgentV's labels)
