@@ -236,9 +236,10 @@ def replay(
             emit_comparison(comparison, store, as_json=False, html_path=html_path)
     else:
         rows = scored_rows(store, outcome.run_id, outcome.results)
-        print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows)
+        print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows, outcome.run_id)
         click.echo(
-            f"code graders: {reuse['code_ran']} run, {reuse['code_reused']} reused from recorded executions; "
+            f"code graders in replay {outcome.run_id} (every session of it): {reuse['code_ran']} run, "
+            f"{reuse['code_reused']} reused from recorded executions; "
             f"judge replies reused: {reuse['judge_reused']}"
         )
         emit_comparison(comparison, store, as_json=False, html_path=html_path)

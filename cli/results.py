@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from evalstore.cli.output import fmt_score, print_table
+from evalstore.cli.output import TABLE_ROWS, fmt_score, print_table
 from evalstore.store.events import TestScored
 
 
@@ -43,7 +43,9 @@ def result_labels(keys: list[tuple[str, str | None, int]]) -> list[str]:
     return [key_label((test_id, (target or None) if several else None, attempt)) for test_id, target, attempt in keys]
 
 
-def print_scored(title: str, rows: list[dict]) -> None:
+def print_scored(title: str, rows: list[dict], run_id: str | None = None) -> None:
+    """The results table of a run or replay that just finished: as ``show`` does, at most
+    :data:`TABLE_ROWS` results (and execution errors), then where to see the rest (``show RUN --all``)."""
     names = result_labels([(r["test_id"], r["target"], r["attempt"]) for r in rows])
     print_table(
         title,
@@ -57,19 +59,24 @@ def print_scored(title: str, rows: list[dict]) -> None:
                 ", ".join(f"{g}={fmt_score(s)}" for g, s in r["graders"].items()),
                 r.get("note", ""),
             )
-            for name, r in zip(names, rows, strict=True)
+            for name, r in zip(names[:TABLE_ROWS], rows[:TABLE_ROWS], strict=True)
         ],
         ids=["test", "score", "pass", "status"],
         optional=["status"],
     )
+    if len(rows) > TABLE_ROWS:
+        where = f"evalstore show {run_id} --all" if run_id else "evalstore show RUN --all"
+        click.echo(f"first {TABLE_ROWS} of {len(rows)} results; {where} prints every one, --json for scripts")
     # Errors are sentences (which command, what it said): whole lines under the table, not a cut cell.
     errors = [(name, r) for name, r in zip(names, rows, strict=True) if r["error"] and r["status"] == "execution_error"]
     if errors:
         click.echo("execution errors:")
-        for name, r in errors:
+        for name, r in errors[:TABLE_ROWS]:
             text = " ".join(r["error"].split())
             text = text if len(text) <= ERROR_CHARS else "..." + text[-ERROR_CHARS:]
             click.echo(f"  {name}: {text}")
+        if len(errors) > TABLE_ROWS:
+            click.echo(f"  and {len(errors) - TABLE_ROWS} more")
 
 
 def pass_cell(passed: bool, status: str) -> str:

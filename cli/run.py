@@ -121,7 +121,7 @@ def run(
     if as_json:
         print_json({"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows})
     else:
-        print_scored(f"run {outcome.run_id}", rows)
+        print_scored(f"run {outcome.run_id}", rows, outcome.run_id)
         click.echo(f"{len(rows) - len(failed)}/{len(rows)} passed (threshold {outcome.threshold})")
     if failed:
         sys.exit(EXIT_FAILED)

@@ -21,6 +21,7 @@ from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, no_cycle_collection, note, plural, print_json, progress_bar
 from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
 from evalstore.replay.analysis.views import resolve_run, run_summary
+from evalstore.replay.errors import ReplayError
 
 
 @click.command(name="import")
@@ -75,6 +76,8 @@ def import_(
     from evalstore.replay.agentv.importing import import_results
     from evalstore.replay.bundle import import_bundle, is_bundle
 
+    if not path.exists():  # before the store is opened: a mistyped path must not create one
+        raise ReplayError(f"{path}: no such file or directory")
     if is_bundle(path):
         if eval_path or skip_bad or targets_path or files_roots:
             raise click.UsageError("--eval, --skip-bad, --targets and --files-root do not apply to an evalstore bundle")
@@ -101,7 +104,8 @@ def import_(
             click.echo(
                 f"imported run {moved.run_id} from the bundle: {len(new)} new run(s)"
                 + (f" ({here} already here)" if here else "")
-                + f", {moved.new_events} events written, {moved.blobs} blobs"
+                + f", {moved.new_events} events written (each new run's followed by a run_moved event), "
+                + f"{moved.blobs} blobs"
             )
         return
     store = open_store(ctx)
@@ -143,7 +147,11 @@ def import_(
         return
     click.echo(
         f"imported {plural(outcome.tests, 'result')} ({outcome.format}) as run {outcome.run_id}"
-        + (f", {plural(outcome.skipped, 'bad line')} skipped" if outcome.skipped else "")
+        + (
+            f", {plural(outcome.skipped, 'line')} left out (bad or superseded: `evalstore show` lists them)"
+            if outcome.skipped
+            else ""
+        )
     )
     for warning in outcome.warnings:
         note(f"warning: {warning}")

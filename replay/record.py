@@ -24,6 +24,7 @@ from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.engine import grade_test
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
+from evalstore.replay.grading.scoring import produced_now
 from evalstore.replay.material import (
     ResultKey,
     Tally,
@@ -326,6 +327,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             status="execution_error",
             threshold=grade_options.threshold,
             error=tw.error,
+            produced_at=produced_now(),
         )
         recorder.record(scored)
         recorder.flush()
@@ -389,6 +391,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             threshold=grade_options.threshold,
             # Provider errors already start with "target 'NAME': "; a second prefix only costs width.
             error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
+            produced_at=produced_now(),
         )
         store.append(run_id, [scored])
         return scored

@@ -42,6 +42,7 @@ from evalstore.replay.evalfile.specs import (
 )
 from evalstore.replay.grading.engine import grade_test
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
+from evalstore.replay.grading.scoring import produced_now
 from evalstore.replay.material import (
     ResultKey,
     RunMaterial,
@@ -234,6 +235,7 @@ def replay_run(
         raise ReplayError("refusing to replay (--strict): " + "; ".join(d.describe() for d in drifted))
     with restored_files(store, _suite(store, parent, effective), drifted) as (suite, drifted, moved):
         preflight(suite)
+        _check_eval(parent, suite, options)
         snapshot, blobs = snapshot_suite(suite, moved)
         overrides = options.recorded()
         if options.shard:
@@ -484,6 +486,7 @@ def _unscored(
         # _execute always sets it (the run's threshold, else the suite's); the fallback is for the type.
         threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
         error=error,
+        produced_at=produced_now(),
     )
 
 
@@ -594,6 +597,20 @@ def _check_selection(store: EventStore, parent: RunMaterial, options: ReplayOpti
                 f"--preprocessor {type_}: no file of that type in run {parent.run_id} "
                 f"(media types in its artifacts: {_listing(shown) or 'none'})"
             )
+
+
+def _check_eval(parent: RunMaterial, suite: EvalSuite, options: ReplayOptions) -> None:
+    """Refuse, before anything is written, an ``--eval`` that has none of the run's tests: the replay
+    would regrade nothing (almost always the wrong file)."""
+    if not options.eval_path:
+        return
+    ran = sorted({key[0] for key in parent.order})
+    if ran and not {t.id for t in suite.tests} & set(ran):
+        theirs = sorted(t.id for t in suite.tests)
+        raise ReplayError(
+            f"--eval {options.eval_path}: none of its tests is a test of run {parent.run_id} "
+            f"(the run's tests: {_listing(ran)}; the eval's: {_listing(theirs) or 'none'})"
+        )
 
 
 def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:

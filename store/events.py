@@ -370,7 +370,9 @@ class TestScored(DomainEvent):
     origin: Origin = "graded"
     source: SourceRef | None = None
     produced_at: str | None = None
-    """When the source says the result was produced (AgentV's row ``timestamp``), for imports."""
+    """When the result was produced: for imports, when the source says (AgentV's row ``timestamp``); for
+    runs and replays, when it was graded (kept by a run moved to another store, where the events' own
+    ``recorded_at`` is the copy's). None in results recorded before runs set it."""
     row_fields: dict[str, str] = Field(default_factory=dict)
     """For imports: the source row's labels evalstore keeps without interpreting them (AgentV's
     ``category``, ``conversation_id``, ``experiment``, ``failure_stage``, ``failure_reason_code``), so

@@ -112,7 +112,13 @@ def loads(raw: bytes) -> Any:
         raise ValueError("the file is UTF-16 encoded; AgentV writes UTF-8: re-save it as UTF-8")
     try:
         value = json.loads(raw.removeprefix(_BOM))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except json.JSONDecodeError as exc:
+        if b"\n" in raw.rstrip(b"\r\n"):  # a whole file: its line and column
+            raise ValueError(f"invalid JSON ({exc})") from exc
+        # One line of a JSONL file: the decoder's "line 2 column 1" (past its newline) would read as
+        # another line of the file; say where in this one.
+        raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos + 1})") from exc
+    except UnicodeDecodeError as exc:
         raise ValueError(f"invalid JSON ({exc})") from exc
     except RecursionError:
         raise ValueError("JSON nested too deeply to read") from None

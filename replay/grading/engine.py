@@ -22,7 +22,7 @@ from evalstore.replay.evalfile.specs import (
 )
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
 from evalstore.replay.grading.overlap import overlapping
-from evalstore.replay.grading.scoring import apply_negate, score_test
+from evalstore.replay.grading.scoring import apply_negate, produced_now, score_test
 from evalstore.store.errors import is_database_failure
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 
@@ -119,6 +119,7 @@ def grade_test(
         status=outcome.status,
         threshold=threshold,
         error=outcome.error,
+        produced_at=produced_now(),
     )
     recorder.record(scored)
     return TestGrade(scored=scored, verdicts=verdicts)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from evalstore.replay.grading.graders.base import GraderResult
@@ -184,3 +185,10 @@ def _weighted_mean(entries: list[_Entry]) -> float:
     if total_weight <= 0:
         return 0.0
     return sum(e.score * e.weight for e in entries) / total_weight
+
+
+def produced_now() -> str:
+    """``TestScored.produced_at`` of a result graded now (UTC, as the store writes times). Kept in the
+    payload, so a run moved to another store keeps when its results were produced, where the events'
+    own ``recorded_at`` is the copy's (``export`` writes it as the row's ``timestamp``)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")

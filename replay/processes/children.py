@@ -41,17 +41,30 @@ class Cancelled(BaseException):
 _live: dict[int, subprocess.Popen[bytes]] = {}
 _cancelled: set[int] = set()
 _live_lock = threading.Lock()
+_stopping = False
+"""Set by :func:`cancel_children`: no new child starts (a grader waiting for a process slot, the next
+grader of a test) until :func:`allow_children`."""
 
 
 def cancel_children() -> None:
-    """Kill the process group of every child :func:`run_child` is waiting on; each of those calls then
-    raises :class:`Cancelled`. Agents and graders run in their own process groups, so the terminal's
-    Ctrl-C never reaches them: without this, an interrupted run would wait for them to finish."""
+    """Kill the process group of every child :func:`run_child` is waiting on, and start no new one; each
+    of those calls then raises :class:`Cancelled`. Agents and graders run in their own process groups, so
+    the terminal's Ctrl-C never reaches them: without this, an interrupted run would wait for them to
+    finish, and for those that had not started yet."""
+    global _stopping
     with _live_lock:
+        _stopping = True
         procs = list(_live.values())
         _cancelled.update(_live)
     for proc in procs:
         _kill_group(proc)
+
+
+def allow_children() -> None:
+    """Children may start again: a new run or replay after an interrupted one, in the same process."""
+    global _stopping
+    with _live_lock:
+        _stopping = False
 
 
 @dataclass
@@ -104,6 +117,8 @@ def run_child(
     descriptor of every held workspace lock (``processes.lifetime``). It costs a few milliseconds per
     start, which short-lived graders and converters, bounded by their timeouts, are spared."""
     started = time.monotonic()
+    if _stopping:
+        raise Cancelled(f"{argv[0]} was not started: the run was interrupted")
     try:
         proc = subprocess.Popen(
             argv,
@@ -128,6 +143,9 @@ def run_child(
 
     with _live_lock:
         _live[proc.pid] = proc
+        if _stopping:  # cancel_children ran while it started: it did not see this one
+            _cancelled.add(proc.pid)
+            _kill_group(proc)
     try:
         with lifetime.guard_group(proc.pid) if die_with_parent else contextlib.nullcontext():
             result = _supervise(proc, argv, stdin, started, timeout, max_output_bytes)

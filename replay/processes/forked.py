@@ -8,13 +8,15 @@ elsewhere, or with one core, the caller does the work itself (:func:`worker_coun
 
 At most two parts per worker are in flight, so memory stays flat however many parts there are. A
 part's exception is raised when its turn comes, after the results of the parts before it; leaving the
-loop early (a result that says the rest must be done otherwise) cancels the parts not started.
+loop early (a result that says the rest must be done otherwise) cancels the parts not started. A
+worker dies with this process, even when it is killed, and ignores Ctrl-C, which this process handles.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
@@ -71,6 +73,12 @@ def in_order(
 
 
 def _started() -> None:
+    from evalstore.replay.processes.lifetime import die_with_parent  # ctypes: loaded by the workers only
+
+    # A worker ends with this process, even on kill -9 (it would wait for parts forever), and leaves
+    # Ctrl-C to it: this process stops the pool, after the parts running now.
+    die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if _START is not None:
         _START(_CONTEXT)
 

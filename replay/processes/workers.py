@@ -12,13 +12,14 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from evalstore.replay.processes.children import cancel_children
+from evalstore.replay.processes.children import allow_children, cancel_children
 
 T = TypeVar("T")
 
 
 def run_concurrently(work: Callable[[T], object], items: Iterable[T], workers: int) -> None:
     """Call ``work`` on every item with up to ``workers`` threads; the first exception is re-raised."""
+    allow_children()
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
     try:
         for _ in pool.map(work, items):

@@ -82,6 +82,10 @@ def test_a_bundle_moves_a_run_from_sqlite_to_postgresql_and_back(
     assert _blobs(postgres_url, original) == blobs
     assert _started(postgres_url) == _started(recorded_db)
     assert ok_json(cli(postgres_url, "verify", "--json"))["ok"] is True
+    # Its results export as they did, rows' timestamps too (when each was graded, not when it was copied).
+    for run in chain:
+        exported = [cli(db, "export", run) for db in (recorded_db, postgres_url)]
+        assert exported[0].stdout and exported[0].stdout == exported[1].stdout
     again = ok_json(cli(postgres_url, "import", str(there), "--json"))
     assert again["already_imported"] is True
 

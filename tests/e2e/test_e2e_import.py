@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from e2e_helpers import BASELINE, V5_BUNDLE, cli, evalstore, event_count, ok_json, one_line_error, results_by_test, runs
+from e2e_helpers import (
+    BASELINE,
+    EVALSTORE,
+    V5_BUNDLE,
+    cli,
+    evalstore,
+    event_count,
+    ok_json,
+    one_line_error,
+    results_by_test,
+    runs,
+)
 
 from evalstore.store import EventStore, make_engine
 from evalstore.store.events import SourceRef
@@ -97,7 +110,20 @@ def test_a_truncated_line_aborts_naming_file_and_line_and_writes_nothing(sqlite_
     result = evalstore(sqlite_url, "import", str(path), cwd=tmp_path)
     line = one_line_error(result)
     assert "truncated.jsonl:3" in line and "--skip-bad" in line
+    # Where in the line: the decoder's own "line 2" (past the line's newline) would name another line.
+    assert "invalid JSON (" in line and " at character " in line and "line 2" not in line, line
     assert runs(sqlite_url) == before_runs and event_count(sqlite_url) == before_events
+
+
+def test_a_path_that_does_not_exist_is_one_line_and_creates_no_store(tmp_path: Path) -> None:
+    folder = tmp_path / "fresh"
+    folder.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
+    result = subprocess.run(
+        [str(EVALSTORE), "import", "nothere.jsonl"], cwd=folder, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and result.stderr.strip() == "Error: nothere.jsonl: no such file or directory"
+    assert list(folder.iterdir()) == []  # no .evalstore/ made for a mistyped path
 
 
 def test_skip_bad_imports_the_rest_and_records_the_skipped_line(sqlite_url: str, tmp_path: Path) -> None:

@@ -9,7 +9,11 @@ after another never are. No timing is measured.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -99,3 +103,55 @@ def test_a_tests_code_graders_run_at_once_and_are_recorded_in_order(tmp_path: Pa
         v = verdict.event
         linked = [calls[c] for c in v.grader_call_event_ids]  # type: ignore[attr-defined]
         assert all((c.test_id, c.grader) == (v.test_id, v.grader) for c in linked)  # type: ignore[attr-defined]
+
+
+SLOW_GRADER = """\
+import json, pathlib, sys, time
+pathlib.Path(sys.argv[2], f"{sys.argv[1]}-{time.time()}").touch()
+sys.stdin.read()
+time.sleep(60)
+print(1)
+"""
+
+
+def test_ctrl_c_stops_a_replay_whose_graders_overlap_and_starts_no_grader_after_it(tmp_path: Path) -> None:
+    """Graders waiting for a process slot, or for the grader before them to start waiting, must not start
+    once the replay is interrupted: it exits 130 at once and leaves no grader running."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    imported = _imported(db, tmp_path)
+    started = tmp_path / "started"
+    started.mkdir()
+    (tmp_path / "slow.py").write_text(SLOW_GRADER)
+    graders = "\n".join(
+        f"  - name: {name}\n    type: code-grader\n    command: [{json.dumps(sys.executable)}, slow.py, {name}, "
+        f"{json.dumps(str(started))}]"
+        for name in (*GRADERS, "delta", "epsilon")
+    )
+    slow_eval = tmp_path / "slow.eval.yaml"
+    slow_eval.write_text(f"name: overlap\ntests: ./cases.yaml\nassertions:\n{graders}\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalstore", "--db", db, "replay", imported, "--eval", str(slow_eval), "--no-cache"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A child started from a non-interactive parent may inherit SIGINT ignored; a user's shell does not.
+        preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL), os.setpgrp()),  # type: ignore[func-returns-value]
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(started.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        interrupted = time.time()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "Interrupted." in err
+    time.sleep(0.5)
+    late = [p.name for p in started.iterdir() if float(p.name.split("-", 1)[1]) > interrupted]
+    assert late == [], f"graders started after Ctrl-C: {late}"
+    running = subprocess.run(["pgrep", "-f", str(started)], capture_output=True, text=True).stdout.split()
+    assert running == [], "a grader outlived the interrupted replay"

@@ -449,6 +449,20 @@ def test_a_preprocessor_for_a_type_no_file_has_and_tests_matching_nothing_are_re
     assert ok_json(cli(recorded_db, "verify", "--json"))["events"] == before
 
 
+def test_an_eval_that_has_none_of_the_runs_tests_is_refused(recorded: Recorded, recorded_db: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    other = tmp_path / "other.eval.yaml"
+    other.write_text(
+        "name: other\ntests:\n  - {id: zz-1, input: hi, criteria: x}\n"
+        "assertions:\n  - {name: c, type: contains, value: x}\n"
+    )
+    line = one_line_error(cli(recorded_db, "replay", recorded.run_id, "--eval", str(other)))
+    assert line == (
+        f"Error: --eval {other}: none of its tests is a test of run {recorded.run_id} "
+        f"(the run's tests: {', '.join(sorted(TESTS))}; the eval's: zz-1)"
+    )
+    assert len(runs(recorded_db)) == 1  # nothing written
+
+
 def test_the_progress_line_counts_the_tests_actually_regraded(
     recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
 ) -> None:

@@ -79,3 +79,22 @@ def test_a_child_that_closes_its_pipes_and_runs_on_is_waited_for_within_the_time
     assert result.exit_code == 0 and result.duration_ms >= 450
     result = run_child([PY, "-c", "import os, time\nos.close(1)\nos.close(2)\ntime.sleep(30)\n"], b"", timeout=1.0)
     assert result.timed_out and result.exit_code is None
+
+
+def test_after_cancel_children_no_child_starts_until_children_are_allowed_again(tmp_path: Path) -> None:
+    """An interrupted run's graders still waiting for a process slot (or the next grader of a test) must
+    not start their processes: run_child refuses without starting one, until a new run allows it."""
+    import pytest
+
+    from evalstore.replay.processes.children import Cancelled, allow_children, cancel_children
+
+    marker = tmp_path / "started"
+    argv = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    cancel_children()
+    try:
+        with pytest.raises(Cancelled, match="was not started"):
+            run_child(argv, b"", timeout=30)
+        assert not marker.exists()
+    finally:
+        allow_children()
+    assert run_child(argv, b"", timeout=30).exit_code == 0 and marker.exists()
