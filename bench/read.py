@@ -14,7 +14,7 @@ best of three. Each command then runs as ``python -m evalstore ...`` in a child 
 (one run for ``show``/``export``, both for ``compare``). Target: each within 3x.
 
 Then, with ``--big N``, the same two runs at N results and ``compare`` (table, ``--json``, ``--html``)
-alone: the child's peak RSS (``wait4``'s ``ru_maxrss``). Target: under 200 MB.
+alone: the child's peak RSS (its ``VmHWM``, and its forked workers' where it has any). Target: under 200 MB.
 """
 
 from __future__ import annotations
@@ -79,24 +79,40 @@ def floor(paths: list[Path]) -> float:
     return best
 
 
+# ``python -m evalstore`` as it runs (cli.entry), reporting at exit the peak RSS of its own memory
+# (``VmHWM``) and of the workers it forked (an export's): wait4's ``ru_maxrss`` would also count the
+# memory of this process, which a child's exec inherits as its starting peak.
+_MEASURED = """\
+import atexit, resource, sys
+_report = sys.argv[1]
+def _peak():
+    own = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    with open(_report, "w") as fh:
+        fh.write(str(max(own, workers)))
+atexit.register(_peak)
+from evalstore.cli import entry
+sys.argv = ["evalstore", *sys.argv[2:]]
+entry()
+"""
+
+
 def run_child(args: list[str], db: str) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of ``python -m evalstore --db DB ARGS``."""
-    started = time.perf_counter()
-    with open(os.devnull, "w") as devnull:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "evalstore", "--db", db, *args],
+    with tempfile.NamedTemporaryFile(mode="r", suffix=".rss") as peak, open(os.devnull, "w") as devnull:
+        started = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", _MEASURED, peak.name, "--db", db, *args],
             stdout=devnull,
             stderr=subprocess.PIPE,
             cwd=ROOT,
             env=USER_ENV,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"evalstore {' '.join(args)} failed ({proc.returncode}): {err}")
-    return elapsed, usage.ru_maxrss / 1024
+        elapsed = time.perf_counter() - started
+        err = proc.stderr.decode()
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"evalstore {' '.join(args)} failed ({proc.returncode}): {err}")
+        return elapsed, int(peak.read() or 0) / 1024
 
 
 def import_runs(db: str, paths: tuple[Path, Path]) -> tuple[str, str]:
