@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -11,6 +10,7 @@ from typing import ClassVar
 from evalstore.replay.grading.reuse import reusable_conversion, reusable_judge_call, reusable_process_call
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import sha256_hex
+from evalstore.store.envelope import new_event_id
 from evalstore.store.errors import BlobNotFound
 from evalstore.store.events import DomainEvent, GraderCalled, PreprocessingRecorded
 
@@ -40,7 +40,7 @@ class MemoryRecorder:
         raise BlobNotFound(f"no blob with sha256 {sha256}")
 
     def record(self, event: DomainEvent, event_id: str | None = None) -> str:
-        event_id = event_id or str(uuid.uuid4())
+        event_id = event_id or new_event_id()
         self.events.append((event_id, event))
         return event_id
 
@@ -125,7 +125,7 @@ class StoreRecorder:
         return data if data is not None else self.store.get_blob(sha256)
 
     def record(self, event: DomainEvent, event_id: str | None = None) -> str:
-        event_id = event_id or str(uuid.uuid4())
+        event_id = event_id or new_event_id()
         with self._lock:
             self.events.append(NewEvent(event, event_id))
         return event_id
@@ -179,7 +179,8 @@ class BatchedAppends:
     Each test's events go in whole, so a batch is as atomic per test as single appends. A test is
     durable at the latest ``max_seconds`` after it finished (a timer flushes), so a crash loses at most
     that much work, which a resume grades again. Used where per-test work is small next to the cost of
-    a transaction (regrading)."""
+    a transaction (regrading). A batch is taken from the pending tests under a short lock and appended
+    outside it (one append at a time), so the tests finishing meanwhile are not held up by the database."""
 
     def __init__(self, store: EventStore, run_id: str, *, max_tests: int = 16, max_seconds: float = 0.5) -> None:
         self.store = store
@@ -189,6 +190,7 @@ class BatchedAppends:
         self._pending: list[StoreRecorder] = []
         self._error: BaseException | None = None
         self._lock = threading.Lock()
+        self._writing = threading.Lock()
 
     def add(self, recorder: StoreRecorder) -> None:
         with self._lock:
@@ -199,19 +201,24 @@ class BatchedAppends:
                 timer.daemon = True
                 timer.start()
             self._pending.append(recorder)
-            if len(self._pending) >= self.max_tests:
-                self._flush_locked()
+            batch = self._take() if len(self._pending) >= self.max_tests else []
+        self._write(batch)
 
     def flush(self) -> None:
         with self._lock:
             self._raise_pending_error()
-            self._flush_locked()
+            batch = self._take()
+        self._write(batch)
+        with self._writing:  # and whatever another thread is appending now
+            pass
 
     def _flush_from_timer(self) -> None:
         with self._lock:
-            try:
-                self._flush_locked()
-            except Exception as exc:
+            batch = self._take()
+        try:
+            self._write(batch)
+        except Exception as exc:
+            with self._lock:
                 self._error = exc
 
     def _raise_pending_error(self) -> None:
@@ -219,14 +226,22 @@ class BatchedAppends:
             error, self._error = self._error, None
             raise error
 
-    def _flush_locked(self) -> None:
-        if not self._pending:
+    def _take(self) -> list[StoreRecorder]:
+        batch, self._pending = self._pending, []
+        return batch
+
+    def _write(self, batch: list[StoreRecorder]) -> None:
+        if not batch:
             return
-        # Read, not take: if the append fails, the batch stays pending and is tried again.
-        events = [e for r in self._pending for e in r.events]
-        blobs = {k: v for r in self._pending for k, v in r.blobs.items()}
-        if events:
-            self.store.append(self.run_id, events, blobs=blobs)
-        elif blobs:
-            self.store.put_blobs(blobs)
-        self._pending = []
+        events = [e for r in batch for e in r.events]
+        blobs = {k: v for r in batch for k, v in r.blobs.items()}
+        try:
+            with self._writing:
+                if events:
+                    self.store.append(self.run_id, events, blobs=blobs)
+                elif blobs:
+                    self.store.put_blobs(blobs)
+        except BaseException:
+            with self._lock:  # pending again, ahead of what came since: a later flush tries it again
+                self._pending[:0] = batch
+            raise

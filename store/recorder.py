@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from evalstore.store import bulk, projections, schema
 from evalstore.store.blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob, prefix_key, zdict_of
 from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
 from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
-from evalstore.store.envelope import NewEvent, StoredEvent
+from evalstore.store.envelope import NewEvent, StoredEvent, new_event_id
 from evalstore.store.errors import (
     AppendOnlyError,
     BlobCorrupt,
@@ -145,7 +144,7 @@ class EventStore:
             payload = encode(new.payload)
             prepared.append(
                 (
-                    new.event_id or str(uuid.uuid4()),
+                    new.event_id or new_event_id(),
                     new.payload.type,
                     new.payload.schema_version,
                     canonical_json(payload),

@@ -20,7 +20,6 @@ runs on the test's own thread, and so does every grader after it until one waits
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -28,6 +27,7 @@ from typing import Any, TypeVar
 from evalstore.replay.grading.graders.base import GradingContext, Recorder
 from evalstore.replay.grading.reuse import reusable_conversion, reusable_judge_call, reusable_process_call
 from evalstore.store.codec import sha256_hex
+from evalstore.store.envelope import new_event_id
 from evalstore.store.events import DomainEvent, GraderCalled, PreprocessingRecorded
 
 T = TypeVar("T")
@@ -64,7 +64,7 @@ class GraderBuffer:
         return self._parent.get_blob(sha256)
 
     def record(self, event: DomainEvent, event_id: str | None = None) -> str:
-        event_id = event_id or str(uuid.uuid4())
+        event_id = event_id or new_event_id()
         self.events.append((event_id, event))
         return event_id
 

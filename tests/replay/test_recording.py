@@ -47,3 +47,26 @@ def test_flush_writes_what_is_pending_and_is_idle_when_empty(sqlite_store) -> No
     assert sqlite_store.stream_version("r") == 2
     batches.flush()
     assert sqlite_store.stream_version("r") == 2
+
+
+def test_a_batch_whose_append_failed_stays_pending_and_is_written_by_the_next_flush(sqlite_store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    sqlite_store.append("r", [ev.RunStarted(run_id="r", kind="replay", tool_version="t")])
+    batches = BatchedAppends(sqlite_store, "r", max_tests=2, max_seconds=60)
+    append = sqlite_store.append
+    failures = iter([RuntimeError("database went away")])
+
+    def flaky(*args, **kwargs):  # type: ignore[no-untyped-def]
+        for failure in failures:
+            raise failure
+        return append(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite_store, "append", flaky)
+    batches.add(_test_recorder(sqlite_store, "r", "t0"))
+    with pytest.raises(RuntimeError, match="went away"):
+        batches.add(_test_recorder(sqlite_store, "r", "t1"))  # the batch is full: its append fails
+    assert sqlite_store.query("results", run_id="r") == []
+    batches.add(_test_recorder(sqlite_store, "r", "t2"))  # t0 and t1 are pending again, ahead of t2
+    batches.flush()
+    assert [r["test_id"] for r in sqlite_store.query("results", run_id="r")] == ["t0", "t1", "t2"]
