@@ -877,3 +877,25 @@ def test_a_score_range_item_that_says_required_is_gated_at_ten(judge_server: Jud
     unwritten = LlmGraderSpec(name="ranges", rubrics=[RubricItem(id="a", outcome="A", score_ranges=ranges)])
     result = grade(context(math_test(unwritten), pool))
     assert (result.score, result.verdict, result.assertions[0].passed) == (0.8, "pass", True)
+
+
+def test_the_judge_calls_of_a_tests_llm_graders_are_in_flight_together(judge_server: JudgeServer, pool: JudgePool):
+    """The second grader asks while the first waits for its reply (grading/overlap.py): with each reply
+    taking a second, both requests are at the judge at once, as they never are one after another."""
+    from evalstore.replay.grading.engine import grade_test
+
+    judge_server.script(Reply(content=json.dumps({"score": 1.0, "assertions": []}), delay=1.0))
+    test = math_test(graders=[LlmGraderSpec(name="first"), LlmGraderSpec(name="second", target="strict")])
+    recorder = MemoryRecorder()
+    ctx = context(test, pool)
+    graded = grade_test(ctx.suite, test, ctx.transcript, recorder, judges=pool)
+    assert [v.score for _, v in graded.verdicts] == [1.0, 1.0]
+    assert judge_server.max_in_flight == 2
+    # The log reads as if they had run one after another: each grader's call, then its verdict.
+    assert [(type(e).__name__, getattr(e, "grader", None)) for _, e in recorder.events] == [
+        ("GraderCalled", "first"),
+        ("VerdictRecorded", "first"),
+        ("GraderCalled", "second"),
+        ("VerdictRecorded", "second"),
+        ("TestScored", None),
+    ]
