@@ -103,18 +103,19 @@ def renumbered(item: Spooled, ids: EventIds) -> tuple[list[Encoded], list[dict |
     events'; or the item was built in a part, with the part's ids). Ids appear only in the item's own
     events (its verdicts name its transcript), where :attr:`Spooled.mentions` says."""
     new_ids = [ids.id(ids.n + 1 + i, KIND_OF_TYPE[type_]) for i, (_, type_, _, _) in enumerate(item.events)]
-    old_ids = [event_id for event_id, _, _, _ in item.events]
     events: list[Encoded] = []
     fields: list[dict | None] = []
+    everything = range(len(item.events))
     for i, (_, type_, version, payload) in enumerate(item.events):
-        named = item.mentions[i] if item.mentions else range(len(item.events))
-        changed = {old_ids[j]: new_ids[j] for j in named}
-        for old, new in changed.items():
-            payload = payload.replace(old, new)
-        events.append((new_ids[i], type_, version, payload))
         found = item.fields[i]
-        if found is not None and changed:
-            found = {k: changed.get(v, v) if isinstance(v, str) else v for k, v in found.items()}
+        named = item.mentions[i] if item.mentions else everything
+        if named:
+            changed = {item.events[j][0]: new_ids[j] for j in named}
+            for old, new in changed.items():
+                payload = payload.replace(old, new)
+            if found is not None:
+                found = {k: changed.get(v, v) if isinstance(v, str) else v for k, v in found.items()}
+        events.append((new_ids[i], type_, version, payload))
         fields.append(found)
     ids.n += len(item.events)
     return events, fields
