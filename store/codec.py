@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 GENESIS_HASH = "0" * 64
@@ -45,9 +46,23 @@ def event_hash(
     out directly because every append and every verify hashes every event (tests/store/test_codec.py
     holds the two to the same bytes).
     """
-    body = (
-        f'{{"event_id":{_json_str(event_id)},"payload":{_json_str(payload)},'
-        f'"recorded_at":{_json_str(recorded_at)},"schema_version":{schema_version:d},"seq":{seq:d},'
-        f'"stream_id":{_json_str(stream_id)},"stream_version":{stream_version:d},"type":{_json_str(type)}}}'
-    )
-    return hashlib.sha256(prev_hash.encode("ascii") + body.encode("utf-8")).hexdigest()
+    return event_hasher(stream_id, recorded_at)(prev_hash, seq, event_id, stream_version, type, schema_version, payload)
+
+
+def event_hasher(stream_id: str, recorded_at: str) -> Callable[[str, int, str, int, str, int, str], str]:
+    """:func:`event_hash` for the events of one append (one stream, one time): what they share is
+    written once, ``(prev_hash, seq, event_id, stream_version, type, schema_version, payload)`` per event."""
+    recorded = f'"recorded_at":{_json_str(recorded_at)},'
+    stream = f'"stream_id":{_json_str(stream_id)},'
+
+    def digest(
+        prev_hash: str, seq: int, event_id: str, stream_version: int, type: str, schema_version: int, payload: str
+    ) -> str:
+        body = (
+            f'{{"event_id":{_json_str(event_id)},"payload":{_json_str(payload)},{recorded}'
+            f'"schema_version":{schema_version:d},"seq":{seq:d},{stream}"stream_version":{stream_version:d},'
+            f'"type":{_json_str(type)}}}'
+        )
+        return hashlib.sha256(prev_hash.encode("ascii") + body.encode("utf-8")).hexdigest()
+
+    return digest

@@ -23,7 +23,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from evalstore.store import bulk, projections, schema
 from evalstore.store.blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob, prefix_key, zdict_of
-from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hash, sha256_hex
+from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hasher, sha256_hex
 from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
 from evalstore.store.envelope import NewEvent, StoredEvent, new_event_id
 from evalstore.store.errors import (
@@ -288,21 +288,12 @@ class EventStore:
         head = conn.execute(select(ev.c.seq, ev.c.hash).order_by(ev.c.seq.desc()).limit(1)).first()
         seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
         recorded_at = _now()
+        hashed = event_hasher(stream_id, recorded_at)
         rows = []
         for event_id, type_, schema_version, payload, _ in fresh:
             seq += 1
             version += 1
-            digest = event_hash(
-                prev,
-                seq=seq,
-                event_id=event_id,
-                stream_id=stream_id,
-                stream_version=version,
-                type=type_,
-                schema_version=schema_version,
-                payload=payload,
-                recorded_at=recorded_at,
-            )
+            digest = hashed(prev, seq, event_id, version, type_, schema_version, payload)
             # In the events table's column order, which is also StoredEvent's field order.
             rows.append((seq, event_id, stream_id, version, type_, schema_version, payload, recorded_at, prev, digest))
             prev = digest
