@@ -41,15 +41,22 @@ def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(cli_package.main, ["--db", db, *args], catch_exceptions=False)
 
 
+def _code_graders(script: str, names: tuple[str, ...], *args: str | None) -> str:
+    """The YAML of code graders ``names``, each running ``python SCRIPT NAME ARGS`` (an arg None: the
+    other graders' names, comma-separated)."""
+    return "\n".join(
+        f"  - name: {name}\n    type: code-grader\n    command: [{json.dumps(sys.executable)}, {script}, {name}"
+        + "".join(", " + (json.dumps(a) if a is not None else ",".join(n for n in names if n != name)) for a in args)
+        + "]"
+        for name in names
+    )
+
+
 def _imported(db: str, root: Path) -> str:
     markers = root / "markers"
     markers.mkdir()
     (root / "grader.py").write_text(GRADER)
-    graders = "\n".join(
-        f"  - name: {name}\n    type: code-grader\n    command: [{json.dumps(sys.executable)}, grader.py, {name}, "
-        f"{json.dumps(str(markers))}, {','.join(g for g in GRADERS if g != name)}]"
-        for name in GRADERS
-    )
+    graders = _code_graders("grader.py", GRADERS, str(markers), None)
     # A deterministic assertion between them runs in its turn.
     graders = graders.replace(
         "  - name: beta", "  - name: says-answer\n    type: contains\n    value: answer\n  - name: beta"
@@ -122,11 +129,7 @@ def test_ctrl_c_stops_a_replay_whose_graders_overlap_and_starts_no_grader_after_
     started = tmp_path / "started"
     started.mkdir()
     (tmp_path / "slow.py").write_text(SLOW_GRADER)
-    graders = "\n".join(
-        f"  - name: {name}\n    type: code-grader\n    command: [{json.dumps(sys.executable)}, slow.py, {name}, "
-        f"{json.dumps(str(started))}]"
-        for name in (*GRADERS, "delta", "epsilon")
-    )
+    graders = _code_graders("slow.py", (*GRADERS, "delta", "epsilon"), str(started))
     slow_eval = tmp_path / "slow.eval.yaml"
     slow_eval.write_text(f"name: overlap\ntests: ./cases.yaml\nassertions:\n{graders}\n")
     proc = subprocess.Popen(
