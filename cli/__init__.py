@@ -200,9 +200,17 @@ def main(ctx: click.Context, db: str | None, debug: bool) -> None:
         click.echo(ctx.get_help())
 
 
+YOUNG_GENERATION = 10_000
+"""Allocations between two collections of the youngest generation in a command's process (Python's
+default is 700): a command makes and drops objects by the hundred thousand (a replay's events, an
+export's rows), and collecting them every 700 found nothing most times (bench/agentv_peer.py's
+unchanged replay: 5% of its time)."""
+
+
 def entry() -> None:
     """The ``evalstore`` console script and ``python -m evalstore``: :data:`main` in a process that ends
     with the command."""
     global _FREEZE_IMPORTS
     _FREEZE_IMPORTS = True
+    gc.set_threshold(YOUNG_GENERATION, *gc.get_threshold()[1:])
     main(prog_name="evalstore")
