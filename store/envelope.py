@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 import uuid
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,10 +17,20 @@ if TYPE_CHECKING:
 
 
 def new_event_id() -> str:
-    """A random (version 4) UUID for an event that brings no id of its own, drawn from the ``random``
-    module's generator (seeded from the OS, and again in a forked child): ``uuid.uuid4`` reads
-    ``os.urandom``, a system call that with several grading threads cost a wait for the GIL per event."""
-    return str(uuid.UUID(int=random.getrandbits(128), version=4))
+    """The id of an event that brings none: a version 7 UUID (RFC 9562), the time in milliseconds and then
+    74 random bits. Ids made one after another sort together, so the unique index on event ids takes an
+    append's new ids on a few pages at its end; random (version 4) ids landed each on a page of its own,
+    and an append of a few hundred events rewrote as many index pages when it committed. The bits come
+    from the ``random`` module's generator (seeded from the OS, and again in a forked child): reading
+    ``os.urandom`` per id, a system call, cost each grading thread a wait for the GIL."""
+    millis = time.time_ns() // 1_000_000
+    bits = random.getrandbits(74)
+    value = (millis & _MILLIS) << 80 | 7 << 76 | (bits >> 62) << 64 | 0b10 << 62 | (bits & _RAND_B)
+    return str(uuid.UUID(int=value))
+
+
+_MILLIS = (1 << 48) - 1
+_RAND_B = (1 << 62) - 1
 
 
 @dataclass(frozen=True)
