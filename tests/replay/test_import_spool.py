@@ -7,11 +7,15 @@ results after it are renumbered, so the n-th event of the run keeps the id ``Eve
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
+
+import pytest
 
 from evalstore.replay.agentv.import_check import KIND_OF_TYPE
 from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.agentv.importing import import_results
+from evalstore.replay.errors import ImportFormatError
 
 
 def _row(i: int, score: float = 1.0) -> str:
@@ -27,13 +31,18 @@ def _row(i: int, score: float = 1.0) -> str:
     )
 
 
+def _results(folder: Path, lines: list[str]) -> Path:
+    path = folder / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def test_superseded_results_and_bad_lines_keep_positional_ids(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     lines = [_row(i) for i in range(6)]
     lines.insert(2, '{"test_id": broken')  # a bad line, skipped
     lines.append(_row(1, 0.5))  # t1 again: the earlier row is superseded
     lines.append(_row(4, 0.25))
-    path = tmp_path / "results.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    path = _results(tmp_path, lines)
 
     outcome = import_results(store, path, skip_bad=True)
     assert (outcome.tests, outcome.skipped) == (6, 3)
@@ -57,7 +66,6 @@ def test_superseded_results_and_bad_lines_keep_positional_ids(store, tmp_path: P
 
 def test_event_ids_are_uuid5_of_the_run_position_and_kind() -> None:
     """Imported ids are uuid5 names: stores written before ids were computed without ``uuid.uuid5`` hold them."""
-    import uuid
 
     for run_id in ("imp-5159723ac5725084", "check", "imp-é"):
         ids = EventIds(run_id)
@@ -97,8 +105,7 @@ def test_parts_built_by_workers_give_the_events_one_pass_gives(store, tmp_path: 
     lines.insert(3, '{"test_id": broken')  # a bad line at the end of the first part
     lines.append(_row(2, 0.5))  # supersedes a result two parts back
     lines.append(_row(8, 0.25))  # and one in the part just before
-    path = tmp_path / "results.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    path = _results(tmp_path, lines)
     one_pass = import_results(store, path, skip_bad=True)
 
     other = EventStore(make_engine(f"sqlite:///{tmp_path / 'parts.db'}"))
@@ -117,14 +124,9 @@ def test_parts_built_by_workers_give_the_events_one_pass_gives(store, tmp_path: 
 def test_a_bad_line_in_a_later_part_stops_the_import_before_anything_is_written(
     store, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    import pytest
-
-    from evalstore.replay.errors import ImportFormatError
-
     lines = [_row(i) for i in range(12)]
     lines[9] = '{"test_id": broken'
-    path = tmp_path / "results.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    path = _results(tmp_path, lines)
     parts = _built_in_parts(monkeypatch, 3)
     with pytest.raises(ImportFormatError, match=r"results\.jsonl:10: "):
         import_results(store, path)
@@ -133,15 +135,10 @@ def test_a_bad_line_in_a_later_part_stops_the_import_before_anything_is_written(
 
 
 def test_results_of_another_suite_sharing_a_key_across_parts_are_refused(store, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import pytest
-
-    from evalstore.replay.errors import ImportFormatError
-
     other_suite = json.loads(_row(1))
     other_suite["suite"] = "another"
     lines = [_row(i) for i in range(6)] + [json.dumps(other_suite)]
-    path = tmp_path / "results.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    path = _results(tmp_path, lines)
     parts = _built_in_parts(monkeypatch, 2)
     with pytest.raises(ImportFormatError, match=r"results\.jsonl:7: .*also the result at .*results\.jsonl:2"):
         import_results(store, path)
