@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import fcntl
 import os
 import signal
@@ -30,8 +29,10 @@ from evalstore.replay.errors import ReplayError
 _PR_SET_PDEATHSIG = 1
 _libc: ctypes.CDLL | None = None
 if sys.platform.startswith("linux"):
+    # The interpreter's own symbols, libc's among them: ``ctypes.util.find_library`` runs ``ldconfig -p``
+    # in a subprocess, which each export worker paid before its first chunk.
     with contextlib.suppress(OSError):
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def die_with_parent() -> None:
