@@ -114,14 +114,14 @@ JSON_TRANSCRIPT_FIELDS = (
 JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_files")
 
 
-def _byte_writer(fh: IO[str]) -> Callable[[bytes], object]:
+def _byte_writer(fh: IO[str]) -> Callable[[bytes | memoryview], object]:
     """Where encoded JSON goes: straight to the bytes under a UTF-8 text file (the CLI's output file and
     stdout), which saves decoding and encoding again every line; any other handle is given text. What
     was written to ``fh`` before is flushed first, so it stays in order."""
     buffer = getattr(fh, "buffer", None)
     encoding = getattr(fh, "encoding", None)
     if buffer is None or not encoding or codecs.lookup(encoding).name != "utf-8" or os.linesep != "\n":
-        return lambda data: fh.write(data.decode())
+        return lambda data: fh.write(str(data, "utf-8"))
     fh.flush()
     return buffer.write
 

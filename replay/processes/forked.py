@@ -6,7 +6,8 @@ has imported and read instead of starting over, and the job's context is set for
 forked, never sent; only the parts and the results cross between processes. That needs ``fork`` (Linux);
 elsewhere, or with one core, the caller does the work itself (:func:`worker_count` says 0).
 
-At most two parts per worker are in flight, so memory stays flat however many parts there are. A
+At most two parts per worker are in flight, so memory stays flat however many parts there are
+(:func:`held_parts` says how many results the caller may be holding parts for at once). A
 part's exception is raised when its turn comes, after the results of the parts before it; leaving the
 loop early (a result that says the rest must be done otherwise) cancels the parts not started. A
 worker dies with this process, even when it is killed, and ignores Ctrl-C, which this process handles.
@@ -27,6 +28,8 @@ P = TypeVar("P")
 R = TypeVar("R")
 
 MAX_WORKERS = 8
+IN_FLIGHT = 2
+"""Parts per worker submitted ahead of the one whose result is taken next."""
 
 _WORK: Callable[[Any, Any], Any] | None = None
 _START: Callable[[Any], None] | None = None
@@ -39,6 +42,13 @@ def worker_count(parts: int, workers: int | None = None) -> int:
     or not available (not Linux)."""
     count = min(workers or os.cpu_count() or 1, MAX_WORKERS, parts)
     return count if count >= 2 and sys.platform == "linux" else 0
+
+
+def held_parts(workers: int) -> int:
+    """How many parts are in flight or in the caller's hands at once: those running or waiting, and the
+    one just yielded (the next part is submitted before it is), so part ``n`` may reuse what part
+    ``n - held_parts(workers)`` used, e.g. a slot of a shared buffer."""
+    return IN_FLIGHT * workers + 1
 
 
 def in_order(
@@ -59,7 +69,7 @@ def in_order(
         running: deque[Future[R]] = deque()
         for part in todo:
             running.append(pool.submit(_done, part))
-            if len(running) >= 2 * workers:
+            if len(running) >= IN_FLIGHT * workers:
                 break
         while running:
             result = running.popleft().result()

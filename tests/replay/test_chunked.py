@@ -62,16 +62,50 @@ def test_workers_write_what_one_pass_writes(store, monkeypatch, interleave_from,
     _run(store, "rec-1", interleave_from)
     one_pass = io.StringIO()
     written = export.export_run(store, "rec-1", fmt, one_pass, workers=1)
-    monkeypatch.setattr(chunked, "CHUNK_RESULTS", 2)
+    # Nine chunks for two workers: more chunks than the slots of the buffer they share (processes.forked.held_parts).
+    monkeypatch.setattr(chunked, "CHUNK_RESULTS", 1)
     forked = io.StringIO()
     progress: list[int] = []
-    assert export.export_run(store, "rec-1", fmt, forked, progress=progress.append, workers=3) == written
+    assert export.export_run(store, "rec-1", fmt, forked, progress=progress.append, workers=2) == written
     assert forked.getvalue() == one_pass.getvalue()
     assert progress[-1] == RESULTS and progress == sorted(progress)
     if fmt == "agentv-jsonl":
         rows = [json.loads(line) for line in forked.getvalue().splitlines()]
         assert [r["test_id"] for r in rows] == [f"t{i}" for i in range(RESULTS)]  # each once, in scored order
         assert all(r["output"] == f"answer {i}" for i, r in enumerate(rows))
+
+
+def _no_shared_memory(*args, **kwargs):  # type: ignore[no-untyped-def]
+    raise OSError("Cannot allocate memory")
+
+
+@pytest.mark.parametrize("room", ["slots", "some-in-files", "no-shared-memory"])
+def test_chunks_too_large_for_their_slot_or_without_shared_memory_go_through_files(
+    sqlite_store, monkeypatch, room
+) -> None:  # type: ignore[no-untyped-def]
+    _run(sqlite_store, "rec-1", None)
+    one_pass = io.StringIO()
+    export.export_run(sqlite_store, "rec-1", "agentv-jsonl", one_pass, workers=1)
+    sizes = [len(line) + 1 for line in one_pass.getvalue().splitlines()]
+    monkeypatch.setattr(chunked, "CHUNK_RESULTS", 2)
+    if room == "some-in-files":  # room for the last chunk (one result), not for the others (two)
+        monkeypatch.setattr(chunked, "SLOT_BYTES", max(sizes))
+    elif room == "no-shared-memory":
+        monkeypatch.setattr(chunked.mmap, "mmap", _no_shared_memory)
+    files: list[str] = []
+    real_open = open
+
+    def watched_open(path, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if "evalstore-export-" in str(path) and "r" in mode:
+            files.append(str(path))
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", watched_open)
+    forked = io.StringIO()
+    export.export_run(sqlite_store, "rec-1", "agentv-jsonl", forked, workers=2)
+    assert forked.getvalue() == one_pass.getvalue()
+    chunks = (RESULTS + 1) // 2
+    assert len(files) == {"slots": 0, "some-in-files": chunks - 1, "no-shared-memory": chunks}[room]
 
 
 def test_a_window_that_cuts_a_result_is_refused(sqlite_store) -> None:  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -18,8 +19,9 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="forked workers 
 class Unpicklable:
     """A context no pickle could send: a worker can only have it by inheriting it."""
 
-    def __init__(self, offset: int) -> None:
+    def __init__(self, offset: int, folder: Path) -> None:
         self.offset = offset
+        self.folder = folder
         self.handle = open(os.devnull)  # noqa: SIM115 (closed by the test)
 
     def __reduce__(self):  # type: ignore[no-untyped-def]
@@ -27,11 +29,17 @@ class Unpicklable:
 
 
 def _square_plus(context: Unpicklable, part: int) -> tuple[int, int]:
+    # Each part waits (10 s at most) until a second worker has taken one too: a worker that started
+    # first could otherwise take every part of so little work.
+    (context.folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 10
+    while len(list(context.folder.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     return part * part + context.offset, os.getpid()
 
 
-def test_results_come_in_the_parts_order_from_other_processes() -> None:
-    context = Unpicklable(1)
+def test_results_come_in_the_parts_order_from_other_processes(tmp_path: Path) -> None:
+    context = Unpicklable(1, tmp_path)
     try:
         results = list(forked.in_order(_square_plus, list(range(20)), 3, context))
     finally:
@@ -39,6 +47,21 @@ def test_results_come_in_the_parts_order_from_other_processes() -> None:
     assert [value for value, _ in results] == [i * i + 1 for i in range(20)]
     pids = {pid for _, pid in results}
     assert os.getpid() not in pids and 1 < len(pids) <= 3
+
+
+def _taken_before(folder: Path, part: int) -> bool:
+    """Whether the caller was done with the part ``held_parts`` before this one when this one started."""
+    earlier = part - forked.held_parts(2)
+    return earlier < 0 or (folder / f"taken-{earlier}").exists()
+
+
+def test_a_part_starts_only_once_the_caller_is_done_with_the_part_held_parts_before_it(tmp_path: Path) -> None:
+    """What lets part n reuse part n - held_parts's slot of a buffer shared with the workers (exports)."""
+    seen = []
+    for part, reusable in enumerate(forked.in_order(_taken_before, list(range(30)), 2, tmp_path)):
+        seen.append(reusable)
+        (tmp_path / f"taken-{part}").touch()
+    assert seen == [True] * 30
 
 
 def _fails_at_five(_context: None, part: int) -> int:
