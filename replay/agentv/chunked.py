@@ -112,7 +112,12 @@ def _here(
 
 
 def _chunk(encoded: list[tuple[bytes, int]]) -> Chunk:
-    return Chunk(b"".join(data for data, _ in encoded), len(encoded), sum(items for _, items in encoded))
+    return Chunk(b"".join(data for data, _ in encoded), *_counts(encoded))
+
+
+def _counts(encoded: list[tuple[bytes, int]]) -> tuple[int, int]:
+    """The results encoded, and the items they count for."""
+    return len(encoded), sum(items for _, items in encoded)
 
 
 def _forked(job: _Job, store: EventStore, windows: list[Window], workers: int) -> Generator[Chunk, None, int | None]:
@@ -185,7 +190,7 @@ def _encode_window(job: _Job, part: tuple[Window, int]) -> tuple[int, str | None
     except Interleaved:
         return None
     size = sum(len(data) for data, _ in encoded)
-    results, items = len(encoded), sum(items for _, items in encoded)
+    results, items = _counts(encoded)
     if job.slots is not None and size <= SLOT_BYTES:
         at = slot * SLOT_BYTES
         for data, _ in encoded:

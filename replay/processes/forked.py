@@ -7,7 +7,7 @@ forked, never sent; only the parts and the results cross between processes. That
 elsewhere, or with one core, the caller does the work itself (:func:`worker_count` says 0).
 
 At most two parts per worker are in flight, so memory stays flat however many parts there are
-(:func:`held_parts` says how many results the caller may be holding parts for at once). A
+(:func:`held_parts`: how many parts are running, waiting or in the caller's hands at once). A
 part's exception is raised when its turn comes, after the results of the parts before it; leaving the
 loop early (a result that says the rest must be done otherwise) cancels the parts not started. A
 worker dies with this process, even when it is killed, and ignores Ctrl-C, which this process handles.
