@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from evalstore.replay import jsontext
+from evalstore.replay.agentv import wire
 from evalstore.replay.jsontext import RawJSON, snake_key, stringify, to_snake_deep
 
 PAYLOAD = {
@@ -94,3 +96,29 @@ def test_integral_floats_are_numbers_as_javascript_writes_them() -> None:
         None,
     ]
     assert stringify({"score": js_number(1.0), "weight": js_number(0.25)}) == b'{"score":1,"weight":0.25}'
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"a":1,"a":2}',  # the last of a repeated key
+        b'{"big":123456789012345678901234,"neg":-98765432109876543210}',  # orjson would read floats
+        b'{"id":"1234567890123456789 in a string"}',
+        b'{"x":NaN,"y":-Infinity,"z":1E400}',  # the stdlib's, which orjson refuses
+        b'{"lone":"\\ud800"}',
+        b'{"f":1.0000000000000001,"g":-0,"h":1e-400,"i":0.1e1,"j":"\\u0000\x7f\xc3\xa9"}',
+    ],
+)
+def test_loads_reads_every_line_as_the_stdlib_does(line: bytes) -> None:
+    # wire.loads then repairs an escaped lone surrogate (tests/replay/test_import_variants.py).
+    for loads in (jsontext.loads,) if b"\\ud800" in line else (jsontext.loads, wire.loads):
+        value = loads(line)
+        assert repr(value) == repr(json.loads(line))  # repr: NaN is not equal to itself, 1 is equal to 1.0
+
+
+@pytest.mark.parametrize("line", [b'{"a":"x\ty"}', b'{"a":01}', b"[1,]", b'{"a":1}x', b'{"a":"\xff"}', b'{"a":.5}'])
+def test_loads_refuses_what_the_stdlib_refuses(line: bytes) -> None:
+    with pytest.raises(ValueError):
+        json.loads(line)
+    with pytest.raises(ValueError, match="invalid JSON"):
+        wire.loads(line)
