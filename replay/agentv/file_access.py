@@ -35,8 +35,9 @@ class FileAccess:
         return any(real.is_relative_to(root) for root in self.roots)
 
     def resolve(self, f: ImportedFile, workspace: str | None, target: str | None) -> ImportedFile:
-        """The file re-resolved in AgentV's order, and refused when it lies outside every root."""
-        found = f.resolved.resolve() if f.resolved is not None else None
+        """The file resolved in AgentV's order (``resolved`` is real already: symlinks followed), and refused
+        when it lies outside every root."""
+        found = f.resolved
         if found is None:
             found = self._find(f.path, workspace, target)
         if found is None:

@@ -19,7 +19,7 @@ from evalstore.replay.agentv import detect_format, read_results
 from evalstore.replay.agentv.file_access import file_access, guarded
 from evalstore.replay.agentv.import_check import Encoded, check, renumbered
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
-from evalstore.replay.agentv.sidecars import real_folder
+from evalstore.replay.agentv.sidecars import real_path
 from evalstore.replay.analysis.views import skipped_lines
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
@@ -70,7 +70,7 @@ def import_results(
         raise ReplayError(f"{path}: no such file or directory")
     if eval_path and not Path(eval_path).is_file():
         raise ReplayError(f"{eval_path}: eval file not found (--eval)")
-    real_folder.cache_clear()  # folders are resolved once per import (a symlink may have moved since the last)
+    real_path.cache_clear()  # paths are resolved once per import (a symlink may have moved since the last)
     fmt = detect_format(path)
     source = read_results(path, fmt)
     run_id = f"imp-{source.source_digest[:16]}"

@@ -1,7 +1,9 @@
 """Finding and loading the per-test files of a run directory.
 
 Rule: a sidecar the index row (or result.json) names is required, and a missing one is a bad row naming
-the file; a sidecar found only by AgentV's conventional layout is optional.
+the file; a sidecar found only by AgentV's conventional layout is optional. Either is read only inside
+the run folder, symlinks followed: a row naming a sidecar or an ``artifact_dir`` outside it is a bad row,
+and a conventional file that leads outside (a symlink, a suite named ``..``) is not there.
 """
 
 from __future__ import annotations
@@ -24,10 +26,16 @@ from evalstore.replay.agentv.wire import read_json
 from evalstore.replay.errors import ImportFormatError
 
 
-@lru_cache(maxsize=64)
-def real_folder(folder: Path) -> Path:
-    """A run folder resolved once per import, not once per sidecar (every test names the same few)."""
-    return folder.resolve()
+@lru_cache(maxsize=4096)
+def real_path(path: Path) -> Path:
+    """A path resolved, symlinks followed, once per import (``import_results`` clears this): every test
+    names the same run folder, and each sidecar is checked and then recorded (resolving each time was 18
+    calls a test, a fifth of the import of a 300-test run, bench/agentv_peer.py)."""
+    return path.resolve()
+
+
+def inside(path: Path, folder: Path) -> bool:
+    return real_path(path).is_relative_to(real_path(folder))
 
 
 class MissingSidecar(RowError):
@@ -35,15 +43,16 @@ class MissingSidecar(RowError):
 
 
 def pick(key: str, ref: Any, base: Path, conventional: Path | None = None) -> Path | None:
-    """The sidecar a row names under ``key`` (must exist, inside ``base``), else the conventional file if present."""
+    """The sidecar a row names under ``key`` (must exist, inside ``base``), else the conventional file if
+    present inside ``base``."""
     if isinstance(ref, str) and ref:
         path = base / ref
-        if not path.resolve().is_relative_to(real_folder(base)):
+        if not inside(path, base):
             raise RowError(f"{key} {ref!r} points outside {base}; refusing to read it")
         if not path.is_file():
             raise MissingSidecar(f"{key} {ref!r} names a file that does not exist: {path}")
         return path
-    if conventional is not None and conventional.is_file():
+    if conventional is not None and conventional.is_file() and inside(conventional, base):
         return conventional
     return None
 
@@ -53,7 +62,7 @@ def as_file(path: Path, root: Path, role: str = "sidecar") -> ImportedFile:
         shown = path.relative_to(root).as_posix()
     except ValueError:
         shown = str(path)
-    return ImportedFile(path=shown, resolved=path.resolve(), media_type=media_type_for(path.name), role=role)  # type: ignore[arg-type]
+    return ImportedFile(path=shown, resolved=real_path(path), media_type=media_type_for(path.name), role=role)  # type: ignore[arg-type]
 
 
 def load_json(path: Path) -> Any:
@@ -100,6 +109,8 @@ def test_dir_of(root: Path, row: dict[str, Any]) -> Path:
     for key in ("artifact_dir", "grading_path"):
         ref = row.get(key)
         if isinstance(ref, str):
+            if key == "artifact_dir" and not inside(root / ref, root):
+                raise RowError(f"artifact_dir {ref!r} points outside {root}; refusing to read it")
             return root / ref if key == "artifact_dir" else (root / ref).parent
     suite = _UNSAFE.sub("_", str(row.get("suite") or "default"))
     return root / suite / _UNSAFE.sub("_", str(row.get("test_id")))

@@ -25,12 +25,12 @@ from evalstore.replay.agentv.rows import (
 )
 from evalstore.replay.agentv.sidecars import (
     as_file,
+    inside,
     load_grading,
     load_json,
     load_messages,
     load_text,
     pick,
-    real_folder,
 )
 from evalstore.replay.agentv.wire import as_dict, first_json_row, iter_json_lines, read_json, tree_sha256
 from evalstore.replay.errors import ImportFormatError
@@ -87,10 +87,6 @@ def find_index(root: Path) -> Path | None:
     return None
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path.resolve().is_relative_to(real_folder(folder))
-
-
 def _metrics_fallbacks(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
         return {}
@@ -121,7 +117,7 @@ def sample_sidecars(root: Path, sample_dir: Path, row: dict[str, Any], test_id: 
     for row_key, result_key, conventional in _SIDECARS:
         row_ref = row.get(row_key)
         result_ref = (output_paths if row_key in ("answer_path", "file_changes_path") else result).get(result_key or "")
-        if isinstance(row_ref, str) and _inside(root / row_ref, sample_dir):
+        if isinstance(row_ref, str) and inside(root / row_ref, sample_dir):
             path = pick(row_key, row_ref, root)
         elif isinstance(result_ref, str):
             path = pick(f"{result_path.name} {result_key}", result_ref, sample_dir)

@@ -601,6 +601,52 @@ def test_paths_outside_the_run_do_not_resolve(tmp_path: Path) -> None:
         read_all(run)
 
 
+def _v4_row_without_sidecars(run: Path, **fields: object) -> Path:
+    """A one-row v4 run folder whose row names no sidecar file: its files come from the layout."""
+    run.mkdir()
+    row = {"test_id": "t", "suite": "s", "target": "default", "score": 1, "scores": [], **fields}
+    return write_rows(run / "index.jsonl", [row])
+
+
+def _secret_answer(folder: Path) -> Path:
+    (folder / "outputs").mkdir(parents=True)
+    (folder / "outputs" / "answer.md").write_text("TOP SECRET")
+    return folder
+
+
+def test_an_artifact_dir_outside_the_run_is_a_bad_row(tmp_path: Path) -> None:
+    """``artifact_dir`` is where the layout's sidecars are looked for: one outside the run folder would
+    have its answer.md read, wherever it is."""
+    _secret_answer(tmp_path / "secret")
+    _v4_row_without_sidecars(tmp_path / "run", artifact_dir="../secret")
+    with pytest.raises(ImportFormatError, match=r"index\.jsonl:1: artifact_dir '\.\./secret' points outside"):
+        read_all(tmp_path / "run")
+    (skipped,) = read_all(tmp_path / "run", skip_bad=True)
+    assert isinstance(skipped, SkippedLine) and "points outside" in skipped.reason
+
+
+def test_layout_files_that_lead_outside_the_run_are_not_read(tmp_path: Path) -> None:
+    """A suite named ``..`` puts ``<suite>/<test_id>`` beside the run folder, and a symlink in the run
+    leads anywhere: neither file is read (the answer comes from the row, as for a row with no sidecar)."""
+    _secret_answer(tmp_path / "t")  # <run>/../t: the folder of test t in suite ".."
+    _v4_row_without_sidecars(tmp_path / "run", suite="..", output="the row's own answer")
+    (item,) = only_tests(read_all(tmp_path / "run"))
+    assert item.output_text == "the row's own answer" and not item.files
+
+    _secret_answer(tmp_path / "elsewhere")
+    (tmp_path / "linked" / "s" / "t" / "outputs").mkdir(parents=True)
+    (tmp_path / "linked" / "s" / "t" / "outputs" / "answer.md").symlink_to(tmp_path / "elsewhere/outputs/answer.md")
+    write_rows(tmp_path / "linked" / "index.jsonl", [{"test_id": "t", "suite": "s", "score": 1, "scores": []}])
+    (item,) = only_tests(read_all(tmp_path / "linked"))
+    assert "TOP SECRET" not in (item.output_text or "") and not item.files
+
+    # The same file inside the run is read: the check is what keeps the others out.
+    _secret_answer(tmp_path / "inside" / "s" / "t")
+    write_rows(tmp_path / "inside" / "index.jsonl", [{"test_id": "t", "suite": "s", "score": 1, "scores": []}])
+    (item,) = only_tests(read_all(tmp_path / "inside"))
+    assert item.output_text == "TOP SECRET"
+
+
 def test_a_folder_another_target_overwrote_is_left_out_with_a_warning(tmp_path: Path, sqlite_store) -> None:  # type: ignore[no-untyped-def]
     """AgentV 4.42 writes every target of a test to one folder (``<suite>/<test>/``), so the target that
     finishes last overwrites the others' answer and transcript (seen in a real two-target run). A row
