@@ -83,10 +83,10 @@ def resolve_path(ref: str, bases: Sequence[Path]) -> Path | None:
     for candidate in candidates:
         try:
             real = candidate.resolve()
-        except (OSError, RuntimeError):
+            if real.is_file():
+                return real
+        except (OSError, RuntimeError, ValueError):  # ValueError: a NUL byte, which no path can hold
             continue
-        if real.is_file():
-            return real
     return None
 
 
@@ -249,13 +249,22 @@ def build_test(
 
 _SAMPLE_DIR = re.compile(r"(?:^|/)sample-(\d+)/?$")
 
+MAX_ATTEMPT = 2**31 - 1
+"""The largest attempt a store holds (an INTEGER column on PostgreSQL)."""
+
+
+def _in_range(attempt: int, what: str) -> int:
+    if attempt > MAX_ATTEMPT:
+        raise RowError(f"{what} is out of range: an attempt is at most {MAX_ATTEMPT}")
+    return attempt
+
 
 def sample_number(sample_path: Any) -> int | None:
     """N of a ``sample-N`` folder reference, the 1-based attempt AgentV itself shows."""
     if isinstance(sample_path, str):
         match = _SAMPLE_DIR.search(sample_path.rstrip("/"))
         if match:
-            return int(match.group(1))
+            return _in_range(int(match.group(1)), f"sample folder {sample_path!r}")
     return None
 
 
@@ -270,7 +279,7 @@ def attempt_of(row: dict[str, Any]) -> int:
     for key, offset in (("sample", 0), ("sample_index", 1), ("attempt", 1)):
         value = row.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value + offset >= 1:
-            return value + offset
+            return _in_range(value + offset, f"{key} {value}")
     return 1
 
 

@@ -79,6 +79,8 @@ def find_index(root: Path) -> Path | None:
     if summary.is_file():
         doc = read_json(summary)
         ref = doc.get("index_path") if isinstance(doc, dict) else None
+        if isinstance(ref, str) and not inside(root / ref, root):
+            raise ImportFormatError(f"{summary}: index_path {ref!r} points outside {root}; refusing to read it")
         if isinstance(ref, str) and (root / ref).is_file():
             return root / ref
     for candidate in (root / ".internal" / "index.jsonl", root / "index.jsonl"):
@@ -146,13 +148,23 @@ def sample_sidecars(root: Path, sample_dir: Path, row: dict[str, Any], test_id: 
     return found
 
 
+def _within(root: Path, folder: Path, what: str) -> Path:
+    """A sample folder the row names, which must be inside the bundle."""
+    if not inside(folder, root):
+        raise RowError(f"{what} points outside {root}; refusing to read it")
+    return folder
+
+
 def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[str, Any]]]:
-    """(attempt, sample folder, effective row) for every sample an index row covers."""
-    result_dir = root / row["result_dir"] if isinstance(row.get("result_dir"), str) else None
+    """(attempt, sample folder, effective row) for every sample an index row covers; each inside the bundle."""
+    ref = row.get("result_dir")
+    result_dir = _within(root, root / ref, f"result_dir {ref!r}") if isinstance(ref, str) else None
     items = row.get("samples") if isinstance(row.get("samples"), list) else row.get("attempts")
     if not isinstance(items, list) or not items:
         grading = row.get("grading_path")
-        folder = (root / grading).parent if isinstance(grading, str) else None
+        folder = (
+            _within(root, (root / grading).parent, f"grading_path {grading!r}") if isinstance(grading, str) else None
+        )
         attempt = sample_number(folder.name) if folder else None
         attempt = attempt or attempt_of(row)
         if folder is None:
@@ -168,7 +180,7 @@ def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[
             continue
         attempt = attempt_of(item)
         ref = item.get("sample_path") if isinstance(item.get("sample_path"), str) else f"sample-{attempt}"
-        folder = result_dir / ref
+        folder = _within(root, result_dir / ref, f"sample_path {ref!r}")
         if isinstance(item.get("sample_path"), str) and not folder.is_dir():
             raise RowError(f"sample_path {ref!r} names a folder that does not exist: {folder}")
         effective = dict(row)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import tracemalloc
 from pathlib import Path
@@ -645,6 +646,84 @@ def test_layout_files_that_lead_outside_the_run_are_not_read(tmp_path: Path) -> 
     write_rows(tmp_path / "inside" / "index.jsonl", [{"test_id": "t", "suite": "s", "score": 1, "scores": []}])
     (item,) = only_tests(read_all(tmp_path / "inside"))
     assert item.output_text == "TOP SECRET"
+
+
+def _v5_rows_pointing_outside(run: Path, secret: Path, **fields: str) -> None:
+    """The bundle's index row with its sidecar paths left out (so samples are found from the folders it
+    names), and ``fields`` set; ``secret`` a copy of its sample folder holding another answer."""
+    shutil.copytree(run / "fizzbuzz--4049e3c70f38", secret)
+    (secret / "sample-1" / "outputs" / "answer.md").write_text("TOP SECRET")
+    index = run / ".internal" / "index.jsonl"
+    row = json.loads(index.read_text().splitlines()[0])
+    row = {k: v for k, v in row.items() if not k.endswith("_path") or k == "eval_path"}
+    for item in row["attempts"]:
+        item.pop("sample_path")
+    write_rows(index, [{**row, **fields}])
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"result_dir": "../secret"}, "result_dir '../secret'"),
+        ({"grading_path": "../secret/sample-1/grading.json", "result_dir": "fizzbuzz--4049e3c70f38"}, "grading_path"),
+    ],
+)
+def test_v5_sample_folders_outside_the_bundle_are_bad_rows(
+    v5_copy: Path, tmp_path: Path, fields: dict[str, str], named: str
+) -> None:
+    _v5_rows_pointing_outside(v5_copy, tmp_path / "secret", **fields)
+    if "grading_path" in fields:  # a row with one sample: its folder is the grading file's
+        index = v5_copy / ".internal" / "index.jsonl"
+        row = json.loads(index.read_text())
+        write_rows(index, [{k: v for k, v in row.items() if k != "attempts"}])
+    with pytest.raises(ImportFormatError, match=rf"index\.jsonl:1: {re.escape(named)}.* points outside"):
+        read_all(v5_copy)
+
+
+def test_a_v5_sample_path_outside_the_bundle_is_a_bad_row(v5_copy: Path, tmp_path: Path) -> None:
+    _v5_rows_pointing_outside(v5_copy, v5_copy.parent / "secret", result_dir="fizzbuzz--4049e3c70f38")
+    index = v5_copy / ".internal" / "index.jsonl"
+    row = json.loads(index.read_text())
+    row["attempts"][0]["sample_path"] = "../../secret/sample-1"
+    write_rows(index, [row])
+    with pytest.raises(ImportFormatError, match=r"sample_path '\.\./\.\./secret/sample-1' points outside"):
+        read_all(v5_copy)
+    row["attempts"][0]["sample_path"] = "sample-1"  # the same row, inside: read
+    write_rows(index, [row])
+    assert [t.output_text for t in only_tests(read_all(v5_copy))] != ["TOP SECRET"]
+
+
+def test_a_v5_index_path_outside_the_bundle_is_refused(v5_copy: Path, tmp_path: Path) -> None:
+    (tmp_path / "elsewhere.jsonl").write_text((v5_copy / ".internal" / "index.jsonl").read_text())
+    shutil.rmtree(v5_copy / ".internal")
+    summary = v5_copy / "summary.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "index_path": "../elsewhere.jsonl"}))
+    with pytest.raises(ImportFormatError, match=r"summary\.json: index_path '\.\./elsewhere\.jsonl' points outside"):
+        read_all(v5_copy)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"attempt": 2**63}, "attempt 9223372036854775808"),
+        ({"sample": 2**100}, "sample 1267"),
+        ({"sample_index": 2**31 - 1}, "sample_index"),
+    ],
+)
+def test_an_attempt_no_store_can_hold_is_a_bad_row(tmp_path: Path, fields: dict[str, int], named: str) -> None:
+    """An INTEGER column holds it on neither backend: it was an internal error half-way through the writes."""
+    path = write_rows(tmp_path / "r.jsonl", [{"test_id": "t", "score": 1, "output": "ok", **fields}])
+    with pytest.raises(ImportFormatError, match=rf"r\.jsonl:1: {named}.* out of range"):
+        read_all(path)
+    path = write_rows(tmp_path / "r.jsonl", [{"test_id": "t", "score": 1, "output": "ok", "attempt": 2**31 - 2}])
+    assert only_tests(read_all(path))[0].attempt == 2**31 - 1
+
+
+def test_a_path_with_a_nul_byte_is_a_file_not_found(tmp_path: Path) -> None:
+    row = {"test_id": "t", "score": 1, "workspace_path": "/tmp/a\x00b"}
+    row["output"] = [{"role": "assistant", "content": [{"type": "file", "path": "a\x00b"}]}]
+    (item,) = only_tests(read_all(write_rows(tmp_path / "r.jsonl", [row])))
+    assert [(f.path, f.resolved) for f in item.files if f.role == "content_file"] == [("a\x00b", None)]
 
 
 def test_a_folder_another_target_overwrote_is_left_out_with_a_warning(tmp_path: Path, sqlite_store) -> None:  # type: ignore[no-untyped-def]
