@@ -30,14 +30,15 @@ from evalstore.replay.errors import ReplayError
     "--eval",
     "eval_path",
     type=click.Path(path_type=Path),
-    help="The eval file the results came from (default: found from the results, when it still exists).",
+    help="The eval file the results came from (default: the one the results name, when it and the files it "
+    "references are inside the folders the import may read).",
 )
 @click.option("--skip-bad", is_flag=True, help="Record malformed lines as skipped instead of aborting.")
 @click.option(
     "--targets",
     "targets_path",
     type=click.Path(path_type=Path),
-    help="Targets file whose target cwd: files may be read from (default: the one above the eval file).",
+    help="Targets file whose target cwd: files may be read from (default: the one above --eval).",
 )
 @click.option(
     "--files-root",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evalstore import __version__
 from evalstore.replay.agentv import detect_format, read_results
-from evalstore.replay.agentv.file_access import file_access, guarded
+from evalstore.replay.agentv.file_access import FileAccess, file_access, guarded
 from evalstore.replay.agentv.import_check import Encoded, check, renumbered
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
 from evalstore.replay.agentv.sidecars import real_path
@@ -49,7 +49,8 @@ class ImportOutcome:
     already_imported: bool
     eval_path: str | None
     warnings: list[str] = field(default_factory=list)
-    """What the import left out of results it kept, and why: the first ``import_check.WARNINGS_KEPT``."""
+    """What the import left out of results it kept, and why (the first ``import_check.WARNINGS_KEPT``),
+    after the eval files the results name that it did not use, and why."""
     warning_count: int = 0
 
 
@@ -81,8 +82,10 @@ def import_results(
 
     if targets_path is not None and not Path(targets_path).is_file():
         raise ReplayError(f"{targets_path}: targets file not found (--targets)")
-    snapshot, blobs, eval_file, threshold = _eval_snapshot(eval_path, source.eval_path_hints, path)
-    access = file_access(path, eval_file, Path(targets_path) if targets_path else None, [Path(r) for r in files_roots])
+    # Only the user's own files widen what may be read: the targets file named, or the one above --eval.
+    user_eval = str(eval_path) if eval_path else None
+    access = file_access(path, user_eval, Path(targets_path) if targets_path else None, [Path(r) for r in files_roots])
+    snapshot, blobs, eval_file, threshold, eval_notes = _eval_snapshot(eval_path, source.eval_path_hints, path, access)
     source = guarded(source, access)
     root = str(path.resolve())
     within = RelativeSources(root)
@@ -91,9 +94,14 @@ def import_results(
     checked = check(source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=threshold)
     assert checked.spool is not None
     try:
-        return _write(store, checked, path, fmt, run_id, source, eval_file, snapshot, blobs, threshold, root, progress)
+        outcome = _write(
+            store, checked, path, fmt, run_id, source, eval_file, snapshot, blobs, threshold, root, progress
+        )
     finally:
         checked.spool.close()
+    outcome.warnings[:0] = eval_notes
+    outcome.warning_count += len(eval_notes)
+    return outcome
 
 
 def _write(  # type: ignore[no-untyped-def]
@@ -175,22 +183,43 @@ def _write(  # type: ignore[no-untyped-def]
 
 
 def _eval_snapshot(
-    eval_path: str | Path | None, hints: list[Path], source: Path
-) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float]:
+    eval_path: str | Path | None, hints: list[Path], source: Path, access: FileAccess
+) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float, list[str]]:
+    """The eval file (``--eval``, else the first the results name that loads) and the files it references,
+    snapshotted, and notes on eval files the results name that were not used. One the results name is
+    data, as any path in them: it is used only when it and every file it references lie inside the
+    folders the import may read (``access``); the user's ``--eval`` is theirs, wherever it is."""
     candidates = [Path(eval_path)] if eval_path else []
     base = source if source.is_dir() else source.parent
     for hint in hints:
         for c in [hint] if hint.is_absolute() else [base / hint, Path.cwd() / hint]:
             candidates.append(c)
-    for candidate in candidates:
+    notes: list[str] = []
+    for n, candidate in enumerate(candidates):
+        users = bool(eval_path) and n == 0
         if not candidate.is_file():
+            continue
+        if not users and not access.allowed(candidate.resolve()):
+            notes.append(_not_used(candidate, candidate))
             continue
         try:
             suite = load_eval(candidate)
         except ReplayError:
-            if eval_path:
+            if users:
                 raise
             continue
+        outside = [p for _, p, _ in suite.referenced_files if not access.allowed(Path(p).resolve())]
+        if not users and outside:
+            notes.append(_not_used(candidate, Path(outside[0])))
+            continue
         snaps, blobs = snapshot_suite(suite)
-        return snaps, blobs, suite.path, suite.threshold
-    return [], {}, None, DEFAULT_THRESHOLD
+        return snaps, blobs, suite.path, suite.threshold, notes
+    return [], {}, None, DEFAULT_THRESHOLD, notes
+
+
+def _not_used(eval_file: Path, outside: Path) -> str:
+    what = "it is" if outside == eval_file else f"it names {outside}, which is"
+    return (
+        f"eval file {eval_file}, named by the results, was not used: {what} outside the folders this import may "
+        f"read; pass --eval {eval_file} if you trust it"
+    )

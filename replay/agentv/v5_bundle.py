@@ -157,8 +157,8 @@ def _within(root: Path, folder: Path, what: str) -> Path:
 
 def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[str, Any]]]:
     """(attempt, sample folder, effective row) for every sample an index row covers; each inside the bundle."""
-    ref = row.get("result_dir")
-    result_dir = _within(root, root / ref, f"result_dir {ref!r}") if isinstance(ref, str) else None
+    named = row.get("result_dir")
+    result_dir = _within(root, root / named, f"result_dir {named!r}") if isinstance(named, str) else None
     items = row.get("samples") if isinstance(row.get("samples"), list) else row.get("attempts")
     if not isinstance(items, list) or not items:
         grading = row.get("grading_path")

@@ -219,3 +219,81 @@ def test_import_reports_progress_while_checking_and_while_writing(sqlite_store: 
     assert calls.index(importing[0]) > calls.index(checking[-1])  # checked first, then written
     assert [done for _, done, _ in importing] == sorted(done for _, done, _ in importing)
     assert importing[-1] == ("importing", 450, 450) and {total for _, _, total in importing} == {450}
+
+
+# ---- what the results name is data: eval and targets files found from them -----------------------------
+
+
+def _eval_naming(folder: Path, secret: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "e.eval.yaml").write_text(
+        "name: demo\ntests:\n  - id: t1\n    input: [{role: user, content: [{type: file, value: "
+        f"{secret}}}]}}]\n    criteria: x\n"
+    )
+    return folder / "e.eval.yaml"
+
+
+def test_an_eval_file_the_results_name_is_used_only_inside_the_folders_an_import_may_read(
+    sqlite_store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its snapshot would store what it references: a file anywhere on the disk, named by the data."""
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "secret.txt").write_text("TOP SECRET")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    run = tmp_path / "run"
+    eval_file = _eval_naming(run, tmp_path / "secret" / "secret.txt")
+    source = write(run / "res.jsonl", [{"test_id": "t1", "score": 1, "output": "ok", "eval_path": "e.eval.yaml"}])
+    out = import_results(sqlite_store, source)
+    assert out.eval_path is None
+    assert out.warnings[0] == (
+        f"eval file {eval_file}, named by the results, was not used: it names {tmp_path / 'secret' / 'secret.txt'}, "
+        f"which is outside the folders this import may read; pass --eval {eval_file} if you trust it"
+    )
+    assert b"TOP SECRET" not in _all_blobs(sqlite_store)
+
+    # The eval file itself outside (an absolute eval_path), and then the same file named with --eval.
+    outside = _eval_naming(tmp_path / "elsewhere", run / "res.jsonl")
+    source = write(run / "res2.jsonl", [{"test_id": "t1", "score": 1, "output": "ok", "eval_path": str(outside)}])
+    out = import_results(sqlite_store, source)
+    assert (
+        out.eval_path is None
+        and f"eval file {outside}, named by the results, was not used: it is outside" in (out.warnings[0])
+    )
+    out = import_results(sqlite_store, write(run / "res3.jsonl", [{"test_id": "t1", "score": 1}]), eval_path=eval_file)
+    assert out.eval_path == str(eval_file) and b"TOP SECRET" in _all_blobs(sqlite_store)
+
+
+def test_a_targets_file_shipped_with_the_results_grants_no_folder(
+    sqlite_store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The targets' ``cwd`` is a folder an import may read only when the targets file is the user's
+    (``--targets``, or found above ``--eval``), not one found above an eval file the results name."""
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "secret.txt").write_text("TOP SECRET")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    run = tmp_path / "run"
+    (run / ".agentv").mkdir(parents=True)
+    targets = run / ".agentv" / "targets.yaml"
+    targets.write_text(f'targets:\n  - {{name: default, provider: cli, command: "true", cwd: {tmp_path / "secret"}}}\n')
+    (run / "e.eval.yaml").write_text("name: demo\ntests:\n  - {id: t1, input: hi, criteria: x}\n")
+    part = {"type": "file", "path": str(tmp_path / "secret" / "secret.txt")}
+    row = {"test_id": "t1", "score": 1, "target": "default", "eval_path": "e.eval.yaml"}
+    row["output"] = [{"role": "assistant", "content": [part]}]
+
+    out = import_results(sqlite_store, write(run / "res.jsonl", [row]))
+    assert out.eval_path == str(run / "e.eval.yaml")  # inside the imported folder: used
+    assert b"TOP SECRET" not in _all_blobs(sqlite_store) and b'"status":"refused"' in _all_blobs(sqlite_store)
+    # Another source (the same bytes would be the same run, already imported), with the user's --targets.
+    out = import_results(sqlite_store, write(run / "res2.jsonl", [{**row, "score": 0.5}]), targets_path=targets)
+    assert b"TOP SECRET" in _all_blobs(sqlite_store)
+
+
+def _all_blobs(store: EventStore) -> bytes:
+    """Every stored blob's bytes, decoded, joined."""
+    from sqlalchemy import text
+
+    with store.engine.connect() as conn:
+        digests = [r[0] for r in conn.execute(text("SELECT sha256 FROM blobs"))]
+    return b"\n".join(store.get_blobs(digests).values())
