@@ -179,9 +179,10 @@ def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[
         if not isinstance(item, dict):
             continue
         attempt = attempt_of(item)
-        ref = item.get("sample_path") if isinstance(item.get("sample_path"), str) else f"sample-{attempt}"
+        sample_path = item.get("sample_path")
+        ref = sample_path if isinstance(sample_path, str) else f"sample-{attempt}"
         folder = _within(root, result_dir / ref, f"sample_path {ref!r}")
-        if isinstance(item.get("sample_path"), str) and not folder.is_dir():
+        if isinstance(sample_path, str) and not folder.is_dir():
             raise RowError(f"sample_path {ref!r} names a folder that does not exist: {folder}")
         effective = dict(row)
         effective.update({k: item[k] for k in _SAMPLE_KEYS if k in item})
