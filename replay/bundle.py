@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -134,10 +135,7 @@ def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
     """Append a bundle's streams to ``store`` as they were; checked whole before anything is written."""
     manifest = _manifest(directory)
     events_path = directory / EVENTS
-    try:
-        raw = events_path.read_bytes()
-    except OSError as exc:
-        raise BundleError(f"{events_path}: cannot be read ({exc.strerror})") from None
+    raw = _read(events_path)
     if sha256_hex(raw) != manifest["events_sha256"]:
         raise BundleError(f"{events_path}: its sha256 is not the manifest's events_sha256 (altered or truncated)")
     by_stream = _events(events_path, raw, manifest)
@@ -207,9 +205,7 @@ def _as_stored(row: dict[str, Any]) -> StoredEvent:
 def _manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
+        manifest = json.loads(_read(path))
     except ValueError as exc:
         raise BundleError(f"{path}: not JSON ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -263,14 +259,27 @@ def _blobs(directory: Path, manifest: dict[str, Any]) -> dict[str, bytes]:
     for entry in _entries(manifest["blobs"], directory):
         digest, size = entry
         path = directory / BLOBS / digest
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
+        data = _read(path, size)
         if sha256_hex(data) != digest or len(data) != size:
             raise BundleError(f"{path}: its bytes do not match the manifest's sha256 and size (altered)")
         blobs[digest] = data
     return blobs
+
+
+def _read(path: Path, size: int | None = None) -> bytes:
+    """A bundle file's bytes. Only a regular file is read (a FIFO would block the import, a device such as
+    /dev/zero never end), and a blob only at the size the manifest gives it, before it is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise BundleError(f"{path}: not a regular file; a bundle holds only files")
+        if size is not None and info.st_size != size:
+            raise BundleError(f"{path}: its bytes do not match the manifest's sha256 and size (altered)")
+        return fh.read()
 
 
 def _entries(entries: list[Any], directory: Path) -> Iterator[tuple[str, int]]:

@@ -110,7 +110,7 @@ def test_a_bundle_moves_a_run_from_sqlite_to_postgresql_and_back(
 
 @pytest.mark.parametrize(
     "damage",
-    ["blob", "event", "manifest", "missing-blob"],
+    ["blob", "event", "manifest", "missing-blob", "fifo-blob", "fifo-events", "device-blob"],
 )
 def test_a_damaged_bundle_is_refused_and_nothing_is_written(
     recorded: Recorded, recorded_db: str, tmp_path: Path, damage: str
@@ -124,6 +124,15 @@ def test_a_damaged_bundle_is_refused_and_nothing_is_written(
     elif damage == "missing-blob":
         blob.unlink()
         expected = "cannot be read"
+    elif damage.startswith("fifo"):  # opened, it would wait for a writer: the import would hang
+        fifo = blob if damage == "fifo-blob" else folder / "events.jsonl"
+        fifo.unlink()
+        os.mkfifo(fifo)
+        expected = "not a regular file"
+    elif damage == "device-blob":  # read, it would never end
+        blob.unlink()
+        blob.symlink_to("/dev/zero")
+        expected = "not a regular file"
     elif damage == "event":
         events = folder / "events.jsonl"
         events.write_bytes(events.read_bytes().replace(b'\\"score\\":', b'\\"score\\": ', 1))
