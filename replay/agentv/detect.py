@@ -47,6 +47,8 @@ def detect_format(path: Path) -> str:
         if path.suffix == ".jsonl":
             return JSONL_FORMAT
         raise ImportFormatError(f"{path}: not an AgentV results file: expected a .jsonl file of result rows")
+    if path.exists():  # a FIFO, a device: reading it could wait for ever or never end
+        raise ImportFormatError(f"{path}: not a regular file or a folder; import a results file or a run folder")
     raise ImportFormatError(f"{path}: no such file or directory")
 
 

@@ -70,7 +70,8 @@ def import_results(
     if not path.exists():
         raise ReplayError(f"{path}: no such file or directory")
     if eval_path and not Path(eval_path).is_file():
-        raise ReplayError(f"{eval_path}: eval file not found (--eval)")
+        what = "not a regular file" if Path(eval_path).exists() else "eval file not found"
+        raise ReplayError(f"{eval_path}: {what} (--eval)")
     real_path.cache_clear()  # paths are resolved once per import (a symlink may have moved since the last)
     fmt = detect_format(path)
     source = read_results(path, fmt)

@@ -49,6 +49,8 @@ def pick(key: str, ref: Any, base: Path, conventional: Path | None = None) -> Pa
         path = base / ref
         if not inside(path, base):
             raise RowError(f"{key} {ref!r} points outside {base}; refusing to read it")
+        if path.exists() and not path.is_file():  # a folder, a FIFO, a device
+            raise RowError(f"{key} {ref!r} names {path}, which is not a regular file")
         if not path.is_file():
             raise MissingSidecar(f"{key} {ref!r} names a file that does not exist: {path}")
         return path

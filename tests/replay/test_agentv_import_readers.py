@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import tracemalloc
@@ -724,6 +725,20 @@ def test_a_path_with_a_nul_byte_is_a_file_not_found(tmp_path: Path) -> None:
     row["output"] = [{"role": "assistant", "content": [{"type": "file", "path": "a\x00b"}]}]
     (item,) = only_tests(read_all(write_rows(tmp_path / "r.jsonl", [row])))
     assert [(f.path, f.resolved) for f in item.files if f.role == "content_file"] == [("a\x00b", None)]
+
+
+def test_a_fifo_or_a_folder_is_named_for_what_it_is(tmp_path: Path) -> None:
+    """Not "does not exist": it does, and reading a FIFO would wait for a writer."""
+    run = _v4_row_without_sidecars(tmp_path / "run", answer_path="s/t/outputs/answer.md").parent
+    (run / "s" / "t" / "outputs").mkdir(parents=True)
+    os.mkfifo(run / "s" / "t" / "outputs" / "answer.md")
+    with pytest.raises(
+        ImportFormatError, match=r"answer_path 's/t/outputs/answer\.md' names .*, which is not a regular file"
+    ):
+        read_all(run)
+    os.mkfifo(tmp_path / "results.jsonl")
+    with pytest.raises(ImportFormatError, match=r"results\.jsonl: not a regular file or a folder"):
+        detect_format(tmp_path / "results.jsonl")
 
 
 def test_a_folder_another_target_overwrote_is_left_out_with_a_warning(tmp_path: Path, sqlite_store) -> None:  # type: ignore[no-untyped-def]
