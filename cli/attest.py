@@ -16,7 +16,7 @@ import click
 
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import json_option, note, print_json
+from evalstore.cli.output import echo, json_option, note, print_json
 from evalstore.replay.errors import AttestationFormatError
 
 KEY_ENV = "EVALSTORE_SIGNING_KEY"
@@ -141,7 +141,7 @@ def init(key_path: Path | None, name: str | None, force: bool) -> None:
     name = name or f"{getpass.getuser()}@{socket.gethostname()}".replace(" ", "-").replace("+", "-")
     key = create_key_file(path, name, force=force)
     note(f"signing key written to {path}")
-    click.echo(key.verifier.encoded())
+    echo(key.verifier.encoded())
 
 
 @keys.command()
@@ -159,7 +159,7 @@ def show(key_path: Path | None, as_json: bool) -> None:
     if as_json:
         print_json({"name": key.name, "key_id": key.key_id.hex(), "public_key": key.encoded()})
     else:
-        click.echo(key.encoded())
+        echo(key.encoded())
 
 
 @click.command()
@@ -196,7 +196,7 @@ def checkpoint(
             }
         )
     else:
-        click.echo(written.note, nl=False)
+        echo(written.note, nl=False)
 
 
 @click.command()
@@ -258,11 +258,11 @@ def verify_attestation(file: Path, pubkey_path: Path, as_json: bool) -> None:
     if as_json:
         print_json({"ok": result.ok, **result.__dict__})
     elif result.ok:
-        click.echo(
+        echo(
             f"ok: run {result.run_id}: {result.tests} results, {result.verdicts} verdicts proven against "
             f"checkpoint {result.origin} of {result.size} events signed by {result.signer}"
         )
     else:
-        click.echo(f"FAILED: {result.problem}", err=True)
+        echo(f"FAILED: {result.problem}", err=True)
     if not result.ok:
         sys.exit(EXIT_FAILED)

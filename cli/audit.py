@@ -9,7 +9,7 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import json_option, print_json
+from evalstore.cli.output import echo, json_option, print_json
 from evalstore.replay.analysis.audit import audit_test
 from evalstore.replay.analysis.views import resolve_run
 
@@ -24,55 +24,53 @@ def _mark(status: str | None) -> str:
 
 def print_audit(report: dict, *, show_prompt: bool = False) -> None:
     r = report["run"]
-    click.echo(
-        f"run {r['run_id']}  kind={r['kind']}  parent={r['parent_run_id'] or '-'}  evalstore {r['evalstore_version']}"
-    )
+    echo(f"run {r['run_id']}  kind={r['kind']}  parent={r['parent_run_id'] or '-'}  evalstore {r['evalstore_version']}")
     if r["ancestors"]:
-        click.echo(f"  lineage: {' <- '.join([r['run_id'], *r['ancestors']])}")
+        echo(f"  lineage: {' <- '.join([r['run_id'], *r['ancestors']])}")
     if r["target_name"]:
-        click.echo(f"  target {r['target_name']}: {json.dumps(r['target'], sort_keys=True)}")
+        echo(f"  target {r['target_name']}: {json.dumps(r['target'], sort_keys=True)}")
     if r["source"]:
-        click.echo(f"  imported from {r['source']['file']} ({r['source_format']})")
+        echo(f"  imported from {r['source']['file']} ({r['source_format']})")
     for f in r["eval_snapshot"]:
-        click.echo(f"  snapshot {f['role']:<13} {_short(f['sha256'])} {f['path']}{_mark(f['blob'])}")
+        echo(f"  snapshot {f['role']:<13} {_short(f['sha256'])} {f['path']}{_mark(f['blob'])}")
     if r["overrides"]:
         shown = {k: v for k, v in r["overrides"].items() if v not in (None, [], {}, False)}
         if shown:
-            click.echo(f"  overrides: {json.dumps(shown, sort_keys=True)}")
+            echo(f"  overrides: {json.dumps(shown, sort_keys=True)}")
     for t in report["tests"]:
-        click.echo(
+        echo(
             f"\ntest {t['test_id']} target={t['target'] or '-'} attempt={t['attempt']}: "
             f"score {t['score']} {'pass' if t['passed'] else 'fail'} ({t['status']}, {t['origin']})"
         )
         for v in t["verdicts"]:
-            click.echo(
+            echo(
                 f"  verdict {v['grader']} ({v['grader_type']}): {v['score']:.3f} {v['verdict']} "
                 f"status={v['status']} origin={v['origin']}{' cache-hit' if v['cache_hit'] else ''}"
                 + (f" — {v['origin_note']}" if v["origin_note"] else "")
             )
             for a in v["assertions"]:
-                click.echo(
+                echo(
                     f"    {'✓' if a['passed'] else '✗'} {a['text']}"
                     + (f" — {a['evidence']}" if a.get("evidence") else "")
                 )
             for e in v["evidence"]:
-                click.echo(f"    note: {e}")
+                echo(f"    note: {e}")
             if v["source"]:
-                click.echo(f"    imported from {v['source']['file']}:{v['source'].get('line')}")
+                echo(f"    imported from {v['source']['file']}:{v['source'].get('line')}")
             if v["rendered_prompt_sha256"]:
-                click.echo(
+                echo(
                     f"    AgentV's rendered grader request: {_short(v['rendered_prompt_sha256'])}{_mark(v['rendered_prompt_blob'])}"
                 )
                 if show_prompt and v["rendered_prompt"] is not None:
                     prompt = v["rendered_prompt"]
                     for key, value in prompt.items() if isinstance(prompt, dict) else [("request", prompt)]:
-                        click.echo(f"      --- {key} ---\n{value}")
+                        echo(f"      --- {key} ---\n{value}")
             for c in v["grader_calls"]:
                 if c.get("missing"):
-                    click.echo(f"    call {c['event_id']}: event not found")
+                    echo(f"    call {c['event_id']}: event not found")
                     continue
                 if c["call"] == "judge":
-                    click.echo(
+                    echo(
                         f"    judge call #{c['attempt']} model={c['model']} params={json.dumps(c['parameters'], sort_keys=True)} "
                         f"outcome={c['outcome']} cache={'hit' if c['cache_hit'] else 'miss'} "
                         f"prompt={_short(c['request_sha256'])}{_mark(c['request_blob'])} reply={_short(c['reply_sha256'])}{_mark(c['reply_blob'])}"
@@ -81,24 +79,24 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                         for m in c["prompt"] if isinstance(c["prompt"], list) else [c["prompt"]]:
                             role = m.get("role", "?") if isinstance(m, dict) else "?"
                             content = m.get("content", m) if isinstance(m, dict) else m
-                            click.echo(f"      --- {role} ---\n{content}")
-                        click.echo(f"      --- reply ---\n{c.get('reply')}")
+                            echo(f"      --- {role} ---\n{content}")
+                        echo(f"      --- reply ---\n{c.get('reply')}")
                 else:
-                    click.echo(
+                    echo(
                         f"    process argv={c['argv']} script={_short(c['script_sha256'])} exit={c['exit_code']} "
                         f"outcome={c['outcome']} stdin={_short(c['request_sha256'])}{_mark(c['request_blob'])}"
                     )
                     if show_prompt and c.get("stdin") is not None:
-                        click.echo(f"      --- stdin ---\n{c['stdin']}")
+                        echo(f"      --- stdin ---\n{c['stdin']}")
                     if c.get("stdout"):
-                        click.echo(f"      stdout: {c['stdout'].strip()[:500]}")
+                        echo(f"      stdout: {c['stdout'].strip()[:500]}")
                     if c.get("stderr"):
-                        click.echo(f"      stderr: {c['stderr'].strip()[:500]}")
+                        echo(f"      stderr: {c['stderr'].strip()[:500]}")
             for p in v["preprocessing"]:
                 if p.get("missing"):
-                    click.echo(f"    preprocessing {p['event_id']}: event not found")
+                    echo(f"    preprocessing {p['event_id']}: event not found")
                     continue
-                click.echo(
+                echo(
                     f"    preprocessing {p['path']} ({p['media_type']}): {p['status']} argv={p['argv']} "
                     f"script={_short(p['script_sha256'])} artifact={_short(p['artifact_sha256'])}{_mark(p['artifact_blob'])} "
                     f"output={_short(p['output_sha256'])}{_mark(p['output_blob'])}"
@@ -106,35 +104,33 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                     + (f" — {p['reason']}" if p["reason"] else "")
                 )
         for a in t["artifacts"]:
-            click.echo(
+            echo(
                 f"  artifact {a['path']} ({a['media_type']}) {a['status']} sha256={_short(a['sha256'])} "
                 f"size={a['size']}{_mark(a['blob'])}" + (f" — {a['reason']}" if a["reason"] else "")
             )
         tr = t["transcript"]
         if tr:
-            click.echo(
+            echo(
                 f"  transcript {tr['event_id']} in run {tr['run_id']}: messages={_short(tr['messages_sha256'])}"
                 f"{_mark(tr['blob'])} status={tr['status']} exit={tr['exit_code']}"
             )
         else:
-            click.echo("  transcript: none recorded")
+            echo("  transcript: none recorded")
         ws = t.get("workspace")
         if ws:
-            click.echo(
+            echo(
                 f"  workspace snapshot {ws['event_id']} in run {ws['run_id']}: {ws['file_count']} files, "
                 f"{ws['total_bytes']} bytes" + (f", PARTIAL ({ws['omitted_count']} left out)" if ws["partial"] else "")
             )
             for e in ws["entries"]:
                 if e.get("kind", "file") == "file":
-                    click.echo(
-                        f"    {e['path']} sha256={_short(e.get('sha256'))} size={e.get('size')}{_mark(e['blob'])}"
-                    )
+                    echo(f"    {e['path']} sha256={_short(e.get('sha256'))} size={e.get('size')}{_mark(e['blob'])}")
                 else:
-                    click.echo(f"    {e['path']} ({e['kind']}{' -> ' + e['target'] if e.get('target') else ''})")
+                    echo(f"    {e['path']} ({e['kind']}{' -> ' + e['target'] if e.get('target') else ''})")
             for o in ws["omitted"]:
-                click.echo(f"    left out: {o}")
+                echo(f"    left out: {o}")
     problems = report["blob_problems"]
-    click.echo(
+    echo(
         f"\n{report['blobs_checked']} digests checked against the blob store: "
         + (
             "all match"

@@ -11,7 +11,16 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.output import fmt_score, json_option, no_cycle_collection, note, plural, print_json, print_table
+from evalstore.cli.output import (
+    echo,
+    fmt_score,
+    json_option,
+    no_cycle_collection,
+    note,
+    plural,
+    print_json,
+    print_table,
+)
 from evalstore.replay.analysis.compare import (
     REGRESSION_MODES,
     Comparison,
@@ -42,17 +51,17 @@ def _stats_cells(stats) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
 def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     o = c.overall
     ci, p, k = _stats_cells(o)
-    click.echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
+    echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
     if c.not_regradable:
-        click.echo(
+        echo(
             f"left out: {len(c.not_regradable)} not regradable (nothing to grade): "
             + ", ".join(key_label(k) for k in c.not_regradable)
         )
-    click.echo(
+    echo(
         f"mean score A={fmt_score(o.score.mean_a)} B={fmt_score(o.score.mean_b)} diff={_signed(o.score.mean_diff)} "
         f"95% CI {ci} (paired bootstrap, seed {c.seed})"
     )
-    click.echo(
+    echo(
         f"pass/fail: both pass {o.counts.both_pass}, both fail {o.counts.both_fail}, "
         f"pass->fail {o.counts.a_only_pass}, fail->pass {o.counts.b_only_pass}; McNemar exact p={p}; kappa={k}"
     )
@@ -90,23 +99,23 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
             ids=["test", "A", "B", "delta", "flip"],
         )
     else:
-        click.echo("no test changed score")
+        echo("no test changed score")
     if c.only_in_a or c.only_in_b:
-        click.echo(f"only in A: {', '.join(key_label(k) for k in c.only_in_a) or '-'}")
-        click.echo(f"only in B: {', '.join(key_label(k) for k in c.only_in_b) or '-'}")
+        echo(f"only in A: {', '.join(key_label(k) for k in c.only_in_a) or '-'}")
+        echo(f"only in B: {', '.join(key_label(k) for k in c.only_in_b) or '-'}")
     for diff in c.assertion_diffs:
-        click.echo(f"assertions of {key_label(diff.key)}:")
+        echo(f"assertions of {key_label(diff.key)}:")
         for g in diff.graders:
             for a in g.only_in_a:
-                click.echo(f"  [{g.grader}] only in A ({'pass' if a.passed else 'fail'}): {a.text}")
+                echo(f"  [{g.grader}] only in A ({'pass' if a.passed else 'fail'}): {a.text}")
             for a in g.only_in_b:
-                click.echo(f"  [{g.grader}] only in B ({'pass' if a.passed else 'fail'}): {a.text}")
+                echo(f"  [{g.grader}] only in B ({'pass' if a.passed else 'fail'}): {a.text}")
             for ch in g.changed:
-                click.echo(
+                echo(
                     f"  [{g.grader}] {'pass' if ch.passed_a else 'fail'} -> {'pass' if ch.passed_b else 'fail'}: {ch.text}"
                 )
             if not (g.only_in_a or g.only_in_b or g.changed):
-                click.echo(f"  [{g.grader}] no assertion changed ({g.unchanged} the same)")
+                echo(f"  [{g.grader}] no assertion changed ({g.unchanged} the same)")
 
 
 @click.command()
@@ -223,7 +232,7 @@ def _compare_many(store, ids, base_transcripts, *, cluster_by, labels, as_json) 
         print_json(report.to_dict())
         return
     se = f"clustered by {cluster_by}" if cluster_by else "tests independent"
-    click.echo(f"compare {len(variants)} variants against {base}: mean test score, attempts averaged per test ({se})")
+    echo(f"compare {len(variants)} variants against {base}: mean test score, attempts averaged per test ({se})")
     print_table(
         "variants against the base (p-values Holm-adjusted over the variants: family-wise error 5%)",
         [
@@ -331,7 +340,7 @@ def emit_comparison(
     if "clustered" in extra:
         d = extra["clustered"].difference
         if d.se is not None:
-            click.echo(
+            echo(
                 f"clustered: {d.clusters} groups: mean diff {d.mean_diff:+.3f}, "
                 f"95% CI [{d.low:+.3f}, {d.high:+.3f}], p={d.p_value:.4g}; detectable at 80% power: ±{d.mde:.3f}"
             )

@@ -10,7 +10,7 @@ import click
 from evalstore.cli.attest import key_option, pubkey_option, verifier_for
 from evalstore.cli.context import engine_for, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import json_option, print_json
+from evalstore.cli.output import echo, json_option, print_json
 from evalstore.store import SchemaOutOfDate, StoreMissing
 from evalstore.store import engine as store_engine
 
@@ -71,7 +71,7 @@ def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[n
     engine = engine_for(ctx)
     try:
         step(engine, revision)
-        click.echo(f"store at revision {store_engine.current_revision(engine) or 'base'}")
+        echo(f"store at revision {store_engine.current_revision(engine) or 'base'}")
     finally:
         engine.dispose()
 
@@ -103,9 +103,9 @@ def current(ctx: click.Context, as_json: bool) -> None:
         print_json({"current": cur, "head": head, "up_to_date": cur == head, "problem": problem})
     else:
         shown = cur or ("none" if problem else "none (empty store)")
-        click.echo(f"current: {shown}\nhead:    {head}")
+        echo(f"current: {shown}\nhead:    {head}")
         if problem:
-            click.echo(f"note:    {problem}")
+            echo(f"note:    {problem}")
 
 
 @db.command()
@@ -129,7 +129,7 @@ def history(as_json: bool) -> None:
         print_json(revisions)
     else:
         for r in revisions:
-            click.echo(f"{r['down_revision'] or '<base>'} -> {r['revision']}: {r['message']}")
+            echo(f"{r['down_revision'] or '<base>'} -> {r['revision']}: {r['message']}")
 
 
 @db.command()
@@ -143,7 +143,7 @@ def rebuild(ctx: click.Context) -> None:
       evalstore db rebuild
     """
     count = open_store(ctx).rebuild_projections()
-    click.echo(f"rebuilt projections from {count} events")
+    echo(f"rebuilt projections from {count} events")
 
 
 @click.command()
@@ -192,8 +192,8 @@ def verify(
     if as_json:
         print_json(info)
     elif info["ok"]:
-        click.echo("\n".join(lines))
+        echo("\n".join(lines))
     else:
-        click.echo(f"FAILED: {info['problem']}", err=True)
+        echo(f"FAILED: {info['problem']}", err=True)
     if not info["ok"]:
         sys.exit(EXIT_FAILED)

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from evalstore.cli.output import echo
 from evalstore.replay.errors import ReplayError
 from evalstore.store.errors import StoreError, error_line, is_database_failure
 
@@ -29,10 +30,10 @@ def handle_errors(f: Callable) -> Callable:
         except (ReplayError, StoreError) as exc:
             if debug:
                 raise
-            click.echo(f"Error: {exc}", err=True)
+            echo(f"Error: {exc}", err=True)
             sys.exit(EXIT_USAGE)
         except KeyboardInterrupt:
-            click.echo("Interrupted.", err=True)
+            echo("Interrupted.", err=True)
             sys.exit(130)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
@@ -41,7 +42,7 @@ def handle_errors(f: Callable) -> Callable:
             if debug:
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(f"Error: {where}{exc.strerror or exc}", err=True)
+            echo(f"Error: {where}{exc.strerror or exc}", err=True)
             sys.exit(EXIT_USAGE)
         except Exception as exc:
             if debug:
@@ -49,14 +50,14 @@ def handle_errors(f: Callable) -> Callable:
             if is_database_failure(exc):
                 # Whatever was not committed was not recorded: running the command again (a replay: resuming
                 # it) does the rest.
-                click.echo(
+                echo(
                     f"Error: database error: {error_line(exc)} (nothing uncommitted was recorded; "
                     "a replay resumes with `evalstore replay --resume RUN`)",
                     err=True,
                 )
                 sys.exit(EXIT_USAGE)
             message = str(exc).splitlines()[0] if str(exc) else ""
-            click.echo(
+            echo(
                 f"Error: internal error: {type(exc).__name__}: {message} (rerun with --debug for the traceback)",
                 err=True,
             )

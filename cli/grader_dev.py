@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.output import print_json
+from evalstore.cli.output import echo, print_json
 
 
 @click.command("assert")
@@ -62,7 +62,7 @@ def assert_(
     outcome = _outcome(ctx, name, output, input_, criteria, file_, eval_path, run_ref, test_id, grader)
     print_json(outcome.as_json())
     if outcome.result.status != "ok":
-        click.echo(f"grader {outcome.grader} failed: {outcome.result.assertions[0].text}", err=True)
+        echo(f"grader {outcome.grader} failed: {outcome.result.assertions[0].text}", err=True)
     sys.exit(0 if outcome.passed else EXIT_FAILED)
 
 

@@ -11,7 +11,7 @@ import click
 
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import UsageError, handle_errors
-from evalstore.cli.output import json_option, note, print_json, print_table
+from evalstore.cli.output import echo, json_option, note, print_json, print_table
 
 
 @click.command()
@@ -85,7 +85,7 @@ def label(ctx, run, test, passed, failed, score, grader, note_text, by, interact
         what = " ".join(x for x in (event.verdict, None if event.score is None else f"score {event.score:g}") if x)
         about = f" [{event.grader}]" if event.grader else ""
         result = key_label((event.test_id, event.target, event.attempt))
-        click.echo(f"labelled {result}{about} {what} by {event.by} (run {event.run_id})")
+        echo(f"labelled {result}{about} {what} by {event.by} (run {event.run_id})")
 
 
 _ANSWERS = {
@@ -112,15 +112,15 @@ def _ask() -> tuple[str, str | None]:
                 prompt_suffix=" ",
             )
         except click.Abort:
-            click.echo()
+            echo()
             return "quit", None
         if not sys.stdin.isatty():
-            click.echo(line)  # piped answers: show them, so the transcript reads like a session
+            echo(line)  # piped answers: show them, so the transcript reads like a session
         word, _, rest = line.strip().partition(" ")
         choice = _ANSWERS.get(word.lower())
         if choice:
             return choice, rest.strip() or None
-        click.echo("  answer p, f, s or q (e.g. `f the total is wrong`)")
+        echo("  answer p, f, s or q (e.g. `f the total is wrong`)")
 
 
 def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: bool) -> None:  # type: ignore[no-untyped-def]
@@ -130,28 +130,28 @@ def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: b
 
     queue = pending(store, run, by=by, grader=grader)
     about = f" [{queue.grader}]" if queue.grader else ""
-    click.echo(
+    echo(
         f"labelling {queue.run_id}{about} as {queue.by}: {len(queue.keys)} of {queue.total} test(s) to go"
         + (" (verdicts hidden; --show-verdict shows them)" if blind else "")
     )
     labelled = skipped = 0
     for i, review in enumerate(queue, start=1):
-        click.echo(_RULE)
-        click.echo(f"[{i}/{len(queue.keys)}] {review.name}")
-        click.echo(f"\nQuestion:\n{review.question}")
+        echo(_RULE)
+        echo(f"[{i}/{len(queue.keys)}] {review.name}")
+        echo(f"\nQuestion:\n{review.question}")
         if review.criteria:
-            click.echo(f"\nCriteria:\n{review.criteria}")
+            echo(f"\nCriteria:\n{review.criteria}")
         if review.expected:
-            click.echo(f"\nExpected:\n{review.expected}")
-        click.echo(f"\nAnswer (as the graders saw it):\n{review.answer or '(empty)'}")
+            echo(f"\nExpected:\n{review.expected}")
+        echo(f"\nAnswer (as the graders saw it):\n{review.answer or '(empty)'}")
         if not blind:
             shown = [v for v in review.verdicts if not queue.grader or v.grader == queue.grader]
             verdicts = ", ".join(
                 f"{v.grader} {v.verdict or '-'}" + ("" if v.score is None else f" {v.score:.2f}") for v in shown
             )
             test = "" if review.passed is None else f"; test {'pass' if review.passed else 'fail'}"
-            click.echo(f"\nRun's verdicts: {verdicts or 'none'}{test}")
-        click.echo()
+            echo(f"\nRun's verdicts: {verdicts or 'none'}{test}")
+        echo()
         choice, text = _ask()
         if choice == "quit":
             break
@@ -164,13 +164,13 @@ def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: b
             run=queue.base_run_id,
         )
         labelled += 1
-        click.echo(f"  recorded {choice}" + (f" ({text})" if text else ""))
+        echo(f"  recorded {choice}" + (f" ({text})" if text else ""))
     left = len(queue.keys) - labelled
-    click.echo(_RULE)
-    click.echo(f"labelled {labelled}, skipped {skipped}; {left} left for {queue.by}")
+    echo(_RULE)
+    echo(f"labelled {labelled}, skipped {skipped}; {left} left for {queue.by}")
     if left:
         more = (f" --by {queue.by}" if by else "") + (f" --grader {queue.grader}" if queue.grader else "")
-        click.echo(f"continue with: evalstore label {queue.run_id} --next{more}")
+        echo(f"continue with: evalstore label {queue.run_id} --next{more}")
 
 
 class _LabelsGroup(click.Group):
@@ -374,7 +374,7 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
     if as_json:
         print_json(report.to_dict())
         return
-    click.echo(f"labels of {base}: {report.labels} by {', '.join(report.people) or 'nobody'}")
+    echo(f"labels of {base}: {report.labels} by {', '.join(report.people) or 'nobody'}")
     if not report.labels:
         note(f"no labels yet: `evalstore label {base} TEST --pass|--fail` or `evalstore labels import FILE`")
     print_table(
@@ -401,12 +401,12 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
         r.corrected_pass_rate.note for r in report.rows if r.agreement.enough and r.corrected_pass_rate.value is None
     }
     for why in sorted(n for n in uncorrectable if n):
-        click.echo(f"corrected -: {why}")
+        echo(f"corrected -: {why}")
     for name, alpha in report.alpha.items():
         if alpha.value is not None:
-            click.echo(f"labellers agree on {name}: Krippendorff's alpha {alpha.value:.3f} (the ceiling for a judge)")
+            echo(f"labellers agree on {name}: Krippendorff's alpha {alpha.value:.3f} (the ceiling for a judge)")
         elif len(report.people) > 1:
-            click.echo(f"labellers on {name}: {alpha.note}")
+            echo(f"labellers on {name}: {alpha.note}")
     ties = max((r.ties for r in report.rows), default=0)  # the same tests for every run: count them once
     if ties:
-        click.echo(f"{ties} labelled test(s) left out where the labellers were split evenly")
+        echo(f"{ties} labelled test(s) left out where the labellers were split evenly")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,6 +42,25 @@ def err_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters but tab and newline: C0, DEL and C1."""
+
+
+def visible(text: str) -> str:
+    """Text for a person's terminal with its control characters written out (``\\x1b``): what a table,
+    a note or a line shows comes from imported data, and an escape sequence there could clear the
+    screen, retitle the window, hide a link, or with a carriage return draw a failed assertion over with
+    a passed one. ``--json`` needs none of this (JSON escapes them), nor ``export`` (the data as it is)."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def echo(message: Any = None, **kwargs: Any) -> None:
+    """``click.echo`` of a line for people: :func:`visible`."""
+    click.echo(visible(message) if isinstance(message, str) else message, **kwargs)
+
+
 def json_option(f: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
 
@@ -72,7 +92,7 @@ def print_table(
     from rich.measure import Measurement
 
     out = console()
-    cells = [["" if cell is None else str(cell) for cell in row] for row in rows]
+    cells = [["" if cell is None else visible(str(cell)) for cell in row] for row in rows]
     shown = list(columns)
     left_out: list[str] = []
     while True:
@@ -85,7 +105,7 @@ def print_table(
         shown.remove(droppable[0])
         left_out.append(droppable[0])
     if title:  # its own line, never folded to the width of a narrow table
-        out.print(title, style="table.title", soft_wrap=True, highlight=False, markup=False, emoji=False)
+        out.print(visible(title), style="table.title", soft_wrap=True, highlight=False, markup=False, emoji=False)
     out.print(table)
     if left_out:
         note(f"({out.width} columns: left out {', '.join(left_out)}; a wider terminal or --json shows them)")
@@ -149,7 +169,7 @@ def print_plain(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
 
 def _plain(cell: Any) -> str:
     text = "" if cell is None else str(cell)
-    return " ".join(text.split()) if "\t" in text or "\n" in text or "\r" in text else text
+    return visible(" ".join(text.split()) if "\t" in text or "\n" in text or "\r" in text else text)
 
 
 def note(message: str) -> None:
@@ -160,6 +180,7 @@ def note(message: str) -> None:
     or emoji codes (a path or a warning with ``[...]`` in it is text, not a style). To a terminal it goes
     through rich, which drops control codes a path or an echoed error may hold; anywhere else it is
     written as it is (and rich is not loaded for it)."""
+    message = visible(message)
     if not sys.stderr.isatty():
         sys.stderr.write(message + "\n")
         return

@@ -11,7 +11,7 @@ from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
+from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.results import print_scored, result_labels, scored_rows
 from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
@@ -207,7 +207,7 @@ def replay(
                 }
             )
         else:
-            click.echo(message)
+            echo(message)
         if fail_on:
             note("the regression gate is checked by the process that completes the replay")
         _exit_if(failed_names, None)
@@ -237,7 +237,7 @@ def replay(
     else:
         rows = scored_rows(store, outcome.run_id, outcome.results)
         print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows, outcome.run_id)
-        click.echo(
+        echo(
             f"code graders in replay {outcome.run_id} (every session of it): {reuse['code_ran']} run, "
             f"{reuse['code_reused']} reused from recorded executions; "
             f"judge replies reused: {reuse['judge_reused']}"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import click
-
-from evalstore.cli.output import TABLE_ROWS, fmt_score, print_table
+from evalstore.cli.output import TABLE_ROWS, echo, fmt_score, print_table
 from evalstore.store.events import TestScored
 
 
@@ -66,17 +64,17 @@ def print_scored(title: str, rows: list[dict], run_id: str | None = None) -> Non
     )
     if len(rows) > TABLE_ROWS:
         where = f"evalstore show {run_id} --all" if run_id else "evalstore show RUN --all"
-        click.echo(f"first {TABLE_ROWS} of {len(rows)} results; {where} prints every one, --json for scripts")
+        echo(f"first {TABLE_ROWS} of {len(rows)} results; {where} prints every one, --json for scripts")
     # Errors are sentences (which command, what it said): whole lines under the table, not a cut cell.
     errors = [(name, r) for name, r in zip(names, rows, strict=True) if r["error"] and r["status"] == "execution_error"]
     if errors:
-        click.echo("execution errors:")
+        echo("execution errors:")
         for name, r in errors[:TABLE_ROWS]:
             text = " ".join(r["error"].split())
             text = text if len(text) <= ERROR_CHARS else "..." + text[-ERROR_CHARS:]
-            click.echo(f"  {name}: {text}")
+            echo(f"  {name}: {text}")
         if len(errors) > TABLE_ROWS:
-            click.echo(f"  and {len(errors) - TABLE_ROWS} more")
+            echo(f"  and {len(errors) - TABLE_ROWS} more")
 
 
 def pass_cell(passed: bool, status: str) -> str:

@@ -10,7 +10,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import json_option, note, plural, print_json, progress_bar, resume_hint
+from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.results import print_scored, scored_rows
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.grading.graders.base import GradeOptions
@@ -122,6 +122,6 @@ def run(
         print_json({"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows})
     else:
         print_scored(f"run {outcome.run_id}", rows, outcome.run_id)
-        click.echo(f"{len(rows) - len(failed)}/{len(rows)} passed (threshold {outcome.threshold})")
+        echo(f"{len(rows) - len(failed)}/{len(rows)} passed (threshold {outcome.threshold})")
     if failed:
         sys.exit(EXIT_FAILED)

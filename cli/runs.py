@@ -13,6 +13,7 @@ from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import (
     TABLE_ROWS,
+    echo,
     fmt_score,
     json_option,
     no_cycle_collection,
@@ -49,7 +50,7 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
         return
     if not summaries:
         filtered = suite is not None or kind is not None or limit is not None
-        click.echo(
+        echo(
             "no runs match"
             if filtered
             else "no runs yet: evalstore run EVAL.yaml, evalstore import PATH or evalstore quickstart"
@@ -116,13 +117,13 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
         with no_cycle_collection():
             _show_json(summary, results, skipped)
         return
-    click.echo(
+    echo(
         f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
         + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else "")
     )
     if summary.kind == "replay":
-        click.echo(f"changes: {'; '.join(summary.changes) or 'none (the same eval, graders and judge)'}")
-    click.echo(
+        echo(f"changes: {'; '.join(summary.changes) or 'none (the same eval, graders and judge)'}")
+    echo(
         f"tests={summary.tests}  passed={summary.passed}  errors={summary.errors}  mean={fmt_score(summary.mean_score)}"
         + (
             f" ({fmt_score(summary.mean_score_without_errors)} without the execution errors, as AgentV reports it)"
@@ -130,7 +131,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             else ""
         )
     )
-    click.echo(
+    echo(
         f"started={_minute(summary.started_at)} UTC"
         + (f"  imported={_minute(summary.imported_at)} UTC" if summary.imported_at else "")
     )
@@ -160,11 +161,11 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             optional=["target", "status"],
         )
         if summary.tests > TABLE_ROWS:
-            click.echo(f"first {TABLE_ROWS} of {summary.tests} results; --all prints every one, --json for scripts")
+            echo(f"first {TABLE_ROWS} of {summary.tests} results; --all prints every one, --json for scripts")
     if skipped:
-        click.echo(f"{len(skipped)} source lines left out:")
+        echo(f"{len(skipped)} source lines left out:")
         for line in skipped:
-            click.echo(f"  {line.source.location}: {line.reason}")
+            echo(f"  {line.source.location}: {line.reason}")
 
 
 def _show_json(summary: views.RunSummary, results: Iterator[tuple[views.ResultRow, str]], skipped: list) -> None:

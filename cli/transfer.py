@@ -18,7 +18,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import json_option, no_cycle_collection, note, plural, print_json, progress_bar
+from evalstore.cli.output import echo, json_option, no_cycle_collection, note, plural, print_json, progress_bar
 from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
 from evalstore.replay.analysis.views import resolve_run, run_summary
 from evalstore.replay.errors import ReplayError
@@ -98,11 +98,11 @@ def import_(
                 }
             )
         elif moved.already_imported:
-            click.echo(f"already imported: run {moved.run_id} is in this store; nothing written")
+            echo(f"already imported: run {moved.run_id} is in this store; nothing written")
         else:
             new = moved.new_runs or []
             here = len(moved.streams) - len(new)
-            click.echo(
+            echo(
                 f"imported run {moved.run_id} from the bundle: {len(new)} new run(s)"
                 + (f" ({here} already here)" if here else "")
                 + f", {moved.new_events} events written (each new run's followed by a run_moved event), "
@@ -134,7 +134,7 @@ def import_(
         print_json(info)
         return
     if outcome.already_imported:
-        click.echo(
+        echo(
             f"already imported as run {outcome.run_id} ({plural(outcome.tests, 'result')}"
             + (f", {plural(outcome.skipped, 'line')} left out" if outcome.skipped else "")
             + "); nothing written"
@@ -146,7 +146,7 @@ def import_(
                 f"{eval_path}, use: evalstore replay {outcome.run_id} --eval {eval_path}"
             )
         return
-    click.echo(
+    echo(
         f"imported {plural(outcome.tests, 'result')} ({outcome.format}) as run {outcome.run_id}"
         + (
             f", {plural(outcome.skipped, 'line')} left out (bad or superseded: `evalstore show` lists them)"
@@ -159,7 +159,7 @@ def import_(
     if outcome.warning_count > len(outcome.warnings):
         note(f"... and {outcome.warning_count - len(outcome.warnings)} more warnings like these")
     if outcome.eval_path:
-        click.echo(f"eval snapshot: {outcome.eval_path}")
+        echo(f"eval snapshot: {outcome.eval_path}")
     else:
         note(
             "no eval file found for these results; to regrade them later, name it: "

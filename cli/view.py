@@ -10,7 +10,7 @@ import click
 
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.output import note
+from evalstore.cli.output import echo, note
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -76,7 +76,7 @@ def view(ctx: click.Context, host: str, port: int, open_browser: bool, label_as:
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound_port}/"
     mode = f"labelling as {label_as.strip()}" if label_as else "read-only"
-    click.echo(f"evalstore view: {url} ({mode}; Ctrl-C stops)", nl=True)
+    echo(f"evalstore view: {url} ({mode}; Ctrl-C stops)", nl=True)
     app = create_app(store, allowed_hosts=None if local else ["*"], label_as=label_as)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)

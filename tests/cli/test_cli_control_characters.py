@@ -1,0 +1,78 @@
+"""Imported data is shown to people with its control characters written out (``cli.output.visible``): an
+escape sequence in a test id, a suite or an assertion could clear the screen, retitle the window or
+hide a link, and a carriage return in evidence could draw a failed assertion over with a passed one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalstore import cli as cli_package
+from evalstore.cli.output import visible
+
+TEST_ID = "q1\x1b]8;;http://evil.example/\x1b\\click-me\x1b]8;;\x1b\\\x1b]0;pwned\x07"
+HOSTILE = ("\x1b", "\x07", "\r", "\x08", "\x9b")
+
+
+def _row(test_id: str, evidence: str, score: float) -> dict:
+    assertion = {"text": "total is 2,880", "passed": False, "evidence": evidence}
+    grader = {"name": "g\x1b[31m", "type": "llm-grader", "score": score, "weight": 1, "verdict": "fail"}
+    return {
+        "test_id": test_id,
+        "suite": "s\x1b[2J",
+        "target": "t\x08",
+        "score": score,
+        "scores": [{**grader, "assertions": [assertion]}],
+        "output": "wrong\x9b answer",
+    }
+
+
+def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(cli_package.main, ["--db", db, *args], catch_exceptions=False)
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[str, str, str]:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    ids = []
+    for name, score in (("a", 0.0), ("b", 1.0)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps(_row(TEST_ID, "\r    \u2713 total is 2,880 \u2014 verified", score)) + "\n")
+        ids.append(json.loads(_cli(db, "import", str(path), "--json").output)["run_id"])
+    return db, ids[0], ids[1]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs"],
+        ["show", "{a}"],
+        ["show", "{a}", "--all"],
+        ["audit", "{a}", TEST_ID],
+        ["audit", "{a}", "q1"],  # an error naming what was asked for
+        ["compare", "{a}", "{b}"],
+        ["compare", "{a}", "{b}", "--test", TEST_ID],
+        ["labels"],
+    ],
+)
+def test_no_control_character_reaches_a_person(runs: tuple[str, str, str], command: list[str]) -> None:
+    db, a, b = runs
+    result = CliRunner().invoke(
+        cli_package.main, ["--db", db, *(c.format(a=a, b=b) for c in command)], catch_exceptions=False
+    )
+    shown = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert shown.strip(), result
+    assert not [c for c in HOSTILE if c in shown], repr(shown)
+
+
+def test_show_writes_them_out_and_json_keeps_them() -> None:
+    assert visible("a\x1b[2Jb\rc\td\ne\x9b") == "a\\x1b[2Jb\\x0dc\td\ne\\x9b"
+
+
+def test_json_keeps_the_data_as_it_is(runs: tuple[str, str, str]) -> None:
+    db, a, _ = runs
+    (row,) = json.loads(_cli(db, "show", a, "--json").output)["results"]
+    assert row["test_id"] == TEST_ID
