@@ -200,7 +200,8 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
                   start_time, end_time, output, input, metadata; sample_index after attempt 1.
     csv           header run_id,test_id,target,attempt,test_score,passed,status,grader,grader_type,
                   grader_score,verdict,weight,assertions_passed,assertions_total,failed_assertions,
-                  error; a result without graders has one line with empty grader cells.
+                  error; a result without graders has one line with empty grader cells; a text cell
+                  starting with = + - @ (a formula to a spreadsheet) gets a leading '.
     json          {"format": "evalstore-export", "version": 1, "run": {...}, "summary": {...},
                   "results": [{test_id, target, attempt, score, passed, status, threshold, error,
                   origin, source, row_fields, timestamp, verdicts: [...], transcript: {...}|null,

@@ -296,7 +296,17 @@ def csv_rows(run: RunStarted, result: ResultBundle) -> list[list[Any]]:
             ]
         )
     tail = [s["error"] or ""]
-    return [head + middle + tail for middle in graders or [[""] * 8]]
+    return [[_spreadsheet_text(c) for c in head + middle + tail] for middle in graders or [[""] * 8]]
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _spreadsheet_text(cell: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula (``=HYPERLINK(...)`` in a test id or an assertion
+    of an imported run) is written with a leading ``'``, as OWASP advises for CSV meant for spreadsheets;
+    numbers are left as they are. The JSON formats keep every value exactly."""
+    return "'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS) else cell
 
 
 def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> int:

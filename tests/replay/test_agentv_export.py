@@ -315,6 +315,22 @@ def test_csv_quotes_commas_quotes_newlines_and_keeps_non_ascii() -> None:
     assert all(line["error"] == 'agent: "boom", exit 3\nsecond line – ünïcode ✓' for line in lines)
 
 
+def test_csv_text_a_spreadsheet_would_run_gets_a_leading_quote() -> None:
+    """``=HYPERLINK(...)`` in an imported test id, grader or assertion is a formula to a spreadsheet."""
+    run, bundles, _ = exported(BASELINE)
+    first = bundles[0]
+    first.scored = first.scored.model_copy(update={"test_id": '=HYPERLINK("http://evil","x")', "error": "@SUM(A1)"})
+    rubric = first.verdicts[0]
+    assertions = [Assertion(text="-2+3", passed=False), Assertion(text="plain", passed=False)]
+    first.verdicts[0] = rubric.model_copy(update={"grader": "+cmd", "assertions": assertions})
+    buffer = io.StringIO(newline="")
+    write_csv(run, bundles[:1], buffer)
+    line = next(csv.DictReader(io.StringIO(buffer.getvalue(), newline="")))
+    assert line["test_id"] == '\'=HYPERLINK("http://evil","x")' and line["error"] == "'@SUM(A1)"
+    assert line["grader"] == "'+cmd" and line["failed_assertions"] == "'-2+3\nplain"
+    assert float(line["test_score"]) == first.scored.score  # numbers as they are
+
+
 def test_json_results_have_a_fixed_shape_without_store_internals() -> None:
     run, bundles, _ = exported(V4_RUN)
     bundles.append(
