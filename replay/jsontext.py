@@ -59,6 +59,19 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 """A surrogate code point in a Python string is always a lone one (a pair is one code point)."""
 
 
+def without_lone_surrogates(value: Any) -> Any:
+    """Lone UTF-16 surrogates (JSON.stringify writes ``\\ud83d`` for a string cut mid-emoji; a grader's
+    reply may hold any) become U+FFFD, at any depth: UTF-8 cannot encode them, so the store could not
+    hold them."""
+    if isinstance(value, str):
+        return LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    return value
+
+
 def stringify(value: Any, *, indent: bool = False) -> bytes:
     """``JSON.stringify(value)`` (or ``JSON.stringify(value, null, 2)``) as UTF-8 bytes."""
     try:

@@ -383,3 +383,36 @@ def test_the_trace_summary_counts_the_agents_output_not_the_input_history(tmp_pa
     payload = json.loads((tmp_path / "payload.json").read_text())
     assert payload["trace_summary"]["llm_call_count"] == 1  # the history's assistant turn is not the agent's
     assert len(payload["messages"]) == 4  # the messages are the whole transcript still
+
+
+# -- what a reply may hold that the store cannot, or must not -------------------------------------------
+
+
+def test_a_lone_surrogate_in_a_reply_is_replaced_not_a_stopped_run(tmp_path: Path) -> None:
+    """``"\\ud800"`` parses to a string UTF-8 cannot encode: storing it stopped the whole run (exit 3)."""
+    reply = '{"score": 1, "details": {"x": "a\\ud800b"}, "assertions": [{"text": "t\\udfff", "passed": true}]}'
+    result, _ = run(tmp_path, printing(reply))
+    assert result.status == "ok" and result.details == {"x": "a\ufffdb"}
+    assert [a.text for a in result.assertions] == ["t\ufffd"]
+    json.dumps(result.details, ensure_ascii=False).encode("utf-8")  # what the store does with it
+
+
+def test_a_secret_the_grader_echoes_is_stored_as_its_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its environment holds the user's keys: whatever it prints of them, in its reply or on stderr."""
+    key = 'sk-canary-"quoted"-é-4f0e2b71c9'
+    monkeypatch.setenv("CANARY_API_KEY", key)
+    monkeypatch.setenv("CANARY_GREETING", "hello-world-not-secret")
+    body = """\
+        import json, os, sys
+        key = os.environ["CANARY_API_KEY"]
+        sys.stderr.write("debug " + key + " " + os.environ["CANARY_GREETING"])
+        print(json.dumps({"score": 1, "details": {"k": key}, "assertions": [{"text": "key " + key, "passed": True,
+              "evidence": key}]}))
+        sys.exit(int(sys.argv[-1]) if sys.argv[-1].isdigit() else 0)
+    """
+    result, ctx = run(tmp_path, body)
+    assert result.details == {"k": "${{ CANARY_API_KEY }}"}
+    assert [(a.text, a.evidence) for a in result.assertions] == [("key ${{ CANARY_API_KEY }}", "${{ CANARY_API_KEY }}")]
+    stored = b"\n".join(ctx.recorder.blobs.values())
+    assert key.encode() not in stored and json.dumps(key)[1:-1].encode() not in stored
+    assert b"${{ CANARY_API_KEY }}" in stored and b"hello-world-not-secret" in stored  # stderr, its other text kept

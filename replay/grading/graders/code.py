@@ -27,6 +27,7 @@ non-zero exit with stderr are execution errors; AgentV scores those 0 as quality
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import re
@@ -47,9 +48,10 @@ from evalstore.replay.grading.graders.base import (
 from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
-from evalstore.replay.jsontext import js_number, stringify, to_snake_deep
+from evalstore.replay.jsontext import js_number, stringify, to_snake_deep, without_lone_surrogates
 from evalstore.replay.jstext import js_truthy
 from evalstore.replay.processes.children import ChildResult, child_environment, run_child
+from evalstore.replay.targetsfile.redaction import SecretMask, looks_secret
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
 from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import StoreError
@@ -146,6 +148,11 @@ class CodeGrader:
                             max_output_bytes=MAX_STDOUT_BYTES,
                             cwd=self.spec.cwd,
                             env=env,
+                        )
+                    mask = _secret_mask(ctx, env)
+                    if mask:  # before anything is read from its output, or stored
+                        child = dataclasses.replace(
+                            child, stdout=mask.data(child.stdout), stderr=mask.data(child.stderr)
                         )
         result = interpret(child, self.spec)
         result.evidence = prepared.warnings + result.evidence
@@ -354,6 +361,23 @@ def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
     return dict(env)
 
 
+def _secret_mask(ctx: GradingContext, env: dict[str, str]) -> SecretMask:
+    """What a grader's output must not carry into the store: the value of every variable of its
+    environment whose name looks secret (``OPENAI_API_KEY``, ``GITHUB_TOKEN``), as written and as JSON
+    writes it, shown as its ``${{ NAME }}`` reference (the one redaction rule, ``SecretMask``)."""
+    key = ("code-grader mask",)
+    mask = ctx.shared.get(key)
+    if mask is None:
+        shown: dict[str, str] = {}
+        for name, value in env.items():
+            if looks_secret(name) and value:
+                reference = f"${{{{ {name} }}}}"
+                forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+                shown.update(dict.fromkeys(forms, reference))
+        mask = ctx.shared[key] = SecretMask(shown)
+    return mask
+
+
 def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:
     """The grader result the child's exit code, stdout and stderr amount to."""
     if child.spawn_error:
@@ -376,7 +400,7 @@ def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:
         return _result(0.0, [Assertion(text=text, passed=False)])
     if stdout.startswith("{"):
         try:
-            reply = json.loads(stdout)
+            reply = without_lone_surrogates(json.loads(stdout))  # "\\ud800" in a reply would stop the run
         except json.JSONDecodeError as exc:
             return execution_error(f"Code grader failed: stdout looks like JSON but does not parse ({exc})")
         if isinstance(reply, dict):
