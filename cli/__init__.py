@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import signal
 from typing import IO, Any
 
 import click
@@ -213,4 +214,13 @@ def entry() -> None:
     global _FREEZE_IMPORTS
     _FREEZE_IMPORTS = True
     gc.set_threshold(YOUNG_GENERATION, *gc.get_threshold()[1:])
+    signal.signal(signal.SIGTERM, _terminated)
     main(prog_name="evalstore")
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (``kill PID``, a supervisor, a CI job's timeout) stops a command as Ctrl-C does: the
+    graders, converters and agents it started are killed and a run says how to resume. By default the
+    process would just end, and the children it was supervising (each in its own process group, bounded
+    only by the timeouts this process enforces) would run on."""
+    raise KeyboardInterrupt

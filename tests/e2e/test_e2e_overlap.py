@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from evalstore import cli as cli_package
@@ -124,9 +125,11 @@ print(1)
 """
 
 
-def test_ctrl_c_stops_a_replay_whose_graders_overlap_and_starts_no_grader_after_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_a_replay_whose_graders_overlap_and_starts_no_grader_after_it(tmp_path: Path, how: str) -> None:
     """Graders waiting for a process slot, or for the grader before them to start waiting, must not start
-    once the replay is interrupted: it exits 130 at once and leaves no grader running."""
+    once the replay is interrupted: it exits 130 at once and leaves no grader running. SIGTERM to the
+    evalstore process alone (``kill PID``) does the same: by default its graders would run on."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
     imported = _imported(db, tmp_path)
     started = tmp_path / "started"
@@ -148,7 +151,10 @@ def test_ctrl_c_stops_a_replay_whose_graders_overlap_and_starts_no_grader_after_
         deadline = time.monotonic() + 60
         while len(list(started.iterdir())) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
+        if how == "ctrl-c":  # the terminal's whole foreground group
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGTERM)
         # A grader that started after Ctrl-C (one that was waiting for a slot) would hold the replay for
         # its whole minute: the replay must end long before.
         _, err = proc.communicate(timeout=15)
