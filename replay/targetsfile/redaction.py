@@ -8,6 +8,7 @@ value under a secret-looking key, and a secret-looking token inside any other st
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -197,7 +198,10 @@ class SecretMask:
         for url in urls:
             shown.update(dict.fromkeys(_userinfo_forms(url), REDACTED))
         for name, value in (references or {}).items():
-            shown[value] = f"${{{{ {name} }}}}"
+            # As written, and as a JSON reply or a grader's JSON output escapes it (quotes, backslashes,
+            # non-ASCII as \\u escapes).
+            forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+            shown.update(dict.fromkeys(forms, f"${{{{ {name} }}}}"))
         return cls(shown)
 
     def __bool__(self) -> bool:

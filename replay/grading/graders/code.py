@@ -45,13 +45,13 @@ from evalstore.replay.grading.graders.base import (
     TranscriptInfo,
     score_to_verdict,
 )
-from evalstore.replay.grading.graders.process_cache import process_cache_key
+from evalstore.replay.grading.graders.process_cache import process_cache_key, secret_environment
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
 from evalstore.replay.jsontext import js_number, stringify, to_snake_deep, without_lone_surrogates
 from evalstore.replay.jstext import js_truthy
 from evalstore.replay.processes.children import ChildResult, child_environment, run_child
-from evalstore.replay.targetsfile.redaction import SecretMask, looks_secret
+from evalstore.replay.targetsfile.redaction import SecretMask
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
 from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import StoreError
@@ -363,18 +363,12 @@ def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
 
 def _secret_mask(ctx: GradingContext, env: dict[str, str]) -> SecretMask:
     """What a grader's output must not carry into the store: the value of every variable of its
-    environment whose name looks secret (``OPENAI_API_KEY``, ``GITHUB_TOKEN``), as written and as JSON
-    writes it, shown as its ``${{ NAME }}`` reference (the one redaction rule, ``SecretMask``)."""
+    environment whose name looks secret (``OPENAI_API_KEY``, ``GITHUB_TOKEN``), shown as its
+    ``${{ NAME }}`` reference (the one redaction rule, ``SecretMask``)."""
     key = ("code-grader mask",)
     mask = ctx.shared.get(key)
     if mask is None:
-        shown: dict[str, str] = {}
-        for name, value in env.items():
-            if looks_secret(name) and value:
-                reference = f"${{{{ {name} }}}}"
-                forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-                shown.update(dict.fromkeys(forms, reference))
-        mask = ctx.shared[key] = SecretMask(shown)
+        mask = ctx.shared[key] = SecretMask.of(references=secret_environment(env))
     return mask
 
 
