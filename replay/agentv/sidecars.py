@@ -38,6 +38,13 @@ def inside(path: Path, folder: Path) -> bool:
     return real_path(path).is_relative_to(real_path(folder))
 
 
+def within(path: Path, folder: Path, what: str) -> Path:
+    """``path``, which a row names as ``what`` and which must lie inside ``folder``: else a bad row."""
+    if not inside(path, folder):
+        raise RowError(f"{what} points outside {folder}; refusing to read it")
+    return path
+
+
 class MissingSidecar(RowError):
     """A row names a sidecar file that is not there."""
 
@@ -46,9 +53,7 @@ def pick(key: str, ref: Any, base: Path, conventional: Path | None = None) -> Pa
     """The sidecar a row names under ``key`` (must exist, inside ``base``), else the conventional file if
     present inside ``base``."""
     if isinstance(ref, str) and ref:
-        path = base / ref
-        if not inside(path, base):
-            raise RowError(f"{key} {ref!r} points outside {base}; refusing to read it")
+        path = within(base / ref, base, f"{key} {ref!r}")
         if path.exists() and not path.is_file():  # a folder, a FIFO, a device
             raise RowError(f"{key} {ref!r} names {path}, which is not a regular file")
         if not path.is_file():
@@ -111,9 +116,7 @@ def test_dir_of(root: Path, row: dict[str, Any]) -> Path:
     for key in ("artifact_dir", "grading_path"):
         ref = row.get(key)
         if isinstance(ref, str):
-            if key == "artifact_dir" and not inside(root / ref, root):
-                raise RowError(f"artifact_dir {ref!r} points outside {root}; refusing to read it")
-            return root / ref if key == "artifact_dir" else (root / ref).parent
+            return within(root / ref, root, f"artifact_dir {ref!r}") if key == "artifact_dir" else (root / ref).parent
     suite = _UNSAFE.sub("_", str(row.get("suite") or "default"))
     return root / suite / _UNSAFE.sub("_", str(row.get("test_id")))
 

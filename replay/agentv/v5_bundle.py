@@ -31,6 +31,7 @@ from evalstore.replay.agentv.sidecars import (
     load_messages,
     load_text,
     pick,
+    within,
 )
 from evalstore.replay.agentv.wire import as_dict, first_json_row, iter_json_lines, read_json, tree_sha256
 from evalstore.replay.errors import ImportFormatError
@@ -79,8 +80,11 @@ def find_index(root: Path) -> Path | None:
     if summary.is_file():
         doc = read_json(summary)
         ref = doc.get("index_path") if isinstance(doc, dict) else None
-        if isinstance(ref, str) and not inside(root / ref, root):
-            raise ImportFormatError(f"{summary}: index_path {ref!r} points outside {root}; refusing to read it")
+        if isinstance(ref, str):
+            try:
+                within(root / ref, root, f"index_path {ref!r}")
+            except RowError as exc:
+                raise ImportFormatError(f"{summary}: {exc}") from None
         if isinstance(ref, str) and (root / ref).is_file():
             return root / ref
     for candidate in (root / ".internal" / "index.jsonl", root / "index.jsonl"):
@@ -148,22 +152,15 @@ def sample_sidecars(root: Path, sample_dir: Path, row: dict[str, Any], test_id: 
     return found
 
 
-def _within(root: Path, folder: Path, what: str) -> Path:
-    """A sample folder the row names, which must be inside the bundle."""
-    if not inside(folder, root):
-        raise RowError(f"{what} points outside {root}; refusing to read it")
-    return folder
-
-
 def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[str, Any]]]:
     """(attempt, sample folder, effective row) for every sample an index row covers; each inside the bundle."""
     named = row.get("result_dir")
-    result_dir = _within(root, root / named, f"result_dir {named!r}") if isinstance(named, str) else None
+    result_dir = within(root / named, root, f"result_dir {named!r}") if isinstance(named, str) else None
     items = row.get("samples") if isinstance(row.get("samples"), list) else row.get("attempts")
     if not isinstance(items, list) or not items:
         grading = row.get("grading_path")
         folder = (
-            _within(root, (root / grading).parent, f"grading_path {grading!r}") if isinstance(grading, str) else None
+            within((root / grading).parent, root, f"grading_path {grading!r}") if isinstance(grading, str) else None
         )
         attempt = sample_number(folder.name) if folder else None
         attempt = attempt or attempt_of(row)
@@ -181,7 +178,7 @@ def _row_samples(root: Path, row: dict[str, Any]) -> list[tuple[int, Path, dict[
         attempt = attempt_of(item)
         sample_path = item.get("sample_path")
         ref = sample_path if isinstance(sample_path, str) else f"sample-{attempt}"
-        folder = _within(root, result_dir / ref, f"sample_path {ref!r}")
+        folder = within(result_dir / ref, root, f"sample_path {ref!r}")
         if isinstance(sample_path, str) and not folder.is_dir():
             raise RowError(f"sample_path {ref!r} names a folder that does not exist: {folder}")
         effective = dict(row)
