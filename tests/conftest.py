@@ -38,6 +38,9 @@ class _RefuseBareNames(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _RefuseBareNames())
 
+# Fixture folders hold other projects' files (AgentV's examples ship their own test_*.py): data, not tests.
+collect_ignore_glob = ["fixtures/*"]
+
 try:  # the judge server fixture lives beside this file
     pytest_plugins = ["judge_server"] if (Path(__file__).parent / "judge_server.py").exists() else []
 except Exception:  # pragma: no cover
