@@ -143,7 +143,9 @@ class CodeGraderInput:
     criteria: str = ""
     """What a good answer does, as written in the eval."""
     trace: dict[str, Any] | None = None
-    """The full execution trace: ``messages``, ``events`` (tool calls in order), ``metrics``, ``provenance``."""
+    """AgentV's ``Trace`` read model: the summary's counts, ``messages`` (the input, then the agent's output),
+    ``events`` (each message, tool call, tool result and the final response, in order), ``token_usage``,
+    ``cost_usd``, ``duration_ms``, ``start_time``, ``end_time``, ``metadata`` (provenance)."""
     trace_summary: TraceSummary | None = None
     token_usage: dict[str, Any] | None = None
     """``{"input": N, "output": N, ...}``"""

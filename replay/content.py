@@ -44,23 +44,45 @@ class FileBlock(_Block):
 Block = Annotated[TextBlock | ImageBlock | FileBlock, Field(discriminator="type")]
 
 
+Number = Annotated[int | float, Field(union_mode="left_to_right")]
+"""A number kept as written (``12`` stays ``12``, not ``12.0``): stored messages and the payloads built from
+them keep their bytes."""
+
+
 class ToolCall(BaseModel):
+    """One tool call of an assistant message, as AgentV's ``ToolCall``: what the trace graders
+    (``replay/trace.py``) read. Other fields a source gives are kept as they are."""
+
     model_config = ConfigDict(extra="allow")
 
     tool: str
     input: Any = None
+    """The arguments."""
     output: Any = None
+    """The result."""
     id: str | None = None
     status: str | None = None
+    """ok, error, timeout, cancelled or unknown, when the provider says."""
+    start_time: str | None = None
+    end_time: str | None = None
+    duration_ms: Number | None = None
 
 
 class Message(BaseModel):
+    """One message; an assistant message carries the agent's tool calls, timings and token usage."""
+
     model_config = ConfigDict(extra="allow")
 
     role: str
     content: str | list[Block] | None = None
     tool_calls: list[ToolCall] | None = None
     name: str | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    duration_ms: Number | None = None
+    token_usage: dict[str, Any] | None = None
+    """Per-message usage (``{input, output, cached?, reasoning?}``), when the provider reports it."""
+    metadata: dict[str, Any] | None = None
 
     def blocks(self) -> list[TextBlock | ImageBlock | FileBlock]:
         if self.content is None:

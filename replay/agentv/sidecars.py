@@ -125,7 +125,9 @@ def _timing_fallbacks(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
         return {}
     out: dict[str, Any] = {}
-    if finite_number(doc.get("duration_ms")) is not None:
+    # timing.json sums the row's own duration and usage, writing 0 where the target reported none (its
+    # row then has no duration_ms, and AgentV's latency grader found "No duration data"): 0 is not one.
+    if finite_number(doc.get("duration_ms")):
         out["duration_ms"] = float(doc["duration_ms"])
     usage = doc.get("token_usage")
     # AgentV writes timing.json's usage as zeros when the target reported none (its row then has no

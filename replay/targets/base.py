@@ -167,7 +167,10 @@ def run_target(
         stderr=mask.text(outcome.stderr),
         start_time=started_wall,
         end_time=_now_iso(),
-        duration_ms=round((time.monotonic() - started) * 1000.0, 3),
+        # The agent's own duration when it reports one (AgentV: ``parsed.durationMs ?? measuredDurationMs``).
+        duration_ms=outcome.duration_ms
+        if outcome.duration_ms is not None
+        else round((time.monotonic() - started) * 1000.0, 3),
     )
 
 

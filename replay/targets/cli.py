@@ -166,15 +166,22 @@ def parse_answer(raw: str) -> TargetOutcome:
         answer = text.rstrip("\n")
         return TargetOutcome(messages=[Message(role="assistant", content=answer)], output_text=answer)
     usage = data.get("token_usage")
-    cost = data.get("cost_usd")
     final = last_assistant(messages)
     output_text = data["text"] if isinstance(data.get("text"), str) else (final.text() if final else "")
     return TargetOutcome(
         messages=messages,
         output_text=output_text,
         token_usage=usage if isinstance(usage, dict) else None,
-        cost_usd=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+        cost_usd=_metric(data.get("cost_usd")),
+        duration_ms=_metric(data.get("duration_ms")),
     )
+
+
+def _metric(value: Any) -> float | None:
+    """``cost_usd``/``duration_ms`` as AgentV's cli provider keeps them: a number, a negative one dropped."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

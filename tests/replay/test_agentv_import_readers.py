@@ -792,3 +792,15 @@ def test_timing_json_zeros_are_no_usage(tmp_path: Path, usage: dict, expected: d
     write_rows(run / "index.jsonl", [{"test_id": "t", "suite": "suite", "target": "a", "score": 1.0, "scores": []}])
     [test] = only_tests(read_all(run))
     assert (test.token_usage, test.duration_ms) == (expected, 157.0)
+
+
+def test_timing_json_zero_duration_is_no_duration(tmp_path: Path) -> None:
+    """timing.json writes 0 ms when the target reported no duration (its row has none, and AgentV's latency
+    grader saw none): the import keeps it absent rather than a duration of 0 that would pass a latency check."""
+    run = tmp_path / "run"
+    folder = run / "suite" / "t"
+    folder.mkdir(parents=True)
+    (folder / "timing.json").write_text(json.dumps({"duration_ms": 0, "token_usage": {"input": 0, "output": 0}}))
+    write_rows(run / "index.jsonl", [{"test_id": "t", "suite": "suite", "target": "a", "score": 1.0, "scores": []}])
+    [test] = only_tests(read_all(run))
+    assert (test.token_usage, test.duration_ms) == (None, None)

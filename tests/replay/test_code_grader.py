@@ -214,7 +214,9 @@ def test_stdin_payload_follows_the_agentv_contract(tmp_path: Path) -> None:
     assert payload["input"] == [{"role": "user", "content": "What is 15 + 27?"}]
     assert payload["expected_output"] == [{"role": "assistant", "content": "42"}]
     assert payload["messages"][-1] == {"role": "assistant", "content": "The answer is 42."}
-    assert payload["messages"][0]["tool_calls"][0]["input"] == {"file_path": "a"}
+    # AgentV's Trace.messages: the input, then the agent's output (buildTraceMessages)
+    assert payload["messages"][0] == {"role": "user", "content": "What is 15 + 27?"}
+    assert payload["messages"][1]["tool_calls"][0]["input"] == {"file_path": "a"}
     assert payload["trace_summary"] == {
         "event_count": 1,
         "tool_calls": {"Read": 1},
@@ -225,10 +227,25 @@ def test_stdin_payload_follows_the_agentv_contract(tmp_path: Path) -> None:
     assert (payload["cost_usd"], payload["duration_ms"]) == (0.01, 1200.0)
     trace = payload["trace"]
     assert trace["messages"] == payload["messages"]
-    assert trace["events"] == [{"message_index": 0, "tool": "Read", "input": {"file_path": "a"}}]
+    assert [(e["event_id"], e["ordinal"], e["type"]) for e in trace["events"]] == [
+        ("message-0", 0, "message"),
+        ("message-1", 1, "message"),
+        ("message-1-tool-0", 2, "tool_call"),
+        ("message-2", 3, "message"),
+        ("final-response", 4, "final_response"),
+    ]
+    assert trace["events"][2] == {
+        "event_id": "message-1-tool-0",
+        "parent_event_id": "message-1",
+        "ordinal": 2,
+        "type": "tool_call",
+        "tool": {"name": "Read", "input": {"file_path": "a"}, "status": "ok"},
+        "metadata": {"message_index": 1, "tool_index": 0},
+    }
+    assert trace["events"][4]["message"] == {"role": "assistant", "content": "The answer is 42."}
     assert {k: trace[k] for k in payload["trace_summary"]} == payload["trace_summary"]
     assert (trace["token_usage"], trace["cost_usd"], trace["duration_ms"]) == ({"input": 10, "output": 5}, 0.01, 1200.0)
-    assert trace["metadata"] == payload["metadata"]
+    assert trace["metadata"] == {"eval_case_id": ctx.test.id}  # provenance, as AgentV's
     assert payload["file_changes"] == "diff --git a/x b/x"
     assert payload["workspace_path"] == str(tmp_path / "ws") == payload["_env_workspace"]
     assert payload["metadata"] == {"source_repo": "x", "Team": "y"}, "AgentV's deep snake_case rule"

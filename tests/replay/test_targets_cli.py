@@ -425,3 +425,46 @@ def test_keep_temp_files_leaves_the_prompt_file(dirs) -> None:
     assert Path(kept.output_text).read_text() == "kept?"
     gone = run_target(cli_target("echo {PROMPT_FILE}"), a_test(), workspace=workspace, eval_dir=eval_dir)
     assert not Path(gone.output_text).exists()
+
+
+def test_the_trace_an_agent_reports_is_kept_whole(dirs) -> None:
+    """AgentV's cli output: tool calls with arguments, results, status and timings, per-message timings, the
+    target's usage, cost and duration. All of it is what the trace graders read; the agent's own
+    duration stands over the measured one (``parsed.durationMs ?? measuredDurationMs``)."""
+    workspace, eval_dir = dirs
+    call = {
+        "tool": "Read",
+        "input": {"file_path": "src/a.py"},
+        "output": "print(1)",
+        "id": "c1",
+        "status": "ok",
+        "start_time": "2026-01-01T00:00:00.000Z",
+        "end_time": "2026-01-01T00:00:00.250Z",
+        "duration_ms": 250,
+    }
+    answer = {
+        "output": [
+            {"role": "assistant", "content": "", "tool_calls": [call], "start_time": "2026-01-01T00:00:00Z"},
+            {"role": "assistant", "content": "done", "duration_ms": 12, "metadata": {"model": "m"}},
+        ],
+        "token_usage": {"input": 100, "output": 20, "cached": 5},
+        "cost_usd": 0.0042,
+        "duration_ms": 4321,
+    }
+    command = f"printf '%s' {shlex.quote(json.dumps(answer))}"
+    outcome = run_target(cli_target(command), a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert outcome.status == "ok", outcome.error
+    first, last = (m.model_dump(mode="json", exclude_none=True) for m in outcome.messages)
+    assert first["tool_calls"] == [call]
+    assert first["start_time"] == "2026-01-01T00:00:00Z"
+    assert (last["duration_ms"], last["metadata"]) == (12, {"model": "m"})
+    assert (outcome.token_usage, outcome.cost_usd, outcome.duration_ms) == (answer["token_usage"], 0.0042, 4321)
+
+
+def test_a_negative_reported_duration_is_dropped_for_the_measured_one(dirs) -> None:
+    workspace, eval_dir = dirs
+    answer = json.dumps({"text": "hi", "duration_ms": -5, "cost_usd": -1})
+    outcome = run_target(
+        cli_target(f"printf '%s' {shlex.quote(answer)}"), a_test(), workspace=workspace, eval_dir=eval_dir
+    )
+    assert outcome.cost_usd is None and outcome.duration_ms is not None and outcome.duration_ms >= 0

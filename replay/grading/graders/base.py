@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from evalstore.replay.content import Message
+from evalstore.replay.content import Message, last_assistant
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
+from evalstore.replay.trace import Trace
 from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded, WorkspaceSnapshotted
 
 
@@ -150,6 +151,27 @@ class GradingContext:
     waiting: Callable[[], None] = _no_wait
     """Called by a grader just before it waits on the outside world (its process, its judge): the test's
     next grader may start meanwhile (``grading/overlap.py``)."""
+
+    def trace(self) -> Trace:
+        """The test's recorded trace (``replay/trace.py``), built once for all its graders."""
+        kept = self.shared.get("trace")
+        if kept is None:
+            transcript = self.transcript
+            final = last_assistant(transcript.messages)
+            answer = transcript.output_text if transcript.output_text is not None else (final.text() if final else "")
+            provenance = {"target": self.target} if self.target else {}
+            kept = self.shared["trace"] = Trace.of(
+                transcript.messages,
+                self.test.input,
+                token_usage=transcript.token_usage,
+                cost_usd=transcript.cost_usd,
+                duration_ms=transcript.duration_ms,
+                start_time=transcript.start_time,
+                end_time=transcript.end_time,
+                final_output=answer,
+                metadata={**provenance, "eval_case_id": self.test.id},
+            )
+        return kept
 
 
 @dataclass

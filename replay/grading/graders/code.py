@@ -31,10 +31,9 @@ import dataclasses
 import json
 import math
 import re
-from collections import Counter
 from typing import Any, Literal
 
-from evalstore.replay.content import Message, dump_messages, expected_messages, file_blocks
+from evalstore.replay.content import dump_messages, expected_messages, file_blocks
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import CodeGraderSpec
 from evalstore.replay.grading.answer import one_line
@@ -42,7 +41,6 @@ from evalstore.replay.grading.graders.base import (
     PASS_SCORE,
     GraderResult,
     GradingContext,
-    TranscriptInfo,
     score_to_verdict,
 )
 from evalstore.replay.grading.graders.process_cache import process_cache_key, secret_environment
@@ -268,6 +266,8 @@ def build_payload(
     """The stdin object of AgentV's code-grader contract, plus ``files``."""
     transcript = ctx.transcript
     test = ctx.test
+    trace = ctx.trace()
+    recorded = trace.read_model()  # AgentV's Trace read model, from the recorded transcript and metrics
     payload: dict[str, Any] = {
         "input": dump_messages(list(test.input)),
         "input_files": list(test.input_files),
@@ -275,9 +275,9 @@ def build_payload(
         "output": prepared.text,
         "answer": prepared.text,
         "expected_output": expected_messages(test.expected_output),
-        "messages": dump_messages(transcript.messages),
-        "trace": trace(transcript, test.metadata or None, test.input),
-        "trace_summary": trace_summary(agent_output(transcript.messages, test.input)),
+        "messages": recorded["messages"],
+        "trace": recorded,
+        "trace_summary": trace.summary_wire(),
         "token_usage": transcript.token_usage,
         "cost_usd": transcript.cost_usd,
         "duration_ms": transcript.duration_ms,
@@ -290,56 +290,6 @@ def build_payload(
         "files": files,
     }
     return to_snake_deep(payload)  # the deep key rewrite AgentV applies at process boundaries
-
-
-def agent_output(messages: list[Message], input_messages: list[Message]) -> list[Message]:
-    """The messages the agent produced: a transcript that starts with the test's input (an AgentV
-    ``transcript.jsonl`` does) without it, since AgentV summarizes the provider's output only."""
-    n = len(input_messages)
-    if n and len(messages) > n and [m.role for m in messages[:n]] == [m.role for m in input_messages]:
-        return messages[n:]
-    return messages
-
-
-def trace_summary(messages: list[Message]) -> dict[str, Any]:
-    """AgentV's ``computeTraceSummary`` of the agent's output: tool call counts, failed calls, the tools'
-    durations (when any call has one), assistant turns."""
-    calls = [call for m in messages for call in (m.tool_calls or [])]
-    durations: dict[str, list[float]] = {}
-    for call in calls:
-        duration = getattr(call, "duration_ms", None)
-        if isinstance(duration, (int, float)):
-            durations.setdefault(call.tool, []).append(float(duration))
-    summary: dict[str, Any] = {
-        "event_count": len(calls),
-        "tool_calls": dict(Counter(call.tool for call in calls)),
-        "error_count": sum(1 for call in calls if call.status in ("error", "timeout")),
-    }
-    if durations:
-        summary["tool_durations"] = durations
-    summary["llm_call_count"] = sum(1 for m in messages if m.role == "assistant")
-    return summary
-
-
-def trace(transcript: TranscriptInfo, metadata: dict[str, Any] | None, input_messages: list[Message]) -> dict[str, Any]:
-    """AgentV's full ``Trace`` read model: the summary's counts, the messages, every tool call in order as
-    an event (with the index of the message that made it), and the target's metrics."""
-    events = [
-        {"message_index": index, **call.model_dump(mode="json", exclude_none=True)}
-        for index, message in enumerate(transcript.messages)
-        for call in message.tool_calls or []
-    ]
-    return {
-        **trace_summary(agent_output(transcript.messages, input_messages)),
-        "messages": dump_messages(transcript.messages),
-        "events": events,
-        "token_usage": transcript.token_usage,
-        "cost_usd": transcript.cost_usd,
-        "duration_ms": transcript.duration_ms,
-        "start_time": transcript.start_time,
-        "end_time": transcript.end_time,
-        "metadata": metadata,
-    }
 
 
 def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
