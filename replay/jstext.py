@@ -336,3 +336,40 @@ def _parses_flat(text: str) -> bool:
         else:
             return False
         expect = "comma_or_close" if stack else "done"
+
+
+def js_number_text(value: float) -> str:
+    """``String(n)``: a number as JavaScript writes it in a template literal (``3000``, not ``3000.0``;
+    ``1e-7``, ``1e+21``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        value = float(value)
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        sign = "-" if exponent.startswith("-") else "+"
+        digits = exponent.lstrip("+-").lstrip("0") or "0"
+        mantissa = mantissa[:-2] if mantissa.endswith(".0") else mantissa
+        return f"{mantissa}e{sign}{digits}"
+    return text
+
+
+def js_fixed(value: float, digits: int) -> str:
+    """``Number.prototype.toFixed``: the exact binary value rounded half up (``0.125.toFixed(2)`` is
+    ``0.13``; Python's formatting rounds that tie to even)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    if value != value:
+        return "NaN"
+    if abs(value) >= 1e21:
+        return js_number_text(value)
+    exact = Decimal(abs(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    text = f"{exact:.{digits}f}"
+    return f"-{text}" if value < 0 and exact != 0 else text

@@ -30,15 +30,19 @@ from evalstore.replay.evalfile.rubrics import parse_rubric_items
 from evalstore.replay.evalfile.source import Where
 from evalstore.replay.evalfile.specs import (
     DETERMINISTIC_TYPES,
+    AggregatorSpec,
     AssertionSpec,
     CodeGraderSpec,
+    CompositeSpec,
     ConverterSpec,
     LlmGraderSpec,
     RubricItem,
 )
+from evalstore.replay.evalfile.trace_graders import TYPES as TRACE_GRADER_TYPES
+from evalstore.replay.evalfile.trace_graders import TraceGrader, parse_trace_grader
 from evalstore.replay.jstext import JsRegexError, js_regex, js_slice, js_trim
 
-AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec
+AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec | TraceGrader | CompositeSpec
 
 COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate")
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
@@ -50,9 +54,13 @@ RUBRIC_TYPES = ("rubrics", "rubric")
 LLM_TYPES = ("llm-grader", "llm-rubric", *RUBRIC_TYPES)
 CODE_TYPES = ("code-grader", "script")
 DEPRECATED_TYPES = {"llm-judge": "llm-grader", "code-judge": "code-grader"}
-# Types AgentV grades and evalstore does not (v4 GRADER_KIND_VALUES, HEAD's agent-rubric and
-# assert-set): warned about and skipped. Any other type is a mistake, refused at load time.
-AGENTV_ONLY_TYPES = (
+# Types of a later AgentV (HEAD's agent-rubric and assert-set) that 4.42 does not know: warned about and
+# skipped. A type no AgentV knows and no custom assertion names is a mistake, refused at load time.
+AGENTV_ONLY_TYPES = ("agent-rubric", "assert-set")
+AGENTV_KINDS = (
+    "code-grader",
+    "llm-grader",
+    "rubric",
     "composite",
     "tool-trajectory",
     "field-accuracy",
@@ -61,14 +69,25 @@ AGENTV_ONLY_TYPES = (
     "token-usage",
     "execution-metrics",
     "skill-trigger",
+    "contains",
+    "contains-any",
+    "contains-all",
+    "icontains",
+    "icontains-any",
+    "icontains-all",
+    "starts-with",
+    "ends-with",
+    "regex",
+    "is-json",
+    "equals",
+    "rubrics",
     "inline-assert",
-    "agent-rubric",
-    "assert-set",
 )
+"""AgentV 4.42's ``GRADER_KIND_VALUES``: what a composite member's ``type`` must be, as written."""
 LIST_VALUE_TYPES = ("contains-any", "contains-all", "icontains-any", "icontains-all")
 
 # A prompt file must place the candidate somewhere (AgentV prompt-validator.ts).
-KNOWN_TYPES = (*LLM_TYPES, *CODE_TYPES, *DEPRECATED_TYPES, *DETERMINISTIC_TYPES, *AGENTV_ONLY_TYPES)
+KNOWN_TYPES = (*LLM_TYPES, *CODE_TYPES, *DEPRECATED_TYPES, *DETERMINISTIC_TYPES, *AGENTV_KINDS, *AGENTV_ONLY_TYPES)
 
 PROMPT_VARIABLE = re.compile(r"\{\{\s*(output|expected_output)\s*\}\}")
 # Arguments that name a script file: a missing one is an error, not a runtime surprise.
@@ -173,11 +192,23 @@ def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[Co
     if kind in DETERMINISTIC_TYPES:
         warn_unknown(ctx, obj, DETERMINISTIC_KEYS, where)
         return _deterministic(obj, kind, where, ctx)
-    if kind in AGENTV_ONLY_TYPES or _custom_assertion(kind, ctx):
-        # A type AgentV knows (or a custom assertion it would discover): the suite is AgentV's, so it
-        # still loads, and the gap is said out loud.
+    if kind in TRACE_GRADER_TYPES:
+        return parse_trace_grader(obj, kind, _common(obj, kind, where), where, ctx)
+    if kind == "composite":
+        return _composite(obj, where, ctx)
+    if kind == "inline-assert":
+        # AgentV's inline-assert wraps a function of a TypeScript eval (evaluate() or *.eval.ts); a YAML
+        # suite has none, and AgentV fails the grader with this reason when it runs.
+        raise where.key("type").error(
+            "`inline-assert` wraps a TypeScript function of a *.eval.ts suite or evaluate() (AgentV: "
+            '"No inline assert function found on config"); a YAML suite cannot name one'
+        )
+    if kind in AGENTV_ONLY_TYPES:
         ctx.warn(where.key("type"), f"grader type `{written}` is not supported by evalstore; assertion skipped")
         return None
+    custom = find_custom_assertion(kind, ctx)
+    if custom is not None:
+        return _custom(obj, kind, custom, where, ctx)
     raise where.key("type").error(f"unknown grader type `{written}`{did_you_mean(kind, KNOWN_TYPES)}")
 
 
@@ -190,15 +221,118 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; use one of {', '.join(choices)}"
 
 
-def _custom_assertion(kind: str, ctx: ParseContext) -> bool:
-    """Whether AgentV would find ``kind`` as a custom assertion (``.agentv/assertions/``,
-    ``.agentv/graders/`` or ``.agentv/judges/`` above the eval file, a file named after the type)."""
-    for root in (ctx.eval_dir, *ctx.eval_dir.parents):
-        for folder in ("assertions", "graders", "judges"):
-            directory = root / ".agentv" / folder
-            if directory.is_dir() and any(p.stem == kind for p in directory.iterdir()):
-                return True
-    return False
+CUSTOM_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
+CUSTOM_RUNTIME = ("bun", "run")
+"""How AgentV 4.42 runs a discovered custom assertion (``registry/assertion-discovery.ts``): ``bun run FILE``,
+whatever the file's suffix."""
+
+
+def find_custom_assertion(kind: str, ctx: ParseContext) -> Path | None:
+    """The script AgentV would register as type ``kind``: ``.agentv/assertions/KIND.{ts,js,mts,mjs}`` in the
+    eval file's folder or a parent (nearest first), then ``.agentv/graders/`` and ``.agentv/judges/`` the
+    same way (AgentV discovers assertions before graders, and the first registered wins)."""
+    for folder in ("assertions", "graders", "judges"):
+        for root in (ctx.eval_dir, *ctx.eval_dir.parents):
+            for suffix in CUSTOM_SUFFIXES:
+                candidate = root / ".agentv" / folder / f"{kind}{suffix}"
+                if candidate.is_file():
+                    return candidate
+    return None
+
+
+def _custom(obj: dict[str, Any], kind: str, script: Path, where: Where, ctx: ParseContext) -> CodeGraderSpec:
+    """A custom assertion: a code grader AgentV runs as ``bun run SCRIPT`` in its own working folder, with
+    no ``config`` (the discovered grader's factory passes none) and its default timeout."""
+    fields = _common(obj, kind, where)
+    if not (opt_str(obj, "name", where) or opt_str(obj, "metric", where)):
+        fields["name"] = kind
+    ctx.reference("grader_script", script, f".agentv/{script.parent.name}/{script.name}")
+    return CodeGraderSpec(
+        command=[*CUSTOM_RUNTIME, str(script)],
+        script=str(script),
+        cwd=os.getcwd(),
+        custom_type=kind,
+        **fields,
+    )
+
+
+def _composite(obj: dict[str, Any], where: Where, ctx: ParseContext) -> CompositeSpec | None:
+    """AgentV's composite: named members of known types (parsed as assertions of their own, without the
+    suite's preprocessors) and an aggregator; skipped with AgentV's warning when either is unusable."""
+    common = _common(obj, "composite", where)
+    name = common["name"]
+
+    def skip(reason: str) -> None:
+        ctx.warn(where, f"composite grader `{name}` skipped, as AgentV skips it: {reason}")
+
+    key = next((k for k in ("assertions", "assert", "evaluators") if obj.get(k) is not None), "assertions")
+    raw_members = obj.get(key)
+    if not isinstance(raw_members, list):
+        skip("missing assertions (or evaluators) array")
+        return None
+    aggregator = _aggregator(obj.get("aggregator"), where.key("aggregator"), ctx, skip)
+    if aggregator is None:
+        return None
+    members: list[Any] = []
+    for i, raw in enumerate(raw_members):
+        at = where.key(key).index(i)
+        member_type = raw.get("type") if isinstance(raw, dict) else None
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or member_type not in AGENTV_KINDS:
+            ctx.warn(
+                at, f"member of composite `{name}` skipped, as AgentV skips it: it needs a `name` and a known `type`"
+            )
+            continue
+        member = parse_grader(raw, at, ctx, [])
+        if member is not None:
+            members.append(member)
+    if not members:
+        skip("no valid member evaluators")
+        return None
+    return CompositeSpec(assertions=assign_names(members), aggregator=aggregator, **common)
+
+
+def _aggregator(raw: Any, where: Where, ctx: ParseContext, skip: Any) -> AggregatorSpec | None:
+    if not isinstance(raw, dict):
+        skip("missing aggregator")
+        return None
+    written = raw.get("type")
+    kind = written if written in ("weighted_average", "threshold") else str(written).replace("_", "-")
+    if kind in DEPRECATED_TYPES:
+        skip(f"aggregator type `{written}` is deprecated; use `{DEPRECATED_TYPES[kind]}`")
+        return None
+    if kind == "weighted_average":
+        weights: dict[Any, Any] = raw["weights"] if isinstance(raw.get("weights"), dict) else {}
+        numbers = {
+            str(k): float(v) for k, v in weights.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        return AggregatorSpec(type="weighted_average", weights=numbers or None)
+    if kind == "threshold":
+        threshold = raw.get("threshold")
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            skip("threshold must be a number between 0.0 and 1.0")
+            return None
+        return AggregatorSpec(type="threshold", threshold=float(threshold))
+    if kind == "code-grader":
+        path = raw.get("path")
+        if not isinstance(path, str) or not path:
+            skip("code-grader aggregator missing path")
+            return None
+        # A shell command run in the eval file's folder, as AgentV runs it.
+        script, ref = _shell_script(path, where.key("path"), ctx)
+        if script is not None:
+            ctx.reference("grader_script", script, ref)
+        return AggregatorSpec(type="code-grader", path=path, cwd=str(ctx.eval_dir))
+    if kind == "llm-grader":
+        prompt = raw.get("prompt")
+        if isinstance(prompt, str) and prompt.startswith("file://"):
+            found = ctx.resolve(prompt[len("file://") :], where.key("prompt"), "aggregator prompt file")
+            ctx.reference("prompt", found, prompt)
+            return AggregatorSpec(
+                type="llm-grader", prompt=ctx.read_text(found, where.key("prompt")), prompt_file=str(found)
+            )
+        return AggregatorSpec(type="llm-grader", prompt=prompt if isinstance(prompt, str) and prompt else None)
+    skip(f"invalid aggregator type `{written}`")
+    return None
 
 
 def _common(obj: dict[str, Any], kind: str, where: Where) -> dict[str, Any]:

@@ -92,6 +92,8 @@ class CodeGraderSpec(_GraderSpec):
     cache: bool = True
     """Reuse a recorded execution when the process's inputs are byte-identical (``cache: false`` for a
     grader that is not deterministic); see ``evalstore.replay.grading.graders.process_cache``."""
+    custom_type: str | None = None
+    """A custom assertion (``.agentv/assertions/NAME.ts``, run as ``bun run``): the type it was named by."""
 
 
 DETERMINISTIC_TYPES = (
@@ -127,7 +129,139 @@ class AssertionSpec(_GraderSpec):
     flags: str | None = None
 
 
-GraderSpec = Annotated[LlmGraderSpec | CodeGraderSpec | AssertionSpec, Field(discriminator="type")]
+ArgsMatch = Literal["exact", "superset", "subset", "ignore"] | list[str]
+"""How a tool call's arguments are compared with an expected item's ``args``: deep equality, the expected
+keys present, no key beyond the expected, not at all, or only the listed (dot-path) fields."""
+
+
+class ExpectedToolCall(_Spec):
+    """One ``expected`` item of a tool-trajectory grader."""
+
+    tool: str
+    args: Literal["any"] | dict[str, Any] | None = None
+    """None: no constraint (as ``any``)."""
+    max_duration_ms: float | None = None
+    """A latency assertion on the matched call."""
+    args_match: ArgsMatch | None = None
+    """This item's matcher, over the grader's ``args_match``."""
+
+
+class ToolTrajectorySpec(_GraderSpec):
+    """``tool-trajectory``: the agent's tool calls against minimums (``any_order``) or an expected list."""
+
+    type: Literal["tool-trajectory"] = "tool-trajectory"
+    mode: Literal["any_order", "in_order", "exact", "subset", "superset"]
+    minimums: dict[str, float] | None = None
+    expected: list[ExpectedToolCall] | None = None
+    args_match: ArgsMatch | None = None
+    """The default matcher of the items (``exact`` when neither says)."""
+
+
+class LatencySpec(_GraderSpec):
+    """``latency``: the target's duration at most ``threshold`` ms."""
+
+    type: Literal["latency"] = "latency"
+    threshold: float
+
+
+class CostSpec(_GraderSpec):
+    """``cost``: the target's cost at most ``budget`` USD."""
+
+    type: Literal["cost"] = "cost"
+    budget: float
+
+
+class TokenUsageSpec(_GraderSpec):
+    """``token-usage``: the target's input, output and total (input + output + cached) tokens."""
+
+    type: Literal["token-usage"] = "token-usage"
+    max_total: float | None = None
+    max_input: float | None = None
+    max_output: float | None = None
+
+
+class ExecutionMetricsSpec(_GraderSpec):
+    """``execution-metrics``: each threshold set is one check; the score is the share that pass."""
+
+    type: Literal["execution-metrics"] = "execution-metrics"
+    max_tool_calls: float | None = None
+    max_llm_calls: float | None = None
+    max_tokens: float | None = None
+    max_cost_usd: float | None = None
+    max_duration_ms: float | None = None
+    target_exploration_ratio: float | None = None
+    exploration_tolerance: float | None = None
+
+
+class SkillTriggerSpec(_GraderSpec):
+    """``skill-trigger``: whether the agent invoked (or, with ``should_trigger: false``, did not) a skill."""
+
+    type: Literal["skill-trigger"] = "skill-trigger"
+    skill: str
+    should_trigger: bool = True
+
+
+class FieldSpec(_Spec):
+    """One field of a field-accuracy grader."""
+
+    path: str
+    """Dot path with array indexes (``line_items[0].amount``)."""
+    match: Literal["exact", "numeric_tolerance", "date"]
+    required: bool = True
+    weight: float = 1.0
+    tolerance: float | None = None
+    relative: bool = False
+    formats: list[str] | None = None
+
+
+class FieldAccuracySpec(_GraderSpec):
+    """``field-accuracy``: the answer's JSON fields against the expected output's."""
+
+    type: Literal["field-accuracy"] = "field-accuracy"
+    fields: list[FieldSpec]
+    aggregation: Literal["weighted_average", "all_or_nothing"] = "weighted_average"
+
+
+class AggregatorSpec(_Spec):
+    """How a composite grader combines its members: ``weighted_average`` (``weights`` by member name),
+    ``threshold`` (the share of members that pass, passing at ``threshold``), a ``code-grader`` script
+    (``path``, run in ``cwd``), or an ``llm-grader`` judge (``prompt``: inline text or a file's)."""
+
+    type: Literal["weighted_average", "threshold", "code-grader", "llm-grader"]
+    weights: dict[str, float] | None = None
+    threshold: float | None = None
+    path: str | None = None
+    cwd: str | None = None
+    prompt: str | None = None
+    prompt_file: str | None = None
+
+
+class CompositeSpec(_GraderSpec):
+    """``composite``: member graders (any type, composites too) and their aggregator."""
+
+    type: Literal["composite"] = "composite"
+    assertions: list[GraderSpec]
+    aggregator: AggregatorSpec
+
+
+TRACE_TYPES = ("tool-trajectory", "latency", "cost", "token-usage", "execution-metrics", "skill-trigger")
+"""Graders of what the agent did: they read the recorded trace (``replay/trace.py``), not the answer."""
+
+GraderSpec = Annotated[
+    LlmGraderSpec
+    | CodeGraderSpec
+    | AssertionSpec
+    | ToolTrajectorySpec
+    | LatencySpec
+    | CostSpec
+    | TokenUsageSpec
+    | ExecutionMetricsSpec
+    | SkillTriggerSpec
+    | FieldAccuracySpec
+    | CompositeSpec,
+    Field(discriminator="type"),
+]
+CompositeSpec.model_rebuild()
 
 
 class WorkspaceEnv(_Spec):

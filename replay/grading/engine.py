@@ -10,15 +10,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.evalfile.specs import (
     AssertionSpec,
     CodeGraderSpec,
+    CompositeSpec,
+    CostSpec,
     EvalSuite,
     EvalTest,
+    ExecutionMetricsSpec,
+    FieldAccuracySpec,
     GraderSpec,
+    LatencySpec,
     LlmGraderSpec,
+    SkillTriggerSpec,
+    TokenUsageSpec,
+    ToolTrajectorySpec,
 )
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
 from evalstore.replay.grading.overlap import overlapping
@@ -44,7 +52,31 @@ def make_grader(spec):  # type: ignore[no-untyped-def]
         from evalstore.replay.grading.graders.deterministic import AssertionGrader
 
         return AssertionGrader(spec)
-    raise TypeError(f"no grader for {type(spec).__name__}")
+    if isinstance(spec, ToolTrajectorySpec):
+        from evalstore.replay.grading.graders.trajectory import ToolTrajectoryGrader
+
+        return ToolTrajectoryGrader(spec)
+    if isinstance(spec, FieldAccuracySpec):
+        from evalstore.replay.grading.graders.field_accuracy import FieldAccuracyGrader
+
+        return FieldAccuracyGrader(spec)
+    if isinstance(spec, CompositeSpec):
+        from evalstore.replay.grading.graders.composite import CompositeGrader
+
+        return CompositeGrader(spec)
+    from evalstore.replay.grading.graders import metrics
+
+    graders: dict[type, Any] = {
+        LatencySpec: metrics.LatencyGrader,
+        CostSpec: metrics.CostGrader,
+        TokenUsageSpec: metrics.TokenUsageGrader,
+        ExecutionMetricsSpec: metrics.ExecutionMetricsGrader,
+        SkillTriggerSpec: metrics.SkillTriggerGrader,
+    }
+    grader = graders.get(type(spec))
+    if grader is None:
+        raise TypeError(f"no grader for {type(spec).__name__}")
+    return grader(spec)
 
 
 @dataclass
@@ -128,6 +160,12 @@ def grade_test(
 def _graded(spec: GraderSpec, ctx: GradingContext) -> GraderResult:
     result = _grade_one(spec, ctx)
     return apply_negate(result) if spec.negate else result
+
+
+def grade_member(spec: GraderSpec, ctx: GradingContext) -> GraderResult:
+    """A composite's member graded as a grader of the test is, without its ``negate`` (AgentV's composite
+    evaluates its members directly)."""
+    return _grade_one(spec, ctx)
 
 
 def _grade_one(spec, ctx: GradingContext) -> GraderResult:  # type: ignore[no-untyped-def]

@@ -456,7 +456,8 @@ def test_unknown_keys_warn_with_file_and_line(tmp_path: Path) -> None:
     assert f"{path}:3: field `colour`: unknown key `colour` ignored" in "\n".join(suite.warnings)
     assert any(w.startswith(f"{path}:8: field `tests[0].flavour`: unknown key") for w in suite.warnings)
     assert any(w.startswith(f"{path}:10: field `tests[0].assertions[0].strength`") for w in suite.warnings)
-    assert any("grader type `composite` is not supported" in w and ":11:" in w for w in suite.warnings)
+    # AgentV reads a composite's members from `assertions` (or `assert`, `evaluators`), not `graders`
+    assert any("composite grader `composite` skipped, as AgentV skips it" in w and ":11:" in w for w in suite.warnings)
     assert [g.type for g in suite.tests[0].graders] == ["contains"]
 
 

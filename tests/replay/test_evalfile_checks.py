@@ -74,8 +74,10 @@ def test_a_type_like_nothing_known_lists_the_types(project: Path) -> None:
         load_eval(eval_file)
 
 
-def test_types_agentv_grades_and_custom_assertions_it_discovers_still_load_with_a_warning(project: Path) -> None:
-    write(project / ".agentv" / "assertions" / "word-count.ts", "export default {}\n")
+def test_types_agentv_grades_and_custom_assertions_it_discovers_load_as_graders(project: Path) -> None:
+    """A custom assertion AgentV discovers (``.agentv/assertions/NAME.ts`` above the eval file) is a code
+    grader run as AgentV runs it: ``bun run FILE``, named by its type, with no config."""
+    script = write(project / ".agentv" / "assertions" / "word-count.ts", "export default {}\n")
     eval_file = write(
         project / "suite.eval.yaml",
         """\
@@ -86,13 +88,17 @@ def test_types_agentv_grades_and_custom_assertions_it_discovers_still_load_with_
             criteria: c
             assertions:
               - {type: latency, threshold: 100}
-              - {type: word-count}
+              - {type: word-count, min: 3}
               - {type: contains, value: hi}
         """,
     )
     suite = load_eval(eval_file)
-    assert [g.type for g in suite.tests[0].graders] == ["contains"]
-    assert sum("is not supported by evalstore" in w for w in suite.warnings) == 2
+    latency, custom, contains = suite.tests[0].graders
+    assert (latency.type, latency.threshold) == ("latency", 100)
+    assert (custom.type, custom.name, custom.custom_type) == ("code-grader", "word-count", "word-count")
+    assert custom.command == ["bun", "run", str(script)] and custom.config is None
+    assert contains.type == "contains"
+    assert not suite.warnings
 
 
 # -- nesting ----------------------------------------------------------------------------------------

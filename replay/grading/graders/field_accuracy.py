@@ -1,0 +1,273 @@
+"""``field-accuracy``: fields of the answer's JSON against the expected output's, as AgentV 4.42 grades
+them (``graders/field-accuracy.ts``): ``exact`` (deep equality), ``numeric_tolerance`` (absolute, or
+``relative`` to the expected value), ``date`` (same day, whatever the format). A missing expected value
+counts as a hit; a missing optional field counts for nothing. The score is the weighted mean, or 1/0 with
+``aggregation: all_or_nothing``.
+
+Dates are read as JavaScript's ``new Date`` reads the usual forms (ISO dates and times, ``01/15/2025``,
+``2025/01/15``, ``15-JAN-2025``, ``January 15, 2025``, ``15 Jan 2025``), in UTC (AgentV reads them in the
+machine's zone), then as AgentV's own fallbacks (``DD-MMM-YYYY``, and ``MM/DD/YYYY`` or ``DD/MM/YYYY`` as
+the field's ``formats`` say or the values tell).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, date, datetime
+from typing import Any
+
+from evalstore.replay.content import expected_messages
+from evalstore.replay.evalfile.specs import FieldAccuracySpec, FieldSpec
+from evalstore.replay.grading.graders.base import GraderResult, GradingContext, score_to_verdict
+from evalstore.replay.grading.graders.trajectory import js_deep_equal
+from evalstore.replay.jstext import js_fixed, js_number_text
+from evalstore.store.events import Assertion
+
+_MONTHS = {
+    name: i
+    for i, names in enumerate(
+        (
+            ("jan", "january"),
+            ("feb", "february"),
+            ("mar", "march"),
+            ("apr", "april"),
+            ("may",),
+            ("jun", "june"),
+            ("jul", "july"),
+            ("aug", "august"),
+            ("sep", "sept", "september"),
+            ("oct", "october"),
+            ("nov", "november"),
+            ("dec", "december"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_JS_FORMATS = (
+    "%m/%d/%Y",
+    "%Y/%m/%d",
+    "%m-%d-%Y",
+    "%B %d, %Y",
+    "%b %d, %Y",
+    "%B %d %Y",
+    "%b %d %Y",
+    "%d %B %Y",
+    "%d %b %Y",
+    "%a %b %d %Y",
+)
+
+
+def parse_json_from_text(text: str) -> Any:
+    """AgentV's ``parseJsonFromText``: fences removed, the outermost ``{...}`` taken, a ``"passed"`` that is
+    not a boolean repaired, then ``JSON.parse``; raises ValueError."""
+    cleaned = re.sub(r"```json\n?|```", "", text).strip()
+    match = re.search(r"\{[\s\S]*\}", cleaned)
+    blob = match.group(0) if match else cleaned
+
+    def repair(m: re.Match[str]) -> str:
+        value = (m.group(2) or m.group(3) or "").strip().lower()
+        return m.group(1) + ("true" if value == "true" else "false")
+
+    repaired = re.sub(r'("passed"\s*:\s*)(?:"([^"]+)"|([A-Za-z_][A-Za-z0-9_-]*))', repair, blob, flags=re.IGNORECASE)
+    return json.loads(repaired)
+
+
+_MISSING = object()
+
+
+def _resolve(value: Any, path: str) -> Any:
+    """A dot path with ``[n]`` indexes (``line_items[0].amount``), or missing (JavaScript's undefined)."""
+    current = value
+    for part in (p for p in re.split(r"\.|\[|\]", path) if p):
+        if isinstance(current, list):
+            index = int(part) if part.isdigit() else len(current)
+            current = current[index] if index < len(current) else _MISSING
+        elif isinstance(current, dict):
+            current = current.get(part, _MISSING)
+        else:
+            return _MISSING
+        if current is _MISSING:
+            return _MISSING
+    return current
+
+
+def _to_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        match = re.match(r"\s*[+-]?(\d+\.?\d*(e[+-]?\d+)?|\.\d+(e[+-]?\d+)?|Infinity)", value, re.IGNORECASE)
+        if match:
+            return float(match.group(0).replace("Infinity", "inf"))
+    return None
+
+
+def js_date(text: str, formats: list[str]) -> date | None:
+    """The day a date string names, as AgentV's ``parseDate`` finds it; None when it finds none."""
+    trimmed = text.strip()
+    if not trimmed:
+        return None
+    try:
+        moment = datetime.fromisoformat(trimmed.replace("Z", "+00:00"))
+        return moment.astimezone(UTC).date() if moment.tzinfo else moment.date()
+    except ValueError:
+        pass
+    loose = re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", trimmed) or re.fullmatch(r"(\d{4})()()", trimmed)
+    if loose:
+        try:
+            return date(int(loose.group(1)), int(loose.group(2) or 1), int(loose.group(3) or 1))
+        except ValueError:
+            return None
+    for pattern in _JS_FORMATS:
+        try:
+            return datetime.strptime(trimmed, pattern).date()
+        except ValueError:
+            continue
+    named = re.fullmatch(r"(\d{1,2})-([A-Za-z]{3,9})-(\d{4})", trimmed)
+    if named and named.group(2).lower() in _MONTHS:
+        return _day(int(named.group(3)), _MONTHS[named.group(2).lower()], int(named.group(1)))
+    numeric = re.fullmatch(r"(\d{1,2})[/\-](\d{1,2})[/\-](\d{4})", trimmed)
+    if not numeric:
+        return None
+    first, second, year = (int(g) for g in numeric.groups())
+    us = any("MM/DD" in f or "MM-DD" in f for f in formats)
+    eu = any("DD/MM" in f or "DD-MM" in f for f in formats)
+    if us and not eu:
+        return _day(year, first, second) if 1 <= first <= 12 and 1 <= second <= 31 else None
+    if eu and not us:
+        return _day(year, second, first) if 1 <= second <= 12 and 1 <= first <= 31 else None
+    if first > 12 and second <= 12:
+        return _day(year, second, first)
+    if second > 12 and first <= 12:
+        return _day(year, first, second)
+    if first <= 12 and second <= 31:
+        return _day(year, first, second)
+    return None
+
+
+def _day(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None  # JavaScript would roll 31 February over into March; such a day matches nothing here
+
+
+DEFAULT_DATE_FORMATS = [
+    "YYYY-MM-DDTHH:mm:ssZ",
+    "YYYY-MM-DDTHH:mm:ss",
+    "YYYY-MM-DD",
+    "DD-MMM-YYYY",
+    "MM/DD/YYYY",
+    "DD/MM/YYYY",
+    "MM-DD-YYYY",
+    "DD-MM-YYYY",
+]
+
+
+def _js_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "object"
+
+
+def _js_string(value: Any) -> str:
+    from evalstore.replay.grading.graders.metrics import js_string
+
+    return js_string(value)
+
+
+def compare_field(field: FieldSpec, answer: Any, expected: Any) -> tuple[float, float, bool, str]:
+    """(score, weight, hit, message) of one field."""
+    path, weight = field.path, field.weight
+    want = _resolve(expected, path)
+    if want is _MISSING:
+        return 1.0, weight, True, f"{path}: no expected value"
+    got = _resolve(answer, path)
+    if got is _MISSING:
+        if field.required:
+            return 0.0, weight, False, f"{path} (required, missing)"
+        return 1.0, 0.0, True, f"{path}: optional field missing"
+    if field.match == "exact":
+        if js_deep_equal(got, want):
+            return 1.0, weight, True, path
+        if _js_type(got) != _js_type(want):
+            return 0.0, weight, False, f"{path} (type mismatch: got {_js_type(got)}, expected {_js_type(want)})"
+        return 0.0, weight, False, f"{path} (value mismatch)"
+    if field.match == "numeric_tolerance":
+        a, b = _to_number(got), _to_number(want)
+        if a is None or b is None:
+            return 0.0, weight, False, f"{path} (non-numeric value)"
+        if a in (float("inf"), float("-inf")) or b in (float("inf"), float("-inf")):
+            return 0.0, weight, False, f"{path} (invalid numeric value)"
+        tolerance = field.tolerance or 0.0
+        diff = abs(a - b)
+        off = diff if not field.relative or b == 0 else diff / abs(b)
+        if off <= tolerance:
+            return 1.0, weight, True, f"{path} (within tolerance: diff={js_fixed(diff, 2)})"
+        return (
+            0.0,
+            weight,
+            False,
+            f"{path} (outside tolerance: diff={js_fixed(diff, 2)}, tolerance={js_number_text(tolerance)})",
+        )
+    formats = field.formats if field.formats is not None else DEFAULT_DATE_FORMATS
+    got_day, want_day = js_date(_js_string(got), formats), js_date(_js_string(want), formats)
+    if got_day is None:
+        return 0.0, weight, False, f"{path} (unparseable candidate date)"
+    if want_day is None:
+        return 0.0, weight, False, f"{path} (unparseable expected date)"
+    if got_day == want_day:
+        return 1.0, weight, True, path
+    return 0.0, weight, False, f"{path} (date mismatch: got {got_day.isoformat()}, expected {want_day.isoformat()})"
+
+
+def expected_data(expected_output: Any) -> Any:
+    """The last assistant message of the expected output with content: an object as it is, a string as
+    the JSON it holds (a message whose string does not parse is passed over)."""
+    for message in reversed(expected_messages(expected_output)):
+        content = message.get("content")
+        if message.get("role") != "assistant" or not content:
+            continue
+        if isinstance(content, (dict, list)):
+            return content
+        if isinstance(content, str):
+            try:
+                return parse_json_from_text(content)
+            except ValueError:
+                continue
+    return None
+
+
+class FieldAccuracyGrader:
+    def __init__(self, spec: FieldAccuracySpec) -> None:
+        self.spec = spec
+
+    def grade(self, ctx: GradingContext) -> GraderResult:
+        answer_text = ctx.trace().final_output or ""
+        try:
+            answer = parse_json_from_text(answer_text)
+        except ValueError:
+            return _fail("Failed to parse candidate answer as JSON")
+        expected = expected_data(ctx.test.expected_output)
+        if expected is None:
+            return _fail("No expected data found in expected_output")
+        results = [compare_field(f, answer, expected) for f in self.spec.fields]
+        assertions = [Assertion(text=message, passed=hit) for _, _, hit, message in results]
+        if self.spec.aggregation == "all_or_nothing":
+            score = 0.0 if any(not a.passed for a in assertions) else 1.0
+        else:
+            total = sum(w for _, w, _, _ in results)
+            score = sum(s * w for s, w, _, _ in results) / total if total else (1.0 if not results else 0.0)
+        score = min(1.0, max(0.0, score))
+        return GraderResult(score=score, verdict=score_to_verdict(score), assertions=assertions)
+
+
+def _fail(text: str) -> GraderResult:
+    return GraderResult(score=0.0, verdict="fail", assertions=[Assertion(text=text, passed=False)])
