@@ -170,8 +170,13 @@ def sidecars_for(root: Path, row: dict[str, Any]) -> Sidecars:
         found.messages = messages
     if trace is not None:
         files.append(as_file(trace, root))
-        if found.messages is None:
-            found.messages = load_messages(trace, row.get("test_id"))
+        # trace.json's transcript events are the provider's messages as AgentV graded them; transcript.jsonl
+        # is projected from the trace's spans and gives every tool call a start, an end, a duration and a
+        # status the agent never reported (a call without timings gets its message's), which a
+        # tool-trajectory latency check or a trace summary would then read.
+        from_trace = load_messages(trace, row.get("test_id"))
+        if from_trace or found.messages is None:
+            found.messages = from_trace
 
     answer = pick("answer_path", row.get("answer_path"), root, outputs / "answer.md")
     copies = {pick(key, row.get(key), root) for key in ("output_path", "response_path")} - {None, answer}

@@ -209,6 +209,8 @@ def _skill_trigger(obj: dict[str, Any], common: dict[str, Any], where: Where, ct
         _skip(ctx, where, "skill-trigger", common["name"], "missing skill")
         return None
     should = obj.get("should_trigger")
+    if not isinstance(obj.get("name"), str) and not isinstance(obj.get("metric"), str):
+        common = {**common, "name": f"skill-trigger-{skill}"}  # AgentV's generated name
     return SkillTriggerSpec(skill=skill, should_trigger=should if isinstance(should, bool) else True, **common)
 
 
