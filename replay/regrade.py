@@ -33,7 +33,9 @@ from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
 from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
 from evalstore.replay.evalfile.specs import (
+    AssertionSpec,
     CodeGraderSpec,
+    CompositeSpec,
     ConverterSpec,
     EvalSuite,
     EvalTest,
@@ -690,9 +692,16 @@ def _swap_preprocessors(suite: EvalSuite, values: list[str]) -> EvalSuite:
 
 
 def _graded_with(converter: ConverterSpec, grader: GraderSpec) -> GraderSpec:
-    if not hasattr(grader, "preprocessors"):
-        return grader
-    return grader.model_copy(update={"preprocessors": _with_converter(grader.preprocessors, converter)})
+    """A swapped converter reaches the graders that read converted files: LLM graders, and a code or
+    deterministic grader that asked for converted text with ``preprocessors:`` of its own; the others read
+    the text answer (and raw files), as in AgentV, and are left as they are."""
+    if isinstance(grader, CompositeSpec):
+        return grader.model_copy(update={"assertions": [_graded_with(converter, g) for g in grader.assertions]})
+    if isinstance(grader, LlmGraderSpec) or (
+        isinstance(grader, (CodeGraderSpec, AssertionSpec)) and grader.preprocessors
+    ):
+        return grader.model_copy(update={"preprocessors": _with_converter(grader.preprocessors, converter)})
+    return grader
 
 
 def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = False) -> EvalSuite:

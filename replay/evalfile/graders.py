@@ -48,7 +48,7 @@ COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "neg
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
 CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors", "target", "cache")
 DEFAULT_TARGET_MAX_CALLS = 50
-DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags")
+DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags", "preprocessors")
 
 RUBRIC_TYPES = ("rubrics", "rubric")
 LLM_TYPES = ("llm-grader", "llm-rubric", *RUBRIC_TYPES)
@@ -191,7 +191,9 @@ def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[Co
         return _code_grader(obj, kind, where, ctx, converters)
     if kind in DETERMINISTIC_TYPES:
         warn_unknown(ctx, obj, DETERMINISTIC_KEYS, where)
-        return _deterministic(obj, kind, where, ctx)
+        assertion = _deterministic(obj, kind, where, ctx)
+        converters = _own_converters(obj, where, ctx, converters)
+        return assertion.model_copy(update={"preprocessors": converters}) if assertion and converters else assertion
     if kind in TRACE_GRADER_TYPES:
         return parse_trace_grader(obj, kind, _common(obj, kind, where), where, ctx)
     if kind == "composite":
@@ -370,6 +372,15 @@ def _effective_converters(
     return merge_converters(suite, own)
 
 
+def _own_converters(
+    obj: dict[str, Any], where: Where, ctx: ParseContext, suite: list[ConverterSpec]
+) -> list[ConverterSpec]:
+    """A code or deterministic grader's converters: none (it reads AgentV's text answer, as there), or,
+    when it declares ``preprocessors:`` of its own (an evalstore extension), the suite's merged with them."""
+    own = parse_converters(obj.get("preprocessors"), where.key("preprocessors"), ctx)
+    return merge_converters(suite, own) if own else []
+
+
 def _llm_grader(
     obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
 ) -> LlmGraderSpec:
@@ -465,7 +476,7 @@ def _code_grader(
         script=str(script) if script is not None else None,
         cwd=_cwd(obj, where, ctx),
         config=config or None,
-        preprocessors=_effective_converters(obj, where, ctx, converters),
+        preprocessors=_own_converters(obj, where, ctx, converters),
         **fields,
     )
 

@@ -84,6 +84,9 @@ class CodeGraderSpec(_GraderSpec):
     timeout: float = 60.0
     config: dict[str, Any] | None = None
     preprocessors: list[ConverterSpec] = Field(default_factory=list)
+    """Empty: the grader reads AgentV's text answer, the raw files in ``files``. An evalstore extension:
+    a grader with ``preprocessors:`` of its own reads the answer with its files converted, by the suite's
+    converters merged with its own."""
     target_max_calls: int | None = None
     """``target: {max_calls: N}``: the grader may call its judge target N times through the target proxy;
     None: no proxy."""
@@ -127,6 +130,9 @@ class AssertionSpec(_GraderSpec):
     ]
     value: Any = None
     flags: str | None = None
+    preprocessors: list[ConverterSpec] = Field(default_factory=list)
+    """An evalstore extension: converters this assertion asked for (``preprocessors:`` of its own), merged
+    over the suite's; it then reads the answer with its files converted. Empty: AgentV's text answer."""
 
 
 ArgsMatch = Literal["exact", "superset", "subset", "ignore"] | list[str]

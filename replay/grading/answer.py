@@ -18,6 +18,16 @@ def candidate_message(messages: list[Message]) -> Message | None:
     return None
 
 
+def text_answer(messages: list[Message], output_text: str | None) -> str:
+    """The answer as AgentV's graders other than LLM graders see it (``candidate``): the text the source
+    recorded as the output, else the text blocks of the last assistant message with content; files are
+    not part of it."""
+    if output_text is not None:
+        return output_text
+    message = candidate_message(messages)
+    return message.text() if message is not None else ""
+
+
 def file_part(path: str, text: str) -> str:
     """A file's text as it appears in the answer, under a header naming the path the agent gave."""
     return f"[[ file: {path} ]]\n{text}"

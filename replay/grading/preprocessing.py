@@ -1,8 +1,11 @@
 """From the agent's last message to the answer text graders see, files included.
 
 AgentV hands graders only the text blocks of the last assistant message, so an agent whose answer is
-a file (a ContentFile block: ``report.xlsx``) is graded as if it said nothing. Here every file block
-becomes text: a configured converter for its media type wins, otherwise the bytes are read as UTF-8.
+a file (a ContentFile block: ``report.xlsx``) is graded as if it said nothing; it converts files for its
+LLM graders only (seed 000's preprocessors). Here too: LLM graders and rubrics get every file block as
+text (:func:`prepare_answer`); code and deterministic graders get the text answer, unless they declare
+converters of their own (:func:`answer_for`). A converted file becomes text this way: a configured
+converter for its media type wins, otherwise the bytes are read as UTF-8.
 Anything that goes wrong (binary bytes with no converter, a missing file, a converter that fails,
 hangs or floods its output) skips that block and leaves a warning line in the answer, so the grader
 sees why the file is absent; it never fails the grade.
@@ -33,6 +36,7 @@ from evalstore.replay.grading.answer import (
     file_part,
     file_text,
     one_line,
+    text_answer,
     warning_line,
 )
 from evalstore.replay.grading.graders.base import GradingContext
@@ -62,6 +66,15 @@ class _FileOutcome:
     event_id: str
     text: str | None
     reason: str | None = None
+
+
+def answer_for(ctx: GradingContext, converters: list[ConverterSpec]) -> PreparedAnswer:
+    """What a code or deterministic grader reads as the answer: AgentV's text answer (files left out,
+    as AgentV hands its graders only the text), or, for a grader that declared ``preprocessors:`` of its own
+    (an evalstore extension: ``converters`` is then not empty), the answer with its files converted."""
+    if converters:
+        return prepare_answer(ctx, converters)
+    return PreparedAnswer(text=text_answer(ctx.transcript.messages, ctx.transcript.output_text))
 
 
 def prepare_answer(ctx: GradingContext, converters: list[ConverterSpec]) -> PreparedAnswer:

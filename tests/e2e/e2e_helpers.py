@@ -2,7 +2,8 @@
 
 The suite is a small AgentV-style project: a ``cli`` target whose Python agent answers in text and
 writes ``revenue.xlsx`` (openpyxl) and ``summary.html`` into its per-test workspace, graded by
-deterministic assertions, a code grader that reads the converted files, the example converters
+deterministic assertions, a code grader that reads the converted files (both asking for them with
+``preprocessors:`` of their own, evalstore's extension), the example converters
 (xlsx -> CSV, html -> Markdown) and, when a judge URL is given, an LLM grader on the scripted judge
 server. The agent keeps a copy of every file it wrote under ``saved/`` (so tests can hash exactly what
 it produced after the workspace is gone) and appends one line per invocation to ``calls.log``.
@@ -263,7 +264,7 @@ def _eval_yaml(name: str, cases_file: str, grader_script: str, judged: bool, ext
         execution:
           target: agent
           threshold: 0.8
-        preprocessors:
+        preprocessors: &converters
           - type: xlsx
             command: ["{PY}", "../scripts/xlsx_to_csv.py"]
           - type: html
@@ -276,9 +277,11 @@ def _eval_yaml(name: str, cases_file: str, grader_script: str, judged: bool, ext
           - name: states-total
             type: regex
             value: "Total revenue: \\\\*\\\\*[0-9]+\\\\*\\\\*"
+            preprocessors: *converters
           - name: workbook
             type: code-grader
             command: ["{PY}", "../graders/{grader_script}"]
+            preprocessors: *converters
         """
         )
         + llm

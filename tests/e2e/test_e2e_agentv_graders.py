@@ -61,9 +61,7 @@ def assert_same_grades(ours: dict[str, dict[str, Any]], theirs: dict[str, dict[s
 @pytest.mark.parametrize("suite", SUITES)
 def test_an_imported_run_regrades_to_agentvs_verdicts(suite: str, project: Path, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 's.db'}"
-    imported = ok_json(
-        cli(db, "import", str(project / "runs" / suite), "--eval", f"evals/{suite}.eval.yaml", "--json")
-    )
+    imported = ok_json(cli(db, "import", str(project / "runs" / suite), "--eval", f"evals/{suite}.eval.yaml", "--json"))
     assert imported["warnings"] == []
     replay = ok_json(cli(db, "replay", imported["run_id"], "--json"), 0, 1)
     assert replay["not_regradable"] == [] and replay["complete"]

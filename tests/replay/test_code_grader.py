@@ -355,8 +355,8 @@ def test_code_grader_gets_raw_files_it_can_verify(tmp_path: Path) -> None:
     copy = Path(result.assertions[1].evidence)
     assert not copy.exists(), "the private temp dir is removed after grading"
     assert not copy.resolve().is_relative_to(ws.resolve())
-    # The escape is also a preprocessing warning in the evidence.
-    assert any("../escape.txt" in e for e in result.evidence)
+    # The grader reads the text answer and the raw files, as in AgentV: nothing was converted.
+    assert result.evidence == [] and result.preprocessing_event_ids == []
 
 
 # -- recording ---------------------------------------------------------------------------------------------

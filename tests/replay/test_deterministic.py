@@ -105,8 +105,12 @@ def test_misconfigured_assertion_is_an_execution_error(
     assert message in result.assertions[0].text
 
 
-def test_assertions_see_converted_file_answers(tmp_path: Path) -> None:
-    """AgentV would check only the text blocks; here a file answer is converted first."""
+HTML_TO_TEXT = ConverterSpec(type="html", media_type="text/html", command=[sys.executable, "-c", "print(1)"])
+
+
+def test_assertions_see_the_text_answer_as_in_agentv(tmp_path: Path) -> None:
+    """AgentV checks the text blocks only: a file-only answer fails `contains`, whatever the file holds and
+    whatever the suite's converters (they are the LLM graders'); no conversion is run."""
     conv = tmp_path / "conv.py"
     conv.write_text("print('Quarter,Revenue\\nQ1,42')\n")
     ws = tmp_path / "ws"
@@ -116,12 +120,31 @@ def test_assertions_see_converted_file_answers(tmp_path: Path) -> None:
     converters = [ConverterSpec(type="xlsx", media_type=xlsx, command=[sys.executable, str(conv)])]
     ctx = make_ctx(tmp_path, [FileBlock(media_type=xlsx, path="r.xlsx")], converters)
     result = AssertionGrader(AssertionSpec(name="c", type="contains", value="Q1,42")).grade(ctx)
+    assert (result.score, result.preprocessing_event_ids) == (0.0, [])
+    assert result.assertions[0].text == 'Output does not contain "Q1,42"'
+
+
+def test_an_assertion_with_its_own_preprocessors_sees_converted_files(tmp_path: Path) -> None:
+    """The evalstore extension: `preprocessors:` on the assertion asks for the answer with its files converted."""
+    conv = tmp_path / "conv.py"
+    conv.write_text("print('Quarter,Revenue\\nQ1,42')\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "r.xlsx").write_bytes(b"PK\x03\x04")
+    xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    converters = [ConverterSpec(type="xlsx", media_type=xlsx, command=[sys.executable, str(conv)])]
+    ctx = make_ctx(tmp_path, [FileBlock(media_type=xlsx, path="r.xlsx")])
+    spec = AssertionSpec(name="c", type="contains", value="Q1,42", preprocessors=converters)
+    result = AssertionGrader(spec).grade(ctx)
     assert result.score == 1.0
     assert len(result.preprocessing_event_ids) == 1
 
 
 def test_warnings_reach_the_evidence(tmp_path: Path) -> None:
     ctx = make_ctx(tmp_path, [TextBlock(text="ok"), FileBlock(media_type="text/plain", path="missing.txt")])
-    result = AssertionGrader(AssertionSpec(name="c", type="contains", value="ok")).grade(ctx)
+    spec = AssertionSpec(name="c", type="contains", value="ok", preprocessors=[HTML_TO_TEXT])
+    result = AssertionGrader(spec).grade(ctx)
     assert result.score == 1.0
     assert result.evidence and "missing.txt" in result.evidence[0]
+    # without preprocessors of its own the assertion reads the text only: no file, no warning
+    assert AssertionGrader(AssertionSpec(name="c", type="contains", value="ok")).grade(ctx).evidence == []

@@ -331,8 +331,8 @@ def test_per_grader_override_replaces_the_suite_converter(tmp_path: Path) -> Non
     (ws / "r.xlsx").write_bytes(b"PK")
     suite_conv = converter(suite_script)
     ctx = make_ctx(tmp_path, [FileBlock(media_type=XLSX, path="r.xlsx")], workspace=ws, suite_converters=[suite_conv])
-    # Deterministic assertions use the suite's converters.
-    contains = AssertionSpec(name="c", type="contains", value="from the suite converter")
+    # A deterministic assertion asking for converted text gets the suite's converters (merged at parse time).
+    contains = AssertionSpec(name="c", type="contains", value="from the suite converter", preprocessors=[suite_conv])
     suite_result = AssertionGrader(contains).grade(ctx)
     assert suite_result.score == 1.0
     # A grader whose effective converters carry an override uses the override.
@@ -511,7 +511,10 @@ def test_a_database_failure_while_grading_is_not_recorded_as_a_verdict(tmp_path:
     test = EvalTest(
         id="t1",
         input=[Message(role="user", content="q")],
-        graders=[AssertionSpec(type="contains", name="has-42", value="42")],
+        # an assertion that reads the answer's files (its own converters): it reads the file's blob
+        graders=[
+            AssertionSpec(type="contains", name="has-42", value="42", preprocessors=[converter(tmp_path / "x.py")])
+        ],
     )
     with pytest.raises(OperationalError):
         grade_test(ctx.suite, test, ctx.transcript, recorder)

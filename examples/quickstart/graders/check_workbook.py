@@ -1,4 +1,4 @@
-"""Code grader: the workbook, as the graders see it after preprocessing, has a row per region and a total.
+"""Code grader: the workbook, as this grader reads it (its `preprocessors:` ask for converted text), has a row per region and a total.
 
 Reads AgentV's code-grader payload on stdin; prints the JSON protocol {score, assertions}.
 """

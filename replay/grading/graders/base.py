@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from evalstore.replay.content import Message, last_assistant
+from evalstore.replay.content import Message
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
 from evalstore.replay.trace import Trace
 from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded, WorkspaceSnapshotted
@@ -156,9 +156,10 @@ class GradingContext:
         """The test's recorded trace (``replay/trace.py``), built once for all its graders."""
         kept = self.shared.get("trace")
         if kept is None:
+            from evalstore.replay.grading.answer import text_answer
+
             transcript = self.transcript
-            final = last_assistant(transcript.messages)
-            answer = transcript.output_text if transcript.output_text is not None else (final.text() if final else "")
+            answer = text_answer(transcript.messages, transcript.output_text)
             provenance = {"target": self.target} if self.target else {}
             kept = self.shared["trace"] = Trace.of(
                 transcript.messages,

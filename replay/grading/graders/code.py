@@ -45,7 +45,7 @@ from evalstore.replay.grading.graders.base import (
 )
 from evalstore.replay.grading.graders.process_cache import process_cache_key, secret_environment
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
-from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer, script_digest
+from evalstore.replay.grading.preprocessing import PreparedAnswer, answer_for, script_digest
 from evalstore.replay.jsontext import js_number, stringify, to_snake_deep, without_lone_surrogates
 from evalstore.replay.jstext import js_truthy
 from evalstore.replay.processes.children import ChildResult, child_environment, run_child
@@ -70,7 +70,7 @@ class CodeGrader:
         self.spec = spec
 
     def grade(self, ctx: GradingContext) -> GraderResult:
-        prepared = prepare_answer(ctx, list(self.spec.preprocessors))
+        prepared = answer_for(ctx, list(self.spec.preprocessors))
         with PrivateTempDir(prefix="evalstore-grader-") as tmp:
             workspace, problem = grader_workspace(ctx, tmp)
             if problem is not None:

@@ -1,30 +1,28 @@
 """Deterministic assertions (contains, regex, equals, is-json, ...) on the prepared answer text.
 
 Each scores 1 or 0 with one assertion saying what was checked, worded as AgentV words it
-(``Output contains "x"``), so imported and recomputed verdicts read alike. They see the same answer
-as every other grader: file blocks converted with the suite's converters (AgentV checks only the text
-blocks, so a file answer would always fail ``contains``).
+(``Output contains "x"``), so imported and recomputed verdicts read alike. They see the answer AgentV's
+do: its text, without the files (a file-only answer fails ``contains``), unless the assertion asks for
+converted text with ``preprocessors:`` of its own (an evalstore extension; ``preprocessing.answer_for``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec
+from evalstore.replay.evalfile.specs import AssertionSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext, score_to_verdict
-from evalstore.replay.grading.preprocessing import prepare_answer
+from evalstore.replay.grading.preprocessing import answer_for
 from evalstore.replay.jstext import JsRegexError, js_json_parses, js_regex, js_trim
 from evalstore.store.events import Assertion
 
 
 class AssertionGrader:
-    def __init__(self, spec: AssertionSpec, converters: list[ConverterSpec] | None = None) -> None:
+    def __init__(self, spec: AssertionSpec) -> None:
         self.spec = spec
-        self._converters = converters
 
     def grade(self, ctx: GradingContext) -> GraderResult:
-        converters = self._converters if self._converters is not None else list(ctx.suite.preprocessors)
-        prepared = prepare_answer(ctx, converters)
+        prepared = answer_for(ctx, self.spec.preprocessors)
         try:
             passed, text = check(self.spec, prepared.text)
         except InvalidAssertion as exc:
