@@ -49,7 +49,7 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
             "needs a key, EVALSTORE_JUDGE_API_KEY_ENV=NAME_OF_THE_VARIABLE_HOLDING_IT to run it too)"
         )
     with progress_bar("running tests") as bar:
-        run = qs.record(store, p, progress=bar.advance, on_start=lambda _id, n: bar.start(n))
+        run = qs.record(store, p, progress=bar.advance, on_start=lambda _id, n, _u: bar.start(n))
     print_scored(
         f"recorded run {run.run_id}",
         scored_rows(store, run.run_id, run.results),

@@ -104,9 +104,17 @@ def run(
     )
     with resume_hint("run") as begun, progress_bar("running tests") as bar:
 
-        def started(run_id: str, total: int) -> None:
+        def started(run_id: str, total: int, unable: list[tuple[str, str]]) -> None:
             begun(run_id)
             note(f"run {run_id}: {plural(total, 'test')}")
+            by_reason: dict[str, list[str]] = {}
+            for test_id, reason in unable:
+                by_reason.setdefault(reason, []).append(test_id)
+            for reason, test_ids in by_reason.items():
+                note(
+                    f"{len(test_ids)} of {total} tests cannot be graded here ({reason}); their agent runs, and "
+                    f"they are recorded not_regradable, for a replay where it is installed: {', '.join(test_ids)}"
+                )
             bar.start(total)
 
         if resume:
@@ -117,7 +125,8 @@ def run(
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     rows = scored_rows(store, outcome.run_id, outcome.results)
-    failed = [r for r in rows if not r["passed"]]
+    # a test recorded not_regradable has no score to fail with (a replay where its runtime is installed grades it)
+    failed = [r for r in rows if not r["passed"] and r.get("status") != "not_regradable"]
     if as_json:
         print_json({"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows})
     else:

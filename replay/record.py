@@ -22,7 +22,7 @@ from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
-from evalstore.replay.grading.engine import grade_test
+from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
 from evalstore.replay.material import (
@@ -95,7 +95,7 @@ def record_run(
     options: RunOptions | None = None,
     *,
     progress: Progress | None = None,
-    on_start: Callable[[str, int], None] | None = None,
+    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None = None,
 ) -> RunOutcome:
     options = options or RunOptions()
     suite = load_eval(eval_path)
@@ -128,7 +128,7 @@ def resume_run(
     options: RunOptions | None = None,
     *,
     progress: Progress | None = None,
-    on_start: Callable[[str, int], None] | None = None,
+    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None = None,
 ) -> RunOutcome:
     """Finish an interrupted recorded run: tests with a transcript are graded, not run again."""
     material = load_run(store, run_id)
@@ -225,7 +225,7 @@ def _execute(
     options: RunOptions,
     recorded: dict[ResultKey, TestMaterial],
     progress: Progress | None,
-    on_start: Callable[[str, int], None] | None,
+    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None,
 ) -> RunOutcome:
     workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
     # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
@@ -244,7 +244,7 @@ def _execute_locked(
     options: RunOptions,
     recorded: dict[ResultKey, TestMaterial],
     progress: Progress | None,
-    on_start: Callable[[str, int], None] | None,
+    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None,
     workdir: Path,
 ) -> RunOutcome:
     threshold = _threshold(suite, options)
@@ -258,7 +258,8 @@ def _execute_locked(
         process_slots=process_slots(options.workers),
     )
     if on_start:
-        on_start(run_id, len(suite.tests))
+        unable = [(t.id, reason) for t in suite.tests if (reason := missing_runtime(t)) is not None]
+        on_start(run_id, len(suite.tests), unable)
     results: list[TestScored] = []
     lock = threading.Lock()
 
@@ -401,9 +402,24 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
 
 def _grade(store, run_id, suite, test, target, info, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]
     recorder = StoreRecorder(store, run_id)
-    grade = grade_test(suite, test, info, recorder, target=target, options=grade_options, judges=judges)
+    reason = missing_runtime(test)
+    if reason is not None:
+        # The agent's work is recorded; the test is graded by a replay where the runtime is installed.
+        scored = TestScored(
+            test_id=test.id,
+            target=target,
+            score=0.0,
+            passed=False,
+            status="not_regradable",
+            threshold=grade_options.threshold,
+            error=f"not regradable: {reason}",
+            produced_at=produced_now(),
+        )
+        recorder.record(scored)
+    else:
+        scored = grade_test(suite, test, info, recorder, target=target, options=grade_options, judges=judges).scored
     recorder.flush()
-    return grade.scored
+    return scored
 
 
 def _complete(store: EventStore, run_id: str, results: list[TestScored]) -> None:

@@ -42,7 +42,7 @@ from evalstore.replay.evalfile.specs import (
     GraderSpec,
     LlmGraderSpec,
 )
-from evalstore.replay.grading.engine import grade_test
+from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
 from evalstore.replay.material import (
@@ -340,7 +340,12 @@ def _execute(
     unable = [
         (key, reason)
         for key in todo
-        if key in regraded and (reason := not_regradable_reason(sources.get(key, parent.tests[key]))) is not None
+        if key in regraded
+        and (
+            reason := not_regradable_reason(sources.get(key, parent.tests[key]))
+            or (missing_runtime(tests_by_id[key[0]]) if key[0] in tests_by_id else None)
+        )
+        is not None
     ]
     if on_start:
         # The tests that will be graded; the others are carried over, which takes no time to speak of.
@@ -540,7 +545,7 @@ def _replay_test(
         recorder.record(scored)
         batches.add(recorder)
         return scored
-    reason = not_regradable_reason(source)
+    reason = not_regradable_reason(source) or missing_runtime(test)
     if reason is not None:
         # Nothing to grade: marked so, with no verdicts, and left out of the run's scores and comparisons.
         scored = _unscored(key, grade_options, suite, "not_regradable", f"not regradable: {reason}")

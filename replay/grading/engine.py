@@ -7,7 +7,8 @@ caller decides when the buffered events become durable (one atomic append per te
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import shutil
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,26 @@ def make_grader(spec):  # type: ignore[no-untyped-def]
     if grader is None:
         raise TypeError(f"no grader for {type(spec).__name__}")
     return grader(spec)
+
+
+def missing_runtime(test: EvalTest, which: Callable[[str], str | None] = shutil.which) -> str | None:
+    """Why this test cannot be graded here: a custom assertion among its graders (a composite's members
+    too) whose runtime is not installed. AgentV runs ``.agentv/assertions/NAME.ts`` with ``bun run``, and so
+    does evalstore; without ``bun`` the test is ``not_regradable`` (in ``run`` and ``replay`` alike)."""
+    for spec in _all_graders(test.graders):
+        if isinstance(spec, CodeGraderSpec) and spec.custom_type and which(spec.command[0]) is None:
+            return (
+                f"custom assertion `{spec.custom_type}` ({spec.script}) runs with `{' '.join(spec.command[:2])}`, "
+                f"as AgentV runs it, and `{spec.command[0]}` is not installed"
+            )
+    return None
+
+
+def _all_graders(specs: Iterable[GraderSpec]) -> Iterable[GraderSpec]:
+    for spec in specs:
+        yield spec
+        if isinstance(spec, CompositeSpec):
+            yield from _all_graders(spec.assertions)
 
 
 @dataclass

@@ -1,0 +1,154 @@
+"""Parsing the graders of what the agent did as AgentV 4.42's grader-parser.ts parses them, and the pieces of
+their grading that the fixture runs of tests/e2e/test_e2e_agentv_graders.py do not reach."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evalstore.replay.errors import EvalFileError
+from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.grading.graders.field_accuracy import js_date, parse_json_from_text
+from evalstore.replay.grading.graders.trajectory import args_match, js_deep_equal
+
+
+def load(tmp_path: Path, assertions: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "suite.eval.yaml"
+    body = textwrap.indent(textwrap.dedent(assertions), " " * 6)
+    path.write_text(f"name: s\ntests:\n  - id: t\n    input: hi\n    criteria: c\n    assertions:\n{body}")
+    return load_eval(path)
+
+
+@pytest.mark.parametrize(
+    "assertion,reason",
+    [
+        ("- {type: tool-trajectory, mode: sometimes, expected: []}", "invalid mode `sometimes`"),
+        ("- {type: tool-trajectory, mode: any_order}", "any_order mode requires minimums"),
+        ("- {type: tool-trajectory, mode: in_order}", "in_order mode requires expected"),
+        ("- {type: tool-trajectory, mode: exact, expected: {tool: x}}", "expected must be an array"),
+        ("- {type: latency, threshold: -1}", "threshold must be a non-negative number"),
+        ("- {type: cost}", "budget must be a non-negative number"),
+        ("- {type: token-usage}", "must set at least one of max_total, max_input, max_output"),
+        ("- {type: execution-metrics, exploration_tolerance: 0.1}", "must set at least one threshold"),
+        ("- {type: execution-metrics, max_tool_calls: -2}", "max_tool_calls must be a non-negative finite number"),
+        ("- {type: skill-trigger}", "missing skill"),
+        ("- {type: field-accuracy, fields: []}", "fields array is empty"),
+        ("- {type: field-accuracy, fields: [{path: a, match: fuzzy}]}", "no valid fields found"),
+        ("- {type: composite, aggregator: {type: weighted_average}}", "missing assertions"),
+        ("- {type: composite, assertions: [{name: a, type: contains, value: x}]}", "missing aggregator"),
+        (
+            "- {type: composite, aggregator: {type: threshold, threshold: 2}, assertions: [{name: a, type: contains, value: x}]}",
+            "threshold must be a number between 0.0 and 1.0",
+        ),
+        (
+            "- {type: composite, aggregator: {type: weighted_average}, assertions: [{type: contains, value: x}]}",
+            "no valid member evaluators",
+        ),
+    ],
+)
+def test_a_grader_agentv_skips_is_skipped_with_its_reason(tmp_path: Path, assertion: str, reason: str) -> None:
+    suite = load(tmp_path, assertion + "\n- {type: contains, value: hi}")
+    assert [g.type for g in suite.tests[0].graders] == ["contains"]
+    assert any(reason in w and "as AgentV skips it" in w for w in suite.warnings), suite.warnings
+
+
+def test_what_agentv_drops_inside_a_grader_is_dropped(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """\
+        - type: tool-trajectory
+          mode: in_order
+          args_match: loose
+          expected:
+            - {tool: a, max_duration_ms: -5, args_match: [], args: [1, 2]}
+            - {nottool: b}
+            - {tool: c, args: any, maxDurationMs: 20, argsMatch: subset}
+        - {type: token-usage, max_total: 10, max_input: lots}
+        - {type: tool-trajectory, mode: any_order, minimums: {a: 2, b: -1, c: many}}
+        """,
+    )
+    trajectory, usage, minimums = suite.tests[0].graders
+    assert trajectory.args_match is None and [e.tool for e in trajectory.expected] == ["a", "c"]
+    first, last = trajectory.expected
+    assert (first.args, first.max_duration_ms, first.args_match) == (None, None, None)
+    assert (last.args, last.max_duration_ms, last.args_match) == ("any", 20, "subset")
+    assert (usage.max_total, usage.max_input) == (10, None)
+    assert minimums.minimums == {"a": 2}
+    assert any("invalid args_match `loose`" in w for w in suite.warnings)
+
+
+def test_inline_assert_cannot_be_named_in_yaml(tmp_path: Path) -> None:
+    with pytest.raises(EvalFileError, match="inline-assert` wraps a TypeScript function"):
+        load(tmp_path, "- {type: inline-assert}")
+
+
+def test_composite_members_keep_their_types_and_names(tmp_path: Path) -> None:
+    suite = load(
+        tmp_path,
+        """\
+        - name: both
+          type: composite
+          aggregator: {type: weighted_average, weights: {fast: 2, odd: x}}
+          assertions:
+            - {name: fast, type: latency, threshold: 100}
+            - {name: inner, type: composite, aggregator: {type: threshold, threshold: 0.5},
+               assertions: [{name: q, type: contains, value: hi}]}
+            - {name: custom, type: word-count}
+        """,
+    )
+    (composite,) = suite.tests[0].graders
+    assert [(m.name, m.type) for m in composite.assertions] == [("fast", "latency"), ("inner", "composite")]
+    assert composite.aggregator.weights == {"fast": 2.0}
+
+
+@pytest.mark.parametrize(
+    "a,b,equal",
+    [
+        (1, 1.0, True),
+        (True, 1, False),
+        ({"a": [1, {"b": None}]}, {"a": [1.0, {"b": None}]}, True),
+        ({"a": 1}, {}, False),
+    ],
+)
+def test_deep_equality_is_javascripts(a, b, equal) -> None:  # type: ignore[no-untyped-def]
+    assert js_deep_equal(a, b) is equal
+
+
+def test_args_matchers() -> None:
+    actual = {"q": "x", "opts": {"depth": 2, "deep": [1]}}
+    assert args_match({"q": "x"}, actual, "superset") and not args_match({"q": "x"}, actual, "exact")
+    assert args_match({"q": "x", "opts": {"depth": 2, "deep": [1]}, "more": 1}, actual, "subset")
+    assert not args_match({"q": "y", "opts": actual["opts"]}, actual, "subset")
+    assert args_match({"opts": {"depth": 2}, "q": "z"}, actual, ["opts.depth", "missing"])
+    assert not args_match({"opts": {"depth": 3}}, actual, ["opts.depth"])
+    assert args_match({"q": "y"}, None, "ignore") and not args_match({"q": "y"}, None, "superset")
+
+
+@pytest.mark.parametrize(
+    "text,formats,day",
+    # JavaScript's `new Date` (node 20, UTC) and AgentV's fallbacks, as checked with node
+    [
+        ("15-JAN-2025", [], "2025-01-15"),
+        ("2025-01-15", [], "2025-01-15"),
+        ("01/15/2025", [], "2025-01-15"),
+        ("2025/01/15", [], "2025-01-15"),
+        ("January 15, 2025", [], "2025-01-15"),
+        ("15 Jan 2025", [], "2025-01-15"),
+        ("2025-01-15T23:30:00-05:00", [], "2025-01-16"),
+        ("2025-1-5", [], "2025-01-05"),
+        ("15/01/2025", ["DD/MM/YYYY"], "2025-01-15"),
+        ("15/01/2025", [], "2025-01-15"),
+        # `new Date("05/01/2025")` is 1 May, before AgentV's DD/MM fallback is consulted
+        ("05/01/2025", ["DD/MM/YYYY"], "2025-05-01"),
+        ("garbage", [], None),
+    ],
+)
+def test_dates_read_as_agentv_reads_them(text: str, formats: list[str], day: str | None) -> None:
+    found = js_date(text, formats)
+    assert (found.isoformat() if found else None) == day
+
+
+def test_json_is_read_from_fenced_text_with_a_repaired_passed() -> None:
+    assert parse_json_from_text('Here:\n```json\n{"a": 1, "passed": "yes"}\n```') == {"a": 1, "passed": False}
