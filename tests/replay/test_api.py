@@ -24,15 +24,16 @@ def _suite(tmp_path: Path) -> Path:
         textwrap.dedent(
             f"""
             name: api-suite
-            preprocessors:
+            preprocessors: &converters
               - type: html
                 command: [python3, {CONVERTER}]
             tests:
               - id: t1
                 input: Write the summary
+                # both read the file as converted text: they ask for it with preprocessors of their own
                 assertions:
-                  - {{name: says-total, type: contains, value: "Total revenue"}}
-                  - {{name: check, type: code-grader, command: [python3, check.py]}}
+                  - {{name: says-total, type: contains, value: "Total revenue", preprocessors: *converters}}
+                  - {{name: check, type: code-grader, command: [python3, check.py], preprocessors: *converters}}
             """
         )
     )

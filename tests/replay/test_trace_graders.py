@@ -152,3 +152,41 @@ def test_dates_read_as_agentv_reads_them(text: str, formats: list[str], day: str
 
 def test_json_is_read_from_fenced_text_with_a_repaired_passed() -> None:
     assert parse_json_from_text('Here:\n```json\n{"a": 1, "passed": "yes"}\n```') == {"a": 1, "passed": False}
+
+
+def test_the_llm_aggregator_asks_the_judge_with_the_members_results_through_the_cache(
+    judge_server, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from judge_server import freeform
+    from test_llm_grader import KEY_ENV, SECRET, make_pool
+
+    from evalstore.replay.content import Message
+    from evalstore.replay.evalfile.specs import AggregatorSpec, AssertionSpec, CompositeSpec, EvalSuite, EvalTest
+    from evalstore.replay.grading.engine import grade_test
+    from evalstore.replay.grading.graders.base import TranscriptInfo
+    from evalstore.replay.recording import MemoryRecorder
+
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    judge_server.respond_with(lambda request: freeform(0.6, [("members weighed", True)]))
+    composite = CompositeSpec(
+        name="judged",
+        assertions=[
+            AssertionSpec(name="hi", type="contains", value="hi"),
+            AssertionSpec(name="bye", type="contains", value="bye"),
+        ],
+        aggregator=AggregatorSpec(type="llm-grader", prompt="Weigh these:\n{{EVALUATOR_RESULTS_JSON}}"),
+    )
+    test = EvalTest(id="t", input=[Message(role="user", content="greet")], graders=[composite])
+    suite = EvalSuite(path="/evals/s.eval.yaml", name="s", tests=[test])
+    transcript = TranscriptInfo(messages=[Message(role="assistant", content="hi there")])
+    recorder = MemoryRecorder()
+    with make_pool(judge_server) as pool:
+        ((_, verdict),) = grade_test(suite, test, transcript, recorder, judges=pool).verdicts
+        assert (verdict.score, [a.text for a in verdict.assertions]) == (0.6, ["members weighed"])
+        assert [c["name"] for c in verdict.details["scores"]] == ["hi", "bye"]
+        (request,) = judge_server.requests
+        prompt = request.body["messages"][-1]["content"]
+        assert prompt.startswith("Weigh these:\n{") and '"hi": {' in prompt and '"score": 0' in prompt
+        # the same composite again: the judge's reply comes from the cache
+        again = grade_test(suite, test, transcript, recorder, judges=pool).verdicts[0][1]
+    assert again.score == 0.6 and again.cache_hit and len(judge_server.requests) == 1
