@@ -55,8 +55,9 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
         scored_rows(store, run.run_id, run.results),
     )
     click.echo(
-        "The workbook grader scored 0: the suite has no .xlsx converter, so graders saw the file only as\n"
-        "a '[file preprocessing warning]' (AgentV's ContentFile problem). Every byte is stored anyway."
+        "The workbook grader scored 0: it reads the files as converted text, and the suite has no .xlsx\n"
+        "converter, so it saw the workbook only as a '[file preprocessing warning]' (AgentV's ContentFile\n"
+        "problem). Every byte is stored anyway."
     )
 
     changed = (
