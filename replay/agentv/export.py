@@ -26,6 +26,7 @@ from evalstore.replay.agentv.chunked import encoded_results
 from evalstore.replay.agentv.stored import Payload, ResultBundle
 from evalstore.replay.agentv.wire import from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
+from evalstore.replay.grading.graders.composite import MEMBER_SCORES
 from evalstore.replay.jsontext import js_number, stringify
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded
@@ -162,8 +163,13 @@ def score_entry(
         entry["input"] = rendered_prompt
     if v["grader_target"] is not None:
         entry["target"] = v["grader_target"]
-    if v["details"]:  # AgentV index rows carry no empty details object
-        entry["details"] = v["details"]
+    details = v["details"]
+    if v["grader_type"] == "composite" and details and MEMBER_SCORES in details:
+        # a composite's members are AgentV's nested scores[]
+        entry["scores"] = js_number(details[MEMBER_SCORES])
+        details = {k: value for k, value in details.items() if k != MEMBER_SCORES}
+    if details:  # AgentV index rows carry no empty details object
+        entry["details"] = details
     if (v["token_usage"] or usage) is not None:
         entry["token_usage"] = v["token_usage"] or usage
     return entry

@@ -14,6 +14,7 @@ from typing import Any
 from evalstore.replay.agentv.records import ImportedVerdict, VerdictName
 from evalstore.replay.agentv.wire import as_dict, nonempty_text
 from evalstore.replay.grading.graders.base import score_to_verdict
+from evalstore.replay.grading.graders.composite import MEMBER_SCORES
 
 
 def finite_number(value: Any) -> float | None:
@@ -58,6 +59,10 @@ def verdict_from_score(entry: dict[str, Any], position: int) -> ImportedVerdict:
         raise ValueError(f"scores[{position}] ({name}): missing or invalid score")
     weight = finite_number(entry.get("weight"))
     request = entry.get("input")
+    details = entry["details"] if isinstance(entry.get("details"), dict) else None
+    if isinstance(entry.get("scores"), list) and entry["scores"]:
+        # a composite's members, kept where evalstore's own composite verdicts keep them
+        details = {**(details or {}), MEMBER_SCORES: entry["scores"]}
     return ImportedVerdict(
         name=str(name),
         type=str(entry.get("type") or "unknown"),
@@ -65,7 +70,7 @@ def verdict_from_score(entry: dict[str, Any], position: int) -> ImportedVerdict:
         verdict=derive_verdict(entry.get("verdict"), entry.get("pass"), score),
         weight=1.0 if weight is None else weight,
         assertions=clean_assertions(entry.get("assertions") or entry.get("assertion_results")),
-        details=entry["details"] if isinstance(entry.get("details"), dict) else None,
+        details=details,
         rendered_prompt=request if isinstance(request, dict) else None,
         grader_target=entry.get("target") if isinstance(entry.get("target"), str) else None,
         token_usage=entry["token_usage"] if isinstance(entry.get("token_usage"), dict) else None,

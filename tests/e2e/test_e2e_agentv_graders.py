@@ -27,11 +27,15 @@ def agentv_rows(suite: str) -> dict[str, dict[str, Any]]:
     return {r["test_id"]: r for r in map(json.loads, lines)}
 
 
-def graders(row: dict[str, Any]) -> dict[str, tuple[float, str, list[tuple[str, bool]]]]:
-    return {
-        s["name"]: (round(s["score"], 9), s["verdict"], [(a["text"], a["passed"]) for a in s["assertions"]])
-        for s in row["scores"]
-    }
+def graders(row: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """Each grader's score, verdict, assertions and, for a composite, its members' (nested ``scores``)."""
+    return {s["name"]: grade(s) for s in row["scores"]}
+
+
+def grade(entry: dict[str, Any]) -> tuple[Any, ...]:
+    members = tuple((m["name"], m["type"], m.get("weight"), grade(m)) for m in entry.get("scores") or [])
+    assertions = [(a["text"], a["passed"]) for a in entry.get("assertions") or []]
+    return round(entry["score"], 9), entry["verdict"], assertions, members
 
 
 def exported(db: str, run_id: str) -> dict[str, dict[str, Any]]:
@@ -67,6 +71,8 @@ def test_an_imported_run_regrades_to_agentvs_verdicts(suite: str, project: Path,
     assert replay["not_regradable"] == [] and replay["complete"]
     theirs = agentv_rows(suite)
     assert_same_grades(exported(db, replay["run_id"]), theirs)
+    # the import itself exports what AgentV wrote, a composite's nested members included
+    assert_same_grades(exported(db, imported["run_id"]), theirs)
     # every test was regraded, none carried over
     shown = ok_json(cli(db, "show", replay["run_id"], "--json"))
     assert {r["origin"] for r in shown["results"]} == {"graded"}

@@ -3,6 +3,7 @@ their grading that the fixture runs of tests/e2e/test_e2e_agentv_graders.py do n
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -190,3 +191,37 @@ def test_the_llm_aggregator_asks_the_judge_with_the_members_results_through_the_
         # the same composite again: the judge's reply comes from the cache
         again = grade_test(suite, test, transcript, recorder, judges=pool).verdicts[0][1]
     assert again.score == 0.6 and again.cache_hit and len(judge_server.requests) == 1
+
+
+def test_a_code_aggregator_runs_as_a_code_grader_does_its_secrets_kept_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalstore.replay.content import Message
+    from evalstore.replay.evalfile.specs import AggregatorSpec, AssertionSpec, CompositeSpec, EvalSuite, EvalTest
+    from evalstore.replay.grading.engine import grade_test
+    from evalstore.replay.grading.graders.base import TranscriptInfo
+    from evalstore.replay.recording import MemoryRecorder
+    from evalstore.store.events import GraderCalled
+
+    secret = "sk-aggregator-0a9f3c2e7d41"
+    monkeypatch.setenv("AGGREGATOR_API_KEY", secret)
+    script = 'printf \'{"score": 0.25, "verdict": "pass", "assertions": [{"text": "key %s", "passed": 1}]}\' "$AGGREGATOR_API_KEY"'
+    composite = CompositeSpec(
+        name="scripted",
+        assertions=[AssertionSpec(name="hi", type="contains", value="hi")],
+        aggregator=AggregatorSpec(type="code-grader", path=script, cwd=str(tmp_path)),
+    )
+    test = EvalTest(id="t", input=[Message(role="user", content="greet")], graders=[composite])
+    suite = EvalSuite(path=str(tmp_path / "s.eval.yaml"), name="s", tests=[test])
+    recorder = MemoryRecorder()
+    ((_, verdict),) = grade_test(
+        suite, test, TranscriptInfo(messages=[Message(role="assistant", content="hi")]), recorder
+    ).verdicts
+    # AgentV reads score, verdict (pass/fail) and assertions with a text from the reply
+    assert (verdict.score, verdict.verdict) == (0.25, "pass")
+    assert [(a.text, a.passed) for a in verdict.assertions] == [("key ${{ AGGREGATOR_API_KEY }}", True)]
+    (call,) = [e for _, e in recorder.events if isinstance(e, GraderCalled)]
+    assert call.argv == ["sh", "-c", script] and call.cwd == str(tmp_path)
+    stdin = json.loads(recorder.get_blob(call.request_sha256))
+    assert stdin["results"]["hi"]["score"] == 1 and stdin["results"]["hi"]["verdict"] == "pass"
+    assert secret.encode() not in recorder.get_blob(call.reply_sha256)

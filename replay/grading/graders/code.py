@@ -104,7 +104,7 @@ class CodeGrader:
                 if shared:
                     ctx.shared[shared] = stdin
             with contextlib.ExitStack() as stack:
-                env = _environment(ctx, workspace)
+                env = grader_environment(ctx, workspace)
                 proxy = None
                 if self.spec.target_max_calls is not None:
                     from evalstore.replay.grading.graders.proxy import TargetProxy
@@ -147,7 +147,7 @@ class CodeGrader:
                             cwd=self.spec.cwd,
                             env=env,
                         )
-                    mask = _secret_mask(ctx, env)
+                    mask = secret_mask(ctx, env)
                     if mask:  # before anything is read from its output, or stored
                         child = dataclasses.replace(
                             child, stdout=mask.data(child.stdout), stderr=mask.data(child.stderr)
@@ -292,7 +292,7 @@ def build_payload(
     return to_snake_deep(payload)  # the deep key rewrite AgentV applies at process boundaries
 
 
-def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
+def grader_environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
     """The grader's environment (a copy the caller may change): the run's or replay's
     (``GradeOptions.environment``, read from ``os.environ`` once: decoding every variable again for each
     test was a measurable part of a replay whose executions are all reused), made once per test."""
@@ -311,7 +311,7 @@ def _environment(ctx: GradingContext, workspace: str | None) -> dict[str, str]:
     return dict(env)
 
 
-def _secret_mask(ctx: GradingContext, env: dict[str, str]) -> SecretMask:
+def secret_mask(ctx: GradingContext, env: dict[str, str]) -> SecretMask:
     """What a grader's output must not carry into the store: the value of every variable of its
     environment whose name looks secret (``OPENAI_API_KEY``, ``GITHUB_TOKEN``), shown as its
     ``${{ NAME }}`` reference (the one redaction rule, ``SecretMask``)."""

@@ -17,6 +17,7 @@ The members' results are kept in the verdict's ``details.scores`` (AgentV's chil
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -33,6 +34,9 @@ DEFAULT_AGGREGATOR_PROMPT = """Review the following evaluation results:
 Decide the final score and verdict based on all grader results.
 Return a JSON object with: score (0.0-1.0), verdict (pass/fail), and reasoning."""
 AGGREGATOR_TIMEOUT_S = 60.0
+MEMBER_SCORES = "scores"
+"""The key of a composite verdict's ``details`` holding its members' results (AgentV's nested ``scores``,
+where an export puts them back and an import takes them from)."""
 
 
 def _skipped(result: GraderResult) -> bool:
@@ -45,8 +49,11 @@ def _child(name: str, kind: str, result: GraderResult, weight: float | None) -> 
         entry["weight"] = weight
     entry["verdict"] = result.verdict
     entry["assertions"] = [a.model_dump(mode="json", exclude_none=True) for a in result.assertions]
-    if result.details:
-        entry["details"] = result.details
+    details = dict(result.details or {})
+    if MEMBER_SCORES in details:  # a nested composite: its members as AgentV nests them
+        entry["scores"] = details.pop(MEMBER_SCORES)
+    if details:
+        entry["details"] = details
     return entry
 
 
@@ -93,7 +100,7 @@ class CompositeGrader:
         self, members: list[tuple[str, str, GraderResult]], weights: dict[str, float] | None
     ) -> dict[str, Any]:
         return {
-            "scores": [
+            MEMBER_SCORES: [
                 _child(name, kind, result, None if weights is None else weights.get(name, 1.0))
                 for name, kind, result in members
             ]
@@ -154,8 +161,16 @@ class CompositeGrader:
         aggregator = self.spec.aggregator
         details = self._children(members, {})
         stdin = stringify(js_number({"results": {n: _member_result(r) for n, _, r in members}}), indent=True)
+        from evalstore.replay.grading.graders.code import grader_environment, secret_mask
+
+        env = grader_environment(ctx, None)
         ctx.waiting()
-        child = run_child(["sh", "-c", aggregator.path or ""], stdin, timeout=AGGREGATOR_TIMEOUT_S, cwd=aggregator.cwd)
+        child = run_child(
+            ["sh", "-c", aggregator.path or ""], stdin, timeout=AGGREGATOR_TIMEOUT_S, cwd=aggregator.cwd, env=env
+        )
+        mask = secret_mask(ctx, env)
+        if mask:  # what it prints of a secret of its environment is stored as the reference, as a code grader's
+            child = dataclasses.replace(child, stdout=mask.data(child.stdout), stderr=mask.data(child.stderr))
         call = ctx.recorder.record(
             GraderCalled(
                 test_id=ctx.test.id,
