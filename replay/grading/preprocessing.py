@@ -10,8 +10,9 @@ Anything that goes wrong (binary bytes with no converter, a missing file, a conv
 hangs or floods its output) skips that block and leaves a warning line in the answer, so the grader
 sees why the file is absent; it never fails the grade.
 
-Every conversion is recorded as a ``PreprocessingRecorded`` event with a fingerprint over (artifact
-digest, argv, converter script digest). A later grade with the same fingerprint reuses the recorded
+Every conversion is recorded as a ``PreprocessingRecorded`` event with a fingerprint over everything the
+converter is given (:func:`conversion_fingerprint`: the file's bytes, the path and name it sees, argv,
+script, working folder and environment). A later grade with the same fingerprint reuses the recorded
 output instead of running the converter again (unless ``no_cache``), and records an event of its own
 pointing at the one it reused, so each verdict links to events of its own run.
 """
@@ -23,6 +24,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +42,9 @@ from evalstore.replay.grading.answer import (
     warning_line,
 )
 from evalstore.replay.grading.graders.base import GradingContext
-from evalstore.replay.grading.materialize import LoadedFile, PrivateTempDir, load_file
-from evalstore.replay.processes.children import ChildResult, run_child
+from evalstore.replay.grading.graders.process_cache import cache_environment
+from evalstore.replay.grading.materialize import LoadedFile, PrivateTempDir, load_file, safe_basename
+from evalstore.replay.processes.children import ChildResult, child_environment, run_child
 from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import BlobNotFound
 from evalstore.store.events import PreprocessingRecorded
@@ -114,9 +117,67 @@ def select_converter(converters: list[ConverterSpec], media_type: str | None) ->
     return None
 
 
-def conversion_fingerprint(artifact_sha256: str | None, argv: list[str] | None, script_sha256: str | None) -> str:
-    """The reuse key: same bytes through the same command and script give the same text."""
-    return digest_json({"artifact_sha256": artifact_sha256, "argv": argv, "script_sha256": script_sha256})
+FINGERPRINT_VERSION = "conversion-v2"
+"""In a converter's fingerprint: v1 keyed bytes, argv and script only, and reused the conversion of a file
+with the same bytes under another path for a converter that writes its path into its output."""
+
+
+def conversion_fingerprint(
+    artifact_sha256: str | None,
+    argv: list[str] | None,
+    script_sha256: str | None,
+    *,
+    stdin: bytes = b"",
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """The reuse key: a conversion stands in for another only when the converter was given the same
+    things, as a code grader's execution is reused (``process_cache``): the file's bytes, argv and the
+    script's bytes, the stdin payload (the path and name it sees; the private folder written ``$TMP``),
+    the working folder and the environment (less secrets and a shell's bookkeeping). A file read as text
+    (no converter) is keyed by its bytes alone: nothing else reaches the text."""
+    if argv is None:
+        return digest_json({"artifact_sha256": artifact_sha256, "argv": None, "script_sha256": script_sha256})
+    return digest_json(
+        {
+            "key": FINGERPRINT_VERSION,
+            "artifact_sha256": artifact_sha256,
+            "argv": argv,
+            "script_sha256": script_sha256,
+            "stdin_sha256": sha256_hex(stdin),
+            "cwd": cwd,
+            "env": sorted(cache_environment(env or {}).items()),
+        }
+    )
+
+
+_TMP = "$TMP"
+"""The private folder a converter's copy of the file lies in, as its fingerprint names it."""
+
+
+def _converter_stdin(copy: str, block: FileBlock) -> bytes:
+    """What a converter reads on stdin: where its copy is, the path the agent gave, the media type."""
+    payload = {"path": copy, "original_path": block.path, "media_type": block.media_type}
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _copy_path(folder: str, block: FileBlock) -> str:
+    """Where ``PrivateTempDir.write`` puts a conversion's one copy of the file."""
+    return str(Path(folder) / "f1" / safe_basename(block.path))
+
+
+def _converter_cwd(ctx: GradingContext) -> str | None:
+    suite_dir = ctx.suite.directory
+    return str(suite_dir) if suite_dir.is_dir() else None
+
+
+def _converter_env(ctx: GradingContext) -> dict[str, str]:
+    """The converter's environment: the run's or replay's, less evalstore's own settings (as code graders')."""
+    key = ("converter env",)
+    env = ctx.shared.get(key)
+    if env is None:
+        env = ctx.shared[key] = child_environment(ctx.options.environment)
+    return env
 
 
 _SETTLED_S = 2.0
@@ -158,7 +219,17 @@ def _file_text(ctx: GradingContext, block: FileBlock, converters: list[Converter
     argv = list(converter.command) if converter else None
     script_sha = script_digest(argv) if argv else None
     loaded = load_file(block, ctx.recorder, ctx.transcript.workspace_path)
-    event = _Event(ctx, block, converter, argv, script_sha, loaded)
+    fingerprint = conversion_fingerprint(loaded.sha256, argv, script_sha)
+    if argv is not None:
+        fingerprint = conversion_fingerprint(
+            loaded.sha256,
+            argv,
+            script_sha,
+            stdin=_converter_stdin(_copy_path(_TMP, block), block),
+            cwd=_converter_cwd(ctx),
+            env=_converter_env(ctx),
+        )
+    event = _Event(ctx, block, converter, argv, script_sha, loaded, fingerprint)
 
     if loaded.data is None:
         return event.record("not_evaluable", reason=loaded.reason)
@@ -198,18 +269,14 @@ def _convert(event: _Event, converter: ConverterSpec, argv: list[str], data: byt
     block = event.block
     with PrivateTempDir(prefix="evalstore-convert-") as tmp:
         copy = tmp.write(block.path, data)
-        stdin = json.dumps(
-            {"path": str(copy), "original_path": block.path, "media_type": block.media_type},
-            separators=(",", ":"),
-            ensure_ascii=False,
-        ).encode("utf-8")
-        suite_dir = event.ctx.suite.directory
+        assert str(copy) == _copy_path(str(tmp.path), block), "the fingerprint names the copy's place"
         result = run_child(
             argv,
-            stdin,
+            _converter_stdin(str(copy), block),
             timeout=converter.timeout,
             max_output_bytes=converter.max_output_bytes,
-            cwd=str(suite_dir) if suite_dir.is_dir() else None,
+            cwd=_converter_cwd(event.ctx),
+            env=_converter_env(event.ctx),
         )
     stderr = result.stderr_text()
     if result.ok:
@@ -242,6 +309,7 @@ class _Event:
         argv: list[str] | None,
         script_sha: str | None,
         loaded: LoadedFile,
+        fingerprint: str,
     ) -> None:
         self.ctx = ctx
         self.block = block
@@ -249,7 +317,7 @@ class _Event:
         self.argv = argv
         self.script_sha = script_sha
         self.artifact_sha = loaded.sha256
-        self.fingerprint = conversion_fingerprint(self.artifact_sha, argv, script_sha)
+        self.fingerprint = fingerprint
 
     def record(
         self,

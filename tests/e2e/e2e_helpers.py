@@ -44,6 +44,10 @@ SUBPROCESS_TIMEOUT = 90
 
 TESTS = ("q1-report", "q2-report", "q3-report")
 
+WITHOUT_PYTEST_PHASE: dict[str, str | None] = {"PYTEST_CURRENT_TEST": None}
+"""pytest names the running test and phase in ``PYTEST_CURRENT_TEST``: converters and code graders see the
+environment and their reuse keys hold it, so a fixture's run and a test's replay would differ by it alone."""
+
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -56,6 +60,7 @@ def cli(db: str, *args: str, env: dict[str, str] | None = None) -> Result:
     """``evalstore --db DB ARGS`` in process; the caller chdirs where the command should run."""
     from evalstore import cli as cli_package
 
+    env = {**WITHOUT_PYTEST_PHASE, **(env or {})}
     return CliRunner().invoke(cli_package.main, ["--db", db, *args], env=env, catch_exceptions=False)
 
 
@@ -66,7 +71,7 @@ def evalstore(
     return subprocess.run(
         [str(EVALSTORE), "--db", db, *args],
         cwd=cwd,
-        env={**os.environ, **(env or {})},
+        env={k: v for k, v in {**os.environ, **(env or {})}.items() if k not in WITHOUT_PYTEST_PHASE},
         capture_output=True,
         text=True,
         timeout=timeout,

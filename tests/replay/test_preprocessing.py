@@ -391,6 +391,59 @@ def test_same_fingerprint_reuses_the_recorded_conversion(tmp_path: Path) -> None
     assert again.text.endswith("q1,43")
 
 
+PATH_PRINTING_CONVERTER = """
+import json, os, sys
+request = json.load(sys.stdin)
+with open({counter!r}, "a") as counter:
+    counter.write("run\\n")
+print(json.dumps({{"source": request["original_path"], "name": os.path.basename(request["path"]),
+                  "mode": os.environ.get("SHEET_MODE"), "rows": open(request["path"]).read()}}))
+"""
+
+
+def test_a_conversion_is_reused_only_for_what_the_converter_was_given(tmp_path: Path, monkeypatch) -> None:
+    """Equal bytes under another path (or name, or environment) are another conversion when the converter
+    sees the path: it writes it into its output, which a judge would then be shown for the wrong file."""
+    counter = tmp_path / "counter.txt"
+    script = write_script(tmp_path, "source.py", PATH_PRINTING_CONVERTER.format(counter=str(counter)))
+    ws = tmp_path / "ws"
+    (ws / "generated" / "override").mkdir(parents=True)
+    (ws / "generated" / "preprocessed").mkdir(parents=True)
+    for folder in ("override", "preprocessed"):
+        (ws / "generated" / folder / "report.xlsx").write_text("q1,42")
+    (ws / "generated" / "preprocessed" / "other.xlsx").write_text("q1,42")
+    recorder = MemoryRecorder()
+
+    def convert(path: str, **options) -> str:
+        block = [FileBlock(media_type=XLSX, path=path)]
+        ctx = make_ctx(tmp_path, block, workspace=ws, recorder=recorder, **options)
+        return prepare_answer(ctx, [converter(script)]).text
+
+    override = convert("generated/override/report.xlsx")
+    preprocessed = convert("generated/preprocessed/report.xlsx")
+    assert '"source": "generated/override/report.xlsx"' in override
+    assert '"source": "generated/preprocessed/report.xlsx"' in preprocessed, "converted again for its own path"
+    renamed = convert("generated/preprocessed/other.xlsx")
+    assert '"name": "other.xlsx"' in renamed
+    assert counter.read_text() == "run\n" * 3
+    first, second, third = conversions(recorder)
+    assert first.artifact_sha256 == second.artifact_sha256 == third.artifact_sha256
+    assert len({first.fingerprint, second.fingerprint, third.fingerprint}) == 3
+    assert not any(c.reused_from for c in (first, second, third))
+
+    # The same path again is the same conversion: reused, not run.
+    assert convert("generated/preprocessed/report.xlsx") == preprocessed
+    assert counter.read_text() == "run\n" * 3 and conversions(recorder)[-1].reused_from is not None
+
+    # The environment the converter sees is part of what it was given (a secret-looking variable is not).
+    monkeypatch.setenv("SHEET_MODE", "strict")
+    assert '"mode": "strict"' in convert("generated/preprocessed/report.xlsx")
+    assert counter.read_text() == "run\n" * 4
+    monkeypatch.setenv("SHEET_API_KEY", "sk-changes-nothing")
+    convert("generated/preprocessed/report.xlsx")
+    assert counter.read_text() == "run\n" * 4
+
+
 def test_failed_conversions_are_not_reused(tmp_path: Path) -> None:
     counter = tmp_path / "counter.txt"
     script = write_script(
