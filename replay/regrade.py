@@ -42,6 +42,7 @@ from evalstore.replay.evalfile.specs import (
     GraderSpec,
     LlmGraderSpec,
 )
+from evalstore.replay.evalfile.union import union_suite
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
@@ -337,6 +338,15 @@ def _execute(
         if in_shard(key, options.shard) and not (key in mine.tests and mine.tests[key].scored)
     ]
     regraded = {key for key in todo if _selected(key[0], tests_by_id, options)}
+    missing = sorted({key[0] for key in todo if _asked(key[0], options) and key[0] not in tests_by_id})
+    if missing:
+        # Asked to regrade (all tests, or those --tests names) but the eval has no such test: carried over
+        # as the parent graded them, and said so.
+        carried = (
+            f"{len(missing)} test{'s' if len(missing) > 1 else ''} carried over unchanged, not regraded: "
+            f"the eval has no test {_listing(missing)} (pass --eval with the eval file that has them)"
+        )
+        suite = suite.model_copy(update={"warnings": [*suite.warnings, carried]})
     unable = [
         (key, reason)
         for key in todo
@@ -454,9 +464,14 @@ def _read_ahead(store: EventStore, suite: EvalSuite, options: ReplayOptions, ori
     return ReadAhead.of_runs(store, [run_id for run_id in parents if origin_of(run_id) == origin])
 
 
+def _asked(test_id: str, options: ReplayOptions) -> bool:
+    """Whether the replay was asked to regrade a test: every test, or those ``--tests`` names."""
+    return options.tests is None or fnmatch.fnmatchcase(test_id, options.tests)
+
+
 def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOptions) -> bool:
     """Whether a test is regraded (else its parent's verdicts are carried over)."""
-    return test_id in tests_by_id and (options.tests is None or fnmatch.fnmatchcase(test_id, options.tests))
+    return test_id in tests_by_id and _asked(test_id, options)
 
 
 def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
@@ -643,13 +658,15 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> Ev
     if options.eval_path:
         suite = load_eval(options.eval_path)
     else:
-        snap = {s.role: s for s in parent.started.eval_snapshot}.get("eval")
-        if snap is None or snap.sha256 is None:
+        evals = [s for s in parent.started.eval_snapshot if s.role == "eval" and s.sha256]
+        if not evals:
             raise ReplayError(
                 f"run {parent.run_id} has no eval snapshot (imported without its eval file); pass --eval EVAL.yaml"
             )
         files = {s.path: store.get_blob(s.sha256) for s in parent.started.eval_snapshot if s.sha256}
-        suite = load_eval(snap.path, file_resolver=SnapshotResolver(files, fallback=DiskResolver()))
+        resolver = SnapshotResolver(files, fallback=DiskResolver())
+        # A plain import's suite is the union of its results' eval files (``evalfile/union.py``).
+        suite = union_suite([load_eval(snap.path, file_resolver=resolver) for snap in evals])
     suite = _swap_preprocessors(suite, options.preprocessors)
     suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)
     suite = _swap_prompts(suite, options.prompts)

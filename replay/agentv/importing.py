@@ -19,11 +19,15 @@ from evalstore.replay.agentv import detect_format, read_results
 from evalstore.replay.agentv.file_access import FileAccess, file_access, guarded
 from evalstore.replay.agentv.import_check import Encoded, check, renumbered
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
+from evalstore.replay.agentv.records import ImportSource
+from evalstore.replay.agentv.rows import unique_paths
 from evalstore.replay.agentv.sidecars import real_path
 from evalstore.replay.analysis.views import skipped_lines
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
 from evalstore.replay.evalfile.snapshot import snapshot_suite
+from evalstore.replay.evalfile.specs import EvalSuite
+from evalstore.replay.evalfile.union import covered, union_suite
 from evalstore.replay.material import Tally
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import canonical_json
@@ -86,7 +90,7 @@ def import_results(
     # Only the user's own files widen what may be read: the targets file named, or the one above --eval.
     user_eval = str(eval_path) if eval_path else None
     access = file_access(path, user_eval, Path(targets_path) if targets_path else None, [Path(r) for r in files_roots])
-    snapshot, blobs, eval_file, threshold, eval_notes = _eval_snapshot(eval_path, source.eval_path_hints, path, access)
+    snapshot, blobs, eval_file, threshold, eval_notes = _eval_snapshot(eval_path, source, path, access)
     source = guarded(source, access)
     root = str(path.resolve())
     within = RelativeSources(root)
@@ -184,38 +188,74 @@ def _write(  # type: ignore[no-untyped-def]
 
 
 def _eval_snapshot(
-    eval_path: str | Path | None, hints: list[Path], source: Path, access: FileAccess
+    eval_path: str | Path | None, source: ImportSource, imported: Path, access: FileAccess
 ) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float, list[str]]:
-    """The eval file (``--eval``, else the first the results name that loads) and the files it references,
-    snapshotted, and notes on eval files the results name that were not used. One the results name is
-    data, as any path in them: it is used only when it and every file it references lie inside the
-    folders the import may read (``access``); the user's ``--eval`` is theirs, wherever it is."""
-    candidates = [Path(eval_path)] if eval_path else []
-    base = source if source.is_dir() else source.parent
-    for hint in hints:
-        for c in [hint] if hint.is_absolute() else [base / hint, Path.cwd() / hint]:
-            candidates.append(c)
+    """The suite the run is graded with, snapshotted, and notes on eval files the results name that were
+    not used: ``--eval`` when given, else the union of the results' own eval files (:func:`_own_evals`)."""
+    if eval_path:  # the user's: theirs, wherever it is
+        suite = load_eval(eval_path)
+        snaps, blobs = snapshot_suite(suite)
+        return snaps, blobs, suite.path, suite.threshold, []
+    parts, notes = _own_evals(source, imported, access)
+    if not parts:
+        return [], {}, None, DEFAULT_THRESHOLD, notes
+    suite = union_suite(parts)
+    snaps, blobs = snapshot_suite(suite)
+    return snaps, blobs, suite.path, suite.threshold, notes
+
+
+def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tuple[list[EvalSuite], list[str]]:
+    """Every result's own eval file: the eval file AgentV ran, when it is readable, else the test's bundled
+    copy in the run (``task/EVAL.yaml``, a v5 case's ``test/EVAL.yaml``). A run may cover several eval
+    files, and each test has its own copy: the suite is their union, so a replay regrades every test.
+
+    An eval file the results name is data, as any path in them: it is used only when it and every file it
+    references lie inside the folders the import may read (``access``). A relative name is AgentV's,
+    relative to the repository it ran in: looked for under the imported folder, the current folder and
+    the folders above it."""
+    base = imported if imported.is_dir() else imported.parent
+    root = source.root.resolve()
+    rows = list(source.result_eval_hints()) if source.result_eval_hints else [(None, source.eval_path_hints)]
+    named = [*source.eval_path_hints, *(hint for _, hints in rows for hint in hints)]
+    parts: list[EvalSuite] = []
     notes: list[str] = []
-    for n, candidate in enumerate(candidates):
-        users = bool(eval_path) and n == 0
-        if not candidate.is_file():
-            continue
-        if not users and not access.allowed(candidate.resolve()):
+    unloadable: list[str] = []
+    used: set[Path] = set()
+
+    def use(candidate: Path, check: bool) -> None:
+        real = candidate.resolve()
+        if real in used:
+            return
+        used.add(real)
+        if check and not access.allowed(real):
             notes.append(_not_used(candidate, candidate))
-            continue
+            return
         try:
             suite = load_eval(candidate)
-        except ReplayError:
-            if users:
-                raise
-            continue
+        except ReplayError as exc:
+            if not check and not unloadable:  # the run's own copy: say why its test cannot be regraded
+                unloadable.append(f"the run's copy of a test's eval, {candidate}, was not used: {exc}")
+            return
         outside = [p for _, p, _ in suite.referenced_files if not access.allowed(Path(p).resolve())]
-        if not users and outside:
+        if check and outside:
             notes.append(_not_used(candidate, Path(outside[0])))
+            return
+        if not parts or {t.id for t in suite.tests} - covered(parts):
+            parts.append(suite)
+
+    bases = [base, Path.cwd(), *Path.cwd().parents]
+    for hint in unique_paths(named):
+        found = next((c for c in ([hint] if hint.is_absolute() else [b / hint for b in bases]) if c.is_file()), None)
+        if found is not None and not found.resolve().is_relative_to(root):
+            use(found, check=True)
+    for test_id, hints in rows:
+        if test_id is not None and test_id in covered(parts):
             continue
-        snaps, blobs = snapshot_suite(suite)
-        return snaps, blobs, suite.path, suite.threshold, notes
-    return [], {}, None, DEFAULT_THRESHOLD, notes
+        for hint in hints:
+            bundled = hint if hint.is_absolute() else root / hint
+            if bundled.is_file() and bundled.resolve().is_relative_to(root):
+                use(bundled, check=False)  # the run's own file, read like its other files
+    return parts, notes + unloadable
 
 
 def _not_used(eval_file: Path, outside: Path) -> str:

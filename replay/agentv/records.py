@@ -112,6 +112,9 @@ class ImportSource:
     """The JSONL file the results are read from, a line at a time (a results file, a run's index), when
     reading a part of it (:meth:`iter_tests` with a span) gives the results of that part; None for a
     source read otherwise (a bundle's folders)."""
+    result_eval_hints: Callable[[], Iterator[tuple[str | None, list[Path]]]] | None = field(default=None, repr=False)
+    """Each result's test id and the eval files it names (the source eval first, then its bundled copy),
+    read afresh on every call: a run may cover several eval files, each test has its own bundled copy."""
 
     def iter_tests(self, skip_bad: bool = False, span: Span | None = None) -> Iterator[ImportedTest | SkippedLine]:
         """The results, or those of one part of :attr:`lines` (``wire.line_spans``)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mimetypes
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,14 @@ from evalstore.replay.agentv.grading import (
 )
 from evalstore.replay.agentv.records import FileRole, ImportedFile, ImportedTest, ImportedVerdict
 from evalstore.replay.agentv.transcripts import file_refs, input_messages, last_assistant_text, normalise_messages
-from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, as_dict, nonempty_text
+from evalstore.replay.agentv.wire import (
+    FROM_ROW_ASSERTIONS,
+    as_dict,
+    is_legacy_camel_row,
+    iter_json_lines,
+    nonempty_text,
+    normalise_legacy_row,
+)
 from evalstore.store.events import SourceRef
 
 # Held in structured form on the ImportedTest (or derivable from it), so not repeated in raw_row.
@@ -297,6 +304,21 @@ def eval_hints(row: dict[str, Any] | None, root: Path) -> list[Path]:
         in_run = root / eval_path
         hints.append(in_run.resolve() if in_run.exists() else Path(eval_path))
     return hints
+
+
+def rows_eval_hints(index: Path, root: Path) -> Iterator[tuple[str | None, list[Path]]]:
+    """Each row's test id and :func:`eval_hints`, a line at a time (a bad line names nothing: it is
+    reported when the results are read)."""
+    for _, row, _ in iter_json_lines(index):
+        if row is None:
+            continue
+        if is_legacy_camel_row(row):
+            try:
+                row = normalise_legacy_row(row)
+            except ValueError:
+                continue
+        test_id = row.get("test_id")
+        yield (test_id if isinstance(test_id, str) else None), eval_hints(row, root)
 
 
 def unique_paths(paths: Iterable[Path]) -> list[Path]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from evalstore.replay.agentv.jsonl import iter_built
 from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine, Span
-from evalstore.replay.agentv.rows import attempt_of, build_test, eval_hints, unique_paths
+from evalstore.replay.agentv.rows import attempt_of, build_test, eval_hints, rows_eval_hints, unique_paths
 from evalstore.replay.agentv.sidecars import sidecars_for
 from evalstore.replay.agentv.wire import first_json_row, read_json, tree_sha256
 from evalstore.replay.errors import ImportFormatError
@@ -47,4 +47,5 @@ def read_v4_run(path: Path) -> ImportSource:
         source_digest=tree_sha256(root),
         _iterate=lambda skip_bad, span: _iter_tests(root, index, skip_bad, span),
         lines=index,
+        result_eval_hints=lambda: rows_eval_hints(index, root),
     )

@@ -20,6 +20,7 @@ from evalstore.replay.agentv.rows import (
     attempt_of,
     build_test,
     eval_hints,
+    rows_eval_hints,
     sample_number,
     unique_paths,
 )
@@ -280,6 +281,14 @@ def read_v5_bundle(path: Path) -> ImportSource:
             assert span is None  # only a source with lines is read in parts
             return _iter_folders(root, skip_bad)
 
+    def result_eval_hints() -> Iterator[tuple[str | None, list[Path]]]:
+        if index is not None:
+            yield from rows_eval_hints(index, root)
+        for case in cases:  # a case's bundled copy (the rows name it too, when there is an index)
+            bundled = case / "test" / "EVAL.yaml"
+            if bundled.is_file():
+                yield None, [bundled.resolve()]
+
     return ImportSource(
         format=FORMAT,
         root=root,
@@ -288,4 +297,5 @@ def read_v5_bundle(path: Path) -> ImportSource:
         source_digest=tree_sha256(root),
         _iterate=iterate,
         lines=index,
+        result_eval_hints=result_eval_hints,
     )

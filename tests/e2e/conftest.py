@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from agentv_examples import agentv_environment, corpus, model_server  # noqa: F401 (AgentV's example suites)
 from e2e_helpers import JUDGE_KEY_ENV, JUDGE_KEY_VALUE, Recorded, judge_script, make_suite, record
 from judge_server import JudgeServer
 

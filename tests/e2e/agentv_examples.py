@@ -1,0 +1,108 @@
+"""AgentV 4.42.4's own example suites run by the real AgentV (tests/fixtures/agentv-example-runs), for the
+tests that hold evalstore to them: the corpus copied outside the checkout, the local model server that
+answered AgentV, and which work each suite waits for (``PENDING``: xfail marks that turn red when it lands).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from fixture_paths import FIXTURES_DIR
+from judge_server import JudgeServer
+
+RUNS = FIXTURES_DIR / "agentv-example-runs"
+CORPUS = FIXTURES_DIR / "agentv-examples-4.42.4"
+
+
+def _module(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+regenerate = _module("agentv_example_regenerate", RUNS / "regenerate.py")
+answers = _module("agentv_example_answers", RUNS / "answers.py")
+SUITES: dict[str, tuple[str, str]] = regenerate.SUITES
+
+
+def rows(suite: str) -> list[dict[str, Any]]:
+    index = RUNS / "runs" / suite / "index.jsonl"
+    return [json.loads(line) for line in index.read_text("utf-8").splitlines() if line.strip()]
+
+
+def logged(suite: str) -> list[dict[str, Any]]:
+    """Every request AgentV's run of the suite sent the model server, in order (``body`` as sent)."""
+    log = RUNS / "logs" / f"{suite}.jsonl"
+    return [json.loads(line) for line in log.read_text("utf-8").splitlines() if line.strip()]
+
+
+def expected_scores(row: dict[str, Any]) -> list[tuple[str, float]]:
+    """AgentV's per-grader scores of a row; a test graded by its implicit llm-grader alone (no
+    ``assertions``) has no ``scores`` entry, and its one grader's score is the test's."""
+    if row.get("scores"):
+        return [(s["name"], float(s["score"])) for s in row["scores"]]
+    return [("", float(row["score"]))]
+
+
+def xfail(*pending: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason="; ".join(pending))
+
+
+# What each owner's unlanded work is, as the xfail reasons name it.
+TARGETS_USE = (
+    "parity-targets: use_target chains of the repo-root targets file (the judge is `grader` -> ${{ GRADER_TARGET }})"
+)
+TARGETS_GRADER = "parity-targets: a grader_target defined in another targets file (the example's own names `grader`)"
+GRADERS_TRAJECTORY = "parity-graders: tool-trajectory graded from the recorded trace"
+GRADERS_METRICS = "parity-graders: execution-metrics graded from the recorded trace"
+GRADERS_COMPOSITE = "parity-graders: composite and its aggregators"
+LOAD_TRIALS = "parity-load: execution.trials"
+LOAD_DATASETS = "parity-load: file:// test lists (YAML, JSONL)"
+FILE_CHANGES_LOST = (
+    "unowned: AgentV 4.42.4's run folder keeps only the first lines of a test's file_changes (grading.json's "
+    "diff_summary; index.jsonl is rewritten without it), so an import cannot give the code grader the whole diff"
+)
+SDK_MISSING = (
+    "evalstore differs (docs): the hybrid test's code grader imports @agentv/sdk, which is not in the corpus; "
+    "AgentV scored its failure 0, evalstore records an execution error"
+)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example corpus copied outside the checkout (the examples' `uv run` must find no pyproject
+    above them), as its own repository root: AgentV names eval files relative to it."""
+    copy = tmp_path_factory.mktemp("agentv") / "repo"
+    shutil.copytree(CORPUS, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[JudgeServer]:
+    """The server AgentV ran against, answering the same function of the request."""
+    server = JudgeServer().start()
+    server.respond_with(lambda request: answers.answer(request.body))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def agentv_environment(model_server: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> JudgeServer:
+    """The environment AgentV ran in: the root targets file's chains on the model server."""
+    for name, value in regenerate.environment(model_server.base_url, os.environ.get("PATH", "")).items():
+        monkeypatch.setenv(name, value)
+    return model_server
