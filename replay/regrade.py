@@ -239,6 +239,7 @@ def replay_run(
     with restored_files(store, _suite(store, parent, effective), drifted) as (suite, drifted, moved):
         preflight(suite)
         _check_eval(parent, suite, options)
+        _check_judges(suite, effective, parent)
         snapshot, blobs = snapshot_suite(suite, moved)
         overrides = options.recorded()
         if options.shard:
@@ -764,12 +765,26 @@ def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = Fals
     return suite
 
 
+def _check_judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial) -> None:
+    """Refuse, before anything is written, a replay with LLM graders to regrade for which no judge
+    target can be chosen: each of their verdicts would be an execution error (AgentV's run had a judge;
+    recording 0.0 errors in its place would be a regrade that says nothing)."""
+    tests_by_id = {t.id: t for t in suite.tests}
+    keys = [k for k in parent.order if in_shard(k, options.shard) and _selected(k[0], tests_by_id, options)]
+    judges = _judges(suite, options, parent)
+    try:
+        problem = _judgeless(suite, options, judges, keys)
+    finally:
+        judges.close()
+    if problem:
+        raise JudgeConfigError(problem)
+
+
 def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regraded: list[ResultKey]) -> str | None:
-    """The warning for LLM graders the replay regrades for which no judge target can be chosen (none
-    configured, an unknown name): they can neither call a judge nor reuse a reply (the judge's model is
-    in the cache key), so each of their verdicts will be an execution error. The replay still runs, its
-    other graders regrade; a chosen judge whose key is unset is not warned about (its recorded replies may
-    be all the replay needs)."""
+    """What is wrong when LLM graders the replay regrades have no judge target that can be chosen (none
+    configured, an unknown name): they could neither call a judge nor reuse a reply (the judge's model is
+    in the cache key). A chosen judge whose key is unset is not a problem here (its recorded replies may be
+    all the replay needs)."""
     tests_by_id = {t.id: t for t in suite.tests}
     only = set(options.graders) if options.graders else None
     judgeless: dict[str, str] = {}
@@ -790,9 +805,15 @@ def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regrad
     plural = len(judgeless) > 1
     return (
         f"LLM grader{'s' if plural else ''} {', '.join(sorted(judgeless))}: {next(iter(judgeless.values()))}; "
-        f"{'their' if plural else 'its'} verdicts in this replay will be execution errors "
-        "(--graders with the other graders' names regrades only those)"
+        "or regrade only the other graders (--graders NAME,...)"
     )
+
+
+def _bundled_targets(suite: EvalSuite) -> str | None:
+    """The targets file AgentV wrote beside a test's bundled copy of its eval (``task/targets.yaml``), for
+    a plain import graded with those copies: the targets the run used, when no targets file lies above."""
+    beside = Path(suite.path).parent / "targets.yaml"
+    return str(beside) if Path(suite.path).name == "EVAL.yaml" and beside.is_file() else None
 
 
 def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]
@@ -802,6 +823,7 @@ def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # t
         options.targets_path
         or (parent.started.overrides or {}).get("targets_file")
         or find_targets_file(Path(suite.path).parent)
+        or _bundled_targets(suite)
     )
     if path and Path(path).is_file():
         return JudgePool.from_targets_file(load_targets_file(path))

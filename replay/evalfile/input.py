@@ -99,3 +99,38 @@ def with_files(messages: list[Message], files: list[str]) -> list[Message]:
             updated = message.model_copy(update={"content": blocks + message.blocks()})
             return [*messages[:i], updated, *messages[i + 1 :]]
     return [Message(role="user", content=blocks), *messages]
+
+
+def expected_files(value: Any, where: Where, ctx: ParseContext) -> Any:
+    """``expected_output`` with its file segments read as AgentV 4.42.4 reads them
+    (``processExpectedMessages``): ``{type: file, value}`` becomes ``{type, path, text, resolvedPath}``, the
+    path as written less leading separators, the text with CRLF as LF, the absolute path it was found at;
+    a file not found is left out with a warning. The judge's ``reference_answer`` and a code grader's
+    ``expected_output`` then hold the file's text."""
+    if isinstance(value, dict) and isinstance(value.get("content"), list):
+        return {**value, "content": _expected_segments(value["content"], where.key("content"), ctx)}
+    if not isinstance(value, list):
+        return value
+    if value and isinstance(value[0], dict) and "role" in value[0]:  # messages
+        return [expected_files(m, where.index(i), ctx) if isinstance(m, dict) else m for i, m in enumerate(value)]
+    return _expected_segments(value, where, ctx)  # one message's content, the shorthand
+
+
+def _expected_segments(content: list[Any], where: Where, ctx: ParseContext) -> list[Any]:
+    out: list[Any] = []
+    for i, segment in enumerate(content):
+        if not (isinstance(segment, dict) and segment.get("type") == "file" and isinstance(segment.get("value"), str)):
+            out.append(segment)
+            continue
+        ref = segment["value"]
+        if not ref:
+            continue
+        shown = ref.lstrip("/\\") or ref  # AgentV looks for an absolute path, then for it under each root
+        found = (ctx.find(ref) if ref != shown else None) or ctx.find(shown)
+        if found is None:
+            ctx.warn(where.index(i), f"expected_output file `{ref}` not found in the search roots; left out")
+            continue
+        ctx.reference("expected_file", found, ref)
+        text = ctx.read_text(found, where.index(i)).replace("\r\n", "\n")
+        out.append({"type": "file", "path": shown, "text": text, "resolvedPath": str(found)})
+    return out

@@ -33,7 +33,7 @@ from evalstore.replay.evalfile.fields import (
     warn_unknown,
 )
 from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_grader, parse_assertions
-from evalstore.replay.evalfile.input import input_files, parse_input, with_files
+from evalstore.replay.evalfile.input import expected_files, input_files, parse_input, with_files
 from evalstore.replay.evalfile.metadata import merge_metadata, suite_metadata
 from evalstore.replay.evalfile.rubrics import parse_rubric_items
 from evalstore.replay.evalfile.search_roots import (
@@ -373,6 +373,7 @@ class _SuiteParser:
         expected = (
             with_vars(obj["expected_output"], vars_) if "expected_output" in obj else vars_.get("expected_output")
         )
+        expected = expected_files(expected, where.key("expected_output"), ctx)
         messages = self._input(obj, vars_, where)
         files = ([] if skip else self.input_files) + input_files(obj.get("input_files"), where.key("input_files"), ctx)
         messages = with_files(messages, files)

@@ -106,3 +106,27 @@ def agentv_environment(model_server: JudgeServer, monkeypatch: pytest.MonkeyPatc
     for name, value in regenerate.environment(model_server.base_url, os.environ.get("PATH", "")).items():
         monkeypatch.setenv(name, value)
     return model_server
+
+
+def messages_sent(bodies: list[Any], corpus: Path | None = None) -> list[str]:
+    """Each request's messages as canonical JSON, the corpus copy's folder written as the folder AgentV ran
+    in (AgentV names some files by absolute path: an expected file's ``resolvedPath``)."""
+    out = []
+    for body in bodies:
+        text = json.dumps(body.get("messages") if isinstance(body, dict) else None, sort_keys=True)
+        if corpus is not None:
+            text = text.replace(json.dumps(str(corpus))[1:-1], json.dumps(str(regenerate.WORK))[1:-1])
+        out.append(text)
+    return out
+
+
+def judge_targets(folder: Path) -> Path:
+    """A targets file naming the repository-root file's `openai` target as it is written there (for
+    naming the judge with --targets/--judge-target where the root file itself cannot be read yet)."""
+    path = folder / "judge-targets.yaml"
+    path.write_text(
+        "targets:\n  - name: openai\n    provider: openai\n    endpoint: ${{ OPENAI_ENDPOINT }}\n"
+        "    api_key: ${{ OPENAI_API_KEY }}\n    model: ${{ OPENAI_MODEL }}\n",
+        encoding="utf-8",
+    )
+    return path

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from e2e_helpers import BASELINE, PY, audit, cli, ok_json, results_by_test
+from e2e_helpers import BASELINE, PY, audit, cli, ok_json, one_line_error, results_by_test
 
 pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
 
@@ -62,23 +62,26 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
         cli(sqlite_url, "import", str(baseline), "--eval", str(rubric_copy / "dataset.eval.yaml"), "--json")
     )
     assert imported["eval_path"] == str(rubric_copy / "dataset.eval.yaml")
+    # The LLM graders have no judge to find: said before anything is graded or written (no 0.0 errors).
     result = cli(sqlite_url, "replay", imported["run_id"], "--json")
+    line = one_line_error(result)
+    assert "LLM graders llm-grader, rubrics: no judge target chosen" in line, line
+    assert "--graders NAME" in line
+    assert [r["run_id"] for r in ok_json(cli(sqlite_url, "runs", "--json"))] == [imported["run_id"]]
+
+    # Regrading the other graders only: the LLM graders' verdicts carried over, as imported.
+    result = cli(sqlite_url, "replay", imported["run_id"], "--graders", "python_syntax", "--json")
     out = ok_json(result, 0, 1)
     assert out["complete"] is True
-    # Said once, naming the grader and what to do, not only in every test's verdict.
-    [warning] = [line for line in result.stderr.splitlines() if "no judge target chosen" in line]
-    assert warning.startswith("warning: LLM grader") and "rubrics" in warning
-    assert "--graders with the other graders' names" in warning
     shown = results_by_test(sqlite_url, out["run_id"])
     assert set(shown) == {r["test_id"] for r in rows}  # the run went on past every error
 
-    # The code grader regraded the imported answer; the LLM grader had no judge and says so.
+    # The code grader regraded the imported answer.
     multi = shown["code-quality-multi-eval"]
     assert multi["graders"]["python_syntax"] == 1.0 and multi["verdicts"]["python_syntax"] == "pass"
-    assert multi["verdicts"]["rubrics"] == "skip" and multi["status"] == "execution_error"
     (test,) = audit(sqlite_url, out["run_id"], "code-quality-multi-eval")["tests"]
     rubrics = next(v for v in test["verdicts"] if v["grader"] == "rubrics")
-    assert rubrics["status"] == "execution_error" and "judge" in rubrics["assertions"][0]["text"]
+    assert rubrics["origin"] == "carried"
     syntax = next(v for v in test["verdicts"] if v["grader"] == "python_syntax")
     (call,) = syntax["grader_calls"]
     assert call["exit_code"] == 0 and call["argv"][-1] == str(rubric_copy / "check_syntax.py")

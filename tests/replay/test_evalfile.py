@@ -963,3 +963,45 @@ def test_plain_scalars_are_read_as_yaml_1_2_core_as_agentv_reads_them(tmp_path: 
         "ratio": 0.5,
         "nothing": None,
     }
+
+
+def test_expected_output_files_are_read_as_agentv_reads_them_and_snapshotted(tmp_path: Path) -> None:
+    """AgentV's judge sees an expected file's text (reference_answer: the content as JSON with `path`,
+    `text`, `resolvedPath`); its code graders get the same segments. A file not found is left out."""
+    write(tmp_path, "evals/snippets/answer.md", "line one\r\nline two\n")
+    text = """
+    tests:
+      - id: t
+        input: Write it
+        expected_output:
+          - role: assistant
+            content:
+              - {type: text, value: "See the file:"}
+              - {type: file, value: ./snippets/answer.md}
+              - {type: file, value: ./snippets/never-written.md}
+      - id: shorthand
+        input: Write it
+        expected_output: [{type: file, value: /snippets/answer.md}]
+    """
+    suite = load(tmp_path, text)
+    found = str(tmp_path / "evals" / "snippets" / "answer.md")
+    first, shorthand = suite.tests
+    assert first.expected_output == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "value": "See the file:"},
+                {"type": "file", "path": "./snippets/answer.md", "text": "line one\nline two\n", "resolvedPath": found},
+            ],
+        }
+    ]
+    # A leading separator is trimmed from the path shown, and the file is looked for under the roots.
+    assert shorthand.expected_output == [
+        {"type": "file", "path": "snippets/answer.md", "text": "line one\nline two\n", "resolvedPath": found}
+    ]
+    assert any("never-written.md` not found" in w for w in suite.warnings)
+    assert ("expected_file", found, "./snippets/answer.md") in suite.referenced_files
+    # Replayed from a snapshot, the text comes from the recorded bytes.
+    files = {str(tmp_path / "evals" / "suite.eval.yaml"): textwrap.dedent(text).encode(), found: b"recorded\n"}
+    replayed = load_eval(tmp_path / "evals" / "suite.eval.yaml", file_resolver=SnapshotResolver(files))
+    assert replayed.tests[1].expected_output[0]["text"] == "recorded\n"

@@ -1,0 +1,122 @@
+"""AgentV's example suites: evalstore asks the judge (and the agent) exactly what AgentV asked.
+
+The requests AgentV 4.42.4 sent the local model server while it ran each suite are committed
+(tests/fixtures/agentv-example-runs/logs). Every request evalstore sends the same server, replaying the
+imported run or running the suite from the example's folder, must be one of them byte for byte (the
+corpus copy's folder written as the one AgentV ran in), and the scores must be AgentV's. A suite waiting
+on another piece of work is marked xfail (strict) naming it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentv_examples import (
+    GRADERS_COMPOSITE,
+    LOAD_DATASETS,
+    LOAD_TRIALS,
+    RUNS,
+    SUITES,
+    TARGETS_USE,
+    answers,
+    expected_scores,
+    judge_targets,
+    logged,
+    messages_sent,
+    rows,
+    xfail,
+)
+from e2e_helpers import audit, cli, ok_json
+from judge_server import JudgeServer
+
+INPUT_FILE_NAMES = (
+    'parity-targets: an input file named as the eval wrote it (AgentV: <file path="python.instructions.md">), '
+    "not by absolute path, in the question the agent and the judge see (content.question_text)"
+)
+AGENT_SYSTEM_PROMPT = "parity-targets: the openai provider's default system prompt and the agent-side prompts"
+
+# Suites whose tests have LLM graders: their judge prompts are compared on a replay of the import.
+JUDGED: dict[str, list[str]] = {
+    "basic": [INPUT_FILE_NAMES],
+    "rubric": [],
+    "weighted-graders": [],
+    "multi-turn-conversation": [],
+    "composite": [GRADERS_COMPOSITE],
+    "threshold-grader": [GRADERS_COMPOSITE],
+    "trials": [LOAD_TRIALS],
+    "external-datasets": [],  # its `file://` test lists do not load yet; the run's own copies of each test do
+}
+# Suites whose agent is the LLM target: `evalstore run` of them is compared request by request.
+RUN: dict[str, list[str]] = {
+    **{suite: [*pending, AGENT_SYSTEM_PROMPT, TARGETS_USE] for suite, pending in JUDGED.items()},
+    "assert": [AGENT_SYSTEM_PROMPT, TARGETS_USE],
+}
+RUN["external-datasets"].insert(0, LOAD_DATASETS)
+
+
+def judged_cases(named: bool) -> list[Any]:
+    cases = []
+    for suite, pending in JUDGED.items():
+        waiting = pending if named else [*pending, TARGETS_USE]
+        cases.append(pytest.param(suite, marks=[xfail(*waiting)] if waiting else []))
+    return cases
+
+
+def judge_requests(bodies: list[Any]) -> list[Any]:
+    return [b for b in bodies if answers.is_judge(b)]
+
+
+def replay_judge_prompts(
+    db: str, suite: str, corpus: Path, server: JudgeServer, monkeypatch: pytest.MonkeyPatch, *flags: str
+) -> list[str]:
+    folder, _ = SUITES[suite]
+    monkeypatch.chdir(corpus / folder)
+    run = ok_json(cli(db, "import", str(RUNS / "runs" / suite), "--json"))["run_id"]
+    before = len(server.requests)
+    ok_json(cli(db, "replay", run, *flags, "--json"), 0, 1)
+    return messages_sent(judge_requests([r.body for r in server.requests[before:]]), corpus)
+
+
+@pytest.mark.parametrize("suite", judged_cases(named=False))
+def test_an_unchanged_replay_of_the_import_sends_every_judge_prompt_agentv_sent(
+    sqlite_url: str, suite: str, corpus: Path, agentv_environment: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent = replay_judge_prompts(sqlite_url, suite, corpus, agentv_environment, monkeypatch)
+    agentv = messages_sent(judge_requests([e["body"] for e in logged(suite)]))
+    assert sent and sorted(sent) == sorted(agentv)
+
+
+@pytest.mark.parametrize("suite", judged_cases(named=True))
+def test_with_the_judge_named_a_replay_sends_every_judge_prompt_agentv_sent(
+    sqlite_url: str,
+    suite: str,
+    corpus: Path,
+    agentv_environment: JudgeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """The same, with the judge named on the command line (the repository-root targets file's `openai`
+    target as written there): what the judge is shown, apart from how its target is found."""
+    flags = ("--targets", str(judge_targets(tmp_path)), "--judge-target", "openai")
+    sent = replay_judge_prompts(sqlite_url, suite, corpus, agentv_environment, monkeypatch, *flags)
+    agentv = messages_sent(judge_requests([e["body"] for e in logged(suite)]))
+    assert sent and sorted(sent) == sorted(agentv)
+
+
+@pytest.mark.parametrize("suite", [pytest.param(s, marks=[xfail(*p)]) for s, p in RUN.items()])
+def test_evalstore_run_from_the_examples_folder_sends_every_prompt_agentv_sent_and_scores_the_same(
+    sqlite_url: str, suite: str, corpus: Path, agentv_environment: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, eval_file = SUITES[suite]
+    monkeypatch.chdir(corpus / folder)
+    before = len(agentv_environment.requests)
+    out = ok_json(cli(sqlite_url, "run", eval_file, "--json"), 0, 1)
+    sent = messages_sent([r.body for r in agentv_environment.requests[before:]], corpus)
+    agentv = messages_sent([e["body"] for e in logged(suite)])
+    assert sorted(sent) == sorted(agentv), "every agent and judge request AgentV sent, and no other"
+    for row in rows(suite):
+        (test,) = audit(sqlite_url, out["run_id"], row["test_id"])["tests"]
+        got = [float(v["score"]) for v in test["verdicts"]]
+        assert got == pytest.approx([s for _, s in expected_scores(row)]), row["test_id"]
