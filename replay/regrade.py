@@ -816,9 +816,25 @@ def _bundled_targets(suite: EvalSuite) -> str | None:
     return str(beside) if Path(suite.path).name == "EVAL.yaml" and beside.is_file() else None
 
 
+def _needs_judge(grader: Any) -> bool:
+    """Whether a grader may call a judge target: an LLM grader, a code grader given a target, or a grader
+    holding such graders (a composite's ``graders``/``assertions``)."""
+    if isinstance(grader, LlmGraderSpec):
+        return True
+    if isinstance(grader, CodeGraderSpec):
+        return bool(grader.target_max_calls or grader.target)
+    inner = getattr(grader, "graders", None) or getattr(grader, "assertions", None)
+    return isinstance(inner, list) and any(_needs_judge(g) for g in inner)
+
+
 def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]
     from evalstore.replay.grading.judge.pool import JudgePool
 
+    only = set(options.graders) if options.graders else None
+    if not any(
+        _needs_judge(g) for t in suite.tests for g in t.graders if (only is None or g.name in only)
+    ):  # nothing to ask a judge: no targets file is read (one that cannot be read stops nothing)
+        return JudgePool.from_env()
     path = (
         options.targets_path
         or (parent.started.overrides or {}).get("targets_file")

@@ -217,6 +217,7 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
     root = source.root.resolve()
     rows = list(source.result_eval_hints()) if source.result_eval_hints else [(None, source.eval_path_hints)]
     named = [*source.eval_path_hints, *(hint for _, hints in rows for hint in hints)]
+    ran = {test_id for test_id, _ in rows if test_id is not None}
     parts: list[EvalSuite] = []
     notes: list[str] = []
     unloadable: list[str] = []
@@ -240,7 +241,10 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
         if check and outside:
             notes.append(_not_used(candidate, Path(outside[0])))
             return
-        if not parts or {t.id for t in suite.tests} - covered(parts):
+        ids = {t.id for t in suite.tests}
+        if ran:  # of use only for tests of the run
+            ids &= ran
+        if ids - covered(parts) or (not parts and not ran):
             parts.append(suite)
 
     bases = [base, Path.cwd(), *Path.cwd().parents]

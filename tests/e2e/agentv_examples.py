@@ -64,7 +64,6 @@ def xfail(*pending: str) -> pytest.MarkDecorator:
 TARGETS_USE = (
     "parity-targets: use_target chains of the repo-root targets file (the judge is `grader` -> ${{ GRADER_TARGET }})"
 )
-TARGETS_GRADER = "parity-targets: a grader_target defined in another targets file (the example's own names `grader`)"
 GRADERS_TRAJECTORY = "parity-graders: tool-trajectory graded from the recorded trace"
 GRADERS_METRICS = "parity-graders: execution-metrics graded from the recorded trace"
 GRADERS_COMPOSITE = "parity-graders: composite and its aggregators"

@@ -23,7 +23,6 @@ from agentv_examples import (
     RUNS,
     SDK_MISSING,
     SUITES,
-    TARGETS_GRADER,
     TARGETS_USE,
     expected_scores,
     judge_targets,
@@ -36,9 +35,8 @@ from judge_server import JudgeServer
 PENDING: dict[str, list[str]] = {
     "basic": [TARGETS_USE],
     "rubric": [TARGETS_USE],
-    "assert": [TARGETS_USE],
-    "tool-trajectory-simple": [GRADERS_TRAJECTORY, TARGETS_GRADER],
-    "tool-trajectory-advanced": [GRADERS_TRAJECTORY, TARGETS_GRADER],
+    "tool-trajectory-simple": [GRADERS_TRAJECTORY],
+    "tool-trajectory-advanced": [GRADERS_TRAJECTORY],
     "composite": [GRADERS_COMPOSITE, TARGETS_USE],
     "threshold-grader": [GRADERS_COMPOSITE, TARGETS_USE],
     "weighted-graders": [TARGETS_USE],
@@ -51,7 +49,7 @@ PENDING: dict[str, list[str]] = {
 
 
 NAMED_JUDGE_PENDING = {
-    suite: [p for p in pending if p not in (TARGETS_USE, TARGETS_GRADER)] for suite, pending in PENDING.items()
+    suite: [p for p in pending if p != TARGETS_USE] for suite, pending in PENDING.items()
 }
 """With the judge named on the command line, what is left to wait for."""
 
