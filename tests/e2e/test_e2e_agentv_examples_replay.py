@@ -48,9 +48,7 @@ PENDING: dict[str, list[str]] = {
 }
 
 
-NAMED_JUDGE_PENDING = {
-    suite: [p for p in pending if p != TARGETS_USE] for suite, pending in PENDING.items()
-}
+NAMED_JUDGE_PENDING = {suite: [p for p in pending if p != TARGETS_USE] for suite, pending in PENDING.items()}
 """With the judge named on the command line, what is left to wait for."""
 
 
