@@ -64,18 +64,11 @@ def xfail(*pending: str) -> pytest.MarkDecorator:
 TARGETS_USE = (
     "parity-targets: use_target chains of the repo-root targets file (the judge is `grader` -> ${{ GRADER_TARGET }})"
 )
-GRADERS_TRAJECTORY = "parity-graders: tool-trajectory graded from the recorded trace"
-GRADERS_METRICS = "parity-graders: execution-metrics graded from the recorded trace"
-GRADERS_COMPOSITE = "parity-graders: composite and its aggregators"
 LOAD_TRIALS = "parity-load: execution.trials"
 LOAD_DATASETS = "parity-load: file:// test lists (YAML, JSONL)"
 FILE_CHANGES_LOST = (
     "unowned: AgentV 4.42.4's run folder keeps only the first lines of a test's file_changes (grading.json's "
     "diff_summary; index.jsonl is rewritten without it), so an import cannot give the code grader the whole diff"
-)
-SDK_MISSING = (
-    "evalstore differs (docs): the hybrid test's code grader imports @agentv/sdk, which is not in the corpus; "
-    "AgentV scored its failure 0, evalstore records an execution error"
 )
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from agentv_examples import (
-    GRADERS_COMPOSITE,
     LOAD_DATASETS,
     LOAD_TRIALS,
     RUNS,
@@ -43,8 +42,8 @@ JUDGED: dict[str, list[str]] = {
     "rubric": [],
     "weighted-graders": [],
     "multi-turn-conversation": [],
-    "composite": [GRADERS_COMPOSITE],
-    "threshold-grader": [GRADERS_COMPOSITE],
+    "composite": [],
+    "threshold-grader": [],
     "trials": [LOAD_TRIALS],
     "external-datasets": [],  # its `file://` test lists do not load yet; the run's own copies of each test do
 }

@@ -16,12 +16,8 @@ from typing import Any
 import pytest
 from agentv_examples import (
     FILE_CHANGES_LOST,
-    GRADERS_COMPOSITE,
-    GRADERS_METRICS,
-    GRADERS_TRAJECTORY,
     LOAD_DATASETS,
     RUNS,
-    SDK_MISSING,
     SUITES,
     TARGETS_USE,
     expected_scores,
@@ -35,12 +31,9 @@ from judge_server import JudgeServer
 PENDING: dict[str, list[str]] = {
     "basic": [TARGETS_USE],
     "rubric": [TARGETS_USE],
-    "tool-trajectory-simple": [GRADERS_TRAJECTORY],
-    "tool-trajectory-advanced": [GRADERS_TRAJECTORY],
-    "composite": [GRADERS_COMPOSITE, TARGETS_USE],
-    "threshold-grader": [GRADERS_COMPOSITE, TARGETS_USE],
+    "composite": [TARGETS_USE],
+    "threshold-grader": [TARGETS_USE],
     "weighted-graders": [TARGETS_USE],
-    "execution-metrics": [GRADERS_METRICS, GRADERS_TRAJECTORY, SDK_MISSING],
     "multi-turn-conversation": [TARGETS_USE],
     "trials": [TARGETS_USE],
     "file-changes": [FILE_CHANGES_LOST],
