@@ -206,7 +206,8 @@ def test_an_import_started_when_its_agentv_run_did_and_says_when_it_was_imported
     assert "started=2026-02-20 21:40 UTC  imported=" in cli(db, "show", run_id).stdout
 
     # A replay of the import keeps its suite label (AgentV's `dataset`), not the eval file's name (`rubric`).
-    replayed = ok_json(cli(db, "replay", run_id, "--json"), 0, 1)["run_id"]
+    # (Its code grader only: the LLM graders have no judge here.)
+    replayed = ok_json(cli(db, "replay", run_id, "--graders", "python_syntax", "--json"), 0, 1)["run_id"]
     suites = {r["run_id"]: r["suite"] for r in ok_json(cli(db, "runs", "--json"))}
     assert suites == {run_id: "dataset", replayed: "dataset"}
     replay = next(r for r in ok_json(cli(db, "runs", "--json")) if r["run_id"] == replayed)
