@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "evalstore.cli.run:run",
         "Run EVAL_FILE's tests against a target, capture every file the agent wrote, grade, and store it all.",
     ),
+    "validate": (
+        "evalstore.cli.validate:validate",
+        "Check eval, targets and results files as run and import would load them, running nothing.",
+    ),
     "import": (
         "evalstore.cli.transfer:import_",
         "Import AgentV results (a v4 run directory, a v5-next bundle, a results JSONL) or an evalstore bundle.",

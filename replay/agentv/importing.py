@@ -17,7 +17,7 @@ from pathlib import Path
 from evalstore import __version__
 from evalstore.replay.agentv import detect_format, read_results
 from evalstore.replay.agentv.file_access import FileAccess, file_access, guarded
-from evalstore.replay.agentv.import_check import Encoded, check, renumbered
+from evalstore.replay.agentv.import_check import Checked, Encoded, check, renumbered
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
 from evalstore.replay.agentv.records import ImportSource
 from evalstore.replay.agentv.rows import unique_paths
@@ -71,6 +71,72 @@ def import_results(
     """Import AgentV results at ``path`` as a run. ``progress(phase, done, total)`` is called as results are
     checked (phase ``"checking"``, total unknown) and then written (``"importing"``, total known)."""
     path = Path(path)
+    fmt, source, run_id = _opened(path, eval_path)
+    existing = store.query("runs", run_id=run_id)
+    if existing and existing[0]["status"] == "completed":
+        tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
+        return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
+
+    prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
+    checked = prepared.checked
+    assert checked.spool is not None
+    try:
+        outcome = _write(
+            store,
+            checked,
+            path,
+            fmt,
+            run_id,
+            prepared.source,
+            prepared.eval_file,
+            prepared.snapshot,
+            prepared.blobs,
+            prepared.threshold,
+            prepared.root,
+            progress,
+        )
+    finally:
+        checked.spool.close()
+    outcome.warnings[:0] = prepared.eval_notes
+    outcome.warning_count += len(prepared.eval_notes)
+    return outcome
+
+
+@dataclass
+class ImportCheck:
+    """What an import of a path would bring in, found with no store (``evalstore validate``)."""
+
+    format: str
+    tests: int
+    skipped: int
+    eval_path: str | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_import(
+    path: str | Path,
+    *,
+    eval_path: str | Path | None = None,
+    skip_bad: bool = False,
+    targets_path: str | Path | None = None,
+    files_roots: Sequence[str | Path] = (),
+) -> ImportCheck:
+    """The import's validation pass on ``path`` with nothing written and no store: every result built and
+    encoded as :func:`import_results` would, so a bad line raises here as it would there."""
+    path = Path(path)
+    fmt, source, run_id = _opened(path, eval_path)
+    prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, None, targets_path, files_roots)
+    checked = prepared.checked
+    if checked.spool is not None:
+        checked.spool.close()
+    if checked.tests == 0:
+        raise ReplayError(f"{path}: no results to import")
+    warnings = [*prepared.eval_notes, *checked.warnings]
+    return ImportCheck(fmt, checked.tests, checked.skipped, prepared.eval_file, warnings)
+
+
+def _opened(path: Path, eval_path: str | Path | None) -> tuple[str, ImportSource, str]:
+    """The format, reader and run id of the results at ``path``, after the checks on the paths given."""
     if not path.exists():
         raise ReplayError(f"{path}: no such file or directory")
     if eval_path and not Path(eval_path).is_file():
@@ -79,12 +145,33 @@ def import_results(
     real_path.cache_clear()  # paths are resolved once per import (a symlink may have moved since the last)
     fmt = detect_format(path)
     source = read_results(path, fmt)
-    run_id = f"imp-{source.source_digest[:16]}"
-    existing = store.query("runs", run_id=run_id)
-    if existing and existing[0]["status"] == "completed":
-        tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
-        return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
+    return fmt, source, f"imp-{source.source_digest[:16]}"
 
+
+@dataclass
+class _Prepared:
+    checked: Checked
+    source: ImportSource
+    eval_file: str | None
+    snapshot: list[FileSnapshot]
+    blobs: dict[str, bytes]
+    threshold: float
+    eval_notes: list[str]
+    root: str
+
+
+def _prepared(  # type: ignore[no-untyped-def]
+    path: Path,
+    fmt: str,
+    source: ImportSource,
+    run_id: str,
+    eval_path,
+    skip_bad: bool,
+    progress: Progress | None,
+    targets_path,
+    files_roots,
+) -> _Prepared:
+    """The eval snapshot and the validation pass: everything an import does before it writes."""
     if targets_path is not None and not Path(targets_path).is_file():
         raise ReplayError(f"{targets_path}: targets file not found (--targets)")
     # Only the user's own files widen what may be read: the targets file named, or the one above --eval.
@@ -97,16 +184,7 @@ def import_results(
     # The validation pass builds and encodes every result once, with the run's event ids (the run's
     # first event, run_started, takes id 1), and keeps it for the writing pass: raises on the first bad line.
     checked = check(source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=threshold)
-    assert checked.spool is not None
-    try:
-        outcome = _write(
-            store, checked, path, fmt, run_id, source, eval_file, snapshot, blobs, threshold, root, progress
-        )
-    finally:
-        checked.spool.close()
-    outcome.warnings[:0] = eval_notes
-    outcome.warning_count += len(eval_notes)
-    return outcome
+    return _Prepared(checked, source, eval_file, snapshot, blobs, threshold, eval_notes, root)
 
 
 def _write(  # type: ignore[no-untyped-def]

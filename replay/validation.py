@@ -1,0 +1,164 @@
+"""``evalstore validate``: eval, targets and results files checked as ``run`` and ``import`` load them.
+
+Nothing runs: no agent, grader, judge or converter, and no store is opened or written. Each file is
+loaded by the very function the command that reads it calls (``load_eval`` for ``run``,
+``load_targets_file`` for a targets file, the import's validation pass for results), so what passes
+here loads there, and an error here is the error the command would stop with.
+
+Which files a path means follows ``agentv validate`` (AgentV 4.42.4, ``apps/cli/src/commands/validate``):
+a folder is searched for ``*.eval.yaml``/``*.eval.yml``, leaving out hidden folders and ``node_modules``;
+a YAML file is a targets file when it is ``targets.yaml``/``.yml`` under a ``.agentv`` folder (or says
+``$schema: agentv-targets-v2.2``), else an eval file. Beyond AgentV, which checks YAML only: a ``.jsonl``
+file, or a folder holding an AgentV run (``index.jsonl``, a v5-next bundle), is results, checked as
+``evalstore import`` would take them in.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from evalstore.replay.errors import ReplayError
+
+Kind = Literal["eval", "targets", "results"]
+YAML_SUFFIXES = (".yaml", ".yml")
+EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
+TARGETS_NAMES = ("targets.yaml", "targets.yml")
+TARGETS_SCHEMA = re.compile(r"^\$schema:\s*[\"']?agentv-targets-v2\.2[\"']?\s*$", re.MULTILINE)
+
+
+class ValidateUsageError(ReplayError):
+    """A path that names nothing to check (missing, or a file of no kind validate knows): bad usage."""
+
+
+@dataclass
+class FileCheck:
+    """One file's verdict; ``ok`` is False exactly when ``errors`` is not empty."""
+
+    path: str
+    kind: Kind
+    tests: int = 0
+    """Tests an eval file holds, results a results file holds (0 for a targets file)."""
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "ok": self.ok,
+            "tests": self.tests,
+            "errors": self.errors,
+            "warnings": self.warnings,
+        }
+
+
+def files_to_check(paths: Iterable[str | Path]) -> list[tuple[Path, Kind]]:
+    """Every file the paths name, with its kind, in sorted order and each once (as AgentV lists them);
+    raises :class:`ValidateUsageError` for a path that does not exist or names no file to check."""
+    found: dict[Path, Kind] = {}
+    for given in paths:
+        path = Path(os.path.abspath(given))
+        if path.is_dir():
+            if _is_run_folder(path):
+                found[path] = "results"
+                continue
+            eval_files = _eval_files_under(path)
+            if not eval_files:
+                raise ValidateUsageError(f"{given}: no *.eval.yaml files in this folder or below it")
+            for eval_file in eval_files:
+                found[eval_file] = "eval"
+        elif path.is_file():
+            found[path] = _kind_of(path, given)
+        elif path.exists():
+            raise ValidateUsageError(f"{given}: not a regular file or a folder")
+        else:
+            raise ValidateUsageError(f"{given}: no such file or directory")
+    return sorted(found.items())
+
+
+def validate(paths: Iterable[str | Path]) -> list[FileCheck]:
+    """A :class:`FileCheck` for every file the paths name (see :func:`files_to_check`)."""
+    return [check_file(path, kind) for path, kind in files_to_check(paths)]
+
+
+def check_file(path: Path, kind: Kind) -> FileCheck:
+    checkers = {"eval": _check_eval, "targets": _check_targets, "results": _check_results}
+    result = FileCheck(str(path), kind)
+    try:
+        checkers[kind](path, result)
+    except ReplayError as exc:
+        result.errors.append(str(exc))
+    return result
+
+
+def _check_eval(path: Path, result: FileCheck) -> None:
+    from evalstore.replay.evalfile.parser import load_eval
+
+    suite = load_eval(path)
+    result.tests = len(suite.tests)
+    result.warnings.extend(suite.warnings)
+
+
+def _check_targets(path: Path, result: FileCheck) -> None:
+    from evalstore.replay.targetsfile.loader import load_targets_file
+
+    load_targets_file(path)
+
+
+def _check_results(path: Path, result: FileCheck) -> None:
+    from evalstore.replay.agentv.importing import check_import
+
+    checked = check_import(path)
+    result.tests = checked.tests
+    result.warnings.extend(checked.warnings)
+
+
+def _kind_of(path: Path, given: str | Path) -> Kind:
+    name = path.name.lower()
+    if name.endswith(".jsonl"):
+        return "results"
+    if name.endswith(YAML_SUFFIXES):
+        return "targets" if _is_targets_file(path) else "eval"
+    raise ValidateUsageError(
+        f"{given}: not an eval or targets file (.yaml, .yml) or a results file (.jsonl, or an AgentV run folder)"
+    )
+
+
+def _is_targets_file(path: Path) -> bool:
+    """AgentV's rule (``validation/file-type.ts``): a ``$schema`` saying so, else the name under ``.agentv``."""
+    if path.name in TARGETS_NAMES and "/.agentv/" in path.as_posix():
+        return True
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return TARGETS_SCHEMA.search(text) is not None
+
+
+def _is_run_folder(path: Path) -> bool:
+    from evalstore.replay.agentv.detect import detect_format
+    from evalstore.replay.errors import ImportFormatError
+
+    try:
+        detect_format(path)
+    except ImportFormatError:
+        return False
+    return True
+
+
+def _eval_files_under(folder: Path) -> list[Path]:
+    """``*.eval.yaml``/``*.eval.yml`` below ``folder``, not in hidden folders or ``node_modules``."""
+    out: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "node_modules" and not d.startswith(".")]
+        out.extend(Path(root) / f for f in files if f.lower().endswith(EVAL_SUFFIXES))
+    return out

@@ -1,0 +1,184 @@
+"""``evalstore validate``: which files a path means, each checked as run/import load it, exit codes, --json."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixture_paths import FIXTURES_DIR
+
+from evalstore import cli as cli_package
+
+CORPUS = FIXTURES_DIR / "agentv-examples-4.42.4"
+EVAL = """\
+execution:
+  target: agent
+tests:
+  - id: one
+    input: What is 2+2?
+    criteria: Says 4
+    assertions:
+      - type: contains
+        value: "4"
+  - id: two
+    input: Capital of France?
+    expected_output: Paris
+"""
+TARGETS = """\
+targets:
+  - name: agent
+    provider: cli
+    command: echo hi
+"""
+
+
+def _validate(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(cli_package.main, ["validate", *args], catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / ".agentv").mkdir()
+    (tmp_path / ".agentv" / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "good.eval.yaml").write_text(EVAL)
+    monkeypatch.chdir(tmp_path)
+    # A store this command must never touch: the URL names a database no server answers for.
+    monkeypatch.setenv("EVALSTORE_DB", "postgresql+psycopg://nobody@127.0.0.1:1/none")
+    return tmp_path
+
+
+def test_valid_files_exit_0_with_each_files_kind_and_test_count(project: Path) -> None:
+    result = _validate("--json", "evals/good.eval.yaml", ".agentv/targets.yaml")
+    assert result.exit_code == 0, result.output
+    files = json.loads(result.stdout)["files"]
+    assert files == [
+        {
+            "path": str(project / ".agentv" / "targets.yaml"),
+            "kind": "targets",
+            "ok": True,
+            "tests": 0,
+            "errors": [],
+            "warnings": [],
+        },
+        {
+            "path": str(project / "evals" / "good.eval.yaml"),
+            "kind": "eval",
+            "ok": True,
+            "tests": 2,
+            "errors": [],
+            "warnings": [],
+        },
+    ]
+    assert not (project / ".evalstore").exists()
+
+
+def test_an_invalid_file_exits_1_with_the_error_run_would_stop_with(project: Path) -> None:
+    bad = project / "evals" / "bad.eval.yaml"
+    bad.write_text(EVAL.replace("      - type: contains", "      - type: contians"))
+    result = _validate("--json", "evals/")
+    assert result.exit_code == 1
+    files = {Path(f["path"]).name: f for f in json.loads(result.stdout)["files"]}
+    assert files["good.eval.yaml"]["ok"] is True
+    assert files["bad.eval.yaml"]["ok"] is False
+    assert files["bad.eval.yaml"]["tests"] == 0
+    [error] = files["bad.eval.yaml"]["errors"]
+    assert (
+        error
+        == f"{bad}:8: field `tests[0].assertions[0].type`: unknown grader type `contians`; did you mean `contains`?"
+    )
+
+    people = _validate("evals/")
+    assert people.exit_code == 1
+    assert f"✗ {bad} (eval, 0 tests)\n  ✗ {error}\n" in people.output
+    assert f"✓ {project / 'evals' / 'good.eval.yaml'} (eval, 2 tests)\n" in people.output
+    assert people.output.endswith("2 files: 1 valid, 1 invalid, 0 with warnings\n")
+
+
+def test_warnings_are_listed_and_do_not_fail(project: Path) -> None:
+    (project / "evals" / "good.eval.yaml").write_text(EVAL.replace("execution:", "colour: blue\nexecution:"))
+    result = _validate("--json", "evals/good.eval.yaml")
+    assert result.exit_code == 0
+    [file] = json.loads(result.stdout)["files"]
+    assert file["ok"] is True
+    assert len(file["warnings"]) == 1 and "unknown key `colour` ignored" in file["warnings"][0]
+
+
+def test_a_bad_targets_file_is_invalid(project: Path) -> None:
+    (project / ".agentv" / "targets.yaml").write_text("targets:\n  - name: agent\n")
+    result = _validate("--json", ".agentv/targets.yaml")
+    assert result.exit_code == 1
+    [file] = json.loads(result.stdout)["files"]
+    assert file["kind"] == "targets"
+    assert file["errors"] == [
+        f"{project / '.agentv' / 'targets.yaml'}:2: target 'agent': field 'provider' is required (a string)"
+    ]
+
+
+def test_a_targets_file_is_known_by_its_schema_anywhere(project: Path) -> None:
+    (project / "my-targets.yaml").write_text("$schema: agentv-targets-v2.2\n" + TARGETS)
+    [file] = json.loads(_validate("--json", "my-targets.yaml").stdout)["files"]
+    assert file["kind"] == "targets" and file["ok"]
+
+
+def test_a_folder_is_searched_as_agentv_validate_searches_it(project: Path) -> None:
+    """``*.eval.yaml``/``*.eval.yml`` at any depth; hidden folders and node_modules left out; other YAML not
+    taken (AgentV's ``findYamlFiles``)."""
+    (project / "evals" / "deep" / "er").mkdir(parents=True)
+    (project / "evals" / "deep" / "er" / "x.EVAL.yml").write_text(EVAL)
+    for skipped in ("node_modules", ".hidden"):
+        (project / "evals" / skipped).mkdir()
+        (project / "evals" / skipped / "y.eval.yaml").write_text("not: [valid")
+    (project / "evals" / "cases.yaml").write_text("not: [valid")
+    result = _validate("--json", ".")
+    assert result.exit_code == 0, result.output
+    paths = [f["path"] for f in json.loads(result.stdout)["files"]]
+    assert paths == [str(project / "evals" / "deep" / "er" / "x.EVAL.yml"), str(project / "evals" / "good.eval.yaml")]
+
+
+def test_a_results_file_and_a_run_folder_are_checked_as_import_reads_them(project: Path) -> None:
+    shutil.copy(CORPUS / "examples/features/basic/evals/dataset.eval.baseline.jsonl", project / "results.jsonl")
+    run = CORPUS / "examples/features/trend/sample-runs/2026-03-01T10-00-00-000Z"
+    shutil.copytree(run, project / "run")
+    result = _validate("--json", "results.jsonl", "run")
+    assert result.exit_code == 0, result.output
+    files = {Path(f["path"]).name: f for f in json.loads(result.stdout)["files"]}
+    assert files["results.jsonl"]["kind"] == files["run"]["kind"] == "results"
+    assert files["results.jsonl"]["tests"] == 7
+    assert files["run"]["tests"] == 3
+    assert not (project / ".evalstore").exists()
+
+
+def test_a_bad_results_line_is_the_imports_error(project: Path) -> None:
+    (project / "results.jsonl").write_text('{"test_id": "a", "score": 1}\n{"test_id": \n')
+    result = _validate("--json", "results.jsonl")
+    assert result.exit_code == 1
+    [file] = json.loads(result.stdout)["files"]
+    [error] = file["errors"]
+    assert error.startswith(f"{project / 'results.jsonl'}:2: ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nothere.eval.yaml"], "Error: nothere.eval.yaml: no such file or directory\n"),
+        (["evals/good.eval.yaml", "notes.txt"], "Error: notes.txt: not an eval or targets file"),
+        (["empty"], "Error: empty: no *.eval.yaml files in this folder or below it\n"),
+    ],
+)
+def test_bad_usage_exits_2_before_checking_anything(project: Path, args: list[str], message: str) -> None:
+    (project / "notes.txt").write_text("hello")
+    (project / "empty").mkdir()
+    result = _validate(*args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(message)
+
+
+def test_no_path_is_a_usage_error(project: Path) -> None:
+    result = _validate()
+    assert result.exit_code == 2
+    assert "Missing argument 'PATHS...'" in result.stderr
