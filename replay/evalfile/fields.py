@@ -6,7 +6,8 @@ resolver, and the warnings and referenced files being collected for the suite.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ class ParseContext:
     resolver: FileResolver
     warnings: list[str] = field(default_factory=list)
     referenced_files: list[tuple[str, str, str | None]] = field(default_factory=list)
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    """Where ``${{ VAR }}`` in the files read is filled from."""
 
     @property
     def eval_dir(self) -> Path:
@@ -58,9 +61,11 @@ class ParseContext:
 
 
 def warn_unknown(ctx: ParseContext, obj: dict[str, Any], known: Iterable[str], where: Where) -> None:
+    """A warning per key that means nothing here; not for a key holding YAML anchors used elsewhere (such as
+    AgentV's ``defaults:`` of shared messages), whose value does its work where the aliases stand."""
     known_set = set(known)
     for key in obj:
-        if str(key) not in known_set:
+        if str(key) not in known_set and not where.lines.holds_anchor((*where.path, str(key))):
             ctx.warn(where.key(key), f"unknown key `{key}` ignored (known: {', '.join(sorted(known_set))})")
 
 

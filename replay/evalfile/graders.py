@@ -44,8 +44,10 @@ from evalstore.replay.jstext import JsRegexError, js_regex, js_slice, js_trim
 
 AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec | TraceGrader | CompositeSpec
 
-COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate")
+COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate", "id")
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
+LLM_GRADER_KEYS = (*LLM_KEYS, "model", "max_steps", "maxSteps", "temperature")
+"""What AgentV's llm-grader reads; its other keys go to the grader's ``config`` (``grader-parser.ts``)."""
 CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors", "target", "cache")
 DEFAULT_TARGET_MAX_CALLS = 50
 DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags", "preprocessors")
@@ -169,7 +171,8 @@ def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[Co
         ctx.warn(where.key("type"), f"`{written}` is deprecated; read as `{DEPRECATED_TYPES[kind]}`")
         kind = DEPRECATED_TYPES[kind]
     if kind in LLM_TYPES:
-        warn_unknown(ctx, obj, LLM_KEYS, where)
+        if kind != "llm-grader":
+            warn_unknown(ctx, obj, LLM_KEYS, where)
         return _llm_grader(obj, kind, where, ctx, converters)
     if kind in CODE_TYPES:
         return _code_grader(obj, kind, where, ctx, converters)
@@ -340,6 +343,11 @@ def _common(obj: dict[str, Any], kind: str, where: Where) -> dict[str, Any]:
     negate = opt_bool(obj, "negate", where)
     if negate is not None:
         fields["negate"] = negate
+    assertion_id = obj.get("id")
+    if assertion_id is not None:
+        if isinstance(assertion_id, bool) or not isinstance(assertion_id, (str, int, float)):
+            raise where.key("id").error("expected a string naming the assertion")
+        fields["id"] = str(assertion_id)
     return fields
 
 
@@ -384,13 +392,51 @@ def _llm_grader(
         fields["rubrics"] = parse_rubric_items(obj["rubrics"], where.key("rubrics"), ctx)
     fields.update(_prompt(obj, where, ctx))
     target = opt_str(obj, "target", where)
+    config = _config(obj, where)
+    if kind == "llm-grader":
+        fields.update(_agent_settings(obj, where, ctx))
+        # AgentV passes the keys it does not read to the grader's config (its own `config:` wins).
+        extra = {str(k): v for k, v in obj.items() if k not in LLM_GRADER_KEYS or k == "id"}
+        config = {**extra, **(config or {})} or None
+        if obj.get("model") is not None:
+            ctx.warn(
+                where.key("model"),
+                "`model` is read by AgentV 4.42.4 and then not used, so it is not used here either; set the "
+                "model on the judge's target",
+            )
     return LlmGraderSpec(
         declared_type=kind,
         target=target,
-        config=_config(obj, where),
+        config=config,
         preprocessors=_effective_converters(obj, where, ctx, converters),
         **fields,
     )
+
+
+def _agent_settings(obj: dict[str, Any], where: Where, ctx: ParseContext) -> dict[str, Any]:
+    """``temperature`` (0..2) and ``max_steps`` (an integer 1..50, or ``maxSteps``) as AgentV reads them; a
+    value outside those is dropped by AgentV, and said here."""
+    out: dict[str, Any] = {}
+    key = "max_steps" if "max_steps" in obj else "maxSteps"
+    steps = obj.get(key)
+    if steps is not None:
+        if isinstance(steps, int) and not isinstance(steps, bool) and 1 <= steps <= 50:
+            out["max_steps"] = steps
+        else:
+            ctx.warn(
+                where.key(key),
+                f"{steps!r} is not a whole number from 1 to 50; AgentV ignores it, and so does evalstore",
+            )
+    temperature = obj.get("temperature")
+    if temperature is not None:
+        if isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and 0 <= temperature <= 2:
+            out["temperature"] = float(temperature)
+        else:
+            ctx.warn(
+                where.key("temperature"),
+                f"{temperature!r} is not a number from 0 to 2; AgentV ignores it, and so does evalstore",
+            )
+    return out
 
 
 def _prompt(obj: dict[str, Any], where: Where, ctx: ParseContext) -> dict[str, Any]:
@@ -442,12 +488,10 @@ def _code_grader(
         raise at.error(f'`{key}` is required: an argv list such as ["python3", "check.py"] or a shell command string')
     if script is not None:
         ctx.reference("grader_script", script, script_ref)
-    # AgentV folds unknown keys into the grader's config; keep that, but say so.
-    config = _config(obj, where) or {}
-    for extra in obj:
-        if extra not in CODE_KEYS:
-            ctx.warn(where.key(extra), f"unknown key `{extra}` passed to the grader in `config`")
-            config[str(extra)] = obj[extra]
+    # AgentV passes the keys it does not read (an assertion `id` among them) to the grader in `config`,
+    # which its own `config:` entries override.
+    extra = {str(k): v for k, v in obj.items() if k not in CODE_KEYS or k == "id"}
+    config = {**extra, **(_config(obj, where) or {})}
     timeout = opt_number(obj, "timeout", where, low=0.0, low_open=True)
     if timeout is not None:
         fields["timeout"] = timeout

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalstore.replay.content import Message
 from evalstore.replay.errors import EvalFileError
+from evalstore.replay.evalfile.cases import raw_tests
 from evalstore.replay.evalfile.converters import parse_converters
 from evalstore.replay.evalfile.fields import (
     ParseContext,
-    expect_list,
     expect_mapping,
     opt_bool,
     opt_number,
@@ -33,7 +34,8 @@ from evalstore.replay.evalfile.fields import (
     warn_unknown,
 )
 from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_grader, parse_assertions
-from evalstore.replay.evalfile.input import expected_files, input_files, parse_input, with_files
+from evalstore.replay.evalfile.input import expected_files, input_file, parse_input, with_files
+from evalstore.replay.evalfile.interpolation import env_references, with_env, with_vars
 from evalstore.replay.evalfile.metadata import merge_metadata, suite_metadata
 from evalstore.replay.evalfile.rubrics import parse_rubric_items
 from evalstore.replay.evalfile.search_roots import (
@@ -44,9 +46,10 @@ from evalstore.replay.evalfile.search_roots import (
     build_search_roots,
     find_project_root,
 )
-from evalstore.replay.evalfile.source import LineMap, Where, load_jsonl, load_yaml
+from evalstore.replay.evalfile.source import Where, load_yaml
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, WorkspaceEnv
-from evalstore.replay.evalfile.workspace import parse_workspace
+from evalstore.replay.evalfile.workspace import external_workspace, parse_workspace
+from evalstore.replay.targetsfile.redaction import looks_secret
 
 DEFAULT_THRESHOLD = 0.8
 AGENTV_SUITE_NAME = re.compile(r"[a-z0-9-]{1,64}")
@@ -77,7 +80,11 @@ EVAL_SUFFIXES = (".eval.yaml", ".eval.yml", ".yaml", ".yml")
 
 
 def load_eval(
-    path: str | Path, *, project_root: Path | None = None, file_resolver: FileResolver | None = None
+    path: str | Path,
+    *,
+    project_root: Path | None = None,
+    file_resolver: FileResolver | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> EvalSuite:
     """Parse the eval file at ``path``; see :func:`load_eval_text`."""
     eval_path = absolute(path)
@@ -91,7 +98,7 @@ def load_eval(
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise EvalFileError(str(eval_path), None, None, "not UTF-8 text; save the eval file as UTF-8") from exc
-    return load_eval_text(text, eval_path, project_root=project_root, file_resolver=resolver)
+    return load_eval_text(text, eval_path, project_root=project_root, file_resolver=resolver, env=env)
 
 
 def load_eval_text(
@@ -101,26 +108,43 @@ def load_eval_text(
     project_root: Path | None = None,
     file_resolver: FileResolver | None = None,
     search_roots: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> EvalSuite:
     """Parse eval YAML ``text`` as if it were the file at ``path``.
 
     Search roots derive from ``path`` (and ``project_root``) unless given. ``file_resolver`` decides
     which referenced files exist and supplies their bytes: a ``SnapshotResolver`` replays a stored
-    eval snapshot without the files on disk.
+    eval snapshot without the files on disk. ``${{ VAR }}`` is filled from ``env`` (default: this
+    process's environment), as AgentV fills it.
     """
     eval_path = absolute(path)
     roots = search_roots if search_roots is not None else build_search_roots(eval_path, project_root)
-    ctx = ParseContext(eval_path, roots, file_resolver or DiskResolver())
+    ctx = ParseContext(eval_path, roots, file_resolver or DiskResolver(), env=os.environ if env is None else env)
     data, lines = load_yaml(text, str(eval_path), ctx.warnings)
     root = Where(str(eval_path), lines)
     if data is None:
         raise root.error("the eval file is empty; add `tests`")
-    doc = expect_mapping(data, root, "a mapping with `tests`")
+    _refuse_secret_references(data, root)
+    doc = expect_mapping(with_env(data, ctx.env), root, "a mapping with `tests`")
     warn_unknown(ctx, doc, SUITE_KEYS, root)
     suite = _SuiteParser(ctx, doc, root).parse()
     if not isinstance(ctx.resolver, SnapshotResolver):  # a stored snapshot was warned about when it was taken
         suite.warnings.extend(_outside_project(suite, project_root or find_project_root(eval_path.parent)))
     return suite
+
+
+def _refuse_secret_references(data: Any, root: Where) -> None:
+    """A ``${{ NAME }}`` whose name looks secret (``OPENAI_API_KEY``): AgentV fills it in, but what the eval
+    says is stored with the run (test inputs, criteria, grader commands), so the secret would be too."""
+    for path, name in env_references(data):
+        if looks_secret(name):
+            at = root
+            for part in path:
+                at = at.index(part) if isinstance(part, int) else at.key(part)
+            raise at.error(
+                f"`${{{{ {name} }}}}` looks like a secret, and what an eval file says is stored with each run; "
+                "keep secrets in the targets file (its `${{ NAME }}` references are resolved only when called)"
+            )
 
 
 def _outside_project(suite: EvalSuite, project_root: Path | None) -> list[str]:
@@ -160,11 +184,16 @@ def _execution(raw: Any, where: Where, ctx: ParseContext) -> _Execution:
     )
 
 
+def _workspace_source(raw: Any, where: Where, ctx: ParseContext) -> tuple[Any, Where, Path]:
+    """A ``workspace`` as the object it means, where that is written, and the folder its paths start from:
+    ``workspace: FILE`` is read (AgentV's external workspace file), an object is itself."""
+    if isinstance(raw, str):
+        return external_workspace(raw, where, ctx)
+    return raw, where, ctx.eval_dir
+
+
 def _workspace_env(raw: Any, where: Where, ctx: ParseContext) -> WorkspaceEnv:
     if raw is None:
-        return WorkspaceEnv()
-    if isinstance(raw, str):
-        ctx.warn(where, "external workspace files are not read; inline `workspace.env` to get preflight checks")
         return WorkspaceEnv()
     obj = expect_mapping(raw, where, "an object")
     warn_unknown(ctx, obj, WORKSPACE_KEYS, where)
@@ -194,20 +223,23 @@ def _assertions_key(obj: dict[str, Any], where: Where) -> str | None:
     return present[0] if present else None
 
 
-_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+RENDERED_FIELDS = ("criteria", "expected_outcome", "input", "input_files", "expected_output")
 
 
-def with_vars(value: Any, vars_: dict[str, Any]) -> Any:
-    """A test's ``{{ name }}`` placeholders filled from its ``vars`` (AgentV v4); unknown names stay."""
+def _rendered(obj: dict[str, Any], vars_: dict[str, Any]) -> dict[str, Any]:
+    """A test with its vars filled in where AgentV fills them (``interpolateRawEvalCase``): its criteria,
+    input, input files, expected output, and each turn's input and expected output."""
     if not vars_:
-        return value
-    if isinstance(value, str):
-        return _VAR.sub(lambda m: str(vars_[m.group(1)]) if m.group(1) in vars_ else m.group(0), value)
-    if isinstance(value, list):
-        return [with_vars(v, vars_) for v in value]
-    if isinstance(value, dict):
-        return {k: with_vars(v, vars_) for k, v in value.items()}
-    return value
+        return obj
+    out = {key: with_vars(obj[key], vars_) if key in RENDERED_FIELDS else obj[key] for key in obj}
+    if isinstance(obj.get("turns"), list):
+        out["turns"] = [
+            {**turn, **{k: with_vars(turn[k], vars_) for k in ("input", "expected_output") if k in turn}}
+            if isinstance(turn, dict)
+            else turn
+            for turn in obj["turns"]
+        ]
+    return out
 
 
 def default_suite_name(path: Path) -> str:
@@ -230,12 +262,11 @@ class _SuiteParser:
         metadata = expect_mapping(doc.get("metadata") or {}, root.key("metadata"))
         self.metadata = suite_metadata(metadata, doc.get("governance"))
         self.converters = parse_converters(doc.get("preprocessors"), root.key("preprocessors"), ctx)
-        self.input = parse_input(doc.get("input"), root.key("input"), ctx)
-        self.input_files = input_files(doc.get("input_files"), root.key("input_files"), ctx)
         self.graders = self._suite_graders(default_test)
         self._check_prompts()
-        envs = [_workspace_env(doc.get("workspace"), root.key("workspace"), ctx)]
-        workspace = parse_workspace(doc.get("workspace"), root.key("workspace"), ctx)
+        raw_ws, ws_where, ws_base = _workspace_source(doc.get("workspace"), root.key("workspace"), ctx)
+        envs = [_workspace_env(raw_ws, ws_where, ctx)]
+        workspace = parse_workspace(raw_ws, ws_where, ctx, ws_base)
 
         tests: list[EvalTest] = []
         for where, raw in self._raw_tests():
@@ -308,52 +339,7 @@ class _SuiteParser:
         where = self.root.key(key)
         if key != "tests":
             self.ctx.warn(where, f"`{key}` is deprecated; rename it to `tests`")
-        raw = self.doc[key]
-        if isinstance(raw, str):
-            return self._tests_file(raw, where)
-        items = expect_list(raw, where, "a list of tests or a path to a .yaml/.jsonl file")
-        return [(where.index(i), item) for i, item in enumerate(items)]
-
-    def _tests_file(self, ref: str, where: Where) -> list[tuple[Where, Any]]:
-        ctx = self.ctx
-        folder = self._tests_folder(ref)
-        if folder is not None:
-            return self._case_files(folder, ref, where)
-        if os.path.splitext(ref)[1].lower() not in (".yaml", ".yml", ".jsonl"):
-            raise where.error(f"tests file `{ref}` must be .yaml, .yml or .jsonl, or a folder of */case.yaml")
-        path = ctx.resolve(ref, where, "tests file")
-        ctx.reference("tests", path, ref)
-        text = ctx.read_text(path, where)
-        if path.suffix.lower() == ".jsonl":
-            rows = load_jsonl(text, str(path))
-            # Each JSONL row is its own document: every field in it is on that row's line.
-            return [(Where(str(path), LineMap(default=n), (), f"tests[{i}]"), row) for i, (n, row) in enumerate(rows)]
-        data, lines = load_yaml(text, str(path), ctx.warnings)
-        base = Where(str(path), lines, (), "tests")
-        if isinstance(data, dict) and "tests" in data:
-            data, base = data["tests"], Where(str(path), lines, ("tests",), "tests")
-        items = expect_list(data, base, "a list of tests")
-        return [(base.index(i), item) for i, item in enumerate(items)]
-
-    def _tests_folder(self, ref: str) -> Path | None:
-        """A folder the reference names, through the search roots (AgentV's ``tests: ./cases/``)."""
-        for root in self.ctx.search_roots:
-            candidate = Path(root) / ref
-            if candidate.is_dir():
-                return candidate.resolve()
-        return None
-
-    def _case_files(self, folder: Path, ref: str, where: Where) -> list[tuple[Where, Any]]:
-        """One test per ``*/case.yaml`` (or ``.yml``) in the folder, in name order."""
-        found = sorted(p for pattern in ("*/case.yaml", "*/case.yml") for p in folder.glob(pattern))
-        if not found:
-            raise where.error(f"tests folder `{ref}` ({folder}) holds no */case.yaml; add one per test")
-        items = []
-        for path in found:
-            self.ctx.reference("tests", path, f"{ref.rstrip('/')}/{path.parent.name}/{path.name}")
-            data, lines = load_yaml(self.ctx.read_text(path, where), str(path), self.ctx.warnings)
-            items.append((Where(str(path), lines, (), "test"), data))
-        return items
+        return raw_tests(self.ctx, self.doc[key], where)
 
     def _test(self, raw: Any, where: Where) -> tuple[EvalTest, WorkspaceEnv]:
         ctx = self.ctx
@@ -365,20 +351,17 @@ class _SuiteParser:
         vars_ = expect_mapping(obj.get("vars") or {}, where.key("vars"))
         if "options" in obj:
             ctx.warn(where.key("options"), "test `options` (transform, provider) are not applied by evalstore")
+        obj = _rendered(obj, vars_)
 
-        criteria = with_vars(opt_str(obj, "criteria", where), vars_)
+        criteria = opt_str(obj, "criteria", where)
         if criteria is None and obj.get("expected_outcome") is not None:
             ctx.warn(where.key("expected_outcome"), "deprecated; rename it to `criteria`")
             criteria = opt_str(obj, "expected_outcome", where)
-        expected = (
-            with_vars(obj["expected_output"], vars_) if "expected_output" in obj else vars_.get("expected_output")
-        )
+        expected = obj["expected_output"] if "expected_output" in obj else vars_.get("expected_output")
         expected = expected_files(expected, where.key("expected_output"), ctx)
-        messages = self._input(obj, vars_, where)
-        files = ([] if skip else self.input_files) + input_files(obj.get("input_files"), where.key("input_files"), ctx)
-        messages = with_files(messages, files)
+        messages, files = self._input(obj, vars_, skip, where)
         if not skip:
-            messages = [*self.input, *messages]
+            messages = [*self._suite_input(vars_), *messages]
         if not messages:
             raise where.error("`input` is required: a string, a list of messages, or an object")
 
@@ -412,19 +395,46 @@ class _SuiteParser:
             threshold=execution.threshold,
             target=execution.target,
         )
-        raw_ws = obj.get("workspace")
+        raw_ws, ws_where, _ = _workspace_source(obj.get("workspace"), where.key("workspace"), ctx)
         if isinstance(raw_ws, dict):
             for key in ("template", "path", "isolation", "repos", "hooks", "snapshot"):
                 if raw_ws.get(key) is not None:
-                    ctx.warn(
-                        where.key("workspace").key(key), "a test-level workspace is not supported; set it on the suite"
-                    )
-        return test, _workspace_env(raw_ws, where.key("workspace"), ctx)
+                    ctx.warn(ws_where.key(key), "a test-level workspace is not supported; set it on the suite")
+        return test, _workspace_env(raw_ws, ws_where, ctx)
 
-    def _input(self, obj: dict[str, Any], vars_: dict[str, Any], where: Where) -> list[Message]:
-        if "input" in obj:
-            return parse_input(with_vars(obj["input"], vars_), where.key("input"), self.ctx)
-        return parse_input(vars_.get("input"), where.key("vars").key("input"), self.ctx)
+    def _input(
+        self, obj: dict[str, Any], vars_: dict[str, Any], skip: bool, where: Where
+    ) -> tuple[list[Message], list[str]]:
+        """The test's own messages and its input files (AgentV's ``resolveInputMessages``): the test's
+        ``input_files``, else the suite's (unless ``skip_defaults``), make one user message of file
+        segments followed by the ``input`` text; they need a string ``input``."""
+        ctx = self.ctx
+        if "input_files" in obj and obj["input_files"] is not None:
+            raw_files, at = obj["input_files"], where.key("input_files")
+        elif not skip and self.doc.get("input_files") is not None:
+            raw_files, at = with_vars(self.doc["input_files"], vars_), self.root.key("input_files")
+        else:
+            if "input" in obj:
+                return parse_input(obj["input"], where.key("input"), ctx), []
+            return parse_input(vars_.get("input"), where.key("vars").key("input"), ctx), []
+        text = obj.get("input", vars_.get("input"))
+        if not isinstance(text, str):
+            raise where.key("input").error(
+                "`input_files` needs `input` to be a string (AgentV skips a test whose input is messages with "
+                "input_files); put the files into the messages as `{type: file, value: PATH}` segments"
+            )
+        named = [ref for ref in raw_files if isinstance(ref, str)] if isinstance(raw_files, list) else []
+        if not named:
+            raise at.error("expected a list of file paths (AgentV skips a test whose input_files names none)")
+        files = [input_file(ref, at.index(i), ctx) for i, ref in enumerate(raw_files) if isinstance(ref, str)]
+        return with_files([Message(role="user", content=text)], files), files
+
+    def _suite_input(self, vars_: dict[str, Any]) -> list[Message]:
+        """The suite's ``input``, with this test's vars filled in."""
+        raw = self.doc.get("input")
+        if raw is None:
+            return []
+        return parse_input(with_vars(raw, vars_), self.root.key("input"), self.ctx)
 
     def _rubrics_sugar(self, raw: Any, where: Where) -> LlmGraderSpec:
         self.ctx.warn(where, "test-level `rubrics` is deprecated; use `assertions: [{type: rubrics, criteria: []}]`")

@@ -20,7 +20,9 @@ resolves to the same absolute paths without the files being on disk.
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -32,11 +34,22 @@ FILE_SCHEME = "file://"
 
 
 class FileResolver(Protocol):
-    """Answers whether a candidate path holds a file, and what its bytes are."""
+    """Answers whether a candidate path holds a file, and what its bytes are; and, for tests given as a
+    folder or a glob, which folders and files there are."""
 
     def is_file(self, path: Path) -> bool: ...
 
     def read_bytes(self, path: Path) -> bytes: ...
+
+    def is_dir(self, path: Path) -> bool: ...
+
+    def subfolders(self, folder: Path) -> list[str]:
+        """Names of the folders directly in ``folder``, sorted."""
+        ...
+
+    def glob(self, pattern: str) -> list[Path]:
+        """Files an absolute glob (``*``, ``?``, ``**``, ``{a,b}``) matches, sorted."""
+        ...
 
 
 class DiskResolver:
@@ -47,6 +60,25 @@ class DiskResolver:
 
     def read_bytes(self, path: Path) -> bytes:
         return path.read_bytes()
+
+    def is_dir(self, path: Path) -> bool:
+        return path.is_dir()
+
+    def subfolders(self, folder: Path) -> list[str]:
+        try:
+            with os.scandir(folder) as entries:
+                return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            return []
+
+    def glob(self, pattern: str) -> list[Path]:
+        found = {
+            Path(p)
+            for expanded in expand_braces(pattern)
+            for p in glob.glob(expanded, recursive=True)
+            if os.path.isfile(p)
+        }
+        return sorted(found)
 
 
 class SnapshotResolver:
@@ -72,6 +104,62 @@ class SnapshotResolver:
         if self._fallback is None:
             raise FileNotFoundError(str(path))
         return self._fallback.read_bytes(path)
+
+    def is_dir(self, path: Path) -> bool:
+        prefix = os.path.join(os.path.normpath(path), "")
+        if any(key.startswith(prefix) for key in self._files):
+            return True
+        return self._fallback is not None and self._fallback.is_dir(path)
+
+    def subfolders(self, folder: Path) -> list[str]:
+        prefix = os.path.join(os.path.normpath(folder), "")
+        names = {key[len(prefix) :].split(os.sep)[0] for key in self._files if key.startswith(prefix)}
+        names = {n for n in names if os.path.join(prefix, n) not in self._files}  # files directly in it are not folders
+        if self._fallback is not None:
+            names.update(self._fallback.subfolders(folder))
+        return sorted(names)
+
+    def glob(self, pattern: str) -> list[Path]:
+        regexes = [re.compile(_glob_regex(p)) for p in expand_braces(os.path.normpath(pattern))]
+        found = {Path(key) for key in self._files if any(r.fullmatch(key) for r in regexes)}
+        if self._fallback is not None:
+            found.update(self._fallback.glob(pattern))
+        return sorted(found)
+
+
+_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """``a{b,c}d`` as ``abd`` and ``acd``, as fast-glob expands braces (nested ones from the inside out)."""
+    match = _BRACES.search(pattern)
+    if match is None:
+        return [pattern]
+    head, tail = pattern[: match.start()], pattern[match.end() :]
+    return [expanded for choice in match.group(1).split(",") for expanded in expand_braces(head + choice + tail)]
+
+
+def _glob_regex(pattern: str) -> str:
+    """A glob as a regular expression over paths: ``**/`` any folders, ``*`` and ``?`` within one name."""
+    out = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out += r"(?:[^/]+/)*"
+            i += 3
+        elif pattern.startswith("**", i):
+            out += ".*"
+            i += 2
+        elif pattern[i] == "*":
+            out += "[^/]*"
+            i += 1
+        elif pattern[i] == "?":
+            out += "[^/]"
+            i += 1
+        else:
+            out += re.escape(pattern[i])
+            i += 1
+    return out
 
 
 def absolute(path: str | Path) -> Path:

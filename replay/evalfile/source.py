@@ -63,9 +63,21 @@ Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _core_int)
 class LineMap:
     """1-based line of each path in one document; a path not recorded falls back to its parent's."""
 
-    def __init__(self, lines: dict[tuple[PathKey, ...], int] | None = None, default: int = 1) -> None:
+    def __init__(
+        self,
+        lines: dict[tuple[PathKey, ...], int] | None = None,
+        default: int = 1,
+        aliased: set[tuple[PathKey, ...]] | None = None,
+    ) -> None:
         self._lines = lines or {}
         self._default = default
+        self.aliased = aliased or set()
+        """Paths of values an alias (``*name``) repeats elsewhere in the document."""
+
+    def holds_anchor(self, path: tuple[PathKey, ...]) -> bool:
+        """Whether the value at ``path``, or a value inside it, is repeated elsewhere through an alias: a key
+        such as AgentV's ``defaults:`` that holds anchors does its work where they are used."""
+        return any(p[: len(path)] == path for p in self.aliased)
 
     def line(self, path: tuple[PathKey, ...]) -> int:
         while path:
@@ -106,10 +118,16 @@ class Where:
 def load_yaml(text: str, file: str, warnings: list[str]) -> tuple[Any, LineMap]:
     """Plain data and its line map; duplicate mapping keys are reported in ``warnings``."""
     loader = Yaml12Loader(text)
+    lines: dict[tuple[PathKey, ...], int] = {}
+    aliased: set[tuple[PathKey, ...]] = set()
     try:
         node = loader.get_single_node()
         if node is not None:
             _check_depth(node, file)
+            # Walked before construction, which folds merge keys (`<<: *x`) into their mappings: a key
+            # written beside a merge overrides the merged one and is no duplicate.
+            lines[()] = node.start_mark.line + 1
+            _walk(node, (), lines, Where(file, LineMap(lines)), warnings, {}, aliased)
         data = loader.construct_document(node) if node is not None else None
     except RecursionError:
         raise EvalFileError(file, None, None, f"nested too deeply (at most {MAX_NESTING} levels); flatten it") from None
@@ -121,11 +139,7 @@ def load_yaml(text: str, file: str, warnings: list[str]) -> tuple[Any, LineMap]:
         raise EvalFileError(file, None, None, f"invalid YAML: {exc}; fix the syntax") from None
     finally:
         loader.dispose()
-    lines: dict[tuple[PathKey, ...], int] = {}
-    if node is not None:
-        lines[()] = node.start_mark.line + 1
-        _walk(node, (), lines, Where(file, LineMap(lines)), warnings, set())
-    return data, LineMap(lines)
+    return data, LineMap(lines, aliased=aliased)
 
 
 MAX_NESTING = 100
@@ -166,22 +180,30 @@ def nesting_depth(value: Any) -> int:
     return deepest
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _walk(
     node: yaml.Node,
     path: tuple[PathKey, ...],
     lines: dict[tuple[PathKey, ...], int],
     where: Where,
     warnings: list[str],
-    walked: set[int],
+    walked: dict[int, tuple[PathKey, ...]],
+    aliased: set[tuple[PathKey, ...]],
 ) -> None:
     # An alias is the same node object again: its lines are already known, and it may be recursive.
     if id(node) in walked:
+        aliased.add(walked[id(node)])
         return
-    walked.add(id(node))
+    walked[id(node)] = path
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
+                continue
+            if key_node.tag == MERGE_TAG:
+                _walk(value_node, (*path, "<<"), lines, where, warnings, walked, aliased)
                 continue
             key = str(key_node.value)
             child = (*path, key)
@@ -194,12 +216,12 @@ def _walk(
                 )
             seen.add(key)
             lines[child] = key_node.start_mark.line + 1
-            _walk(value_node, child, lines, where, warnings, walked)
+            _walk(value_node, child, lines, where, warnings, walked, aliased)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             child = (*path, i)
             lines[child] = item.start_mark.line + 1
-            _walk(item, child, lines, where, warnings, walked)
+            _walk(item, child, lines, where, warnings, walked, aliased)
 
 
 def _field(path: tuple[PathKey, ...]) -> str:

@@ -50,6 +50,9 @@ class RubricItem(_Spec):
 class _GraderSpec(_Spec):
     name: str
     """Unique within a test: the configured ``name``, else the type, suffixed -2, -3 on collision."""
+    id: str | None = None
+    """The assertion's ``id`` as written (AgentV keeps it with the grader: a code or LLM grader's
+    ``config`` carries it too); it names the assertion, it does not change how it grades."""
     weight: float = 1.0
     required: bool | float = False
     min_score: float | None = None
@@ -72,6 +75,12 @@ class LlmGraderSpec(_GraderSpec):
     preprocessors: list[ConverterSpec] = Field(default_factory=list)
     """Effective converters for this grader: suite-level merged with the grader's overrides."""
     config: dict[str, Any] | None = None
+    temperature: float | None = None
+    """The judge's temperature for this grader (0..2), sent when the grader names its own ``target``, as
+    AgentV sends it (with no ``target`` AgentV grades with its default grader and leaves it unused)."""
+    max_steps: int | None = None
+    """Tool-use steps (1..50) for an agent grading in AgentV's agent modes; a Chat Completions judge
+    takes one step, in AgentV too."""
 
 
 class CodeGraderSpec(_GraderSpec):

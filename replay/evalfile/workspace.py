@@ -7,10 +7,14 @@ is ``{command, timeout_ms, cwd}`` whose cwd defaults to the eval file's folder, 
 ``before_each`` and ``after_each`` also take ``reset: none|fast|strict``; ``hooks.enabled: false`` turns
 them all off.
 ``snapshot`` is evalstore's: what of the finished workspace is stored so functional graders replay.
+``workspace: FILE`` names a YAML file holding that object (not under a ``workspace:`` key), read with
+``${{ VAR }}`` filled in; paths in it are relative to its folder (``yaml-parser.ts``
+``resolveWorkspaceConfig``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -26,10 +30,13 @@ from evalstore.replay.evalfile.fields import (
     str_list,
     warn_unknown,
 )
-from evalstore.replay.evalfile.source import Where
+from evalstore.replay.evalfile.interpolation import with_env
+from evalstore.replay.evalfile.source import Where, load_yaml
 from evalstore.replay.evalfile.specs import HookSpec, RepoSpec, SnapshotSpec, WorkspaceSpec
 
 HOOK_NAMES = ("before_all", "before_each", "after_each", "after_all")
+WORKSPACE_FILE_KEYS = ("template", "isolation", "repos", "hooks", "mode", "path", "docker", "env")
+"""What makes an external workspace file's object a workspace to AgentV (``parseWorkspaceConfig``)."""
 HOOK_KEYS = ("command", "script", "timeout_ms", "cwd", "reset")
 REPO_KEYS = ("path", "repo", "commit", "base_commit", "ancestor", "sparse", "source")
 SNAPSHOT_KEYS = ("max_bytes", "max_files", "max_file_bytes", "exclude")
@@ -37,17 +44,20 @@ _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|git@[^:]+:)", re.I)
 _GITHUB_SHORTHAND = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
-def parse_workspace(raw: Any, where: Where, ctx: ParseContext) -> WorkspaceSpec:
-    if raw is None or isinstance(raw, str):
+def parse_workspace(raw: Any, where: Where, ctx: ParseContext, base: Path | None = None) -> WorkspaceSpec:
+    """The workspace an object describes; its relative paths from ``base`` (the eval file's folder, or an
+    external workspace file's: AgentV resolves ``template``, ``path``, hook ``cwd`` and local repos there)."""
+    if raw is None:
         return WorkspaceSpec()
+    base = base or ctx.eval_dir
     obj = expect_mapping(raw, where, "an object")
     isolation = opt_str(obj, "isolation", where) or "shared"
     if isolation not in ("shared", "per_test"):
         raise where.key("isolation").error(f"`{isolation}` is not an isolation; use shared or per_test")
-    template = _folder(obj, "template", where, ctx)
+    template = _folder(obj, "template", where, ctx, base)
     path = opt_str(obj, "path", where)
     if path is not None:
-        path = str((ctx.eval_dir / Path(path).expanduser()).resolve())
+        path = str((base / Path(path).expanduser()).resolve())
         if isolation == "per_test":
             raise where.key("path").error("a static workspace `path` cannot be combined with `isolation: per_test`")
         if template:
@@ -56,24 +66,24 @@ def parse_workspace(raw: Any, where: Where, ctx: ParseContext) -> WorkspaceSpec:
         template=template,
         path=path,
         isolation=isolation,  # type: ignore[arg-type]
-        repos=_repos(obj.get("repos"), where.key("repos"), ctx),
-        hooks=_hooks(obj.get("hooks"), where.key("hooks"), ctx),
+        repos=_repos(obj.get("repos"), where.key("repos"), ctx, base),
+        hooks=_hooks(obj.get("hooks"), where.key("hooks"), ctx, base),
         snapshot=_snapshot(obj.get("snapshot"), where.key("snapshot"), ctx),
     )
 
 
-def _folder(obj: dict[str, Any], key: str, where: Where, ctx: ParseContext) -> str | None:
+def _folder(obj: dict[str, Any], key: str, where: Where, ctx: ParseContext, base: Path) -> str | None:
     ref = opt_str(obj, key, where)
     if ref is None:
         return None
-    folder = (ctx.eval_dir / Path(ref).expanduser()).resolve()
+    folder = (base / Path(ref).expanduser()).resolve()
     if not folder.is_dir():
         # A warning here: a replay parses the eval without needing the template; `run` refuses before starting.
         ctx.warn(where.key(key), f"workspace {key} `{ref}` is not a folder ({folder})")
     return str(folder)
 
 
-def _hooks(raw: Any, where: Where, ctx: ParseContext) -> list[HookSpec]:
+def _hooks(raw: Any, where: Where, ctx: ParseContext, base: Path) -> list[HookSpec]:
     if raw is None:
         return []
     obj = expect_mapping(raw, where, "an object {before_all, before_each, after_each, after_all, enabled}")
@@ -112,7 +122,7 @@ def _hooks(raw: Any, where: Where, ctx: ParseContext) -> list[HookSpec]:
                 name=name,
                 command=argv,
                 timeout_ms=int(timeout) if timeout is not None else default_timeout_ms(name),
-                cwd=str((ctx.eval_dir / cwd).resolve()) if cwd else str(ctx.eval_dir),
+                cwd=str((base / cwd).resolve()) if cwd else str(base),
                 reset=reset,  # type: ignore[arg-type]
             )
         )
@@ -125,7 +135,7 @@ def default_timeout_ms(hook: str) -> int:
     return 60_000 if hook.startswith("before_") else 30_000
 
 
-def _repos(raw: Any, where: Where, ctx: ParseContext) -> list[RepoSpec]:
+def _repos(raw: Any, where: Where, ctx: ParseContext, base: Path) -> list[RepoSpec]:
     if raw is None:
         return []
     repos = []
@@ -143,11 +153,11 @@ def _repos(raw: Any, where: Where, ctx: ParseContext) -> list[RepoSpec]:
         if not isinstance(source, str) or not source.strip():
             raise at.key("repo").error("expected the repository: a local folder or a clone URL")
         commit = opt_str(obj, "commit", at) or opt_str(obj, "base_commit", at)
-        if _URL.match(source) or (_GITHUB_SHORTHAND.match(source) and not (ctx.eval_dir / source).exists()):
+        if _URL.match(source) or (_GITHUB_SHORTHAND.match(source) and not (base / source).exists()):
             url = f"https://github.com/{source}.git" if _GITHUB_SHORTHAND.match(source) else source
             repos.append(RepoSpec(path=path, repo=url, commit=commit, local=False))
             continue
-        folder = (ctx.eval_dir / Path(source).expanduser()).resolve()
+        folder = (base / Path(source).expanduser()).resolve()
         if not folder.is_dir():
             ctx.warn(at.key("repo"), f"local repository `{source}` is not a folder ({folder})")
         repos.append(RepoSpec(path=path, repo=str(folder), commit=commit, local=True))
@@ -167,3 +177,22 @@ def _snapshot(raw: Any, where: Where, ctx: ParseContext) -> SnapshotSpec:
     if obj.get("exclude") is not None:
         values["exclude"] = str_list(obj["exclude"], where.key("exclude"))
     return SnapshotSpec(**values)
+
+
+def external_workspace(ref: str, where: Where, ctx: ParseContext) -> tuple[dict[str, Any], Where, Path]:
+    """The object an external workspace file holds, where it stands, and its folder; refused, with AgentV's
+    reasons, when the file is missing, not a mapping, or wraps the object in ``workspace:``."""
+    path = Path(os.path.normpath(ctx.eval_dir / ref))
+    if not ctx.resolver.is_file(path):
+        raise where.error(f"workspace file not found: {ref} (resolved to {path})")
+    ctx.reference("workspace", path, ref)
+    data, lines = load_yaml(ctx.read_text(path, where), str(path), ctx.warnings)
+    at = Where(str(path), lines)
+    if not isinstance(data, dict):
+        raise at.error(f"invalid workspace file format: {path} (expected a YAML object)")
+    if isinstance(data.get("workspace"), dict) and not any(k in data for k in WORKSPACE_FILE_KEYS):
+        raise at.key("workspace").error(
+            "external workspace files must contain the workspace config object directly; remove the top-level "
+            "`workspace:` wrapper"
+        )
+    return with_env(data, ctx.env), at, path.parent

@@ -87,23 +87,11 @@ TARGETS_ELSEWHERE = {
 }
 PENDING = "parity-load (issue 27 item 2, landing form by form)"
 LOAD_PENDING = {
-    "examples/features/env-interpolation/evals/dataset.eval.yaml": f"{PENDING}: ${{{{ VAR }}}} in eval files",
-    "examples/features/external-datasets/evals/dataset.eval.yaml": f"{PENDING}: file:// test lists",
     "examples/features/prompt-template-sdk/evals/dataset.eval.yaml": f"{PENDING}: executable prompt templates",
-    "examples/features/test-vars-templating/evals/dataset.eval.yaml": f"{PENDING}: vars in suite input, dotted vars",
-    "examples/showcase/directory-discovery/EVAL.yaml": f"{PENDING}: test ids from case folders",
-    "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml": f"{PENDING}: file:// test lists",
-    "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml": f"{PENDING}: file:// test lists",
 }
 """Eval files whose tests or input differ from AgentV's until a form lands."""
 KEYS_PENDING = {
-    "examples/features/autoresearch/EVAL.yaml": f"{PENDING}: defaults as an anchor holder, assertion ids",
-    "examples/features/external-datasets/evals/dataset.eval.yaml": f"{PENDING}: file:// test lists",
-    "examples/features/file-changes-graders/evals/dataset.eval.yaml": f"{PENDING}: max_steps, temperature",
     "examples/features/multi-turn-conversation-live/evals/dataset.eval.yaml": f"{PENDING}: multi-turn conversations",
-    "examples/features/workspace-shared-config/evals/accuracy/dataset.eval.yaml": f"{PENDING}: workspace: FILE",
-    "examples/features/workspace-shared-config/evals/regression/dataset.eval.yaml": f"{PENDING}: workspace: FILE",
-    "examples/showcase/directory-discovery/EVAL.yaml": f"{PENDING}: test ids from case folders",
 }
 SKIPPED_OR_IGNORED = re.compile(r"skipped|ignored|not supported|not applied|not read", re.IGNORECASE)
 

@@ -644,7 +644,7 @@ def test_code_graders(tmp_path: Path) -> None:
     assert argv.cwd == str(tmp_path / "evals/work")
     assert (argv.timeout, argv.weight, argv.required, argv.min_score, argv.negate) == (5.0, 2.0, True, 0.5, True)
     assert argv.config == {"level": 3, "threshold": 0.9}
-    assert any("`threshold` passed to the grader in `config`" in w for w in suite.warnings)
+    assert not any("threshold" in w for w in suite.warnings)  # AgentV passes it in config, silently
     assert (plain.script, plain.command, plain.cwd) == (None, ["echo", "hi"], str(tmp_path / "evals"))
     assert (bash_c.command, bash_c.script) == (["/bin/bash", "-c", "python3 graders/check.py"], str(script))
     assert compound.script is None
@@ -786,6 +786,8 @@ def test_snapshot_resolver_replays_without_files_on_disk(tmp_path: Path) -> None
 
 
 def test_default_name_and_input_files(tmp_path: Path) -> None:
+    """A test's own ``input_files`` replace the suite's (AgentV's ``resolveInputMessages``): one user message,
+    the files' segments then the input text; a test without its own gets the suite's."""
     doc = write(tmp_path, "evals/docs/guide.md", "# Guide")
     suite = load(
         tmp_path,
@@ -796,35 +798,151 @@ def test_default_name_and_input_files(tmp_path: Path) -> None:
             input: Summarise the attached guide
             criteria: c
             input_files: [missing.txt]
+          - id: u
+            input: And this one
+            criteria: c
         """,
         rel="evals/my-suite.eval.yml",
     )
     assert suite.name == "my-suite"
-    (test,) = suite.tests
-    assert test.input_files == [str(doc), "missing.txt"]
-    blocks = test.input[0].blocks()
-    assert [(b.type, getattr(b, "path", None)) for b in blocks] == [
-        ("file", str(doc)),
-        ("file", "missing.txt"),
-        ("text", None),
+    t, u = suite.tests
+    assert t.input_files == ["missing.txt"]
+    assert u.input_files == [str(doc)]
+    assert [(b.type, getattr(b, "path", None), getattr(b, "text", None)) for b in t.input[0].blocks()] == [
+        ("file", "missing.txt", None),
+        ("text", None, "Summarise the attached guide"),
     ]
+    assert [(m.role, [b.type for b in m.blocks()]) for m in u.input] == [("user", ["file", "text"])]
     assert any("input file `missing.txt` not found" in w for w in suite.warnings)
     assert ("input_file", str(doc), "docs/guide.md") in suite.referenced_files
 
 
-def test_tests_given_as_a_folder_of_case_files(tmp_path: Path) -> None:
-    write(tmp_path, "cases/b-second/case.yaml", "id: second\ninput: two\ncriteria: says two\n")
-    write(tmp_path, "cases/a-first/case.yaml", "id: first\ninput: one\ncriteria: says one\n")
-    write(tmp_path, "cases/notes.txt", "not a case")
+def test_input_files_need_a_string_input(tmp_path: Path) -> None:
+    write(tmp_path, "evals/a.md", "a")
+    with pytest.raises(EvalFileError, match="`input_files` needs `input` to be a string") as err:
+        load(
+            tmp_path,
+            """
+            input_files: [a.md]
+            tests:
+              - id: t
+                input: [{role: user, content: hi}]
+                criteria: c
+            """,
+        )
+    assert err.value.field == "tests[0].input"
+    suite = load(
+        tmp_path,
+        """
+        input_files: [a.md]
+        tests:
+          - id: t
+            input: [{role: user, content: hi}]
+            criteria: c
+            execution: {skip_defaults: true}
+        """,
+    )
+    assert suite.tests[0].input_files == []
+
+
+def test_tests_given_as_a_folder_of_case_folders(tmp_path: Path) -> None:
+    """AgentV's directory discovery: each folder holding case.yaml is a test, in name order; its id is the
+    folder's name unless the case gives one; its ``workspace/`` folder is its workspace template."""
+    write(tmp_path, "evals/cases/b-second/case.yaml", "id: second\ninput: two\ncriteria: says two\n")
+    write(tmp_path, "evals/cases/a-first/case.yml", "input: one\ncriteria: says one\n")
+    write(tmp_path, "evals/cases/c-notes/readme.md", "not a case")
+    write(tmp_path, "evals/cases/notes.txt", "not a case")
     suite = load(tmp_path, "tests: ./cases/\n")
-    assert [t.id for t in suite.tests] == ["first", "second"]
-    assert [role for role, _, _ in suite.referenced_files] == ["tests", "tests"]
+    assert [t.id for t in suite.tests] == ["a-first", "second"]
+    assert [(role, ref) for role, _, ref in suite.referenced_files] == [
+        ("tests", "./cases/a-first/case.yml"),
+        ("tests", "./cases/b-second/case.yaml"),
+    ]
+    assert any("`c-notes` holds no case.yaml; it is not a test" in w for w in suite.warnings)
+
+
+def test_tests_paths_are_relative_to_the_eval_files_folder(tmp_path: Path) -> None:
+    """Not found through the search roots: AgentV resolves ``tests: PATH`` and ``file://`` entries against the
+    eval file's folder only."""
+    write(tmp_path, "cases.yaml", "- {id: t, input: x, criteria: c}\n")
+    with pytest.raises(EvalFileError, match=r"cannot read the tests file `\./cases\.yaml` .*: no such file"):
+        load(tmp_path, "tests: ./cases.yaml\n")
+    suite = load(tmp_path, "tests: ../cases.yaml\n")
+    assert [t.id for t in suite.tests] == ["t"]
 
 
 def test_an_empty_tests_folder_is_a_clear_error(tmp_path: Path) -> None:
-    (tmp_path / "cases").mkdir()
+    (tmp_path / "evals" / "cases").mkdir(parents=True)
     with pytest.raises(EvalFileError, match=r"tests folder `./cases` .* holds no \*/case.yaml"):
         load(tmp_path, "tests: ./cases\n")
+
+
+def test_file_references_in_the_tests_list_are_expanded_where_they_stand(tmp_path: Path) -> None:
+    """AgentV's ``expandFileReferences``: a ``file://`` entry becomes that file's tests in its place; a glob
+    (``*``, ``{a,b}``) takes every file it matches, sorted; one matching nothing adds no test, with a warning."""
+    b = write(tmp_path, "evals/cases/b.yaml", "- {id: b1, input: x, criteria: c}\n- {id: b2, input: x, criteria: c}\n")
+    write(tmp_path, "evals/more/d.yml", "- {id: d1, input: x, criteria: c}\n")
+    write(tmp_path, "evals/more/c.jsonl", json.dumps({"id": "c1", "input": "${{ GREETING }}", "criteria": "c"}) + "\n")
+    write(tmp_path, "evals/more/skip.txt", "not tests")
+    text = """
+        tests:
+          - {id: first, input: x, criteria: c}
+          - file://cases/b.yaml
+          - {id: middle, input: x, criteria: c}
+          - file://more/*.{jsonl,yml}
+          - file://none/*.yaml
+        """
+    suite = load_eval(write(tmp_path, "evals/suite.eval.yaml", text), env={"GREETING": "hello"})
+    assert [t.id for t in suite.tests] == ["first", "b1", "b2", "middle", "c1", "d1"]
+    assert suite.tests[4].input[0].content == "hello"  # ${{ VAR }} is filled in a tests file too
+    assert ("tests", str(b), "file://cases/b.yaml") in suite.referenced_files
+    assert any("`file://none/*.yaml` matches no file" in w for w in suite.warnings)
+    files = {ref for role, _, ref in suite.referenced_files if role == "tests"}
+    assert files == {"file://cases/b.yaml", "file://more/c.jsonl", "file://more/d.yml"}
+
+
+@pytest.mark.parametrize(
+    ("tests", "files", "message"),
+    [
+        ("[just-a-string]", {}, r"a test given as a string must be a file reference"),
+        ("[file://cases.txt]", {"cases.txt": "x"}, r"unsupported tests file format `\.txt`"),
+        ("[file://gone.yaml]", {}, r"cannot read the tests file `file://gone\.yaml`"),
+        ("./cases.yaml", {"cases.yaml": "tests:\n  - {id: t, input: x}\n"}, r"expected a YAML list of tests"),
+        ("./cases.yaml", {"cases.yaml": "- just text\n"}, r"expected a test object; a tests file holds test objects"),
+        ("./cases.jsonl", {"cases.jsonl": "[1, 2]\n"}, r"expected a JSON object \(a test\) on this line"),
+    ],
+)
+def test_what_agentv_refuses_in_a_tests_list_is_refused(
+    tmp_path: Path, tests: str, files: dict[str, str], message: str
+) -> None:
+    for rel, text in files.items():
+        write(tmp_path, f"evals/{rel}", text)
+    with pytest.raises(EvalFileError, match=message):
+        load(tmp_path, f"tests: {tests}\n")
+
+
+def test_an_empty_tests_file_adds_no_test(tmp_path: Path) -> None:
+    write(tmp_path, "evals/empty.yaml", "\n")
+    suite = load(tmp_path, "tests:\n  - file://empty.yaml\n  - {id: t, input: x, criteria: c}\n")
+    assert [t.id for t in suite.tests] == ["t"]
+    assert any("the tests file `file://empty.yaml` is empty" in w for w in suite.warnings)
+
+
+def test_a_folder_of_cases_replays_from_a_snapshot(tmp_path: Path) -> None:
+    """A replay parses the eval from the bytes its run recorded: the case files are found in the snapshot."""
+    base = tmp_path / "gone"
+    files = {
+        str(base / "cases" / "one" / "case.yaml"): b"input: first\ncriteria: c\n",
+        str(base / "cases" / "two" / "case.yaml"): b"id: custom\ninput: second\ncriteria: c\n",
+        str(base / "more" / "x.yaml"): b"- {id: x, input: x, criteria: c}\n",
+    }
+    folder = load_eval_text("tests: ./cases\n", base / "suite.eval.yaml", file_resolver=SnapshotResolver(files))
+    assert [t.id for t in folder.tests] == ["one", "custom"]
+    globbed = load_eval_text(
+        "tests: [file://more/*.yaml]\n", base / "s.eval.yaml", file_resolver=SnapshotResolver(files)
+    )
+    assert [t.id for t in globbed.tests] == ["x"]
+    assert not base.exists()
 
 
 def test_test_vars_fill_placeholders_in_input_criteria_and_expected_output(tmp_path: Path) -> None:
@@ -840,6 +958,148 @@ def test_test_vars_fill_placeholders_in_input_criteria_and_expected_output(tmp_p
     assert test.input[0].content == "Name Paris's 3 largest parks"
     assert test.criteria == "Lists 3 parks in Paris; keeps {{ unknown }}"
     assert test.expected_output == [{"role": "assistant", "content": "Paris parks"}]
+
+
+def test_assertion_ids_agent_settings_and_extra_keys_are_kept_as_agentv_keeps_them(tmp_path: Path) -> None:
+    """An assertion's ``id`` stays with its grader (a code or LLM grader's ``config`` carries it, as AgentV's
+    does); an llm-grader's ``max_steps``/``temperature`` are read, its other keys go to ``config``, as a
+    code grader's do; none of this is warned about."""
+    write(tmp_path, "evals/check.py", "")
+    text = """
+    tests:
+      - id: t
+        input: x
+        assertions:
+          - {type: contains, value: P0, id: CLASSIFIES_P0}
+          - {type: llm-grader, id: JUDGED, max_steps: 3, temperature: 0, style: terse, config: {style: long}}
+          - {type: code-grader, command: [python3, check.py], id: CODE, expected_tools: [Read]}
+          - {type: llm-grader, name: bad, max_steps: 99, temperature: 3}
+    """
+    suite = load(tmp_path, text)
+    contains, judged, code, bad = suite.tests[0].graders
+    assert (contains.id, judged.id, code.id) == ("CLASSIFIES_P0", "JUDGED", "CODE")
+    assert (judged.max_steps, judged.temperature) == (3, 0.0)
+    assert judged.config == {"id": "JUDGED", "style": "long"}
+    assert code.config == {"id": "CODE", "expected_tools": ["Read"]}
+    assert (bad.max_steps, bad.temperature) == (None, None)
+    assert [w.split(": ", 2)[1:] for w in suite.warnings] == [
+        [
+            "field `tests[0].assertions[3].max_steps`",
+            "99 is not a whole number from 1 to 50; AgentV ignores it, and so does evalstore",
+        ],
+        [
+            "field `tests[0].assertions[3].temperature`",
+            "3 is not a number from 0 to 2; AgentV ignores it, and so does evalstore",
+        ],
+    ]
+
+
+def test_a_key_holding_anchors_is_not_unknown_and_a_merge_override_is_not_a_duplicate(tmp_path: Path) -> None:
+    """AgentV's autoresearch example keeps shared messages under ``defaults:`` only to alias them; a key set
+    beside a merge (``<<: *gov``) overrides the merged one, as YAML means it."""
+    text = """
+    defaults:
+      system: &system You classify incidents.
+    governance: &gov {owner: security, tags: [a, b]}
+    tests:
+      - id: t
+        input: [{role: system, content: *system}, {role: user, content: hi}]
+        criteria: c
+        metadata:
+          governance:
+            <<: *gov
+            tags: [c]
+    notes: not used anywhere
+    """
+    suite = load(tmp_path, text)
+    assert suite.tests[0].input[0].content == "You classify incidents."
+    assert suite.tests[0].metadata["governance"] == {"owner": "security", "tags": ["a", "b", "c"]}
+    assert len(suite.warnings) == 1 and "unknown key `notes` ignored" in suite.warnings[0]
+
+
+def test_an_external_workspace_file_is_read_with_its_paths_from_its_folder(tmp_path: Path) -> None:
+    """``workspace: FILE`` (AgentV's shared workspace config): the file holds the workspace object, its
+    template, hook cwd and local repos are relative to its folder, and it is snapshotted with the run."""
+    (tmp_path / "shared" / "template").mkdir(parents=True)
+    (tmp_path / "shared" / "repo").mkdir()
+    ws = write(
+        tmp_path,
+        "shared/workspace.yaml",
+        """
+        template: ./template
+        isolation: per_test
+        hooks:
+          before_each: {command: [python3, setup.py], reset: fast}
+        repos: [{path: ./lib, repo: ./repo}]
+        env: {required_commands: [git]}
+        """,
+    )
+    text = "workspace: ../shared/workspace.yaml\ntests: [{id: t, input: x, criteria: c}]\n"
+    suite = load(tmp_path, text)
+    shared = tmp_path / "shared"
+    assert suite.workspace.template == str(shared / "template")
+    assert suite.workspace.isolation == "per_test"
+    assert suite.workspace.hook("before_each").cwd == str(shared)  # type: ignore[union-attr]
+    assert suite.workspace.repos[0].repo == str(shared / "repo")
+    assert suite.workspace_env.required_commands == ["git"]
+    assert ("workspace", str(ws), "../shared/workspace.yaml") in suite.referenced_files
+    assert suite.warnings == []
+
+    ws.write_text("workspace:\n  template: ./template\n")
+    with pytest.raises(EvalFileError, match="remove the top-level `workspace:` wrapper"):
+        load(tmp_path, text)
+    with pytest.raises(EvalFileError, match=r"workspace file not found: gone.yaml \(resolved to "):
+        load(tmp_path, "workspace: gone.yaml\ntests: [{id: t, input: x, criteria: c}]\n")
+
+
+def test_vars_as_agentv_fills_them(tmp_path: Path) -> None:
+    """AgentV's ``interpolateTemplateVars``: dotted names; a placeholder that is the whole value takes the
+    var's value as it is; inside text a value that is not a string is JSON; the suite's input and input
+    files get each test's vars; assertions are left alone."""
+    write(tmp_path, "evals/geo.md", "maps")
+    text = """
+    input: "You answer {{ topic }} questions."
+    input_files: ["{{ doc }}"]
+    tests:
+      - id: t
+        vars: {topic: geography, doc: geo.md, person: {name: Ada}, sizes: [1, 2], flag: true}
+        input: "Greet {{person.name}}; sizes {{ sizes }}, flag {{flag}}, {{ person.age }}"
+        expected_output: "{{ sizes }}"
+        criteria: "about {{person}}"
+        assertions: [{type: contains, value: "{{ topic }}"}]
+    """
+    (test,) = load(tmp_path, text).tests
+    suite_input, own = test.input
+    assert suite_input.content == "You answer geography questions."
+    blocks = own.blocks()
+    assert blocks[0].path == str(tmp_path / "evals" / "geo.md")
+    assert blocks[1].text == "Greet Ada; sizes [1,2], flag true, {{ person.age }}"
+    assert test.expected_output == [1, 2]
+    assert test.criteria == 'about {"name":"Ada"}'
+    assert test.graders[0].value == "{{ topic }}"
+
+
+def test_env_variables_are_filled_as_agentv_fills_them(tmp_path: Path) -> None:
+    """``${{ NAME }}`` anywhere in the eval file, from the environment; unset is empty; alone, ``true`` and a
+    plain number take their type. A secret-looking name is refused: what the eval says is stored."""
+    path = write(
+        tmp_path,
+        "evals/env.eval.yaml",
+        """
+        execution: {threshold: "${{ PASS_MARK }}"}
+        tests:
+          - id: t
+            input: [{role: system, content: "${{ PERSONA }}"}, {role: user, content: "Hi ${{ WHO }}${{ UNSET }}!"}]
+            criteria: c
+        """,
+    )
+    suite = load_eval(path, env={"PASS_MARK": "0.5", "PERSONA": "You are kind.", "WHO": "Ada"})
+    assert suite.threshold == 0.5
+    assert [m.content for m in suite.tests[0].input] == ["You are kind.", "Hi Ada!"]
+    path.write_text("tests:\n  - id: t\n    input: x\n    criteria: c\n    metadata: {k: '${{ OPENAI_API_KEY }}'}\n")
+    with pytest.raises(EvalFileError, match=r"`\$\{\{ OPENAI_API_KEY \}\}` looks like a secret") as err:
+        load_eval(path, env={"OPENAI_API_KEY": "sk-123"})
+    assert (err.value.line, err.value.field) == (5, "tests[0].metadata.k")
 
 
 @pytest.mark.parametrize(

@@ -834,6 +834,15 @@ def test_grader_target_and_cli_overrides_choose_the_judge(judge_server: JudgeSer
     assert "judge target 'missing' is not defined (judges available: judge, strict)" in result.assertions[0].text
 
 
+def test_a_graders_temperature_is_sent_when_it_names_its_own_target(judge_server: JudgeServer, pool: JudgePool):
+    """AgentV builds a grader with its own ``target:`` with its ``temperature``; one without a target is graded
+    by the default grader, which leaves the grader's temperature unused (builtin-graders.ts)."""
+    grade(context(math_test(LlmGraderSpec(name="g", target="strict", temperature=0.7, max_steps=3)), pool))
+    assert judge_server.requests[-1].body["temperature"] == 0.7
+    grade(context(math_test(LlmGraderSpec(name="g", temperature=0.7)), pool))
+    assert judge_server.requests[-1].body["temperature"] == 0.0  # the judge target's own
+
+
 def test_concurrency_limit_is_shared_across_threads(judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv(KEY_ENV, SECRET)
     judge_server.latency = 0.2

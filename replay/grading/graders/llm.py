@@ -7,6 +7,7 @@ exception out of :meth:`LlmGrader.grade`: one bad grader must not stop a run.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from evalstore.replay.errors import ReplayError
@@ -64,6 +65,9 @@ class LlmGrader:
             target = pool.for_grader(ctx, spec.target)
         except ReplayError as exc:
             return _execution_error(f"grader {spec.name!r}: {exc}")
+        if spec.target is not None and spec.temperature is not None:
+            # AgentV makes a grader with its own target with the grader's temperature (builtin-graders.ts).
+            target = replace(target, temperature=spec.temperature)
         try:
             judge, why = pool.resolve_or_cache_only(target)
         except ReplayError as exc:
