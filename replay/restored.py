@@ -1,4 +1,4 @@
-"""Grader scripts and converters gone from disk, run from the bytes the run recorded.
+"""Grader scripts (a code grader's, an LLM grader's prompt template script) and converters gone from disk, run from the bytes the run recorded.
 
 A run keeps the bytes of every file its eval references (its eval snapshot). A replay grades with the
 files on disk, and says which changed (drift); when one is gone (another user's checkout, a moved or
@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalstore.replay.evalfile.snapshot import Drift
-from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, GraderSpec
+from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, GraderSpec, LlmGraderSpec
 from evalstore.replay.grading.materialize import PrivateTempDir
 from evalstore.store import EventStore
 
@@ -56,6 +56,8 @@ def _repointed(suite: EvalSuite, moved: dict[str, str]) -> EvalSuite:
                     "script": moved.get(spec.script, spec.script) if spec.script else None,
                 }
             )
+        if isinstance(spec, LlmGraderSpec) and spec.prompt_command:
+            spec = spec.model_copy(update={"prompt_command": [moved.get(a, a) for a in spec.prompt_command]})
         if hasattr(spec, "preprocessors"):
             spec = spec.model_copy(update={"preprocessors": converters(spec.preprocessors)})
         return spec

@@ -445,7 +445,7 @@ def _prompt(obj: dict[str, Any], where: Where, ctx: ParseContext) -> dict[str, A
     if prompt is None:
         return {}
     if isinstance(prompt, dict):
-        raise at.error("executable prompt templates (`prompt: {command}`) are not supported; use file://path.md")
+        return _prompt_script(prompt, at, ctx)
     if not isinstance(prompt, str):
         raise at.error("expected inline prompt text or file://path.md")
     if prompt.strip() == JS_UNDEFINED:
@@ -461,6 +461,34 @@ def _prompt(obj: dict[str, Any], where: Where, ctx: ParseContext) -> dict[str, A
         )
     ctx.reference("prompt", path, prompt)
     return {"prompt_file": str(path), "prompt_ref": prompt}
+
+
+def _prompt_script(prompt: dict[str, Any], at: Where, ctx: ParseContext) -> dict[str, Any]:
+    """``prompt: {command: [...], config}``, AgentV's executable prompt template: the script (the command's
+    last element) found through the search roots, or the file refused with AgentV's reason."""
+    warn_unknown(ctx, prompt, ("command", "script", "config"), at)
+    key = "script" if "script" in prompt and "command" not in prompt else "command"
+    if key == "script":
+        ctx.warn(at.key("script"), "`prompt.script` is deprecated; use `prompt.command`")
+    argv = prompt.get(key)
+    if not isinstance(argv, list) or not argv:
+        raise at.key(key).error("`prompt.command` must be an argv list, the script last: [bun, run, grader.ts]")
+    for i, part in enumerate(argv):
+        if not isinstance(part, str) or not part.strip():
+            raise at.key(key).index(i).error("argv elements must be non-empty strings")
+    found = ctx.find(argv[-1])
+    if found is None:
+        shown = argv[-1].lstrip("/\\") or argv[-1]
+        raise at.key(key).error(
+            f"prompt command file not found: {shown} (searched {', '.join(ctx.search_roots)}); "
+            "AgentV skips the test for it: fix the path"
+        )
+    ctx.reference("grader_script", found, argv[-1])
+    config = prompt.get("config")
+    return {
+        "prompt_command": [*argv[:-1], str(found)],
+        "prompt_config": dict(config) if isinstance(config, dict) else None,
+    }
 
 
 def _code_grader(

@@ -69,6 +69,12 @@ class LlmGraderSpec(_GraderSpec):
     """Absolute path of a ``file://`` prompt, resolved through the search roots."""
     prompt_ref: str | None = None
     """The ``file://`` reference as written."""
+    prompt_command: list[str] | None = None
+    """An executable prompt template (``prompt: {command: [bun, run, grader.ts], config}``): argv, its last
+    element the script (absolute). It runs in the script's folder when the grader grades, gets the eval
+    context as JSON on stdin, and what it prints, trimmed, is the template."""
+    prompt_config: dict[str, Any] | None = None
+    """``prompt.config``: the template script's ``config``."""
     rubrics: list[RubricItem] = Field(default_factory=list)
     target: str | None = None
     """Name of the judge target (per-grader ``target:``)."""

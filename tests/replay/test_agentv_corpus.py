@@ -86,9 +86,7 @@ TARGETS_ELSEWHERE = {
     },
 }
 PENDING = "parity-load (issue 27 item 2, landing form by form)"
-LOAD_PENDING = {
-    "examples/features/prompt-template-sdk/evals/dataset.eval.yaml": f"{PENDING}: executable prompt templates",
-}
+LOAD_PENDING = {}
 """Eval files whose tests or input differ from AgentV's until a form lands."""
 KEYS_PENDING = {
     "examples/features/multi-turn-conversation-live/evals/dataset.eval.yaml": f"{PENDING}: multi-turn conversations",

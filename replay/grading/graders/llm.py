@@ -15,7 +15,7 @@ from evalstore.replay.evalfile.specs import LlmGraderSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext
 from evalstore.replay.grading.judge.calls import EVIDENCE_REPLY_CHARS, PARSE_ATTEMPTS, JudgeCall
 from evalstore.replay.grading.judge.modes import choose_mode
-from evalstore.replay.grading.judge.templates import choose_prompt, render, sections, template_variables
+from evalstore.replay.grading.judge.templates import PromptSource, choose_prompt, render, sections, template_variables
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer
 from evalstore.replay.jstext import js_trim
 from evalstore.store.events import Assertion
@@ -81,15 +81,32 @@ class LlmGrader:
             )
 
         answer = _answer(ctx, spec)
-        try:
-            source = choose_prompt(spec, ctx.test.criteria)
-        except ReplayError as exc:
-            return _execution_error(
-                str(exc),
-                grader_target=target.name,
-                evidence=answer.warnings,
-                preprocessing_event_ids=answer.preprocessing_event_ids,
-            )
+        template_calls: list[str] = []
+        template_reused = False
+        if spec.prompt_command:
+            from evalstore.replay.grading.graders.prompt_script import run_template
+
+            ran = run_template(ctx, spec, answer.text)
+            template_calls, template_reused = [ran.call_event_id], ran.reused
+            if ran.template is None:
+                return _execution_error(
+                    f"grader {spec.name!r}: {ran.error}",
+                    grader_target=target.name,
+                    evidence=answer.warnings,
+                    call_ids=template_calls,
+                    preprocessing_event_ids=answer.preprocessing_event_ids,
+                )
+            source = PromptSource(ran.template, ctx.test.criteria, "script")
+        else:
+            try:
+                source = choose_prompt(spec, ctx.test.criteria)
+            except ReplayError as exc:
+                return _execution_error(
+                    str(exc),
+                    grader_target=target.name,
+                    evidence=answer.warnings,
+                    preprocessing_event_ids=answer.preprocessing_event_ids,
+                )
         mode = choose_mode(spec)
         shown: dict[str, Any] = {  # what both the template variables and the built-in prompts' sections show
             "input_messages": ctx.test.input,
@@ -141,7 +158,7 @@ class LlmGrader:
             return _execution_error(
                 message,
                 evidence=evidence,
-                call_ids=outcome.call_event_ids,
+                call_ids=[*template_calls, *outcome.call_event_ids],
                 grader_target=target.name,
                 preprocessing_event_ids=answer.preprocessing_event_ids,
                 cache_hit=outcome.cache_hit,
@@ -153,8 +170,8 @@ class LlmGrader:
             assertions=result.assertions,
             details=result.details,
             evidence=[*evidence, *result.evidence],
-            cache_hit=outcome.cache_hit,
+            cache_hit=outcome.cache_hit and (template_reused or not template_calls),
             preprocessing_event_ids=answer.preprocessing_event_ids,
-            grader_call_event_ids=outcome.call_event_ids,
+            grader_call_event_ids=[*template_calls, *outcome.call_event_ids],
             grader_target=target.name,
         )

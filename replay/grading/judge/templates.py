@@ -270,7 +270,7 @@ class PromptSource:
     criteria: str | None
     """The criteria the built-in prompt shows: the test's, or the grader's bare inline prompt."""
     origin: str
-    """``file``, ``inline`` or ``default``."""
+    """``file``, ``inline``, ``script`` (what an executable prompt template printed) or ``default``."""
     notes: list[str] = field(default_factory=list)
 
 
