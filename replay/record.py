@@ -22,8 +22,9 @@ from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
+from evalstore.replay.grading.conversation import TURN_ERROR, ConversationGrader, opening, user_turn, windowed
 from evalstore.replay.grading.engine import grade_test, missing_runtime
-from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
+from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
 from evalstore.replay.material import (
     ResultKey,
@@ -48,6 +49,7 @@ from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_wo
 from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import canonical_json, sha256_hex
+from evalstore.store.envelope import new_event_id
 from evalstore.store.events import (
     ArtifactStored,
     RunFailed,
@@ -334,6 +336,8 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
         recorder.flush()
         return scored
     workspace = tw.folder
+    if test.mode == "conversation":
+        return _converse(store, run_id, suite, test, target_spec, options, grade_options, judges, workspaces, tw)
     outcome = run_target(
         target_spec, test, workspace=workspace, eval_dir=Path(suite.path).parent, timeout=options.timeout
     )
@@ -398,6 +402,71 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
         return scored
     info = info_from_transcript(transcript, transcript_id, messages, workspace_path=str(workspace))
     return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges)
+
+
+def _converse(  # type: ignore[no-untyped-def]
+    store, run_id, suite, test, target_spec, options, grade_options, judges, workspaces, tw
+) -> TestScored:
+    """A conversation test (``grading/conversation.py``): the agent asked once per turn with the
+    conversation so far, each answer graded before the next turn (``on_turn_failure: stop`` depends on
+    it); then the transcript (the conversation, a failed call's error on its turn's message) and the
+    test's verdicts. The turns' grader calls precede the transcript in the log."""
+    recorder = StoreRecorder(store, run_id)
+    workspace = tw.folder
+    transcript_id = new_event_id()  # the turns' verdicts name it before it is recorded
+    info = TranscriptInfo(messages=[], event_id=transcript_id, workspace_path=str(workspace))
+    grader = ConversationGrader(suite, test, recorder, target_spec.name, options=grade_options, judges=judges)
+    history = opening(test)
+    kept = list(history)
+    outcomes = []
+    for n, turn in enumerate(test.turns, start=1):
+        if grader.stopped:
+            break
+        history.append(user_turn(turn))
+        asked = test.model_copy(update={"input": windowed(history, test.window_size)})
+        outcome = run_target(
+            target_spec, asked, workspace=workspace, eval_dir=Path(suite.path).parent, timeout=options.timeout
+        )
+        outcomes.append(outcome)
+        if outcome.status != "ok":
+            error = outcome.error or f"target '{target_spec.name}': {outcome.status}"
+            kept.append(
+                Message.model_validate({"role": "user", "content": turn.input, "metadata": {TURN_ERROR: error}})
+            )
+            grader.turn_failed(n, error, info)
+            continue
+        answer = Message(role="assistant", content=outcome.output_text)
+        history.append(answer)
+        kept += [history[-2], answer]
+        grader.grade_turn(n, list(history), answer, info)
+    after = folder_state(workspace, suite.workspace.snapshot) if tw.baseline is not None else None
+    file_changes = unified_diff(tw.baseline, after) if tw.baseline is not None and after is not None else None
+    for ran in workspaces.after_each(tw, test, target_spec.name):
+        recorder.record(ran)
+    recorder.record(
+        take_snapshot(workspace, suite.workspace.snapshot, recorder.put_blob, test_id=test.id, target=target_spec.name)
+    )
+    usage = [o.token_usage for o in outcomes if o.token_usage]
+    costs = [o.cost_usd for o in outcomes if o.cost_usd is not None]
+    transcript = TranscriptRecorded(
+        test_id=test.id,
+        target=target_spec.name,
+        messages_sha256=recorder.put_blob(canonical_json(dump_messages(kept)).encode("utf-8")),
+        output_text=next((m.text() for m in reversed(kept) if m.role == "assistant"), ""),
+        token_usage={k: sum(u.get(k) or 0 for u in usage) for k in usage[0]} if usage else None,
+        cost_usd=sum(costs) if costs else None,
+        duration_ms=sum(o.duration_ms or 0.0 for o in outcomes),
+        start_time=outcomes[0].start_time if outcomes else None,
+        end_time=outcomes[-1].end_time if outcomes else None,
+        workspace_path=str(workspace),
+        file_changes=file_changes or None,
+        status="ok",
+    )
+    recorder.record(transcript, transcript_id)
+    recorder.flush()
+    grade = grader.finish(info_from_transcript(transcript, transcript_id, kept, workspace_path=str(workspace)))
+    recorder.flush()
+    return grade.scored
 
 
 def _grade(store, run_id, suite, test, target, info, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]

@@ -22,6 +22,7 @@ from typing import Any
 from evalstore.replay.content import Message
 from evalstore.replay.errors import EvalFileError
 from evalstore.replay.evalfile.cases import raw_tests
+from evalstore.replay.evalfile.conversation import CONVERSATION_KEYS, conversation_fields
 from evalstore.replay.evalfile.converters import parse_converters
 from evalstore.replay.evalfile.fields import (
     ParseContext,
@@ -65,7 +66,7 @@ SUITE_KEYS = (
 TEST_KEYS = (
     "id", "description", "criteria", "expected_outcome", "input", "input_files", "expected_output",
     "assertions", "assert", "rubrics", "metadata", "execution", "workspace", "conversation_id", "vars",
-    "options",
+    "options", *CONVERSATION_KEYS,
 )  # fmt: skip
 EXECUTION_KEYS = (
     "target", "targets", "threshold", "skip_defaults", "cache", "trials", "budget_usd", "total_budget_usd",
@@ -369,7 +370,8 @@ class _SuiteParser:
         graders = parse_assertions(obj[key], where.key(key), ctx, self.converters) if key else []
         if obj.get("rubrics") is not None:
             graders.insert(0, self._rubrics_sugar(obj["rubrics"], where.key("rubrics")))
-        if not criteria and expected is None and key is None and obj.get("rubrics") is None:
+        conversation = conversation_fields(obj, where, ctx, self.converters)
+        if not (criteria or expected is not None or key or obj.get("rubrics") is not None or conversation):
             # AgentV's rule: the test's own fields decide; suite-level assertions alone do not (it skips the test).
             if self.graders and not skip:
                 raise where.error(
@@ -380,7 +382,7 @@ class _SuiteParser:
             raise where.error("nothing to grade: add `criteria`, `expected_output` or `assertions`")
         if not skip:
             graders += self.graders
-        if not graders:
+        if not graders and not conversation:  # a conversation's turns are graded, and its own graders only if any
             graders = [implicit_grader(self.converters)]
 
         test_meta = expect_mapping(obj.get("metadata") or {}, where.key("metadata"))
@@ -394,6 +396,7 @@ class _SuiteParser:
             graders=assign_names(graders),
             threshold=execution.threshold,
             target=execution.target,
+            **conversation,
         )
         raw_ws, ws_where, _ = _workspace_source(obj.get("workspace"), where.key("workspace"), ctx)
         if isinstance(raw_ws, dict):

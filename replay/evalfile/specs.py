@@ -353,6 +353,19 @@ class WorkspaceSpec(_Spec):
         return next((h for h in self.hooks if h.name == name), None)
 
 
+class TurnSpec(_Spec):
+    """One turn of a conversation test (``mode: conversation``)."""
+
+    input: str
+    """What the user says at this turn (AgentV sends a turn input that is not a string as its JSON)."""
+    expected_output: Any = None
+    graders: list[GraderSpec] = Field(default_factory=list)
+    """The turn's assertions as AgentV grades them (``buildTurnAssertions``): its strings as one
+    ``turn-rubrics`` llm-grader (criteria ``criterion-N``, none required) first, then its other
+    assertions; the default llm-grader for a turn with only ``expected_output``; none, a score of 1,
+    for a turn with neither."""
+
+
 class EvalTest(_Spec):
     id: str
     input: list[Message]
@@ -367,6 +380,16 @@ class EvalTest(_Spec):
     """Test graders, then suite graders."""
     threshold: float | None = None
     target: str | None = None
+    mode: Literal["conversation"] | None = None
+    """``conversation``: the agent is asked turn by turn (``turns``), each turn graded on its answer, and
+    the test's own graders grade the whole conversation."""
+    turns: list[TurnSpec] = Field(default_factory=list)
+    aggregation: Literal["mean", "min", "max"] = "mean"
+    """How the turns' scores (and the conversation's) make the test's."""
+    on_turn_failure: Literal["continue", "stop"] = "continue"
+    """``stop``: after a turn scoring below the threshold the agent is not asked again (later turns 0)."""
+    window_size: int | None = None
+    """How many past exchanges (user and assistant) the agent and the graders see; None: all."""
 
 
 class EvalSuite(_Spec):

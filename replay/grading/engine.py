@@ -127,6 +127,21 @@ def grade_test(
     (``grader name -> (parent verdict event id, verdict)``) and recorded as carried over.
     """
     options = options or GradeOptions()
+    if test.mode == "conversation":
+        from evalstore.replay.grading.conversation import grade_conversation
+
+        return grade_conversation(
+            suite,
+            test,
+            transcript,
+            recorder,
+            target=target,
+            attempt=attempt,
+            options=options,
+            judges=judges,
+            only=set(only) if only is not None else None,
+            carried=carried or {},
+        )
     ctx = GradingContext(
         suite=suite,
         test=test,
@@ -176,6 +191,16 @@ def grade_test(
     )
     recorder.record(scored)
     return TestGrade(scored=scored, verdicts=verdicts)
+
+
+def grade_graders(ctx: GradingContext, specs: list[GraderSpec]) -> list[GraderResult]:
+    """``specs`` graded in order (overlapping where they wait), their events added to ``ctx.recorder`` in
+    order; no verdict is recorded (a conversation's turn records one for all of them)."""
+    results = []
+    for result, buffer in overlapping(ctx, [partial(_graded, spec) for spec in specs]):
+        buffer.add_to(ctx.recorder)
+        results.append(result)
+    return results
 
 
 def _graded(spec: GraderSpec, ctx: GradingContext) -> GraderResult:

@@ -85,12 +85,6 @@ TARGETS_ELSEWHERE = {
         )
     },
 }
-PENDING = "parity-load (issue 27 item 2, landing form by form)"
-LOAD_PENDING = {}
-"""Eval files whose tests or input differ from AgentV's until a form lands."""
-KEYS_PENDING = {
-    "examples/features/multi-turn-conversation-live/evals/dataset.eval.yaml": f"{PENDING}: multi-turn conversations",
-}
 SKIPPED_OR_IGNORED = re.compile(r"skipped|ignored|not supported|not applied|not read", re.IGNORECASE)
 
 
@@ -158,7 +152,7 @@ def _agentv_refusal(rel: str) -> str | None:
     return skipped[0].split(": ", 3)[-1] if skipped else None
 
 
-@pytest.mark.parametrize("rel", _marked(_accepted(), LOAD_PENDING))
+@pytest.mark.parametrize("rel", _accepted())
 def test_eval_file_loads_the_tests_agentv_loads(reports: dict[str, dict], rel: str) -> None:
     report = reports[rel]
     refusal = _agentv_refusal(rel)
@@ -175,7 +169,7 @@ def test_eval_file_loads_the_tests_agentv_loads(reports: dict[str, dict], rel: s
         assert _our_input(test.input) == _agentv_input(agentv["input"]), test.id
 
 
-@pytest.mark.parametrize("rel", _marked(_accepted(), {**_graders_elsewhere(), **KEYS_PENDING}))
+@pytest.mark.parametrize("rel", _marked(_accepted(), _graders_elsewhere()))
 def test_eval_file_keeps_every_grader_and_key(reports: dict[str, dict], rel: str) -> None:
     report = reports[rel]
     if _agentv_refusal(rel) is not None:
@@ -185,7 +179,7 @@ def test_eval_file_keeps_every_grader_and_key(reports: dict[str, dict], rel: str
     for test in _load(rel).tests:
         ours = [(g.name, g.type) for g in test.graders]
         agentv = [(g["name"], g["type"]) for g in theirs[test.id]["graders"]]
-        if not agentv:  # AgentV grades a test without assertions by its default llm-grader
+        if not agentv and "mode" not in theirs[test.id]:  # AgentV's default llm-grader (not for a conversation)
             agentv = [("llm-grader", "llm-grader")]
         assert ours == agentv, test.id
 

@@ -151,6 +151,10 @@ class GradingContext:
     waiting: Callable[[], None] = _no_wait
     """Called by a grader just before it waits on the outside world (its process, its judge): the test's
     next grader may start meanwhile (``grading/overlap.py``)."""
+    question: str | None = None
+    """A conversation's grading (``grading/conversation.py``): what an LLM grader shows as the question
+    (``{{input}}``) instead of the test's input messages, the conversation written ``role: content``;
+    there is then no reference answer (AgentV's turn and conversation graders get none)."""
 
     def trace(self) -> Trace:
         """The test's recorded trace (``replay/trace.py``), built once for all its graders."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from evalstore.replay.content import Message
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import LlmGraderSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext
@@ -108,11 +109,12 @@ class LlmGrader:
                     preprocessing_event_ids=answer.preprocessing_event_ids,
                 )
         mode = choose_mode(spec)
+        conversation = ctx.question is not None  # a conversation's turn: its question, and no reference
         shown: dict[str, Any] = {  # what both the template variables and the built-in prompts' sections show
-            "input_messages": ctx.test.input,
+            "input_messages": [Message(role="user", content=ctx.question)] if conversation else ctx.test.input,
             "input_base_dir": str(ctx.suite.directory),
             "output": answer.text,
-            "expected_output": ctx.test.expected_output,
+            "expected_output": None if conversation else ctx.test.expected_output,
             "criteria": source.criteria,
             "file_refs": ctx.options.file_references,
         }

@@ -1,0 +1,171 @@
+"""Conversation tests (``mode: conversation``): read, and refused, as AgentV 4.42.4 reads them; graded from a
+recorded conversation turn by turn, aggregated as AgentV aggregates (deterministic graders here; the judge and
+``evalstore run`` are in tests/e2e/test_e2e_conversation.py)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evalstore.replay.content import Message
+from evalstore.replay.errors import EvalFileError
+from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.grading.conversation import TURN_ERROR, context_text, recorded_turns, windowed
+from evalstore.replay.grading.engine import grade_test
+from evalstore.replay.grading.graders.base import TranscriptInfo
+from evalstore.replay.recording import MemoryRecorder
+from evalstore.store.events import VerdictRecorded
+
+
+def _suite(tmp_path: Path, test: str):  # type: ignore[no-untyped-def]
+    path = tmp_path / "chat.eval.yaml"
+    path.write_text("tests:\n" + textwrap.indent(textwrap.dedent(test), "  "))
+    return load_eval(path)
+
+
+TEST = """\
+- id: t
+  mode: conversation
+  aggregation: {aggregation}
+  on_turn_failure: {policy}
+  input: [{{role: system, content: Be brief.}}]
+  turns:
+    - input: one
+      assertions: [{{type: contains, value: "1"}}]
+    - input: two
+      assertions: [{{type: contains, value: "2"}}]
+    - input: three
+      assertions: [{{type: contains, value: "3"}}]
+"""
+
+
+def _conversation(*answers: str | None) -> list[Message]:
+    messages = [Message(role="system", content="Be brief.")]
+    for question, answer in zip(("one", "two", "three"), answers):
+        if answer is None:
+            messages.append(
+                Message.model_validate({"role": "user", "content": question, "metadata": {TURN_ERROR: "boom"}})
+            )
+        else:
+            messages += [Message(role="user", content=question), Message(role="assistant", content=answer)]
+    return messages
+
+
+def _grade(tmp_path: Path, messages: list[Message], aggregation: str = "mean", policy: str = "continue"):  # type: ignore[no-untyped-def]
+    suite = _suite(tmp_path, TEST.format(aggregation=aggregation, policy=policy))
+    recorder = MemoryRecorder()
+    grade = grade_test(suite, suite.tests[0], TranscriptInfo(messages=messages, event_id="tr"), recorder)
+    verdicts = {v.grader: v for _, v in grade.verdicts}
+    return grade.scored, verdicts
+
+
+@pytest.mark.parametrize(("aggregation", "score"), [("mean", 2 / 3), ("min", 0.0), ("max", 1.0)])
+def test_turn_scores_are_aggregated_as_the_test_says(tmp_path: Path, aggregation: str, score: float) -> None:
+    scored, verdicts = _grade(tmp_path, _conversation("1", "nope", "3"), aggregation)
+    assert [(n, v.score, v.grader_type) for n, v in verdicts.items()] == [
+        ("turn-1", 1.0, "rubrics"),
+        ("turn-2", 0.0, "rubrics"),
+        ("turn-3", 1.0, "rubrics"),
+    ]
+    assert scored.score == pytest.approx(score)
+    assert all(isinstance(v, VerdictRecorded) and v.transcript_event_id == "tr" for v in verdicts.values())
+    assert verdicts["turn-2"].details == {
+        "scores": [
+            {
+                "name": "contains-2",
+                "type": "contains",
+                "score": 0.0,
+                "weight": 1.0,
+                "verdict": "fail",
+                "assertions": verdicts["turn-2"].details["scores"][0]["assertions"],  # type: ignore[index]
+            }
+        ]
+    }
+
+
+def test_stop_skips_the_turns_after_a_failed_one_even_when_recorded(tmp_path: Path) -> None:
+    scored, verdicts = _grade(tmp_path, _conversation("1", "nope", "3"), "mean", "stop")
+    assert [(v.score, v.verdict) for v in verdicts.values()] == [(1.0, "pass"), (0.0, "fail"), (0.0, "skip")]
+    assert verdicts["turn-3"].assertions[0].text == "Skipped due to previous turn failure"
+    assert (scored.score, scored.status) == (pytest.approx(1 / 3), "quality_failure")
+
+
+def test_a_failed_agent_call_and_a_turn_never_asked_are_execution_errors(tmp_path: Path) -> None:
+    scored, verdicts = _grade(tmp_path, _conversation("1", None))
+    assert verdicts["turn-2"].assertions[0].text == "Provider error: boom"
+    assert verdicts["turn-3"].status == "execution_error"
+    assert "the recorded conversation ends before this turn" in verdicts["turn-3"].assertions[0].text
+    assert (scored.status, scored.passed, scored.error) == ("execution_error", False, "turn-2: Provider error: boom")
+
+
+def test_recorded_turns_and_what_graders_see() -> None:
+    suite_test = type("T", (), {"input": [Message(role="system", content="S")], "turns": [1, 2, 3]})()
+    messages = _conversation("a1", "a2")
+    turns = recorded_turns(suite_test, messages)  # type: ignore[arg-type]
+    assert [t.answer.content if t and t.answer else None for t in turns] == ["a1", "a2", None]
+    assert turns[2] is None
+    history = turns[1].history  # type: ignore[union-attr]
+    assert context_text(history) == "system: Be brief.\n\nuser: one\n\nassistant: a1\n\nuser: two\n\nassistant: a2"
+    assert [m.content for m in windowed(history, 1)] == ["Be brief.", "two", "a2"]
+
+
+@pytest.mark.parametrize(
+    ("test", "field", "message"),
+    [
+        (
+            "- {id: t, input: x, criteria: c, turns: [{input: a}]}",
+            "tests[0].turns",
+            "'turns' requires mode: conversation",
+        ),
+        ("- {id: t, input: x, criteria: c, aggregation: min}", "tests[0].aggregation", "'aggregation' requires mode"),
+        ("- {id: t, input: x, mode: conversation}", "tests[0].mode", "requires a non-empty 'turns' array"),
+        (
+            "- {id: t, input: x, mode: conversation, turns: [{input: a}], expected_output: y}",
+            "tests[0].expected_output",
+            "Top-level 'expected_output' is not allowed with mode: conversation",
+        ),
+        ("- {id: t, input: x, mode: conversation, turns: [{input: ''}]}", "tests[0].turns[0].input", "non-empty input"),
+        ("- {id: t, input: x, mode: conversation, turns: [x]}", "tests[0].turns[0]", "Turn must be an object"),
+        (
+            "- {id: t, input: x, mode: conversation, turns: [{input: a}], aggregation: median}",
+            "tests[0].aggregation",
+            "`median` is not one of mean, min, max",
+        ),
+    ],
+)
+def test_what_agentv_validate_refuses_is_refused(tmp_path: Path, test: str, field: str, message: str) -> None:
+    with pytest.raises(EvalFileError, match=message) as err:
+        _suite(tmp_path, test)
+    assert err.value.field == field
+
+
+def test_turn_assertions_are_graded_as_agentv_builds_them(tmp_path: Path) -> None:
+    suite = _suite(
+        tmp_path,
+        """\
+        - id: t
+          mode: conversation
+          input: hi
+          vars: {n: 3}
+          turns:
+            - input: {ask: "{{ n }}"}
+              assertions: [{type: contains, value: x}, "Is kind", "Is short"]
+            - input: b
+              expected_output: "ok"
+            - input: c
+        """,
+    )
+    (test,) = suite.tests
+    assert test.graders == []  # no implicit grader: the turns are graded
+    first, second, third = test.turns
+    assert first.input == '{"ask":3}'  # vars filled, then JSON as AgentV sends it
+    assert [(g.name, g.type) for g in first.graders] == [("turn-rubrics", "llm-grader"), ("contains-x", "contains")]
+    rubrics = first.graders[0].rubrics  # type: ignore[union-attr]
+    assert [(r.id, r.outcome, r.required) for r in rubrics] == [
+        ("criterion-1", "Is kind", False),
+        ("criterion-2", "Is short", False),
+    ]
+    assert [g.name for g in second.graders] == ["llm-grader"]  # an expected output alone: the default grader
+    assert third.graders == []
