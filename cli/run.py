@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -125,12 +126,26 @@ def run(
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     rows = scored_rows(store, outcome.run_id, outcome.results)
-    # a test recorded not_regradable has no score to fail with (a replay where its runtime is installed grades it)
-    failed = [r for r in rows if not r["passed"] and r.get("status") != "not_regradable"]
+    # With trials a test passes or fails on its trials' one score (AgentV's), not trial by trial; a test
+    # recorded not_regradable has no score to fail with (a replay where its runtime is installed grades it).
+    trials = {test_id: dataclasses.asdict(t) for test_id, t in outcome.trials.items()}
+    failed = {
+        r["test_id"]
+        for r in rows
+        if not r["passed"] and r.get("status") != "not_regradable" and r["test_id"] not in trials
+    }
+    failed |= {test_id for test_id, t in outcome.trials.items() if not t.passed}
     if as_json:
-        print_json({"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows})
+        payload = {"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows}
+        print_json({**payload, "trials": trials} if trials else payload)
     else:
         print_scored(f"run {outcome.run_id}", rows, outcome.run_id)
-        echo(f"{len(rows) - len(failed)}/{len(rows)} passed (threshold {outcome.threshold})")
+        for test_id, t in outcome.trials.items():
+            strategy = t.aggregation["strategy"]
+            echo(
+                f"{test_id}: {t.score:.3f} from {plural(t.trials, 'trial')} ({strategy}), {'pass' if t.passed else 'fail'}"
+            )
+        tests = len({r["test_id"] for r in rows})
+        echo(f"{tests - len(failed)}/{tests} passed (threshold {outcome.threshold})")
     if failed:
         sys.exit(EXIT_FAILED)

@@ -26,6 +26,8 @@ from evalstore.replay.grading.conversation import TURN_ERROR, ConversationGrader
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
+from evalstore.replay.grading.trials import TrialsOutcome, more_trials
+from evalstore.replay.grading.trials import aggregate as aggregate_trials
 from evalstore.replay.material import (
     ResultKey,
     Tally,
@@ -86,6 +88,8 @@ class RunOutcome:
     threshold: float
     warnings: list[str] = field(default_factory=list)
     """What the eval file parser warned about (unknown keys, missing scripts)."""
+    trials: dict[str, TrialsOutcome] = field(default_factory=dict)
+    """Per test, its trials made one score (``execution.trials``; each trial is a result of its own)."""
 
 
 Progress = Callable[[TestScored], None]
@@ -263,6 +267,7 @@ def _execute_locked(
         unable = [(t.id, reason) for t in suite.tests if (reason := missing_runtime(t)) is not None]
         on_start(run_id, len(suite.tests), unable)
     results: list[TestScored] = []
+    trials: dict[str, TrialsOutcome] = {}
     lock = threading.Lock()
 
     workspaces = RunWorkspaces(suite.workspace, workdir, run_id)
@@ -277,28 +282,38 @@ def _execute_locked(
             store.append(run_id, started)
     judges = _judge_pool(targets_file, options)
 
-    def one(test: EvalTest) -> TestScored:
-        key = result_key(test.id, target.name, 1)
-        done = recorded.get(key)
+    def attempt(test: EvalTest, n: int) -> tuple[TestScored, float | None]:
+        """Trial ``n`` of the test (1 without trials): recorded, graded from its transcript, or run."""
+        done = recorded.get(result_key(test.id, target.name, n))
+        cost = done.transcript[1].cost_usd if done and done.transcript else None
         if done and done.scored:
-            scored = done.scored[1]
-        elif done and done.transcript:
-            scored = _grade(
-                store, run_id, suite, test, target.name, transcript_info(store.get_blob, done), grade_options, judges
-            )
-        elif workspaces.shared:
+            return done.scored[1], cost
+        if done and done.transcript:
+            info = transcript_info(store.get_blob, done)
+            return _grade(store, run_id, suite, test, target.name, info, grade_options, judges, n), cost
+        folder = workdir / (_safe_dirname(test.id) if n == 1 else f"{_safe_dirname(test.id)}-trial-{n}")
+        args = (store, run_id, suite, test, target_spec, folder, options, grade_options, judges, workspaces, n)
+        if workspaces.shared:
             with workspaces.lock:  # one shared workspace: one test in it at a time, agent to grading
-                scored = _run_and_grade(
-                    store, run_id, suite, test, target_spec, workdir, options, grade_options, judges, workspaces
-                )
-        else:
-            scored = _run_and_grade(
-                store, run_id, suite, test, target_spec, workdir, options, grade_options, judges, workspaces
-            )
-        with lock:
-            results.append(scored)
-        if progress:
-            progress(scored)
+                return _run_and_grade(*args)
+        return _run_and_grade(*args)
+
+    def one(test: EvalTest) -> TestScored:
+        scores: list[float] = []
+        costs: list[float | None] = []
+        while True:
+            scored, cost = attempt(test, len(scores) + 1)
+            scores.append(scored.score)
+            costs.append(cost)
+            with lock:
+                results.append(scored)
+            if progress:
+                progress(scored)
+            if suite.trials is None or not more_trials(suite.trials, scores, costs):
+                break
+        if suite.trials is not None:
+            with lock:
+                trials[test.id] = aggregate_trials(suite.trials, scores, threshold, costs)
         return scored
 
     try:
@@ -309,22 +324,24 @@ def _execute_locked(
         store.append(run_id, finished)
     _complete(store, run_id, results)
     order = {t.id: i for i, t in enumerate(suite.tests)}
-    results.sort(key=lambda s: order.get(s.test_id, 0))
-    return RunOutcome(run_id, results, threshold, list(suite.warnings))
+    results.sort(key=lambda s: (order.get(s.test_id, 0), s.attempt))
+    return RunOutcome(run_id, results, threshold, list(suite.warnings), trials)
 
 
 def _run_and_grade(  # type: ignore[no-untyped-def]
-    store, run_id, suite, test, target_spec, workdir, options, grade_options, judges, workspaces
-) -> TestScored:
+    store, run_id, suite, test, target_spec, folder, options, grade_options, judges, workspaces, attempt=1
+) -> tuple[TestScored, float | None]:
+    """One trial of one test: the agent run, what it made recorded, graded; its score and the agent's cost."""
     recorder = StoreRecorder(store, run_id)
-    recorder.record(case_event(test, target_spec.name))
-    tw = workspaces.prepare(test, target_spec.name, workdir / _safe_dirname(test.id))
+    recorder.record(case_event(test, target_spec.name, attempt))
+    tw = workspaces.prepare(test, target_spec.name, folder)
     for ran in tw.events:
         recorder.record(ran)
     if tw.error is not None:
         scored = TestScored(
             test_id=test.id,
             target=target_spec.name,
+            attempt=attempt,
             score=0.0,
             passed=False,
             status="execution_error",
@@ -334,10 +351,10 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
         )
         recorder.record(scored)
         recorder.flush()
-        return scored
+        return scored, None
     workspace = tw.folder
     if test.mode == "conversation":
-        return _converse(store, run_id, suite, test, target_spec, options, grade_options, judges, workspaces, tw)
+        return _converse(suite, test, target_spec, options, grade_options, judges, workspaces, tw, attempt, recorder)
     outcome = run_target(
         target_spec, test, workspace=workspace, eval_dir=Path(suite.path).parent, timeout=options.timeout
     )
@@ -350,7 +367,14 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     for ran in workspaces.after_each(tw, test, target_spec.name):
         recorder.record(ran)
     recorder.record(
-        take_snapshot(workspace, suite.workspace.snapshot, recorder.put_blob, test_id=test.id, target=target_spec.name)
+        take_snapshot(
+            workspace,
+            suite.workspace.snapshot,
+            recorder.put_blob,
+            test_id=test.id,
+            target=target_spec.name,
+            attempt=attempt,
+        )
     )
     messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
     for f in captured.files:
@@ -360,6 +384,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             ArtifactStored(
                 test_id=test.id,
                 target=target_spec.name,
+                attempt=attempt,
                 path=f.path,
                 media_type=f.media_type,
                 status=f.status,
@@ -371,6 +396,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     transcript = TranscriptRecorded(
         test_id=test.id,
         target=target_spec.name,
+        attempt=attempt,
         messages_sha256=recorder.put_blob(messages_blob),
         output_text=outcome.output_text,
         token_usage=outcome.token_usage,
@@ -390,6 +416,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
         scored = TestScored(
             test_id=test.id,
             target=target_spec.name,
+            attempt=attempt,
             score=0.0,
             passed=False,
             status="execution_error",
@@ -399,23 +426,22 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             produced_at=produced_now(),
         )
         store.append(run_id, [scored])
-        return scored
+        return scored, outcome.cost_usd
     info = info_from_transcript(transcript, transcript_id, messages, workspace_path=str(workspace))
-    return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges)
+    return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges, attempt), outcome.cost_usd
 
 
 def _converse(  # type: ignore[no-untyped-def]
-    store, run_id, suite, test, target_spec, options, grade_options, judges, workspaces, tw
-) -> TestScored:
+    suite, test, target_spec, options, grade_options, judges, workspaces, tw, attempt, recorder
+) -> tuple[TestScored, float | None]:
     """A conversation test (``grading/conversation.py``): the agent asked once per turn with the
     conversation so far, each answer graded before the next turn (``on_turn_failure: stop`` depends on
     it); then the transcript (the conversation, a failed call's error on its turn's message) and the
     test's verdicts. The turns' grader calls precede the transcript in the log."""
-    recorder = StoreRecorder(store, run_id)
     workspace = tw.folder
     transcript_id = new_event_id()  # the turns' verdicts name it before it is recorded
     info = TranscriptInfo(messages=[], event_id=transcript_id, workspace_path=str(workspace))
-    grader = ConversationGrader(suite, test, recorder, target_spec.name, options=grade_options, judges=judges)
+    grader = ConversationGrader(suite, test, recorder, target_spec.name, attempt, options=grade_options, judges=judges)
     history = opening(test)
     kept = list(history)
     outcomes = []
@@ -444,13 +470,21 @@ def _converse(  # type: ignore[no-untyped-def]
     for ran in workspaces.after_each(tw, test, target_spec.name):
         recorder.record(ran)
     recorder.record(
-        take_snapshot(workspace, suite.workspace.snapshot, recorder.put_blob, test_id=test.id, target=target_spec.name)
+        take_snapshot(
+            workspace,
+            suite.workspace.snapshot,
+            recorder.put_blob,
+            test_id=test.id,
+            target=target_spec.name,
+            attempt=attempt,
+        )
     )
     usage = [o.token_usage for o in outcomes if o.token_usage]
     costs = [o.cost_usd for o in outcomes if o.cost_usd is not None]
     transcript = TranscriptRecorded(
         test_id=test.id,
         target=target_spec.name,
+        attempt=attempt,
         messages_sha256=recorder.put_blob(canonical_json(dump_messages(kept)).encode("utf-8")),
         output_text=next((m.text() for m in reversed(kept) if m.role == "assistant"), ""),
         token_usage={k: sum(u.get(k) or 0 for u in usage) for k in usage[0]} if usage else None,
@@ -466,10 +500,10 @@ def _converse(  # type: ignore[no-untyped-def]
     recorder.flush()
     grade = grader.finish(info_from_transcript(transcript, transcript_id, kept, workspace_path=str(workspace)))
     recorder.flush()
-    return grade.scored
+    return grade.scored, transcript.cost_usd
 
 
-def _grade(store, run_id, suite, test, target, info, grade_options, judges) -> TestScored:  # type: ignore[no-untyped-def]
+def _grade(store, run_id, suite, test, target, info, grade_options, judges, attempt=1) -> TestScored:  # type: ignore[no-untyped-def]
     recorder = StoreRecorder(store, run_id)
     reason = missing_runtime(test)
     if reason is not None:
@@ -477,6 +511,7 @@ def _grade(store, run_id, suite, test, target, info, grade_options, judges) -> T
         scored = TestScored(
             test_id=test.id,
             target=target,
+            attempt=attempt,
             score=0.0,
             passed=False,
             status="not_regradable",
@@ -486,7 +521,9 @@ def _grade(store, run_id, suite, test, target, info, grade_options, judges) -> T
         )
         recorder.record(scored)
     else:
-        scored = grade_test(suite, test, info, recorder, target=target, options=grade_options, judges=judges).scored
+        scored = grade_test(
+            suite, test, info, recorder, target=target, attempt=attempt, options=grade_options, judges=judges
+        ).scored
     recorder.flush()
     return scored
 

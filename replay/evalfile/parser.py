@@ -48,7 +48,7 @@ from evalstore.replay.evalfile.search_roots import (
     find_project_root,
 )
 from evalstore.replay.evalfile.source import Where, load_yaml
-from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, WorkspaceEnv
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, TrialsSpec, WorkspaceEnv
 from evalstore.replay.evalfile.workspace import external_workspace, parse_workspace
 from evalstore.replay.targetsfile.redaction import looks_secret
 
@@ -171,6 +171,40 @@ class _Execution:
     threshold: float | None = None
     target: str | None = None
     skip_defaults: bool | None = None
+    trials: TrialsSpec | None = None
+
+
+TRIAL_STRATEGIES = ("pass_at_k", "mean", "confidence_interval")
+
+
+def _trials(raw: Any, where: Where, ctx: ParseContext) -> TrialsSpec | None:
+    """``execution.trials`` as AgentV reads it (``extractTrialsConfig``): a ``count`` of 1 is no trials; a
+    count that is not a whole number above 0 drops the trials, a bad strategy is ``pass_at_k`` and a bad
+    cost limit none, each said as AgentV says it."""
+    if not isinstance(raw, dict) or raw.get("count") is None:
+        return None
+    warn_unknown(ctx, raw, ("count", "strategy", "cost_limit_usd", "costLimitUsd"), where)
+    count = raw["count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        ctx.warn(
+            where.key("count"),
+            f"{count!r} is not a whole number above 0; AgentV runs each test once, and so does evalstore",
+        )
+        return None
+    if count == 1:
+        return None
+    strategy = raw.get("strategy")
+    if strategy is not None and strategy not in TRIAL_STRATEGIES:
+        ctx.warn(
+            where.key("strategy"), f"`{strategy}` is not one of {', '.join(TRIAL_STRATEGIES)}; pass_at_k, as AgentV"
+        )
+        strategy = None
+    key = "cost_limit_usd" if "cost_limit_usd" in raw else "costLimitUsd"
+    limit = raw.get(key)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
+        ctx.warn(where.key(key), f"{limit!r} is not a cost above 0; no cost limit, as AgentV")
+        limit = None
+    return TrialsSpec(count=count, strategy=strategy or "pass_at_k", cost_limit_usd=limit)
 
 
 def _execution(raw: Any, where: Where, ctx: ParseContext) -> _Execution:
@@ -182,6 +216,7 @@ def _execution(raw: Any, where: Where, ctx: ParseContext) -> _Execution:
         threshold=opt_number(obj, "threshold", where, low=0.0, high=1.0),
         target=opt_str(obj, "target", where),
         skip_defaults=opt_bool(obj, "skip_defaults", where),
+        trials=_trials(obj.get("trials"), where.key("trials"), ctx),
     )
 
 
@@ -301,6 +336,7 @@ class _SuiteParser:
             workspace_env=_union_env(envs),
             workspace=workspace,
             tests=tests,
+            trials=execution.trials,
             search_roots=ctx.search_roots,
             referenced_files=ctx.referenced_files,
             warnings=ctx.warnings,
@@ -348,6 +384,10 @@ class _SuiteParser:
         warn_unknown(ctx, obj, TEST_KEYS, where)
         test_id = req_str(obj, "id", where, "give every test a unique `id`")
         execution = _execution(obj.get("execution"), where.key("execution"), ctx)
+        if execution.trials is not None:
+            ctx.warn(
+                where.key("execution").key("trials"), "AgentV reads trials from the suite's execution only; ignored"
+            )
         skip = self.skip_defaults if execution.skip_defaults is None else execution.skip_defaults
         vars_ = expect_mapping(obj.get("vars") or {}, where.key("vars"))
         if "options" in obj:

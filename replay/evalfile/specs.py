@@ -392,6 +392,15 @@ class EvalTest(_Spec):
     """How many past exchanges (user and assistant) the agent and the graders see; None: all."""
 
 
+class TrialsSpec(_Spec):
+    """``execution.trials``: each test run ``count`` times (2 or more), its trials made one score."""
+
+    count: int
+    strategy: Literal["pass_at_k", "mean", "confidence_interval"] = "pass_at_k"
+    cost_limit_usd: float | None = None
+    """No further trial once the trials of a test cost this much (USD)."""
+
+
 class EvalSuite(_Spec):
     path: str
     """Absolute path of the eval file."""
@@ -404,6 +413,7 @@ class EvalSuite(_Spec):
     workspace_env: WorkspaceEnv = Field(default_factory=WorkspaceEnv)
     workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     tests: list[EvalTest] = Field(default_factory=list)
+    trials: TrialsSpec | None = None
     search_roots: list[str] = Field(default_factory=list)
     referenced_files: list[tuple[str, str, str | None]] = Field(default_factory=list)
     """``(role, absolute path, reference as written)`` of every file the suite depends on: the tests

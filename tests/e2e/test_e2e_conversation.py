@@ -136,6 +136,8 @@ def test_a_conversation_is_run_turn_by_turn_graded_per_turn_and_replayed_without
     run_id = out["run_id"]
 
     store = EventStore(make_engine(db))
+    cases = [json.loads(e.payload_json)["test_id"] for e in store.read_all() if e.type == "test_case_recorded"]
+    assert sorted(cases) == ["chat", "stopper"]
     verdicts = {
         (p["test_id"], p["grader"]): p
         for e in store.read_all()
