@@ -456,9 +456,7 @@ def _converse(  # type: ignore[no-untyped-def]
         outcomes.append(outcome)
         if outcome.status != "ok":
             error = outcome.error or f"target '{target_spec.name}': {outcome.status}"
-            kept.append(
-                Message.model_validate({"role": "user", "content": turn.input, "metadata": {TURN_ERROR: error}})
-            )
+            kept.append(Message(role="user", content=turn.input, metadata={TURN_ERROR: error}))
             grader.turn_failed(n, error, info)
             continue
         answer = Message(role="assistant", content=outcome.output_text)

@@ -99,7 +99,7 @@ def recorded_turns(test: EvalTest, messages: list[Message]) -> list[RecordedTurn
             continue
         user = messages[at]
         at += 1
-        error = ((user.model_extra or {}).get("metadata") or {}).get(TURN_ERROR)
+        error = (user.metadata or {}).get(TURN_ERROR)
         answer = None
         if at < len(messages) and messages[at].role == "assistant":
             answer = messages[at]

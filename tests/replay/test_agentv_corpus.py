@@ -42,34 +42,6 @@ RESULT_FILES = sorted(
     if (rel := p.relative_to(CORPUS).as_posix()) not in NOT_RESULTS and "/raw/codex-sessions/" not in rel
 )
 
-# Grader types the parity-graders work adds (issue 27 item 3); a custom assertion AgentV discovers under
-# .agentv/assertions/ is theirs too.
-GRADERS_ELSEWHERE = {
-    "tool-trajectory",
-    "execution-metrics",
-    "latency",
-    "cost",
-    "token-usage",
-    "skill-trigger",
-    "composite",
-    "field-accuracy",
-    "inline-assert",
-}
-EVALSTORE_TYPES = {
-    "llm-grader",
-    "code-grader",
-    "contains",
-    "contains-any",
-    "contains-all",
-    "icontains",
-    "icontains-any",
-    "icontains-all",
-    "starts-with",
-    "ends-with",
-    "regex",
-    "equals",
-    "is-json",
-}
 TARGETS_ELSEWHERE = {
     ".agentv/targets.yaml": "parity-targets: use_target chains (`use_target: ${{ LLM_TARGET }}`)",
     **{
@@ -97,24 +69,6 @@ def _marked(rels: list[str], reasons: dict[str, str]) -> list[Any]:
         pytest.param(rel, marks=pytest.mark.xfail(strict=True, reason=reasons[rel])) if rel in reasons else rel
         for rel in rels
     ]
-
-
-def _types(graders: list[dict]) -> set[str]:
-    out: set[str] = set()
-    for grader in graders:
-        out.add(grader["type"])
-        out |= _types(grader.get("assertions", []))
-    return out
-
-
-def _graders_elsewhere() -> dict[str, str]:
-    reasons: dict[str, str] = {}
-    for rel in _accepted():
-        types = {t for test in VERDICTS["eval"][rel]["load"].get("tests", []) for t in _types(test["graders"])}
-        theirs = sorted(t for t in types if t in GRADERS_ELSEWHERE or t not in EVALSTORE_TYPES)
-        if theirs:
-            reasons[rel] = f"parity-graders: grader types {', '.join(theirs)}"
-    return reasons
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +123,7 @@ def test_eval_file_loads_the_tests_agentv_loads(reports: dict[str, dict], rel: s
         assert _our_input(test.input) == _agentv_input(agentv["input"]), test.id
 
 
-@pytest.mark.parametrize("rel", _marked(_accepted(), _graders_elsewhere()))
+@pytest.mark.parametrize("rel", _accepted())
 def test_eval_file_keeps_every_grader_and_key(reports: dict[str, dict], rel: str) -> None:
     report = reports[rel]
     if _agentv_refusal(rel) is not None:
@@ -177,7 +131,7 @@ def test_eval_file_keeps_every_grader_and_key(reports: dict[str, dict], rel: str
     assert not [w for w in report["warnings"] if SKIPPED_OR_IGNORED.search(w)]
     theirs = {t["id"]: t for t in VERDICTS["eval"][rel]["load"]["tests"]}
     for test in _load(rel).tests:
-        ours = [(g.name, g.type) for g in test.graders]
+        ours = [(g.name, getattr(g, "custom_type", None) or g.type) for g in test.graders]
         agentv = [(g["name"], g["type"]) for g in theirs[test.id]["graders"]]
         if not agentv and "mode" not in theirs[test.id]:  # AgentV's default llm-grader (not for a conversation)
             agentv = [("llm-grader", "llm-grader")]

@@ -25,7 +25,6 @@ from evalstore.replay.content import dump_messages, expected_messages
 from evalstore.replay.evalfile.specs import LlmGraderSpec
 from evalstore.replay.grading.answer import one_line
 from evalstore.replay.grading.graders.base import GradingContext
-from evalstore.replay.grading.graders.code import trace
 from evalstore.replay.grading.graders.process_cache import process_cache_key, secret_environment
 from evalstore.replay.grading.preprocessing import script_digest
 from evalstore.replay.jsontext import js_number, stringify, to_snake_deep
@@ -52,16 +51,17 @@ class TemplateRun:
 def payload(ctx: GradingContext, spec: LlmGraderSpec, answer: str) -> bytes:
     """The script's stdin, as AgentV writes it: ``JSON.stringify(toSnakeCaseDeep(payload), null, 2)``."""
     test, transcript = ctx.test, ctx.transcript
+    recorded = ctx.trace().read_model()  # AgentV's Trace read model, as a code grader gets it
     fields: dict[str, Any] = {
         "criteria": test.criteria or "",
         "expected_output": expected_messages(test.expected_output),
         "output": answer,
         "answer": answer,
-        "messages": dump_messages(transcript.messages),
+        "messages": recorded["messages"],
         "input_files": list(test.input_files),
         "input": dump_messages(list(test.input)),
         "metadata": test.metadata or None,
-        "trace": trace(transcript, test.metadata or None, test.input),
+        "trace": recorded,
         "file_changes": transcript.file_changes,
         "workspace_path": transcript.workspace_path,
         "config": spec.prompt_config,
