@@ -63,7 +63,7 @@ def payload(ctx: GradingContext, spec: LlmGraderSpec, answer: str) -> bytes:
         "metadata": test.metadata or None,
         "trace": recorded,
         "file_changes": transcript.file_changes,
-        "workspace_path": transcript.workspace_path,
+        "workspace_path": _workspace(ctx),
         "config": spec.prompt_config,
     }
     return stringify(js_number(to_snake_deep(fields)), indent=True)
@@ -77,7 +77,7 @@ def run_template(ctx: GradingContext, spec: LlmGraderSpec, answer: str) -> Templ
     env = child_environment(ctx.options.environment)
     script = script_digest(argv)
     key = None
-    if not ctx.transcript.workspace_path:  # a live workspace holds files no digest covers
+    if _workspace(ctx) is None:  # a live workspace holds files no digest covers
         key = process_cache_key(argv=argv, script_sha256=script, stdin=stdin, tmp_path=None, cwd=cwd, env=env)
     reused = ctx.recorder.find_process_call(key) if key and not ctx.options.no_cache else None
     if reused is not None:
@@ -120,6 +120,12 @@ def run_template(ctx: GradingContext, spec: LlmGraderSpec, answer: str) -> Templ
         reused_from=reused[0] if reused else None,
     )
     return TemplateRun(template, error, ctx.recorder.record(event), reused is not None)
+
+
+def _workspace(ctx: GradingContext) -> str | None:
+    """The workspace the script is told of: the agent's live one, when the eval configures one (AgentV
+    passes none otherwise; evalstore's default per-test folder is not a workspace to it)."""
+    return ctx.transcript.workspace_path if ctx.suite.workspace.configured else None
 
 
 def _template(child: ChildResult) -> tuple[str | None, str | None]:
