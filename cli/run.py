@@ -27,7 +27,9 @@ from evalstore.replay.record import RunOptions, record_run, resume_run
     type=click.Path(dir_okay=False, path_type=Path),
     help="Targets file (default: .agentv/targets.yaml found upward from the eval file).",
 )
-@click.option("--workers", default=4, show_default=True, type=click.IntRange(1, 256), help="Tests run at once.")
+@click.option(
+    "--workers", type=click.IntRange(1, 256), help="Tests run at once (default: the eval's execution.workers, else 4)."
+)
 @click.option(
     "--threshold", type=click.FloatRange(0, 1), help="Pass mark for a test score (default: the eval's, else 0.8)."
 )
@@ -69,7 +71,7 @@ def run(
     eval_file: Path | None,
     target: str | None,
     targets_path: Path | None,
-    workers: int,
+    workers: int | None,
     threshold: float | None,
     timeout: float | None,
     workdir: Path | None,

@@ -64,11 +64,15 @@ if TYPE_CHECKING:
     from evalstore.replay.grading.judge.pool import JudgePool
 
 
+DEFAULT_WORKERS = 4
+
+
 @dataclass
 class RunOptions:
     target: str | None = None
     targets_path: Path | None = None
-    workers: int = 4
+    workers: int | None = None
+    """Tests run at once; None: the eval's ``execution.workers``, else :data:`DEFAULT_WORKERS`."""
     threshold: float | None = None
     timeout: float | None = None
     workdir: Path | None = None
@@ -254,6 +258,7 @@ def _execute_locked(
     workdir: Path,
 ) -> RunOutcome:
     threshold = _threshold(suite, options)
+    workers = options.workers or suite.workers or DEFAULT_WORKERS
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
     grade_options = replace(
         options.grade,
@@ -261,7 +266,7 @@ def _execute_locked(
         file_references=reads_files_itself(target_spec.provider),
         no_cache=options.grade.no_cache or not options.cache,
         environment=child_environment(),
-        process_slots=process_slots(options.workers),
+        process_slots=process_slots(workers),
     )
     if on_start:
         unable = [(t.id, reason) for t in suite.tests if (reason := missing_runtime(t)) is not None]
@@ -317,7 +322,7 @@ def _execute_locked(
         return scored
 
     try:
-        run_concurrently(one, suite.tests, options.workers)
+        run_concurrently(one, suite.tests, workers)
     finally:
         judges.close()
     if todo and (finished := workspaces.finish()):

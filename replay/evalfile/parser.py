@@ -172,6 +172,7 @@ class _Execution:
     target: str | None = None
     skip_defaults: bool | None = None
     trials: TrialsSpec | None = None
+    workers: int | None = None
 
 
 TRIAL_STRATEGIES = ("pass_at_k", "mean", "confidence_interval")
@@ -217,7 +218,19 @@ def _execution(raw: Any, where: Where, ctx: ParseContext) -> _Execution:
         target=opt_str(obj, "target", where),
         skip_defaults=opt_bool(obj, "skip_defaults", where),
         trials=_trials(obj.get("trials"), where.key("trials"), ctx),
+        workers=_workers(obj.get("workers"), where.key("workers"), ctx),
     )
+
+
+def _workers(raw: Any, where: Where, ctx: ParseContext) -> int | None:
+    """``execution.workers``: how many tests run at once, a whole number 1..50 (AgentV's
+    ``extractWorkersFromSuite``; any other value it ignores)."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= 50:
+        ctx.warn(where, f"{raw!r} is not a whole number from 1 to 50; AgentV ignores it, and so does evalstore")
+        return None
+    return raw
 
 
 def _workspace_source(raw: Any, where: Where, ctx: ParseContext) -> tuple[Any, Where, Path]:
@@ -337,6 +350,7 @@ class _SuiteParser:
             workspace=workspace,
             tests=tests,
             trials=execution.trials,
+            workers=execution.workers,
             search_roots=ctx.search_roots,
             referenced_files=ctx.referenced_files,
             warnings=ctx.warnings,

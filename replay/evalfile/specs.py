@@ -414,6 +414,8 @@ class EvalSuite(_Spec):
     workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     tests: list[EvalTest] = Field(default_factory=list)
     trials: TrialsSpec | None = None
+    workers: int | None = None
+    """``execution.workers``: tests run at once when ``--workers`` does not say."""
     search_roots: list[str] = Field(default_factory=list)
     referenced_files: list[tuple[str, str, str | None]] = Field(default_factory=list)
     """``(role, absolute path, reference as written)`` of every file the suite depends on: the tests

@@ -135,9 +135,10 @@ SLEEPER = textwrap.dedent("""\
 """)
 
 
-def run_sleepers(tmp_path: Path, workers: int) -> list[tuple[float, float]]:
-    """Four tests whose agent sleeps 1.5 s; the (start, end) each agent logged, in start order."""
-    root = tmp_path / f"workers-{workers}"
+def run_sleepers(tmp_path: Path, workers: int | None, suite_workers: int | None = None) -> list[tuple[float, float]]:
+    """Four tests whose agent sleeps 1.5 s; the (start, end) each agent logged, in start order. ``workers``:
+    ``--workers`` (None: not given); ``suite_workers``: the eval's ``execution.workers``."""
+    root = tmp_path / f"workers-{workers}-{suite_workers}"
     root.mkdir()
     agent, log = root / "sleeper.py", root / "intervals.jsonl"
     agent.write_text(SLEEPER, encoding="utf-8")
@@ -149,14 +150,17 @@ def run_sleepers(tmp_path: Path, workers: int) -> list[tuple[float, float]]:
         """)
     tests = [(f"t{i}", f"task {i}", f"done t{i}") for i in range(4)]
     eval_file = write_project(root / "proj", targets, tests, "sleeper")
+    if suite_workers is not None:
+        text = eval_file.read_text(encoding="utf-8")
+        eval_file.write_text(text.replace("  target: sleeper\n", f"  target: sleeper\n  workers: {suite_workers}\n"))
+    flags = ["--workers", str(workers)] if workers is not None else []
     out = ok_json(
         evalstore(
             f"sqlite:///{root / 'store.db'}",
             "run",
             str(eval_file),
             "--json",
-            "--workers",
-            str(workers),
+            *flags,
             "--workdir",
             str(root / "ws"),
             cwd=root,
@@ -187,6 +191,12 @@ def test_workers_run_tests_at_once_and_one_worker_runs_them_one_after_another(tm
     serial = run_sleepers(tmp_path, workers=1)
     assert peak_overlap(serial) == 1, serial
     assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(serial))
+
+
+def test_the_evals_execution_workers_is_the_default_and_the_flag_wins(tmp_path: Path) -> None:
+    """AgentV's ``execution.workers``: how many tests run at once when the command line does not say."""
+    assert peak_overlap(run_sleepers(tmp_path, workers=None, suite_workers=1)) == 1
+    assert peak_overlap(run_sleepers(tmp_path, workers=2, suite_workers=1)) == 2
 
 
 # -- notes on stderr -------------------------------------------------------------------------------
