@@ -64,8 +64,10 @@ def xfail(*pending: str) -> pytest.MarkDecorator:
 TARGETS_USE = (
     "parity-targets: use_target chains of the repo-root targets file (the judge is `grader` -> ${{ GRADER_TARGET }})"
 )
-LOAD_TRIALS = "parity-load: execution.trials"
-LOAD_DATASETS = "parity-load: file:// test lists (YAML, JSONL)"
+TRIALS_LOST = (
+    "unowned: AgentV 4.42.4's run folder keeps one trial of each test (the best: its row and answer), so a replay "
+    "of the import cannot send the judge prompts of the others"
+)
 FILE_CHANGES_LOST = (
     "unowned: AgentV 4.42.4's run folder keeps only the first lines of a test's file_changes (grading.json's "
     "diff_summary; index.jsonl is rewritten without it), so an import cannot give the code grader the whole diff"

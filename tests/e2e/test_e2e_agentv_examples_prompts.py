@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 from agentv_examples import (
-    LOAD_DATASETS,
-    LOAD_TRIALS,
     RUNS,
     SUITES,
     TARGETS_USE,
+    TRIALS_LOST,
     answers,
     expected_scores,
     judge_targets,
@@ -44,15 +43,15 @@ JUDGED: dict[str, list[str]] = {
     "multi-turn-conversation": [],
     "composite": [],
     "threshold-grader": [],
-    "trials": [LOAD_TRIALS],
-    "external-datasets": [],  # its `file://` test lists do not load yet; the run's own copies of each test do
+    "trials": [TRIALS_LOST],
+    "external-datasets": [],
 }
 # Suites whose agent is the LLM target: `evalstore run` of them is compared request by request.
 RUN: dict[str, list[str]] = {
     **{suite: [*pending, AGENT_SYSTEM_PROMPT, TARGETS_USE] for suite, pending in JUDGED.items()},
     "assert": [AGENT_SYSTEM_PROMPT, TARGETS_USE],
 }
-RUN["external-datasets"].insert(0, LOAD_DATASETS)
+RUN["trials"].remove(TRIALS_LOST)  # evalstore run runs every trial, as AgentV
 
 
 def judged_cases(named: bool) -> list[Any]:

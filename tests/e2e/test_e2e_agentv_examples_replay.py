@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from agentv_examples import (
     FILE_CHANGES_LOST,
-    LOAD_DATASETS,
     RUNS,
     SUITES,
     TARGETS_USE,
@@ -37,7 +36,7 @@ PENDING: dict[str, list[str]] = {
     "multi-turn-conversation": [TARGETS_USE],
     "trials": [TARGETS_USE],
     "file-changes": [FILE_CHANGES_LOST],
-    "external-datasets": [LOAD_DATASETS, TARGETS_USE],
+    "external-datasets": [TARGETS_USE],
 }
 
 
