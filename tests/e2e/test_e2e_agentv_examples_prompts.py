@@ -16,7 +16,6 @@ import pytest
 from agentv_examples import (
     RUNS,
     SUITES,
-    TARGETS_USE,
     TRIALS_LOST,
     answers,
     expected_scores,
@@ -48,18 +47,15 @@ JUDGED: dict[str, list[str]] = {
 }
 # Suites whose agent is the LLM target: `evalstore run` of them is compared request by request.
 RUN: dict[str, list[str]] = {
-    **{suite: [*pending, AGENT_SYSTEM_PROMPT, TARGETS_USE] for suite, pending in JUDGED.items()},
-    "assert": [AGENT_SYSTEM_PROMPT, TARGETS_USE],
+    **{suite: [*pending, AGENT_SYSTEM_PROMPT] for suite, pending in JUDGED.items()},
+    "assert": [AGENT_SYSTEM_PROMPT],
 }
 RUN["trials"].remove(TRIALS_LOST)  # evalstore run runs every trial, as AgentV
 
 
 def judged_cases(named: bool) -> list[Any]:
-    cases = []
-    for suite, pending in JUDGED.items():
-        waiting = pending if named else [*pending, TARGETS_USE]
-        cases.append(pytest.param(suite, marks=[xfail(*waiting)] if waiting else []))
-    return cases
+    """Each suite, marked with what it waits for (the same whether the judge is named or found)."""
+    return [pytest.param(suite, marks=[xfail(*pending)] if pending else []) for suite, pending in JUDGED.items()]
 
 
 def judge_requests(bodies: list[Any]) -> list[Any]:

@@ -18,7 +18,6 @@ from agentv_examples import (
     FILE_CHANGES_LOST,
     RUNS,
     SUITES,
-    TARGETS_USE,
     expected_scores,
     judge_targets,
     rows,
@@ -28,19 +27,11 @@ from e2e_helpers import audit, cli, ok_json
 from judge_server import JudgeServer
 
 PENDING: dict[str, list[str]] = {
-    "basic": [TARGETS_USE],
-    "rubric": [TARGETS_USE],
-    "composite": [TARGETS_USE],
-    "threshold-grader": [TARGETS_USE],
-    "weighted-graders": [TARGETS_USE],
-    "multi-turn-conversation": [TARGETS_USE],
-    "trials": [TARGETS_USE],
     "file-changes": [FILE_CHANGES_LOST],
-    "external-datasets": [TARGETS_USE],
 }
 
 
-NAMED_JUDGE_PENDING = {suite: [p for p in pending if p != TARGETS_USE] for suite, pending in PENDING.items()}
+NAMED_JUDGE_PENDING = PENDING
 """With the judge named on the command line, what is left to wait for."""
 
 
