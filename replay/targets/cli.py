@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalstore.replay.content import Message, last_assistant, question_text
+from evalstore.replay.content import FileBlock, Message, last_assistant, question_text
 from evalstore.replay.processes.children import run_child
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
 
@@ -145,8 +145,10 @@ def run(request: RunRequest) -> TargetOutcome:
 
 
 def prompt_text(request: RunRequest) -> str:
-    """What the agent is asked: the test's input messages rendered as one text."""
-    return question_text(request.test.input, base_dir=str(request.eval_dir))
+    """What the agent is asked: the test's input messages rendered as one text, a file named by its path
+    (``<file: path="...">``, found where the eval named it) and not embedded, as AgentV asks a cli target
+    (``usesFileReferencePrompt``: the agent reads the files itself, passed as ``{FILES}``)."""
+    return question_text(request.test.input, base_dir=str(request.eval_dir), file_refs=True)
 
 
 def parse_answer(raw: str) -> TargetOutcome:
@@ -295,7 +297,13 @@ def _output_file(config: dict[str, Any], workspace: Path, scratch: Path) -> Path
 
 
 def _input_files(request: RunRequest) -> list[str]:
+    """``{FILES}``: every input file the eval found, as AgentV collects them (``collectResolvedInputFilePaths``:
+    the ``type: file`` parts of the input messages in order, ``input_files`` among them), each once."""
     seen: dict[str, None] = {}
+    for message in request.test.input:
+        for block in message.blocks():
+            if isinstance(block, FileBlock) and os.path.isabs(block.path) and os.path.isfile(block.path):
+                seen.setdefault(os.path.normpath(block.path), None)
     for name in request.test.input_files:
         path = Path(name)
         seen.setdefault(str(path if path.is_absolute() else (request.eval_dir / path).resolve()), None)
