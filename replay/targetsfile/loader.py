@@ -96,6 +96,55 @@ DELEGATE_DEPTH = 10
 """How many steps AgentV's runtime follows from a grader target's name before it gives up."""
 
 
+_AGENT_OPTIONAL = ("binary", "command", "cwd", "executable", "log_dir", "log_directory", "model")
+_PI_OPTIONAL = (
+    *_AGENT_OPTIONAL,
+    "api_key",
+    "base_url",
+    "endpoint",
+    "pi_model",
+    "pi_thinking",
+    "pi_tools",
+    "subprovider",
+    "thinking",
+    "tools",
+)
+_OPTIONAL_REFERENCES: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("openai",): ("endpoint", "base_url", "api_format"),
+    ("azure", "azure-openai"): ("version", "api_version"),
+    ("gemini", "google", "google-gemini"): ("model", "deployment", "variant"),
+    ("codex", "codex-cli"): (*_AGENT_OPTIONAL, "model_reasoning_effort"),
+    ("copilot-sdk", "copilot_sdk"): ("cli_path", "cli_url", "cwd", "github_token", "log_dir", "log_directory", "model"),
+    ("copilot", "copilot-cli", "claude", "claude-code", "claude-cli", "claude-sdk", "cc-mirror"): _AGENT_OPTIONAL,
+    ("pi", "pi-coding-agent"): tuple(f for f in _PI_OPTIONAL if f not in ("binary", "command", "executable")),
+    ("pi-cli",): _PI_OPTIONAL,
+    ("replay",): ("eval_path", "suite", "variant"),
+    ("copilot-log",): ("cwd", "session_dir", "session_id", "session_state_dir"),
+    ("vscode", "vscode-insiders"): ("executable", "subagent_root"),
+    ("cli",): ("cwd",),
+}
+OPTIONAL_REFERENCES = {kind: fields for kinds, fields in _OPTIONAL_REFERENCES.items() for kind in kinds}
+"""Per provider, the fields AgentV 4.42.4 reads with ``optionalEnv`` (``targets.ts``): written as one
+``${{ NAME }}`` reference to a variable that is unset or empty, the field is absent (a default applies), not
+an error. Every other reference must be set."""
+
+
+def without_unset_optionals(provider: str, fields: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """``fields`` less the optional ones (:data:`OPTIONAL_REFERENCES`) whose reference is unset or empty here;
+    a cli ``healthcheck``'s ``cwd`` likewise."""
+
+    def unset(value: Any) -> bool:
+        match = USE_TARGET_REFERENCE.match(value.strip()) if isinstance(value, str) else None
+        return match is not None and not (env.get(match.group(1)) or "").strip()
+
+    optional = OPTIONAL_REFERENCES.get(provider.strip().lower(), ())
+    out = {k: v for k, v in fields.items() if not (k in optional and unset(v))}
+    check = out.get("healthcheck")
+    if provider.strip().lower() == "cli" and isinstance(check, dict) and unset(check.get("cwd")):
+        out["healthcheck"] = {k: v for k, v in check.items() if k != "cwd"}
+    return out
+
+
 @dataclass(frozen=True)
 class TargetsFile:
     path: str
@@ -181,16 +230,16 @@ class TargetsFile:
                 else "it has no provider"
             )
             raise TargetsFileError(f"{entry.source}: target {entry.name!r}{chain}: {why}")
-        reference = USE_TARGET_REFERENCE.match(entry.provider)
-        if reference is None:
-            return entry
-        value = (env.get(reference.group(1)) or "").strip()
-        if not value:
-            raise TargetsFileError(
-                f"{entry.source}: target {entry.name!r}{chain}: environment variable {reference.group(1)} "
-                "(its provider) is not set"
-            )
-        return replace(entry, provider=value)
+        provider = entry.provider
+        reference = USE_TARGET_REFERENCE.match(provider)
+        if reference is not None:
+            provider = (env.get(reference.group(1)) or "").strip()
+            if not provider:
+                raise TargetsFileError(
+                    f"{entry.source}: target {entry.name!r}{chain}: environment variable {reference.group(1)} "
+                    "(its provider) is not set"
+                )
+        return replace(entry, provider=provider, fields=without_unset_optionals(provider, entry.fields, env))
 
 
 def load_targets_file(path: str | Path) -> TargetsFile:

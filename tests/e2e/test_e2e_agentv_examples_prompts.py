@@ -38,6 +38,7 @@ JUDGED: dict[str, list[str]] = {
     "threshold-grader": [],
     "trials": [TRIALS_LOST],
     "external-datasets": [],
+    "multi-turn-conversation-live": [],
 }
 # Suites whose agent is the LLM target: `evalstore run` of them is compared request by request.
 RUN: dict[str, list[str]] = {

@@ -226,3 +226,25 @@ def test_discovery_stops_at_the_repository_root_and_then_tries_the_working_direc
     assert explicit_targets_file(elsewhere) == elsewhere / ".agentv" / "targets.yaml"
     with pytest.raises(TargetsFileError, match="no targets file there"):
         explicit_targets_file(outside / "repo")
+
+
+def test_an_optional_field_whose_variable_is_unset_is_absent_as_in_agentv(tmp_path: Path):
+    """AgentV reads some fields with ``optionalEnv`` (an openai target's endpoint, an azure target's
+    version, a cli target's cwd): an unset or empty variable there leaves the field out; elsewhere it stays
+    a reference, and resolving it fails."""
+    loaded = load_targets_file(
+        write(
+            tmp_path,
+            "targets:\n"
+            "  - name: o\n    provider: openai\n    endpoint: ${{ T_ENDPOINT }}\n    api_key: ${{ T_KEY }}\n"
+            "    model: m\n"
+            "  - name: a\n    provider: azure\n    endpoint: e\n    version: ${{ T_VERSION }}\n    model: d\n"
+            "  - name: c\n    provider: cli\n    command: run\n    cwd: ${{ T_CWD }}\n"
+            "    healthcheck:\n      command: check\n      cwd: ${{ T_CWD }}\n",
+        )
+    )
+    env = {"T_VERSION": "  "}
+    assert loaded.select("o", env).fields == {"api_key": "${{ T_KEY }}", "model": "m"}
+    assert loaded.select("o", {"T_ENDPOINT": "http://x"}).fields["endpoint"] == "${{ T_ENDPOINT }}"
+    assert "version" not in loaded.select("a", env).fields
+    assert loaded.delegate("c", env).fields == {"command": "run", "healthcheck": {"command": "check"}}  # type: ignore[union-attr]
