@@ -129,3 +129,23 @@ def test_local_cli_runs_its_agent_with_every_input_file_once_a_judge_is_named(
     out = ok_json(cli(sqlite_url, "run", eval_file, "--judge-target", "judge", "--json"), 0, 1)
     rows = [json.loads(line) for line in cli(sqlite_url, "export", out["run_id"]).stdout.splitlines()]
     assert [r["output"] for r in rows] == ["Attachments detected (2): example.txt, python.instructions.md."]
+
+
+def test_the_root_targets_file_is_found_above_an_eval_named_by_import_eval(
+    sqlite_url: str,
+    corpus: Path,
+    agentv_environment: JudgeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Imported from elsewhere with ``--eval``: the replay finds the judge (`llm` -> ${{ LLM_TARGET }}) in the
+    repository-root targets file above the eval, as `agentv eval` would, and reproduces AgentV's scores."""
+    folder, eval_file = SUITES["rubric"]
+    monkeypatch.chdir(tmp_path)
+    run = ok_json(
+        cli(sqlite_url, "import", str(RUNS / "runs" / "rubric"), "--eval", str(corpus / folder / eval_file), "--json")
+    )
+    new = ok_json(cli(sqlite_url, "replay", run["run_id"], "--json"), 0, 1)["run_id"]
+    for row in rows("rubric"):
+        (test,) = audit(sqlite_url, new, row["test_id"])["tests"]
+        assert [float(v["score"]) for v in test["verdicts"]] == pytest.approx([s for _, s in expected_scores(row)])
