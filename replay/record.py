@@ -167,17 +167,19 @@ def resume_run(
 
 def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
     """The targets file and the target ``agentv eval`` would use: ``--targets`` (a file, or a folder holding
-    one), else the file discovered from the eval file; ``--target``, else the eval's, else ``default``;
-    its ``use_target`` chain followed in this environment."""
+    one), else the file discovered from the eval file; ``--target`` (but ``default``), else the eval's, else
+    ``default``; its ``use_target`` chain followed in this environment."""
     path = explicit_targets_file(options.targets_path) if options.targets_path else find_targets_file(suite.path)
-    name = options.target or suite.target or "default"
+    # ``agentv eval --target default`` is no choice (``pickTargetName``): the eval's target still wins.
+    chosen = options.target if options.target != "default" else None
+    name = chosen or suite.target or "default"
     if path is None:
         raise ReplayError(
             f"{suite.path}: no targets file found (looked for targets.yaml or .agentv/targets.yaml from the eval "
             "file's folder up to the repository root, and in the working directory); pass --targets FILE"
         )
     targets_file = load_targets_file(path)
-    if name not in targets_file.targets and not (options.target or suite.target):
+    if name not in targets_file.targets and not (chosen or suite.target):
         raise ReplayError(
             f"{suite.path}: no target named: set execution.target in the eval, pass --target NAME, or define a "
             f"target named 'default' in {targets_file.path}"
