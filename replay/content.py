@@ -35,6 +35,9 @@ class FileBlock(_Block):
     type: Literal["file"] = "file"
     media_type: str | None = None
     path: str
+    display_path: str | None = None
+    """An input file's path as the eval wrote it (less leading separators), where ``path`` is where it was
+    found: what AgentV names the file by in a prompt (``<file path="...">``). None when it is ``path``."""
     sha256: str | None = None
     """Digest of the captured bytes in the blob store, once evalstore has them."""
     status: Literal["stored", "missing", "refused"] | None = None
@@ -204,6 +207,45 @@ def question_text(messages: list[Message], base_dir: str | None = None, *, file_
     return "\n\n".join(parts)
 
 
+def chat_prompt(messages: list[Message], base_dir: str | None = None) -> list[dict[str, str]] | None:
+    """The input messages as chat messages, the way AgentV 4.42.4 sends them to a model target
+    (``buildChatPromptFromSegments``), or None when it sends the flat :func:`question_text` instead (one
+    message with content and no assistant/tool turn). The leading system messages become one system message
+    (their parts joined by a newline, the messages by a blank line, nothing trimmed); a later system or tool
+    message becomes an assistant message starting ``@[System]:``/``@[Tool]:``; a message with nothing to show
+    is left out."""
+    segments = [_prompt_segments(m, base_dir) for m in messages]
+    with_content = sum(1 for s in segments if any(js_trim(part) for part in s))
+    if not messages or not (any(m.role in ("assistant", "tool") for m in messages) or with_content > 1):
+        return None
+    start, system = 0, []
+    while start < len(messages) and messages[start].role == "system":
+        shown = [p for p in segments[start] if p]
+        if shown:
+            system.append("\n".join(shown))
+        start += 1
+    out = [{"role": "system", "content": "\n\n".join(system)}] if system else []
+    for message, segs in zip(messages[start:], segments[start:]):
+        role, parts = message.role, [p for p in segs if p]
+        if role in ("system", "tool"):
+            role, parts = "assistant", [f"@[{message.role[:1].upper()}{message.role[1:]}]:", *parts]
+        if parts:
+            out.append({"role": role, "content": "\n".join(parts)})
+    return out or None
+
+
+def system_message(messages: list[Message], base_dir: str | None = None) -> str | None:
+    """The leading system messages' text (AgentV's ``extractSystemMessage``), None when there are none."""
+    parts = []
+    for message in messages:
+        if message.role != "system":
+            break
+        shown = [p for p in _prompt_segments(message, base_dir) if p]
+        if shown:
+            parts.append("\n".join(shown))
+    return "\n\n".join(parts) if parts else None
+
+
 def _prompt_segments(message: Message, base_dir: str | None, file_refs: bool = False) -> list[str]:
     out: list[str] = []
     for block in message.blocks():
@@ -216,7 +258,7 @@ def _prompt_segments(message: Message, base_dir: str | None, file_refs: bool = F
             if not isinstance(text, str):
                 text = _read_text(block.path, base_dir)
             if text is not None and text.strip():
-                out.append(f'<file path="{block.path}">\n{text.strip()}\n</file>')
+                out.append(f'<file path="{block.display_path or block.path}">\n{text.strip()}\n</file>')
     return out
 
 

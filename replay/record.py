@@ -8,6 +8,7 @@ or between the two appends of a test, resumes without calling the target again f
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -45,7 +46,13 @@ from evalstore.replay.processes.lifetime import WorkspaceLock
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
 from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
-from evalstore.replay.targetsfile.loader import TargetEntry, TargetsFile, find_targets_file, load_targets_file
+from evalstore.replay.targetsfile.loader import (
+    TargetEntry,
+    TargetsFile,
+    explicit_targets_file,
+    find_targets_file,
+    load_targets_file,
+)
 from evalstore.replay.workspace.changes import folder_state, unified_diff
 from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspace
 from evalstore.replay.workspace.snapshot import take_snapshot
@@ -159,17 +166,25 @@ def resume_run(
 
 
 def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
-    path = options.targets_path or find_targets_file(Path(suite.path).parent)
-    name = options.target or suite.target
+    """The targets file and the target ``agentv eval`` would use: ``--targets`` (a file, or a folder holding
+    one), else the file discovered from the eval file; ``--target`` (but ``default``), else the eval's, else
+    ``default``; its ``use_target`` chain followed in this environment."""
+    path = explicit_targets_file(options.targets_path) if options.targets_path else find_targets_file(suite.path)
+    # ``agentv eval --target default`` is no choice (``pickTargetName``): the eval's target still wins.
+    chosen = options.target if options.target != "default" else None
+    name = chosen or suite.target or "default"
     if path is None:
         raise ReplayError(
-            f"{suite.path}: no targets file found (looked for .agentv/targets.yaml above the eval file); "
-            "pass --targets FILE"
+            f"{suite.path}: no targets file found (looked for targets.yaml or .agentv/targets.yaml from the eval "
+            "file's folder up to the repository root, and in the working directory); pass --targets FILE"
         )
     targets_file = load_targets_file(path)
-    if not name:
-        raise ReplayError(f"{suite.path}: no target named: set execution.target in the eval or pass --target NAME")
-    target = targets_file.get(name)
+    if name not in targets_file.targets and not (chosen or suite.target):
+        raise ReplayError(
+            f"{suite.path}: no target named: set execution.target in the eval, pass --target NAME, or define a "
+            f"target named 'default' in {targets_file.path}"
+        )
+    target = targets_file.select(name, os.environ)
     # Before anything is recorded: a bad target config must not leave a half-started run behind.
     check_target(target, eval_dir=Path(suite.path).parent, targets_file=targets_file.path)
     return targets_file, target

@@ -838,7 +838,7 @@ def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # t
     path = (
         options.targets_path
         or (parent.started.overrides or {}).get("targets_file")
-        or find_targets_file(Path(suite.path).parent)
+        or find_targets_file(suite.path)
         or _bundled_targets(suite)
     )
     if path and Path(path).is_file():

@@ -17,6 +17,10 @@ from pathlib import Path
 
 import pytest
 
+# Tables follow ``COLUMNS`` (cli/output.py); a terminal's width (``COLUMNS=80``) inherited by the test run
+# would wrap the tables the tests read, so they are read at the width a pipe gets.
+os.environ.pop("COLUMNS", None)
+
 PG_ENV = "EVALSTORE_TEST_POSTGRES_URL"
 LOCAL_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 REPO = Path(__file__).resolve().parent.parent

@@ -73,7 +73,7 @@ def file_access(
     roots = [base.resolve(), cwd, *(r.resolve() for r in files_roots)]
     target_cwds: dict[str, Path] = {}
     if targets_path is None and eval_file:
-        targets_path = find_targets_file(Path(eval_file).parent)
+        targets_path = find_targets_file(eval_file)
     if targets_path is not None:
         targets = load_targets_file(targets_path)
         eval_dir = Path(eval_file).parent if eval_file else Path(targets_path).parent

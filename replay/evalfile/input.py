@@ -69,7 +69,14 @@ def _segment(raw: Any, where: Where, ctx: ParseContext) -> TextBlock | FileBlock
         return TextBlock(text=value)
     if kind == "image":
         return ImageBlock(source=value, media_type=media_type)
-    return FileBlock(path=input_file(value, where.key("value"), ctx), media_type=media_type)
+    return file_block(value, input_file(value, where.key("value"), ctx), media_type)
+
+
+def file_block(written: str, found: str, media_type: str | None = None) -> FileBlock:
+    """An input file's block: where it was found, and the path as written, which AgentV shows in prompts
+    (``resolveFileReference``'s ``displayPath``: leading separators removed)."""
+    shown = written.lstrip("/\\") or written
+    return FileBlock(path=found, display_path=shown if shown != found else None, media_type=media_type)
 
 
 def input_file(ref: str, where: Where, ctx: ParseContext) -> str:
@@ -89,11 +96,12 @@ def input_files(raw: Any, where: Where, ctx: ParseContext) -> list[str]:
     return [input_file(ref, where.index(i), ctx) for i, ref in enumerate(str_list(raw, where))]
 
 
-def with_files(messages: list[Message], files: list[str]) -> list[Message]:
-    """``input_files`` shorthand: file blocks placed before the first user message's content."""
+def with_files(messages: list[Message], files: list[str], written: list[str] | None = None) -> list[Message]:
+    """``input_files`` shorthand: file blocks placed before the first user message's content (``written``:
+    each file's path as the eval wrote it)."""
     if not files:
         return messages
-    blocks: list[Any] = [FileBlock(path=path) for path in files]
+    blocks: list[Any] = [file_block(shown, path) for path, shown in zip(files, written or files, strict=True)]
     for i, message in enumerate(messages):
         if message.role == "user":
             updated = message.model_copy(update={"content": blocks + message.blocks()})

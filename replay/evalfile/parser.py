@@ -483,8 +483,9 @@ class _SuiteParser:
         named = [ref for ref in raw_files if isinstance(ref, str)] if isinstance(raw_files, list) else []
         if not named:
             raise at.error("expected a list of file paths (AgentV skips a test whose input_files names none)")
+        written = [ref for ref in raw_files if isinstance(ref, str)]
         files = [input_file(ref, at.index(i), ctx) for i, ref in enumerate(raw_files) if isinstance(ref, str)]
-        return with_files([Message(role="user", content=text)], files), files
+        return with_files([Message(role="user", content=text)], files, written), files
 
     def _suite_input(self, vars_: dict[str, Any]) -> list[Message]:
         """The suite's ``input``, with this test's vars filled in."""

@@ -12,7 +12,7 @@ text or AgentV's JSON ``{"output": [messages], "text"?, "token_usage"?, "cost_us
 Other fields: ``cwd`` (relative to the eval file's directory; default the test workspace),
 ``timeout_seconds``, ``output_file`` (a fixed answer path, relative to the workspace), ``env`` (extra
 environment variables), ``files_format`` (``{path}``/``{basename}``), ``keep_temp_files``,
-``healthcheck`` (``{type: command, command_template}`` or ``{type: http, url}``, run once before the
+``healthcheck`` (``{command}`` or ``{url}``, ``type:`` optional as in AgentV; run once before the
 run starts). AgentV's spellings are accepted for each: ``command_template``/``commandTemplate``,
 ``timeoutSeconds``, ``filesFormat``/``attachments_format``, ``keep_output_files``/``keepTempFiles``.
 """
@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalstore.replay.content import Message, last_assistant, question_text
+from evalstore.replay.content import FileBlock, Message, last_assistant, question_text
 from evalstore.replay.processes.children import run_child
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
 
@@ -145,8 +145,10 @@ def run(request: RunRequest) -> TargetOutcome:
 
 
 def prompt_text(request: RunRequest) -> str:
-    """What the agent is asked: the test's input messages rendered as one text."""
-    return question_text(request.test.input, base_dir=str(request.eval_dir))
+    """What the agent is asked: the test's input messages rendered as one text, a file named by its path
+    (``<file: path="...">``, found where the eval named it) and not embedded, as AgentV asks a cli target
+    (``usesFileReferencePrompt``: the agent reads the files itself, passed as ``{FILES}``)."""
+    return question_text(request.test.input, base_dir=str(request.eval_dir), file_refs=True)
 
 
 def parse_answer(raw: str) -> TargetOutcome:
@@ -295,7 +297,13 @@ def _output_file(config: dict[str, Any], workspace: Path, scratch: Path) -> Path
 
 
 def _input_files(request: RunRequest) -> list[str]:
+    """``{FILES}``: every input file the eval found, as AgentV collects them (``collectResolvedInputFilePaths``:
+    the ``type: file`` parts of the input messages in order, ``input_files`` among them), each once."""
     seen: dict[str, None] = {}
+    for message in request.test.input:
+        for block in message.blocks():
+            if isinstance(block, FileBlock) and os.path.isabs(block.path) and os.path.isfile(block.path):
+                seen.setdefault(os.path.normpath(block.path), None)
     for name in request.test.input_files:
         path = Path(name)
         seen.setdefault(str(path if path.is_absolute() else (request.eval_dir / path).resolve()), None)
@@ -372,17 +380,21 @@ def _environment(spec: TargetSpec, config: dict[str, Any]) -> dict[str, str]:
 
 
 def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir: Path) -> None:
-    """AgentV's cli ``healthcheck``: a command that must exit 0, or a URL that must answer 2xx."""
-    if not isinstance(check, dict) or check.get("type") not in ("command", "http"):
-        raise spec.fail("`healthcheck` must be a mapping with `type: command` or `type: http`")
+    """AgentV's cli ``healthcheck``: a command that must exit 0, or a URL that must answer 2xx. Which one is
+    told by its fields, as AgentV tells it (``normalizeCliHealthcheck``): a ``url`` is an HTTP check,
+    otherwise a ``command`` is required; a ``type:`` is not needed (and not read)."""
+    if not isinstance(check, dict):
+        raise spec.fail("`healthcheck` must be a mapping with a `command` or a `url`")
+    if not check.get("url") and not field_value(check, "command"):
+        raise spec.fail("healthcheck: either `command` or `url` is required")
     timeout = positive_seconds(spec, field_value(check, "timeout_seconds"), "healthcheck.timeout_seconds")
     timeout = timeout or positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
     timeout = timeout or HEALTHCHECK_TIMEOUT_SECONDS
-    if check["type"] == "http":
+    if check.get("url"):
         # ``url`` is resolved; base.check_target puts the references back into any error raised here.
-        url = check.get("url")
-        if not isinstance(url, str) or not url:
-            raise spec.fail("healthcheck: `url` is required for `type: http`")
+        url = check["url"]
+        if not isinstance(url, str):
+            raise spec.fail("healthcheck: `url` must be a string")
         try:
             with urllib.request.urlopen(url, timeout=timeout) as response:
                 status = response.status

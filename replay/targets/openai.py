@@ -15,10 +15,12 @@ from typing import Any
 import httpx
 
 from evalstore.replay.agentv.wire import agentv_token_usage
-from evalstore.replay.content import Message, question_text
+from evalstore.replay.content import Message, chat_prompt, question_text, system_message
 from evalstore.replay.errors import JudgeConfigError, TargetConfigError
+from evalstore.replay.grading.conversation import as_text
 from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
 from evalstore.replay.grading.judge.targets import JUDGE_PROVIDERS, JudgeTarget
+from evalstore.replay.jstext import js_trim
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
 from evalstore.replay.targets.secrets import reference_values
 from evalstore.replay.targetsfile.loader import TargetEntry
@@ -69,13 +71,43 @@ def run(request: RunRequest) -> TargetOutcome:
     return _outcome(spec.name, exchanges)
 
 
+DEFAULT_SYSTEM_PROMPT = "You are a careful assistant. Follow all provided instructions and do not fabricate results."
+"""What AgentV's model providers send as the system message when the test has none (``llm-providers.ts``)."""
+
+
 def chat_messages(request: RunRequest) -> list[dict[str, Any]]:
-    """The test's input messages as Chat Completions messages, file blocks embedded as text."""
-    out = []
-    for message in request.test.input:
-        text = question_text([message], base_dir=str(request.eval_dir))
-        if text.strip():
-            out.append({"role": message.role, "content": text})
+    """The test's input as AgentV 4.42.4 sends it to a model target, byte for byte: its chat prompt
+    (:func:`~evalstore.replay.content.chat_prompt`), else the system message and the flat question; a turn of
+    a conversation, the history as it stands (each content as text). The default system prompt when there is
+    no system message (``buildChatPrompt``)."""
+    base_dir = str(request.eval_dir)
+    messages = request.test.input
+    if request.test.mode == "conversation":
+        return _as_sent([{"role": m.role, "content": as_text(m.content), "name": m.name} for m in messages])
+    chat = chat_prompt(messages, base_dir)
+    if chat is None:
+        system = system_message(messages, base_dir)
+        return _as_sent(
+            [
+                {"role": "system", "content": js_trim(system) if system and js_trim(system) else DEFAULT_SYSTEM_PROMPT},
+                {"role": "user", "content": js_trim(question_text(messages, base_dir))},
+            ]
+        )
+    return _as_sent(chat)
+
+
+def _as_sent(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A chat prompt as pi-ai sends it: the default system prompt when it has no system message (the
+    test's system message would be one), every system message first as one joined by blank lines, a tool
+    message as an assistant one naming it."""
+    if not any(m["role"] == "system" for m in chat):
+        chat = [{"role": "system", "content": DEFAULT_SYSTEM_PROMPT}, *chat]
+    out = [{"role": "system", "content": "\n\n".join(m["content"] for m in chat if m["role"] == "system")}]
+    for m in chat:
+        if m["role"] in ("tool", "function"):
+            out.append({"role": "assistant", "content": f"@[{m.get('name') or 'Tool'}]: {m['content']}"})
+        elif m["role"] != "system":
+            out.append({"role": m["role"], "content": m["content"]})
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +65,16 @@ class TargetEntry:
 
     name: str
     provider: str
+    """The provider as written; ``""`` for an entry that only delegates (``use_target``), and possibly a
+    ``${{ NAME }}`` reference until :meth:`TargetsFile.select` or :meth:`TargetsFile.delegate` resolves it."""
     fields: dict[str, Any]
-    """Every provider field except ``name``, ``provider`` and ``grader_target``."""
+    """Every provider field except ``name``, ``provider``, ``grader_target`` and ``use_target``."""
     grader_target: str | None = None
     """The target that grades this one's outputs (``grader_target``, alias ``judge_target``)."""
     source: str = ""
     """``FILE:LINE`` where the entry starts, for error messages."""
+    use_target: str | None = None
+    """The target this name stands for (AgentV's delegation): a name, or one ``${{ NAME }}`` reference."""
 
     def redacted(self) -> dict[str, Any]:
         """The entry as written, for storage: references kept, literal secret values replaced."""
@@ -81,6 +85,64 @@ class TargetEntry:
             out["grader_target"] = self.grader_target
         out.update(redact(self.fields))
         return out
+
+
+USE_TARGET_REFERENCE = re.compile(r"^\$\{\{\s*([A-Za-z0-9_]+)\s*\}\}$")
+"""A ``use_target`` (or ``provider``) naming its value by one environment variable (AgentV's
+``USE_TARGET_ENV_PATTERN``: the whole value, case-insensitive)."""
+SELECT_DEPTH = 5
+"""How many ``use_target`` steps ``agentv eval`` follows from the run target it picks."""
+DELEGATE_DEPTH = 10
+"""How many steps AgentV's runtime follows from a grader target's name before it gives up."""
+
+
+_AGENT_OPTIONAL = ("binary", "command", "cwd", "executable", "log_dir", "log_directory", "model")
+_PI_OPTIONAL = (
+    *_AGENT_OPTIONAL,
+    "api_key",
+    "base_url",
+    "endpoint",
+    "pi_model",
+    "pi_thinking",
+    "pi_tools",
+    "subprovider",
+    "thinking",
+    "tools",
+)
+_OPTIONAL_REFERENCES: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("openai",): ("endpoint", "base_url", "api_format"),
+    ("azure", "azure-openai"): ("version", "api_version"),
+    ("gemini", "google", "google-gemini"): ("model", "deployment", "variant"),
+    ("codex", "codex-cli"): (*_AGENT_OPTIONAL, "model_reasoning_effort"),
+    ("copilot-sdk", "copilot_sdk"): ("cli_path", "cli_url", "cwd", "github_token", "log_dir", "log_directory", "model"),
+    ("copilot", "copilot-cli", "claude", "claude-code", "claude-cli", "claude-sdk", "cc-mirror"): _AGENT_OPTIONAL,
+    ("pi", "pi-coding-agent"): tuple(f for f in _PI_OPTIONAL if f not in ("binary", "command", "executable")),
+    ("pi-cli",): _PI_OPTIONAL,
+    ("replay",): ("eval_path", "suite", "variant"),
+    ("copilot-log",): ("cwd", "session_dir", "session_id", "session_state_dir"),
+    ("vscode", "vscode-insiders"): ("executable", "subagent_root"),
+    ("cli",): ("cwd",),
+}
+OPTIONAL_REFERENCES = {kind: fields for kinds, fields in _OPTIONAL_REFERENCES.items() for kind in kinds}
+"""Per provider, the fields AgentV 4.42.4 reads with ``optionalEnv`` (``targets.ts``): written as one
+``${{ NAME }}`` reference to a variable that is unset or empty, the field is absent (a default applies), not
+an error. Every other reference must be set."""
+
+
+def without_unset_optionals(provider: str, fields: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """``fields`` less the optional ones (:data:`OPTIONAL_REFERENCES`) whose reference is unset or empty here;
+    a cli ``healthcheck``'s ``cwd`` likewise."""
+
+    def unset(value: Any) -> bool:
+        match = USE_TARGET_REFERENCE.match(value.strip()) if isinstance(value, str) else None
+        return match is not None and not (env.get(match.group(1)) or "").strip()
+
+    optional = OPTIONAL_REFERENCES.get(provider.strip().lower(), ())
+    out = {k: v for k, v in fields.items() if not (k in optional and unset(v))}
+    check = out.get("healthcheck")
+    if provider.strip().lower() == "cli" and isinstance(check, dict) and unset(check.get("cwd")):
+        out["healthcheck"] = {k: v for k, v in check.items() if k != "cwd"}
+    return out
 
 
 @dataclass(frozen=True)
@@ -101,9 +163,92 @@ class TargetsFile:
             return None
         return self.targets[name].grader_target
 
+    def select(self, name: str, env: Mapping[str, str]) -> TargetEntry:
+        """The target ``agentv eval`` runs when asked for ``name``: its ``use_target`` chain followed
+        (at most :data:`SELECT_DEPTH` steps; a reference to an unset or empty variable ends the chain, as
+        AgentV's ``resolveUseTarget``), its provider resolved. Raises :class:`TargetsFileError` for a
+        name not defined, a step naming no target, or a chain that ends on an entry with no provider."""
+        current = self.get(name)
+        for _ in range(SELECT_DEPTH):
+            raw = (current.use_target or "").strip()
+            if not raw:
+                break
+            reference = USE_TARGET_REFERENCE.match(raw)
+            resolved = (env.get(reference.group(1)) or "" if reference else raw).strip()
+            if not resolved:
+                break
+            if resolved not in self.targets:
+                raise TargetsFileError(
+                    f"{current.source}: target {current.name!r}: use_target {raw!r} names {resolved!r}, which is not "
+                    f"defined in {self.path} (targets defined: {', '.join(self.targets)})"
+                )
+            current = self.targets[resolved]
+        return self._concrete(current, asked=name, env=env)
+
+    def delegate(self, name: str, env: Mapping[str, str]) -> TargetEntry | None:
+        """The target AgentV's runtime resolves a grader target's ``name`` to (``resolveDelegatedTargetDefinition``):
+        None when the file does not define ``name``; its ``use_target`` chain followed (at most
+        :data:`DELEGATE_DEPTH` steps), where an unset or empty variable, a name not defined or a cycle is an
+        error; its provider resolved."""
+        current = self.targets.get(name)
+        if current is None:
+            return None
+        visited = [current.name]
+        for _ in range(DELEGATE_DEPTH):
+            raw = (current.use_target or "").strip()
+            if not raw:
+                return self._concrete(current, asked=name, env=env)
+            reference = USE_TARGET_REFERENCE.match(raw)
+            resolved = (env.get(reference.group(1)) or "" if reference else raw).strip()
+            where = f"{current.source}: target {current.name!r}: use_target {raw!r}"
+            if not resolved:
+                if reference:
+                    raise TargetsFileError(
+                        f"{where}: environment variable {reference.group(1)} is not set; set it to the name of a "
+                        "target of this file"
+                    )
+                raise TargetsFileError(f"{where} is empty; name a target of this file")
+            if resolved not in self.targets:
+                raise TargetsFileError(f"{where} names {resolved!r}, which is not defined in {self.path}")
+            if resolved in visited:
+                raise TargetsFileError(f"{where}: circular use_target: {' -> '.join([*visited, resolved])}")
+            current = self.targets[resolved]
+            visited.append(resolved)
+        raise TargetsFileError(
+            f"{self.path}: target {name!r}: more than {DELEGATE_DEPTH} use_target steps; look for a delegation loop"
+        )
+
+    def _concrete(self, entry: TargetEntry, *, asked: str, env: Mapping[str, str]) -> TargetEntry:
+        """``entry`` with its provider resolved (AgentV reads ``provider`` through its ``${{ NAME }}`` syntax too)."""
+        chain = "" if entry.name == asked else f" (target {asked!r} resolves to it)"
+        if not entry.provider:
+            reference = USE_TARGET_REFERENCE.match((entry.use_target or "").strip())
+            why = (
+                f"use_target {entry.use_target!r} names no target: environment variable {reference.group(1)} is not "
+                "set; set it to the name of a target of this file"
+                if reference
+                else "it has no provider"
+            )
+            raise TargetsFileError(f"{entry.source}: target {entry.name!r}{chain}: {why}")
+        provider = entry.provider
+        reference = USE_TARGET_REFERENCE.match(provider)
+        if reference is not None:
+            provider = (env.get(reference.group(1)) or "").strip()
+            if not provider:
+                raise TargetsFileError(
+                    f"{entry.source}: target {entry.name!r}{chain}: environment variable {reference.group(1)} "
+                    "(its provider) is not set"
+                )
+        return replace(entry, provider=provider, fields=without_unset_optionals(provider, entry.fields, env))
+
 
 def load_targets_file(path: str | Path) -> TargetsFile:
-    """Parse a targets file; raises :class:`TargetsFileError` naming the file, line and field at fault."""
+    """Parse a targets file; raises :class:`TargetsFileError` naming the file, line and field at fault.
+
+    What AgentV's loader checks is checked here (``readTargetDefinitions``): every entry a mapping with a
+    name, and a provider unless it delegates (``use_target``). A ``grader_target`` naming no target of the
+    file is no error: AgentV resolves it when a grader needs a judge, and fails then.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -127,37 +272,83 @@ def load_targets_file(path: str | Path) -> TargetsFile:
             raise TargetsFileError(f"{where}: targets[{index}] must be a mapping with name and provider")
         name = raw.get("name")
         provider = raw.get("provider")
+        use_target = raw.get("use_target")
         if not isinstance(name, str) or not name.strip():
             raise TargetsFileError(f"{where}: targets[{index}]: field 'name' is required (a string)")
-        if not isinstance(provider, str) or not provider.strip():
-            raise TargetsFileError(f"{where}: target {name!r}: field 'provider' is required (a string)")
+        if use_target is not None and not isinstance(use_target, str):
+            raise TargetsFileError(f"{where}: target {name!r}: field 'use_target' must be a target name")
+        delegates = bool(use_target and use_target.strip())
+        if not delegates and (not isinstance(provider, str) or not provider.strip()):
+            raise TargetsFileError(
+                f"{where}: target {name!r}: field 'provider' is required (a string), or 'use_target' naming "
+                "the target it stands for"
+            )
+        if provider is not None and not isinstance(provider, str):
+            raise TargetsFileError(f"{where}: target {name!r}: field 'provider' must be a string")
         if name in targets:
             raise TargetsFileError(f"{where}: target {name!r} is defined twice; target names must be unique")
         grader = raw.get("grader_target", raw.get("judge_target"))
         if grader is not None and not isinstance(grader, str):
             raise TargetsFileError(f"{where}: target {name!r}: field 'grader_target' must be a target name")
-        fields = {k: v for k, v in raw.items() if k not in ("name", "provider", "grader_target", "judge_target")}
-        targets[name] = TargetEntry(name, provider.strip(), fields, grader, where)
-
-    for entry in targets.values():
-        if entry.grader_target is not None and entry.grader_target not in targets:
-            raise TargetsFileError(
-                f"{entry.source}: target {entry.name!r}: grader_target {entry.grader_target!r} is not "
-                f"defined in this file"
-            )
+        fields = {
+            k: v for k, v in raw.items() if k not in ("name", "provider", "grader_target", "judge_target", "use_target")
+        }
+        targets[name] = TargetEntry(
+            name,
+            (provider or "").strip(),
+            fields,
+            grader,
+            where,
+            use_target.strip() if use_target and delegates else None,
+        )
     return TargetsFile(str(path), targets)
 
 
-def find_targets_file(start: str | Path) -> Path | None:
-    """The nearest ``.agentv/targets.yaml`` (or ``.yml``) in ``start`` or any directory above it."""
-    here = Path(start).resolve()
-    if here.is_file():
-        here = here.parent
-    for directory in (here, *here.parents):
-        for name in ("targets.yaml", "targets.yml"):
-            candidate = directory / ".agentv" / name
-            if candidate.is_file():
-                return candidate
+TARGET_FILE_CANDIDATES = ("targets.yaml", "targets.yml", ".agentv/targets.yaml", ".agentv/targets.yml")
+"""What ``agentv eval`` looks for in each folder it searches, in order."""
+
+
+def repo_root(start: str | Path) -> Path:
+    """The folder ``agentv eval`` takes for the repository root: the nearest one holding ``.git`` from
+    ``start`` (the working directory) up, else ``start`` itself (``findRepoRoot``)."""
+    start = Path(start).resolve()
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return start
+
+
+def explicit_targets_file(path: str | Path) -> Path:
+    """A targets file named on the command line: the file, or a folder holding one of the candidates."""
+    given = Path(path).resolve()
+    if given.is_file():
+        return given
+    for candidate in TARGET_FILE_CANDIDATES:
+        if (given / candidate).is_file():
+            return given / candidate
+    raise TargetsFileError(f"{given}: no targets file there (looked for {', '.join(TARGET_FILE_CANDIDATES)})")
+
+
+def find_targets_file(eval_file: str | Path, *, cwd: str | Path | None = None) -> Path | None:
+    """The targets file ``agentv eval`` uses for ``eval_file`` (``discoverTargetsFile``): each folder from the
+    eval file's up to the repository root (:func:`repo_root` of ``cwd``; every folder up to the filesystem
+    root when the eval is outside it, then the repository root), then ``cwd``; in each, the first of
+    :data:`TARGET_FILE_CANDIDATES` that exists."""
+    here = Path(cwd if cwd is not None else Path.cwd()).resolve()
+    boundary = repo_root(here)
+    directories: list[Path] = []
+    current = Path(eval_file).resolve().parent
+    for directory in (current, *current.parents):
+        directories.append(directory)
+        if directory == boundary:
+            break
+    for extra in (boundary, here):
+        if extra not in directories:
+            directories.append(extra)
+    for directory in directories:
+        for candidate in TARGET_FILE_CANDIDATES:
+            if (directory / candidate).is_file():
+                return directory / candidate
     return None
 
 

@@ -114,7 +114,8 @@ def test_a_bad_targets_file_is_invalid(project: Path) -> None:
     [file] = json.loads(result.stdout)["files"]
     assert file["kind"] == "targets"
     assert file["errors"] == [
-        f"{project / '.agentv' / 'targets.yaml'}:2: target 'agent': field 'provider' is required (a string)"
+        f"{project / '.agentv' / 'targets.yaml'}:2: target 'agent': field 'provider' is required (a string), "
+        "or 'use_target' naming the target it stands for"
     ]
 
 

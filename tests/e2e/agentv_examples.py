@@ -61,9 +61,6 @@ def xfail(*pending: str) -> pytest.MarkDecorator:
 
 
 # What each owner's unlanded work is, as the xfail reasons name it.
-TARGETS_USE = (
-    "parity-targets: use_target chains of the repo-root targets file (the judge is `grader` -> ${{ GRADER_TARGET }})"
-)
 TRIALS_LOST = (
     "unowned: AgentV 4.42.4's run folder keeps one trial of each test (the best: its row and answer), so a replay "
     "of the import cannot send the judge prompts of the others"
@@ -80,6 +77,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     above them), as its own repository root: AgentV names eval files relative to it."""
     copy = tmp_path_factory.mktemp("agentv") / "repo"
     shutil.copytree(CORPUS, copy)
+    # A repository root, as AgentV's checkout (and regenerate.py's copy) is: `agentv eval` looks for the
+    # targets file from the eval file's folder up to there, so the root `.agentv/targets.yaml` is found.
+    (copy / ".git").mkdir()
     return copy
 
 

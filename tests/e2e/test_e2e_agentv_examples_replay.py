@@ -10,6 +10,7 @@ may be an execution error. A suite waiting on another piece of work is marked xf
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,34 +19,30 @@ from agentv_examples import (
     FILE_CHANGES_LOST,
     RUNS,
     SUITES,
-    TARGETS_USE,
     expected_scores,
     judge_targets,
     rows,
     xfail,
 )
-from e2e_helpers import audit, cli, ok_json
+from e2e_helpers import audit, cli, ok_json, one_line_error
 from judge_server import JudgeServer
 
 PENDING: dict[str, list[str]] = {
-    "basic": [TARGETS_USE],
-    "rubric": [TARGETS_USE],
-    "composite": [TARGETS_USE],
-    "threshold-grader": [TARGETS_USE],
-    "weighted-graders": [TARGETS_USE],
-    "multi-turn-conversation": [TARGETS_USE],
-    "trials": [TARGETS_USE],
     "file-changes": [FILE_CHANGES_LOST],
-    "external-datasets": [TARGETS_USE],
 }
 
 
-NAMED_JUDGE_PENDING = {suite: [p for p in pending if p != TARGETS_USE] for suite, pending in PENDING.items()}
+NAMED_JUDGE_PENDING = PENDING
 """With the judge named on the command line, what is left to wait for."""
 
 
+NO_JUDGE = ("local-cli",)
+"""Suites AgentV could not judge: their targets file names a `grader_target` it does not define, so AgentV
+recorded "No grader provider available for LLM grading" (tests below hold evalstore to saying so first)."""
+
+
 def cases(pending: dict[str, list[str]]) -> list[Any]:
-    return [pytest.param(s, marks=[xfail(*pending[s])] if pending.get(s) else []) for s in SUITES]
+    return [pytest.param(s, marks=[xfail(*pending[s])] if pending.get(s) else []) for s in SUITES if s not in NO_JUDGE]
 
 
 def imported(db: str, suite: str) -> dict[str, Any]:
@@ -96,3 +93,59 @@ def reproduced(db: str, suite: str, corpus: Path, monkeypatch: pytest.MonkeyPatc
         if len(got) != len(want) or [s for _, s in got] != pytest.approx([s for _, s in want]):
             differences.append((row["test_id"], want, got))
     assert differences == [], differences
+
+
+def test_a_replay_that_finds_no_judge_says_so_and_stops_before_grading(
+    sqlite_url: str, corpus: Path, agentv_environment: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """features/local-cli's target names `grader_target: grader`, which its targets file (the one found from
+    the example's folder) does not define: AgentV's run recorded the grader's error. An unchanged replay of
+    the import names the missing judge and exits 2 with nothing written and no judge asked."""
+    folder, _ = SUITES["local-cli"]
+    monkeypatch.chdir(corpus / folder)
+    assert "No grader provider available for LLM grading" in (RUNS / "logs" / "local-cli.out").read_text("utf-8")
+    run = imported(sqlite_url, "local-cli")
+    before = len(agentv_environment.requests)
+    line = one_line_error(cli(sqlite_url, "replay", run["run_id"], "--json"))
+    assert "judge target 'grader' is not defined" in line, line
+    assert [r["run_id"] for r in ok_json(cli(sqlite_url, "runs", "--json"))] == [run["run_id"]]
+    assert len(agentv_environment.requests) == before
+
+
+def test_local_cli_runs_its_agent_with_every_input_file_once_a_judge_is_named(
+    sqlite_url: str, corpus: Path, agentv_environment: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evalstore run` of features/local-cli from its folder: with no judge it stops before the agent runs
+    (AgentV runs it and records the grader's error); with one named, the agent (`uv run ./mock_cli.py ...
+    {FILES}`, after its healthcheck, which has no `type:`) is given both input files, the system message's
+    and the user message's, as AgentV gives them."""
+    folder, eval_file = SUITES["local-cli"]
+    monkeypatch.chdir(corpus / folder)
+    line = one_line_error(cli(sqlite_url, "run", eval_file, "--workdir", str(corpus / "ws")))
+    assert "judge target 'grader' is not defined" in line, line
+    assert ok_json(cli(sqlite_url, "runs", "--json")) == []
+    monkeypatch.setenv("EVALSTORE_JUDGE_BASE_URL", agentv_environment.base_url)
+    monkeypatch.setenv("EVALSTORE_JUDGE_MODEL", "fixture-model")
+    out = ok_json(cli(sqlite_url, "run", eval_file, "--judge-target", "judge", "--json"), 0, 1)
+    rows = [json.loads(line) for line in cli(sqlite_url, "export", out["run_id"]).stdout.splitlines()]
+    assert [r["output"] for r in rows] == ["Attachments detected (2): example.txt, python.instructions.md."]
+
+
+def test_the_root_targets_file_is_found_above_an_eval_named_by_import_eval(
+    sqlite_url: str,
+    corpus: Path,
+    agentv_environment: JudgeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Imported from elsewhere with ``--eval``: the replay finds the judge (`llm` -> ${{ LLM_TARGET }}) in the
+    repository-root targets file above the eval, as `agentv eval` would, and reproduces AgentV's scores."""
+    folder, eval_file = SUITES["rubric"]
+    monkeypatch.chdir(tmp_path)
+    run = ok_json(
+        cli(sqlite_url, "import", str(RUNS / "runs" / "rubric"), "--eval", str(corpus / folder / eval_file), "--json")
+    )
+    new = ok_json(cli(sqlite_url, "replay", run["run_id"], "--json"), 0, 1)["run_id"]
+    for row in rows("rubric"):
+        (test,) = audit(sqlite_url, new, row["test_id"])["tests"]
+        assert [float(v["score"]) for v in test["verdicts"]] == pytest.approx([s for _, s in expected_scores(row)])

@@ -1,7 +1,8 @@
 """``evalstore run`` checks everything it can before the (expensive) agent runs: an LLM grader with no
 judge it can call, an unset ``${{ VAR }}`` in the judge target, an agent command that does not exist,
 an unknown assertion type. Each is one ``Error:`` line, exit 2, with no agent started and no run
-recorded; and the agent target is never offered (or picked) as its own judge.
+recorded; an agent (cli) target is never offered (or picked) as its own judge; a chat target naming
+no judge is its own (AgentV).
 """
 
 from __future__ import annotations
@@ -114,8 +115,11 @@ def test_an_unknown_assertion_type_is_refused_before_the_agent_runs(tmp_path: Pa
     assert not marker.exists()
 
 
-def test_the_agent_target_is_never_picked_as_its_own_judge(tmp_path: Path, judge_server: JudgeServer) -> None:
-    judge_server.respond_with(lambda request: Reply(content="The answer is 42."))
+def test_a_model_target_without_grader_target_grades_its_own_answers_as_in_agentv(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
+    """AgentV's runtime takes ``grader_target ?? name``: a Chat Completions target that names no judge is
+    its own, even with another judge beside it; one that names a judge gets that one."""
     chat = {
         "name": "chat",
         "provider": "openai",
@@ -123,28 +127,27 @@ def test_the_agent_target_is_never_picked_as_its_own_judge(tmp_path: Path, judge
         "model": "chat-model",
         "max_retries": 0,
     }
-    eval_file = project(tmp_path / "proj", [chat])
-    line = refused(tmp_path, eval_file)
-    # The only Chat Completions target is the agent itself: it is not offered, and nothing was sent.
-    assert "no judge target chosen" in line and "judges available" not in line, line
-    assert judge_server.requests == []
-
-    # With a judge beside it, that judge is the one picked.
     judge = {
         "name": "judge",
         "provider": "openai-compatible",
         "base_url": judge_server.base_url,
         "model": "judge-model",
     }
-    project(tmp_path / "proj", [chat, judge])
     judge_server.respond_with(
         lambda request: (
-            Reply(content="The answer is 42.")
-            if request.body["model"] == "chat-model"
-            else Reply(content=json.dumps({"score": 1.0, "assertions": []}))
+            Reply(content=json.dumps({"score": 1.0, "assertions": []}))
+            if "says 42" in json.dumps(request.body)
+            else Reply(content="The answer is 42.")
         )
     )
     db = f"sqlite:///{tmp_path / 'store.db'}"
+    eval_file = project(tmp_path / "proj", [chat, judge])
     out = ok_json(cli(db, "run", str(eval_file), "--json", "--workdir", str(tmp_path / "ws")))
     assert [r["graders"] for r in out["results"]] == [{"quality": 1.0}]
-    assert [r.body["model"] for r in judge_server.requests] == ["chat-model", "judge-model"]
+    assert [r.body["model"] for r in judge_server.requests] == ["chat-model", "chat-model"]
+
+    project(tmp_path / "proj", [{**chat, "grader_target": "judge"}, judge])
+    before = len(judge_server.requests)
+    out = ok_json(cli(db, "run", str(eval_file), "--json", "--workdir", str(tmp_path / "ws2")))
+    assert [r["graders"] for r in out["results"]] == [{"quality": 1.0}]
+    assert [r.body["model"] for r in judge_server.requests[before:]] == ["chat-model", "judge-model"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -214,3 +215,49 @@ def test_a_note_is_printed_as_written_on_one_line() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == message + "\n"
+
+
+def test_a_cli_target_is_given_the_prompt_and_files_agentv_gives_it(tmp_path: Path) -> None:
+    """tests/fixtures/agentv-cli-prompt: the argv the real AgentV 4.42.4 gave a cli target, test by test
+    ({PROMPT} with files named by absolute path, {FILES} every file part of the input), is the argv
+    ``evalstore run`` gives it (the project folder written as AgentV's, the output file left out)."""
+    fixture = REPO / "tests" / "fixtures" / "agentv-cli-prompt"
+    project = tmp_path / "project"
+    shutil.copytree(fixture, project)
+    (project / ".git").mkdir()
+    agentv = json.loads((fixture / "agentv-argv.json").read_text(encoding="utf-8"))
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run = ok_json(evalstore(db, "run", "evals/e.eval.yaml", "--json", cwd=project))
+    rows = {
+        r["test_id"]: r
+        for r in map(json.loads, evalstore(db, "export", run["run_id"], cwd=project).stdout.splitlines())
+    }
+    for test_id, want in agentv["argv"].items():
+        got = json.loads(rows[test_id]["output"].replace(str(project), agentv["folder"]))
+        assert got[:-1] == want[:-1], test_id
+
+
+def test_the_run_target_is_picked_and_followed_as_agentv_eval_does(tmp_path: Path) -> None:
+    """``--target default`` is no choice (the eval's target wins); a ``use_target`` chain through
+    ``${{ VAR }}`` ends on the target that runs, and the run records that one."""
+    project = tmp_path / "project"
+    (project / ".agentv").mkdir(parents=True)
+    (project / ".git").mkdir()
+    answer = f'{sys.executable} -c "import sys; print(sys.argv[1])"'
+    (project / ".agentv" / "targets.yaml").write_text(
+        "targets:\n"
+        "  - name: default\n    provider: cli\n    command: " + json.dumps(f"{answer} from-default") + "\n"
+        "  - name: agent\n    use_target: ${{ PICKED_AGENT }}\n"
+        "  - name: concrete\n    provider: cli\n    command: " + json.dumps(f"{answer} from-concrete") + "\n",
+        encoding="utf-8",
+    )
+    (project / "suite.eval.yaml").write_text(
+        "execution:\n  target: agent\ntests:\n  - id: t\n    input: hi\n    assertions:\n"
+        "      - {type: contains, value: from-}\n",
+        encoding="utf-8",
+    )
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    env = {"PICKED_AGENT": "concrete"}
+    run = ok_json(evalstore(db, "run", "suite.eval.yaml", "--target", "default", "--json", cwd=project, env=env))
+    [row] = [json.loads(line) for line in evalstore(db, "export", run["run_id"], cwd=project).stdout.splitlines()]
+    assert (row["target"], row["output"].strip()) == ("concrete", "from-concrete")

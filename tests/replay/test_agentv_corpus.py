@@ -42,33 +42,11 @@ RESULT_FILES = sorted(
     if (rel := p.relative_to(CORPUS).as_posix()) not in NOT_RESULTS and "/raw/codex-sessions/" not in rel
 )
 
-TARGETS_ELSEWHERE = {
-    ".agentv/targets.yaml": "parity-targets: use_target chains (`use_target: ${{ LLM_TARGET }}`)",
-    **{
-        f"examples/{example}/.agentv/targets.yaml": "parity-targets: a grader_target defined in another targets file"
-        for example in (
-            "features/code-grader-sdk",
-            "features/file-changes-graders",
-            "features/latency-assertions",
-            "features/local-cli",
-            "features/tool-trajectory-advanced",
-            "features/tool-trajectory-simple",
-            "showcase/offline-grader-benchmark",
-        )
-    },
-}
 SKIPPED_OR_IGNORED = re.compile(r"skipped|ignored|not supported|not applied|not read", re.IGNORECASE)
 
 
 def _accepted() -> list[str]:
     return sorted(rel for rel, entry in VERDICTS["eval"].items() if entry["validate"]["valid"])
-
-
-def _marked(rels: list[str], reasons: dict[str, str]) -> list[Any]:
-    return [
-        pytest.param(rel, marks=pytest.mark.xfail(strict=True, reason=reasons[rel])) if rel in reasons else rel
-        for rel in rels
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +116,7 @@ def test_eval_file_keeps_every_grader_and_key(reports: dict[str, dict], rel: str
         assert ours == agentv, test.id
 
 
-@pytest.mark.parametrize("rel", _marked(sorted(VERDICTS["targets"]), TARGETS_ELSEWHERE))
+@pytest.mark.parametrize("rel", sorted(VERDICTS["targets"]))
 def test_targets_file_loads(reports: dict[str, dict], rel: str) -> None:
     assert VERDICTS["targets"][rel]["validate"]["valid"]
     assert reports[rel]["ok"], reports[rel]["errors"]

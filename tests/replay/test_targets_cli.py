@@ -468,3 +468,24 @@ def test_a_negative_reported_duration_is_dropped_for_the_measured_one(dirs) -> N
         cli_target(f"printf '%s' {shlex.quote(answer)}"), a_test(), workspace=workspace, eval_dir=eval_dir
     )
     assert outcome.cost_usd is None and outcome.duration_ms is not None and outcome.duration_ms >= 0
+
+
+def test_a_healthcheck_is_told_by_its_fields_as_in_agentv(tmp_path: Path) -> None:
+    """AgentV's ``normalizeCliHealthcheck``: a ``url`` is an HTTP check, otherwise a ``command`` (run in its
+    ``cwd``, relative to the eval file's folder); ``type:`` is not needed (features/local-cli writes none)."""
+    from evalstore.replay.targets import check_target
+
+    (tmp_path / "agent").mkdir()
+    check = {"command": f"{PY} -c \"open('ran', 'w').write('yes')\"", "cwd": "agent"}
+    check_target({"name": "a", "provider": "cli", "command": "echo hi", "healthcheck": check}, eval_dir=tmp_path)
+    assert (tmp_path / "agent" / "ran").read_text() == "yes"
+    failing = {"command": f"{PY} -c \"raise SystemExit('agent down')\""}
+    with pytest.raises(TargetConfigError, match="healthcheck failed"):
+        check_target({"name": "a", "provider": "cli", "command": "echo hi", "healthcheck": failing}, eval_dir=tmp_path)
+    with pytest.raises(TargetConfigError, match=r"healthcheck failed: GET http://127\.0\.0\.1:9/health"):
+        check = {"url": "http://127.0.0.1:9/health", "timeout_seconds": 5}
+        check_target({"name": "a", "provider": "cli", "command": "echo hi", "healthcheck": check}, eval_dir=tmp_path)
+    with pytest.raises(TargetConfigError, match="healthcheck: either `command` or `url` is required"):
+        check_target(
+            {"name": "a", "provider": "cli", "command": "echo hi", "healthcheck": {"type": "http"}}, eval_dir=tmp_path
+        )

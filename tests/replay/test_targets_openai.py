@@ -240,3 +240,48 @@ def test_redact_keeps_references_and_replaces_literal_secrets() -> None:
     for literal in ("sk-literal", "sk-nested", "literal-header-key", "abc", "hunter2", "in-a-list", "-and-literal"):
         assert literal not in dumped
     assert config["api_key"] == "sk-literal"  # the input is not modified
+
+
+def _sent(tmp_path: Path, *messages: Message) -> list[dict]:
+    from evalstore.replay.targets.base import RunRequest, as_target_spec
+    from evalstore.replay.targets.openai import chat_messages
+
+    spec = as_target_spec(openai_target("http://127.0.0.1:9"))
+    request = RunRequest(spec, {}, EvalTest(id="t", input=list(messages)), tmp_path, tmp_path, None)
+    return chat_messages(request)
+
+
+def test_the_input_is_sent_as_agentv_sends_it(tmp_path: Path) -> None:
+    """AgentV 4.42.4's model providers (``buildChatPromptFromSegments``, ``buildChatPrompt``, pi-ai's one
+    system prompt): the default system prompt when the test has none; a ``|`` system message's trailing
+    newline kept; leading system messages joined; a later system or tool message an ``@[Role]:`` assistant
+    turn; a file named as the eval wrote it."""
+    from evalstore.replay.content import FileBlock, TextBlock
+    from evalstore.replay.targets.openai import DEFAULT_SYSTEM_PROMPT
+
+    assert _sent(tmp_path, Message(role="user", content="  Hi  ")) == [
+        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
+        {"role": "user", "content": "Hi"},
+    ]
+    (tmp_path / "notes.md").write_text("  the notes \n", encoding="utf-8")
+    note = FileBlock(path=str(tmp_path / "notes.md"), display_path="notes.md")
+    assert _sent(
+        tmp_path,
+        Message(role="system", content="Be brief.\n"),
+        Message(role="system", content="Be kind."),
+        Message(role="user", content=[TextBlock(text="Read:"), note]),
+        Message(role="assistant", content="Done."),
+        Message(role="tool", content="ok"),
+        Message(role="system", content="Late rule."),
+    ) == [
+        {"role": "system", "content": "Be brief.\n\n\nBe kind."},
+        {"role": "user", "content": 'Read:\n<file path="notes.md">\nthe notes\n</file>'},
+        {"role": "assistant", "content": "Done."},
+        {"role": "assistant", "content": "@[Tool]:\nok"},
+        {"role": "assistant", "content": "@[System]:\nLate rule."},
+    ]
+    # One system message and one user message: role markers, so the system message is sent as written.
+    assert _sent(tmp_path, Message(role="system", content="Rules.\n"), Message(role="user", content="Q")) == [
+        {"role": "system", "content": "Rules.\n"},
+        {"role": "user", "content": "Q"},
+    ]

@@ -8,6 +8,7 @@ import pytest
 
 from evalstore.replay.errors import TargetsFileError
 from evalstore.replay.targetsfile.loader import (
+    explicit_targets_file,
     find_targets_file,
     interpolate,
     is_reference,
@@ -107,8 +108,8 @@ def test_interpolation_resolves_only_when_asked():
             r"targets.yaml:4: target 'a' is defined twice",
         ),
         (
-            "targets:\n  - name: a\n    provider: codex\n    grader_target: judge\n",
-            r"targets.yaml:2: target 'a': grader_target 'judge' is not defined in this file",
+            "targets:\n  - name: a\n    use_target: [b]\n",
+            r"targets.yaml:2: target 'a': field 'use_target' must be a target name",
         ),
         ("targets:\n  - name: [unclosed\n", r"targets.yaml:\d+: not valid YAML"),
     ],
@@ -140,3 +141,110 @@ def test_find_targets_file_walks_up_from_the_eval(tmp_path: Path):
     (tmp_path / ".agentv").mkdir()
     write(tmp_path / ".agentv", AGENTV_TARGETS)
     assert find_targets_file(eval_file) == (tmp_path / ".agentv" / "targets.yaml").resolve()
+
+
+CHAINS = """\
+targets:
+  - name: default
+    use_target: ${{ AGENT_TARGET }}
+  - name: llm
+    use_target: ${{ LLM_TARGET }}
+  - name: grader
+    use_target: ${{ GRADER_TARGET }}
+  - name: agent
+    provider: cli
+    command: run {PROMPT}
+    grader_target: grader
+  - name: literal
+    use_target: openai
+  - name: openai
+    provider: ${{ OPENAI_PROVIDER }}
+    model: m
+  - name: loop-a
+    use_target: loop-b
+  - name: loop-b
+    use_target: loop-a
+"""
+
+
+def test_a_grader_target_another_file_defines_loads_and_fails_only_when_resolved(tmp_path: Path):
+    """AgentV reads one targets file and resolves a grader target by name when a grader needs a judge."""
+    loaded = load_targets_file(write(tmp_path, "targets:\n  - name: a\n    provider: cli\n    grader_target: grader\n"))
+    assert loaded.get("a").grader_target == "grader"
+    assert loaded.delegate("grader", {}) is None
+
+
+def test_use_target_chains_follow_the_environment_as_agentv_eval_does(tmp_path: Path):
+    loaded = load_targets_file(write(tmp_path, CHAINS))
+    env = {"LLM_TARGET": "literal", "OPENAI_PROVIDER": "openai", "AGENT_TARGET": "agent"}
+    assert loaded.select("llm", env).name == "openai"
+    assert loaded.select("llm", env).provider == "openai"
+    assert loaded.select("default", env).name == "agent"
+    assert loaded.select("agent", env).grader_target == "grader"
+    assert loaded.delegate("llm", env).name == "openai"  # type: ignore[union-attr]
+    # An unset variable ends the chain where it stands: an entry with no provider, named in the error.
+    with pytest.raises(TargetsFileError, match=r"target 'grader'.*GRADER_TARGET is not set"):
+        loaded.select("grader", env)
+    with pytest.raises(TargetsFileError, match=r"target 'grader'.*GRADER_TARGET is not set"):
+        loaded.delegate("grader", env)
+    with pytest.raises(TargetsFileError, match=r"names 'nope', which is not defined"):
+        loaded.select("llm", {**env, "LLM_TARGET": "nope"})
+    with pytest.raises(TargetsFileError, match=r"OPENAI_PROVIDER \(its provider\) is not set"):
+        loaded.select("literal", {})
+    with pytest.raises(TargetsFileError, match=r"circular use_target: loop-a -> loop-b -> loop-a"):
+        loaded.delegate("loop-a", env)
+    # ``agentv eval`` follows at most five steps from the target it picks, and uses where it stopped.
+    with pytest.raises(TargetsFileError, match=r"target 'loop-\w'.*it has no provider"):
+        loaded.select("loop-a", env)
+
+
+def test_discovery_stops_at_the_repository_root_and_then_tries_the_working_directory(tmp_path: Path):
+    """``discoverTargetsFile``: from the eval file's folder up to the repository root of the working
+    directory; in each folder targets.yaml, targets.yml, .agentv/targets.yaml, .agentv/targets.yml."""
+    outside, repo = tmp_path / "outside", tmp_path / "outside" / "repo"
+    evals = repo / "examples" / "one" / "evals"
+    evals.mkdir(parents=True)
+    (repo / ".git").mkdir()
+    eval_file = evals / "suite.eval.yaml"
+    eval_file.write_text("tests: []\n", encoding="utf-8")
+    (outside / ".agentv").mkdir()
+    write(outside / ".agentv", AGENTV_TARGETS)
+    assert find_targets_file(eval_file, cwd=repo) is None  # above the repository root: not looked at
+    assert find_targets_file(eval_file, cwd=outside) == outside / ".agentv" / "targets.yaml"  # no repository
+    (repo / ".agentv").mkdir()
+    write(repo / ".agentv", AGENTV_TARGETS, "targets.yml")
+    assert find_targets_file(eval_file, cwd=repo) == repo / ".agentv" / "targets.yml"
+    write(repo / "examples" / "one", AGENTV_TARGETS)  # a bare targets.yaml nearer the eval wins
+    assert find_targets_file(eval_file, cwd=repo) == repo / "examples" / "one" / "targets.yaml"
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / ".agentv").mkdir(parents=True)
+    write(elsewhere / ".agentv", AGENTV_TARGETS)
+    (repo / "examples" / "one" / "targets.yaml").unlink()
+    (repo / ".agentv" / "targets.yml").unlink()
+    (elsewhere / ".git").mkdir()
+    assert find_targets_file(eval_file, cwd=elsewhere) == outside / ".agentv" / "targets.yaml"
+    assert explicit_targets_file(elsewhere) == elsewhere / ".agentv" / "targets.yaml"
+    with pytest.raises(TargetsFileError, match="no targets file there"):
+        explicit_targets_file(outside / "repo")
+
+
+def test_an_optional_field_whose_variable_is_unset_is_absent_as_in_agentv(tmp_path: Path):
+    """AgentV reads some fields with ``optionalEnv`` (an openai target's endpoint, an azure target's
+    version, a cli target's cwd): an unset or empty variable there leaves the field out; elsewhere it stays
+    a reference, and resolving it fails."""
+    loaded = load_targets_file(
+        write(
+            tmp_path,
+            "targets:\n"
+            "  - name: o\n    provider: openai\n    endpoint: ${{ T_ENDPOINT }}\n    api_key: ${{ T_KEY }}\n"
+            "    model: m\n"
+            "  - name: a\n    provider: azure\n    endpoint: e\n    version: ${{ T_VERSION }}\n    model: d\n"
+            "  - name: c\n    provider: cli\n    command: run\n    cwd: ${{ T_CWD }}\n"
+            "    healthcheck:\n      command: check\n      cwd: ${{ T_CWD }}\n",
+        )
+    )
+    env = {"T_VERSION": "  "}
+    assert loaded.select("o", env).fields == {"api_key": "${{ T_KEY }}", "model": "m"}
+    assert loaded.select("o", {"T_ENDPOINT": "http://x"}).fields["endpoint"] == "${{ T_ENDPOINT }}"
+    assert "version" not in loaded.select("a", env).fields
+    assert loaded.delegate("c", env).fields == {"command": "run", "healthcheck": {"command": "check"}}  # type: ignore[union-attr]

@@ -12,9 +12,9 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from evalstore.replay.errors import JudgeConfigError
+from evalstore.replay.errors import JudgeConfigError, ReplayError
 from evalstore.replay.grading.judge.targets import DEFAULT_TIMEOUT, JUDGE_PROVIDERS, JudgeTarget, ResolvedJudge
-from evalstore.replay.targetsfile.loader import TargetsFile
+from evalstore.replay.targetsfile.loader import TargetEntry, TargetsFile
 
 if TYPE_CHECKING:
     import httpx
@@ -115,12 +115,15 @@ class JudgePool:
         override_model: str | None = None,
     ) -> JudgeTarget:
         """The judge for one grader: the CLI override, else the grader's ``target:``, else the run
-        target's ``grader_target``, else the pool default (or its only judge)."""
+        target's ``grader_target``, else the pool default, else the run target itself when it can grade
+        (AgentV: ``graderTarget ?? name``), else the pool's only judge."""
+        run_entry = self._run_entry(run_target)
         name = (
             override_target
             or grader_target
-            or (self.targets_file.grader_target_for(run_target) if self.targets_file else None)
+            or (run_entry.grader_target if run_entry else None)
             or self.default
+            or (run_entry.name if run_entry and run_entry.provider.lower() in JUDGE_PROVIDERS else None)
         )
         if name is None:
             # The only target that can grade; the agent under test is never offered as its own judge.
@@ -203,16 +206,37 @@ class JudgePool:
         if name in self.targets:
             return self.targets[name]
         if self.targets_file is not None and name in self.targets_file.targets:
-            judge = JudgeTarget.from_entry(self.targets_file.targets[name])
+            # A name may stand for another target (``use_target``), resolved in this environment as AgentV's
+            # runtime resolves a grader target; when no grader asks for it, an unset variable stops nothing.
+            try:
+                entry = self.targets_file.delegate(name, self.env)
+            except ReplayError as exc:
+                raise JudgeConfigError(str(exc)) from None
+            assert entry is not None
+            judge = JudgeTarget.from_entry(entry)
             self.targets[name] = judge
             return judge
         known = ", ".join(self.judges(excluding=run_target)) or "none"
         raise JudgeConfigError(f"judge target {name!r} is not defined (judges available: {known})")
 
+    def _run_entry(self, run_target: str | None) -> TargetEntry | None:
+        """The run target's entry in the targets file, its ``use_target`` chain followed as ``agentv eval``
+        follows it; None when the file does not define it (or it cannot be resolved here)."""
+        if self.targets_file is None or run_target is None or run_target not in self.targets_file.targets:
+            return None
+        try:
+            return self.targets_file.select(run_target, self.env)
+        except ReplayError:
+            return None
+
     def _can_grade(self, name: str) -> bool:
         if name in self.targets or self.targets_file is None:
             return True
-        return self.targets_file.targets[name].provider.lower() in JUDGE_PROVIDERS
+        try:
+            entry = self.targets_file.delegate(name, self.env)
+        except ReplayError:
+            return False
+        return entry is not None and entry.provider.lower() in JUDGE_PROVIDERS
 
     def _known(self) -> list[str]:
         names = set(self.targets)
