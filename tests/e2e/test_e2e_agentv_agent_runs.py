@@ -18,6 +18,8 @@ from click.testing import CliRunner
 from fixture_paths import FIXTURES_DIR
 
 from evalstore.cli import main
+from evalstore.replay.material import load_run
+from evalstore.store import EventStore
 
 RUNS_DIR = FIXTURES_DIR / "agentv-agent-runs"
 CORPUS = FIXTURES_DIR / "agentv-examples-4.42.4"
@@ -32,6 +34,26 @@ _spec.loader.exec_module(regenerate)
 def agentv_rows(name: str) -> dict[str, dict[str, Any]]:
     index = RUNS_DIR / "runs" / name / "index.jsonl"
     return {row["test_id"]: row for row in map(json.loads, index.read_text("utf-8").splitlines())}
+
+
+def name_of(test: Any) -> str:
+    return test.transcript[1].test_id
+
+
+def agentv_messages(test_id: str, run: str) -> list[dict[str, Any]]:
+    """The messages of AgentV's trace of a test (the transcript events of its root span)."""
+    row = agentv_rows(run)[test_id]
+    trace = json.loads((RUNS_DIR / "runs" / run / Path(row["answer_path"]).parent / "trace.json").read_text("utf-8"))
+    events = trace["trace"]["spans"][0]["events"]
+    return [e["attributes"]["agentv.transcript.message"] for e in events if e["name"] == "agentv.transcript.message"]
+
+
+def tool_calls(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [
+        (call["tool"], json.dumps(call.get("input"), sort_keys=True), json.dumps(call.get("output"), sort_keys=True))
+        for message in messages
+        for call in message.get("tool_calls") or []
+    ]
 
 
 def agent_log(path: Path) -> list[dict[str, Any]]:
@@ -83,6 +105,14 @@ def test_evalstore_runs_the_agent_as_agentv_did(name, corpus, tmp_path, monkeypa
             assert mine.get(key) == row.get(key), (test_id, key)
         answer = RUNS_DIR / "runs" / name / row["answer_path"]
         assert mine["output"] == answer.read_text("utf-8"), test_id
+    # the transcript's tool calls (names, arguments, results) are the ones AgentV's trace recorded
+    store = EventStore.open(db)
+    run_id = json.loads(cli(db, "runs", "--json").stdout)[0]["run_id"]
+    material = load_run(store, run_id)
+    for test in material.tests.values():
+        assert test.transcript is not None
+        messages = json.loads(store.get_blob(test.transcript[1].messages_sha256))
+        assert tool_calls(messages) == tool_calls(agentv_messages(name_of(test), name)), name_of(test)
     # the agent was started as AgentV started it: same arguments, same prompt for each test
     expected = agent_log(RUNS_DIR / "logs" / f"{name}.agent.jsonl")
     started = agent_log(log)
