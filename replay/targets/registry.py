@@ -25,7 +25,18 @@ class ProviderEntry:
 
 def _entries() -> dict[str, ProviderEntry]:
     """Every spelling evalstore runs, to its module (imported when a target needs one)."""
-    from evalstore.replay.targets import anthropic, claude_cli, cli, copilot_cli, fixtures, gemini, mock, openai, pi_cli
+    from evalstore.replay.targets import (
+        anthropic,
+        claude_cli,
+        cli,
+        copilot_cli,
+        copilot_log,
+        fixtures,
+        gemini,
+        mock,
+        openai,
+        pi_cli,
+    )
 
     table = {
         "cli": ProviderEntry(cli.run, cli.validate),
@@ -38,6 +49,7 @@ def _entries() -> dict[str, ProviderEntry]:
         "cc-mirror": ProviderEntry(claude_cli.run_cc_mirror, claude_cli.validate_cc_mirror),
         **dict.fromkeys(("copilot", "copilot-cli"), ProviderEntry(copilot_cli.run, copilot_cli.validate)),
         "pi-cli": ProviderEntry(pi_cli.run, pi_cli.validate),
+        "copilot-log": ProviderEntry(copilot_log.run, copilot_log.validate),
     }
     return table
 
