@@ -138,7 +138,8 @@ def parse_events(text: str) -> TargetOutcome:
     """``parseCopilotEvents`` (see the module's docstring)."""
     messages: list[dict[str, Any]] = []
     running: dict[str, dict[str, Any]] = {}
-    tokens_in = tokens_out = 0
+    tokens_in: float = 0
+    tokens_out: float = 0
     usage_seen = False
     start: str | None = None
     end: str | None = None
@@ -151,7 +152,7 @@ def parse_events(text: str) -> TargetOutcome:
             continue
         if not isinstance(event, dict) or not event.get("type"):
             continue
-        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        data: dict[str, Any] = event["data"] if isinstance(event.get("data"), dict) else {}
         kind = event["type"]
         if kind == "session.start":
             stamp = event.get("timestamp") or data.get("startTime")

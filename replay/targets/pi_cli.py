@@ -386,7 +386,8 @@ def token_usage(events: list[Any]) -> dict[str, Any] | None:
 
 
 def _summed(messages: list[Any]) -> dict[str, Any] | None:
-    total_in = total_out = 0
+    total_in: float = 0
+    total_out: float = 0
     cached: float | None = None
     found = False
     for message in messages:
