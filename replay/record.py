@@ -376,7 +376,14 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     if test.mode == "conversation":
         return _converse(suite, test, target_spec, options, grade_options, judges, workspaces, tw, attempt, recorder)
     outcome = run_target(
-        target_spec, test, workspace=workspace, eval_dir=Path(suite.path).parent, timeout=options.timeout
+        target_spec,
+        test,
+        workspace=workspace,
+        eval_dir=Path(suite.path).parent,
+        timeout=options.timeout,
+        suite=suite.name,
+        eval_path=suite.path,
+        workspace_configured=suite.workspace.configured,
     )
     captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
     messages: list[Message] = [*test.input, *captured.messages]
@@ -471,7 +478,14 @@ def _converse(  # type: ignore[no-untyped-def]
         history.append(user_turn(turn))
         asked = test.model_copy(update={"input": windowed(history, test.window_size)})
         outcome = run_target(
-            target_spec, asked, workspace=workspace, eval_dir=Path(suite.path).parent, timeout=options.timeout
+            target_spec,
+            asked,
+            workspace=workspace,
+            eval_dir=Path(suite.path).parent,
+            timeout=options.timeout,
+            suite=suite.name,
+            eval_path=suite.path,
+            workspace_configured=suite.workspace.configured,
         )
         outcomes.append(outcome)
         if outcome.status != "ok":

@@ -159,6 +159,50 @@ def run_child(
     return result
 
 
+@contextlib.contextmanager
+def conversing_child(argv: list[str], *, cwd: str | None, env: Mapping[str, str]):  # type: ignore[no-untyped-def]
+    """A child this process talks with over its stdin and stdout (an agent speaking a protocol), under the
+    same rules as :func:`run_child`'s agents: its own process group, killed with evalstore, killed by
+    :func:`cancel_children` (the ``with`` then raises :class:`Cancelled`), and its whole group killed when
+    the ``with`` ends. Yields the ``Popen`` (stdin, stdout and stderr pipes), or raises ``OSError`` when it
+    cannot start."""
+    if _stopping:
+        raise Cancelled(f"{argv[0]} was not started: the run was interrupted")
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=child_environment(env),
+        start_new_session=True,
+        preexec_fn=lifetime.die_with_parent,
+        pass_fds=lifetime.held_fds(),
+    )
+    with _live_lock:
+        _live[proc.pid] = proc
+        if _stopping:
+            _cancelled.add(proc.pid)
+            _kill_group(proc)
+    try:
+        with lifetime.guard_group(proc.pid):
+            yield proc
+    finally:
+        _kill_group(proc)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        with _live_lock:
+            del _live[proc.pid]
+            cancelled = proc.pid in _cancelled
+            _cancelled.discard(proc.pid)
+    if cancelled:
+        raise Cancelled(f"{argv[0]} was stopped: the run was interrupted")
+
+
 def _supervise(
     proc: subprocess.Popen[bytes],
     argv: list[str],

@@ -78,6 +78,13 @@ class RunRequest:
     workspace: Path
     eval_dir: Path
     timeout: float | None
+    suite: str | None = None
+    """The eval suite's name (AgentV's ``evalCase.suite``), for providers that look a test up."""
+    eval_path: str | None = None
+    """The eval file's absolute path (AgentV's ``evalFilePath``)."""
+    workspace_configured: bool = True
+    """Whether the eval configures a workspace: AgentV starts a coding agent there only then (else in
+    the target's ``cwd`` or its own folder)."""
 
 
 Provider = Callable[[RunRequest], TargetOutcome]
@@ -120,11 +127,13 @@ def check_target(target: Any, *, eval_dir: Path, targets_file: str | Path | None
     Raises :class:`TargetConfigError`; the runner calls this before recording the run, so bad
     configuration never leaves a half-started run behind.
     """
+    from evalstore.replay.targets.registry import provider_for
+
     spec = as_target_spec(target, source=targets_file)
-    _provider(spec)
+    entry = provider_for(spec)
     config = resolve(spec.fields, target=spec.name, source=spec.source)
     with _unresolved_errors(spec):
-        _validators()[spec.provider](spec, config, Path(eval_dir))
+        entry.validate(spec, config, Path(eval_dir))
     return spec
 
 
@@ -136,11 +145,16 @@ def run_target(
     eval_dir: Path,
     timeout: float | None = None,
     targets_file: str | Path | None = None,
+    suite: str | None = None,
+    eval_path: str | Path | None = None,
+    workspace_configured: bool = True,
 ) -> TargetOutcome:
     """Run ``target`` on ``test`` in ``workspace`` and return what it answered.
 
     ``timeout`` (seconds) overrides the target's own ``timeout_seconds``. ``targets_file`` names the
-    file the target came from in error messages, when the target object does not carry it.
+    file the target came from in error messages, when the target object does not carry it. ``suite``
+    and ``eval_path`` (the eval's name and file) are what a provider that looks tests up keys on;
+    ``workspace_configured`` says whether ``workspace`` is one the eval asked for.
     """
     spec = as_target_spec(target, source=targets_file)
     provider = _provider(spec)
@@ -150,7 +164,15 @@ def run_target(
     workspace = Path(workspace)
     workspace.mkdir(parents=True, exist_ok=True)
     request = RunRequest(
-        spec=spec, config=config, test=test, workspace=workspace, eval_dir=Path(eval_dir), timeout=timeout
+        spec=spec,
+        config=config,
+        test=test,
+        workspace=workspace,
+        eval_dir=Path(eval_dir),
+        timeout=timeout,
+        suite=suite,
+        eval_path=None if eval_path is None else str(eval_path),
+        workspace_configured=workspace_configured,
     )
     started_wall = _now_iso()
     started = time.monotonic()
@@ -165,8 +187,9 @@ def run_target(
         output_text=answer_mask.text(outcome.output_text),
         error=None if outcome.error is None else mask.text(outcome.error),
         stderr=mask.text(outcome.stderr),
-        start_time=started_wall,
-        end_time=_now_iso(),
+        # The agent's own times when it reports them (AgentV keeps the provider's startTime/endTime).
+        start_time=outcome.start_time or started_wall,
+        end_time=outcome.end_time or _now_iso(),
         # The agent's own duration when it reports one (AgentV: ``parsed.durationMs ?? measuredDurationMs``).
         duration_ms=outcome.duration_ms
         if outcome.duration_ms is not None
@@ -208,20 +231,12 @@ def _now_iso() -> str:
 
 
 def _providers() -> dict[str, Provider]:
-    from evalstore.replay.targets import cli, openai
+    from evalstore.replay.targets.registry import runners
 
-    return {"cli": cli.run, **dict.fromkeys(openai.PROVIDERS, openai.run)}
+    return runners()
 
 
 def _provider(spec: TargetSpec) -> Provider:
-    provider = _providers().get(spec.provider)
-    if provider is None:
-        raise spec.fail(f"unknown provider '{spec.provider}'; use one of {', '.join(sorted(_providers()))}")
-    return provider
+    from evalstore.replay.targets.registry import provider_for
 
-
-def _validators() -> dict[str, Callable[[TargetSpec, dict[str, Any], Path], None]]:
-    """Per provider, the checks that can run before any test (see :func:`check_target`)."""
-    from evalstore.replay.targets import cli, openai
-
-    return {"cli": cli.validate, **dict.fromkeys(openai.PROVIDERS, openai.validate)}
+    return provider_for(spec).run

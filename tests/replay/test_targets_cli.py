@@ -330,7 +330,7 @@ def test_configuration_errors_raise_naming_file_and_target(tmp_path, dirs, monke
     loaded = load_targets_file(targets)
     cases = {
         "nocmd": "needs `command:`",
-        "weird": "unknown provider 'telepathy'",
+        "weird": "provider 'telepathy' is not built in",
         "needs-env": "environment variable EVALSTORE_TEST_MISSING_VAR is not set",
         "badcwd": "`cwd` 'does/not/exist' is not a directory",
     }

@@ -109,6 +109,8 @@ def process_slots(concurrency: int) -> threading.Semaphore:
 AGENT_PROVIDERS = frozenset(
     {
         "cli",
+        # every spelling targets.ts resolves to one of AgentV's agent kinds
+        *("codex-cli", "copilot", "copilot_sdk", "pi", "claude-code", "cc-mirror"),
         "codex",
         "copilot-sdk",
         "copilot-cli",
