@@ -353,6 +353,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             threshold=grade_options.threshold,
             error=tw.error,
             produced_at=produced_now(),
+            graders=[],
         )
         recorder.record(scored)
         recorder.flush()
@@ -429,6 +430,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             # Provider errors already start with "target 'NAME': "; a second prefix only costs width.
             error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
             produced_at=produced_now(),
+            graders=[],
         )
         store.append(run_id, [scored])
         return scored, outcome.cost_usd
@@ -521,6 +523,7 @@ def _grade(store, run_id, suite, test, target, info, grade_options, judges, atte
             threshold=grade_options.threshold,
             error=f"not regradable: {reason}",
             produced_at=produced_now(),
+            graders=[],
         )
         recorder.record(scored)
     else:

@@ -510,6 +510,7 @@ def _unscored(
         threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
         error=error,
         produced_at=produced_now(),
+        graders=[],
     )
 
 

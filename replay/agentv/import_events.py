@@ -189,7 +189,8 @@ def test_events(
         )
     )
     # Two graders of one name (AgentV allows it) become name, name-2, as the eval file parser names them.
-    for v, name in zip(item.verdicts, unique_names([v.name for v in item.verdicts])):
+    names = unique_names([v.name for v in item.verdicts])
+    for v, name in zip(item.verdicts, names):
         prompt_sha = _json_blob(v.rendered_prompt, blobs) if v.rendered_prompt is not None else None
         batch.append(
             NewEvent(
@@ -232,6 +233,7 @@ def test_events(
         source=source,
         produced_at=item.raw_row.get("timestamp") if isinstance(item.raw_row.get("timestamp"), str) else None,
         row_fields=item.row_fields,
+        graders=list(names),
     )
     batch.append(NewEvent(scored, ids.next("scored")))
     return scored

@@ -175,6 +175,7 @@ def run_batches(
                     passed=score >= 0.8,
                     status="ok" if score >= 0.8 else "quality_failure",
                     threshold=0.8,
+                    graders=["rubric", "judge"],
                 ),
                 ids["score"],
             ),
