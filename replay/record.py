@@ -40,7 +40,7 @@ from evalstore.replay.material import (
     result_key,
     transcript_info,
 )
-from evalstore.replay.processes.children import child_environment
+from evalstore.replay.processes.children import child_environment, withholding
 from evalstore.replay.processes.lifetime import WorkspaceLock
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
@@ -239,7 +239,11 @@ def _execute(
 ) -> RunOutcome:
     workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
     # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
-    with WorkspaceLock(workdir):
+    # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
+    # targets reference are kept from every child (those the agent's own target names are not only theirs).
+    with _judge_pool(targets_file, options) as pool:
+        withheld = pool.variables(excluding=target.name)
+    with WorkspaceLock(workdir), withholding(withheld):
         return _execute_locked(
             store, run_id, suite, target, targets_file, options, recorded, progress, on_start, workdir
         )
