@@ -241,6 +241,7 @@ def _execute(
     # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
     # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
     # targets reference are kept from every child (those the agent's own target names are not only theirs).
+
     with _judge_pool(targets_file, options) as pool:
         withheld = pool.variables(excluding=target.name)
     with WorkspaceLock(workdir), withholding(withheld):

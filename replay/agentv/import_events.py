@@ -15,7 +15,9 @@ from typing import TypedDict
 from pydantic import ValidationError
 
 from evalstore.replay.agentv import ImportedTest, SkippedLine, bad_line
+from evalstore.replay.agentv.file_access import max_file_bytes
 from evalstore.replay.evalfile.graders import unique_names
+from evalstore.replay.regular_files import read_regular
 from evalstore.store import NewEvent
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
@@ -150,8 +152,8 @@ def test_events(
     for f in item.files:
         data = None
         if f.resolved is not None:
-            try:
-                data = f.resolved.read_bytes()
+            try:  # a regular file only (a FIFO would block), and not grown past the cap since it was checked
+                data = read_regular(f.resolved, max_bytes=max_file_bytes())
             except OSError:
                 data = None
         if data is not None:
