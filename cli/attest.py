@@ -247,12 +247,13 @@ def verify_attestation(file: Path, pubkey_path: Path, as_json: bool) -> None:
     Example:
       evalstore verify-attestation results.attestation.json --pubkey evalstore.pub
     """
+    from evalstore.replay.attest.attestation import load_attestation
     from evalstore.replay.attest.attestation import verify_attestation as check
 
     key = load_verifier_key(pubkey_path)
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = load_attestation(file.read_text(encoding="utf-8"), str(file))
+    except UnicodeDecodeError as exc:
         raise AttestationFormatError(f"{file}: not JSON: {exc}") from None
     result = check(doc, key)
     if as_json:

@@ -11,6 +11,7 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
+from evalstore.cli.files import regular_or_new
 from evalstore.cli.output import (
     echo,
     fmt_score,
@@ -138,7 +139,11 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     help="Exit 1 when B is worse: ci = mean-difference CI entirely below 0; flip = any pass->fail; any = either.",
 )
 @click.option(
-    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write a self-contained HTML report."
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=regular_or_new,
+    help="Write a self-contained HTML report.",
 )
 @click.option(
     "--cluster-by",

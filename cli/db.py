@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import wraps
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -92,7 +95,7 @@ def current(ctx: click.Context, as_json: bool) -> None:
     try:
         cur, head = store_engine.current_revision(engine), store_engine.head_revision()
         try:
-            store_engine.ensure_current(engine, create=False)
+            store_engine.ensure_current(engine, create=False, adopt_empty=False)  # it only shows
         except StoreMissing:
             pass  # an empty database: "none (empty store)" says it
         except SchemaOutOfDate as exc:  # behind, ahead of this evalstore, or tables without a record
@@ -146,6 +149,24 @@ def rebuild(ctx: click.Context) -> None:
     echo(f"rebuilt projections from {count} events")
 
 
+def _damage_fails(f: Callable[..., None]) -> Callable[..., None]:
+    """``verify``: damage found before a row is read (the migration record) fails like any other (exit 1)."""
+    from evalstore.store.errors import StoreDamaged
+
+    @wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            f(*args, **kwargs)
+        except StoreDamaged as exc:
+            if kwargs.get("as_json"):
+                print_json({"ok": False, "events": 0, "blobs": 0, "problem": str(exc)})
+            else:
+                echo(f"FAILED: {exc}", err=True)
+            sys.exit(EXIT_FAILED)
+
+    return wrapper
+
+
 @click.command()
 @click.option(
     "--checkpoint",
@@ -158,6 +179,7 @@ def rebuild(ctx: click.Context) -> None:
 @json_option
 @click.pass_context
 @handle_errors
+@_damage_fails
 def verify(
     ctx: click.Context, checkpoint_path: Path | None, pubkey_path: Path | None, key_path: Path | None, as_json: bool
 ) -> None:

@@ -12,6 +12,7 @@ import click
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import UsageError, handle_errors
 from evalstore.cli.output import echo, json_option, note, print_json, print_table
+from evalstore.cli.params import UNIT_INTERVAL
 
 
 @click.command()
@@ -19,7 +20,7 @@ from evalstore.cli.output import echo, json_option, note, print_json, print_tabl
 @click.argument("test", required=False)
 @click.option("--pass", "passed", is_flag=True, help="The answer is right.")
 @click.option("--fail", "failed", is_flag=True, help="The answer is wrong.")
-@click.option("--score", type=click.FloatRange(0, 1), help="A score from 0 to 1 (with or instead of pass/fail).")
+@click.option("--score", type=UNIT_INTERVAL, help="A score from 0 to 1 (with or instead of pass/fail).")
 @click.option("--grader", metavar="NAME", help="The grader (criterion) the label is about; default: the whole answer.")
 @click.option("--note", "note_text", metavar="TEXT", help="Why.")
 @click.option("--by", metavar="NAME", help="Who labels (default: the OS user).")

@@ -12,6 +12,7 @@ from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
+from evalstore.cli.params import UNIT_INTERVAL
 from evalstore.cli.results import print_scored, result_labels, scored_rows
 from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
@@ -60,7 +61,7 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
 @click.option("--strict", is_flag=True, help="Refuse to run when a grader script, converter or prompt changed on disk.")
 @click.option(
     "--threshold",
-    type=click.FloatRange(0, 1),
+    type=UNIT_INTERVAL,
     help="Pass mark for a regraded test's score (default: the eval's, else 0.8); exit 1 when one is below it.",
 )
 @click.option(

@@ -12,6 +12,7 @@ from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
+from evalstore.cli.params import UNIT_INTERVAL
 from evalstore.cli.results import print_scored, scored_rows
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.grading.graders.base import GradeOptions
@@ -30,9 +31,7 @@ from evalstore.replay.record import RunOptions, record_run, resume_run
 @click.option(
     "--workers", type=click.IntRange(1, 256), help="Tests run at once (default: the eval's execution.workers, else 4)."
 )
-@click.option(
-    "--threshold", type=click.FloatRange(0, 1), help="Pass mark for a test score (default: the eval's, else 0.8)."
-)
+@click.option("--threshold", type=UNIT_INTERVAL, help="Pass mark for a test score (default: the eval's, else 0.8).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per target call.")
 @click.option(
     "--workdir",

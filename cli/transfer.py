@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import io
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +16,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
+from evalstore.cli.files import replacing
 from evalstore.cli.output import echo, json_option, no_cycle_collection, note, plural, print_json, progress_bar
 from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
 from evalstore.replay.analysis.views import resolve_run, run_summary
@@ -45,7 +44,8 @@ from evalstore.replay.errors import ReplayError
     "files_roots",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="A folder the agent's files may be read from (repeatable); besides PATH, the cwd and the target's cwd.",
+    help="A folder the agent's files may be read from (repeatable); besides PATH's folder and the target's cwd "
+    "(the current directory only when named: --files-root .).",
 )
 @json_option
 @checkpoint_option
@@ -65,8 +65,8 @@ def import_(
     A folder written by evalstore export RUN --format bundle is imported as it was (same event ids,
     payloads and blobs), checked whole first. Importing the same results twice gives the same run. A malformed line aborts the import with its
     file and line number and nothing is written, unless --skip-bad. Files the agent wrote are read
-    only from PATH, the current directory, the target's configured cwd and each --files-root; a file
-    elsewhere is recorded as refused.
+    only from PATH (the folder of a file), the target's configured cwd and each --files-root (the
+    current directory only as --files-root .); a file elsewhere is recorded as refused.
 
     \b
     Example:
@@ -237,7 +237,7 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     bar = progress_bar("exporting") if to_file or not sys.stdout.isatty() else None
     try:
         with (
-            _replacing(output) if to_file else _utf8_stdout() as fh,  # type: ignore[arg-type]
+            replacing(output) if to_file else _utf8_stdout() as fh,  # type: ignore[arg-type]
             no_cycle_collection(),
             bar or contextlib.nullcontext(),
         ):
@@ -255,35 +255,6 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
         note(f"run {run_id} is not complete ({summary.status}): only the results it scored were exported")
     if to_file:
         note(f"wrote {plural(count, 'line' if fmt == 'csv' else 'result')} to {output}")
-
-
-@contextmanager
-def _replacing(path: Path) -> Iterator[IO[str]]:
-    """A temporary file beside ``path`` that replaces it only when the export finished: a failed
-    export never leaves half a file (or destroys the previous one)."""
-    if path.is_dir():  # found now, not after the whole export
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:  # name the file the user gave, not our temporary one
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            os.fchmod(fh.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; give the mode any new file gets
-            yield fh
-        try:
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 @contextmanager

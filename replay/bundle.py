@@ -134,6 +134,8 @@ def _event_line(stored: StoredEvent) -> bytes:
 def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
     """Append a bundle's streams to ``store`` as they were; checked whole before anything is written."""
     manifest = _manifest(directory)
+    if (directory / BLOBS).is_symlink():
+        raise BundleError(f"{directory / BLOBS}: a symbolic link; a bundle holds its blobs in a folder of its own")
     events_path = directory / EVENTS
     raw = _read(events_path)
     if sha256_hex(raw) != manifest["events_sha256"]:
@@ -208,6 +210,8 @@ def _manifest(directory: Path) -> dict[str, Any]:
         manifest = json.loads(_read(path))
     except ValueError as exc:
         raise BundleError(f"{path}: not JSON ({exc})") from None
+    except RecursionError:
+        raise BundleError(f"{path}: not an evalstore bundle manifest (nested too deep to read)") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BundleError(f"{path}: not an evalstore bundle manifest (format must be {FORMAT!r})")
     if manifest.get("version") != VERSION:
@@ -225,12 +229,18 @@ EventRow = tuple[int, dict[str, Any], set[str]]
 def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[EventRow]]:
     """Each stream's event rows, every payload parsed (and its blobs found) once, here."""
     by_stream: dict[str, list[EventRow]] = {}
-    for line, text in enumerate(raw.decode("utf-8").splitlines(), start=1):
+    try:
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{path}: not UTF-8 (byte {exc.start})") from None
+    for line, text in enumerate(lines, start=1):
         where = f"{path}:{line}"
         try:
             row = json.loads(text)
         except ValueError as exc:
             raise BundleError(f"{where}: not JSON ({exc})") from None
+        except RecursionError:
+            raise BundleError(f"{where}: not an event line (nested too deep to read)") from None
         if not isinstance(row, dict) or set(row) != set(EVENT_FIELDS):
             raise BundleError(f"{where}: an event line has exactly the fields {', '.join(EVENT_FIELDS)}")
         rows = by_stream.setdefault(row["stream_id"], [])
@@ -243,8 +253,9 @@ def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[
             decode(row["type"], row["schema_version"], payload)
         except BundleError:
             raise
-        except (TypeError, ValueError, StoreError) as exc:
-            raise BundleError(f"{where}: not a valid {row['type']!r} event ({str(exc).splitlines()[0]})") from None
+        except (TypeError, ValueError, StoreError, RecursionError) as exc:
+            reason = "nested too deep to read" if isinstance(exc, RecursionError) else str(exc).splitlines()[0]
+            raise BundleError(f"{where}: not a valid {row['type']!r} event ({reason})") from None
         rows.append((line, row, blob_refs(payload)))
     expected = [(s.get("stream_id"), s.get("events")) for s in manifest["streams"] if isinstance(s, dict)]
     if expected != [(s, len(r)) for s, r in by_stream.items()]:
@@ -267,10 +278,15 @@ def _blobs(directory: Path, manifest: dict[str, Any]) -> dict[str, bytes]:
 
 
 def _read(path: Path, size: int | None = None) -> bytes:
-    """A bundle file's bytes. Only a regular file is read (a FIFO would block the import, a device such as
-    /dev/zero never end), and a blob only at the size the manifest gives it, before it is read."""
+    """A bundle file's bytes. Only a regular file inside the bundle is read: not a symbolic link (it would
+    read outside the bundle, and whether the import went through would tell whether a file out there has
+    a guessed content), not a FIFO (it would block the import), not a device such as /dev/zero (it would
+    never end); and a blob only at the size the manifest gives it, before it is read."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)  # a FIFO must not wait for a writer
+    if path.is_symlink():
+        raise BundleError(f"{path}: a symbolic link; a bundle holds only regular files")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO must not wait for a writer
+        fd = os.open(path, flags)
     except OSError as exc:
         raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as fh:

@@ -26,6 +26,7 @@ from typing import Any
 
 from evalstore.replay.analysis.views import resolve_run, run_started, transcript_run_id
 from evalstore.replay.errors import NotFoundError, ReplayError
+from evalstore.replay.regular_files import read_regular
 from evalstore.store import EventStore, NewEvent, sha256_hex
 from evalstore.store.events import LabelRecorded, SourceRef, TranscriptRecorded
 
@@ -332,10 +333,16 @@ def _row_input(row: dict[str, Any], source: SourceRef) -> LabelInput:
 def read_label_file(path: Path) -> tuple[list[LabelInput], list[str]]:
     """The labels of a CSV or JSONL file, with a deterministic event id per row (from the file's bytes
     and the line), so importing the same file again is a no-op."""
-    data = path.read_bytes()
-    digest = sha256_hex(data)
-    text = data.decode("utf-8-sig")
     name = str(path)
+    try:
+        data = read_regular(path)
+    except OSError as exc:
+        raise LabelError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    digest = sha256_hex(data)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LabelError(f"{name}: not UTF-8 text (byte {exc.start}); save the labels as UTF-8 CSV or JSONL") from None
     rows: list[tuple[int, dict[str, Any]]] = []
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         for number, line in enumerate(text.splitlines(), start=1):
@@ -345,6 +352,8 @@ def read_label_file(path: Path) -> tuple[list[LabelInput], list[str]]:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise LabelError(f"{name}:{number}: not JSON ({exc.msg})") from None
+            except RecursionError:
+                raise LabelError(f"{name}:{number}: nested too deep to read; a label is one flat JSON object") from None
             if not isinstance(row, dict):
                 raise LabelError(f"{name}:{number}: expected a JSON object, got {type(row).__name__}")
             rows.append((number, row))

@@ -41,7 +41,7 @@ from evalstore.replay.material import (
     result_key,
     transcript_info,
 )
-from evalstore.replay.processes.children import child_environment
+from evalstore.replay.processes.children import child_environment, withholding
 from evalstore.replay.processes.lifetime import WorkspaceLock
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
@@ -254,7 +254,12 @@ def _execute(
 ) -> RunOutcome:
     workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
     # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
-    with WorkspaceLock(workdir):
+    # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
+    # targets reference are kept from every child (those the agent's own target names are not only theirs).
+
+    with _judge_pool(targets_file, options) as pool:
+        withheld = pool.variables(excluding=target.name)
+    with WorkspaceLock(workdir), withholding(withheld):
         return _execute_locked(
             store, run_id, suite, target, targets_file, options, recorded, progress, on_start, workdir
         )
@@ -368,6 +373,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             threshold=grade_options.threshold,
             error=tw.error,
             produced_at=produced_now(),
+            graders=[],
         )
         recorder.record(scored)
         recorder.flush()
@@ -451,6 +457,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             # Provider errors already start with "target 'NAME': "; a second prefix only costs width.
             error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
             produced_at=produced_now(),
+            graders=[],
         )
         store.append(run_id, [scored])
         return scored, outcome.cost_usd
@@ -550,6 +557,7 @@ def _grade(store, run_id, suite, test, target, info, grade_options, judges, atte
             threshold=grade_options.threshold,
             error=f"not regradable: {reason}",
             produced_at=produced_now(),
+            graders=[],
         )
         recorder.record(scored)
     else:

@@ -510,6 +510,7 @@ def _unscored(
         threshold=grade_options.threshold if grade_options.threshold is not None else suite.threshold,
         error=error,
         produced_at=produced_now(),
+        graders=[],
     )
 
 
@@ -828,6 +829,12 @@ def _needs_judge(grader: Any) -> bool:
 
 
 def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]
+    """The replay's judges. While they are open, no grader is given the variables only their targets
+    reference (the judges' keys; ``processes.children.withhold``)."""
+    return _judge_pool(suite, options, parent).withhold_variables(excluding=parent.started.target_name)
+
+
+def _judge_pool(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]
     from evalstore.replay.grading.judge.pool import JudgePool
 
     only = set(options.graders) if options.graders else None

@@ -9,14 +9,16 @@ Everything that needs a database URL (the CLI, the tests, ``migrations/env.py``)
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
-from evalstore.store.errors import SchemaOutOfDate, StoreError, StoreMissing, error_line
+from evalstore.store.errors import SchemaOutOfDate, StoreDamaged, StoreError, StoreMissing, error_line
 from evalstore.store.schema import SCHEMA_REVISION
 
 STORE_DIR, STORE_FILE = ".evalstore", "evalstore.db"
@@ -219,11 +221,9 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
     with _connect(engine) as conn:
         try:
-            return MigrationContext.configure(conn).get_current_revision()
+            return _revision(conn)
         except DatabaseError as exc:  # SQLite connects lazily: a file that is not a database fails here
             raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {error_line(exc)}") from exc
 
@@ -260,7 +260,7 @@ def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bo
                 lock_for_migration(conn)
             # Decided under the lock: another process may have created the store while this one waited.
             if direction == "upgrade" and _unrecorded(conn):
-                raise SchemaOutOfDate(f"{_UNRECORDED}, which will not write over it")
+                raise StoreDamaged(f"{_UNRECORDED}, which will not write over it")
             if only_if_empty and _revision(conn) is not None:
                 return
             config.attributes["connection"] = conn
@@ -270,10 +270,36 @@ def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bo
 
 
 def _revision(conn: Connection) -> str | None:
-    """The store's ``alembic_version``, read with one query (Alembic itself costs 0.1 s to import)."""
+    """The store's ``alembic_version``, read with one query (Alembic itself costs 0.1 s to import). A
+    record evalstore cannot have written (a BLOB, bytes that are not UTF-8, several rows, a value that is
+    no revision id) is :class:`StoreDamaged`; a well-formed id it does not know is a newer evalstore's."""
     if not inspect(conn).has_table("alembic_version"):
         return None
-    return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    rows: list[tuple[Any, str]]
+    if conn.dialect.name == "sqlite":  # read as stored: a retyped or undecodable value is damage, not a crash
+        query = "SELECT CAST(version_num AS BLOB), typeof(version_num) FROM alembic_version"
+        rows = [(value, str(kind)) for value, kind in conn.exec_driver_sql(query)]
+    else:
+        rows = [(value, "text") for (value,) in conn.exec_driver_sql("SELECT version_num FROM alembic_version")]
+    if not rows:
+        return None  # downgraded to base
+    if len(rows) > 1:
+        raise StoreDamaged(f"{_DAMAGED}: it holds {len(rows)} revisions, evalstore writes one")
+    value, kind = rows[0]
+    if kind != "text":
+        raise StoreDamaged(f"{_DAMAGED}: the revision is stored as {kind}, not text")
+    if isinstance(value, bytes | memoryview):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise StoreDamaged(f"{_DAMAGED}: the revision is not valid UTF-8") from None
+    if not _REVISION_ID.fullmatch(value):
+        raise StoreDamaged(f"{_DAMAGED}: {value!r} is not a revision id")
+    return value
+
+
+_DAMAGED = "the store's migration record (alembic_version) is damaged"
+_REVISION_ID = re.compile(r"[0-9A-Za-z_]{1,32}")
 
 
 def _unrecorded(conn: Connection) -> bool:
@@ -297,9 +323,10 @@ def _stamped_revision(engine: Engine) -> str | None:
         return _revision(conn)
 
 
-def ensure_current(engine: Engine, *, create: bool = True) -> None:
+def ensure_current(engine: Engine, *, create: bool = True, adopt_empty: bool = True) -> None:
     """Upgrade a brand-new empty store by itself (unless ``create=False``: a command that only reads
-    refuses an empty database); refuse one that is behind, saying how to fix it."""
+    refuses an empty database, except a SQLite file that holds nothing at all, unless ``adopt_empty=False``);
+    refuse one that is behind, saying how to fix it."""
     current = _stamped_revision(engine)
     if current == SCHEMA_REVISION:  # the common case: no Alembic needed
         return
@@ -310,7 +337,9 @@ def ensure_current(engine: Engine, *, create: bool = True) -> None:
     if current is None:
         existing = set(inspect(engine).get_table_names())
         if not existing & {"events", "blobs"}:
-            if not create:
+            # A SQLite file that holds nothing at all is what a first upgrade killed before it committed
+            # leaves (the pragmas wrote the header): it is created, not refused by every command.
+            if not create and not (adopt_empty and engine.dialect.name == "sqlite" and not existing):
                 raise StoreMissing(
                     f"no store at {engine.url.render_as_string()}: the database holds no evalstore tables; "
                     "`evalstore db upgrade` creates them (so does any command that records)"
@@ -319,7 +348,7 @@ def ensure_current(engine: Engine, *, create: bool = True) -> None:
             return
         current = _stamped_revision(engine)  # another process's first upgrade may have committed meanwhile
         if current is None:
-            raise SchemaOutOfDate(_UNRECORDED)
+            raise StoreDamaged(_UNRECORDED)
         if current == head:
             return
     if current not in {r.revision for r in script.walk_revisions()}:

@@ -25,6 +25,11 @@ class SchemaOutOfDate(StoreError):
     """The database is behind the migrations this code needs."""
 
 
+class StoreDamaged(SchemaOutOfDate):
+    """The store's migration record cannot be what evalstore wrote (not text, several rows, removed while
+    the tables stay): damage, which ``verify`` reports as such (exit 1), not a store that is behind."""
+
+
 class BlobNotFound(StoreError):
     """A digest that no stored blob has."""
 

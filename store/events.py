@@ -377,6 +377,10 @@ class TestScored(DomainEvent):
     """For imports: the source row's labels evalstore keeps without interpreting them (AgentV's
     ``category``, ``conversation_id``, ``experiment``, ``failure_stage``, ``failure_reason_code``), so
     an export gives them back."""
+    graders: list[str] | None = None
+    """The graders whose verdicts (of this result, recorded before it) this score aggregates, in order;
+    empty when none graded it. An attestation proves a result's verdicts are exactly these. None in
+    results recorded before it was kept (their verdict sets cannot be proven complete)."""
 
 
 class LineSkipped(DomainEvent):

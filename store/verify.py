@@ -1,10 +1,14 @@
-"""``verify``: recompute the hash chain, every blob digest, the blobs events refer to, and the projections.
+"""``verify``: recompute the hash chain, every blob digest, the blobs events refer to, and the projections;
+then the database's own check of its pages and indexes, and the append-only guards.
 
 Everything is read as the driver stores it, never through SQLAlchemy's type processing: on SQLite text
 comes back as bytes (``text_factory``) and is decoded here, so a damaged value (invalid UTF-8, a
 boolean column holding 115) is reported against its row instead of crashing the read or reading back
-as something it is not. The first problem found is the report; a file that is not a database, or is
-damaged beneath the rows, is a problem too, naming the file.
+as something it is not. Text comes back as :class:`_Text`, a BLOB as plain bytes: a key retyped to a
+BLOB with the same bytes (``CAST(run_id AS BLOB)``) no longer matches the text queries use, so it hides
+its row from every command while its bytes compare equal. The first problem found is the report; a file
+that is not a database, or is damaged beneath the rows (an index page: rows the table holds that its
+index does not, so a lookup misses them), is a problem too, naming the file.
 """
 
 from __future__ import annotations
@@ -12,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from sqlalchemy import Boolean, Float, Integer
+from sqlalchemy import Boolean, Float, Integer, LargeBinary
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from evalstore.store import projections, schema
+from evalstore.store import guards, projections, schema
 from evalstore.store.codec import GENESIS_HASH, sha256_hex
 from evalstore.store.envelope import StoredEvent
 from evalstore.store.errors import StoreError, error_line
@@ -37,6 +41,13 @@ BLOB_FIELDS = frozenset(
 )
 EVENT_INTS = ("seq", "stream_version", "schema_version")
 BATCH = 2000
+REBUILD = "run `evalstore db rebuild`"
+
+
+class _Text(bytes):
+    """A SQLite TEXT value's bytes, told apart from a BLOB's (plain ``bytes``)."""
+
+    __slots__ = ()
 
 
 class Problem(Exception):
@@ -69,6 +80,7 @@ def verify(engine: Engine, decode_blob: Callable[[str, bytes, str | None], bytes
 
 
 def _where(engine: Engine) -> str:
+    """The file or server, for a problem beneath the rows."""
     if engine.dialect.name == "sqlite":
         return f"database file {engine.url.database}"
     return f"database {engine.url.render_as_string()}"
@@ -112,8 +124,8 @@ def _verify(conn: Connection, progress: Progress, decode_blob: Callable[[str, by
         encoding = _value(row["encoding"], "encoding", str, where)
         dictionary = _value(row["dictionary"], "dictionary", str, where, nullable=True)
         data = row["data"]
-        if not isinstance(data, bytes | memoryview):
-            raise Problem(f"{where}: data is not bytes")
+        if not isinstance(data, bytes | memoryview) or isinstance(data, _Text):
+            raise Problem(f"{where}: data is not bytes (a BLOB)")
         try:
             decoded = decode_blob(encoding, bytes(data), dictionary)
         except StoreError as exc:
@@ -147,6 +159,49 @@ def _verify(conn: Connection, progress: Progress, decode_blob: Callable[[str, by
             )
             raise Problem(f"projection {name}: {what}; run `evalstore db rebuild`")
 
+    # Last, so that the rows' own damage (named by seq or row) is what a tampered store reports first.
+    damage = _integrity(conn)
+    if damage:
+        raise Problem(f"{_where(conn.engine)}: {damage}")
+    unguarded = guards.missing_guard(conn)
+    if unguarded:
+        raise Problem(unguarded)
+
+
+def _integrity(conn: Connection) -> str | None:
+    """The database's own check of its pages and indexes, first line of what it reports; None when sound.
+
+    SQLite: ``PRAGMA integrity_check`` (an index entry flipped in its page, which ``quick_check`` or
+    reading the rows never sees: lookups through the index then miss rows). PostgreSQL: ``amcheck``'s
+    ``bt_index_check`` of every B-tree index of the store's tables, when the extension is installed in the
+    database (``CREATE EXTENSION amcheck``; verify installs nothing)."""
+    if conn.dialect.name == "sqlite":
+        rows = [r[0] for r in conn.exec_driver_sql("PRAGMA integrity_check(20)")]
+        if rows == ["ok"]:
+            return None
+        return f"integrity check failed ({len(rows)}{'+' if len(rows) == 20 else ''} problems): {rows[0]}"
+    if conn.dialect.name != "postgresql":
+        return None
+    namespace = conn.exec_driver_sql(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'amcheck'"
+    ).scalar()
+    if namespace is None:
+        return None
+    tables = ["events", "blobs", *projections.TABLES]
+    indexes = conn.exec_driver_sql(
+        "SELECT i.indexrelid::regclass::text, i.indexrelid FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+        "WHERE a.amname = 'btree' AND i.indrelid = ANY(ARRAY[" + ", ".join(f"to_regclass('{t}')" for t in tables) + "])"
+    ).all()
+    quoted = '"' + str(namespace).replace('"', '""') + '"'
+    for name, oid in indexes:
+        try:
+            with conn.begin_nested():
+                conn.exec_driver_sql(f"SELECT {quoted}.bt_index_check(%(oid)s::oid, true)", {"oid": oid})
+        except DBAPIError as exc:
+            return f"index {name}: {error_line(exc)}"
+    return None
+
 
 def _rows(conn: Connection, sql: str, batch: int = BATCH) -> Iterator[tuple]:
     """Rows as the driver stores them; on SQLite every text value comes back as bytes, undecoded."""
@@ -155,7 +210,7 @@ def _rows(conn: Connection, sql: str, batch: int = BATCH) -> Iterator[tuple]:
         return
     raw = conn.connection.driver_connection
     saved = raw.text_factory  # type: ignore[union-attr]
-    raw.text_factory = bytes  # type: ignore[union-attr]
+    raw.text_factory = _Text  # type: ignore[union-attr]
     try:
         cursor = raw.execute(sql)  # type: ignore[union-attr]
         while rows := cursor.fetchmany(batch):
@@ -168,6 +223,8 @@ def _value(value: Any, column: str, kind: type, where: str, *, nullable: bool = 
     if value is None and nullable:
         return None
     if kind is str:
+        if isinstance(value, bytes) and not isinstance(value, _Text):
+            raise Problem(f"{where}: {column} is stored as a BLOB, not text")
         if isinstance(value, bytes):
             try:
                 return value.decode("utf-8")
@@ -204,7 +261,10 @@ def _projection(conn: Connection, name: str) -> dict[tuple, dict]:
     for raw in _rows(conn, f"SELECT {', '.join(columns)} FROM {name}"):
         row = {}
         for column, value in zip(columns, raw):
-            if isinstance(value, bytes):
+            if isinstance(value, bytes) and not isinstance(value, _Text):
+                if not isinstance(table.c[column].type, LargeBinary):
+                    raise Problem(f"projection {name}: {column} is stored as a BLOB, not text, in a row; {REBUILD}")
+            elif isinstance(value, bytes):
                 try:
                     value = value.decode("utf-8")
                 except UnicodeDecodeError:

@@ -249,3 +249,70 @@ def test_blob_dictionaries_revision_keeps_older_blobs_and_refuses_to_go_back_ove
         store_engine.downgrade(engine, "0001")
     assert store_engine.current_revision(engine) == store_engine.head_revision()
     assert "dictionary" in {c["name"] for c in inspect(engine).get_columns("blobs")}
+
+
+# --- a damaged migration record is damage (issue 29 item 13) ----------------------------------------
+
+
+def _damage_cases(dialect: str) -> list[tuple[str, str]]:
+    cases = [
+        ("DROP TABLE alembic_version", "this database has evalstore tables but no migration record"),
+        ("INSERT INTO alembic_version VALUES ('0002')", "is damaged: it holds 2 revisions, evalstore writes one"),
+        ("UPDATE alembic_version SET version_num = '0 03'", "is damaged: '0 03' is not a revision id"),
+    ]
+    if dialect == "sqlite":  # a value the typed PostgreSQL column cannot hold
+        cases += [
+            ("UPDATE alembic_version SET version_num = CAST(version_num AS BLOB)", "is damaged: the revision is stored as blob"),
+            ("UPDATE alembic_version SET version_num = CAST(x'30ff3033' AS TEXT)", "is damaged: the revision is not valid UTF-8"),
+        ]  # fmt: skip
+    return cases
+
+
+def test_a_damaged_migration_record_is_reported_as_damage(store_url: str) -> None:
+    for tamper, problem in _damage_cases(make_engine(store_url).dialect.name):
+        engine = make_engine(store_url)
+        EventStore(engine)
+        with engine.begin() as conn:
+            conn.execute(text(tamper))
+        runner = CliRunner()
+        result = runner.invoke(cli.main, ["--db", store_url, "verify"])
+        assert result.exit_code == 1, (tamper, result.output)
+        assert result.stderr.startswith("FAILED: ") and problem in result.stderr, (tamper, result.stderr)
+        assert len(result.stderr.splitlines()) == 1 and "--resume" not in result.stderr
+        as_json = runner.invoke(cli.main, ["--db", store_url, "verify", "--json"])
+        assert as_json.exit_code == 1 and problem in as_json.stdout
+        other = runner.invoke(cli.main, ["--db", store_url, "runs"])  # refused, in one line, no unrelated hint
+        assert other.exit_code == 2 and problem in other.stderr and "--resume" not in other.stderr, other.output
+        with engine.begin() as conn:  # back as it was, for the next case
+            conn.execute(text("DROP TABLE IF EXISTS alembic_version"))
+            conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL PRIMARY KEY)"))
+            conn.execute(text(f"INSERT INTO alembic_version VALUES ('{store_engine.head_revision()}')"))
+        assert runner.invoke(cli.main, ["--db", store_url, "verify"]).exit_code == 0
+        engine.dispose()
+
+
+KILL_DURING_FIRST_UPGRADE = """
+import os, sys
+from sqlalchemy import event
+from evalstore.store.engine import ensure_current, make_engine
+engine = make_engine(sys.argv[1])
+@event.listens_for(engine, "after_cursor_execute")
+def _kill(conn, cursor, statement, *args):
+    if "CREATE TABLE runs" in statement:
+        os.kill(os.getpid(), 9)
+ensure_current(engine)
+"""
+
+
+def test_a_first_upgrade_killed_midway_leaves_a_file_every_command_opens(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "store.db"
+    done = subprocess.run([sys.executable, "-c", KILL_DURING_FIRST_UPGRADE, str(path)], timeout=60, check=False)
+    assert done.returncode == -9 and path.exists()
+    runner = CliRunner()
+    for args in (["runs"], ["verify"]):
+        result = runner.invoke(cli.main, ["--db", str(path), *args])
+        assert result.exit_code == 0, (args, result.output)
+    assert store_engine.current_revision(make_engine(str(path))) == store_engine.head_revision()

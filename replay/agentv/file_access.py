@@ -3,15 +3,18 @@
 AgentV resolves a relative ContentFile path against the workspace path, else the target's configured
 ``cwd``, else the process cwd (agentv-formats §3.3). An import looks in the same places (after the
 sidecar folders of the run), but reads a file only when it resolves, symlinks followed, inside a root the
-user chose: the imported path, the current directory, the configured ``cwd`` of the run's target (from the
-user's own targets file) and every ``--files-root``. Paths named inside the imported files
+user chose: the imported path (the folder of an imported file), the configured ``cwd`` of the run's target
+(from the user's own targets file) and every ``--files-root``. The current directory is where a relative
+path is looked for, not a root: importing a foreign results file from one's home folder must not store
+``.ssh/id_rsa`` because a row names it (``--files-root .`` allows it when meant). Paths named inside the imported files
 (``workspace_path``, absolute paths, ``file://`` URLs) are data, not permission: a file they point at
 outside the roots is recorded as refused, with the reason and the flag that would allow it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,6 +24,26 @@ from evalstore.replay.errors import ReplayError
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 
 REFUSED_HINT = "pass --files-root DIR to allow files under DIR"
+MAX_FILE_BYTES_ENV = "EVALSTORE_MAX_FILE_BYTES"
+DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
+"""The largest file an import stores (a file's bytes are held in memory, and twice while encoded: a 1 GB
+artifact peaked at 2.1 GB). A larger one is recorded as refused, saying how to raise the cap."""
+
+
+def max_file_bytes(environ: Mapping[str, str] | None = None) -> int:
+    """The cap on one imported file: ``EVALSTORE_MAX_FILE_BYTES`` (bytes), else :data:`DEFAULT_MAX_FILE_BYTES`."""
+    raw = (os.environ if environ is None else environ).get(MAX_FILE_BYTES_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value <= 0:
+        raise ReplayError(
+            f"{MAX_FILE_BYTES_ENV}={raw!r}: give the largest file to import, in bytes (a positive integer)"
+        )
+    return value
 
 
 @dataclass
@@ -30,9 +53,17 @@ class FileAccess:
     target_cwds: dict[str, Path] = field(default_factory=dict)
     """Each target's configured ``cwd``, resolved, from the user's targets file."""
     cwd: Path = field(default_factory=Path.cwd)
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES
+    """Larger files are refused (:func:`max_file_bytes`)."""
 
     def allowed(self, real: Path) -> bool:
         return any(real.is_relative_to(root) for root in self.roots)
+
+    def allowed_eval(self, real: Path) -> bool:
+        """An eval file the results name (and the files it references) may also lie under the current
+        directory: AgentV names it relative to the repository it ran in, which one imports from. It is
+        used only when it loads as an eval file; a file a row names as the agent's is not read there."""
+        return self.allowed(real) or real.is_relative_to(self.cwd)
 
     def resolve(self, f: ImportedFile, workspace: str | None, target: str | None) -> ImportedFile:
         """The file resolved in AgentV's order (``resolved`` is real already: symlinks followed), and refused
@@ -44,6 +75,16 @@ class FileAccess:
             return replace(f, resolved=None)
         if not self.allowed(found):
             reason = f"{found} is outside the folders this import may read; {REFUSED_HINT}"
+            return replace(f, resolved=None, refused=reason)
+        try:
+            size = found.stat().st_size
+        except OSError:
+            return replace(f, resolved=None)
+        if size > self.max_bytes:
+            reason = (
+                f"{found} is {size} bytes, more than an import stores ({self.max_bytes}); "
+                f"set {MAX_FILE_BYTES_ENV} to a larger number of bytes to import it"
+            )
             return replace(f, resolved=None, refused=reason)
         return replace(f, resolved=found)
 
@@ -64,13 +105,14 @@ class FileAccess:
 def file_access(
     imported: Path, eval_file: str | None, targets_path: Path | None, files_roots: Sequence[Path]
 ) -> FileAccess:
-    """The roots of one import: the imported path, the cwd, the targets' configured ``cwd`` and ``--files-root``."""
+    """The roots of one import: the imported path, the targets' configured ``cwd`` and ``--files-root``
+    (not the current directory, which is only where relative paths are looked for)."""
     for root in files_roots:
         if not root.is_dir():
             raise ReplayError(f"{root}: not a directory (--files-root)")
     cwd = Path.cwd().resolve()
     base = imported if imported.is_dir() else imported.parent
-    roots = [base.resolve(), cwd, *(r.resolve() for r in files_roots)]
+    roots = [base.resolve(), *(r.resolve() for r in files_roots)]
     target_cwds: dict[str, Path] = {}
     if targets_path is None and eval_file:
         targets_path = find_targets_file(eval_file)
@@ -85,7 +127,7 @@ def file_access(
                 if folder.is_dir():
                     target_cwds[name] = folder
     roots.extend(target_cwds.values())
-    return FileAccess(roots=roots, target_cwds=target_cwds, cwd=cwd)
+    return FileAccess(roots=roots, target_cwds=target_cwds, cwd=cwd, max_bytes=max_file_bytes())
 
 
 def guarded(source: ImportSource, access: FileAccess) -> ImportSource:

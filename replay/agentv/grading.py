@@ -57,6 +57,8 @@ def verdict_from_score(entry: dict[str, Any], position: int) -> ImportedVerdict:
     name = entry.get("name") or entry.get("type") or f"grader-{position + 1}"
     if score is None:
         raise ValueError(f"scores[{position}] ({name}): missing or invalid score")
+    if not 0.0 <= score <= 1.0:
+        raise ValueError(f"scores[{position}] ({name}): score {score:g} is outside 0..1")
     weight = finite_number(entry.get("weight"))
     request = entry.get("input")
     details = entry["details"] if isinstance(entry.get("details"), dict) else None

@@ -15,7 +15,9 @@ from typing import TypedDict
 from pydantic import ValidationError
 
 from evalstore.replay.agentv import ImportedTest, SkippedLine, bad_line
+from evalstore.replay.agentv.file_access import max_file_bytes
 from evalstore.replay.evalfile.graders import unique_names
+from evalstore.replay.regular_files import read_regular
 from evalstore.store import NewEvent
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
@@ -150,8 +152,8 @@ def test_events(
     for f in item.files:
         data = None
         if f.resolved is not None:
-            try:
-                data = f.resolved.read_bytes()
+            try:  # a regular file only (a FIFO would block), and not grown past the cap since it was checked
+                data = read_regular(f.resolved, max_bytes=max_file_bytes())
             except OSError:
                 data = None
         if data is not None:
@@ -189,7 +191,8 @@ def test_events(
         )
     )
     # Two graders of one name (AgentV allows it) become name, name-2, as the eval file parser names them.
-    for v, name in zip(item.verdicts, unique_names([v.name for v in item.verdicts])):
+    names = unique_names([v.name for v in item.verdicts])
+    for v, name in zip(item.verdicts, names):
         prompt_sha = _json_blob(v.rendered_prompt, blobs) if v.rendered_prompt is not None else None
         batch.append(
             NewEvent(
@@ -232,6 +235,7 @@ def test_events(
         source=source,
         produced_at=item.raw_row.get("timestamp") if isinstance(item.raw_row.get("timestamp"), str) else None,
         row_fields=item.row_fields,
+        graders=list(names),
     )
     batch.append(NewEvent(scored, ids.next("scored")))
     return scored

@@ -306,7 +306,7 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
         if real in used:
             return
         used.add(real)
-        if check and not access.allowed(real):
+        if check and not access.allowed_eval(real):
             notes.append(_not_used(candidate, candidate))
             return
         try:
@@ -315,7 +315,7 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
             if not check and not unloadable:  # the run's own copy: say why its test cannot be regraded
                 unloadable.append(f"the run's copy of a test's eval, {candidate}, was not used: {exc}")
             return
-        outside = [p for _, p, _ in suite.referenced_files if not access.allowed(Path(p).resolve())]
+        outside = [p for _, p, _ in suite.referenced_files if not access.allowed_eval(Path(p).resolve())]
         if check and outside:
             notes.append(_not_used(candidate, Path(outside[0])))
             return

@@ -114,6 +114,8 @@ def check_row(row: dict[str, Any]) -> tuple[str, float]:
     if score is None:
         hint = "; this is an AgentV replay fixture, not a result file" if "fixture_id" in row else ""
         raise RowError(f"Missing or invalid score for test {test_id!r}{hint}")
+    if not 0.0 <= score <= 1.0:
+        raise RowError(f"score {score:g} for test {test_id!r} is outside 0..1, where AgentV's scores lie")
     return test_id, score
 
 

@@ -40,6 +40,8 @@ def inside(path: Path, folder: Path) -> bool:
 
 def within(path: Path, folder: Path, what: str) -> Path:
     """``path``, which a row names as ``what`` and which must lie inside ``folder``: else a bad row."""
+    if "\x00" in str(path):  # no file has such a name; the OS would refuse it with a ValueError
+        raise RowError(f"{what} holds a NUL byte, which no path can")
     if not inside(path, folder):
         raise RowError(f"{what} points outside {folder}; refusing to read it")
     return path

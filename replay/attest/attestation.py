@@ -14,6 +14,11 @@ The file (``"format": "evalstore-attestation"``, ``"version": 1``) holds
 own fields, each inclusion proof, and that every claim in the predicate is what its event says. The proof
 of one event is ``ceil(log2 size)`` hashes at most, so files and checks grow with the log's logarithm.
 
+Each result's verdicts are exactly the graders its ``test_scored`` event names (``graders``): one left out,
+listed twice or foreign is refused, so "N verdicts proven" is the whole set. The file is read strictly: a
+duplicate JSON key, a field the format does not have, another ``predicateType``, or a claim of another JSON
+type than its event's (``"passed": 0`` for false) is refused.
+
 An attestation proves that these events were in the log when the checkpoint was signed. It does not prove
 that the run has no later results (a resumed test scored again after the checkpoint), nor that what the
 agent or the judge said was honest.
@@ -70,6 +75,12 @@ def _ref(ev: StoredEvent) -> dict[str, Any]:
 
 def _snapshot_digest(started: RunStarted) -> str:
     return digest_json([f.model_dump(mode="json") for f in started.eval_snapshot])
+
+
+def _aggregated(by_grader: dict[str, StoredEvent], scored: TestScored, seq: int) -> list[StoredEvent]:
+    """The verdicts a score aggregates: those of the graders it names, recorded before it."""
+    names = scored.graders if scored.graders is not None else list(by_grader)
+    return [by_grader[n] for n in names if n in by_grader and by_grader[n].seq < seq]
 
 
 def build_attestation(store: EventStore, run_id: str) -> dict[str, Any]:
@@ -137,7 +148,7 @@ def build_attestation(store: EventStore, run_id: str) -> dict[str, Any]:
                 **_ref(ev),
                 "verdicts": [
                     {"grader": v.event.grader, "score": v.event.score, "verdict": v.event.verdict, **_ref(v)}  # type: ignore[attr-defined]
-                    for v in sorted(verdicts.get(key, {}).values(), key=lambda e: e.seq)
+                    for v in sorted(_aggregated(verdicts.get(key, {}), p, ev.seq), key=lambda e: e.seq)
                 ],
             }
         )
@@ -186,6 +197,80 @@ class _Failed(Exception):
     pass
 
 
+# The fields each object of the file has, no more and no fewer (``parent_run_id`` and ``target`` may be null).
+_DOC_FIELDS = {"format", "version", "statement", "checkpoint", "events"}
+_STATEMENT_FIELDS = {"_type", "subject", "predicateType", "predicate"}
+_PREDICATE_FIELDS = {
+    "run_id", "kind", "parent_run_id", "suite", "eval_snapshot_digest", "run_started", "run_completed", "log", "results"
+}  # fmt: skip
+_RESULT_FIELDS = {"test_id", "target", "attempt", "score", "passed", "status", "seq", "event_hash", "verdicts"}
+_VERDICT_FIELDS = {"grader", "score", "verdict", "seq", "event_hash"}
+_EVENT_FIELDS = {*ENVELOPE_FIELDS, "inclusion_proof"}
+
+
+def load_attestation(text: str, where: str) -> Any:
+    """The JSON of an attestation file, read strictly: a key given twice in one object (which a reader
+    that keeps the first and one that keeps the last would see differently) or nesting too deep to read
+    is :class:`AttestationFormatError`, in one line naming ``where``."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise AttestationFormatError(f"{where}: not an evalstore attestation: the key {key!r} is given twice")
+            seen[key] = value
+        return seen
+
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except json.JSONDecodeError as exc:
+        raise AttestationFormatError(f"{where}: not JSON: {exc}") from None
+    except RecursionError:
+        raise AttestationFormatError(f"{where}: not an evalstore attestation: nested too deep to read") from None
+
+
+def _exact(obj: Any, fields: set[str], where: str) -> None:
+    if not isinstance(obj, dict):
+        raise AttestationFormatError(f"not an evalstore attestation: {where} is not an object")
+    extra, missing = sorted(set(obj) - fields), sorted(fields - set(obj))
+    if extra:
+        raise AttestationFormatError(f"not an evalstore attestation: {where} has a field it cannot have: {extra[0]}")
+    if missing:
+        raise AttestationFormatError(f"not an evalstore attestation: {where}.{missing[0]} is missing")
+
+
+def _check_shape(doc: Any) -> None:
+    """Every object has exactly its fields: a field a reader does not check is a claim nobody proved."""
+    _exact(doc, _DOC_FIELDS, "attestation")
+    _exact(doc["statement"], _STATEMENT_FIELDS, "statement")
+    statement = doc["statement"]
+    if statement["_type"] != STATEMENT_TYPE or statement["predicateType"] != PREDICATE_TYPE:
+        raise AttestationFormatError(
+            f"not an evalstore attestation: the statement must be {STATEMENT_TYPE} with predicateType {PREDICATE_TYPE}"
+        )
+    _exact(statement["predicate"], _PREDICATE_FIELDS, "predicate")
+    predicate = statement["predicate"]
+    for name in ("run_started", "run_completed"):
+        _exact(predicate[name], {"seq", "event_hash"}, f"predicate.{name}")
+    _exact(predicate["log"], {"origin", "size", "root_hash"}, "predicate.log")
+    for i, result in enumerate(predicate["results"] if isinstance(predicate["results"], list) else []):
+        _exact(result, _RESULT_FIELDS, f"predicate.results[{i}]")
+        for j, verdict in enumerate(result["verdicts"] if isinstance(result["verdicts"], list) else []):
+            _exact(verdict, _VERDICT_FIELDS, f"predicate.results[{i}].verdicts[{j}]")
+    for i, raw in enumerate(doc["events"] if isinstance(doc["events"], list) else []):
+        _exact(raw, _EVENT_FIELDS, f"events[{i}]")
+
+
+def _same(claimed: Any, actual: Any) -> bool:
+    """Equal and of the same JSON type: ``0`` is not ``false``, ``1`` is not ``1.0``... except that a
+    whole-number float reads back from JSON as a float, so a float claim is compared as a float."""
+    if isinstance(actual, bool) or isinstance(claimed, bool):
+        return type(claimed) is type(actual) and claimed == actual
+    if isinstance(actual, float) and isinstance(claimed, int | float):
+        return isinstance(claimed, float) and claimed == actual
+    return type(claimed) is type(actual) and claimed == actual
+
+
 def _field(obj: Any, name: str, kind: type | tuple[type, ...], where: str) -> Any:
     if not isinstance(obj, dict) or name not in obj or not isinstance(obj[name], kind):
         raise AttestationFormatError(f"not an evalstore attestation: {where}.{name} is missing or of the wrong type")
@@ -197,6 +282,7 @@ def verify_attestation(doc: Any, key: VerifierKey) -> AttestationCheck:
     a check that fails returns the first problem in one line."""
     if _field(doc, "format", str, "attestation") != FORMAT or _field(doc, "version", int, "attestation") != VERSION:
         raise AttestationFormatError(f"not an {FORMAT} version {VERSION} file")
+    _check_shape(doc)
     statement = _field(doc, "statement", dict, "attestation")
     predicate = _field(statement, "predicate", dict, "statement")
     run_id = _field(predicate, "run_id", str, "predicate")
@@ -213,6 +299,8 @@ def verify_attestation(doc: Any, key: VerifierKey) -> AttestationCheck:
             raise AttestationFormatError(
                 f"not an evalstore attestation: events[{i}].inclusion_proof is not hex"
             ) from None
+        if raw["seq"] in events:
+            raise AttestationFormatError(f"not an evalstore attestation: event seq {raw['seq']} is given twice")
         events[raw["seq"]] = raw
     n_verdicts = sum(len(r.get("verdicts") or []) for r in results if isinstance(r, dict))
     check = AttestationCheck(run_id, len(results), n_verdicts, checkpoint.origin, checkpoint.size, key.name)
@@ -285,20 +373,45 @@ def _check_result(events: dict[int, dict], result: Any) -> None:
     name = f"test {result.get('test_id')!r}"
     scored = _claimed_event(events, result, TestScored, name)
     for field in ("test_id", "target", "attempt", "score", "passed", "status"):
-        if result.get(field) != getattr(scored, field):
+        if not _same(result.get(field), getattr(scored, field)):
             raise _Failed(f"{name}: claimed {field} {result.get(field)!r}, its event says {getattr(scored, field)!r}")
-    for verdict in result.get("verdicts") or []:
+    listed = result.get("verdicts")
+    if not isinstance(listed, list):
+        raise _Failed(f"{name}: its verdicts are not a list")
+    seqs: set[int] = set()
+    for verdict in listed:
         if not isinstance(verdict, dict):
             raise _Failed(f"{name}: a verdict is not an object")
         vname = f"{name} grader {verdict.get('grader')!r}"
         event = _claimed_event(events, verdict, VerdictRecorded, vname)
+        if verdict["seq"] in seqs:
+            raise _Failed(f"{vname}: its verdict (event seq {verdict['seq']}) is listed twice")
+        seqs.add(verdict["seq"])
         if _result_key(event) != _result_key(scored):
             raise _Failed(f"{vname}: its event is a verdict on another test")
+        if verdict["seq"] > result["seq"]:
+            raise _Failed(f"{vname}: its verdict was recorded after the test's score, not one the score aggregates")
         for field in ("grader", "score", "verdict"):
-            if verdict.get(field) != getattr(event, field):
+            if not _same(verdict.get(field), getattr(event, field)):
                 raise _Failed(
                     f"{vname}: claimed {field} {verdict.get(field)!r}, its event says {getattr(event, field)!r}"
                 )
+    # Complete: exactly the graders the score names, each once.
+    if scored.graders is None:
+        raise _Failed(
+            f"{name}: its test_scored event (seq {result['seq']}) does not name its graders (recorded by an older "
+            "evalstore), so its verdicts cannot be proven complete"
+        )
+    claimed = sorted(str(v.get("grader")) for v in listed)
+    if claimed != sorted(scored.graders):
+        left_out = [g for g in scored.graders if g not in claimed]
+        what = f"leaves out grader {left_out[0]!r}" if left_out else "lists graders its score does not aggregate"
+        if not left_out and len(claimed) != len(set(claimed)):
+            what = "lists a grader twice"
+        raise _Failed(
+            f"{name}: the attestation {what}: its score aggregates {len(scored.graders)} verdicts "
+            f"({', '.join(scored.graders) or 'none'}), it lists {len(claimed)}"
+        )
 
 
 def _check_complete(events: dict[int, dict], ref: Any, results: list[Any]) -> None:

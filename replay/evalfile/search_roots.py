@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from evalstore.replay.errors import ReferenceNotFoundError
+from evalstore.replay.regular_files import read_regular
 
 PROJECT_MARKERS = (".git", ".agentv")
 FILE_SCHEME = "file://"
@@ -59,7 +60,7 @@ class DiskResolver:
         return path.is_file()
 
     def read_bytes(self, path: Path) -> bytes:
-        return path.read_bytes()
+        return read_regular(path)  # a FIFO named as an eval or prompt file would block for ever
 
     def is_dir(self, path: Path) -> bool:
         return path.is_dir()

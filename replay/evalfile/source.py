@@ -124,6 +124,7 @@ def load_yaml(text: str, file: str, warnings: list[str]) -> tuple[Any, LineMap]:
         node = loader.get_single_node()
         if node is not None:
             _check_depth(node, file)
+            check_expansion(node, file)
             # Walked before construction, which folds merge keys (`<<: *x`) into their mappings: a key
             # written beside a merge overrides the merged one and is no duplicate.
             lines[()] = node.start_mark.line + 1
@@ -164,6 +165,55 @@ def _check_depth(root: yaml.Node, file: str) -> None:
             stack.extend((child, depth + 1) for pair in node.value for child in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((child, depth + 1) for child in node.value)
+
+
+MAX_ALIAS_EXPANSION = 100_000
+"""How many values aliases may add to a YAML file beyond those written in it. An anchor used a few times
+(``<<: *defaults``) adds a handful; a 500-byte file of nine aliases of nine aliases (an alias bomb) adds
+hundreds of millions, which took 37 s and 4 GB to build and 420 MB to store."""
+
+
+def check_expansion(root: yaml.Node, file: str) -> None:
+    """An error when the values ``root`` stands for, aliases expanded, outnumber the nodes written by more
+    than :data:`MAX_ALIAS_EXPANSION` (counted on the node graph, without expanding: each node's size once,
+    iteratively); a recursive alias counts as too many."""
+    size: dict[int, int] = {}
+    written = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    pending: set[int] = set()
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            pending.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in _children(node))
+            continue
+        if key in size:
+            continue
+        if key in pending:  # an alias of a node inside itself: it never ends
+            raise EvalFileError(
+                file, node.start_mark.line + 1, None, "a recursive alias (an anchor used inside itself)"
+            )
+        pending.add(key)
+        written += 1
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in size)
+    if size[id(root)] - written > MAX_ALIAS_EXPANSION:
+        raise EvalFileError(
+            file,
+            root.start_mark.line + 1,
+            None,
+            f"its aliases expand to {size[id(root)]} values, more than {MAX_ALIAS_EXPANSION} beyond the "
+            f"{written} written (an alias bomb?); write the values out or alias less",
+        )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def nesting_depth(value: Any) -> int:

@@ -314,6 +314,7 @@ class ConversationGrader:
             threshold=self.threshold,
             error=f"{first.grader}: {first.assertions[0].text}" if first and first.assertions else None,
             produced_at=produced_now(),
+            graders=[e.verdict.grader for e in entries],
         )
 
 

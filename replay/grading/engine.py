@@ -188,6 +188,7 @@ def grade_test(
         threshold=threshold,
         error=outcome.error,
         produced_at=produced_now(),
+        graders=[v.grader for _, v in verdicts],
     )
     recorder.record(scored)
     return TestGrade(scored=scored, verdicts=verdicts)

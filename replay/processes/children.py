@@ -1,8 +1,16 @@
-"""Running a child process the way converters and code graders need it.
+"""Running a child process the way agents, converters and code graders need it.
 
 One place for the rules: argv only (never a shell), stdin bytes written by a thread so a child that
 does not read cannot block us, a wall-clock timeout, an output cap, and the whole process group
 killed when either limit is hit -- a converter that forks ``sleep 1000`` must not outlive the grade.
+
+And one place for what a child sees and what is kept of what it says (issue 29 item 5):
+:func:`child_environment` is the environment every child gets (AgentV passes its whole environment; so
+do we, less evalstore's own settings and the variables only a judge's target references, which are
+withheld unless the agent's own target names them, see :func:`withholding`), and every child's stdout
+and stderr pass :func:`~evalstore.replay.targetsfile.redaction.environment_mask` before anyone can
+store them: the value of every secret-looking variable and every URL password, as written and as JSON
+escapes it.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO
 
@@ -91,13 +99,52 @@ class ChildResult:
 
 OWN_SETTINGS_PREFIX = "EVALSTORE_"
 
+_withheld: frozenset[str] = frozenset()
+_withheld_lock = threading.Lock()
+_holds: list[frozenset[str]] = []
+
+
+def withhold(names: Iterable[str]) -> Callable[[], None]:
+    """From now until the returned function is called: ``names`` are kept from every child process (the
+    variables only a run's or replay's judges' targets reference, less those the agent's own target
+    names). Process wide, since graders start on worker threads; several at once add up."""
+    held = frozenset(names)
+    with _withheld_lock:
+        _holds.append(held)
+        _refresh()
+
+    def release() -> None:
+        with _withheld_lock:
+            if held in _holds:
+                _holds.remove(held)
+                _refresh()
+
+    return release
+
+
+@contextlib.contextmanager
+def withholding(names: Iterable[str]) -> Iterator[None]:
+    """:func:`withhold` for the length of a ``with`` block."""
+    release = withhold(names)
+    try:
+        yield
+    finally:
+        release()
+
+
+def _refresh() -> None:
+    global _withheld
+    _withheld = frozenset().union(*_holds)
+
 
 def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``env`` (else this process's) without evalstore's own settings (``EVALSTORE_*``): they are not the
-    child's business (the store URL may carry a password), and a code grader's reuse key, which holds its
-    environment, would change with where the store is named."""
+    """The environment a child process gets (the one rule, for agents, graders, converters and hooks):
+    ``env`` (else this process's) as AgentV passes it, without evalstore's own settings (``EVALSTORE_*``:
+    not the child's business, the store URL may carry a password, and a code grader's reuse key would
+    change with where the store is named) and without the variables :func:`withhold` names."""
     source = os.environ if env is None else env
-    return {k: v for k, v in source.items() if not k.startswith(OWN_SETTINGS_PREFIX)}
+    hidden = _withheld
+    return {k: v for k, v in source.items() if not k.startswith(OWN_SETTINGS_PREFIX) and k not in hidden}
 
 
 def run_child(
@@ -156,6 +203,19 @@ def run_child(
             _cancelled.discard(proc.pid)
     if cancelled:
         raise Cancelled(f"{argv[0]} was stopped: the run was interrupted")
+    return _masked(result, env)
+
+
+def _masked(result: ChildResult, env: Mapping[str, str] | None) -> ChildResult:
+    """What the child printed of a secret of its environment or ours (``redaction.environment_mask``:
+    secret-looking variables, URL passwords, as written and JSON-escaped), masked before anyone keeps it."""
+    from dataclasses import replace
+
+    from evalstore.replay.targetsfile.redaction import environment_mask
+
+    mask = environment_mask(env)
+    if mask and (mask.holds(result.stdout) or mask.holds(result.stderr)):
+        result = replace(result, stdout=mask.data(result.stdout), stderr=mask.data(result.stderr))
     return result
 
 

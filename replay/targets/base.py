@@ -24,6 +24,7 @@ from evalstore.replay.errors import TargetConfigError
 from evalstore.replay.evalfile.specs import EvalTest
 from evalstore.replay.targets.secrets import redact, resolve, target_mask, unresolve
 from evalstore.replay.targetsfile.loader import TargetEntry
+from evalstore.replay.targetsfile.redaction import environment_mask
 
 TargetStatus = Literal["ok", "error", "timeout"]
 
@@ -180,7 +181,10 @@ def run_target(
         outcome = provider(request)
     # Everything kept from the exchange passes the one redaction rule: an agent or endpoint echoing its
     # key (in its answer, an error, stderr) is stored with the reference where the key stood.
-    mask, answer_mask = target_mask(spec.fields, config), target_mask(spec.fields, config, secrets_only=True)
+    # And evalstore's own environment's secrets and URL passwords, which the agent inherits (as AgentV's do).
+    env_mask = environment_mask()
+    mask = target_mask(spec.fields, config) | env_mask
+    answer_mask = target_mask(spec.fields, config, secrets_only=True) | env_mask
     return replace(
         outcome,
         messages=[Message.model_validate(answer_mask.value(m.model_dump(exclude_none=True))) for m in outcome.messages],

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from evalstore.replay.content import FileBlock, Message, last_assistant, question_text
 from evalstore.replay.processes.children import run_child
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
+from evalstore.replay.targetsfile.loader import ENV_REFERENCE
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 MAX_ANSWER_BYTES = 50 * 1024 * 1024
@@ -68,7 +69,7 @@ def field_value(config: dict[str, Any], key: str) -> Any:
 def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
     """Check the configuration and run the ``healthcheck`` once, before any test runs; a failure
     raises TargetConfigError, so a broken target stops the run before it is recorded."""
-    command = _command(spec, config)
+    command = _command(spec, config, field_value(spec.fields, "command"))
     _cwd(spec, config, eval_dir, eval_dir)
     positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
     env = _environment(spec, config)
@@ -80,7 +81,7 @@ def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
 
 def run(request: RunRequest) -> TargetOutcome:
     spec, config = request.spec, request.config
-    command = _command(spec, config)
+    command = _command(spec, config, field_value(spec.fields, "command"))
     cwd = _cwd(spec, config, request.eval_dir, request.workspace)
     timeout = request.timeout or positive_seconds(spec, field_value(config, "timeout_seconds"), "timeout_seconds")
     timeout = timeout or DEFAULT_TIMEOUT_SECONDS
@@ -215,9 +216,15 @@ def _messages(items: list[Any]) -> list[Message]:
     return messages
 
 
-def _command(spec: TargetSpec, config: dict[str, Any]) -> str | list[str]:
+def _command(spec: TargetSpec, config: dict[str, Any], unresolved: Any) -> str | list[str]:
+    """The command, resolved. A string runs through ``sh -c``, so each ``${{ VAR }}`` in it is filled
+    shell-quoted from the ``unresolved`` command (the field as written), as
+    ``{PROMPT}`` is: a value holding ``'x; touch PWNED'`` or a ``"`` stays one word. AgentV fills it
+    raw; this difference is deliberate (docs/usage.md)."""
     command = field_value(config, "command")
     if isinstance(command, str) and command.strip():
+        if isinstance(unresolved, str):
+            return ENV_REFERENCE.sub(lambda m: _quote(os.environ.get(m.group(1), "")), unresolved)
         return command
     if isinstance(command, list) and command and all(isinstance(a, (str, int, float)) for a in command):
         return [str(a) for a in command]
@@ -405,7 +412,12 @@ def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir:
         if not 200 <= status < 300:
             raise spec.fail(f"healthcheck failed: GET {url} answered HTTP {status}")
         return
-    command = _command(spec, {"command": field_value(check, "command")})
+    written = spec.fields.get("healthcheck")
+    command = _command(
+        spec,
+        {"command": field_value(check, "command")},
+        field_value(written, "command") if isinstance(written, dict) else None,
+    )
     cwd = _cwd(spec, check, eval_dir, _cwd(spec, config, eval_dir, eval_dir))
     values = {"PROMPT": "", "PROMPT_FILE": "", "OUTPUT_FILE": "", "EVAL_ID": "healthcheck"}
     argv = _render(command, values, [], "{path}")

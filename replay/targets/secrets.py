@@ -10,13 +10,12 @@ through :func:`unresolve` first, so it shows the reference where the resolved va
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from evalstore.replay.errors import TargetConfigError
 from evalstore.replay.targetsfile.loader import interpolate, references
-from evalstore.replay.targetsfile.redaction import REDACTED, SecretMask, looks_secret, redact
+from evalstore.replay.targetsfile.redaction import REDACTED, URL, SecretMask, looks_secret, redact
 
 __all__ = ["REDACTED", "looks_secret", "redact", "resolve", "target_mask", "unresolve"]
 
@@ -44,9 +43,6 @@ def resolve(
     return dict(interpolate(dict(config), env, where=f"target '{target}'"))
 
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
-
-
 def target_mask(
     config: Mapping[str, Any],
     resolved: Any = None,
@@ -62,7 +58,7 @@ def target_mask(
     ``secrets_only`` (for the agent's answer, which a plain ``${{ GREETING }}`` may rightly be part of)
     keeps to variables that look secret by their name or the key they stand under."""
     values = reference_values(config, secrets_only=secrets_only, environ=environ)
-    return SecretMask.of(references=values, urls=[url for text in _strings(resolved) for url in _URL.findall(text)])
+    return SecretMask.of(references=values, urls=[url for text in _strings(resolved) for url in URL.findall(text)])
 
 
 def reference_values(

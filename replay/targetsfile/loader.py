@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from evalstore.replay.errors import TargetsFileError
-from evalstore.replay.evalfile.source import Yaml12Loader
+from evalstore.replay.errors import EvalFileError, TargetsFileError
+from evalstore.replay.evalfile.source import Yaml12Loader, check_expansion
 
 ENV_REFERENCE = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 """``${{ NAME }}``: a reference to an environment variable (AgentV's interpolation syntax)."""
@@ -256,7 +256,11 @@ def load_targets_file(path: str | Path) -> TargetsFile:
         raise TargetsFileError(f"{path}: cannot read targets file ({exc.strerror})") from None
     try:
         root = yaml.compose(text)
+        if root is not None:  # an alias bomb is refused before it is built
+            check_expansion(root, str(path))
         data = yaml.load(text, Loader=Yaml12Loader)
+    except EvalFileError as exc:
+        raise TargetsFileError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -196,16 +198,21 @@ class SecretMask:
             if looks_secret(name):
                 shown.update(dict.fromkeys(_header_forms(value), REDACTED))
         for url in urls:
-            shown.update(dict.fromkeys(_userinfo_forms(url), REDACTED))
+            shown.update(dict.fromkeys(_escaped(_userinfo_forms(url)), REDACTED))
         for name, value in (references or {}).items():
-            # As written, and as a JSON reply or a grader's JSON output escapes it (quotes, backslashes,
-            # non-ASCII as \\u escapes).
-            forms = {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-            shown.update(dict.fromkeys(forms, f"${{{{ {name} }}}}"))
+            shown.update(dict.fromkeys(_escaped([value]), f"${{{{ {name} }}}}"))
         return cls(shown)
+
+    def holds(self, data: bytes) -> bool:
+        """Whether ``data`` holds any of the secrets (as UTF-8)."""
+        return any(secret.encode() in data for secret, _ in self._pairs)
 
     def __bool__(self) -> bool:
         return bool(self._pairs)
+
+    def __or__(self, other: SecretMask) -> SecretMask:
+        """Both masks' secrets (this one's way of showing a secret both hold wins)."""
+        return SecretMask({**dict(other._pairs), **dict(self._pairs)})
 
     def text(self, text: str) -> str:
         for secret, shown in self._pairs:
@@ -215,7 +222,7 @@ class SecretMask:
 
     def data(self, data: bytes) -> bytes:
         """Bytes (a reply body) masked as UTF-8 text; left byte for byte as they are unless they hold a secret."""
-        if not any(secret.encode() in data for secret, _ in self._pairs):
+        if not self.holds(data):
             return data
         return self.text(data.decode("utf-8", errors="replace")).encode("utf-8")
 
@@ -228,6 +235,40 @@ class SecretMask:
         if isinstance(value, (list, tuple)):
             return [self.value(v) for v in value]
         return value
+
+
+def _escaped(forms: Iterable[str]) -> set[str]:
+    """Each form as written, and as a JSON reply or a grader's JSON output escapes it (quotes, backslashes,
+    non-ASCII as \\u escapes), once and inside a JSON string that is itself escaped again."""
+    out: set[str] = set()
+    for form in forms:
+        for ascii_only in (True, False):
+            once = json.dumps(form, ensure_ascii=ascii_only)[1:-1]
+            out.update((form, once, json.dumps(once, ensure_ascii=ascii_only)[1:-1]))
+    return out
+
+
+# Secret-looking by name, but the shell's working folders: masking them would rewrite every path.
+_NOT_SECRETS = frozenset({"PWD", "OLDPWD"})
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+"""A URL inside text, up to white space or a quote (for the user info the mask looks for)."""
+_looks_secret = lru_cache(maxsize=4096)(looks_secret)  # the same few dozen names, for every child
+
+
+def environment_mask(env: Mapping[str, str] | None = None) -> SecretMask:
+    """The mask for whatever a child process (agent, grader, converter, hook) says: the value of every
+    variable of ``env`` and of evalstore's own environment whose name looks secret (``OPENAI_API_KEY``,
+    ``GITHUB_TOKEN``), shown as its ``${{ NAME }}`` reference, and every URL password found in any of
+    their values (``DB_URL=postgresql://bob:pw@host``) as ``REDACTED``."""
+    merged = {**os.environ, **(env or {})}
+    secrets = tuple(sorted((k, v) for k, v in merged.items() if v and k not in _NOT_SECRETS and _looks_secret(k)))
+    urls = tuple(sorted({url for v in merged.values() if "://" in v and "@" in v for url in URL.findall(v)}))
+    return _environment_mask(secrets, urls)
+
+
+@lru_cache(maxsize=32)
+def _environment_mask(secrets: tuple[tuple[str, str], ...], urls: tuple[str, ...]) -> SecretMask:
+    return SecretMask.of(references=dict(secrets), urls=urls)
 
 
 def _header_forms(value: str) -> list[str]:

@@ -98,3 +98,37 @@ def test_after_cancel_children_no_child_starts_until_children_are_allowed_again(
     finally:
         allow_children()
     assert run_child(argv, b"", timeout=30).exit_code == 0 and marker.exists()
+
+
+# --- the environment rule and the output mask (issue 29 item 5) --------------------------------------
+
+
+def test_a_child_is_not_given_what_only_a_judge_references(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.replay.processes.children import child_environment, withholding
+
+    monkeypatch.setenv("JUDGE_ONLY_KEY", "judge-secret-value")
+    monkeypatch.setenv("EVALSTORE_DB", "postgresql://u:pw@h/db")
+    monkeypatch.setenv("PLAIN_SETTING", "kept")
+    assert child_environment()["JUDGE_ONLY_KEY"] == "judge-secret-value"  # outside a run: as AgentV passes it
+    with withholding({"JUDGE_ONLY_KEY"}):
+        env = child_environment()
+        assert "JUDGE_ONLY_KEY" not in env and "EVALSTORE_DB" not in env and env["PLAIN_SETTING"] == "kept"
+        printed = run_child(
+            [sys.executable, "-c", "import os; print(os.environ.get('JUDGE_ONLY_KEY', 'absent'))"], b"", timeout=30
+        )
+        assert printed.stdout.strip() == b"absent"
+    assert child_environment()["JUDGE_ONLY_KEY"] == "judge-secret-value"
+
+
+def test_what_a_child_prints_of_a_secret_is_masked_as_written_and_json_escaped(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SERVICE_TOKEN", 'tok-"quoted"\\x-1234')
+    monkeypatch.setenv("CACHE_URL", "redis://cache:hunter2pw@cache.example:6379/0")
+    script = (
+        "import json, os; t = os.environ['SERVICE_TOKEN']; u = os.environ['CACHE_URL']\n"
+        "print(t); print(json.dumps(t)); print(json.dumps(json.dumps(t))); print(u)\n"
+        "import sys; sys.stderr.write(json.dumps({'t': t}))"
+    )
+    child = run_child([sys.executable, "-c", script], b"", timeout=30)
+    assert child.exit_code == 0
+    assert b"tok-" not in child.stdout and b"hunter2pw" not in child.stdout and b"tok-" not in child.stderr
+    assert child.stdout.count(b"${{ SERVICE_TOKEN }}") == 3 and b"redis://***redacted***@cache.example" in child.stdout

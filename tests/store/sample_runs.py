@@ -175,6 +175,7 @@ def run_batches(
                     passed=score >= 0.8,
                     status="ok" if score >= 0.8 else "quality_failure",
                     threshold=0.8,
+                    graders=["rubric", "judge"],
                 ),
                 ids["score"],
             ),
@@ -229,3 +230,19 @@ def drop_append_only_triggers(engine: Engine) -> None:
     else:
         for table in ("events", "blobs"):
             execute(engine, f"DROP TRIGGER {table}_append_only ON {table}")
+
+
+def restore_append_only_triggers(engine: Engine) -> None:
+    """Put back what :func:`drop_append_only_triggers` removed, as the migrations made it (``verify``
+    checks the guards last, so a tampering test that expects a sound store restores them)."""
+    from evalstore.store.guards import PG_TRIGGERS, SQLITE_TRIGGERS
+
+    if engine.dialect.name == "sqlite":
+        for name, sql in SQLITE_TRIGGERS.items():
+            if not scalar(engine, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = :n", n=name):
+                execute(engine, sql)
+    else:
+        for name, (table, sql) in PG_TRIGGERS.items():
+            if name.endswith("_append_only"):
+                execute(engine, sql)
+                execute(engine, f"ALTER TABLE {table} ENABLE ALWAYS TRIGGER {name}")

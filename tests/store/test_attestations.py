@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -99,8 +101,24 @@ def test_every_kind_of_tampering_fails_with_what_differs(store: EventStore, key:
         listed = d["statement"]["predicate"]["results"]
         listed[failing] = listed[other]
 
-    def drop_the_count(d: dict) -> None:
-        del d["statement"]["predicate"]["run_completed"]
+    # Issue 29 item 4: a result's verdict set is proven whole.
+    def omit_its_failing_verdict(d: dict) -> None:
+        listed = d["statement"]["predicate"]["results"][failing]["verdicts"]
+        listed[:] = [v for v in listed if v["verdict"] != "fail"]
+
+    def omit_all_its_verdicts(d: dict) -> None:
+        d["statement"]["predicate"]["results"][failing]["verdicts"] = []
+
+    def list_a_verdict_twice(d: dict) -> None:
+        listed = d["statement"]["predicate"]["results"][failing]["verdicts"]
+        listed[:] = [listed[0], listed[0]]
+
+    def add_a_verdict_twice(d: dict) -> None:
+        listed = d["statement"]["predicate"]["results"][failing]["verdicts"]
+        listed.append(dict(listed[0]))
+
+    def passed_as_a_number(d: dict) -> None:
+        d["statement"]["predicate"]["results"][failing]["passed"] = 0
 
     cases = {
         claim_score: f"test {first['test_id']!r}: claimed score",
@@ -112,8 +130,14 @@ def test_every_kind_of_tampering_fails_with_what_differs(store: EventStore, key:
         snapshot: "predicate eval_snapshot_digest '000",
         omit_a_failure: f"the run completed with {len(results)} results",
         list_another_result_in_its_place: "a result is listed twice",
-        drop_the_count: "run_completed: no event reference",
+        omit_its_failing_verdict: f"test {results[failing]['test_id']!r}: the attestation leaves out grader 'judge': "
+        "its score aggregates 2 verdicts (rubric, judge), it lists 1",
+        omit_all_its_verdicts: f"test {results[failing]['test_id']!r}: the attestation leaves out grader 'rubric'",
+        list_a_verdict_twice: f"test {results[failing]['test_id']!r} grader 'rubric': its verdict (event seq",
+        add_a_verdict_twice: f"test {results[failing]['test_id']!r} grader 'rubric': its verdict (event seq",
+        passed_as_a_number: f"test {results[failing]['test_id']!r}: claimed passed 0, its event says False",
     }
+    assert any(v["verdict"] == "fail" for v in results[failing]["verdicts"])
     for change, problem in cases.items():
         check = verify_attestation(_tampered(doc, change), key.verifier)
         assert not check.ok and check.problem.startswith(problem), (change.__name__, check.problem)
@@ -121,6 +145,75 @@ def test_every_kind_of_tampering_fails_with_what_differs(store: EventStore, key:
     assert verify_attestation(doc, other.verifier).problem.startswith("checkpoint signature: signed by")
     with pytest.raises(AttestationFormatError, match="statement is missing"):
         verify_attestation(_tampered(doc, lambda d: d.pop("statement")), key.verifier)
+
+
+def test_an_attestation_of_another_shape_is_refused(store: EventStore, key: SigningKey) -> None:
+    # Fields a reader does not check are claims nobody proved; another predicate type is another format.
+    populate(store)
+    write_checkpoint(store, key)
+    doc = build_attestation(store, "run-a")
+    shapes = {
+        "has a field it cannot have: note": lambda d: d.update(note="all green"),
+        "predicate has a field it cannot have: reviewed": lambda d: d["statement"]["predicate"].update(reviewed=True),
+        "verdicts[0] has a field it cannot have: weight": lambda d: d["statement"]["predicate"]["results"][0][
+            "verdicts"
+        ][0].update(weight=9),
+        "events[0] has a field it cannot have: extra": lambda d: d["events"][0].update(extra=1),
+        "predicate.run_completed is missing": lambda d: d["statement"]["predicate"].pop("run_completed"),
+        "with predicateType https://evalstore.dev/attestation/run-results/v1": lambda d: d["statement"].update(
+            predicateType="https://evalstore.dev/attestation/run-results/v2"
+        ),
+    }
+    for problem, change in shapes.items():
+        with pytest.raises(AttestationFormatError, match=re.escape(problem)):
+            verify_attestation(_tampered(doc, change), key.verifier)
+    assert verify_attestation(doc, key.verifier).ok
+
+
+def test_duplicate_keys_and_deep_nesting_are_refused_by_the_cli(
+    store: EventStore, key: SigningKey, tmp_path: Path
+) -> None:
+    populate(store)
+    write_checkpoint(store, key)
+    doc = build_attestation(store, "run-a")
+    pub = tmp_path / "key.pub"
+    pub.write_text(key.verifier.encoded() + "\n")
+    text = json.dumps(doc)
+    passed = '"passed": false'
+    assert passed in text
+    cases = {
+        "duplicate.json": (text.replace(passed, '"passed": true, ' + passed, 1), "the key 'passed' is given twice"),
+        "deep.json": ("[" * 100_000 + "]" * 100_000, "nested too deep to read"),
+        "noise.json": (None, "not JSON"),
+    }
+    for name, (content, problem) in cases.items():
+        path = tmp_path / name
+        if content is None:
+            path.write_bytes(random.Random(29).randbytes(4000))
+        else:
+            path.write_text(content)
+        result = _cli("verify-attestation", str(path), "--pubkey", str(pub))
+        assert result.exit_code == 2, (name, result.output)
+        assert problem in result.stderr and len(result.stderr.splitlines()) == 1, (name, result.stderr)
+
+
+def test_a_score_that_does_not_name_its_graders_cannot_be_proven_complete(store: EventStore, key: SigningKey) -> None:
+    # Results recorded before test_scored named its graders: their verdict sets cannot be proven whole.
+    from evalstore.store import NewEvent
+    from evalstore.store.events import RunCompleted, RunStarted, TestScored, VerdictRecorded
+
+    store.append(
+        "run-old",
+        [
+            NewEvent(RunStarted(run_id="run-old", kind="recorded", threshold=0.5, tool_version="0.1")),
+            NewEvent(VerdictRecorded(test_id="t", grader="g", grader_type="contains", score=1.0, verdict="pass")),
+            NewEvent(TestScored(test_id="t", score=1.0, passed=True, status="ok", threshold=0.5)),
+            NewEvent(RunCompleted(tests=1, passed=1, failed=0, errors=0)),
+        ],
+    )
+    write_checkpoint(store, key)
+    check = verify_attestation(build_attestation(store, "run-old"), key.verifier)
+    assert check.problem is not None and check.problem.endswith("so its verdicts cannot be proven complete")
 
 
 def test_attest_refuses_a_run_whose_events_were_altered_or_that_is_not_complete(

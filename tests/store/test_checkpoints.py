@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from sample_runs import drop_append_only_triggers, execute, populate, scalar
+from sample_runs import drop_append_only_triggers, execute, populate, restore_append_only_triggers, scalar
 
 from evalstore import cli
 from evalstore.replay.attest.checkpoint import check_checkpoint, register_key
@@ -92,6 +92,7 @@ def test_a_truncated_log_fails(signed, store_url: str) -> None:  # type: ignore[
     drop_append_only_triggers(store.engine)
     execute(store.engine, "DELETE FROM events WHERE seq > :s", s=size - 3)
     store.rebuild_projections()
+    restore_append_only_triggers(store.engine)  # the attacker puts the guards back
     assert store.verify().ok  # the chain alone cannot tell
     result = _verify(store_url, cp, pub)
     assert result.exit_code == 1
@@ -111,6 +112,7 @@ def test_a_rewritten_event_with_the_chain_recomputed_fails(signed, store_url: st
     execute(store.engine, "UPDATE events SET payload = :p WHERE seq = 7", p=forged)
     _rechain(store, 7)
     store.rebuild_projections()
+    restore_append_only_triggers(store.engine)
     assert store.verify().ok
     result = _verify(store_url, cp, pub)
     assert result.exit_code == 1
@@ -126,6 +128,7 @@ def test_a_rebuilt_log_of_the_same_size_fails(signed, store_url: str, tmp_path: 
         execute(store.engine, f"DELETE FROM {table}")
     rebuilt = EventStore(make_engine(store_url))  # a new process: nothing remembered from the old log
     populate(rebuilt)  # the same runs, appended again
+    restore_append_only_triggers(store.engine)
     register_key(rebuilt, load_signing_key(key).verifier)
     assert scalar(store.engine, "SELECT count(*) FROM events") == size and rebuilt.verify().ok
     rebuilt.close()

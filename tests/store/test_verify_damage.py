@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from sample_runs import drop_append_only_triggers, execute, populate, scalar
+from sample_runs import drop_append_only_triggers, execute, populate, restore_append_only_triggers, scalar
 from sqlalchemy import Boolean, Float, Integer, LargeBinary, text
 
 from evalstore import cli
@@ -104,7 +104,9 @@ def test_a_blob_an_event_needs_must_exist(filled: EventStore, store_url: str) ->
 def test_projection_values_compare_as_stored(filled_sqlite: EventStore, sqlite_url: str) -> None:
     scored = store_events.TestScored(test_id="lisbon", score=1.0, passed=True, status="ok", threshold=0.8)
     filled_sqlite.append("run-c", [NewEvent(scored)])
+    restore_append_only_triggers(filled_sqlite.engine)
     assert _verify(sqlite_url) == (0, None)
+    drop_append_only_triggers(filled_sqlite.engine)
     # 115 reads back as True through a Boolean column; stored, it is not what the log says.
     execute(filled_sqlite.engine, "UPDATE results SET passed = 115 WHERE run_id = 'run-c'")
     code, problem = _verify(sqlite_url)
@@ -204,4 +206,5 @@ def test_every_flipped_byte_in_every_column_is_reported(filled: EventStore, stor
     # Every column of every table that holds a value, each flipped TRIALS_PER_COLUMN times.
     assert {t for t, _ in holding} == {"events", "blobs", *TABLES}
     assert tried == dict.fromkeys(holding, TRIALS_PER_COLUMN)
+    restore_append_only_triggers(engine)
     assert _verify(store_url) == (0, None)

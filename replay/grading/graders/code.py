@@ -43,13 +43,13 @@ from evalstore.replay.grading.graders.base import (
     GradingContext,
     score_to_verdict,
 )
-from evalstore.replay.grading.graders.process_cache import process_cache_key, secret_environment
+from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.materialize import PrivateTempDir, materialize_files
 from evalstore.replay.grading.preprocessing import PreparedAnswer, answer_for, script_digest
 from evalstore.replay.jsontext import js_number, stringify, to_snake_deep, without_lone_surrogates
 from evalstore.replay.jstext import js_truthy
 from evalstore.replay.processes.children import ChildResult, child_environment, run_child
-from evalstore.replay.targetsfile.redaction import SecretMask
+from evalstore.replay.targetsfile.redaction import SecretMask, environment_mask
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
 from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import StoreError
@@ -314,11 +314,12 @@ def grader_environment(ctx: GradingContext, workspace: str | None) -> dict[str, 
 def secret_mask(ctx: GradingContext, env: dict[str, str]) -> SecretMask:
     """What a grader's output must not carry into the store: the value of every variable of its
     environment whose name looks secret (``OPENAI_API_KEY``, ``GITHUB_TOKEN``), shown as its
-    ``${{ NAME }}`` reference (the one redaction rule, ``SecretMask``)."""
+    ``${{ NAME }}`` reference, and every URL password (the one rule, ``redaction.environment_mask``;
+    ``run_child`` applied it already, this is for outputs read back from a recorded execution)."""
     key = ("code-grader mask",)
     mask = ctx.shared.get(key)
     if mask is None:
-        mask = ctx.shared[key] = SecretMask.of(references=secret_environment(env))
+        mask = ctx.shared[key] = environment_mask(env)
     return mask
 
 

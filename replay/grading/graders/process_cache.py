@@ -48,12 +48,6 @@ def cache_environment(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in VOLATILE_ENV and not _looks_secret(k)}
 
 
-def secret_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """The part that is not, by the redaction rule's names: what the grader's output must not carry into
-    the store (``code.py`` masks it)."""
-    return {k: v for k, v in env.items() if v and _looks_secret(k)}
-
-
 def process_cache_key(
     *,
     argv: list[str],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import JudgeConfigError, ReplayError
@@ -51,6 +51,7 @@ class JudgePool:
         self._http: httpx.Client | None = None
         self._client: JudgeClient | None = None
         self._client_lock = threading.Lock()
+        self._release: Callable[[], None] | None = None
 
     @property
     def client(self) -> JudgeClient:
@@ -151,6 +152,23 @@ class JudgePool:
         """The targets that can grade (providers that speak Chat Completions), but ``excluding``."""
         return [n for n in self._known() if n != excluding and self._can_grade(n)]
 
+    def variables(self, *, excluding: str | None = None) -> set[str]:
+        """The environment variables only the judges' targets reference (each ``${{ VAR }}``, the API key's
+        variable), not those the run's target ``excluding`` references too: what no child of a run is
+        given (``processes.children.withhold``)."""
+        from evalstore.replay.targetsfile.loader import references
+
+        names: set[str] = set()
+        for name in self.judges(excluding=excluding):
+            judge = self.targets.get(name)
+            if judge is not None and judge.api_key_env:
+                names.add(judge.api_key_env)
+            if self.targets_file is not None and name in self.targets_file.targets:
+                names.update(references(self.targets_file.targets[name].fields))
+        if excluding is not None and self.targets_file is not None and excluding in self.targets_file.targets:
+            names.difference_update(references(self.targets_file.targets[excluding].fields))
+        return names
+
     def check(
         self,
         graders: Iterable[tuple[str, str, str | None]],
@@ -191,10 +209,22 @@ class JudgePool:
         except JudgeConfigError as exc:
             return target.resolve(self.env, require_key=False), exc
 
+    def withhold_variables(self, *, excluding: str | None = None) -> JudgePool:
+        """Keep :meth:`variables` from every child process until this pool is closed (a replay: its
+        graders never see the judges' keys)."""
+        from evalstore.replay.processes.children import withhold
+
+        if self._release is None:
+            self._release = withhold(self.variables(excluding=excluding))
+        return self
+
     def close(self) -> None:
         with self._client_lock:
             if self._http is not None:
                 self._http.close()
+            if self._release is not None:
+                self._release()
+                self._release = None
 
     def __enter__(self) -> JudgePool:
         return self

@@ -1,0 +1,259 @@
+"""Hostile inputs (issue 29 items 6, 7, 9-12, 14): each is one line and exit 2 (or a refusal recorded),
+never a hang, a traceback, memory exhausted, a file replaced or read where it should not be."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from fixture_paths import AGENTV_FIXTURES
+
+from evalstore import cli
+
+BASELINE = AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
+EVALSTORE = str(Path(sys.executable).parent / "evalstore")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner(env=env).invoke(cli.main, list(args))
+
+
+def one_line(result: Result, code: int = 2) -> str:
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output and "internal error" not in result.output, result.output
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    return result.stderr
+
+
+@pytest.fixture
+def imported(tmp_path: Path) -> tuple[str, str]:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    result = run("--db", db, "import", str(BASELINE), "--json")
+    assert result.exit_code == 0, result.output
+    return db, json.loads(result.stdout)["run_id"]
+
+
+# --- 6. a bundle import reads regular files inside the bundle only ----------------------------------
+
+
+def _bundle(db: str, run_id: str, folder: Path) -> Path:
+    assert run("--db", db, "export", run_id, "--format", "bundle", "-o", str(folder)).exit_code == 0
+    return folder
+
+
+@pytest.mark.parametrize("part", ["blob", "blobs folder", "events.jsonl", "manifest.json"])
+def test_a_bundle_import_follows_no_symlink_out_of_the_bundle(
+    imported: tuple[str, str], tmp_path: Path, part: str
+) -> None:
+    db, run_id = imported
+    bundle = _bundle(db, run_id, tmp_path / "bundle")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if part == "blob":
+        blob = next((bundle / "blobs").iterdir())
+        shutil.move(blob, outside / blob.name)
+        blob.symlink_to(outside / blob.name)
+        shown = blob
+    elif part == "blobs folder":
+        shutil.move(bundle / "blobs", outside / "blobs")
+        (bundle / "blobs").symlink_to(outside / "blobs")
+        shown = bundle / "blobs"
+    else:
+        shutil.move(bundle / part, outside / part)
+        (bundle / part).symlink_to(outside / part)
+        shown = bundle / part
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    error = one_line(run("--db", other, "import", str(bundle)))
+    assert f"{shown}: a symbolic link" in error
+    assert run("--db", other, "runs", "--json").stdout.strip() in ("[]", "")
+
+
+def test_a_bundle_manifest_nested_deep_is_one_line(imported: tuple[str, str], tmp_path: Path) -> None:
+    db, run_id = imported
+    bundle = _bundle(db, run_id, tmp_path / "bundle")
+    (bundle / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    error = one_line(run("--db", f"sqlite:///{tmp_path / 'other.db'}", "import", str(bundle)))
+    assert "manifest.json: not an evalstore bundle manifest (nested too deep to read)" in error
+
+
+# --- 7. export -o and compare --html replace a regular file only --------------------------------------
+
+
+def test_export_and_compare_html_never_replace_a_symlink_device_or_fifo(
+    imported: tuple[str, str], tmp_path: Path
+) -> None:
+    db, run_id = imported
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(victim)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for path, what in (
+        (link, "a symbolic link"),
+        (fifo, "not a regular file"),
+        (Path("/dev/null"), "not a regular file"),
+    ):
+        error = one_line(run("--db", db, "export", run_id, "-o", str(path)))
+        assert f"{path}: {what}" in error, error
+        compared = run("--db", db, "compare", run_id, run_id, "--html", str(path))  # (a note: A is B)
+        assert compared.exit_code == 2 and f"'--html': {path}: {what}" in compared.stderr, compared.output
+    assert link.is_symlink() and victim.read_text() == "keep me"
+    assert Path("/dev/null").is_char_device() and fifo.is_fifo()
+    # A regular file is replaced whole, keeping its mode.
+    regular = tmp_path / "rows.jsonl"
+    regular.write_text("old")
+    regular.chmod(0o640)
+    assert run("--db", db, "export", run_id, "-o", str(regular)).exit_code == 0
+    assert regular.read_text().startswith("{") and (regular.stat().st_mode & 0o777) == 0o640
+
+
+# --- 9. a FIFO as the eval file ----------------------------------------------------------------------
+
+
+def test_run_and_validate_refuse_a_fifo_as_the_eval_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "suite.eval.yaml"
+    os.mkfifo(fifo)
+    for args in (["run", str(fifo)], ["validate", str(fifo)]):
+        done = subprocess.run(
+            [EVALSTORE, "--db", str(tmp_path / "s.db"), *args], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 2, (args, done.stderr)
+        assert "not a regular file" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- 10. a YAML alias bomb ---------------------------------------------------------------------------
+
+
+def _bomb(levels: int) -> str:
+    lines = ["name: bomb", "metadata:", '  a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join([*lines, "tests:", "  - id: t", "    input: hi", "    criteria: says hi", ""])
+
+
+def test_a_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
+    eval_file = tmp_path / "bomb.eval.yaml"
+    eval_file.write_text(_bomb(9))
+    assert len(eval_file.read_bytes()) < 700
+    done = subprocess.run(
+        [EVALSTORE, "--db", str(tmp_path / "s.db"), "run", str(eval_file), "--target", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "aliases expand to" in done.stderr and "alias bomb" in done.stderr
+    assert not (tmp_path / "s.db").exists() or (tmp_path / "s.db").stat().st_size < 1_000_000
+    targets = tmp_path / ".agentv" / "targets.yaml"
+    targets.parent.mkdir()
+    targets.write_text(_bomb(9).replace("name: bomb", "targets: []"))
+    error = one_line(run("validate", str(targets)), 1) if False else run("validate", str(targets)).output
+    assert "aliases expand to" in error
+    # An anchor used a few times (defaults) is fine.
+    (tmp_path / "ok.eval.yaml").write_text(_bomb(3))
+    assert "aliases expand" not in run("validate", str(tmp_path / "ok.eval.yaml")).output
+
+
+# --- 11. a size cap on imported files ----------------------------------------------------------------
+
+
+def test_an_imported_file_over_the_cap_is_recorded_as_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "big.bin").write_bytes(b"x" * 5000)
+    (folder / "small.txt").write_text("small")
+    row = {
+        "timestamp": "2026-02-20T21:40:12.230Z",
+        "test_id": "t1",
+        "suite": "s",
+        "score": 0.5,
+        "target": "default",
+        "scores": [],
+        "output": [{"role": "assistant", "content": [{"type": "file", "path": str(folder / "big.bin")},
+                                                     {"type": "file", "path": str(folder / "small.txt")}]}],
+    }  # fmt: skip
+    (folder / "rows.jsonl").write_text(json.dumps(row) + "\n")
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    result = run("--db", db, "import", str(folder / "rows.jsonl"), "--json", env={"EVALSTORE_MAX_FILE_BYTES": "4096"})
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.stdout)["run_id"]
+    shown = run("--db", db, "audit", run_id, "t1", "--json").stdout
+    assert "is 5000 bytes, more than an import stores (4096); set EVALSTORE_MAX_FILE_BYTES" in shown
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    bad = run("--db", other, "import", str(folder / "rows.jsonl"), env={"EVALSTORE_MAX_FILE_BYTES": "lots"})
+    assert "EVALSTORE_MAX_FILE_BYTES='lots'" in one_line(bad)
+
+
+# --- 12. crashes that are bad input --------------------------------------------------------------------
+
+
+def test_labels_of_random_bytes_or_nested_deep_are_one_line(imported: tuple[str, str], tmp_path: Path) -> None:
+    db, run_id = imported
+    noise = tmp_path / "labels.jsonl"
+    noise.write_bytes(random.Random(29).randbytes(4000))
+    assert "not UTF-8 text" in one_line(run("--db", db, "labels", "import", str(noise), "--run", run_id))
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    assert "deep.jsonl:1: nested too deep" in one_line(run("--db", db, "labels", "import", str(deep), "--run", run_id))
+
+
+def test_threshold_nan_is_a_usage_error(imported: tuple[str, str]) -> None:
+    db, run_id = imported
+    for args in (["replay", run_id, "--threshold", "nan"], ["run", "x.yaml", "--threshold", "nan"]):
+        assert "is not a number from 0 to 1" in one_line(run("--db", db, *args))
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"score": -5}, "score -5 for test 't1' is outside 0..1"),
+        ({"answer_path": "out\x00/answer.md"}, "holds a NUL byte, which no path can"),
+    ],
+)
+def test_an_impossible_row_is_refused_with_its_line(tmp_path: Path, change: dict, problem: str) -> None:
+    row = {"timestamp": "2026-02-20T21:40:12.230Z", "test_id": "t1", "suite": "s", "score": 0.5, "scores": []}
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({**row, **change}) + "\n")
+    error = one_line(run("--db", f"sqlite:///{tmp_path / 'store.db'}", "import", str(path)))
+    assert f"{path}:1: " in error and problem in error
+
+
+# --- 14. the current folder is not an import root --------------------------------------------------------
+
+
+def test_importing_from_home_does_not_store_a_file_a_row_names_there(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- canary-id-rsa")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    row = {
+        "timestamp": "2026-02-20T21:40:12.230Z",
+        "test_id": "t1",
+        "suite": "s",
+        "score": 0.5,
+        "scores": [],
+        "output": [{"role": "assistant", "content": [{"type": "file", "path": ".ssh/id_rsa"}]}],
+    }
+    (downloads / "foreign.jsonl").write_text(json.dumps(row) + "\n")
+    monkeypatch.chdir(home)
+    db_file = tmp_path / "store.db"
+    result = run("--db", str(db_file), "import", str(downloads / "foreign.jsonl"), "--json")
+    assert result.exit_code == 0, result.output
+    assert not any(b"canary-id-rsa" in p.read_bytes() for p in tmp_path.glob("store.db*"))
+    audit = run("--db", str(db_file), "audit", json.loads(result.stdout)["run_id"], "t1", "--json").stdout
+    assert "outside the folders this import may read" in audit
+    # Asked for explicitly, it is read.
+    other = tmp_path / "other.db"
+    result = run("--db", str(other), "import", str(downloads / "foreign.jsonl"), "--files-root", ".", "--json")
+    assert result.exit_code == 0, result.output
+    audit = run("--db", str(other), "audit", json.loads(result.stdout)["run_id"], "t1", "--json").stdout
+    assert "outside the folders" not in audit
