@@ -231,7 +231,7 @@ def _import_inspect(ctx: click.Context, path: Path, as_json: bool) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice((*EXPORT_FORMATS, "bundle")),
+    type=click.Choice((*EXPORT_FORMATS, "bundle", "inspect")),
     default="agentv-jsonl",
     show_default=True,
     help="Output format (each is described above).",
@@ -268,17 +268,39 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     bundle        -o DIR: the run's events (and those of the runs it replays) as stored, every blob
                   they name, and manifest.json with their digests; evalstore import DIR puts the run
                   into another store (SQLite or PostgreSQL) with the same event ids, payloads and blobs.
+    inspect       -o LOG.eval (or .json): an imported Inspect AI log written back with inspect_ai
+                  (pip install 'evalstore[inspect]'); for a replay of one, each of the regrade's verdicts
+                  is a score named after its grader (an edit, with evalstore's provenance, of a score
+                  of that name), and the samples it did not regrade are listed in the log's metadata.
 
     \b
     Example:
       evalstore export last --format csv -o results.csv
       evalstore export imp-5159 > rows.jsonl
       evalstore export last --format bundle -o run-bundle
+      evalstore export rpl-20261128 --format inspect -o regraded.eval
     """
     if fmt == "bundle" and (output is None or str(output) == "-"):
         raise click.UsageError("--format bundle writes a folder: give it with -o DIR")
+    if fmt == "inspect" and (output is None or str(output) == "-"):
+        raise click.UsageError("--format inspect writes a log file: give it with -o LOG.eval (or .json)")
     store = open_store(ctx, create=False)
     run_id = resolve_run(store, run)
+    if fmt == "inspect":
+        from evalstore.replay.inspect.export import export_inspect
+
+        assert output is not None  # checked above
+        done = export_inspect(store, run_id, output)
+        note(
+            f"wrote run {run_id} to {output}: {plural(done.samples, 'sample')}"
+            + (
+                f", {done.regraded} regraded ({done.scores_added} scores added, {done.scores_edited} edited), "
+                f"{done.samples - done.regraded} not regraded (listed in the log's metadata)"
+                if done.run_id != done.origin_run_id
+                else ""
+            )
+        )
+        return
     if fmt == "bundle":
         from evalstore.replay.bundle import export_bundle
 
