@@ -24,6 +24,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -58,6 +59,8 @@ from evalstore.store.projections import read_fields
 HEADER_ROLE = "inspect_header"
 """The run snapshot's entry holding the log's header (``EvalLog`` without samples) as Inspect wrote it."""
 LOG_SUFFIXES = (".eval", ".json")
+CHUNK_SAMPLES = 100
+"""Samples of an ``.eval`` log read through one opened zip (``_samples``)."""
 BATCH_TESTS = 1000
 BATCH_BYTES = 32 * 1024 * 1024
 Progress = Callable[[str, int, "int | None"], None]
@@ -138,7 +141,7 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     run_started_id = ids.next("started")
     spool = Spool()
     try:
-        tests, warnings = _check(api, path, spec.model, ids, spool, progress)
+        tests, warnings = _check(api, path, header, ids, spool, progress)
         if tests == 0:
             raise ReplayError(f"{path}: the log has no samples to import")
         store.append(run_id, [NewEvent(started, run_started_id)], blobs={header_sha: header_bytes})
@@ -152,7 +155,7 @@ def _read(path: Path, read: Callable[[], Any]) -> Any:
     """What ``read`` gives, or one line saying ``path`` is not a log Inspect can read."""
     try:
         return read()
-    except (ValueError, KeyError, TypeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+    except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
         reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc) or type(exc).__name__
         raise ImportFormatError(
             f"{path}: not an Inspect AI log inspect_ai can read ({reason.splitlines()[0]})"
@@ -168,21 +171,20 @@ def _file_digest(path: Path) -> str:
 
 
 def _check(
-    api: Any, path: Path, model: str, ids: EventIds, spool: Spool, progress: Progress | None
+    api: Any, path: Path, header: Any, ids: EventIds, spool: Spool, progress: Progress | None
 ) -> tuple[int, list[str]]:
     """Every sample built and encoded into ``spool``, in the log's order; (samples, warnings)."""
     tests = 0
     seen: set[tuple[str, int]] = set()
     warnings: list[str] = []
-    samples = api.read_eval_log_samples(str(path), all_samples_required=False)
-    for sample in _samples(path, samples):
+    for sample in _samples(api, path, header):
         record = json.loads(sample.model_dump_json())
         key = (str(record["id"]), int(record["epoch"]))
         if key in seen:
             raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
         seen.add(key)
         first_n = ids.n + 1
-        events, blobs, score = sample_events(record, model, ids)
+        events, blobs, score = sample_events(record, header.eval.model, ids)
         encoded = []
         fields = []
         for event in events:
@@ -198,12 +200,34 @@ def _check(
     return tests, warnings
 
 
-def _samples(path: Path, samples: Iterator[Any]) -> Iterator[Any]:
-    while True:
-        sample = _read(path, lambda: next(samples, None))
-        if sample is None:
-            return
-        yield sample
+def _samples(api: Any, path: Path, header: Any) -> Iterator[Any]:
+    """The log's samples, one at a time, in the order ``read_eval_log_samples`` gives them (the dataset's
+    sample ids, each epoch in turn); samples the log lacks (a cancelled eval) are left out, as there.
+
+    A ``.json`` log is what ``read_eval_log_samples`` reads (Inspect reads such a file whole). In an
+    ``.eval`` log (a zip), ``read_eval_log_samples`` opens the zip again for every sample, reading its
+    whole directory each time (10,000 samples: hours); ``read_eval_log_samples_by_id`` reads a chunk of
+    samples through one opened zip."""
+    if path.suffix == ".json":
+        samples = iter(_read(path, lambda: api.read_eval_log_samples(str(path), all_samples_required=False)))
+        while (sample := _read(path, lambda: next(samples, None))) is not None:
+            yield sample
+        return
+    dataset = header.eval.dataset
+    if dataset.sample_ids is not None:
+        keys = [(i, e) for i in dataset.sample_ids for e in range(1, (header.eval.config.epochs or 1) + 1)]
+    else:  # an older log: its sample summaries say which samples it holds
+        keys = [(s.id, s.epoch) for s in _read(path, lambda: api.read_eval_log_sample_summaries(str(path)))]
+    for start in range(0, len(keys), CHUNK_SAMPLES):
+        chunk = keys[start : start + CHUNK_SAMPLES]
+        try:
+            yield from _read(path, partial(api.read_eval_log_samples_by_id, str(path), chunk, concurrency=1))
+        except IndexError:  # some of the chunk is not in the log: the others, one by one
+            for sample_id, epoch in chunk:
+                try:
+                    yield _read(path, partial(api.read_eval_log_sample, str(path), id=sample_id, epoch=epoch))
+                except IndexError:
+                    continue
 
 
 def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: int, progress: Progress | None) -> None:

@@ -100,6 +100,10 @@ def test_a_regrade_exports_both_scores_on_every_sample_with_its_provenance(tmp_p
         assert f"regraded score match: {sample.scores['match'].value!r} -> {match.value!r}" in (
             match.history[-1].provenance.reason
         )
+    # What `inspect view` lists a log by: its sample summaries, with the regrade's scores.
+    summaries = inspect_log.read_eval_log_sample_summaries(out)
+    assert len(summaries) == len(original)
+    assert all("exact" in (s.scores or {}) for s in summaries if not original[(str(s.id), s.epoch)].error)
     marking = log.metadata["evalstore"]
     assert marking["run_id"] == replay_id and marking["imported_run_id"] == run_id
     errored = [{"id": k[0], "epoch": k[1]} for k, s in original.items() if s.error]

@@ -217,3 +217,19 @@ def test_without_inspect_ai_the_import_says_how_to_install_it(tmp_path: Path, mo
     assert result.exit_code == 2
     assert result.output == "Error: Inspect AI logs need the inspect_ai package: pip install 'evalstore[inspect]'\n"
     assert not (tmp_path / "s.db").exists()
+
+
+def test_samples_a_log_lacks_are_left_out(sqlite_store: EventStore, tmp_path: Path) -> None:
+    """A log missing some samples (an eval cancelled part way): the others are imported, as Inspect reads them."""
+    import zipfile
+
+    import zipfile_zstd  # noqa: F401 (Inspect's .eval members are zstd-compressed; this teaches zipfile)
+
+    cut = tmp_path / "cut.eval"
+    with zipfile.ZipFile(LOGS / "arithmetic.eval") as src, zipfile.ZipFile(cut, "w") as dst:
+        for info in src.infolist():
+            if info.filename != "samples/mul_epoch_2.json":
+                dst.writestr(info.filename, src.read(info.filename), compress_type=zipfile.ZIP_DEFLATED)
+    run = load_run(sqlite_store, import_log(sqlite_store, cut).run_id)
+    assert len(run.tests) == 13 and ("mul", "openai-api/local/agent", 2) not in run.tests
+    assert ("mul", "openai-api/local/agent", 1) in run.tests
