@@ -245,7 +245,7 @@ def _import_inspect(ctx: click.Context, path: Path, as_json: bool) -> None:
 @click.pass_context
 @handle_errors
 def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignore[no-untyped-def]
-    """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, or a bundle.
+    """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, a bundle, or an Inspect AI log.
 
     RUN: an id, a unique prefix, or last. Results stream out in the order the run scored them;
     a replay's rows carry the transcript of the run it replayed. Output is UTF-8. On a terminal,
