@@ -35,11 +35,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "import": (
         "evalstore.cli.transfer:import_",
-        "Import AgentV results (a v4 run directory, a v5-next bundle, a results JSONL) or an evalstore bundle.",
+        "Import AgentV results (a v4 run directory, a v5-next bundle, a results JSONL), Inspect AI logs, or an evalstore bundle.",
     ),
     "export": (
         "evalstore.cli.transfer:export",
-        "Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, or a bundle.",
+        "Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, a bundle, or an Inspect AI log.",
     ),
     "replay": (
         "evalstore.cli.regrade:replay",

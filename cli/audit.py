@@ -55,6 +55,12 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                 )
             for e in v["evidence"]:
                 echo(f"    note: {e}")
+            for e in v.get("edits", []):
+                echo(
+                    f"    edit {e['edit']} of score {e['score']} by {e['author'] or '?'} at {e['edited_at'] or '?'}: "
+                    f"{json.dumps(e['previous_value'])} -> {json.dumps(e['value'])}"
+                    + (f" — {e['reason']}" if e["reason"] else "")
+                )
             if v["source"]:
                 echo(f"    imported from {v['source']['file']}:{v['source'].get('line')}")
             if v["rendered_prompt_sha256"]:

@@ -60,7 +60,12 @@ def import_(
     files_roots: tuple[Path, ...],
     as_json: bool,
 ) -> None:
-    """Import AgentV results (a v4 run directory, a v5-next bundle, a results JSONL) or an evalstore bundle.
+    """Import AgentV results (a v4 run directory, a v5-next bundle, a results JSONL), Inspect AI logs, or an evalstore bundle.
+
+    An Inspect AI log (.eval or .json, or a folder of them: one run per log) needs the inspect extra
+    (pip install 'evalstore[inspect]'): each sample and epoch is a result, each score a verdict
+    (C 1, P 0.5, I 0; a dict value one verdict per key, SCORER/KEY), each edit of a score an event
+    (evalstore audit shows who made it and why).
 
     A folder written by evalstore export RUN --format bundle is imported as it was (same event ids,
     payloads and blobs), checked whole first. Importing the same results twice gives the same run. A malformed line aborts the import with its
@@ -73,6 +78,7 @@ def import_(
       evalstore import .agentv/results/runs/default/2026-02-20T21-40-12-230Z
       evalstore import dataset.eval.baseline.jsonl --eval dataset.eval.yaml
       evalstore import run-bundle/
+      evalstore import logs/2026-11-28T09-48-55_arithmetic.eval
     """
     from evalstore.replay.agentv.importing import import_results
     from evalstore.replay.bundle import import_bundle, is_bundle
@@ -108,6 +114,11 @@ def import_(
                 + f", {moved.new_events} events written (each new run's followed by a run_moved event), "
                 + f"{moved.blobs} blobs"
             )
+        return
+    if _inspect_logs(path):
+        if eval_path or skip_bad or targets_path or files_roots:
+            raise click.UsageError("--eval, --skip-bad, --targets and --files-root do not apply to Inspect AI logs")
+        _import_inspect(ctx, path, as_json)
         return
     store = open_store(ctx)
     with progress_bar("checking") as bar:
@@ -167,12 +178,60 @@ def import_(
         )
 
 
+def _inspect_logs(path: Path) -> bool:
+    """Whether PATH holds Inspect AI logs: a .eval or .json file, or a folder of them that is not an AgentV run."""
+    from evalstore.replay.agentv import detect_format
+    from evalstore.replay.errors import ImportFormatError
+    from evalstore.replay.inspect.importing import is_inspect_log
+
+    if path.is_dir():
+        try:
+            detect_format(path)
+            return False
+        except ImportFormatError:
+            return is_inspect_log(path)
+    return is_inspect_log(path)
+
+
+def _import_inspect(ctx: click.Context, path: Path, as_json: bool) -> None:
+    from evalstore.replay.inspect import inspect_log_api
+    from evalstore.replay.inspect.importing import import_logs
+
+    inspect_log_api()  # before the store is opened: without inspect_ai, say so and create nothing
+    store = open_store(ctx)
+    with progress_bar("checking") as bar:
+        outcomes = import_logs(store, path, progress=bar.show)
+    rows = [
+        {
+            "run_id": o.run_id,
+            "path": o.path,
+            "format": o.format,
+            "task": o.task,
+            "model": o.model,
+            "tests": o.tests,
+            "already_imported": o.already_imported,
+            "warnings": o.warnings,
+        }
+        for o in outcomes
+    ]
+    if as_json:
+        print_json(rows if path.is_dir() else rows[0])
+        return
+    for o in outcomes:
+        if o.already_imported:
+            echo(f"already imported: {o.path} is run {o.run_id} ({plural(o.tests, 'result')}); nothing written")
+        else:
+            echo(f"imported {plural(o.tests, 'result')} ({o.format}: task {o.task}, model {o.model}) as run {o.run_id}")
+        for warning in o.warnings:
+            note(f"warning: {warning}")
+
+
 @click.command()
 @click.argument("run", shell_complete=complete_run_id)
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice((*EXPORT_FORMATS, "bundle")),
+    type=click.Choice((*EXPORT_FORMATS, "bundle", "inspect")),
     default="agentv-jsonl",
     show_default=True,
     help="Output format (each is described above).",
@@ -186,7 +245,7 @@ def import_(
 @click.pass_context
 @handle_errors
 def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignore[no-untyped-def]
-    """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, or a bundle.
+    """Export a run: AgentV 4.x result rows (JSONL), CSV (one row per test and grader), JSON, a bundle, or an Inspect AI log.
 
     RUN: an id, a unique prefix, or last. Results stream out in the order the run scored them;
     a replay's rows carry the transcript of the run it replayed. Output is UTF-8. On a terminal,
@@ -209,17 +268,39 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     bundle        -o DIR: the run's events (and those of the runs it replays) as stored, every blob
                   they name, and manifest.json with their digests; evalstore import DIR puts the run
                   into another store (SQLite or PostgreSQL) with the same event ids, payloads and blobs.
+    inspect       -o LOG.eval (or .json): an imported Inspect AI log written back with inspect_ai
+                  (pip install 'evalstore[inspect]'); for a replay of one, each of the regrade's verdicts
+                  is a score named after its grader (an edit, with evalstore's provenance, of a score
+                  of that name), and the samples it did not regrade are listed in the log's metadata.
 
     \b
     Example:
       evalstore export last --format csv -o results.csv
       evalstore export imp-5159 > rows.jsonl
       evalstore export last --format bundle -o run-bundle
+      evalstore export rpl-20261128 --format inspect -o regraded.eval
     """
     if fmt == "bundle" and (output is None or str(output) == "-"):
         raise click.UsageError("--format bundle writes a folder: give it with -o DIR")
+    if fmt == "inspect" and (output is None or str(output) == "-"):
+        raise click.UsageError("--format inspect writes a log file: give it with -o LOG.eval (or .json)")
     store = open_store(ctx, create=False)
     run_id = resolve_run(store, run)
+    if fmt == "inspect":
+        from evalstore.replay.inspect.export import export_inspect
+
+        assert output is not None  # checked above
+        done = export_inspect(store, run_id, output)
+        note(
+            f"wrote run {run_id} to {output}: {plural(done.samples, 'sample')}"
+            + (
+                f", {done.regraded} regraded ({done.scores_added} scores added, {done.scores_edited} edited), "
+                f"{done.samples - done.regraded} not regraded (listed in the log's metadata)"
+                if done.run_id != done.origin_run_id
+                else ""
+            )
+        )
+        return
     if fmt == "bundle":
         from evalstore.replay.bundle import export_bundle
 

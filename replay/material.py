@@ -24,6 +24,7 @@ from evalstore.store.events import (
     ArtifactStored,
     RunCompleted,
     RunStarted,
+    ScoreEdited,
     TestCaseRecorded,
     TestScored,
     TranscriptRecorded,
@@ -52,6 +53,8 @@ class TestMaterial:
     snapshot: tuple[str, WorkspaceSnapshotted] | None = None
     verdicts: dict[str, tuple[str, VerdictRecorded]] = field(default_factory=dict)
     scored: tuple[str, TestScored] | None = None
+    edits: list[tuple[str, ScoreEdited]] = field(default_factory=list)
+    """An imported score's edits, in the order they were made (Inspect AI's score history)."""
 
 
 @dataclass
@@ -70,6 +73,7 @@ _MATERIAL = [
     "artifact_stored",
     "workspace_snapshotted",
     "verdict_recorded",
+    "score_edited",
     "test_scored",
     "run_completed",
     "run_failed",
@@ -104,6 +108,8 @@ def load_run(store: EventStore, run_id: str) -> RunMaterial:
             material(ev).verdicts[ev.grader] = (stored.event_id, ev)
         elif isinstance(ev, TestScored):
             material(ev).scored = (stored.event_id, ev)
+        elif isinstance(ev, ScoreEdited):
+            material(ev).edits.append((stored.event_id, ev))
         elif stored.type in ("run_completed", "run_failed"):
             completed = completed or stored.type == "run_completed"
     if started is None:

@@ -657,8 +657,9 @@ def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bo
 
 
 def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> EvalSuite:
+    run_tests = partial(_run_tests, store, parent)
     if options.eval_path:
-        suite = load_eval(options.eval_path)
+        suite = load_eval(options.eval_path, run_tests=run_tests)
     else:
         evals = [s for s in parent.started.eval_snapshot if s.role == "eval" and s.sha256]
         if not evals:
@@ -668,7 +669,7 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> Ev
         files = {s.path: store.get_blob(s.sha256) for s in parent.started.eval_snapshot if s.sha256}
         resolver = SnapshotResolver(files, fallback=DiskResolver())
         # A plain import's suite is the union of its results' eval files (``evalfile/union.py``).
-        suite = union_suite([load_eval(snap.path, file_resolver=resolver) for snap in evals])
+        suite = union_suite([load_eval(snap.path, file_resolver=resolver, run_tests=run_tests) for snap in evals])
     suite = _swap_preprocessors(suite, options.preprocessors)
     suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)
     suite = _swap_prompts(suite, options.prompts)
@@ -678,6 +679,27 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> Ev
         if unknown:
             raise ReplayError(f"--graders: no grader named {', '.join(unknown)} (graders: {', '.join(sorted(known))})")
     return suite
+
+
+def _run_tests(store: EventStore, parent: RunMaterial) -> list[dict[str, Any]]:
+    """The run's own tests as raw test objects, for an eval of suite-level assertions and no tests: each
+    test's recorded case (its input, expected output, criteria and metadata), once per test id."""
+    origin = transcript_run(store, parent)
+    tests: dict[str, dict[str, Any]] = {}
+    for key in origin.order:
+        material = origin.tests[key]
+        if key[0] in tests or material.case is None or not material.case[1].input:
+            continue  # a result with no recorded case (some AgentV rows) has no input to grade
+        case = material.case[1]
+        raw: dict[str, Any] = {"id": key[0], "input": case.input}
+        if case.expected_output is not None:
+            raw["expected_output"] = case.expected_output
+        if case.criteria:
+            raw["criteria"] = case.criteria
+        if case.metadata:
+            raw["metadata"] = case.metadata
+        tests[key[0]] = raw
+    return list(tests.values())
 
 
 def parse_preprocessor(value: str, search_roots: list[str]) -> ConverterSpec:

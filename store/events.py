@@ -168,6 +168,12 @@ class TranscriptRecorded(DomainEvent):
     status: Literal["ok", "error", "timeout"] = "ok"
     error: str | None = None
     source: SourceRef | None = None
+    source_record_sha256: str | None = None
+    """Blob holding the source's own record of this result, as it was, for an export back to that format
+    (an Inspect AI sample's JSON, its attachments kept apart in ``attachments``)."""
+    attachments: list[dict[str, Any]] = Field(default_factory=list)
+    """The source record's attachments, each ``{"id", "sha256", "size"}``: its content a blob of its own
+    (Inspect AI keeps repeated content once per sample, named ``attachment://ID``)."""
 
 
 class ArtifactStored(DomainEvent):
@@ -354,6 +360,33 @@ class VerdictRecorded(DomainEvent):
     """For imports: the grader's name in the source, when two graders shared it and ``grader`` had to differ."""
 
 
+class ScoreEdited(DomainEvent):
+    """One edit of an imported score, as its source recorded it (Inspect AI's ``Score.history``): the
+    value before and after, what the edit set, who made it, why and when. A result's edits of a score
+    come in the order they were made, before the score's verdicts (which hold the score as it stands)."""
+
+    type: ClassVar[str] = "score_edited"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    grader: str
+    """The score's name in the source (a dict-valued score's verdicts are ``NAME/KEY``)."""
+    edit: int
+    """Its place among the score's edits: 1 for the first."""
+    value: Any = None
+    """The score's value after the edit, as the source writes it."""
+    previous_value: Any = None
+    """Before the edit; None when the edit added the score."""
+    changes: dict[str, Any] = Field(default_factory=dict)
+    """What the edit set (value, answer, explanation, reason, metadata), fields it left unchanged absent."""
+    author: str | None = None
+    reason: str | None = None
+    edited_at: str | None = None
+    provenance_metadata: dict[str, Any] = Field(default_factory=dict)
+    source: SourceRef | None = None
+
+
 class TestScored(DomainEvent):
     """The aggregate over a test's verdicts."""
 
@@ -502,6 +535,7 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         PreprocessingRecorded,
         GraderCalled,
         VerdictRecorded,
+        ScoreEdited,
         TestScored,
         LineSkipped,
         LabelRecorded,

@@ -37,6 +37,7 @@ BLOB_FIELDS = frozenset(
         "reply_sha256",
         "stderr_sha256",
         "rendered_prompt_sha256",
+        "source_record_sha256",
     }
 )
 EVENT_INTS = ("seq", "stream_version", "schema_version")

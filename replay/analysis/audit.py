@@ -149,7 +149,9 @@ def _audit_material(
     for name, (vid, verdict) in test.verdicts.items():
         if grader and name != grader:
             continue
-        verdicts.append(_audit_verdict(store, run, vid, verdict, artifacts_by_digest, checks, show_prompt))
+        entry = _audit_verdict(store, run, vid, verdict, artifacts_by_digest, checks, show_prompt)
+        entry["edits"] = _edits(test if verdict.origin == "imported" else source, verdict)
+        verdicts.append(entry)
     if grader and not verdicts:
         raise NotFoundError(
             f"test {test.key[0]} has no verdict from grader {grader!r} (graders: {', '.join(test.verdicts)})"
@@ -211,6 +213,28 @@ def _audit_material(
         "transcript": transcript,
         "workspace": workspace,
     }
+
+
+def _edits(test: TestMaterial, verdict: VerdictRecorded) -> list[dict[str, Any]]:
+    """The edits of the imported score a verdict stands for (its own, or the original's for a carried
+    verdict): who changed it, why, when, and the value before and after."""
+    if verdict.origin not in ("imported", "carried"):
+        return []
+    return [
+        {
+            "event_id": eid,
+            "edit": e.edit,
+            "score": e.grader,
+            "author": e.author,
+            "reason": e.reason,
+            "edited_at": e.edited_at,
+            "previous_value": e.previous_value,
+            "value": e.value,
+            "changes": e.changes,
+        }
+        for eid, e in test.edits
+        if verdict.grader == e.grader or verdict.grader.startswith(f"{e.grader}/")
+    ]
 
 
 def _audit_verdict(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,7 @@ def load_eval(
     project_root: Path | None = None,
     file_resolver: FileResolver | None = None,
     env: Mapping[str, str] | None = None,
+    run_tests: Callable[[], Sequence[dict[str, Any]]] | None = None,
 ) -> EvalSuite:
     """Parse the eval file at ``path``; see :func:`load_eval_text`."""
     eval_path = absolute(path)
@@ -99,7 +100,9 @@ def load_eval(
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise EvalFileError(str(eval_path), None, None, "not UTF-8 text; save the eval file as UTF-8") from exc
-    return load_eval_text(text, eval_path, project_root=project_root, file_resolver=resolver, env=env)
+    return load_eval_text(
+        text, eval_path, project_root=project_root, file_resolver=resolver, env=env, run_tests=run_tests
+    )
 
 
 def load_eval_text(
@@ -110,8 +113,13 @@ def load_eval_text(
     file_resolver: FileResolver | None = None,
     search_roots: list[str] | None = None,
     env: Mapping[str, str] | None = None,
+    run_tests: Callable[[], Sequence[dict[str, Any]]] | None = None,
 ) -> EvalSuite:
     """Parse eval YAML ``text`` as if it were the file at ``path``.
+
+    ``run_tests``: gives a stored run's own tests as raw test objects (``id``, ``input``, ``expected_output``,
+    ``metadata``), the suite's tests when the file has no ``tests`` (a replay's eval of suite-level
+    assertions only: ``EvalSuite.tests_from_run``). A file with tests of its own ignores them.
 
     Search roots derive from ``path`` (and ``project_root``) unless given. ``file_resolver`` decides
     which referenced files exist and supplies their bytes: a ``SnapshotResolver`` replays a stored
@@ -128,7 +136,7 @@ def load_eval_text(
     _refuse_secret_references(data, root)
     doc = expect_mapping(with_env(data, ctx.env), root, "a mapping with `tests`")
     warn_unknown(ctx, doc, SUITE_KEYS, root)
-    suite = _SuiteParser(ctx, doc, root).parse()
+    suite = _SuiteParser(ctx, doc, root, run_tests).parse()
     if not isinstance(ctx.resolver, SnapshotResolver):  # a stored snapshot was warned about when it was taken
         suite.warnings.extend(_outside_project(suite, project_root or find_project_root(eval_path.parent)))
     return suite
@@ -300,8 +308,16 @@ def default_suite_name(path: Path) -> str:
 
 
 class _SuiteParser:
-    def __init__(self, ctx: ParseContext, doc: dict[str, Any], root: Where) -> None:
+    def __init__(
+        self,
+        ctx: ParseContext,
+        doc: dict[str, Any],
+        root: Where,
+        run_tests: Callable[[], Sequence[dict[str, Any]]] | None = None,
+    ) -> None:
         self.ctx, self.doc, self.root = ctx, doc, root
+        self.run_tests = run_tests
+        self.tests_from_run = False
 
     def parse(self) -> EvalSuite:
         ctx, doc, root = self.ctx, self.doc, self.root
@@ -351,6 +367,7 @@ class _SuiteParser:
             tests=tests,
             trials=execution.trials,
             workers=execution.workers,
+            tests_from_run=self.tests_from_run,
             search_roots=ctx.search_roots,
             referenced_files=ctx.referenced_files,
             warnings=ctx.warnings,
@@ -385,8 +402,15 @@ class _SuiteParser:
 
     def _raw_tests(self) -> list[tuple[Where, Any]]:
         key = next((k for k in ("tests", "eval_cases", "evalcases") if k in self.doc), None)
+        if key is None and self.run_tests is not None:  # a replay's eval of suite-level assertions only
+            self.tests_from_run = True
+            where = self.root.key("tests")
+            return [(where.index(i), dict(t)) for i, t in enumerate(self.run_tests())]
         if key is None:
-            raise self.root.error("`tests` is required: a list of tests or a path to a .yaml/.jsonl file")
+            raise self.root.error(
+                "`tests` is required: a list of tests or a path to a .yaml/.jsonl file (a file of suite-level "
+                "`assertions` and no tests regrades a stored run's own tests: evalstore replay RUN --eval FILE)"
+            )
         where = self.root.key(key)
         if key != "tests":
             self.ctx.warn(where, f"`{key}` is deprecated; rename it to `tests`")

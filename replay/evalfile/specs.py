@@ -416,6 +416,8 @@ class EvalSuite(_Spec):
     trials: TrialsSpec | None = None
     workers: int | None = None
     """``execution.workers``: tests run at once when ``--workers`` does not say."""
+    tests_from_run: bool = False
+    """The file has no ``tests``: its suite-level graders grade a stored run's own tests (a replay's)."""
     search_roots: list[str] = Field(default_factory=list)
     referenced_files: list[tuple[str, str, str | None]] = Field(default_factory=list)
     """``(role, absolute path, reference as written)`` of every file the suite depends on: the tests

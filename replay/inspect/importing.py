@@ -1,0 +1,513 @@
+"""``evalstore import LOG.eval``: an Inspect AI log (``.eval`` or ``.json``) as an imported run.
+
+One run per log; one result per sample and epoch (test id = sample id, attempt = epoch, target = the
+model). The log is read with ``inspect_ai.log.read_eval_log_samples``, a sample at a time, and each
+sample's events are built and encoded into a temporary spool before anything is written, so a log that
+cannot be read leaves the store as it was; the spool is then appended in batches. The run id and every
+event id derive from the log's bytes: importing the same log twice gives the same run.
+
+Per sample: the case (its input as messages, the target as the expected output, its metadata), the
+transcript (the messages in the content model, the output's text, the model's usage, the error),
+for each score its edits (``ScoreEdited``, from ``Score.history``) then its verdicts (``scores.py``),
+and the test's score (the mean of its verdicts, as evalstore scores a test). The sample as Inspect
+wrote it is kept as a blob (``TranscriptRecorded.source_record_sha256``), its attachments as blobs of
+their own, and the log's header as a blob named in the run's snapshot (role ``inspect_header``), so an
+export writes the log back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, TypedDict
+
+from pydantic import ValidationError
+
+from evalstore import __version__
+from evalstore.replay.agentv.import_check import Spool, Spooled
+from evalstore.replay.agentv.import_events import EventIds
+from evalstore.replay.errors import ImportFormatError, ReplayError
+from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
+from evalstore.replay.grading.scoring import score_recorded
+from evalstore.replay.inspect import inspect_log_api
+from evalstore.replay.inspect.messages import content_messages, resolved, text_of
+from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
+from evalstore.replay.material import Tally
+from evalstore.replay.targetsfile.redaction import redact
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.codec import canonical_json, sha256_hex
+from evalstore.store.events import (
+    FileSnapshot,
+    RunStarted,
+    ScoreEdited,
+    SourceRef,
+    TestCaseRecorded,
+    TestScored,
+    TranscriptRecorded,
+    VerdictRecorded,
+    encode,
+)
+from evalstore.store.projections import read_fields
+
+HEADER_ROLE = "inspect_header"
+"""The run snapshot's entry holding the log's header (``EvalLog`` without samples) as Inspect wrote it."""
+LOG_SUFFIXES = (".eval", ".json")
+CHUNK_SAMPLES = 100
+"""Samples of an ``.eval`` log read through one opened zip (``_samples``)."""
+BATCH_TESTS = 1000
+BATCH_BYTES = 32 * 1024 * 1024
+Progress = Callable[[str, int, "int | None"], None]
+
+
+class _ResultKey(TypedDict):
+    test_id: str
+    target: str | None
+    attempt: int
+
+
+@dataclass
+class InspectImport:
+    run_id: str
+    path: str
+    format: str
+    tests: int
+    already_imported: bool
+    task: str | None = None
+    model: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def is_inspect_log(path: Path) -> bool:
+    """Whether ``path`` is an Inspect log by its name (``.eval``; ``.json``, which AgentV never writes) or
+    a folder of them."""
+    if path.is_dir():
+        return any(p.suffix in LOG_SUFFIXES and p.is_file() for p in path.iterdir())
+    return path.suffix in LOG_SUFFIXES
+
+
+def log_files(path: Path) -> list[Path]:
+    """The logs at ``path``: the file, or a folder's ``.eval`` and ``.json`` files (not its subfolders), by name."""
+    if not path.is_dir():
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.suffix in LOG_SUFFIXES and p.is_file())
+    if not found:
+        raise ImportFormatError(f"{path}: no Inspect AI logs (.eval, .json) in this folder")
+    return found
+
+
+def import_logs(store: EventStore, path: str | Path, progress: Progress | None = None) -> list[InspectImport]:
+    """Import every log at ``path`` (a log, or a folder of logs: one run per log)."""
+    path = Path(path)
+    if not path.exists():
+        raise ReplayError(f"{path}: no such file or directory")
+    return [import_log(store, f, progress) for f in log_files(path)]
+
+
+def import_log(store: EventStore, path: Path, progress: Progress | None = None) -> InspectImport:
+    api = inspect_log_api()
+    fmt = "inspect-json" if path.suffix == ".json" else "inspect-eval"
+    digest = _file_digest(path)
+    run_id = f"imp-{digest[:16]}"
+    header = _read(path, lambda: api.read_eval_log(str(path), header_only=True))
+    spec = header.eval
+    existing = store.query("runs", run_id=run_id)
+    if existing and existing[0]["status"] == "completed":
+        tests = len(store.query("results", run_id=run_id))
+        return InspectImport(run_id, str(path), fmt, tests, True, spec.task, spec.model)
+
+    header_bytes = header.model_dump_json(exclude={"samples"}).encode("utf-8")
+    header_sha = sha256_hex(header_bytes)
+    started = RunStarted(
+        run_id=run_id,
+        kind="imported",
+        suite=spec.task,
+        eval_snapshot=[FileSnapshot(role=HEADER_ROLE, path=path.name, sha256=header_sha, size=len(header_bytes))],
+        target_name=spec.model,
+        target=_jsonable(redact(_eval_spec(json.loads(spec.model_dump_json())))),
+        threshold=DEFAULT_THRESHOLD,
+        source=SourceRef(file=str(path.resolve())),
+        source_format=fmt,
+        source_started_at=_utc(spec.created),
+        tool_version=__version__,
+    )
+    ids = EventIds(run_id)
+    run_started_id = ids.next("started")
+    spool = Spool()
+    try:
+        tests, warnings = _check(api, path, header, ids, spool, progress)
+        if tests == 0:
+            raise ReplayError(f"{path}: the log has no samples to import")
+        store.append(run_id, [NewEvent(started, run_started_id)], blobs={header_sha: header_bytes})
+        _write(store, run_id, spool, ids, tests, progress)
+    finally:
+        spool.close()
+    return InspectImport(run_id, str(path), fmt, tests, False, spec.task, spec.model, warnings)
+
+
+def _read(path: Path, read: Callable[[], Any]) -> Any:
+    """What ``read`` gives, or one line saying ``path`` is not a log Inspect can read."""
+    try:
+        return read()
+    except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+        reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc) or type(exc).__name__
+        raise ImportFormatError(
+            f"{path}: not an Inspect AI log inspect_ai can read ({reason.splitlines()[0]})"
+        ) from None
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _check(
+    api: Any, path: Path, header: Any, ids: EventIds, spool: Spool, progress: Progress | None
+) -> tuple[int, list[str]]:
+    """Every sample built and encoded into ``spool``, in the log's order; (samples, warnings)."""
+    tests = 0
+    seen: set[tuple[str, int]] = set()
+    warnings: list[str] = []
+    for sample in _samples(api, path, header):
+        record = json.loads(sample.model_dump_json())
+        key = (str(record["id"]), int(record["epoch"]))
+        if key in seen:
+            raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
+        seen.add(key)
+        first_n = ids.n + 1
+        events, blobs, score = sample_events(record, header.eval.model, ids)
+        encoded = []
+        fields = []
+        for event in events:
+            payload = encode(event.payload)
+            encoded.append(
+                (event.event_id or "", event.payload.type, event.payload.schema_version, canonical_json(payload))
+            )
+            fields.append(read_fields(event.payload.type, payload))
+        spool.add(Spooled(key, SourceRef(), first_n, encoded, fields, blobs, score))
+        tests += 1
+        if progress and tests % 200 == 0:
+            progress("checking", tests, None)
+    return tests, warnings
+
+
+def _samples(api: Any, path: Path, header: Any) -> Iterator[Any]:
+    """The log's samples, one at a time, in the order ``read_eval_log_samples`` gives them (the dataset's
+    sample ids, each epoch in turn); samples the log lacks (a cancelled eval) are left out, as there.
+
+    A ``.json`` log is what ``read_eval_log_samples`` reads (Inspect reads such a file whole). In an
+    ``.eval`` log (a zip), ``read_eval_log_samples`` opens the zip again for every sample, reading its
+    whole directory each time (10,000 samples: hours); ``read_eval_log_samples_by_id`` reads a chunk of
+    samples through one opened zip."""
+    if path.suffix == ".json":
+        samples = iter(_read(path, lambda: api.read_eval_log_samples(str(path), all_samples_required=False)))
+        while (sample := _read(path, lambda: next(samples, None))) is not None:
+            yield sample
+        return
+    dataset = header.eval.dataset
+    if dataset.sample_ids is not None:
+        keys = [(i, e) for i in dataset.sample_ids for e in range(1, (header.eval.config.epochs or 1) + 1)]
+    else:  # an older log: its sample summaries say which samples it holds
+        keys = [(s.id, s.epoch) for s in _read(path, lambda: api.read_eval_log_sample_summaries(str(path)))]
+    for start in range(0, len(keys), CHUNK_SAMPLES):
+        chunk = keys[start : start + CHUNK_SAMPLES]
+        try:
+            yield from _read(path, partial(api.read_eval_log_samples_by_id, str(path), chunk, concurrency=1))
+        except IndexError:  # some of the chunk is not in the log: the others, one by one
+            for sample_id, epoch in chunk:
+                try:
+                    yield _read(path, partial(api.read_eval_log_sample, str(path), id=sample_id, epoch=epoch))
+                except IndexError:
+                    continue
+
+
+def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: int, progress: Progress | None) -> None:
+    batch: list[tuple[str, str, int, str]] = []
+    batch_fields: list[dict | None] = []
+    batch_blobs: dict[str, bytes] = {}
+    size = done = 0
+    tally = Tally()
+    for item in spool:
+        batch.extend(item.events)
+        batch_fields.extend(item.fields)
+        for digest, data in item.blobs.items():
+            if digest not in batch_blobs:
+                batch_blobs[digest] = data
+                size += len(data)
+        assert item.score is not None
+        tally.count(*item.score)
+        done += 1
+        if done % BATCH_TESTS == 0 or size > BATCH_BYTES:
+            store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
+            batch, batch_fields, batch_blobs, size = [], [], {}, 0
+            if progress:
+                progress("importing", done, tests)
+    if batch:
+        store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
+    if progress:
+        progress("importing", done, tests)
+    store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
+
+
+def sample_events(
+    record: dict[str, Any], model: str, ids: EventIds
+) -> tuple[list[NewEvent], dict[str, bytes], tuple[float, bool, str]]:
+    """One sample (as ``EvalSample.model_dump_json`` writes it) as its events, blobs and (score, passed, status)."""
+    key: _ResultKey = {"test_id": str(record["id"]), "target": model, "attempt": int(record["epoch"])}
+    events: list[NewEvent] = []
+    blobs: dict[str, bytes] = {}
+    attachments: dict[str, str] = record.pop("attachments", None) or {}
+    refs = []
+    for name, content in attachments.items():
+        data = content.encode("utf-8")
+        digest = sha256_hex(data)
+        blobs[digest] = data
+        refs.append({"id": name, "sha256": digest, "size": len(data)})
+    sample_bytes = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    sample_sha = sha256_hex(sample_bytes)
+    blobs[sample_sha] = sample_bytes
+
+    events.append(
+        NewEvent(
+            TestCaseRecorded(
+                **key,
+                input=content_messages(_input_messages(record.get("input")), attachments),
+                expected_output=_jsonable(record.get("target")),
+                metadata=_jsonable(record.get("metadata") or {}),
+                graders=[{"name": name, "type": GRADER_TYPE} for name in (record.get("scores") or {})],
+            ),
+            ids.next("case"),
+        )
+    )
+    messages = content_messages(record.get("messages") or [], attachments)
+    messages_bytes = canonical_json(_jsonable(messages)).encode("utf-8")
+    messages_sha = sha256_hex(messages_bytes)
+    blobs[messages_sha] = messages_bytes
+    error = record.get("error")
+    output = record.get("output") or {}
+    transcript_id = ids.next("transcript")
+    events.append(
+        NewEvent(
+            TranscriptRecorded(
+                **key,
+                messages_sha256=messages_sha,
+                output_text=_completion(output, attachments),
+                token_usage=_usage(record.get("model_usage") or {}, model),
+                cost_usd=_cost(record.get("model_usage") or {}, model),
+                duration_ms=record["total_time"] * 1000 if record.get("total_time") is not None else None,
+                start_time=_utc(record.get("started_at")),
+                end_time=_utc(record.get("completed_at")),
+                status="error" if error else "ok",
+                error=error.get("message") if error else None,
+                source_record_sha256=sample_sha,
+                attachments=refs,
+            ),
+            transcript_id,
+        )
+    )
+    entries = []
+    for name, score in (record.get("scores") or {}).items():
+        for edit in edits_of(score):
+            events.append(
+                NewEvent(
+                    ScoreEdited(
+                        **key,
+                        grader=name,
+                        edit=edit.edit,
+                        value=_jsonable(edit.value),
+                        previous_value=_jsonable(edit.previous_value),
+                        changes=_jsonable(edit.changes),
+                        author=edit.author,
+                        reason=edit.reason,
+                        edited_at=_utc(edit.edited_at),
+                        provenance_metadata=_jsonable(edit.metadata),
+                    ),
+                    ids.next("edit"),
+                )
+            )
+        for v in verdicts_of(name, score.get("value"), _to_float()):
+            explanation = score.get("explanation")
+            details: dict[str, Any] = {
+                "scorer": name,
+                "value": _jsonable(v.value),
+                "answer": score.get("answer"),
+                "explanation": explanation,
+                "reason": score.get("reason"),
+                "metadata": _jsonable(score.get("metadata")),
+                "edits": len(edits_of(score)),
+            }
+            if v.key is not None:
+                details["key"] = v.key
+            events.append(
+                NewEvent(
+                    VerdictRecorded(
+                        **key,
+                        grader=v.grader,
+                        grader_type=GRADER_TYPE,
+                        score=v.score,
+                        verdict=v.verdict,  # type: ignore[arg-type]
+                        status="execution_error" if v.verdict == "skip" else "ok",
+                        details={k: d for k, d in details.items() if d is not None},
+                        evidence=[explanation] if explanation else [],
+                        origin="imported",
+                        transcript_event_id=transcript_id,
+                    ),
+                    ids.next("verdict"),
+                )
+            )
+            entries.append({"name": v.grader, "score": v.score, "verdict": v.verdict})
+    outcome = score_recorded(entries, DEFAULT_THRESHOLD)
+    if error:
+        score, passed, status, why = (outcome.score if outcome else 0.0), False, "execution_error", error.get("message")
+    elif outcome is None:  # no scores (scoring off): nothing to pass on
+        score, passed, status, why = 0.0, False, "quality_failure", None
+    else:
+        score, passed, status, why = outcome.score, outcome.passed, outcome.status, outcome.error
+    events.append(
+        NewEvent(
+            TestScored(
+                **key,
+                score=score,
+                passed=passed,
+                status=status,  # type: ignore[arg-type]
+                threshold=DEFAULT_THRESHOLD,
+                error=why,
+                origin="imported",
+                produced_at=_utc(record.get("completed_at")),
+                row_fields=_row_fields(record),
+            ),
+            ids.next("scored"),
+        )
+    )
+    return events, blobs, (score, passed, status)
+
+
+def _row_fields(record: dict[str, Any]) -> dict[str, str]:
+    """What marks the sample, kept as labels: its uuid, an invalidation (who, why, when), retries, a limit hit."""
+    out = {}
+    if record.get("uuid"):
+        out["inspect_uuid"] = str(record["uuid"])
+    invalidation = record.get("invalidation")
+    if invalidation:
+        out["invalidated_by"] = str(invalidation.get("author"))
+        out["invalidated_at"] = str(_utc(invalidation.get("timestamp")))
+        if invalidation.get("reason"):
+            out["invalidated_reason"] = str(invalidation["reason"])
+    if record.get("error_retries"):
+        out["error_retries"] = str(len(record["error_retries"]))
+    limit = record.get("limit")
+    if limit:
+        out["limit"] = f"{limit.get('type')}: {limit.get('limit')}"
+    return out
+
+
+_FLOAT: list[Callable[[Any], float]] = []
+
+
+def _to_float() -> Callable[[Any], float]:
+    """Inspect's own ``value_to_float()`` (made once)."""
+    if not _FLOAT:
+        from inspect_ai.scorer import value_to_float
+
+        _FLOAT.append(value_to_float())
+    return _FLOAT[0]
+
+
+def _input_messages(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return list(value or [])
+
+
+def _completion(output: dict[str, Any], attachments: dict[str, str]) -> str | None:
+    """``ModelOutput.completion``: the first choice's text."""
+    choices = output.get("choices") or []
+    if not choices:
+        return None
+    content = (choices[0].get("message") or {}).get("content")
+    return text_of(resolved(content, attachments))
+
+
+def _usage(usage: dict[str, Any], model: str) -> dict[str, Any] | None:
+    """The model under test's usage in AgentV's ``token_usage`` shape."""
+    own = usage.get(model)
+    if not own:
+        return None
+    out = {"input": own.get("input_tokens"), "output": own.get("output_tokens")}
+    if own.get("input_tokens_cache_read"):
+        out["cached"] = own["input_tokens_cache_read"]
+    if own.get("reasoning_tokens"):
+        out["reasoning"] = own["reasoning_tokens"]
+    return out
+
+
+def _cost(usage: dict[str, Any], model: str) -> float | None:
+    own = usage.get(model) or {}
+    return own.get("total_cost")
+
+
+def _eval_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """What the run keeps of the eval spec (the whole header is in the snapshot): the task, its args and
+    file, the model and its config, model roles, solver, scorers, revision, packages, the eval's config."""
+    keep = (
+        "task",
+        "task_version",
+        "task_file",
+        "task_registry_name",
+        "task_args",
+        "solver",
+        "solver_args",
+        "model",
+        "model_base_url",
+        "model_args",
+        "model_generate_config",
+        "model_roles",
+        "config",
+        "revision",
+        "packages",
+        "scorers",
+        "eval_id",
+        "run_id",
+        "tags",
+        "metadata",
+    )
+    return {k: _pruned(spec[k]) for k in keep if spec.get(k) not in (None, {}, [])}
+
+
+def _pruned(value: Any) -> Any:
+    """``value`` without its None entries (a generate config is mostly unset fields)."""
+    if isinstance(value, dict):
+        return {k: _pruned(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as canonical JSON can hold it: a non-finite float (Inspect's unscored NaN) as its name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _utc(value: Any) -> str | None:
+    """An Inspect timestamp as UTC ISO 8601 (as the store writes times)."""
+    if not value:
+        return None
+    when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="microseconds")

@@ -1,0 +1,149 @@
+"""Inspect AI logs back out: `evalstore export RUN --format inspect -o OUT.eval` is read by
+inspect_ai's read_eval_log; an import comes back as it was, a regrade's verdicts are scores with
+evalstore's provenance in Inspect's own history, and the samples it did not regrade are marked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixture_paths import FIXTURES_DIR
+
+from evalstore import cli as cli_package
+
+inspect_log = pytest.importorskip("inspect_ai.log")
+
+LOGS = FIXTURES_DIR / "inspect" / "logs"
+
+GRADER = """
+import json, sys
+p = json.load(sys.stdin)
+expected = p["expected_output"][0]["content"] if p["expected_output"] else ""
+ok = p["output"].strip() == expected
+print(json.dumps({"score": 1.0 if ok else 0.0, "assertions": [{"text": "the answer is the target", "passed": ok}]}))
+"""
+
+
+def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(cli_package.main, ["--db", db, *args])
+
+
+def _run_id(result) -> str:  # type: ignore[no-untyped-def]
+    assert result.exit_code in (0, 1), result.output  # a replay exits 1 when tests are below the threshold
+    return json.loads(result.stdout)["run_id"]
+
+
+def _eval(tmp_path: Path, *names: str) -> Path:
+    (tmp_path / "grader.py").write_text(GRADER, encoding="utf-8")
+    graders = "".join(f"  - name: {n}\n    type: code-grader\n    command: [python3, grader.py]\n" for n in names)
+    path = tmp_path / "regrade.eval.yaml"
+    path.write_text(f"name: regrade\nassertions:\n{graders}", encoding="utf-8")
+    return path
+
+
+def _by_key(log) -> dict:  # type: ignore[no-untyped-def]
+    return {(str(s.id), s.epoch): s for s in log.samples}
+
+
+@pytest.mark.parametrize("name", ["arithmetic.eval", "capitals.json"])
+def test_an_imported_log_exports_as_it_was(tmp_path: Path, name: str) -> None:
+    db = str(tmp_path / "s.db")
+    run_id = _run_id(_cli(db, "import", str(LOGS / name), "--json"))
+    out = tmp_path / f"out{Path(name).suffix}"
+    result = _cli(db, "export", run_id, "--format", "inspect", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    original, exported = inspect_log.read_eval_log(LOGS / name), inspect_log.read_eval_log(out)
+    assert exported.eval == original.eval and exported.results == original.results
+    assert _by_key(exported).keys() == _by_key(original).keys()
+    for key, sample in _by_key(original).items():
+        again = _by_key(exported)[key]
+        assert again.model_dump(exclude={"events"}) == sample.model_dump(exclude={"events"}), key
+        assert len(again.events) == len(sample.events)
+
+
+def test_a_regrade_exports_both_scores_on_every_sample_with_its_provenance(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    run_id = _run_id(_cli(db, "import", str(LOGS / "arithmetic.eval"), "--json"))
+    replay_id = _run_id(_cli(db, "replay", run_id, "--eval", str(_eval(tmp_path, "exact", "match")), "--json"))
+    out = tmp_path / "regraded.eval"
+    result = _cli(db, "export", replay_id, "--format", "inspect", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    original = _by_key(inspect_log.read_eval_log(LOGS / "arithmetic.eval"))
+    log = inspect_log.read_eval_log(out)
+    exported = _by_key(log)
+    assert exported.keys() == original.keys()
+    for key, sample in original.items():
+        scores = exported[key].scores or {}
+        if sample.error:  # the model failed: nothing to regrade, and nothing Inspect scored
+            assert not scores
+            continue
+        right = sample.output.completion.strip() == sample.target
+        # Inspect's own scores, untouched but for the regrade's edit of `match`.
+        for name, score in (sample.scores or {}).items():
+            if name != "match":
+                assert scores[name] == score
+        # The regrade's new score, named after its grader, added with evalstore's provenance.
+        exact = scores["exact"]
+        assert exact.value == (1.0 if right else 0.0)
+        (added,) = exact.history
+        assert added.provenance.author == "evalstore"
+        assert f"evalstore replay {replay_id} of {run_id}" in added.provenance.reason
+        assert "grader exact (code-grader)" in added.provenance.reason
+        assert exact.metadata["evalstore"]["run_id"] == replay_id
+        # A score of the same name: an edit; Inspect's history keeps the original first.
+        match = scores["match"]
+        assert match.value == (1.0 if right else 0.0)
+        assert match.history[0].provenance is None and match.history[0].value == sample.scores["match"].value
+        assert match.history[-1].provenance.author == "evalstore"
+        assert f"regraded score match: {sample.scores['match'].value!r} -> {match.value!r}" in (
+            match.history[-1].provenance.reason
+        )
+    # What `inspect view` lists a log by: its sample summaries, with the regrade's scores.
+    summaries = inspect_log.read_eval_log_sample_summaries(out)
+    assert len(summaries) == len(original)
+    assert all("exact" in (s.scores or {}) for s in summaries if not original[(str(s.id), s.epoch)].error)
+    marking = log.metadata["evalstore"]
+    assert marking["run_id"] == replay_id and marking["imported_run_id"] == run_id
+    errored = [{"id": k[0], "epoch": k[1]} for k, s in original.items() if s.error]
+    assert sorted(marking["unregraded_samples"], key=str) == sorted(errored, key=str)
+    assert marking["regraded_samples"] == len(original) - len(errored)
+
+
+def test_samples_outside_tests_keep_their_scores_and_are_marked(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    run_id = _run_id(_cli(db, "import", str(LOGS / "choice.eval"), "--json"))
+    first = _run_id(_cli(db, "replay", run_id, "--eval", str(_eval(tmp_path, "answer")), "--tests", "q1", "--json"))
+    # A replay of the replay grading q2: q1's verdicts carried from the first replay, q3 still Inspect's own.
+    second = _run_id(_cli(db, "replay", first, "--tests", "q2", "--json"))
+    original = _by_key(inspect_log.read_eval_log(LOGS / "choice.eval"))
+    graded_by = {first: {"q1": first}, second: {"q1": first, "q2": second}}
+    for exported_run, graders in graded_by.items():
+        out = tmp_path / f"{exported_run}.eval"
+        assert _cli(db, "export", exported_run, "--format", "inspect", "-o", str(out)).exit_code == 0
+        log = inspect_log.read_eval_log(out)
+        for key, sample in _by_key(log).items():
+            if key[0] in graders:
+                last = sample.scores["answer"].history[-1].provenance
+                assert last.author == "evalstore"
+                assert f"evalstore replay {graders[key[0]]} of {run_id}" in last.reason  # the replay that graded it
+            else:
+                assert sample.scores == original[key].scores
+        marked = {(s["id"], s["epoch"]) for s in log.metadata["evalstore"]["unregraded_samples"]}
+        assert marked == {k for k in original if k[0] not in graders}
+
+
+def test_what_cannot_be_exported_as_an_inspect_log_is_one_line(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    run_id = _run_id(_cli(db, "import", str(LOGS / "choice.eval"), "--json"))
+    usage = _cli(db, "export", run_id, "--format", "inspect")
+    assert usage.exit_code == 2 and "give it with -o LOG.eval" in usage.output
+    wrong = _cli(db, "export", run_id, "--format", "inspect", "-o", str(tmp_path / "out.txt"))
+    assert wrong.exit_code == 2 and "a .eval or .json file" in wrong.output
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"test_id": "t", "score": 1.0, "target": "x"}) + "\n", encoding="utf-8")
+    other = _run_id(_cli(db, "import", str(rows), "--json"))
+    refused = _cli(db, "export", other, "--format", "inspect", "-o", str(tmp_path / "out.eval"))
+    assert refused.exit_code == 2 and "was not imported from an Inspect AI log" in refused.output
+    assert not (tmp_path / "out.eval").exists() and not list(tmp_path.glob(".out*"))
