@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from evalstore import __version__
 from evalstore.replay.content import Message, dump_messages
 from evalstore.replay.errors import ReplayError
+from evalstore.replay.evalfile.dependencies import blocked_by, waves
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.snapshot import snapshot_suite
@@ -117,6 +118,7 @@ def record_run(
     options = options or RunOptions()
     suite = load_eval(eval_path)
     preflight(suite)
+    waves(suite)
     targets_file, target = _resolve_target(suite, options)
     _check_judges(suite, target.name, targets_file, options)
     if suite.workspace.configured:
@@ -323,7 +325,18 @@ def _execute_locked(
                 return _run_and_grade(*args)
         return _run_and_grade(*args)
 
+    failed: set[str] = set()  # tests that ended in an execution error, for those depending on them
+
     def one(test: EvalTest) -> TestScored:
+        blocked = blocked_by(test, failed)
+        if blocked is not None and result_key(test.id, target.name, 1) not in recorded:
+            scored = _not_run(store, run_id, test, target.name, threshold, blocked)
+            with lock:
+                results.append(scored)
+                failed.add(test.id)
+            if progress:
+                progress(scored)
+            return scored
         scores: list[float] = []
         costs: list[float | None] = []
         while True:
@@ -339,10 +352,14 @@ def _execute_locked(
         if suite.trials is not None:
             with lock:
                 trials[test.id] = aggregate_trials(suite.trials, scores, threshold, costs)
+        if scored.status == "execution_error":
+            with lock:
+                failed.add(test.id)
         return scored
 
     try:
-        run_concurrently(one, suite.tests, workers)
+        for wave in waves(suite):
+            run_concurrently(one, wave, workers)
     finally:
         judges.close()
     if todo and (finished := workspaces.finish()):
@@ -351,6 +368,23 @@ def _execute_locked(
     order = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (order.get(s.test_id, 0), s.attempt))
     return RunOutcome(run_id, results, threshold, list(suite.warnings), trials)
+
+
+def _not_run(store: EventStore, run_id: str, test: EvalTest, target: str, threshold: float, error: str) -> TestScored:
+    """A test not run because a test it depends on failed: an execution error, no agent call."""
+    scored = TestScored(
+        test_id=test.id,
+        target=target,
+        attempt=1,
+        score=0.0,
+        passed=False,
+        status="execution_error",
+        threshold=threshold,
+        error=error,
+        produced_at=produced_now(),
+    )
+    store.append(run_id, [case_event(test, target, 1), scored])
+    return scored
 
 
 def _run_and_grade(  # type: ignore[no-untyped-def]

@@ -24,6 +24,7 @@ from evalstore.replay.errors import EvalFileError
 from evalstore.replay.evalfile.cases import raw_tests
 from evalstore.replay.evalfile.conversation import CONVERSATION_KEYS, conversation_fields
 from evalstore.replay.evalfile.converters import parse_converters
+from evalstore.replay.evalfile.dependencies import dependencies
 from evalstore.replay.evalfile.fields import (
     ParseContext,
     expect_mapping,
@@ -66,7 +67,7 @@ SUITE_KEYS = (
 TEST_KEYS = (
     "id", "description", "criteria", "expected_outcome", "input", "input_files", "expected_output",
     "assertions", "assert", "rubrics", "metadata", "execution", "workspace", "conversation_id", "vars",
-    "options", *CONVERSATION_KEYS,
+    "options", "depends_on", "on_dependency_failure", *CONVERSATION_KEYS,
 )  # fmt: skip
 EXECUTION_KEYS = (
     "target", "targets", "threshold", "skip_defaults", "cache", "trials", "budget_usd", "total_budget_usd",
@@ -475,6 +476,7 @@ class _SuiteParser:
             threshold=execution.threshold,
             target=execution.target,
             **conversation,
+            **dependencies(obj, where, ctx),
         )
         raw_ws, ws_where, _ = _workspace_source(obj.get("workspace"), where.key("workspace"), ctx)
         if isinstance(raw_ws, dict):

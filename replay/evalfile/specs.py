@@ -390,6 +390,11 @@ class EvalTest(_Spec):
     """``stop``: after a turn scoring below the threshold the agent is not asked again (later turns 0)."""
     window_size: int | None = None
     """How many past exchanges (user and assistant) the agent and the graders see; None: all."""
+    depends_on: list[str] = Field(default_factory=list)
+    """Tests that run before this one (AgentV's ``depends_on``)."""
+    on_dependency_failure: Literal["skip", "fail", "run"] = "skip"
+    """When a test it depends on ended in an execution error: not run (``skip``, ``fail``: an execution
+    error saying so) or run all the same (``run``)."""
 
 
 class TrialsSpec(_Spec):
