@@ -46,6 +46,7 @@ from evalstore.replay.processes.children import child_environment, withholding
 from evalstore.replay.processes.lifetime import WorkspaceLock
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
+from evalstore.replay.suite_limits import SuiteLimits
 from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
 from evalstore.replay.targetsfile.loader import (
     TargetEntry,
@@ -174,14 +175,15 @@ def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-u
     path = explicit_targets_file(options.targets_path) if options.targets_path else find_targets_file(suite.path)
     # ``agentv eval --target default`` is no choice (``pickTargetName``): the eval's target still wins.
     chosen = options.target if options.target != "default" else None
-    name = chosen or suite.target or "default"
+    suite_target = None if chosen else _suite_target(suite)
+    name = chosen or suite_target or "default"
     if path is None:
         raise ReplayError(
             f"{suite.path}: no targets file found (looked for targets.yaml or .agentv/targets.yaml from the eval "
             "file's folder up to the repository root, and in the working directory); pass --targets FILE"
         )
     targets_file = load_targets_file(path)
-    if name not in targets_file.targets and not (chosen or suite.target):
+    if name not in targets_file.targets and not (chosen or suite_target):
         raise ReplayError(
             f"{suite.path}: no target named: set execution.target in the eval, pass --target NAME, or define a "
             f"target named 'default' in {targets_file.path}"
@@ -190,6 +192,19 @@ def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-u
     # Before anything is recorded: a bad target config must not leave a half-started run behind.
     check_target(target, eval_dir=Path(suite.path).parent, targets_file=targets_file.path)
     return targets_file, target
+
+
+def _suite_target(suite: EvalSuite) -> str | None:
+    """The target the eval names: ``execution.targets`` before ``execution.target``, as in AgentV."""
+    if not suite.targets:
+        return suite.target
+    if len(suite.targets) == 1:
+        return suite.targets[0]
+    raise ReplayError(
+        f"{suite.path}: execution.targets names {len(suite.targets)} targets ({', '.join(suite.targets)}), which "
+        "AgentV runs as a matrix; evalstore run records one target a run: pass --target NAME, once for each, "
+        "and compare the runs with `evalstore compare`"
+    )
 
 
 def _judge_pool(targets_file: TargetsFile | None, options: RunOptions) -> JudgePool:
@@ -326,9 +341,11 @@ def _execute_locked(
         return _run_and_grade(*args)
 
     failed: set[str] = set()  # tests that ended in an execution error, for those depending on them
+    limits = SuiteLimits(suite.budget_usd, suite.fail_on_error)
 
     def one(test: EvalTest) -> TestScored:
-        blocked = blocked_by(test, failed)
+        # AgentV's order: the test's dependencies, then the suite's budget, then fail_on_error.
+        blocked = blocked_by(test, failed) or limits.refusal()
         if blocked is not None and result_key(test.id, target.name, 1) not in recorded:
             scored = _not_run(store, run_id, test, target.name, threshold, blocked)
             with lock:
@@ -355,6 +372,7 @@ def _execute_locked(
         if scored.status == "execution_error":
             with lock:
                 failed.add(test.id)
+        limits.count(costs, scored.status)
         return scored
 
     try:
