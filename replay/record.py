@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from evalstore import __version__
 from evalstore.replay.content import Message, dump_messages
 from evalstore.replay.errors import ReplayError
+from evalstore.replay.evalfile.dependencies import blocked_by, waves
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.snapshot import snapshot_suite
@@ -45,6 +46,7 @@ from evalstore.replay.processes.children import child_environment, withholding
 from evalstore.replay.processes.lifetime import WorkspaceLock
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
+from evalstore.replay.suite_limits import SuiteLimits
 from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
 from evalstore.replay.targetsfile.loader import (
     TargetEntry,
@@ -117,6 +119,7 @@ def record_run(
     options = options or RunOptions()
     suite = load_eval(eval_path)
     preflight(suite)
+    waves(suite)
     targets_file, target = _resolve_target(suite, options)
     _check_judges(suite, target.name, targets_file, options)
     if suite.workspace.configured:
@@ -172,14 +175,15 @@ def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-u
     path = explicit_targets_file(options.targets_path) if options.targets_path else find_targets_file(suite.path)
     # ``agentv eval --target default`` is no choice (``pickTargetName``): the eval's target still wins.
     chosen = options.target if options.target != "default" else None
-    name = chosen or suite.target or "default"
+    suite_target = None if chosen else _suite_target(suite)
+    name = chosen or suite_target or "default"
     if path is None:
         raise ReplayError(
             f"{suite.path}: no targets file found (looked for targets.yaml or .agentv/targets.yaml from the eval "
             "file's folder up to the repository root, and in the working directory); pass --targets FILE"
         )
     targets_file = load_targets_file(path)
-    if name not in targets_file.targets and not (chosen or suite.target):
+    if name not in targets_file.targets and not (chosen or suite_target):
         raise ReplayError(
             f"{suite.path}: no target named: set execution.target in the eval, pass --target NAME, or define a "
             f"target named 'default' in {targets_file.path}"
@@ -188,6 +192,19 @@ def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-u
     # Before anything is recorded: a bad target config must not leave a half-started run behind.
     check_target(target, eval_dir=Path(suite.path).parent, targets_file=targets_file.path)
     return targets_file, target
+
+
+def _suite_target(suite: EvalSuite) -> str | None:
+    """The target the eval names: ``execution.targets`` before ``execution.target``, as in AgentV."""
+    if not suite.targets:
+        return suite.target
+    if len(suite.targets) == 1:
+        return suite.targets[0]
+    raise ReplayError(
+        f"{suite.path}: execution.targets names {len(suite.targets)} targets ({', '.join(suite.targets)}), which "
+        "AgentV runs as a matrix; evalstore run records one target a run: pass --target NAME, once for each, "
+        "and compare the runs with `evalstore compare`"
+    )
 
 
 def _judge_pool(targets_file: TargetsFile | None, options: RunOptions) -> JudgePool:
@@ -323,7 +340,20 @@ def _execute_locked(
                 return _run_and_grade(*args)
         return _run_and_grade(*args)
 
+    failed: set[str] = set()  # tests that ended in an execution error, for those depending on them
+    limits = SuiteLimits(suite.budget_usd, suite.fail_on_error)
+
     def one(test: EvalTest) -> TestScored:
+        # AgentV's order: the test's dependencies, then the suite's budget, then fail_on_error.
+        blocked = blocked_by(test, failed) or limits.refusal()
+        if blocked is not None and result_key(test.id, target.name, 1) not in recorded:
+            scored = _not_run(store, run_id, test, target.name, threshold, blocked)
+            with lock:
+                results.append(scored)
+                failed.add(test.id)
+            if progress:
+                progress(scored)
+            return scored
         scores: list[float] = []
         costs: list[float | None] = []
         while True:
@@ -339,10 +369,15 @@ def _execute_locked(
         if suite.trials is not None:
             with lock:
                 trials[test.id] = aggregate_trials(suite.trials, scores, threshold, costs)
+        if scored.status == "execution_error":
+            with lock:
+                failed.add(test.id)
+        limits.count(costs, scored.status)
         return scored
 
     try:
-        run_concurrently(one, suite.tests, workers)
+        for wave in waves(suite):
+            run_concurrently(one, wave, workers)
     finally:
         judges.close()
     if todo and (finished := workspaces.finish()):
@@ -351,6 +386,23 @@ def _execute_locked(
     order = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (order.get(s.test_id, 0), s.attempt))
     return RunOutcome(run_id, results, threshold, list(suite.warnings), trials)
+
+
+def _not_run(store: EventStore, run_id: str, test: EvalTest, target: str, threshold: float, error: str) -> TestScored:
+    """A test not run because a test it depends on failed: an execution error, no agent call."""
+    scored = TestScored(
+        test_id=test.id,
+        target=target,
+        attempt=1,
+        score=0.0,
+        passed=False,
+        status="execution_error",
+        threshold=threshold,
+        error=error,
+        produced_at=produced_now(),
+    )
+    store.append(run_id, [case_event(test, target, 1), scored])
+    return scored
 
 
 def _run_and_grade(  # type: ignore[no-untyped-def]

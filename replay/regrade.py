@@ -46,6 +46,7 @@ from evalstore.replay.evalfile.union import union_suite
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
+from evalstore.replay.lost_inputs import keep_recorded
 from evalstore.replay.material import (
     ResultKey,
     RunMaterial,
@@ -348,6 +349,20 @@ def _execute(
             f"the eval has no test {_listing(missing)} (pass --eval with the eval file that has them)"
         )
         suite = suite.model_copy(update={"warnings": [*suite.warnings, carried]})
+    cut = sorted(
+        {
+            key[0]
+            for key in regraded
+            if (t := sources.get(key, parent.tests[key]).transcript) and t[1].file_changes_lost_lines
+        }
+    )
+    if cut:
+        note = (
+            f"{len(cut)} test{'s' if len(cut) > 1 else ''} ({_listing(cut)}): the source kept only the first lines of "
+            "file_changes (AgentV 4's run folder keeps 20); their code and LLM graders' verdicts are carried over "
+            "unless this replay changes the grader, which then grades the lines kept"
+        )
+        suite = suite.model_copy(update={"warnings": [*suite.warnings, note]})
     unable = [
         (key, reason)
         for key in todo
@@ -570,6 +585,9 @@ def _replay_test(
         batches.add(recorder)
         return scored
     info = transcript_info(transcript_blob or store.get_blob, source)
+    only = options.graders
+    if source.transcript is not None:
+        only, carried, _ = keep_recorded(test, source.transcript[1], options, only, carried)
     grade = grade_test(
         suite,
         test,
@@ -579,7 +597,7 @@ def _replay_test(
         attempt=attempt,
         options=grade_options,
         judges=judges,
-        only=options.graders,
+        only=only,
         carried=carried,
     )
     batches.add(recorder)

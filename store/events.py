@@ -163,6 +163,9 @@ class TranscriptRecorded(DomainEvent):
     start_time: str | None = None
     end_time: str | None = None
     file_changes: str | None = None
+    file_changes_lost_lines: int | None = None
+    """For imports: how many lines at the end of ``file_changes`` the source did not keep (AgentV 4's run
+    folder keeps a diff's first 20 lines only); a grader reading them cannot be regraded as it was."""
     workspace_path: str | None = None
     exit_code: int | None = None
     status: Literal["ok", "error", "timeout"] = "ok"

@@ -89,6 +89,8 @@ class Grading:
     execution_status: str | None = None
     verdicts: list[ImportedVerdict] = field(default_factory=list)
     assertions: list[dict[str, Any]] = field(default_factory=list)
+    diff_summary: str | None = None
+    """v4's ``workspace_changes.diff_summary``: the test's file_changes, cut to its first 20 lines."""
 
 
 def parse_grading(doc: Any) -> Grading:
@@ -115,6 +117,7 @@ def _parse_legacy(doc: dict[str, Any]) -> Grading:
         passed=(verdict == "pass") if verdict in ("pass", "fail", "skip") else None,
         verdicts=verdicts,
         assertions=clean_assertions(doc.get("assertions") or doc.get("assertion_results")),
+        diff_summary=nonempty_text(as_dict(doc.get("workspace_changes")).get("diff_summary")),
     )
 
 

@@ -184,6 +184,7 @@ def test_events(
                 start_time=item.start_time,
                 end_time=item.end_time,
                 file_changes=item.file_changes,
+                file_changes_lost_lines=item.file_changes_lost_lines,
                 workspace_path=item.workspace_path,
                 source=source,
             ),

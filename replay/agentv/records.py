@@ -86,6 +86,8 @@ class ImportedTest:
     """The row's labels kept as they are (``rows.KEPT_ROW_FIELDS``)."""
     warnings: list[str] = field(default_factory=list)
     """What the import noticed about this result and left out (``ImportOutcome.warnings``)."""
+    file_changes_lost_lines: int | None = None
+    """Lines at the end of ``file_changes`` the source did not keep."""
 
 
 @dataclass

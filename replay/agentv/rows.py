@@ -245,7 +245,7 @@ def build_test(
         duration_ms=_first(finite_number(row.get("duration_ms")), fallbacks.get("duration_ms")),
         start_time=_first(nonempty_text(row.get("start_time")), fallbacks.get("start_time")),
         end_time=_first(nonempty_text(row.get("end_time")), fallbacks.get("end_time")),
-        file_changes=_first(nonempty_text(row.get("file_changes")), fallbacks.get("file_changes")),
+        **_file_changes(nonempty_text(row.get("file_changes")) or fallbacks.get("file_changes"), extra.grading),
         workspace_path=workspace,
         files=files,
         verdicts=_verdicts(row, score, extra.grading),
@@ -254,6 +254,21 @@ def build_test(
         warnings=list(extra.warnings),
         row_fields={k: row[k] for k in KEPT_ROW_FIELDS if nonempty_text(row.get(k))},
     )
+
+
+_CUT_DIFF = re.compile(r"\n\.\.\. \((\d+) more lines\)\Z")
+"""How AgentV's run folder ends a diff it cut (``run-artifacts.ts``: the first 20 lines kept)."""
+
+
+def _file_changes(full: str | None, grading: Grading | None) -> dict[str, Any]:
+    """The test's file_changes: the row's (v5 bundles: their diff file) when there is one, else what v4's
+    grading.json kept of it, without AgentV's "... (N more lines)" line, and how many lines are lost."""
+    if full is not None or grading is None or grading.diff_summary is None:
+        return {"file_changes": full, "file_changes_lost_lines": None}
+    cut = _CUT_DIFF.search(grading.diff_summary)
+    if cut is None:
+        return {"file_changes": grading.diff_summary, "file_changes_lost_lines": None}
+    return {"file_changes": grading.diff_summary[: cut.start()], "file_changes_lost_lines": int(cut.group(1))}
 
 
 _SAMPLE_DIR = re.compile(r"(?:^|/)sample-(\d+)/?$")

@@ -38,6 +38,7 @@ from evalstore.replay.evalfile.specs import (
     LlmGraderSpec,
     RubricItem,
 )
+from evalstore.replay.evalfile.templates import expand_includes
 from evalstore.replay.evalfile.trace_graders import TYPES as TRACE_GRADER_TYPES
 from evalstore.replay.evalfile.trace_graders import TraceGrader, parse_trace_grader
 from evalstore.replay.jstext import JsRegexError, js_regex, js_slice, js_trim
@@ -112,17 +113,17 @@ def parse_assertions(raw: Any, where: Where, ctx: ParseContext, converters: list
     graders: list[AnyGrader | None] = []
     bare: list[str] = []
     bare_slot: int | None = None
-    for i, item in enumerate(items):
+    for at, item in expand_includes(items, where, ctx):
         if isinstance(item, str):
             if not item.strip():
-                ctx.warn(where.index(i), "empty assertion skipped")
+                ctx.warn(at, "empty assertion skipped")
                 continue
             if bare_slot is None:
                 bare_slot = len(graders)
                 graders.append(None)
             bare.append(js_trim(item))  # AgentV trims each one
             continue
-        grader = parse_grader(item, where.index(i), ctx, converters)
+        grader = parse_grader(item, at, ctx, converters)
         if grader is not None:
             graders.append(grader)
     if bare_slot is not None:
@@ -263,8 +264,7 @@ def _composite(obj: dict[str, Any], where: Where, ctx: ParseContext) -> Composit
     if aggregator is None:
         return None
     members: list[Any] = []
-    for i, raw in enumerate(raw_members):
-        at = where.key(key).index(i)
+    for at, raw in expand_includes(raw_members, where.key(key), ctx):
         member_type = raw.get("type") if isinstance(raw, dict) else None
         if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or member_type not in AGENTV_KINDS:
             ctx.warn(

@@ -24,6 +24,7 @@ from evalstore.replay.errors import EvalFileError
 from evalstore.replay.evalfile.cases import raw_tests
 from evalstore.replay.evalfile.conversation import CONVERSATION_KEYS, conversation_fields
 from evalstore.replay.evalfile.converters import parse_converters
+from evalstore.replay.evalfile.dependencies import dependencies
 from evalstore.replay.evalfile.fields import (
     ParseContext,
     expect_mapping,
@@ -66,11 +67,11 @@ SUITE_KEYS = (
 TEST_KEYS = (
     "id", "description", "criteria", "expected_outcome", "input", "input_files", "expected_output",
     "assertions", "assert", "rubrics", "metadata", "execution", "workspace", "conversation_id", "vars",
-    "options", *CONVERSATION_KEYS,
+    "options", "depends_on", "on_dependency_failure", *CONVERSATION_KEYS,
 )  # fmt: skip
 EXECUTION_KEYS = (
     "target", "targets", "threshold", "skip_defaults", "cache", "trials", "budget_usd", "total_budget_usd",
-    "fail_on_error", "workers", "agent_timeout_ms",
+    "fail_on_error", "workers", "agent_timeout_ms", "budgetUsd", "failOnError",
 )  # fmt: skip
 WORKSPACE_KEYS = ("env", "template", "hooks", "repos", "isolation", "mode", "path", "docker", "snapshot")
 ENV_KEYS = ("required_commands", "required_python_modules")
@@ -181,6 +182,9 @@ class _Execution:
     skip_defaults: bool | None = None
     trials: TrialsSpec | None = None
     workers: int | None = None
+    targets: list[str] | None = None
+    budget_usd: float | None = None
+    fail_on_error: bool | None = None
 
 
 TRIAL_STRATEGIES = ("pass_at_k", "mean", "confidence_interval")
@@ -216,7 +220,7 @@ def _trials(raw: Any, where: Where, ctx: ParseContext) -> TrialsSpec | None:
     return TrialsSpec(count=count, strategy=strategy or "pass_at_k", cost_limit_usd=limit)
 
 
-def _execution(raw: Any, where: Where, ctx: ParseContext) -> _Execution:
+def _execution(raw: Any, where: Where, ctx: ParseContext, *, suite: bool = False) -> _Execution:
     if raw is None:
         return _Execution()
     obj = expect_mapping(raw, where, "an object {target, threshold, skip_defaults}")
@@ -227,7 +231,48 @@ def _execution(raw: Any, where: Where, ctx: ParseContext) -> _Execution:
         skip_defaults=opt_bool(obj, "skip_defaults", where),
         trials=_trials(obj.get("trials"), where.key("trials"), ctx),
         workers=_workers(obj.get("workers"), where.key("workers"), ctx),
+        targets=_targets(obj.get("targets")),
+        # Suite-wide settings (AgentV reads them of the suite only).
+        budget_usd=_budget(obj, where, ctx) if suite else None,
+        fail_on_error=_fail_on_error(obj, where, ctx) if suite else None,
     )
+
+
+def _targets(raw: Any) -> list[str] | None:
+    """``execution.targets`` as AgentV reads it (``extractTargetRefsFromSuite``): names, written as strings
+    or as objects with a ``name``; anything else is passed over; none at all is no list."""
+    if not isinstance(raw, list):
+        return None
+    names = [
+        name.strip()
+        for item in raw
+        if isinstance(name := item.get("name") if isinstance(item, dict) else item, str) and name.strip()
+    ]
+    return names or None
+
+
+def _budget(obj: dict[str, Any], where: Where, ctx: ParseContext) -> float | None:
+    """``execution.budget_usd`` (``extractBudgetUsd``): a cost above 0; the old name is refused as AgentV
+    refuses it."""
+    if "total_budget_usd" in obj or "totalBudgetUsd" in obj:
+        raise where.key("total_budget_usd").error(
+            "execution.total_budget_usd has been renamed to execution.budget_usd. Update your eval YAML."
+        )
+    raw = obj.get("budget_usd", obj.get("budgetUsd"))
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw <= 0:
+        ctx.warn(where.key("budget_usd"), f"{raw!r} is not a cost above 0; no budget, as AgentV")
+        return None
+    return float(raw)
+
+
+def _fail_on_error(obj: dict[str, Any], where: Where, ctx: ParseContext) -> bool | None:
+    raw = obj.get("fail_on_error", obj.get("failOnError"))
+    if raw is None or isinstance(raw, bool):
+        return raw
+    ctx.warn(where.key("fail_on_error"), f"{raw!r} is not true or false; ignored, as AgentV ignores it")
+    return None
 
 
 def _workers(raw: Any, where: Where, ctx: ParseContext) -> int | None:
@@ -321,7 +366,7 @@ class _SuiteParser:
 
     def parse(self) -> EvalSuite:
         ctx, doc, root = self.ctx, self.doc, self.root
-        execution = _execution(doc.get("execution"), root.key("execution"), ctx)
+        execution = _execution(doc.get("execution"), root.key("execution"), ctx, suite=True)
         default_test = self._default_test()
         self.skip_defaults = bool(execution.skip_defaults)
         metadata = expect_mapping(doc.get("metadata") or {}, root.key("metadata"))
@@ -368,6 +413,9 @@ class _SuiteParser:
             trials=execution.trials,
             workers=execution.workers,
             tests_from_run=self.tests_from_run,
+            targets=execution.targets,
+            budget_usd=execution.budget_usd,
+            fail_on_error=bool(execution.fail_on_error),
             search_roots=ctx.search_roots,
             referenced_files=ctx.referenced_files,
             warnings=ctx.warnings,
@@ -475,6 +523,7 @@ class _SuiteParser:
             threshold=execution.threshold,
             target=execution.target,
             **conversation,
+            **dependencies(obj, where, ctx),
         )
         raw_ws, ws_where, _ = _workspace_source(obj.get("workspace"), where.key("workspace"), ctx)
         if isinstance(raw_ws, dict):

@@ -390,6 +390,11 @@ class EvalTest(_Spec):
     """``stop``: after a turn scoring below the threshold the agent is not asked again (later turns 0)."""
     window_size: int | None = None
     """How many past exchanges (user and assistant) the agent and the graders see; None: all."""
+    depends_on: list[str] = Field(default_factory=list)
+    """Tests that run before this one (AgentV's ``depends_on``)."""
+    on_dependency_failure: Literal["skip", "fail", "run"] = "skip"
+    """When a test it depends on ended in an execution error: not run (``skip``, ``fail``: an execution
+    error saying so) or run all the same (``run``)."""
 
 
 class TrialsSpec(_Spec):
@@ -418,6 +423,12 @@ class EvalSuite(_Spec):
     """``execution.workers``: tests run at once when ``--workers`` does not say."""
     tests_from_run: bool = False
     """The file has no ``tests``: its suite-level graders grade a stored run's own tests (a replay's)."""
+    targets: list[str] | None = None
+    """``execution.targets``: the targets AgentV runs the suite against (a matrix when more than one)."""
+    budget_usd: float | None = None
+    """``execution.budget_usd``: once the agent's cost reaches it, the tests not yet started are not run."""
+    fail_on_error: bool = False
+    """``execution.fail_on_error``: after an execution error, the tests not yet started are not run."""
     search_roots: list[str] = Field(default_factory=list)
     referenced_files: list[tuple[str, str, str | None]] = Field(default_factory=list)
     """``(role, absolute path, reference as written)`` of every file the suite depends on: the tests

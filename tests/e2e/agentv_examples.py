@@ -65,10 +65,6 @@ TRIALS_LOST = (
     "unowned: AgentV 4.42.4's run folder keeps one trial of each test (the best: its row and answer), so a replay "
     "of the import cannot send the judge prompts of the others"
 )
-FILE_CHANGES_LOST = (
-    "unowned: AgentV 4.42.4's run folder keeps only the first lines of a test's file_changes (grading.json's "
-    "diff_summary; index.jsonl is rewritten without it), so an import cannot give the code grader the whole diff"
-)
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ The runs (tests/fixtures/agentv-example-runs) were written by the real AgentV 4.
 server whose answers are a function of the request (answers.py there). Each test imports one run as a user
 would, from the example's folder with no ``--eval``, in the environment AgentV had (the repository-root
 targets file's ``use_target`` chains pointed at the same server), and replays it with no options: every
-test must be regraded (none carried over), every per-grader score must equal AgentV's, and no LLM verdict
-may be an execution error. A suite waiting on another piece of work is marked xfail (strict) naming it.
+test must be regraded (none carried over but what AgentV's run folder cut, saying so), every per-grader score
+must equal AgentV's, and no LLM verdict may be an execution error. A suite waiting on another piece of work is marked xfail (strict) naming it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from agentv_examples import (
-    FILE_CHANGES_LOST,
     RUNS,
     SUITES,
     expected_scores,
@@ -27,9 +26,7 @@ from agentv_examples import (
 from e2e_helpers import audit, cli, ok_json, one_line_error
 from judge_server import JudgeServer
 
-PENDING: dict[str, list[str]] = {
-    "file-changes": [FILE_CHANGES_LOST],
-}
+PENDING: dict[str, list[str]] = {}
 
 
 NAMED_JUDGE_PENDING = PENDING
@@ -75,6 +72,13 @@ def test_with_the_judge_named_a_replay_of_a_plain_import_reproduces_every_per_gr
     )
 
 
+def _cut_input(verdict: dict) -> bool:
+    return verdict["origin"] == "carried" and any(
+        e.startswith("carried: the source kept only the first lines of this test's file_changes")
+        for e in verdict.get("evidence") or []
+    )
+
+
 def reproduced(db: str, suite: str, corpus: Path, monkeypatch: pytest.MonkeyPatch, *flags: str) -> None:
     folder, eval_file = SUITES[suite]
     monkeypatch.chdir(corpus / folder)
@@ -85,7 +89,9 @@ def reproduced(db: str, suite: str, corpus: Path, monkeypatch: pytest.MonkeyPatc
     for row in rows(suite):
         (test,) = audit(db, new, row["test_id"])["tests"]
         verdicts = test["verdicts"]
-        assert verdicts and {v["origin"] for v in verdicts} == {"graded"}, f"{row['test_id']}: not regraded"
+        # Every verdict regraded, but for those whose input AgentV's run folder cut (file_changes: its first
+        # 20 lines kept), which are carried over saying so.
+        assert verdicts and all(v["origin"] == "graded" or _cut_input(v) for v in verdicts), f"{row['test_id']}"
         for v in verdicts:
             assert not (v["grader_type"] == "llm-grader" and v["status"] == "execution_error"), (row["test_id"], v)
         got = [(v["grader"], float(v["score"])) for v in verdicts]
@@ -149,3 +155,21 @@ def test_the_root_targets_file_is_found_above_an_eval_named_by_import_eval(
     for row in rows("rubric"):
         (test,) = audit(sqlite_url, new, row["test_id"])["tests"]
         assert [float(v["score"]) for v in test["verdicts"]] == pytest.approx([s for _, s in expected_scores(row)])
+
+
+def test_a_grader_whose_diff_was_cut_is_regraded_on_the_lines_kept_when_the_replay_changes_it(
+    sqlite_url: str, corpus: Path, agentv_environment: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file-changes run's verify-edits-and-creates lost 18 of its diff's 38 lines; naming the eval file
+    (a change) regrades its code grader instead of carrying its verdict over."""
+    folder, eval_file = SUITES["file-changes"]
+    monkeypatch.chdir(corpus / folder)
+    run = imported(sqlite_url, "file-changes")
+    result = cli(sqlite_url, "replay", run["run_id"], "--eval", eval_file, "--json")
+    new = ok_json(result, 0, 1)
+    warning = next(line for line in result.stderr.splitlines() if "kept only the first lines of file_changes" in line)
+    assert "verify-edits-and-creates" in warning
+    (test,) = audit(sqlite_url, new["run_id"], "verify-edits-and-creates")["tests"]
+    (verdict,) = test["verdicts"]
+    # Graded anew (here it cannot run at all: an import holds no snapshot of the workspace the eval sets up).
+    assert verdict["origin"] == "graded" and not _cut_input(verdict)
