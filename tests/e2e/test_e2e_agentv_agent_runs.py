@@ -125,6 +125,35 @@ def test_evalstore_runs_the_agent_as_agentv_did(name, corpus, tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("name", sorted(regenerate.RUNS))
+def test_the_repository_targets_file_starts_the_agent_alike(name, corpus, tmp_path, monkeypatch) -> None:
+    """As AgentV's README runs the example: no --target and no --targets; the repository-root targets file's
+    `default` chain (``use_target: ${{ AGENT_TARGET }}``) reaches the same agent target, which starts the
+    agent with the same argv and prompts and grades to the same scores."""
+    run = regenerate.RUNS[name]
+    log = tmp_path / "agent.jsonl"
+    monkeypatch.setenv("FAKE_AGENT_LOG", str(log))
+    monkeypatch.setenv("AGENT_TARGET", run["target"])
+    monkeypatch.setenv("GRADER_TARGET", "openai")
+    for key, value in {"OPENAI_ENDPOINT": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("COPILOT_EXE", raising=False)  # the root file's copilot target names no executable
+    (corpus / ".git").mkdir()  # the corpus is a repository, as AgentV's checkout is
+    monkeypatch.chdir(corpus / run["folder"])
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    cli(db, "run", run["eval"], "--workers", "1")
+    ours = {row["test_id"]: row for row in map(json.loads, cli(db, "export", "last").stdout.splitlines())}
+    for test_id, row in agentv_rows(name).items():
+        assert [(s["name"], s["score"]) for s in ours[test_id]["scores"]] == [
+            (s["name"], s["score"]) for s in row["scores"]
+        ]
+
+    def prompts(entries: list[dict[str, Any]]) -> list[str]:
+        return sorted(json.dumps([e["argv"], e["prompt"]]) for e in entries)
+
+    assert prompts(agent_log(log)) == prompts(agent_log(RUNS_DIR / "logs" / f"{name}.agent.jsonl"))
+
+
+@pytest.mark.parametrize("name", sorted(regenerate.RUNS))
 def test_a_replay_of_agentvs_run_grades_its_recorded_trace_alike(name, corpus, tmp_path, monkeypatch) -> None:
     run = regenerate.RUNS[name]
     monkeypatch.chdir(corpus / run["folder"])
