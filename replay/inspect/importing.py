@@ -384,6 +384,7 @@ def sample_events(
                 origin="imported",
                 produced_at=_utc(record.get("completed_at")),
                 row_fields=_row_fields(record),
+                graders=[str(e["name"]) for e in entries],  # what an attestation proves complete
             ),
             ids.next("scored"),
         )

@@ -17,7 +17,7 @@ from evalstore.replay.attest.attestation import build_attestation, verify_attest
 from evalstore.replay.attest.checkpoint import write_checkpoint
 from evalstore.replay.attest.keys import SigningKey, create_key_file
 from evalstore.replay.errors import AttestationError, AttestationFormatError
-from evalstore.store import EventStore
+from evalstore.store import EventStore, make_engine
 
 BASELINE = AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
 
@@ -277,6 +277,24 @@ def test_import_writes_a_checkpoint_and_the_attestation_verifies_offline(sqlite_
     att.write_text("{not json")
     bad = _cli("verify-attestation", str(att), "--pubkey", str(pub))
     assert bad.exit_code == 2 and bad.stderr.startswith(f"Error: {att}: not JSON")
+
+
+@pytest.mark.parametrize("log", ["capitals.eval", "arithmetic.eval"])
+def test_an_imported_inspect_log_is_attested_with_every_verdict_proven(
+    sqlite_url: str, tmp_path: Path, key: SigningKey, log: str
+) -> None:
+    # Its test_scored events name their scorers (graders), so each result's verdict set is proven whole.
+    from fixture_paths import FIXTURES_DIR
+
+    imported = _cli("--db", sqlite_url, "import", str(FIXTURES_DIR / "inspect" / "logs" / log), "--json")
+    assert imported.exit_code == 0, imported.output
+    store = EventStore(make_engine(sqlite_url))
+    write_checkpoint(store, key)
+    run_id = json.loads(imported.stdout)["run_id"]
+    check = verify_attestation(json.loads(json.dumps(build_attestation(store, run_id))), key.verifier)
+    assert check.ok, check.problem
+    assert check.verdicts >= check.tests > 0
+    store.close()
 
 
 def test_a_missing_key_stops_import_before_anything_is_written(sqlite_url: str, tmp_path: Path) -> None:
