@@ -267,8 +267,8 @@ def _compare_many(store, ids, base_transcripts, *, cluster_by, labels, as_json) 
             )
             for r in report.rows
         ],
-        ids=["variant", "tests", "mean base", "mean variant", "diff"],
-        optional=["detectable at 80% power", "clusters", "p"],
+        ids=["variant", "tests", "mean base", "mean variant", "diff", "95% CI"],
+        optional=["detectable at 80% power", "clusters", "p", "mean base", "tests"],
     )
     if any(r.difference.p_value is None and r.difference.n for r in report.rows):
         note(f"a CI and p-value need at least {MIN_PAIRS_CI} paired tests (or clusters); '-' marks fewer")
