@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalstore.replay.analysis.audit import audit_test
+from evalstore.replay.analysis.audit import audit_test, known_tests_hint
 from evalstore.replay.analysis.compare import (
     GraderAssertionDiff,
     GraderRow,
@@ -363,6 +363,10 @@ def test_page(store: EventStore, run_id: str, test_id: str) -> TestPage:
     digest on the way re-hashed. Reads that test's events only, in the run and in the run holding its
     transcripts."""
     run = load_test(store, run_id, test_id)
+    if not run.tests:
+        # load_test read this test's events only: the run's tests are listed from its results.
+        keys = [(r["test_id"], r["target"], r["attempt"]) for r in store.query("results", run_id=run_id)]
+        raise NotFoundError(f"run {run_id} has no test {test_id!r}; {known_tests_hint(test_id, keys)}")
     origin_id = transcript_run_id(store, run.started)
     origin = run if origin_id == run_id else load_test(store, origin_id, test_id)
     audit = audit_test(store, run_id, test_id, show_prompt=True, loaded=(run, origin))
