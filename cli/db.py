@@ -196,8 +196,10 @@ def verify(
     """
     signed = None
     if checkpoint_path is not None:
-        key = verifier_for(pubkey_path, key_path)
-        signed = checkpoint_path.read_text(encoding="utf-8")
+        from evalstore.replay.attest.checkpoint import read_checkpoint_file
+
+        signed = read_checkpoint_file(checkpoint_path)  # a file that is not one is named so before any key
+        key = verifier_for(pubkey_path, key_path, checking=f"--checkpoint {checkpoint_path}")
     store = open_store(ctx, create=False)
     report = store.verify()
     info: dict = {"ok": report.ok, "events": report.events, "blobs": report.blobs, "problem": report.problem}
