@@ -14,6 +14,8 @@ from evalstore.replay.errors import ReplayError
 from evalstore.store.errors import StoreError, error_line, is_database_failure
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
+"""Ctrl-C or SIGTERM (which ``entry`` turns into the same interrupt): 128 + SIGINT, as shells report it."""
 
 
 class UsageError(click.UsageError):
@@ -34,7 +36,7 @@ def handle_errors(f: Callable) -> Callable:
             sys.exit(EXIT_USAGE)
         except KeyboardInterrupt:
             echo("Interrupted.", err=True)
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort, SystemExit):
             raise
         except OSError as exc:
