@@ -17,6 +17,10 @@ from evalstore.replay.analysis.audit import audit_test
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.material import load_scores
 
+REGRADE_PROMPT = "report-quality=file://my-examples/quickstart/prompts/report-quality.v2.md"
+COPIED_EVAL = "my-examples/quickstart/evals/report.eval.yaml"
+"""Real paths in the copy `evalstore examples copy my-examples` makes (the quickstart's Next: lines)."""
+
 
 def _step(text: str) -> None:
     click.echo(click.style(f"\n== {text}", bold=True))
@@ -88,8 +92,10 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
         (f"{cli} audit {replay.run_id} {test_id}" + (" --show-prompt" if p.with_judge else ""), ""),
         (f"{cli} verify", "recheck the hash chain and every blob"),
         (f"{cli} view --open", "look at the runs, tests and comparison in a browser"),
-        (f"{cli} import PATH/TO/AGENTV/RESULTS", "bring your own AgentV runs"),
-        (f"{cli} replay RUN --prompt GRADER=file://new-prompt.md", "swap an LLM grader's prompt"),
+        ("evalstore examples copy my-examples", "these suites, to read and change"),
+        (f"{cli} run {COPIED_EVAL}", "run the copy yourself"),
+        *([(f"{cli} replay {replay.run_id} --prompt {REGRADE_PROMPT}", "")] if p.with_judge else []),
+        (f"{cli} import .agentv/results", "in an AgentV project: your own runs"),
     ]
     width = max(len(command) for command, why in steps if why) + 2
     for command, why in steps:

@@ -98,9 +98,7 @@ class ReplayOptions:
         """What goes into the replay's run_started event: the options given (not the shard, nor what
         was inherited, which the parent chain records)."""
         return {
-            k: v
-            for k, v in asdict(self).items()
-            if k not in ("shard", "inherited_prompts", "inherited_preprocessors")
+            k: v for k, v in asdict(self).items() if k not in ("shard", "inherited_prompts", "inherited_preprocessors")
         }
 
 

@@ -104,7 +104,6 @@ def _fast_metrics(tp: int, fn: int, fp: int, tn: int) -> dict[str, float | None]
     }
 
 
-
 def _interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
     if not values:
         return None, None

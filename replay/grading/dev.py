@@ -160,16 +160,16 @@ def assert_stored(store: Any, run_id: str, test_id: str, grader: str) -> AssertO
     if info.missing:
         raise ReplayError(f"run {run.run_id}, test {test_id!r}: {info.missing}")
     recorder = MemoryRecorder(blob_source=store.get_blob)
-    where = {"target": material.key[1] or None, "attempt": material.key[2]}
+    target, attempt = material.key[1] or None, material.key[2]
     if any(s.role == "eval" and s.sha256 for s in run.started.eval_snapshot):
         with graded_suite(store, run) as suite:
             test = next((t for t in suite.tests if t.id == test_id), None)
             if test is not None:
-                return _grade(_spec_of(test, grader), suite, test, info, recorder, **where)
+                return _grade(_spec_of(test, grader), suite, test, info, recorder, target=target, attempt=attempt)
     test = _recorded_test(run.run_id, test_id, material)
     path = run.started.eval_path or str(Path.cwd() / "assert")
     suite = EvalSuite(path=path, name=run.started.suite or "assert", tests=[test])
-    return _grade(_spec_of(test, grader), suite, test, info, recorder, **where)
+    return _grade(_spec_of(test, grader), suite, test, info, recorder, target=target, attempt=attempt)
 
 
 def _recorded_test(run_id: str, test_id: str, material: Any) -> EvalTest:

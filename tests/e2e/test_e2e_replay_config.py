@@ -12,7 +12,7 @@ import pytest
 from e2e_helpers import EXAMPLES, evalstore, ok_json
 
 JUDGE_VARS = ("EVALSTORE_JUDGE_BASE_URL", "EVALSTORE_JUDGE_MODEL", "EVALSTORE_JUDGE_API_KEY_ENV")
-NO_JUDGE = {k: "" for k in JUDGE_VARS}
+NO_JUDGE = dict.fromkeys(JUDGE_VARS, "")
 
 
 @pytest.fixture
