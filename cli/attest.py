@@ -17,7 +17,6 @@ import click
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
 from evalstore.cli.output import echo, json_option, note, print_json
-from evalstore.replay.errors import AttestationFormatError
 
 KEY_ENV = "EVALSTORE_SIGNING_KEY"
 
@@ -259,6 +258,7 @@ def verify_attestation(file: Path, pubkey_path: Path, as_json: bool) -> None:
     """
     from evalstore.replay.attest.attestation import load_attestation
     from evalstore.replay.attest.attestation import verify_attestation as check
+    from evalstore.replay.errors import AttestationFormatError
 
     key = load_verifier_key(pubkey_path)
     try:

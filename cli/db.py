@@ -14,8 +14,6 @@ from evalstore.cli.attest import key_option, pubkey_option, verifier_for
 from evalstore.cli.context import engine_for, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import echo, json_option, print_json
-from evalstore.store import SchemaOutOfDate, StoreMissing
-from evalstore.store import engine as store_engine
 
 
 @click.group()
@@ -40,6 +38,8 @@ def upgrade(ctx: click.Context, revision: str) -> None:
     Example:
       evalstore db upgrade
     """
+    from evalstore.store import engine as store_engine
+
     _migrate(ctx, store_engine.upgrade, revision)
 
 
@@ -57,6 +57,8 @@ def downgrade(ctx: click.Context, revision: str, yes: bool) -> None:
     Example:
       evalstore db downgrade 0001
     """
+    from evalstore.store import engine as store_engine
+
     if revision == "base" and not yes:
         engine = engine_for(ctx, create=False)
         try:
@@ -71,6 +73,8 @@ def downgrade(ctx: click.Context, revision: str, yes: bool) -> None:
 
 
 def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.store import engine as store_engine
+
     engine = engine_for(ctx)
     try:
         step(engine, revision)
@@ -90,6 +94,9 @@ def current(ctx: click.Context, as_json: bool) -> None:
     Example:
       evalstore db current --json
     """
+    from evalstore.store import SchemaOutOfDate, StoreMissing
+    from evalstore.store import engine as store_engine
+
     engine = engine_for(ctx, create=False)
     problem = None
     try:
@@ -122,6 +129,8 @@ def history(as_json: bool) -> None:
       evalstore db history
     """
     from alembic.script import ScriptDirectory
+
+    from evalstore.store import engine as store_engine
 
     script = ScriptDirectory.from_config(store_engine.alembic_config("sqlite://"))
     revisions = [

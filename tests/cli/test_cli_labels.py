@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -173,3 +174,31 @@ def test_at_80_columns_no_id_name_or_header_is_cut_and_left_out_columns_are_name
     assert LONG_RUN in r.stdout and LONG_REPLAY in words
     if "left out" in r.stderr:
         assert "a wider terminal or --json shows them" in r.stderr
+
+
+def test_compare_html_has_the_agreement_section_compare_prints(tmp_path: Path) -> None:
+    db = _setup(tmp_path)
+    f = tmp_path / "labels.csv"
+    f.write_text("test_id,verdict,by\n" + "".join(f"{t},{'pass' if p else 'fail'},ann\n" for t, p in HUMANS.items()))
+    assert _cli(db, "labels", "import", str(f), "--run", "rec-1").exit_code == 0
+    report = tmp_path / "report.html"
+    printed = _cli(db, "compare", "rec-1", "rpl-good", "--html", str(report))
+    assert printed.exit_code == 0 and "agreement with the human labels" in printed.stdout
+    page = report.read_text(encoding="utf-8")
+    assert '<h2 id="agreement">Agreement with the human labels</h2>' in page
+    section = page.split('id="agreement"')[1].split("</table>")[0]
+    [row] = [r for r in section.split("<tr>") if r.startswith("<th>quality</th>")]
+    # The same figures as the table compare prints: 12 labelled, B always right.
+    cmp = json.loads(_cli(db, "compare", "rec-1", "rpl-good", "--json").stdout)
+    [quality] = [a for a in cmp["agreement"] if a["grader"] == "quality"]
+    assert f'<td class="num">{quality["n"]}</td>' in row and f"{quality['accuracy_a']:.3f}" in row
+    assert "1.000" in row and html.escape(quality["verdict"]) in row
+    # No labels, no section.
+    bare = tmp_path / "bare.html"
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    store = EventStore.open(other)
+    add_run(store, "rec-2", TESTS)
+    add_run(store, "rpl-2", HUMANS, parent="rec-2")
+    store.close()
+    assert _cli(other, "compare", "rec-2", "rpl-2", "--html", str(bare)).exit_code == 0
+    assert 'id="agreement"' not in bare.read_text(encoding="utf-8")

@@ -204,7 +204,7 @@ def test_the_next_lines_use_real_paths_and_the_copy_they_name_runs(tmp_path: Pat
     lines = result.stdout.split("Next:")[1].splitlines()
     commands = [line.split("  #")[0].strip() for line in lines if line.strip().startswith("evalstore")]
     assert not any("PATH/TO" in c or "GRADER=" in c or " RUN " in c for c in commands), commands
-    copy = next(c for c in commands if c.startswith("evalstore examples copy"))
+    copy = next(c for c in commands if c.startswith("evalstore examples copy"))  # no --db: none was given
     run = next(c for c in commands if c.startswith("evalstore run "))
     env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
     for command in (copy, run):
