@@ -7,8 +7,9 @@ a judge, the bundled examples taken from that copy: ``EVALSTORE_EXAMPLES``), in 
 so every path a page shows is in that folder and none is of the machine or checkout it was made on. It
 then serves ``evalstore view`` and saves a run page, a test page and the compare page, each at 1280 px
 and at a phone's 390 px: ``viewer-run.png``, ``viewer-test.png``, ``viewer-compare.png`` and their
-``-phone.png`` twins. The judge is ``tests/judge_server.py``'s local stand-in (no network), scoring
-report-quality 0.9 under the first prompt and 0.6 under the stricter second one.
+``-phone.png`` twins, and ``viewer-test-prompt.png``: the LLM grader's verdict with its judge prompt
+open. The judge is ``tests/judge_server.py``'s local stand-in (no network), scoring report-quality 0.9
+under the first prompt and 0.6 under the stricter second one.
 
 Needs Chromium and chromedriver (as ``tests/viewer/test_viewer_browser.py``).
 """
@@ -116,13 +117,19 @@ def chromium() -> Iterator:
         driver.quit()
 
 
-def shoot(driver, url: str, path: Path, width: int, most: int, open_details: str | None = None) -> None:  # type: ignore[no-untyped-def]
+def shoot(  # type: ignore[no-untyped-def]
+    driver, url: str, path: Path, width: int, most: int, open_details: str | None = None, at: str | None = None
+) -> None:
+    """``url`` at ``width`` px, as tall as the page up to ``most``; ``open_details``: the ``<details>`` a
+    reader would open (a prompt diff); ``at``: an element to scroll to (a verdict with its prompt)."""
     driver.set_window_size(width, 1000)
     driver.get(url)
-    if open_details:  # show what a reader would open (a prompt diff), not only the closed summaries
+    if open_details:
         driver.execute_script(f"document.querySelectorAll({open_details!r}).forEach(d => d.open = true)")
     height = driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(width, min(most, max(800, height)))
+    if at:
+        driver.execute_script(f"document.querySelector({at!r}).scrollIntoView()")
     if not driver.save_screenshot(str(path)):
         raise RuntimeError(f"no screenshot of {url}")
 
@@ -148,18 +155,25 @@ def main(out: Path, reuse: bool = False) -> None:
             db, recorded, replay = build(NEUTRAL, server.base_url)
         finally:
             server.stop()
+    test = f"/runs/{replay}/tests/q3-report"
     pages = {
-        "viewer-run": (f"/runs/{replay}", None),
-        "viewer-test": (f"/runs/{replay}/tests/q3-report", "details.prompt"),
-        "viewer-compare": (f"/compare/{recorded}/{replay}", "details.prompt-diff"),
+        "viewer-run": (f"/runs/{replay}", None, None),
+        "viewer-test": (test, None, None),
+        "viewer-compare": (f"/compare/{recorded}/{replay}", "details.prompt-diff", None),
     }
     out.mkdir(parents=True, exist_ok=True)
     with served(db) as base, chromium() as driver:
-        for name, (path, open_details) in pages.items():
+        for name, (path, open_details, at) in pages.items():
             for suffix, (width, most) in SIZES.items():
                 target = out / f"{name}{suffix}.png"
-                shoot(driver, base + path, target, width, most, open_details)
+                shoot(driver, base + path, target, width, most, open_details, at)
                 print(target)
+        # The LLM grader's verdict on the test page, its judge prompt opened: the role blocks.
+        target = out / "viewer-test-prompt.png"
+        shoot(
+            driver, base + test, target, 1280, 1300, "#verdict-report-quality details.prompt", "#verdict-report-quality"
+        )
+        print(target)
 
 
 if __name__ == "__main__":
