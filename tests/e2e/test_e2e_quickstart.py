@@ -110,7 +110,7 @@ def test_show_says_which_required_grader_set_a_score_to_zero(tmp_path: Path) -> 
     assert rows["q3-report"]["score"] == 0
     assert rows["q3-report"]["note"].startswith("required grader workbook scored 0.750, below its gate")
     assert rows["q1-report"]["note"] == ""
-    table = cli(db, "show", replay["run_id"])
+    table = cli(db, "show", replay["run_id"], env={"COLUMNS": "200"})  # the why column whole, whatever the terminal
     assert "required grader workbook" in table.stdout
 
 
