@@ -160,13 +160,17 @@ def rebuild(ctx: click.Context) -> None:
 
 def _damage_fails(f: Callable[..., None]) -> Callable[..., None]:
     """``verify``: damage found before a row is read (the migration record) fails like any other (exit 1)."""
-    from evalstore.store.errors import StoreDamaged
 
     @wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             f(*args, **kwargs)
-        except StoreDamaged as exc:
+        except Exception as exc:
+            # Imported when an error is raised, not when the command is defined: `verify --help` loads no store.
+            from evalstore.store.errors import StoreDamaged
+
+            if not isinstance(exc, StoreDamaged):
+                raise
             if kwargs.get("as_json"):
                 print_json({"ok": False, "events": 0, "blobs": 0, "problem": str(exc)})
             else:
