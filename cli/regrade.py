@@ -14,13 +14,15 @@ from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
 from evalstore.cli.results import print_scored, result_labels, scored_rows
-from evalstore.replay.choices import REGRESSION_MODES
+from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
+from evalstore.replay.analysis.compare import compare as compare_runs
+from evalstore.replay.analysis.views import resolve_run
+from evalstore.replay.material import load_scores
+from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay, reuse_counts
 
 
 def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dict[str, list[str]]:
     """The tests a replay cannot regrade, named, by reason."""
-    from evalstore.replay.analysis.compare import key_label
-
     groups: dict[str, list[str]] = {}
     for (test_id, target, attempt), reason in unable:
         groups.setdefault(reason, []).append(key_label((test_id, target or None, attempt)))
@@ -129,12 +131,6 @@ def replay(
       evalstore replay rec-20261122T101500-3fa9c1 --prompt quality=file://prompts/quality-v2.md --graders quality
       evalstore replay last --shard 2/3
     """
-    from evalstore.replay.analysis.compare import compare as compare_runs
-    from evalstore.replay.analysis.compare import regression
-    from evalstore.replay.analysis.views import resolve_run
-    from evalstore.replay.material import load_scores
-    from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay, reuse_counts
-
     if bool(run) == bool(resume):
         raise click.UsageError("give either RUN or --resume REPLAY")
     store = open_store(ctx, create=False)  # a replay needs a recorded run: never a new store

@@ -18,7 +18,7 @@ import json
 import shlex
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -65,7 +65,7 @@ from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
 from evalstore.store.errors import BlobNotFound
-from evalstore.store.events import FileSnapshot, RunStarted, TestScored
+from evalstore.store.events import RunStarted, TestScored
 
 if TYPE_CHECKING:
     from evalstore.replay.grading.judge.pool import JudgePool
@@ -676,7 +676,7 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> Ev
         resolver = SnapshotResolver(files, fallback=DiskResolver())
         # A plain import's suite is the union of its results' eval files (``evalfile/union.py``).
         suite = union_suite([load_eval(snap.path, file_resolver=resolver, run_tests=run_tests) for snap in evals])
-    suite = _swap_preprocessors(suite, options.inherited_preprocessors, recorded=parent.started.eval_snapshot)
+    suite = _swap_preprocessors(suite, options.inherited_preprocessors, recorded=parent.started)
     suite = _swap_preprocessors(suite, options.preprocessors)
     suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)
     suite = _swap_prompts(suite, options.prompts)
@@ -709,22 +709,21 @@ def _run_tests(store: EventStore, parent: RunMaterial) -> list[dict[str, Any]]:
     return list(tests.values())
 
 
-@contextlib.contextmanager
-def graded_suite(store: EventStore, run: RunMaterial) -> Iterator[EvalSuite]:
+def graded_suite(store: EventStore, run: RunMaterial, stack: contextlib.ExitStack) -> EvalSuite:
     """The suite ``evalstore replay RUN`` with no options grades RUN's tests with: RUN's eval snapshot and
     the swaps of every replay down its chain, gone scripts and converters run from their recorded bytes
-    (for as long as the context lasts). A run with no eval snapshot is refused (pass ``--eval``)."""
+    (kept until ``stack`` closes). A run with no eval snapshot is refused (pass ``--eval``)."""
     options = effective_options(store, run.started, ReplayOptions())
-    with restored_files(store, _suite(store, run, options), drift(run.started.eval_snapshot)) as (suite, _, _):
-        yield suite
+    suite, _, _ = stack.enter_context(
+        restored_files(store, _suite(store, run, options), drift(run.started.eval_snapshot))
+    )
+    return suite
 
 
-def parse_preprocessor(
-    value: str, search_roots: list[str], recorded: list[FileSnapshot] | None = None
-) -> ConverterSpec:
+def parse_preprocessor(value: str, search_roots: list[str], recorded: RunStarted | None = None) -> ConverterSpec:
     """A ``TYPE=COMMAND`` swap as a converter, its script resolved through ``search_roots``; with
-    ``recorded`` (an inherited swap: the eval snapshot of the replay that inherits it), the converter
-    that replay recorded, whatever folder this one runs from (``restored.py`` runs its recorded bytes
+    ``recorded`` (an inherited swap: the run that inherits it, a replay), the converter its eval
+    snapshot recorded, whatever folder this one runs from (``restored.py`` runs its recorded bytes
     when it is gone)."""
     type_, sep, command = value.partition("=")
     if not sep or not type_.strip() or not command.strip():
@@ -738,7 +737,7 @@ def parse_preprocessor(
             raise ReplayError(f"--preprocessor {type_}: COMMAND must be a non-empty JSON array of strings")
     else:
         argv = shlex.split(command)
-    found = _recorded_converter(value, argv[-1], recorded) if recorded is not None else None
+    found = _recorded_converter(value, argv[-1], recorded.eval_snapshot) if recorded is not None else None
     if found is not None:
         argv[-1] = found
     else:
@@ -749,7 +748,7 @@ def parse_preprocessor(
     return ConverterSpec(type=type_.strip(), media_type=normalize_media_type(type_), command=argv)
 
 
-def _recorded_converter(value: str, ref: str, recorded: list[FileSnapshot]) -> str | None:
+def _recorded_converter(value: str, ref: str, recorded: list[Any]) -> str | None:
     """The path a replay recorded for the converter of swap ``value``: the snapshot entry the swap wrote
     (its ``ref`` is the swap as given), else, for replays recorded before that, the converter whose
     recorded path ``ref`` names (absolute, or its last components)."""
@@ -773,7 +772,7 @@ def _with_converter(converters: list[ConverterSpec], new: ConverterSpec) -> list
     return [c for c in converters if c.media_type != new.media_type] + [new]
 
 
-def _swap_preprocessors(suite: EvalSuite, values: list[str], recorded: list[FileSnapshot] | None = None) -> EvalSuite:
+def _swap_preprocessors(suite: EvalSuite, values: list[str], recorded: RunStarted | None = None) -> EvalSuite:
     for value in values:
         new = parse_preprocessor(value, suite.search_roots, recorded)
         suite = suite.with_graders(partial(_graded_with, new))

@@ -142,54 +142,43 @@ def assert_eval_test(eval_path: str | Path, test_id: str, grader: str, output: s
 
 
 def assert_stored(store: Any, run_id: str, test_id: str, grader: str) -> AssertOutcome:
-    """Run a grader on a stored test of RUN: its transcript, artifacts and workspace snapshot, graded as
-    ``evalstore replay RUN`` would grade it (RUN's eval, and for a replay every swap it and the replays
-    it descends from made), by the grader as it is on disk now. A run with no eval snapshot (imported
-    without its eval file) is graded with the test case it recorded. Nothing is written to the store."""
+    """Run a grader on a stored test of RUN: its transcript, artifacts and workspace snapshot, with the
+    grader's script as it is on disk now. Nothing is written to the store."""
+    from evalstore.replay.evalfile.specs import GraderSpec
     from evalstore.replay.material import load_run, transcript_info
-    from evalstore.replay.regrade import graded_suite, transcript_run
+    from evalstore.replay.regrade import transcript_run
 
-    run = load_run(store, run_id)
-    source = transcript_run(store, run)
-    matches = [m for key, m in source.tests.items() if key[0] == test_id]
+    run = transcript_run(store, load_run(store, run_id))
+    matches = [m for key, m in run.tests.items() if key[0] == test_id]
     if not matches:
-        known = sorted({key[0] for key in source.tests})
+        known = sorted({key[0] for key in run.tests})
         raise NotFoundError(f"run {run.run_id} has no test {test_id!r} (tests: {', '.join(known[:20])})")
     material = matches[0]
-    info = transcript_info(store.get_blob, material)
-    if info.missing:
-        raise ReplayError(f"run {run.run_id}, test {test_id!r}: {info.missing}")
-    recorder = MemoryRecorder(blob_source=store.get_blob)
-    target, attempt = material.key[1] or None, material.key[2]
-    if any(s.role == "eval" and s.sha256 for s in run.started.eval_snapshot):
-        with graded_suite(store, run) as suite:
-            test = next((t for t in suite.tests if t.id == test_id), None)
-            if test is not None:
-                return _grade(_spec_of(test, grader), suite, test, info, recorder, target=target, attempt=attempt)
-    test = _recorded_test(run.run_id, test_id, material)
-    path = run.started.eval_path or str(Path.cwd() / "assert")
-    suite = EvalSuite(path=path, name=run.started.suite or "assert", tests=[test])
-    return _grade(_spec_of(test, grader), suite, test, info, recorder, target=target, attempt=attempt)
-
-
-def _recorded_test(run_id: str, test_id: str, material: Any) -> EvalTest:
-    """The test case a run recorded for a test, as an eval test."""
+    if material.case is None:
+        raise ReplayError(f"run {run.run_id}, test {test_id!r}: no recorded test case to grade against")
+    case = material.case[1]
     from pydantic import TypeAdapter
 
-    from evalstore.replay.evalfile.specs import GraderSpec
-
-    if material.case is None:
-        raise ReplayError(f"run {run_id}, test {test_id!r}: no recorded test case to grade against")
-    case = material.case[1]
-    return EvalTest(
+    specs = [TypeAdapter(GraderSpec).validate_python(g) for g in case.graders]
+    test = EvalTest(
         id=case.test_id,
         input=[Message.model_validate(m) for m in case.input],
         input_files=case.input_files,
         expected_output=case.expected_output,
         criteria=case.criteria,
         metadata=case.metadata,
-        graders=[TypeAdapter(GraderSpec).validate_python(g) for g in case.graders],
+        graders=specs,
     )
+    path = run.started.eval_path or str(Path.cwd() / "assert")
+    suite = EvalSuite(path=path, name=run.started.suite or "assert", tests=[test])
+    # Graded as `evalstore replay RUN` would grade it: RUN's eval and every swap down its replay chain.
+    suite, test = _as_replayed(store, run_id, suite, test)
+    spec = _spec_of(test, grader)
+    info = transcript_info(store.get_blob, material)
+    if info.missing:
+        raise ReplayError(f"run {run.run_id}, test {test_id!r}: {info.missing}")
+    recorder = MemoryRecorder(blob_source=store.get_blob)
+    return _grade(spec, suite, test, info, recorder, target=material.key[1] or None, attempt=material.key[2])
 
 
 def _spec_of(test: EvalTest, grader: str) -> CodeGraderSpec:
@@ -209,6 +198,28 @@ def _spec_of(test: EvalTest, grader: str) -> CodeGraderSpec:
             f"{GRADER_DIR}/{grader}.* above {Path.cwd()}"
         ) from None
     return CodeGraderSpec(name=grader, command=grader_command(script), script=str(script), cwd=str(Path.cwd()))
+
+
+def _as_replayed(store: Any, run_id: str, suite: EvalSuite, test: EvalTest) -> tuple[EvalSuite, EvalTest]:
+    """The suite and test ``evalstore replay RUN`` with no options grades with (RUN's eval snapshot and,
+    for a replay, the eval, converter and prompt swaps of it and the replays it descends from), or the
+    test case RUN recorded (``suite``, ``test``) when RUN has no eval snapshot or its eval no such test."""
+    import atexit
+    import contextlib
+
+    from evalstore.replay.material import load_run
+    from evalstore.replay.regrade import graded_suite
+
+    run = load_run(store, run_id)
+    if not any(s.role == "eval" and s.sha256 for s in run.started.eval_snapshot):
+        return suite, test
+    # Scripts and converters restored from the run's recorded bytes stay until the process ends
+    # (`evalstore assert` grades once and exits).
+    restored = contextlib.ExitStack()
+    atexit.register(restored.close)
+    replayed = graded_suite(store, run, restored)
+    found = next((t for t in replayed.tests if t.id == test.id), None)
+    return (replayed, found) if found is not None else (suite, test)
 
 
 def _as_messages(value: Any, role: str) -> list[Message]:
