@@ -87,6 +87,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "evalstore.cli.attest:verify_attestation",
         "Check an attestation FILE offline, with no store: signature, event hashes, inclusion proofs, claims.",
     ),
+    "examples": (
+        "evalstore.cli.examples:examples",
+        "List the bundled example suites (what each shows), or copy them into a folder to read and change.",
+    ),
     "view": (
         "evalstore.cli.view:view",
         "Serve a read-only web viewer of the store: runs and their regrades, results, transcripts, artifacts, "

@@ -15,9 +15,8 @@ from typing import Any
 import click
 
 from evalstore.cli.context import open_store
-from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
 from evalstore.cli.output import echo, json_option, note, print_json
-from evalstore.replay.errors import AttestationFormatError
 
 KEY_ENV = "EVALSTORE_SIGNING_KEY"
 
@@ -55,10 +54,20 @@ def load_verifier_key(path: Path):  # type: ignore[no-untyped-def]
     return load_verifier_key(path)
 
 
-def verifier_for(pubkey_path: Path | None, key_path: Path | None = None):  # type: ignore[no-untyped-def]
-    """The key a check trusts: the one given, else the public half of the local signing key."""
+def verifier_for(pubkey_path: Path | None, key_path: Path | None = None, *, checking: str = "the check"):  # type: ignore[no-untyped-def]
+    """The key a check trusts: the one given, else the public half of the local signing key. With
+    neither, the error asks for ``--pubkey``: someone checking another person's file needs their public
+    key, not a key of their own (``keys init``)."""
     if pubkey_path is not None:
         return load_verifier_key(pubkey_path)
+    if key_path is None:
+        from evalstore.replay.attest.keys import default_key_path
+
+        if not default_key_path().exists():
+            raise UsageError(
+                f"{checking}: give the signer's public key with --pubkey FILE (`evalstore keys show` prints it "
+                f"where the key is); there is no local signing key ({default_key_path()}) to check with"
+            )
     return load_signing_key(key_path).verifier
 
 
@@ -249,6 +258,7 @@ def verify_attestation(file: Path, pubkey_path: Path, as_json: bool) -> None:
     """
     from evalstore.replay.attest.attestation import load_attestation
     from evalstore.replay.attest.attestation import verify_attestation as check
+    from evalstore.replay.errors import AttestationFormatError
 
     key = load_verifier_key(pubkey_path)
     try:

@@ -10,8 +10,6 @@ import click
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import echo, json_option, print_json
-from evalstore.replay.analysis.audit import audit_test
-from evalstore.replay.analysis.views import resolve_run
 
 
 def _short(d: str | None) -> str:
@@ -20,6 +18,18 @@ def _short(d: str | None) -> str:
 
 def _mark(status: str | None) -> str:
     return "" if status in (None, "ok") else f" [{status}]"
+
+
+def _echo_prompt(prompt: object) -> None:
+    """A recorded prompt, each message under its role (the viewer shows the same role blocks)."""
+    from evalstore.replay.analysis.prompts import prompt_messages, prompt_text
+
+    messages = prompt_messages(prompt)
+    if messages is None:
+        echo(f"      --- request ---\n{prompt_text(prompt)}")
+        return
+    for m in messages:
+        echo(f"      --- {m.role} ---\n{m.text}")
 
 
 def print_audit(report: dict, *, show_prompt: bool = False) -> None:
@@ -68,9 +78,7 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                     f"    AgentV's rendered grader request: {_short(v['rendered_prompt_sha256'])}{_mark(v['rendered_prompt_blob'])}"
                 )
                 if show_prompt and v["rendered_prompt"] is not None:
-                    prompt = v["rendered_prompt"]
-                    for key, value in prompt.items() if isinstance(prompt, dict) else [("request", prompt)]:
-                        echo(f"      --- {key} ---\n{value}")
+                    _echo_prompt(v["rendered_prompt"])
             for c in v["grader_calls"]:
                 if c.get("missing"):
                     echo(f"    call {c['event_id']}: event not found")
@@ -82,10 +90,7 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                         f"prompt={_short(c['request_sha256'])}{_mark(c['request_blob'])} reply={_short(c['reply_sha256'])}{_mark(c['reply_blob'])}"
                     )
                     if show_prompt and c.get("prompt") is not None:
-                        for m in c["prompt"] if isinstance(c["prompt"], list) else [c["prompt"]]:
-                            role = m.get("role", "?") if isinstance(m, dict) else "?"
-                            content = m.get("content", m) if isinstance(m, dict) else m
-                            echo(f"      --- {role} ---\n{content}")
+                        _echo_prompt(c["prompt"])
                         echo(f"      --- reply ---\n{c.get('reply')}")
                 else:
                     echo(
@@ -168,6 +173,9 @@ def audit(ctx, run: str, test_id: str, grader: str | None, show_prompt: bool, as
     Example:
       evalstore audit last quarterly-report --show-prompt
     """
+    from evalstore.replay.analysis.audit import audit_test
+    from evalstore.replay.analysis.views import resolve_run
+
     store = open_store(ctx, create=False)
     report = audit_test(store, resolve_run(store, run), test_id, grader=grader, show_prompt=show_prompt)
     if as_json:

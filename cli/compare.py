@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,19 +23,11 @@ from evalstore.cli.output import (
     print_json,
     print_table,
 )
-from evalstore.replay.analysis.compare import (
-    REGRESSION_MODES,
-    Comparison,
-    RunResults,
-    key_label,
-    regression,
-)
-from evalstore.replay.analysis.compare import compare as compare_runs
-from evalstore.replay.analysis.stats import MIN_PAIRS_CI
-from evalstore.replay.analysis.views import resolve_run
-from evalstore.replay.labels import current_labels, label_run
-from evalstore.replay.material import load_scores
-from evalstore.store import EventStore
+from evalstore.replay.choices import REGRESSION_MODES
+
+if TYPE_CHECKING:  # annotations only: the modules load when the command runs, not for its --help
+    from evalstore.replay.analysis.compare import Comparison, RunResults
+    from evalstore.store import EventStore
 
 
 def _signed(x: float | None) -> str:
@@ -50,6 +43,8 @@ def _stats_cells(stats) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
 
 
 def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
+    from evalstore.replay.analysis.compare import key_label
+
     o = c.overall
     ci, p, k = _stats_cells(o)
     echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
@@ -168,6 +163,12 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
       evalstore compare rec-20261122T101500-3fa9c1 last --fail-on-regression flip --html report.html
       evalstore compare BASE VARIANT1 VARIANT2 --cluster-by category
     """
+    from evalstore.replay.analysis.compare import compare as compare_runs
+    from evalstore.replay.analysis.compare import regression
+    from evalstore.replay.analysis.views import resolve_run
+    from evalstore.replay.labels import label_run
+    from evalstore.replay.material import load_scores
+
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: A B, or BASE V1 V2 ...")
 
@@ -211,6 +212,8 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
 
 def _labels_for(store, bases: list[str]) -> list:  # type: ignore[no-untyped-def]
     """The current labels of the runs' transcripts, when all the runs regrade the same recorded run."""
+    from evalstore.replay.labels import current_labels
+
     family = set(bases)
     return current_labels(store, family.pop()) if len(family) == 1 else []
 
@@ -222,7 +225,9 @@ def _p(x: float | None) -> str:
 
 
 def _compare_many(store, ids, base_transcripts, *, cluster_by, labels, as_json) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.replay.analysis.stats import MIN_PAIRS_CI
     from evalstore.replay.analysis.variants import cluster_labels, compare_variants
+    from evalstore.replay.material import load_scores
 
     base, variants = ids[0], ids[1:]
     clusters = cluster_labels(store, [base_transcripts, *ids], cluster_by) if cluster_by else None
@@ -267,8 +272,8 @@ def _compare_many(store, ids, base_transcripts, *, cluster_by, labels, as_json) 
             )
             for r in report.rows
         ],
-        ids=["variant", "tests", "mean base", "mean variant", "diff"],
-        optional=["detectable at 80% power", "clusters", "p"],
+        ids=["variant", "tests", "mean base", "mean variant", "diff", "95% CI"],
+        optional=["detectable at 80% power", "clusters", "p", "mean base", "tests"],
     )
     if any(r.difference.p_value is None and r.difference.n for r in report.rows):
         note(f"a CI and p-value need at least {MIN_PAIRS_CI} paired tests (or clusters); '-' marks fewer")
@@ -325,12 +330,15 @@ def emit_comparison(
 ) -> None:
     """Print the comparison (table or --json) and write its HTML report; ``results``: the runs it was
     paired from, when the caller has them (else they are read again from the projections)."""
+    from evalstore.replay.material import load_scores
+
     if html_path:
         from evalstore.replay.analysis.report_html import iter_html
 
         a, b = results or (load_scores(store, comparison.run_a), load_scores(store, comparison.run_b))
         with html_path.open("w", encoding="utf-8") as page:
-            page.writelines(iter_html(comparison, a, b, title=f"{comparison.run_a} vs {comparison.run_b}"))
+            title = f"{comparison.run_a} vs {comparison.run_b}"
+            page.writelines(iter_html(comparison, a, b, title=title, agreement=(extra or {}).get("agreement")))
         note(f"wrote {html_path}")
     extra = extra or {}
     if as_json:

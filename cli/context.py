@@ -6,10 +6,14 @@ looked and exit 2."""
 
 from __future__ import annotations
 
-import click
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING
 
-from evalstore.store import EventStore, locate, make_engine
+import click
+
+if TYPE_CHECKING:  # the store (and SQLAlchemy) load when a command opens it, not with its --help
+    from sqlalchemy.engine import Engine
+
+    from evalstore.store import EventStore
 
 
 def db_url(ctx: click.Context) -> str | None:
@@ -19,6 +23,7 @@ def db_url(ctx: click.Context) -> str | None:
 def engine_for(ctx: click.Context, *, create: bool = True) -> Engine:
     """An engine on the command's store; says on stderr which store it is when it was found in a parent folder."""
     from evalstore.cli.output import note
+    from evalstore.store import locate, make_engine
 
     location = locate(db_url(ctx))
     engine = make_engine(location, create=create)
@@ -32,6 +37,8 @@ def open_store(ctx: click.Context | None = None, *, create: bool = True) -> Even
     root = ctx.find_root()
     store = root.obj.get("store")
     if store is None:
+        from evalstore.store import EventStore
+
         engine = engine_for(ctx, create=create)
         try:
             store = EventStore(engine, create=create)
@@ -49,6 +56,8 @@ def open_store(ctx: click.Context | None = None, *, create: bool = True) -> Even
 def _completion_store(ctx: click.Context) -> EventStore | None:
     root = ctx.find_root()
     db = root.params.get("db") if root.params else None
+    from evalstore.store import EventStore, locate, make_engine
+
     try:
         return EventStore(make_engine(locate(db), create=False), create=False)
     except Exception:  # completion must never fail loudly: no store, no suggestions

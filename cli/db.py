@@ -14,8 +14,6 @@ from evalstore.cli.attest import key_option, pubkey_option, verifier_for
 from evalstore.cli.context import engine_for, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import echo, json_option, print_json
-from evalstore.store import SchemaOutOfDate, StoreMissing
-from evalstore.store import engine as store_engine
 
 
 @click.group()
@@ -40,6 +38,8 @@ def upgrade(ctx: click.Context, revision: str) -> None:
     Example:
       evalstore db upgrade
     """
+    from evalstore.store import engine as store_engine
+
     _migrate(ctx, store_engine.upgrade, revision)
 
 
@@ -57,6 +57,8 @@ def downgrade(ctx: click.Context, revision: str, yes: bool) -> None:
     Example:
       evalstore db downgrade 0001
     """
+    from evalstore.store import engine as store_engine
+
     if revision == "base" and not yes:
         engine = engine_for(ctx, create=False)
         try:
@@ -71,6 +73,8 @@ def downgrade(ctx: click.Context, revision: str, yes: bool) -> None:
 
 
 def _migrate(ctx: click.Context, step, revision: str) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.store import engine as store_engine
+
     engine = engine_for(ctx)
     try:
         step(engine, revision)
@@ -90,6 +94,9 @@ def current(ctx: click.Context, as_json: bool) -> None:
     Example:
       evalstore db current --json
     """
+    from evalstore.store import SchemaOutOfDate, StoreMissing
+    from evalstore.store import engine as store_engine
+
     engine = engine_for(ctx, create=False)
     problem = None
     try:
@@ -123,6 +130,8 @@ def history(as_json: bool) -> None:
     """
     from alembic.script import ScriptDirectory
 
+    from evalstore.store import engine as store_engine
+
     script = ScriptDirectory.from_config(store_engine.alembic_config("sqlite://"))
     revisions = [
         {"revision": r.revision, "down_revision": r.down_revision, "message": (r.doc or "").splitlines()[0]}
@@ -151,13 +160,17 @@ def rebuild(ctx: click.Context) -> None:
 
 def _damage_fails(f: Callable[..., None]) -> Callable[..., None]:
     """``verify``: damage found before a row is read (the migration record) fails like any other (exit 1)."""
-    from evalstore.store.errors import StoreDamaged
 
     @wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
             f(*args, **kwargs)
-        except StoreDamaged as exc:
+        except Exception as exc:
+            # Imported when an error is raised, not when the command is defined: `verify --help` loads no store.
+            from evalstore.store.errors import StoreDamaged
+
+            if not isinstance(exc, StoreDamaged):
+                raise
             if kwargs.get("as_json"):
                 print_json({"ok": False, "events": 0, "blobs": 0, "problem": str(exc)})
             else:
@@ -196,8 +209,10 @@ def verify(
     """
     signed = None
     if checkpoint_path is not None:
-        key = verifier_for(pubkey_path, key_path)
-        signed = checkpoint_path.read_text(encoding="utf-8")
+        from evalstore.replay.attest.checkpoint import read_checkpoint_file
+
+        signed = read_checkpoint_file(checkpoint_path)  # a file that is not one is named so before any key
+        key = verifier_for(pubkey_path, key_path, checking=f"--checkpoint {checkpoint_path}")
     store = open_store(ctx, create=False)
     report = store.verify()
     info: dict = {"ok": report.ok, "events": report.events, "blobs": report.blobs, "problem": report.problem}

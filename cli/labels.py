@@ -317,6 +317,43 @@ def _est(e, digits: int = 2) -> str:  # type: ignore[no-untyped-def]
     return f"{e.value:.{digits}f} [{e.low:.{digits}f},{e.high:.{digits}f}]"
 
 
+AGREEMENT_COLUMNS = (
+    "run",
+    "grader",
+    "n",
+    "TP/FN/FP/TN",
+    "accuracy",
+    "TPR",
+    "TNR",
+    "precision",
+    "kappa",
+    "pass rate",
+    "corrected",
+)
+
+
+TOO_FEW = "too few labels"
+"""What a row with fewer labelled tests than ``--min-labels`` says in place of its figures (the line under
+the table says how many it needs)."""
+
+
+def _agreement_row(r) -> list[object]:  # type: ignore[no-untyped-def]
+    """One row of ``agreement``'s table. On too few labels no agreement figure holds: the accuracy cell
+    says so once and the others stay blank (the raw pass rate, which needs no labels, stays)."""
+    a = r.agreement
+    c = a.confusion
+    head = [r.run_id, r.grader, r.labelled, f"{c.tp}/{c.fn}/{c.fp}/{c.tn}"]
+    if not a.enough:
+        return [*head, TOO_FEW, "", "", "", "", _est(r.raw_pass_rate), ""]
+    corrected = _est(r.corrected_pass_rate) if r.corrected_pass_rate.value is not None else "-"
+    return [
+        *head,
+        *(_est(e) for e in (a.accuracy, a.tpr, a.tnr, a.precision, a.kappa)),
+        _est(r.raw_pass_rate),
+        corrected,
+    ]
+
+
 @click.command()
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--grader", metavar="NAME", help="Only this grader (or '(test)' for the test-level pass).")
@@ -380,24 +417,13 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
         note(f"no labels yet: `evalstore label {base} TEST --pass|--fail` or `evalstore labels import FILE`")
     print_table(
         "agreement with the human labels (95% bootstrap intervals)",
-        ["run", "grader", "n", "TP/FN/FP/TN", "accuracy", "TPR", "TNR", "precision", "kappa", "pass rate", "corrected"],
-        [
-            (
-                r.run_id,
-                r.grader,
-                r.labelled,
-                f"{r.agreement.confusion.tp}/{r.agreement.confusion.fn}/{r.agreement.confusion.fp}/{r.agreement.confusion.tn}",
-                _est(r.agreement.accuracy),
-                _est(r.agreement.tpr),
-                _est(r.agreement.tnr),
-                _est(r.agreement.precision),
-                _est(r.agreement.kappa) if r.agreement.enough else "-",
-                _est(r.raw_pass_rate),
-                _est(r.corrected_pass_rate) if r.agreement.enough and r.corrected_pass_rate.value is not None else "-",
-            )
-            for r in report.rows
-        ],
+        list(AGREEMENT_COLUMNS),
+        [_agreement_row(r) for r in report.rows],
+        ids=["run", "grader", "n", "TP/FN/FP/TN"],
+        optional=["precision", "TNR", "TPR", "corrected", "pass rate", "TP/FN/FP/TN", "n", "kappa"],
     )
+    if any(not r.agreement.enough for r in report.rows):
+        echo(f"{TOO_FEW}: agreement needs at least {report.min_labels} labelled tests (n; --min-labels)")
     uncorrectable = {
         r.corrected_pass_rate.note for r in report.rows if r.agreement.enough and r.corrected_pass_rate.value is None
     }

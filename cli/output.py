@@ -114,6 +114,10 @@ def print_table(
 FOLD_MIN = 10
 """A column that folds keeps at least this many characters a line (fewer, and columns are left out)."""
 
+TOKEN_MAX = 24
+"""A folding column is at least as wide as its longest word up to this many characters: wider words
+(paths, long messages' tokens) may fold inside."""
+
 
 def _table(columns: Sequence[str], shown: Sequence[str], cells: list[list[str]], ids: Sequence[str]) -> Table:
     from rich import box
@@ -129,7 +133,10 @@ def _table(columns: Sequence[str], shown: Sequence[str], cells: list[list[str]],
         if name in ids:
             table.add_column(name, no_wrap=True, min_width=widest)
         else:
-            table.add_column(name, overflow="fold", min_width=min(widest, FOLD_MIN))
+            # A folding column wraps between words, never inside one (a header such as TP/FN/FP/TN, a
+            # grader name, a number), unless a word is longer than TOKEN_MAX (a path in a message).
+            token = max(len(word) for text in (name, *(row[i] for row in cells)) for word in [*text.split(), ""])
+            table.add_column(name, overflow="fold", min_width=max(min(widest, FOLD_MIN), min(token, TOKEN_MAX)))
     for row in cells:  # Text, not markup: a grader named regex-caf[eé] keeps its brackets
         table.add_row(*(Text(row[i]) for i in index))
     return table

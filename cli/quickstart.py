@@ -12,10 +12,10 @@ from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar
 from evalstore.cli.results import print_scored, scored_rows
-from evalstore.replay import quickstart as qs
-from evalstore.replay.analysis.audit import audit_test
-from evalstore.replay.analysis.compare import compare as compare_runs
-from evalstore.replay.material import load_scores
+
+REGRADE_PROMPT = "report-quality=file://my-examples/quickstart/prompts/report-quality.v2.md"
+COPIED_EVAL = "my-examples/quickstart/evals/report.eval.yaml"
+"""Real paths in the copy `evalstore examples copy my-examples` makes (the quickstart's Next: lines)."""
 
 
 def _step(text: str) -> None:
@@ -37,6 +37,11 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
       evalstore quickstart
       evalstore --db sqlite:///demo.db quickstart --json
     """
+    from evalstore.replay import quickstart as qs
+    from evalstore.replay.analysis.audit import audit_test
+    from evalstore.replay.analysis.compare import compare as compare_runs
+    from evalstore.replay.material import load_scores
+
     store = open_store(ctx)
     p = qs.plan(qs.examples_dir(), qs.judge_configured())
     if as_json:
@@ -88,8 +93,10 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
         (f"{cli} audit {replay.run_id} {test_id}" + (" --show-prompt" if p.with_judge else ""), ""),
         (f"{cli} verify", "recheck the hash chain and every blob"),
         (f"{cli} view --open", "look at the runs, tests and comparison in a browser"),
-        (f"{cli} import PATH/TO/AGENTV/RESULTS", "bring your own AgentV runs"),
-        (f"{cli} replay RUN --prompt GRADER=file://new-prompt.md", "swap an LLM grader's prompt"),
+        (f"{cli} examples copy my-examples", "these suites, to read and change"),
+        (f"{cli} run {COPIED_EVAL}", "run the copy yourself"),
+        *([(f"{cli} replay {replay.run_id} --prompt {REGRADE_PROMPT}", "")] if p.with_judge else []),
+        (f"{cli} import .agentv/results", "in an AgentV project: your own runs"),
     ]
     width = max(len(command) for command, why in steps if why) + 2
     for command, why in steps:
@@ -97,6 +104,11 @@ def quickstart(ctx: click.Context, as_json: bool) -> None:
 
 
 def _quickstart_json(store, p) -> None:  # type: ignore[no-untyped-def]
+    from evalstore.replay import quickstart as qs
+    from evalstore.replay.analysis.audit import audit_test
+    from evalstore.replay.analysis.compare import compare as compare_runs
+    from evalstore.replay.material import load_scores
+
     run = qs.record(store, p)
     replay = qs.regrade(store, p, run.run_id)
     test_id = replay.results[-1].test_id if replay.results else run.results[0].test_id

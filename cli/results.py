@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from evalstore.cli.output import TABLE_ROWS, echo, fmt_score, print_table
-from evalstore.store.events import TestScored
+
+if TYPE_CHECKING:  # annotations only: the modules load when the command runs, not for its --help
+    from evalstore.store.events import TestScored
 
 
 def scored_rows(store, run_id: str, results: list[TestScored]) -> list[dict]:  # type: ignore[no-untyped-def]

@@ -14,9 +14,6 @@ from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
 from evalstore.cli.results import print_scored, scored_rows
-from evalstore.replay.analysis.views import resolve_run
-from evalstore.replay.grading.graders.base import GradeOptions
-from evalstore.replay.record import RunOptions, record_run, resume_run
 
 
 @click.command()
@@ -90,6 +87,10 @@ def run(
       evalstore run evals/report.eval.yaml --target my-agent
       evalstore run --resume rec-20261122T101500-3fa9c1
     """
+    from evalstore.replay.analysis.views import resolve_run
+    from evalstore.replay.grading.graders.base import GradeOptions
+    from evalstore.replay.record import RunOptions, record_run, resume_run
+
     if bool(eval_file) == bool(resume):
         raise click.UsageError("give either EVAL_FILE or --resume RUN")
     store = open_store(ctx)

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Iterator
 from itertools import islice
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,7 +22,9 @@ from evalstore.cli.output import (
     print_plain,
     print_table,
 )
-from evalstore.replay.analysis import views
+
+if TYPE_CHECKING:  # annotations only: the modules load when the command runs, not for its --help
+    from evalstore.replay.analysis import views
 
 
 @click.command()
@@ -44,6 +47,8 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
       evalstore runs --kind replay --limit 5
       evalstore runs --suite revenue-report --json
     """
+    from evalstore.replay.analysis import views
+
     summaries = views.list_runs(open_store(ctx, create=False), suite=suite, kind=kind, limit=limit)
     if as_json:
         print_json([s.to_dict() for s in summaries])
@@ -107,6 +112,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
       evalstore show imp-5159 --all | grep quality_failure
     """
     from evalstore.cli.results import pass_cell
+    from evalstore.replay.analysis import views
 
     store = open_store(ctx, create=False)
     run_id = views.resolve_run(store, run)

@@ -18,9 +18,7 @@ from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.files import replacing
 from evalstore.cli.output import echo, json_option, no_cycle_collection, note, plural, print_json, progress_bar
-from evalstore.replay.agentv.export import EXPORT_FORMATS, export_run
-from evalstore.replay.analysis.views import resolve_run, run_summary
-from evalstore.replay.errors import ReplayError
+from evalstore.replay.choices import EXPORT_FORMATS
 
 
 @click.command(name="import")
@@ -82,6 +80,7 @@ def import_(
     """
     from evalstore.replay.agentv.importing import import_results
     from evalstore.replay.bundle import import_bundle, is_bundle
+    from evalstore.replay.errors import ReplayError
 
     if not path.exists():  # before the store is opened: a mistyped path must not create one
         raise ReplayError(f"{path}: no such file or directory")
@@ -280,6 +279,9 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
       evalstore export last --format bundle -o run-bundle
       evalstore export rpl-20261128 --format inspect -o regraded.eval
     """
+    from evalstore.replay.agentv.export import export_run
+    from evalstore.replay.analysis.views import resolve_run, run_summary
+
     if fmt == "bundle" and (output is None or str(output) == "-"):
         raise click.UsageError("--format bundle writes a folder: give it with -o DIR")
     if fmt == "inspect" and (output is None or str(output) == "-"):

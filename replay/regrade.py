@@ -91,11 +91,16 @@ class ReplayOptions:
     inherited_prompts: list[str] = field(default_factory=list)
     """Prompt swaps made by the replays this one descends from (set by :func:`effective_options`): one
     whose grader the eval no longer has is dropped with a warning instead of refused."""
+    inherited_preprocessors: list[str] = field(default_factory=list)
+    """Converter swaps made by the replays this one descends from (set by :func:`effective_options`): each
+    runs the converter its replay recorded (the parent's eval snapshot), wherever this replay runs."""
 
     def recorded(self) -> dict[str, Any]:
         """What goes into the replay's run_started event: the options given (not the shard, nor what
         was inherited, which the parent chain records)."""
-        return {k: v for k, v in asdict(self).items() if k not in ("shard", "inherited_prompts")}
+        return {
+            k: v for k, v in asdict(self).items() if k not in ("shard", "inherited_prompts", "inherited_preprocessors")
+        }
 
 
 INHERITED = ("preprocessors", "prompts", "judge_target", "judge_model", "graders", "tests", "threshold", "targets_path")
@@ -123,7 +128,8 @@ def effective_options(store: EventStore, parent: RunStarted, own: ReplayOptions)
     mine = _layer(inherited, own.recorded())
     return ReplayOptions(
         **{k: mine.get(k) for k in INHERITED if k not in ("preprocessors", "prompts")},
-        preprocessors=mine["preprocessors"],
+        preprocessors=list(own.preprocessors),
+        inherited_preprocessors=[p for p in mine["preprocessors"] if p not in own.preprocessors],
         prompts=list(own.prompts),
         inherited_prompts=[p for p in mine["prompts"] if p not in own.prompts],  # less those own replaces
         eval_path=own.eval_path,
@@ -688,6 +694,7 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> Ev
         resolver = SnapshotResolver(files, fallback=DiskResolver())
         # A plain import's suite is the union of its results' eval files (``evalfile/union.py``).
         suite = union_suite([load_eval(snap.path, file_resolver=resolver, run_tests=run_tests) for snap in evals])
+    suite = _swap_preprocessors(suite, options.inherited_preprocessors, recorded=parent.started)
     suite = _swap_preprocessors(suite, options.preprocessors)
     suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)
     suite = _swap_prompts(suite, options.prompts)
@@ -720,7 +727,22 @@ def _run_tests(store: EventStore, parent: RunMaterial) -> list[dict[str, Any]]:
     return list(tests.values())
 
 
-def parse_preprocessor(value: str, search_roots: list[str]) -> ConverterSpec:
+def graded_suite(store: EventStore, run: RunMaterial, stack: contextlib.ExitStack) -> EvalSuite:
+    """The suite ``evalstore replay RUN`` with no options grades RUN's tests with: RUN's eval snapshot and
+    the swaps of every replay down its chain, gone scripts and converters run from their recorded bytes
+    (kept until ``stack`` closes). A run with no eval snapshot is refused (pass ``--eval``)."""
+    options = effective_options(store, run.started, ReplayOptions())
+    suite, _, _ = stack.enter_context(
+        restored_files(store, _suite(store, run, options), drift(run.started.eval_snapshot))
+    )
+    return suite
+
+
+def parse_preprocessor(value: str, search_roots: list[str], recorded: RunStarted | None = None) -> ConverterSpec:
+    """A ``TYPE=COMMAND`` swap as a converter, its script resolved through ``search_roots``; with
+    ``recorded`` (an inherited swap: the run that inherits it, a replay), the converter its eval
+    snapshot recorded, whatever folder this one runs from (``restored.py`` runs its recorded bytes
+    when it is gone)."""
     type_, sep, command = value.partition("=")
     if not sep or not type_.strip() or not command.strip():
         raise ReplayError(f"--preprocessor {value!r}: expected TYPE=COMMAND, e.g. xlsx='python3 to_csv.py'")
@@ -733,22 +755,47 @@ def parse_preprocessor(value: str, search_roots: list[str]) -> ConverterSpec:
             raise ReplayError(f"--preprocessor {type_}: COMMAND must be a non-empty JSON array of strings")
     else:
         argv = shlex.split(command)
-    try:
-        argv[-1] = str(resolve_reference(argv[-1], search_roots))
-    except ReplayError as exc:
-        raise ReplayError(f"--preprocessor {type_}: {exc}") from None
+    found = _recorded_converter(value, argv[-1], recorded.eval_snapshot) if recorded is not None else None
+    if found is not None:
+        argv[-1] = found
+    else:
+        try:
+            argv[-1] = str(resolve_reference(argv[-1], search_roots))
+        except ReplayError as exc:
+            raise ReplayError(f"--preprocessor {type_}: {exc}") from None
     return ConverterSpec(type=type_.strip(), media_type=normalize_media_type(type_), command=argv)
+
+
+def _recorded_converter(value: str, ref: str, recorded: list[Any]) -> str | None:
+    """The path a replay recorded for the converter of swap ``value``: the snapshot entry the swap wrote
+    (its ``ref`` is the swap as given), else, for replays recorded before that, the converter whose
+    recorded path ``ref`` names (absolute, or its last components)."""
+    converters = [s for s in recorded if s.role == "converter"]
+    for snap in converters:
+        if snap.ref == value:
+            return snap.path
+    name = ref.removeprefix("file://")
+    parts = Path(name).parts
+    if ".." in parts or not parts:
+        return None
+    for snap in converters:
+        if Path(name).is_absolute() and snap.path == name:
+            return snap.path
+        if not Path(name).is_absolute() and Path(snap.path).parts[-len(parts) :] == parts:
+            return snap.path
+    return None
 
 
 def _with_converter(converters: list[ConverterSpec], new: ConverterSpec) -> list[ConverterSpec]:
     return [c for c in converters if c.media_type != new.media_type] + [new]
 
 
-def _swap_preprocessors(suite: EvalSuite, values: list[str]) -> EvalSuite:
+def _swap_preprocessors(suite: EvalSuite, values: list[str], recorded: RunStarted | None = None) -> EvalSuite:
     for value in values:
-        new = parse_preprocessor(value, suite.search_roots)
+        new = parse_preprocessor(value, suite.search_roots, recorded)
         suite = suite.with_graders(partial(_graded_with, new))
-        refs = [*suite.referenced_files, ("converter", new.command[-1], new.command[-1])]
+        # The swap as given is the snapshot entry's ref: how a replay of this replay finds the converter.
+        refs = [*suite.referenced_files, ("converter", new.command[-1], value)]
         suite = suite.model_copy(
             update={"preprocessors": _with_converter(suite.preprocessors, new), "referenced_files": refs}
         )

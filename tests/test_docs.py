@@ -84,3 +84,14 @@ def test_public_api_matches_the_usage_doc() -> None:
     imported = re.search(r"from evalstore import \(([^)]*)\)", block).group(1)
     names = {n.strip() for n in imported.replace("\n", " ").split(",") if n.strip()}
     assert names <= set(evalstore.__all__), sorted(names - set(evalstore.__all__))
+
+
+def test_the_readme_exit_code_rule_lists_every_exit_code() -> None:
+    from evalstore.cli import errors
+
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    rule = text[text.index("Exit codes, the one rule for every command:") :].split(". ")[0]
+    codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
+    assert codes == {0, 1, 2, 3, 130}
+    for code in codes:
+        assert re.search(rf"\b{code} ", rule), f"exit code {code} is not in README's rule: {rule}"

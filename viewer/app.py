@@ -42,6 +42,7 @@ from starlette.staticfiles import StaticFiles
 from evalstore import __version__
 from evalstore.replay.analysis import browse, labelview
 from evalstore.replay.analysis.compare import key_label
+from evalstore.replay.analysis.prompts import prompt_messages
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.errors import NotFoundError, ReplayError
 from evalstore.replay.labels import LabelInput, record_labels
@@ -120,6 +121,7 @@ def _environment() -> Environment:
         label=key_label,
         short=lambda d: (d or "")[:12],
         swapped=browse.swapped,
+        prompt_messages=prompt_messages,
     )
     env.globals.update(version=__version__)
     return env

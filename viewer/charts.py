@@ -6,7 +6,7 @@ Charts are drawn on the server, so they show without JavaScript and need no scri
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -28,19 +28,30 @@ class Chart:
     bars: list[Bar]
     axis: float = 0.0
     """The x (horizontal bars) or y (columns) of the zero line."""
+    ticks: list[tuple[float, str]] = field(default_factory=list)
+    """Labels along the axis at these x positions (a histogram's bin edges)."""
+
+
+def bin_range(i: int, bins: int) -> str:
+    """Bin ``i`` of ``bins`` equal bins of [0, 1] as an interval: half-open, but the last is closed (a
+    score of 1.0 is in it)."""
+    return f"[{i / bins:.1f}, {(i + 1) / bins:.1f}{']' if i == bins - 1 else ')'}"
 
 
 def histogram(counts: list[int], *, width: int = 420, height: int = 160) -> Chart:
-    """Columns for score bins of equal width over [0, 1], labelled by their lower edge."""
+    """Columns for score bins of equal width over [0, 1], each labelled with its interval (``[0.9, 1.0]``:
+    the last bin holds 1.0), the axis ticked at the bin edges."""
     bins = len(counts) or 1
     top = max(counts, default=0) or 1
+    margin = 12  # room for the first and last edge labels
     plot = height - 30
-    slot = width / bins
+    slot = (width - 2 * margin) / bins
     bars = []
     for i, n in enumerate(counts):
         h = plot * n / top
-        bars.append(Bar(i * slot + 2, 10 + plot - h, slot - 4, h, f"{i / bins:.1f}", str(n)))
-    return Chart(width, height, bars, axis=10 + plot)
+        bars.append(Bar(margin + i * slot + 2, 10 + plot - h, slot - 4, h, bin_range(i, bins), str(n)))
+    ticks = [(margin + i * slot, f"{i / bins:.1f}") for i in range(bins + 1)]
+    return Chart(width, height, bars, axis=10 + plot, ticks=ticks)
 
 
 def deltas(

@@ -26,6 +26,7 @@ from evalstore.replay.agentv.chunked import encoded_results
 from evalstore.replay.agentv.stored import Payload, ResultBundle
 from evalstore.replay.agentv.wire import from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
+from evalstore.replay.choices import EXPORT_FORMATS
 from evalstore.replay.grading.graders.composite import MEMBER_SCORES
 from evalstore.replay.jsontext import js_number, stringify
 from evalstore.store import EventStore
@@ -401,9 +402,6 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
         count += 1
     fh.write(JSON_TAIL)
     return count
-
-
-EXPORT_FORMATS = ("agentv-jsonl", "csv", "json")
 
 
 def _jsonl_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:

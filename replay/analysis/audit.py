@@ -55,7 +55,7 @@ def _text(store: EventStore, digest: str | None, limit: int | None = None) -> st
     return text if limit is None or len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
-def _test_ids_hint(wanted: str, keys: Any) -> str:
+def known_tests_hint(wanted: str, keys: Any) -> str:
     """The run's test ids, or the closest ones when there are many."""
     import difflib
 
@@ -83,7 +83,7 @@ def audit_test(
     run, origin = loaded if loaded else (load_run(store, run_id), None)
     matches = [m for key, m in run.tests.items() if key[0] == test_id]
     if not matches:
-        raise NotFoundError(f"run {run_id} has no test {test_id!r}; {_test_ids_hint(test_id, run.tests)}")
+        raise NotFoundError(f"run {run_id} has no test {test_id!r}; {known_tests_hint(test_id, run.tests)}")
     checks = BlobCheck(store)
     run_info = _run_info(store, run, checks)
     origin = origin or transcript_run(store, run)

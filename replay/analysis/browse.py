@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalstore.replay.analysis.audit import audit_test
+from evalstore.replay.analysis.audit import audit_test, known_tests_hint
 from evalstore.replay.analysis.compare import (
     GraderAssertionDiff,
     GraderRow,
@@ -22,6 +22,7 @@ from evalstore.replay.analysis.compare import (
     diff_assertions,
     paired_summary,
 )
+from evalstore.replay.analysis.prompts import DiffLine, PromptMessage, prompt_diff, prompt_messages
 from evalstore.replay.analysis.stats import PairedStats
 from evalstore.replay.analysis.views import (
     ResultRow,
@@ -363,6 +364,10 @@ def test_page(store: EventStore, run_id: str, test_id: str) -> TestPage:
     digest on the way re-hashed. Reads that test's events only, in the run and in the run holding its
     transcripts."""
     run = load_test(store, run_id, test_id)
+    if not run.tests:
+        # load_test read this test's events only: the run's tests are listed from its results.
+        keys = [(r["test_id"], r["target"], r["attempt"]) for r in store.query("results", run_id=run_id)]
+        raise NotFoundError(f"run {run_id} has no test {test_id!r}; {known_tests_hint(test_id, keys)}")
     origin_id = transcript_run_id(store, run.started)
     origin = run if origin_id == run_id else load_test(store, origin_id, test_id)
     audit = audit_test(store, run_id, test_id, show_prompt=True, loaded=(run, origin))
@@ -399,11 +404,17 @@ def _test_view(
         for p in verdict["preprocessing"]:
             if p.get("missing") or not p.get("artifact_sha256"):
                 continue
+            # One entry per text the graders saw (a conversion reused by three graders is one text, listed
+            # with the three), not one per conversion event.
             seen = conversions.setdefault(p["artifact_sha256"], [])
-            if all(c["event_id"] != p["event_id"] for c in seen):
-                seen.append({**p, "graders": [verdict["grader"]], "text": _text_blob(store, p["output_sha256"])})
-            else:
-                next(c for c in seen if c["event_id"] == p["event_id"])["graders"].append(verdict["grader"])
+            same = (p["status"], p["output_sha256"], p.get("reason"), tuple(p.get("argv") or ()))
+            match = next((c for c in seen if c["same"] == same), None)
+            if match is None:
+                text = _text_blob(store, p["output_sha256"])
+                seen.append({**p, "same": same, "graders": [verdict["grader"]], "text": text})
+            elif verdict["grader"] not in match["graders"]:
+                match["graders"].append(verdict["grader"])
+                match["reused_from"] = match.get("reused_from") or p.get("reused_from")
     artifacts = []
     for eid, a in source.artifacts if source else []:
         kind = _kind(a)
@@ -440,6 +451,21 @@ class SideBySide:
     assertions: GraderAssertionDiff
     prompt_a: str | None = None
     prompt_b: str | None = None
+
+    @property
+    def messages_a(self) -> list[PromptMessage] | None:
+        return prompt_messages(self.prompt_a) if self.prompt_a is not None else None
+
+    @property
+    def messages_b(self) -> list[PromptMessage] | None:
+        return prompt_messages(self.prompt_b) if self.prompt_b is not None else None
+
+    @property
+    def prompt_diff(self) -> list[DiffLine]:
+        """Prompt A against prompt B, line by line (empty when they read the same, or one is missing)."""
+        if self.prompt_a is None or self.prompt_b is None:
+            return []
+        return prompt_diff(self.prompt_a, self.prompt_b)
 
 
 @dataclass

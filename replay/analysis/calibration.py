@@ -22,7 +22,14 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from evalstore.replay.analysis.stats import MIN_PAIRS_CI, _quantile, binomial_variate, multinomial_counts, pass_counts
+from evalstore.replay.analysis.stats import (
+    MIN_PAIRS_CI,
+    _quantile,
+    binomial_variate,
+    multinomial_counts,
+    pass_counts,
+    past_float_noise,
+)
 
 DEFAULT_RESAMPLES = 2_000
 MIN_LABELS = 10
@@ -83,7 +90,7 @@ def _kappa_cells(tp: int, fn: int, fp: int, tn: int) -> float | None:
     expected = human * judge + (1 - human) * (1 - judge)
     if math.isclose(expected, 1.0, rel_tol=0, abs_tol=1e-12):
         return None
-    return (observed - expected) / (1 - expected)
+    return past_float_noise((observed - expected) / (1 - expected))
 
 
 def _fast_metrics(tp: int, fn: int, fp: int, tn: int) -> dict[str, float | None]:
@@ -146,9 +153,9 @@ def judge_agreement(
     c = confusion(pairs)
     point = _fast_metrics(c.tp, c.fn, c.fp, c.tn)
     if c.n < min_labels:
+        # No figure holds on so few labels: each is blank, and the one note says why.
         note = f"not enough labels (n={c.n}; need at least {min_labels})"
-        empty = {k: Estimate(v, note=note) for k, v in point.items()}
-        return JudgeAgreement(c, **empty, enough=False, note=note)
+        return JudgeAgreement(c, **{k: Estimate(None) for k in point}, enough=False, note=note)
     rng = random.Random(seed)
     draws: dict[str, list[float]] = {k: [] for k in point}
     cells = [c.tp, c.fn, c.fp, c.tn]
@@ -233,7 +240,7 @@ def labeller_alpha(units: Sequence[Sequence[bool | None]]) -> Estimate:
     import numpy as np
 
     data = np.array([[np.nan if v is None else float(v) for v in u] for u in pairable], dtype=float).T
-    return Estimate(float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")))
+    return Estimate(past_float_noise(float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))))
 
 
 # --- several variants against one base -------------------------------------------------------

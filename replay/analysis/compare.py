@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evalstore.replay.analysis.stats import PairedStats, paired_stats
+from evalstore.replay.choices import REGRESSION_MODES
 from evalstore.replay.errors import CompareError
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 
@@ -28,7 +29,6 @@ Key = tuple[str, str | None, int]
 """(test id, target, attempt): what pairs a result of run A with one of run B."""
 
 Flip = Literal["pass->fail", "fail->pass"]
-REGRESSION_MODES: tuple[str, ...] = ("ci", "flip", "any")
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ import html
 import math
 from collections.abc import Iterator
 
+from evalstore.replay.analysis.agreement import AgreementDifference
 from evalstore.replay.analysis.compare import (
     AssertionDiff,
     Comparison,
@@ -393,13 +394,49 @@ def _assertion_diffs(diffs: list[AssertionDiff]) -> str:
     return "".join(out)
 
 
-def render_html(comparison: Comparison, a: RunResults, b: RunResults, *, title: str) -> str:
+def _agreement(diffs: list[AgreementDifference] | None) -> str:
+    """Which run agrees more with the human labels, per grader: what ``evalstore compare`` prints under
+    the same title (and the viewer's compare page shows). Nothing when no test of the runs is labelled."""
+    if not diffs:
+        return ""
+    rows = "".join(
+        f'<tr><th>{_e(d.grader)}</th><td class="num">{d.n}</td><td class="num">{_num(d.accuracy_a, 3)}</td>'
+        f'<td class="num">{_num(d.accuracy_b, 3)}</td><td class="num">{d.a_only_correct}</td>'
+        f'<td class="num">{d.b_only_correct}</td><td class="num">{_p(d.mcnemar.p_value)}</td><td>{_e(d.verdict)}</td></tr>'
+        for d in diffs
+    )
+    return (
+        '<h2 id="agreement">Agreement with the human labels</h2>'
+        "<table><tr><th>grader</th><th>labelled tests</th><th>accuracy A</th><th>accuracy B</th>"
+        f"<th>only A right</th><th>only B right</th><th>McNemar p</th><th>verdict</th></tr>{rows}</table>"
+        "<p class=\"muted\">On the labelled tests both runs judged: is each run's pass/fail the people's? "
+        "McNemar: exact test on the tests where exactly one run is right. The row <code>(test)</code> is the "
+        "test-level pass against labels of the whole answer. <code>evalstore agreement A B</code> gives "
+        "each run's confusion matrix and intervals.</p>"
+    )
+
+
+def render_html(
+    comparison: Comparison,
+    a: RunResults,
+    b: RunResults,
+    *,
+    title: str,
+    agreement: list[AgreementDifference] | None = None,
+) -> str:
     """The whole report as one HTML document that needs nothing but itself to display (:func:`iter_html`
     joined)."""
-    return "".join(iter_html(comparison, a, b, title=title))
+    return "".join(iter_html(comparison, a, b, title=title, agreement=agreement))
 
 
-def iter_html(comparison: Comparison, a: RunResults, b: RunResults, *, title: str) -> Iterator[str]:
+def iter_html(
+    comparison: Comparison,
+    a: RunResults,
+    b: RunResults,
+    *,
+    title: str,
+    agreement: list[AgreementDifference] | None = None,
+) -> Iterator[str]:
     """The report in pieces, to be written as they come.
 
     ``a`` and ``b`` are the results the comparison was built from: the report shows their verdicts. Runs
@@ -415,7 +452,8 @@ def iter_html(comparison: Comparison, a: RunResults, b: RunResults, *, title: st
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
         f"<body><h1>{_e(title)}</h1>"
     )
-    yield _summary(comparison, len(changed)) + _graders(comparison) + _chart(comparison, anchors)
+    yield _summary(comparison, len(changed)) + _graders(comparison) + _agreement(agreement)
+    yield _chart(comparison, anchors)
     del anchors
     yield from _changed(changed, shown, a, b)
     yield _assertion_diffs(comparison.assertion_diffs)

@@ -203,8 +203,13 @@ def cohen_kappa(counts: PairCounts) -> KappaResult:
     # is then 0/0, whatever the (perfect) observed agreement.
     if math.isclose(expected, 1.0, rel_tol=0, abs_tol=1e-12):
         return KappaResult(None, observed, expected, "undefined (all one class)")
-    # Rounded past float noise (a kappa of 0 must not print as -0.000); + 0.0 turns -0.0 into 0.0.
-    return KappaResult(round((observed - expected) / (1 - expected), 12) + 0.0, observed, expected)
+    return KappaResult(past_float_noise((observed - expected) / (1 - expected)), observed, expected)
+
+
+def past_float_noise(value: float) -> float:
+    """A statistic rounded past floating-point noise: a kappa of 0 computed as ``-3.3e-16`` must print as
+    0 (not -0.000) and read as 0 in JSON; ``+ 0.0`` turns -0.0 into 0.0."""
+    return round(value, 12) + 0.0
 
 
 # --- scores ----------------------------------------------------------------------------------

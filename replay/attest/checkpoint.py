@@ -17,10 +17,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from evalstore.replay.attest import note
 from evalstore.replay.attest.keys import SigningKey, VerifierKey
 from evalstore.replay.attest.note import Checkpoint
+from evalstore.replay.errors import AttestationFormatError
 from evalstore.store import EventStore
 from evalstore.store.codec import GENESIS_HASH
 from evalstore.store.events import LOG_STREAM, CheckpointRecorded, KeyRegistered
@@ -93,6 +95,22 @@ def write_checkpoint(store: EventStore, key: SigningKey, *, origin: str | None =
         ],
     )
     return WrittenCheckpoint(checkpoint, signed, key.name)
+
+
+def read_checkpoint_file(path: Path) -> str:
+    """The signed note in ``path``, checked to be a checkpoint (any key's): a file that is not one is
+    called that, naming the file, before a key is asked for."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise AttestationFormatError(f"{path}: not a checkpoint (not text)") from None
+    try:
+        note.parse_checkpoint(note.parse(text).text)
+    except AttestationFormatError as exc:
+        raise AttestationFormatError(
+            f"{path}: not a checkpoint ({exc}); `evalstore checkpoint -o FILE` writes one"
+        ) from None
+    return text
 
 
 def check_checkpoint(store: EventStore, signed_note: str, key: VerifierKey) -> CheckpointCheck:

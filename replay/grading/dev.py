@@ -169,9 +169,11 @@ def assert_stored(store: Any, run_id: str, test_id: str, grader: str) -> AssertO
         metadata=case.metadata,
         graders=specs,
     )
-    spec = _spec_of(test, grader)
     path = run.started.eval_path or str(Path.cwd() / "assert")
     suite = EvalSuite(path=path, name=run.started.suite or "assert", tests=[test])
+    # Graded as `evalstore replay RUN` would grade it: RUN's eval and every swap down its replay chain.
+    suite, test = _as_replayed(store, run_id, suite, test)
+    spec = _spec_of(test, grader)
     info = transcript_info(store.get_blob, material)
     if info.missing:
         raise ReplayError(f"run {run.run_id}, test {test_id!r}: {info.missing}")
@@ -196,6 +198,28 @@ def _spec_of(test: EvalTest, grader: str) -> CodeGraderSpec:
             f"{GRADER_DIR}/{grader}.* above {Path.cwd()}"
         ) from None
     return CodeGraderSpec(name=grader, command=grader_command(script), script=str(script), cwd=str(Path.cwd()))
+
+
+def _as_replayed(store: Any, run_id: str, suite: EvalSuite, test: EvalTest) -> tuple[EvalSuite, EvalTest]:
+    """The suite and test ``evalstore replay RUN`` with no options grades with (RUN's eval snapshot and,
+    for a replay, the eval, converter and prompt swaps of it and the replays it descends from), or the
+    test case RUN recorded (``suite``, ``test``) when RUN has no eval snapshot or its eval no such test."""
+    import atexit
+    import contextlib
+
+    from evalstore.replay.material import load_run
+    from evalstore.replay.regrade import graded_suite
+
+    run = load_run(store, run_id)
+    if not any(s.role == "eval" and s.sha256 for s in run.started.eval_snapshot):
+        return suite, test
+    # Scripts and converters restored from the run's recorded bytes stay until the process ends
+    # (`evalstore assert` grades once and exits).
+    restored = contextlib.ExitStack()
+    atexit.register(restored.close)
+    replayed = graded_suite(store, run, restored)
+    found = next((t for t in replayed.tests if t.id == test.id), None)
+    return (replayed, found) if found is not None else (suite, test)
 
 
 def _as_messages(value: Any, role: str) -> list[Message]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from labelled_runs import add_run, add_transcripts
 
@@ -105,3 +107,98 @@ def test_a_label_is_named_with_its_target_and_attempt_when_it_has_them(tmp_path:
     assert _cli(db, "label", "rec-t", "multi@beta#1", "--fail", "--by", "ann").exit_code == 0
     listed = _cli(db, "labels", "list", "rec-t").stdout
     assert "multi@alpha#3" in listed and "multi@beta " in listed  # attempt 1 is not spelled out
+
+
+LONG_RUN = "rec-20261128T094609-b51e95"
+LONG_REPLAY = "rpl-20261128T094610-b959e3"
+OTHER_REPLAY = "rpl-20261128T094611-aaaaaa"
+
+
+def _few_labels(tmp_path: Path) -> str:
+    """Runs with real-length ids and a long grader name, and four labels: fewer than --min-labels."""
+    db = f"sqlite:///{tmp_path / 'few.db'}"
+    store = EventStore.open(db)
+    add_run(store, LONG_RUN, TESTS)
+    add_run(store, LONG_REPLAY, HUMANS, parent=LONG_RUN, grader="states-total")
+    add_run(store, OTHER_REPLAY, {t: i % 4 == 0 for i, t in enumerate(TESTS)}, parent=LONG_RUN, grader="states-total")
+    store.close()
+    for test in ("t00", "t01", "t02", "t03"):
+        assert _cli(db, "label", LONG_RUN, test, "--pass", "--by", "ann").exit_code == 0
+    return db
+
+
+def test_too_few_labels_say_so_once_per_row_and_show_no_agreement_figures(tmp_path: Path) -> None:
+    db = _few_labels(tmp_path)
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli_package.main, ["--db", db, "agreement", LONG_RUN, LONG_REPLAY])
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.stdout.splitlines() if line.startswith(("rec-", "rpl-"))]
+    assert len(rows) == 4
+    for row in rows:
+        # The confusion matrix holds (it is the count); accuracy, TPR, TNR, precision and kappa do not.
+        cells = row.split()
+        assert "2/2/0/0" in cells and row.count("too few labels") == 1
+        after = row.split("too few labels")[1].split()
+        assert len(after) == 2 and after[1].startswith("["), row  # only the raw pass rate and its interval
+    assert "agreement needs at least 10 labelled tests" in r.stdout
+    report = json.loads(_cli(db, "agreement", LONG_RUN, LONG_REPLAY, "--json").stdout)
+    for row in report["rows"]:
+        assert row["enough"] is False and row["note"] == "not enough labels (n=4; need at least 10)"
+        assert {row[k]["value"] for k in ("accuracy", "tpr", "tnr", "precision", "kappa")} == {None}
+    # Enough by a lower bar: a kappa of zero (observed agreement equal to chance) is 0, not -3.3e-16.
+    enough = json.loads(_cli(db, "agreement", LONG_RUN, LONG_REPLAY, "--json", "--min-labels", "2").stdout)
+    assert {row["kappa"]["value"] for row in enough["rows"]} == {0.0}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["agreement", LONG_RUN, LONG_REPLAY],
+        ["agreement", LONG_RUN, LONG_REPLAY, "--min-labels", "2"],
+        ["compare", LONG_RUN, LONG_REPLAY],
+        ["compare", LONG_RUN, LONG_REPLAY, OTHER_REPLAY],
+    ],
+)
+def test_at_80_columns_no_id_name_or_header_is_cut_and_left_out_columns_are_named(
+    tmp_path: Path, args: list[str]
+) -> None:
+    db = _few_labels(tmp_path)
+    r = CliRunner(env={"COLUMNS": "80"}).invoke(cli_package.main, ["--db", db, *args])
+    assert r.exit_code == 0, r.output
+    table_lines = [line for line in r.stdout.splitlines() if "  " in line or line.startswith("─")]  # not titles
+    assert table_lines and all(len(line) <= 80 for line in table_lines), r.stdout
+    words = r.stdout.split()
+    for whole in (LONG_RUN, LONG_REPLAY, "states-total", "TP/FN/FP/TN", "pass->fail", "fail->pass"):
+        # A cut token leaves a piece of it as a word of its own: "rec-202611", "states-tota", "TP/FN/FP/T".
+        pieces = [w for w in words if whole.startswith(w) and w != whole and not w.isalnum()]
+        assert not pieces, r.stdout
+    assert LONG_RUN in r.stdout and LONG_REPLAY in words
+    if "left out" in r.stderr:
+        assert "a wider terminal or --json shows them" in r.stderr
+
+
+def test_compare_html_has_the_agreement_section_compare_prints(tmp_path: Path) -> None:
+    db = _setup(tmp_path)
+    f = tmp_path / "labels.csv"
+    f.write_text("test_id,verdict,by\n" + "".join(f"{t},{'pass' if p else 'fail'},ann\n" for t, p in HUMANS.items()))
+    assert _cli(db, "labels", "import", str(f), "--run", "rec-1").exit_code == 0
+    report = tmp_path / "report.html"
+    printed = _cli(db, "compare", "rec-1", "rpl-good", "--html", str(report))
+    assert printed.exit_code == 0 and "agreement with the human labels" in printed.stdout
+    page = report.read_text(encoding="utf-8")
+    assert '<h2 id="agreement">Agreement with the human labels</h2>' in page
+    section = page.split('id="agreement"')[1].split("</table>")[0]
+    [row] = [r for r in section.split("<tr>") if r.startswith("<th>quality</th>")]
+    # The same figures as the table compare prints: 12 labelled, B always right.
+    cmp = json.loads(_cli(db, "compare", "rec-1", "rpl-good", "--json").stdout)
+    [quality] = [a for a in cmp["agreement"] if a["grader"] == "quality"]
+    assert f'<td class="num">{quality["n"]}</td>' in row and f"{quality['accuracy_a']:.3f}" in row
+    assert "1.000" in row and html.escape(quality["verdict"]) in row
+    # No labels, no section.
+    bare = tmp_path / "bare.html"
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    store = EventStore.open(other)
+    add_run(store, "rec-2", TESTS)
+    add_run(store, "rpl-2", HUMANS, parent="rec-2")
+    store.close()
+    assert _cli(other, "compare", "rec-2", "rpl-2", "--html", str(bare)).exit_code == 0
+    assert 'id="agreement"' not in bare.read_text(encoding="utf-8")

@@ -39,3 +39,10 @@ def test_results_are_named_with_their_target_only_when_targets_differ() -> None:
 
     assert result_labels([("t1", "default", 1), ("t2", "default", 2)]) == ["t1", "t2#2"]
     assert result_labels([("t1", "alpha", 1), ("t1", "beta", 1)]) == ["t1@alpha", "t1@beta"]
+
+
+def test_a_folding_column_wraps_between_words_never_inside_one(capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "34")
+    print_table(None, ["grader", "TP/FN/FP/TN", "note"], [("states-total", "2/2/0/0", "too few")])
+    words = capsys.readouterr().out.split()
+    assert "TP/FN/FP/TN" in words and "states-total" in words and "few" in words, words

@@ -110,7 +110,7 @@ def test_show_says_which_required_grader_set_a_score_to_zero(tmp_path: Path) -> 
     assert rows["q3-report"]["score"] == 0
     assert rows["q3-report"]["note"].startswith("required grader workbook scored 0.750, below its gate")
     assert rows["q1-report"]["note"] == ""
-    table = cli(db, "show", replay["run_id"])
+    table = cli(db, "show", replay["run_id"], env={"COLUMNS": "200"})  # the why column whole, whatever the terminal
     assert "required grader workbook" in table.stdout
 
 
@@ -194,3 +194,28 @@ def test_the_next_commands_name_the_store_given_and_each_one_runs(tmp_path: Path
         argv = [str(EVALSTORE), *command.split()[1:]]  # `evalstore` as installed in this environment
         done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
         assert done.returncode == 0, (command, done.stderr)
+
+
+def test_the_next_lines_use_real_paths_and_the_copy_they_name_runs(tmp_path: Path) -> None:
+    """A wheel user follows the Next: lines: they name no placeholder path, and copying the examples
+    then running the copied suite works as printed."""
+    result = _quickstart(tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("Next:")[1].splitlines()
+    commands = [line.split("  #")[0].strip() for line in lines if line.strip().startswith("evalstore")]
+    assert not any("PATH/TO" in c or "GRADER=" in c or " RUN " in c for c in commands), commands
+    copy = next(c for c in commands if c.startswith("evalstore examples copy"))  # no --db: none was given
+    run = next(c for c in commands if c.startswith("evalstore run "))
+    env = {k: v for k, v in os.environ.items() if k not in JUDGE_VARS}
+    for command in (copy, run):
+        done = subprocess.run(
+            [str(EVALSTORE), *command.split()[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=SUBPROCESS_TIMEOUT,
+        )
+        assert done.returncode in (0, 1), f"{command}: {done.stderr}"  # 1: the suite's tests below threshold
+        assert "Traceback" not in done.stderr and "Error:" not in done.stderr
+    assert len(_runs(tmp_path)) == 3

@@ -167,15 +167,22 @@ def test_swap_preprocessor_json_argv_and_plain_command_line(
 def test_a_replay_of_a_replay_replaces_a_converter_whose_file_is_gone(
     recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
 ) -> None:
-    """A teammate's checkout elsewhere: the inherited converter's script is not there. Giving the same type
-    again replaces it (it was still resolved, and the replay refused); without it the replay says so."""
+    """A teammate's checkout elsewhere: the inherited converter's script is not there. Without a swap of the
+    same type the replay runs the converter from the bytes the replay recorded (and says so: issue 30);
+    giving the same type again replaces it (it is not read at all)."""
     root = recorded.suite.root
     private = root / "mine" / "summary.py"
     private.parent.mkdir()
     private.write_bytes((root / "scripts" / "xlsx_summary.py").read_bytes())
     first = replay(recorded_db, recorded.run_id, "--preprocessor", f"xlsx={json.dumps([PY, str(private)])}")["run_id"]
     private.unlink()
-    assert "summary.py" in one_line_error(cli(recorded_db, "replay", first))
+    restored = cli(recorded_db, "replay", first, "--json", "--graders", "workbook")
+    assert restored.exit_code in (0, 1), restored.stderr  # 1: a test below the threshold
+    assert "summary.py is gone: run from the bytes recorded with the run" in restored.stderr
+    assert (
+        verdict_signature(recorded_db, json.loads(restored.stdout)["run_id"])[("q1-report", "workbook")]
+        == verdict_signature(recorded_db, first)[("q1-report", "workbook")]
+    )
     theirs = json.dumps([PY, str(root / "scripts" / "xlsx_summary.py")])
     again = replay(recorded_db, first, "--preprocessor", f"xlsx={theirs}", "--graders", "workbook")["run_id"]
     assert (

@@ -172,7 +172,25 @@ def test_an_altered_checkpoint_or_another_key_fails_and_a_malformed_one_is_bad_i
     garbage.write_text("hello\n")
     result = _verify(store_url, garbage, pub)
     assert result.exit_code == 2
-    assert result.stderr == "Error: not a signed note: no blank line before the signatures\n"
+    assert result.stderr == (
+        f"Error: {garbage}: not a checkpoint (not a signed note: no blank line before the signatures); "
+        "`evalstore checkpoint -o FILE` writes one\n"
+    )
+
+
+def test_verifying_someone_elses_checkpoint_without_pubkey_asks_for_it(signed, store_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _, _, _, cp = signed
+    nobody = {"XDG_CONFIG_HOME": str(tmp_path / "no-config")}  # no local signing key
+    result = CliRunner(env=nobody).invoke(cli.main, ["--db", store_url, "verify", "--checkpoint", str(cp)])
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"Error: --checkpoint {cp}: give the signer's public key with --pubkey FILE")
+    assert "keys init" not in line
+    # A file that is not a checkpoint is called that first, whatever the keys.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("meeting notes\n")
+    result = CliRunner(env=nobody).invoke(cli.main, ["--db", store_url, "verify", "--checkpoint", str(notes)])
+    assert result.exit_code == 2 and result.stderr.startswith(f"Error: {notes}: not a checkpoint (")
 
 
 def test_without_a_key_checkpoint_is_one_error_line(store: EventStore, store_url: str, tmp_path: Path) -> None:

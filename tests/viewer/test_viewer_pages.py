@@ -43,12 +43,13 @@ def test_runs_page_shows_the_lineage_and_filters(opened) -> None:
     assert re.search(rf'<tr class="depth-1" data-run="{replay}"', html)
     assert "revenue-report" in html and "66.7%" not in html.split(recorded)[1].split("</tr>")[0]
     assert f"/runs/{replay}/compare" in html
-    started = store.read_stream(replay, types=["run_started"])
-    overrides = next(started).event.overrides
-    given = {k for k, v in overrides.items() if v not in (None, [], {}, "", False)}
+    # What it changed, in the words `evalstore runs` uses: not its options as escaped JSON.
     row = html.split(f'data-run="{replay}"')[1].split("</tr>")[0]
-    assert given and all(f"<b>{key}</b>" in row for key in given)
-    assert all(f"<b>{key}</b>" not in row for key in overrides.keys() - given)  # unset options are not swaps
+    assert '<td class="changes">eval report.v2.eval.yaml; preprocessor xlsx</td>' in row
+    assert "{" not in row and "&#34;" not in row and "eval_path" not in row
+    # A recorded run swapped nothing: its options (its targets file) are not listed as changes.
+    recorded_row = html.split(f'data-run="{recorded}"')[1].split("</tr>")[0]
+    assert '<td class="changes"></td>' in recorded_row and "targets_file" not in recorded_row
     # Filters: by kind, and by text.
     only_replays = client.get("/runs", params={"kind": "replay"}).text
     assert replay in only_replays and f'data-run="{recorded}"' not in only_replays
@@ -78,6 +79,13 @@ def test_run_page_results_aggregates_and_snapshot(opened) -> None:
     # The histogram has one column per bin and counts every result.
     counts = [int(n) for n in re.findall(r'class="count">(\d+)<', html)]
     assert sum(counts) == len(results)
+    # Each bin is labelled as the interval it holds; the last is closed, so a score of 1.0 is in it.
+    bins = re.findall(r'data-range="([^"]+)"><title>score [^:]+: (\d+) result', html)
+    assert [b for b, _ in bins] == [f"[{i / 10:.1f}, {(i + 1) / 10:.1f})" for i in range(9)] + ["[0.9, 1.0]"]
+    top = sum(1 for row in results if row["score"] >= 0.9)
+    assert int(bins[-1][1]) == top and "0.9–:" not in html
+    changes = html.split('<dd id="changes">')[1].split("</dd>")[0]
+    assert changes.startswith("eval report.v2.eval.yaml; preprocessor xlsx")  # the CLI's wording
     # The snapshot lists the eval's files, each one a page of its own.
     started = next(store.read_stream(replay, types=["run_started"])).event
     assert started.eval_snapshot
@@ -130,7 +138,11 @@ def test_short_ids_redirect_to_stable_urls(opened) -> None:
     r = client.get(f"/runs/{replay[:-2]}/tests/q1-report", follow_redirects=False)
     assert r.headers["location"] == f"/runs/{replay}/tests/q1-report"
     assert client.get("/runs/no-such-run").status_code == 404
-    assert client.get(f"/runs/{replay}/tests/no-such-test").status_code == 404
+    missing = client.get(f"/runs/{replay}/tests/q1-reprot")
+    assert missing.status_code == 404
+    # The run's tests are named, as the CLI names them (not "it has no tests").
+    assert "has no test &#39;q1-reprot&#39;; its tests: q1-report, q2-report, q3-report" in missing.text
+    assert "no tests" not in missing.text
     assert client.get("/nothing/here").status_code == 404
     assert client.post("/runs").status_code == 405
 
@@ -156,8 +168,11 @@ def test_test_page_shows_transcript_artifacts_verdicts_and_processes(opened) -> 
         if a.status == "stored":
             assert f"/runs/{replay}/artifacts/{a.sha256}" in html
     assert 'iframe class="artifact-frame" sandbox=""' in html  # summary.html, framed without scripts
-    # The workbook as the graders saw it: its recorded conversion.
-    assert "as the graders saw it: converted" in html
+    # Each file as the graders saw it, once per text however many graders saw it (each grader's conversion
+    # is an event of its own; the same text is not shown once per grader), with the graders named.
+    seen = re.findall(r"as (?:the grader|\d+ graders) saw it \(([^)]*)\): converted", html)
+    assert len(seen) == len(artifacts), seen
+    assert "states-total, workbook" in seen
     # Every verdict, with its score and assertions; code graders with argv, exit code and stdout.
     for v in store.query("verdicts", run_id=replay, test_id="q3-report"):
         assert f'id="verdict-{v["grader"]}"' in html
