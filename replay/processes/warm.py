@@ -131,8 +131,11 @@ class WarmProcess:
         self.stderr: IO[bytes] = os.fdopen(stderr, "rb", buffering=0)
         self._take_lines()  # the status may have come with the pid
 
-    def exit_fd(self) -> int:
-        """A descriptor that becomes readable when the exit status arrives (the caller closes it)."""
+    def exit_fd(self) -> int | None:
+        """A descriptor that becomes readable when the exit status arrives (the caller closes it); None
+        when it has arrived already (with the pid: the child was that quick)."""
+        if self.returncode is not None or self._call.fileno() < 0:
+            return None
         return os.dup(self._call.fileno())
 
     def poll(self) -> int | None:
