@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
+from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, print_json
 
 
@@ -28,6 +29,7 @@ from evalstore.cli.output import echo, print_json
 @click.option("--run", "run_ref", metavar="RUN", help="Grade a stored test of RUN: transcript, artifacts, workspace.")
 @click.option("--test", "test_id", metavar="ID", help="The test of --eval or --run.")
 @click.option("--grader", metavar="NAME", help="The test's code grader (else .agentv/graders/NAME.*).")
+@no_warm_option
 @click.pass_context
 @handle_errors
 def assert_(
@@ -41,6 +43,7 @@ def assert_(
     run_ref: str | None,
     test_id: str | None,
     grader: str | None,
+    no_warm: bool,
 ) -> None:
     """Run one code grader on one answer and print its result as JSON; exit 0 if the score is at least 0.5.
 
@@ -59,14 +62,14 @@ def assert_(
       evalstore assert --eval evals/report.eval.yaml --test q1 --grader check --output "..."
       evalstore assert --run last --test q1 --grader check
     """
-    outcome = _outcome(ctx, name, output, input_, criteria, file_, eval_path, run_ref, test_id, grader)
+    outcome = _outcome(ctx, name, output, input_, criteria, file_, eval_path, run_ref, test_id, grader, not no_warm)
     print_json(outcome.as_json())
     if outcome.result.status != "ok":
         echo(f"grader {outcome.grader} failed: {outcome.result.assertions[0].text}", err=True)
     sys.exit(0 if outcome.passed else EXIT_FAILED)
 
 
-def _outcome(ctx, name, output, input_, criteria, file_, eval_path, run_ref, test_id, grader):  # type: ignore[no-untyped-def]
+def _outcome(ctx, name, output, input_, criteria, file_, eval_path, run_ref, test_id, grader, warm):  # type: ignore[no-untyped-def]
     from evalstore.replay.grading import dev
 
     if run_ref or eval_path:
@@ -85,12 +88,12 @@ def _outcome(ctx, name, output, input_, criteria, file_, eval_path, run_ref, tes
             from evalstore.replay.analysis.views import resolve_run
 
             store = open_store(ctx)
-            return dev.assert_stored(store, resolve_run(store, run_ref), test_id, grader)
+            return dev.assert_stored(store, resolve_run(store, run_ref), test_id, grader, warm=warm)
         if output is None:
             raise UsageError("--eval needs --output TEXT (the answer to grade)")
         if file_ or input_ is not None or criteria is not None:
             raise UsageError("--eval takes input and criteria from the test; drop --input/--criteria/--file")
-        return dev.assert_eval_test(eval_path, test_id, grader, output)
+        return dev.assert_eval_test(eval_path, test_id, grader, output, warm=warm)
     if not name:
         raise UsageError("name a grader (NAME), or use --eval/--run with --test and --grader")
     if test_id or grader:
@@ -105,7 +108,8 @@ def _outcome(ctx, name, output, input_, criteria, file_, eval_path, run_ref, tes
             input=data.get("input"),
             criteria=data.get("criteria"),
             expected_output=data.get("expected_output"),
+            warm=warm,
         )
     if output is None:
         raise UsageError("give --output TEXT (or --file result.json)")
-    return dev.assert_named(name, output, input=input_, criteria=criteria)
+    return dev.assert_named(name, output, input=input_, criteria=criteria, warm=warm)

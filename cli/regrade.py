@@ -11,6 +11,7 @@ from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
 from evalstore.cli.results import print_scored, result_labels, scored_rows
@@ -94,6 +95,7 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML."
 )
+@no_warm_option
 @json_option
 @checkpoint_option
 @click.pass_context
@@ -117,6 +119,7 @@ def replay(
     resume: str | None,
     fail_on: str | None,
     html_path: Path | None,
+    no_warm: bool,
     as_json: bool,
 ) -> None:
     """Regrade RUN with swapped converters, prompts, rubrics or judge, never calling the agent.
@@ -155,6 +158,7 @@ def replay(
                 resolve_run(store, resume),
                 concurrency=concurrency,
                 shard=shard_spec,
+                warm=not no_warm,
                 progress=bar.advance,
                 on_start=started,
             )
@@ -179,6 +183,7 @@ def replay(
                 options,
                 strict=strict,
                 concurrency=concurrency,
+                warm=not no_warm,
                 progress=bar.advance,
                 on_start=started,
             )

@@ -11,6 +11,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
 from evalstore.cli.results import print_scored, scored_rows
@@ -58,6 +59,7 @@ from evalstore.cli.results import print_scored, scored_rows
     shell_complete=complete_run_id,
     help="Finish an interrupted run without calling the target again for recorded tests.",
 )
+@no_warm_option
 @json_option
 @checkpoint_option
 @click.pass_context
@@ -76,6 +78,7 @@ def run(
     judge_concurrency: int,
     cache: bool,
     resume: str | None,
+    no_warm: bool,
     as_json: bool,
 ) -> None:
     """Run EVAL_FILE's tests against a target, capture every file the agent wrote, grade, and store it all.
@@ -104,6 +107,7 @@ def run(
         grade=GradeOptions(judge_target=judge_target, judge_model=judge_model),
         cache=cache,
         judge_concurrency=judge_concurrency,
+        warm=not no_warm,
     )
     with resume_hint("run") as begun, progress_bar("running tests") as bar:
 

@@ -44,6 +44,7 @@ from evalstore.replay.material import (
 )
 from evalstore.replay.processes.children import child_environment, withholding
 from evalstore.replay.processes.lifetime import WorkspaceLock
+from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
 from evalstore.replay.suite_limits import SuiteLimits
@@ -88,6 +89,9 @@ class RunOptions:
     """Where per-test workspaces are made (default: .evalstore/workspaces/RUN under the cwd)."""
     grade: GradeOptions = field(default_factory=GradeOptions)
     judge_concurrency: int = 8
+    warm: bool = True
+    """Fork Python code graders and converters from warm interpreters (``processes.warm``); False
+    (``--no-warm``): spawn every process."""
     cache: bool = False
     """Reuse judge replies and converter outputs the store holds for identical requests. Off by default:
     a run is a new observation of the agent and of its graders (AgentV too asks afresh without ``--cache``);
@@ -304,6 +308,7 @@ def _execute_locked(
         no_cache=options.grade.no_cache or not options.cache,
         environment=child_environment(),
         process_slots=process_slots(workers),
+        warm=WarmPool() if options.warm else None,
     )
     if on_start:
         unable = [(t.id, reason) for t in suite.tests if (reason := missing_runtime(t)) is not None]
@@ -380,6 +385,8 @@ def _execute_locked(
             run_concurrently(one, wave, workers)
     finally:
         judges.close()
+        if grade_options.warm is not None:
+            grade_options.warm.close()
     if todo and (finished := workspaces.finish()):
         store.append(run_id, finished)
     _complete(store, run_id, results)

@@ -59,6 +59,7 @@ from evalstore.replay.material import (
     transcript_info,
 )
 from evalstore.replay.processes.children import child_environment
+from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import BatchedAppends, ReadAhead, StoreRecorder
 from evalstore.replay.restored import restored_files
@@ -234,9 +235,13 @@ def replay_run(
     *,
     strict: bool = False,
     concurrency: int = 4,
+    warm: bool = True,
     progress: Progress | None = None,
     on_start: Started | None = None,
 ) -> ReplayOutcome:
+    """Regrade ``parent_run_id`` into a new run. ``warm``: Python graders and converters are forked from
+    warm interpreters (``processes.warm``; False: ``--no-warm``, every process spawned), how they run,
+    not what they grade with, so it is not recorded."""
     parent = load_run(store, parent_run_id)
     _check_selection(store, parent, options)
     effective = effective_options(store, parent.started, options)
@@ -273,7 +278,7 @@ def replay_run(
             [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))],
             blobs=blobs,
         )
-        return _execute(store, run_id, parent, suite, effective, drifted, concurrency, progress, on_start)
+        return _execute(store, run_id, parent, suite, effective, drifted, concurrency, progress, on_start, warm=warm)
 
 
 def resume_replay(
@@ -282,6 +287,7 @@ def resume_replay(
     *,
     concurrency: int = 4,
     shard: tuple[int, int] | None = None,
+    warm: bool = True,
     progress: Progress | None = None,
     on_start: Started | None = None,
 ) -> ReplayOutcome:
@@ -308,6 +314,7 @@ def resume_replay(
             progress,
             on_start,
             mine,
+            warm=warm,
         )
 
 
@@ -322,6 +329,8 @@ def _execute(
     progress: Progress | None,
     on_start: Started | None,
     mine: RunMaterial | None = None,
+    *,
+    warm: bool = True,
 ) -> ReplayOutcome:
     mine = mine or load_run(store, run_id)
     sources = transcript_run(store, parent).tests
@@ -335,6 +344,7 @@ def _execute(
         file_references=reads_files_itself((parent.started.target or {}).get("provider")),
         environment=child_environment(),
         process_slots=process_slots(concurrency),
+        warm=WarmPool() if warm else None,
     )
     # 64 tests per transaction (a test is still durable within max_seconds): an unchanged replay's work per
     # test is a fraction of a millisecond, and each append's own cost was a measurable part of it.
@@ -424,6 +434,8 @@ def _execute(
         # Tests finished before an interrupt are kept: a resume will not grade them again.
         batches.flush()
         judges.close()
+        if grade_options.warm is not None:
+            grade_options.warm.close()
     complete = _complete_if_done(store, run_id, parent)
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))

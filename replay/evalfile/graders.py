@@ -49,7 +49,7 @@ COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "neg
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
 LLM_GRADER_KEYS = (*LLM_KEYS, "model", "max_steps", "maxSteps", "temperature")
 """What AgentV's llm-grader reads; its other keys go to the grader's ``config`` (``grader-parser.ts``)."""
-CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors", "target", "cache")
+CODE_KEYS = (*COMMON_KEYS, "command", "script", "cwd", "timeout", "config", "preprocessors", "target", "cache", "warm")
 DEFAULT_TARGET_MAX_CALLS = 50
 DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags", "preprocessors")
 
@@ -527,6 +527,9 @@ def _code_grader(
     cache = opt_bool(obj, "cache", where)
     if cache is not None:
         fields["cache"] = cache
+    warm = opt_bool(obj, "warm", where)
+    if warm is not None:
+        fields["warm"] = warm
     return CodeGraderSpec(
         command=command,
         script=str(script) if script is not None else None,

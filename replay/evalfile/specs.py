@@ -110,6 +110,9 @@ class CodeGraderSpec(_GraderSpec):
     cache: bool = True
     """Reuse a recorded execution when the process's inputs are byte-identical (``cache: false`` for a
     grader that is not deterministic); see ``evalstore.replay.grading.graders.process_cache``."""
+    warm: bool = True
+    """A Python script may run in a child forked from a warm interpreter (``evalstore.replay.processes.warm``);
+    ``warm: false``: always a process of its own."""
     custom_type: str | None = None
     """A custom assertion (``.agentv/assertions/NAME.ts``, run as ``bun run``): the type it was named by."""
 

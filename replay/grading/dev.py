@@ -13,6 +13,7 @@ and a replay use, with an in-memory recorder: the payload a grader sees here is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -119,16 +120,19 @@ def assert_named(
     criteria: str | None = None,
     expected_output: Any = None,
     start: Path | None = None,
+    warm: bool = True,
 ) -> AssertOutcome:
     """Run ``.agentv/graders/NAME.*`` on an answer given directly."""
     script = find_grader(name, start)
     spec = CodeGraderSpec(name=name, command=grader_command(script), script=str(script), cwd=str(Path.cwd()))
     test = EvalTest(id=name, input=_as_messages(input, "user"), criteria=criteria, expected_output=expected_output)
     suite = EvalSuite(path=str(Path.cwd() / "assert"), name="assert", tests=[test])
-    return _grade(spec, suite, test, _answer_transcript(test, output), MemoryRecorder())
+    return _grade(spec, suite, test, _answer_transcript(test, output), MemoryRecorder(), warm=warm)
 
 
-def assert_eval_test(eval_path: str | Path, test_id: str, grader: str, output: str) -> AssertOutcome:
+def assert_eval_test(
+    eval_path: str | Path, test_id: str, grader: str, output: str, *, warm: bool = True
+) -> AssertOutcome:
     """Run the code grader GRADER of test TEST_ID in an eval file on an answer given directly. A name
     the test does not have is looked up in ``.agentv/graders/``."""
     from evalstore.replay.evalfile.parser import load_eval
@@ -138,10 +142,10 @@ def assert_eval_test(eval_path: str | Path, test_id: str, grader: str, output: s
     if test is None:
         raise NotFoundError(f"{suite.path}: no test {test_id!r} (tests: {', '.join(t.id for t in suite.tests)})")
     spec = _spec_of(test, grader)
-    return _grade(spec, suite, test, _answer_transcript(test, output), MemoryRecorder())
+    return _grade(spec, suite, test, _answer_transcript(test, output), MemoryRecorder(), warm=warm)
 
 
-def assert_stored(store: Any, run_id: str, test_id: str, grader: str) -> AssertOutcome:
+def assert_stored(store: Any, run_id: str, test_id: str, grader: str, *, warm: bool = True) -> AssertOutcome:
     """Run a grader on a stored test of RUN: its transcript, artifacts and workspace snapshot, with the
     grader's script as it is on disk now. Nothing is written to the store."""
     from evalstore.replay.evalfile.specs import GraderSpec
@@ -178,7 +182,7 @@ def assert_stored(store: Any, run_id: str, test_id: str, grader: str) -> AssertO
     if info.missing:
         raise ReplayError(f"run {run.run_id}, test {test_id!r}: {info.missing}")
     recorder = MemoryRecorder(blob_source=store.get_blob)
-    return _grade(spec, suite, test, info, recorder, target=material.key[1] or None, attempt=material.key[2])
+    return _grade(spec, suite, test, info, recorder, target=material.key[1] or None, attempt=material.key[2], warm=warm)
 
 
 def _spec_of(test: EvalTest, grader: str) -> CodeGraderSpec:
@@ -248,8 +252,21 @@ def _grade(
     *,
     target: str | None = None,
     attempt: int = 1,
+    warm: bool = True,
 ) -> AssertOutcome:
+    from evalstore.replay.grading.graders.base import GradeOptions
     from evalstore.replay.grading.graders.code import CodeGrader
+    from evalstore.replay.processes.warm import WarmPool
 
-    ctx = GradingContext(suite=suite, test=test, transcript=info, recorder=recorder, target=target, attempt=attempt)
-    return AssertOutcome(grader=spec.name, command=list(spec.command), result=CodeGrader(spec).grade(ctx))
+    with WarmPool() if warm else contextlib.nullcontext() as pool:
+        ctx = GradingContext(
+            suite=suite,
+            test=test,
+            transcript=info,
+            recorder=recorder,
+            target=target,
+            attempt=attempt,
+            options=GradeOptions(warm=pool),
+        )
+        result = CodeGrader(spec).grade(ctx)
+    return AssertOutcome(grader=spec.name, command=list(spec.command), result=result)

@@ -277,6 +277,7 @@ def _convert(event: _Event, converter: ConverterSpec, argv: list[str], data: byt
             max_output_bytes=converter.max_output_bytes,
             cwd=_converter_cwd(event.ctx),
             env=_converter_env(event.ctx),
+            warm=event.ctx.options.warm,
         )
     stderr = result.stderr_text()
     if result.ok:

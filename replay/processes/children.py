@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from evalstore.replay.processes import lifetime
+from evalstore.replay.processes.warm import WarmPool, WarmProcess
 
 STDERR_TAIL_BYTES = 64_000
 """How much of a child's stderr is kept (the end: that is where the error usually is)."""
@@ -46,7 +47,8 @@ class Cancelled(BaseException):
     """
 
 
-_live: dict[int, subprocess.Popen[bytes]] = {}
+_Process = subprocess.Popen[bytes] | WarmProcess
+_live: dict[int, _Process] = {}
 _cancelled: set[int] = set()
 _live_lock = threading.Lock()
 _stopping = False
@@ -156,28 +158,38 @@ def run_child(
     cwd: str | None = None,
     env: dict[str, str] | None = None,
     die_with_parent: bool = False,
+    warm: WarmPool | None = None,
 ) -> ChildResult:
     """Run ``argv`` with ``stdin``; never raises for anything the child does (only :class:`Cancelled`).
 
     ``die_with_parent`` (agents: long-lived, and working in a folder a resume reuses): the child and
     its process group are killed if this process dies, even by SIGKILL, and the child inherits the
     descriptor of every held workspace lock (``processes.lifetime``). It costs a few milliseconds per
-    start, which short-lived graders and converters, bounded by their timeouts, are spared."""
+    start, which short-lived graders and converters, bounded by their timeouts, are spared.
+
+    ``warm``: a Python interpreter running a script is forked from that interpreter's warm server
+    (:mod:`processes.warm`) instead of started, with the same environment, process group and supervision;
+    anything else, or a server that cannot serve, is spawned."""
     started = time.monotonic()
     if _stopping:
         raise Cancelled(f"{argv[0]} was not started: the run was interrupted")
+    environment = child_environment(env)
+    proc: _Process | None = None
+    if warm is not None and not die_with_parent:
+        proc = warm.start(list(argv), cwd, environment, timeout)
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=child_environment(env),
-            start_new_session=True,  # its own process group, so killpg reaches grandchildren
-            preexec_fn=lifetime.die_with_parent if die_with_parent else None,
-            pass_fds=lifetime.held_fds() if die_with_parent else (),
-        )
+        if proc is None:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=environment,
+                start_new_session=True,  # its own process group, so killpg reaches grandchildren
+                preexec_fn=lifetime.die_with_parent if die_with_parent else None,
+                pass_fds=lifetime.held_fds() if die_with_parent else (),
+            )
     except OSError as exc:
         return ChildResult(
             argv=list(argv),
@@ -264,7 +276,7 @@ def conversing_child(argv: list[str], *, cwd: str | None, env: Mapping[str, str]
 
 
 def _supervise(
-    proc: subprocess.Popen[bytes],
+    proc: _Process,
     argv: list[str],
     stdin: bytes,
     started: float,
@@ -281,7 +293,7 @@ def _supervise(
     collectors = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     # The exit wakes the loop where the OS gives a process a descriptor (Linux); elsewhere the loop looks
     # every 50 ms, which matters only when a grandchild keeps the pipes open after the child exited.
-    exit_fd = _pidfd(proc.pid)
+    exit_fd = proc.exit_fd() if isinstance(proc, WarmProcess) else _pidfd(proc.pid)
     deadline = started + timeout
     timed_out = exceeded = False
     exited_at: float | None = None
@@ -348,14 +360,18 @@ def _supervise(
     for pipe, collector in ((proc.stdout, out), (proc.stderr, err)):
         _drain_after_kill(pipe, collector, exceeded and collector is out)
 
+    lost = isinstance(proc, WarmProcess) and proc.lost and not (timed_out or exceeded)
     return ChildResult(
         argv=list(argv),
-        exit_code=None if (timed_out or exceeded) else proc.returncode,
+        exit_code=None if (timed_out or exceeded or lost) else proc.returncode,
         stdout=out.data(),
         stderr=err.data(),
         duration_ms=_elapsed_ms(started),
         timed_out=timed_out,
         output_exceeded=exceeded,
+        spawn_error=f"the warm interpreter serving {argv[0]!r} ended before the child's exit status was known"
+        if lost
+        else None,
     )
 
 
@@ -425,7 +441,7 @@ class _Collector:
         return bytes(self._buf)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(proc: _Process) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 

@@ -142,3 +142,23 @@ def test_bad_input_is_one_error_and_exit_2(project: Path, args: list[str], messa
     done = _evalstore(project, *args)
     assert done.returncode == 2, done.stdout
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+PARENT = """\
+import json, os, sys
+json.load(sys.stdin)
+parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read()
+forked = b"warm interpreter's server" in parent  # the server's source is its command line
+print(json.dumps({"score": 1, "assertions": [{"text": "forked" if forked else "spawned", "passed": True}]}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="warm interpreters are Linux's")
+def test_no_warm_spawns_the_grader_which_is_otherwise_forked_from_a_warm_interpreter(project: Path) -> None:
+    (project / ".agentv" / "graders" / "parent.py").write_text(PARENT, encoding="utf-8")
+    seen = {}
+    for flags in ((), ("--no-warm",)):
+        done = _evalstore(project, "parent", "--output", "x", *flags)
+        assert done.returncode == 0, done.stderr
+        seen[flags] = json.loads(done.stdout)["assertions"][0]["text"]
+    assert seen == {(): "forked", ("--no-warm",): "spawned"}

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 from evalstore.replay.content import Message
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
+from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.trace import Trace
 from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded, WorkspaceSnapshotted
 
@@ -96,6 +97,9 @@ class GradeOptions:
     process_slots: threading.Semaphore | None = None
     """Held by each code-grader process while it runs (:func:`process_slots`): tests graded at once and
     their graders overlapping (``grading/overlap.py``) run no more processes than it allows."""
+    warm: WarmPool | None = None
+    """The warm interpreters Python code graders and converters are forked from (:mod:`processes.warm`),
+    opened and closed by the run, replay or assert; None (``--no-warm``): every process is spawned."""
 
 
 def process_slots(concurrency: int) -> threading.Semaphore:

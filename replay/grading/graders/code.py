@@ -146,6 +146,7 @@ class CodeGrader:
                             max_output_bytes=MAX_STDOUT_BYTES,
                             cwd=self.spec.cwd,
                             env=env,
+                            warm=ctx.options.warm if self.spec.warm else None,
                         )
                     mask = secret_mask(ctx, env)
                     if mask:  # before anything is read from its output, or stored
