@@ -18,8 +18,16 @@ from evalstore.cli.results import print_scored, result_labels, scored_rows
 from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
 from evalstore.replay.analysis.compare import compare as compare_runs
 from evalstore.replay.analysis.views import resolve_run
+from evalstore.replay.executors import executor_for
 from evalstore.replay.material import load_scores
-from evalstore.replay.regrade import ReplayOptions, parse_shard, replay_run, resume_replay, reuse_counts
+from evalstore.replay.regrade import (
+    ReplayOptions,
+    judge_requests,
+    parse_shard,
+    replay_run,
+    resume_replay,
+    reuse_counts,
+)
 
 
 def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dict[str, list[str]]:
@@ -59,6 +67,12 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
     is_flag=True,
     help="Call judges, converters and code graders again instead of reusing recorded results.",
 )
+@click.option(
+    "--batch",
+    is_flag=True,
+    help="Send the judge prompts the cache does not hold through the provider's batch API (OpenAI, Azure, "
+    "Anthropic), at its batch price; waits for the batch (--resume continues one without submitting again).",
+)
 @click.option("--strict", is_flag=True, help="Refuse to run when a grader script, converter or prompt changed on disk.")
 @click.option(
     "--threshold",
@@ -87,6 +101,19 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
     "--shard", metavar="K/N", help="Regrade only the K-th of N slices of the tests (processes sharing one store)."
 )
 @click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Who grades the tests: threads of this process, or tasks on a Ray cluster (pip install 'evalstore[ray]'); "
+    "this process writes the store either way.",
+)
+@click.option(
+    "--ray-address",
+    metavar="ADDR",
+    help="The Ray cluster to use with --executor ray (default: a local one of this machine's cores).",
+)
+@click.option(
     "--resume",
     metavar="REPLAY",
     shell_complete=complete_run_id,
@@ -111,11 +138,14 @@ def replay(
     graders: str | None,
     tests_glob: str | None,
     no_cache: bool,
+    batch: bool,
     strict: bool,
     threshold: float | None,
     targets_path: Path | None,
     concurrency: int,
     shard: str | None,
+    executor: str,
+    ray_address: str | None,
     resume: str | None,
     fail_on: str | None,
     html_path: Path | None,
@@ -133,11 +163,16 @@ def replay(
       evalstore replay last --preprocessor 'xlsx=["python3","scripts/xlsx_to_csv_v2.py"]'
       evalstore replay rec-20261122T101500-3fa9c1 --prompt quality=file://prompts/quality-v2.md --graders quality
       evalstore replay last --shard 2/3
+      evalstore replay last --executor ray --ray-address 10.0.0.5:6379
+      evalstore replay last --judge-model gpt-4.1 --batch
     """
     if bool(run) == bool(resume):
         raise click.UsageError("give either RUN or --resume REPLAY")
+    if batch and resume:
+        raise click.UsageError("--batch is recorded with the replay: --resume continues it as it was started")
     store = open_store(ctx, create=False)  # a replay needs a recorded run: never a new store
     shard_spec = parse_shard(shard) if shard else None
+    grader = executor_for(executor, ray_address=ray_address)
     with resume_hint("replay") as begun, progress_bar("regrading") as bar:
 
         def started(run_id: str, total: int, drifted, unable) -> None:  # type: ignore[no-untyped-def]
@@ -161,6 +196,8 @@ def replay(
                 warm=not no_warm,
                 progress=bar.advance,
                 on_start=started,
+                executor=grader,
+                note=note,
             )
         else:
             assert run is not None  # checked above: RUN or --resume, exactly one
@@ -173,6 +210,7 @@ def replay(
                 graders=[g.strip() for g in graders.split(",") if g.strip()] if graders else None,
                 tests=tests_glob,
                 no_cache=no_cache,
+                batch=batch,
                 threshold=threshold,
                 targets_path=str(targets_path.resolve()) if targets_path else None,
                 shard=shard_spec,
@@ -186,6 +224,8 @@ def replay(
                 warm=not no_warm,
                 progress=bar.advance,
                 on_start=started,
+                executor=grader,
+                note=note,
             )
     for warning in outcome.warnings:
         note(f"warning: {warning}")
@@ -221,6 +261,7 @@ def replay(
     comparison = compare_runs(load_scores(store, outcome.parent_run_id), load_scores(store, outcome.run_id))
     regressed = regression(comparison, fail_on) if fail_on else (False, "")
     reuse = reuse_counts(store, outcome.run_id)
+    requests = judge_requests(store, outcome.run_id) if outcome.batch is not None else None
     if as_json:
         print_json(
             {
@@ -235,6 +276,7 @@ def replay(
                     for k, reason in outcome.not_regradable
                 ],
                 "reuse": reuse,
+                "judge_requests": requests,
                 "comparison": comparison.to_dict(),
             }
         )
@@ -248,6 +290,15 @@ def replay(
             f"{reuse['code_reused']} reused from recorded executions; "
             f"judge replies reused: {reuse['judge_reused']}"
         )
+        if requests is not None and outcome.batch is not None:
+            unanswered = len(outcome.batch.unanswered)
+            echo(
+                f"judge prompts in replay {outcome.run_id}: {requests['by_batch']} by batch "
+                f"(batches: {', '.join(outcome.batch.batches) or 'none'}), "
+                f"{requests['direct']} sent one at a time"
+                + (f" ({unanswered} the batch did not answer)" if unanswered else "")
+                + f", {requests['reused']} reused"
+            )
         emit_comparison(comparison, store, as_json=False, html_path=html_path)
     _exit_if(failed_names, regressed[1] if regressed[0] else None)
 

@@ -103,9 +103,19 @@ class StoreRecorder:
     reuse indexes (``conversions``, ``judge_cache``), which span every run in the store.
     """
 
-    def __init__(self, store: EventStore, run_id: str, ahead: ReadAhead | None = None) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        run_id: str,
+        ahead: ReadAhead | None = None,
+        *,
+        key: tuple[str, str, int] | None = None,
+    ) -> None:
         self.store = store
         self.run_id = run_id
+        self.key = key
+        """The result this recorder holds whole (a replay's test), appended exactly once by
+        :class:`BatchedAppends` (``EventStore.append_units``); None for a run's parts of a test."""
         self.events: list[NewEvent] = []
         self.blobs: dict[str, bytes] = {}
         self._lock = threading.Lock()
@@ -237,7 +247,11 @@ class BatchedAppends:
         blobs = {k: v for r in batch for k, v in r.blobs.items()}
         try:
             with self._writing:
-                if events:
+                if events and all(r.key is not None for r in batch):
+                    # Whole results: a result the stream already holds is not appended again.
+                    units = [(r.key, self.store.encode_events(r.events)) for r in batch if r.key is not None]
+                    self.store.append_units(self.run_id, units, blobs=blobs)
+                elif events:
                     self.store.append(self.run_id, events, blobs=blobs)
                 elif blobs:
                     self.store.put_blobs(blobs)

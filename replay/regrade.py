@@ -13,12 +13,14 @@ options reproduces it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fnmatch
+import functools
 import json
 import shlex
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -43,6 +45,8 @@ from evalstore.replay.evalfile.specs import (
     LlmGraderSpec,
 )
 from evalstore.replay.evalfile.union import union_suite
+from evalstore.replay.executors import Executor, Work
+from evalstore.replay.executors.local import LocalExecutor
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
@@ -66,10 +70,10 @@ from evalstore.replay.restored import restored_files
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
-from evalstore.store.errors import BlobNotFound
 from evalstore.store.events import RunStarted, TestScored
 
 if TYPE_CHECKING:
+    from evalstore.replay.grading.judge.batches import BatchSummary
     from evalstore.replay.grading.judge.pool import JudgePool
 
 
@@ -89,6 +93,8 @@ class ReplayOptions:
     threshold: float | None = None
     targets_path: str | None = None
     shard: tuple[int, int] | None = None
+    batch: bool = False
+    """Judge requests that miss the cache go through the providers' batch APIs (``judge/batches.py``)."""
     inherited_prompts: list[str] = field(default_factory=list)
     """Prompt swaps made by the replays this one descends from (set by :func:`effective_options`): one
     whose grader the eval no longer has is dropped with a warning instead of refused."""
@@ -106,7 +112,7 @@ class ReplayOptions:
 
 INHERITED = ("preprocessors", "prompts", "judge_target", "judge_model", "graders", "tests", "threshold", "targets_path")
 """What a replay takes from the replay it regrades. Not the eval (the parent's eval snapshot is already
-the eval it graded with) and not ``no_cache`` (how to get replies, not what to grade with)."""
+the eval it graded with) and not ``no_cache`` or ``batch`` (how to get replies, not what to grade with)."""
 
 
 def effective_options(store: EventStore, parent: RunStarted, own: ReplayOptions) -> ReplayOptions:
@@ -136,6 +142,7 @@ def effective_options(store: EventStore, parent: RunStarted, own: ReplayOptions)
         eval_path=own.eval_path,
         no_cache=own.no_cache,
         shard=own.shard,
+        batch=own.batch,
     )
 
 
@@ -166,6 +173,8 @@ class ReplayOutcome:
     warnings: list[str] = field(default_factory=list)
     not_regradable: list[tuple[ResultKey, str]] = field(default_factory=list)
     """The tests this process found nothing to grade in, with why (recorded as ``not_regradable``)."""
+    batch: BatchSummary | None = None
+    """What ``--batch`` did in this process: the batches used, the requests they answered and did not."""
 
 
 Started = Callable[[str, int, list[Drift], list[tuple[ResultKey, str]]], None]
@@ -238,10 +247,13 @@ def replay_run(
     warm: bool = True,
     progress: Progress | None = None,
     on_start: Started | None = None,
+    executor: Executor | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> ReplayOutcome:
     """Regrade ``parent_run_id`` into a new run. ``warm``: Python graders and converters are forked from
     warm interpreters (``processes.warm``; False: ``--no-warm``, every process spawned), how they run,
-    not what they grade with, so it is not recorded."""
+    not what they grade with, so it is not recorded. ``executor`` grades its tests (default: threads here);
+    ``note`` is told what a ``--batch`` replay's batches are doing."""
     parent = load_run(store, parent_run_id)
     _check_selection(store, parent, options)
     effective = effective_options(store, parent.started, options)
@@ -278,7 +290,20 @@ def replay_run(
             [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))],
             blobs=blobs,
         )
-        return _execute(store, run_id, parent, suite, effective, drifted, concurrency, progress, on_start, warm=warm)
+        return _execute(
+            store,
+            run_id,
+            parent,
+            suite,
+            effective,
+            drifted,
+            concurrency,
+            progress,
+            on_start,
+            warm=warm,
+            executor=executor,
+            note=note,
+        )
 
 
 def resume_replay(
@@ -290,6 +315,8 @@ def resume_replay(
     warm: bool = True,
     progress: Progress | None = None,
     on_start: Started | None = None,
+    executor: Executor | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> ReplayOutcome:
     """Continue an interrupted replay with the settings it recorded; graded tests are not redone."""
     mine = load_run(store, run_id)
@@ -315,6 +342,8 @@ def resume_replay(
             on_start,
             mine,
             warm=warm,
+            executor=executor,
+            note=note,
         )
 
 
@@ -331,6 +360,8 @@ def _execute(
     mine: RunMaterial | None = None,
     *,
     warm: bool = True,
+    executor: Executor | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> ReplayOutcome:
     mine = mine or load_run(store, run_id)
     sources = transcript_run(store, parent).tests
@@ -346,10 +377,6 @@ def _execute(
         process_slots=process_slots(concurrency),
         warm=WarmPool() if warm else None,
     )
-    # 64 tests per transaction (a test is still durable within max_seconds): an unchanged replay's work per
-    # test is a fraction of a millisecond, and each append's own cost was a measurable part of it.
-    batches = BatchedAppends(store, run_id, max_tests=64)
-    ahead = _read_ahead(store, suite, options, transcript_run_id(store, parent.started))
     todo = [
         key
         for key in parent.order
@@ -373,12 +400,12 @@ def _execute(
         }
     )
     if cut:
-        note = (
+        truncated = (
             f"{len(cut)} test{'s' if len(cut) > 1 else ''} ({_listing(cut)}): the source kept only the first lines of "
             "file_changes (AgentV 4's run folder keeps 20); their code and LLM graders' verdicts are carried over "
             "unless this replay changes the grader, which then grades the lines kept"
         )
-        suite = suite.model_copy(update={"warnings": [*suite.warnings, note]})
+        suite = suite.model_copy(update={"warnings": [*suite.warnings, truncated]})
     unable = [
         (key, reason)
         for key in todo
@@ -392,86 +419,161 @@ def _execute(
     if on_start:
         # The tests that will be graded; the others are carried over, which takes no time to speak of.
         on_start(run_id, len(regraded), drifted, unable)
-    transcripts = _TranscriptBlobs(
-        store,
-        [
-            t[1].messages_sha256
-            for key in todo
-            if key in regraded and (t := sources.get(key, parent.tests[key]).transcript) and t[1].messages_sha256
-        ],
-    )
     judges = _judges(suite, options, parent)
     judgeless = _judgeless(suite, options, judges, [k for k in todo if k in regraded])
     if judgeless:
         suite = suite.model_copy(update={"warnings": [*suite.warnings, judgeless]})
+    job = ReplayJob(
+        run_id=run_id,
+        suite=suite,
+        options=options,
+        grade_options=grade_options,
+        judges=judges,
+        origin=transcript_run_id(store, parent.started),
+        concurrency=concurrency,
+    )
     results: list[TestScored] = []
     lock = threading.Lock()
 
-    def one(key: tuple) -> None:
-        scored = _replay_test(
-            store,
-            run_id,
-            key,
-            parent.tests[key],
-            sources,
-            tests_by_id,
-            suite,
-            options,
-            grade_options,
-            judges,
-            batches,
-            ahead,
-            transcripts.get,
-        )
+    def done(key: ResultKey, scored: TestScored) -> None:
         with lock:
             results.append(scored)
         if progress and key in regraded:
             progress(scored)
 
+    work = [Work(key, parent.tests[key], sources.get(key, parent.tests[key])) for key in todo]
+    executor = executor or LocalExecutor()
+    batch: BatchSummary | None = None
     try:
-        run_concurrently(one, todo, concurrency)
+        with contextlib.closing(judges):
+            if options.batch:
+                batch = _judge_batches(store, job, [w for w in work if w.key in regraded], note)
+            if executor.remote:
+                # Carrying a verdict over takes no grading: those tests stay here, the rest go to the workers.
+                LocalExecutor().grade(job, store, [w for w in work if w.key not in regraded], concurrency=1, done=done)
+                executor.grade(job, store, [w for w in work if w.key in regraded], concurrency=concurrency, done=done)
+            else:
+                executor.grade(job, store, work, concurrency=concurrency, done=done)
     finally:
-        # Tests finished before an interrupt are kept: a resume will not grade them again.
-        batches.flush()
-        judges.close()
         if grade_options.warm is not None:
             grade_options.warm.close()
     complete = _complete_if_done(store, run_id, parent)
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
-    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable)
+    return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable, batch)
 
 
-class _TranscriptBlobs:
-    """The message blobs of the transcripts a replay grades, read ``WINDOW`` at a time in the order the
-    tests are graded (one query, not one per test), each kept until its test takes it."""
+def _judge_batches(
+    store: EventStore, job: ReplayJob, work: list[Work], note: Callable[[str], None] | None
+) -> BatchSummary | None:
+    """``--batch``: a collecting pass over the tests' judge graders (nothing it grades is kept), their
+    requests that miss the judge cache through the batch APIs (the batches this replay recorded before
+    first: a resume submits nothing again), and the replies handed to the grading that follows."""
+    from evalstore.replay.grading.judge.batches import JudgeBatches, settle  # httpx, only when batching
 
-    WINDOW = 64
+    names = {g.name for t in job.suite.tests for g in t.graders if isinstance(g, (LlmGraderSpec, CompositeSpec))}
+    if job.options.graders is not None:
+        names &= set(job.options.graders)
+    if not names or not work:
+        return None
+    batches = JudgeBatches()
+    collecting = dataclasses.replace(
+        job,
+        options=dataclasses.replace(job.options, graders=sorted(names)),
+        grade_options=dataclasses.replace(job.grade_options, batch=batches),
+    )
+    run_concurrently(lambda w: collecting.grade(store, w, Collected()), work, job.concurrency)
+    batches.collecting = False
+    recorded = [s.event for s in store.read_stream(job.run_id, types=["judge_batch_submitted"])]
+    summary = settle(
+        batches,
+        job.judges,
+        recorded,  # type: ignore[arg-type]
+        lambda event: store.append(job.run_id, [event]),  # before the batch is waited on
+        note=note,
+    )
+    job.grade_options = dataclasses.replace(job.grade_options, batch=batches)
+    return summary
 
-    def __init__(self, store: EventStore, digests: list[str]) -> None:
-        self._store = store
-        self._order = digests
-        self._position: dict[str, int] = {}
-        for i, digest in enumerate(digests):
-            self._position.setdefault(digest, i)
-        self._kept: dict[str, bytes] = {}
-        self._taken: set[str] = set()
-        self._lock = threading.Lock()
 
-    def get(self, sha256: str) -> bytes:
-        with self._lock:
-            data = self._kept.pop(sha256, None)
-            if data is None and sha256 in self._position and sha256 not in self._taken:
-                start = self._position[sha256]
-                wanted = [
-                    d for d in self._order[start : start + self.WINDOW] if d not in self._taken and d not in self._kept
-                ]
-                with contextlib.suppress(BlobNotFound):  # one missing blob fails its own test only, read alone
-                    self._kept.update(self._store.get_blobs(wanted))
-                data = self._kept.pop(sha256, None)
-            self._taken.add(sha256)
-        # A blob two tests share, asked for again, is read on its own.
-        return data if data is not None else self._store.get_blob(sha256)
+def judge_requests(store: EventStore, run_id: str) -> dict[str, int]:
+    """A replay's judge requests (every session of it): answered by a batch (``by_batch``), sent one at a
+    time (``direct``), and replies reused from the judge cache (``reused``)."""
+    counts = {"by_batch": 0, "direct": 0, "reused": 0}
+    for stored in store.read_stream(run_id, types=["grader_called"]):
+        call = stored.event
+        if call.call != "judge":  # type: ignore[attr-defined]
+            continue
+        if call.cache_hit:  # type: ignore[attr-defined]
+            counts["reused"] += 1
+        else:
+            counts["by_batch" if call.batch_id else "direct"] += 1  # type: ignore[attr-defined]
+    return counts
+
+
+@dataclass
+class ReplayJob:
+    """What grading one test of a replay takes besides the store and the test: the same for every test,
+    and picklable, so an executor can send it to worker processes once (``executors/ray.py``)."""
+
+    run_id: str
+    suite: EvalSuite
+    options: ReplayOptions
+    grade_options: GradeOptions
+    judges: JudgePool
+    origin: str
+    """The run holding the transcripts, whose executions a code grader may reuse (``read_ahead``)."""
+    concurrency: int = 4
+    """Tests graded at once by one process (a worker of a remote executor too)."""
+
+    @functools.cached_property
+    def tests_by_id(self) -> dict[str, EvalTest]:
+        return {t.id: t for t in self.suite.tests}
+
+    def read_ahead(self, store: EventStore) -> ReadAhead | None:
+        return _read_ahead(store, self.suite, self.options, self.origin)
+
+    def transcript_digests(self, work: Sequence[Work]) -> list[str]:
+        """The message blobs the tests of ``work`` that are regraded will read, in order."""
+        return [
+            t[1].messages_sha256
+            for w in work
+            if _selected(w.key[0], self.tests_by_id, self.options)
+            and (t := w.source.transcript)
+            and t[1].messages_sha256
+        ]
+
+    def grade(
+        self,
+        store: EventStore,
+        work: Work,
+        appends: BatchedAppends | Collected,
+        ahead: ReadAhead | None = None,
+        transcript_blob: Callable[[str], bytes] | None = None,
+    ) -> TestScored:
+        """Grade (or carry over) one test into its own recorder, handed whole to ``appends``."""
+        return _replay_test(
+            store,
+            self.run_id,
+            work.key,
+            work.parent,
+            {work.key: work.source},
+            self.tests_by_id,
+            self.suite,
+            self.options,
+            self.grade_options,
+            self.judges,
+            appends,
+            ahead,
+            transcript_blob,
+        )
+
+
+class Collected(list["StoreRecorder"]):
+    """Finished tests' recorders kept instead of appended (a remote worker returns them to the driver)."""
+
+    def add(self, recorder: StoreRecorder) -> None:
+        self.append(recorder)
 
 
 def _read_ahead(store: EventStore, suite: EvalSuite, options: ReplayOptions, origin: str) -> ReadAhead | None:
@@ -558,12 +660,12 @@ def _replay_test(
     options: ReplayOptions,
     grade_options: GradeOptions,
     judges: JudgePool,
-    batches: BatchedAppends,
+    batches: BatchedAppends | Collected,
     ahead: ReadAhead | None = None,
     transcript_blob: Callable[[str], bytes] | None = None,
 ) -> TestScored:
     test_id, target, attempt = key
-    recorder = StoreRecorder(store, run_id, ahead)
+    recorder = StoreRecorder(store, run_id, ahead, key=key)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
     if test is None or not _selected(test_id, tests_by_id, options):

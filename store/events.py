@@ -287,7 +287,7 @@ class GraderCalled(DomainEvent):
     """One call of a grader's outside world: a judge request or a code-grader process."""
 
     type: ClassVar[str] = "grader_called"
-    schema_version: ClassVar[int] = 2
+    schema_version: ClassVar[int] = 3
 
     test_id: str
     target: str | None = None
@@ -319,10 +319,17 @@ class GraderCalled(DomainEvent):
     cwd: str | None = None
     """The folder a code-grader process ran in (absolute): AgentV records a script grader's request as
     ``{command, cwd}``. Since version 2."""
+    batch_id: str | None = None
+    """The provider's batch that answered this judge request (``replay --batch``; its
+    ``judge_batch_submitted`` is in the same stream); None for a request sent on its own. Since version 3."""
 
     @staticmethod
     def upcast_v1_v2(payload: dict[str, Any]) -> dict[str, Any]:
         return payload  # a version-1 call did not record its folder: cwd stays unknown (None)
+
+    @staticmethod
+    def upcast_v2_v3(payload: dict[str, Any]) -> dict[str, Any]:
+        return payload  # before batches every request was sent on its own: batch_id stays None
 
 
 class VerdictRecorded(DomainEvent):
@@ -459,6 +466,24 @@ class LabelRecorded(DomainEvent):
     """For imports: the file and line the label came from."""
 
 
+class JudgeBatchSubmitted(DomainEvent):
+    """A provider batch of judge requests a replay submitted (``replay --batch``), recorded before it waits
+    for the batch: a replay stopped meanwhile is finished by ``--resume`` from this batch, never a second.
+    Each request's ``custom_id`` is its judge cache key."""
+
+    type: ClassVar[str] = "judge_batch_submitted"
+
+    batch_id: str
+    provider: str
+    """``openai``, ``azure`` or ``anthropic``: which batch API holds it."""
+    judge_target: str
+    """The judge target's name (its configuration, and the key's variable, come from the targets)."""
+    model: str
+    requests: int
+    input_file_id: str | None = None
+    """The uploaded JSONL file (OpenAI and Azure)."""
+
+
 class RunCompleted(DomainEvent):
     type: ClassVar[str] = "run_completed"
 
@@ -542,6 +567,7 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         TestScored,
         LineSkipped,
         LabelRecorded,
+        JudgeBatchSubmitted,
         RunCompleted,
         RunFailed,
         RunMoved,

@@ -154,6 +154,72 @@ class EventStore:
         given = [p for p, e in zip(prepared, events) if _given_id(e)]
         return self._append_prepared(stream_id, prepared, given, expected_version, blobs)
 
+    @staticmethod
+    def encode_events(events: Sequence[NewEvent]) -> list[tuple[str, str, int, str]]:
+        """Events as :meth:`append_encoded` and :meth:`append_units` take them: ``(event id, type, schema
+        version, canonical payload JSON)``, an id drawn for an event that brings none. Where the work of
+        encoding should not fall on the appending process (a Ray worker encodes what it graded)."""
+        from evalstore.store.events import encode
+
+        return [
+            (
+                e.event_id or new_event_id(),
+                e.payload.type,
+                e.payload.schema_version,
+                canonical_json(encode(e.payload)),
+            )
+            for e in events
+        ]
+
+    def append_units(
+        self,
+        stream_id: str,
+        units: Sequence[tuple[tuple[str, str | None, int], Sequence[tuple[str, str, int, str]]]],
+        *,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> set[tuple[str, str, int]]:
+        """Append whole results exactly once: each unit is one result's events, keyed by ``(test id,
+        target, attempt)``, ending in the ``test_scored`` that the ``results`` projection records. Under the
+        append lock, a unit whose result the stream already holds is dropped whole, whatever its event ids:
+        a regrade that was done twice (a Ray task retried after its worker died, a driver resumed while
+        its tasks were still out) leaves one copy. Returns the keys appended (target ``""`` for none).
+        Events are encoded as :meth:`encode_events` makes them."""
+        from evalstore.store.events import event_class
+
+        keyed: list[tuple[str, str, int]] = []
+        prepared = []
+        for (test_id, target, attempt), events in units:
+            key = (test_id, target or "", attempt)
+            for event_id, type_, schema_version, payload in events:
+                event_class(type_)  # an unknown type is refused here, as append would
+                keyed.append(key)
+                prepared.append((event_id, type_, schema_version, payload, None))
+        appended: set[tuple[str, str, int]] = set()
+
+        def keep(conn: Connection) -> list[bool]:
+            held = self._held_results(conn, stream_id, set(keyed))
+            appended.clear()
+            appended.update(k for k in keyed if k not in held)
+            return [k not in held for k in keyed]
+
+        try:
+            try:
+                self._append(stream_id, prepared, prepared, None, blobs, optimistic=True, keep=keep)
+            except _Recheck:
+                self._append(stream_id, prepared, prepared, None, blobs, optimistic=False, keep=keep)
+        except DBAPIError as exc:
+            raise _translate(exc) from exc
+        return appended
+
+    def _held_results(self, conn: Connection, run_id: str, keys: set[tuple[str, str, int]]) -> set[tuple]:
+        """Which of these result keys the run's ``results`` projection already holds."""
+        r = schema.results
+        held: set[tuple] = set()
+        for chunk in _chunks(sorted({k[0] for k in keys})):
+            query = select(r.c.test_id, r.c.target, r.c.attempt).where(r.c.run_id == run_id, r.c.test_id.in_(chunk))
+            held.update(tuple(row) for row in conn.execute(query))
+        return held & keys
+
     def append_encoded(
         self,
         stream_id: str,
@@ -222,14 +288,22 @@ class EventStore:
         blobs: Mapping[str, bytes] | None,
         *,
         optimistic: bool,
+        keep: Callable[[Connection], list[bool]] | None = None,
     ) -> list[StoredEvent]:
         """One append transaction. ``optimistic`` skips looking up the caller's event ids (ids generated
         here cannot be stored yet) and lets the unique index on event_id catch a retry instead: anything
         that might be a retry (an id already stored, or a stream that moved) raises :class:`_Recheck`,
-        and the caller runs the transaction again with the lookup."""
+        and the caller runs the transaction again with the lookup. ``keep``, asked under the lock, says
+        which of the prepared events to append at all (:meth:`append_units`); the rest are left out, and
+        out of the returned list."""
         candidates: dict[bytes, Dictionary] = {}
         with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
             self.dialect.lock_for_append(conn)
+            if keep is not None:
+                kept = keep(conn)
+                prepared = [p for p, k in zip(prepared, kept) if k]
+                ids = {p[0] for p in prepared}
+                given = [p for p in given if p[0] in ids]
             existing = {} if optimistic else self._existing(conn, stream_id, given)
             fresh = [p for p in prepared if p[0] not in existing]
             if fresh:

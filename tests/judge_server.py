@@ -174,12 +174,42 @@ def stream_body(content: str, model: str, usage: dict[str, Any] | None) -> bytes
 # -- the server ----------------------------------------------------------------------------------
 
 
+@dataclass
+class Batch:
+    """A batch the stand-in batch APIs hold (OpenAI and Azure: ``/files`` + ``/batches``; Anthropic:
+    ``/messages/batches``): in progress while the server's ``hold_batches`` is set, answered (each item by
+    the server's script, as a direct request would be) when first read after that."""
+
+    id: str
+    api: str
+    """``openai`` (Azure's too) or ``anthropic``."""
+    items: list[tuple[str, Request]]
+    """(custom_id, the item's request as a Chat Completions request)."""
+    input_file_id: str | None = None
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    done: bool = False
+    expired: bool = False
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+
 class JudgeServer:
     def __init__(self, script: Script | None = None, latency: float = 0.0, log_path: Path | None = None) -> None:
         self.latency = latency
         self.log_path = log_path
         """When set, every request received and the content answered are appended here as JSON lines."""
         self.requests: list[Request] = []
+        """Chat Completions requests sent one at a time (a batch's items are in ``batches``)."""
+        self.batches: list[Batch] = []
+        """Every batch created, in order."""
+        self.files: dict[str, bytes] = {}
+        self.hold_batches = threading.Event()
+        """While set, every batch stays in progress (a test kills its driver meanwhile)."""
+        self.fail_item: Callable[[Request], str | None] = lambda request: None
+        """Per batch item: an error code to fail it with (``server_error``), or None to answer it."""
+        self.expire_items: Callable[[Request], bool] = lambda request: False
+        """Per batch item: True to leave it unanswered, the batch ending ``expired``."""
+        self.batch_polls = 0
         self.in_flight = 0
         self.max_in_flight = 0
         """The most requests the server was ever handling at once."""
@@ -213,8 +243,24 @@ class JudgeServer:
             def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
                 pass
 
+            def do_GET(self) -> None:
+                status, payload, kind = server._batch_get(self.path.split("?", 1)[0])
+                self._send_plain(status, payload, kind)
+
+            def _send_plain(self, status: int, payload: bytes, kind: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                path = self.path.split("?", 1)[0]
+                if path.endswith(("/files", "/batches")):
+                    status, payload = server._batch_post(path, self.headers.get("Content-Type", ""), raw)
+                    self._send_plain(status, payload)
+                    return
                 try:
                     body = json.loads(raw)
                 except ValueError:
@@ -280,6 +326,129 @@ class JudgeServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    # -- the batch APIs ---------------------------------------------------------------------------
+
+    def _batch_post(self, path: str, content_type: str, raw: bytes) -> tuple[int, bytes]:
+        with self._lock:
+            if path.endswith("/messages/batches"):  # Anthropic: the requests inline
+                body = json.loads(raw)
+                items = []
+                for entry in body["requests"]:
+                    params = dict(entry["params"])
+                    messages = (
+                        [{"role": "system", "content": params.pop("system")}] if "system" in params else []
+                    ) + list(params.pop("messages"))
+                    chat = {**params, "messages": messages}
+                    items.append((entry["custom_id"], Request(path, {}, json.dumps(chat).encode(), chat)))
+                batch = Batch(f"msgbatch_{uuid.uuid4().hex[:12]}", "anthropic", items)
+                self.batches.append(batch)
+                return 200, json.dumps(self._anthropic_view(batch)).encode()
+            if path.endswith("/files"):
+                data = _multipart_file(content_type, raw)
+                file_id = f"file-{uuid.uuid4().hex[:12]}"
+                self.files[file_id] = data
+                return 200, json.dumps({"id": file_id, "object": "file", "purpose": "batch"}).encode()
+            body = json.loads(raw)
+            lines = [json.loads(line) for line in self.files[body["input_file_id"]].decode().splitlines() if line]
+            items = [
+                (line["custom_id"], Request(line["url"], {}, json.dumps(line["body"]).encode(), line["body"]))
+                for line in lines
+            ]
+            batch = Batch(f"batch_{uuid.uuid4().hex[:12]}", "openai", items, input_file_id=body["input_file_id"])
+            self.batches.append(batch)
+            return 200, json.dumps(self._openai_view(batch)).encode()
+
+    def _batch_get(self, path: str) -> tuple[int, bytes, str]:
+        with self._lock:
+            parts = path.rstrip("/").split("/")
+            if len(parts) >= 2 and parts[-1] == "content" and parts[-3] == "files":
+                return 200, self.files[parts[-2]], "application/jsonl"
+            if parts[-1] == "results":
+                batch = self._batch(parts[-2])
+                return 200, "".join(json.dumps(r) + "\n" for r in batch.results).encode(), "application/jsonl"
+            batch = self._batch(parts[-1])
+            self.batch_polls += 1
+            if not self.hold_batches.is_set() and not batch.done:
+                self._finish(batch)
+            view = self._anthropic_view(batch) if batch.api == "anthropic" else self._openai_view(batch)
+            return 200, json.dumps(view).encode(), "application/json"
+
+    def _batch(self, batch_id: str) -> Batch:
+        return next(b for b in self.batches if b.id == batch_id)
+
+    def _finish(self, batch: Batch) -> None:
+        """Answer every item by the script, as direct requests are answered (under the lock)."""
+        outputs, errors = [], []
+        for custom_id, request in batch.items:
+            if self.expire_items(request):
+                batch.expired = True
+                errors.append(
+                    {"custom_id": custom_id, "response": None, "error": {"code": "batch_expired", "message": "expired"}}
+                )
+                batch.results.append({"custom_id": custom_id, "result": {"type": "expired"}})
+                continue
+            code = self.fail_item(request)
+            if code is not None:
+                errors.append({"custom_id": custom_id, "response": None, "error": {"code": code, "message": "failed"}})
+                error = {"type": "error", "error": {"type": code, "message": "failed"}}
+                batch.results.append({"custom_id": custom_id, "result": {"type": "errored", "error": error}})
+                continue
+            reply = self._script(request) if callable(self._script) else self._script[0]
+            reply = Reply(content=reply) if isinstance(reply, str) else reply
+            model = str(request.body.get("model", ""))
+            body = json.loads(completion_body(reply.content or "", model, reply.usage))
+            outputs.append(
+                {"id": f"req-{custom_id[:8]}", "custom_id": custom_id, "response": {"status_code": 200, "body": body}}
+            )
+            message = {
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": reply.content or ""}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            }
+            batch.results.append({"custom_id": custom_id, "result": {"type": "succeeded", "message": message}})
+        batch.output_file_id = f"file-{uuid.uuid4().hex[:12]}"
+        self.files[batch.output_file_id] = "".join(json.dumps(o) + "\n" for o in outputs).encode()
+        if errors:
+            batch.error_file_id = f"file-{uuid.uuid4().hex[:12]}"
+            self.files[batch.error_file_id] = "".join(json.dumps(e) + "\n" for e in errors).encode()
+        batch.done = True
+
+    def _openai_view(self, batch: Batch) -> dict[str, Any]:
+        status = ("expired" if batch.expired else "completed") if batch.done else "in_progress"
+        return {
+            "id": batch.id,
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "input_file_id": batch.input_file_id,
+            "completion_window": "24h",
+            "status": status,
+            "output_file_id": batch.output_file_id,
+            "error_file_id": batch.error_file_id,
+            "request_counts": {"total": len(batch.items)},
+        }
+
+    def _anthropic_view(self, batch: Batch) -> dict[str, Any]:
+        view: dict[str, Any] = {
+            "id": batch.id,
+            "type": "message_batch",
+            "processing_status": "ended" if batch.done else "in_progress",
+            "results_url": None,
+        }
+        if batch.done:
+            assert self._httpd is not None
+            view["results_url"] = (
+                f"http://127.0.0.1:{self._httpd.server_address[1]}/v1/messages/batches/{batch.id}/results"
+            )
+        return view
+
+    def batch_items(self) -> list[Request]:
+        """Every request sent in a batch, in order."""
+        return [request for batch in self.batches for _, request in batch.items]
+
     def _next(self, request: Request) -> Reply:
         with self._lock:
             self.requests.append(request)
@@ -297,6 +466,16 @@ class JudgeServer:
                 with self.log_path.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
         return reply
+
+
+def _multipart_file(content_type: str, raw: bytes) -> bytes:
+    """The bytes of the ``file`` part of a multipart/form-data body (an OpenAI file upload)."""
+    boundary = content_type.split("boundary=", 1)[1].strip('"').encode()
+    for part in raw.split(b"--" + boundary):
+        head, _, body = part.partition(b"\r\n\r\n")
+        if b'name="file"' in head:
+            return body[: -len(b"\r\n")] if body.endswith(b"\r\n") else body
+    raise ValueError("no file part in the upload")
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalstore.replay.regrade import _TranscriptBlobs
+from evalstore.replay.executors.local import TranscriptBlobs
 from evalstore.store.errors import BlobNotFound
 
 
@@ -28,13 +28,13 @@ def test_transcripts_are_read_a_window_at_a_time_and_a_missing_one_fails_alone()
     data = {f"d{i}": f"messages {i}".encode() for i in range(100)}
     order = [f"d{i}" for i in range(100)] + ["d5"]  # two tests with the same transcript
     store = Blobs(data)
-    blobs = _TranscriptBlobs(store, order)  # type: ignore[arg-type]
+    blobs = TranscriptBlobs(store, order)  # type: ignore[arg-type]
     assert [blobs.get(d) for d in order] == [data[d] for d in order]
     assert store.queries == 3  # two windows of 64, and the shared blob asked for again
 
     del data["d3"]
     store = Blobs(data)
-    blobs = _TranscriptBlobs(store, order)  # type: ignore[arg-type]
+    blobs = TranscriptBlobs(store, order)  # type: ignore[arg-type]
     assert blobs.get("d0") == data["d0"] and blobs.get("d1") == data["d1"]
     with pytest.raises(BlobNotFound, match="d3"):
         blobs.get("d3")

@@ -146,7 +146,8 @@ def test_a_version_1_grader_call_reads_as_version_2_without_a_folder(
         store.append("r", [NewEvent(GraderCalled(**call), "v1")])
     store.append("r", [NewEvent(GraderCalled(**call, cwd="/evals"), "v2")])
     old, new = store.read_stream("r")
-    assert (old.schema_version, new.schema_version) == (1, 2)
+    assert (old.schema_version, new.schema_version) == (1, 3)  # 3 added batch_id (replay --batch)
     assert "cwd" not in old.payload and old.event == GraderCalled(**call)
+    assert old.event.batch_id is None
     assert new.event.cwd == "/evals"
     assert payload_fields(old.type, old.schema_version, old.payload)["cwd"] is None

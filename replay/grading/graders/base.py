@@ -12,13 +12,16 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from evalstore.replay.content import Message
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
 from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.trace import Trace
 from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded, WorkspaceSnapshotted
+
+if TYPE_CHECKING:
+    from evalstore.replay.grading.judge.batches import JudgeBatches
 
 
 class Recorder(Protocol):
@@ -100,6 +103,8 @@ class GradeOptions:
     warm: WarmPool | None = None
     """The warm interpreters Python code graders and converters are forked from (:mod:`processes.warm`),
     opened and closed by the run, replay or assert; None (``--no-warm``): every process is spawned."""
+    batch: JudgeBatches | None = None
+    """``replay --batch``: judge requests noted for a batch (collecting), or answered from one."""
 
 
 def process_slots(concurrency: int) -> threading.Semaphore:

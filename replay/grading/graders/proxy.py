@@ -120,7 +120,13 @@ class TargetProxy:
         from evalstore.replay.grading.judge.calls import JudgeCall
 
         call = JudgeCall(
-            self.ctx, self.spec.name, self._judge, self._client, cache_only=self._cache_only, grader_type=self.spec.type
+            self.ctx,
+            self.spec.name,
+            self._judge,
+            self._client,
+            cache_only=self._cache_only,
+            grader_type=self.spec.type,
+            batchable=False,
         )
         outcome = call.run(messages, lambda reply: reply)  # type: ignore[arg-type,return-value]
         with self._lock:

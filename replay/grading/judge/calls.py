@@ -80,10 +80,14 @@ class JudgeCall:
         *,
         cache_only: bool = False,
         grader_type: str = "llm-grader",
+        batchable: bool = True,
     ) -> None:
         self.grader_type = grader_type
         """What the calls are recorded as coming from (a code grader's target proxy records its own)."""
         self.cache_only = cache_only
+        self.batch = ctx.options.batch if batchable else None
+        """``replay --batch``'s requests and replies (``judge/batches.py``); None: every request is sent. A
+        code grader's target proxy is not batchable: its process waits for each answer."""
         """Reuse a recorded reply or give up: the judge cannot be called (no key), but a replay can
         still reproduce what was recorded."""
         self.ctx = ctx
@@ -125,8 +129,8 @@ class JudgeCall:
             reply = self._from_cache(messages, key, parse_attempt, parse)
             if reply is not None:
                 return reply
-        if self.cache_only:
-            return None
+        if self.cache_only and (self.batch is None or self.batch.collecting or self.batch.answer(key) is None):
+            return None  # a batch's reply needs no key here: the process that submitted it had one
         return self._send(messages, key, parse_attempt, parse)
 
     # -- internals ----------------------------------------------------------------------------
@@ -175,10 +179,21 @@ class JudgeCall:
         return reply
 
     def _send(self, messages: list[dict[str, Any]], key: str, parse_attempt: int, parse: Parser) -> str | None:
-        """Send one request (with its transport retries); returns the reply text, None if the call failed."""
+        """Send one request (with its transport retries); returns the reply text, None if the call failed.
+        Under ``replay --batch`` a request is noted for the batch instead (the collecting pass, which keeps
+        nothing it grades), or answered by the batch's reply, recorded as the request would have been."""
+        batch_id: str | None = None
+        if self.batch is not None and self.batch.collecting:
+            self.batch.want(key, self.judge, messages)
+            self.outcome.error = "waiting for the judge batch"
+            return None
+        answered = self.batch.answer(key) if self.batch is not None else None
         self._sent = True
-        self.ctx.waiting()
-        exchanges = self.client.complete(self.judge, messages)
+        if answered is not None:
+            exchanges, batch_id = [answered[0]], answered[1]
+        else:
+            self.ctx.waiting()
+            exchanges = self.client.complete(self.judge, messages)
         for exchange in exchanges[:-1]:
             self._record_exchange(messages, key, parse_attempt, exchange, exchange.outcome, exchange.error)
         final = exchanges[-1]
@@ -198,9 +213,9 @@ class JudgeCall:
         except JudgeParseError as exc:
             self.outcome.error = str(exc)
             self.outcome.parse_failure = True
-            self._record_exchange(messages, key, parse_attempt, final, "parse_error", str(exc))
+            self._record_exchange(messages, key, parse_attempt, final, "parse_error", str(exc), batch_id)
             return reply
-        self._record_exchange(messages, key, parse_attempt, final, "ok", None)
+        self._record_exchange(messages, key, parse_attempt, final, "ok", None, batch_id)
         self.outcome.result = result
         self.outcome.error = None
         self.outcome.parse_failure = False
@@ -214,6 +229,7 @@ class JudgeCall:
         exchange: Exchange,
         outcome: str,
         error: str | None,
+        batch_id: str | None = None,
     ) -> None:
         reply: bytes | None
         if exchange.content is not None:
@@ -229,6 +245,7 @@ class JudgeCall:
             usage=exchange.usage,
             error=error,
             parse_attempt=parse_attempt,
+            batch_id=batch_id,
         )
 
     def _record(
@@ -244,6 +261,7 @@ class JudgeCall:
         cache_hit: bool = False,
         reused_from: str | None = None,
         parse_attempt: int | None = None,
+        batch_id: str | None = None,
     ) -> None:
         ctx = self.ctx
         self._attempt_number += 1
@@ -267,5 +285,6 @@ class JudgeCall:
             outcome=outcome,  # type: ignore[arg-type]
             error=error,
             parse_attempt=parse_attempt,
+            batch_id=batch_id,
         )
         self.outcome.call_event_ids.append(ctx.recorder.record(event))

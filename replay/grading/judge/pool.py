@@ -52,6 +52,7 @@ class JudgePool:
         self._client: JudgeClient | None = None
         self._client_lock = threading.Lock()
         self._release: Callable[[], None] | None = None
+        self._withheld: frozenset[str] = frozenset()
 
     @property
     def client(self) -> JudgeClient:
@@ -215,7 +216,8 @@ class JudgePool:
         from evalstore.replay.processes.children import withhold
 
         if self._release is None:
-            self._release = withhold(self.variables(excluding=excluding))
+            self._withheld = frozenset(self.variables(excluding=excluding))
+            self._release = withhold(self._withheld)
         return self
 
     def close(self) -> None:
@@ -226,11 +228,33 @@ class JudgePool:
                 self._release()
                 self._release = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A pool sent to another process (a Ray worker) carries its configuration, never a client, a
+        transport or the environment: the receiving process makes its own client on its first judge call
+        and reads keys from its own environment, so no secret travels with the work."""
+        if self._transport is not None:
+            raise JudgeConfigError("a judge pool with a custom HTTP transport cannot be sent to another process")
+        state = dict(self.__dict__)
+        state.update(_http=None, _client=None, _client_lock=None, _env=None, _release=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from evalstore.replay.processes.children import withhold
+
+        self.__dict__.update(state)
+        self._client_lock = threading.Lock()
+        if self._withheld:  # what the sender kept from its graders, the receiver keeps from its own
+            self._release = withhold(self._withheld)
+
     def __enter__(self) -> JudgePool:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def named(self, name: str) -> JudgeTarget:
+        """The judge target of this name (a batch of its requests is read back by the target's name)."""
+        return self._lookup(name)
 
     def _lookup(self, name: str, run_target: str | None = None) -> JudgeTarget:
         if name in self.targets:

@@ -1,0 +1,308 @@
+"""The providers' batch APIs, as ``replay --batch`` uses them: submit requests, ask how the batch is doing,
+read its results as the :class:`Exchange` a direct request would have given.
+
+- OpenAI (``/v1/files`` with ``purpose=batch``, then ``/v1/batches`` over ``/v1/chat/completions``; results
+  and errors as JSONL files) and Azure OpenAI (the same under ``{endpoint}/openai/...?api-version=``, each
+  line's ``model`` the deployment).
+- Anthropic Message Batches (``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}`` until
+  ``processing_status`` is ``ended``, then its ``results_url``, JSONL); a reply's text blocks are its
+  content, its usage counted as a Chat Completions usage is.
+
+Each request's ``custom_id`` is its judge cache key, so a result finds its request without anything kept
+beside the batch. Every HTTP call has a timeout; an error is a :class:`BatchAPIError` naming the call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import httpx
+
+from evalstore.replay.errors import ReplayError
+from evalstore.replay.grading.judge.client import Exchange, exchange_mask
+from evalstore.replay.grading.judge.targets import AZURE_DEFAULT_API_VERSION, JudgeTarget, ResolvedJudge
+from evalstore.replay.targetsfile.loader import interpolate
+from evalstore.replay.targetsfile.redaction import SecretMask
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
+ANTHROPIC_VERSION = "2023-06-01"
+ANTHROPIC_MAX_TOKENS = 4096
+"""Anthropic requires ``max_tokens``; a judge target that sets none gets this."""
+COMPLETION_WINDOW = "24h"
+CALL_TIMEOUT = 120.0
+"""Seconds for one call to a batch API (an upload of many requests included)."""
+
+State = Literal["in_progress", "completed", "failed", "expired", "cancelled"]
+"""Where a batch is: still running, or ended (``completed`` with results; the others with what finished)."""
+
+_OPENAI_STATES: dict[str, State] = {
+    "validating": "in_progress",
+    "in_progress": "in_progress",
+    "finalizing": "in_progress",
+    "cancelling": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "expired": "expired",
+    "cancelled": "cancelled",
+}
+
+
+class BatchAPIError(ReplayError):
+    """A batch API refused or failed a call (the replay stops; ``--resume`` picks the batch up again)."""
+
+
+@dataclass(frozen=True)
+class Submitted:
+    batch_id: str
+    input_file_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    state: State
+    detail: str = ""
+    """What the provider says when a batch ended without results (its errors), for the message."""
+
+
+class BatchAPI(Protocol):
+    provider: str
+
+    def submit(self, requests: Mapping[str, list[dict[str, Any]]]) -> Submitted:
+        """Submit one request per cache key (its rendered messages)."""
+        ...
+
+    def status(self, batch_id: str) -> Status: ...
+
+    def results(self, batch_id: str) -> dict[str, Exchange | str]:
+        """Per cache key: the reply as an exchange, or why that request got none (failed, expired)."""
+        ...
+
+
+def batch_api(target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str], http: httpx.Client) -> BatchAPI:
+    """The batch API of a judge target's provider."""
+    if target.provider == "azure":
+        return OpenAIBatches(target, judge, env, http, azure=True)
+    if target.provider == "anthropic":
+        return AnthropicBatches(target, judge, env, http)
+    if target.provider in ("openai", "openai-compatible", "openai_compatible"):
+        return OpenAIBatches(target, judge, env, http, azure=False)
+    raise BatchAPIError(f"judge target {target.name!r}: provider {target.provider!r} has no batch API evalstore knows")
+
+
+class _Calls:
+    """HTTP calls to one batch API: every call timed out, a failure one :class:`BatchAPIError`, every body
+    masked for the request's credentials before it is read."""
+
+    def __init__(self, http: httpx.Client, judge: ResolvedJudge, headers: dict[str, str]) -> None:
+        self.http = http
+        self.judge = judge
+        self.headers = headers
+        self.mask = exchange_mask(judge)
+
+    def call(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self.http.request(method, url, headers=self.headers, timeout=CALL_TIMEOUT, **kwargs)
+        except httpx.HTTPError as exc:
+            raise BatchAPIError(f"judge target {self.judge.target!r}: {what} failed: {type(exc).__name__}") from None
+        if response.status_code >= 400:
+            body = self.mask.text(response.text[:300]) if self.mask else response.text[:300]
+            raise BatchAPIError(f"judge target {self.judge.target!r}: {what}: HTTP {response.status_code}: {body}")
+        return response
+
+    def json(self, method: str, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
+        response = self.call(method, url, what, **kwargs)
+        try:
+            data = response.json()
+        except ValueError:
+            raise BatchAPIError(f"judge target {self.judge.target!r}: {what}: the answer is not JSON") from None
+        if not isinstance(data, dict):
+            raise BatchAPIError(f"judge target {self.judge.target!r}: {what}: the answer is not a JSON object")
+        return data
+
+    def lines(self, url: str, what: str) -> list[dict[str, Any]]:
+        text = self.call("GET", url, what).content.decode("utf-8", errors="replace")
+        out = []
+        for line in text.splitlines():
+            if line.strip():
+                try:
+                    out.append(json.loads(self.mask.text(line) if self.mask else line))
+                except ValueError:
+                    raise BatchAPIError(f"judge target {self.judge.target!r}: {what}: a line is not JSON") from None
+        return out
+
+
+class OpenAIBatches:
+    """OpenAI's Batch API over Chat Completions, or Azure OpenAI's (``azure=True``)."""
+
+    def __init__(
+        self, target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str], http: httpx.Client, *, azure: bool
+    ) -> None:
+        self.provider = "azure" if azure else "openai"
+        self.judge = judge
+        base = str(interpolate(target.base_url, env, where=f"judge target {target.name!r}: base_url")).rstrip("/")
+        if azure:
+            version = interpolate(target.api_version, env, where="api_version") or AZURE_DEFAULT_API_VERSION
+            self._url = lambda path: f"{base}/openai{path}?api-version={version}"
+            self._endpoint = "/chat/completions"
+        else:
+            self._url = lambda path: f"{base}{path}"
+            self._endpoint = "/v1/chat/completions"
+        headers = {k: v for k, v in judge.headers.items() if k.lower() != "content-type"}
+        self._calls = _Calls(http, judge, headers)
+
+    def submit(self, requests: Mapping[str, list[dict[str, Any]]]) -> Submitted:
+        body = {"model": self.judge.model, **self.judge.parameters}
+        jsonl = "".join(
+            json.dumps(
+                {"custom_id": key, "method": "POST", "url": self._endpoint, "body": {**body, "messages": messages}},
+                ensure_ascii=False,
+            )
+            + "\n"
+            for key, messages in requests.items()
+        ).encode("utf-8")
+        uploaded = self._calls.json(
+            "POST",
+            self._url("/files"),
+            "uploading the batch's requests",
+            data={"purpose": "batch"},
+            files={"file": ("evalstore-batch.jsonl", jsonl, "application/jsonl")},
+        )
+        file_id = uploaded.get("id")
+        if not isinstance(file_id, str):
+            raise BatchAPIError(f"judge target {self.judge.target!r}: the file upload answered no id")
+        created = self._calls.json(
+            "POST",
+            self._url("/batches"),
+            "creating the batch",
+            json={"input_file_id": file_id, "endpoint": self._endpoint, "completion_window": COMPLETION_WINDOW},
+        )
+        batch_id = created.get("id")
+        if not isinstance(batch_id, str):
+            raise BatchAPIError(f"judge target {self.judge.target!r}: creating the batch answered no id")
+        return Submitted(batch_id, file_id)
+
+    def _batch(self, batch_id: str) -> dict[str, Any]:
+        return self._calls.json("GET", self._url(f"/batches/{batch_id}"), f"reading batch {batch_id}")
+
+    def status(self, batch_id: str) -> Status:
+        batch = self._batch(batch_id)
+        state = _OPENAI_STATES.get(str(batch.get("status")), "in_progress")
+        errors = (batch.get("errors") or {}).get("data") if isinstance(batch.get("errors"), dict) else None
+        detail = "; ".join(str(e.get("message", e)) for e in errors or [] if isinstance(e, dict))
+        return Status(state, detail)
+
+    def results(self, batch_id: str) -> dict[str, Exchange | str]:
+        batch = self._batch(batch_id)
+        out: dict[str, Exchange | str] = {}
+        for field in ("output_file_id", "error_file_id"):
+            file_id = batch.get(field)
+            if not isinstance(file_id, str) or not file_id:
+                continue
+            for line in self._calls.lines(
+                self._url(f"/files/{file_id}/content"), f"reading batch {batch_id}'s results"
+            ):
+                key = line.get("custom_id")
+                if isinstance(key, str):
+                    out[key] = _openai_item(line, self.judge.target)
+        return out
+
+
+def _openai_item(line: dict[str, Any], target: str) -> Exchange | str:
+    response = line.get("response") if isinstance(line.get("response"), dict) else None
+    error = line.get("error")
+    if response is not None and response.get("status_code") == 200 and isinstance(response.get("body"), dict):
+        body = response["body"]
+        raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
+        try:
+            content = body["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            content = None
+        return Exchange("ok", 0.0, 200, raw, content if isinstance(content, str) else None, usage)
+    if isinstance(error, dict):
+        return f"{error.get('code') or 'error'}: {error.get('message') or ''}".strip()
+    status = response.get("status_code") if response else None
+    return f"HTTP {status} from judge {target!r} in the batch" if status else "no reply in the batch"
+
+
+class AnthropicBatches:
+    """Anthropic's Message Batches: a request's system messages become ``system``, the rest ``messages``."""
+
+    provider = "anthropic"
+
+    def __init__(self, target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str], http: httpx.Client) -> None:
+        self.judge = judge
+        base = target.base_url or ANTHROPIC_BASE_URL
+        self._base = str(interpolate(base, env, where=f"judge target {target.name!r}: base_url")).rstrip("/")
+        key = env.get(target.api_key_env) if target.api_key_env else None
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        self._calls = _Calls(http, judge, headers)
+        self._calls.mask = SecretMask.of(headers=headers, urls=[self._base])
+
+    def params(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        system = "\n\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        params: dict[str, Any] = {k: v for k, v in self.judge.parameters.items() if k != "max_tokens"}
+        params.update(
+            model=self.judge.model,
+            max_tokens=self.judge.parameters.get("max_tokens") or ANTHROPIC_MAX_TOKENS,
+            messages=[
+                {"role": m["role"], "content": m.get("content", "")} for m in messages if m.get("role") != "system"
+            ],
+        )
+        if system:
+            params["system"] = system
+        return params
+
+    def submit(self, requests: Mapping[str, list[dict[str, Any]]]) -> Submitted:
+        created = self._calls.json(
+            "POST",
+            f"{self._base}/messages/batches",
+            "creating the message batch",
+            json={"requests": [{"custom_id": key, "params": self.params(m)} for key, m in requests.items()]},
+        )
+        batch_id = created.get("id")
+        if not isinstance(batch_id, str):
+            raise BatchAPIError(f"judge target {self.judge.target!r}: creating the message batch answered no id")
+        return Submitted(batch_id)
+
+    def _batch(self, batch_id: str) -> dict[str, Any]:
+        return self._calls.json("GET", f"{self._base}/messages/batches/{batch_id}", f"reading batch {batch_id}")
+
+    def status(self, batch_id: str) -> Status:
+        batch = self._batch(batch_id)
+        return Status("completed" if batch.get("processing_status") == "ended" else "in_progress")
+
+    def results(self, batch_id: str) -> dict[str, Exchange | str]:
+        batch = self._batch(batch_id)
+        url = batch.get("results_url")
+        if not isinstance(url, str) or not url:
+            raise BatchAPIError(f"judge target {self.judge.target!r}: batch {batch_id} has no results_url")
+        out: dict[str, Exchange | str] = {}
+        for line in self._calls.lines(url, f"reading batch {batch_id}'s results"):
+            key = line.get("custom_id")
+            if isinstance(key, str):
+                out[key] = _anthropic_item(line)
+        return out
+
+
+def _anthropic_item(line: dict[str, Any]) -> Exchange | str:
+    result: dict[str, Any] = line["result"] if isinstance(line.get("result"), dict) else {}
+    kind = result.get("type")
+    message = result.get("message")
+    if kind == "succeeded" and isinstance(message, dict):
+        blocks: list[Any] = message["content"] if isinstance(message.get("content"), list) else []
+        text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        usage = message.get("usage") if isinstance(message.get("usage"), dict) else None
+        if usage is not None:  # counted as a Chat Completions usage is, as evalstore records judge usage
+            prompt, completion = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+            usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        raw = json.dumps(message, ensure_ascii=False).encode("utf-8")
+        return Exchange("ok", 0.0, 200, raw, text, usage)
+    error: dict[str, Any] = result["error"] if isinstance(result.get("error"), dict) else {}
+    inner: dict[str, Any] = error["error"] if isinstance(error.get("error"), dict) else error
+    return f"{kind or 'errored'}: {inner.get('message') or inner.get('type') or ''}".strip().rstrip(":")

@@ -1,0 +1,186 @@
+"""``replay --batch``: the judge requests a replay would send, sent through the providers' batch APIs.
+
+A replay with ``--batch`` grades twice. First a collecting pass, which writes nothing: its LLM graders
+look their prompts up in the judge cache as always, and every request that misses is noted
+(:meth:`JudgeBatches.want`) instead of sent. Those requests go to the batch API of their judge target's
+provider, one batch per judge and model (``batch_apis.py``); each batch is recorded as a
+``judge_batch_submitted`` event before anything waits on it, so a replay stopped while a batch runs is
+finished by ``--resume`` from that batch, with nothing submitted again. Then the replay grades as it
+always does, and a request the batch answered takes its reply from there (:meth:`JudgeBatches.answer`)
+instead of the network: it is recorded as the ``grader_called`` a direct request records (with the batch's
+id), enters the judge cache the same way, and gives the same verdict. A request the batch did not answer
+(an item that failed or expired, a parse attempt after the first, a repair) is sent directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evalstore.replay.grading.judge.batch_apis import BatchAPI, BatchAPIError, batch_api
+from evalstore.replay.grading.judge.client import Exchange
+from evalstore.replay.grading.judge.targets import ResolvedJudge
+from evalstore.store.events import JudgeBatchSubmitted
+
+if TYPE_CHECKING:
+    from evalstore.replay.grading.judge.pool import JudgePool
+
+POLL_ENV = "EVALSTORE_JUDGE_BATCH_POLL"
+DEFAULT_POLL_SECONDS = 30.0
+"""How often a batch is asked how it is doing (a provider's batch takes minutes to hours)."""
+
+
+class JudgeBatches:
+    """The requests a replay's collecting pass wanted, then the replies its batches gave, by cache key.
+
+    Sent to a remote executor's workers with the grading options: only the replies travel (the wanted
+    requests hold resolved judges, whose headers hold keys)."""
+
+    def __init__(self) -> None:
+        self.collecting = True
+        self._wanted: dict[str, tuple[ResolvedJudge, list[dict[str, Any]]]] = {}
+        self._answers: dict[str, tuple[Exchange, str]] = {}
+        self._lock = threading.Lock()
+
+    def want(self, key: str, judge: ResolvedJudge, messages: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._wanted.setdefault(key, (judge, messages))
+
+    def answer(self, key: str) -> tuple[Exchange, str] | None:
+        """The batch's reply to this request and the batch's id, if a batch answered it."""
+        return self._answers.get(key)
+
+    def answered(self, key: str, exchange: Exchange, batch_id: str) -> None:
+        with self._lock:
+            self._answers[key] = (exchange, batch_id)
+
+    def unanswered(self) -> dict[str, tuple[ResolvedJudge, list[dict[str, Any]]]]:
+        with self._lock:
+            return {k: v for k, v in self._wanted.items() if k not in self._answers}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"collecting": self.collecting, "_answers": dict(self._answers)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _wanted={}, _lock=threading.Lock())
+
+
+@dataclass
+class BatchSummary:
+    batches: list[str] = field(default_factory=list)
+    """Every batch this replay used: found recorded (a resume) or submitted now."""
+    submitted: list[str] = field(default_factory=list)
+    """The batches submitted by this process."""
+    answered: int = 0
+    """Requests a batch answered."""
+    unanswered: dict[str, str] = field(default_factory=dict)
+    """Requests a batch took but gave no reply to (failed, expired), by cache key, with why: sent directly."""
+
+
+Note = Callable[[str], None]
+
+
+def poll_seconds() -> float:
+    value = os.environ.get(POLL_ENV)
+    try:
+        return max(0.01, float(value)) if value else DEFAULT_POLL_SECONDS
+    except ValueError:
+        raise BatchAPIError(f"{POLL_ENV}={value!r}: expected a number of seconds") from None
+
+
+def settle(
+    batches: JudgeBatches,
+    pool: JudgePool,
+    recorded: Iterable[JudgeBatchSubmitted],
+    submitted: Callable[[JudgeBatchSubmitted], object],
+    *,
+    note: Note | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> BatchSummary:
+    """Get every wanted request answered by a batch: the batches already ``recorded`` first (a resumed
+    replay's), then one new batch per judge and model for what is still unanswered, each announced through
+    ``submitted`` (which records it) before it is waited on. Returns when every batch has ended."""
+    import httpx
+
+    summary = BatchSummary()
+    say = note or (lambda _: None)
+    with httpx.Client() as http:
+        open_batches: list[tuple[BatchAPI, str]] = []
+        for event in recorded:
+            api = _api(pool, http, event.judge_target, event.model)
+            open_batches.append((api, event.batch_id))
+            summary.batches.append(event.batch_id)
+            say(f"judge batch {event.batch_id} ({event.requests} prompts) was submitted before: waiting for it")
+        _wait(batches, open_batches, summary, say, sleep)
+        groups: dict[tuple[str, str, str], dict[str, list[dict[str, Any]]]] = {}
+        judges: dict[tuple[str, str, str], ResolvedJudge] = {}
+        for key, (judge, messages) in batches.unanswered().items():
+            group = (judge.target, judge.model, json.dumps(judge.parameters, sort_keys=True))
+            groups.setdefault(group, {})[key] = messages
+            judges[group] = judge
+        open_batches = []
+        for group, requests in groups.items():
+            judge = judges[group]
+            api = _api(pool, http, judge.target, judge.model)
+            done = api.submit(requests)
+            submitted(
+                JudgeBatchSubmitted(
+                    batch_id=done.batch_id,
+                    provider=api.provider,
+                    judge_target=judge.target,
+                    model=judge.model,
+                    requests=len(requests),
+                    input_file_id=done.input_file_id,
+                )
+            )
+            summary.batches.append(done.batch_id)
+            summary.submitted.append(done.batch_id)
+            open_batches.append((api, done.batch_id))
+            say(f"judge batch {done.batch_id} submitted: {len(requests)} prompts to {judge.target} ({judge.model})")
+        _wait(batches, open_batches, summary, say, sleep)
+    return summary
+
+
+def _api(pool: JudgePool, http: Any, target_name: str, model: str) -> BatchAPI:
+    target = pool.named(target_name).with_model(model)
+    return batch_api(target, pool.resolve(target), pool.env, http)
+
+
+def _wait(
+    batches: JudgeBatches,
+    open_batches: list[tuple[BatchAPI, str]],
+    summary: BatchSummary,
+    say: Note,
+    sleep: Callable[[float], None],
+) -> None:
+    interval = poll_seconds()
+    waiting = list(open_batches)
+    while waiting:
+        still = []
+        for api, batch_id in waiting:
+            status = api.status(batch_id)
+            if status.state == "in_progress":
+                still.append((api, batch_id))
+                continue
+            results = api.results(batch_id)
+            got = 0
+            for key, result in results.items():
+                if isinstance(result, Exchange):
+                    batches.answered(key, result, batch_id)
+                    got += 1
+                else:
+                    summary.unanswered[key] = result
+            summary.answered += got
+            ended = f"judge batch {batch_id} {status.state}: {got} of {len(results)} prompts answered"
+            say(ended + (f" ({status.detail})" if status.detail else ""))
+        waiting = still
+        if waiting:
+            sleep(interval)
+    for key in list(summary.unanswered):
+        if batches.answer(key) is not None:  # answered by another batch after all
+            del summary.unanswered[key]

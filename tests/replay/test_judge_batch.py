@@ -1,0 +1,175 @@
+"""``replay --batch``: the judge prompts a replay sends, through the stand-in batch APIs of tests/judge_server.py.
+
+A batched replay sends no prompt one at a time, puts in its batches the prompts a direct replay sends
+directly, and gives the same verdicts; a replay killed while its batch runs is finished by ``--resume``
+from that batch; an unchanged replay submits nothing; items a batch failed are sent directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from judge_server import JudgeServer, Reply, Request, freeform
+from scale_runs import JUDGE_KEY_ENV, build, scored_keys, verdicts
+
+from evalstore.replay.grading.judge.batch_apis import AnthropicBatches
+from evalstore.replay.grading.judge.targets import JudgeTarget, ResolvedJudge
+from evalstore.replay.regrade import ReplayOptions, judge_requests, replay_run
+from evalstore.store import EventStore
+
+N = 24
+EVALSTORE = Path(sys.executable).parent / "evalstore"
+KEY = "sk-batch-SECRET-1b2c3d4e5f60"
+TIMEOUT = 120
+
+
+def judge(request: Request) -> Reply:
+    """A verdict that depends on the answer: reports whose total starts with 1 score 1, the rest 0.4."""
+    if "= 1" in request.user:
+        return freeform(1.0, [("total starts with 1", True)])
+    return freeform(0.4, [("total starts with 1", False)])
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
+    monkeypatch.setenv(JUDGE_KEY_ENV, KEY)
+    monkeypatch.setenv("EVALSTORE_JUDGE_BATCH_POLL", "0.05")
+    with JudgeServer(judge) as running:
+        yield running
+
+
+def _options(root: Path, **kwargs: object) -> ReplayOptions:
+    return ReplayOptions(
+        eval_path=str(root / "evals" / "scale.v1.eval.yaml"),
+        targets_path=str(root / "targets.yaml"),
+        judge_target="judge",
+        graders=["quality"],
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("provider", ["openai", "azure"])
+def test_a_batched_replay_sends_in_batches_what_a_direct_one_sends_and_grades_alike(
+    server: JudgeServer, tmp_path: Path, provider: str
+) -> None:
+    direct_store = EventStore.open(f"sqlite:///{tmp_path / 'direct.db'}")
+    run = build(tmp_path / "direct", direct_store, N, judge_url=server.base_url, provider=provider)
+    direct = replay_run(direct_store, run.run_id, _options(run.root))
+    direct_prompts = sorted(json.dumps(r.messages) for r in server.requests)
+    assert len(direct_prompts) == N and not server.batches
+
+    server.requests.clear()
+    store = EventStore.open(f"sqlite:///{tmp_path / 'batched.db'}")
+    batched_run = build(tmp_path / "batched", store, N, judge_url=server.base_url, provider=provider)
+    batched = replay_run(store, batched_run.run_id, _options(batched_run.root, batch=True))
+
+    assert server.requests == []  # not one prompt sent on its own
+    assert len(server.batches) == 1
+    assert sorted(json.dumps(r.messages) for r in server.batch_items()) == direct_prompts
+    if provider == "azure":
+        assert server.batch_items()[0].path == "/chat/completions"
+        assert server.batch_items()[0].body["model"] == "judge-deployment"
+    assert verdicts(store, batched.run_id) == verdicts(direct_store, direct.run_id)
+    assert judge_requests(store, batched.run_id) == {"by_batch": N, "direct": 0, "reused": 0}
+    assert batched.batch is not None and batched.batch.answered == N and not batched.batch.unanswered
+    [submitted] = list(store.read_stream(batched.run_id, types=["judge_batch_submitted"]))
+    assert submitted.event.batch_id == server.batches[0].id  # type: ignore[attr-defined]
+    assert submitted.event.provider == provider and submitted.event.requests == N  # type: ignore[attr-defined]
+    # Replies enter the judge cache as direct calls do: the next replay reuses them, submitting nothing.
+    again = replay_run(store, batched_run.run_id, _options(batched_run.root, batch=True))
+    assert len(server.batches) == 1 and server.requests == []
+    assert judge_requests(store, again.run_id) == {"by_batch": 0, "direct": 0, "reused": N}
+    assert verdicts(store, again.run_id) == verdicts(store, batched.run_id)
+    assert store.verify().ok
+    # The key went in headers only: nothing stored holds it.
+    assert KEY.encode() not in (tmp_path / "batched.db").read_bytes()
+
+
+def test_items_a_batch_failed_or_let_expire_are_sent_directly(server: JudgeServer, tmp_path: Path) -> None:
+    store = EventStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    run = build(tmp_path / "suite", store, N, judge_url=server.base_url)
+    server.fail_item = lambda r: "server_error" if "Report 3." in r.user else None
+    server.expire_items = lambda r: "Report 5." in r.user
+    outcome = replay_run(store, run.run_id, _options(run.root, batch=True))
+    assert sorted(r.user.split("Answer:")[1].split(".")[0].strip() for r in server.requests) == [
+        "Report 3",
+        "Report 5",
+    ]
+    assert outcome.batch is not None and len(outcome.batch.unanswered) == 2
+    assert judge_requests(store, outcome.run_id) == {"by_batch": N - 2, "direct": 2, "reused": 0}
+    assert len(verdicts(store, outcome.run_id)) == N * 4 and outcome.complete
+
+
+def test_a_replay_killed_while_its_batch_runs_is_finished_by_resume_without_a_second_batch(
+    server: JudgeServer, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = build(tmp_path / "suite", store, N, judge_url=server.base_url)
+    server.hold_batches.set()
+    argv = [str(EVALSTORE), "--db", url, "replay", run.run_id, "--eval", str(run.v1), "--batch"]
+    argv += ["--targets", str(run.root / "targets.yaml"), "--judge-target", "judge", "--graders", "quality"]
+    driver = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and server.batch_polls < 2:
+            time.sleep(0.05)
+        assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
+    finally:
+        driver.kill()
+        driver.wait(timeout=30)
+    [replay] = [r for r in store.query("runs") if r["kind"] == "replay"]
+    assert [s.type for s in store.read_stream(replay["run_id"], types=["judge_batch_submitted"])] == [
+        "judge_batch_submitted"
+    ]
+    assert store.query("results", run_id=replay["run_id"]) == []
+    server.hold_batches.clear()
+
+    resumed = subprocess.run(
+        [str(EVALSTORE), "--db", url, "replay", "--resume", replay["run_id"], "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=dict(os.environ),
+    )
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert len(server.batches) == 1 and server.requests == []
+    assert json.loads(resumed.stdout)["judge_requests"] == {"by_batch": N, "direct": 0, "reused": 0}
+    assert len(set(scored_keys(store, replay["run_id"]))) == N
+    scores = {k[0]: v[0] for k, v in verdicts(store, replay["run_id"]).items() if k[1] == "quality"}
+    assert sorted(set(scores.values())) == [0.4, 1.0]
+    assert store.verify().ok
+
+
+def test_the_anthropic_message_batches_client_against_the_stand_in(server: JudgeServer) -> None:
+    target = JudgeTarget("claude", "anthropic", server.base_url, "claude-judge", api_key_env=JUDGE_KEY_ENV)
+    resolved = ResolvedJudge("claude", server.base_url, "claude-judge", {"temperature": 0}, 30.0, {})
+    with httpx.Client() as http:
+        api = AnthropicBatches(target, resolved, {JUDGE_KEY_ENV: KEY}, http)
+        system = {"role": "system", "content": "You are a grader."}
+        done = api.submit(
+            {
+                "k1": [system, {"role": "user", "content": "Answer: Total: 10 + 5 = 15"}],
+                "k2": [system, {"role": "user", "content": "Answer: Total: 20 + 2 = 22"}],
+            }
+        )
+        assert api.status(done.batch_id).state == "completed"
+        results = api.results(done.batch_id)
+    [batch] = server.batches
+    assert batch.api == "anthropic"
+    sent = batch.items[0][1].body
+    assert sent["max_tokens"] == 4096 and sent["model"] == "claude-judge" and sent["temperature"] == 0
+    assert sent["messages"][0] == system  # the stand-in put ``system`` back in front
+    first, second = results["k1"], results["k2"]
+    assert not isinstance(first, str) and not isinstance(second, str)
+    assert json.loads(first.content or "")["score"] == 1.0 and json.loads(second.content or "")["score"] == 0.4
+    assert first.usage == {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
