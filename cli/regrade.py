@@ -8,30 +8,21 @@ from pathlib import Path
 import click
 
 from evalstore.cli.attest import checkpoint_option
-from evalstore.cli.compare import emit_comparison
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
 from evalstore.cli.results import print_scored, result_labels, scored_rows
-from evalstore.replay.analysis.compare import REGRESSION_MODES, key_label, regression
-from evalstore.replay.analysis.compare import compare as compare_runs
-from evalstore.replay.analysis.views import resolve_run
-from evalstore.replay.executors import executor_for
-from evalstore.replay.material import load_scores
-from evalstore.replay.regrade import (
-    ReplayOptions,
-    judge_requests,
-    parse_shard,
-    replay_run,
-    resume_replay,
-    reuse_counts,
-)
+from evalstore.replay.choices import REGRESSION_MODES
+
+# The layers (SQLAlchemy, pydantic, the grading engine) are imported when the command runs, not for --help.
 
 
 def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dict[str, list[str]]:
     """The tests a replay cannot regrade, named, by reason."""
+    from evalstore.replay.analysis.compare import key_label
+
     groups: dict[str, list[str]] = {}
     for (test_id, target, attempt), reason in unable:
         groups.setdefault(reason, []).append(key_label((test_id, target or None, attempt)))
@@ -166,6 +157,21 @@ def replay(
       evalstore replay last --executor ray --ray-address 10.0.0.5:6379
       evalstore replay last --judge-model gpt-4.1 --batch
     """
+    from evalstore.cli.compare import emit_comparison
+    from evalstore.replay.analysis.compare import compare as compare_runs
+    from evalstore.replay.analysis.compare import regression
+    from evalstore.replay.analysis.views import resolve_run
+    from evalstore.replay.executors import executor_for
+    from evalstore.replay.material import load_scores
+    from evalstore.replay.regrade import (
+        ReplayOptions,
+        judge_requests,
+        parse_shard,
+        replay_run,
+        resume_replay,
+        reuse_counts,
+    )
+
     if bool(run) == bool(resume):
         raise click.UsageError("give either RUN or --resume REPLAY")
     if batch and resume:

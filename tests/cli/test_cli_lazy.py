@@ -93,10 +93,7 @@ LIGHT_REPLAY = {"evalstore.replay", "evalstore.replay.choices"}
 """What a command's --help may load of the layers: the package (a docstring) and the option values."""
 
 
-STILL_EAGER = {
-    "replay": "cli/regrade.py still imports the layers at module level: left as it is while another branch "
-    "changes its imports; its functions can take them in as the other commands' do"
-}
+STILL_EAGER: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
