@@ -440,34 +440,10 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     workspace = tw.folder
     if test.mode == "conversation":
         return _converse(suite, test, target_spec, options, grade_options, judges, workspaces, tw, attempt, recorder)
-    outcome = run_target(
-        target_spec,
-        test,
-        workspace=workspace,
-        eval_dir=Path(suite.path).parent,
-        timeout=options.timeout,
-        suite=suite.name,
-        eval_path=suite.path,
-        workspace_configured=suite.workspace.configured,
-    )
+    outcome = _ask(target_spec, test, workspace, suite, options)
     captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
     messages: list[Message] = [*test.input, *captured.messages]
-    after = folder_state(workspace, suite.workspace.snapshot) if tw.baseline is not None else None
-    file_changes = unified_diff(tw.baseline, after) if tw.baseline is not None and after is not None else None
-    # AgentV's order: file_changes, then after_each (its reset, its command), then the graders; the snapshot
-    # is what the graders see, so a replay sees it too.
-    for ran in workspaces.after_each(tw, test, target_spec.name):
-        recorder.record(ran)
-    recorder.record(
-        take_snapshot(
-            workspace,
-            suite.workspace.snapshot,
-            recorder.put_blob,
-            test_id=test.id,
-            target=target_spec.name,
-            attempt=attempt,
-        )
-    )
+    file_changes = _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder)
     messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
     for f in captured.files:
         if f.data is not None:
@@ -524,6 +500,36 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges, attempt), outcome.cost_usd
 
 
+def _ask(target_spec, test: EvalTest, workspace, suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
+    """One call of the agent: a test, or a conversation's turn with its history as the test's input."""
+    return run_target(
+        target_spec,
+        test,
+        workspace=workspace,
+        eval_dir=Path(suite.path).parent,
+        timeout=options.timeout,
+        suite=suite.name,
+        eval_path=suite.path,
+        workspace_configured=suite.workspace.configured,
+    )
+
+
+def _after_agent(suite: EvalSuite, test: EvalTest, target: str, attempt: int, workspaces, tw, recorder) -> str | None:  # type: ignore[no-untyped-def]
+    """What follows the agent, in AgentV's order: the workspace's file_changes, then after_each (its reset,
+    its command), then the snapshot the graders see (so a replay sees it too). Returns the file_changes."""
+    workspace = tw.folder
+    after = folder_state(workspace, suite.workspace.snapshot) if tw.baseline is not None else None
+    file_changes = unified_diff(tw.baseline, after) if tw.baseline is not None and after is not None else None
+    for ran in workspaces.after_each(tw, test, target):
+        recorder.record(ran)
+    recorder.record(
+        take_snapshot(
+            workspace, suite.workspace.snapshot, recorder.put_blob, test_id=test.id, target=target, attempt=attempt
+        )
+    )
+    return file_changes
+
+
 def _converse(  # type: ignore[no-untyped-def]
     suite, test, target_spec, options, grade_options, judges, workspaces, tw, attempt, recorder
 ) -> tuple[TestScored, float | None]:
@@ -543,16 +549,7 @@ def _converse(  # type: ignore[no-untyped-def]
             break
         history.append(user_turn(turn))
         asked = test.model_copy(update={"input": windowed(history, test.window_size)})
-        outcome = run_target(
-            target_spec,
-            asked,
-            workspace=workspace,
-            eval_dir=Path(suite.path).parent,
-            timeout=options.timeout,
-            suite=suite.name,
-            eval_path=suite.path,
-            workspace_configured=suite.workspace.configured,
-        )
+        outcome = _ask(target_spec, asked, workspace, suite, options)
         outcomes.append(outcome)
         if outcome.status != "ok":
             error = outcome.error or f"target '{target_spec.name}': {outcome.status}"
@@ -563,20 +560,7 @@ def _converse(  # type: ignore[no-untyped-def]
         history.append(answer)
         kept += [history[-2], answer]
         grader.grade_turn(n, list(history), answer, info)
-    after = folder_state(workspace, suite.workspace.snapshot) if tw.baseline is not None else None
-    file_changes = unified_diff(tw.baseline, after) if tw.baseline is not None and after is not None else None
-    for ran in workspaces.after_each(tw, test, target_spec.name):
-        recorder.record(ran)
-    recorder.record(
-        take_snapshot(
-            workspace,
-            suite.workspace.snapshot,
-            recorder.put_blob,
-            test_id=test.id,
-            target=target_spec.name,
-            attempt=attempt,
-        )
-    )
+    file_changes = _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder)
     usage = [o.token_usage for o in outcomes if o.token_usage]
     costs = [o.cost_usd for o in outcomes if o.cost_usd is not None]
     transcript = TranscriptRecorded(
