@@ -1018,13 +1018,13 @@ def test_a_key_holding_anchors_is_not_unknown_and_a_merge_override_is_not_a_dupl
 
 
 def test_an_external_workspace_file_is_read_with_its_paths_from_its_folder(tmp_path: Path) -> None:
-    """``workspace: FILE`` (AgentV's shared workspace config): the file holds the workspace object, its
+    """``workspace: FILE`` (AgentV's workspace config in a file of its own): the file holds the workspace object, its
     template, hook cwd and local repos are relative to its folder, and it is snapshotted with the run."""
-    (tmp_path / "shared" / "template").mkdir(parents=True)
-    (tmp_path / "shared" / "repo").mkdir()
+    (tmp_path / "common" / "template").mkdir(parents=True)
+    (tmp_path / "common" / "repo").mkdir()
     ws = write(
         tmp_path,
-        "shared/workspace.yaml",
+        "common/workspace.yaml",
         """
         template: ./template
         isolation: per_test
@@ -1034,15 +1034,15 @@ def test_an_external_workspace_file_is_read_with_its_paths_from_its_folder(tmp_p
         env: {required_commands: [git]}
         """,
     )
-    text = "workspace: ../shared/workspace.yaml\ntests: [{id: t, input: x, criteria: c}]\n"
+    text = "workspace: ../common/workspace.yaml\ntests: [{id: t, input: x, criteria: c}]\n"
     suite = load(tmp_path, text)
-    shared = tmp_path / "shared"
-    assert suite.workspace.template == str(shared / "template")
+    common = tmp_path / "common"
+    assert suite.workspace.template == str(common / "template")
     assert suite.workspace.isolation == "per_test"
-    assert suite.workspace.hook("before_each").cwd == str(shared)  # type: ignore[union-attr]
-    assert suite.workspace.repos[0].repo == str(shared / "repo")
+    assert suite.workspace.hook("before_each").cwd == str(common)  # type: ignore[union-attr]
+    assert suite.workspace.repos[0].repo == str(common / "repo")
     assert suite.workspace_env.required_commands == ["git"]
-    assert ("workspace", str(ws), "../shared/workspace.yaml") in suite.referenced_files
+    assert ("workspace", str(ws), "../common/workspace.yaml") in suite.referenced_files
     assert suite.warnings == []
 
     ws.write_text("workspace:\n  template: ./template\n")
