@@ -16,8 +16,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from evalstore.replay.targets import pi_ai
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 
@@ -34,21 +32,7 @@ def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
 
 
 def run(request: RunRequest) -> TargetOutcome:
-    cfg = _config(request.spec, request.config)
-    system, turns = pi_ai.pi_context(request)
-    url, headers, body = build_request(cfg, system, turns)
-    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")  # as JSON.stringify
-
-    def send(http: httpx.Client) -> pi_ai.Reply:
-        try:
-            with http.stream("POST", url, headers=headers, content=payload) as response:
-                if not 200 <= response.status_code < 300:
-                    raise pi_ai.failure(response)
-                return read_stream(response.iter_lines())
-        except httpx.HTTPError as exc:
-            raise pi_ai.transport_failure(exc) from None
-
-    return pi_ai.call(request.spec, cfg, request, send)
+    return pi_ai.streamed(request, _config(request.spec, request.config), build_request, read_stream)
 
 
 def _config(spec: TargetSpec, config: dict[str, Any]) -> pi_ai.LlmConfig:

@@ -8,6 +8,7 @@ Each vendor module (``anthropic.py``, ``gemini.py``) only builds its request and
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -252,6 +253,30 @@ def sse_events(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
             data.append(value)
     if event is not None or data:
         yield event, "\n".join(data)
+
+
+def streamed(
+    request: RunRequest,
+    cfg: LlmConfig,
+    build_request: Callable[[LlmConfig, str | None, list[dict[str, str]]], tuple[str, dict[str, str], Any]],
+    read_stream: Callable[[Iterator[str]], Reply],
+) -> TargetOutcome:
+    """One streamed POST of a vendor's API (anthropic, gemini), sent and retried as pi-ai does: the body
+    as ``JSON.stringify`` writes it, a non-2xx status or a transport error a failure."""
+    system, turns = pi_context(request)
+    url, headers, body = build_request(cfg, system, turns)
+    payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    def send(http: httpx.Client) -> Reply:
+        try:
+            with http.stream("POST", url, headers=headers, content=payload) as response:
+                if not 200 <= response.status_code < 300:
+                    raise failure(response)
+                return read_stream(response.iter_lines())
+        except httpx.HTTPError as exc:
+            raise transport_failure(exc) from None
+
+    return call(request.spec, cfg, request, send)
 
 
 def call(
