@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalstore.replay.errors import JudgeConfigError, ReplayError
+from evalstore.replay.errors import JudgeConfigError, JudgeProviderError, ReplayError
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE, TargetEntry, interpolate, is_reference
 from evalstore.replay.targetsfile.redaction import redact
 
@@ -132,7 +132,7 @@ class JudgeTarget:
         where = f"{entry.source}: target {entry.name!r}"
         provider = entry.provider.lower()
         if provider not in JUDGE_PROVIDERS:
-            raise JudgeConfigError(
+            raise JudgeProviderError(
                 f"{where}: provider {entry.provider!r} cannot grade; a judge needs one of {', '.join(JUDGE_PROVIDERS)}"
             )
         f = entry.fields
