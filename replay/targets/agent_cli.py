@@ -106,7 +106,7 @@ def environment(drop: tuple[str, ...] = (), add: Mapping[str, str] | None = None
 def timeout_seconds(request: RunRequest, spec: TargetSpec, default: float = DEFAULT_TIMEOUT_SECONDS) -> float:
     """``--timeout``, else the target's ``timeout_seconds`` (``resolveTimeoutMs``: a number or a numeric
     string, more than zero), else ``default``."""
-    from evalstore.replay.targets.pi_ai import _number
+    from evalstore.replay.piai.config import _number
 
     configured = _number(spec, request.config.get("timeout_seconds"), f"{spec.name} timeout (seconds)")
     if configured is not None and configured <= 0:

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from evalstore.replay.content import Message
+from evalstore.replay.piai.config import _number
 from evalstore.replay.targets import agent_cli
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus
-from evalstore.replay.targets.pi_ai import _number
 from evalstore.replay.targets.tool_names import normalize
 
 LABEL = "Claude CLI"

@@ -1,27 +1,20 @@
 """The ``gemini`` provider (``google``, ``google-gemini``): Google's Generative Language API, asked what
 AgentV 4.42.4 asks it.
 
-AgentV's ``GeminiProvider`` goes through pi-ai's ``google-generative-ai`` stream (``@google/genai``):
-``POST {base}/models/{model}:streamGenerateContent?alt=sse`` with ``x-goog-api-key`` and the body
-``contents`` (user and ``model`` turns of text parts), ``systemInstruction`` (the system prompt as a user
-content) and ``generationConfig`` (``temperature``, ``maxOutputTokens`` when the target sets them; empty
-otherwise). The model defaults to ``gemini-2.5-flash``. The reply's chunks are read as pi-ai reads them:
-text parts that are not thoughts joined, usage from the last ``usageMetadata``.
+AgentV's ``GeminiProvider`` goes through pi-ai's ``google-generative-ai`` stream: the request and the reading of
+its chunks are ``piai/gemini.py``'s (the judge sends the same); here the target's fields (the model defaults
+to ``gemini-2.5-flash``) and the call.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
+from evalstore.replay.piai import gemini as vendor
+from evalstore.replay.piai.wire import LlmConfig
 from evalstore.replay.targets import pi_ai
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
-
-DEFAULT_MODEL = "gemini-2.5-flash"
-# pi-ai's mapStopReason: every finish reason but these ends the answer in an error.
-_OK_FINISH = {"STOP", "MAX_TOKENS"}
 
 
 def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
@@ -29,80 +22,8 @@ def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
 
 
 def run(request: RunRequest) -> TargetOutcome:
-    return pi_ai.streamed(request, _config(request.spec, request.config), build_request, read_stream)
+    return pi_ai.streamed(request, _config(request.spec, request.config), vendor.build_request, vendor.read_stream)
 
 
-def _config(spec: TargetSpec, config: dict[str, Any]) -> pi_ai.LlmConfig:
-    return pi_ai.resolve_config(
-        spec,
-        config,
-        provider="google",
-        key_label="Google API key",
-        model_label="Gemini model",
-        default_model=DEFAULT_MODEL,
-    )
-
-
-def build_request(
-    cfg: pi_ai.LlmConfig, system: str | None, turns: list[dict[str, str]]
-) -> tuple[str, dict[str, str], dict[str, Any]]:
-    """URL, headers and body as pi-ai's ``buildParams`` and the genai SDK put them on the wire."""
-    headers = {"accept": "*/*", "content-type": "application/json", "x-goog-api-key": cfg.api_key}
-    body: dict[str, Any] = {
-        "contents": [
-            {
-                "parts": [{"text": pi_ai.without_lone_surrogates(t["content"])}],
-                "role": "user" if t["role"] == "user" else "model",
-            }
-            for t in turns
-            # An assistant's blank text is skipped (pi-ai's convertMessages); a user's is sent.
-            if t["role"] == "user" or t["content"].strip()
-        ],
-    }
-    if system:
-        body["systemInstruction"] = {"parts": [{"text": pi_ai.without_lone_surrogates(system)}], "role": "user"}
-    generation: dict[str, Any] = {}
-    if cfg.temperature is not None:
-        generation["temperature"] = cfg.temperature
-    if cfg.max_output_tokens is not None:
-        generation["maxOutputTokens"] = cfg.max_output_tokens
-    body["generationConfig"] = generation
-    url = f"{cfg.pi_model.base_url}/models/{quote(cfg.model, safe='')}:streamGenerateContent?alt=sse"
-    return url, headers, body
-
-
-def read_stream(lines: Any) -> pi_ai.Reply:
-    """pi-ai's reading of the chunks: the first candidate's text parts (thoughts left out) joined, the
-    finish reason, and usage from ``usageMetadata`` (cached tokens counted apart from input, thoughts
-    with output)."""
-    reply = pi_ai.Reply()
-    text: list[str] = []
-    for _event, data in pi_ai.sse_events(lines):
-        if not data.strip():
-            continue
-        try:
-            chunk = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise pi_ai.CallFailed(f"pi-ai call failed: {exc}") from None
-        if not isinstance(chunk, dict):
-            continue
-        if isinstance(chunk.get("error"), dict):
-            raise pi_ai.CallFailed(f"pi-ai call failed: {json.dumps(chunk['error'])}")
-        candidate = (chunk.get("candidates") or [None])[0] or {}
-        for part in (candidate.get("content") or {}).get("parts") or []:
-            if isinstance(part, dict) and isinstance(part.get("text"), str) and part.get("thought") is not True:
-                text.append(part["text"])
-        finish = candidate.get("finishReason")
-        if finish:
-            reply.stop = "stop" if finish in _OK_FINISH else "error"
-        usage = chunk.get("usageMetadata")
-        if isinstance(usage, dict):
-            cached = usage.get("cachedContentTokenCount") or 0
-            reply.input = (usage.get("promptTokenCount") or 0) - cached
-            reply.output = (usage.get("candidatesTokenCount") or 0) + (usage.get("thoughtsTokenCount") or 0)
-            reply.cache_read = cached
-            reply.cache_write = 0
-    if reply.stop == "error":
-        raise pi_ai.CallFailed("pi-ai call failed: An unknown error occurred")
-    reply.text = "".join(text)
-    return reply
+def _config(spec: TargetSpec, config: dict[str, Any]) -> LlmConfig:
+    return vendor.config(spec, config)
