@@ -56,7 +56,7 @@ from evalstore.replay.targetsfile.loader import (
     find_targets_file,
     load_targets_file,
 )
-from evalstore.replay.workspace.changes import folder_state, unified_diff
+from evalstore.replay.workspace.changes import folder_state, unified_diff, with_session_changes
 from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspace
 from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
@@ -472,7 +472,9 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     outcome = _ask(target_spec, test, workspace, suite, options)
     captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
     messages: list[Message] = [*test.input, *captured.messages]
-    file_changes = _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder)
+    file_changes = with_session_changes(
+        _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder), outcome.file_changes
+    )
     messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
     for f in captured.files:
         if f.data is not None:

@@ -16,6 +16,7 @@ the session's ``files/`` folder into file changes; evalstore does not.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import yaml
 from evalstore.replay.content import Message
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 from evalstore.replay.targets.tool_names import normalize
+from evalstore.replay.workspace.changes import session_artifacts
 
 
 def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
@@ -68,7 +70,8 @@ def run(request: RunRequest) -> TargetOutcome:
             raise LookupError(f"Failed to read Copilot session transcript at {events}: {exc.strerror or exc}") from None
     except LookupError as exc:
         return TargetOutcome(messages=[], status="error", error=f"target '{spec.name}': {exc}")
-    return parse_events(text)
+    # The session's ``files/``: what Copilot saved there instead of the workspace (copilot-log.ts:70).
+    return replace(parse_events(text), file_changes=session_artifacts(folder / "files"))
 
 
 def state_folder(settings: dict[str, Any]) -> Path:
