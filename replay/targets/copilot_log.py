@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from evalstore.replay.content import Message
+from evalstore.replay.content import Message, candidate_text
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 from evalstore.replay.targets.tool_names import normalize
 from evalstore.replay.workspace.changes import session_artifacts
@@ -210,10 +210,9 @@ def parse_events(text: str) -> TargetOutcome:
         began, ended = _millis(start), _millis(end)
         duration = None if began is None or ended is None else ended - began
     parsed = [Message.model_validate({k: v for k, v in m.items() if v is not None or k == "content"}) for m in messages]
-    final = next((m for m in reversed(parsed) if m.role == "assistant" and m.content is not None), None)
     return TargetOutcome(
         messages=parsed,
-        output_text=final.text() if final is not None else "",
+        output_text=candidate_text(parsed),
         token_usage={"input": tokens_in, "output": tokens_out} if usage_seen else None,
         duration_ms=_whole(duration),
         start_time=start,

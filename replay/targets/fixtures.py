@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalstore.replay.content import Message
+from evalstore.replay.content import Message, candidate_text
 from evalstore.replay.targets import trace_envelopes as traces
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE
@@ -151,7 +151,7 @@ def _trace_outcome(spec: TargetSpec, record: traces.Record) -> TargetOutcome:
     usage = summary.get("token_usage")
     return TargetOutcome(
         messages=messages,
-        output_text=last_assistant_text(messages),
+        output_text=candidate_text(messages),
         token_usage=_ints(usage) if usage else None,
         cost_usd=summary.get("cost_usd"),
         duration_ms=summary.get("duration_ms"),
@@ -166,21 +166,13 @@ def outcome(record: FixtureRecord) -> TargetOutcome:
     usage = record.token_usage.model_dump(exclude_none=True) if record.token_usage else None
     return TargetOutcome(
         messages=messages,
-        output_text=last_assistant_text(messages),
+        output_text=candidate_text(messages),
         token_usage=_ints(usage) if usage else None,
         cost_usd=record.cost_usd,
         duration_ms=record.duration_ms,
         start_time=record.start_time,
         end_time=record.end_time,
     )
-
-
-def last_assistant_text(messages: list[Message]) -> str:
-    """``extractLastAssistantContent``: the last assistant message that has content, as text."""
-    for message in reversed(messages):
-        if message.role == "assistant" and message.content is not None:
-            return message.content if isinstance(message.content, str) else message.text()
-    return ""
 
 
 def read_records(spec: TargetSpec, path: Path) -> list[FixtureRecord]:

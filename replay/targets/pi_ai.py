@@ -1,8 +1,8 @@
 """What AgentV 4.42.4's direct-API providers share (``llm-providers.ts``: ``invokePiAi`` over pi-ai), for the
-``anthropic`` and ``gemini`` targets: the chat prompt made into pi-ai's context (one system prompt, user and
-assistant turns), the call under the retry policy (``withRetry``), and the reply made into a
-:class:`TargetOutcome`. The target's fields (``piai/config.py``) and each vendor's request and stream
-(``piai/anthropic.py``, ``piai/gemini.py``) are the judge's too.
+``anthropic`` and ``gemini`` targets, each run with its ``replay/piai`` module: the chat prompt made into
+pi-ai's context (one system prompt, user and assistant turns), the call under the retry policy
+(``withRetry``), and the reply made into a :class:`TargetOutcome`. The target's fields (``piai/config.py``)
+and each vendor's request and stream (``piai/anthropic.py``, ``piai/gemini.py``) are the judge's too.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -21,6 +23,16 @@ from evalstore.replay.targets.chat_prompt import chat_prompt
 DEFAULT_TIMEOUT_SECONDS = 600.0
 """The Anthropic SDK's own default request timeout (AgentV sets none)."""
 ERROR_BODY_CHARS = 500
+
+
+def run(vendor: ModuleType, request: RunRequest) -> TargetOutcome:
+    """The ``anthropic`` or ``gemini`` target (``vendor``: its ``replay/piai`` module) asked one test."""
+    return streamed(request, vendor.config(request.spec, request.config), vendor.build_request, vendor.read_stream)
+
+
+def validate(vendor: ModuleType, spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
+    """The target's fields checked as AgentV resolves them (``resolveAnthropicConfig``/``resolveGeminiConfig``)."""
+    vendor.config(spec, config)
 
 
 # -- the prompt -----------------------------------------------------------------------------------
