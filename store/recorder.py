@@ -31,6 +31,7 @@ from evalstore.store.errors import (
     BlobCorrupt,
     BlobNotFound,
     ConcurrencyError,
+    DamagedRead,
     IdempotencyError,
     NotFound,
     StoreError,
@@ -892,6 +893,20 @@ class EventStore:
             if batch:
                 projections.apply(conn, self.dialect, batch)
         return count
+
+    def damage_behind(self, failure: BaseException) -> DamagedRead | None:
+        """The damage that made a read fail with ``failure`` (an error of the code reading, not of the
+        store's API), as one error naming it and how to repair it; None when the store verifies, so the
+        failure is a bug. Only called once a read has failed: it reads the whole store."""
+        try:
+            problem = self.verify().problem
+        except Exception:  # a store too damaged to verify leaves the original failure to be reported
+            return None
+        if problem is None:
+            return None
+        return DamagedRead(
+            f"the store is damaged ({type(failure).__name__} reading it), as `evalstore verify` reports: {problem}"
+        )
 
     def verify(self) -> VerifyReport:
         """Recompute the hash chain, every blob digest, the blobs events need, and the projections; stop

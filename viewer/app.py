@@ -503,12 +503,21 @@ def create_app(store: EventStore, *, allowed_hosts: list[str] | None = None, lab
             return viewer.error(500, f"the store could not be read: {exc}")
         raise exc
 
+    def damaged(exc: Exception) -> Response:
+        # A page that failed on a damaged store shows the damage; on a sound one it is a bug, raised.
+        damage = store.damage_behind(exc)
+        if damage is None:
+            raise exc
+        return viewer.error(500, str(damage))
+
     def wrap(handler):  # type: ignore[no-untyped-def]
         def endpoint(request: Request) -> Response:
             try:
                 return handler(request)
             except (Forbidden, PayloadError, BadRequest, ReplayError, StoreError) as exc:
                 return failed(exc)
+            except Exception as exc:
+                return damaged(exc)
 
         return endpoint
 

@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import read_commands
 from click.testing import CliRunner
 from sample_runs import drop_append_only_triggers, execute, populate, restore_append_only_triggers, scalar
 from sqlalchemy import LargeBinary, String, Text
@@ -77,6 +78,7 @@ def test_every_text_column_retyped_to_a_blob_is_reported(
     restore_append_only_triggers(engine)
     code, problem = _verify(sqlite_url)
     assert code == 1, (table, column)
+    assert not read_commands.failures(sqlite_url)  # and no read command or page crashes on it
     if table in TABLES:
         assert (
             problem
@@ -107,6 +109,18 @@ def test_retyped_values_that_changed_what_compare_prints_are_reported(
     execute(sqlite_store.engine, f"UPDATE {table} SET {column} = {value} WHERE run_id = 'run-a'")
     code, problem = _verify(sqlite_url)
     assert code == 1 and problem.startswith(f"projection {table}: "), problem
+    assert not read_commands.failures(sqlite_url)  # compare exited 3 on the retyped grader
+
+
+def test_compare_on_a_retyped_grader_names_the_damage(sqlite_store: EventStore, sqlite_url: str) -> None:
+    populate(sqlite_store)
+    execute(sqlite_store.engine, "UPDATE verdicts SET grader = CAST(grader AS BLOB) WHERE run_id = 'run-a'")
+    result = _cli(sqlite_url, "compare", "run-a", "run-a-replay")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "Error: the store is damaged (TypeError reading it), as `evalstore verify` reports: projection verdicts: "
+        "grader is stored as a BLOB, not text, in a row; run `evalstore db rebuild`\n"
+    )
 
 
 # --- 2. a damaged index page (SQLite) ----------------------------------------------------------------
@@ -167,6 +181,8 @@ def test_a_flipped_byte_in_any_index_page_is_reported(sqlite_store: EventStore, 
             damaged += 1
             code, problem = _verify(sqlite_url)
             assert code == 1, (name, page, offset)
+            if damaged % 4 == 1:  # every read command, on every fourth damaged page
+                assert not read_commands.failures(sqlite_url, pages=False), (name, page, offset)
             # A flipped key read through its index may be named by the row it breaks (a blob whose digest
             # no longer matches); what only SQLite's own check sees names the file.
             by_integrity_check += problem.startswith(f"database file {path}: ")
