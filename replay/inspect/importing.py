@@ -42,6 +42,7 @@ from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.material import Tally
 from evalstore.replay.targetsfile.redaction import redact
 from evalstore.store import EventStore, NewEvent
+from evalstore.store.blobs import FileBlob, blob_size
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     FileSnapshot,
@@ -233,7 +234,7 @@ def _samples(api: Any, path: Path, header: Any) -> Iterator[Any]:
 def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: int, progress: Progress | None) -> None:
     batch: list[tuple[str, str, int, str]] = []
     batch_fields: list[dict | None] = []
-    batch_blobs: dict[str, bytes] = {}
+    batch_blobs: dict[str, bytes | FileBlob] = {}
     size = done = 0
     tally = Tally()
     for item in spool:
@@ -242,7 +243,7 @@ def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: i
         for digest, data in item.blobs.items():
             if digest not in batch_blobs:
                 batch_blobs[digest] = data
-                size += len(data)
+                size += blob_size(data)
         assert item.score is not None
         tally.count(*item.score)
         done += 1
