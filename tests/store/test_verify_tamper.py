@@ -12,8 +12,15 @@ from pathlib import Path
 import pytest
 import read_commands
 from click.testing import CliRunner
-from sample_runs import drop_append_only_triggers, execute, populate, restore_append_only_triggers, scalar
-from sqlalchemy import LargeBinary, String, Text
+from sample_runs import (
+    drop_append_only_triggers,
+    execute,
+    populate,
+    restore_append_only_triggers,
+    run_batches,
+    scalar,
+)
+from sqlalchemy import LargeBinary, String, Text, text
 
 from evalstore import cli
 from evalstore.store import EventStore
@@ -204,6 +211,46 @@ def test_verify_runs_amcheck_where_it_is_installed(postgres_url: str) -> None:
         pytest.skip("amcheck is not available (installed in another schema, or not shipped)")
     assert scalar(store.engine, "SELECT count(*) FROM pg_extension WHERE extname = 'amcheck'") == 1
     assert _verify(postgres_url) == (0, None)
+    store.close()
+
+
+@pytest.mark.parametrize("index", ["results_pkey", "verdicts_pkey", "ix_runs_parent", "uq_events_stream_version"])
+def test_an_index_that_lost_rows_is_reported_by_amcheck(postgres_url: str, index: str) -> None:
+    # PostgreSQL keeps its files out of a client's reach, so the damage is made through the catalog, as a
+    # superuser can: the index is marked not ready, rows are written (they skip the index: a run appended,
+    # or a replay's projection rows written again as they were), and it is marked ready again. Lookups
+    # through it then miss those rows, as after a damaged page; amcheck's heapallindexed check finds them.
+    from evalstore.store import make_engine
+
+    store = EventStore(make_engine(postgres_url))
+    populate(store)
+    schema = postgres_url.rsplit("%3D", 1)[1]
+    try:
+        execute(store.engine, f'CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA "{schema}"')
+    except Exception:
+        pytest.skip("amcheck is not available (installed in another schema, or not shipped)")
+    assert scalar(store.engine, "SELECT to_regclass(:i) IS NOT NULL", i=index), index
+    assert _verify(postgres_url) == (0, None)
+    ready = "UPDATE pg_index SET indisready = :r WHERE indexrelid = to_regclass(:i)"
+    execute(store.engine, ready, r=False, i=index)
+    store.engine.dispose()  # new connections: none keeps the index as it was
+    table = index.removesuffix("_pkey")
+    if table in ("results", "verdicts"):  # upserts need the index: the rows are written again by hand
+        with store.engine.begin() as conn:
+            conn.execute(text(f"CREATE TEMP TABLE kept AS SELECT * FROM {table} WHERE run_id = 'run-a-replay'"))
+            conn.execute(text(f"DELETE FROM {table} WHERE run_id = 'run-a-replay'"))
+            conn.execute(text(f"INSERT INTO {table} SELECT * FROM kept"))
+    else:  # one append: the stream's version is read through the index that now misses its rows
+        batches = run_batches("run-c", kind="replay", parent="run-a")
+        events = [e for batch, _ in batches for e in batch]
+        store.append("run-c", events, expected_version=0, blobs={k: v for _, b in batches for k, v in b.items()})
+    execute(store.engine, ready, r=True, i=index)
+    store.engine.dispose()
+    code, problem = _verify(postgres_url)
+    assert code == 1, problem
+    assert problem.startswith("database ") and f"index {index}: " in problem, problem
+    assert "lacks matching index tuple" in problem, problem
+    assert not read_commands.failures(postgres_url, pages=False)
     store.close()
 
 
