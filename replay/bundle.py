@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 from evalstore import __version__
 from evalstore.replay.analysis.views import replay_chain, run_started
 from evalstore.replay.errors import ReplayError
+from evalstore.replay.jsontext import decode_problem
 from evalstore.store import EventStore, StoredEvent, canonical_json, projections, sha256_hex
 from evalstore.store.blobs import FileBlob, file_digest, is_large_size
 from evalstore.store.errors import StoreError
@@ -208,7 +209,7 @@ def _manifest(directory: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(_read(path))
     except ValueError as exc:
-        raise BundleError(f"{path}: not JSON ({exc})") from None
+        raise BundleError(f"{path}: not JSON ({decode_problem(exc)})") from None
     except RecursionError:
         raise BundleError(f"{path}: not an evalstore bundle manifest (nested too deep to read)") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
