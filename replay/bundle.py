@@ -238,7 +238,7 @@ def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[
         try:
             row = json.loads(text)
         except ValueError as exc:
-            raise BundleError(f"{where}: not JSON ({exc})") from None
+            raise BundleError(f"{where}: not JSON ({decode_problem(exc)})") from None
         except RecursionError:
             raise BundleError(f"{where}: not an event line (nested too deep to read)") from None
         if not isinstance(row, dict) or set(row) != set(EVENT_FIELDS):

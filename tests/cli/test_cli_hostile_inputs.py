@@ -356,3 +356,19 @@ def test_a_nan_in_an_eval_file_is_refused(tmp_path: Path, snippet: str, field: s
     assert checked.exit_code == 1, checked.output
     errors = json.loads(checked.stdout)["files"][0]["errors"]
     assert any(f"field `{field}`: NaN is not a number" in e for e in errors), errors
+
+
+def test_an_attestation_or_a_preprocessor_with_a_long_integer_is_one_line(tmp_path: Path) -> None:
+    from evalstore.replay.errors import ReplayError
+    from evalstore.replay.regrade import parse_preprocessor
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert run("keys", "init", env=env).exit_code == 0
+    pub = tmp_path / "signer.pub"
+    pub.write_text(run("keys", "show", env=env).stdout)
+    attestation = tmp_path / "att.json"
+    attestation.write_text(f'{{"_type": {LONG_INT}}}')
+    error = one_line(run("verify-attestation", str(attestation), "--pubkey", str(pub)))
+    assert error == f"Error: {attestation}: not JSON: an integer of more than 4300 digits\n"
+    with pytest.raises(ReplayError, match=r"COMMAND is not a valid JSON array \(an integer of more than 4300 digits\)"):
+        parse_preprocessor(f"text/plain=[{LONG_INT}]", [str(tmp_path)])
