@@ -35,7 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -400,7 +400,10 @@ class Viewer:
         served = media if inline else "application/octet-stream"
         if served == "text/html":
             served = "text/html; charset=utf-8"
-        return Response(data, media_type=served, headers=artifact_headers(a.path, inline=inline))
+        headers = artifact_headers(a.path, inline=inline)
+        if a.size is not None:
+            headers["Content-Length"] = str(a.size)
+        return StreamingResponse(data, media_type=served, headers=headers)
 
     def run_compare(self, request: Request) -> Response:
         run_id = self._canonical(request, request.path_params["run_id"])

@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from sample_runs import drop_append_only_triggers, execute, populate, scalar
+from starlette.testclient import TestClient
 
 from evalstore import cli
 from evalstore.store import EventStore, make_engine
 from evalstore.store import blobs as store_blobs
 from evalstore.store.blobs import CHUNKS, FileBlob
 from evalstore.store.errors import StoreError
+from evalstore.viewer import create_app
 
 CHUNK = 1024
 
@@ -169,6 +171,14 @@ def test_an_imported_artifact_is_streamed_end_to_end(store_url: str, tmp_path: P
     assert exported.exit_code == 0, exported.output
     assert peak < size / 2, f"export peaked at {peak / 2**20:.1f} MiB of Python memory"
     assert (bundle / "blobs" / digest).read_bytes() == artifact.read_bytes()
+    # The viewer serves it a chunk at a time.
+    viewed = EventStore(make_engine(store_url, create=False), create=False)
+    try:
+        page = TestClient(create_app(viewed), base_url="http://127.0.0.1").get(f"/runs/{run_id}/artifacts/{digest}")
+        assert page.status_code == 200 and page.headers["content-length"] == str(size)
+        assert hashlib.sha256(page.content).hexdigest() == digest
+    finally:
+        viewed.close()
     # The bundle imports into another store, the large blob read from it a chunk at a time.
     other = f"sqlite:///{tmp_path / 'other.db'}"
     again = runner.invoke(cli.main, ["--db", other, "import", str(bundle)])
