@@ -50,6 +50,7 @@ from evalstore.replay.executors.local import LocalExecutor
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
+from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.lost_inputs import keep_recorded
 from evalstore.replay.material import (
     ResultKey,
@@ -863,8 +864,9 @@ def parse_preprocessor(value: str, search_roots: list[str], recorded: RunStarted
     if command.lstrip().startswith("["):
         try:
             argv = json.loads(command)
-        except json.JSONDecodeError as exc:
-            raise ReplayError(f"--preprocessor {type_}: COMMAND is not a valid JSON array ({exc.msg})") from None
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+            problem = decode_problem(exc)
+            raise ReplayError(f"--preprocessor {type_}: COMMAND is not a valid JSON array ({problem})") from None
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
             raise ReplayError(f"--preprocessor {type_}: COMMAND must be a non-empty JSON array of strings")
     else:
