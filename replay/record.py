@@ -57,7 +57,7 @@ from evalstore.replay.targetsfile.loader import (
     load_targets_file,
 )
 from evalstore.replay.workspace.changes import folder_state, unified_diff
-from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspace
+from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspaces
 from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import canonical_json, sha256_hex
@@ -126,8 +126,7 @@ def record_run(
     waves(suite)
     targets_file, target = _resolve_target(suite, options)
     _check_judges(suite, target.name, targets_file, options)
-    if suite.workspace.configured:
-        check_workspace(suite.workspace)
+    check_workspaces(suite)
     run_id = new_run_id("rec")
     snapshot, blobs = snapshot_suite(suite)
     started = RunStarted(
@@ -317,7 +316,7 @@ def _execute_locked(
     trials: dict[str, TrialsOutcome] = {}
     lock = threading.Lock()
 
-    workspaces = RunWorkspaces(suite.workspace, workdir, run_id)
+    workspaces = RunWorkspaces(suite, workdir, run_id)
     todo = [t for t in suite.tests if not ((d := recorded.get(result_key(t.id, target.name, 1))) and d.transcript)]
     if todo:
         try:
@@ -510,7 +509,7 @@ def _ask(target_spec, test: EvalTest, workspace, suite: EvalSuite, options: RunO
         timeout=options.timeout,
         suite=suite.name,
         eval_path=suite.path,
-        workspace_configured=suite.workspace.configured,
+        workspace_configured=suite.workspace_for(test).configured,
     )
 
 
@@ -518,14 +517,13 @@ def _after_agent(suite: EvalSuite, test: EvalTest, target: str, attempt: int, wo
     """What follows the agent, in AgentV's order: the workspace's file_changes, then after_each (its reset,
     its command), then the snapshot the graders see (so a replay sees it too). Returns the file_changes."""
     workspace = tw.folder
-    after = folder_state(workspace, suite.workspace.snapshot) if tw.baseline is not None else None
+    limits = suite.workspace_for(test).snapshot
+    after = folder_state(workspace, limits) if tw.baseline is not None else None
     file_changes = unified_diff(tw.baseline, after) if tw.baseline is not None and after is not None else None
     for ran in workspaces.after_each(tw, test, target):
         recorder.record(ran)
     recorder.record(
-        take_snapshot(
-            workspace, suite.workspace.snapshot, recorder.put_blob, test_id=test.id, target=target, attempt=attempt
-        )
+        take_snapshot(workspace, limits, recorder.put_blob, test_id=test.id, target=target, attempt=attempt)
     )
     return file_changes
 

@@ -50,7 +50,13 @@ from evalstore.replay.evalfile.search_roots import (
 )
 from evalstore.replay.evalfile.source import Where, load_yaml
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, TrialsSpec, WorkspaceEnv
-from evalstore.replay.evalfile.workspace import external_workspace, parse_workspace
+from evalstore.replay.evalfile.workspace import (
+    WorkspaceLayer,
+    external_workspace,
+    merge_layers,
+    workspace_layer,
+    workspace_spec,
+)
 from evalstore.replay.targetsfile.redaction import looks_secret
 
 DEFAULT_THRESHOLD = 0.8
@@ -376,7 +382,8 @@ class _SuiteParser:
         self._check_prompts()
         raw_ws, ws_where, ws_base = _workspace_source(doc.get("workspace"), root.key("workspace"), ctx)
         envs = [_workspace_env(raw_ws, ws_where, ctx)]
-        workspace = parse_workspace(raw_ws, ws_where, ctx, ws_base)
+        self.workspace = workspace_layer(raw_ws, ws_where, ctx, ws_base)
+        workspace = workspace_spec(self.workspace, ws_where, ctx)
 
         tests: list[EvalTest] = []
         seen: set[str] = set()  # a set, not a scan of the tests so far: a suite of 100,000 tests loads in seconds
@@ -526,11 +533,13 @@ class _SuiteParser:
             **conversation,
             **dependencies(obj, where, ctx),
         )
-        raw_ws, ws_where, _ = _workspace_source(obj.get("workspace"), where.key("workspace"), ctx)
-        if isinstance(raw_ws, dict):
-            for key in ("template", "path", "isolation", "repos", "hooks", "snapshot"):
-                if raw_ws.get(key) is not None:
-                    ctx.warn(ws_where.key(key), "a test-level workspace is not supported; set it on the suite")
+        raw_ws, ws_where, ws_base = _workspace_source(obj.get("workspace"), where.key("workspace"), ctx)
+        own = workspace_layer(raw_ws, ws_where, ctx, ws_base)
+        if own != WorkspaceLayer():
+            # AgentV merges a test's workspace into the suite's (yaml-parser.ts `mergeWorkspaceConfigs`).
+            test = test.model_copy(
+                update={"workspace": workspace_spec(merge_layers(self.workspace, own), ws_where, ctx)}
+            )
         return test, _workspace_env(raw_ws, ws_where, ctx)
 
     def _input(

@@ -398,6 +398,9 @@ class EvalTest(_Spec):
     on_dependency_failure: Literal["skip", "fail", "run"] = "skip"
     """When a test it depends on ended in an execution error: not run (``skip``, ``fail``: an execution
     error saying so) or run all the same (``run``)."""
+    workspace: WorkspaceSpec | None = None
+    """The test's own ``workspace`` merged into the suite's (AgentV's ``mergeWorkspaceConfigs``); None when
+    it gives none: the suite's serves it (``EvalSuite.workspace_for``)."""
 
 
 class TrialsSpec(_Spec):
@@ -441,6 +444,10 @@ class EvalSuite(_Spec):
     @property
     def directory(self) -> Path:
         return Path(self.path).parent
+
+    def workspace_for(self, test: EvalTest) -> WorkspaceSpec:
+        """The workspace configuration a test runs under: its own merged into the suite's, else the suite's."""
+        return test.workspace or self.workspace
 
     def with_graders(self, change: Callable[[GraderSpec], GraderSpec]) -> EvalSuite:
         """A copy with ``change`` applied to every grader of every test (a replay's swaps)."""
