@@ -80,6 +80,9 @@ DEFAULT_WORKERS = 4
 @dataclass
 class RunOptions:
     target: str | None = None
+    targets: list[str] = field(default_factory=list)
+    """Several targets (``--target`` given more than once): AgentV's matrix, every test run against each
+    in one run, its results keyed by target. Overrides ``target`` and the eval's ``execution.targets``."""
     targets_path: Path | None = None
     workers: int | None = None
     """Tests run at once; None: the eval's ``execution.workers``, else :data:`DEFAULT_WORKERS`."""
@@ -105,8 +108,8 @@ class RunOutcome:
     threshold: float
     warnings: list[str] = field(default_factory=list)
     """What the eval file parser warned about (unknown keys, missing scripts)."""
-    trials: dict[str, TrialsOutcome] = field(default_factory=dict)
-    """Per test, its trials made one score (``execution.trials``; each trial is a result of its own)."""
+    trials: dict[tuple[str, str], TrialsOutcome] = field(default_factory=dict)
+    """Per test and target, its trials made one score (``execution.trials``; each trial is a result of its own)."""
 
 
 Progress = Callable[[TestScored], None]
@@ -124,25 +127,28 @@ def record_run(
     suite = load_eval(eval_path)
     preflight(suite)
     waves(suite)
-    targets_file, target = _resolve_target(suite, options)
-    _check_judges(suite, target.name, targets_file, options)
+    targets_file, targets = _resolve_targets(suite, options)
+    for target in targets:
+        _check_judges(suite, target.name, targets_file, options)
     check_workspaces(suite)
     run_id = new_run_id("rec")
     snapshot, blobs = snapshot_suite(suite)
+    source = targets_file.path if targets_file else None
     started = RunStarted(
         run_id=run_id,
         kind="recorded",
         suite=suite.name,
         eval_path=suite.path,
         eval_snapshot=snapshot,
-        target_name=target.name,
-        target=stored_config(target, source=targets_file.path if targets_file else None),
+        target_name=targets[0].name if len(targets) == 1 else None,
+        target=stored_config(targets[0], source=source) if len(targets) == 1 else None,
+        targets={t.name: stored_config(t, source=source) for t in targets} if len(targets) > 1 else None,
         threshold=_threshold(suite, options),
         overrides=_overrides(options, targets_file),
         tool_version=__version__,
     )
     store.append(run_id, [started], expected_version=0, blobs=blobs)
-    return _execute(store, run_id, suite, target, targets_file, options, {}, progress, on_start)
+    return _execute(store, run_id, suite, targets, targets_file, options, {}, progress, on_start)
 
 
 def resume_run(
@@ -161,24 +167,38 @@ def resume_run(
     options = options or RunOptions()
     stored_overrides = started.overrides
     options.target = options.target or started.target_name
+    if started.targets and not options.targets:
+        options.targets = list(started.targets)
     if options.targets_path is None and stored_overrides.get("targets_file"):
         options.targets_path = Path(stored_overrides["targets_file"])
     if options.threshold is None:
         options.threshold = stored_overrides.get("threshold")
     eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
     suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
-    targets_file, target = _resolve_target(suite, options)
-    return _execute(store, run_id, suite, target, targets_file, options, material.tests, progress, on_start)
+    targets_file, targets = _resolve_targets(suite, options)
+    return _execute(store, run_id, suite, targets, targets_file, options, material.tests, progress, on_start)
 
 
-def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
+def _resolve_targets(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
+    """The targets file and the targets ``agentv eval`` would run the suite against (run-eval.ts
+    ``prepareFileMetadata``): every ``--target`` given, else the eval's ``execution.targets``; two or more
+    are AgentV's matrix, one is the single target (``_resolve_target``)."""
+    names = options.targets or ([] if options.target else suite.targets or [])
+    if len(names) <= 1:
+        single = replace(options, target=names[0]) if names else options
+        return _resolve_target(suite, single, matrix=False)
+    resolved = [_resolve_target(suite, replace(options, target=name), matrix=True) for name in dict.fromkeys(names)]
+    return resolved[0][0], [target for _, (target,) in resolved]
+
+
+def _resolve_target(suite: EvalSuite, options: RunOptions, *, matrix: bool):  # type: ignore[no-untyped-def]
     """The targets file and the target ``agentv eval`` would use: ``--targets`` (a file, or a folder holding
-    one), else the file discovered from the eval file; ``--target`` (but ``default``), else the eval's, else
-    ``default``; its ``use_target`` chain followed in this environment."""
+    one), else the file discovered from the eval file; ``--target`` (but ``default``, outside a matrix),
+    else the eval's, else ``default``; its ``use_target`` chain followed in this environment."""
     path = explicit_targets_file(options.targets_path) if options.targets_path else find_targets_file(suite.path)
     # ``agentv eval --target default`` is no choice (``pickTargetName``): the eval's target still wins.
-    chosen = options.target if options.target != "default" else None
-    suite_target = None if chosen else _suite_target(suite)
+    chosen = options.target if options.target != "default" or matrix else None
+    suite_target = None if chosen else suite.target
     name = chosen or suite_target or "default"
     if path is None:
         raise ReplayError(
@@ -194,20 +214,7 @@ def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-u
     target = targets_file.select(name, os.environ)
     # Before anything is recorded: a bad target config must not leave a half-started run behind.
     check_target(target, eval_dir=Path(suite.path).parent, targets_file=targets_file.path)
-    return targets_file, target
-
-
-def _suite_target(suite: EvalSuite) -> str | None:
-    """The target the eval names: ``execution.targets`` before ``execution.target``, as in AgentV."""
-    if not suite.targets:
-        return suite.target
-    if len(suite.targets) == 1:
-        return suite.targets[0]
-    raise ReplayError(
-        f"{suite.path}: execution.targets names {len(suite.targets)} targets ({', '.join(suite.targets)}), which "
-        "AgentV runs as a matrix; evalstore run records one target a run: pass --target NAME, once for each, "
-        "and compare the runs with `evalstore compare`"
-    )
+    return targets_file, [target]
 
 
 def _judge_pool(targets_file: TargetsFile | None, options: RunOptions) -> JudgePool:
@@ -265,24 +272,49 @@ def _execute(
     store: EventStore,
     run_id: str,
     suite: EvalSuite,
-    target: TargetEntry,
+    targets: list[TargetEntry],
     targets_file: TargetsFile | None,
     options: RunOptions,
     recorded: dict[ResultKey, TestMaterial],
     progress: Progress | None,
     on_start: Callable[[str, int, list[tuple[str, str]]], None] | None,
 ) -> RunOutcome:
+    """The run's tests against each target, one target after the other (AgentV runs a matrix's targets at
+    once), each as AgentV runs one target: its own workspaces, dependency waves, budget and fail_on_error."""
     workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
-    # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
-    # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
-    # targets reference are kept from every child (those the agent's own target names are not only theirs).
-
-    with _judge_pool(targets_file, options) as pool:
-        withheld = pool.variables(excluding=target.name)
-    with WorkspaceLock(workdir), withholding(withheld):
-        return _execute_locked(
-            store, run_id, suite, target, targets_file, options, recorded, progress, on_start, workdir
+    matrix = len(targets) > 1
+    suites = [(target, _for_target(suite, target.name) if matrix else suite) for target in targets]
+    if on_start:
+        unable = list(
+            dict.fromkeys(
+                (t.id, reason) for _, s in suites for t in s.tests if (reason := missing_runtime(t)) is not None
+            )
         )
+        on_start(run_id, sum(len(s.tests) for _, s in suites), unable)
+    results: list[TestScored] = []
+    trials: dict[tuple[str, str], TrialsOutcome] = {}
+    # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
+    with WorkspaceLock(workdir):
+        for target, target_suite in suites:
+            # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
+            # targets reference are kept from every child (those the agent's own target names are not only theirs).
+            with _judge_pool(targets_file, options) as pool:
+                withheld = pool.variables(excluding=target.name)
+            folder = workdir / _safe_dirname(target.name) if matrix else workdir
+            with withholding(withheld):
+                done, done_trials = _execute_locked(
+                    store, run_id, target_suite, target, targets_file, options, recorded, progress, folder
+                )
+            results += done
+            trials.update(done_trials)
+    _complete(store, run_id, results)
+    return RunOutcome(run_id, results, _threshold(suite, options), list(suite.warnings), trials)
+
+
+def _for_target(suite: EvalSuite, target: str) -> EvalSuite:
+    """The suite's tests a matrix runs against ``target``: a test's own ``execution.targets`` limits it to
+    those it names (run-eval.ts: ``test.targets.includes(targetName)``)."""
+    return suite.model_copy(update={"tests": [t for t in suite.tests if not t.targets or target in t.targets]})
 
 
 def _execute_locked(
@@ -294,9 +326,8 @@ def _execute_locked(
     options: RunOptions,
     recorded: dict[ResultKey, TestMaterial],
     progress: Progress | None,
-    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None,
     workdir: Path,
-) -> RunOutcome:
+) -> tuple[list[TestScored], dict[tuple[str, str], TrialsOutcome]]:
     threshold = _threshold(suite, options)
     workers = options.workers or suite.workers or DEFAULT_WORKERS
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
@@ -309,11 +340,8 @@ def _execute_locked(
         process_slots=process_slots(workers),
         warm=WarmPool() if options.warm else None,
     )
-    if on_start:
-        unable = [(t.id, reason) for t in suite.tests if (reason := missing_runtime(t)) is not None]
-        on_start(run_id, len(suite.tests), unable)
     results: list[TestScored] = []
-    trials: dict[str, TrialsOutcome] = {}
+    trials: dict[tuple[str, str], TrialsOutcome] = {}
     lock = threading.Lock()
 
     workspaces = RunWorkspaces(suite, workdir, run_id)
@@ -372,7 +400,7 @@ def _execute_locked(
                 break
         if suite.trials is not None:
             with lock:
-                trials[test.id] = aggregate_trials(suite.trials, scores, threshold, costs)
+                trials[(test.id, target.name)] = aggregate_trials(suite.trials, scores, threshold, costs)
         if scored.status == "execution_error":
             with lock:
                 failed.add(test.id)
@@ -388,10 +416,9 @@ def _execute_locked(
             grade_options.warm.close()
     if todo and (finished := workspaces.finish()):
         store.append(run_id, finished)
-    _complete(store, run_id, results)
     order = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (order.get(s.test_id, 0), s.attempt))
-    return RunOutcome(run_id, results, threshold, list(suite.warnings), trials)
+    return results, trials
 
 
 def _not_run(store: EventStore, run_id: str, test: EvalTest, target: str, threshold: float, error: str) -> TestScored:

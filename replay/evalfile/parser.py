@@ -530,6 +530,7 @@ class _SuiteParser:
             graders=assign_names(graders),
             threshold=execution.threshold,
             target=execution.target,
+            targets=execution.targets,
             **conversation,
             **dependencies(obj, where, ctx),
         )

@@ -398,6 +398,9 @@ class EvalTest(_Spec):
     on_dependency_failure: Literal["skip", "fail", "run"] = "skip"
     """When a test it depends on ended in an execution error: not run (``skip``, ``fail``: an execution
     error saying so) or run all the same (``run``)."""
+    targets: list[str] | None = None
+    """The test's own ``execution.targets``: in a matrix (a run of several targets), the only targets it is
+    run against (AgentV's ``extractTargetsFromTestCase``); None: every one."""
     workspace: WorkspaceSpec | None = None
     """The test's own ``workspace`` merged into the suite's (AgentV's ``mergeWorkspaceConfigs``); None when
     it gives none: the suite's serves it (``EvalSuite.workspace_for``)."""
