@@ -1122,6 +1122,23 @@ def test_a_test_level_workspace_is_checked_merged(tmp_path: Path) -> None:
         )
 
 
+def test_execution_cache_is_said_to_differ_where_it_does(tmp_path: Path) -> None:
+    """AgentV's ``execution.cache`` reuses the agent's earlier answers (its ResponseCache, off with trials);
+    evalstore run asks the agent every time, so ``cache: true`` is a warning saying so and naming replay."""
+    tests = "tests: [{id: t, input: x, criteria: c}]\n"
+
+    def warnings(execution: str) -> list[str]:
+        return [w for w in load(tmp_path, f"execution: {execution}\n{tests}").warnings if "cache" in w]
+
+    (warning,) = warnings("{cache: true, cache_path: .cache/agentv}")
+    assert "AgentV answers a test from its cache of the agent's earlier answers" in warning
+    assert "`evalstore replay RUN`" in warning
+    assert warnings("{cache: false}") == []
+    assert warnings("{cache: true, trials: {count: 3}}") == []  # AgentV turns its cache off for trials
+    (invalid,) = warnings("{cache: 'yes'}")
+    assert "invalid execution.cache: 'yes'; it must be a boolean" in invalid
+
+
 def test_vars_as_agentv_fills_them(tmp_path: Path) -> None:
     """AgentV's ``interpolateTemplateVars``: dotted names; a placeholder that is the whole value takes the
     var's value as it is; inside text a value that is not a string is JSON; the suite's input and input
