@@ -349,8 +349,10 @@ class WorkspaceSpec(_Spec):
 
     @property
     def configured(self) -> bool:
-        """A workspace the eval asks for: graders then get ``workspace_path`` and ``file_changes``."""
-        return bool(self.template or self.path or self.repos)
+        """A workspace the eval asks for: graders then get ``workspace_path`` and ``file_changes``. Hooks
+        alone ask for one too: AgentV makes an empty folder for them (workspace/setup.ts
+        ``hasSharedWorkspace``, ``prepareEvalCaseWorkspace``)."""
+        return bool(self.template or self.path or self.repos or self.hooks)
 
     def hook(self, name: str) -> HookSpec | None:
         return next((h for h in self.hooks if h.name == name), None)

@@ -25,7 +25,7 @@ PROJECT = REAL / "project"
 HOOK_SUITES = (
     "hooks-shared", "hooks-per-test", "hooks-fail", "hooks-fail-all",
     # a test-level `workspace` merged into the suite's, and the first test's deciding the shared one
-    "hooks-test-workspace", "hooks-test-first",
+    "hooks-test-workspace", "hooks-test-first", "hooks-only",
 )  # fmt: skip
 
 
