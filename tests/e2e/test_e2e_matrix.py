@@ -65,6 +65,8 @@ def test_execution_targets_run_every_test_against_each_target_in_one_run(tmp_pat
     assert started.target_name is None and sorted(started.targets) == ["a", "b"]  # type: ignore[attr-defined]
     assert started.targets["b"]["provider"] == "cli"  # type: ignore[attr-defined]
     store.close()
+    audited = cli(db, "audit", out["run_id"], "greet").output
+    assert "  target a: {" in audited and "  target b: {" in audited
 
     # The whole matrix regrades as one run, each result against its own target's record.
     replay = ok_json(cli(db, "replay", out["run_id"], "--json"), 0, 1)
