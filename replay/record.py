@@ -127,7 +127,7 @@ def record_run(
     suite = load_eval(eval_path)
     preflight(suite)
     waves(suite)
-    targets_file, targets = _resolve_targets(suite, options)
+    targets_file, targets, aliases = _resolve_targets(suite, options)
     for target in targets:
         _check_judges(suite, target.name, targets_file, options)
     check_workspaces(suite)
@@ -148,7 +148,7 @@ def record_run(
         tool_version=__version__,
     )
     store.append(run_id, [started], expected_version=0, blobs=blobs)
-    return _execute(store, run_id, suite, targets, targets_file, options, {}, progress, on_start)
+    return _execute(store, run_id, suite, targets, aliases, targets_file, options, {}, progress, on_start)
 
 
 def resume_run(
@@ -175,20 +175,35 @@ def resume_run(
         options.threshold = stored_overrides.get("threshold")
     eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
     suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
-    targets_file, targets = _resolve_targets(suite, options)
-    return _execute(store, run_id, suite, targets, targets_file, options, material.tests, progress, on_start)
+    targets_file, targets, aliases = _resolve_targets(suite, options)
+    return _execute(store, run_id, suite, targets, aliases, targets_file, options, material.tests, progress, on_start)
 
 
 def _resolve_targets(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
     """The targets file and the targets ``agentv eval`` would run the suite against (run-eval.ts
     ``prepareFileMetadata``): every ``--target`` given, else the eval's ``execution.targets``; two or more
-    are AgentV's matrix, one is the single target (``_resolve_target``)."""
+    are AgentV's matrix, one is the single target (``_resolve_target``). With them, per target run, the
+    names it was given by (several when ``use_target`` makes two names one target)."""
     names = options.targets or ([] if options.target else suite.targets or [])
     if len(names) <= 1:
         single = replace(options, target=names[0]) if names else options
-        return _resolve_target(suite, single, matrix=False)
-    resolved = [_resolve_target(suite, replace(options, target=name), matrix=True) for name in dict.fromkeys(names)]
-    return resolved[0][0], [target for _, (target,) in resolved]
+        targets_file, (target,) = _resolve_target(suite, single, matrix=False)
+        return targets_file, [target], {target.name: names}
+    unique = list(dict.fromkeys(names))
+    resolved = [_resolve_target(suite, replace(options, target=name), matrix=True) for name in unique]
+    # Results are keyed by the target they ran on (the end of a use_target chain), as AgentV names its rows.
+    targets: dict[str, TargetEntry] = {}
+    named: dict[str, list[str]] = {}
+    for name, (_, (target,)) in zip(unique, resolved, strict=True):
+        targets.setdefault(target.name, target)
+        named.setdefault(target.name, []).append(name)
+    for target_name, aliases in named.items():
+        if len(aliases) > 1:
+            suite.warnings.append(
+                f"targets {', '.join(aliases)} are all target {target_name!r} (use_target): it runs once (AgentV "
+                "runs it for each name and writes every row as that target)"
+            )
+    return resolved[0][0], list(targets.values()), named
 
 
 def _resolve_target(suite: EvalSuite, options: RunOptions, *, matrix: bool):  # type: ignore[no-untyped-def]
@@ -273,6 +288,7 @@ def _execute(
     run_id: str,
     suite: EvalSuite,
     targets: list[TargetEntry],
+    aliases: dict[str, list[str]],
     targets_file: TargetsFile | None,
     options: RunOptions,
     recorded: dict[ResultKey, TestMaterial],
@@ -283,7 +299,7 @@ def _execute(
     once), each as AgentV runs one target: its own workspaces, dependency waves, budget and fail_on_error."""
     workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
     matrix = len(targets) > 1
-    suites = [(target, _for_target(suite, target.name) if matrix else suite) for target in targets]
+    suites = [(target, _for_target(suite, aliases[target.name]) if matrix else suite) for target in targets]
     if on_start:
         unable = list(
             dict.fromkeys(
@@ -311,10 +327,13 @@ def _execute(
     return RunOutcome(run_id, results, _threshold(suite, options), list(suite.warnings), trials)
 
 
-def _for_target(suite: EvalSuite, target: str) -> EvalSuite:
-    """The suite's tests a matrix runs against ``target``: a test's own ``execution.targets`` limits it to
-    those it names (run-eval.ts: ``test.targets.includes(targetName)``)."""
-    return suite.model_copy(update={"tests": [t for t in suite.tests if not t.targets or target in t.targets]})
+def _for_target(suite: EvalSuite, names: list[str]) -> EvalSuite:
+    """The suite's tests a matrix runs against a target given by ``names``: a test's own
+    ``execution.targets`` limits it to those it names (run-eval.ts: ``test.targets.includes(targetName)``,
+    the name as given, not the target it resolves to)."""
+    return suite.model_copy(
+        update={"tests": [t for t in suite.tests if not t.targets or any(n in t.targets for n in names)]}
+    )
 
 
 def _execute_locked(

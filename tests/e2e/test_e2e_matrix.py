@@ -91,6 +91,12 @@ def test_target_on_the_command_line_replaces_the_evals_list(tmp_path: Path, monk
     assert _keys(out) == [("greet", "b", 1.0), ("greet", "c", 0.5), ("only-b", "b", 1.0)]
     line = one_line_error(cli(db, "run", str(eval_file), "--target", "a", "--target", "nope"))
     assert "nope" in line
+    # Two names of one target (use_target): results are keyed by the target they ran on, so it runs once.
+    targets = tmp_path / ".agentv" / "targets.yaml"
+    targets.write_text(targets.read_text() + "  - name: also-a\n    use_target: a\n")
+    result = cli(db, "run", str(eval_file), "--target", "a", "--target", "also-a", "--target", "b", "--json")
+    assert _keys(ok_json(result, 1)) == [("greet", "a", 0.5), ("greet", "b", 1.0), ("only-b", "b", 1.0)]
+    assert "targets a, also-a are all target 'a' (use_target): it runs once" in result.stderr
 
 
 def test_compare_refuses_a_target_a_run_does_not_hold(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
