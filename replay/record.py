@@ -300,17 +300,17 @@ def _execute(
     workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
     matrix = len(targets) > 1
     suites = [(target, _for_target(suite, aliases[target.name]) if matrix else suite) for target in targets]
-    if on_start:
-        unable = list(
-            dict.fromkeys(
-                (t.id, reason) for _, s in suites for t in s.tests if (reason := missing_runtime(t)) is not None
-            )
-        )
-        on_start(run_id, sum(len(s.tests) for _, s in suites), unable)
     results: list[TestScored] = []
     trials: dict[tuple[str, str], TrialsOutcome] = {}
     # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
     with WorkspaceLock(workdir):
+        if on_start:
+            unable = list(
+                dict.fromkeys(
+                    (t.id, reason) for _, s in suites for t in s.tests if (reason := missing_runtime(t)) is not None
+                )
+            )
+            on_start(run_id, sum(len(s.tests) for _, s in suites), unable)
         for target, target_suite in suites:
             # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
             # targets reference are kept from every child (those the agent's own target names are not only theirs).
