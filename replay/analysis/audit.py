@@ -121,6 +121,7 @@ def _run_info(store: EventStore, run: RunMaterial, checks: BlobCheck) -> dict[st
         ],
         "target_name": s.target_name,
         "target": s.target,
+        "targets": s.targets,
         "overrides": s.overrides,
         "source": s.source.model_dump() if s.source else None,
         "source_format": s.source_format,
