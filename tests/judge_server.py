@@ -66,7 +66,13 @@ class Request:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        return list(self.body.get("messages", [])) if isinstance(self.body, dict) else []
+        """The request's messages, an Anthropic message's content blocks as their text."""
+        if not isinstance(self.body, dict):
+            return []
+        return [
+            {**m, "content": _text(m["content"])} if isinstance(m.get("content"), list) else m
+            for m in self.body.get("messages", [])
+        ]
 
     @property
     def system(self) -> str:
@@ -342,8 +348,12 @@ class JudgeServer:
                 body = json.loads(raw)
                 items = []
                 for entry in body["requests"]:
-                    chat = anthropic_as_chat(entry["params"])
-                    items.append((entry["custom_id"], Request(path, {}, json.dumps(entry["params"]).encode(), chat)))
+                    params = dict(entry["params"])
+                    messages = (
+                        [{"role": "system", "content": params.pop("system")}] if "system" in params else []
+                    ) + list(params.pop("messages"))
+                    chat = {**params, "messages": messages}
+                    items.append((entry["custom_id"], Request(path, {}, json.dumps(chat).encode(), chat)))
                 batch = Batch(f"msgbatch_{uuid.uuid4().hex[:12]}", "anthropic", items)
                 self.batches.append(batch)
                 return 200, json.dumps(self._anthropic_view(batch)).encode()

