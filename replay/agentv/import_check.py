@@ -87,6 +87,7 @@ KIND_OF_TYPE = {
     "verdict_recorded": "verdict",
     "test_scored": "scored",
     "line_skipped": "skip",
+    "score_edited": "edit",
 }
 """The ``EventIds`` kind each imported event's id was made with."""
 
@@ -142,12 +143,7 @@ class Spool:
     def __iter__(self) -> Iterator[Spooled]:
         self._file.seek(0)
         while header := self._file.read(8):
-            key, file, line, first_n, events, fields, blobs, score, mentions = marshal.loads(
-                self._file.read(int.from_bytes(header, "little"))
-            )
-            # model_construct: the fields were a SourceRef's, validated when it was built
-            source = SourceRef.model_construct(file=file, line=line)
-            yield Spooled(key, source, first_n, events, fields, blobs, score, mentions)
+            yield spooled(self._file.read(int.from_bytes(header, "little")))
 
     def close(self) -> None:
         self._file.close()
@@ -170,6 +166,15 @@ def record(item: Spooled) -> bytes:
     )
 
 
+def spooled(data: bytes) -> Spooled:
+    """An item from its :func:`record`."""
+    key, file, line, first_n, events, fields, blobs, score, mentions = marshal.loads(data)
+    # model_construct: the fields were a SourceRef's, validated when it was built
+    return Spooled(
+        key, SourceRef.model_construct(file=file, line=line), first_n, events, fields, blobs, score, mentions
+    )
+
+
 def item_key(item: ImportedTest) -> tuple:
     return (item.source.file, item.source.line, item.test_id, item.target, item.attempt)
 
@@ -187,6 +192,8 @@ class _Piece:
     record: bytes
     events: int
     """How many ids its record takes."""
+    first_n: int
+    """The position its events' ids were made for (``Spooled.first_n``)."""
     source: SourceRef
     """As the source gave it (absolute), for messages."""
     key: tuple | None = None
@@ -237,6 +244,7 @@ def _piece(
     return _Piece(
         record(spooled),
         len(encoded),
+        start + 1,
         item.source,
         key=spooled.key,
         repeat=(_Repeats.key(item), _Repeats.identity(item)),
@@ -250,7 +258,7 @@ def _skip_piece(line: SkippedLine, within: RelativeSources, ids: EventIds) -> _P
     first = ids.n + 1
     event = LineSkipped(source=ref, reason=line.reason)
     encoded = [(ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event)))]
-    return _Piece(record(Spooled(None, ref, first, encoded, [None], {}, None)), 1, line.source)
+    return _Piece(record(Spooled(None, ref, first, encoded, [None], {}, None)), 1, first, line.source)
 
 
 def check(
@@ -358,7 +366,7 @@ class _Pass:
         if piece.key is not None and piece.failed is not None:
             self.left_out[piece.key] = piece.failed
         if piece.key is None or piece.failed is not None:  # a skipped line
-            self._keep(piece.record, piece.events)
+            self._keep(piece.record, piece.events, piece.first_n)
             self.skipped += 1
         else:
             assert piece.repeat is not None
@@ -371,7 +379,7 @@ class _Pass:
                     "test, target and attempt: import them separately"
                 )
                 line = bad_line(piece.source, reason, self.skip_bad)
-                self._keep(record(self._skipped(line)), 1)
+                self._keep(record(self._skipped(line)), 1, self.ids.n + 1)
                 self.skipped += 1
             else:
                 if earlier is not None:
@@ -380,14 +388,23 @@ class _Pass:
                     self.tests -= 1
                     self.skipped += 1
                 self.repeats.remember(piece.repeat, piece.source)
-                self._keep(piece.record, piece.events)
+                self._keep(piece.record, piece.events, piece.first_n)
                 self.tests += 1
         if self.progress and (self.tests + self.skipped) % PROGRESS_EVERY == 0:
             self.progress("checking", self.tests + self.skipped, None)
 
-    def _keep(self, data: bytes, events: int) -> None:
+    def _keep(self, data: bytes, events: int, first_n: int) -> None:
+        """Spool a piece with the run's ids for its place. A piece built in a part is renumbered here, while
+        the workers build the next parts, not in the writing pass, which only one process can do; the
+        writing pass renumbers again only what follows a result superseded later."""
+        if first_n != self.ids.n + 1:
+            item = spooled(data)
+            item.events, item.fields = renumbered(item, self.ids)
+            item.first_n = self.ids.n - len(item.events) + 1
+            data = record(item)
+        else:
+            self.ids.n += events
         self.spool.add_record(data)
-        self.ids.n += events
 
     def _skipped(self, line: SkippedLine) -> Spooled:
         """A result left out here: a skipped line, which takes one id."""

@@ -33,13 +33,13 @@ from pydantic import ValidationError
 from evalstore import __version__
 from evalstore.replay.agentv.import_check import Spool, Spooled
 from evalstore.replay.agentv.import_events import EventIds
+from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.errors import ImportFormatError, ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 from evalstore.replay.grading.scoring import score_recorded
 from evalstore.replay.inspect import inspect_log_api
 from evalstore.replay.inspect.messages import content_messages, resolved, text_of
 from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
-from evalstore.replay.material import Tally
 from evalstore.replay.targetsfile.redaction import redact
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import canonical_json, sha256_hex
@@ -61,8 +61,6 @@ HEADER_ROLE = "inspect_header"
 LOG_SUFFIXES = (".eval", ".json")
 CHUNK_SAMPLES = 100
 """Samples of an ``.eval`` log read through one opened zip (``_samples``)."""
-BATCH_TESTS = 1000
-BATCH_BYTES = 32 * 1024 * 1024
 Progress = Callable[[str, int, "int | None"], None]
 
 
@@ -145,7 +143,7 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
         if tests == 0:
             raise ReplayError(f"{path}: the log has no samples to import")
         store.append(run_id, [NewEvent(started, run_started_id)], blobs={header_sha: header_bytes})
-        _write(store, run_id, spool, ids, tests, progress)
+        write_spool(store, run_id, spool, EventIds(run_id, n=1), tests=tests, progress=progress)
     finally:
         spool.close()
     return InspectImport(run_id, str(path), fmt, tests, False, spec.task, spec.model, warnings)
@@ -228,34 +226,6 @@ def _samples(api: Any, path: Path, header: Any) -> Iterator[Any]:
                     yield _read(path, partial(api.read_eval_log_sample, str(path), id=sample_id, epoch=epoch))
                 except IndexError:
                     continue
-
-
-def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: int, progress: Progress | None) -> None:
-    batch: list[tuple[str, str, int, str]] = []
-    batch_fields: list[dict | None] = []
-    batch_blobs: dict[str, bytes] = {}
-    size = done = 0
-    tally = Tally()
-    for item in spool:
-        batch.extend(item.events)
-        batch_fields.extend(item.fields)
-        for digest, data in item.blobs.items():
-            if digest not in batch_blobs:
-                batch_blobs[digest] = data
-                size += len(data)
-        assert item.score is not None
-        tally.count(*item.score)
-        done += 1
-        if done % BATCH_TESTS == 0 or size > BATCH_BYTES:
-            store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
-            batch, batch_fields, batch_blobs, size = [], [], {}, 0
-            if progress:
-                progress("importing", done, tests)
-    if batch:
-        store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
-    if progress:
-        progress("importing", done, tests)
-    store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
 
 
 def sample_events(
