@@ -4,7 +4,9 @@ log is not where the preparation assumed (another writer between two batches, ev
 from __future__ import annotations
 
 from evalstore.store import EventStore, NewEvent
-from evalstore.store.events import RunStarted, TestScored as Scored, VerdictRecorded, encode
+from evalstore.store.codec import sha256_hex
+from evalstore.store.events import RunStarted, VerdictRecorded, encode
+from evalstore.store.events import TestScored as Scored
 from evalstore.store.projections import read_fields
 
 
@@ -13,14 +15,14 @@ def _batch(run: str, tests: range) -> tuple[list[tuple], list[dict | None], dict
     for i in tests:
         key = {"test_id": f"t{i}", "target": "default", "attempt": 1}
         events.append(
-            NewEvent(VerdictRecorded(**key, grader="g", grader_type="contains", score=1.0, verdict="pass"), f"{run}-v{i}")
+            NewEvent(
+                VerdictRecorded(**key, grader="g", grader_type="contains", score=1.0, verdict="pass"), f"{run}-v{i}"
+            )
         )
         events.append(NewEvent(Scored(**key, score=1.0, passed=True, status="ok", threshold=0.5), f"{run}-s{i}"))
     encoded = EventStore.encode_events(events)
     fields = [read_fields(e.payload.type, encode(e.payload)) for e in events]
     data = f"blob of {run} {tests}".encode()
-    from evalstore.store.codec import sha256_hex
-
     return encoded, fields, {sha256_hex(data): data}
 
 
@@ -37,7 +39,9 @@ def test_batches_interleaved_with_another_writer_chain_and_project_exactly(store
             yield _batch("run-a", range(n * 10, n * 10 + 10))
             # Another writer appends while the batch just given is prepared or written: the next batch's
             # plan assumed the log ended where the batch before leaves it.
-            store.append("run-b", [NewEvent(Scored(test_id=f"b{n}", score=0.0, passed=False, status="ok", threshold=0.5))])
+            store.append(
+                "run-b", [NewEvent(Scored(test_id=f"b{n}", score=0.0, passed=False, status="ok", threshold=0.5))]
+            )
 
     store.append_batches("run-a", batches())
     events = list(store.read_stream("run-a"))
@@ -51,9 +55,9 @@ def test_batches_interleaved_with_another_writer_chain_and_project_exactly(store
 
 def test_batches_appended_again_or_in_part_already_are_stored_once(store: EventStore) -> None:
     _started(store, "run-a")
-    store.append_batches("run-a", [_batch("run-a", range(0, 5))])  # an import killed after its first batch
-    store.append_batches("run-a", [_batch("run-a", range(0, 10)), _batch("run-a", range(10, 20))])
-    store.append_batches("run-a", [_batch("run-a", range(0, 10)), _batch("run-a", range(10, 20))])
+    store.append_batches("run-a", [_batch("run-a", range(5))])  # an import killed after its first batch
+    store.append_batches("run-a", [_batch("run-a", range(10)), _batch("run-a", range(10, 20))])
+    store.append_batches("run-a", [_batch("run-a", range(10)), _batch("run-a", range(10, 20))])
     events = list(store.read_stream("run-a"))
     assert len(events) == 1 + 40
     assert len({e.event_id for e in events}) == 41
