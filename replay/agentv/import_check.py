@@ -166,6 +166,29 @@ def record(item: Spooled) -> bytes:
     )
 
 
+def placed(data: bytes, events: int, first_n: int, ids: EventIds) -> bytes:
+    """An item's :func:`record` with the run's ids for its place, the next ``ids`` gives (``events`` of
+    them, made for ``first_n``), and ``ids`` past them. An item built in a part is renumbered here, as
+    the parts come back, while the workers build the next ones, not in the writing pass, which only one
+    process can do; the writing pass renumbers again only what follows a result superseded later."""
+    if first_n == ids.n + 1:
+        ids.n += events
+        return data
+    item = spooled(data)
+    item.events, item.fields = renumbered(item, ids)
+    item.first_n = ids.n - len(item.events) + 1
+    return record(item)
+
+
+def mentions_of(encoded: list[Encoded]) -> list[list[int]]:
+    """Per event, which of the item's other events its payload names by id (:attr:`Spooled.mentions`)."""
+    event_ids = [event_id for event_id, _, _, _ in encoded]
+    return [
+        [j for j, eid in enumerate(event_ids) if j != i and eid in payload]
+        for i, (_, _, _, payload) in enumerate(encoded)
+    ]
+
+
 def spooled(data: bytes) -> Spooled:
     """An item from its :func:`record`."""
     key, file, line, first_n, events, fields, blobs, score, mentions = marshal.loads(data)
@@ -226,11 +249,6 @@ def _piece(
         )
         return piece
     _, blobs, scored = outcome
-    event_ids = [event_id for event_id, _, _, _ in encoded]
-    mentions = [
-        [j for j, eid in enumerate(event_ids) if j != i and eid in payload]
-        for i, (_, _, _, payload) in enumerate(encoded)
-    ]
     spooled = Spooled(
         item_key(item),
         within(item.source),
@@ -239,7 +257,7 @@ def _piece(
         fields,
         blobs,
         (scored.score, scored.passed, scored.status),
-        mentions,
+        mentions_of(encoded),
     )
     return _Piece(
         record(spooled),
@@ -394,17 +412,7 @@ class _Pass:
             self.progress("checking", self.tests + self.skipped, None)
 
     def _keep(self, data: bytes, events: int, first_n: int) -> None:
-        """Spool a piece with the run's ids for its place. A piece built in a part is renumbered here, while
-        the workers build the next parts, not in the writing pass, which only one process can do; the
-        writing pass renumbers again only what follows a result superseded later."""
-        if first_n != self.ids.n + 1:
-            item = spooled(data)
-            item.events, item.fields = renumbered(item, self.ids)
-            item.first_n = self.ids.n - len(item.events) + 1
-            data = record(item)
-        else:
-            self.ids.n += events
-        self.spool.add_record(data)
+        self.spool.add_record(placed(data, events, first_n, self.ids))
 
     def _skipped(self, line: SkippedLine) -> Spooled:
         """A result left out here: a skipped line, which takes one id."""
