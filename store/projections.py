@@ -32,6 +32,8 @@ TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
 _READ_PAYLOAD = frozenset(
     {"run_started", "run_moved", "test_scored", "verdict_recorded", "grader_called", "preprocessing_recorded"}
 )
+PROJECTED = _READ_PAYLOAD | {"run_completed", "run_failed"}
+"""The event types rows_for may give rows for; it gives none for any other."""
 
 
 def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:

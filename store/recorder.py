@@ -1017,8 +1017,9 @@ class _Plan:
     @classmethod
     def of(cls, stream_id: str, start: _Head, prepared: list[tuple]) -> _Plan:
         rows = _chained(stream_id, start, prepared)
-        stored = [StoredEvent(*row) for row in rows]
-        return cls(start, rows, projections.planned(stored, [p[4] for p in prepared]))
+        # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them.
+        projected = [(StoredEvent(*row), p[4]) for row, p in zip(rows, prepared) if row[4] in projections.PROJECTED]
+        return cls(start, rows, projections.planned([e for e, _ in projected], [f for _, f in projected]))
 
 
 def _same_result(a: Any, b: Any) -> Any:
