@@ -15,6 +15,7 @@ from evalstore.replay.agentv.import_check import Encoded, Spool, renumbered
 from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.material import Tally
 from evalstore.store import EventStore, NewEvent
+from evalstore.store.blobs import FileBlob, blob_size
 from evalstore.store.codec import canonical_json
 from evalstore.store.events import LineSkipped, encode
 
@@ -43,10 +44,10 @@ def write_spool(
     ``run_completed`` with the results' tally. ``progress("importing", done, tests)`` as batches go."""
     tally = Tally()
 
-    def batches() -> Iterator[tuple[list[Encoded], list[dict | None], dict[str, bytes]]]:
+    def batches() -> Iterator[tuple[list[Encoded], list[dict | None], dict[str, bytes | FileBlob]]]:
         batch: list[Encoded] = []
         batch_fields: list[dict | None] = []
-        batch_blobs: dict[str, bytes] = {}
+        batch_blobs: dict[str, bytes | FileBlob] = {}
         batch_bytes = done = 0
         for item in spool:
             reason = left_out.get(item.key) if left_out and item.key is not None else None
@@ -68,7 +69,7 @@ def write_spool(
             for digest, data in item.blobs.items():
                 if digest not in batch_blobs:
                     batch_blobs[digest] = data
-                    batch_bytes += len(data)
+                    batch_bytes += blob_size(data)
             tally.count(*item.score)
             done += 1
             if done % BATCH_TESTS == 0 or batch_bytes > BATCH_BYTES:
