@@ -484,12 +484,13 @@ def _judge_batches(
     )
     run_concurrently(lambda w: collecting.grade(store, w, Collected()), work, job.concurrency)
     batches.collecting = False
-    recorded = [s.event for s in store.read_stream(job.run_id, types=["judge_batch_submitted"])]
+    kinds = ["judge_batch_intended", "judge_batch_submitted"]
+    recorded = [s.event for s in store.read_stream(job.run_id, types=kinds)]
     summary = settle(
         batches,
         job.judges,
         recorded,  # type: ignore[arg-type]
-        lambda event: store.append(job.run_id, [event]),  # before the batch is waited on
+        lambda event: store.append(job.run_id, [event]),  # an intent before its submission, a batch before its wait
         note=note,
     )
     job.grade_options = dataclasses.replace(job.grade_options, batch=batches)
