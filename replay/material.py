@@ -135,7 +135,7 @@ class RunWindows:
     not the event), then a window's material when a test of it is asked for. Windows end at a result's
     ``test_scored`` (``EventStore.result_ends``): a test's events are appended together, before its score."""
 
-    def __init__(self, store: EventStore, run_id: str, every: int = WINDOW_RESULTS) -> None:
+    def __init__(self, store: EventStore, run_id: str, every: int | None = None) -> None:
         self.store = store
         self.run_id = run_id
         first = next(iter(store.read_stream(run_id, types=["run_started"], limit=1)), None)
@@ -143,7 +143,7 @@ class RunWindows:
             raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
         self.started: RunStarted = first.event  # type: ignore[assignment]
         self.completed = next(iter(store.read_stream(run_id, types=["run_completed"], limit=1)), None) is not None
-        ends = store.result_ends(run_id, every=every)
+        ends = store.result_ends(run_id, every=every or WINDOW_RESULTS)
         self._bounds = list(zip([0, *ends], [*ends, None], strict=True))
         self.order: list[ResultKey] = []
         self._window: dict[ResultKey, int] = {}
