@@ -60,6 +60,11 @@ def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def emit(line: str) -> None:
+    """A figure, printed as soon as it is measured (a later step that fails loses none), with the load then."""
+    print(f"{line}  [load {os.getloadavg()[0]:.1f}]", flush=True)
+
+
 def timed_replay(
     store: EventStore, parent: str, options: ReplayOptions, n: int, label: str, **kwargs
 ) -> tuple[str, float]:  # type: ignore[no-untyped-def]
@@ -150,23 +155,23 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
         imported = time.perf_counter() - started
         options = ReplayOptions(eval_path=str(v2), no_cache=True)
         load = os.getloadavg()[0]
-        lines = [
+        header = [
             f"regrade of {n} results on PostgreSQL: contains + regex"
             + (" + an sh code grader (a process per test)" if args.code_grader else " (no grader processes)"),
             f"  {os.cpu_count()} CPUs; load average {load:.2f} at the start (a shared machine: see docs/scale.md)",
             f"  import (setup): {imported:8.1f} s  {n / imported:8.1f} results/s",
         ]
+        for line in header:
+            emit(line)
         first = None
         if "single" not in args.skip:
             say("  single process: `evalstore replay --concurrency 4`")
             t, [peak], first = replays(url, parent, v2, [None], workdir)
-            lines.append(
-                f"  single process (--concurrency 4):  {t:8.1f} s  {n / t:8.1f} tests/s  (peak RSS {peak:.0f} MB)"
-            )
+            emit(f"  single process (--concurrency 4):  {t:8.1f} s  {n / t:8.1f} tests/s  (peak RSS {peak:.0f} MB)")
         if "shards" not in args.skip:
             say(f"  {args.shards} shards at once")
             t, peaks, _ = replays(url, parent, v2, [f"{i}/{args.shards}" for i in range(1, args.shards + 1)], workdir)
-            lines.append(
+            emit(
                 f"  --shard 1..{args.shards}/{args.shards} processes at once: {t:8.1f} s  {n / t:8.1f} tests/s"
                 f"  (peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MB)"
             )
@@ -183,12 +188,12 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             finally:
                 ray.shutdown()
             first = first or run_id
-            lines.append(
+            emit(
                 f"  --executor ray ({args.ray_cpus} CPUs):      {t:8.1f} s  {n / t:8.1f} tests/s  (cluster start {boot:.1f} s apart)"
             )
         if "append" not in args.skip and first is not None:
             tests, t = append_floor(store, first)
-            lines.append(
+            emit(
                 f"  driver appends alone (append_units, {UNIT} tests a transaction): {t:8.1f} s  {tests / t:8.1f} tests/s"
             )
         with admin.connect() as conn:
@@ -201,15 +206,15 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
                 ),
                 {"schema": schema},
             ).scalar()
-        lines.append(
+        emit(
             f"  store: {events} events, {int(size or 0) / 1e6:.0f} MB in tables and indexes, "
             f"{int(size or 0) / results_stored / 1e3:.1f} KB per stored result ({results_stored}: import, replays, appends)"
         )
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        lines.append(f"  this process's peak RSS: {rss:.0f} MB (the import and the Ray driver)")
-        lines.append(f"  load average {os.getloadavg()[0]:.2f} at the end")
+        emit(f"  this process's peak RSS: {rss:.0f} MB (the import and the Ray driver)")
+        emit(f"  load average {os.getloadavg()[0]:.2f} at the end")
         store.close()
-        print("\n".join(lines))
+
     finally:
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
