@@ -391,8 +391,7 @@ def _execute(
             f"the eval has no test {_listing(missing)} (pass --eval with the eval file that has them)"
         )
         suite = suite.model_copy(update={"warnings": [*suite.warnings, carried]})
-    transcripts = _transcripts(store, origin, regraded)
-    cut = sorted({key[0] for key in regraded if (t := transcripts.get(key)) and t[1].file_changes_lost_lines})
+    reasons, cut = _regradable(store, origin, regraded)
     if cut:
         truncated = (
             f"{len(cut)} test{'s' if len(cut) > 1 else ''} ({_listing(cut)}): the source kept only the first lines of "
@@ -405,16 +404,16 @@ def _execute(
         for key in todo
         if key in regraded
         and (
-            reason := not_regradable_reason(TestMaterial(key, transcript=transcripts.get(key)))
+            reason := reasons.get(key, _NO_TRANSCRIPT)
             or (missing_runtime(tests_by_id[key[0]]) if key[0] in tests_by_id else None)
         )
         is not None
     ]
+    del reasons
     if on_start:
         # The tests that will be graded; the others are carried over, which takes no time to speak of.
         on_start(run_id, len(regraded), drifted, unable)
     judges = _judges(suite, options, parent)
-    del transcripts
     judgeless = _judgeless(suite, options, judges, [k for k in todo if k in regraded])
     if judgeless:
         suite = suite.model_copy(update={"warnings": [*suite.warnings, judgeless]})
@@ -805,18 +804,26 @@ def _origin(store: EventStore, run: Run) -> RunWindows:
     return run if isinstance(run, RunWindows) and origin == run.run_id else RunWindows(store, origin)
 
 
-def _transcripts(
+_NO_TRANSCRIPT = not_regradable_reason(TestMaterial(("", "", 1)))
+"""Why a test whose run holds no transcript cannot be regraded."""
+
+
+def _regradable(
     store: EventStore, origin: RunWindows, keys: set[ResultKey]
-) -> dict[ResultKey, tuple[str, TranscriptRecorded]]:
-    """The recorded transcripts of these tests (what says whether each can be regraded), read from the
-    run holding them without the rest of its events."""
-    out: dict[ResultKey, tuple[str, TranscriptRecorded]] = {}
+) -> tuple[dict[ResultKey, str | None], list[str]]:
+    """For each of these tests that has a transcript, why it cannot be regraded (None: it can); and the
+    tests whose transcript lost lines of its file changes. Read from the run holding the transcripts, one
+    transcript at a time, keeping only these answers (a replay of 10^7 results holds no transcript)."""
+    reasons: dict[ResultKey, str | None] = {}
+    cut: set[str] = set()
     for stored in store.read_stream(origin.run_id, types=["transcript_recorded"]):
         event: TranscriptRecorded = stored.event  # type: ignore[assignment]
         key = result_key(event.test_id, event.target, event.attempt)
         if key in keys:
-            out[key] = (stored.event_id, event)
-    return out
+            reasons[key] = not_regradable_reason(TestMaterial(key, transcript=(stored.event_id, event)))
+            if event.file_changes_lost_lines:
+                cut.add(key[0])
+    return reasons, sorted(cut)
 
 
 def _complete_if_done(store: EventStore, run_id: str, parent: Run) -> bool:
