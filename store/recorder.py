@@ -577,12 +577,23 @@ class EventStore:
     # --- reading -------------------------------------------------------------------------------
 
     def read_stream(
-        self, stream_id: str, *, types: Iterable[str] | None = None, limit: int | None = None
+        self,
+        stream_id: str,
+        *,
+        types: Iterable[str] | None = None,
+        limit: int | None = None,
+        after: int = 0,
+        upto: int | None = None,
     ) -> Iterator[StoredEvent]:
         """A stream's events in order; ``limit``: at most that many (the database stops there, where
-        breaking out of the loop would still have fetched a whole batch)."""
+        breaking out of the loop would still have fetched a whole batch); ``after`` and ``upto`` bound the
+        stream versions read (``after < stream_version <= upto``), as :meth:`stream_payloads`'s do."""
         ev = schema.events
         query = select(ev).where(ev.c.stream_id == stream_id).order_by(ev.c.stream_version)
+        if after:
+            query = query.where(ev.c.stream_version > after)
+        if upto is not None:
+            query = query.where(ev.c.stream_version <= upto)
         if types is not None:
             query = query.where(ev.c.type.in_(list(types)))
         if limit is not None:
