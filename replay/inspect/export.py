@@ -23,7 +23,6 @@ Inspect writes whole (``write_eval_log``).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -34,7 +33,7 @@ from typing import Any
 from evalstore.replay.analysis.views import replay_chain, run_started
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.inspect import SOURCE_FORMATS, inspect_log_api
-from evalstore.replay.inspect.importing import HEADER_ROLE
+from evalstore.replay.inspect.importing import HEADER_ROLE, sample_record
 from evalstore.replay.inspect.scores import GRADER_TYPE
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, TranscriptRecorded, VerdictRecorded
@@ -151,7 +150,7 @@ def _samples(store: EventStore, origin_run_id: str, log: Any, regrade: _Regrade 
         blobs = store.get_blobs(digests)
         verdicts = _verdicts(store, regrade.run_id, window) if regrade else {}
         for t in window:
-            record = json.loads(blobs[t.source_record_sha256 or ""])
+            record = sample_record(blobs[t.source_record_sha256 or ""])
             record["attachments"] = {a["id"]: blobs[a["sha256"]].decode("utf-8") for a in t.attachments}
             sample = EvalSample.model_validate(record)
             if regrade is not None:

@@ -42,6 +42,7 @@ from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.material import Tally
 from evalstore.replay.targetsfile.redaction import redact
 from evalstore.store import EventStore, NewEvent
+from evalstore.store.blobs import PREFIX_BYTES
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     FileSnapshot,
@@ -141,7 +142,7 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     run_started_id = ids.next("started")
     spool = Spool()
     try:
-        tests, warnings = _check(api, path, header, ids, spool, progress)
+        tests, warnings = _check(api, path, header, header_sha, ids, spool, progress)
         if tests == 0:
             raise ReplayError(f"{path}: the log has no samples to import")
         store.append(run_id, [NewEvent(started, run_started_id)], blobs={header_sha: header_bytes})
@@ -171,7 +172,7 @@ def _file_digest(path: Path) -> str:
 
 
 def _check(
-    api: Any, path: Path, header: Any, ids: EventIds, spool: Spool, progress: Progress | None
+    api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, spool: Spool, progress: Progress | None
 ) -> tuple[int, list[str]]:
     """Every sample built and encoded into ``spool``, in the log's order; (samples, warnings)."""
     tests = 0
@@ -184,7 +185,7 @@ def _check(
             raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
         seen.add(key)
         first_n = ids.n + 1
-        events, blobs, score = sample_events(record, header.eval.model, ids)
+        events, blobs, score = sample_events(record, header.eval.model, ids, header_sha)
         encoded = []
         fields = []
         for event in events:
@@ -258,10 +259,33 @@ def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: i
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
 
 
+SAMPLE_FORMAT = "evalstore: an Inspect AI sample (EvalSample as JSON, attachments apart) of the log whose header is"
+"""The opening of a stored sample: ``{"format": SAMPLE_FORMAT, "log": HEADER_SHA256, "sample": {...}}``."""
+
+
+def sample_blob(record: dict[str, Any], log_sha: str) -> bytes:
+    """A sample record as stored: inside a wrapper that opens with the same bytes for every sample of a
+    log (the format and the log header's digest, longer than the store's dictionary prefix), so the store
+    compresses each sample against an earlier one of the same log (``store/blobs.py``'s dictionaries):
+    samples of a task share most of their structure (events, spans, system prompt, scorers)."""
+    opening = json.dumps({"format": SAMPLE_FORMAT, "log": log_sha}, separators=(",", ":"))[:-1]
+    assert len(opening) >= PREFIX_BYTES  # what the store compares blobs' openings by
+    body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return f'{opening},"sample":{body}}}'.encode()
+
+
+def sample_record(data: bytes) -> dict[str, Any]:
+    """The sample record in a stored sample blob (:func:`sample_blob`; a record stored bare, as earlier
+    imports stored it, as it is)."""
+    stored = json.loads(data)
+    return stored["sample"] if stored.get("format") == SAMPLE_FORMAT else stored
+
+
 def sample_events(
-    record: dict[str, Any], model: str, ids: EventIds
+    record: dict[str, Any], model: str, ids: EventIds, log_sha: str = ""
 ) -> tuple[list[NewEvent], dict[str, bytes], tuple[float, bool, str]]:
-    """One sample (as ``EvalSample.model_dump_json`` writes it) as its events, blobs and (score, passed, status)."""
+    """One sample (as ``EvalSample.model_dump_json`` writes it) as its events, blobs and (score, passed,
+    status); ``log_sha``: the digest of the log's header blob, which the stored sample names."""
     key: _ResultKey = {"test_id": str(record["id"]), "target": model, "attempt": int(record["epoch"])}
     events: list[NewEvent] = []
     blobs: dict[str, bytes] = {}
@@ -272,7 +296,7 @@ def sample_events(
         digest = sha256_hex(data)
         blobs[digest] = data
         refs.append({"id": name, "sha256": digest, "size": len(data)})
-    sample_bytes = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    sample_bytes = sample_blob(record, log_sha)
     sample_sha = sha256_hex(sample_bytes)
     blobs[sample_sha] = sample_bytes
 
@@ -334,18 +358,20 @@ def sample_events(
                     ids.next("edit"),
                 )
             )
+        edits = len(edits_of(score))
         for v in verdicts_of(name, score.get("value"), _to_float()):
             explanation = score.get("explanation")
+            # The explanation is the verdict's evidence, not kept twice; the scorer is named apart only
+            # where the grader is not its name (a dict or list value: SCORER/KEY), the edits where any.
             details: dict[str, Any] = {
-                "scorer": name,
                 "value": _jsonable(v.value),
                 "answer": score.get("answer"),
-                "explanation": explanation,
                 "reason": score.get("reason"),
                 "metadata": _jsonable(score.get("metadata")),
-                "edits": len(edits_of(score)),
+                "edits": edits or None,
             }
             if v.key is not None:
+                details["scorer"] = name
                 details["key"] = v.key
             events.append(
                 NewEvent(
