@@ -23,6 +23,7 @@ Inspect writes whole (``write_eval_log``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -273,7 +274,15 @@ def _write(api: Any, log: Any, samples: Iterator[Any], marked: Callable[[Any], A
         # Inspect's own recompute_metrics of the written log would.
         sort_samples(scored)
         counted = marked(log).model_copy(update={"samples": scored})
-        recompute_metrics(counted)
+        # Inspect warns on every value its metrics cannot read as a number (a list value, an unscored
+        # key: one line per sample), as it did when it computed the log's results; the numbers are its own.
+        quiet = logging.getLogger("inspect_ai.scorer._metric")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            recompute_metrics(counted)
+        finally:
+            quiet.setLevel(level)
         return counted.model_copy(update={"samples": None})
 
     writer = _eval_writer() if path.suffix == ".eval" else None

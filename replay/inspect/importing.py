@@ -85,19 +85,33 @@ class InspectImport:
     warnings: list[str] = field(default_factory=list)
 
 
+NOT_LOGS = frozenset({"logs.json", "eval-set.json"})
+"""The ``.json`` files Inspect writes beside its logs that are not logs: the log folder's manifest
+(``write_log_dir_manifest``'s ``logs.json``) and an eval set's record (``eval-set.json``)."""
+
+
+def _in_folder(path: Path) -> bool:
+    """Whether a file of a folder is a log to import: an ``.eval`` or ``.json`` file, not one of Inspect's
+    files that are not logs (:data:`NOT_LOGS`), nor a hidden one (a log being written: ``.NAME.eval``)."""
+    return (
+        path.suffix in LOG_SUFFIXES and path.name not in NOT_LOGS and not path.name.startswith(".") and path.is_file()
+    )
+
+
 def is_inspect_log(path: Path) -> bool:
     """Whether ``path`` is an Inspect log by its name (``.eval``; ``.json``, which AgentV never writes) or
     a folder of them."""
     if path.is_dir():
-        return any(p.suffix in LOG_SUFFIXES and p.is_file() for p in path.iterdir())
+        return any(_in_folder(p) for p in path.iterdir())
     return path.suffix in LOG_SUFFIXES
 
 
 def log_files(path: Path) -> list[Path]:
-    """The logs at ``path``: the file, or a folder's ``.eval`` and ``.json`` files (not its subfolders), by name."""
+    """The logs at ``path``: the file, or a folder's logs (``.eval`` and ``.json`` files, not its
+    subfolders; :func:`_in_folder`), by name."""
     if not path.is_dir():
         return [path]
-    found = sorted(p for p in path.iterdir() if p.suffix in LOG_SUFFIXES and p.is_file())
+    found = sorted(p for p in path.iterdir() if _in_folder(p))
     if not found:
         raise ImportFormatError(f"{path}: no Inspect AI logs (.eval, .json) in this folder")
     return found
