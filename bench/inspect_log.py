@@ -13,7 +13,7 @@ Then, each as ``python -m evalstore`` in a child process: ``import`` (seconds, p
 (``.db`` + ``-wal``) against the log's and the store's pages by part (events and their payloads by
 type, blobs by what names them, projections), a ``replay`` with a suite-level deterministic grader, and
 ``export --format inspect`` of the imported run and of the replay (seconds, peak RSS: the child's
-``VmHWM``). With ``--small M``, the same for a log of M samples first: an export whose memory is flat in
+``VmHWM``). A log already in ``--dir`` is used again. With ``--small M``, the same for a log of M samples first: an export whose memory is flat in
 the number of samples peaks at about the same RSS for both.
 """
 
@@ -106,12 +106,15 @@ def breakdown(db: Path) -> dict[str, int]:
 def measure(workdir: Path, n: int) -> dict[str, float]:
     log = workdir / f"bench-{n}.eval"
     started = time.perf_counter()
-    make_log(log, n)
+    if not log.exists():  # a log made by an earlier run in --dir is used again (making one takes minutes)
+        make_log(log, n)
     print(
         f"[{n}] made {log.name} ({log.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - started:.0f} s",
         file=sys.stderr,
     )
     db = workdir / f"store-{n}.db"
+    for old in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        old.unlink(missing_ok=True)
     secs, rss = run_child(["import", str(log), "--json"], str(db))
     imported = _last_run(db)
     figures = {"log_mb": log.stat().st_size / 1e6, "import_s": secs, "import_rss_mb": rss}
