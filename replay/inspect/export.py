@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalstore.replay.analysis.views import replay_chain, run_started
 from evalstore.replay.errors import ReplayError
@@ -244,28 +244,28 @@ def _metadata(v: VerdictRecorded, grader_run: str) -> dict[str, Any]:
     }
 
 
+class _Scored(NamedTuple):
+    """What Inspect's ``recompute_metrics`` reads of a sample (and ``sort_samples`` orders it by): kept
+    for every sample until the end in place of the sample (an ``EvalSample`` and its transcript), its own
+    objects, not copies."""
+
+    id: int | str
+    epoch: int
+    metadata: dict[str, Any]
+    error: Any
+    scores: dict[str, Any] | None
+
+
 def _write(api: Any, log: Any, samples: Iterator[Any], marked: Callable[[Any], Any], path: Path) -> int:
     """``log`` with ``samples`` written to ``path``, its results and reductions computed again and
     ``marked`` once every sample is written; the number of samples written."""
-    from inspect_ai.log import EvalSample, recompute_metrics
+    from inspect_ai.log import recompute_metrics
     from inspect_ai.log._log import sort_samples
 
-    scored: list[Any] = []
+    scored: list[_Scored] = []
 
     def kept(sample: Any) -> Any:
-        """What the metrics and reductions read of a sample (``recompute_metrics``): its id, epoch, error,
-        metadata and scores (not their history), not its transcript."""
-        scored.append(
-            EvalSample(
-                id=sample.id,
-                epoch=sample.epoch,
-                input="",
-                target="",
-                metadata=sample.metadata,
-                error=sample.error,
-                scores={name: s.model_copy(update={"history": []}) for name, s in (sample.scores or {}).items()},
-            )
-        )
+        scored.append(_Scored(sample.id, sample.epoch, sample.metadata, sample.error, sample.scores))
         return sample
 
     def finished() -> Any:
