@@ -39,6 +39,8 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
         echo(f"  lineage: {' <- '.join([r['run_id'], *r['ancestors']])}")
     if r["target_name"]:
         echo(f"  target {r['target_name']}: {json.dumps(r['target'], sort_keys=True)}")
+    for name, config in (r.get("targets") or {}).items():
+        echo(f"  target {name}: {json.dumps(config, sort_keys=True)}")
     if r["source"]:
         echo(f"  imported from {r['source']['file']} ({r['source_format']})")
     for f in r["eval_snapshot"]:

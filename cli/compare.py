@@ -153,6 +153,8 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
     """Compare run B against run A, test by test and grader by grader, with paired statistics.
 
     RUNS: each an id, a unique prefix, or last. Exits 1 with --fail-on-regression when B is worse.
+    RUN@TARGET takes only that target's results (a run of several targets, AgentV's matrix): A@T1 B@T2
+    pairs them test by test, e.g. two targets of one run.
 
     With more runs (BASE V1 V2 ..., e.g. regrades with several prompt variants), one row per variant
     against BASE, p-values Holm-adjusted over the variants. When human labels exist for the tests, each
@@ -164,7 +166,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
       evalstore compare BASE VARIANT1 VARIANT2 --cluster-by category
     """
     from evalstore.replay.analysis.compare import compare as compare_runs
-    from evalstore.replay.analysis.compare import regression
+    from evalstore.replay.analysis.compare import one_target, regression
     from evalstore.replay.analysis.views import resolve_run
     from evalstore.replay.labels import label_run
     from evalstore.replay.material import load_scores
@@ -173,12 +175,19 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         raise UsageError("compare needs at least two runs: A B, or BASE V1 V2 ...")
 
     store = open_store(ctx, create=False)
-    ids = [resolve_run(store, r) for r in runs]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    # RUN@TARGET: that target's results of the run (a run id has no `@`), paired with the other side's by test.
+    targets = [r.rpartition("@")[2] if "@" in r else None for r in runs]
+    ids = [resolve_run(store, r.rpartition("@")[0] if "@" in r else r) for r in runs]
+    if any(targets):
+        if len(runs) != 2 or not all(targets):
+            raise UsageError("RUN@TARGET pairs two targets: give both sides one, as A@TARGET B@TARGET")
+        if cluster_by:
+            raise UsageError("--cluster-by compares whole runs; leave out @TARGET")
+    repeated = sorted({i for i in ids if ids.count(i) > 1}) if not any(targets) else []
     if repeated:  # allowed (a sanity check of the statistics), but rarely what was meant
         note(f"run {', '.join(repeated)} is given more than once: it is compared with itself")
     bases = [label_run(store, r) for r in ids]  # the run holding each run's transcripts (and labels)
-    labels = _labels_for(store, bases)
+    labels = _labels_for(store, bases) if not any(targets) else []  # labels name a result's target
     if len(ids) > 2:
         if test_id or fail_on or html_path:
             raise UsageError("--test, --fail-on-regression and --html compare two runs; give only A and B")
@@ -186,6 +195,8 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         return
     a, b = ids
     results_a, results_b = load_scores(store, a), load_scores(store, b)
+    if targets[0] and targets[1]:
+        results_a, results_b = one_target(results_a, targets[0]), one_target(results_b, targets[1])
     with no_cycle_collection():  # both runs are read; what the comparison builds has no cycles
         comparison = compare_runs(results_a, results_b, seed=seed, resamples=resamples, test_id=test_id)
         extra: dict[str, object] = {}

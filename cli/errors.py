@@ -63,9 +63,21 @@ def _exit_for(exc: Exception) -> NoReturn:
             err=True,
         )
         sys.exit(EXIT_USAGE)
+    damage = _damage_behind(exc)
+    if damage is not None:
+        echo(f"Error: {damage}", err=True)
+        sys.exit(EXIT_USAGE)
     message = str(exc).splitlines()[0] if str(exc) else ""
     echo(
         f"Error: internal error: {type(exc).__name__}: {message} (rerun with --debug for the traceback)",
         err=True,
     )
     sys.exit(EXIT_INTERNAL)
+
+
+def _damage_behind(exc: Exception) -> Exception | None:
+    """What a damaged store did to make the command fail with ``exc`` (a retyped value read back as
+    bytes), when the command had opened one: then the store, not the code, is at fault."""
+    ctx = click.get_current_context(silent=True)
+    store = ((ctx.find_root().obj or {}) if ctx else {}).get("store")
+    return store.damage_behind(exc) if store is not None else None

@@ -14,12 +14,18 @@ from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
-from evalstore.cli.results import print_scored, scored_rows
+from evalstore.cli.results import print_scored, result_labels, scored_rows
 
 
 @click.command()
 @click.argument("eval_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--target", help="Target name in the targets file (default: the eval's execution.target).")
+@click.option(
+    "--target",
+    "target_names",
+    multiple=True,
+    help="Target name in the targets file (default: the eval's execution.targets, else execution.target); "
+    "give it more than once to run every test against each target in one run (AgentV's matrix).",
+)
 @click.option(
     "--targets",
     "targets_path",
@@ -67,7 +73,7 @@ from evalstore.cli.results import print_scored, scored_rows
 def run(
     ctx: click.Context,
     eval_file: Path | None,
-    target: str | None,
+    target_names: tuple[str, ...],
     targets_path: Path | None,
     workers: int | None,
     threshold: float | None,
@@ -98,7 +104,8 @@ def run(
         raise click.UsageError("give either EVAL_FILE or --resume RUN")
     store = open_store(ctx)
     options = RunOptions(
-        target=target,
+        target=target_names[0] if len(target_names) == 1 else None,
+        targets=list(target_names) if len(target_names) > 1 else [],
         targets_path=targets_path,
         workers=workers,
         threshold=threshold,
@@ -134,24 +141,27 @@ def run(
     rows = scored_rows(store, outcome.run_id, outcome.results)
     # With trials a test passes or fails on its trials' one score (AgentV's), not trial by trial; a test
     # recorded not_regradable has no score to fail with (a replay where its runtime is installed grades it).
-    trials = {test_id: dataclasses.asdict(t) for test_id, t in outcome.trials.items()}
+    # Trials are keyed like the results: the test id, with @target when the run has several targets.
+    trial_names = dict(zip(outcome.trials, result_labels([(t, g, 1) for t, g in outcome.trials]), strict=True))
+    trials = {trial_names[key]: dataclasses.asdict(t) for key, t in outcome.trials.items()}
     failed = {
-        r["test_id"]
+        (r["test_id"], r["target"])
         for r in rows
-        if not r["passed"] and r.get("status") != "not_regradable" and r["test_id"] not in trials
+        if not r["passed"] and r.get("status") != "not_regradable" and (r["test_id"], r["target"]) not in outcome.trials
     }
-    failed |= {test_id for test_id, t in outcome.trials.items() if not t.passed}
+    failed |= {key for key, t in outcome.trials.items() if not t.passed}
     if as_json:
         payload = {"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows}
         print_json({**payload, "trials": trials} if trials else payload)
     else:
         print_scored(f"run {outcome.run_id}", rows, outcome.run_id)
-        for test_id, t in outcome.trials.items():
+        for key, t in outcome.trials.items():
             strategy = t.aggregation["strategy"]
             echo(
-                f"{test_id}: {t.score:.3f} from {plural(t.trials, 'trial')} ({strategy}), {'pass' if t.passed else 'fail'}"
+                f"{trial_names[key]}: {t.score:.3f} from {plural(t.trials, 'trial')} ({strategy}), "
+                f"{'pass' if t.passed else 'fail'}"
             )
-        tests = len({r["test_id"] for r in rows})
+        tests = len({(r["test_id"], r["target"]) for r in rows})
         echo(f"{tests - len(failed)}/{tests} passed (threshold {outcome.threshold})")
     if failed:
         sys.exit(EXIT_FAILED)

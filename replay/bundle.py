@@ -29,12 +29,14 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evalstore import __version__
 from evalstore.replay.analysis.views import replay_chain, run_started
 from evalstore.replay.errors import ReplayError
+from evalstore.replay.jsontext import decode_problem
 from evalstore.store import EventStore, StoredEvent, canonical_json, projections, sha256_hex
+from evalstore.store.blobs import FileBlob, file_digest, is_large_size
 from evalstore.store.errors import StoreError
 from evalstore.store.events import RunMoved, decode, encode
 from evalstore.store.verify import blob_refs
@@ -92,9 +94,7 @@ def export_bundle(store: EventStore, run_id: str, directory: Path) -> BundleOutc
                     n += 1
                     for digest in blob_refs(stored.payload):
                         if digest not in digests:
-                            data = store.get_blob(digest)
-                            (work / BLOBS / digest).write_bytes(data)
-                            digests[digest] = len(data)
+                            digests[digest] = _write_blob(store, digest, work / BLOBS / digest)
                 counts.append({"stream_id": stream_id, "events": n})
         manifest = {
             "format": FORMAT,
@@ -209,7 +209,7 @@ def _manifest(directory: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(_read(path))
     except ValueError as exc:
-        raise BundleError(f"{path}: not JSON ({exc})") from None
+        raise BundleError(f"{path}: not JSON ({decode_problem(exc)})") from None
     except RecursionError:
         raise BundleError(f"{path}: not an evalstore bundle manifest (nested too deep to read)") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -238,7 +238,7 @@ def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[
         try:
             row = json.loads(text)
         except ValueError as exc:
-            raise BundleError(f"{where}: not JSON ({exc})") from None
+            raise BundleError(f"{where}: not JSON ({decode_problem(exc)})") from None
         except RecursionError:
             raise BundleError(f"{where}: not an event line (nested too deep to read)") from None
         if not isinstance(row, dict) or set(row) != set(EVENT_FIELDS):
@@ -265,15 +265,33 @@ def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[
     return by_stream
 
 
-def _blobs(directory: Path, manifest: dict[str, Any]) -> dict[str, bytes]:
-    blobs: dict[str, bytes] = {}
+def _write_blob(store: EventStore, digest: str, path: Path) -> int:
+    """A blob written to ``path`` a chunk at a time (a large one is never held whole); its size."""
+    size = 0
+    with path.open("wb") as fh:
+        for piece in store.blob_pieces(digest):
+            fh.write(piece)
+            size += len(piece)
+    return size
+
+
+def _blobs(directory: Path, manifest: dict[str, Any]) -> dict[str, bytes | FileBlob]:
+    """Each blob's bytes, checked against the manifest; one larger than a chunk as the file itself,
+    hashed here a chunk at a time and read again so when it is stored."""
+    blobs: dict[str, bytes | FileBlob] = {}
     for entry in _entries(manifest["blobs"], directory):
         digest, size = entry
         path = directory / BLOBS / digest
-        data = _read(path, size)
-        if sha256_hex(data) != digest or len(data) != size:
+        if is_large_size(size):
+            _check_regular(path, size)
+            found, found_size = file_digest(str(path))
+            blobs[digest] = FileBlob(str(path), found_size)
+        else:
+            data = _read(path, size)
+            found, found_size = sha256_hex(data), len(data)
+            blobs[digest] = data
+        if found != digest or found_size != size:
             raise BundleError(f"{path}: its bytes do not match the manifest's sha256 and size (altered)")
-        blobs[digest] = data
     return blobs
 
 
@@ -282,6 +300,17 @@ def _read(path: Path, size: int | None = None) -> bytes:
     read outside the bundle, and whether the import went through would tell whether a file out there has
     a guessed content), not a FIFO (it would block the import), not a device such as /dev/zero (it would
     never end); and a blob only at the size the manifest gives it, before it is read."""
+    with _open_regular(path, size) as fh:
+        return fh.read()
+
+
+def _check_regular(path: Path, size: int) -> None:
+    """:func:`_read`'s refusals for a blob read later, a chunk at a time."""
+    with _open_regular(path, size):
+        pass
+
+
+def _open_regular(path: Path, size: int | None) -> BinaryIO:
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)  # a FIFO must not wait for a writer
     if path.is_symlink():
         raise BundleError(f"{path}: a symbolic link; a bundle holds only regular files")
@@ -289,13 +318,15 @@ def _read(path: Path, size: int | None = None) -> bytes:
         fd = os.open(path, flags)
     except OSError as exc:
         raise BundleError(f"{path}: cannot be read ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise BundleError(f"{path}: not a regular file; a bundle holds only files")
-        if size is not None and info.st_size != size:
-            raise BundleError(f"{path}: its bytes do not match the manifest's sha256 and size (altered)")
-        return fh.read()
+    fh = os.fdopen(fd, "rb")
+    info = os.fstat(fh.fileno())
+    if not stat.S_ISREG(info.st_mode):
+        fh.close()
+        raise BundleError(f"{path}: not a regular file; a bundle holds only files")
+    if size is not None and info.st_size != size:
+        fh.close()
+        raise BundleError(f"{path}: its bytes do not match the manifest's sha256 and size (altered)")
+    return fh
 
 
 def _entries(entries: list[Any], directory: Path) -> Iterator[tuple[str, int]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -84,6 +85,17 @@ def stringify(value: Any, *, indent: bool = False) -> bytes:
 
 _DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
 _LONG_DIGIT_RUN = b"0" * 19
+
+
+def decode_problem(exc: ValueError) -> str:
+    """What a JSON reader's ``ValueError`` says is wrong with the text. Python refuses an integer of more
+    digits than ``sys.get_int_max_str_digits()`` with a message naming that function, which is no advice
+    for a file's author: say what is wrong with the file instead."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if "integer string conversion" in str(exc):
+        return f"an integer of more than {sys.get_int_max_str_digits()} digits"
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
 def loads(text: str | bytes) -> Any:

@@ -26,6 +26,7 @@ from typing import Any
 
 from evalstore.replay.analysis.views import resolve_run, run_started, transcript_run_id
 from evalstore.replay.errors import NotFoundError, ReplayError
+from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.regular_files import read_regular
 from evalstore.store import EventStore, NewEvent, sha256_hex
 from evalstore.store.events import LabelRecorded, SourceRef, TranscriptRecorded
@@ -350,8 +351,8 @@ def read_label_file(path: Path) -> tuple[list[LabelInput], list[str]]:
                 continue
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise LabelError(f"{name}:{number}: not JSON ({exc.msg})") from None
+            except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+                raise LabelError(f"{name}:{number}: not JSON ({decode_problem(exc)})") from None
             except RecursionError:
                 raise LabelError(f"{name}:{number}: nested too deep to read; a label is one flat JSON object") from None
             if not isinstance(row, dict):

@@ -57,7 +57,7 @@ from evalstore.replay.targetsfile.loader import (
     load_targets_file,
 )
 from evalstore.replay.workspace.changes import folder_state, unified_diff
-from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspace
+from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspaces
 from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import canonical_json, sha256_hex
@@ -80,6 +80,9 @@ DEFAULT_WORKERS = 4
 @dataclass
 class RunOptions:
     target: str | None = None
+    targets: list[str] = field(default_factory=list)
+    """Several targets (``--target`` given more than once): AgentV's matrix, every test run against each
+    in one run, its results keyed by target. Overrides ``target`` and the eval's ``execution.targets``."""
     targets_path: Path | None = None
     workers: int | None = None
     """Tests run at once; None: the eval's ``execution.workers``, else :data:`DEFAULT_WORKERS`."""
@@ -105,8 +108,8 @@ class RunOutcome:
     threshold: float
     warnings: list[str] = field(default_factory=list)
     """What the eval file parser warned about (unknown keys, missing scripts)."""
-    trials: dict[str, TrialsOutcome] = field(default_factory=dict)
-    """Per test, its trials made one score (``execution.trials``; each trial is a result of its own)."""
+    trials: dict[tuple[str, str], TrialsOutcome] = field(default_factory=dict)
+    """Per test and target, its trials made one score (``execution.trials``; each trial is a result of its own)."""
 
 
 Progress = Callable[[TestScored], None]
@@ -124,26 +127,28 @@ def record_run(
     suite = load_eval(eval_path)
     preflight(suite)
     waves(suite)
-    targets_file, target = _resolve_target(suite, options)
-    _check_judges(suite, target.name, targets_file, options)
-    if suite.workspace.configured:
-        check_workspace(suite.workspace)
+    targets_file, targets, aliases = _resolve_targets(suite, options)
+    for target in targets:
+        _check_judges(suite, target.name, targets_file, options)
+    check_workspaces(suite)
     run_id = new_run_id("rec")
     snapshot, blobs = snapshot_suite(suite)
+    source = targets_file.path if targets_file else None
     started = RunStarted(
         run_id=run_id,
         kind="recorded",
         suite=suite.name,
         eval_path=suite.path,
         eval_snapshot=snapshot,
-        target_name=target.name,
-        target=stored_config(target, source=targets_file.path if targets_file else None),
+        target_name=targets[0].name if len(targets) == 1 else None,
+        target=stored_config(targets[0], source=source) if len(targets) == 1 else None,
+        targets={t.name: stored_config(t, source=source) for t in targets} if len(targets) > 1 else None,
         threshold=_threshold(suite, options),
         overrides=_overrides(options, targets_file),
         tool_version=__version__,
     )
     store.append(run_id, [started], expected_version=0, blobs=blobs)
-    return _execute(store, run_id, suite, target, targets_file, options, {}, progress, on_start)
+    return _execute(store, run_id, suite, targets, aliases, targets_file, options, {}, progress, on_start)
 
 
 def resume_run(
@@ -162,24 +167,53 @@ def resume_run(
     options = options or RunOptions()
     stored_overrides = started.overrides
     options.target = options.target or started.target_name
+    if started.targets and not options.targets:
+        options.targets = list(started.targets)
     if options.targets_path is None and stored_overrides.get("targets_file"):
         options.targets_path = Path(stored_overrides["targets_file"])
     if options.threshold is None:
         options.threshold = stored_overrides.get("threshold")
     eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
     suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
-    targets_file, target = _resolve_target(suite, options)
-    return _execute(store, run_id, suite, target, targets_file, options, material.tests, progress, on_start)
+    targets_file, targets, aliases = _resolve_targets(suite, options)
+    return _execute(store, run_id, suite, targets, aliases, targets_file, options, material.tests, progress, on_start)
 
 
-def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
+def _resolve_targets(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
+    """The targets file and the targets ``agentv eval`` would run the suite against (run-eval.ts
+    ``prepareFileMetadata``): every ``--target`` given, else the eval's ``execution.targets``; two or more
+    are AgentV's matrix, one is the single target (``_resolve_target``). With them, per target run, the
+    names it was given by (several when ``use_target`` makes two names one target)."""
+    names = options.targets or ([] if options.target else suite.targets or [])
+    if len(names) <= 1:
+        single = replace(options, target=names[0]) if names else options
+        targets_file, (target,) = _resolve_target(suite, single, matrix=False)
+        return targets_file, [target], {target.name: names}
+    unique = list(dict.fromkeys(names))
+    resolved = [_resolve_target(suite, replace(options, target=name), matrix=True) for name in unique]
+    # Results are keyed by the target they ran on (the end of a use_target chain), as AgentV names its rows.
+    targets: dict[str, TargetEntry] = {}
+    named: dict[str, list[str]] = {}
+    for name, (_, (target,)) in zip(unique, resolved, strict=True):
+        targets.setdefault(target.name, target)
+        named.setdefault(target.name, []).append(name)
+    for target_name, aliases in named.items():
+        if len(aliases) > 1:
+            suite.warnings.append(
+                f"targets {', '.join(aliases)} are all target {target_name!r} (use_target): it runs once (AgentV "
+                "runs it for each name and writes every row as that target)"
+            )
+    return resolved[0][0], list(targets.values()), named
+
+
+def _resolve_target(suite: EvalSuite, options: RunOptions, *, matrix: bool):  # type: ignore[no-untyped-def]
     """The targets file and the target ``agentv eval`` would use: ``--targets`` (a file, or a folder holding
-    one), else the file discovered from the eval file; ``--target`` (but ``default``), else the eval's, else
-    ``default``; its ``use_target`` chain followed in this environment."""
+    one), else the file discovered from the eval file; ``--target`` (but ``default``, outside a matrix),
+    else the eval's, else ``default``; its ``use_target`` chain followed in this environment."""
     path = explicit_targets_file(options.targets_path) if options.targets_path else find_targets_file(suite.path)
     # ``agentv eval --target default`` is no choice (``pickTargetName``): the eval's target still wins.
-    chosen = options.target if options.target != "default" else None
-    suite_target = None if chosen else _suite_target(suite)
+    chosen = options.target if options.target != "default" or matrix else None
+    suite_target = None if chosen else suite.target
     name = chosen or suite_target or "default"
     if path is None:
         raise ReplayError(
@@ -195,20 +229,7 @@ def _resolve_target(suite: EvalSuite, options: RunOptions):  # type: ignore[no-u
     target = targets_file.select(name, os.environ)
     # Before anything is recorded: a bad target config must not leave a half-started run behind.
     check_target(target, eval_dir=Path(suite.path).parent, targets_file=targets_file.path)
-    return targets_file, target
-
-
-def _suite_target(suite: EvalSuite) -> str | None:
-    """The target the eval names: ``execution.targets`` before ``execution.target``, as in AgentV."""
-    if not suite.targets:
-        return suite.target
-    if len(suite.targets) == 1:
-        return suite.targets[0]
-    raise ReplayError(
-        f"{suite.path}: execution.targets names {len(suite.targets)} targets ({', '.join(suite.targets)}), which "
-        "AgentV runs as a matrix; evalstore run records one target a run: pass --target NAME, once for each, "
-        "and compare the runs with `evalstore compare`"
-    )
+    return targets_file, [target]
 
 
 def _judge_pool(targets_file: TargetsFile | None, options: RunOptions) -> JudgePool:
@@ -266,24 +287,53 @@ def _execute(
     store: EventStore,
     run_id: str,
     suite: EvalSuite,
-    target: TargetEntry,
+    targets: list[TargetEntry],
+    aliases: dict[str, list[str]],
     targets_file: TargetsFile | None,
     options: RunOptions,
     recorded: dict[ResultKey, TestMaterial],
     progress: Progress | None,
     on_start: Callable[[str, int, list[tuple[str, str]]], None] | None,
 ) -> RunOutcome:
+    """The run's tests against each target, one target after the other (AgentV runs a matrix's targets at
+    once), each as AgentV runs one target: its own workspaces, dependency waves, budget and fail_on_error."""
     workdir = Path(options.workdir or Path(".evalstore") / "workspaces" / run_id).resolve()
+    matrix = len(targets) > 1
+    suites = [(target, _for_target(suite, aliases[target.name]) if matrix else suite) for target in targets]
+    results: list[TestScored] = []
+    trials: dict[tuple[str, str], TrialsOutcome] = {}
     # Refused while an agent of an interrupted run still works there: the agents hold the lock too.
-    # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
-    # targets reference are kept from every child (those the agent's own target names are not only theirs).
+    with WorkspaceLock(workdir):
+        if on_start:
+            unable = list(
+                dict.fromkeys(
+                    (t.id, reason) for _, s in suites for t in s.tests if (reason := missing_runtime(t)) is not None
+                )
+            )
+            on_start(run_id, sum(len(s.tests) for _, s in suites), unable)
+        for target, target_suite in suites:
+            # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
+            # targets reference are kept from every child (those the agent's own target names are not only theirs).
+            with _judge_pool(targets_file, options) as pool:
+                withheld = pool.variables(excluding=target.name)
+            folder = workdir / _safe_dirname(target.name) if matrix else workdir
+            with withholding(withheld):
+                done, done_trials = _execute_locked(
+                    store, run_id, target_suite, target, targets_file, options, recorded, progress, folder
+                )
+            results += done
+            trials.update(done_trials)
+    _complete(store, run_id, results)
+    return RunOutcome(run_id, results, _threshold(suite, options), list(suite.warnings), trials)
 
-    with _judge_pool(targets_file, options) as pool:
-        withheld = pool.variables(excluding=target.name)
-    with WorkspaceLock(workdir), withholding(withheld):
-        return _execute_locked(
-            store, run_id, suite, target, targets_file, options, recorded, progress, on_start, workdir
-        )
+
+def _for_target(suite: EvalSuite, names: list[str]) -> EvalSuite:
+    """The suite's tests a matrix runs against a target given by ``names``: a test's own
+    ``execution.targets`` limits it to those it names (run-eval.ts: ``test.targets.includes(targetName)``,
+    the name as given, not the target it resolves to)."""
+    return suite.model_copy(
+        update={"tests": [t for t in suite.tests if not t.targets or any(n in t.targets for n in names)]}
+    )
 
 
 def _execute_locked(
@@ -295,9 +345,8 @@ def _execute_locked(
     options: RunOptions,
     recorded: dict[ResultKey, TestMaterial],
     progress: Progress | None,
-    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None,
     workdir: Path,
-) -> RunOutcome:
+) -> tuple[list[TestScored], dict[tuple[str, str], TrialsOutcome]]:
     threshold = _threshold(suite, options)
     workers = options.workers or suite.workers or DEFAULT_WORKERS
     target_spec = as_target_spec(target, source=targets_file.path if targets_file else None)
@@ -310,14 +359,11 @@ def _execute_locked(
         process_slots=process_slots(workers),
         warm=WarmPool() if options.warm else None,
     )
-    if on_start:
-        unable = [(t.id, reason) for t in suite.tests if (reason := missing_runtime(t)) is not None]
-        on_start(run_id, len(suite.tests), unable)
     results: list[TestScored] = []
-    trials: dict[str, TrialsOutcome] = {}
+    trials: dict[tuple[str, str], TrialsOutcome] = {}
     lock = threading.Lock()
 
-    workspaces = RunWorkspaces(suite.workspace, workdir, run_id)
+    workspaces = RunWorkspaces(suite, workdir, run_id)
     todo = [t for t in suite.tests if not ((d := recorded.get(result_key(t.id, target.name, 1))) and d.transcript)]
     if todo:
         try:
@@ -373,7 +419,7 @@ def _execute_locked(
                 break
         if suite.trials is not None:
             with lock:
-                trials[test.id] = aggregate_trials(suite.trials, scores, threshold, costs)
+                trials[(test.id, target.name)] = aggregate_trials(suite.trials, scores, threshold, costs)
         if scored.status == "execution_error":
             with lock:
                 failed.add(test.id)
@@ -389,10 +435,9 @@ def _execute_locked(
             grade_options.warm.close()
     if todo and (finished := workspaces.finish()):
         store.append(run_id, finished)
-    _complete(store, run_id, results)
     order = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (order.get(s.test_id, 0), s.attempt))
-    return RunOutcome(run_id, results, threshold, list(suite.warnings), trials)
+    return results, trials
 
 
 def _not_run(store: EventStore, run_id: str, test: EvalTest, target: str, threshold: float, error: str) -> TestScored:
@@ -510,7 +555,7 @@ def _ask(target_spec, test: EvalTest, workspace, suite: EvalSuite, options: RunO
         timeout=options.timeout,
         suite=suite.name,
         eval_path=suite.path,
-        workspace_configured=suite.workspace.configured,
+        workspace_configured=suite.workspace_for(test).configured,
     )
 
 
@@ -518,14 +563,13 @@ def _after_agent(suite: EvalSuite, test: EvalTest, target: str, attempt: int, wo
     """What follows the agent, in AgentV's order: the workspace's file_changes, then after_each (its reset,
     its command), then the snapshot the graders see (so a replay sees it too). Returns the file_changes."""
     workspace = tw.folder
-    after = folder_state(workspace, suite.workspace.snapshot) if tw.baseline is not None else None
+    limits = suite.workspace_for(test).snapshot
+    after = folder_state(workspace, limits) if tw.baseline is not None else None
     file_changes = unified_diff(tw.baseline, after) if tw.baseline is not None and after is not None else None
     for ran in workspaces.after_each(tw, test, target):
         recorder.record(ran)
     recorder.record(
-        take_snapshot(
-            workspace, suite.workspace.snapshot, recorder.put_blob, test_id=test.id, target=target, attempt=attempt
-        )
+        take_snapshot(workspace, limits, recorder.put_blob, test_id=test.id, target=target, attempt=attempt)
     )
     return file_changes
 

@@ -51,6 +51,7 @@ from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
 from evalstore.replay.inspect import graded_despite_error
+from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.lost_inputs import keep_recorded
 from evalstore.replay.material import (
     ResultKey,
@@ -285,6 +286,7 @@ def replay_run(
             eval_snapshot=snapshot,
             target_name=parent.started.target_name,
             target=parent.started.target,
+            targets=parent.started.targets,
             threshold=effective.threshold if effective.threshold is not None else suite.threshold,
             overrides=overrides,
             tool_version=__version__,
@@ -435,6 +437,10 @@ def _execute(
         judges=judges,
         origin=transcript_run_id(store, parent.started),
         concurrency=concurrency,
+        file_references={
+            name: reads_files_itself((config or {}).get("provider"))
+            for name, config in (parent.started.targets or {}).items()
+        },
     )
     results: list[TestScored] = []
     lock = threading.Lock()
@@ -529,6 +535,9 @@ class ReplayJob:
     """The run holding the transcripts, whose executions a code grader may reuse (``read_ahead``)."""
     concurrency: int = 4
     """Tests graded at once by one process (a worker of a remote executor too)."""
+    file_references: dict[str, bool] = dataclasses.field(default_factory=dict)
+    """Of a run of several targets, per target: whether AgentV gives it file inputs by reference (each
+    target's provider; ``grade_options`` holds the one target's of a run of one)."""
 
     @functools.cached_property
     def tests_by_id(self) -> dict[str, EvalTest]:
@@ -565,12 +574,18 @@ class ReplayJob:
             self.tests_by_id,
             self.suite,
             self.options,
-            self.grade_options,
+            _for_target(self.grade_options, self.file_references, work.key[1]),
             self.judges,
             appends,
             ahead,
             transcript_blob,
         )
+
+
+def _for_target(options: GradeOptions, file_references: dict[str, bool], target: str | None) -> GradeOptions:
+    if target not in file_references or file_references[target] == options.file_references:
+        return options
+    return dataclasses.replace(options, file_references=file_references[target])
 
 
 class Collected(list["StoreRecorder"]):
@@ -867,8 +882,9 @@ def parse_preprocessor(value: str, search_roots: list[str], recorded: RunStarted
     if command.lstrip().startswith("["):
         try:
             argv = json.loads(command)
-        except json.JSONDecodeError as exc:
-            raise ReplayError(f"--preprocessor {type_}: COMMAND is not a valid JSON array ({exc.msg})") from None
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
+            problem = decode_problem(exc)
+            raise ReplayError(f"--preprocessor {type_}: COMMAND is not a valid JSON array ({problem})") from None
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
             raise ReplayError(f"--preprocessor {type_}: COMMAND must be a non-empty JSON array of strings")
     else:

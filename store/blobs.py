@@ -7,19 +7,36 @@ preset dictionary: an earlier stored blob that begins with the same bytes, named
 ``dictionary`` column. Which blob serves is remembered per :class:`Dictionaries` (one per open store):
 a choice of the writer, not part of the content, so it never touches a digest, and any reader can
 decode any row from the rows alone.
+
+A blob larger than :data:`CHUNK_BYTES` (an imported artifact of a gigabyte) is never held whole: it is
+given as a :class:`FileBlob`, read, hashed and compressed a chunk at a time, and stored as chunk rows
+(each an ordinary blob, keyed by its own digest) and one row under the whole content's digest whose
+``encoding`` is ``chunks`` and whose ``data`` is the chunks' digests, in order (32 bytes each). Its
+``size`` is the whole content's, and ``verify`` hashes the chunks in order to check the whole digest, so
+the store stays exact and browsable: every row is a blob keyed by the SHA-256 of what it holds.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import os
+import stat
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from evalstore.store.errors import BlobCorrupt
 
 IDENTITY = "identity"
 ZLIB = "zlib"
+CHUNKS = "chunks"
+# A blob larger than this is stored in chunks of this size, and a file larger than this is read a chunk at
+# a time: what a blob costs in memory, whatever its size, is a few chunks (read, compressed, sent).
+CHUNK_BYTES = 4 * 1024 * 1024
+DIGEST_BYTES = 32
 # Below this size compression rarely pays for its header and the CPU time.
 COMPRESS_MIN_BYTES = 512
 # Blobs whose first bytes agree share a dictionary: enough to tell templates apart, little to compare.
@@ -57,6 +74,72 @@ class EncodedBlob:
             "data": self.data,
             "dictionary": self.dictionary,
         }
+
+
+@dataclass(frozen=True)
+class FileBlob:
+    """A blob given as a regular file of ``size`` bytes, whose digest its key claims: read a chunk at a
+    time when it is stored, and checked then (a file that changed meanwhile is refused)."""
+
+    path: str
+    size: int
+
+    def pieces(self, chunk: int) -> Iterator[bytes]:
+        yield from read_pieces(self.path, chunk)
+
+
+def read_pieces(path: str, chunk: int, max_bytes: int | None = None) -> Iterator[bytes]:
+    """A regular file's bytes, ``chunk`` at a time (a FIFO would block, a device never end: refused with
+    an ``OSError``, as is a file larger than ``max_bytes``)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # opening a FIFO must not wait
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", path)
+        while piece := handle.read(chunk):
+            yield piece
+
+
+def file_digest(path: str, max_bytes: int | None = None) -> tuple[str, int]:
+    """(SHA-256 hex, size) of a regular file, read a chunk at a time."""
+    hasher, size = hashlib.sha256(), 0
+    for piece in read_pieces(path, CHUNK_BYTES, max_bytes):
+        hasher.update(piece)
+        size += len(piece)
+    return hasher.hexdigest(), size
+
+
+def blob_size(data: bytes | FileBlob) -> int:
+    return data.size if isinstance(data, FileBlob) else len(data)
+
+
+def is_large(data: bytes | FileBlob) -> bool:
+    """Whether a blob is stored in chunks."""
+    return isinstance(data, FileBlob) or is_large_size(len(data))
+
+
+def is_large_size(size: int) -> bool:
+    """Whether a blob of ``size`` bytes is stored in chunks (and read a chunk at a time, as a file)."""
+    return size > CHUNK_BYTES
+
+
+def pieces_of(data: bytes | FileBlob) -> Iterator[bytes]:
+    if isinstance(data, FileBlob):
+        yield from data.pieces(CHUNK_BYTES)
+    else:
+        for start in range(0, len(data), CHUNK_BYTES):
+            yield data[start : start + CHUNK_BYTES]
+
+
+def chunk_digests(stored: bytes) -> list[str]:
+    """The digests a ``chunks`` row's data names, in order."""
+    if isinstance(stored, str):
+        stored = stored.encode("utf-8", "surrogateescape")
+    if not stored or len(stored) % DIGEST_BYTES:
+        raise BlobCorrupt(f"cannot be decoded ({CHUNKS}: {len(stored)} bytes is not a list of digests)")
+    return [stored[i : i + DIGEST_BYTES].hex() for i in range(0, len(stored), DIGEST_BYTES)]
 
 
 def zdict_of(raw: bytes) -> bytes:
@@ -99,6 +182,8 @@ def decode_blob(encoding: str, stored: bytes, zdict: bytes | None = None) -> byt
             return raw
     except zlib.error as exc:
         raise BlobCorrupt(f"cannot be decoded ({encoding}: {exc})") from None
+    if encoding == CHUNKS:  # read through the store, which has the chunk rows (EventStore)
+        raise BlobCorrupt("cannot be decoded on its own: it is stored in chunks")
     with_dictionary = " with a dictionary" if zdict is not None else ""
     raise BlobCorrupt(f"cannot be decoded: unknown blob encoding {encoding!r}{with_dictionary}")
 

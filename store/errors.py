@@ -30,6 +30,11 @@ class StoreDamaged(SchemaOutOfDate):
     the tables stay): damage, which ``verify`` reports as such (exit 1), not a store that is behind."""
 
 
+class DamagedRead(StoreError):
+    """A read failed in a way no sound store causes (a value of the wrong type where a command expected
+    text), on a store that ``verify`` finds damaged: the damage is the report, not the failure."""
+
+
 class BlobNotFound(StoreError):
     """A digest that no stored blob has."""
 

@@ -117,6 +117,9 @@ class RunStarted(DomainEvent):
     target_name: str | None = None
     target: dict[str, Any] | None = None
     """Target configuration with every secret left as its ``${{ ENV }}`` reference."""
+    targets: dict[str, dict[str, Any]] | None = None
+    """A run of several targets (AgentV's matrix; ``target_name`` and ``target`` are then None): each
+    target's configuration by name, as ``target`` holds one."""
     threshold: float | None = None
     overrides: dict[str, Any] = Field(default_factory=dict)
     """What a replay swapped, or the CLI options a run was recorded with."""
@@ -127,6 +130,12 @@ class RunStarted(DomainEvent):
     """For imports: when the AgentV run started (its results' earliest ``start_time``/``timestamp``, UTC)."""
     tool_version: str
     shard: str | None = None
+
+    def target_config(self, name: str | None) -> dict[str, Any] | None:
+        """The stored configuration of the target a result of this run was produced by."""
+        if self.targets is not None:
+            return self.targets.get(name or "")
+        return self.target
 
 
 class TestCaseRecorded(DomainEvent):

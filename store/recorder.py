@@ -9,6 +9,7 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +23,20 @@ from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from evalstore.store import bulk, projections, schema
-from evalstore.store.blobs import MAX_CHAIN, Dictionaries, Dictionary, decode_blob, encode_blob, prefix_key, zdict_of
+from evalstore.store.blobs import (
+    CHUNKS,
+    MAX_CHAIN,
+    Dictionaries,
+    Dictionary,
+    FileBlob,
+    chunk_digests,
+    decode_blob,
+    encode_blob,
+    is_large,
+    pieces_of,
+    prefix_key,
+    zdict_of,
+)
 from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hasher, sha256_hex
 from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
 from evalstore.store.envelope import NewEvent, StoredEvent, new_event_id
@@ -31,6 +45,7 @@ from evalstore.store.errors import (
     BlobCorrupt,
     BlobNotFound,
     ConcurrencyError,
+    DamagedRead,
     IdempotencyError,
     NotFound,
     StoreError,
@@ -128,7 +143,7 @@ class EventStore:
         events: Sequence[NewEvent | DomainEvent],
         *,
         expected_version: int | None = None,
-        blobs: Mapping[str, bytes] | None = None,
+        blobs: Mapping[str, bytes | FileBlob] | None = None,
     ) -> list[StoredEvent]:
         """Append events to a stream, atomically with the blobs they reference.
 
@@ -176,7 +191,7 @@ class EventStore:
         stream_id: str,
         units: Sequence[tuple[tuple[str, str | None, int], Sequence[tuple[str, str, int, str]]]],
         *,
-        blobs: Mapping[str, bytes] | None = None,
+        blobs: Mapping[str, bytes | FileBlob] | None = None,
     ) -> set[tuple[str, str, int]]:
         """Append whole results exactly once: each unit is one result's events, keyed by ``(test id,
         target, attempt)``, ending in the ``test_scored`` that the ``results`` projection records. Under the
@@ -225,7 +240,7 @@ class EventStore:
         stream_id: str,
         events: Sequence[tuple[str, str, int, str]],
         *,
-        blobs: Mapping[str, bytes] | None = None,
+        blobs: Mapping[str, bytes | FileBlob] | None = None,
         fields: Sequence[dict[str, Any] | None] | None = None,
     ) -> list[StoredEvent]:
         """:meth:`append` of events the caller has already encoded, each ``(event id, type, schema version,
@@ -249,7 +264,7 @@ class EventStore:
         prepared: list[tuple],
         given: list[tuple],
         expected_version: int | None,
-        blobs: Mapping[str, bytes] | None,
+        blobs: Mapping[str, bytes | FileBlob] | None,
     ) -> list[StoredEvent]:
         try:
             if given:
@@ -266,7 +281,7 @@ class EventStore:
         stream_id: str,
         copies: Sequence[tuple[str, str, int, str]],
         *,
-        blobs: Mapping[str, bytes] | None = None,
+        blobs: Mapping[str, bytes | FileBlob] | None = None,
     ) -> list[StoredEvent]:
         """Append events exactly as another store held them: ``(event id, type, schema version, payload
         JSON)``, the payload neither upcast nor re-encoded (moving a run between stores). The stream must
@@ -285,7 +300,7 @@ class EventStore:
         prepared: list[tuple],
         given: list[tuple],
         expected_version: int | None,
-        blobs: Mapping[str, bytes] | None,
+        blobs: Mapping[str, bytes | FileBlob] | None,
         *,
         optimistic: bool,
         keep: Callable[[Connection], list[bool]] | None = None,
@@ -315,8 +330,10 @@ class EventStore:
                         f"stream {stream_id} is at version {version}, expected {expected_version}: "
                         "someone else appended to it; re-read and retry"
                     )
-                # The blobs are compressed while the events are inserted (see _encoded_blobs).
-                blob_rows, candidates = self._encoded_blobs(conn, blobs) if blobs else (None, {})
+                # The blobs are compressed while the events are inserted (see _encoded_blobs); large ones
+                # are read and stored a chunk at a time, after them.
+                small, large = _split_large(blobs)
+                blob_rows, candidates = self._encoded_blobs(conn, small) if small else (None, {})
                 try:
                     stored = self._insert_events(conn, stream_id, version, fresh)
                 except IntegrityError as exc:
@@ -325,6 +342,8 @@ class EventStore:
                     raise
                 if blob_rows is not None:
                     self._insert_blob_rows(conn, blob_rows())
+                for digest, data in large.items():
+                    self._insert_chunked(conn, digest, data)
                 # The payload dicts we encoded (if any) are what parsing the stored JSON would give back.
                 projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
             else:
@@ -374,15 +393,47 @@ class EventStore:
         bulk.insert_tuples(conn, ev, EVENT_COLUMNS, rows)
         return [StoredEvent(*row) for row in rows]
 
-    def _insert_blobs(self, conn: Connection, blobs: Mapping[str, bytes]) -> dict[bytes, Dictionary]:
+    def _insert_blobs(self, conn: Connection, blobs: Mapping[str, bytes | FileBlob]) -> dict[bytes, Dictionary]:
         """Store the blobs not stored yet, each against the dictionary for its opening bytes if there is one.
 
         Returns the blobs (stored without a dictionary) that can serve as dictionaries for later blobs
         beginning alike, to :meth:`_remember` once this transaction has committed.
         """
-        rows, candidates = self._encoded_blobs(conn, blobs)
+        small, large = _split_large(blobs)
+        rows, candidates = self._encoded_blobs(conn, small)
         self._insert_blob_rows(conn, rows())
+        for digest, data in large.items():
+            self._insert_chunked(conn, digest, data)
         return candidates
+
+    def _insert_chunked(self, conn: Connection, claimed: str, data: bytes | FileBlob) -> None:
+        """A large blob as chunk rows and the row naming them (:mod:`evalstore.store.blobs`), read, hashed,
+        compressed and inserted a chunk at a time; refused (the transaction with it) when the whole does
+        not hash to ``claimed``: a file that changed since its digest was taken."""
+        b = schema.blobs
+        if conn.execute(select(b.c.sha256).where(b.c.sha256 == claimed)).first() is not None:
+            return
+        whole, size, digests = hashlib.sha256(), 0, []
+        held: set[str] = set()  # chunks stored here or before (a run of zeros repeats one chunk)
+        try:
+            for piece in pieces_of(data):
+                whole.update(piece)
+                size += len(piece)
+                digest = sha256_hex(piece)
+                if digest not in held:
+                    held.add(digest)
+                    if conn.execute(select(b.c.sha256).where(b.c.sha256 == digest)).first() is None:
+                        self._insert_blob_rows(conn, [encode_blob(piece, digest).row()])
+                digests.append(bytes.fromhex(digest))
+        except OSError as exc:
+            raise StoreError(f"{exc.filename}: cannot be read ({exc.strerror or exc})") from None
+        if whole.hexdigest() != claimed:
+            what = f"{data.path} changed while it was stored" if isinstance(data, FileBlob) else "blob given"
+            raise StoreError(
+                f"{what}: its bytes have digest {whole.hexdigest()}, not {claimed}; blobs are keyed by their sha256"
+            )
+        row = {"sha256": claimed, "size": size, "encoding": CHUNKS, "data": b"".join(digests), "dictionary": None}
+        self._insert_blob_rows(conn, [row])
 
     def _encoded_blobs(
         self, conn: Connection, blobs: Mapping[str, bytes]
@@ -438,7 +489,7 @@ class EventStore:
         for key, dictionary in candidates.items():
             self._dictionaries.remember(key, dictionary)
 
-    def put_blobs(self, blobs: Mapping[str, bytes]) -> None:
+    def put_blobs(self, blobs: Mapping[str, bytes | FileBlob]) -> None:
         """Store blobs on their own (content-addressed, so harmless to repeat); events should still link them."""
         with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
             candidates = self._insert_blobs(conn, blobs)
@@ -550,6 +601,8 @@ class EventStore:
         return self._decode(*row, chain=chain)
 
     def _decode(self, encoding: str, data: bytes, dictionary: str | None, *, chain: int) -> bytes:
+        if encoding == CHUNKS:  # whole, for a caller that asked for the bytes (blob_pieces does not)
+            return b"".join(self._chunks_of(data))
         if not dictionary:
             return decode_blob(encoding, data)
         try:
@@ -571,6 +624,37 @@ class EventStore:
             self._dictionaries.keep(sha256, found)
         return found
 
+    def blob_pieces(self, sha256: str) -> Iterator[bytes]:
+        """A blob's bytes a chunk at a time (one piece for a blob stored whole): what writes a blob to a
+        file or hashes it holds a chunk, never the whole of a large blob."""
+        with self.engine.connect() as conn:
+            row = conn.execute(_BLOB_BY_DIGEST, {"sha256": sha256}).first()
+        if row is None:
+            raise BlobNotFound(f"no blob {sha256}")
+        if row[0] == CHUNKS:
+            yield from self._chunks_of(row[1])
+        else:
+            yield self._decode(*row, chain=0)
+
+    def _chunks_of(self, stored: bytes) -> Iterator[bytes]:
+        for digest in chunk_digests(stored):
+            try:
+                piece = self._read_blob(digest, chain=0)
+            except BlobNotFound:
+                raise BlobCorrupt(f"cannot be read: its chunk {digest} is missing") from None
+            if sha256_hex(piece) != digest:
+                raise BlobCorrupt(f"cannot be read: its chunk {digest} does not match its digest")
+            yield piece
+
+    def blob_digest(self, encoding: str, data: bytes, dictionary: str | None) -> tuple[str, int]:
+        """(SHA-256, size) of what a blobs row holds, its chunks hashed one at a time (``verify``)."""
+        hasher, size = hashlib.sha256(), 0
+        pieces = self._chunks_of(data) if encoding == CHUNKS else [self._decode(encoding, data, dictionary, chain=0)]
+        for piece in pieces:
+            hasher.update(piece)
+            size += len(piece)
+        return hasher.hexdigest(), size
+
     def get_blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
         """Several blobs at once (one query per few hundred), each decoded; a missing one is ``BlobNotFound``."""
         keys = list(dict.fromkeys(digests))
@@ -583,6 +667,9 @@ class EventStore:
                 rows.extend(self.dialect.rows(conn, query))
         zdicts: dict[str, bytes] = {}  # the few dictionaries many blobs name, each looked up once
         for sha256, encoding, data, dictionary in rows:
+            if encoding == CHUNKS:
+                found[sha256] = self._decode(encoding, data, dictionary, chain=0)
+                continue
             if not dictionary:
                 found[sha256] = decode_blob(encoding, data)
                 continue
@@ -893,13 +980,39 @@ class EventStore:
                 projections.apply(conn, self.dialect, batch)
         return count
 
+    def damage_behind(self, failure: BaseException) -> DamagedRead | None:
+        """The damage that made a read fail with ``failure`` (an error of the code reading, not of the
+        store's API), as one error naming it and how to repair it; None when the store verifies, so the
+        failure is a bug. Only called once a read has failed: it reads the whole store."""
+        try:
+            problem = self.verify().problem
+        except Exception:  # a store too damaged to verify leaves the original failure to be reported
+            return None
+        if problem is None:
+            return None
+        return DamagedRead(
+            f"the store is damaged ({type(failure).__name__} reading it), as `evalstore verify` reports: {problem}"
+        )
+
     def verify(self) -> VerifyReport:
         """Recompute the hash chain, every blob digest, the blobs events need, and the projections; stop
         at the first problem (see :mod:`evalstore.store.verify`)."""
-        events, blobs, problem = verify_store(
-            self.engine, lambda encoding, data, dictionary: self._decode(encoding, data, dictionary, chain=0)
-        )
+        events, blobs, problem = verify_store(self.engine, self.blob_digest)
         return VerifyReport(events, blobs, problem)
+
+
+def _split_large(
+    blobs: Mapping[str, bytes | FileBlob] | None,
+) -> tuple[dict[str, bytes], dict[str, bytes | FileBlob]]:
+    """The blobs stored whole, and those stored in chunks (:func:`evalstore.store.blobs.is_large`)."""
+    small: dict[str, bytes] = {}
+    large: dict[str, bytes | FileBlob] = {}
+    for digest, data in (blobs or {}).items():
+        if is_large(data):
+            large[digest] = data
+        else:
+            small[digest] = data  # type: ignore[assignment]
+    return small, large
 
 
 def _same_result(a: Any, b: Any) -> Any:

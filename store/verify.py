@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from evalstore.store import guards, projections, schema
-from evalstore.store.codec import GENESIS_HASH, sha256_hex
+from evalstore.store.codec import GENESIS_HASH
 from evalstore.store.envelope import StoredEvent
 from evalstore.store.errors import StoreError, error_line
 
@@ -42,6 +42,7 @@ BLOB_FIELDS = frozenset(
 )
 EVENT_INTS = ("seq", "stream_version", "schema_version")
 BATCH = 2000
+SMALL_BLOB_BYTES = 64 * 1024
 REBUILD = "run `evalstore db rebuild`"
 
 
@@ -61,16 +62,19 @@ class Progress:
         self.blobs = 0
 
 
-def verify(engine: Engine, decode_blob: Callable[[str, bytes, str | None], bytes]) -> tuple[int, int, str | None]:
-    """(events verified, blobs verified, the first problem or None). ``decode_blob(encoding, data,
-    dictionary)`` is the store's own decoder (it resolves dictionaries)."""
+def verify(
+    engine: Engine, blob_digest: Callable[[str, bytes, str | None], tuple[str, int]]
+) -> tuple[int, int, str | None]:
+    """(events verified, blobs verified, the first problem or None). ``blob_digest(encoding, data,
+    dictionary)`` is the store's own (SHA-256, size) of what a blobs row holds (it resolves dictionaries
+    and reads a large blob's chunks one at a time)."""
     progress = Progress()
     try:
         # One read snapshot for the log and the projections, while others write: PostgreSQL's default
         # (read committed) gives each statement a newer one, so rows appended meanwhile looked like damage.
         snapshot = {"isolation_level": "REPEATABLE READ"} if engine.dialect.name == "postgresql" else {}
         with engine.connect().execution_options(**snapshot) as conn, conn.begin():
-            _verify(conn, progress, decode_blob)
+            _verify(conn, progress, blob_digest)
     except Problem as problem:
         return progress.events, progress.blobs, str(problem)
     except (DBAPIError, engine.dialect.loaded_dbapi.Error) as exc:
@@ -87,7 +91,9 @@ def _where(engine: Engine) -> str:
     return f"database {engine.url.render_as_string()}"
 
 
-def _verify(conn: Connection, progress: Progress, decode_blob: Callable[[str, bytes, str | None], bytes]) -> None:
+def _verify(
+    conn: Connection, progress: Progress, blob_digest: Callable[[str, bytes, str | None], tuple[str, int]]
+) -> None:
     needed: dict[str, int] = {}  # blob digest -> the first seq whose payload names it
     state: dict[str, dict[tuple, dict]] = {}
     prev = GENESIS_HASH
@@ -117,7 +123,15 @@ def _verify(conn: Connection, progress: Progress, decode_blob: Callable[[str, by
 
     stored: set[str] = set()
     columns = [c.name for c in schema.blobs.c]
-    for raw in _rows(conn, f"SELECT {', '.join(columns)} FROM blobs ORDER BY sha256", batch=200):
+    select_blobs = f"SELECT {', '.join(columns)} FROM blobs WHERE "
+    # Small rows many at a time, the rest (chunks of large blobs, up to CHUNK_BYTES each) two at a time:
+    # what verify holds stays a few chunks whatever the store holds. A size that is not a number (damage)
+    # falls in the second part.
+    parts = (
+        (f"{select_blobs}size <= {SMALL_BLOB_BYTES} ORDER BY sha256", 200),
+        (f"{select_blobs}NOT (size <= {SMALL_BLOB_BYTES}) OR size IS NULL ORDER BY sha256", 2),
+    )
+    for raw in (r for sql, batch in parts for r in _rows(conn, sql, batch=batch)):
         row = dict(zip(columns, raw))
         sha = _value(row["sha256"], "sha256", str, "a blob")
         where = f"blob {sha}"
@@ -128,14 +142,14 @@ def _verify(conn: Connection, progress: Progress, decode_blob: Callable[[str, by
         if not isinstance(data, bytes | memoryview) or isinstance(data, _Text):
             raise Problem(f"{where}: data is not bytes (a BLOB)")
         try:
-            decoded = decode_blob(encoding, bytes(data), dictionary)
+            digest, decoded_size = blob_digest(encoding, bytes(data), dictionary)
         except StoreError as exc:
             raise Problem(f"{where}: {exc}") from None
         except DBAPIError as exc:  # the dictionary blob's row, read on its own, is damaged
             raise Problem(
                 f"{where}: cannot be decoded against its dictionary, blob {dictionary}: {error_line(exc)}"
             ) from None
-        if sha256_hex(decoded) != sha or len(decoded) != size:
+        if digest != sha or decoded_size != size:
             raise Problem(f"{where}: bytes do not match their digest")
         stored.add(sha)
         progress.blobs += 1
@@ -206,8 +220,8 @@ def _integrity(conn: Connection) -> str | None:
 
 def _rows(conn: Connection, sql: str, batch: int = BATCH) -> Iterator[tuple]:
     """Rows as the driver stores them; on SQLite every text value comes back as bytes, undecoded."""
-    if conn.dialect.name != "sqlite":
-        yield from conn.exec_driver_sql(sql)
+    if conn.dialect.name != "sqlite":  # a server-side cursor, ``batch`` rows at a time
+        yield from conn.exec_driver_sql(sql, execution_options={"stream_results": True, "max_row_buffer": batch})
         return
     raw = conn.connection.driver_connection
     saved = raw.text_factory  # type: ignore[union-attr]

@@ -35,7 +35,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -400,7 +400,10 @@ class Viewer:
         served = media if inline else "application/octet-stream"
         if served == "text/html":
             served = "text/html; charset=utf-8"
-        return Response(data, media_type=served, headers=artifact_headers(a.path, inline=inline))
+        headers = artifact_headers(a.path, inline=inline)
+        if a.size is not None:
+            headers["Content-Length"] = str(a.size)
+        return StreamingResponse(data, media_type=served, headers=headers)
 
     def run_compare(self, request: Request) -> Response:
         run_id = self._canonical(request, request.path_params["run_id"])
@@ -503,12 +506,21 @@ def create_app(store: EventStore, *, allowed_hosts: list[str] | None = None, lab
             return viewer.error(500, f"the store could not be read: {exc}")
         raise exc
 
+    def damaged(exc: Exception) -> Response:
+        # A page that failed on a damaged store shows the damage; on a sound one it is a bug, raised.
+        damage = store.damage_behind(exc)
+        if damage is None:
+            raise exc
+        return viewer.error(500, str(damage))
+
     def wrap(handler):  # type: ignore[no-untyped-def]
         def endpoint(request: Request) -> Response:
             try:
                 return handler(request)
             except (Forbidden, PayloadError, BadRequest, ReplayError, StoreError) as exc:
                 return failed(exc)
+            except Exception as exc:
+                return damaged(exc)
 
         return endpoint
 

@@ -25,9 +25,10 @@ from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_
 
 REFUSED_HINT = "pass --files-root DIR to allow files under DIR"
 MAX_FILE_BYTES_ENV = "EVALSTORE_MAX_FILE_BYTES"
-DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
-"""The largest file an import stores (a file's bytes are held in memory, and twice while encoded: a 1 GB
-artifact peaked at 2.1 GB). A larger one is recorded as refused, saying how to raise the cap."""
+DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024 * 1024
+"""The largest file an import stores: what one artifact may add to the store (memory does not grow with a
+file: one past a chunk is read, hashed and stored a chunk at a time, ``store/blobs.py``). A larger one is
+recorded as refused, saying how to raise the cap."""
 
 
 def max_file_bytes(environ: Mapping[str, str] | None = None) -> int:

@@ -18,7 +18,7 @@ import hashlib
 import marshal
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,6 +28,7 @@ from evalstore.replay.agentv.import_events import EventIds, RelativeSources, bui
 from evalstore.replay.agentv.records import Span
 from evalstore.replay.agentv.wire import line_spans
 from evalstore.replay.processes.forked import in_order, worker_count
+from evalstore.store.blobs import FileBlob
 from evalstore.store.codec import canonical_json
 from evalstore.store.events import LineSkipped, SourceRef, encode
 
@@ -72,7 +73,8 @@ class Spooled:
     events: list[Encoded]
     fields: list[dict | None]
     """Per event, what the projections read of it (``projections.read_fields``)."""
-    blobs: dict[str, bytes]
+    blobs: Mapping[str, bytes | FileBlob]
+    """A large file as a :class:`~evalstore.store.blobs.FileBlob` (read a chunk at a time when stored)."""
     score: tuple[float, bool, str] | None
     """(score, passed, status) of a result."""
     mentions: list[list[int]] = field(default_factory=list)
@@ -147,6 +149,7 @@ class Spool:
             )
             # model_construct: the fields were a SourceRef's, validated when it was built
             source = SourceRef.model_construct(file=file, line=line)
+            blobs = {d: FileBlob(*b) if isinstance(b, tuple) else b for d, b in blobs.items()}
             yield Spooled(key, source, first_n, events, fields, blobs, score, mentions)
 
     def close(self) -> None:
@@ -163,7 +166,8 @@ def record(item: Spooled) -> bytes:
             item.first_n,
             item.events,
             item.fields,
-            item.blobs,
+            # marshal holds plain values: a file blob as (path, size), never its bytes
+            {d: (b.path, b.size) if isinstance(b, FileBlob) else b for d, b in item.blobs.items()},
             item.score,
             item.mentions,
         )

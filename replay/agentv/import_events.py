@@ -19,6 +19,7 @@ from evalstore.replay.agentv.file_access import max_file_bytes
 from evalstore.replay.evalfile.graders import unique_names
 from evalstore.replay.regular_files import read_regular
 from evalstore.store import NewEvent
+from evalstore.store.blobs import FileBlob, blob_size, file_digest, is_large_size
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     ArtifactStored,
@@ -33,7 +34,7 @@ from evalstore.store.events import (
 )
 from evalstore.store.projections import read_fields
 
-Built = tuple[list[NewEvent], dict[str, bytes], TestScored]
+Built = tuple[list[NewEvent], dict[str, bytes | FileBlob], TestScored]
 _EXECUTION_STATUSES: tuple[ExecutionStatus, ...] = ("ok", "quality_failure", "execution_error")
 
 
@@ -62,7 +63,7 @@ def built(
     writing pass need not again, since every result that failed is left out by then (``Checked.left_out``)."""
     start = ids.n
     events: list[NewEvent] = []
-    blobs: dict[str, bytes] = {}
+    blobs: dict[str, bytes | FileBlob] = {}
     out: list[tuple[str, str, int, str]] = []
     out_fields: list[dict | None] = []
     try:
@@ -134,7 +135,7 @@ def test_events(
     source: SourceRef,
     ids: EventIds,
     batch: list[NewEvent],
-    blobs: dict[str, bytes],
+    blobs: dict[str, bytes | FileBlob],
     threshold: float,
 ) -> TestScored:
     key: _ResultKey = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
@@ -150,16 +151,11 @@ def test_events(
         batch.append(NewEvent(case, ids.next("case")))
     by_path: dict[str, ArtifactStored] = {}
     for f in item.files:
-        data = None
-        if f.resolved is not None:
-            try:  # a regular file only (a FIFO would block), and not grown past the cap since it was checked
-                data = read_regular(f.resolved, max_bytes=max_file_bytes())
-            except OSError:
-                data = None
-        if data is not None:
-            digest = sha256_hex(data)
+        found = _read_file(f.resolved) if f.resolved is not None else None
+        if found is not None:
+            digest, data = found
             blobs[digest] = data
-            artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, sha256=digest, size=len(data))
+            artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, sha256=digest, size=blob_size(data))
         elif f.refused:
             artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, status="refused", reason=f.refused)
         else:
@@ -258,7 +254,22 @@ def _annotate(message: dict, by_path: dict[str, ArtifactStored]) -> dict:
     return {**message, "content": blocks}
 
 
-def _json_blob(value: object, blobs: dict[str, bytes]) -> str:
+def _read_file(path: Path) -> tuple[str, bytes | FileBlob] | None:
+    """A file's digest and its bytes, or, past a chunk, the file itself: hashed here a chunk at a time and
+    read again, a chunk at a time, when it is stored (a gigabyte artifact is never held whole). A regular
+    file only (a FIFO would block), not grown past the cap since it was checked; None when unreadable."""
+    try:
+        if not is_large_size(path.stat().st_size):
+            data = read_regular(path, max_bytes=max_file_bytes())
+            if not is_large_size(len(data)):
+                return sha256_hex(data), data
+        digest, size = file_digest(str(path), max_bytes=max_file_bytes())
+    except OSError:
+        return None
+    return digest, FileBlob(str(path), size)
+
+
+def _json_blob(value: object, blobs: dict[str, bytes | FileBlob]) -> str:
     """Store a value as a canonical-JSON blob; its digest."""
     data = canonical_json(value).encode("utf-8")
     digest = sha256_hex(data)

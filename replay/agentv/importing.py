@@ -30,6 +30,7 @@ from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.evalfile.union import covered, union_suite
 from evalstore.replay.material import Tally
 from evalstore.store import EventStore, NewEvent
+from evalstore.store.blobs import FileBlob, blob_size
 from evalstore.store.codec import canonical_json
 from evalstore.store.events import FileSnapshot, LineSkipped, RunStarted, SourceRef, encode
 
@@ -223,7 +224,7 @@ def _write(  # type: ignore[no-untyped-def]
 
     batch: list[Encoded] = []
     batch_fields: list[dict | None] = []
-    batch_blobs: dict[str, bytes] = {}
+    batch_blobs: dict[str, bytes | FileBlob] = {}
     batch_bytes = 0
     done = 0
     tally = Tally()
@@ -247,7 +248,7 @@ def _write(  # type: ignore[no-untyped-def]
         for digest, data in item.blobs.items():
             if digest not in batch_blobs:
                 batch_blobs[digest] = data
-                batch_bytes += len(data)
+                batch_bytes += blob_size(data)
         tally.count(*item.score)
         done += 1
         if done % BATCH_TESTS == 0 or batch_bytes > BATCH_BYTES:

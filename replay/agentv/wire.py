@@ -111,6 +111,8 @@ def loads(raw: bytes) -> Any:
         raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos + 1})") from exc
     except UnicodeDecodeError as exc:
         raise ValueError(f"invalid JSON ({exc})") from exc
+    except ValueError as exc:  # an integer too long to convert
+        raise ValueError(f"invalid JSON ({jsontext.decode_problem(exc)})") from None
     except RecursionError:
         raise ValueError("JSON nested too deeply to read") from None
     if _SURROGATE_ESCAPE.search(raw):  # rare: JSON.stringify escapes only lone surrogates

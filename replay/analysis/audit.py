@@ -6,6 +6,7 @@ bytes behind a score are missing or do not match.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,6 @@ from evalstore.replay.errors import NotFoundError
 from evalstore.replay.material import RunMaterial, TestMaterial, load_run
 from evalstore.replay.regrade import transcript_run
 from evalstore.store import EventStore
-from evalstore.store.codec import sha256_hex
 from evalstore.store.errors import BlobCorrupt, BlobNotFound
 from evalstore.store.events import ArtifactStored, GraderCalled, PreprocessingRecorded, SourceRef, VerdictRecorded
 
@@ -32,8 +32,10 @@ class BlobCheck:
             return None
         if digest not in self.results:
             try:
-                data = self.store.get_blob(digest)
-                self.results[digest] = "ok" if sha256_hex(data) == digest else "MISMATCH"
+                hasher = hashlib.sha256()
+                for piece in self.store.blob_pieces(digest):  # a large blob a chunk at a time
+                    hasher.update(piece)
+                self.results[digest] = "ok" if hasher.hexdigest() == digest else "MISMATCH"
             except BlobNotFound:
                 self.results[digest] = "MISSING"
             except BlobCorrupt:
@@ -119,6 +121,7 @@ def _run_info(store: EventStore, run: RunMaterial, checks: BlobCheck) -> dict[st
         ],
         "target_name": s.target_name,
         "target": s.target,
+        "targets": s.targets,
         "overrides": s.overrides,
         "source": s.source.model_dump() if s.source else None,
         "source_format": s.source_format,

@@ -7,8 +7,10 @@ HTML. The viewer treats every string these return as untrusted.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -424,17 +426,20 @@ def _test_view(
     return TestView(key, case, transcript, messages, messages_error, artifacts, audited, origin)
 
 
-def artifact(store: EventStore, run_id: str, sha256: str) -> tuple[ArtifactStored, str, bytes]:
-    """An artifact of a run (or of the run holding its transcripts) by digest: its event, kind and bytes."""
+def artifact(store: EventStore, run_id: str, sha256: str) -> tuple[ArtifactStored, str, Iterator[bytes]]:
+    """An artifact of a run (or of the run holding its transcripts) by digest: its event, kind and bytes, a
+    chunk at a time (a large artifact is served without being held whole)."""
     started = run_started(store, run_id)
     for stream in dict.fromkeys((run_id, transcript_run_id(store, started))):
         for stored in store.read_stream(stream, types=["artifact_stored"]):
             a = stored.event
             if isinstance(a, ArtifactStored) and a.sha256 == sha256 and a.status == "stored":
+                pieces = store.blob_pieces(sha256)
                 try:
-                    return a, _kind(a), store.get_blob(sha256)
+                    first = next(pieces, b"")  # a missing blob is known before anything is sent
                 except BlobNotFound:
                     raise NotFoundError(f"the bytes of artifact {a.path} ({sha256}) are not in the store") from None
+                return a, _kind(a), itertools.chain([first], pieces)
     raise NotFoundError(f"run {run_id} has no stored artifact {sha256}")
 
 

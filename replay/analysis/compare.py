@@ -91,6 +91,23 @@ class RunResults:
         ]
 
 
+def one_target(run: RunResults, target: str) -> RunResults:
+    """The results ``run`` holds for ``target``, keyed without it, so that two targets pair test by test
+    (``compare RUN@A RUN@B``: the two sides of a run of several targets, or runs of different targets)."""
+    results: dict[Key, TestResult] = {(t, None, n): r for (t, g, n), r in run.results.items() if g == target}
+    if not results:
+        held = sorted({g or "(none)" for _, g, _ in run.results})
+        raise CompareError(f"run {run.run_id} has no results for target {target!r}; its targets: {', '.join(held)}")
+    details = run.details
+
+    def target_details(keys: list[Key]) -> dict[Key, dict[str, VerdictRecorded]]:
+        assert details is not None
+        found = details([(t, target, n) for t, _, n in keys])
+        return {(t, None, n): v for (t, _, n), v in found.items()}
+
+    return RunResults(f"{run.run_id}@{target}", results, target_details if details is not None else None)
+
+
 NOT_REGRADABLE = "not_regradable"
 
 

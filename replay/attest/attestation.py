@@ -33,6 +33,7 @@ from typing import Any
 from evalstore.replay.attest import note
 from evalstore.replay.attest.keys import VerifierKey
 from evalstore.replay.errors import AttestationError, AttestationFormatError, NotFoundError
+from evalstore.replay.jsontext import decode_problem
 from evalstore.store import EventStore, StoredEvent
 from evalstore.store.codec import digest_json
 from evalstore.store.events import (
@@ -225,6 +226,8 @@ def load_attestation(text: str, where: str) -> Any:
         return json.loads(text, object_pairs_hook=unique)
     except json.JSONDecodeError as exc:
         raise AttestationFormatError(f"{where}: not JSON: {exc}") from None
+    except ValueError as exc:  # an integer too long to convert
+        raise AttestationFormatError(f"{where}: not JSON: {decode_problem(exc)}") from None
     except RecursionError:
         raise AttestationFormatError(f"{where}: not an evalstore attestation: nested too deep to read") from None
 

@@ -6,6 +6,7 @@ resolver, and the warnings and referenced files being collected for the suite.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -123,6 +124,8 @@ def opt_number(
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise where.key(key).error(f"expected a number, got {_kind(value)}")
     number = float(value)
+    if math.isnan(number):  # YAML's .nan: every comparison with it is false, so no range would refuse it
+        raise where.key(key).error("NaN is not a number; give a number")
     too_low = low is not None and (number <= low if low_open else number < low)
     if too_low or (high is not None and number > high):
         bounds = [f"{'above' if low_open else 'at least'} {low:g}"] if low is not None else []

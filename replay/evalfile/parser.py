@@ -50,7 +50,13 @@ from evalstore.replay.evalfile.search_roots import (
 )
 from evalstore.replay.evalfile.source import Where, load_yaml
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, TrialsSpec, WorkspaceEnv
-from evalstore.replay.evalfile.workspace import external_workspace, parse_workspace
+from evalstore.replay.evalfile.workspace import (
+    WorkspaceLayer,
+    external_workspace,
+    merge_layers,
+    workspace_layer,
+    workspace_spec,
+)
 from evalstore.replay.targetsfile.redaction import looks_secret
 
 DEFAULT_THRESHOLD = 0.8
@@ -70,7 +76,7 @@ TEST_KEYS = (
     "options", "depends_on", "on_dependency_failure", *CONVERSATION_KEYS,
 )  # fmt: skip
 EXECUTION_KEYS = (
-    "target", "targets", "threshold", "skip_defaults", "cache", "trials", "budget_usd", "total_budget_usd",
+    "target", "targets", "threshold", "skip_defaults", "cache", "cache_path", "trials", "budget_usd", "total_budget_usd",
     "fail_on_error", "workers", "agent_timeout_ms", "budgetUsd", "failOnError",
 )  # fmt: skip
 WORKSPACE_KEYS = ("env", "template", "hooks", "repos", "isolation", "mode", "path", "docker", "snapshot")
@@ -225,7 +231,7 @@ def _execution(raw: Any, where: Where, ctx: ParseContext, *, suite: bool = False
         return _Execution()
     obj = expect_mapping(raw, where, "an object {target, threshold, skip_defaults}")
     warn_unknown(ctx, obj, EXECUTION_KEYS, where)
-    return _Execution(
+    execution = _Execution(
         threshold=opt_number(obj, "threshold", where, low=0.0, high=1.0),
         target=opt_str(obj, "target", where),
         skip_defaults=opt_bool(obj, "skip_defaults", where),
@@ -236,6 +242,29 @@ def _execution(raw: Any, where: Where, ctx: ParseContext, *, suite: bool = False
         budget_usd=_budget(obj, where, ctx) if suite else None,
         fail_on_error=_fail_on_error(obj, where, ctx) if suite else None,
     )
+    if suite:
+        _cache(obj, where, ctx, execution.trials)
+    return execution
+
+
+def _cache(obj: dict[str, Any], where: Where, ctx: ParseContext, trials: TrialsSpec | None) -> None:
+    """``execution.cache`` (``extractCacheConfig``): AgentV's response cache of the *agent's* answers
+    (run-eval.ts ``ResponseCache``, ``.agentv/cache`` or ``cache_path``), keyed by provider, target, test
+    and prompt (orchestrator.ts ``createCacheKey``), off with trials (and for a target with a temperature
+    above 0). ``evalstore run`` always asks the agent; said where that differs."""
+    raw = obj.get("cache")
+    if raw is None:
+        return
+    if not isinstance(raw, bool):
+        ctx.warn(where.key("cache"), f"invalid execution.cache: {raw!r}; it must be a boolean, and AgentV ignores it")
+        return
+    if raw and (trials is None or trials.count <= 1):
+        ctx.warn(
+            where.key("cache"),
+            "execution.cache: AgentV answers a test from its cache of the agent's earlier answers (.agentv/cache); "
+            "evalstore run asks the agent every time (a run is a new observation): to grade recorded answers "
+            "again without the agent, use `evalstore replay RUN`",
+        )
 
 
 def _targets(raw: Any) -> list[str] | None:
@@ -376,7 +405,8 @@ class _SuiteParser:
         self._check_prompts()
         raw_ws, ws_where, ws_base = _workspace_source(doc.get("workspace"), root.key("workspace"), ctx)
         envs = [_workspace_env(raw_ws, ws_where, ctx)]
-        workspace = parse_workspace(raw_ws, ws_where, ctx, ws_base)
+        self.workspace = workspace_layer(raw_ws, ws_where, ctx, ws_base)
+        workspace = workspace_spec(self.workspace, ws_where, ctx)
 
         tests: list[EvalTest] = []
         seen: set[str] = set()  # a set, not a scan of the tests so far: a suite of 100,000 tests loads in seconds
@@ -523,14 +553,17 @@ class _SuiteParser:
             graders=assign_names(graders),
             threshold=execution.threshold,
             target=execution.target,
+            targets=execution.targets,
             **conversation,
             **dependencies(obj, where, ctx),
         )
-        raw_ws, ws_where, _ = _workspace_source(obj.get("workspace"), where.key("workspace"), ctx)
-        if isinstance(raw_ws, dict):
-            for key in ("template", "path", "isolation", "repos", "hooks", "snapshot"):
-                if raw_ws.get(key) is not None:
-                    ctx.warn(ws_where.key(key), "a test-level workspace is not supported; set it on the suite")
+        raw_ws, ws_where, ws_base = _workspace_source(obj.get("workspace"), where.key("workspace"), ctx)
+        own = workspace_layer(raw_ws, ws_where, ctx, ws_base)
+        if own != WorkspaceLayer():
+            # AgentV merges a test's workspace into the suite's (yaml-parser.ts `mergeWorkspaceConfigs`).
+            test = test.model_copy(
+                update={"workspace": workspace_spec(merge_layers(self.workspace, own), ws_where, ctx)}
+            )
         return test, _workspace_env(raw_ws, ws_where, ctx)
 
     def _input(

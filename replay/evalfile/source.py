@@ -52,9 +52,13 @@ for _tag, (_regexp, _first) in _CORE_12.items():
 
 def _core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
     text = loader.construct_scalar(node)
-    if text.startswith("0o"):
-        return int(text[2:], 8)
-    return int(text, 16) if text.startswith("0x") else int(text, 10)  # 0777 is 777: no octal without 0o
+    try:
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        return int(text, 16) if text.startswith("0x") else int(text, 10)  # 0777 is 777: no octal without 0o
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits): no count is that large
+        problem = f"an integer of {len(text)} digits is too large"
+        raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
 
 
 Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _core_int)

@@ -349,8 +349,10 @@ class WorkspaceSpec(_Spec):
 
     @property
     def configured(self) -> bool:
-        """A workspace the eval asks for: graders then get ``workspace_path`` and ``file_changes``."""
-        return bool(self.template or self.path or self.repos)
+        """A workspace the eval asks for: graders then get ``workspace_path`` and ``file_changes``. Hooks
+        alone ask for one too: AgentV makes an empty folder for them (workspace/setup.ts
+        ``hasSharedWorkspace``, ``prepareEvalCaseWorkspace``)."""
+        return bool(self.template or self.path or self.repos or self.hooks)
 
     def hook(self, name: str) -> HookSpec | None:
         return next((h for h in self.hooks if h.name == name), None)
@@ -398,6 +400,12 @@ class EvalTest(_Spec):
     on_dependency_failure: Literal["skip", "fail", "run"] = "skip"
     """When a test it depends on ended in an execution error: not run (``skip``, ``fail``: an execution
     error saying so) or run all the same (``run``)."""
+    targets: list[str] | None = None
+    """The test's own ``execution.targets``: in a matrix (a run of several targets), the only targets it is
+    run against (AgentV's ``extractTargetsFromTestCase``); None: every one."""
+    workspace: WorkspaceSpec | None = None
+    """The test's own ``workspace`` merged into the suite's (AgentV's ``mergeWorkspaceConfigs``); None when
+    it gives none: the suite's serves it (``EvalSuite.workspace_for``)."""
 
 
 class TrialsSpec(_Spec):
@@ -441,6 +449,10 @@ class EvalSuite(_Spec):
     @property
     def directory(self) -> Path:
         return Path(self.path).parent
+
+    def workspace_for(self, test: EvalTest) -> WorkspaceSpec:
+        """The workspace configuration a test runs under: its own merged into the suite's, else the suite's."""
+        return test.workspace or self.workspace
 
     def with_graders(self, change: Callable[[GraderSpec], GraderSpec]) -> EvalSuite:
         """A copy with ``change`` applied to every grader of every test (a replay's swaps)."""

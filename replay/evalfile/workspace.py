@@ -1,4 +1,4 @@
-"""The suite's ``workspace`` block: template, path, isolation, repos, hooks and snapshot limits.
+"""A ``workspace`` block (the suite's, or a test's merged into it): template, path, isolation, repos, hooks, snapshot.
 
 AgentV 4.42.4's semantics (agentv-formats.md §7.1a, checked against the real CLI): ``isolation`` is
 ``shared`` (the default) or ``per_test``; a static ``path`` cannot be combined with ``per_test``; a hook
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,26 +50,109 @@ def parse_workspace(raw: Any, where: Where, ctx: ParseContext, base: Path | None
     external workspace file's: AgentV resolves ``template``, ``path``, hook ``cwd`` and local repos there)."""
     if raw is None:
         return WorkspaceSpec()
-    base = base or ctx.eval_dir
+    return workspace_spec(workspace_layer(raw, where, ctx, base), where, ctx)
+
+
+@dataclass(frozen=True)
+class WorkspaceLayer:
+    """The keys one ``workspace`` block gives (the suite's or a test's), parsed, before the test's is merged
+    into the suite's: what was not written is None, so the merge can tell "not given" from a default."""
+
+    template: str | None = None
+    path: str | None = None
+    isolation: str | None = None
+    repos: list[RepoSpec] | None = None
+    hooks_enabled: bool | None = None
+    hooks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per hook name, the fields it gives: ``command`` (argv), ``timeout_ms``, ``cwd`` (absolute), ``reset``."""
+    snapshot: SnapshotSpec | None = None
+    file_dir: Path | None = None
+    """An external workspace file's folder: the hooks' default cwd (AgentV's ``workspaceFileDir``)."""
+
+
+def workspace_layer(raw: Any, where: Where, ctx: ParseContext, base: Path | None = None) -> WorkspaceLayer:
+    """What one ``workspace`` object gives, its relative paths from ``base`` (see ``parse_workspace``)."""
+    if raw is None:
+        return WorkspaceLayer()
     obj = expect_mapping(raw, where, "an object")
-    isolation = opt_str(obj, "isolation", where) or "shared"
-    if isolation not in ("shared", "per_test"):
+    isolation = opt_str(obj, "isolation", where)
+    if isolation not in (None, "shared", "per_test"):
         raise where.key("isolation").error(f"`{isolation}` is not an isolation; use shared or per_test")
-    template = _folder(obj, "template", where, ctx, base)
     path = opt_str(obj, "path", where)
     if path is not None:
-        path = str((base / Path(path).expanduser()).resolve())
-        if isolation == "per_test":
-            raise where.key("path").error("a static workspace `path` cannot be combined with `isolation: per_test`")
-        if template:
-            raise where.key("path").error("give `template` or `path`, not both")
-    return WorkspaceSpec(
-        template=template,
+        path = str(((base or ctx.eval_dir) / Path(path).expanduser()).resolve())
+    hooks_enabled, hooks = _hooks(obj.get("hooks"), where.key("hooks"), ctx, base or ctx.eval_dir)
+    layer = WorkspaceLayer(
+        template=_folder(obj, "template", where, ctx, base or ctx.eval_dir),
         path=path,
-        isolation=isolation,  # type: ignore[arg-type]
-        repos=_repos(obj.get("repos"), where.key("repos"), ctx, base),
-        hooks=_hooks(obj.get("hooks"), where.key("hooks"), ctx, base),
-        snapshot=_snapshot(obj.get("snapshot"), where.key("snapshot"), ctx),
+        isolation=isolation,
+        repos=_repos(obj["repos"], where.key("repos"), ctx, base or ctx.eval_dir)
+        if obj.get("repos") is not None
+        else None,
+        hooks_enabled=hooks_enabled,
+        hooks=hooks,
+        snapshot=_snapshot(obj.get("snapshot"), where.key("snapshot"), ctx)
+        if obj.get("snapshot") is not None
+        else None,
+        file_dir=base if base is not None and base != ctx.eval_dir else None,
+    )
+    _check(layer, where)
+    return layer
+
+
+def merge_layers(suite: WorkspaceLayer, test: WorkspaceLayer) -> WorkspaceLayer:
+    """A test's workspace merged into the suite's as AgentV 4.42.4 merges them (``mergeWorkspaceConfigs``,
+    yaml-parser.ts:1317): each key the test gives replaces the suite's (``repos`` whole, never
+    concatenated); hooks merge per hook, the test's fields over the suite's (a test's ``before_each:
+    {timeout_ms}`` keeps the suite's command); ``hooks.enabled`` is the test's, else the suite's."""
+    hooks = {name: {**suite.hooks.get(name, {}), **test.hooks.get(name, {})} for name in HOOK_NAMES}
+    return WorkspaceLayer(
+        template=test.template if test.template is not None else suite.template,
+        path=test.path if test.path is not None else suite.path,
+        isolation=test.isolation if test.isolation is not None else suite.isolation,
+        repos=test.repos if test.repos is not None else suite.repos,
+        hooks_enabled=test.hooks_enabled if test.hooks_enabled is not None else suite.hooks_enabled,
+        hooks={name: fields for name, fields in hooks.items() if fields},
+        snapshot=test.snapshot if test.snapshot is not None else suite.snapshot,
+        file_dir=test.file_dir if test.file_dir is not None else suite.file_dir,
+    )
+
+
+def _check(layer: WorkspaceLayer, where: Where) -> None:
+    if layer.path is None:
+        return
+    if layer.isolation == "per_test":
+        raise where.key("path").error("a static workspace `path` cannot be combined with `isolation: per_test`")
+    if layer.template:
+        raise where.key("path").error("give `template` or `path`, not both")
+
+
+def workspace_spec(layer: WorkspaceLayer, where: Where, ctx: ParseContext) -> WorkspaceSpec:
+    """The workspace a (merged) layer describes: AgentV's defaults filled in (isolation ``shared``; a hook's
+    timeout by its kind, its cwd the workspace file's folder, else the eval file's)."""
+    _check(layer, where)
+    hooks = []
+    if layer.hooks_enabled is not False:
+        for name in HOOK_NAMES:
+            fields = layer.hooks.get(name)
+            if not fields or ("command" not in fields and fields.get("reset", "none") == "none"):
+                continue
+            hooks.append(
+                HookSpec(
+                    name=name,
+                    command=fields.get("command", []),  # `{reset: fast}` alone: a reset without a command
+                    timeout_ms=fields.get("timeout_ms", default_timeout_ms(name)),
+                    cwd=fields.get("cwd", str(layer.file_dir or ctx.eval_dir)),
+                    reset=fields.get("reset", "none"),
+                )
+            )
+    return WorkspaceSpec(
+        template=layer.template,
+        path=layer.path,
+        isolation=layer.isolation or "shared",  # type: ignore[arg-type]
+        repos=layer.repos or [],
+        hooks=hooks,
+        snapshot=layer.snapshot or SnapshotSpec(),
     )
 
 
@@ -83,14 +167,14 @@ def _folder(obj: dict[str, Any], key: str, where: Where, ctx: ParseContext, base
     return str(folder)
 
 
-def _hooks(raw: Any, where: Where, ctx: ParseContext, base: Path) -> list[HookSpec]:
+def _hooks(raw: Any, where: Where, ctx: ParseContext, base: Path) -> tuple[bool | None, dict[str, dict[str, Any]]]:
+    """``hooks.enabled`` and, per hook, the fields it gives (a command as argv, a cwd made absolute)."""
     if raw is None:
-        return []
+        return None, {}
     obj = expect_mapping(raw, where, "an object {before_all, before_each, after_each, after_all, enabled}")
     warn_unknown(ctx, obj, (*HOOK_NAMES, "enabled"), where)
-    if opt_bool(obj, "enabled", where) is False:
-        return []
-    hooks = []
+    enabled = opt_bool(obj, "enabled", where)
+    hooks: dict[str, dict[str, Any]] = {}
     for name in HOOK_NAMES:
         if obj.get(name) is None:
             continue
@@ -99,34 +183,38 @@ def _hooks(raw: Any, where: Where, ctx: ParseContext, base: Path) -> list[HookSp
         warn_unknown(ctx, hook, HOOK_KEYS, at)
         key = "command" if hook.get("command") is not None else "script"
         command = hook.get(key)
-        if command is None and hook.get("reset") not in (None, "none"):
-            argv: list[str] = []  # `{reset: fast}` alone: a reset without a command, as AgentV allows
-        elif isinstance(command, str):
-            # AgentV splits a string on whitespace and runs it without a shell.
-            argv = command.split()
-            if not argv:
-                raise at.key(key).error("the command is empty")
-        else:
-            argv = str_list(command, at.key(key), "a command: an argv list or a string")
-            if not argv:
-                raise at.key(key).error("the command is empty")
-        timeout = opt_number(hook, "timeout_ms", at, low=0, low_open=True)
-        cwd = opt_str(hook, "cwd", at)
-        reset = opt_str(hook, "reset", at) or "none"
-        if reset not in ("none", "fast", "strict"):
-            raise at.key("reset").error(f"`{reset}` is not a reset; use none, fast or strict")
-        if reset != "none" and name not in ("before_each", "after_each"):
-            raise at.key("reset").error("`reset` applies to before_each and after_each only")
-        hooks.append(
-            HookSpec(
-                name=name,
-                command=argv,
-                timeout_ms=int(timeout) if timeout is not None else default_timeout_ms(name),
-                cwd=str((base / cwd).resolve()) if cwd else str(base),
-                reset=reset,  # type: ignore[arg-type]
-            )
+        reset = opt_str(hook, "reset", at)
+        if reset is not None:
+            if reset not in ("none", "fast", "strict"):
+                raise at.key("reset").error(f"`{reset}` is not a reset; use none, fast or strict")
+            if reset != "none" and name not in ("before_each", "after_each"):
+                raise at.key("reset").error("`reset` applies to before_each and after_each only")
+        if command is None:
+            # AgentV keeps a hook without a command only for its reset (and then nothing else of it).
+            if reset is None:
+                ctx.warn(at, "the hook has no `command` (or `reset`); AgentV ignores it, and so does evalstore")
+            else:
+                hooks[name] = {"reset": reset}
+            continue
+        # AgentV splits a string on whitespace and runs it without a shell.
+        argv = (
+            command.split()
+            if isinstance(command, str)
+            else str_list(command, at.key(key), "a command: an argv list or a string")
         )
-    return hooks
+        if not argv:
+            raise at.key(key).error("the command is empty")
+        fields: dict[str, Any] = {"command": argv}
+        timeout = opt_number(hook, "timeout_ms", at, low=0, low_open=True)
+        if timeout is not None:
+            fields["timeout_ms"] = int(timeout)
+        cwd = opt_str(hook, "cwd", at)
+        if cwd:
+            fields["cwd"] = str((base / cwd).resolve())
+        if reset is not None:
+            fields["reset"] = reset
+        hooks[name] = fields
+    return enabled, hooks
 
 
 def default_timeout_ms(hook: str) -> int:

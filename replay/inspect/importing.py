@@ -39,10 +39,11 @@ from evalstore.replay.grading.scoring import score_recorded
 from evalstore.replay.inspect import inspect_log_api
 from evalstore.replay.inspect.messages import content_messages, resolved, text_of
 from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
+from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.material import Tally
 from evalstore.replay.targetsfile.redaction import redact
 from evalstore.store import EventStore, NewEvent
-from evalstore.store.blobs import PREFIX_BYTES
+from evalstore.store.blobs import PREFIX_BYTES, FileBlob, blob_size
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     FileSnapshot,
@@ -64,6 +65,9 @@ CHUNK_SAMPLES = 100
 """Samples of an ``.eval`` log read through one opened zip (``_samples``)."""
 BATCH_TESTS = 1000
 BATCH_BYTES = 32 * 1024 * 1024
+HEADER_DEPTH = 256
+"""The deepest nesting of a JSON log's header read: Inspect writes a few levels. inspect_ai scans the header
+with ijson, whose key paths grow with the depth, so a log nested 100,000 deep took a minute to refuse."""
 Progress = Callable[[str, int, "int | None"], None]
 
 
@@ -130,6 +134,8 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     fmt = "inspect-json" if path.suffix == ".json" else "inspect-eval"
     digest = _file_digest(path)
     run_id = f"imp-{digest[:16]}"
+    if fmt == "inspect-json":
+        _check_header(path)
     header = _read(path, lambda: api.read_eval_log(str(path), header_only=True))
     spec = header.eval
     existing = store.query("runs", run_id=run_id)
@@ -171,10 +177,46 @@ def _read(path: Path, read: Callable[[], Any]) -> Any:
     try:
         return read()
     except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
-        reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc) or type(exc).__name__
+        if isinstance(exc, ValidationError):
+            reason = exc.errors()[0]["msg"]
+        elif isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError):
+            reason = decode_problem(exc)
+        else:
+            reason = str(exc) or type(exc).__name__
         raise ImportFormatError(
             f"{path}: not an Inspect AI log inspect_ai can read ({reason.splitlines()[0]})"
         ) from None
+
+
+def _check_header(path: Path) -> None:
+    """Refuse a JSON log whose header (what comes before its ``samples``) inspect_ai's reader cannot take:
+    nested deeper than :data:`HEADER_DEPTH` (its ijson key paths grow with the depth: a log nested
+    100,000 deep took a minute to refuse), or holding an integer of more digits than Python converts
+    (ijson's C parser then fails inside its callback and the process crashes: a segmentation fault), or
+    that is not JSON. Read once with ijson's pure-Python parser, which raises instead."""
+    import ijson  # type: ignore[import-untyped]  # inspect_ai's own dependency: there when the log API is
+
+    depth = 0
+    refused = None
+    with path.open("rb") as fh:
+        try:
+            for event, value in ijson.get_backend("python").basic_parse(fh):
+                if event in ("start_map", "start_array"):
+                    depth += 1
+                    if depth > HEADER_DEPTH:
+                        refused = f"JSON nested more than {HEADER_DEPTH} levels deep"
+                        break
+                elif event in ("end_map", "end_array"):
+                    depth -= 1
+                elif event == "map_key" and depth == 1 and value == "samples":
+                    break
+        except (ijson.JSONError, ValueError) as exc:
+            # Refused here: what this parser cannot read, inspect_ai's may crash on (an integer too long
+            # to convert shows as the symbol it could not parse, with that error as its context).
+            cause = exc.__context__ if isinstance(exc.__context__, ValueError) else exc
+            refused = "invalid JSON: " + decode_problem(cause)[:200]
+    if refused:
+        raise ImportFormatError(f"{path}: not an Inspect AI log inspect_ai can read ({refused})")
 
 
 def _file_digest(path: Path) -> str:
@@ -248,7 +290,7 @@ def _samples(api: Any, path: Path, header: Any) -> Iterator[Any]:
 def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: int, progress: Progress | None) -> None:
     batch: list[tuple[str, str, int, str]] = []
     batch_fields: list[dict | None] = []
-    batch_blobs: dict[str, bytes] = {}
+    batch_blobs: dict[str, bytes | FileBlob] = {}
     size = done = 0
     tally = Tally()
     for item in spool:
@@ -257,7 +299,7 @@ def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: i
         for digest, data in item.blobs.items():
             if digest not in batch_blobs:
                 batch_blobs[digest] = data
-                size += len(data)
+                size += blob_size(data)
         assert item.score is not None
         tally.count(*item.score)
         done += 1

@@ -103,7 +103,7 @@ def discover(state: Path, cwd: str | None) -> list[Path]:
     for folder in entries:
         try:
             workspace = yaml.safe_load((folder / "workspace.yaml").read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        except (OSError, ValueError, yaml.YAMLError):  # ValueError: not UTF-8, or an integer too long
             continue
         if cwd and str((workspace if isinstance(workspace, dict) else {}).get("cwd", "")) != cwd:
             continue

@@ -254,6 +254,8 @@ def load_targets_file(path: str | Path) -> TargetsFile:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TargetsFileError(f"{path}: cannot read targets file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise TargetsFileError(f"{path}: not a targets file: not UTF-8 text (byte {exc.start})") from None
     try:
         root = yaml.compose(text)
         if root is not None:  # an alias bomb is refused before it is built

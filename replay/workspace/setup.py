@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalstore.replay.errors import ReplayError
-from evalstore.replay.evalfile.specs import RepoSpec, WorkspaceSpec
+from evalstore.replay.evalfile.specs import EvalSuite, RepoSpec, WorkspaceSpec
 from evalstore.replay.workspace.changes import FolderState, folder_state
 from evalstore.replay.workspace.snapshot import excluded
 
@@ -66,6 +66,16 @@ def check_workspace(spec: WorkspaceSpec) -> None:
                 f"workspace.repos[{repo.path}]: cannot reach {repo.repo}"
                 + (f" ({reason[-1]})" if reason else f" (git ls-remote exited {done.returncode})")
             )
+
+
+def check_workspaces(suite: EvalSuite) -> None:
+    """``check_workspace`` for each distinct workspace the suite's tests run under."""
+    seen: set[str] = set()
+    for spec in [suite.workspace_for(t) for t in suite.tests] or [suite.workspace]:
+        key = spec.model_dump_json()
+        if spec.configured and key not in seen:
+            seen.add(key)
+            check_workspace(spec)
 
 
 def populate(spec: WorkspaceSpec, folder: Path) -> None:
@@ -162,15 +172,23 @@ class TestWorkspace:
 
 
 class RunWorkspaces:
-    """The workspaces of one recorded run: made, set up by hooks, reset, torn down."""
+    """The workspaces of one recorded run: made, set up by hooks, reset, torn down.
 
-    def __init__(self, spec: WorkspaceSpec, workdir: Path, run_id: str) -> None:
+    A test's own ``workspace`` is merged into the suite's (``EvalTest.workspace``), and the run is set up
+    as AgentV 4.42.4 sets it up (``prepareSharedWorkspaceSetup``, workspace/setup.ts:282): the first
+    test's workspace decides whether there is one shared workspace, and makes it (template, repos,
+    ``before_all``, ``after_all``); every test then runs its own ``before_each``/``after_each`` (and
+    resets) in it. Without a shared workspace each test gets a fresh one from its own template and
+    repos, with its own ``before_all``."""
+
+    def __init__(self, suite: EvalSuite, workdir: Path, run_id: str) -> None:
         import threading
 
-        self.spec = spec
+        self.suite = suite
+        self.spec = suite.workspace_for(suite.tests[0]) if suite.tests else suite.workspace
         self.workdir = workdir
         self.run_id = run_id
-        self.shared = spec.configured and spec.isolation == "shared"
+        self.shared = self.spec.configured and self.spec.isolation == "shared"
         self.lock = threading.Lock()
         self._saved: FolderState | None = None
 
@@ -184,13 +202,17 @@ class RunWorkspaces:
             return []
         folder = self.shared_folder
         self._populate(folder)
-        events, error = self._setup_hook("before_all", folder, None, None)
+        events, error = self._setup_hook(self.spec, "before_all", folder, None, None)
         if error:
             raise HookFailed(error, events)
-        before_each = self.spec.hook("before_each")
-        if before_each is not None and before_each.reset != "none":
+        if any(self._resets(self.suite.workspace_for(t), "before_each") for t in self.suite.tests):
             self._saved = saved_state(folder, self.spec)
         return events
+
+    @staticmethod
+    def _resets(spec: WorkspaceSpec, name: str) -> bool:
+        hook = spec.hook(name)
+        return hook is not None and hook.reset != "none"
 
     def finish(self) -> list:
         """``after_all``, once, in the shared workspace (per test: in none; it has no single workspace)."""
@@ -210,11 +232,13 @@ class RunWorkspaces:
             return
         populate(self.spec, folder)
 
-    def _setup_hook(self, name: str, folder: Path, test, target: str | None) -> tuple[list, str | None]:  # type: ignore[no-untyped-def]
+    def _setup_hook(  # type: ignore[no-untyped-def]
+        self, spec: WorkspaceSpec, name: str, folder: Path, test, target: str | None
+    ) -> tuple[list, str | None]:
         from evalstore.replay.content import question_text
         from evalstore.replay.workspace.hooks import run_hook, setup_error
 
-        hook = self.spec.hook(name)
+        hook = spec.hook(name)
         if hook is None or not hook.command:  # `{reset: fast}` alone: nothing to run
             return [], None
         ran = run_hook(
@@ -229,41 +253,44 @@ class RunWorkspaces:
         return [ran], (setup_error(ran) if ran.outcome != "ok" else None)
 
     def prepare(self, test, target: str | None, default_folder: Path) -> TestWorkspace:  # type: ignore[no-untyped-def]
-        """The test's workspace, set up: per-test copy (+ ``before_all``) or the shared one (reset),
-        then ``before_each``, then the baseline ``file_changes`` is measured against."""
-        if not self.spec.configured:
-            default_folder.mkdir(parents=True, exist_ok=True)
-            return TestWorkspace(default_folder)
+        """The test's workspace, set up: the shared one (reset), or a per-test copy of the test's template
+        and repos (+ its ``before_all``); then the test's ``before_each``, then the baseline
+        ``file_changes`` is measured against."""
+        spec = self.suite.workspace_for(test)
         if self.shared:
             tw = TestWorkspace(self.shared_folder)
-            hook = self.spec.hook("before_each")
+            hook = spec.hook("before_each")
             if self._saved is not None and hook is not None:
-                reset(tw.folder, self.spec, self._saved, hook.reset)
+                reset(tw.folder, spec, self._saved, hook.reset)
+        elif not spec.configured:
+            default_folder.mkdir(parents=True, exist_ok=True)
+            return TestWorkspace(default_folder)
         else:
             tw = TestWorkspace(default_folder)
             if default_folder.exists():
                 shutil.rmtree(default_folder)
             try:
-                populate(self.spec, default_folder)
+                populate(spec, default_folder)
             except WorkspaceSetupError as exc:
                 tw.error = f"setup error: {exc}"
                 return tw
-            tw.events, tw.error = self._setup_hook("before_all", tw.folder, test, target)
+            tw.events, tw.error = self._setup_hook(spec, "before_all", tw.folder, test, target)
             if tw.error:
                 return tw
-        events, tw.error = self._setup_hook("before_each", tw.folder, test, target)
+        events, tw.error = self._setup_hook(spec, "before_each", tw.folder, test, target)
         tw.events += events
         if tw.error is None:
-            tw.baseline = folder_state(tw.folder, self.spec.snapshot)
+            tw.baseline = folder_state(tw.folder, spec.snapshot)
         return tw
 
     def after_each(self, tw: TestWorkspace, test, target: str | None) -> list:  # type: ignore[no-untyped-def]
         """After the agent, before the graders (AgentV's order): ``reset`` back to the test's baseline,
         then the command; a failure is recorded and changes nothing else."""
-        hook = self.spec.hook("after_each")
+        spec = self.suite.workspace_for(test)
+        hook = spec.hook("after_each")
         if hook is not None and hook.reset != "none" and tw.baseline is not None:
-            reset(tw.folder, self.spec, tw.baseline, hook.reset)
-        events, _ = self._setup_hook("after_each", tw.folder, test, target)
+            reset(tw.folder, spec, tw.baseline, hook.reset)
+        events, _ = self._setup_hook(spec, "after_each", tw.folder, test, target)
         return events
 
 

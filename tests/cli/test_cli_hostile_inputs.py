@@ -257,3 +257,118 @@ def test_importing_from_home_does_not_store_a_file_a_row_names_there(tmp_path: P
     assert result.exit_code == 0, result.output
     audit = run("--db", str(other), "audit", json.loads(result.stdout)["run_id"], "t1", "--json").stdout
     assert "outside the folders" not in audit
+
+
+# --- a second pass: integers too long to convert, targets that are not text, Inspect headers ------------
+
+LONG_INT = "1" + "0" * 5000  # more digits than Python converts (sys.get_int_max_str_digits: 4300)
+
+
+def test_an_integer_too_long_in_an_eval_or_targets_file_is_one_line(tmp_path: Path) -> None:
+    eval_file = tmp_path / "suite.eval.yaml"
+    eval_file.write_text(f"tests:\n  - id: a\n    input: hi\n    criteria: c\n    threshold: {LONG_INT}\n")
+    checked = run("validate", str(eval_file), "--json")
+    assert checked.exit_code == 1, checked.output
+    assert "suite.eval.yaml:5: invalid YAML: an integer of 5001 digits is too large" in checked.stdout
+    eval_file.write_text("tests:\n  - id: a\n    input: hi\n    criteria: c\n")
+    targets = tmp_path / "targets.yaml"
+    targets.write_text(f"targets:\n  - name: default\n    provider: openai\n    timeout_seconds: {LONG_INT}\n")
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    error = one_line(run("--db", db, "run", str(eval_file), "--targets", str(targets)))
+    assert "targets.yaml:4: not valid YAML (an integer of 5001 digits is too large)" in error
+
+
+def test_a_targets_file_that_is_not_text_is_one_line(imported: tuple[str, str], tmp_path: Path) -> None:
+    db, run_id = imported
+    targets = tmp_path / "targets.yaml"
+    targets.write_bytes(bytes(range(256)))
+    eval_file = tmp_path / "suite.eval.yaml"
+    eval_file.write_text("tests:\n  - id: a\n    input: hi\n    criteria: c\n")
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    for args in (
+        ("--db", db, "replay", run_id, "--targets", str(targets)),
+        ("--db", other, "import", str(BASELINE), "--targets", str(targets)),
+        ("--db", other, "run", str(eval_file), "--targets", str(targets)),
+    ):
+        assert f"{targets}: not a targets file: not UTF-8 text (byte 128)" in one_line(run(*args)), args
+
+
+def test_an_integer_too_long_in_labels_or_results_is_one_line_naming_the_file(
+    imported: tuple[str, str], tmp_path: Path
+) -> None:
+    db, run_id = imported
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(f'{{"run": "{run_id}", "test_id": "x", "verdict": "pass", "attempt": {LONG_INT}}}\n')
+    assert f"{labels}:1: not JSON (an integer of more than 4300 digits)" in one_line(
+        run("--db", db, "labels", "import", str(labels))
+    )
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        json.dumps({"test_id": "t1", "score": 0.5, "target": "default"})[:-1] + f', "cost_usd": {LONG_INT}}}\n'
+    )
+    error = one_line(run("--db", f"sqlite:///{tmp_path / 'o.db'}", "import", str(rows)))
+    assert "rows.jsonl:1: invalid JSON (an integer of more than 4300 digits)" in error
+    assert "set_int_max_str_digits" not in error  # no advice to call a Python function
+
+
+def test_an_inspect_json_header_nested_deep_or_with_a_long_integer_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"version": 2, "eval": ' + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "}")
+    error = one_line(run("--db", f"sqlite:///{tmp_path / 'a.db'}", "import", str(deep)))
+    assert "deep.json: not an Inspect AI log inspect_ai can read (JSON nested more than 256 levels deep)" in error
+    # A long integer crashed inspect_ai's JSON parser (ijson's C backend): a segmentation fault, so this
+    # runs in a process of its own.
+    long = tmp_path / "long.json"
+    long.write_text(f'{{"version": {LONG_INT}, "eval": {{}}}}')
+    done = subprocess.run(
+        [EVALSTORE, "--db", f"sqlite:///{tmp_path / 'b.db'}", "import", str(long)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr.strip().endswith(
+        "long.json: not an Inspect AI log inspect_ai can read (invalid JSON: an integer of more than 4300 digits)"
+    )
+
+
+def test_a_copilot_session_whose_workspace_holds_a_long_integer_is_passed_over(tmp_path: Path) -> None:
+    from evalstore.replay.targets.copilot_log import discover
+
+    for name, workspace in (("a-broken", f"cwd: /w\nsize: {LONG_INT}\n"), ("b-fine", "cwd: /w\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "workspace.yaml").write_text(workspace)
+        (tmp_path / name / "events.jsonl").write_text("")
+    assert discover(tmp_path, "/w") == [tmp_path / "b-fine"]
+
+
+@pytest.mark.parametrize(
+    ("snippet", "field"),
+    [("execution:\n  threshold: .nan\n", "execution.threshold"),
+     ("assertions:\n  - {type: contains, value: x, weight: .nan}\n", "assertions[0].weight")],
+)  # fmt: skip
+def test_a_nan_in_an_eval_file_is_refused(tmp_path: Path, snippet: str, field: str) -> None:
+    # Every comparison with NaN is false: a threshold of NaN passed the range check and failed every test.
+    eval_file = tmp_path / "suite.eval.yaml"
+    eval_file.write_text("tests:\n  - id: a\n    input: hi\n    criteria: c\n" + snippet)
+    checked = run("validate", str(eval_file), "--json")
+    assert checked.exit_code == 1, checked.output
+    errors = json.loads(checked.stdout)["files"][0]["errors"]
+    assert any(f"field `{field}`: NaN is not a number" in e for e in errors), errors
+
+
+def test_an_attestation_or_a_preprocessor_with_a_long_integer_is_one_line(tmp_path: Path) -> None:
+    from evalstore.replay.errors import ReplayError
+    from evalstore.replay.regrade import parse_preprocessor
+
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert run("keys", "init", env=env).exit_code == 0
+    pub = tmp_path / "signer.pub"
+    pub.write_text(run("keys", "show", env=env).stdout)
+    attestation = tmp_path / "att.json"
+    attestation.write_text(f'{{"_type": {LONG_INT}}}')
+    error = one_line(run("verify-attestation", str(attestation), "--pubkey", str(pub)))
+    assert error == f"Error: {attestation}: not JSON: an integer of more than 4300 digits\n"
+    with pytest.raises(ReplayError, match=r"COMMAND is not a valid JSON array \(an integer of more than 4300 digits\)"):
+        parse_preprocessor(f"text/plain=[{LONG_INT}]", [str(tmp_path)])

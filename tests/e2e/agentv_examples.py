@@ -60,13 +60,6 @@ def xfail(*pending: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, reason="; ".join(pending))
 
 
-# What each owner's unlanded work is, as the xfail reasons name it.
-TRIALS_LOST = (
-    "unowned: AgentV 4.42.4's run folder keeps one trial of each test (the best: its row and answer), so a replay "
-    "of the import cannot send the judge prompts of the others"
-)
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example corpus copied outside the checkout (the examples' `uv run` must find no pyproject

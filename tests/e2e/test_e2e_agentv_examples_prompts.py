@@ -16,7 +16,6 @@ import pytest
 from agentv_examples import (
     RUNS,
     SUITES,
-    TRIALS_LOST,
     answers,
     expected_scores,
     judge_targets,
@@ -36,13 +35,13 @@ JUDGED: dict[str, list[str]] = {
     "multi-turn-conversation": [],
     "composite": [],
     "threshold-grader": [],
-    "trials": [TRIALS_LOST],
     "external-datasets": [],
     "multi-turn-conversation-live": [],
 }
 # Suites whose agent is the LLM target: `evalstore run` of them is compared request by request.
 RUN: dict[str, list[str]] = {
-    **{suite: [p for p in pending if p != TRIALS_LOST] for suite, pending in JUDGED.items()},
+    **JUDGED,
+    "trials": [],
     "assert": [],
 }  # evalstore run runs every trial, as AgentV
 
@@ -112,3 +111,19 @@ def test_evalstore_run_from_the_examples_folder_sends_every_prompt_agentv_sent_a
         ]
         want = [s for _, s in expected_scores(row)]
         assert any(got == pytest.approx(want) for got in attempts), (row["test_id"], want, attempts)
+
+
+def test_a_replay_of_an_imported_trials_run_regrades_the_trial_agentv_kept(
+    sqlite_url: str, corpus: Path, agentv_environment: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """features/trials (`count: 2`, pass_at_k): AgentV asked the judge once per trial, but its run folder keeps
+    one result per test (orchestrator.ts ``runEvalCaseWithTrials``: the best trial's answer and per-grader
+    scores, the trials' aggregate as the test's score; 4.42.4's index rows carry no ``trials``). The import
+    holds that one result and an unchanged replay regrades it: one judge prompt per test, AgentV's own for
+    that trial, and AgentV's per-grader scores (here both trials got the same answer, so every prompt AgentV
+    sent is the one sent again)."""
+    sent = replay_judge_prompts(sqlite_url, "trials", corpus, agentv_environment, monkeypatch)
+    agentv = messages_sent(judge_requests([e["body"] for e in logged("trials")]))
+    tests = rows("trials")
+    assert len(agentv) == 2 * len(tests), "AgentV judged each of the two trials"
+    assert len(sent) == len(tests) and sorted(set(sent)) == sorted(set(agentv))

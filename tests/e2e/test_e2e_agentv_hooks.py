@@ -22,7 +22,11 @@ from evalstore.store import EventStore
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "agentv-real"
 PROJECT = REAL / "project"
-HOOK_SUITES = ("hooks-shared", "hooks-per-test", "hooks-fail", "hooks-fail-all")
+HOOK_SUITES = (
+    "hooks-shared", "hooks-per-test", "hooks-fail", "hooks-fail-all",
+    # a test-level `workspace` merged into the suite's, and the first test's deciding the shared one
+    "hooks-test-workspace", "hooks-test-first", "hooks-only",
+)  # fmt: skip
 
 
 def agentv_log(suite: str) -> list[dict[str, Any]]:

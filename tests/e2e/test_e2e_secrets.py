@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 import sys
 import textwrap
 from pathlib import Path
 
-from e2e_helpers import evalstore, ok_json
+import canaries
+from canaries import judge_target, raw_store_bytes, run_suite
+from e2e_helpers import ok_json
 from judge_server import JudgeServer, Reply, Request
-
-from evalstore.store import EventStore, make_engine
 
 PY = sys.executable
 CLI_KEY_ENV, CLI_KEY = "CANARY_AGENT_API_KEY", "canary-AGENT-4f0e2b71c9"
@@ -53,63 +52,39 @@ def echoing_server(request: Request) -> Reply | str:
 
 
 def write_project(root: Path, server: JudgeServer) -> Path:
-    (root / ".agentv").mkdir(parents=True)
+    root.mkdir(parents=True)
     (root / "agent.py").write_text(AGENT, encoding="utf-8")
     service_url = f"https://{SERVICE_USER}:${{{{ {URL_PASS_ENV} }}}}@service.example/api"
-    (root / ".agentv" / "targets.yaml").write_text(
-        textwrap.dedent(f"""\
-            targets:
-              - name: agent
-                provider: cli
-                command: [{json.dumps(PY)}, {json.dumps(str(root / "agent.py"))}]
-                env:
-                  AGENT_KEY: ${{{{ {CLI_KEY_ENV} }}}}
-                  SERVICE_URL: {json.dumps(service_url)}
-                grader_target: judge
-              - name: chat
-                provider: openai
-                base_url: {server.base_url}
-                model: chat-model
-                api_key: ${{{{ {CHAT_KEY_ENV} }}}}
-                max_retries: 0
-                grader_target: judge
-              - name: judge
-                provider: openai-compatible
-                base_url: {server.base_url}
-                model: judge-model
-                api_key: ${{{{ {JUDGE_KEY_ENV} }}}}
-            """),
-        encoding="utf-8",
-    )
-    eval_file = root / "suite.eval.yaml"
-    eval_file.write_text(
-        textwrap.dedent("""\
-            name: canaries
-            tests:
-              - id: plain
-                input: What is 6 x 7?
-                criteria: says 42
-              - id: refused
-                input: What is 6 x 7? REFUSE
-                criteria: says 42
-            assertions:
-              - {name: quality, type: llm-grader}
-              - {name: says-42, type: contains, value: "42"}
-            """),
-        encoding="utf-8",
-    )
-    return eval_file
-
-
-def raw_store_bytes(db_file: Path) -> dict[str, bytes]:
-    """The database file and its WAL as they lie on disk, and every blob decoded."""
-    out = {p.name: p.read_bytes() for p in db_file.parent.glob(db_file.name + "*")}
-    store = EventStore(make_engine(f"sqlite:///{db_file}"))
-    with sqlite3.connect(db_file) as conn:
-        digests = [row[0] for row in conn.execute("SELECT sha256 FROM blobs")]
-    out.update({f"blob {digest}": store.get_blob(digest) for digest in digests})
-    out["events"] = b"\n".join(e.payload_json.encode("utf-8") for e in store.read_all())
-    return out
+    targets = textwrap.dedent(f"""\
+        - name: agent
+          provider: cli
+          command: [{json.dumps(PY)}, {json.dumps(str(root / "agent.py"))}]
+          env:
+            AGENT_KEY: ${{{{ {CLI_KEY_ENV} }}}}
+            SERVICE_URL: {json.dumps(service_url)}
+          grader_target: judge
+        - name: chat
+          provider: openai
+          base_url: {server.base_url}
+          model: chat-model
+          api_key: ${{{{ {CHAT_KEY_ENV} }}}}
+          max_retries: 0
+          grader_target: judge
+        """)
+    eval_yaml = textwrap.dedent("""\
+        name: canaries
+        tests:
+          - id: plain
+            input: What is 6 x 7?
+            criteria: says 42
+          - id: refused
+            input: What is 6 x 7? REFUSE
+            criteria: says 42
+        assertions:
+          - {name: quality, type: llm-grader}
+          - {name: says-42, type: contains, value: "42"}
+        """)
+    return canaries.write_project(root, targets + judge_target(server, JUDGE_KEY_ENV), eval_yaml)
 
 
 def test_no_canary_key_reaches_the_store_however_the_agent_target_and_judge_echo_it(
@@ -122,18 +97,7 @@ def test_no_canary_key_reaches_the_store_however_the_agent_target_and_judge_echo
 
     printed = ""
     for target in ("agent", "chat"):
-        result = evalstore(
-            f"sqlite:///{db_file}",
-            "run",
-            str(eval_file),
-            "--target",
-            target,
-            "--json",
-            "--workdir",
-            str(tmp_path / "ws" / target),
-            cwd=tmp_path,
-            env=env,
-        )
+        result = run_suite(db_file, eval_file, target, tmp_path / "ws" / target, env)
         out = ok_json(result, 1)  # the refused judge call is an execution error
         assert {r["test_id"] for r in out["results"]} == {"plain", "refused"}
         printed += result.stdout + result.stderr

@@ -17,9 +17,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import canaries
+from canaries import judge_target, raw_store_bytes, run_suite
 from e2e_helpers import evalstore, ok_json
 from judge_server import JudgeServer, Reply, Request
-from test_e2e_secrets import raw_store_bytes
 
 PY = sys.executable
 JUDGE_KEY_ENV, JUDGE_KEY = "CANARY_JUDGE_KEY", "canary-JUDGEKEY-5e1f0c"  # referenced by the judge's target only
@@ -72,39 +73,26 @@ def judge(request: Request) -> Reply | str:
 
 
 def write_project(root: Path, server: JudgeServer) -> Path:
-    (root / ".agentv").mkdir(parents=True)
+    root.mkdir(parents=True)
     (root / "agent.py").write_text(AGENT, encoding="utf-8")
     (root / "grader.py").write_text(GRADER, encoding="utf-8")
-    (root / ".agentv" / "targets.yaml").write_text(
-        textwrap.dedent(f"""\
-            targets:
-              - name: agent
-                provider: cli
-                command: [{json.dumps(PY)}, {json.dumps(str(root / "agent.py"))}]
-                grader_target: judge
-              - name: judge
-                provider: openai-compatible
-                base_url: {server.base_url}
-                model: judge-model
-                api_key: ${{{{ {JUDGE_KEY_ENV} }}}}
-            """),
-        encoding="utf-8",
-    )
-    eval_file = root / "suite.eval.yaml"
-    eval_file.write_text(
-        textwrap.dedent(f"""\
-            name: env-canary
-            tests:
-              - id: dump
-                input: Print your environment.
-                criteria: prints it
-            assertions:
-              - {{name: dumper, type: code-grader, command: [{json.dumps(PY)}, {json.dumps(str(root / "grader.py"))}]}}
-              - {{name: quality, type: llm-grader}}
-            """),
-        encoding="utf-8",
-    )
-    return eval_file
+    agent = textwrap.dedent(f"""\
+        - name: agent
+          provider: cli
+          command: [{json.dumps(PY)}, {json.dumps(str(root / "agent.py"))}]
+          grader_target: judge
+        """)
+    eval_yaml = textwrap.dedent(f"""\
+        name: env-canary
+        tests:
+          - id: dump
+            input: Print your environment.
+            criteria: prints it
+        assertions:
+          - {{name: dumper, type: code-grader, command: [{json.dumps(PY)}, {json.dumps(str(root / "grader.py"))}]}}
+          - {{name: quality, type: llm-grader}}
+        """)
+    return canaries.write_project(root, agent + judge_target(server, JUDGE_KEY_ENV), eval_yaml)
 
 
 def test_no_secret_of_the_environment_is_stored_or_exported_in_any_encoding(
@@ -114,18 +102,7 @@ def test_no_secret_of_the_environment_is_stored_or_exported_in_any_encoding(
     eval_file = write_project(tmp_path / "proj", judge_server)
     db_file = tmp_path / "store.db"
     db = f"sqlite:///{db_file}"
-    result = evalstore(
-        db,
-        "run",
-        str(eval_file),
-        "--target",
-        "agent",
-        "--json",
-        "--workdir",
-        str(tmp_path / "ws"),
-        cwd=tmp_path,
-        env=ENV,
-    )
+    result = run_suite(db_file, eval_file, "agent", tmp_path / "ws", ENV)
     out = ok_json(result, 0)
     run_id = out["run_id"]
     printed = result.stdout + result.stderr
@@ -175,19 +152,7 @@ def test_an_agent_whose_own_target_names_the_judges_variable_gets_it(tmp_path: P
         )
     )
     db_file = tmp_path / "store.db"
-    result = evalstore(
-        f"sqlite:///{db_file}",
-        "run",
-        str(eval_file),
-        "--target",
-        "agent",
-        "--json",
-        "--workdir",
-        str(tmp_path / "ws"),
-        cwd=tmp_path,
-        env=ENV,
-    )
-    ok_json(result, 0)
+    ok_json(run_suite(db_file, eval_file, "agent", tmp_path / "ws", ENV), 0)
     everything = b"\n".join(raw_store_bytes(db_file).values())
     assert b"judge key: SEEN" in everything  # its target names it: it is passed (and still masked)
     assert JUDGE_KEY.encode() not in everything

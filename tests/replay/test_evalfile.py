@@ -1052,6 +1052,93 @@ def test_an_external_workspace_file_is_read_with_its_paths_from_its_folder(tmp_p
         load(tmp_path, "workspace: gone.yaml\ntests: [{id: t, input: x, criteria: c}]\n")
 
 
+def test_a_test_level_workspace_is_merged_into_the_suites_as_agentv_merges_it(tmp_path: Path) -> None:
+    """AgentV 4.42.4's ``mergeWorkspaceConfigs`` (yaml-parser.ts:1317): each key the test gives replaces the
+    suite's (``repos`` whole, not concatenated); hooks merge per hook, the test's fields over the suite's;
+    ``hooks.enabled`` is the test's, else the suite's; a hook with only ``timeout_ms`` is no hook to AgentV,
+    so it changes nothing. A test's ``workspace: FILE`` is read from its file, paths from its folder."""
+    for folder in ("a", "b", "repo1", "repo2", "common/tpl"):
+        (tmp_path / folder).mkdir(parents=True)
+    write(tmp_path, "common/ws.yaml", "template: ./tpl\nhooks:\n  before_all: {command: [python3, ba.py]}\n")
+    suite = load(
+        tmp_path,
+        """
+        workspace:
+          template: ../a
+          repos: [{path: r1, repo: ../repo1}]
+          hooks:
+            before_each: {command: [python3, suite.py], timeout_ms: 5000, cwd: ..}
+            after_each: {command: [python3, after.py]}
+        tests:
+          - {id: plain, input: x, criteria: c}
+          - id: own
+            input: x
+            criteria: c
+            workspace:
+              template: ../b
+              isolation: per_test
+              repos: [{path: r2, repo: ../repo2}]
+              hooks:
+                before_each: {command: [python3, own.py]}
+                after_each: {timeout_ms: 1}
+                after_all: {reset: none}
+          - {id: off, input: x, criteria: c, workspace: {hooks: {enabled: false}}}
+          - {id: file, input: x, criteria: c, workspace: ../common/ws.yaml}
+        """,
+    )
+    plain, own, off, from_file = suite.tests
+    assert plain.workspace is None and suite.workspace_for(plain) is suite.workspace
+    ws = suite.workspace_for(own)
+    assert (ws.template, ws.isolation) == (str(tmp_path / "b"), "per_test")
+    assert [r.path for r in ws.repos] == ["r2"]
+    before_each = ws.hook("before_each")
+    assert before_each is not None
+    assert (before_each.command, before_each.timeout_ms, before_each.cwd) == (
+        ["python3", "own.py"],
+        5000,
+        str(tmp_path),
+    )
+    after_each = ws.hook("after_each")
+    assert after_each is not None and (after_each.command, after_each.timeout_ms) == (["python3", "after.py"], 30_000)
+    assert suite.workspace.template == str(tmp_path / "a") and suite.workspace.isolation == "shared"
+    assert suite.workspace_for(off).hooks == [] and suite.workspace_for(off).template == str(tmp_path / "a")
+    ws = suite.workspace_for(from_file)
+    assert ws.template == str(tmp_path / "common" / "tpl")
+    assert [h.name for h in ws.hooks] == ["before_all", "before_each", "after_each"]
+    assert ws.hook("before_all").cwd == str(tmp_path / "common")  # type: ignore[union-attr]
+    assert ws.hook("before_each").cwd == str(tmp_path)  # type: ignore[union-attr]  (its cwd: `..` from evals/)
+    (warning,) = [w for w in suite.warnings if "workspace" in w]
+    assert "`tests[1].workspace.hooks.after_each`: the hook has no `command` (or `reset`); AgentV ignores it" in warning
+
+
+def test_a_test_level_workspace_is_checked_merged(tmp_path: Path) -> None:
+    """The merge can make what neither block says alone: the suite's static ``path`` with a test's
+    ``per_test``."""
+    (tmp_path / "fixed").mkdir()
+    with pytest.raises(EvalFileError, match=r"suite.eval.yaml:\d+.*cannot be combined with `isolation: per_test`"):
+        load(
+            tmp_path,
+            "workspace: {path: ../fixed}\ntests: [{id: t, input: x, criteria: c, workspace: {isolation: per_test}}]\n",
+        )
+
+
+def test_execution_cache_is_said_to_differ_where_it_does(tmp_path: Path) -> None:
+    """AgentV's ``execution.cache`` reuses the agent's earlier answers (its ResponseCache, off with trials);
+    evalstore run asks the agent every time, so ``cache: true`` is a warning saying so and naming replay."""
+    tests = "tests: [{id: t, input: x, criteria: c}]\n"
+
+    def warnings(execution: str) -> list[str]:
+        return [w for w in load(tmp_path, f"execution: {execution}\n{tests}").warnings if "cache" in w]
+
+    (warning,) = warnings("{cache: true, cache_path: .cache/agentv}")
+    assert "AgentV answers a test from its cache of the agent's earlier answers" in warning
+    assert "`evalstore replay RUN`" in warning
+    assert warnings("{cache: false}") == []
+    assert warnings("{cache: true, trials: {count: 3}}") == []  # AgentV turns its cache off for trials
+    (invalid,) = warnings("{cache: 'yes'}")
+    assert "invalid execution.cache: 'yes'; it must be a boolean" in invalid
+
+
 def test_vars_as_agentv_fills_them(tmp_path: Path) -> None:
     """AgentV's ``interpolateTemplateVars``: dotted names; a placeholder that is the whole value takes the
     var's value as it is; inside text a value that is not a string is JSON; the suite's input and input

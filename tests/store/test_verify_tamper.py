@@ -10,9 +10,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import read_commands
 from click.testing import CliRunner
-from sample_runs import drop_append_only_triggers, execute, populate, restore_append_only_triggers, scalar
-from sqlalchemy import LargeBinary, String, Text
+from sample_runs import (
+    drop_append_only_triggers,
+    execute,
+    populate,
+    restore_append_only_triggers,
+    run_batches,
+    scalar,
+)
+from sqlalchemy import LargeBinary, String, Text, text
 
 from evalstore import cli
 from evalstore.store import EventStore
@@ -77,6 +85,7 @@ def test_every_text_column_retyped_to_a_blob_is_reported(
     restore_append_only_triggers(engine)
     code, problem = _verify(sqlite_url)
     assert code == 1, (table, column)
+    assert not read_commands.failures(sqlite_url)  # and no read command or page crashes on it
     if table in TABLES:
         assert (
             problem
@@ -107,6 +116,18 @@ def test_retyped_values_that_changed_what_compare_prints_are_reported(
     execute(sqlite_store.engine, f"UPDATE {table} SET {column} = {value} WHERE run_id = 'run-a'")
     code, problem = _verify(sqlite_url)
     assert code == 1 and problem.startswith(f"projection {table}: "), problem
+    assert not read_commands.failures(sqlite_url)  # compare exited 3 on the retyped grader
+
+
+def test_compare_on_a_retyped_grader_names_the_damage(sqlite_store: EventStore, sqlite_url: str) -> None:
+    populate(sqlite_store)
+    execute(sqlite_store.engine, "UPDATE verdicts SET grader = CAST(grader AS BLOB) WHERE run_id = 'run-a'")
+    result = _cli(sqlite_url, "compare", "run-a", "run-a-replay")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "Error: the store is damaged (TypeError reading it), as `evalstore verify` reports: projection verdicts: "
+        "grader is stored as a BLOB, not text, in a row; run `evalstore db rebuild`\n"
+    )
 
 
 # --- 2. a damaged index page (SQLite) ----------------------------------------------------------------
@@ -167,6 +188,8 @@ def test_a_flipped_byte_in_any_index_page_is_reported(sqlite_store: EventStore, 
             damaged += 1
             code, problem = _verify(sqlite_url)
             assert code == 1, (name, page, offset)
+            if damaged % 4 == 1:  # every read command, on every fourth damaged page
+                assert not read_commands.failures(sqlite_url, pages=False), (name, page, offset)
             # A flipped key read through its index may be named by the row it breaks (a blob whose digest
             # no longer matches); what only SQLite's own check sees names the file.
             by_integrity_check += problem.startswith(f"database file {path}: ")
@@ -188,6 +211,46 @@ def test_verify_runs_amcheck_where_it_is_installed(postgres_url: str) -> None:
         pytest.skip("amcheck is not available (installed in another schema, or not shipped)")
     assert scalar(store.engine, "SELECT count(*) FROM pg_extension WHERE extname = 'amcheck'") == 1
     assert _verify(postgres_url) == (0, None)
+    store.close()
+
+
+@pytest.mark.parametrize("index", ["results_pkey", "verdicts_pkey", "ix_runs_parent", "uq_events_stream_version"])
+def test_an_index_that_lost_rows_is_reported_by_amcheck(postgres_url: str, index: str) -> None:
+    # PostgreSQL keeps its files out of a client's reach, so the damage is made through the catalog, as a
+    # superuser can: the index is marked not ready, rows are written (they skip the index: a run appended,
+    # or a replay's projection rows written again as they were), and it is marked ready again. Lookups
+    # through it then miss those rows, as after a damaged page; amcheck's heapallindexed check finds them.
+    from evalstore.store import make_engine
+
+    store = EventStore(make_engine(postgres_url))
+    populate(store)
+    schema = postgres_url.rsplit("%3D", 1)[1]
+    try:
+        execute(store.engine, f'CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA "{schema}"')
+    except Exception:
+        pytest.skip("amcheck is not available (installed in another schema, or not shipped)")
+    assert scalar(store.engine, "SELECT to_regclass(:i) IS NOT NULL", i=index), index
+    assert _verify(postgres_url) == (0, None)
+    ready = "UPDATE pg_index SET indisready = :r WHERE indexrelid = to_regclass(:i)"
+    execute(store.engine, ready, r=False, i=index)
+    store.engine.dispose()  # new connections: none keeps the index as it was
+    table = index.removesuffix("_pkey")
+    if table in ("results", "verdicts"):  # upserts need the index: the rows are written again by hand
+        with store.engine.begin() as conn:
+            conn.execute(text(f"CREATE TEMP TABLE kept AS SELECT * FROM {table} WHERE run_id = 'run-a-replay'"))
+            conn.execute(text(f"DELETE FROM {table} WHERE run_id = 'run-a-replay'"))
+            conn.execute(text(f"INSERT INTO {table} SELECT * FROM kept"))
+    else:  # one append: the stream's version is read through the index that now misses its rows
+        batches = run_batches("run-c", kind="replay", parent="run-a")
+        events = [e for batch, _ in batches for e in batch]
+        store.append("run-c", events, expected_version=0, blobs={k: v for _, b in batches for k, v in b.items()})
+    execute(store.engine, ready, r=True, i=index)
+    store.engine.dispose()
+    code, problem = _verify(postgres_url)
+    assert code == 1, problem
+    assert problem.startswith("database ") and f"index {index}: " in problem, problem
+    assert "lacks matching index tuple" in problem, problem
+    assert not read_commands.failures(postgres_url, pages=False)
     store.close()
 
 

@@ -237,7 +237,7 @@ def grader_workspace(ctx: GradingContext, tmp: PrivateTempDir) -> tuple[str | No
         except (SnapshotUnusable, StoreError, OSError) as exc:
             return None, f"the stored workspace snapshot cannot be materialized: {exc}"
         return str(folder), None
-    if ctx.suite.workspace.configured:
+    if ctx.suite.workspace_for(ctx.test).configured:
         return None, (
             "the run stored no workspace snapshot for this test (imported, or recorded before snapshots), "
             "and the eval configures a workspace its graders need"

@@ -125,7 +125,7 @@ def run_template(ctx: GradingContext, spec: LlmGraderSpec, answer: str) -> Templ
 def _workspace(ctx: GradingContext) -> str | None:
     """The workspace the script is told of: the agent's live one, when the eval configures one (AgentV
     passes none otherwise; evalstore's default per-test folder is not a workspace to it)."""
-    return ctx.transcript.workspace_path if ctx.suite.workspace.configured else None
+    return ctx.transcript.workspace_path if ctx.suite.workspace_for(ctx.test).configured else None
 
 
 def _template(child: ChildResult) -> tuple[str | None, str | None]:
