@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from evalstore.replay.analysis.views import replay_chain, run_started
 from evalstore.replay.errors import ReplayError
@@ -272,7 +272,7 @@ def _write(api: Any, log: Any, samples: Iterator[Any], marked: Callable[[Any], A
         """The log's header as written at the end: marked, its metrics computed over every sample's scores."""
         # In the order read_eval_log gives samples (epoch, then id), so the reductions list them as
         # Inspect's own recompute_metrics of the written log would.
-        sort_samples(scored)
+        sort_samples(cast(Any, scored))  # read by the fields an EvalSample has of the same names
         counted = marked(log).model_copy(update={"samples": scored})
         # Inspect warns on every value its metrics cannot read as a number (a list value, an unscored
         # key: one line per sample), as it did when it computed the log's results; the numbers are its own.
