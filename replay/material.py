@@ -191,6 +191,8 @@ def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> Tra
     messages = [Message.model_validate(m) for m in json.loads(get_blob(t.messages_sha256))] if t.messages_sha256 else []
     info = info_from_transcript(t, event_id, messages)
     info.snapshot = test.snapshot
+    if t.status != "ok":  # a failed result a replay grades all the same (regrade.agent_failure)
+        info.error = t.error or t.status
     if not t.messages_sha256 and t.output_text is None:
         info.missing = "the imported result has neither a transcript nor an output"
     return info

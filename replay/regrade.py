@@ -50,6 +50,7 @@ from evalstore.replay.executors.local import LocalExecutor
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
+from evalstore.replay.inspect import graded_despite_error
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.lost_inputs import keep_recorded
 from evalstore.replay.material import (
@@ -195,7 +196,10 @@ AGENT_FAILURE_FIELDS = ("failure_stage", "failure_reason_code")
 def agent_failure(source: TestMaterial) -> str | None:
     """The recorded failure of the target (or of its workspace's setup) that left this test without an
     answer to grade, else None. Neither the run nor AgentV graded such a test, and a replay does not:
-    its assertions would grade the absence of an answer (a negated one would pass it)."""
+    its assertions would grade the absence of an answer (a negated one would pass it). An Inspect
+    sample that errored is graded from what it kept, as ``inspect score`` grades it."""
+    if source.transcript is not None and graded_despite_error(source.transcript[1]):
+        return None
     if source.transcript is not None and source.transcript[1].status != "ok":
         transcript = source.transcript[1]
         return transcript.error or f"target '{transcript.target}': {transcript.status}"

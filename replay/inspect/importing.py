@@ -46,6 +46,7 @@ from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.processes.forked import in_order, worker_count
 from evalstore.replay.targetsfile.redaction import redact
 from evalstore.store import EventStore, NewEvent
+from evalstore.store.blobs import PREFIX_BYTES
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     FileSnapshot,
@@ -89,19 +90,33 @@ class InspectImport:
     warnings: list[str] = field(default_factory=list)
 
 
+NOT_LOGS = frozenset({"logs.json", "eval-set.json"})
+"""The ``.json`` files Inspect writes beside its logs that are not logs: the log folder's manifest
+(``write_log_dir_manifest``'s ``logs.json``) and an eval set's record (``eval-set.json``)."""
+
+
+def _in_folder(path: Path) -> bool:
+    """Whether a file of a folder is a log to import: an ``.eval`` or ``.json`` file, not one of Inspect's
+    files that are not logs (:data:`NOT_LOGS`), nor a hidden one (a log being written: ``.NAME.eval``)."""
+    return (
+        path.suffix in LOG_SUFFIXES and path.name not in NOT_LOGS and not path.name.startswith(".") and path.is_file()
+    )
+
+
 def is_inspect_log(path: Path) -> bool:
     """Whether ``path`` is an Inspect log by its name (``.eval``; ``.json``, which AgentV never writes) or
     a folder of them."""
     if path.is_dir():
-        return any(p.suffix in LOG_SUFFIXES and p.is_file() for p in path.iterdir())
+        return any(_in_folder(p) for p in path.iterdir())
     return path.suffix in LOG_SUFFIXES
 
 
 def log_files(path: Path) -> list[Path]:
-    """The logs at ``path``: the file, or a folder's ``.eval`` and ``.json`` files (not its subfolders), by name."""
+    """The logs at ``path``: the file, or a folder's logs (``.eval`` and ``.json`` files, not its
+    subfolders; :func:`_in_folder`), by name."""
     if not path.is_dir():
         return [path]
-    found = sorted(p for p in path.iterdir() if p.suffix in LOG_SUFFIXES and p.is_file())
+    found = sorted(p for p in path.iterdir() if _in_folder(p))
     if not found:
         raise ImportFormatError(f"{path}: no Inspect AI logs (.eval, .json) in this folder")
     return found
@@ -148,7 +163,7 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     run_started_id = ids.next("started")
     spool = Spool()
     try:
-        tests, warnings = _check(api, path, header, ids, spool, progress)
+        tests, warnings = _check(api, path, header, header_sha, ids, spool, progress)
         if tests == 0:
             raise ReplayError(f"{path}: the log has no samples to import")
         store.append(run_id, [NewEvent(started, run_started_id)], blobs={header_sha: header_bytes})
@@ -214,13 +229,13 @@ def _file_digest(path: Path) -> str:
 
 
 def _check(
-    api: Any, path: Path, header: Any, ids: EventIds, spool: Spool, progress: Progress | None
+    api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, spool: Spool, progress: Progress | None
 ) -> tuple[int, list[str]]:
     """Every sample built and encoded into ``spool``, in the log's order; (samples, warnings)."""
     tests = 0
     seen: set[tuple[str, int]] = set()
     warnings: list[str] = []
-    for key, data, events, first_n in _pieces(api, path, header, ids):
+    for key, data, events, first_n in _pieces(api, path, header, header_sha, ids):
         if key in seen:
             raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
         seen.add(key)
@@ -236,11 +251,11 @@ _Piece = tuple[tuple[str, int], bytes, int, int]
 ids were made for."""
 
 
-def _piece(sample: Any, model: str, ids: EventIds) -> _Piece:
+def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
     record = json.loads(sample.model_dump_json())
     key = (str(record["id"]), int(record["epoch"]))
     first_n = ids.n + 1
-    events, blobs, score = sample_events(record, model, ids)
+    events, blobs, score = sample_events(record, model, ids, log_sha)
     encoded = []
     fields = []
     for event in events:
@@ -253,7 +268,7 @@ def _piece(sample: Any, model: str, ids: EventIds) -> _Piece:
     return key, spool_record(item), len(encoded), first_n
 
 
-def _pieces(api: Any, path: Path, header: Any, ids: EventIds) -> Iterator[_Piece]:
+def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds) -> Iterator[_Piece]:
     """Each sample built, in the log's order: here (with the run's ids, where ``ids`` stands when the
     sample's turn comes), or, for an ``.eval`` log on a machine with more than one core, a chunk of
     samples at a time by forked workers (``processes.forked``), with ids of their own that the caller
@@ -265,9 +280,9 @@ def _pieces(api: Any, path: Path, header: Any, ids: EventIds) -> Iterator[_Piece
         builder = EventIds(ids.run_id)
         for sample in _samples(api, path, chunks):
             builder.n = ids.n
-            yield _piece(sample, model, builder)
+            yield _piece(sample, model, builder, header_sha)
         return
-    job = _Job(path, model, ids.run_id)
+    job = _Job(path, model, ids.run_id, header_sha)
     with closing(in_order(_build_chunk, list(enumerate(chunks)), count, job)) as parts:
         for pieces in parts:  # a worker's error (a log inspect_ai cannot read) is raised here, in order
             yield from pieces
@@ -280,13 +295,16 @@ class _Job:
     path: Path
     model: str
     run_id: str
+    log_sha: str
 
 
 def _build_chunk(job: _Job, part: tuple[int, list[tuple[Any, int]]]) -> list[_Piece]:
     """In a worker: the samples of one chunk, built with the chunk's own ids."""
     number, chunk = part
     ids = EventIds(f"{job.run_id}:part@{number}")
-    return [_piece(sample, job.model, ids) for sample in _chunk_samples(inspect_log_api(), job.path, chunk)]
+    return [
+        _piece(sample, job.model, ids, job.log_sha) for sample in _chunk_samples(inspect_log_api(), job.path, chunk)
+    ]
 
 
 def _chunks(api: Any, path: Path, header: Any) -> list[list[tuple[Any, int]]]:
@@ -334,10 +352,33 @@ def _chunk_samples(api: Any, path: Path, chunk: list[tuple[Any, int]]) -> list[A
         return found
 
 
+SAMPLE_FORMAT = "evalstore: an Inspect AI sample (EvalSample as JSON, attachments apart) of the log whose header is"
+"""The opening of a stored sample: ``{"format": SAMPLE_FORMAT, "log": HEADER_SHA256, "sample": {...}}``."""
+
+
+def sample_blob(record: dict[str, Any], log_sha: str) -> bytes:
+    """A sample record as stored: inside a wrapper that opens with the same bytes for every sample of a
+    log (the format and the log header's digest, longer than the store's dictionary prefix), so the store
+    compresses each sample against an earlier one of the same log (``store/blobs.py``'s dictionaries):
+    samples of a task share most of their structure (events, spans, system prompt, scorers)."""
+    opening = json.dumps({"format": SAMPLE_FORMAT, "log": log_sha}, separators=(",", ":"))[:-1]
+    assert len(opening) >= PREFIX_BYTES  # what the store compares blobs' openings by
+    body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return f'{opening},"sample":{body}}}'.encode()
+
+
+def sample_record(data: bytes) -> dict[str, Any]:
+    """The sample record in a stored sample blob (:func:`sample_blob`; a record stored bare, as earlier
+    imports stored it, as it is)."""
+    stored = json.loads(data)
+    return stored["sample"] if stored.get("format") == SAMPLE_FORMAT else stored
+
+
 def sample_events(
-    record: dict[str, Any], model: str, ids: EventIds
+    record: dict[str, Any], model: str, ids: EventIds, log_sha: str = ""
 ) -> tuple[list[NewEvent], dict[str, bytes], tuple[float, bool, str]]:
-    """One sample (as ``EvalSample.model_dump_json`` writes it) as its events, blobs and (score, passed, status)."""
+    """One sample (as ``EvalSample.model_dump_json`` writes it) as its events, blobs and (score, passed,
+    status); ``log_sha``: the digest of the log's header blob, which the stored sample names."""
     key: _ResultKey = {"test_id": str(record["id"]), "target": model, "attempt": int(record["epoch"])}
     events: list[NewEvent] = []
     blobs: dict[str, bytes] = {}
@@ -348,7 +389,7 @@ def sample_events(
         digest = sha256_hex(data)
         blobs[digest] = data
         refs.append({"id": name, "sha256": digest, "size": len(data)})
-    sample_bytes = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    sample_bytes = sample_blob(record, log_sha)
     sample_sha = sha256_hex(sample_bytes)
     blobs[sample_sha] = sample_bytes
 
@@ -410,18 +451,20 @@ def sample_events(
                     ids.next("edit"),
                 )
             )
+        edits = len(edits_of(score))
         for v in verdicts_of(name, score.get("value"), _to_float()):
             explanation = score.get("explanation")
+            # The explanation is the verdict's evidence, not kept twice; the scorer is named apart only
+            # where the grader is not its name (a dict or list value: SCORER/KEY), the edits where any.
             details: dict[str, Any] = {
-                "scorer": name,
                 "value": _jsonable(v.value),
                 "answer": score.get("answer"),
-                "explanation": explanation,
                 "reason": score.get("reason"),
                 "metadata": _jsonable(score.get("metadata")),
-                "edits": len(edits_of(score)),
+                "edits": edits or None,
             }
             if v.key is not None:
+                details["scorer"] = name
                 details["key"] = v.key
             events.append(
                 NewEvent(
