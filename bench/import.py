@@ -1,6 +1,6 @@
 """Import throughput, peak memory and store size for AgentV 4.x results JSONL.
 
-Run: ``.venv/bin/python bench/import.py [--rows 20000 --rows 100000] [--seed S] [--dir DIR]``.
+Run: ``.venv/bin/python bench/import.py [--rows 20000 --rows 100000] [--shape rubric|verdicts] [--seed S] [--dir DIR]``.
 
 For each ``--rows`` count (default: 20,000, then 100,000 to show memory does not grow with the file)
 it writes that many AgentV 4.x result rows to a JSONL file, then imports it with
@@ -16,6 +16,10 @@ rubric ``llm-grader`` and a ``code-grader`` per row, per-grader assertions and t
 target and usage, the row's token usage, cost, duration and execution status. Content varies per row
 (ids, scores, rubric texts, evidence, questions and answers inside the prompts), drawn from a seeded
 generator, so the file does not compress to nothing.
+
+``--shape verdicts``: the rows of ``bench/compare.py`` instead, many small verdicts (three graders a row, a
+score, a verdict and one assertion each, nothing else): the shape where the store's fixed cost per event
+(ids, hashes, indexes, projection rows) outweighs what the source says.
 
 Targets: peak RSS under 200 MB whatever the file size; store no larger than the source JSONL; at least
 4,000 rows/s. That last one is a figure of the machine it was set on, where ``json.loads`` of 20,000
@@ -258,11 +262,44 @@ def make_row(i: int, rng: random.Random) -> dict:
     }
 
 
-def write_rows(path: Path, rows: int, seed: int) -> None:
+def make_verdicts_row(i: int, rng: random.Random) -> dict:
+    """A row shaped as ``bench/compare.py``'s: three graders (0/1, quarters, hundredths), one assertion each."""
+    scores = {name: rng.randint(0, levels) / levels for name, _, levels in VERDICT_GRADERS}
+    entries = []
+    for name, kind, _ in VERDICT_GRADERS:
+        passed = scores[name] >= VERDICT_THRESHOLD
+        entries.append(
+            {
+                "name": name,
+                "type": kind,
+                "score": scores[name],
+                "weight": 1,
+                "verdict": "pass" if passed else "fail",
+                "assertions": [{"text": f"{name} check", "passed": passed}],
+            }
+        )
+    score = round(sum(scores.values()) / len(scores), 6)
+    return {
+        "timestamp": f"2026-03-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
+        "test_id": f"test-{i:06d}",
+        "suite": "bench-compare",
+        "score": score,
+        "target": "default",
+        "execution_status": "ok" if score >= VERDICT_THRESHOLD else "quality_failure",
+        "scores": entries,
+    }
+
+
+VERDICT_GRADERS = (("exact", "code-grader", 1), ("rubric", "rubrics", 4), ("judge", "llm-grader", 100))
+SHAPES = {"rubric": make_row, "verdicts": make_verdicts_row}
+
+
+def write_rows(path: Path, rows: int, seed: int, shape: str = "rubric") -> None:
     rng = random.Random(seed)
+    make = SHAPES[shape]
     with path.open("w", encoding="utf-8") as fh:
         for i in range(rows):
-            fh.write(json.dumps(make_row(i, rng), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(make(i, rng), ensure_ascii=False) + "\n")
 
 
 # --- the child: the import alone ------------------------------------------------------------------
@@ -352,12 +389,12 @@ def json_floor(source: Path) -> float:
     return best
 
 
-def measure(rows: int, seed: int, workdir: Path) -> dict:
+def measure(rows: int, seed: int, workdir: Path, shape: str = "rubric") -> dict:
     source = workdir / f"results-{rows}.jsonl"
     db = workdir / f"store-{rows}.db"
     print(f"[{rows} rows] generating {source.name}", file=sys.stderr, flush=True)
     started = time.perf_counter()
-    write_rows(source, rows, seed)
+    write_rows(source, rows, seed, shape)
     floor = json_floor(source)
     print(f"[{rows} rows] generated in {time.perf_counter() - started:.1f} s; importing", file=sys.stderr, flush=True)
     proc = subprocess.run(
@@ -383,6 +420,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, action="append", help="rows to generate and import (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="rubric", help="the rows' shape (see above)")
     parser.add_argument("--dir", type=Path, help="work directory (default: a fresh temp dir, removed after)")
     parser.add_argument("--child", nargs=3, metavar=("DB_URL", "SOURCE", "ROWS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -392,13 +430,13 @@ def main() -> int:
     counts = args.rows or [20_000, 100_000]
     if args.dir:
         args.dir.mkdir(parents=True, exist_ok=True)
-        results = [measure(n, args.seed, args.dir) for n in counts]
+        results = [measure(n, args.seed, args.dir, args.shape) for n in counts]
     else:
         with tempfile.TemporaryDirectory(prefix="evalstore-bench-import-") as tmp:
-            results = [measure(n, args.seed, Path(tmp)) for n in counts]
+            results = [measure(n, args.seed, Path(tmp), args.shape) for n in counts]
 
     mb = 1024 * 1024
-    print("import of AgentV 4.x results JSONL (SQLite store, one child process per file)")
+    print(f"import of AgentV 4.x results JSONL, {args.shape} rows (SQLite store, one child process per file)")
     print(
         f"{'rows':>8} {'rows/s':>8} {'seconds':>8} {'x floor':>8} {'RSS before':>11} {'peak RSS':>9} "
         f"{'workers':>9} {'source MB':>10} {'store MB':>9} {'store/source':>13}"

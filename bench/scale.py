@@ -7,12 +7,14 @@ benchmark works in a schema of its own, dropped at the end.
 
 Setup (timed, reported, not a target): N synthetic AgentV 4.x result rows, each test graded by two
 deterministic assertions (``contains``, ``regex``) and, unless ``--no-code-grader``, a code grader that is a
-small ``sh`` script (one process per test, a millisecond or two to start); imported with the v1 eval.
+small ``sh`` script (one process per test, a millisecond or two to start); imported with the v1 eval. The
+run is the one the executor tests regrade (``tests/replay/scale_runs.py``: one place for both).
 
 Timed, each a regrade with the v2 eval (the code grader's script changed) and ``--no-cache``, so every
 grader runs again:
 
-1. ``single``: ``replay_run`` in this process, ``--concurrency 4`` (the local executor);
+1. ``single``: one ``evalstore replay --concurrency 4`` process (the local executor), its peak RSS read
+   with ``wait4`` (the replay's alone: what reading the parent run in windows keeps flat);
 2. ``shards``: ``--shards K`` processes ``evalstore replay --shard k/K`` at once on the same store;
 3. ``ray``: ``replay_run`` with ``RayExecutor`` on a local cluster of ``--ray-cpus`` CPUs (the cluster's
    start is timed apart);
@@ -28,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import resource
 import subprocess
 import sys
@@ -41,7 +42,9 @@ from pathlib import Path
 # off sys.path, as tests/conftest.py does, so nothing imports a second copy of a module by its bare name.
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() not in (ROOT, ROOT / "bench")]
+sys.path.insert(0, str(ROOT / "tests" / "replay"))  # the synthetic run, shared with the executor tests
 
+from scale_runs import write  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 
 from evalstore.replay.agentv.importing import import_results  # noqa: E402
@@ -52,79 +55,14 @@ LOCAL_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 CHILD_TIMEOUT_S = 4 * 3600
 UNIT = 16
 
-GRADER = """\
-#!/bin/sh
-payload=$(cat)
-case "$payload" in
-  *"= 1"*) echo '{"score": 1, "assertions": [{"text": "VERSION total starts with 1", "passed": true}]}' ;;
-  *) echo '{"score": 0.5, "assertions": [{"text": "VERSION total starts with 1", "passed": false}]}' ;;
-esac
-"""
-EVAL = """\
-name: bench-scale
-execution:
-  threshold: 0.8
-tests: ./cases.yaml
-assertions:
-  - name: contains-total
-    type: contains
-    value: Total
-  - name: has-number
-    type: regex
-    value: "= [0-9]+"
-"""
-CODE = """\
-  - name: total-check
-    type: code-grader
-    command: [sh, ../graders/{script}]
-"""
-
 
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def build(workdir: Path, n: int, code: bool) -> tuple[Path, Path, Path]:
-    graders, evals = workdir / "graders", workdir / "evals"
-    graders.mkdir(parents=True)
-    evals.mkdir()
-    for version in ("v1", "v2"):
-        (graders / f"grade_{version}.sh").write_text(GRADER.replace("VERSION", version))
-        body = EVAL + (CODE.format(script=f"grade_{version}.sh") if code else "")
-        # v2 differs even without the code grader (its threshold), so the regrade is a new configuration.
-        (evals / f"scale.{version}.eval.yaml").write_text(body if version == "v1" else body.replace("0.8", "0.75"))
-    rng = random.Random(11)
-    cases = []
-    results = workdir / "results.jsonl"
-    with results.open("w", encoding="utf-8") as fh:
-        for i in range(n):
-            test_id = f"report-{i:06d}"
-            question = f"Write revenue report {i} and state the total."
-            cases.append({"id": test_id, "input": question, "criteria": "States a total."})
-            terms = [rng.randint(10, 999) for _ in range(rng.randint(2, 4))]
-            answer = f"Report {i}.\n\nTotal: {' + '.join(map(str, terms))} = {sum(terms)}"
-            scores = [
-                {"name": "contains-total", "type": "contains", "score": 1, "weight": 1, "verdict": "pass"},
-                {"name": "has-number", "type": "regex", "score": 1, "weight": 1, "verdict": "pass"},
-            ]
-            if code:
-                scores.append(
-                    {"name": "total-check", "type": "code-grader", "score": 1, "weight": 1, "verdict": "pass"}
-                )
-            row = {
-                "timestamp": f"2026-03-01T10:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
-                "test_id": test_id,
-                "suite": "bench-scale",
-                "score": 1,
-                "target": "default",
-                "input": [{"role": "user", "content": question}],
-                "output": [{"role": "assistant", "content": answer}],
-                "execution_status": "ok",
-                "scores": scores,
-            }
-            fh.write(json.dumps(row) + "\n")
-    (evals / "cases.yaml").write_text(json.dumps(cases, indent=0))  # JSON is YAML
-    return evals / "scale.v1.eval.yaml", evals / "scale.v2.eval.yaml", results
+def emit(line: str) -> None:
+    """A figure, printed as soon as it is measured (a later step that fails loses none), with the load then."""
+    print(f"{line}  [load {os.getloadavg()[0]:.1f}]", flush=True)
 
 
 def timed_replay(
@@ -146,24 +84,34 @@ def timed_replay(
     return outcome.run_id, elapsed
 
 
-def shards(url: str, parent: str, v2: Path, k: int, n: int, cwd: Path) -> float:
+def replays(url: str, parent: str, v2: Path, shards: list[str | None], cwd: Path) -> tuple[float, list[float], str]:
+    """``evalstore replay`` processes run at once, one per shard (``[None]``: one process, every test):
+    seconds, each one's peak RSS in MB (``wait4``: the replay's own), and the replay's id."""
     argv = [str(Path(sys.executable).parent / "evalstore"), "--db", url, "replay", parent, "--eval", str(v2)]
+    argv += ["--no-cache", "--concurrency", "4", "--json"]
     started = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            [*argv, "--no-cache", "--shard", f"{i}/{k}", "--json"],
-            cwd=cwd,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(1, k + 1)
-    ]
-    for proc in procs:
-        _, err = proc.communicate(timeout=CHILD_TIMEOUT_S)
+    procs = []
+    for i, shard in enumerate(shards):
+        out, err = cwd / f"replay-{i}.out", cwd / f"replay-{i}.err"
+        with out.open("w") as stdout, err.open("w") as stderr:
+            procs.append(
+                (
+                    subprocess.Popen(
+                        [*argv, *(["--shard", shard] if shard else [])], cwd=cwd, stdout=stdout, stderr=stderr
+                    ),
+                    out,
+                    err,
+                )
+            )
+    peaks, run_id = [], ""
+    for proc, out, err in procs:
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         if proc.returncode not in (0, 1):
-            raise SystemExit(f"a shard failed: {err[-500:]}")
-    return time.perf_counter() - started
+            raise SystemExit(f"a replay failed: {err.read_text()[-500:]}")
+        peaks.append(usage.ru_maxrss / 1024)
+        run_id = json.loads(out.read_text())["run_id"]
+    return time.perf_counter() - started, peaks, run_id
 
 
 def append_floor(store: EventStore, run_id: str) -> tuple[int, float]:
@@ -199,27 +147,33 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     try:
         n = args.results
         say(f"building {n} results and importing them into PostgreSQL (schema {schema})")
-        v1, v2, results = build(workdir, n, args.code_grader)
+        suite = write(workdir, n, code=args.code_grader)
+        v1, v2, results = suite.v1, suite.v2, workdir / "results.jsonl"
         store = EventStore.open(url)
         started = time.perf_counter()
         parent = import_results(store, results, eval_path=v1).run_id
         imported = time.perf_counter() - started
         options = ReplayOptions(eval_path=str(v2), no_cache=True)
         load = os.getloadavg()[0]
-        lines = [
+        header = [
             f"regrade of {n} results on PostgreSQL: contains + regex"
             + (" + an sh code grader (a process per test)" if args.code_grader else " (no grader processes)"),
             f"  {os.cpu_count()} CPUs; load average {load:.2f} at the start (a shared machine: see docs/scale.md)",
             f"  import (setup): {imported:8.1f} s  {n / imported:8.1f} results/s",
         ]
+        for line in header:
+            emit(line)
         first = None
         if "single" not in args.skip:
-            first, t = timed_replay(store, parent, options, n, "single process")
-            lines.append(f"  single process (--concurrency 4):  {t:8.1f} s  {n / t:8.1f} tests/s")
+            say("  single process: `evalstore replay --concurrency 4`")
+            t, [peak], first = replays(url, parent, v2, [None], workdir)
+            emit(f"  single process (--concurrency 4):  {t:8.1f} s  {n / t:8.1f} tests/s  (peak RSS {peak:.0f} MB)")
         if "shards" not in args.skip:
-            t = shards(url, parent, v2, args.shards, n, workdir)
-            lines.append(
+            say(f"  {args.shards} shards at once")
+            t, peaks, _ = replays(url, parent, v2, [f"{i}/{args.shards}" for i in range(1, args.shards + 1)], workdir)
+            emit(
                 f"  --shard 1..{args.shards}/{args.shards} processes at once: {t:8.1f} s  {n / t:8.1f} tests/s"
+                f"  (peak RSS {', '.join(f'{p:.0f}' for p in peaks)} MB)"
             )
         if "ray" not in args.skip:
             import ray
@@ -234,12 +188,12 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
             finally:
                 ray.shutdown()
             first = first or run_id
-            lines.append(
+            emit(
                 f"  --executor ray ({args.ray_cpus} CPUs):      {t:8.1f} s  {n / t:8.1f} tests/s  (cluster start {boot:.1f} s apart)"
             )
         if "append" not in args.skip and first is not None:
             tests, t = append_floor(store, first)
-            lines.append(
+            emit(
                 f"  driver appends alone (append_units, {UNIT} tests a transaction): {t:8.1f} s  {tests / t:8.1f} tests/s"
             )
         with admin.connect() as conn:
@@ -252,15 +206,15 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
                 ),
                 {"schema": schema},
             ).scalar()
-        lines.append(
+        emit(
             f"  store: {events} events, {int(size or 0) / 1e6:.0f} MB in tables and indexes, "
             f"{int(size or 0) / results_stored / 1e3:.1f} KB per stored result ({results_stored}: import, replays, appends)"
         )
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        lines.append(f"  this process's peak RSS: {rss:.0f} MB (it loaded the parent run once per replay)")
-        lines.append(f"  load average {os.getloadavg()[0]:.2f} at the end")
+        emit(f"  this process's peak RSS: {rss:.0f} MB (the import and the Ray driver)")
+        emit(f"  load average {os.getloadavg()[0]:.2f} at the end")
         store.close()
-        print("\n".join(lines))
+
     finally:
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))

@@ -82,7 +82,17 @@ _MATERIAL = [
 
 
 def load_run(store: EventStore, run_id: str) -> RunMaterial:
-    started: tuple[str, RunStarted] | None = None
+    started, tests, completed = _read(store, run_id)
+    if started is None:
+        raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
+    return RunMaterial(run_id, started, tests, completed, order=list(tests))
+
+
+def _read(
+    store: EventStore, run_id: str, after: int = 0, upto: int | None = None
+) -> tuple[RunStarted | None, dict[ResultKey, TestMaterial], bool]:
+    """The material of a run's events between stream versions ``after`` (excluded) and ``upto``."""
+    started: RunStarted | None = None
     tests: dict[ResultKey, TestMaterial] = {}
     completed = False
 
@@ -92,10 +102,10 @@ def load_run(store: EventStore, run_id: str) -> RunMaterial:
             tests[key] = TestMaterial(key)
         return tests[key]
 
-    for stored in store.read_stream(run_id, types=_MATERIAL):
+    for stored in store.read_stream(run_id, types=_MATERIAL, after=after, upto=upto):
         ev = stored.event
         if isinstance(ev, RunStarted):
-            started = (stored.event_id, ev)
+            started = ev
         elif isinstance(ev, TestCaseRecorded):
             material(ev).case = (stored.event_id, ev)
         elif isinstance(ev, TranscriptRecorded):
@@ -112,9 +122,65 @@ def load_run(store: EventStore, run_id: str) -> RunMaterial:
             material(ev).edits.append((stored.event_id, ev))
         elif stored.type in ("run_completed", "run_failed"):
             completed = completed or stored.type == "run_completed"
-    if started is None:
-        raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
-    return RunMaterial(run_id, started[1], tests, completed, order=list(tests))
+    return started, tests, completed
+
+
+WINDOW_RESULTS = 2_000
+"""Results a replay reads from its parent run at once (:class:`RunWindows`)."""
+
+
+class RunWindows:
+    """A stored run read a window of results at a time, so a replay of 10^5-10^7 results holds a window's
+    material, not the run's: the keys of every result, in order, are read first (each event's key only,
+    not the event), then a window's material when a test of it is asked for. Windows end at a result's
+    ``test_scored`` (``EventStore.result_ends``): a test's events are appended together, before its score."""
+
+    def __init__(self, store: EventStore, run_id: str, every: int | None = None) -> None:
+        self.store = store
+        self.run_id = run_id
+        first = next(iter(store.read_stream(run_id, types=["run_started"], limit=1)), None)
+        if first is None:
+            raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
+        self.started: RunStarted = first.event  # type: ignore[assignment]
+        self.completed = next(iter(store.read_stream(run_id, types=["run_completed"], limit=1)), None) is not None
+        ends = store.result_ends(run_id, every=every or WINDOW_RESULTS)
+        self._bounds = list(zip([0, *ends], [*ends, None], strict=True))
+        self.order: list[ResultKey] = []
+        self._window: dict[ResultKey, int] = {}
+        for i, (after, upto) in enumerate(self._bounds):
+            for _, _, payload, _ in store.stream_payloads(run_id, types=_KEYED, after=after, upto=upto):
+                p = json.loads(payload)
+                key = result_key(p["test_id"], p.get("target"), p.get("attempt", 1))
+                if key not in self._window:
+                    self._window[key] = i
+                    self.order.append(key)
+        self._loaded: dict[int, dict[ResultKey, TestMaterial]] = {}
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def windows(self) -> list[list[ResultKey]]:
+        """The keys of each window, in order."""
+        out: list[list[ResultKey]] = [[] for _ in self._bounds]
+        for key in self.order:
+            out[self._window[key]].append(key)
+        return [keys for keys in out if keys]
+
+    def tests(self, keys: list[ResultKey]) -> dict[ResultKey, TestMaterial]:
+        """The material of these tests: their windows read (the two read last are kept), the rest let go."""
+        out: dict[ResultKey, TestMaterial] = {}
+        for i in sorted({self._window[k] for k in keys if k in self._window}):
+            if i not in self._loaded:
+                while len(self._loaded) >= 2:
+                    del self._loaded[next(iter(self._loaded))]
+                self._loaded[i] = _read(self.store, self.run_id, *self._bounds[i])[1]
+            window = self._loaded[i]
+            out.update((k, window[k]) for k in keys if k in window)
+        return out
+
+
+_KEYED = [t for t in _MATERIAL if t not in ("run_started", "run_completed", "run_failed")]
+"""The events of :func:`load_run` that belong to one result (they name its test, target and attempt)."""
 
 
 def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> TranscriptInfo:
@@ -125,6 +191,8 @@ def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> Tra
     messages = [Message.model_validate(m) for m in json.loads(get_blob(t.messages_sha256))] if t.messages_sha256 else []
     info = info_from_transcript(t, event_id, messages)
     info.snapshot = test.snapshot
+    if t.status != "ok":  # a failed result a replay grades all the same (regrade.agent_failure)
+        info.error = t.error or t.status
     if not t.messages_sha256 and t.output_text is None:
         info.missing = "the imported result has neither a transcript nor an output"
     return info

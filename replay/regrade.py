@@ -20,7 +20,7 @@ import json
 import shlex
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evalstore import __version__
 from evalstore.replay.analysis.views import run_started, transcript_run_id
-from evalstore.replay.errors import JudgeConfigError, ReplayError
+from evalstore.replay.errors import JudgeConfigError, NotFoundError, ReplayError
 from evalstore.replay.evalfile.aliases import alias_of, normalize_media_type
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
@@ -50,17 +50,20 @@ from evalstore.replay.executors.local import LocalExecutor
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
+from evalstore.replay.inspect import graded_despite_error
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.lost_inputs import keep_recorded
 from evalstore.replay.material import (
     ResultKey,
     RunMaterial,
+    RunWindows,
     Tally,
     TestMaterial,
     case_event,
     completion_event_id,
     load_run,
     new_run_id,
+    result_key,
     transcript_info,
 )
 from evalstore.replay.processes.children import child_environment
@@ -71,7 +74,7 @@ from evalstore.replay.restored import restored_files
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
-from evalstore.store.events import RunStarted, TestScored
+from evalstore.store.events import RunStarted, TestCaseRecorded, TestScored, TranscriptRecorded
 
 if TYPE_CHECKING:
     from evalstore.replay.grading.judge.batches import BatchSummary
@@ -193,7 +196,10 @@ AGENT_FAILURE_FIELDS = ("failure_stage", "failure_reason_code")
 def agent_failure(source: TestMaterial) -> str | None:
     """The recorded failure of the target (or of its workspace's setup) that left this test without an
     answer to grade, else None. Neither the run nor AgentV graded such a test, and a replay does not:
-    its assertions would grade the absence of an answer (a negated one would pass it)."""
+    its assertions would grade the absence of an answer (a negated one would pass it). An Inspect
+    sample that errored is graded from what it kept, as ``inspect score`` grades it."""
+    if source.transcript is not None and graded_despite_error(source.transcript[1]):
+        return None
     if source.transcript is not None and source.transcript[1].status != "ok":
         transcript = source.transcript[1]
         return transcript.error or f"target '{transcript.target}': {transcript.status}"
@@ -255,7 +261,7 @@ def replay_run(
     warm interpreters (``processes.warm``; False: ``--no-warm``, every process spawned), how they run,
     not what they grade with, so it is not recorded. ``executor`` grades its tests (default: threads here);
     ``note`` is told what a ``--batch`` replay's batches are doing."""
-    parent = load_run(store, parent_run_id)
+    parent = RunWindows(store, parent_run_id)
     _check_selection(store, parent, options)
     effective = effective_options(store, parent.started, options)
     drifted = drift(parent.started.eval_snapshot)
@@ -321,11 +327,14 @@ def resume_replay(
     note: Callable[[str], None] | None = None,
 ) -> ReplayOutcome:
     """Continue an interrupted replay with the settings it recorded; graded tests are not redone."""
-    mine = load_run(store, run_id)
-    if mine.started.kind != "replay" or not mine.started.parent_run_id:
+    try:
+        mine = run_started(store, run_id)
+    except NotFoundError:
+        raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them") from None
+    if mine.kind != "replay" or not mine.parent_run_id:
         raise ReplayError(f"run {run_id} is not a replay; `evalstore replay --resume` continues replays")
-    own = ReplayOptions(**{**mine.started.overrides, "shard": shard})
-    parent = load_run(store, mine.started.parent_run_id)
+    own = ReplayOptions(**{**mine.overrides, "shard": shard})
+    parent = RunWindows(store, mine.parent_run_id)
     options = effective_options(store, parent.started, own)
     with restored_files(store, _suite(store, parent, options), drift(parent.started.eval_snapshot)) as (
         suite,
@@ -342,7 +351,6 @@ def resume_replay(
             concurrency,
             progress,
             on_start,
-            mine,
             warm=warm,
             executor=executor,
             note=note,
@@ -352,21 +360,20 @@ def resume_replay(
 def _execute(
     store: EventStore,
     run_id: str,
-    parent: RunMaterial,
+    parent: RunWindows,
     suite: EvalSuite,
     options: ReplayOptions,
     drifted: list[Drift],
     concurrency: int,
     progress: Progress | None,
     on_start: Started | None,
-    mine: RunMaterial | None = None,
     *,
     warm: bool = True,
     executor: Executor | None = None,
     note: Callable[[str], None] | None = None,
 ) -> ReplayOutcome:
-    mine = mine or load_run(store, run_id)
-    sources = transcript_run(store, parent).tests
+    origin = _origin(store, parent)
+    graded = {result_key(r["test_id"], r["target"], r["attempt"]) for r in store.query("results", run_id=run_id)}
     tests_by_id = {t.id: t for t in suite.tests}
     threshold = options.threshold if options.threshold is not None else suite.threshold
     grade_options = GradeOptions(
@@ -379,11 +386,7 @@ def _execute(
         process_slots=process_slots(concurrency),
         warm=WarmPool() if warm else None,
     )
-    todo = [
-        key
-        for key in parent.order
-        if in_shard(key, options.shard) and not (key in mine.tests and mine.tests[key].scored)
-    ]
+    todo = [key for key in parent.order if in_shard(key, options.shard) and key not in graded]
     regraded = {key for key in todo if _selected(key[0], tests_by_id, options)}
     missing = sorted({key[0] for key in todo if _asked(key[0], options) and key[0] not in tests_by_id})
     if missing:
@@ -394,13 +397,7 @@ def _execute(
             f"the eval has no test {_listing(missing)} (pass --eval with the eval file that has them)"
         )
         suite = suite.model_copy(update={"warnings": [*suite.warnings, carried]})
-    cut = sorted(
-        {
-            key[0]
-            for key in regraded
-            if (t := sources.get(key, parent.tests[key]).transcript) and t[1].file_changes_lost_lines
-        }
-    )
+    reasons, cut = _regradable(store, origin, regraded)
     if cut:
         truncated = (
             f"{len(cut)} test{'s' if len(cut) > 1 else ''} ({_listing(cut)}): the source kept only the first lines of "
@@ -413,11 +410,12 @@ def _execute(
         for key in todo
         if key in regraded
         and (
-            reason := not_regradable_reason(sources.get(key, parent.tests[key]))
+            reason := reasons.get(key, _NO_TRANSCRIPT)
             or (missing_runtime(tests_by_id[key[0]]) if key[0] in tests_by_id else None)
         )
         is not None
     ]
+    del reasons
     if on_start:
         # The tests that will be graded; the others are carried over, which takes no time to speak of.
         on_start(run_id, len(regraded), drifted, unable)
@@ -447,19 +445,37 @@ def _execute(
         if progress and key in regraded:
             progress(scored)
 
-    work = [Work(key, parent.tests[key], sources.get(key, parent.tests[key])) for key in todo]
+    pending = set(todo)
+
+    def windows(only: set[ResultKey] | None = None) -> Iterator[list[Work]]:
+        """The work of ``todo`` (of ``only`` among it), a window of the parent at a time, read as it is asked for."""
+        for keys in parent.windows():
+            keys = [k for k in keys if k in pending and (only is None or k in only)]
+            if keys:
+                tests = parent.tests(keys)
+                sources = origin.tests(keys) if origin is not parent else tests
+                yield [Work(key, tests[key], sources.get(key, tests[key])) for key in keys]
+
+    def carrying_then_regraded() -> Iterator[list[Work]]:
+        # Carrying a verdict over takes no grading: those tests stay here, window by window, the rest go on
+        # to the workers.
+        for work in windows():
+            LocalExecutor().grade(job, store, [[w for w in work if w.key not in regraded]], concurrency=1, done=done)
+            yield [w for w in work if w.key in regraded]
+
     executor = executor or LocalExecutor()
     batch: BatchSummary | None = None
     try:
         with contextlib.closing(judges):
-            if options.batch:
-                batch = _judge_batches(store, job, [w for w in work if w.key in regraded], note)
-            if executor.remote:
-                # Carrying a verdict over takes no grading: those tests stay here, the rest go to the workers.
-                LocalExecutor().grade(job, store, [w for w in work if w.key not in regraded], concurrency=1, done=done)
-                executor.grade(job, store, [w for w in work if w.key in regraded], concurrency=concurrency, done=done)
-            else:
-                executor.grade(job, store, work, concurrency=concurrency, done=done)
+            if options.batch and regraded:
+                batch = _judge_batches(store, job, windows(regraded), note)
+            executor.grade(
+                job,
+                store,
+                carrying_then_regraded() if executor.remote else windows(),
+                concurrency=concurrency,
+                done=done,
+            )
     finally:
         if grade_options.warm is not None:
             grade_options.warm.close()
@@ -470,7 +486,7 @@ def _execute(
 
 
 def _judge_batches(
-    store: EventStore, job: ReplayJob, work: list[Work], note: Callable[[str], None] | None
+    store: EventStore, job: ReplayJob, work: Iterable[list[Work]], note: Callable[[str], None] | None
 ) -> BatchSummary | None:
     """``--batch``: a collecting pass over the tests' judge graders (nothing it grades is kept), their
     requests that miss the judge cache through the batch APIs (the batches this replay recorded before
@@ -480,7 +496,7 @@ def _judge_batches(
     names = {g.name for t in job.suite.tests for g in t.graders if isinstance(g, (LlmGraderSpec, CompositeSpec))}
     if job.options.graders is not None:
         names &= set(job.options.graders)
-    if not names or not work:
+    if not names:
         return None
     batches = JudgeBatches()
     collecting = dataclasses.replace(
@@ -488,14 +504,16 @@ def _judge_batches(
         options=dataclasses.replace(job.options, graders=sorted(names)),
         grade_options=dataclasses.replace(job.grade_options, batch=batches),
     )
-    run_concurrently(lambda w: collecting.grade(store, w, Collected()), work, job.concurrency)
+    for window in work:
+        run_concurrently(lambda w: collecting.grade(store, w, Collected()), window, job.concurrency)
     batches.collecting = False
-    recorded = [s.event for s in store.read_stream(job.run_id, types=["judge_batch_submitted"])]
+    kinds = ["judge_batch_intended", "judge_batch_submitted"]
+    recorded = [s.event for s in store.read_stream(job.run_id, types=kinds)]
     summary = settle(
         batches,
         job.judges,
         recorded,  # type: ignore[arg-type]
-        lambda event: store.append(job.run_id, [event]),  # before the batch is waited on
+        lambda event: store.append(job.run_id, [event]),  # an intent before its submission, a batch before its wait
         note=note,
     )
     job.grade_options = dataclasses.replace(job.grade_options, batch=batches)
@@ -748,7 +766,7 @@ def _listing(items: list[str]) -> str:
     return shown + (f", and {len(items) - _LISTED} more" if len(items) > _LISTED else "")
 
 
-def _check_selection(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> None:
+def _check_selection(store: EventStore, parent: Run, options: ReplayOptions) -> None:
     """Refuse, before anything is written, a ``--tests`` glob that matches no test of the run and a
     ``--preprocessor`` for a type no file in the run has: either would write a full replay that
     changes nothing, and is almost always a typo."""
@@ -761,10 +779,9 @@ def _check_selection(store: EventStore, parent: RunMaterial, options: ReplayOpti
     if not options.preprocessors:
         return
     present = {
-        normalize_media_type(artifact.media_type)
-        for test in transcript_run(store, parent).tests.values()
-        for _, artifact in test.artifacts
-        if artifact.media_type
+        normalize_media_type(stored.event.media_type)  # type: ignore[attr-defined]
+        for stored in store.read_stream(transcript_run_id(store, parent.started), types=["artifact_stored"])
+        if stored.event.media_type  # type: ignore[attr-defined]
     }
     for value in options.preprocessors:
         type_ = value.partition("=")[0].strip()
@@ -776,7 +793,7 @@ def _check_selection(store: EventStore, parent: RunMaterial, options: ReplayOpti
             )
 
 
-def _check_eval(parent: RunMaterial, suite: EvalSuite, options: ReplayOptions) -> None:
+def _check_eval(parent: Run, suite: EvalSuite, options: ReplayOptions) -> None:
     """Refuse, before anything is written, an ``--eval`` that has none of the run's tests: the replay
     would regrade nothing (almost always the wrong file)."""
     if not options.eval_path:
@@ -796,9 +813,41 @@ def transcript_run(store: EventStore, run: RunMaterial) -> RunMaterial:
     return run if origin == run.run_id else load_run(store, origin)
 
 
-def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bool:
+Run = RunMaterial | RunWindows
+"""A stored run as a replay's checks read it: its id, its ``run_started`` and its results' keys in order."""
+
+
+def _origin(store: EventStore, run: Run) -> RunWindows:
+    """The run holding ``run``'s transcripts, to be read a window at a time (``run`` itself when it does)."""
+    origin = transcript_run_id(store, run.started)
+    return run if isinstance(run, RunWindows) and origin == run.run_id else RunWindows(store, origin)
+
+
+_NO_TRANSCRIPT = not_regradable_reason(TestMaterial(("", "", 1)))
+"""Why a test whose run holds no transcript cannot be regraded."""
+
+
+def _regradable(
+    store: EventStore, origin: RunWindows, keys: set[ResultKey]
+) -> tuple[dict[ResultKey, str | None], list[str]]:
+    """For each of these tests that has a transcript, why it cannot be regraded (None: it can); and the
+    tests whose transcript lost lines of its file changes. Read from the run holding the transcripts, one
+    transcript at a time, keeping only these answers (a replay of 10^7 results holds no transcript)."""
+    reasons: dict[ResultKey, str | None] = {}
+    cut: set[str] = set()
+    for stored in store.read_stream(origin.run_id, types=["transcript_recorded"]):
+        event: TranscriptRecorded = stored.event  # type: ignore[assignment]
+        key = result_key(event.test_id, event.target, event.attempt)
+        if key in keys:
+            reasons[key] = not_regradable_reason(TestMaterial(key, transcript=(stored.event_id, event)))
+            if event.file_changes_lost_lines:
+                cut.add(key[0])
+    return reasons, sorted(cut)
+
+
+def _complete_if_done(store: EventStore, run_id: str, parent: Run) -> bool:
     counts = store.result_counts(run_id).get(run_id)
-    if counts is None or counts["tests"] + counts["not_regradable"] < len(parent.tests):
+    if counts is None or counts["tests"] + counts["not_regradable"] < len(parent.order):
         return False
     tally = Tally.from_counts(**counts)
     # Derived from the projections, so shards finishing together append identical, idempotent events.
@@ -809,7 +858,7 @@ def _complete_if_done(store: EventStore, run_id: str, parent: RunMaterial) -> bo
 # --- building the suite a replay grades with ----------------------------------------------------
 
 
-def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> EvalSuite:
+def _suite(store: EventStore, parent: Run, options: ReplayOptions) -> EvalSuite:
     run_tests = partial(_run_tests, store, parent)
     if options.eval_path:
         suite = load_eval(options.eval_path, run_tests=run_tests)
@@ -835,24 +884,22 @@ def _suite(store: EventStore, parent: RunMaterial, options: ReplayOptions) -> Ev
     return suite
 
 
-def _run_tests(store: EventStore, parent: RunMaterial) -> list[dict[str, Any]]:
+def _run_tests(store: EventStore, parent: Run) -> list[dict[str, Any]]:
     """The run's own tests as raw test objects, for an eval of suite-level assertions and no tests: each
     test's recorded case (its input, expected output, criteria and metadata), once per test id."""
-    origin = transcript_run(store, parent)
     tests: dict[str, dict[str, Any]] = {}
-    for key in origin.order:
-        material = origin.tests[key]
-        if key[0] in tests or material.case is None or not material.case[1].input:
+    for stored in store.read_stream(transcript_run_id(store, parent.started), types=["test_case_recorded"]):
+        case: TestCaseRecorded = stored.event  # type: ignore[assignment]
+        if case.test_id in tests or not case.input:
             continue  # a result with no recorded case (some AgentV rows) has no input to grade
-        case = material.case[1]
-        raw: dict[str, Any] = {"id": key[0], "input": case.input}
+        raw: dict[str, Any] = {"id": case.test_id, "input": case.input}
         if case.expected_output is not None:
             raw["expected_output"] = case.expected_output
         if case.criteria:
             raw["criteria"] = case.criteria
         if case.metadata:
             raw["metadata"] = case.metadata
-        tests[key[0]] = raw
+        tests[case.test_id] = raw
     return list(tests.values())
 
 
@@ -983,7 +1030,7 @@ def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = Fals
     return suite
 
 
-def _check_judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial) -> None:
+def _check_judges(suite: EvalSuite, options: ReplayOptions, parent: Run) -> None:
     """Refuse, before anything is written, a replay with LLM graders to regrade for which no judge
     target can be chosen: each of their verdicts would be an execution error (AgentV's run had a judge;
     recording 0.0 errors in its place would be a regrade that says nothing)."""
@@ -1045,13 +1092,13 @@ def _needs_judge(grader: Any) -> bool:
     return isinstance(inner, list) and any(_needs_judge(g) for g in inner)
 
 
-def _judges(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]
+def _judges(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type: ignore[no-untyped-def]
     """The replay's judges. While they are open, no grader is given the variables only their targets
     reference (the judges' keys; ``processes.children.withhold``)."""
     return _judge_pool(suite, options, parent).withhold_variables(excluding=parent.started.target_name)
 
 
-def _judge_pool(suite: EvalSuite, options: ReplayOptions, parent: RunMaterial):  # type: ignore[no-untyped-def]
+def _judge_pool(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type: ignore[no-untyped-def]
     from evalstore.replay.grading.judge.pool import JudgePool
 
     only = set(options.graders) if options.graders else None

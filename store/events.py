@@ -475,12 +475,30 @@ class LabelRecorded(DomainEvent):
     """For imports: the file and line the label came from."""
 
 
+class JudgeBatchIntended(DomainEvent):
+    """A provider batch of judge requests a replay is about to submit (``replay --batch``), recorded before
+    it submits: the batch carries ``intent_id`` (OpenAI's and Azure's batch ``metadata``), so a replay
+    killed after submitting and before recording ``judge_batch_submitted`` finds that batch on ``--resume``
+    instead of submitting a second one."""
+
+    type: ClassVar[str] = "judge_batch_intended"
+
+    intent_id: str
+    provider: str
+    judge_target: str
+    model: str
+    requests: int
+    intended_at: float
+    """Seconds since the epoch: a batch found on resume was created after this (less the clocks' skew)."""
+
+
 class JudgeBatchSubmitted(DomainEvent):
     """A provider batch of judge requests a replay submitted (``replay --batch``), recorded before it waits
     for the batch: a replay stopped meanwhile is finished by ``--resume`` from this batch, never a second.
     Each request's ``custom_id`` is its judge cache key."""
 
     type: ClassVar[str] = "judge_batch_submitted"
+    schema_version: ClassVar[int] = 2
 
     batch_id: str
     provider: str
@@ -491,6 +509,12 @@ class JudgeBatchSubmitted(DomainEvent):
     requests: int
     input_file_id: str | None = None
     """The uploaded JSONL file (OpenAI and Azure)."""
+    intent_id: str | None = None
+    """The ``judge_batch_intended`` this batch fulfils. Since version 2."""
+
+    @staticmethod
+    def upcast_v1_v2(payload: dict[str, Any]) -> dict[str, Any]:
+        return payload  # a version-1 batch was submitted with no intent recorded before it: intent_id stays None
 
 
 class RunCompleted(DomainEvent):
@@ -576,6 +600,7 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         TestScored,
         LineSkipped,
         LabelRecorded,
+        JudgeBatchIntended,
         JudgeBatchSubmitted,
         RunCompleted,
         RunFailed,

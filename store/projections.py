@@ -32,6 +32,8 @@ TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
 _READ_PAYLOAD = frozenset(
     {"run_started", "run_moved", "test_scored", "verdict_recorded", "grader_called", "preprocessing_recorded"}
 )
+PROJECTED = _READ_PAYLOAD | {"run_completed", "run_failed"}
+"""The event types rows_for may give rows for; it gives none for any other."""
 
 
 def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
@@ -163,19 +165,37 @@ def apply(  # type: ignore[no-untyped-def]
     Tables are independent, so each is written on its own; within a table, rows are written in event
     order, consecutive rows of the same shape in one statement, so the result equals :func:`fold`.
     """
+    write(conn, dialect, planned(events, payloads))
+
+
+Planned = list[tuple[str, list[dict[str, Any]]]]
+"""Projection rows as :func:`write` takes them: per table, runs of rows of the same shape, in event order."""
+
+
+def planned(events: Sequence[StoredEvent], payloads: Sequence[dict[str, Any] | None] | None = None) -> Planned:
+    """The projection rows of events, grouped for :func:`write`: what :func:`apply` writes, computed apart
+    from the writing (an import computes a batch's rows while the previous batch is written)."""
     by_table: dict[str, list[dict]] = {}
     for i, ev in enumerate(events):
         for table, row in rows_for(ev, payloads[i] if payloads is not None else None):
             by_table.setdefault(table, []).append(row)
+    groups: Planned = []
     for table, rows in by_table.items():
         group: list[dict] = [rows[0]]
         for row in rows[1:]:
             if row.keys() == group[0].keys():
                 group.append(row)
             else:
-                _write(conn, dialect, table, group)
+                groups.append((table, group))
                 group = [row]
-        _write(conn, dialect, table, group)
+        groups.append((table, group))
+    return groups
+
+
+def write(conn: Connection, dialect, groups: Planned) -> None:  # type: ignore[no-untyped-def]
+    """Write :func:`planned` rows, in the append's transaction."""
+    for table, rows in groups:
+        _write(conn, dialect, table, rows)
 
 
 def _dedupe(table: str, rows: list[dict]) -> list[dict]:

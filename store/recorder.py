@@ -13,7 +13,7 @@ import hashlib
 import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -377,21 +377,100 @@ class EventStore:
         return conn.execute(select(func.max(ev.c.stream_version)).where(ev.c.stream_id == stream_id)).scalar() or 0
 
     def _insert_events(self, conn: Connection, stream_id: str, version: int, fresh: list[tuple]) -> list[StoredEvent]:
+        seq, prev = self._head(conn)
+        rows = _chained(stream_id, _Head(seq, prev, version), fresh)
+        bulk.insert_tuples(conn, schema.events, EVENT_COLUMNS, rows)
+        return [StoredEvent(*row) for row in rows]
+
+    @staticmethod
+    def _head(conn: Connection) -> tuple[int, str]:
+        """The log's last ``(seq, hash)``; ``(0, GENESIS_HASH)`` for an empty log."""
         ev = schema.events
         head = conn.execute(select(ev.c.seq, ev.c.hash).order_by(ev.c.seq.desc()).limit(1)).first()
-        seq, prev = (head[0], head[1]) if head else (0, GENESIS_HASH)
-        recorded_at = _now()
-        hashed = event_hasher(stream_id, recorded_at)
-        rows = []
-        for event_id, type_, schema_version, payload, _ in fresh:
-            seq += 1
-            version += 1
-            digest = hashed(prev, seq, event_id, version, type_, schema_version, payload)
-            # In the events table's column order, which is also StoredEvent's field order.
-            rows.append((seq, event_id, stream_id, version, type_, schema_version, payload, recorded_at, prev, digest))
-            prev = digest
-        bulk.insert_tuples(conn, ev, EVENT_COLUMNS, rows)
-        return [StoredEvent(*row) for row in rows]
+        return (head[0], head[1]) if head else (0, GENESIS_HASH)
+
+    def append_batches(
+        self,
+        stream_id: str,
+        batches: Iterable[
+            tuple[Sequence[tuple[str, str, int, str]], Sequence[dict[str, Any] | None], Mapping[str, bytes | FileBlob]]
+        ],
+    ) -> None:
+        """Append batches of events the caller has already encoded, each in a transaction of its own, in order:
+        ``(events, fields, blobs)``, each event ``(event id, type, schema version, payload)`` with the payload
+        as :func:`evalstore.store.events.encode` and :func:`~evalstore.store.codec.canonical_json` make it
+        (an import encodes each result once, while checking it), ``fields`` per event
+        :func:`evalstore.store.projections.read_fields` of its payload (or None), so the projections are
+        written without parsing the payloads again. Ids are given, so appending the same events again is a
+        no-op, as with :meth:`append`.
+
+        A batch is written on a worker thread while the next one is prepared on this one (its hash chain
+        and projection rows, from where the batch before will leave the log): the database's work releases
+        the GIL, so an import's writing pass uses two cores. A batch that finds the log elsewhere (another
+        writer appended between two transactions, or some of its events are stored already: an import
+        run again after it was killed) is appended as :meth:`append` would, and the next is prepared again."""
+        from evalstore.store.events import event_class
+
+        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-append")
+        try:
+            landed: Future[_Head] | None = None
+            head: _Head | None = None
+            for events, fields, blobs in batches:
+                prepared = []
+                for i, (event_id, type_, schema_version, payload) in enumerate(events):
+                    event_class(type_)  # an unknown type is refused here, as append would
+                    prepared.append((event_id, type_, schema_version, payload, fields[i]))
+                if not prepared:
+                    continue
+                if head is None:
+                    head = self._stream_head(stream_id)
+                plan = _Plan.of(stream_id, head, prepared)
+                if landed is not None and (actual := landed.result()) != head:
+                    plan = _Plan.of(stream_id, actual, prepared)  # the log is not where the plan assumed
+                landed = writer.submit(self._append_planned, stream_id, plan, prepared, blobs)
+                head = plan.end
+            if landed is not None:
+                landed.result()
+        except DBAPIError as exc:
+            raise _translate(exc) from exc
+        finally:
+            writer.shutdown(wait=True, cancel_futures=True)
+
+    def _stream_head(self, stream_id: str) -> _Head:
+        with self.engine.connect() as conn:
+            seq, prev = self._head(conn)
+            return _Head(seq, prev, self._stream_version(conn, stream_id))
+
+    def _append_planned(
+        self, stream_id: str, plan: _Plan, prepared: list[tuple], blobs: Mapping[str, bytes | FileBlob]
+    ) -> _Head:
+        """One batch of :meth:`append_batches` (on its writer thread): the planned rows when the log is
+        where the plan starts, else an append as :meth:`append` makes it. Returns where the log ends."""
+        candidates: dict[bytes, Dictionary] = {}
+        try:
+            with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
+                self.dialect.lock_for_append(conn)
+                seq, prev = self._head(conn)
+                if _Head(seq, prev, self._stream_version(conn, stream_id)) != plan.start:
+                    raise _Recheck
+                small, large = _split_large(blobs)
+                blob_rows, candidates = self._encoded_blobs(conn, small) if small else (None, {})
+                try:
+                    bulk.insert_tuples(conn, schema.events, EVENT_COLUMNS, plan.rows)
+                except IntegrityError as exc:
+                    if _is_duplicate_event_id(exc):
+                        raise _Recheck from exc
+                    raise
+                if blob_rows is not None:
+                    self._insert_blob_rows(conn, blob_rows())
+                for digest, data in large.items():
+                    self._insert_chunked(conn, digest, data)
+                projections.write(conn, self.dialect, plan.projections)
+        except _Recheck:
+            self._append(stream_id, prepared, prepared, None, blobs, optimistic=False)
+            return self._stream_head(stream_id)
+        self._remember(candidates)
+        return plan.end
 
     def _insert_blobs(self, conn: Connection, blobs: Mapping[str, bytes | FileBlob]) -> dict[bytes, Dictionary]:
         """Store the blobs not stored yet, each against the dictionary for its opening bytes if there is one.
@@ -498,12 +577,23 @@ class EventStore:
     # --- reading -------------------------------------------------------------------------------
 
     def read_stream(
-        self, stream_id: str, *, types: Iterable[str] | None = None, limit: int | None = None
+        self,
+        stream_id: str,
+        *,
+        types: Iterable[str] | None = None,
+        limit: int | None = None,
+        after: int = 0,
+        upto: int | None = None,
     ) -> Iterator[StoredEvent]:
         """A stream's events in order; ``limit``: at most that many (the database stops there, where
-        breaking out of the loop would still have fetched a whole batch)."""
+        breaking out of the loop would still have fetched a whole batch); ``after`` and ``upto`` bound the
+        stream versions read (``after < stream_version <= upto``), as :meth:`stream_payloads`'s do."""
         ev = schema.events
         query = select(ev).where(ev.c.stream_id == stream_id).order_by(ev.c.stream_version)
+        if after:
+            query = query.where(ev.c.stream_version > after)
+        if upto is not None:
+            query = query.where(ev.c.stream_version <= upto)
         if types is not None:
             query = query.where(ev.c.type.in_(list(types)))
         if limit is not None:
@@ -999,6 +1089,52 @@ class EventStore:
         at the first problem (see :mod:`evalstore.store.verify`)."""
         events, blobs, problem = verify_store(self.engine, self.blob_digest)
         return VerifyReport(events, blobs, problem)
+
+
+@dataclass(frozen=True)
+class _Head:
+    """Where the log ends: its last seq and hash, and the version of the stream appended to."""
+
+    seq: int
+    hash: str
+    version: int
+
+
+def _chained(stream_id: str, head: _Head, fresh: Sequence[tuple]) -> list[tuple]:
+    """Events rows (in the table's column order, which is also StoredEvent's field order) for ``fresh``
+    ``(event id, type, schema version, payload, ...)`` appended after ``head``, one time for all."""
+    recorded_at = _now()
+    hashed = event_hasher(stream_id, recorded_at)
+    seq, prev, version = head.seq, head.hash, head.version
+    rows = []
+    for event_id, type_, schema_version, payload, *_ in fresh:
+        seq += 1
+        version += 1
+        digest = hashed(prev, seq, event_id, version, type_, schema_version, payload)
+        rows.append((seq, event_id, stream_id, version, type_, schema_version, payload, recorded_at, prev, digest))
+        prev = digest
+    return rows
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A batch of :meth:`EventStore.append_batches` ready to insert, if the log ends at ``start``."""
+
+    start: _Head
+    rows: list[tuple]
+    projections: projections.Planned
+
+    @property
+    def end(self) -> _Head:
+        last = self.rows[-1]
+        return _Head(last[0], last[9], last[3])
+
+    @classmethod
+    def of(cls, stream_id: str, start: _Head, prepared: list[tuple]) -> _Plan:
+        rows = _chained(stream_id, start, prepared)
+        # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them.
+        projected = [(StoredEvent(*row), p[4]) for row, p in zip(rows, prepared) if row[4] in projections.PROJECTED]
+        return cls(start, rows, projections.planned([e for e, _ in projected], [f for _, f in projected]))
 
 
 def _split_large(

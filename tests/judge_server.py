@@ -20,9 +20,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -196,6 +198,10 @@ class Batch:
     input_file_id: str | None = None
     output_file_id: str | None = None
     error_file_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: float = field(default_factory=time.time)
+    size: int = 0
+    """Bytes of the batch's requests: the input file (OpenAI), the request body (Anthropic)."""
     done: bool = False
     expired: bool = False
     results: list[dict[str, Any]] = field(default_factory=list)
@@ -218,6 +224,14 @@ class JudgeServer:
         self.expire_items: Callable[[Request], bool] = lambda request: False
         """Per batch item: True to leave it unanswered, the batch ending ``expired``."""
         self.batch_polls = 0
+        self.hold_creates = threading.Event()
+        """While set, a batch is created but the answer to its creation waits (its driver is killed meanwhile:
+        the provider holds a batch the driver never heard of)."""
+        self.fail_creates = 0
+        """Batch creations to refuse (HTTP 500) before creating anything, counted down."""
+        self.max_batch_requests: int | None = None
+        self.max_batch_bytes: int | None = None
+        """A batch above these is refused (HTTP 400), as the providers refuse theirs."""
         self.in_flight = 0
         self.max_in_flight = 0
         """The most requests the server was ever handling at once."""
@@ -252,7 +266,8 @@ class JudgeServer:
                 pass
 
             def do_GET(self) -> None:
-                status, payload, kind = server._batch_get(self.path.split("?", 1)[0])
+                path, _, query = self.path.partition("?")
+                status, payload, kind = server._batch_get(path, parse_qs(query))
                 self._send_plain(status, payload, kind)
 
             def _send_plain(self, status: int, payload: bytes, kind: str = "application/json") -> None:
@@ -267,6 +282,9 @@ class JudgeServer:
                 path = self.path.split("?", 1)[0]
                 if path.endswith(("/files", "/batches")):
                     status, payload = server._batch_post(path, self.headers.get("Content-Type", ""), raw)
+                    deadline = time.monotonic() + HANG_LIMIT
+                    while path.endswith("/batches") and server.hold_creates.is_set() and time.monotonic() < deadline:
+                        server._stopping.wait(0.02)
                     self._send_plain(status, payload)
                     return
                 try:
@@ -342,10 +360,25 @@ class JudgeServer:
 
     # -- the batch APIs ---------------------------------------------------------------------------
 
+    def _refused(self, requests: int, size: int) -> tuple[int, bytes] | None:
+        if self.fail_creates:
+            self.fail_creates -= 1
+            return 500, json.dumps({"error": {"message": "batch creation failed", "type": "server_error"}}).encode()
+        over = (self.max_batch_requests is not None and requests > self.max_batch_requests) or (
+            self.max_batch_bytes is not None and size > self.max_batch_bytes
+        )
+        if over:
+            message = f"a batch of {requests} requests, {size} bytes: above this API's maxima"
+            return 400, json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+        return None
+
     def _batch_post(self, path: str, content_type: str, raw: bytes) -> tuple[int, bytes]:
         with self._lock:
             if path.endswith("/messages/batches"):  # Anthropic: the requests inline
                 body = json.loads(raw)
+                refused = self._refused(len(body["requests"]), len(raw))
+                if refused:
+                    return refused
                 items = []
                 for entry in body["requests"]:
                     params = dict(entry["params"])
@@ -354,7 +387,7 @@ class JudgeServer:
                     ) + list(params.pop("messages"))
                     chat = {**params, "messages": messages}
                     items.append((entry["custom_id"], Request(path, {}, json.dumps(chat).encode(), chat)))
-                batch = Batch(f"msgbatch_{uuid.uuid4().hex[:12]}", "anthropic", items)
+                batch = Batch(f"msgbatch_{uuid.uuid4().hex[:12]}", "anthropic", items, size=len(raw))
                 self.batches.append(batch)
                 return 200, json.dumps(self._anthropic_view(batch)).encode()
             if path.endswith("/files"):
@@ -363,18 +396,31 @@ class JudgeServer:
                 self.files[file_id] = data
                 return 200, json.dumps({"id": file_id, "object": "file", "purpose": "batch"}).encode()
             body = json.loads(raw)
-            lines = [json.loads(line) for line in self.files[body["input_file_id"]].decode().splitlines() if line]
+            data = self.files[body["input_file_id"]]
+            lines = [json.loads(line) for line in data.decode().splitlines() if line]
+            refused = self._refused(len(lines), len(data))
+            if refused:
+                return refused
             items = [
                 (line["custom_id"], Request(line["url"], {}, json.dumps(line["body"]).encode(), line["body"]))
                 for line in lines
             ]
-            batch = Batch(f"batch_{uuid.uuid4().hex[:12]}", "openai", items, input_file_id=body["input_file_id"])
+            batch = Batch(
+                f"batch_{uuid.uuid4().hex[:12]}",
+                "openai",
+                items,
+                input_file_id=body["input_file_id"],
+                metadata=dict(body.get("metadata") or {}),
+                size=len(data),
+            )
             self.batches.append(batch)
             return 200, json.dumps(self._openai_view(batch)).encode()
 
-    def _batch_get(self, path: str) -> tuple[int, bytes, str]:
+    def _batch_get(self, path: str, query: dict[str, list[str]]) -> tuple[int, bytes, str]:
         with self._lock:
             parts = path.rstrip("/").split("/")
+            if parts[-1] == "batches":
+                return 200, json.dumps(self._listing(parts[-2] == "messages", query)).encode(), "application/json"
             if len(parts) >= 2 and parts[-1] == "content" and parts[-3] == "files":
                 return 200, self.files[parts[-2]], "application/jsonl"
             if parts[-1] == "results":
@@ -431,6 +477,24 @@ class JudgeServer:
             self.files[batch.error_file_id] = "".join(json.dumps(e) + "\n" for e in errors).encode()
         batch.done = True
 
+    def _listing(self, anthropic: bool, query: dict[str, list[str]]) -> dict[str, Any]:
+        """A page of the batches, newest first, as OpenAI (``limit``, ``after``) or Anthropic (``limit``,
+        ``after_id``) lists them."""
+        api = "anthropic" if anthropic else "openai"
+        newest = [b for b in reversed(self.batches) if b.api == api]
+        after = (query.get("after_id" if anthropic else "after") or [None])[0]
+        if after is not None:
+            newest = newest[[b.id for b in newest].index(after) + 1 :]
+        limit = int((query.get("limit") or ["20"])[0])
+        page, more = newest[:limit], len(newest) > limit
+        view = self._anthropic_view if anthropic else self._openai_view
+        listing: dict[str, Any] = {"data": [view(b) for b in page], "has_more": more}
+        if anthropic:
+            listing.update(first_id=page[0].id if page else None, last_id=page[-1].id if page else None)
+        else:
+            listing.update(object="list", first_id=page[0].id if page else None, last_id=page[-1].id if page else None)
+        return listing
+
     def _openai_view(self, batch: Batch) -> dict[str, Any]:
         status = ("expired" if batch.expired else "completed") if batch.done else "in_progress"
         return {
@@ -443,6 +507,8 @@ class JudgeServer:
             "output_file_id": batch.output_file_id,
             "error_file_id": batch.error_file_id,
             "request_counts": {"total": len(batch.items)},
+            "metadata": batch.metadata or None,
+            "created_at": int(batch.created_at),
         }
 
     def _anthropic_view(self, batch: Batch) -> dict[str, Any]:
@@ -451,6 +517,12 @@ class JudgeServer:
             "type": "message_batch",
             "processing_status": "ended" if batch.done else "in_progress",
             "results_url": None,
+            "created_at": datetime.fromtimestamp(batch.created_at, UTC).isoformat().replace("+00:00", "Z"),
+            "request_counts": (
+                {"processing": 0, "succeeded": len(batch.results), "errored": 0, "canceled": 0, "expired": 0}
+                if batch.done
+                else {"processing": len(batch.items), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+            ),
         }
         if batch.done:
             assert self._httpd is not None

@@ -57,7 +57,7 @@ WARNINGS_KEPT = 20
 
 
 Encoded = tuple[str, str, int, str]
-"""An event as ``EventStore.append_encoded`` takes it: (event id, type, schema version, payload JSON)."""
+"""An event as ``EventStore.append_batches`` takes it: (event id, type, schema version, payload JSON)."""
 
 
 @dataclass
@@ -89,6 +89,7 @@ KIND_OF_TYPE = {
     "verdict_recorded": "verdict",
     "test_scored": "scored",
     "line_skipped": "skip",
+    "score_edited": "edit",
 }
 """The ``EventIds`` kind each imported event's id was made with."""
 
@@ -144,13 +145,7 @@ class Spool:
     def __iter__(self) -> Iterator[Spooled]:
         self._file.seek(0)
         while header := self._file.read(8):
-            key, file, line, first_n, events, fields, blobs, score, mentions = marshal.loads(
-                self._file.read(int.from_bytes(header, "little"))
-            )
-            # model_construct: the fields were a SourceRef's, validated when it was built
-            source = SourceRef.model_construct(file=file, line=line)
-            blobs = {d: FileBlob(*b) if isinstance(b, tuple) else b for d, b in blobs.items()}
-            yield Spooled(key, source, first_n, events, fields, blobs, score, mentions)
+            yield spooled(self._file.read(int.from_bytes(header, "little")))
 
     def close(self) -> None:
         self._file.close()
@@ -174,6 +169,38 @@ def record(item: Spooled) -> bytes:
     )
 
 
+def placed(data: bytes, events: int, first_n: int, ids: EventIds) -> bytes:
+    """An item's :func:`record` with the run's ids for its place, the next ``ids`` gives (``events`` of
+    them, made for ``first_n``), and ``ids`` past them. An item built in a part is renumbered here, as
+    the parts come back, while the workers build the next ones, not in the writing pass, which only one
+    process can do; the writing pass renumbers again only what follows a result superseded later."""
+    if first_n == ids.n + 1:
+        ids.n += events
+        return data
+    item = spooled(data)
+    item.events, item.fields = renumbered(item, ids)
+    item.first_n = ids.n - len(item.events) + 1
+    return record(item)
+
+
+def mentions_of(encoded: list[Encoded]) -> list[list[int]]:
+    """Per event, which of the item's other events its payload names by id (:attr:`Spooled.mentions`)."""
+    event_ids = [event_id for event_id, _, _, _ in encoded]
+    return [
+        [j for j, eid in enumerate(event_ids) if j != i and eid in payload]
+        for i, (_, _, _, payload) in enumerate(encoded)
+    ]
+
+
+def spooled(data: bytes) -> Spooled:
+    """An item from its :func:`record`."""
+    key, file, line, first_n, events, fields, blobs, score, mentions = marshal.loads(data)
+    # model_construct: the fields were a SourceRef's, validated when it was built
+    source = SourceRef.model_construct(file=file, line=line)
+    blobs = {d: FileBlob(*b) if isinstance(b, tuple) else b for d, b in blobs.items()}
+    return Spooled(key, source, first_n, events, fields, blobs, score, mentions)
+
+
 def item_key(item: ImportedTest) -> tuple:
     return (item.source.file, item.source.line, item.test_id, item.target, item.attempt)
 
@@ -191,6 +218,8 @@ class _Piece:
     record: bytes
     events: int
     """How many ids its record takes."""
+    first_n: int
+    """The position its events' ids were made for (``Spooled.first_n``)."""
     source: SourceRef
     """As the source gave it (absolute), for messages."""
     key: tuple | None = None
@@ -223,11 +252,6 @@ def _piece(
         )
         return piece
     _, blobs, scored = outcome
-    event_ids = [event_id for event_id, _, _, _ in encoded]
-    mentions = [
-        [j for j, eid in enumerate(event_ids) if j != i and eid in payload]
-        for i, (_, _, _, payload) in enumerate(encoded)
-    ]
     spooled = Spooled(
         item_key(item),
         within(item.source),
@@ -236,11 +260,12 @@ def _piece(
         fields,
         blobs,
         (scored.score, scored.passed, scored.status),
-        mentions,
+        mentions_of(encoded),
     )
     return _Piece(
         record(spooled),
         len(encoded),
+        start + 1,
         item.source,
         key=spooled.key,
         repeat=(_Repeats.key(item), _Repeats.identity(item)),
@@ -254,7 +279,7 @@ def _skip_piece(line: SkippedLine, within: RelativeSources, ids: EventIds) -> _P
     first = ids.n + 1
     event = LineSkipped(source=ref, reason=line.reason)
     encoded = [(ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event)))]
-    return _Piece(record(Spooled(None, ref, first, encoded, [None], {}, None)), 1, line.source)
+    return _Piece(record(Spooled(None, ref, first, encoded, [None], {}, None)), 1, first, line.source)
 
 
 def check(
@@ -362,7 +387,7 @@ class _Pass:
         if piece.key is not None and piece.failed is not None:
             self.left_out[piece.key] = piece.failed
         if piece.key is None or piece.failed is not None:  # a skipped line
-            self._keep(piece.record, piece.events)
+            self._keep(piece.record, piece.events, piece.first_n)
             self.skipped += 1
         else:
             assert piece.repeat is not None
@@ -375,7 +400,7 @@ class _Pass:
                     "test, target and attempt: import them separately"
                 )
                 line = bad_line(piece.source, reason, self.skip_bad)
-                self._keep(record(self._skipped(line)), 1)
+                self._keep(record(self._skipped(line)), 1, self.ids.n + 1)
                 self.skipped += 1
             else:
                 if earlier is not None:
@@ -384,14 +409,13 @@ class _Pass:
                     self.tests -= 1
                     self.skipped += 1
                 self.repeats.remember(piece.repeat, piece.source)
-                self._keep(piece.record, piece.events)
+                self._keep(piece.record, piece.events, piece.first_n)
                 self.tests += 1
         if self.progress and (self.tests + self.skipped) % PROGRESS_EVERY == 0:
             self.progress("checking", self.tests + self.skipped, None)
 
-    def _keep(self, data: bytes, events: int) -> None:
-        self.spool.add_record(data)
-        self.ids.n += events
+    def _keep(self, data: bytes, events: int, first_n: int) -> None:
+        self.spool.add_record(placed(data, events, first_n, self.ids))
 
     def _skipped(self, line: SkippedLine) -> Spooled:
         """A result left out here: a skipped line, which takes one id."""

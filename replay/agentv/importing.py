@@ -17,8 +17,9 @@ from pathlib import Path
 from evalstore import __version__
 from evalstore.replay.agentv import detect_format, read_results
 from evalstore.replay.agentv.file_access import FileAccess, file_access, guarded
-from evalstore.replay.agentv.import_check import Checked, Encoded, check, renumbered
+from evalstore.replay.agentv.import_check import Checked, check
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
+from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.agentv.records import ImportSource
 from evalstore.replay.agentv.rows import unique_paths
 from evalstore.replay.agentv.sidecars import real_path
@@ -28,21 +29,11 @@ from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.evalfile.union import covered, union_suite
-from evalstore.replay.material import Tally
 from evalstore.store import EventStore, NewEvent
-from evalstore.store.blobs import FileBlob, blob_size
-from evalstore.store.codec import canonical_json
-from evalstore.store.events import FileSnapshot, LineSkipped, RunStarted, SourceRef, encode
+from evalstore.store.events import FileSnapshot, RunStarted, SourceRef
 
 Progress = Callable[[str, int, "int | None"], None]
 """``progress(phase, done, total)``: see :func:`import_results`."""
-
-# Each batch is one append transaction, and each transaction writes out every index page its rows land
-# on; event ids and test ids are random keys, so nearly every page of those indexes. Fewer, larger
-# transactions write each page fewer times (bench/import.py, 20,000 rows: 1 GB written at 200 tests a
-# batch, 0.4 GB at 1,000) for about 15 MB more memory.
-BATCH_TESTS = 1000
-BATCH_BYTES = 32 * 1024 * 1024
 
 
 @dataclass
@@ -221,46 +212,7 @@ def _write(  # type: ignore[no-untyped-def]
     )
     ids = EventIds(run_id)
     store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
-
-    batch: list[Encoded] = []
-    batch_fields: list[dict | None] = []
-    batch_blobs: dict[str, bytes | FileBlob] = {}
-    batch_bytes = 0
-    done = 0
-    tally = Tally()
-    for item in checked.spool:
-        reason = checked.left_out.get(item.key) if item.key is not None else None
-        if reason:  # superseded by a later result: a skipped line, one id instead of the result's events
-            event = LineSkipped(source=item.source, reason=reason)
-            batch.append((ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event))))
-            batch_fields.append(None)
-            continue
-        if item.first_n == ids.n + 1:
-            batch.extend(item.events)
-            batch_fields.extend(item.fields)
-            ids.n += len(item.events)
-        else:  # built in a part, or after a superseded result: its events get the run's ids for their place
-            events, fields = renumbered(item, ids)
-            batch.extend(events)
-            batch_fields.extend(fields)
-        if item.score is None:
-            continue
-        for digest, data in item.blobs.items():
-            if digest not in batch_blobs:
-                batch_blobs[digest] = data
-                batch_bytes += blob_size(data)
-        tally.count(*item.score)
-        done += 1
-        if done % BATCH_TESTS == 0 or batch_bytes > BATCH_BYTES:
-            store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
-            batch, batch_fields, batch_blobs, batch_bytes = [], [], {}, 0
-            if progress:
-                progress("importing", done, tests)
-    if batch:
-        store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
-    if progress:
-        progress("importing", done, tests)
-    store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
+    write_spool(store, run_id, checked.spool, ids, tests=tests, left_out=checked.left_out, progress=progress)
     return ImportOutcome(
         run_id, fmt, tests, skipped, False, eval_file, warnings=checked.warnings, warning_count=checked.warning_count
     )

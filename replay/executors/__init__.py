@@ -8,7 +8,7 @@ whatever a worker did that its task's retry does again is appended once (``Event
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -41,8 +41,11 @@ class Executor(Protocol):
     remote: bool
     """Whether tests leave this process (then the cheap ones, carried over, are still done here)."""
 
-    def grade(self, job: ReplayJob, store: EventStore, work: Sequence[Work], *, concurrency: int, done: Done) -> None:
-        """Grade every test of ``work`` and append each one's events whole, exactly once."""
+    def grade(
+        self, job: ReplayJob, store: EventStore, work: Iterable[Sequence[Work]], *, concurrency: int, done: Done
+    ) -> None:
+        """Grade every test of ``work`` and append each one's events whole, exactly once. ``work`` comes in
+        windows, each read from the store when its turn comes (a replay holds a window, not the run)."""
         ...
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from evalstore.replay.executors import Done, Work
@@ -20,18 +20,21 @@ if TYPE_CHECKING:
 class LocalExecutor:
     remote = False
 
-    def grade(self, job: ReplayJob, store: EventStore, work: Sequence[Work], *, concurrency: int, done: Done) -> None:
+    def grade(
+        self, job: ReplayJob, store: EventStore, work: Iterable[Sequence[Work]], *, concurrency: int, done: Done
+    ) -> None:
         # 64 tests per transaction (a test is still durable within max_seconds): an unchanged replay's work
         # per test is a fraction of a millisecond, and each append's own cost was a measurable part of it.
         batches = BatchedAppends(store, job.run_id, max_tests=64)
         ahead = job.read_ahead(store)
-        transcripts = TranscriptBlobs(store, job.transcript_digests(work))
-
-        def one(item: Work) -> None:
-            done(item.key, job.grade(store, item, batches, ahead, transcripts.get))
-
         try:
-            run_concurrently(one, work, concurrency)
+            for window in work:
+                transcripts = TranscriptBlobs(store, job.transcript_digests(window))
+
+                def one(item: Work, transcripts: TranscriptBlobs = transcripts) -> None:
+                    done(item.key, job.grade(store, item, batches, ahead, transcripts.get))
+
+                run_concurrently(one, window, concurrency)
         finally:
             # Tests finished before an interrupt are kept: a resume will not grade them again.
             batches.flush()

@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import ReplayError
@@ -63,8 +63,15 @@ class RayExecutor:
         self.address = address
         self.chunk = chunk
 
-    def grade(self, job: ReplayJob, store: EventStore, work: Sequence[Work], *, concurrency: int, done: Done) -> None:
-        if not work:
+    def grade(
+        self, job: ReplayJob, store: EventStore, work: Iterable[Sequence[Work]], *, concurrency: int, done: Done
+    ) -> None:
+        # Chunks cut from the windows as they come: the next window is read while the last one's tasks run.
+        chunks: Iterator[list[Work]] = (
+            list(window[i : i + self.chunk]) for window in work for i in range(0, len(window), self.chunk)
+        )
+        first = next(chunks, None)
+        if first is None:
             return
         ray = _ray()
         url = store.engine.url
@@ -84,17 +91,17 @@ class RayExecutor:
             )
         )
         task = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(grade_chunk)
-        chunks = [list(work[i : i + self.chunk]) for i in range(0, len(work), self.chunk)]
-        chunks.reverse()  # popped from the end: in the run's order
+        upcoming: list[Work] | None = first
         # Enough chunks queued to keep every worker busy while finished ones are appended, no more (the
         # driver holds what they return until it is appended).
         in_flight = max(4, 4 * int(ray.cluster_resources().get("CPU", 1)))
         job_key = f"{job.run_id}:{uuid.uuid4().hex}"
         pending: list[Any] = []
         try:
-            while chunks or pending:
-                while chunks and len(pending) < in_flight:
-                    pending.append(task.remote([shared], job_key, chunks.pop()))
+            while upcoming is not None or pending:
+                while upcoming is not None and len(pending) < in_flight:
+                    pending.append(task.remote([shared], job_key, upcoming))
+                    upcoming = next(chunks, None)
                 ready, pending = ray.wait(pending, num_returns=1)
                 # And every other task done meanwhile (while the last transaction ran): one transaction for
                 # all of them, since on PostgreSQL a transaction's own cost is most of a small one's.

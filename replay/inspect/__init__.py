@@ -7,8 +7,12 @@ Logs are read and written with ``inspect_ai`` itself, an optional extra (``pip i
 from __future__ import annotations
 
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from evalstore.replay.errors import ReplayError
+
+if TYPE_CHECKING:
+    from evalstore.store.events import TranscriptRecorded
 
 SOURCE_FORMATS = ("inspect-eval", "inspect-json")
 """``RunStarted.source_format`` of a run imported from an Inspect log, by the log's format."""
@@ -23,3 +27,11 @@ def inspect_log_api() -> ModuleType:
     except ImportError:
         raise ReplayError(MISSING) from None
     return log
+
+
+def graded_despite_error(transcript: TranscriptRecorded) -> bool:
+    """Whether a replay grades this result although its sample errored: an Inspect sample (the import
+    keeps it whole, ``source_record_sha256``). ``inspect score`` scores every sample of a log, an errored
+    one from what it kept (its messages up to the error and its output, usually empty); a replay does
+    as Inspect does, its graders given the error too (``TranscriptInfo.error``)."""
+    return transcript.source_record_sha256 is not None

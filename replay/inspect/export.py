@@ -1,37 +1,51 @@
 """``evalstore export RUN --format inspect -o OUT.eval``: an imported Inspect AI log written back, with a
-regrade's verdicts as scores.
+regrade's verdicts as scores and the log's ``results`` computed again.
 
 The log is rebuilt from what the import kept: its header (the run snapshot's ``inspect_header``) and each
-sample as Inspect wrote it (``TranscriptRecorded.source_record_sha256``, attachments from their blobs),
-then written with ``inspect_ai.log.write_eval_log``. For a replay (of an imported log, or of a replay of
-one), every verdict of the regrade is a score named after its grader, added with Inspect's own
-``edit_score`` so the score's history says where it came from: author ``evalstore``, a reason naming the
-replay run, what it swapped, the grader and the value before and after. A regrade score named as one of
-the sample's own scores is an edit of that score (Inspect's history keeps the original). Samples the
-replay did not grade (outside ``--tests``, or whose model failed) keep their scores untouched and are
-listed in the log's metadata (``evalstore``, set with ``edit_eval_log``): no silent mixed provenance.
+sample as Inspect wrote it (``TranscriptRecorded.source_record_sha256``, attachments from their blobs).
+For a replay (of an imported log, or of a replay of one), every verdict of the regrade is a score named
+after its grader, added with Inspect's own ``edit_score`` so the score's history says where it came from:
+author ``evalstore``, a reason naming the replay run, what it swapped, the grader and the value before and
+after. A regrade score named as one of the sample's own scores is an edit of that score (Inspect's history
+keeps the original). Samples the replay did not grade (outside ``--tests``) keep their scores untouched and
+are listed in the log's metadata (``evalstore``, set with ``edit_eval_log``): no silent mixed provenance.
+
+The log's ``results`` (each scorer's metrics) and ``reductions`` are computed again by Inspect's own
+``recompute_metrics``, over every sample's scores as they stand: the original scorers after their edits,
+and every regrade scorer (with Inspect's default metrics for a score no scorer of the log declares).
+
+An ``.eval`` log is written a sample at a time (:func:`_eval_writer`): samples are read from the store a
+window at a time, each written into the zip as Inspect's own recorder writes a re-logged sample, and only
+their scores (what the metrics need) are kept until the end. A ``.json`` log is one JSON document, which
+Inspect writes whole (``write_eval_log``).
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import logging
 import os
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, cast
 
-from evalstore.replay.analysis.views import replay_chain
+from evalstore.replay.analysis.views import replay_chain, run_started
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.inspect import SOURCE_FORMATS, inspect_log_api
-from evalstore.replay.inspect.importing import HEADER_ROLE
+from evalstore.replay.inspect.importing import HEADER_ROLE, sample_record
 from evalstore.replay.inspect.scores import GRADER_TYPE
-from evalstore.replay.material import RunMaterial, TestMaterial, load_run
 from evalstore.store import EventStore
-from evalstore.store.events import RunStarted, VerdictRecorded
+from evalstore.store.events import RunStarted, TranscriptRecorded, VerdictRecorded
 
 AUTHOR = "evalstore"
 METADATA_KEY = "evalstore"
+WINDOW = 100
+"""Samples read from the store at once (their records, attachments and the regrade's verdicts)."""
+
+Key = tuple[str, str, int]
+"""(test id, target as the projections keep it: "" for none, attempt)."""
 
 
 @dataclass
@@ -45,110 +59,158 @@ class InspectExport:
     scores_edited: int
 
 
+@dataclass
+class _Regrade:
+    """What a replay's export adds to each sample: its run, the run it was imported as, what it swapped."""
+
+    run_id: str
+    origin_run_id: str
+    swapped: str
+    regraded: int = 0
+    """Samples given a score by the regrade."""
+    unregraded: list[dict[str, Any]] = field(default_factory=list)
+    """The samples it gave none (``{"id", "epoch"}``)."""
+    added: int = 0
+    edited: int = 0
+
+
 def export_inspect(store: EventStore, run_id: str, output: Path) -> InspectExport:
     """Write run ``run_id`` (an imported Inspect log, or a replay of one) as an Inspect log at ``output``
     (``.eval`` or ``.json``), replaced only once it is complete."""
     if output.suffix not in (".eval", ".json"):
         raise ReplayError(f"{output}: an Inspect log is a .eval or .json file; name the output so")
+    if output.is_dir():
+        raise ReplayError(f"{output}: is a folder; give the log's file name")
     api = inspect_log_api()
-    from inspect_ai.log import EvalLog, EvalSample, MetadataEdit, ProvenanceData, edit_eval_log, edit_score
-    from inspect_ai.scorer import ScoreEdit
+    from inspect_ai.log import EvalLog, MetadataEdit, ProvenanceData, edit_eval_log
 
-    run = load_run(store, run_id)
-    chain = replay_chain(store, run.started)
-    origin_started = chain[-1]
-    if origin_started.source_format not in SOURCE_FORMATS:
+    started = run_started(store, run_id)
+    chain = replay_chain(store, started)
+    origin = chain[-1]
+    if origin.source_format not in SOURCE_FORMATS:
         raise ReplayError(
             f"run {run_id} was not imported from an Inspect AI log (nor replays one): "
             "--format inspect writes Inspect logs back; use --format json or agentv-jsonl"
         )
-    origin = run if origin_started.run_id == run_id else load_run(store, origin_started.run_id)
-    header_snap = next((s for s in origin_started.eval_snapshot if s.role == HEADER_ROLE and s.sha256), None)
+    header_snap = next((s for s in origin.eval_snapshot if s.role == HEADER_ROLE and s.sha256), None)
     if header_snap is None or header_snap.sha256 is None:
         raise ReplayError(f"run {origin.run_id} keeps no Inspect log header; import the log again")
     log = EvalLog.model_validate_json(store.get_blob(header_snap.sha256))
-    regrade = run.run_id != origin.run_id
-    swapped = _swaps(run.started) if regrade else ""
-    carried_from = _grading_runs(store, run) if regrade else {}
+    regrade = _Regrade(run_id, origin.run_id, _swaps(started)) if run_id != origin.run_id else None
 
-    samples = []
-    regraded_keys: list[dict[str, Any]] = []
-    unregraded: list[dict[str, Any]] = []
-    added = edited = 0
-    for key in origin.order:
-        material = origin.tests[key]
-        sample = EvalSample.model_validate(_sample_record(store, material))
-        samples.append(sample)
-        if not regrade:
-            continue
-        mine = run.tests.get(key)
-        verdicts = [(eid, v) for eid, v in (mine.verdicts.values() if mine else []) if v.grader_type != GRADER_TYPE]
-        where = {"id": sample.id, "epoch": sample.epoch}
-        if not verdicts:
-            unregraded.append(where)
-            continue
-        regraded_keys.append(where)
-        single = log.model_copy(update={"samples": [sample]})  # edit_score finds the sample in its log
-        for eid, v in verdicts:
-            grader_run = carried_from.get(eid, run.run_id)
-            before = sample.scores.get(v.grader) if sample.scores else None
-            was = f"{before.value!r} -> " if before is not None else ""
-            reason = (
-                f"evalstore replay {grader_run} of {origin.run_id}{swapped}: grader {v.grader} ({v.grader_type}) "
-                f"{'regraded score' if before is not None else 'scored'} {v.grader}: {was}{v.score!r} ({v.verdict})"
-            )
-            edit = ScoreEdit(
-                value=v.score,
-                answer=None if before is None else "UNCHANGED",
-                explanation=_explanation(v),
-                metadata=_metadata(v, grader_run),
-                provenance=ProvenanceData(author=AUTHOR, reason=reason, metadata={"run_id": grader_run}),
-            )
-            edit_score(single, sample.id, v.grader, edit, recompute_metrics=False, epoch=sample.epoch)
-            if before is None:
-                added += 1
-            else:
-                edited += 1
-    log = log.model_copy(update={"samples": samples})
-    if regrade:
+    def marked(log: Any) -> Any:
+        """The log's metadata saying which samples the regrade scored and which it did not."""
+        if regrade is None:
+            return log
         marking = {
-            "run_id": run.run_id,
+            "run_id": run_id,
             "imported_run_id": origin.run_id,
             "replays": [s.run_id for s in chain[:-1]],
-            "regraded_samples": len(regraded_keys),
-            "unregraded_samples": unregraded,
+            "regraded_samples": regrade.regraded,
+            "unregraded_samples": regrade.unregraded,
             "note": "scores of the regrade carry evalstore's provenance; unregraded samples keep the log's own scores",
         }
-        log = edit_eval_log(
+        return edit_eval_log(
             log,
             [MetadataEdit(metadata_set={METADATA_KEY: marking})],
-            ProvenanceData(author=AUTHOR, reason=f"evalstore export of replay {run.run_id} of {origin.run_id}"),
+            ProvenanceData(author=AUTHOR, reason=f"evalstore export of replay {run_id} of {origin.run_id}"),
         )
-    _write(api, log, output)
-    return InspectExport(run.run_id, origin.run_id, len(samples), len(regraded_keys), added, edited)
+
+    samples = _samples(store, origin.run_id, log, regrade)
+    fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.stem}.", suffix=output.suffix)
+    os.close(fd)
+    try:
+        count = _write(api, log, samples, marked, Path(tmp))
+        os.replace(tmp, output)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    if regrade is None:
+        return InspectExport(run_id, origin.run_id, count, 0, 0, 0)
+    return InspectExport(run_id, origin.run_id, count, regrade.regraded, regrade.added, regrade.edited)
 
 
-def _sample_record(store: EventStore, material: TestMaterial) -> dict[str, Any]:
-    """The sample as Inspect wrote it, its attachments put back."""
-    if material.transcript is None or material.transcript[1].source_record_sha256 is None:
-        raise ReplayError(f"test {material.key[0]} keeps no Inspect sample; import the log again")
-    transcript = material.transcript[1]
-    record = json.loads(store.get_blob(transcript.source_record_sha256 or ""))
-    blobs = store.get_blobs([a["sha256"] for a in transcript.attachments]) if transcript.attachments else {}
-    record["attachments"] = {a["id"]: blobs[a["sha256"]].decode("utf-8") for a in transcript.attachments}
-    return record
+def _transcripts(store: EventStore, run_id: str) -> Iterator[list[TranscriptRecorded]]:
+    """The run's transcripts, in its order, :data:`WINDOW` results at a time."""
+    ends = store.result_ends(run_id, every=WINDOW)
+    for after, upto in zip([0, *ends], ends):
+        rows = store.stream_payloads(run_id, types=["transcript_recorded"], after=after, upto=upto)
+        yield [TranscriptRecorded.model_validate_json(payload) for _, _, payload, _ in rows]
 
 
-def _grading_runs(store: EventStore, run: RunMaterial) -> dict[str, str]:
-    """For each carried verdict of ``run``, the replay that graded it (the stream of the verdict it copies)."""
-    carried = {
-        eid: v.carried_from
-        for m in run.tests.values()
-        for eid, v in m.verdicts.values()
-        if v.origin == "carried" and v.carried_from and v.grader_type != GRADER_TYPE
-    }
-    found = store.get_events(carried.values())
-    return {eid: found[src].stream_id for eid, src in carried.items() if src in found}
+def _samples(store: EventStore, origin_run_id: str, log: Any, regrade: _Regrade | None) -> Iterator[Any]:
+    """Every sample of the log (``EvalSample``), a regrade's scores added, a window at a time."""
+    from inspect_ai.log import EvalSample
+
+    for window in _transcripts(store, origin_run_id):
+        missing = next((t for t in window if t.source_record_sha256 is None), None)
+        if missing is not None:
+            raise ReplayError(f"test {missing.test_id} keeps no Inspect sample; import the log again")
+        digests = [t.source_record_sha256 or "" for t in window]
+        digests += [a["sha256"] for t in window for a in t.attachments]
+        blobs = store.get_blobs(digests)
+        verdicts = _verdicts(store, regrade.run_id, window) if regrade else {}
+        for t in window:
+            record = sample_record(blobs[t.source_record_sha256 or ""])
+            record["attachments"] = {a["id"]: blobs[a["sha256"]].decode("utf-8") for a in t.attachments}
+            sample = EvalSample.model_validate(record)
+            if regrade is not None:
+                mine = verdicts.get((t.test_id, t.target or "", t.attempt))
+                if mine:
+                    _add_scores(log, sample, mine, regrade)
+                    regrade.regraded += 1
+                else:
+                    regrade.unregraded.append({"id": sample.id, "epoch": sample.epoch})
+            yield sample
+
+
+def _verdicts(
+    store: EventStore, run_id: str, window: list[TranscriptRecorded]
+) -> dict[Key, list[tuple[str, VerdictRecorded]]]:
+    """The replay's verdicts not of Inspect's for a window's results, in the order it recorded them, each
+    with the replay that graded it (for a carried verdict, the replay it was carried from)."""
+    keys = {(t.test_id, t.target or "", t.attempt) for t in window}
+    found = sorted(
+        (stored.seq, key, stored.event)
+        for key, _grader, stored in store.verdict_events(run_id, {t.test_id for t in window})
+        if key in keys and stored.type == "verdict_recorded"
+    )
+    chosen = [(key, v) for _, key, v in found if isinstance(v, VerdictRecorded) and v.grader_type != GRADER_TYPE]
+    carried = {v.carried_from for _, v in chosen if v.origin == "carried" and v.carried_from}
+    grading_runs = {eid: e.stream_id for eid, e in store.get_events(carried).items()} if carried else {}
+    out: dict[Key, list[tuple[str, VerdictRecorded]]] = {}
+    for key, v in chosen:
+        grader_run = grading_runs.get(v.carried_from or "", run_id) if v.origin == "carried" else run_id
+        out.setdefault(key, []).append((grader_run, v))
+    return out
+
+
+def _add_scores(log: Any, sample: Any, verdicts: list[tuple[str, VerdictRecorded]], regrade: _Regrade) -> None:
+    """Each verdict as a score of ``sample`` named after its grader, added or edited with ``edit_score``."""
+    from inspect_ai.log import ProvenanceData, edit_score
+    from inspect_ai.scorer import ScoreEdit
+
+    single = log.model_copy(update={"samples": [sample]})  # edit_score finds the sample in its log
+    for grader_run, v in verdicts:
+        before = sample.scores.get(v.grader) if sample.scores else None
+        was = f"{before.value!r} -> " if before is not None else ""
+        reason = (
+            f"evalstore replay {grader_run} of {regrade.origin_run_id}{regrade.swapped}: grader {v.grader} "
+            f"({v.grader_type}) {'regraded score' if before is not None else 'scored'} {v.grader}: "
+            f"{was}{v.score!r} ({v.verdict})"
+        )
+        edit = ScoreEdit(
+            value=v.score,
+            answer=None if before is None else "UNCHANGED",
+            explanation=_explanation(v),
+            metadata=_metadata(v, grader_run),
+            provenance=ProvenanceData(author=AUTHOR, reason=reason, metadata={"run_id": grader_run}),
+        )
+        edit_score(single, sample.id, v.grader, edit, recompute_metrics=False, epoch=sample.epoch)
+        if before is None:
+            regrade.added += 1
+        else:
+            regrade.edited += 1
 
 
 def _swaps(started: RunStarted) -> str:
@@ -182,16 +244,89 @@ def _metadata(v: VerdictRecorded, grader_run: str) -> dict[str, Any]:
     }
 
 
-def _write(api: Any, log: Any, output: Path) -> None:
-    """``write_eval_log`` to a temporary file beside ``output``, then the rename: a failed export leaves no
-    half log (and the previous file, if any, as it was)."""
-    if output.is_dir():
-        raise ReplayError(f"{output}: is a folder; give the log's file name")
-    fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.stem}.", suffix=output.suffix)
-    os.close(fd)
+class _Scored(NamedTuple):
+    """What Inspect's ``recompute_metrics`` reads of a sample (and ``sort_samples`` orders it by): kept
+    for every sample until the end in place of the sample (an ``EvalSample`` and its transcript), its own
+    objects, not copies."""
+
+    id: int | str
+    epoch: int
+    metadata: dict[str, Any]
+    error: Any
+    scores: dict[str, Any] | None
+
+
+def _write(api: Any, log: Any, samples: Iterator[Any], marked: Callable[[Any], Any], path: Path) -> int:
+    """``log`` with ``samples`` written to ``path``, its results and reductions computed again and
+    ``marked`` once every sample is written; the number of samples written."""
+    from inspect_ai.log import recompute_metrics
+    from inspect_ai.log._log import sort_samples
+
+    scored: list[_Scored] = []
+
+    def kept(sample: Any) -> Any:
+        scored.append(_Scored(sample.id, sample.epoch, sample.metadata, sample.error, sample.scores))
+        return sample
+
+    def finished() -> Any:
+        """The log's header as written at the end: marked, its metrics computed over every sample's scores."""
+        # In the order read_eval_log gives samples (epoch, then id), so the reductions list them as
+        # Inspect's own recompute_metrics of the written log would.
+        sort_samples(cast(Any, scored))  # read by the fields an EvalSample has of the same names
+        counted = marked(log).model_copy(update={"samples": scored})
+        # Inspect warns on every value its metrics cannot read as a number (a list value, an unscored
+        # key: one line per sample), as it did when it computed the log's results; the numbers are its own.
+        quiet = logging.getLogger("inspect_ai.scorer._metric")
+        level = quiet.level
+        quiet.setLevel(logging.ERROR)
+        try:
+            recompute_metrics(counted)
+        finally:
+            quiet.setLevel(level)
+        return counted.model_copy(update={"samples": None})
+
+    writer = _eval_writer() if path.suffix == ".eval" else None
+    if writer is None:  # a .json log is one document, written whole
+        whole = [kept(s) for s in samples]
+        done = finished()
+        api.write_eval_log(
+            done.model_copy(update={"samples": whole}), str(path), format="json" if path.suffix == ".json" else "eval"
+        )
+        return len(whole)
+    return asyncio.run(writer(log, (kept(s) for s in samples), finished, path))
+
+
+def _eval_writer() -> Any:
+    """An ``.eval`` log written a sample at a time, through Inspect's own recorder (``EvalRecorder``, as
+    ``write_eval_log`` uses it): each sample goes into the zip as it comes (``write_through``: Inspect's
+    path for re-logging many samples without holding them), the header, summaries and reductions at the
+    end. None where this inspect_ai has no such recorder (the log is then written whole)."""
     try:
-        api.write_eval_log(log, tmp, format="json" if output.suffix == ".json" else "eval")
-        os.replace(tmp, output)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        from inspect_ai.log import condense_sample
+        from inspect_ai.log._recorders.eval import EvalRecorder
+    except ImportError:
+        return None
+
+    async def write(log: Any, samples: Iterator[Any], finished: Any, path: Path) -> int:
+        recorder = EvalRecorder(str(path.parent))
+        await recorder.log_init(log.eval, str(path), clean=True)
+        await recorder.log_start(log.eval, log.plan)
+        count = 0
+        for sample in samples:
+            await recorder.log_sample(log.eval, condense_sample(sample), write_through=True)
+            count += 1
+        done = finished()
+        await recorder.log_finish(
+            done.eval,
+            done.status,
+            done.stats,
+            done.results,
+            done.reductions,
+            done.error,
+            invalidated=done.invalidated,
+            log_updates=done.log_updates,
+            config_updates=done.config_updates,
+        )
+        return count
+
+    return write

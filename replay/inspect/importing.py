@@ -22,6 +22,7 @@ import json
 import math
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -31,8 +32,10 @@ from typing import Any, TypedDict
 from pydantic import ValidationError
 
 from evalstore import __version__
-from evalstore.replay.agentv.import_check import Spool, Spooled
+from evalstore.replay.agentv.import_check import Spool, Spooled, mentions_of, placed
+from evalstore.replay.agentv.import_check import record as spool_record
 from evalstore.replay.agentv.import_events import EventIds
+from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.errors import ImportFormatError, ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 from evalstore.replay.grading.scoring import score_recorded
@@ -40,10 +43,10 @@ from evalstore.replay.inspect import inspect_log_api
 from evalstore.replay.inspect.messages import content_messages, resolved, text_of
 from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.jsontext import decode_problem
-from evalstore.replay.material import Tally
+from evalstore.replay.processes.forked import in_order, worker_count
 from evalstore.replay.targetsfile.redaction import redact
 from evalstore.store import EventStore, NewEvent
-from evalstore.store.blobs import FileBlob, blob_size
+from evalstore.store.blobs import PREFIX_BYTES
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     FileSnapshot,
@@ -63,8 +66,6 @@ HEADER_ROLE = "inspect_header"
 LOG_SUFFIXES = (".eval", ".json")
 CHUNK_SAMPLES = 100
 """Samples of an ``.eval`` log read through one opened zip (``_samples``)."""
-BATCH_TESTS = 1000
-BATCH_BYTES = 32 * 1024 * 1024
 HEADER_DEPTH = 256
 """The deepest nesting of a JSON log's header read: Inspect writes a few levels. inspect_ai scans the header
 with ijson, whose key paths grow with the depth, so a log nested 100,000 deep took a minute to refuse."""
@@ -89,19 +90,33 @@ class InspectImport:
     warnings: list[str] = field(default_factory=list)
 
 
+NOT_LOGS = frozenset({"logs.json", "eval-set.json"})
+"""The ``.json`` files Inspect writes beside its logs that are not logs: the log folder's manifest
+(``write_log_dir_manifest``'s ``logs.json``) and an eval set's record (``eval-set.json``)."""
+
+
+def _in_folder(path: Path) -> bool:
+    """Whether a file of a folder is a log to import: an ``.eval`` or ``.json`` file, not one of Inspect's
+    files that are not logs (:data:`NOT_LOGS`), nor a hidden one (a log being written: ``.NAME.eval``)."""
+    return (
+        path.suffix in LOG_SUFFIXES and path.name not in NOT_LOGS and not path.name.startswith(".") and path.is_file()
+    )
+
+
 def is_inspect_log(path: Path) -> bool:
     """Whether ``path`` is an Inspect log by its name (``.eval``; ``.json``, which AgentV never writes) or
     a folder of them."""
     if path.is_dir():
-        return any(p.suffix in LOG_SUFFIXES and p.is_file() for p in path.iterdir())
+        return any(_in_folder(p) for p in path.iterdir())
     return path.suffix in LOG_SUFFIXES
 
 
 def log_files(path: Path) -> list[Path]:
-    """The logs at ``path``: the file, or a folder's ``.eval`` and ``.json`` files (not its subfolders), by name."""
+    """The logs at ``path``: the file, or a folder's logs (``.eval`` and ``.json`` files, not its
+    subfolders; :func:`_in_folder`), by name."""
     if not path.is_dir():
         return [path]
-    found = sorted(p for p in path.iterdir() if p.suffix in LOG_SUFFIXES and p.is_file())
+    found = sorted(p for p in path.iterdir() if _in_folder(p))
     if not found:
         raise ImportFormatError(f"{path}: no Inspect AI logs (.eval, .json) in this folder")
     return found
@@ -148,11 +163,11 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     run_started_id = ids.next("started")
     spool = Spool()
     try:
-        tests, warnings = _check(api, path, header, ids, spool, progress)
+        tests, warnings = _check(api, path, header, header_sha, ids, spool, progress)
         if tests == 0:
             raise ReplayError(f"{path}: the log has no samples to import")
         store.append(run_id, [NewEvent(started, run_started_id)], blobs={header_sha: header_bytes})
-        _write(store, run_id, spool, ids, tests, progress)
+        write_spool(store, run_id, spool, EventIds(run_id, n=1), tests=tests, progress=progress)
     finally:
         spool.close()
     return InspectImport(run_id, str(path), fmt, tests, False, spec.task, spec.model, warnings)
@@ -214,38 +229,101 @@ def _file_digest(path: Path) -> str:
 
 
 def _check(
-    api: Any, path: Path, header: Any, ids: EventIds, spool: Spool, progress: Progress | None
+    api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, spool: Spool, progress: Progress | None
 ) -> tuple[int, list[str]]:
     """Every sample built and encoded into ``spool``, in the log's order; (samples, warnings)."""
     tests = 0
     seen: set[tuple[str, int]] = set()
     warnings: list[str] = []
-    for sample in _samples(api, path, header):
-        record = json.loads(sample.model_dump_json())
-        key = (str(record["id"]), int(record["epoch"]))
+    for key, data, events, first_n in _pieces(api, path, header, header_sha, ids):
         if key in seen:
             raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
         seen.add(key)
-        first_n = ids.n + 1
-        events, blobs, score = sample_events(record, header.eval.model, ids)
-        encoded = []
-        fields = []
-        for event in events:
-            payload = encode(event.payload)
-            encoded.append(
-                (event.event_id or "", event.payload.type, event.payload.schema_version, canonical_json(payload))
-            )
-            fields.append(read_fields(event.payload.type, payload))
-        spool.add(Spooled(key, SourceRef(), first_n, encoded, fields, blobs, score))
+        spool.add_record(placed(data, events, first_n, ids))
         tests += 1
         if progress and tests % 200 == 0:
             progress("checking", tests, None)
     return tests, warnings
 
 
-def _samples(api: Any, path: Path, header: Any) -> Iterator[Any]:
-    """The log's samples, one at a time, in the order ``read_eval_log_samples`` gives them (the dataset's
-    sample ids, each epoch in turn); samples the log lacks (a cancelled eval) are left out, as there.
+_Piece = tuple[tuple[str, int], bytes, int, int]
+"""A sample built: its (id, epoch), its spool record, how many events (ids) it takes, and the position its
+ids were made for."""
+
+
+def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
+    record = json.loads(sample.model_dump_json())
+    key = (str(record["id"]), int(record["epoch"]))
+    first_n = ids.n + 1
+    events, blobs, score = sample_events(record, model, ids, log_sha)
+    encoded = []
+    fields = []
+    for event in events:
+        payload = encode(event.payload)
+        encoded.append(
+            (event.event_id or "", event.payload.type, event.payload.schema_version, canonical_json(payload))
+        )
+        fields.append(read_fields(event.payload.type, payload))
+    item = Spooled(key, SourceRef(), first_n, encoded, fields, blobs, score, mentions_of(encoded))
+    return key, spool_record(item), len(encoded), first_n
+
+
+def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds) -> Iterator[_Piece]:
+    """Each sample built, in the log's order: here (with the run's ids, where ``ids`` stands when the
+    sample's turn comes), or, for an ``.eval`` log on a machine with more than one core, a chunk of
+    samples at a time by forked workers (``processes.forked``), with ids of their own that the caller
+    replaces (``import_check.placed``): reading and building a sample is most of an import's work."""
+    model = header.eval.model
+    chunks = _chunks(api, path, header)
+    count = worker_count(len(chunks)) if chunks else 0
+    if not count:
+        builder = EventIds(ids.run_id)
+        for sample in _samples(api, path, chunks):
+            builder.n = ids.n
+            yield _piece(sample, model, builder, header_sha)
+        return
+    job = _Job(path, model, ids.run_id, header_sha)
+    with closing(in_order(_build_chunk, list(enumerate(chunks)), count, job)) as parts:
+        for pieces in parts:  # a worker's error (a log inspect_ai cannot read) is raised here, in order
+            yield from pieces
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a worker needs (``processes.forked``: inherited, not sent)."""
+
+    path: Path
+    model: str
+    run_id: str
+    log_sha: str
+
+
+def _build_chunk(job: _Job, part: tuple[int, list[tuple[Any, int]]]) -> list[_Piece]:
+    """In a worker: the samples of one chunk, built with the chunk's own ids."""
+    number, chunk = part
+    ids = EventIds(f"{job.run_id}:part@{number}")
+    return [
+        _piece(sample, job.model, ids, job.log_sha) for sample in _chunk_samples(inspect_log_api(), job.path, chunk)
+    ]
+
+
+def _chunks(api: Any, path: Path, header: Any) -> list[list[tuple[Any, int]]]:
+    """An ``.eval`` log's samples as chunks of ``(id, epoch)`` of :data:`CHUNK_SAMPLES`, in the order
+    ``read_eval_log_samples`` gives them (the dataset's sample ids, each epoch in turn); none for a ``.json``
+    log, which Inspect reads whole."""
+    if path.suffix == ".json":
+        return []
+    dataset = header.eval.dataset
+    if dataset.sample_ids is not None:
+        keys = [(i, e) for i in dataset.sample_ids for e in range(1, (header.eval.config.epochs or 1) + 1)]
+    else:  # an older log: its sample summaries say which samples it holds
+        keys = [(s.id, s.epoch) for s in _read(path, lambda: api.read_eval_log_sample_summaries(str(path)))]
+    return [keys[start : start + CHUNK_SAMPLES] for start in range(0, len(keys), CHUNK_SAMPLES)]
+
+
+def _samples(api: Any, path: Path, chunks: list[list[tuple[Any, int]]]) -> Iterator[Any]:
+    """The log's samples, one at a time, in the order ``read_eval_log_samples`` gives them; samples the log
+    lacks (a cancelled eval) are left out, as there.
 
     A ``.json`` log is what ``read_eval_log_samples`` reads (Inspect reads such a file whole). In an
     ``.eval`` log (a zip), ``read_eval_log_samples`` opens the zip again for every sample, reading its
@@ -256,55 +334,51 @@ def _samples(api: Any, path: Path, header: Any) -> Iterator[Any]:
         while (sample := _read(path, lambda: next(samples, None))) is not None:
             yield sample
         return
-    dataset = header.eval.dataset
-    if dataset.sample_ids is not None:
-        keys = [(i, e) for i in dataset.sample_ids for e in range(1, (header.eval.config.epochs or 1) + 1)]
-    else:  # an older log: its sample summaries say which samples it holds
-        keys = [(s.id, s.epoch) for s in _read(path, lambda: api.read_eval_log_sample_summaries(str(path)))]
-    for start in range(0, len(keys), CHUNK_SAMPLES):
-        chunk = keys[start : start + CHUNK_SAMPLES]
-        try:
-            yield from _read(path, partial(api.read_eval_log_samples_by_id, str(path), chunk, concurrency=1))
-        except IndexError:  # some of the chunk is not in the log: the others, one by one
-            for sample_id, epoch in chunk:
-                try:
-                    yield _read(path, partial(api.read_eval_log_sample, str(path), id=sample_id, epoch=epoch))
-                except IndexError:
-                    continue
+    for chunk in chunks:
+        yield from _chunk_samples(api, path, chunk)
 
 
-def _write(store: EventStore, run_id: str, spool: Spool, ids: EventIds, tests: int, progress: Progress | None) -> None:
-    batch: list[tuple[str, str, int, str]] = []
-    batch_fields: list[dict | None] = []
-    batch_blobs: dict[str, bytes | FileBlob] = {}
-    size = done = 0
-    tally = Tally()
-    for item in spool:
-        batch.extend(item.events)
-        batch_fields.extend(item.fields)
-        for digest, data in item.blobs.items():
-            if digest not in batch_blobs:
-                batch_blobs[digest] = data
-                size += blob_size(data)
-        assert item.score is not None
-        tally.count(*item.score)
-        done += 1
-        if done % BATCH_TESTS == 0 or size > BATCH_BYTES:
-            store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
-            batch, batch_fields, batch_blobs, size = [], [], {}, 0
-            if progress:
-                progress("importing", done, tests)
-    if batch:
-        store.append_encoded(run_id, batch, blobs=batch_blobs, fields=batch_fields)
-    if progress:
-        progress("importing", done, tests)
-    store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
+def _chunk_samples(api: Any, path: Path, chunk: list[tuple[Any, int]]) -> list[Any]:
+    """The samples of one chunk of an ``.eval`` log, through one opened zip (those the log lacks left out)."""
+    try:
+        return list(_read(path, partial(api.read_eval_log_samples_by_id, str(path), chunk, concurrency=1)))
+    except IndexError:  # some of the chunk is not in the log: the others, one by one
+        found = []
+        for sample_id, epoch in chunk:
+            try:
+                found.append(_read(path, partial(api.read_eval_log_sample, str(path), id=sample_id, epoch=epoch)))
+            except IndexError:
+                continue
+        return found
+
+
+SAMPLE_FORMAT = "evalstore: an Inspect AI sample (EvalSample as JSON, attachments apart) of the log whose header is"
+"""The opening of a stored sample: ``{"format": SAMPLE_FORMAT, "log": HEADER_SHA256, "sample": {...}}``."""
+
+
+def sample_blob(record: dict[str, Any], log_sha: str) -> bytes:
+    """A sample record as stored: inside a wrapper that opens with the same bytes for every sample of a
+    log (the format and the log header's digest, longer than the store's dictionary prefix), so the store
+    compresses each sample against an earlier one of the same log (``store/blobs.py``'s dictionaries):
+    samples of a task share most of their structure (events, spans, system prompt, scorers)."""
+    opening = json.dumps({"format": SAMPLE_FORMAT, "log": log_sha}, separators=(",", ":"))[:-1]
+    assert len(opening) >= PREFIX_BYTES  # what the store compares blobs' openings by
+    body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return f'{opening},"sample":{body}}}'.encode()
+
+
+def sample_record(data: bytes) -> dict[str, Any]:
+    """The sample record in a stored sample blob (:func:`sample_blob`; a record stored bare, as earlier
+    imports stored it, as it is)."""
+    stored = json.loads(data)
+    return stored["sample"] if stored.get("format") == SAMPLE_FORMAT else stored
 
 
 def sample_events(
-    record: dict[str, Any], model: str, ids: EventIds
+    record: dict[str, Any], model: str, ids: EventIds, log_sha: str = ""
 ) -> tuple[list[NewEvent], dict[str, bytes], tuple[float, bool, str]]:
-    """One sample (as ``EvalSample.model_dump_json`` writes it) as its events, blobs and (score, passed, status)."""
+    """One sample (as ``EvalSample.model_dump_json`` writes it) as its events, blobs and (score, passed,
+    status); ``log_sha``: the digest of the log's header blob, which the stored sample names."""
     key: _ResultKey = {"test_id": str(record["id"]), "target": model, "attempt": int(record["epoch"])}
     events: list[NewEvent] = []
     blobs: dict[str, bytes] = {}
@@ -315,7 +389,7 @@ def sample_events(
         digest = sha256_hex(data)
         blobs[digest] = data
         refs.append({"id": name, "sha256": digest, "size": len(data)})
-    sample_bytes = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    sample_bytes = sample_blob(record, log_sha)
     sample_sha = sha256_hex(sample_bytes)
     blobs[sample_sha] = sample_bytes
 
@@ -377,18 +451,20 @@ def sample_events(
                     ids.next("edit"),
                 )
             )
+        edits = len(edits_of(score))
         for v in verdicts_of(name, score.get("value"), _to_float()):
             explanation = score.get("explanation")
+            # The explanation is the verdict's evidence, not kept twice; the scorer is named apart only
+            # where the grader is not its name (a dict or list value: SCORER/KEY), the edits where any.
             details: dict[str, Any] = {
-                "scorer": name,
                 "value": _jsonable(v.value),
                 "answer": score.get("answer"),
-                "explanation": explanation,
                 "reason": score.get("reason"),
                 "metadata": _jsonable(score.get("metadata")),
-                "edits": len(edits_of(score)),
+                "edits": edits or None,
             }
             if v.key is not None:
+                details["scorer"] = name
                 details["key"] = v.key
             events.append(
                 NewEvent(

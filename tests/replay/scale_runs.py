@@ -4,10 +4,13 @@ but one that starts in a millisecond or two, so a 400-test regrade stays quick o
 
 The v2 eval changes the code grader's script, so a replay with it runs every code grader again. The script
 kills its parent process (the worker grading it) once when a file ``armed`` lies beside it: the test that
-needs a worker to die mid-regrade arms it (``mv`` is atomic, so only one grader fires)."""
+needs a worker to die mid-regrade arms it (``mv`` is atomic, so only one grader fires).
+
+``bench/scale.py`` builds its runs here too (``write``, then its own timed import), at 10^5 results."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from dataclasses import dataclass
@@ -43,7 +46,9 @@ assertions:
   - name: has-number
     type: regex
     value: "= [0-9]+"
-  - name: total-check
+"""
+
+CODE = """  - name: total-check
     type: code-grader
     command: [sh, ../graders/{script}]
 """
@@ -77,10 +82,12 @@ class ScaleRun:
     run_id: str
 
 
-def build(root: Path, store: EventStore, n: int, *, judge_url: str | None = None, provider: str = "openai") -> ScaleRun:
-    """The suite (v1 and v2 evals), N result rows graded with v1, imported into ``store``. With
-    ``judge_url`` the evals also have an LLM grader (``quality``), and ``targets.yaml`` beside the suite
-    names a judge target ``judge`` of ``provider`` there (key in ``$SCALE_JUDGE_KEY``)."""
+def write(root: Path, n: int, *, judge_url: str | None = None, provider: str = "openai", code: bool = True) -> ScaleRun:
+    """The suite (v1 and v2 evals) and ``results.jsonl``, N result rows graded with v1, written under
+    ``root``; ``run_id`` is empty (nothing imported). Without ``code`` the evals have no code grader and v2
+    differs by its threshold. With ``judge_url`` the evals also have an LLM grader (``quality``), and
+    ``targets.yaml`` beside the suite names a judge target ``judge`` of ``provider`` there (key in
+    ``$SCALE_JUDGE_KEY``)."""
     graders, evals = root / "graders", root / "evals"
     graders.mkdir(parents=True)
     evals.mkdir()
@@ -88,7 +95,9 @@ def build(root: Path, store: EventStore, n: int, *, judge_url: str | None = None
     (root / "prompts" / "quality.md").write_text(PROMPT)
     for version in ("v1", "v2"):
         (graders / f"grade_{version}.sh").write_text(GRADER.replace("VERSION", version))
-        text = EVAL.format(script=f"grade_{version}.sh") + (JUDGED if judge_url else "")
+        text = EVAL + (CODE.format(script=f"grade_{version}.sh") if code else "") + (JUDGED if judge_url else "")
+        if version == "v2" and not code:
+            text = text.replace("threshold: 0.8", "threshold: 0.75")
         (evals / f"scale.{version}.eval.yaml").write_text(text)
     if judge_url:
         target = TARGETS[provider].format(url=judge_url, root=judge_url.removesuffix("/v1"))
@@ -97,8 +106,13 @@ def build(root: Path, store: EventStore, n: int, *, judge_url: str | None = None
         )
     rng = random.Random(7)
     cases = []
-    results = root / "results.jsonl"
-    with results.open("w", encoding="utf-8") as fh:
+    graded = [
+        {"name": "contains-total", "type": "contains", "score": 1, "weight": 1, "verdict": "pass"},
+        {"name": "has-number", "type": "regex", "score": 1, "weight": 1, "verdict": "pass"},
+    ]
+    if code:
+        graded.append({"name": "total-check", "type": "code-grader", "score": 1, "weight": 1, "verdict": "pass"})
+    with (root / "results.jsonl").open("w", encoding="utf-8") as fh:
         for i in range(n):
             test_id = f"report-{i:05d}"
             question = f"Write revenue report {i} and state the total."
@@ -116,17 +130,18 @@ def build(root: Path, store: EventStore, n: int, *, judge_url: str | None = None
                 "input": [{"role": "user", "content": question}],
                 "output": [{"role": "assistant", "content": answer}],
                 "execution_status": "ok",
-                "scores": [
-                    {"name": "contains-total", "type": "contains", "score": 1, "weight": 1, "verdict": "pass"},
-                    {"name": "has-number", "type": "regex", "score": 1, "weight": 1, "verdict": "pass"},
-                    {"name": "total-check", "type": "code-grader", "score": 1, "weight": 1, "verdict": "pass"},
-                ],
+                "scores": graded,
             }
             fh.write(json.dumps(row) + "\n")
     (evals / "cases.yaml").write_text(json.dumps(cases, indent=0))  # JSON is YAML
-    v1 = evals / "scale.v1.eval.yaml"
-    run_id = import_results(store, results, eval_path=v1).run_id
-    return ScaleRun(root, v1, evals / "scale.v2.eval.yaml", graders, run_id)
+    return ScaleRun(root, evals / "scale.v1.eval.yaml", evals / "scale.v2.eval.yaml", graders, "")
+
+
+def build(root: Path, store: EventStore, n: int, *, judge_url: str | None = None, provider: str = "openai") -> ScaleRun:
+    """:func:`write`, then the results imported into ``store`` with v1."""
+    run = write(root, n, judge_url=judge_url, provider=provider)
+    run_id = import_results(store, root / "results.jsonl", eval_path=run.v1).run_id
+    return dataclasses.replace(run, run_id=run_id)
 
 
 def verdicts(store: EventStore, run_id: str) -> dict[tuple[str, str], tuple]:

@@ -76,8 +76,9 @@ def test_a_regrade_exports_both_scores_on_every_sample_with_its_provenance(tmp_p
     assert exported.keys() == original.keys()
     for key, sample in original.items():
         scores = exported[key].scores or {}
-        if sample.error:  # the model failed: nothing to regrade, and nothing Inspect scored
-            assert not scores
+        if sample.error:  # the model failed, Inspect scored nothing: the regrade's scores, added
+            assert set(scores) == {"exact", "match"} and scores["exact"].value == scores["match"].value == 0.0
+            assert [h.provenance.author for h in scores["match"].history] == ["evalstore"]
             continue
         right = sample.output.completion.strip() == sample.target
         # Inspect's own scores, untouched but for the regrade's edit of `match`.
@@ -103,12 +104,45 @@ def test_a_regrade_exports_both_scores_on_every_sample_with_its_provenance(tmp_p
     # What `inspect view` lists a log by: its sample summaries, with the regrade's scores.
     summaries = inspect_log.read_eval_log_sample_summaries(out)
     assert len(summaries) == len(original)
-    assert all("exact" in (s.scores or {}) for s in summaries if not original[(str(s.id), s.epoch)].error)
+    assert all("exact" in (s.scores or {}) for s in summaries)
     marking = log.metadata["evalstore"]
     assert marking["run_id"] == replay_id and marking["imported_run_id"] == run_id
-    errored = [{"id": k[0], "epoch": k[1]} for k, s in original.items() if s.error]
-    assert sorted(marking["unregraded_samples"], key=str) == sorted(errored, key=str)
-    assert marking["regraded_samples"] == len(original) - len(errored)
+    assert marking["unregraded_samples"] == [] and marking["regraded_samples"] == len(original)
+
+
+def _metric(log, scorer: str, metric: str) -> float:  # type: ignore[no-untyped-def]
+    return next(s for s in log.results.scores if s.name == scorer).metrics[metric].value
+
+
+def test_the_exported_results_are_inspects_metrics_over_the_scores_as_they_stand(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    run_id = _run_id(_cli(db, "import", str(LOGS / "arithmetic.eval"), "--json"))
+    replay_id = _run_id(_cli(db, "replay", run_id, "--eval", str(_eval(tmp_path, "exact", "match")), "--json"))
+    out = tmp_path / "regraded.eval"
+    assert _cli(db, "export", replay_id, "--format", "inspect", "-o", str(out)).exit_code == 0
+    log = inspect_log.read_eval_log(out)
+    # What Inspect itself computes from the exported samples' scores (every sample read whole).
+    again = log.model_copy(deep=True)
+    inspect_log.recompute_metrics(again)
+    assert log.results == again.results and log.reductions == again.reductions
+    # Every original scorer, as edited by the regrade or not, and every regrade scorer.
+    original = inspect_log.read_eval_log(LOGS / "arithmetic.eval")
+    names = [s.name for s in log.results.scores]
+    assert set(names) == {s.name for s in original.results.scores} | {"exact"}
+    assert next(s for s in log.results.scores if s.name == "includes") == next(
+        s for s in original.results.scores if s.name == "includes"
+    )
+    # exact: Inspect's metrics for a score no scorer declares (mean, stderr), each sample's epochs reduced
+    # by their mean, over every sample id (the errored one too: the regrade scored it).
+    per_id: dict[str, list[float]] = {}
+    for sample in log.samples:
+        per_id.setdefault(str(sample.id), []).append(float(sample.scores["exact"].value))
+    means = [sum(v) / len(v) for v in per_id.values()]
+    assert _metric(log, "exact", "mean") == pytest.approx(sum(means) / len(means))
+    assert "stderr" in next(s for s in log.results.scores if s.name == "exact").metrics
+    assert _metric(log, "match", "accuracy") == pytest.approx(_metric(log, "exact", "mean"))
+    assert _metric(log, "match", "accuracy") != pytest.approx(_metric(original, "match", "accuracy"))
+    assert log.results.completed_samples == original.results.completed_samples
 
 
 def test_samples_outside_tests_keep_their_scores_and_are_marked(tmp_path: Path) -> None:

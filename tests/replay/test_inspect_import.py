@@ -11,6 +11,7 @@ import json
 import math
 import shutil
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,9 @@ from click.testing import CliRunner
 from fixture_paths import FIXTURES_DIR
 
 from evalstore import cli as cli_package
-from evalstore.replay.inspect.importing import import_log, import_logs
+from evalstore.replay.inspect.importing import SAMPLE_FORMAT, import_log, import_logs, sample_record
 from evalstore.replay.material import load_run
-from evalstore.store import EventStore
+from evalstore.store import EventStore, schema
 from evalstore.store.events import ScoreEdited
 
 inspect_log = pytest.importorskip("inspect_ai.log")
@@ -82,7 +83,7 @@ def test_the_sample_is_case_transcript_and_score(store: EventStore) -> None:
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[1]["content"] == "The capital of Japan is Tokyo."
     # The sample as Inspect wrote it, and its attachments (model_graded_qa's grading prompt), are blobs.
-    record = json.loads(store.get_blob(transcript.source_record_sha256 or ""))
+    record = sample_record(store.get_blob(transcript.source_record_sha256 or ""))
     assert record["id"] == 2 and "attachments" not in record
     assert transcript.attachments
     for attachment in transcript.attachments:
@@ -233,3 +234,28 @@ def test_samples_a_log_lacks_are_left_out(sqlite_store: EventStore, tmp_path: Pa
     run = load_run(sqlite_store, import_log(sqlite_store, cut).run_id)
     assert len(run.tests) == 13 and ("mul", "openai-api/local/agent", 2) not in run.tests
     assert ("mul", "openai-api/local/agent", 1) in run.tests
+
+
+def test_a_logs_samples_are_stored_against_one_another(store: EventStore) -> None:
+    """Samples of one log share most of their bytes (events, spans, prompts): each is stored opening with
+    the same bytes (the log's header digest), so the store compresses it against an earlier sample."""
+    from sqlalchemy import select
+
+    run = load_run(store, import_log(store, LOGS / "arithmetic.eval").run_id)
+    header = next(s.sha256 for s in run.started.eval_snapshot if s.role == "inspect_header")
+    digests = [m.transcript[1].source_record_sha256 for m in run.tests.values() if m.transcript]
+    stored = [json.loads(store.get_blob(d or "")) for d in digests]
+    assert all(s["format"] == SAMPLE_FORMAT and s["log"] == header for s in stored)
+    assert sorted((s["sample"]["id"], s["sample"]["epoch"]) for s in stored) == sorted((k[0], k[2]) for k in run.tests)
+    b = schema.blobs
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(b.c.sha256, b.c.dictionary, b.c.size, b.c.data).where(b.c.sha256.in_(digests))).all()
+    against = [r for r in rows if r.dictionary in digests]
+    assert len(against) == len(digests) - 1  # all but the first, stored against it
+    assert sum(len(r.data) for r in against) < 0.75 * sum(
+        len(zlib.compress(store.get_blob(r.sha256), 6)) for r in against
+    )
+
+
+def test_a_sample_stored_bare_by_an_earlier_import_reads_as_it_is() -> None:
+    assert sample_record(json.dumps({"id": 1, "epoch": 2}).encode()) == {"id": 1, "epoch": 2}

@@ -77,16 +77,20 @@ def test_a_suite_level_code_grader_regrades_every_sample_with_its_input_output_a
     assert {(r["test_id"], r["attempt"]) for r in results} == set(samples)
     for r in results:
         sample = samples[(r["test_id"], r["attempt"])]
-        if sample.error:  # the model failed: an execution error, as Inspect left it unscored
-            assert r["status"] == "execution_error"
-            continue
+        # Every sample is graded, an errored one from what it kept (its output empty), as `inspect score` does.
+        assert r["status"] != "execution_error", r
         assert r["graders"] == {"exact": 1.0 if sample.output.completion.strip() == sample.target else 0.0}, r
-    # What the grader was given: each sample's input, output and target.
+    assert any(s.error for s in samples.values())
+    # What the grader was given: each sample's input, output and target; an errored sample's error too.
     payloads = [json.loads(p.read_text()) for p in seen.iterdir()]
-    graded = [s for s in samples.values() if not s.error]
-    assert len(payloads) == len(graded)
+    assert len(payloads) == len(samples)
     given = sorted((p["input"][-1]["content"], p["output"], p["expected_output"][0]["content"]) for p in payloads)
-    assert given == sorted((s.input, s.output.completion, s.target) for s in graded)
+    assert given == sorted((s.input, s.output.completion, s.target) for s in samples.values())
+    errors = sorted(p.get("error", "") for p in payloads)
+    assert errors == sorted(s.error.message if s.error else "" for s in samples.values())
+    # and its messages up to the error: the system prompt and the question, no answer
+    failed = [p for p in payloads if p.get("error")]
+    assert failed and all([m["role"] for m in p["messages"]] == ["system", "user"] for p in failed)
 
 
 def test_tests_selects_samples_and_compare_pairs_a_grader_named_as_inspects(tmp_path: Path) -> None:

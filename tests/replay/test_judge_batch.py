@@ -18,11 +18,11 @@ from pathlib import Path
 import httpx
 import pytest
 from judge_server import JudgeServer, Reply, Request, freeform
-from scale_runs import JUDGE_KEY_ENV, build, scored_keys, verdicts
+from scale_runs import JUDGE_KEY_ENV, ScaleRun, build, scored_keys, verdicts
 
-from evalstore.replay.grading.judge.batch_apis import AnthropicBatches
+from evalstore.replay.grading.judge.batch_apis import AnthropicBatches, BatchAPIError, OpenAIBatches
 from evalstore.replay.grading.judge.targets import JudgeTarget, ResolvedJudge
-from evalstore.replay.regrade import ReplayOptions, judge_requests, replay_run
+from evalstore.replay.regrade import ReplayOptions, judge_requests, replay_run, resume_replay
 from evalstore.store import EventStore
 
 N = 24
@@ -179,7 +179,8 @@ def test_the_anthropic_message_batches_client_against_the_stand_in(server: Judge
             {
                 "k1": [system, {"role": "user", "content": "Answer: Total: 10 + 5 = 15"}],
                 "k2": [system, {"role": "user", "content": "Answer: Total: 20 + 2 = 22"}],
-            }
+            },
+            "intent-1",
         )
         assert api.status(done.batch_id).state == "completed"
         results = api.results(done.batch_id)
@@ -196,3 +197,157 @@ def test_the_anthropic_message_batches_client_against_the_stand_in(server: Judge
     assert not isinstance(first, str) and not isinstance(second, str)
     assert json.loads(first.content or "")["score"] == 1.0 and json.loads(second.content or "")["score"] == 0.4
     assert first.usage == {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+
+
+def _driver(url: str, run: ScaleRun, cwd: Path) -> subprocess.Popen[str]:
+    argv = [str(EVALSTORE), "--db", url, "replay", run.run_id, "--eval", str(run.v1), "--batch"]
+    argv += ["--targets", str(run.root / "targets.yaml"), "--judge-target", "judge", "--graders", "quality"]
+    return subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _resume(url: str, run_id: str, cwd: Path) -> dict:
+    resumed = subprocess.run(
+        [str(EVALSTORE), "--db", url, "replay", "--resume", run_id, "--json"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert resumed.returncode in (0, 1), resumed.stderr
+    return json.loads(resumed.stdout)
+
+
+def test_a_replay_killed_after_submitting_a_batch_before_recording_it_finds_it_on_resume(
+    server: JudgeServer, tmp_path: Path
+) -> None:
+    """kill -9 while the provider holds the new batch and the driver has not heard its id: the intent
+    recorded before submitting finds the batch by its metadata; nothing is submitted again."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = build(tmp_path / "suite", store, N, judge_url=server.base_url)
+    server.hold_creates.set()
+    driver = _driver(url, run, tmp_path)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not server.batches:
+            time.sleep(0.02)
+        assert driver.poll() is None and len(server.batches) == 1, driver.stderr.read() if driver.stderr else ""
+    finally:
+        driver.kill()  # SIGKILL: the answer to the batch's creation never reaches it
+        driver.wait(timeout=30)
+    server.hold_creates.clear()
+    [replay] = [r for r in store.query("runs") if r["kind"] == "replay"]
+    kinds = ["judge_batch_intended", "judge_batch_submitted"]
+    [intent] = [s.event for s in store.read_stream(replay["run_id"], types=kinds)]
+    assert intent.type == "judge_batch_intended" and intent.requests == N  # type: ignore[attr-defined]
+    assert server.batches[0].metadata == {"evalstore_intent": intent.intent_id}  # type: ignore[attr-defined]
+
+    summary = _resume(url, replay["run_id"], tmp_path)
+    assert len(server.batches) == 1 and server.requests == []
+    assert summary["judge_requests"] == {"by_batch": N, "direct": 0, "reused": 0}
+    events = [s.event for s in store.read_stream(replay["run_id"], types=kinds)]
+    assert [e.type for e in events] == kinds
+    assert events[1].batch_id == server.batches[0].id  # type: ignore[attr-defined]
+    assert events[1].intent_id == intent.intent_id  # type: ignore[attr-defined]
+    assert len(set(scored_keys(store, replay["run_id"]))) == N
+    assert store.verify().ok
+
+
+def test_an_intent_whose_batch_was_never_created_is_submitted_on_resume(server: JudgeServer, tmp_path: Path) -> None:
+    store = EventStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    run = build(tmp_path / "suite", store, N, judge_url=server.base_url)
+    server.fail_creates = 1
+    with pytest.raises(BatchAPIError, match="creating the batch: HTTP 500"):
+        replay_run(store, run.run_id, _options(run.root, batch=True))
+    [replay] = [r for r in store.query("runs") if r["kind"] == "replay"]
+    outcome = resume_replay(store, replay["run_id"])
+    assert len(server.batches) == 1 and server.requests == []
+    kinds = ["judge_batch_intended", "judge_batch_submitted"]
+    events = [s.event for s in store.read_stream(replay["run_id"], types=kinds)]
+    assert [e.type for e in events] == ["judge_batch_intended", "judge_batch_intended", "judge_batch_submitted"]
+    assert events[2].intent_id == events[1].intent_id != events[0].intent_id  # type: ignore[attr-defined]
+    assert judge_requests(store, outcome.run_id) == {"by_batch": N, "direct": 0, "reused": 0}
+
+
+@pytest.mark.parametrize("limit", ["requests", "bytes"])
+def test_prompts_beyond_a_providers_maxima_go_in_several_batches_each_recorded(
+    server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str
+) -> None:
+    store = EventStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    run = build(tmp_path / "suite", store, N, judge_url=server.base_url)
+    # The stand-in refuses a batch above its maxima, as the providers do: one batch of all N is refused.
+    if limit == "requests":
+        server.max_batch_requests = 10
+    else:
+        server.max_batch_bytes = 6_000  # each request's line is 600-700 bytes: some 9 a batch
+    with pytest.raises(BatchAPIError, match="HTTP 400"):
+        replay_run(store, run.run_id, _options(run.root, batch=True))
+    assert server.batches == []
+
+    monkeypatch.setattr(OpenAIBatches, "max_requests", server.max_batch_requests or OpenAIBatches.max_requests)
+    monkeypatch.setattr(OpenAIBatches, "max_bytes", server.max_batch_bytes or OpenAIBatches.max_bytes)
+    outcome = replay_run(store, run.run_id, _options(run.root, batch=True))
+    assert server.requests == []
+    if limit == "requests":
+        assert [len(b.items) for b in server.batches] == [10, 10, 4]
+    else:
+        assert len(server.batches) > 2 and all(b.size <= 6_000 for b in server.batches)
+        longest = max(len(json.dumps(r.body)) + 150 for r in server.batch_items())  # a line: body and envelope
+        assert all(b.size + longest > 6_000 for b in server.batches[:-1])  # each full but for less than a request
+    submitted = [s.event for s in store.read_stream(outcome.run_id, types=["judge_batch_submitted"])]
+    intents = [s.event for s in store.read_stream(outcome.run_id, types=["judge_batch_intended"])]
+    assert [e.batch_id for e in submitted] == [b.id for b in server.batches]  # type: ignore[attr-defined]
+    assert [e.intent_id for e in submitted] == [e.intent_id for e in intents]  # type: ignore[attr-defined]
+    assert [e.requests for e in submitted] == [len(b.items) for b in server.batches]  # type: ignore[attr-defined]
+    assert sorted(k for b in server.batches for k, _ in b.items) == sorted(
+        {k for b in server.batches for k, _ in b.items}
+    )  # no prompt in two batches
+    assert judge_requests(store, outcome.run_id) == {"by_batch": N, "direct": 0, "reused": 0}
+    scores = {k[0]: v[0] for k, v in verdicts(store, outcome.run_id).items() if k[1] == "quality"}
+    assert len(scores) == N and sorted(set(scores.values())) == [0.4, 1.0]
+
+
+def test_a_prompt_larger_than_a_whole_batch_is_sent_directly(
+    server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = EventStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    run = build(tmp_path / "suite", store, N, judge_url=server.base_url)
+    # Report 0 is the one answer with no figures among the first seven: the shortest request. Every other
+    # is larger than this limit.
+    sizes: dict[str, int] = {}
+    size = OpenAIBatches.size
+
+    def measured(self: OpenAIBatches, key: str, messages: list[dict]) -> int:
+        sizes[key] = size(self, key, messages)
+        return sizes[key]
+
+    monkeypatch.setattr(OpenAIBatches, "size", measured)
+    monkeypatch.setattr(OpenAIBatches, "max_bytes", 10**9)
+    replay_run(store, run.run_id, _options(run.root, batch=True))
+    limit = sorted(sizes.values())[N // 2]
+    monkeypatch.setattr(OpenAIBatches, "max_bytes", limit)
+    store = EventStore.open(f"sqlite:///{tmp_path / 'fresh.db'}")
+    run = build(tmp_path / "fresh", store, N, judge_url=server.base_url)
+    server.batches.clear()
+    outcome = replay_run(store, run.run_id, _options(run.root, batch=True))
+    larger = sum(1 for s in sizes.values() if s > limit)
+    assert 0 < larger < N
+    assert judge_requests(store, outcome.run_id) == {"by_batch": N - larger, "direct": larger, "reused": 0}
+    assert outcome.batch is not None and len(outcome.batch.unanswered) == larger
+    assert len(server.requests) == larger
+
+
+def test_the_anthropic_client_finds_a_batch_by_its_size_and_time(server: JudgeServer) -> None:
+    """Message batches keep no metadata: a batch of an intent is one of its size created since."""
+    target = JudgeTarget("claude", "anthropic", server.base_url, "claude-judge", api_key_env=JUDGE_KEY_ENV)
+    resolved = ResolvedJudge("claude", server.base_url, "claude-judge", {}, 30.0, {})
+    server.hold_batches.set()
+    with httpx.Client() as http:
+        api = AnthropicBatches(target, resolved, {JUDGE_KEY_ENV: KEY}, http)
+        since = time.time()
+        ask = [{"role": "user", "content": "Answer: Total: 1 = 1"}]
+        two = api.submit({"a1": ask, "a2": ask}, "i-two")
+        three = api.submit({"b1": ask, "b2": ask, "b3": ask}, "i-three")
+        assert api.find("i-two", 2, since) == [two.batch_id]
+        assert api.find("i-three", 3, since) == [three.batch_id]
+        assert api.find("i-later", 2, since + 2 * 3600) == []  # created before the intent (beyond clock skew)

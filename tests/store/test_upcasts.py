@@ -13,6 +13,7 @@ from evalstore.store.events import (
     EVENT_TYPES,
     DomainEvent,
     GraderCalled,
+    JudgeBatchSubmitted,
     RunFailed,
     RunStarted,
     decode,
@@ -151,3 +152,18 @@ def test_a_version_1_grader_call_reads_as_version_2_without_a_folder(
     assert old.event.batch_id is None
     assert new.event.cwd == "/evals"
     assert payload_fields(old.type, old.schema_version, old.payload)["cwd"] is None
+
+
+def test_a_version_1_judge_batch_reads_as_version_2_with_no_intent(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``judge_batch_submitted`` v2 added ``intent_id``: a batch recorded before intents has none."""
+    batch: dict[str, Any] = {"batch_id": "b1", "provider": "openai", "judge_target": "j", "model": "m", "requests": 3}
+    with monkeypatch.context() as patched:
+        patched.setattr(JudgeBatchSubmitted, "schema_version", 1)
+        store.append("r", [NewEvent(JudgeBatchSubmitted(**batch), "v1")])
+    store.append("r", [NewEvent(JudgeBatchSubmitted(**batch, intent_id="i1"), "v2")])
+    old, new = store.read_stream("r")
+    assert (old.schema_version, new.schema_version) == (1, 2)
+    assert old.event == JudgeBatchSubmitted(**batch) and old.event.intent_id is None  # type: ignore[attr-defined]
+    assert new.event.intent_id == "i1"  # type: ignore[attr-defined]

@@ -199,7 +199,8 @@ def test_a_flipped_byte_in_any_index_page_is_reported(sqlite_store: EventStore, 
     assert _verify(sqlite_url) == (0, None)
 
 
-def test_verify_runs_amcheck_where_it_is_installed(postgres_url: str) -> None:
+def _populated_with_amcheck(postgres_url: str) -> EventStore:
+    """The sample runs on PostgreSQL, with amcheck installed in the test's schema (skipped without it)."""
     from evalstore.store import make_engine
 
     store = EventStore(make_engine(postgres_url))
@@ -208,7 +209,13 @@ def test_verify_runs_amcheck_where_it_is_installed(postgres_url: str) -> None:
     try:
         execute(store.engine, f'CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA "{schema}"')
     except Exception:
+        store.close()
         pytest.skip("amcheck is not available (installed in another schema, or not shipped)")
+    return store
+
+
+def test_verify_runs_amcheck_where_it_is_installed(postgres_url: str) -> None:
+    store = _populated_with_amcheck(postgres_url)
     assert scalar(store.engine, "SELECT count(*) FROM pg_extension WHERE extname = 'amcheck'") == 1
     assert _verify(postgres_url) == (0, None)
     store.close()
@@ -220,15 +227,7 @@ def test_an_index_that_lost_rows_is_reported_by_amcheck(postgres_url: str, index
     # superuser can: the index is marked not ready, rows are written (they skip the index: a run appended,
     # or a replay's projection rows written again as they were), and it is marked ready again. Lookups
     # through it then miss those rows, as after a damaged page; amcheck's heapallindexed check finds them.
-    from evalstore.store import make_engine
-
-    store = EventStore(make_engine(postgres_url))
-    populate(store)
-    schema = postgres_url.rsplit("%3D", 1)[1]
-    try:
-        execute(store.engine, f'CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA "{schema}"')
-    except Exception:
-        pytest.skip("amcheck is not available (installed in another schema, or not shipped)")
+    store = _populated_with_amcheck(postgres_url)
     assert scalar(store.engine, "SELECT to_regclass(:i) IS NOT NULL", i=index), index
     assert _verify(postgres_url) == (0, None)
     ready = "UPDATE pg_index SET indisready = :r WHERE indexrelid = to_regclass(:i)"

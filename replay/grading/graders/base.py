@@ -68,6 +68,9 @@ class TranscriptInfo:
     workspace_path: str | None = None
     event_id: str | None = None
     """The TranscriptRecorded event this was read from."""
+    error: str | None = None
+    """The target's error, when a result that failed is graded all the same (an errored Inspect sample,
+    ``inspect.graded_despite_error``): a code grader's payload ``error``."""
     missing: str | None = None
     """Why no transcript is available (an import without one): graders that need it error out."""
     snapshot: tuple[str, WorkspaceSnapshotted] | None = None

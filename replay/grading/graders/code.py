@@ -290,6 +290,8 @@ def build_payload(
         "config": spec.config,
         "files": files,
     }
+    if transcript.error is not None:  # only a failed result graded all the same has one (AgentV grades none)
+        payload["error"] = transcript.error
     return to_snake_deep(payload)  # the deep key rewrite AgentV applies at process boundaries
 
 

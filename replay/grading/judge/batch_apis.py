@@ -11,6 +11,13 @@ read its results as the :class:`Exchange` a direct request would have given.
 
 Each request's ``custom_id`` is its judge cache key, so a result finds its request without anything kept
 beside the batch. Every HTTP call has a timeout; an error is a :class:`BatchAPIError` naming the call.
+
+A batch is submitted under an intent id recorded before it (``batches.py``), and :meth:`BatchAPI.find`
+looks for a batch of that intent: OpenAI and Azure keep it in the batch's ``metadata``; Anthropic's
+batches have no metadata, so a batch there is one created since the intent with as many requests (its
+results answer only the requests whose ``custom_id`` is ours: a cache key names one request exactly).
+Each API says how much one batch may hold (``max_requests``, ``max_bytes``, the providers' published
+maxima); ``batches.py`` splits what is larger.
 """
 
 from __future__ import annotations
@@ -35,6 +42,11 @@ ANTHROPIC_MAX_TOKENS = 4096
 COMPLETION_WINDOW = "24h"
 CALL_TIMEOUT = 120.0
 """Seconds for one call to a batch API (an upload of many requests included)."""
+INTENT_KEY = "evalstore_intent"
+"""The batch ``metadata`` key holding the intent id it was submitted under (OpenAI and Azure)."""
+CLOCK_SKEW = 3600.0
+"""Seconds a provider's clock may lag ours: a batch created this long before its intent may still be it."""
+LIST_PAGE = 100
 
 State = Literal["in_progress", "completed", "failed", "expired", "cancelled"]
 """Where a batch is: still running, or ended (``completed`` with results; the others with what finished)."""
@@ -70,9 +82,25 @@ class Status:
 
 class BatchAPI(Protocol):
     provider: str
+    max_requests: int
+    """The most requests the provider takes in one batch."""
+    max_bytes: int
+    """The most bytes one batch's requests may take (OpenAI's input file, Anthropic's request body)."""
+    marks: bool
+    """Whether a batch keeps the intent id it was submitted under (then :meth:`find` finds that one only)."""
 
-    def submit(self, requests: Mapping[str, list[dict[str, Any]]]) -> Submitted:
-        """Submit one request per cache key (its rendered messages)."""
+    def size(self, key: str, messages: list[dict[str, Any]]) -> int:
+        """Bytes one request takes in a batch (what counts against ``max_bytes``)."""
+        ...
+
+    def submit(self, requests: Mapping[str, list[dict[str, Any]]], intent_id: str) -> Submitted:
+        """Submit one request per cache key (its rendered messages), marked with ``intent_id`` where the
+        provider keeps marks."""
+        ...
+
+    def find(self, intent_id: str, requests: int, since: float) -> list[str]:
+        """The batches that may be the one submitted under ``intent_id`` (of ``requests`` requests, created
+        at ``since`` or later): the one that is where the provider keeps marks, else every candidate."""
         ...
 
     def status(self, batch_id: str) -> Status: ...
@@ -138,6 +166,12 @@ class _Calls:
 class OpenAIBatches:
     """OpenAI's Batch API over Chat Completions, or Azure OpenAI's (``azure=True``)."""
 
+    marks = True
+    max_requests = 50_000
+    max_bytes = 200_000_000
+    """OpenAI's maxima per batch (50,000 requests, a 200 MB input file); Azure's global batches take as many
+    bytes and more requests, so its lower bound is OpenAI's."""
+
     def __init__(
         self, target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str], http: httpx.Client, *, azure: bool
     ) -> None:
@@ -154,16 +188,16 @@ class OpenAIBatches:
         headers = {k: v for k, v in judge.headers.items() if k.lower() != "content-type"}
         self._calls = _Calls(http, judge, headers)
 
-    def submit(self, requests: Mapping[str, list[dict[str, Any]]]) -> Submitted:
-        body = {"model": self.judge.model, **self.judge.parameters}
-        jsonl = "".join(
-            json.dumps(
-                {"custom_id": key, "method": "POST", "url": self._endpoint, "body": {**body, "messages": messages}},
-                ensure_ascii=False,
-            )
-            + "\n"
-            for key, messages in requests.items()
-        ).encode("utf-8")
+    def _line(self, key: str, messages: list[dict[str, Any]]) -> bytes:
+        body = {"model": self.judge.model, **self.judge.parameters, "messages": messages}
+        line = {"custom_id": key, "method": "POST", "url": self._endpoint, "body": body}
+        return (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+
+    def size(self, key: str, messages: list[dict[str, Any]]) -> int:
+        return len(self._line(key, messages))
+
+    def submit(self, requests: Mapping[str, list[dict[str, Any]]], intent_id: str) -> Submitted:
+        jsonl = b"".join(self._line(key, messages) for key, messages in requests.items())
         uploaded = self._calls.json(
             "POST",
             self._url("/files"),
@@ -178,7 +212,12 @@ class OpenAIBatches:
             "POST",
             self._url("/batches"),
             "creating the batch",
-            json={"input_file_id": file_id, "endpoint": self._endpoint, "completion_window": COMPLETION_WINDOW},
+            json={
+                "input_file_id": file_id,
+                "endpoint": self._endpoint,
+                "completion_window": COMPLETION_WINDOW,
+                "metadata": {INTENT_KEY: intent_id},
+            },
         )
         batch_id = created.get("id")
         if not isinstance(batch_id, str):
@@ -187,6 +226,23 @@ class OpenAIBatches:
 
     def _batch(self, batch_id: str) -> dict[str, Any]:
         return self._calls.json("GET", self._url(f"/batches/{batch_id}"), f"reading batch {batch_id}")
+
+    def find(self, intent_id: str, requests: int, since: float) -> list[str]:
+        # Listed newest first: read back to the intent's time, no further (an account may hold thousands).
+        after: str | None = None
+        while True:
+            params: dict[str, str | int] = {"limit": LIST_PAGE, **({"after": after} if after else {})}
+            url = str(httpx.URL(self._url("/batches")).copy_merge_params(params))  # Azure's api-version kept
+            page = self._calls.json("GET", url, "listing batches")
+            data = [b for b in page.get("data") or [] if isinstance(b, dict)]
+            for batch in data:
+                marks: dict[str, Any] = batch["metadata"] if isinstance(batch.get("metadata"), dict) else {}
+                if marks.get(INTENT_KEY) == intent_id and isinstance(batch.get("id"), str):
+                    return [batch["id"]]
+            created = [float(b["created_at"]) for b in data if isinstance(b.get("created_at"), (int, float))]
+            if not page.get("has_more") or not data or (created and min(created) < since - CLOCK_SKEW):
+                return []
+            after = str(data[-1].get("id"))
 
     def status(self, batch_id: str) -> Status:
         batch = self._batch(batch_id)
@@ -236,6 +292,10 @@ class AnthropicBatches:
     its system messages as ``system``, the rest ``messages``."""
 
     provider = "anthropic"
+    marks = False
+    max_requests = 100_000
+    max_bytes = 256_000_000
+    """Anthropic's maxima per message batch: 100,000 requests, 256 MB."""
 
     def __init__(self, target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str], http: httpx.Client) -> None:
         self.judge = judge
@@ -270,7 +330,11 @@ class AnthropicBatches:
             params["system"] = system
         return params
 
-    def submit(self, requests: Mapping[str, list[dict[str, Any]]]) -> Submitted:
+    def size(self, key: str, messages: list[dict[str, Any]]) -> int:
+        return len(json.dumps({"custom_id": key, "params": self.params(messages)}, ensure_ascii=False).encode()) + 1
+
+    def submit(self, requests: Mapping[str, list[dict[str, Any]]], intent_id: str) -> Submitted:
+        # Message batches keep no metadata: ``find`` knows this batch by its time and size.
         created = self._calls.json(
             "POST",
             f"{self._base}/messages/batches",
@@ -289,6 +353,30 @@ class AnthropicBatches:
         batch = self._batch(batch_id)
         return Status("completed" if batch.get("processing_status") == "ended" else "in_progress")
 
+    def find(self, intent_id: str, requests: int, since: float) -> list[str]:
+        found: list[str] = []
+        after: str | None = None
+        while True:
+            params: dict[str, str | int] = {"limit": LIST_PAGE, **({"after_id": after} if after else {})}
+            url = f"{self._base}/messages/batches"
+            page = self._calls.json("GET", url, "listing batches", params=params)
+            data = [b for b in page.get("data") or [] if isinstance(b, dict)]
+            older = False
+            for batch in data:
+                created = _epoch(batch.get("created_at"))
+                if created is not None and created < since - CLOCK_SKEW:
+                    older = True
+                    continue
+                counts: dict[str, Any] = (
+                    batch["request_counts"] if isinstance(batch.get("request_counts"), dict) else {}
+                )
+                total = sum(v for v in counts.values() if isinstance(v, int))
+                if total == requests and isinstance(batch.get("id"), str):
+                    found.append(batch["id"])
+            if older or not page.get("has_more") or not data:
+                return found
+            after = str(page.get("last_id") or data[-1].get("id"))
+
     def results(self, batch_id: str) -> dict[str, Exchange | str]:
         batch = self._batch(batch_id)
         url = batch.get("results_url")
@@ -300,6 +388,16 @@ class AnthropicBatches:
             if isinstance(key, str):
                 out[key] = _anthropic_item(line)
         return out
+
+
+def _epoch(value: Any) -> float | None:
+    """An RFC 3339 time (Anthropic's ``created_at``) as seconds since the epoch; None when it is not one."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _anthropic_item(line: dict[str, Any]) -> Exchange | str:

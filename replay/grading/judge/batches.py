@@ -3,9 +3,13 @@
 A replay with ``--batch`` grades twice. First a collecting pass, which writes nothing: its LLM graders
 look their prompts up in the judge cache as always, and every request that misses is noted
 (:meth:`JudgeBatches.want`) instead of sent. Those requests go to the batch API of their judge target's
-provider, one batch per judge and model (``batch_apis.py``); each batch is recorded as a
-``judge_batch_submitted`` event before anything waits on it, so a replay stopped while a batch runs is
-finished by ``--resume`` from that batch, with nothing submitted again. Then the replay grades as it
+provider, one batch per judge and model, split where they are more than the provider takes in one batch
+(``batch_apis.py``: its ``max_requests`` and ``max_bytes``). Each batch is recorded twice: a
+``judge_batch_intended`` event with a new intent id before it is submitted (the batch carries the id), and a
+``judge_batch_submitted`` event with the provider's batch id before anything waits on it. So a replay
+stopped while a batch runs is finished by ``--resume`` from that batch, and one stopped between submitting
+and recording the batch finds it by its intent (:meth:`BatchAPI.find`); nothing is submitted twice. Then
+the replay grades as it
 always does, and a request the batch answered takes its reply from there (:meth:`JudgeBatches.answer`)
 instead of the network: it is recorded as the ``grader_called`` a direct request records (with the batch's
 id), enters the judge cache the same way, and gives the same verdict. A request the batch did not answer
@@ -18,6 +22,7 @@ import json
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from evalstore.replay.grading.judge.batch_apis import BatchAPI, BatchAPIError, batch_api
 from evalstore.replay.grading.judge.client import Exchange
 from evalstore.replay.grading.judge.targets import ResolvedJudge
-from evalstore.store.events import JudgeBatchSubmitted
+from evalstore.store.events import JudgeBatchIntended, JudgeBatchSubmitted
 
 if TYPE_CHECKING:
     from evalstore.replay.grading.judge.pool import JudgePool
@@ -50,6 +55,9 @@ class JudgeBatches:
     def want(self, key: str, judge: ResolvedJudge, messages: list[dict[str, Any]]) -> None:
         with self._lock:
             self._wanted.setdefault(key, (judge, messages))
+
+    def wants(self, key: str) -> bool:
+        return key in self._wanted
 
     def answer(self, key: str) -> tuple[Exchange, str] | None:
         """The batch's reply to this request and the batch's id, if a batch answered it."""
@@ -96,26 +104,32 @@ def poll_seconds() -> float:
 def settle(
     batches: JudgeBatches,
     pool: JudgePool,
-    recorded: Iterable[JudgeBatchSubmitted],
-    submitted: Callable[[JudgeBatchSubmitted], object],
+    recorded: Iterable[JudgeBatchIntended | JudgeBatchSubmitted],
+    record: Callable[[JudgeBatchIntended | JudgeBatchSubmitted], object],
     *,
     note: Note | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> BatchSummary:
     """Get every wanted request answered by a batch: the batches already ``recorded`` first (a resumed
-    replay's), then one new batch per judge and model for what is still unanswered, each announced through
-    ``submitted`` (which records it) before it is waited on. Returns when every batch has ended."""
+    replay's, and those its intents find), then new batches, per judge and model, for what is still
+    unanswered, each intent and each submission recorded through ``record`` (the intent before the batch is
+    submitted, the submission before it is waited on). Returns when every batch has ended."""
     import httpx
 
     summary = BatchSummary()
     say = note or (lambda _: None)
     with httpx.Client() as http:
+        recorded = list(recorded)
+        fulfilled = {e.intent_id for e in recorded if isinstance(e, JudgeBatchSubmitted) and e.intent_id}
         open_batches: list[tuple[BatchAPI, str]] = []
         for event in recorded:
             api = _api(pool, http, event.judge_target, event.model)
-            open_batches.append((api, event.batch_id))
-            summary.batches.append(event.batch_id)
-            say(f"judge batch {event.batch_id} ({event.requests} prompts) was submitted before: waiting for it")
+            if isinstance(event, JudgeBatchSubmitted):
+                open_batches.append((api, event.batch_id))
+                summary.batches.append(event.batch_id)
+                say(f"judge batch {event.batch_id} ({event.requests} prompts) was submitted before: waiting for it")
+            elif event.intent_id not in fulfilled:
+                open_batches += _found(api, event, record, summary, say)
         _wait(batches, open_batches, summary, say, sleep)
         groups: dict[tuple[str, str, str], dict[str, list[dict[str, Any]]]] = {}
         judges: dict[tuple[str, str, str], ResolvedJudge] = {}
@@ -124,26 +138,96 @@ def settle(
             groups.setdefault(group, {})[key] = messages
             judges[group] = judge
         open_batches = []
-        for group, requests in groups.items():
+        for group, wanted in groups.items():
             judge = judges[group]
             api = _api(pool, http, judge.target, judge.model)
-            done = api.submit(requests)
-            submitted(
-                JudgeBatchSubmitted(
-                    batch_id=done.batch_id,
+            chunks, too_large = split(api, wanted)
+            summary.unanswered.update(too_large)
+            for requests in chunks:
+                intent = JudgeBatchIntended(
+                    intent_id=uuid.uuid4().hex,
                     provider=api.provider,
                     judge_target=judge.target,
                     model=judge.model,
                     requests=len(requests),
-                    input_file_id=done.input_file_id,
+                    intended_at=time.time(),
                 )
-            )
-            summary.batches.append(done.batch_id)
-            summary.submitted.append(done.batch_id)
-            open_batches.append((api, done.batch_id))
-            say(f"judge batch {done.batch_id} submitted: {len(requests)} prompts to {judge.target} ({judge.model})")
+                record(intent)
+                done = api.submit(requests, intent.intent_id)
+                record(
+                    JudgeBatchSubmitted(
+                        batch_id=done.batch_id,
+                        provider=api.provider,
+                        judge_target=judge.target,
+                        model=judge.model,
+                        requests=len(requests),
+                        input_file_id=done.input_file_id,
+                        intent_id=intent.intent_id,
+                    )
+                )
+                summary.batches.append(done.batch_id)
+                summary.submitted.append(done.batch_id)
+                open_batches.append((api, done.batch_id))
+                say(f"judge batch {done.batch_id} submitted: {len(requests)} prompts to {judge.target} ({judge.model})")
         _wait(batches, open_batches, summary, say, sleep)
     return summary
+
+
+def split(
+    api: BatchAPI, requests: dict[str, list[dict[str, Any]]]
+) -> tuple[list[dict[str, list[dict[str, Any]]]], dict[str, str]]:
+    """``requests`` in batches of at most ``api.max_requests`` requests and ``api.max_bytes`` bytes, in
+    order; and, apart, the requests larger than a whole batch may be, with why (they are sent directly)."""
+    chunks: list[dict[str, list[dict[str, Any]]]] = []
+    too_large: dict[str, str] = {}
+    chunk: dict[str, list[dict[str, Any]]] = {}
+    used = 0
+    for key, messages in requests.items():
+        size = api.size(key, messages)
+        if size > api.max_bytes:
+            too_large[key] = f"{size} bytes: more than one {api.provider} batch holds ({api.max_bytes})"
+            continue
+        if chunk and (len(chunk) >= api.max_requests or used + size > api.max_bytes):
+            chunks.append(chunk)
+            chunk, used = {}, 0
+        chunk[key] = messages
+        used += size
+    if chunk:
+        chunks.append(chunk)
+    return chunks, too_large
+
+
+def _found(
+    api: BatchAPI,
+    intent: JudgeBatchIntended,
+    record: Callable[[JudgeBatchSubmitted], object],
+    summary: BatchSummary,
+    say: Note,
+) -> list[tuple[BatchAPI, str]]:
+    """The batch a recorded intent was submitted as, when its replay stopped before recording it: recorded
+    now where the provider marks batches with their intent (then it is surely this replay's). Anthropic
+    marks none: every batch of that size created since is waited on unrecorded, for the replies whose
+    ``custom_id`` (a request's cache key) is one of ours; a resume after that looks for them again."""
+    found = api.find(intent.intent_id, intent.requests, intent.intended_at)
+    if not found:
+        say(f"judge batch intent {intent.intent_id}: no batch was submitted for it; its prompts are submitted now")
+        return []
+    if api.marks:
+        [batch_id] = found
+        record(
+            JudgeBatchSubmitted(
+                batch_id=batch_id,
+                provider=intent.provider,
+                judge_target=intent.judge_target,
+                model=intent.model,
+                requests=intent.requests,
+                intent_id=intent.intent_id,
+            )
+        )
+    for batch_id in found:
+        summary.batches.append(batch_id)
+        say(f"judge batch {batch_id} ({intent.requests} prompts) was submitted before it was recorded: waiting for it")
+    return [(api, batch_id) for batch_id in found]
 
 
 def _api(pool: JudgePool, http: Any, target_name: str, model: str) -> BatchAPI:
@@ -170,6 +254,8 @@ def _wait(
             results = api.results(batch_id)
             got = 0
             for key, result in results.items():
+                if not batches.wants(key):  # another replay's request in a batch found by its size
+                    continue
                 if isinstance(result, Exchange):
                     batches.answered(key, result, batch_id)
                     got += 1

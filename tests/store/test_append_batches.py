@@ -1,0 +1,65 @@
+"""``EventStore.append_batches``: each batch prepared while the one before is written, and still exact when the
+log is not where the preparation assumed (another writer between two batches, events stored already)."""
+
+from __future__ import annotations
+
+from evalstore.store import EventStore, NewEvent
+from evalstore.store.codec import sha256_hex
+from evalstore.store.events import RunStarted, VerdictRecorded, encode
+from evalstore.store.events import TestScored as Scored
+from evalstore.store.projections import read_fields
+
+
+def _batch(run: str, tests: range) -> tuple[list[tuple], list[dict | None], dict[str, bytes]]:
+    events = []
+    for i in tests:
+        key = {"test_id": f"t{i}", "target": "default", "attempt": 1}
+        events.append(
+            NewEvent(
+                VerdictRecorded(**key, grader="g", grader_type="contains", score=1.0, verdict="pass"), f"{run}-v{i}"
+            )
+        )
+        events.append(NewEvent(Scored(**key, score=1.0, passed=True, status="ok", threshold=0.5), f"{run}-s{i}"))
+    encoded = EventStore.encode_events(events)
+    fields = [read_fields(e.payload.type, encode(e.payload)) for e in events]
+    data = f"blob of {run} {tests}".encode()
+    return encoded, fields, {sha256_hex(data): data}
+
+
+def _started(store: EventStore, run: str) -> None:
+    store.append(run, [NewEvent(RunStarted(run_id=run, kind="imported", tool_version="0"), f"{run}-start")])
+
+
+def test_batches_interleaved_with_another_writer_chain_and_project_exactly(store: EventStore) -> None:
+    _started(store, "run-a")
+    _started(store, "run-b")
+
+    def batches():  # type: ignore[no-untyped-def]
+        for n in range(4):
+            yield _batch("run-a", range(n * 10, n * 10 + 10))
+            # Another writer appends while the batch just given is prepared or written: the next batch's
+            # plan assumed the log ended where the batch before leaves it.
+            store.append(
+                "run-b", [NewEvent(Scored(test_id=f"b{n}", score=0.0, passed=False, status="ok", threshold=0.5))]
+            )
+
+    store.append_batches("run-a", batches())
+    events = list(store.read_stream("run-a"))
+    assert [e.stream_version for e in events] == list(range(1, 82))
+    assert [e.event_id for e in events[1:3]] == ["run-a-v0", "run-a-s0"]
+    assert len(store.query("results", run_id="run-a")) == 40
+    assert len(store.query("verdicts", run_id="run-a")) == 40
+    assert len(store.query("results", run_id="run-b")) == 4
+    assert store.verify().ok
+
+
+def test_batches_appended_again_or_in_part_already_are_stored_once(store: EventStore) -> None:
+    _started(store, "run-a")
+    store.append_batches("run-a", [_batch("run-a", range(5))])  # an import killed after its first batch
+    store.append_batches("run-a", [_batch("run-a", range(10)), _batch("run-a", range(10, 20))])
+    store.append_batches("run-a", [_batch("run-a", range(10)), _batch("run-a", range(10, 20))])
+    events = list(store.read_stream("run-a"))
+    assert len(events) == 1 + 40
+    assert len({e.event_id for e in events}) == 41
+    assert len(store.query("results", run_id="run-a")) == 20
+    assert store.verify().ok
