@@ -135,7 +135,14 @@ def run(
             outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
         else:
             assert eval_file is not None  # checked above: EVAL_FILE or --resume, exactly one
-            outcome = record_run(store, eval_file, options, progress=bar.advance, on_start=started)
+            outcome = record_run(
+                store,
+                eval_file,
+                options,
+                progress=bar.advance,
+                on_start=started,
+                on_warning=lambda warning: note(f"warning: {warning}"),
+            )
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     rows = scored_rows(store, outcome.run_id, outcome.results)

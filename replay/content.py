@@ -165,6 +165,20 @@ def dump_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return [m.model_dump(mode="json", exclude_none=True) for m in messages]
 
 
+def candidate_message(messages: list[Message]) -> Message | None:
+    """The last assistant message that has content (AgentV's ``extractLastAssistantContent``)."""
+    for message in reversed(messages):
+        if message.role == "assistant" and message.content is not None:
+            return message
+    return None
+
+
+def candidate_text(messages: list[Message]) -> str:
+    """That message's text, '' when there is none: the answer a provider reports (``extractLastAssistantContent``)."""
+    message = candidate_message(messages)
+    return message.text() if message is not None else ""
+
+
 def last_assistant(messages: list[Message]) -> Message | None:
     for message in reversed(messages):
         if message.role == "assistant":

@@ -31,6 +31,22 @@ class JudgeConfigError(ReplayError):
     """A judge target that cannot be called as configured (unknown target, unset env var, bad provider)."""
 
 
+class NoJudgeError(JudgeConfigError):
+    """No judge target to be found for an LLM grader: none chosen, or the name chosen is not defined. AgentV
+    then has no grader provider (``llm-grader.ts``: "No grader provider available for LLM grading"); ``run``
+    records that as AgentV does, a replay refuses. ``grader_target`` is the grader's own ``target:`` when
+    that is the name not defined (AgentV's message differs: ``builtin-graders.ts``)."""
+
+    def __init__(self, message: str, *, grader_target: str | None = None) -> None:
+        super().__init__(message)
+        self.grader_target = grader_target
+
+
+class JudgeProviderError(JudgeConfigError):
+    """A judge target whose provider evalstore cannot ask as a judge (an agent, which AgentV asks in its
+    delegate mode): the target exists, so this is no :class:`NoJudgeError`."""
+
+
 class CompareError(ReplayError):
     """Two runs cannot be compared as asked (an unknown test id, an unknown regression mode)."""
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from evalstore.replay.analysis.compare import key_label
 from evalstore.replay.analysis.views import resolve_run
-from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock
-from evalstore.replay.grading.answer import assemble, candidate_message, file_part, file_text, warning_line
+from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock, candidate_message
+from evalstore.replay.grading.answer import assemble, file_part, file_text, warning_line
 from evalstore.replay.labels import LabelInput, default_labeller, label_run, labelled_keys
 from evalstore.replay.material import ResultKey, TestMaterial, load_run
 from evalstore.store import EventStore

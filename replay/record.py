@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from evalstore import __version__
 from evalstore.replay.content import Message, dump_messages
-from evalstore.replay.errors import ReplayError
+from evalstore.replay.errors import JudgeConfigError, JudgeProviderError, NoJudgeError, ReplayError
 from evalstore.replay.evalfile.dependencies import blocked_by, waves
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
@@ -56,7 +56,7 @@ from evalstore.replay.targetsfile.loader import (
     find_targets_file,
     load_targets_file,
 )
-from evalstore.replay.workspace.changes import folder_state, unified_diff
+from evalstore.replay.workspace.changes import folder_state, unified_diff, with_session_changes
 from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspaces
 from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
@@ -122,14 +122,22 @@ def record_run(
     *,
     progress: Progress | None = None,
     on_start: Callable[[str, int, list[tuple[str, str]]], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> RunOutcome:
+    """``on_warning`` hears, before the agent runs, what the run will record in AgentV's place of a judge it
+    cannot find; without it, that warning is the outcome's first."""
     options = options or RunOptions()
     suite = load_eval(eval_path)
     preflight(suite)
     waves(suite)
     targets_file, targets, aliases = _resolve_targets(suite, options)
-    for target in targets:
-        _check_judges(suite, target.name, targets_file, options)
+    # One warning, before any agent runs, for every target's graders with no judge to be found.
+    unjudged = list(dict.fromkeys(w for t in targets if (w := _check_judges(suite, t.name, targets_file, options))))
+    for warning in unjudged:
+        if on_warning is not None:
+            on_warning(warning)
+    if unjudged and on_warning is None:
+        suite = suite.model_copy(update={"warnings": [*unjudged, *suite.warnings]})
     check_workspaces(suite)
     run_id = new_run_id("rec")
     snapshot, blobs = snapshot_suite(suite)
@@ -240,9 +248,14 @@ def _judge_pool(targets_file: TargetsFile | None, options: RunOptions) -> JudgeP
     return JudgePool.from_env()
 
 
-def _check_judges(suite: EvalSuite, run_target: str, targets_file: TargetsFile | None, options: RunOptions) -> None:
-    """Before the agent runs: an LLM grader with no judge it can call (none configured, an unset
-    ``${{ VAR }}`` or key) would end every test in an execution error after the expensive part."""
+def _check_judges(
+    suite: EvalSuite, run_target: str, targets_file: TargetsFile | None, options: RunOptions
+) -> str | None:
+    """Before the agent runs: an LLM grader whose judge is configured but cannot be called (an unset
+    ``${{ VAR }}`` or key) would end every test in an execution error after the expensive part: refused.
+    Graders with no judge to be found (none chosen, a name not defined) or a judge evalstore cannot ask (an
+    agent) do not stop the run: AgentV starts such a suite, runs the agent and records the grader's failure,
+    and so does ``run``. What they are is returned, for a warning before the agent runs."""
     graders = [
         (f"{suite.path}: test {test.id!r}", grader.name, grader.target)
         for test in suite.tests
@@ -250,14 +263,31 @@ def _check_judges(suite: EvalSuite, run_target: str, targets_file: TargetsFile |
         if isinstance(grader, LlmGraderSpec)
     ]
     if not graders:
-        return
+        return None
+    unjudged: dict[str, str] = {}
     with _judge_pool(targets_file, options) as pool:
-        pool.check(
-            graders,
-            run_target=run_target,
-            override_target=options.grade.judge_target,
-            override_model=options.grade.judge_model,
-        )
+        for where, name, grader_target in graders:
+            try:
+                pool.resolve(
+                    pool.target(
+                        grader_target=grader_target,
+                        run_target=run_target,
+                        override_target=options.grade.judge_target,
+                        override_model=options.grade.judge_model,
+                    )
+                )
+            except NoJudgeError as exc:
+                unjudged.setdefault(name, str(exc))
+            except JudgeProviderError as exc:
+                unjudged.setdefault(name, f"{exc}; its verdicts are execution errors")
+            except JudgeConfigError as exc:
+                raise JudgeConfigError(f"{where}: grader {name!r} needs a judge: {exc}") from None
+    if not unjudged:
+        return None
+    return "; ".join(f"LLM grader {name!r}: {why}" for name, why in sorted(unjudged.items())) + (
+        "; the agent runs, as in AgentV, and a grader with no judge records AgentV's \"No grader provider "
+        "available\" (score 0; the test's error when it is the test's implicit grader)"
+    )
 
 
 def _threshold(suite: EvalSuite, options: RunOptions) -> float:
@@ -488,7 +518,9 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     outcome = _ask(target_spec, test, workspace, suite, options)
     captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
     messages: list[Message] = [*test.input, *captured.messages]
-    file_changes = _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder)
+    file_changes = with_session_changes(
+        _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder), outcome.file_changes
+    )
     messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
     for f in captured.files:
         if f.data is not None:

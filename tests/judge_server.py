@@ -1,4 +1,6 @@
-"""A scripted OpenAI-compatible Chat Completions server on 127.0.0.1, for tests and the benchmark.
+"""A scripted OpenAI-compatible Chat Completions server on 127.0.0.1, for tests and the benchmark; it speaks
+Anthropic's Messages API too (``POST /v1/messages``, answered in Anthropic's server-sent events, and the
+Message Batches stand-in below), for judges on the ``anthropic`` provider.
 
 A test scripts what the judge answers: a list of replies consumed one per request (the last one is
 repeated when the list runs out), or a function of the request. Replies can be delayed, can fail (429
@@ -66,7 +68,13 @@ class Request:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        return list(self.body.get("messages", [])) if isinstance(self.body, dict) else []
+        """The request's messages, an Anthropic message's content blocks as their text."""
+        if not isinstance(self.body, dict):
+            return []
+        return [
+            {**m, "content": _text(m["content"])} if isinstance(m.get("content"), list) else m
+            for m in self.body.get("messages", [])
+        ]
 
     @property
     def system(self) -> str:
@@ -283,10 +291,16 @@ class JudgeServer:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
-                request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, raw, body)
+                anthropic = path.endswith("/messages") and isinstance(body, dict)
+                seen = anthropic_as_chat(body) if anthropic else body
+                request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, raw, seen)
                 reply = server._next(request)
                 try:
-                    self._answer(reply, body)
+                    if anthropic and reply.status == 200 and reply.body is None and not (reply.hang or reply.drop):
+                        payload = anthropic_events(reply.content or "", str(body.get("model", "")))
+                        self._send_plain(200, payload, "text/event-stream")
+                    else:
+                        self._answer(reply, body)
                 finally:
                     with server._lock:
                         server.in_flight -= 1
@@ -453,7 +467,7 @@ class JudgeServer:
                 "model": model,
                 "content": [{"type": "text", "text": reply.content or ""}],
                 "stop_reason": "end_turn",
-                "usage": {"input_tokens": 100, "output_tokens": 20},
+                "usage": dict(ANTHROPIC_USAGE),
             }
             batch.results.append({"custom_id": custom_id, "result": {"type": "succeeded", "message": message}})
         batch.output_file_id = f"file-{uuid.uuid4().hex[:12]}"
@@ -538,6 +552,54 @@ class JudgeServer:
                 with self.log_path.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
         return reply
+
+
+ANTHROPIC_USAGE = {"input_tokens": 100, "output_tokens": 20}
+"""What an Anthropic reply of the server counts, streamed or in a batch alike."""
+
+
+def _text(content: Any) -> str:
+    """An Anthropic content (a string or text blocks) as its text."""
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return str(content)
+
+
+def anthropic_as_chat(params: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic request's parameters seen as a Chat Completions request (``system`` a leading system
+    message, content blocks as their text), so scripts and tests read every judge's requests alike."""
+    params = dict(params)
+    system = [{"role": "system", "content": _text(params.pop("system"))}] if "system" in params else []
+    messages = [{"role": m["role"], "content": _text(m.get("content", ""))} for m in params.pop("messages", [])]
+    return {**params, "messages": system + messages}
+
+
+def anthropic_events(content: str, model: str) -> bytes:
+    """``content`` as Anthropic's Messages API streams it."""
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "usage": {"input_tokens": ANTHROPIC_USAGE["input_tokens"], "output_tokens": 1},
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": content}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": ANTHROPIC_USAGE["output_tokens"]},
+        },
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode("utf-8")
 
 
 def _multipart_file(content_type: str, raw: bytes) -> bytes:

@@ -6,26 +6,15 @@ warning lines, trimming -- are written once, whoever produces the parts.
 
 from __future__ import annotations
 
-from evalstore.replay.content import Message
+from evalstore.replay.content import Message, candidate_text
 from evalstore.replay.jstext import js_trim
-
-
-def candidate_message(messages: list[Message]) -> Message | None:
-    """The last assistant message that has content (AgentV's ``extractLastAssistantContent``)."""
-    for message in reversed(messages):
-        if message.role == "assistant" and message.content is not None:
-            return message
-    return None
 
 
 def text_answer(messages: list[Message], output_text: str | None) -> str:
     """The answer as AgentV's graders other than LLM graders see it (``candidate``): the text the source
     recorded as the output, else the text blocks of the last assistant message with content; files are
     not part of it."""
-    if output_text is not None:
-        return output_text
-    message = candidate_message(messages)
-    return message.text() if message is not None else ""
+    return output_text if output_text is not None else candidate_text(messages)
 
 
 def file_part(path: str, text: str) -> str:

@@ -29,7 +29,14 @@ from evalstore.replay.evalfile.specs import (
     TokenUsageSpec,
     ToolTrajectorySpec,
 )
-from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
+from evalstore.replay.grading.graders.base import (
+    GradeOptions,
+    GraderResult,
+    GraderThrew,
+    GradingContext,
+    Recorder,
+    TranscriptInfo,
+)
 from evalstore.replay.grading.overlap import overlapping
 from evalstore.replay.grading.scoring import apply_negate, produced_now, score_test
 from evalstore.store.errors import is_database_failure
@@ -211,19 +218,40 @@ def _graded(spec: GraderSpec, ctx: GradingContext) -> GraderResult:
 
 def grade_member(spec: GraderSpec, ctx: GradingContext) -> GraderResult:
     """A composite's member graded as a grader of the test is, without its ``negate`` (AgentV's composite
-    evaluates its members directly)."""
-    return _grade_one(spec, ctx)
+    evaluates its members directly; one that throws makes the composite throw)."""
+    return _grade_one(spec, ctx, member=True)
 
 
-def _grade_one(spec, ctx: GradingContext) -> GraderResult:  # type: ignore[no-untyped-def]
+def _grade_one(spec, ctx: GradingContext, *, member: bool = False) -> GraderResult:  # type: ignore[no-untyped-def]
     if ctx.transcript.missing and not isinstance(spec, AssertionSpec) and ctx.transcript.output_text is None:
         return _execution_error(f"cannot grade: {ctx.transcript.missing}")
     try:
         return make_grader(spec).grade(ctx)
+    except GraderThrew as exc:
+        if member:
+            raise
+        return grader_threw(spec, str(exc), exc.why)
     except Exception as exc:
         if is_database_failure(exc):
             raise  # the store failed, not the grader: no verdict is recorded, and a resume grades the test
         return _execution_error(f"grader {spec.name!r} failed: {type(exc).__name__}: {exc}")
+
+
+def grader_threw(spec: GraderSpec, message: str, why: str | None = None) -> GraderResult:
+    """A grader that threw, recorded as AgentV 4.42.4 records it: a grader of the test's ``assertions`` scores
+    0 and fails with "Grader 'NAME' failed: MESSAGE" (``runEvaluatorList``'s catch, orchestrator.ts:2806), a
+    quality verdict that counts in the mean; the implicit grader of a test without assertions is run outside
+    that catch, so the test ends in an execution error with the message (``runEvalCase``, orchestrator.ts:2219)."""
+    if isinstance(spec, LlmGraderSpec) and spec.declared_type == "implicit":
+        result = _execution_error(message)
+    else:
+        text = f"Grader '{spec.name}' failed: {message}"
+        result = GraderResult(
+            score=0.0, verdict="fail", evidence=[text], assertions=[Assertion(text=text, passed=False)]
+        )
+    if why:
+        result.evidence.append(why)
+    return result
 
 
 def _execution_error(message: str) -> GraderResult:

@@ -28,12 +28,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalstore.replay.content import FileBlock, ImageBlock, TextBlock
+from evalstore.replay.content import FileBlock, ImageBlock, TextBlock, candidate_message
 from evalstore.replay.evalfile.aliases import normalize_media_type
 from evalstore.replay.evalfile.specs import ConverterSpec
 from evalstore.replay.grading.answer import (
     assemble,
-    candidate_message,
     converter_text,
     file_part,
     file_text,

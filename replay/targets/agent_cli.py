@@ -17,7 +17,7 @@ from typing import Any
 
 from evalstore.replay.content import FileBlock, Message, question_text
 from evalstore.replay.processes.children import ChildResult, run_child
-from evalstore.replay.targets.base import RunRequest, TargetSpec
+from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 """Used when neither ``--timeout`` nor the target's ``timeout_seconds`` says (AgentV then waits on its
@@ -106,7 +106,7 @@ def environment(drop: tuple[str, ...] = (), add: Mapping[str, str] | None = None
 def timeout_seconds(request: RunRequest, spec: TargetSpec, default: float = DEFAULT_TIMEOUT_SECONDS) -> float:
     """``--timeout``, else the target's ``timeout_seconds`` (``resolveTimeoutMs``: a number or a numeric
     string, more than zero), else ``default``."""
-    from evalstore.replay.targets.pi_ai import _number
+    from evalstore.replay.piai.config import _number
 
     configured = _number(spec, request.config.get("timeout_seconds"), f"{spec.name} timeout (seconds)")
     if configured is not None and configured <= 0:
@@ -161,6 +161,18 @@ def failure(ran: Ran, label: str, executable: str, install: str) -> str | None:
     return None
 
 
+def failed_outcome(spec: TargetSpec, ran: Ran, failed: str, stderr: str, cwd: Path | None) -> TargetOutcome:
+    """An agent run that gave no answer: a timeout or an error, with its exit code and stderr's tail."""
+    return TargetOutcome(
+        messages=[],
+        exit_code=ran.child.exit_code,
+        status="timeout" if ran.child.timed_out else "error",
+        error=f"target '{spec.name}': {failed}",
+        stderr=stderr,
+        cwd=cwd,
+    )
+
+
 def json_object(line: str) -> dict[str, Any] | None:
     """``tryParseJson``: the line as a JSON object, else None."""
     import json
@@ -170,3 +182,16 @@ def json_object(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def text_content(content: Any) -> str | None:
+    """What AgentV's Claude and pi providers each write out (``extractTextContent``, ``extractPiTextContent``):
+    a string as it is; text blocks joined by newlines; none when there are none."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = [
+        p["text"] for p in content if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+    ]
+    return "\n".join(texts) if texts else None

@@ -50,6 +50,9 @@ class TargetOutcome:
     cwd: Path | None = None
     """Where the agent ran (cli targets): relative file paths it names are looked up there too, for
     the reason a file outside the workspace is refused."""
+    file_changes: str | None = None
+    """What the provider reports the agent wrote outside the workspace (AgentV's ``fileChanges``: a Copilot
+    session's ``files/`` as synthetic diffs), appended to the workspace's ``file_changes``."""
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from evalstore.replay.content import Message, _prompt_segments, question_text
 from evalstore.replay.jstext import js_trim
-
-DEFAULT_SYSTEM_PROMPT = "You are a careful assistant. Follow all provided instructions and do not fabricate results."
-"""``llm-providers.ts``' ``DEFAULT_SYSTEM_PROMPT``: sent when the test has no system message."""
+from evalstore.replay.piai.wire import DEFAULT_SYSTEM_PROMPT
 
 
 def chat_prompt(messages: list[Message], base_dir: str | None) -> list[dict[str, str]]:

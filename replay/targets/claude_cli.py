@@ -22,10 +22,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.content import Message
+from evalstore.replay.content import Message, candidate_text
+from evalstore.replay.piai.config import _number
 from evalstore.replay.targets import agent_cli
-from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus
-from evalstore.replay.targets.pi_ai import _number
+from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 from evalstore.replay.targets.tool_names import normalize
 
 LABEL = "Claude CLI"
@@ -80,15 +80,7 @@ def run(request: RunRequest) -> TargetOutcome:
     failed = agent_cli.failure(ran, LABEL, command[0], INSTALL)
     stderr = ran.child.stderr_text()[-10_000:]
     if failed is not None:
-        status: TargetStatus = "timeout" if ran.child.timed_out else "error"
-        return TargetOutcome(
-            messages=[],
-            exit_code=ran.child.exit_code,
-            status=status,
-            error=f"target '{spec.name}': {failed}",
-            stderr=stderr,
-            cwd=cwd,
-        )
+        return agent_cli.failed_outcome(spec, ran, failed, stderr, cwd)
     outcome = read_stream(ran.lines)
     outcome.exit_code = ran.child.exit_code
     outcome.stderr = stderr
@@ -142,7 +134,7 @@ def read_stream(lines: list[str]) -> TargetOutcome:
             calls = tool_calls(content)
             message: dict[str, Any] = {"role": "assistant"}
             shown = content_blocks(content)
-            text = text_content(content)
+            text = agent_cli.text_content(content)
             if shown is not None:
                 message["content"] = shown
             elif text is not None:
@@ -157,10 +149,9 @@ def read_stream(lines: list[str]) -> TargetOutcome:
                 duration = event["duration_ms"]
             if isinstance(event.get("usage"), dict):
                 usage = token_usage(event["usage"])
-    final = next((m for m in reversed(messages) if m.role == "assistant" and m.content is not None), None)
     return TargetOutcome(
         messages=messages,
-        output_text=final.text() if final is not None else "",
+        output_text=candidate_text(messages),
         token_usage=usage,
         cost_usd=cost,
         duration_ms=duration,
@@ -183,18 +174,6 @@ def token_usage(usage: dict[str, Any]) -> dict[str, Any]:
     if usage.get("reasoning_tokens") is not None:
         out["reasoning"] = usage["reasoning_tokens"]
     return out
-
-
-def text_content(content: Any) -> str | None:
-    """``extractTextContent``: a string as it is; text blocks joined by newlines; none when there are none."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return None
-    texts = [
-        p["text"] for p in content if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-    ]
-    return "\n".join(texts) if texts else None
 
 
 def content_blocks(content: Any) -> list[dict[str, Any]] | None:

@@ -3,7 +3,7 @@
 ``command`` is a template. A string is run through ``/bin/sh -c`` with every substituted value
 shell-quoted; a list is run as argv with values substituted verbatim (an element that is exactly
 ``{FILES}`` expands to one argument per file). Placeholders: ``{PROMPT}``, ``{PROMPT_FILE}``,
-``{OUTPUT_FILE}``, ``{EVAL_ID}``, ``{FILES}``; unknown ones are left as written.
+``{OUTPUT_FILE}``, ``{EVAL_ID}``, ``{ATTEMPT}``, ``{FILES}``; unknown ones are left as written.
 
 The answer is the output file when the agent wrote one (non-empty), else stdout. Either is plain
 text or AgentV's JSON ``{"output": [messages], "text"?, "token_usage"?, "cost_usd"?}`` (legacy
@@ -44,6 +44,10 @@ MAX_ANSWER_BYTES = 50 * 1024 * 1024
 ERROR_TAIL_CHARS = 2000
 
 _PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
+ATTEMPT = "0"
+"""``{ATTEMPT}``: AgentV's provider attempt (cli.ts ``request.attempt ?? 0``), counted from 0 and raised only when
+``agentv eval --max-retries`` retries a failed agent call (orchestrator.ts ``runEvalCase``); each trial starts
+at 0 again, and the healthcheck is attempt 0. evalstore calls the agent once per trial, so it is always 0."""
 
 # AgentV (targets.ts) accepts snake_case and camelCase spellings of each cli field; first one set wins.
 _ALIASES = {
@@ -98,6 +102,7 @@ def run(request: RunRequest) -> TargetOutcome:
             "PROMPT_FILE": str(prompt_file),
             "OUTPUT_FILE": str(output_file),
             "EVAL_ID": request.test.id,
+            "ATTEMPT": ATTEMPT,
         }
         files = _input_files(request)
         argv = _render(command, values, files, str(field_value(config, "files_format") or "{path}"))
@@ -419,7 +424,7 @@ def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir:
         field_value(written, "command") if isinstance(written, dict) else None,
     )
     cwd = _cwd(spec, check, eval_dir, _cwd(spec, config, eval_dir, eval_dir))
-    values = {"PROMPT": "", "PROMPT_FILE": "", "OUTPUT_FILE": "", "EVAL_ID": "healthcheck"}
+    values = {"PROMPT": "", "PROMPT_FILE": "", "OUTPUT_FILE": "", "EVAL_ID": "healthcheck", "ATTEMPT": ATTEMPT}
     argv = _render(command, values, [], "{path}")
     child = run_child(
         argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=_environment(spec, config)

@@ -39,6 +39,7 @@ from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 from evalstore.replay.targets.claude_cli import executable_of
 from evalstore.replay.targets.tool_names import normalize
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE
+from evalstore.replay.workspace.changes import session_artifacts
 
 LABEL = "Copilot CLI"
 PROTOCOL_VERSION = 1
@@ -404,6 +405,10 @@ def run(request: RunRequest) -> TargetOutcome:
         )
     elif session.answer:
         messages.append(Message(role="assistant", content=session.answer))
+    # What Copilot saved in its session's ``files/`` instead of the workspace (copilot-cli.ts:353): the folder
+    # ACP's session id names under the home folder's session state.
+    named = session_id if isinstance(session_id, str) and session_id else None
+    session_files = Path.home() / ".copilot" / "session-state" / named / "files" if named else None
     return TargetOutcome(
         messages=messages,
         output_text=session.answer,
@@ -415,4 +420,5 @@ def run(request: RunRequest) -> TargetOutcome:
         exit_code=exit_code,
         stderr=stderr,
         cwd=cwd,
+        file_changes=session_artifacts(session_files) if session_files else None,
     )

@@ -16,15 +16,17 @@ the session's ``files/`` folder into file changes; evalstore does not.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from evalstore.replay.content import Message
+from evalstore.replay.content import Message, candidate_text
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 from evalstore.replay.targets.tool_names import normalize
+from evalstore.replay.workspace.changes import session_artifacts
 
 
 def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
@@ -68,7 +70,8 @@ def run(request: RunRequest) -> TargetOutcome:
             raise LookupError(f"Failed to read Copilot session transcript at {events}: {exc.strerror or exc}") from None
     except LookupError as exc:
         return TargetOutcome(messages=[], status="error", error=f"target '{spec.name}': {exc}")
-    return parse_events(text)
+    # The session's ``files/``: what Copilot saved there instead of the workspace (copilot-log.ts:70).
+    return replace(parse_events(text), file_changes=session_artifacts(folder / "files"))
 
 
 def state_folder(settings: dict[str, Any]) -> Path:
@@ -207,10 +210,9 @@ def parse_events(text: str) -> TargetOutcome:
         began, ended = _millis(start), _millis(end)
         duration = None if began is None or ended is None else ended - began
     parsed = [Message.model_validate({k: v for k, v in m.items() if v is not None or k == "content"}) for m in messages]
-    final = next((m for m in reversed(parsed) if m.role == "assistant" and m.content is not None), None)
     return TargetOutcome(
         messages=parsed,
-        output_text=final.text() if final is not None else "",
+        output_text=candidate_text(parsed),
         token_usage={"input": tokens_in, "output": tokens_out} if usage_seen else None,
         duration_ms=_whole(duration),
         start_time=start,

@@ -11,7 +11,8 @@ retry AgentV counts from 0: always 0 here) and variant.
 
 The file is read and checked whole before any test runs (a bad line is the user's to fix: FILE:LINE and
 field, as AgentV words it); a test without its record is that test's execution error, as in AgentV.
-``execution_traces`` (``agentv.trace.v1`` envelopes) are refused at load.
+``execution_traces:`` in place of ``fixtures:`` names ``agentv.trace.v1`` envelopes, looked up the same way
+and read as ``trace_envelopes.py`` says.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalstore.replay.content import Message
+from evalstore.replay.content import Message, candidate_text
+from evalstore.replay.targets import trace_envelopes as traces
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE
 
@@ -95,15 +97,24 @@ class FixtureRecord(_Strict):
 
 
 def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
-    path, _ = _source(spec, config, eval_dir)
-    read_records(spec, path)
+    path, kind = _source(spec, config, eval_dir)
+    _read(spec, path, kind)
     _text(spec, config, "source_target", required=True)
+
+
+def _read(spec: TargetSpec, path: Path, kind: str) -> list[Any]:
+    if kind == "fixtures":
+        return read_records(spec, path)
+    try:
+        return traces.read_records(path)
+    except traces.TraceError as exc:
+        raise spec.fail(str(exc)) from None
 
 
 def run(request: RunRequest) -> TargetOutcome:
     spec, config = request.spec, request.config
-    path, _ = _source(spec, config, request.eval_dir)
-    records = read_records(spec, path)
+    path, kind = _source(spec, config, request.eval_dir)
+    records = _read(spec, path, kind)
     suite = _text(spec, config, "suite") or request.suite
     eval_path = _text(spec, config, "eval_path") or request.eval_path
     lookup = {
@@ -119,10 +130,34 @@ def run(request: RunRequest) -> TargetOutcome:
     matches = [r for r in records if _matches(r, lookup)]
     if len(matches) != 1:
         key = lookup_key(lookup)
+        if kind == "execution_traces":  # AgentV's words for each source
+            found = "no record" if not matches else f"{len(matches)} duplicate records"
+            return _error(spec, f"Execution trace replay lookup found {found} for {key}")
         if not matches:
             return _error(spec, f"Replay fixture lookup found no record for {key} in {path}")
         return _error(spec, f"Replay fixture lookup found {len(matches)} duplicate records for {key} in {path}")
+    if kind == "execution_traces":
+        return _trace_outcome(spec, matches[0])
     return outcome(matches[0])
+
+
+def _trace_outcome(spec: TargetSpec, record: traces.Record) -> TargetOutcome:
+    """``traceEnvelopeReplayRecordToProviderResponse``: the trace's projected messages, usage, cost, times."""
+    try:
+        projected, summary = traces.project(record)
+        messages = traces.as_messages(projected, record.location)
+    except traces.TraceError as exc:
+        return _error(spec, str(exc))
+    usage = summary.get("token_usage")
+    return TargetOutcome(
+        messages=messages,
+        output_text=candidate_text(messages),
+        token_usage=_ints(usage) if usage else None,
+        cost_usd=summary.get("cost_usd"),
+        duration_ms=summary.get("duration_ms"),
+        start_time=summary.get("start_time"),
+        end_time=summary.get("end_time"),
+    )
 
 
 def outcome(record: FixtureRecord) -> TargetOutcome:
@@ -131,21 +166,13 @@ def outcome(record: FixtureRecord) -> TargetOutcome:
     usage = record.token_usage.model_dump(exclude_none=True) if record.token_usage else None
     return TargetOutcome(
         messages=messages,
-        output_text=last_assistant_text(messages),
+        output_text=candidate_text(messages),
         token_usage=_ints(usage) if usage else None,
         cost_usd=record.cost_usd,
         duration_ms=record.duration_ms,
         start_time=record.start_time,
         end_time=record.end_time,
     )
-
-
-def last_assistant_text(messages: list[Message]) -> str:
-    """``extractLastAssistantContent``: the last assistant message that has content, as text."""
-    for message in reversed(messages):
-        if message.role == "assistant" and message.content is not None:
-            return message.content if isinstance(message.content, str) else message.text()
-    return ""
 
 
 def read_records(spec: TargetSpec, path: Path) -> list[FixtureRecord]:
@@ -199,7 +226,7 @@ def _ints(usage: dict[str, Any]) -> dict[str, Any]:
     return {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in usage.items()}
 
 
-def _matches(record: FixtureRecord, lookup: dict[str, Any]) -> bool:
+def _matches(record: FixtureRecord | traces.Record, lookup: dict[str, Any]) -> bool:
     """``replayLookupIdentityMatches``."""
     if lookup["suite"] and record.suite != lookup["suite"]:
         return False
@@ -243,19 +270,18 @@ def lookup_key(lookup: dict[str, Any]) -> str:
 
 def _source(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> tuple[Path, str]:
     fixtures = _text(spec, config, "fixtures", empty_ok=False)
-    traces = _text(spec, config, "execution_traces", empty_ok=False)
-    if (fixtures is not None) + (traces is not None) != 1:
+    trace_file = _text(spec, config, "execution_traces", empty_ok=False)
+    if (fixtures is not None) + (trace_file is not None) != 1:
         raise spec.fail(
             f'Target "{spec.name}" (provider: replay) requires exactly one replay source: "fixtures" or "execution_traces"'
         )
-    if traces is not None:
-        raise spec.fail(
-            "`execution_traces` (agentv.trace.v1 envelopes) are not read by evalstore; "
-            "record `fixtures:` instead (agentv eval --record-replay FILE)"
-        )
-    assert fixtures is not None
-    path = Path(fixtures)
-    return (path if path.is_absolute() else (eval_dir / path)).resolve(), "fixtures"
+    written = fixtures if fixtures is not None else trace_file
+    assert written is not None
+    path = Path(written)
+    # ``resolveReplaySourcePath``: relative to the eval file's folder.
+    return (path if path.is_absolute() else (eval_dir / path)).resolve(), (
+        "fixtures" if fixtures is not None else "execution_traces"
+    )
 
 
 def _text(

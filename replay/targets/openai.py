@@ -19,13 +19,14 @@ from evalstore.replay.content import Message, chat_prompt, question_text, system
 from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.conversation import as_text
 from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
-from evalstore.replay.grading.judge.targets import JUDGE_PROVIDERS, JudgeTarget
+from evalstore.replay.grading.judge.targets import CHAT_COMPLETIONS_PROVIDERS, JudgeTarget
 from evalstore.replay.jstext import js_trim
+from evalstore.replay.piai.wire import DEFAULT_SYSTEM_PROMPT
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
 from evalstore.replay.targets.secrets import reference_values
 from evalstore.replay.targetsfile.loader import TargetEntry
 
-PROVIDERS = JUDGE_PROVIDERS
+PROVIDERS = CHAT_COMPLETIONS_PROVIDERS
 ERROR_BODY_CHARS = 500
 
 
@@ -69,10 +70,6 @@ def run(request: RunRequest) -> TargetOutcome:
         )
         exchanges = client.complete(resolved, messages)
     return _outcome(spec.name, exchanges)
-
-
-DEFAULT_SYSTEM_PROMPT = "You are a careful assistant. Follow all provided instructions and do not fabricate results."
-"""What AgentV's model providers send as the system message when the test has none (``llm-providers.ts``)."""
 
 
 def chat_messages(request: RunRequest) -> list[dict[str, Any]]:

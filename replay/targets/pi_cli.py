@@ -27,9 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.content import Message
+from evalstore.replay.content import Message, candidate_text
 from evalstore.replay.targets import agent_cli
-from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus
+from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
 from evalstore.replay.targets.claude_cli import executable_of
 from evalstore.replay.targets.copilot_cli import extra_args
 from evalstore.replay.targets.tool_names import normalize
@@ -175,20 +175,11 @@ def run(request: RunRequest) -> TargetOutcome:
             except ValueError as exc:
                 failed = str(exc)
         if failed is not None:
-            status: TargetStatus = "timeout" if ran.child.timed_out else "error"
-            return TargetOutcome(
-                messages=[],
-                exit_code=ran.child.exit_code,
-                status=status,
-                error=f"target '{spec.name}': {failed}",
-                stderr=stderr,
-                cwd=cwd,
-            )
+            return agent_cli.failed_outcome(spec, ran, failed, stderr, cwd)
         messages = messages_of(events)
-        final = next((m for m in reversed(messages) if m.role == "assistant" and m.content is not None), None)
         return TargetOutcome(
             messages=messages,
-            output_text=final.text() if final is not None else "",
+            output_text=candidate_text(messages),
             token_usage=token_usage(events),
             duration_ms=round(ran.child.duration_ms),
             exit_code=ran.child.exit_code,
@@ -224,18 +215,6 @@ def parse_events(stdout: str) -> list[Any]:
     return events
 
 
-def _text_of(content: Any) -> str | None:
-    """``extractPiTextContent``."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return None
-    texts = [
-        p["text"] for p in content if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-    ]
-    return "\n".join(texts) if texts else None
-
-
 def _tool_calls(content: Any) -> list[dict[str, Any]]:
     """``extractToolCalls`` of a pi message's content."""
     if not isinstance(content, list):
@@ -268,7 +247,7 @@ def _message(message: Any) -> dict[str, Any] | None:
     if not isinstance(message, dict) or not isinstance(message.get("role"), str):
         return None
     out: dict[str, Any] = {"role": message["role"]}
-    text = _text_of(message.get("content"))
+    text = agent_cli.text_content(message.get("content"))
     if text is not None:
         out["content"] = text
     calls = _tool_calls(message.get("content"))
@@ -307,7 +286,7 @@ def messages_of(events: list[Any]) -> list[Message]:
             for event in reversed(records):
                 said = event.get("message") if event.get("type") == "message_end" else None
                 if isinstance(said, dict) and said.get("role") == "assistant":
-                    text = _text_of(said.get("content"))
+                    text = agent_cli.text_content(said.get("content"))
                     if text:
                         messages[index] = {**messages[index], "content": text}
                         break

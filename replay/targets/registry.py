@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,24 +26,27 @@ class ProviderEntry:
 
 def _entries() -> dict[str, ProviderEntry]:
     """Every spelling evalstore runs, to its module (imported when a target needs one)."""
+    from evalstore.replay.grading.judge.targets import PI_VENDORS, pi_vendor
     from evalstore.replay.targets import (
-        anthropic,
         claude_cli,
         cli,
         copilot_cli,
         copilot_log,
         fixtures,
-        gemini,
         mock,
         openai,
+        pi_ai,
         pi_cli,
     )
 
     table = {
         "cli": ProviderEntry(cli.run, cli.validate),
         **dict.fromkeys(openai.PROVIDERS, ProviderEntry(openai.run, openai.validate)),
-        "anthropic": ProviderEntry(anthropic.run, anthropic.validate),
-        **dict.fromkeys(("gemini", "google", "google-gemini"), ProviderEntry(gemini.run, gemini.validate)),
+        # anthropic, gemini (google, google-gemini): one runner, each with its vendor's wire format.
+        **{
+            name: ProviderEntry(partial(pi_ai.run, pi_vendor(name)), partial(pi_ai.validate, pi_vendor(name)))
+            for name in PI_VENDORS
+        },
         "mock": ProviderEntry(mock.run, mock.validate),
         "replay": ProviderEntry(fixtures.run, fixtures.validate),
         **dict.fromkeys(("claude", "claude-code", "claude-cli"), ProviderEntry(claude_cli.run, claude_cli.validate)),

@@ -167,3 +167,74 @@ def unified_diff(before: FolderState, after: FolderState) -> str:
         out.append(f"--- {a if old else '/dev/null'}\n+++ {b if new else '/dev/null'}\n")
         out.extend(_hunks(old_lines, new_lines))
     return "".join(out).strip()
+
+
+SESSION_FILE_MAX_BYTES = 512 * 1024
+"""AgentV's ``SNAPSHOT_MAX_FILE_BYTES``: a larger session file is left out."""
+_SESSION_SKIPPED = frozenset({".git", "node_modules", ".agentv", "__pycache__"})
+
+
+def session_artifacts(files: Path) -> str | None:
+    """AgentV 4.42.4's ``captureSessionArtifacts`` (workspace/file-changes.ts): every text file under ``files``
+    (a Copilot session's ``files/``, where the agent may save what it made instead of the workspace) as a
+    synthetic new-file diff, in the order AgentV walks the folder (names sorted, depth first; ``.git``,
+    ``node_modules``, ``.agentv``, ``__pycache__`` skipped; files over 512 KB, or holding a NUL once decoded,
+    left out). None when the folder is missing or holds no such file. A symlink is followed only to a file
+    inside ``files`` (AgentV follows it anywhere; evalstore reads no file outside the folders it is given)."""
+    try:
+        root = files.resolve(strict=True)
+    except OSError:
+        return None
+    parts: list[str] = []
+
+    def walk(folder: Path) -> None:
+        try:
+            names = sorted(p.name for p in folder.iterdir())
+        except OSError:
+            return
+        for name in names:
+            if name in _SESSION_SKIPPED:
+                continue
+            path = folder / name
+            try:
+                real = path.resolve(strict=True)
+            except OSError:
+                continue
+            if real != root and root not in real.parents:
+                continue
+            if real.is_dir():
+                walk(path)
+            elif real.is_file():
+                try:
+                    if real.stat().st_size > SESSION_FILE_MAX_BYTES:
+                        continue
+                    text = real.read_bytes().decode("utf-8", errors="replace")
+                except OSError:
+                    continue
+                if "\0" not in text:
+                    parts.append(new_file_diff(path.relative_to(files).as_posix(), text))
+
+    walk(files)
+    return "\n".join(parts) if parts else None
+
+
+def new_file_diff(path: str, content: str) -> str:
+    """AgentV's ``generateNewFileDiff``: a created file as a synthetic unified diff (no index line, one hunk)."""
+    lines = (content[:-1] if content.endswith("\n") else content).split("\n")
+    return "\n".join(
+        [
+            f"diff --git a/{path} b/{path}",
+            "new file mode 100644",
+            "--- /dev/null",
+            f"+++ b/{path}",
+            f"@@ -0,0 +1,{len(lines)} @@",
+            "\n".join(f"+{line}" for line in lines),
+        ]
+    )
+
+
+def with_session_changes(workspace: str | None, session: str | None) -> str | None:
+    """The run's ``file_changes``: the workspace's, then what the provider reported (orchestrator.ts:2004)."""
+    if not session:
+        return workspace
+    return f"{workspace}\n{session}" if workspace else session

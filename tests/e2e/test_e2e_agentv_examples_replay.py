@@ -121,20 +121,57 @@ def test_a_replay_that_finds_no_judge_says_so_and_stops_before_grading(
 def test_local_cli_runs_its_agent_with_every_input_file_once_a_judge_is_named(
     sqlite_url: str, corpus: Path, agentv_environment: JudgeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`evalstore run` of features/local-cli from its folder: with no judge it stops before the agent runs
-    (AgentV runs it and records the grader's error); with one named, the agent (`uv run ./mock_cli.py ...
+    """`evalstore run` of features/local-cli from its folder: with no judge it runs the agent, as AgentV did,
+    and records the test as AgentV's run did (an evaluator execution error, "No grader provider available
+    for LLM grading", score 0), warning once first; with one named, the agent (`uv run ./mock_cli.py ...
     {FILES}`, after its healthcheck, which has no `type:`) is given both input files, the system message's
     and the user message's, as AgentV gives them."""
     folder, eval_file = SUITES["local-cli"]
     monkeypatch.chdir(corpus / folder)
-    line = one_line_error(cli(sqlite_url, "run", eval_file, "--workdir", str(corpus / "ws")))
-    assert "judge target 'grader' is not defined" in line, line
-    assert ok_json(cli(sqlite_url, "runs", "--json")) == []
+    result = cli(sqlite_url, "run", eval_file, "--workdir", str(corpus / "ws"), "--json")
+    out = ok_json(result, 1)
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "judge target 'grader' is not defined" in warnings[0], result.stderr
+    (theirs,) = rows("local-cli")
+    (row,) = out["results"]
+    assert (row["score"], row["status"]) == (theirs["score"], theirs["execution_status"])
+    assert row["error"] == f"llm-grader: {theirs['error']}"
+    exported = [json.loads(line) for line in cli(sqlite_url, "export", out["run_id"]).stdout.splitlines()]
+    assert [r["output"] for r in exported] == ["Attachments detected (2): example.txt, python.instructions.md."]
     monkeypatch.setenv("EVALSTORE_JUDGE_BASE_URL", agentv_environment.base_url)
     monkeypatch.setenv("EVALSTORE_JUDGE_MODEL", "fixture-model")
     out = ok_json(cli(sqlite_url, "run", eval_file, "--judge-target", "judge", "--json"), 0, 1)
-    rows = [json.loads(line) for line in cli(sqlite_url, "export", out["run_id"]).stdout.splitlines()]
-    assert [r["output"] for r in rows] == ["Attachments detected (2): example.txt, python.instructions.md."]
+    exported = [json.loads(line) for line in cli(sqlite_url, "export", out["run_id"]).stdout.splitlines()]
+    assert [r["output"] for r in exported] == ["Attachments detected (2): example.txt, python.instructions.md."]
+
+
+def test_file_changes_graders_runs_its_agent_and_records_agentv_s_failure_of_graders_with_no_judge(
+    sqlite_url: str, corpus: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """features/file-changes-graders names `grader_target: grader`, which its targets file does not define, and
+    a third grader on a Copilot CLI target (AgentV's delegate mode, which evalstore does not have): `agentv
+    eval` starts it, and so does `evalstore run`. The mock agent edits the workspace; the two graders with no
+    judge score 0 as AgentV's grader that threw; the Copilot one is an execution error, said up front."""
+    monkeypatch.chdir(corpus / "examples" / "features" / "file-changes-graders")
+    result = cli(sqlite_url, "run", "evals/dataset.eval.yaml", "--workdir", str(tmp_path / "ws"), "--json")
+    out = ok_json(result, 1)
+    (warning,) = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert all(name in warning for name in ("llm-grader-rubrics", "llm-grader-builtin", "llm-grader-copilot"))
+    (exported,) = [json.loads(line) for line in cli(sqlite_url, "export", out["run_id"]).stdout.splitlines()]
+    assert exported["output"] == "Added subtract function to calculator.ts"  # the agent ran
+    (test,) = audit(sqlite_url, out["run_id"], "verify-file-changes-graders")["tests"]
+    got = {
+        v["grader"]: (v["score"], v["verdict"], v["status"], [a["text"] for a in v["assertions"]])
+        for v in test["verdicts"]
+    }
+    for name in ("llm-grader-rubrics", "llm-grader-builtin"):
+        assert got[name] == (
+            0.0,
+            "fail",
+            "ok",
+            [f"Grader '{name}' failed: No grader provider available for LLM grading"],
+        )
+    assert got["llm-grader-copilot"][2] == "execution_error" and "copilot-cli" in got["llm-grader-copilot"][3][0]
 
 
 def test_the_root_targets_file_is_found_above_an_eval_named_by_import_eval(

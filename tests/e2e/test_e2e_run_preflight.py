@@ -1,8 +1,11 @@
-"""``evalstore run`` checks everything it can before the (expensive) agent runs: an LLM grader with no
-judge it can call, an unset ``${{ VAR }}`` in the judge target, an agent command that does not exist,
-an unknown assertion type. Each is one ``Error:`` line, exit 2, with no agent started and no run
-recorded; an agent (cli) target is never offered (or picked) as its own judge; a chat target naming
-no judge is its own (AgentV).
+"""``evalstore run`` checks everything it can before the (expensive) agent runs: an unset ``${{ VAR }}`` or
+key in the judge target, an agent command that does not exist, an unknown assertion type. Each is one
+``Error:`` line, exit 2, with no agent started and no run recorded; an agent (cli) target is never offered
+(or picked) as its own judge; a chat target naming no judge, or one not defined, is its own (AgentV).
+
+An LLM grader with no judge to be found at all is no reason to stop: AgentV 4.42.4 starts the suite, runs the
+agent and records the grader's failure ("No grader provider available for LLM grading"), and so does
+``run``, warning once before the agent starts.
 """
 
 from __future__ import annotations
@@ -57,13 +60,116 @@ def refused(tmp_path: Path, eval_file: Path, *args: str, env: dict[str, str] | N
     return line
 
 
-def test_an_llm_grader_with_no_judge_configured_is_refused_before_the_agent_runs(tmp_path: Path) -> None:
+NO_PROVIDER = "No grader provider available for LLM grading"
+"""What AgentV 4.42.4's llm-grader throws with no grader provider (llm-grader.ts:235)."""
+
+
+def ran(tmp_path: Path, eval_file: Path, *args: str, code: int = 1) -> tuple[dict, list[str]]:
+    """``run --json`` that runs: its JSON, and the warnings it printed on stderr."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    result = cli(db, "run", str(eval_file), "--workdir", str(tmp_path / "ws"), "--json", *args)
+    out = ok_json(result, code)
+    return out, [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+
+
+def verdicts(tmp_path: Path, run_id: str, test: str = "only") -> dict[str, dict]:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    (audited,) = ok_json(cli(db, "audit", run_id, test, "--json"))["tests"]
+    return {v["grader"]: v for v in audited["verdicts"]}
+
+
+def test_an_llm_grader_with_no_judge_runs_the_agent_and_records_agentv_s_failure(tmp_path: Path) -> None:
+    """As AgentV's orchestrator catches a grader that throws (orchestrator.ts:2806): the grader scores 0 and
+    fails with "Grader 'NAME' failed: ...", a quality verdict that counts in the test's mean. Warned about
+    once, before the agent runs; a replay of the run refuses, as a replay with no judge does."""
+    marker = tmp_path / "agent-ran"
+    eval_file = project(
+        tmp_path / "proj",
+        [agent_target(marker)],
+        "- {name: quality, type: llm-grader}\n- {name: says-42, type: contains, value: '42'}",
+    )
+    out, warnings = ran(tmp_path, eval_file)
+    assert marker.exists()
+    assert len(warnings) == 1 and "'quality'" in warnings[0] and "no judge target chosen" in warnings[0], warnings
+    (row,) = out["results"]
+    assert (row["score"], row["status"], row["graders"]) == (0.5, "quality_failure", {"quality": 0.0, "says-42": 1.0})
+    quality = verdicts(tmp_path, out["run_id"])["quality"]
+    assert (quality["score"], quality["verdict"], quality["status"]) == (0.0, "fail", "ok")
+    assert [(a["text"], a["passed"]) for a in quality["assertions"]] == [
+        (f"Grader 'quality' failed: {NO_PROVIDER}", False)
+    ]
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    line = one_line_error(cli(db, "replay", out["run_id"]))
+    assert "no judge target chosen" in line, line
+
+
+def test_a_test_without_assertions_and_no_judge_is_agentv_s_execution_error(tmp_path: Path) -> None:
+    """A test with no assertions is graded by the implicit llm-grader outside that catch: AgentV's test ends
+    in an evaluator execution error whose error is the message (features/local-cli's recorded row)."""
     marker = tmp_path / "agent-ran"
     eval_file = project(tmp_path / "proj", [agent_target(marker)])
-    line = refused(tmp_path, eval_file)
-    assert line.startswith(f"Error: {eval_file}: test 'only': grader 'quality' needs a judge: no judge target chosen")
-    assert "judges available" not in line  # the cli agent is no judge, and is not offered as one
-    assert not marker.exists()
+    eval_file.write_text(eval_file.read_text("utf-8").split("    assertions:")[0], encoding="utf-8")
+    out, warnings = ran(tmp_path, eval_file)
+    assert marker.exists() and len(warnings) == 1, warnings
+    (row,) = out["results"]
+    assert (row["score"], row["status"]) == (0.0, "execution_error")
+    assert row["error"] == f"llm-grader: {NO_PROVIDER}", row["error"]
+
+
+def test_a_grader_naming_a_target_not_defined_records_agentv_s_message(tmp_path: Path) -> None:
+    """A grader's own ``target:`` not defined: AgentV's factory throws its own message (builtin-graders.ts:91)."""
+    marker = tmp_path / "agent-ran"
+    eval_file = project(
+        tmp_path / "proj", [agent_target(marker)], "- {name: quality, type: llm-grader, target: nobody}"
+    )
+    out, warnings = ran(tmp_path, eval_file)
+    assert marker.exists() and len(warnings) == 1 and "'nobody' is not defined" in warnings[0], warnings
+    (text,) = [a["text"] for a in verdicts(tmp_path, out["run_id"])["quality"]["assertions"]]
+    assert text == "Grader 'quality' failed: llm-grader evaluator 'quality': target 'nobody' not found in targets"
+
+
+def test_a_composite_whose_llm_aggregator_has_no_judge_fails_as_in_agentv(tmp_path: Path) -> None:
+    """AgentV's LLM aggregator throws "No grader provider available for LLM aggregation" (composite.ts:309),
+    and the composite is recorded as a grader that threw."""
+    marker = tmp_path / "agent-ran"
+    composite = """\
+        - name: combo
+          type: composite
+          assertions:
+            - {name: says-42, type: contains, value: '42'}
+          aggregator: {type: llm-grader}
+        """
+    out, _ = ran(tmp_path, project(tmp_path / "proj", [agent_target(marker)], composite))
+    combo = verdicts(tmp_path, out["run_id"])["combo"]
+    assert (combo["score"], combo["verdict"], combo["status"]) == (0.0, "fail", "ok")
+    assert [a["text"] for a in combo["assertions"]] == [
+        "Grader 'combo' failed: No grader provider available for LLM aggregation"
+    ]
+
+
+def test_a_chat_target_naming_a_judge_not_defined_grades_its_own_answers_as_in_agentv(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
+    """AgentV resolves ``grader_target ?? name``, and when that name is not defined, a run target that can
+    grade is its own judge (orchestrator.ts:218-224)."""
+    chat = {
+        "name": "chat",
+        "provider": "openai",
+        "base_url": judge_server.base_url,
+        "model": "chat-model",
+        "max_retries": 0,
+        "grader_target": "nobody",
+    }
+    judge_server.respond_with(
+        lambda request: (
+            Reply(content=json.dumps({"score": 1.0, "assertions": []}))
+            if "says 42" in json.dumps(request.body)
+            else Reply(content="The answer is 42.")
+        )
+    )
+    out, warnings = ran(tmp_path, project(tmp_path / "proj", [chat]), code=0)
+    assert warnings == [] and [r["graders"] for r in out["results"]] == [{"quality": 1.0}]
+    assert [r.body["model"] for r in judge_server.requests] == ["chat-model", "chat-model"]
 
 
 def test_an_unset_variable_in_the_judge_target_is_refused_before_the_agent_runs(tmp_path: Path) -> None:

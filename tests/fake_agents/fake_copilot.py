@@ -85,6 +85,10 @@ def main() -> int:
                 return 2
             if "FAKE_SLEEP" in prompt:
                 time.sleep(60)
+            if "FAKE_SESSION_FILE" in prompt:  # what Copilot saves in its session state, not the workspace
+                saved = Path.home() / ".copilot" / "session-state" / SESSION / "files" / "report.md"
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                saved.write_text("# Report\ndone\n", encoding="utf-8")
             request_id = answer(message["id"], prompt, folder, request_id)
         elif "id" in message and "method" in message:
             send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "Method not found"}})

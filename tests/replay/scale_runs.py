@@ -67,6 +67,8 @@ Answer:
 TARGETS = {
     "openai": "provider: openai\n    base_url: {url}\n    model: judge-model-1",
     "azure": "provider: azure\n    endpoint: {root}\n    deployment: judge-deployment\n    api_version: 2024-10-21",
+    # AgentV reads an Anthropic model only as a reference (its variable is set by the caller).
+    "anthropic": "provider: anthropic\n    base_url: {root}\n    model: ${{{{ SCALE_ANTHROPIC_MODEL }}}}",
 }
 JUDGE_KEY_ENV = "SCALE_JUDGE_KEY"
 

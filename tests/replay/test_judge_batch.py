@@ -41,6 +41,7 @@ def judge(request: Request) -> Reply:
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[JudgeServer]:
     monkeypatch.setenv(JUDGE_KEY_ENV, KEY)
+    monkeypatch.setenv("SCALE_ANTHROPIC_MODEL", "claude-haiku-4-5")
     monkeypatch.setenv("EVALSTORE_JUDGE_BATCH_POLL", "0.05")
     with JudgeServer(judge) as running:
         yield running
@@ -56,7 +57,7 @@ def _options(root: Path, **kwargs: object) -> ReplayOptions:
     )
 
 
-@pytest.mark.parametrize("provider", ["openai", "azure"])
+@pytest.mark.parametrize("provider", ["openai", "azure", "anthropic"])
 def test_a_batched_replay_sends_in_batches_what_a_direct_one_sends_and_grades_alike(
     server: JudgeServer, tmp_path: Path, provider: str
 ) -> None:
@@ -64,6 +65,7 @@ def test_a_batched_replay_sends_in_batches_what_a_direct_one_sends_and_grades_al
     run = build(tmp_path / "direct", direct_store, N, judge_url=server.base_url, provider=provider)
     direct = replay_run(direct_store, run.run_id, _options(run.root))
     direct_prompts = sorted(json.dumps(r.messages) for r in server.requests)
+    direct_bodies = sorted(r.raw.decode() for r in server.requests)
     assert len(direct_prompts) == N and not server.batches
 
     server.requests.clear()
@@ -77,6 +79,8 @@ def test_a_batched_replay_sends_in_batches_what_a_direct_one_sends_and_grades_al
     if provider == "azure":
         assert server.batch_items()[0].path == "/chat/completions"
         assert server.batch_items()[0].body["model"] == "judge-deployment"
+    if provider == "anthropic":  # the direct requests were AgentV's, streamed
+        assert all(json.loads(b)["stream"] is True for b in direct_bodies)
     assert verdicts(store, batched.run_id) == verdicts(direct_store, direct.run_id)
     assert judge_requests(store, batched.run_id) == {"by_batch": N, "direct": 0, "reused": 0}
     assert batched.batch is not None and batched.batch.answered == N and not batched.batch.unanswered
@@ -150,9 +154,24 @@ def test_a_replay_killed_while_its_batch_runs_is_finished_by_resume_without_a_se
     assert store.verify().ok
 
 
-def test_the_anthropic_message_batches_client_against_the_stand_in(server: JudgeServer) -> None:
-    target = JudgeTarget("claude", "anthropic", server.base_url, "claude-judge", api_key_env=JUDGE_KEY_ENV)
-    resolved = ResolvedJudge("claude", server.base_url, "claude-judge", {"temperature": 0}, 30.0, {})
+def test_the_anthropic_message_batches_client_against_the_stand_in(server: JudgeServer, tmp_path: Path) -> None:
+    """The client sends each request as the judge's direct request (AgentV's, through pi-ai) without
+    ``stream``, to the judge's base URL with its key, and reads each reply's text and usage."""
+    from evalstore.replay.grading.judge.client import pi_request
+    from evalstore.replay.targetsfile.loader import load_targets_file
+
+    path = tmp_path / "targets.yaml"
+    root = server.base_url.removesuffix("/v1")
+    path.write_text(
+        "targets:\n  - name: claude\n    provider: anthropic\n    base_url: "
+        + root
+        + "\n    model: ${{ SCALE_ANTHROPIC_MODEL }}\n    temperature: 0\n    api_key: ${{ "
+        + JUDGE_KEY_ENV
+        + " }}\n",
+        encoding="utf-8",
+    )
+    target = JudgeTarget.from_entry(load_targets_file(path).targets["claude"])
+    resolved: ResolvedJudge = target.resolve({JUDGE_KEY_ENV: KEY, "SCALE_ANTHROPIC_MODEL": "claude-haiku-4-5"})
     with httpx.Client() as http:
         api = AnthropicBatches(target, resolved, {JUDGE_KEY_ENV: KEY}, http)
         system = {"role": "system", "content": "You are a grader."}
@@ -167,9 +186,13 @@ def test_the_anthropic_message_batches_client_against_the_stand_in(server: Judge
         results = api.results(done.batch_id)
     [batch] = server.batches
     assert batch.api == "anthropic"
-    sent = batch.items[0][1].body
-    assert sent["max_tokens"] == 4096 and sent["model"] == "claude-judge" and sent["temperature"] == 0
-    assert sent["messages"][0] == system  # the stand-in put ``system`` back in front
+    asked = [system, {"role": "user", "content": "Answer: Total: 10 + 5 = 15"}]
+    _, _, direct = pi_request(resolved, asked)
+    sent = api.params(asked)
+    assert sent == {k: v for k, v in direct.items() if k != "stream"}
+    assert sent["max_tokens"] == 64000 // 3 and sent["model"] == "claude-haiku-4-5" and sent["temperature"] == 0
+    assert batch.items[0][1].body["max_tokens"] == 64000 // 3
+    assert batch.items[0][1].messages[0] == system  # the stand-in shows ``system`` as a leading message
     first, second = results["k1"], results["k2"]
     assert not isinstance(first, str) and not isinstance(second, str)
     assert json.loads(first.content or "")["score"] == 1.0 and json.loads(second.content or "")["score"] == 0.4

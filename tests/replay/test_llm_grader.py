@@ -28,6 +28,7 @@ from judge_server import (
 from evalstore.replay.content import Message, ToolCall
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec, RubricItem
+from evalstore.replay.grading.engine import grade_graders
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.llm import LlmGrader
 from evalstore.replay.grading.judge import JudgePool, JudgeTarget, RetryPolicy
@@ -829,9 +830,13 @@ def test_grader_target_and_cli_overrides_choose_the_judge(judge_server: JudgeSer
     result = grade(context(math_test(LlmGraderSpec(name="g", target="strict")), pool, options=options))
     assert result.grader_target == "judge" and judge_server.requests[-1].body["model"] == "override-model"
 
-    result = grade(context(math_test(LlmGraderSpec(name="g", target="missing")), pool))
-    assert result.status == "execution_error"
-    assert "judge target 'missing' is not defined (judges available: judge, strict)" in result.assertions[0].text
+    # A target not defined: AgentV's factory throws, and the grader is recorded as one that threw.
+    (result,) = grade_graders(context(math_test(), pool), [LlmGraderSpec(name="g", target="missing")])
+    assert (result.score, result.verdict, result.status) == (0.0, "fail", "ok")
+    assert result.assertions[0].text == (
+        "Grader 'g' failed: llm-grader evaluator 'g': target 'missing' not found in targets"
+    )
+    assert "judge target 'missing' is not defined (judges available: judge, strict)" in result.evidence[-1]
 
 
 def test_a_graders_temperature_is_sent_when_it_names_its_own_target(judge_server: JudgeServer, pool: JudgePool):

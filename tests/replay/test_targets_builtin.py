@@ -148,7 +148,7 @@ def test_a_bad_fixtures_file_stops_the_run_naming_its_line(line, reason, tmp_pat
         ({"execution_traces": "t.jsonl"}, "requires exactly one replay source"),
         (
             {"fixtures": None, "execution_traces": "t.jsonl"},
-            "`execution_traces` (agentv.trace.v1 envelopes) are not read",
+            "Execution trace replay source not found or unreadable",
         ),
         ({"source_target": None}, "replay_coding_agent replay source_target is required"),
         ({"fixtures": "nowhere.jsonl"}, "Replay fixture file not found or unreadable"),

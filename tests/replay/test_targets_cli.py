@@ -489,3 +489,21 @@ def test_a_healthcheck_is_told_by_its_fields_as_in_agentv(tmp_path: Path) -> Non
         check_target(
             {"name": "a", "provider": "cli", "command": "echo hi", "healthcheck": {"type": "http"}}, eval_dir=tmp_path
         )
+
+
+def test_attempt_is_agentvs_provider_attempt(dirs, tmp_path: Path) -> None:
+    """``{ATTEMPT}`` is AgentV's provider attempt (cli.ts ``request.attempt ?? 0``): 0 unless ``agentv eval
+    --max-retries`` retries the call, which evalstore never does; the healthcheck's is 0 too."""
+    from evalstore.replay.targets import check_target
+
+    workspace, eval_dir = dirs
+    argv = run_target(
+        cli_target([sys.executable, "-c", "import sys; print('attempt=' + sys.argv[1])", "{ATTEMPT}"]),
+        a_test(),
+        workspace=workspace,
+        eval_dir=eval_dir,
+    )
+    shell = run_target(cli_target("echo attempt={ATTEMPT}"), a_test(), workspace=workspace, eval_dir=eval_dir)
+    assert (argv.output_text, shell.output_text) == ("attempt=0", "attempt=0")
+    zero = [sys.executable, "-c", "import sys; sys.exit(0 if sys.argv[1] == '0' else 3)", "{ATTEMPT}"]
+    check_target(cli_target("echo hi", healthcheck={"command": zero}), eval_dir=tmp_path)

@@ -60,6 +60,9 @@ def test_sessions_read_as_agentv_reads_them(name, state, tmp_path) -> None:
         assert outcome.duration_ms == expected["durationMs"]
     if expected.get("startTime"):
         assert outcome.start_time == expected["startTime"]
+    # The session's ``files/`` as AgentV's synthetic new-file diffs (names sorted, .git and node_modules
+    # skipped, a file with a NUL left out); the older session has none.
+    assert outcome.file_changes == expected.get("fileChanges")
 
 
 def test_a_session_dir_and_the_errors(state, tmp_path) -> None:
@@ -89,3 +92,33 @@ def test_a_session_dir_and_the_errors(state, tmp_path) -> None:
         with pytest.raises(TargetConfigError) as info:
             check_target({"name": "log", "provider": "copilot-log", **fields}, eval_dir=tmp_path)
         assert reason in str(info.value)
+
+
+def test_a_run_grades_the_session_files_as_file_changes(state, tmp_path) -> None:
+    """``evalstore run`` appends what the provider reports to the workspace's file_changes (AgentV's
+    orchestrator.ts:2004): a code grader reading ``file_changes`` sees the session's ``report.csv``."""
+    import sys
+
+    from evalstore import RunOptions, record_run
+    from evalstore.store import EventStore
+
+    project = tmp_path / "project"
+    (project / ".agentv").mkdir(parents=True)
+    targets = {"targets": [{"name": "log", "provider": "copilot-log", "session_dir": str(state / NEWER)}]}
+    (project / ".agentv" / "targets.yaml").write_text(json.dumps(targets), encoding="utf-8")
+    (project / "check.py").write_text(
+        "import json, sys\n"
+        "changes = json.load(sys.stdin).get('file_changes') or ''\n"
+        "print(json.dumps({'score': 1.0 if '+++ b/report.csv' in changes and '+++ b/B.md' in changes else 0.0}))\n",
+        encoding="utf-8",
+    )
+    eval_file = project / "session.eval.yaml"
+    eval_file.write_text(
+        "name: session-files\nexecution:\n  target: log\ntests:\n  - id: t\n    input: ignored\n    assertions:\n"
+        f"      - name: saw-report\n        type: code-grader\n        command: [{json.dumps(sys.executable)}, check.py]\n",
+        encoding="utf-8",
+    )
+    store = EventStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    outcome = record_run(store, eval_file, RunOptions(workdir=tmp_path / "ws"))
+    (scored,) = outcome.results
+    assert (scored.status, scored.score) == ("ok", 1.0), scored.error

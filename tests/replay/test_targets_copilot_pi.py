@@ -88,6 +88,20 @@ def test_copilot_is_spoken_with_as_agentv_does(log, tmp_path, monkeypatch) -> No
     assert outcome.cost_usd == 0.01
 
 
+def test_what_copilot_saves_in_its_session_files_is_a_file_change(log, tmp_path, monkeypatch) -> None:
+    """AgentV reads ``~/.copilot/session-state/<ACP session id>/files`` after the prompt (copilot-cli.ts:353)
+    and reports each text file as a synthetic new-file diff (``generateNewFileDiff``)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    kept = run_target(copilot(), a_test("Hi"), workspace=tmp_path / "ws", eval_dir=tmp_path)
+    assert kept.status == "ok" and kept.file_changes is None  # no session files: none
+    outcome = run_target(copilot(), a_test("Save FAKE_SESSION_FILE"), workspace=tmp_path / "ws", eval_dir=tmp_path)
+    assert outcome.status == "ok", outcome.error
+    assert outcome.file_changes == (
+        "diff --git a/report.md b/report.md\nnew file mode 100644\n--- /dev/null\n+++ b/report.md\n"
+        "@@ -0,0 +1,2 @@\n+# Report\n+done"
+    )
+
+
 def test_a_skill_copilot_reports_completed_takes_no_time(log, tmp_path) -> None:
     skill = tmp_path / "ws" / ".claude" / "skills" / "acme-deploy"
     skill.mkdir(parents=True)

@@ -188,11 +188,11 @@ def test_bad_configuration_is_refused_before_the_run(fields, reason, tmp_path, m
 
 
 def test_gemini_defaults_its_model_and_pi_ais_base_url(tmp_path, monkeypatch) -> None:
-    from evalstore.replay.targets import gemini
+    from evalstore.replay.piai import gemini
 
     monkeypatch.setenv("K", "key")
     spec = check_target({"name": "t", "provider": "google-gemini", "api_key": "${{ K }}"}, eval_dir=tmp_path)
-    cfg = gemini._config(spec, {"api_key": "key"})
+    cfg = gemini.config(spec, {"api_key": "key"})
     url, _, _ = gemini.build_request(cfg, None, [{"role": "user", "content": "q"}])
     assert (
         url == "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"

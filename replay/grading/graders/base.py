@@ -207,5 +207,16 @@ class GraderResult:
     grader_target: str | None = None
 
 
+class GraderThrew(Exception):
+    """What an AgentV grader throws where evalstore's grader meets the same condition (no grader provider):
+    the engine records it as AgentV's orchestrator records a grader that threw (``grader_threw``), and a
+    composite's member that throws makes the composite throw, as AgentV's ``Promise.all`` does. ``why`` is
+    evalstore's own account (which target is missing), kept in the verdict's evidence."""
+
+    def __init__(self, message: str, why: str | None = None) -> None:
+        super().__init__(message)
+        self.why = why
+
+
 class Grader(Protocol):
     def grade(self, ctx: GradingContext) -> GraderResult: ...

@@ -21,8 +21,9 @@ import dataclasses
 import json
 from typing import Any
 
+from evalstore.replay.errors import NoJudgeError
 from evalstore.replay.evalfile.specs import CompositeSpec
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext, score_to_verdict
+from evalstore.replay.grading.graders.base import GraderResult, GraderThrew, GradingContext, score_to_verdict
 from evalstore.replay.jsontext import js_number, stringify
 from evalstore.replay.jstext import js_number_text
 from evalstore.replay.processes.children import run_child
@@ -219,6 +220,9 @@ class CompositeGrader:
             return failed
         try:
             target = pool.for_grader(ctx, None)
+        except NoJudgeError as exc:  # AgentV's aggregator throws (composite.ts:309)
+            raise GraderThrew("No grader provider available for LLM aggregation", str(exc)) from None
+        try:
             judge, why = pool.resolve_or_cache_only(target)
         except Exception:  # no judge to ask: AgentV's "LLM aggregator failed"
             return failed

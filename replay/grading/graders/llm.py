@@ -1,8 +1,9 @@
 """The LLM grader: renders the prompt, asks the judge (or the judge cache), and scores the reply.
 
-Whatever goes wrong on the way (no judge configured, an unset key variable, a prompt file gone, a judge
-that never answers or never answers in shape) ends as this grader's execution error, never as an
-exception out of :meth:`LlmGrader.grade`: one bad grader must not stop a run.
+Whatever goes wrong on the way (an unset key variable, a prompt file gone, a judge that never answers or
+never answers in shape) ends as this grader's execution error: one bad grader must not stop a run. No judge
+target to be found is AgentV's thrown "No grader provider available", which the engine records as AgentV
+does (``GraderThrew``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from dataclasses import replace
 from typing import Any
 
 from evalstore.replay.content import Message
-from evalstore.replay.errors import ReplayError
+from evalstore.replay.errors import NoJudgeError, ReplayError
 from evalstore.replay.evalfile.specs import LlmGraderSpec
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext
+from evalstore.replay.grading.graders.base import GraderResult, GraderThrew, GradingContext
 from evalstore.replay.grading.judge.calls import EVIDENCE_REPLY_CHARS, PARSE_ATTEMPTS, JudgeCall
 from evalstore.replay.grading.judge.modes import choose_mode
 from evalstore.replay.grading.judge.templates import PromptSource, choose_prompt, render, sections, template_variables
@@ -50,6 +51,14 @@ def _execution_error(
     )
 
 
+def no_grader_provider(grader: str, exc: NoJudgeError) -> str:
+    """What AgentV 4.42.4 throws for an LLM grader with no judge: its own ``target:`` not defined
+    (builtin-graders.ts:91), else no grader provider (llm-grader.ts:235)."""
+    if exc.grader_target is not None:
+        return f"llm-grader evaluator '{grader}': target '{exc.grader_target}' not found in targets"
+    return "No grader provider available for LLM grading"
+
+
 class LlmGrader:
     def __init__(self, spec: LlmGraderSpec) -> None:
         self.spec = spec
@@ -64,6 +73,8 @@ class LlmGrader:
             )
         try:
             target = pool.for_grader(ctx, spec.target)
+        except NoJudgeError as exc:
+            raise GraderThrew(no_grader_provider(spec.name, exc), f"grader {spec.name!r}: {exc}") from None
         except ReplayError as exc:
             return _execution_error(f"grader {spec.name!r}: {exc}")
         if spec.target is not None and spec.temperature is not None:

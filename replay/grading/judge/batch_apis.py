@@ -5,8 +5,9 @@ read its results as the :class:`Exchange` a direct request would have given.
   and errors as JSONL files) and Azure OpenAI (the same under ``{endpoint}/openai/...?api-version=``, each
   line's ``model`` the deployment).
 - Anthropic Message Batches (``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}`` until
-  ``processing_status`` is ``ended``, then its ``results_url``, JSONL); a reply's text blocks are its
-  content, its usage counted as a Chat Completions usage is.
+  ``processing_status`` is ``ended``, then its ``results_url``, JSONL), each request the body a direct
+  request sends (AgentV's, through pi-ai) but for ``stream``; a reply's text blocks are its content, its
+  usage counted as a direct request's.
 
 Each request's ``custom_id`` is its judge cache key, so a result finds its request without anything kept
 beside the batch. Every HTTP call has a timeout; an error is a :class:`BatchAPIError` naming the call.
@@ -29,7 +30,7 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from evalstore.replay.errors import ReplayError
-from evalstore.replay.grading.judge.client import Exchange, exchange_mask
+from evalstore.replay.grading.judge.client import Exchange, chat_usage, exchange_mask, pi_request
 from evalstore.replay.grading.judge.targets import AZURE_DEFAULT_API_VERSION, JudgeTarget, ResolvedJudge
 from evalstore.replay.targetsfile.loader import interpolate
 from evalstore.replay.targetsfile.redaction import SecretMask
@@ -285,7 +286,10 @@ def _openai_item(line: dict[str, Any], target: str) -> Exchange | str:
 
 
 class AnthropicBatches:
-    """Anthropic's Message Batches: a request's system messages become ``system``, the rest ``messages``."""
+    """Anthropic's Message Batches: for a judge read from a targets file, each request's ``params`` the body a
+    direct request of the judge sends (``client.pi_request``: AgentV's, through pi-ai) but for ``stream``, so a
+    batch's verdicts are a direct replay's, sent to its base URL with its headers; for a judge built by hand,
+    its system messages as ``system``, the rest ``messages``."""
 
     provider = "anthropic"
     marks = False
@@ -295,6 +299,11 @@ class AnthropicBatches:
 
     def __init__(self, target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str], http: httpx.Client) -> None:
         self.judge = judge
+        if judge.llm is not None:
+            self._base = judge.llm.pi_model.base_url.rstrip("/") + "/v1"
+            _, headers, _ = pi_request(judge, [])
+            self._calls = _Calls(http, judge, {k: v for k, v in headers.items() if k not in ("content-type", "accept")})
+            return
         base = target.base_url or ANTHROPIC_BASE_URL
         self._base = str(interpolate(base, env, where=f"judge target {target.name!r}: base_url")).rstrip("/")
         key = env.get(target.api_key_env) if target.api_key_env else None
@@ -305,6 +314,9 @@ class AnthropicBatches:
         self._calls.mask = SecretMask.of(headers=headers, urls=[self._base])
 
     def params(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if self.judge.llm is not None:
+            _, _, body = pi_request(self.judge, messages)
+            return {k: v for k, v in body.items() if k != "stream"}
         system = "\n\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         params: dict[str, Any] = {k: v for k, v in self.judge.parameters.items() if k != "max_tokens"}
         params.update(
@@ -396,9 +408,8 @@ def _anthropic_item(line: dict[str, Any]) -> Exchange | str:
         blocks: list[Any] = message["content"] if isinstance(message.get("content"), list) else []
         text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
         usage = message.get("usage") if isinstance(message.get("usage"), dict) else None
-        if usage is not None:  # counted as a Chat Completions usage is, as evalstore records judge usage
-            prompt, completion = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-            usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        if usage is not None:  # counted as a direct request's usage is
+            usage = chat_usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
         raw = json.dumps(message, ensure_ascii=False).encode("utf-8")
         return Exchange("ok", 0.0, 200, raw, text, usage)
     error: dict[str, Any] = result["error"] if isinstance(result.get("error"), dict) else {}

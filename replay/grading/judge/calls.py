@@ -46,12 +46,21 @@ are zod's)."""
 Parser = Callable[[str | None], ModeResult]
 
 
-def cache_key(messages: list[dict[str, Any]], model: str, parameters: dict[str, Any], parse_attempt: int = 1) -> str:
+def cache_key(
+    messages: list[dict[str, Any]],
+    model: str,
+    parameters: dict[str, Any],
+    parse_attempt: int = 1,
+    provider: str | None = None,
+) -> str:
     """The judge cache key of one request: attempt 1 keeps the key evalstore always used, so replies
-    recorded before attempts were keyed are still found."""
+    recorded before attempts were keyed are still found; so does a Chat Completions judge (``provider``
+    None), where an Anthropic or Gemini judge's request, another for the same messages, names its provider."""
     keyed: dict[str, Any] = {"messages": messages, "model": model, "parameters": parameters}
     if parse_attempt > 1:
         keyed["parse_attempt"] = parse_attempt
+    if provider is not None:
+        keyed["provider"] = provider
     return digest_json(keyed)
 
 
@@ -124,7 +133,7 @@ class JudgeCall:
 
     def _ask(self, messages: list[dict[str, Any]], parse_attempt: int, parse: Parser) -> str | None:
         """One parse attempt: the recorded reply to this request and attempt, else the judge's."""
-        key = cache_key(messages, self.judge.model, self.judge.parameters, parse_attempt)
+        key = cache_key(messages, self.judge.model, self.judge.parameters, parse_attempt, self.judge.cache_provider)
         if not self.ctx.options.no_cache:
             reply = self._from_cache(messages, key, parse_attempt, parse)
             if reply is not None:

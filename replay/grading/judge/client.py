@@ -1,4 +1,6 @@
-"""The Chat Completions client: one request, retried on the failures that are worth retrying.
+"""The judge client: one request, retried on the failures that are worth retrying. Chat Completions for most
+judges; for a provider AgentV asks through pi-ai (``anthropic``, ``gemini``), the streamed request pi-ai
+sends (``replay/piai/``), its reply read as pi-ai reads it.
 
 Retried: HTTP 429 (waiting as long as ``Retry-After`` asks, within a cap), 408 and 5xx, timeouts and
 dropped connections, up to ``RetryPolicy.max_retries`` times with exponential backoff. Not retried:
@@ -12,15 +14,17 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from functools import partial
 from typing import Any, Literal
 
 import httpx
 
-from evalstore.replay.grading.judge.targets import ResolvedJudge
+from evalstore.replay.grading.judge.targets import ResolvedJudge, pi_vendor
+from evalstore.replay.piai.wire import DEFAULT_SYSTEM_PROMPT, encode
 from evalstore.replay.targetsfile.redaction import SecretMask
 
 
@@ -105,13 +109,18 @@ class JudgeClient:
 
     def complete(self, judge: ResolvedJudge, messages: list[dict[str, Any]]) -> list[Exchange]:
         """Every exchange made for this request; it succeeded iff the last one is ``ok``."""
-        payload = {"model": judge.model, "messages": messages, **judge.parameters}
+        send: Callable[[], Exchange]
+        if judge.llm is not None:
+            url, headers, body = pi_request(judge, messages)
+            send = partial(self._send_streamed, judge, url, headers, encode(body))
+        else:
+            send = partial(self._send, judge, {"model": judge.model, "messages": messages, **judge.parameters})
         exchanges: list[Exchange] = []
         mask = exchange_mask(judge, self._references)
         for retry in range(self._retry.max_retries + 1):
             if retry:
                 self._sleep(self._delay(retry, exchanges[-1].retry_after))
-            exchange = _masked(self._send(judge, payload), mask)
+            exchange = _masked(send(), mask)
             exchanges.append(exchange)
             if exchange.outcome == "ok" or not self._retryable(exchange):
                 break
@@ -152,6 +161,67 @@ class JudgeClient:
             )
         content, usage = _read_reply(body)
         return Exchange("ok", latency, status=200, body=body, content=content, usage=usage)
+
+    def _send_streamed(self, judge: ResolvedJudge, url: str, headers: dict[str, str], payload: bytes) -> Exchange:
+        """One streamed request as pi-ai sends it; the reply's text and usage as pi-ai reads them."""
+        from evalstore.replay.piai.wire import CallFailed
+
+        vendor = pi_vendor(judge.provider)
+        received: list[str] = []
+
+        def lines(response: httpx.Response) -> Iterator[str]:
+            for line in response.iter_lines():
+                received.append(line)
+                yield line
+
+        with self._limit:
+            start = time.perf_counter()
+            try:
+                with self._http.stream(
+                    "POST", url, headers=headers, content=payload, timeout=judge.timeout
+                ) as response:
+                    if response.status_code != 200:
+                        return Exchange(
+                            "error",
+                            _ms(start),
+                            status=response.status_code,
+                            body=response.read(),
+                            error=f"HTTP {response.status_code} from judge {judge.target!r}",
+                            retry_after=_retry_after(response.headers.get("Retry-After")),
+                        )
+                    try:
+                        reply = vendor.read_stream(lines(response))
+                    except CallFailed as exc:
+                        body = "\n".join(received).encode("utf-8")
+                        return Exchange("error", _ms(start), status=200, body=body, error=str(exc))
+            except httpx.TimeoutException as exc:
+                error = f"timed out after {judge.timeout:g}s ({type(exc).__name__})"
+                return Exchange("timeout", _ms(start), error=error)
+            except httpx.TransportError as exc:
+                return Exchange("error", _ms(start), error=f"connection failed: {type(exc).__name__}: {exc}")
+            latency = _ms(start)
+        body = "\n".join(received).encode("utf-8")
+        return Exchange("ok", latency, 200, body, reply.text, chat_usage(reply.input, reply.output))
+
+
+def pi_request(judge: ResolvedJudge, messages: list[dict[str, Any]]) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """URL, headers and body AgentV's provider sends for an LLM grader's ``invoke({question: userPrompt,
+    systemPrompt})`` (``buildChatPrompt``: the system prompt trimmed, else AgentV's default; the question
+    trimmed; then ``chatPromptToPiContext``)."""
+    from evalstore.replay.jstext import js_trim
+
+    system = js_trim("\n\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system"))
+    turns = [
+        {"role": "user" if m.get("role") == "user" else "assistant", "content": js_trim(str(m.get("content", "")))}
+        for m in messages
+        if m.get("role") != "system"
+    ]
+    return pi_vendor(judge.provider).build_request(judge.llm, system or DEFAULT_SYSTEM_PROMPT, turns)
+
+
+def chat_usage(prompt: int, completion: int) -> dict[str, int]:
+    """A reply's usage counted as a Chat Completions usage is, as evalstore records every judge's."""
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def exchange_mask(judge: ResolvedJudge, references: Mapping[str, str] | None = None) -> SecretMask:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from evalstore.replay.errors import JudgeConfigError, ReplayError
+from evalstore.replay.errors import JudgeConfigError, NoJudgeError, ReplayError
 from evalstore.replay.grading.judge.targets import DEFAULT_TIMEOUT, JUDGE_PROVIDERS, JudgeTarget, ResolvedJudge
 from evalstore.replay.targetsfile.loader import TargetEntry, TargetsFile
 
@@ -120,12 +120,14 @@ class JudgePool:
         target's ``grader_target``, else the pool default, else the run target itself when it can grade
         (AgentV: ``graderTarget ?? name``), else the pool's only judge."""
         run_entry = self._run_entry(run_target)
+        # AgentV: a run target that can grade is its own judge when it names none, or names one not defined.
+        itself = run_entry.name if run_entry and run_entry.provider.lower() in JUDGE_PROVIDERS else None
         name = (
             override_target
             or grader_target
             or (run_entry.grader_target if run_entry else None)
             or self.default
-            or (run_entry.name if run_entry and run_entry.provider.lower() in JUDGE_PROVIDERS else None)
+            or itself
         )
         if name is None:
             # The only target that can grade; the agent under test is never offered as its own judge.
@@ -133,12 +135,22 @@ class JudgePool:
             if len(graders) == 1:
                 name = graders[0]
             else:
-                raise JudgeConfigError(
+                raise NoJudgeError(
                     "no judge target chosen: set the grader's target:, the run target's grader_target, "
                     "--judge-target, or EVALSTORE_JUDGE_BASE_URL"
                     + (f" (judges available: {', '.join(graders)})" if graders else "")
                 )
-        return self._lookup(name, run_target).with_model(override_model)
+        try:
+            judge = self._lookup(name, run_target)
+        except NoJudgeError as exc:
+            if name == override_target:  # a name given on the command line: the user's to fix, not a verdict
+                raise JudgeConfigError(str(exc)) from None
+            if name == grader_target:
+                raise NoJudgeError(str(exc), grader_target=name) from None
+            if itself is None:
+                raise
+            judge = self._lookup(itself, run_target)
+        return judge.with_model(override_model)
 
     def for_grader(self, ctx: GradingContext, grader_target: str | None) -> JudgeTarget:
         """The judge of one grader (its ``target:``) of the test ``ctx`` grades, with the run's overrides."""
@@ -169,34 +181,6 @@ class JudgePool:
         if excluding is not None and self.targets_file is not None and excluding in self.targets_file.targets:
             names.difference_update(references(self.targets_file.targets[excluding].fields))
         return names
-
-    def check(
-        self,
-        graders: Iterable[tuple[str, str, str | None]],
-        *,
-        run_target: str | None,
-        override_target: str | None = None,
-        override_model: str | None = None,
-    ) -> None:
-        """Before anything runs: every LLM grader, given as ``(where, grader name, its target:)``, has
-        a judge that can be called (one chosen, defined, every ``${{ VAR }}`` and its key set).
-        Raises :class:`JudgeConfigError` naming the first grader that has none."""
-        checked: set[tuple[str | None, str | None]] = set()
-        for where, name, grader_target in graders:
-            if (grader_target, run_target) in checked:
-                continue
-            try:
-                self.resolve(
-                    self.target(
-                        grader_target=grader_target,
-                        run_target=run_target,
-                        override_target=override_target,
-                        override_model=override_model,
-                    )
-                )
-            except JudgeConfigError as exc:
-                raise JudgeConfigError(f"{where}: grader {name!r} needs a judge: {exc}") from None
-            checked.add((grader_target, run_target))
 
     def resolve(self, target: JudgeTarget) -> ResolvedJudge:
         return target.resolve(self.env)
@@ -271,7 +255,7 @@ class JudgePool:
             self.targets[name] = judge
             return judge
         known = ", ".join(self.judges(excluding=run_target)) or "none"
-        raise JudgeConfigError(f"judge target {name!r} is not defined (judges available: {known})")
+        raise NoJudgeError(f"judge target {name!r} is not defined (judges available: {known})")
 
     def _run_entry(self, run_target: str | None) -> TargetEntry | None:
         """The run target's entry in the targets file, its ``use_target`` chain followed as ``agentv eval``

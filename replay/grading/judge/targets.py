@@ -1,8 +1,13 @@
-"""Judge targets: where an LLM grader sends its Chat Completions requests.
+"""Judge targets: where an LLM grader sends its requests.
 
 A :class:`JudgeTarget` holds configuration only, with ``${{ ENV }}`` references unresolved and the API
 key as the *name* of the environment variable that holds it. :meth:`JudgeTarget.resolve` turns it into
 a :class:`ResolvedJudge` (URL, headers, model, parameters) at call time; that object is never stored.
+
+OpenAI, OpenRouter, OpenAI-compatible servers and Azure are asked in Chat Completions; ``anthropic`` and
+``gemini`` (``google``, ``google-gemini``) as AgentV 4.42.4 asks them through pi-ai (``replay/piai/``): the
+fields read as its ``targets.ts`` reads them, the request its provider sends for an LLM grader's
+``invoke({question, systemPrompt})``.
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalstore.replay.errors import JudgeConfigError, ReplayError
+from evalstore.replay.errors import JudgeConfigError, JudgeProviderError, ReplayError
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE, TargetEntry, interpolate, is_reference
-from evalstore.replay.targetsfile.redaction import redact
+from evalstore.replay.targetsfile.redaction import looks_secret, redact
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
@@ -27,7 +32,20 @@ _OPENAI_LIKE = {
     "openai_compatible": None,
     "openrouter": OPENROUTER_BASE_URL,
 }
-JUDGE_PROVIDERS = (*_OPENAI_LIKE, "azure")
+PI_VENDORS = {"anthropic": "anthropic", "gemini": "gemini", "google": "gemini", "google-gemini": "gemini"}
+"""Providers a judge asks as AgentV does through pi-ai, to their module under ``replay/piai/``."""
+CHAT_COMPLETIONS_PROVIDERS = (*_OPENAI_LIKE, "azure")
+"""Providers a judge (and the ``openai`` target) asks in Chat Completions."""
+JUDGE_PROVIDERS = (*CHAT_COMPLETIONS_PROVIDERS, *PI_VENDORS)
+# What a pi-ai request body holds besides its parameters (the prompt, the model, streaming).
+_PROMPT_FIELDS = {"model", "messages", "system", "stream", "contents", "systemInstruction"}
+
+
+def pi_vendor(provider: str) -> Any:
+    """The ``replay/piai`` module of a provider a judge asks through pi-ai (imported when first used)."""
+    import importlib
+
+    return importlib.import_module(f"evalstore.replay.piai.{PI_VENDORS[provider]}")
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,16 @@ class ResolvedJudge:
     """Sent in the request body beside model and messages; recorded and part of the cache key."""
     timeout: float
     headers: dict[str, str] = field(repr=False)
+    provider: str = "openai"
+    llm: Any = field(default=None, repr=False)
+    """For a provider asked through pi-ai: its ``piai.wire.LlmConfig`` (the key within), from which each
+    request is built; None for Chat Completions."""
+
+    @property
+    def cache_provider(self) -> str | None:
+        """The provider as the judge cache keys it: a pi-ai provider's requests differ from Chat Completions'
+        for the same messages; Chat Completions' keys stay as they always were (None)."""
+        return self.provider if self.llm is not None else None
 
 
 @dataclass(frozen=True)
@@ -60,6 +88,10 @@ class JudgeTarget:
     timeout: float = DEFAULT_TIMEOUT
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Further request-body parameters (``top_p``, ``seed``, ``response_format``…)."""
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    """A pi-ai provider's target fields as written (read at call time as AgentV reads them)."""
+    source: str | None = None
+    """The targets file the target came from, for messages."""
 
     def with_model(self, model: str | None) -> JudgeTarget:
         return self if not model else replace(self, model=model)
@@ -96,6 +128,8 @@ class JudgeTarget:
         """``require_key=False`` resolves without credentials when the key variable is unset: enough to
         look a reply up in the judge cache, never to send a request."""
         where = f"judge target {self.name!r}"
+        if self.provider in PI_VENDORS:
+            return self._resolve_pi(env, require_key=require_key)
         try:
             base_url = str(interpolate(self.base_url, env, where=f"{where}: base_url")).rstrip("/")
             model = str(interpolate(self.model, env, where=f"{where}: model"))
@@ -126,16 +160,58 @@ class JudgeTarget:
                 headers["Authorization"] = f"Bearer {key}"
         return ResolvedJudge(self.name, url, model, parameters, self.timeout, headers)
 
+    def _resolve_pi(self, env: Mapping[str, str], *, require_key: bool) -> ResolvedJudge:
+        """The request AgentV's provider sends, built from the target's fields (``piai.config``): a model
+        named on the command line or a grader's temperature in place of the target's."""
+        from evalstore.replay.piai.config import model_entry
+
+        vendor = pi_vendor(self.provider)
+        where = f"judge target {self.name!r}"
+        keyless = bool(self.api_key_env) and not env.get(self.api_key_env or "")
+        if keyless and require_key:
+            raise JudgeConfigError(f"{where}: environment variable {self.api_key_env} (the API key) is not set")
+        if keyless:  # never sent: a judge without its key is only asked of its cache
+            env = {**env, str(self.api_key_env): "-"}
+        written = _Written(self.name, dict(self.fields), self.source)
+        try:
+            resolved = interpolate(dict(self.fields), env, where=where)
+        except ReplayError as exc:
+            raise JudgeConfigError(str(exc)) from None
+        llm = vendor.config(written, resolved)
+        if self.model and self.model != _written_model(self.fields) and self.model != llm.model:
+            llm = replace(llm, model=self.model, pi_model=model_entry(written, resolved, vendor.PROVIDER, self.model))
+        if self.temperature is not None:
+            llm = replace(llm, temperature=self.temperature)
+        url, headers, body = vendor.build_request(llm, None, [])
+        if keyless:
+            headers = {k: v for k, v in headers.items() if not looks_secret(k)}
+        parameters = {k: v for k, v in body.items() if k not in _PROMPT_FIELDS}
+        return ResolvedJudge(self.name, url, llm.model, parameters, self.timeout, headers, self.provider, llm)
+
     @classmethod
     def from_entry(cls, entry: TargetEntry) -> JudgeTarget:
         """A judge from a targets-file entry; raises :class:`JudgeConfigError` for non-LLM providers."""
         where = f"{entry.source}: target {entry.name!r}"
         provider = entry.provider.lower()
         if provider not in JUDGE_PROVIDERS:
-            raise JudgeConfigError(
+            raise JudgeProviderError(
                 f"{where}: provider {entry.provider!r} cannot grade; a judge needs one of {', '.join(JUDGE_PROVIDERS)}"
             )
         f = entry.fields
+        if provider in PI_VENDORS:
+            # Read as AgentV reads them when the judge is called (``_resolve_pi``); the key's variable named.
+            key = f.get("api_key")
+            match = ENV_REFERENCE.fullmatch(key.strip()) if isinstance(key, str) else None
+            return cls(
+                name=entry.name,
+                provider=provider,
+                base_url=str(f.get("base_url") or f.get("endpoint") or ""),
+                model=str(_written_model(f) or ""),
+                api_key_env=match.group(1) if match else None,
+                timeout=_number(f.get("timeout", f.get("timeout_seconds")), float, where, "timeout") or DEFAULT_TIMEOUT,
+                fields=dict(f),
+                source=entry.source,
+            )
         api_key_env = f.get("api_key_env")
         api_key = f.get("api_key")
         if api_key is not None:
@@ -187,3 +263,21 @@ def _number(value: Any, kind: type, where: str, name: str) -> Any:
         return kind(value)
     except (TypeError, ValueError):
         raise JudgeConfigError(f"{where}: field {name!r} must be a number, not {value!r}") from None
+
+
+def _written_model(fields: Mapping[str, Any]) -> Any:
+    """The model a pi-ai target names, as written (``model``, ``deployment`` or ``variant``, as AgentV reads them)."""
+    return next((fields[k] for k in ("model", "deployment", "variant") if fields.get(k) is not None), None)
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A judge's target as ``piai.config`` reads it: its errors are judge configuration errors."""
+
+    name: str
+    fields: dict[str, Any]
+    source: str | None
+
+    def fail(self, reason: str) -> JudgeConfigError:
+        where = f"{self.source}: " if self.source else ""
+        return JudgeConfigError(f"{where}target '{self.name}': {reason}")

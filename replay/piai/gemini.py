@@ -1,42 +1,35 @@
-"""The ``gemini`` provider (``google``, ``google-gemini``): Google's Generative Language API, asked what
-AgentV 4.42.4 asks it.
-
-AgentV's ``GeminiProvider`` goes through pi-ai's ``google-generative-ai`` stream (``@google/genai``):
-``POST {base}/models/{model}:streamGenerateContent?alt=sse`` with ``x-goog-api-key`` and the body
-``contents`` (user and ``model`` turns of text parts), ``systemInstruction`` (the system prompt as a user
-content) and ``generationConfig`` (``temperature``, ``maxOutputTokens`` when the target sets them; empty
-otherwise). The model defaults to ``gemini-2.5-flash``. The reply's chunks are read as pi-ai reads them:
-text parts that are not thoughts joined, usage from the last ``usageMetadata``.
+"""Google's Generative Language API as pi-ai's ``google-generative-ai`` stream (``@google/genai``) speaks it for
+AgentV 4.42.4: ``POST {base}/models/{model}:streamGenerateContent?alt=sse`` with ``x-goog-api-key`` and the
+body ``contents`` (user and ``model`` turns of text parts), ``systemInstruction`` (the system prompt as a user
+content) and ``generationConfig`` (``temperature``, ``maxOutputTokens`` when set; empty otherwise). The
+reply's chunks are read as pi-ai reads them: text parts that are not thoughts joined, usage from the last
+``usageMetadata``.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from evalstore.replay.targets import pi_ai
-from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
+from evalstore.replay.piai.config import Written, resolve_config
+from evalstore.replay.piai.wire import CallFailed, LlmConfig, Reply, sse_events, without_lone_surrogates
 
 DEFAULT_MODEL = "gemini-2.5-flash"
 # pi-ai's mapStopReason: every finish reason but these ends the answer in an error.
 _OK_FINISH = {"STOP", "MAX_TOKENS"}
 
 
-def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
-    _config(spec, config)
+PROVIDER = "google"
+"""pi-ai's name of the provider (its model table's key)."""
 
 
-def run(request: RunRequest) -> TargetOutcome:
-    return pi_ai.streamed(request, _config(request.spec, request.config), build_request, read_stream)
-
-
-def _config(spec: TargetSpec, config: dict[str, Any]) -> pi_ai.LlmConfig:
-    return pi_ai.resolve_config(
+def config(spec: Written, resolved: dict[str, Any]) -> LlmConfig:
+    """The target's fields as AgentV reads them for this provider (``resolveGeminiConfig``)."""
+    return resolve_config(
         spec,
-        config,
-        provider="google",
+        resolved,
+        provider=PROVIDER,
         key_label="Google API key",
         model_label="Gemini model",
         default_model=DEFAULT_MODEL,
@@ -44,14 +37,14 @@ def _config(spec: TargetSpec, config: dict[str, Any]) -> pi_ai.LlmConfig:
 
 
 def build_request(
-    cfg: pi_ai.LlmConfig, system: str | None, turns: list[dict[str, str]]
+    cfg: LlmConfig, system: str | None, turns: list[dict[str, str]]
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
     """URL, headers and body as pi-ai's ``buildParams`` and the genai SDK put them on the wire."""
     headers = {"accept": "*/*", "content-type": "application/json", "x-goog-api-key": cfg.api_key}
     body: dict[str, Any] = {
         "contents": [
             {
-                "parts": [{"text": pi_ai.without_lone_surrogates(t["content"])}],
+                "parts": [{"text": without_lone_surrogates(t["content"])}],
                 "role": "user" if t["role"] == "user" else "model",
             }
             for t in turns
@@ -60,7 +53,7 @@ def build_request(
         ],
     }
     if system:
-        body["systemInstruction"] = {"parts": [{"text": pi_ai.without_lone_surrogates(system)}], "role": "user"}
+        body["systemInstruction"] = {"parts": [{"text": without_lone_surrogates(system)}], "role": "user"}
     generation: dict[str, Any] = {}
     if cfg.temperature is not None:
         generation["temperature"] = cfg.temperature
@@ -71,23 +64,23 @@ def build_request(
     return url, headers, body
 
 
-def read_stream(lines: Any) -> pi_ai.Reply:
+def read_stream(lines: Any) -> Reply:
     """pi-ai's reading of the chunks: the first candidate's text parts (thoughts left out) joined, the
     finish reason, and usage from ``usageMetadata`` (cached tokens counted apart from input, thoughts
     with output)."""
-    reply = pi_ai.Reply()
+    reply = Reply()
     text: list[str] = []
-    for _event, data in pi_ai.sse_events(lines):
+    for _event, data in sse_events(lines):
         if not data.strip():
             continue
         try:
             chunk = json.loads(data)
         except json.JSONDecodeError as exc:
-            raise pi_ai.CallFailed(f"pi-ai call failed: {exc}") from None
+            raise CallFailed(f"pi-ai call failed: {exc}") from None
         if not isinstance(chunk, dict):
             continue
         if isinstance(chunk.get("error"), dict):
-            raise pi_ai.CallFailed(f"pi-ai call failed: {json.dumps(chunk['error'])}")
+            raise CallFailed(f"pi-ai call failed: {json.dumps(chunk['error'])}")
         candidate = (chunk.get("candidates") or [None])[0] or {}
         for part in (candidate.get("content") or {}).get("parts") or []:
             if isinstance(part, dict) and isinstance(part.get("text"), str) and part.get("thought") is not True:
@@ -103,6 +96,6 @@ def read_stream(lines: Any) -> pi_ai.Reply:
             reply.cache_read = cached
             reply.cache_write = 0
     if reply.stop == "error":
-        raise pi_ai.CallFailed("pi-ai call failed: An unknown error occurred")
+        raise CallFailed("pi-ai call failed: An unknown error occurred")
     reply.text = "".join(text)
     return reply

@@ -1,23 +1,20 @@
-"""The ``anthropic`` provider: Anthropic's Messages API, asked what AgentV 4.42.4 asks it.
-
-AgentV's ``AnthropicProvider`` goes through pi-ai's ``anthropic-messages`` stream (``@anthropic-ai/sdk``):
-``POST {base}/v1/messages`` with ``x-api-key``, ``anthropic-version: 2023-06-01``, the interleaved-thinking
-beta (except on models that think adaptively), and a streamed body: ``model``, ``messages`` (the last user
-turn a text block marked ``cache_control: ephemeral``), ``max_tokens`` (the target's
-``max_output_tokens``, else a third of the model's ceiling), ``stream: true``, ``system`` (one cached text
-block), ``temperature`` unless thinking is on, and ``thinking`` (``thinking_budget``, reasoning models
-only). The reply is read from its server-sent events: text blocks joined, usage from ``message_start``
-and ``message_delta``.
+"""Anthropic's Messages API as pi-ai's ``anthropic-messages`` stream (``@anthropic-ai/sdk``) speaks it for AgentV
+4.42.4: ``POST {base}/v1/messages`` with ``x-api-key``, ``anthropic-version: 2023-06-01``, the
+interleaved-thinking beta (except on models that think adaptively), and a streamed body: ``model``,
+``messages`` (the last user turn a text block marked ``cache_control: ephemeral``), ``max_tokens`` (the
+target's ``max_output_tokens``, else a third of the model's ceiling), ``stream: true``, ``system`` (one cached
+text block), ``temperature`` unless thinking is on, and ``thinking`` (``thinking_budget``, reasoning models
+only). The reply is read from its server-sent events: text blocks joined, usage from ``message_start`` and
+``message_delta``.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from evalstore.replay.targets import pi_ai
-from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec
+from evalstore.replay.piai.config import Written, resolve_config
+from evalstore.replay.piai.wire import CallFailed, LlmConfig, Reply, sse_events, without_lone_surrogates
 
 API_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
@@ -27,17 +24,14 @@ _ERROR_STOPS = {"refusal", "sensitive"}
 _STOPS = {"end_turn", "max_tokens", "tool_use", "pause_turn", "stop_sequence", *_ERROR_STOPS}
 
 
-def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
-    _config(spec, config)
+PROVIDER = "anthropic"
+"""pi-ai's name of the provider (its model table's key)."""
 
 
-def run(request: RunRequest) -> TargetOutcome:
-    return pi_ai.streamed(request, _config(request.spec, request.config), build_request, read_stream)
-
-
-def _config(spec: TargetSpec, config: dict[str, Any]) -> pi_ai.LlmConfig:
-    return pi_ai.resolve_config(
-        spec, config, provider="anthropic", key_label="Anthropic api key", model_label="Anthropic model"
+def config(spec: Written, resolved: dict[str, Any]) -> LlmConfig:
+    """The target's fields as AgentV reads them for this provider (``resolveAnthropicConfig``)."""
+    return resolve_config(
+        spec, resolved, provider=PROVIDER, key_label="Anthropic api key", model_label="Anthropic model"
     )
 
 
@@ -47,7 +41,7 @@ def adaptive_thinking(model: str) -> bool:
 
 
 def build_request(
-    cfg: pi_ai.LlmConfig, system: str | None, turns: list[dict[str, str]]
+    cfg: LlmConfig, system: str | None, turns: list[dict[str, str]]
 ) -> tuple[str, dict[str, str], dict[str, Any]]:
     """URL, headers and body as pi-ai's ``createClient`` and ``buildParams`` make them (an API key, not
     an OAuth token; no tools)."""
@@ -69,9 +63,7 @@ def build_request(
         "stream": True,
     }
     if system:
-        body["system"] = [
-            {"type": "text", "text": pi_ai.without_lone_surrogates(system), "cache_control": CACHE_CONTROL}
-        ]
+        body["system"] = [{"type": "text", "text": without_lone_surrogates(system), "cache_control": CACHE_CONTROL}]
     if cfg.temperature is not None and not thinking:
         body["temperature"] = cfg.temperature
     if thinking and cfg.pi_model.reasoning:
@@ -91,7 +83,7 @@ def _messages(turns: list[dict[str, str]]) -> list[dict[str, Any]]:
     last message, when the user's, becomes a text block carrying the cache marker."""
     out: list[dict[str, Any]] = []
     for turn in turns:
-        text = pi_ai.without_lone_surrogates(turn["content"])
+        text = without_lone_surrogates(turn["content"])
         if not text.strip():
             continue
         if turn["role"] == "user":
@@ -113,22 +105,22 @@ _MESSAGE_EVENTS = {
 }
 
 
-def read_stream(lines: Any) -> pi_ai.Reply:
+def read_stream(lines: Any) -> Reply:
     """The answer from Anthropic's events as pi-ai reads them: text blocks (by index) joined in order,
     thinking left out; usage from ``message_start``, updated by ``message_delta`` where it says."""
-    reply = pi_ai.Reply()
+    reply = Reply()
     blocks: dict[int, list[str]] = {}
     order: list[int] = []
     started = stopped = False
-    for event, data in pi_ai.sse_events(lines):
+    for event, data in sse_events(lines):
         if event == "error":
-            raise pi_ai.CallFailed(f"pi-ai call failed: {data}")
+            raise CallFailed(f"pi-ai call failed: {data}")
         if event not in _MESSAGE_EVENTS:
             continue
         try:
             item = json.loads(data)
         except json.JSONDecodeError as exc:
-            raise pi_ai.CallFailed(f"pi-ai call failed: Could not parse Anthropic SSE event {event}: {exc}") from None
+            raise CallFailed(f"pi-ai call failed: Could not parse Anthropic SSE event {event}: {exc}") from None
         kind = item.get("type")
         if kind == "message_start":
             started = True
@@ -150,7 +142,7 @@ def read_stream(lines: Any) -> pi_ai.Reply:
             stop = (item.get("delta") or {}).get("stop_reason")
             if stop:
                 if stop not in _STOPS:
-                    raise pi_ai.CallFailed(f"pi-ai call failed: Unhandled stop reason: {stop}")
+                    raise CallFailed(f"pi-ai call failed: Unhandled stop reason: {stop}")
                 reply.stop = "error" if stop in _ERROR_STOPS else "stop"
             usage = item.get("usage") or {}
             reply.input = usage["input_tokens"] if usage.get("input_tokens") is not None else reply.input
@@ -160,8 +152,8 @@ def read_stream(lines: Any) -> pi_ai.Reply:
             if usage.get("cache_creation_input_tokens") is not None:
                 reply.cache_write = usage["cache_creation_input_tokens"]
     if started and not stopped:
-        raise pi_ai.CallFailed("pi-ai call failed: Anthropic stream ended before message_stop")
+        raise CallFailed("pi-ai call failed: Anthropic stream ended before message_stop")
     if reply.stop == "error":
-        raise pi_ai.CallFailed("pi-ai call failed: An unknown error occurred")
+        raise CallFailed("pi-ai call failed: An unknown error occurred")
     reply.text = "".join("".join(blocks[i]) for i in order)
     return reply
