@@ -3,7 +3,8 @@
 Everything that needs a database URL (the CLI, the tests, ``migrations/env.py``) calls
 :func:`resolve_url` (or :func:`locate`), so there is one order of precedence: ``--db``, then
 ``EVALSTORE_DB``, then the embedded SQLite file found the way git finds ``.git``: the nearest
-``.evalstore/evalstore.db`` in the current folder or a parent, else a new one in the current folder.
+``.evalstore/evalstore.db`` in the current folder or a parent (not above a folder named in
+``EVALSTORE_CEILING_DIRECTORIES``), else a new one in the current folder.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from evalstore.store.schema import SCHEMA_REVISION
 STORE_DIR, STORE_FILE = ".evalstore", "evalstore.db"
 DEFAULT_URL = f"sqlite:///{STORE_DIR}/{STORE_FILE}"
 ENV_VAR = "EVALSTORE_DB"
+# Folders the search for a store does not climb into, as git's GIT_CEILING_DIRECTORIES: a store left in
+# /tmp or a home folder is not picked up by every command run below it (the test suite sets its temp root).
+CEILING_VAR = "EVALSTORE_CEILING_DIRECTORIES"
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 # Events run from a few hundred bytes to a few KB: in SQLite's default 4 KB pages the space left at the
 # end of each page (less than one row) wastes about a sixth of the file; 16 KB pages waste a few percent.
@@ -57,9 +61,13 @@ class Location:
 
 
 def find_store(start: Path) -> Path | None:
-    """The nearest ``.evalstore/evalstore.db`` in ``start`` or one of its parents, as git finds ``.git``."""
+    """The nearest ``.evalstore/evalstore.db`` in ``start`` or one of its parents, as git finds ``.git``;
+    the search stops below a ceiling folder (``EVALSTORE_CEILING_DIRECTORIES``) unless it starts there."""
     start = start.resolve()
+    ceilings = {Path(p).resolve() for p in os.environ.get(CEILING_VAR, "").split(os.pathsep) if p.strip()}
     for folder in (start, *start.parents):
+        if folder in ceilings and folder != start:
+            break
         candidate = folder / STORE_DIR / STORE_FILE
         if candidate.is_file():
             return candidate

@@ -11,6 +11,7 @@ import importlib.abc
 import os
 import socket
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ import pytest
 # Tables follow ``COLUMNS`` (cli/output.py); a terminal's width (``COLUMNS=80``) inherited by the test run
 # would wrap the tables the tests read, so they are read at the width a pipe gets.
 os.environ.pop("COLUMNS", None)
+# A store named by the environment the suite was started from is not one a test made.
+os.environ.pop("EVALSTORE_DB", None)
 
 PG_ENV = "EVALSTORE_TEST_POSTGRES_URL"
 LOCAL_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -49,6 +52,15 @@ try:  # the judge server fixture lives beside this file
     pytest_plugins = ["judge_server"] if (Path(__file__).parent / "judge_server.py").exists() else []
 except Exception:  # pragma: no cover
     pytest_plugins = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _store_search_stays_in_the_test_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Commands the tests run look for ``.evalstore/evalstore.db`` in their folder and its parents; a
+    store someone left in /tmp or above pytest's temp root would be found by every test that expects
+    none. The search stops at those folders (inherited by every subprocess a test starts)."""
+    ceilings = (str(tmp_path_factory.getbasetemp()), tempfile.gettempdir())
+    os.environ["EVALSTORE_CEILING_DIRECTORIES"] = os.pathsep.join(ceilings)
 
 
 def postgres_base_url() -> str | None:

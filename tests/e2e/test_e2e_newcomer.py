@@ -76,6 +76,21 @@ def test_commands_in_a_subfolder_use_the_store_of_a_parent_folder(tmp_path: Path
     assert run_here(tmp_path, "runs", "--json").stderr == ""
 
 
+def test_the_search_for_a_store_does_not_climb_into_a_ceiling_folder(tmp_path: Path) -> None:
+    ok_json(run_here(tmp_path, "import", str(BASELINE), "--json"))
+    sub = tmp_path / "project" / "evals"
+    sub.mkdir(parents=True)
+    ceiling = {"EVALSTORE_CEILING_DIRECTORIES": f"/nonexistent{os.pathsep}{tmp_path / 'project'}"}
+    refused = run_here(sub, "runs", "--json", env=ceiling)
+    assert refused.returncode == 2 and "no store found" in one_line_error(refused)
+    # A ceiling stops only searches started below it (as git's): from the ceiling folder itself, or above
+    # it, the store is found.
+    assert run_here(tmp_path / "project", "runs", "--json", env=ceiling).returncode == 0
+    assert run_here(tmp_path, "runs", "--json", env=ceiling).returncode == 0
+    # Without the ceiling the parent's store is found again.
+    assert run_here(sub, "runs", "--json").returncode == 0
+
+
 def test_a_command_that_writes_creates_the_store_in_the_current_folder(tmp_path: Path) -> None:
     result = run_here(tmp_path, "import", str(BASELINE))
     assert result.returncode == 0, result.stderr
