@@ -110,6 +110,9 @@ def test_every_python_grader_and_converter_prints_the_same_bytes_warm_as_spawned
     shutil.copytree(REPO / "examples", copy / "examples")
     shutil.copytree(REPO / "tests" / "fixtures", copy / "tests" / "fixtures")
     monkeypatch.setenv("UV_OFFLINE", "1")  # no network at run time: a project uv cannot sync fails alike both ways
+    # A cache of this test's own: with the shared one, a `uv run` of another test (another xdist worker)
+    # filling it between the spawned and the warm call changed which error uv printed.
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
     graders = python_graders(copy)
     ws = tmp_path / "ws"
     ws.mkdir()
