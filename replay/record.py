@@ -444,10 +444,12 @@ def _execute_locked(
             return scored
         scores: list[float] = []
         costs: list[float | None] = []
+        passes: list[bool] = []
         while True:
             scored, cost = attempt(test, len(scores) + 1)
             scores.append(scored.score)
             costs.append(cost)
+            passes.append(scored.passed)
             with lock:
                 results.append(scored)
             if progress:
@@ -457,7 +459,7 @@ def _execute_locked(
         if suite.trials is not None:
             with lock:
                 trials[(test.id, target.name)] = aggregate_trials(
-                    suite.trials, scores, effective_threshold(test.threshold, threshold, suite.threshold), costs
+                    suite.trials, scores, effective_threshold(test.threshold, threshold, suite.threshold), costs, passes
                 )
         if scored.status == "execution_error":
             with lock:

@@ -111,3 +111,19 @@ def test_run_asks_what_agentv_asked_and_grades_as_it_did(
     assert verdicts(sqlite_url, done["run_id"]) == as_agentv(suite)
     sent = [_request(r.body) for r in server.requests]
     assert sent and set(sent) <= set(agentv_requests())
+
+
+def test_a_test_passes_when_any_trial_does_whatever_the_mean(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trials-mean: a `cli` agent that answers well, then badly; `strategy: mean` over two trials. AgentV's
+    row: score 0.75 (the mean), status ok, exit 0: its test passes when any trial's status is ok."""
+    copy = tmp_path / "trials-mean"
+    shutil.copytree(NEWUSER2 / "trials-mean", copy)
+    (copy / ".git").mkdir()
+    monkeypatch.chdir(copy)
+    (row,) = [json.loads(line) for line in (copy / "run" / "index.jsonl").read_text("utf-8").splitlines()]
+    assert (row["score"], row["execution_status"]) == (0.75, "ok")
+    done = ok_json(cli(sqlite_url, "run", "evals/trials.eval.yaml", "--json"))  # exit 0, as AgentV's
+    trial = done["trials"]["t1"]
+    assert (trial["score"], trial["passed"], trial["trials"]) == (pytest.approx(0.75), True, 2)
