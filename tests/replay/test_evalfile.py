@@ -461,6 +461,18 @@ def test_unknown_keys_warn_with_file_and_line(tmp_path: Path) -> None:
     assert [g.type for g in suite.tests[0].graders] == ["contains"]
 
 
+def test_a_numeric_required_is_read_and_said_to_be_deprecated(tmp_path: Path):
+    """AgentV 4.42.4 reads `required: 0.5` as required with min_score 0.5 and warns that it is deprecated."""
+    suite = load(
+        tmp_path,
+        "tests:\n  - id: t\n    input: x\n    assertions:\n      - {type: contains, value: a, required: 0.5}\n",
+    )
+    (grader,) = suite.tests[0].graders
+    assert grader.required == 0.5
+    (warning,) = suite.warnings
+    assert "`required: 0.5` is deprecated; use `required: true` and `min_score: 0.5`" in warning
+
+
 @pytest.mark.parametrize(
     ("body", "line", "field", "fragment"),
     [
