@@ -682,5 +682,5 @@ def _deterministic(obj: dict[str, Any], kind: str, where: Where, ctx: ParseConte
             js_regex(value, flags or "")
         except JsRegexError as exc:
             # AgentV fails such a grader when it runs (score 0) and grades the rest of the suite.
-            ctx.warn(where.key("value"), f"{exc}; the assertion will end in an execution error")
+            ctx.warn(where.key("value"), f"{exc}; the assertion will score 0 and fail, as AgentV's does")
     return AssertionSpec(type=kind, value=value, flags=flags, **fields)  # type: ignore[arg-type]

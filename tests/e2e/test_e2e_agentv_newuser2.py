@@ -4,7 +4,9 @@ tests/fixtures/agentv-newuser2 (its README says how it was made) holds three sui
 (deterministic assertions with `required` and weights; a `file://` JSONL dataset graded by a Python
 code grader, with trials; llm-graders with rubrics and a prompt file) and AgentV's runs of them against a
 local OpenAI-compatible server. Two tests set their own `execution.threshold`, below the run's: AgentV
-grades a test at its own threshold (its row's `execution_status`), which evalstore once ignored.
+grades a test at its own threshold (its row's `execution_status`), which evalstore once ignored. A fourth
+(bad-regex) has a regex JavaScript refuses beside a passing `contains`: AgentV scores the regex 0, a fail
+counted in the mean (0.5), where evalstore once made the test an execution error.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from fixture_paths import FIXTURES_DIR
 from judge_server import JudgeServer
 
 NEWUSER2 = FIXTURES_DIR / "agentv-newuser2"
-SUITES = ("support", "extract", "review")
+SUITES = ("support", "extract", "review", "bad-regex")
 _spec = importlib.util.spec_from_file_location("agentv_newuser2_answers", NEWUSER2 / "answers.py")
 assert _spec and _spec.loader
 answers = importlib.util.module_from_spec(_spec)
@@ -85,7 +87,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[P
 
 
 @pytest.mark.parametrize("suite", SUITES)
-def test_an_import_and_an_unchanged_replay_grade_each_test_at_its_own_threshold(
+def test_an_import_and_an_unchanged_replay_grade_as_agentv_did(
     sqlite_url: str, suite: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder, _ = project

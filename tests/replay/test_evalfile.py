@@ -1272,7 +1272,7 @@ def test_list_values_keep_their_strings_as_agentv_does(tmp_path: Path) -> None:
 )
 def test_a_regex_javascript_refuses_loads_with_a_warning(tmp_path: Path, assertion: str, warning: str) -> None:
     """AgentV fails such a grader when it runs and grades the rest; so the suite (and an AgentV run
-    graded with it) still loads, and the grader ends in an execution error."""
+    graded with it) still loads, and the grader scores 0 and fails."""
     path = tmp_path / "rx.eval.yaml"
     path.write_text(f"tests:\n  - id: t\n    input: q\n    assertions:\n      - {assertion}\n", encoding="utf-8")
     suite = load_eval(path)
