@@ -25,7 +25,7 @@ from fixture_paths import FIXTURES_DIR
 from judge_server import JudgeServer
 
 NEWUSER2 = FIXTURES_DIR / "agentv-newuser2"
-SUITES = ("support", "extract", "review", "bad-regex")
+SUITES = ("support", "extract", "review", "ranges", "bad-regex")
 _spec = importlib.util.spec_from_file_location("agentv_newuser2_answers", NEWUSER2 / "answers.py")
 assert _spec and _spec.loader
 answers = importlib.util.module_from_spec(_spec)
@@ -101,7 +101,7 @@ def test_an_import_and_an_unchanged_replay_grade_as_agentv_did(
     assert verdicts(sqlite_url, replayed["run_id"]) == as_agentv(suite)
 
 
-@pytest.mark.parametrize("suite", ["support", "review"])
+@pytest.mark.parametrize("suite", ["support", "review", "ranges"])
 def test_run_asks_what_agentv_asked_and_grades_as_it_did(
     sqlite_url: str, suite: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
