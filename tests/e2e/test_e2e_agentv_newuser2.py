@@ -88,17 +88,17 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[P
 
 @pytest.mark.parametrize("suite", SUITES)
 def test_an_import_and_an_unchanged_replay_grade_as_agentv_did(
-    sqlite_url: str, suite: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+    store_url: str, suite: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder, _ = project
     monkeypatch.chdir(folder / suite)
-    run = ok_json(cli(sqlite_url, "import", str(NEWUSER2 / "runs" / suite), "--json"))["run_id"]
-    assert verdicts(sqlite_url, run) == as_agentv(suite)
-    replayed = ok_json(cli(sqlite_url, "replay", run, "--json"), 0, 1)
+    run = ok_json(cli(store_url, "import", str(NEWUSER2 / "runs" / suite), "--json"))["run_id"]
+    assert verdicts(store_url, run) == as_agentv(suite)
+    replayed = ok_json(cli(store_url, "replay", run, "--json"), 0, 1)
     # The replay gates on each test's own threshold: it fails only where AgentV's rows say quality_failure.
     failing = any(r["execution_status"] != "ok" for r in agentv_rows(suite).values())
     assert (replayed["failed"] != []) is failing, replayed["failed"]
-    assert verdicts(sqlite_url, replayed["run_id"]) == as_agentv(suite)
+    assert verdicts(store_url, replayed["run_id"]) == as_agentv(suite)
 
 
 @pytest.mark.parametrize("suite", ["support", "review", "ranges"])
