@@ -146,8 +146,9 @@ def run(
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     rows = scored_rows(store, outcome.run_id, outcome.results)
-    # With trials a test passes or fails on its trials' one score (AgentV's), not trial by trial; a test
-    # recorded not_regradable has no score to fail with (a replay where its runtime is installed grades it).
+    # With trials a test passes or fails once, on its trials (any passed, as AgentV's status), not trial by
+    # trial; a test recorded not_regradable has no score to fail with (a replay where its runtime is
+    # installed grades it).
     # Trials are keyed like the results: the test id, with @target when the run has several targets.
     trial_names = dict(zip(outcome.trials, result_labels([(t, g, 1) for t, g in outcome.trials]), strict=True))
     trials = {trial_names[key]: dataclasses.asdict(t) for key, t in outcome.trials.items()}

@@ -27,7 +27,7 @@ from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.conversation import TURN_ERROR, ConversationGrader, opening, user_turn, windowed
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo, process_slots, reads_files_itself
-from evalstore.replay.grading.scoring import produced_now
+from evalstore.replay.grading.scoring import effective_threshold, produced_now
 from evalstore.replay.grading.trials import TrialsOutcome, more_trials
 from evalstore.replay.grading.trials import aggregate as aggregate_trials
 from evalstore.replay.material import (
@@ -428,7 +428,14 @@ def _execute_locked(
         # AgentV's order: the test's dependencies, then the suite's budget, then fail_on_error.
         blocked = blocked_by(test, failed) or limits.refusal()
         if blocked is not None and result_key(test.id, target.name, 1) not in recorded:
-            scored = _not_run(store, run_id, test, target.name, threshold, blocked)
+            scored = _not_run(
+                store,
+                run_id,
+                test,
+                target.name,
+                effective_threshold(test.threshold, threshold, suite.threshold),
+                blocked,
+            )
             with lock:
                 results.append(scored)
                 failed.add(test.id)
@@ -437,10 +444,12 @@ def _execute_locked(
             return scored
         scores: list[float] = []
         costs: list[float | None] = []
+        passes: list[bool] = []
         while True:
             scored, cost = attempt(test, len(scores) + 1)
             scores.append(scored.score)
             costs.append(cost)
+            passes.append(scored.passed)
             with lock:
                 results.append(scored)
             if progress:
@@ -449,7 +458,9 @@ def _execute_locked(
                 break
         if suite.trials is not None:
             with lock:
-                trials[(test.id, target.name)] = aggregate_trials(suite.trials, scores, threshold, costs)
+                trials[(test.id, target.name)] = aggregate_trials(
+                    suite.trials, scores, effective_threshold(test.threshold, threshold, suite.threshold), costs, passes
+                )
         if scored.status == "execution_error":
             with lock:
                 failed.add(test.id)
@@ -504,7 +515,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             score=0.0,
             passed=False,
             status="execution_error",
-            threshold=grade_options.threshold,
+            threshold=effective_threshold(test.threshold, grade_options.threshold, suite.threshold),
             error=tw.error,
             produced_at=produced_now(),
             graders=[],
@@ -565,7 +576,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             score=0.0,
             passed=False,
             status="execution_error",
-            threshold=grade_options.threshold,
+            threshold=effective_threshold(test.threshold, grade_options.threshold, suite.threshold),
             # Provider errors already start with "target 'NAME': "; a second prefix only costs width.
             error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
             produced_at=produced_now(),
@@ -673,7 +684,7 @@ def _grade(store, run_id, suite, test, target, info, grade_options, judges, atte
             score=0.0,
             passed=False,
             status="not_regradable",
-            threshold=grade_options.threshold,
+            threshold=effective_threshold(test.threshold, grade_options.threshold, suite.threshold),
             error=f"not regradable: {reason}",
             produced_at=produced_now(),
             graders=[],

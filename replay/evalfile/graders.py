@@ -183,7 +183,7 @@ def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[Co
         converters = _own_converters(obj, where, ctx, converters)
         return assertion.model_copy(update={"preprocessors": converters}) if assertion and converters else assertion
     if kind in TRACE_GRADER_TYPES:
-        return parse_trace_grader(obj, kind, _common(obj, kind, where), where, ctx)
+        return parse_trace_grader(obj, kind, _common(obj, kind, where, ctx), where, ctx)
     if kind == "composite":
         return _composite(obj, where, ctx)
     if kind == "inline-assert":
@@ -233,7 +233,7 @@ def find_custom_assertion(kind: str, ctx: ParseContext) -> Path | None:
 def _custom(obj: dict[str, Any], kind: str, script: Path, where: Where, ctx: ParseContext) -> CodeGraderSpec:
     """A custom assertion: a code grader AgentV runs as ``bun run SCRIPT`` in its own working folder, with
     no ``config`` (the discovered grader's factory passes none) and its default timeout."""
-    fields = _common(obj, kind, where)
+    fields = _common(obj, kind, where, ctx)
     if not (opt_str(obj, "name", where) or opt_str(obj, "metric", where)):
         fields["name"] = kind
     ctx.reference("grader_script", script, f".agentv/{script.parent.name}/{script.name}")
@@ -249,7 +249,7 @@ def _custom(obj: dict[str, Any], kind: str, script: Path, where: Where, ctx: Par
 def _composite(obj: dict[str, Any], where: Where, ctx: ParseContext) -> CompositeSpec | None:
     """AgentV's composite: named members of known types (parsed as assertions of their own, without the
     suite's preprocessors) and an aggregator; skipped with AgentV's warning when either is unusable."""
-    common = _common(obj, "composite", where)
+    common = _common(obj, "composite", where, ctx)
     name = common["name"]
 
     def skip(reason: str) -> None:
@@ -324,7 +324,7 @@ def _aggregator(raw: Any, where: Where, ctx: ParseContext, skip: Any) -> Aggrega
     return None
 
 
-def _common(obj: dict[str, Any], kind: str, where: Where) -> dict[str, Any]:
+def _common(obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext) -> dict[str, Any]:
     name = opt_str(obj, "name", where) or opt_str(obj, "metric", where) or kind
     fields: dict[str, Any] = {"name": name}
     weight = opt_number(obj, "weight", where, low=0.0)
@@ -337,6 +337,10 @@ def _common(obj: dict[str, Any], kind: str, where: Where) -> dict[str, Any]:
         else:
             # v4 accepts a number as the required score (deprecated); it must be a valid score.
             fields["required"] = opt_number(obj, "required", where, low=0.0, high=1.0, low_open=True)
+            ctx.warn(
+                where.key("required"),
+                f"`required: {required}` is deprecated; use `required: true` and `min_score: {required}` (as AgentV says)",
+            )
     min_score = opt_number(obj, "min_score", where, low=0.0, high=1.0)
     if min_score is not None:
         fields["min_score"] = min_score
@@ -376,7 +380,7 @@ def _own_converters(
 def _llm_grader(
     obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
 ) -> LlmGraderSpec:
-    fields = _common(obj, kind, where)
+    fields = _common(obj, kind, where, ctx)
     if kind in RUBRIC_TYPES:
         key: str | None = next((k for k in ("criteria", "rubrics") if k in obj), None)
         if key is None:
@@ -494,7 +498,7 @@ def _prompt_script(prompt: dict[str, Any], at: Where, ctx: ParseContext) -> dict
 def _code_grader(
     obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
 ) -> CodeGraderSpec:
-    fields = _common(obj, kind, where)
+    fields = _common(obj, kind, where, ctx)
     key = "script" if "script" in obj and "command" not in obj else "command"
     if key == "script":
         ctx.warn(where.key("script"), "`script` is deprecated; use `command`")
@@ -657,7 +661,7 @@ def default_name(kind: str, value: Any) -> str:
 def _deterministic(obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext) -> AssertionSpec | None:
     """The assertion, or None where AgentV 4.42 skips it with a warning: a value that is not a non-empty
     string (or, for the list types, a list holding none; its other items are dropped)."""
-    fields = _common(obj, kind, where)
+    fields = _common(obj, kind, where, ctx)
     value: Any = obj.get("value")
     if not (opt_str(obj, "name", where) or opt_str(obj, "metric", where)):
         fields["name"] = default_name(kind, value)
@@ -678,5 +682,5 @@ def _deterministic(obj: dict[str, Any], kind: str, where: Where, ctx: ParseConte
             js_regex(value, flags or "")
         except JsRegexError as exc:
             # AgentV fails such a grader when it runs (score 0) and grades the rest of the suite.
-            ctx.warn(where.key("value"), f"{exc}; the assertion will end in an execution error")
+            ctx.warn(where.key("value"), f"{exc}; the assertion will score 0 and fail, as AgentV's does")
     return AssertionSpec(type=kind, value=value, flags=flags, **fields)  # type: ignore[arg-type]

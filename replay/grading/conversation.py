@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from evalstore.replay.content import Message
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, GraderSpec, TurnSpec
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
-from evalstore.replay.grading.scoring import produced_now, score_test
+from evalstore.replay.grading.scoring import effective_threshold, produced_now, score_test
 from evalstore.replay.jsontext import stringify
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 
@@ -133,8 +133,7 @@ class ConversationGrader:
 
     @property
     def threshold(self) -> float:
-        options, test = self.options, self.test
-        return options.threshold if options.threshold is not None else (test.threshold or self.suite.threshold)
+        return effective_threshold(self.test.threshold, self.options.threshold, self.suite.threshold)
 
     def grade_turn(self, n: int, history: list[Message], answer: Message, transcript: TranscriptInfo) -> float:
         """Grade turn ``n`` (1-based) on ``answer``, the last message of ``history``; returns its score."""

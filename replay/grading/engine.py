@@ -38,7 +38,7 @@ from evalstore.replay.grading.graders.base import (
     TranscriptInfo,
 )
 from evalstore.replay.grading.overlap import overlapping
-from evalstore.replay.grading.scoring import apply_negate, produced_now, score_test
+from evalstore.replay.grading.scoring import apply_negate, effective_threshold, produced_now, score_test
 from evalstore.store.errors import is_database_failure
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 
@@ -161,7 +161,7 @@ def grade_test(
     )
     selected = set(only) if only is not None else None
     carried = carried or {}
-    threshold = options.threshold if options.threshold is not None else (test.threshold or suite.threshold)
+    threshold = effective_threshold(test.threshold, options.threshold, suite.threshold)
     graded = [
         spec
         for spec in test.graders

@@ -5,10 +5,11 @@
   the test an ``execution_error`` that cannot pass; ``error`` names the grader and its first failed
   assertion. (The issue's rule. AgentV 4.x itself forces such a test's score to 0.)
 - A ``required`` grader below its gate forces the test score to 0. The gate is ``min_score``, else the
-  numeric ``required`` (a deprecated v4 spelling), else the run threshold.
+  numeric ``required`` (a deprecated v4 spelling), else the test's threshold.
 - Otherwise the score is the weighted mean over the graders (weight default 1; 0 if the weights sum to 0).
   A grader's own ``fail`` verdict does not change the test score; only its score counts.
-- The test passes when its score reaches the threshold; status is ``ok`` or ``quality_failure``.
+- The test passes when its score reaches the threshold; status is ``ok`` or ``quality_failure``. The
+  threshold is the test's own ``execution.threshold``, else the run's (:func:`effective_threshold`).
 
 The same rule recomputes a score from AgentV result rows (``scores[]`` entries), which is how imports
 are checked and how a replay tells a changed grader from a changed aggregation.
@@ -84,6 +85,15 @@ def _negate_assertion(assertion: Assertion) -> Assertion:
 
 def is_execution_error(result: GraderResult) -> bool:
     return result.status == "execution_error" or result.verdict == "skip"
+
+
+def effective_threshold(own: float | None, run: float | None, suite: float) -> float:
+    """The threshold a test is graded at: its own ``execution.threshold``, else the run's (``--threshold``),
+    else the suite's. AgentV 4.42.4 lets the test's own win even over ``--threshold`` (``orchestrator.ts``
+    ``effectiveThreshold = evalCase.threshold ?? caseThreshold``, used for the required gate and the status)."""
+    if own is not None:
+        return own
+    return run if run is not None else suite
 
 
 def required_gate(required: bool | float, min_score: float | None, threshold: float) -> float | None:

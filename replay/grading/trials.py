@@ -9,7 +9,7 @@ does (``orchestrator.ts`` ``runEvalCaseWithTrials``, ``trials.ts``).
 - ``cost_limit_usd``: trials stop once the trials' cost reaches it (a trial whose cost is unknown adds 0).
 
 Each trial is a result of its own in evalstore (attempt 1, 2, ...); this is the one score AgentV reports
-for the test, and its pass at the run's threshold.
+for the test, and its pass: any trial's (AgentV's ``hasOk``), not the one score's.
 """
 
 from __future__ import annotations
@@ -55,8 +55,17 @@ def more_trials(spec: TrialsSpec, scores: list[float], costs: list[float | None]
     return not (spec.strategy == "pass_at_k" and scores and scores[-1] >= PASS_SCORE)
 
 
-def aggregate(spec: TrialsSpec, scores: list[float], threshold: float, costs: list[float | None]) -> TrialsOutcome:
-    """``aggregateTrials``: the trials' scores as one (``scores`` in trial order, at least one)."""
+def aggregate(
+    spec: TrialsSpec,
+    scores: list[float],
+    threshold: float,
+    costs: list[float | None],
+    passed: list[bool] | None = None,
+) -> TrialsOutcome:
+    """``aggregateTrials``: the trials' scores as one (``scores`` in trial order, at least one). The test
+    passes when any trial passed (``passed``, each trial's own; else its score at ``threshold``), as
+    AgentV's status is ``ok`` when any trial's is (``runEvalCaseWithTrials`` ``hasOk``): with ``mean`` or
+    ``confidence_interval`` the one score may be below the threshold while the test passes."""
     n = len(scores)
     if spec.strategy == "mean":
         score = sum(scores) / n
@@ -83,7 +92,8 @@ def aggregate(spec: TrialsSpec, scores: list[float], threshold: float, costs: li
         passed_attempts = sum(1 for s in scores if s >= PASS_SCORE)
         aggregation = {"strategy": "pass_at_k", "passed_attempts": passed_attempts, "total_attempts": n}
     limited = spec.cost_limit_usd is not None and sum(c or 0.0 for c in costs) >= spec.cost_limit_usd
-    return TrialsOutcome(score, score >= threshold, aggregation, n, limited)
+    passed = passed if passed is not None else [s >= threshold for s in scores]
+    return TrialsOutcome(score, any(passed), aggregation, n, limited)
 
 
 def _clamp(value: float) -> float:

@@ -1,5 +1,6 @@
 """``evalstore run`` with ``execution.trials``: each test run as AgentV runs it, trial by trial (pass@k stops
-at the first passing trial), each trial a result of its own, the test passing on its trials' one score."""
+at the first passing trial), each trial a result of its own, the test passing when any of its trials passed
+(AgentV's ``hasOk``)."""
 
 from __future__ import annotations
 
@@ -56,9 +57,11 @@ def test_pass_at_k_stops_at_the_first_passing_trial(tmp_path: Path) -> None:
     assert trials["aggregation"] == {"strategy": "pass_at_k", "passed_attempts": 1, "total_attempts": 2}
 
 
-def test_mean_runs_every_trial_and_fails_the_test_on_the_mean(tmp_path: Path) -> None:
+def test_mean_runs_every_trial_and_passes_the_test_when_a_trial_passed(tmp_path: Path) -> None:
+    """The one score is the mean (0.67, below 0.8), yet the test passes and the run exits 0: AgentV 4.42.4's
+    status is ok when any trial's is (tests/fixtures/agentv-newuser2/trials-mean is its run showing it)."""
     eval_file = _project(tmp_path / "m", "mean")
-    out = ok_json(evalstore(f"sqlite:///{tmp_path / 's.db'}", "run", str(eval_file), "--json", cwd=tmp_path), 1)
+    out = ok_json(evalstore(f"sqlite:///{tmp_path / 's.db'}", "run", str(eval_file), "--json", cwd=tmp_path), 0)
     assert [(r["attempt"], r["score"]) for r in out["results"]] == [(1, 0.0), (2, 1.0), (3, 1.0)]
     trials = out["trials"]["answer"]
-    assert (round(trials["score"], 4), trials["passed"]) == (0.6667, False)
+    assert (round(trials["score"], 4), trials["passed"]) == (0.6667, True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 
 from evalstore.replay.content import FileBlock, Message, TextBlock
 from evalstore.replay.evalfile.specs import AssertionSpec, ConverterSpec, EvalSuite, EvalTest
-from evalstore.replay.grading.graders.base import GradingContext, TranscriptInfo
+from evalstore.replay.grading.graders.base import GraderThrew, GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.deterministic import AssertionGrader
 from evalstore.replay.recording import MemoryRecorder
 
@@ -97,12 +98,13 @@ def test_single_value_for_a_list_assertion_is_one_item(tmp_path: Path) -> None:
         ("contains-all", [], None, "needs a list of values"),
     ],
 )
-def test_misconfigured_assertion_is_an_execution_error(
+def test_a_misconfigured_assertion_throws_as_agentvs_does(
     tmp_path: Path, type_: str, value: Any, flags: str | None, message: str
 ) -> None:
-    result = grade(tmp_path, type_, value, ANSWER, flags)
-    assert (result.status, result.verdict, result.score) == ("execution_error", "skip", 0.0)
-    assert message in result.assertions[0].text
+    """AgentV's grader throws (``new RegExp`` refuses the pattern); its orchestrator then scores the grader
+    0, a fail counted in the mean (engine.grader_threw), not an execution error."""
+    with pytest.raises(GraderThrew, match=re.escape(message)):
+        grade(tmp_path, type_, value, ANSWER, flags)
 
 
 HTML_TO_TEXT = ConverterSpec(type="html", media_type="text/html", command=[sys.executable, "-c", "print(1)"])

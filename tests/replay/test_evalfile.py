@@ -461,6 +461,18 @@ def test_unknown_keys_warn_with_file_and_line(tmp_path: Path) -> None:
     assert [g.type for g in suite.tests[0].graders] == ["contains"]
 
 
+def test_a_numeric_required_is_read_and_said_to_be_deprecated(tmp_path: Path):
+    """AgentV 4.42.4 reads `required: 0.5` as required with min_score 0.5 and warns that it is deprecated."""
+    suite = load(
+        tmp_path,
+        "tests:\n  - id: t\n    input: x\n    assertions:\n      - {type: contains, value: a, required: 0.5}\n",
+    )
+    (grader,) = suite.tests[0].graders
+    assert grader.required == 0.5
+    (warning,) = suite.warnings
+    assert "`required: 0.5` is deprecated; use `required: true` and `min_score: 0.5`" in warning
+
+
 @pytest.mark.parametrize(
     ("body", "line", "field", "fragment"),
     [
@@ -1260,7 +1272,7 @@ def test_list_values_keep_their_strings_as_agentv_does(tmp_path: Path) -> None:
 )
 def test_a_regex_javascript_refuses_loads_with_a_warning(tmp_path: Path, assertion: str, warning: str) -> None:
     """AgentV fails such a grader when it runs and grades the rest; so the suite (and an AgentV run
-    graded with it) still loads, and the grader ends in an execution error."""
+    graded with it) still loads, and the grader scores 0 and fails."""
     path = tmp_path / "rx.eval.yaml"
     path.write_text(f"tests:\n  - id: t\n    input: q\n    assertions:\n      - {assertion}\n", encoding="utf-8")
     suite = load_eval(path)

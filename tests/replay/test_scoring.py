@@ -9,7 +9,13 @@ from fixture_paths import AGENTV_FIXTURES
 
 from evalstore.replay.evalfile.specs import AssertionSpec
 from evalstore.replay.grading.graders.base import GraderResult
-from evalstore.replay.grading.scoring import apply_negate, required_gate, score_recorded, score_test
+from evalstore.replay.grading.scoring import (
+    apply_negate,
+    effective_threshold,
+    required_gate,
+    score_recorded,
+    score_test,
+)
 from evalstore.store.events import Assertion
 
 BASELINE = AGENTV_FIXTURES / "v4" / "rubric" / "dataset.eval.baseline.jsonl"
@@ -192,3 +198,17 @@ def test_a_grader_that_failed_to_run_is_named_as_left_out_of_the_score() -> None
 
     verdicts = [_verdict("a", 1.0), _verdict("broken", 0.0, status="execution_error")]
     assert explain_score(verdicts, 0.8) == "broken failed to run (execution error): left out of the score"
+
+
+def test_a_tests_own_threshold_wins_over_the_runs_and_the_suites():
+    """AgentV 4.42.4: ``effectiveThreshold = evalCase.threshold ?? caseThreshold`` (a test's own
+    ``execution.threshold``, even over ``--threshold``); 0 is a threshold, not a missing one."""
+    assert effective_threshold(0.5, 0.9, 0.7) == 0.5
+    assert effective_threshold(0.0, 0.9, 0.7) == 0.0
+    assert effective_threshold(None, 0.9, 0.7) == 0.9
+    assert effective_threshold(None, None, 0.7) == 0.7
+    # The required gate of a grader with no min_score is the test's threshold, so it moves with it.
+    spec = AssertionSpec(type="contains", name="c", value="x", required=True)
+    result = GraderResult(score=0.6, verdict="fail", assertions=[])
+    assert score_test([(spec, result)], effective_threshold(0.5, None, 0.8)).score == 0.6
+    assert score_test([(spec, result)], effective_threshold(None, None, 0.8)).score == 0.0

@@ -43,7 +43,11 @@ def test_mean_runs_every_trial_and_a_cost_limit_stops_them() -> None:
     assert more_trials(spec, [1.0], [0.4]) and not more_trials(spec, [1.0, 1.0], [0.6, 0.5])
     outcome = aggregate(spec, [1.0, 0.5], 0.8, [0.6, 0.5])
     assert outcome.aggregation == {"strategy": "mean", "mean": 0.75, "min": 0.5, "max": 1.0}
-    assert (outcome.passed, outcome.cost_limited) == (False, True)
+    # A trial passed, so the test does at a mean of 0.75 (AgentV 4.42.4's status is ok when any trial's is;
+    # tests/fixtures/agentv-newuser2/trials-mean is AgentV's run saying so).
+    assert (outcome.passed, outcome.cost_limited) == (True, True)
+    assert not aggregate(spec, [0.7, 0.5], 0.8, [None, None]).passed
+    assert not aggregate(spec, [1.0, 0.5], 0.8, [None, None], [False, False]).passed  # the trials' own verdicts
 
 
 def test_confidence_interval_is_the_lower_bound_with_agentvs_t_table() -> None:

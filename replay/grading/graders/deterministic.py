@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from evalstore.replay.evalfile.specs import AssertionSpec
-from evalstore.replay.grading.graders.base import GraderResult, GradingContext, score_to_verdict
+from evalstore.replay.grading.graders.base import GraderResult, GraderThrew, GradingContext, score_to_verdict
 from evalstore.replay.grading.preprocessing import answer_for
 from evalstore.replay.jstext import JsRegexError, js_json_parses, js_regex, js_trim
 from evalstore.store.events import Assertion
@@ -26,12 +26,9 @@ class AssertionGrader:
         try:
             passed, text = check(self.spec, prepared.text)
         except InvalidAssertion as exc:
-            result = GraderResult(
-                score=0.0,
-                verdict="skip",
-                status="execution_error",
-                assertions=[Assertion(text=f"{self.spec.type} assertion is misconfigured: {exc}", passed=False)],
-            )
+            # AgentV's grader throws (`new RegExp` refuses the pattern): the orchestrator scores it 0, a fail
+            # counted in the mean, "Grader 'NAME' failed: ..." (engine.grader_threw), not an execution error.
+            raise GraderThrew(str(exc)) from None
         else:
             score = 1.0 if passed else 0.0
             result = GraderResult(
