@@ -174,12 +174,16 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             echo(f"  {line.source.location}: {line.reason}")
 
 
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _show_json(summary: views.RunSummary, results: Iterator[tuple[views.ResultRow, str]], skipped: list) -> None:
     """``{"run", "results", "skipped_lines"}``, the results written one a line as they are read."""
     out = sys.stdout
     out.write('{\n  "run": ' + json.dumps(summary.to_dict(), ensure_ascii=False, default=str) + ',\n  "results": [')
+    encode = _ROW_ENCODER.encode  # json.dumps would build an encoder for every row
     for i, (r, note) in enumerate(results):
         row = {**r.to_dict(), "note": note}
-        out.write(("," if i else "") + "\n    " + json.dumps(row, ensure_ascii=False))
+        out.write(("," if i else "") + "\n    " + encode(row))
     skipped_lines = [{"source": s.source.model_dump(), "reason": s.reason} for s in skipped]
     out.write('\n  ],\n  "skipped_lines": ' + json.dumps(skipped_lines, ensure_ascii=False, default=str) + "\n}\n")

@@ -12,12 +12,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from evalstore.replay.analysis.views import ResultKey as ResultKey
 from evalstore.replay.analysis.views import result_key as result_key
 from evalstore.replay.content import Message, dump_messages
 from evalstore.replay.errors import NotFoundError
-from evalstore.replay.evalfile.specs import EvalTest
 from evalstore.replay.grading.graders.base import TranscriptInfo
 from evalstore.store import EventStore
 from evalstore.store.events import (
@@ -31,6 +31,9 @@ from evalstore.store.events import (
     VerdictRecorded,
     WorkspaceSnapshotted,
 )
+
+if TYPE_CHECKING:  # a type name only: `compare` reads scores without loading the eval file's models
+    from evalstore.replay.evalfile.specs import EvalTest
 
 
 def new_run_id(prefix: str) -> str:

@@ -830,7 +830,8 @@ class EventStore:
     def results_with_verdicts(self, run_id: str) -> Iterator[tuple[tuple, list[tuple]]]:
         """A run's results projection in key order, each with its verdict rows (by grader name), streamed:
         ``(result, verdicts)`` as plain tuples laid out as :attr:`RESULT_COLUMNS` and
-        :attr:`VERDICT_COLUMNS` (``passed`` as the driver returns it). One query; no event is decoded."""
+        :attr:`VERDICT_COLUMNS` (``passed`` as the driver returns it: 0 or 1 from SQLite). One query; no
+        event is decoded, and the rows are the driver's (``dialect.rows``: text, numbers, no processing)."""
         r, v = schema.results, schema.verdicts
         query = (
             select(*[r.c[c] for c in self.RESULT_COLUMNS], *[v.c[c] for c in self.VERDICT_COLUMNS])
@@ -842,7 +843,7 @@ class EventStore:
         with self.engine.connect() as conn:
             current: tuple | None = None
             verdicts: list[tuple] = []
-            for row in conn.execution_options(yield_per=2000).execute(query):
+            for row in self.dialect.rows(conn, query):
                 result = tuple(row[:width])
                 if current is None or result[:3] != current[:3]:
                     if current is not None:

@@ -24,10 +24,9 @@ from typing import IO, Any
 
 from evalstore.replay.agentv.chunked import encoded_results
 from evalstore.replay.agentv.stored import Payload, ResultBundle
-from evalstore.replay.agentv.wire import from_row_assertions
+from evalstore.replay.agentv.wire import MEMBER_SCORES, from_row_assertions
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
 from evalstore.replay.choices import EXPORT_FORMATS
-from evalstore.replay.grading.graders.composite import MEMBER_SCORES
 from evalstore.replay.jsontext import js_number, stringify
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded

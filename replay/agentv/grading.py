@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalstore.replay.agentv.records import ImportedVerdict, VerdictName
-from evalstore.replay.agentv.wire import as_dict, nonempty_text
+from evalstore.replay.agentv.wire import MEMBER_SCORES, as_dict, nonempty_text
 from evalstore.replay.grading.graders.base import score_to_verdict
-from evalstore.replay.grading.graders.composite import MEMBER_SCORES
 
 
 def finite_number(value: Any) -> float | None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.agentv.wire import agentv_token_usage
 from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
-from evalstore.replay.jsontext import RawJSON, loads
+from evalstore.replay.jsontext import RawJSON, loads_many
 from evalstore.store import EventStore
 from evalstore.store.events import payload_fields
 
@@ -109,10 +110,10 @@ def _scored(
 ) -> Iterator[ResultBundle]:
     """Each result of the run as its events of ``types`` complete it (its ``test_scored``)."""
     pending: dict[ResultKey, ResultBundle] = {}
-    fields, parse, key_of = payload_fields, loads, result_key  # locals: this loop runs per event
+    fields, key_of = payload_fields, result_key  # locals: this loop runs per event
     after, upto = window
-    for type_, version, payload_json, recorded_at in store.stream_payloads(run_id, types=types, after=after, upto=upto):
-        p = fields(type_, version, parse(payload_json))
+    for type_, version, p, recorded_at in _parsed(store.stream_payloads(run_id, types=types, after=after, upto=upto)):
+        p = fields(type_, version, p)
         key = key_of(p["test_id"], p["target"], p["attempt"])
         if contiguous and pending and key not in pending:
             raise Interleaved(f"run {run_id}: results interleave after stream version {after}")
@@ -134,6 +135,18 @@ def _scored(
             bundle.case = p
     if contiguous and pending and upto is not None:
         raise Interleaved(f"run {run_id}: a result continues after stream version {upto}")
+
+
+def _parsed(rows: Iterator[tuple[str, int, str, str]]) -> Iterator[tuple[str, int, Any, str]]:
+    """``stream_payloads``' rows with each payload parsed, a batch of :data:`_BATCH` at a time
+    (``jsontext.loads_many``: one parse per batch was a sixth of reading a run)."""
+    while batch := list(islice(rows, _BATCH)):
+        values = loads_many([row[2] for row in batch])
+        for (type_, version, _, recorded_at), value in zip(batch, values):
+            yield type_, version, value, recorded_at
+
+
+_BATCH = 500
 
 
 def _put_verdict(verdicts: list[Payload], verdict: Payload) -> None:

@@ -26,6 +26,12 @@ export leaves it out of ``scores[]``, as the source row had none. Here, not in `
 does not load the readers."""
 
 
+MEMBER_SCORES = "scores"
+"""The key of a composite verdict's ``details`` holding its members' results (AgentV's nested ``scores``,
+where an export puts them back and an import takes them from). Here, not in the composite grader's
+module, so the export does not load the graders (a tenth of its start)."""
+
+
 def from_row_assertions(details: dict[str, Any] | None) -> bool:
     return details == FROM_ROW_ASSERTIONS
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from evalstore.replay.grading.graders.base import GraderResult
 from evalstore.store.events import Assertion, ExecutionStatus
+
+if TYPE_CHECKING:  # not at run time: `show` explains scores without loading the graders
+    from evalstore.replay.grading.graders.base import GraderResult
 
 NEGATED_PREFIX = "[Negated]"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -64,6 +65,38 @@ def test_listing_runs_of_a_current_store_loads_no_alembic_pydantic_or_rich(tmp_p
     assert "sqlalchemy" in loaded and "evalstore.cli.runs" in loaded  # the check sees the command's imports
     assert not {m for m in loaded if m.split(".")[0] in {"alembic", "pydantic", "rich", "psycopg"}}
     assert "sqlalchemy.dialects.postgresql" not in loaded
+
+
+def test_reading_a_run_out_loads_neither_the_graders_nor_the_eval_file_models(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``show``, ``export`` and ``compare`` read stored runs: the grader and eval-file modules (a tenth of
+    their start, bench/read.py) are not theirs to load."""
+    from evalstore.replay.agentv.importing import import_results
+    from evalstore.store import EventStore
+
+    rows = tmp_path / "a.jsonl"
+    row = {
+        "test_id": "t-1",
+        "score": 0.0,
+        "scores": [{"name": "g", "type": "code-grader", "score": 0.0, "verdict": "fail"}],
+    }
+    rows.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = import_results(store, rows).run_id
+    store.close()
+    for args in (
+        ["show", run, "--json"],
+        ["export", run],
+        ["export", run, "--format", "json"],
+        ["compare", run, run, "--json"],
+    ):
+        loaded = _modules_loaded_by("--db", url, *args)
+        assert "sqlalchemy" in loaded  # the check sees the command's imports
+        assert not {
+            m
+            for m in loaded
+            if m.startswith(("evalstore.replay.evalfile", "evalstore.replay.grading.graders.composite"))
+        }, args
 
 
 _PROGRESS = (

@@ -116,6 +116,25 @@ def test_loads_reads_every_line_as_the_stdlib_does(line: bytes) -> None:
         assert repr(value) == repr(json.loads(line))  # repr: NaN is not equal to itself, 1 is equal to 1.0
 
 
+@pytest.mark.parametrize(
+    "tricky",
+    [
+        '{"big":123456789012345678901234}',  # a long digit run: the whole batch goes to the careful read
+        '{"x":NaN}',  # orjson refuses it: so does the batch's fast read
+        '{"lone":"\ud800"}',  # a lone surrogate as the database hands it back (text)
+        '{"lone":"\\ud800"}',  # and escaped
+        '{"a":1,"a":2}',
+        '{"f":1.0000000000000001,"g":-0,"i":0.1e1}',
+    ],
+)
+def test_a_batch_is_read_as_each_text_alone(tricky: str) -> None:
+    # loads_many is how an export reads a run's payloads back: the same values as loads, text by text.
+    texts = ['{"n":1}', tricky, '{"s":"1234567890"}', '{"t":"123456789","u":"0123456789"}']
+    assert repr(jsontext.loads_many(texts)) == repr([jsontext.loads(t) for t in texts])
+    assert repr(jsontext.loads_many([tricky])) == repr([json.loads(tricky)])
+    assert jsontext.loads_many([]) == []
+
+
 @pytest.mark.parametrize("line", [b'{"a":"x\ty"}', b'{"a":01}', b"[1,]", b'{"a":1}x', b'{"a":"\xff"}', b'{"a":.5}'])
 def test_loads_refuses_what_the_stdlib_refuses(line: bytes) -> None:
     with pytest.raises(ValueError):

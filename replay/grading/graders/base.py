@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from evalstore.replay.content import Message
-from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
 from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.trace import Trace
 from evalstore.store.events import Assertion, DomainEvent, GraderCalled, PreprocessingRecorded, WorkspaceSnapshotted
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the eval file's models only name types here: `show` and `compare` need not load them
+    from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
     from evalstore.replay.grading.judge.batches import JudgeBatches
 
 

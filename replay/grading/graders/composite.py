@@ -21,6 +21,7 @@ import dataclasses
 import json
 from typing import Any
 
+from evalstore.replay.agentv.wire import MEMBER_SCORES
 from evalstore.replay.errors import NoJudgeError
 from evalstore.replay.evalfile.specs import CompositeSpec
 from evalstore.replay.grading.graders.base import GraderResult, GraderThrew, GradingContext, score_to_verdict
@@ -35,9 +36,6 @@ DEFAULT_AGGREGATOR_PROMPT = """Review the following evaluation results:
 Decide the final score and verdict based on all grader results.
 Return a JSON object with: score (0.0-1.0), verdict (pass/fail), and reasoning."""
 AGGREGATOR_TIMEOUT_S = 60.0
-MEMBER_SCORES = "scores"
-"""The key of a composite verdict's ``details`` holding its members' results (AgentV's nested ``scores``,
-where an export puts them back and an import takes them from)."""
 
 
 def _skipped(result: GraderResult) -> bool:
