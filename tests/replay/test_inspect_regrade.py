@@ -142,7 +142,13 @@ def test_an_llm_grader_is_given_an_errored_samples_error(
     monkeypatch.setenv("EVALSTORE_JUDGE_MODEL", "stand-in")
     db = str(tmp_path / "s.db")
     template = "  - name: templated\n    type: llm-grader\n    prompt: 'Answer: [{{output}}] Error: [{{error}}]'\n"
-    eval_file = _suite(tmp_path, "  - name: judged\n    type: llm-grader\n" + template)
+    # A prompt script is given the error in its payload, as a code grader is.
+    (tmp_path / "prompt.py").write_text(
+        "import json, sys\np = json.load(sys.stdin)\nprint('Script saw: [' + p.get('error', '') + '] {{output}}')\n",
+        encoding="utf-8",
+    )
+    script = f"  - name: scripted\n    type: llm-grader\n    prompt:\n      command: [python3, {tmp_path / 'prompt.py'}]\n"
+    eval_file = _suite(tmp_path, "  - name: judged\n    type: llm-grader\n" + template + script)
     run_id = _ok(_cli(db, "import", str(LOGS / "arithmetic.eval"), "--json"))["run_id"]
     replay = _cli(db, "replay", run_id, "--eval", str(eval_file), "--json")
     assert replay.exit_code in (0, 1), replay.output
@@ -156,6 +162,10 @@ def test_an_llm_grader_is_given_an_errored_samples_error(
     # Each errored sample's prompt ends with its error, after the (empty) answer.
     assert sorted(u.rsplit("[[ ## error ## ]]\n", 1)[1] for u in with_error) == sorted(e.strip() for e in errors)
     assert all("[[ ## answer ## ]]" in u.split("[[ ## error ## ]]")[0] for u in with_error)
+    scripted = [r.user for r in judge_server.requests if r.user.startswith("Script saw:")]
+    assert sorted(u.split("[", 1)[1].split("]", 1)[0] for u in scripted) == sorted(
+        list(errors) + [""] * (len(samples) - len(errors))
+    )
     assert sorted(u.split("] Error: [", 1)[1][:-1] for u in templated) == sorted(
         list(errors) + [""] * (len(samples) - len(errors))
     )
