@@ -147,7 +147,9 @@ def test_an_llm_grader_is_given_an_errored_samples_error(
         "import json, sys\np = json.load(sys.stdin)\nprint('Script saw: [' + p.get('error', '') + '] {{output}}')\n",
         encoding="utf-8",
     )
-    script = f"  - name: scripted\n    type: llm-grader\n    prompt:\n      command: [python3, {tmp_path / 'prompt.py'}]\n"
+    script = (
+        f"  - name: scripted\n    type: llm-grader\n    prompt:\n      command: [python3, {tmp_path / 'prompt.py'}]\n"
+    )
     eval_file = _suite(tmp_path, "  - name: judged\n    type: llm-grader\n" + template + script)
     run_id = _ok(_cli(db, "import", str(LOGS / "arithmetic.eval"), "--json"))["run_id"]
     replay = _cli(db, "replay", run_id, "--eval", str(eval_file), "--json")
