@@ -9,7 +9,9 @@ Setup (not measured): a ``.eval`` log of N samples made from the samples of
 share their text (a question over 100 characters is an attachment of the sample, as Inspect condenses
 it), written by ``inspect_ai.log.write_eval_log``.
 
-Then, each as ``python -m evalstore`` in a child process: ``import`` (seconds, peak RSS), the store's size
+Then, each as ``python -m evalstore`` in a child process: ``import`` (seconds, samples a second, peak RSS,
+and against its floor: ``inspect_ai.log.read_eval_log`` of the same log in a child process, Inspect
+reading every sample and nothing else, Python's start and imports included in both), the store's size
 (``.db`` + ``-wal``) against the log's and the store's pages by part (events and their payloads by
 type, blobs by what names them, projections), a ``replay`` with a suite-level deterministic grader, and
 ``export --format inspect`` of the imported run and of the replay (seconds, peak RSS: the child's
@@ -23,6 +25,7 @@ import argparse
 import json
 import random
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -118,6 +121,9 @@ def measure(workdir: Path, n: int) -> dict[str, float]:
     secs, rss = run_child(["import", str(log), "--json"], str(db))
     imported = _last_run(db)
     figures = {"log_mb": log.stat().st_size / 1e6, "import_s": secs, "import_rss_mb": rss}
+    figures["import_samples_per_s"] = n / secs
+    figures["floor_read_eval_log_s"] = read_floor(log)
+    figures["import_over_floor"] = secs / figures["floor_read_eval_log_s"]
     figures["store_mb"] = store_bytes(db) / 1e6
     figures["store_over_log"] = figures["store_mb"] / figures["log_mb"]
     parts = breakdown(db)
@@ -137,6 +143,23 @@ def measure(workdir: Path, n: int) -> dict[str, float]:
     for part, size in parts.items():
         print(f"    {part:40} {size / 1e6:8.2f}")
     return figures
+
+
+def read_floor(log: Path) -> float:
+    """Wall seconds of ``inspect_ai.log.read_eval_log(LOG)`` in a child process: every sample read and
+    validated by Inspect, the least an import that reads the log with ``inspect_ai`` can take (it holds
+    the log whole, which an import must not)."""
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from inspect_ai.log import read_eval_log; read_eval_log(sys.argv[1])",
+            str(log),
+        ],
+        check=True,
+    )
+    return time.perf_counter() - started
 
 
 def _last_run(db: Path) -> str:

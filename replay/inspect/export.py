@@ -96,6 +96,10 @@ def export_inspect(store: EventStore, run_id: str, output: Path) -> InspectExpor
     if header_snap is None or header_snap.sha256 is None:
         raise ReplayError(f"run {origin.run_id} keeps no Inspect log header; import the log again")
     log = EvalLog.model_validate_json(store.get_blob(header_snap.sha256))
+    # recompute_metrics writes the reductions again from the samples (it never reads the old ones), and
+    # the log's own list, an entry per sample and scorer, held through the whole export was a third of what
+    # grew with the samples (~4 KB a sample).
+    log.reductions = None
     regrade = _Regrade(run_id, origin.run_id, _swaps(started)) if run_id != origin.run_id else None
 
     def marked(log: Any) -> Any:

@@ -1,7 +1,8 @@
 """``evalstore import LOG.eval``: an Inspect AI log (``.eval`` or ``.json``) as an imported run.
 
 One run per log; one result per sample and epoch (test id = sample id, attempt = epoch, target = the
-model). The log is read with ``inspect_ai.log.read_eval_log_samples``, a sample at a time, and each
+model). The log is read a sample at a time, in ``read_eval_log_samples``'s order (``reading.py``: an
+``.eval`` log a chunk at a time through one opened zip, in forked workers where there are cores), and each
 sample's events are built and encoded into a temporary spool before anything is written, so a log that
 cannot be read leaves the store as it was; the spool is then appended in batches. The run id and every
 event id derive from the log's bytes: importing the same log twice gives the same run.
@@ -20,16 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any, TypedDict
-
-from pydantic import ValidationError
 
 from evalstore import __version__
 from evalstore.replay.agentv.import_check import Spool, Spooled, mentions_of, placed
@@ -41,6 +38,7 @@ from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 from evalstore.replay.grading.scoring import score_recorded
 from evalstore.replay.inspect import inspect_log_api
 from evalstore.replay.inspect.messages import content_messages, resolved, text_of
+from evalstore.replay.inspect.reading import Chunk, EvalSamples, log_samples, read_or_refuse, sample_chunks
 from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.processes.forked import in_order, worker_count
@@ -64,8 +62,6 @@ from evalstore.store.projections import read_fields
 HEADER_ROLE = "inspect_header"
 """The run snapshot's entry holding the log's header (``EvalLog`` without samples) as Inspect wrote it."""
 LOG_SUFFIXES = (".eval", ".json")
-CHUNK_SAMPLES = 100
-"""Samples of an ``.eval`` log read through one opened zip (``_samples``)."""
 HEADER_DEPTH = 256
 """The deepest nesting of a JSON log's header read: Inspect writes a few levels. inspect_ai scans the header
 with ijson, whose key paths grow with the depth, so a log nested 100,000 deep took a minute to refuse."""
@@ -137,7 +133,7 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     run_id = f"imp-{digest[:16]}"
     if fmt == "inspect-json":
         _check_header(path)
-    header = _read(path, lambda: api.read_eval_log(str(path), header_only=True))
+    header = read_or_refuse(path, lambda: api.read_eval_log(str(path), header_only=True))
     spec = header.eval
     existing = store.query("runs", run_id=run_id)
     if existing and existing[0]["status"] == "completed":
@@ -171,22 +167,6 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     finally:
         spool.close()
     return InspectImport(run_id, str(path), fmt, tests, False, spec.task, spec.model, warnings)
-
-
-def _read(path: Path, read: Callable[[], Any]) -> Any:
-    """What ``read`` gives, or one line saying ``path`` is not a log Inspect can read."""
-    try:
-        return read()
-    except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
-        if isinstance(exc, ValidationError):
-            reason = exc.errors()[0]["msg"]
-        elif isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError):
-            reason = decode_problem(exc)
-        else:
-            reason = str(exc) or type(exc).__name__
-        raise ImportFormatError(
-            f"{path}: not an Inspect AI log inspect_ai can read ({reason.splitlines()[0]})"
-        ) from None
 
 
 def _check_header(path: Path) -> None:
@@ -252,7 +232,9 @@ ids were made for."""
 
 
 def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
-    record = json.loads(sample.model_dump_json())
+    # What json.loads(sample.model_dump_json()) gives (non-finite floats as floats, keys as strings), made
+    # without writing the sample as JSON and parsing it again (two of a sample's dozen milliseconds).
+    record = sample.model_dump(mode="json")
     key = (str(record["id"]), int(record["epoch"]))
     first_n = ids.n + 1
     events, blobs, score = sample_events(record, model, ids, log_sha)
@@ -274,16 +256,16 @@ def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds) -
     samples at a time by forked workers (``processes.forked``), with ids of their own that the caller
     replaces (``import_check.placed``): reading and building a sample is most of an import's work."""
     model = header.eval.model
-    chunks = _chunks(api, path, header)
+    chunks = sample_chunks(api, path, header)
     count = worker_count(len(chunks)) if chunks else 0
     if not count:
         builder = EventIds(ids.run_id)
-        for sample in _samples(api, path, chunks):
+        for sample in log_samples(api, path, chunks):
             builder.n = ids.n
             yield _piece(sample, model, builder, header_sha)
         return
     job = _Job(path, model, ids.run_id, header_sha)
-    with closing(in_order(_build_chunk, list(enumerate(chunks)), count, job)) as parts:
+    with closing(in_order(_build_chunk, list(enumerate(chunks)), count, job, start=_open_log)) as parts:
         for pieces in parts:  # a worker's error (a log inspect_ai cannot read) is raised here, in order
             yield from pieces
 
@@ -298,58 +280,20 @@ class _Job:
     log_sha: str
 
 
-def _build_chunk(job: _Job, part: tuple[int, list[tuple[Any, int]]]) -> list[_Piece]:
+_WORKER_LOG: list[EvalSamples] = []
+"""The log as a worker opened it (:func:`_open_log`), for every chunk it builds."""
+
+
+def _open_log(job: _Job) -> None:
+    """In a worker, once: the log's zip opened for its chunks (its own file offset; it ends with the worker)."""
+    _WORKER_LOG.append(EvalSamples(inspect_log_api(), job.path))
+
+
+def _build_chunk(job: _Job, part: tuple[int, Chunk]) -> list[_Piece]:
     """In a worker: the samples of one chunk, built with the chunk's own ids."""
     number, chunk = part
     ids = EventIds(f"{job.run_id}:part@{number}")
-    return [
-        _piece(sample, job.model, ids, job.log_sha) for sample in _chunk_samples(inspect_log_api(), job.path, chunk)
-    ]
-
-
-def _chunks(api: Any, path: Path, header: Any) -> list[list[tuple[Any, int]]]:
-    """An ``.eval`` log's samples as chunks of ``(id, epoch)`` of :data:`CHUNK_SAMPLES`, in the order
-    ``read_eval_log_samples`` gives them (the dataset's sample ids, each epoch in turn); none for a ``.json``
-    log, which Inspect reads whole."""
-    if path.suffix == ".json":
-        return []
-    dataset = header.eval.dataset
-    if dataset.sample_ids is not None:
-        keys = [(i, e) for i in dataset.sample_ids for e in range(1, (header.eval.config.epochs or 1) + 1)]
-    else:  # an older log: its sample summaries say which samples it holds
-        keys = [(s.id, s.epoch) for s in _read(path, lambda: api.read_eval_log_sample_summaries(str(path)))]
-    return [keys[start : start + CHUNK_SAMPLES] for start in range(0, len(keys), CHUNK_SAMPLES)]
-
-
-def _samples(api: Any, path: Path, chunks: list[list[tuple[Any, int]]]) -> Iterator[Any]:
-    """The log's samples, one at a time, in the order ``read_eval_log_samples`` gives them; samples the log
-    lacks (a cancelled eval) are left out, as there.
-
-    A ``.json`` log is what ``read_eval_log_samples`` reads (Inspect reads such a file whole). In an
-    ``.eval`` log (a zip), ``read_eval_log_samples`` opens the zip again for every sample, reading its
-    whole directory each time (10,000 samples: hours); ``read_eval_log_samples_by_id`` reads a chunk of
-    samples through one opened zip."""
-    if path.suffix == ".json":
-        samples = iter(_read(path, lambda: api.read_eval_log_samples(str(path), all_samples_required=False)))
-        while (sample := _read(path, lambda: next(samples, None))) is not None:
-            yield sample
-        return
-    for chunk in chunks:
-        yield from _chunk_samples(api, path, chunk)
-
-
-def _chunk_samples(api: Any, path: Path, chunk: list[tuple[Any, int]]) -> list[Any]:
-    """The samples of one chunk of an ``.eval`` log, through one opened zip (those the log lacks left out)."""
-    try:
-        return list(_read(path, partial(api.read_eval_log_samples_by_id, str(path), chunk, concurrency=1)))
-    except IndexError:  # some of the chunk is not in the log: the others, one by one
-        found = []
-        for sample_id, epoch in chunk:
-            try:
-                found.append(_read(path, partial(api.read_eval_log_sample, str(path), id=sample_id, epoch=epoch)))
-            except IndexError:
-                continue
-        return found
+    return [_piece(sample, job.model, ids, job.log_sha) for sample in _WORKER_LOG[0].chunk(chunk)]
 
 
 SAMPLE_FORMAT = "evalstore: an Inspect AI sample (EvalSample as JSON, attachments apart) of the log whose header is"

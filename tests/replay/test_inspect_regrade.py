@@ -132,6 +132,47 @@ def test_an_llm_grader_sees_each_samples_question_answer_and_target(
         )
 
 
+def test_an_llm_grader_is_given_an_errored_samples_error(
+    tmp_path: Path, judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An errored sample is regraded (as `inspect score` does); its empty answer alone would leave the judge
+    guessing why, so the built-in prompt carries the error in a section of its own, and a template reads it
+    as {{error}}. A sample that did not error is asked exactly as before: no error section."""
+    monkeypatch.setenv("EVALSTORE_JUDGE_BASE_URL", judge_server.base_url)
+    monkeypatch.setenv("EVALSTORE_JUDGE_MODEL", "stand-in")
+    db = str(tmp_path / "s.db")
+    template = "  - name: templated\n    type: llm-grader\n    prompt: 'Answer: [{{output}}] Error: [{{error}}]'\n"
+    # A prompt script is given the error in its payload, as a code grader is.
+    (tmp_path / "prompt.py").write_text(
+        "import json, sys\np = json.load(sys.stdin)\nprint('Script saw: [' + p.get('error', '') + '] {{output}}')\n",
+        encoding="utf-8",
+    )
+    script = (
+        f"  - name: scripted\n    type: llm-grader\n    prompt:\n      command: [python3, {tmp_path / 'prompt.py'}]\n"
+    )
+    eval_file = _suite(tmp_path, "  - name: judged\n    type: llm-grader\n" + template + script)
+    run_id = _ok(_cli(db, "import", str(LOGS / "arithmetic.eval"), "--json"))["run_id"]
+    replay = _cli(db, "replay", run_id, "--eval", str(eval_file), "--json")
+    assert replay.exit_code in (0, 1), replay.output
+    samples = _samples(LOGS / "arithmetic.eval")
+    errors = [s.error.message for s in samples.values() if s.error]
+    assert errors, "the fixture has errored samples"
+    built_in = [r.user for r in judge_server.requests if r.user.startswith("You are an expert grader")]
+    templated = [r.user for r in judge_server.requests if r.user.startswith("Answer:")]
+    assert len(built_in) == len(templated) == len(samples)
+    with_error = [u for u in built_in if "[[ ## error ## ]]" in u]
+    # Each errored sample's prompt ends with its error, after the (empty) answer.
+    assert sorted(u.rsplit("[[ ## error ## ]]\n", 1)[1] for u in with_error) == sorted(e.strip() for e in errors)
+    assert all("[[ ## answer ## ]]" in u.split("[[ ## error ## ]]")[0] for u in with_error)
+    scripted = [r.user for r in judge_server.requests if r.user.startswith("Script saw:")]
+    assert sorted(u.split("[", 1)[1].split("]", 1)[0] for u in scripted) == sorted(
+        list(errors) + [""] * (len(samples) - len(errors))
+    )
+    assert sorted(u.split("] Error: [", 1)[1][:-1] for u in templated) == sorted(
+        list(errors) + [""] * (len(samples) - len(errors))
+    )
+
+
 def test_an_eval_without_tests_is_refused_where_no_run_gives_them(tmp_path: Path) -> None:
     eval_file = _suite(tmp_path, CODE.format(seen=tmp_path / "seen"))
     with pytest.raises(ReplayError, match="evalstore replay RUN --eval FILE"):

@@ -175,6 +175,7 @@ def test_missing_values_render_empty_and_structured_values_as_json():
         "rubrics_json": "",
         "file_changes": "",
         "tool_calls": "",
+        "error": "",
     }
     variables = template_variables(
         input_messages=[],

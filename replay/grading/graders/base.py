@@ -70,7 +70,8 @@ class TranscriptInfo:
     """The TranscriptRecorded event this was read from."""
     error: str | None = None
     """The target's error, when a result that failed is graded all the same (an errored Inspect sample,
-    ``inspect.graded_despite_error``): a code grader's payload ``error``."""
+    ``inspect.graded_despite_error``): a code grader's and a prompt script's payload ``error``, an LLM grader's
+    ``{{error}}`` and its built-in prompt's ``error`` section."""
     missing: str | None = None
     """Why no transcript is available (an import without one): graders that need it error out."""
     snapshot: tuple[str, WorkspaceSnapshotted] | None = None

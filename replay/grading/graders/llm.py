@@ -135,6 +135,7 @@ class LlmGrader:
             rubrics=spec.rubrics,
             file_changes=ctx.transcript.file_changes,
             transcript_messages=ctx.transcript.messages,
+            error=ctx.transcript.error,
         )
         warnings: list[str] = []
         if source.template is not None:

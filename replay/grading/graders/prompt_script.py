@@ -66,6 +66,8 @@ def payload(ctx: GradingContext, spec: LlmGraderSpec, answer: str) -> bytes:
         "workspace_path": _workspace(ctx),
         "config": spec.prompt_config,
     }
+    if transcript.error is not None:  # as a code grader's payload: only a failed result graded all the same
+        fields["error"] = transcript.error
     return stringify(js_number(to_snake_deep(fields)), indent=True)
 
 

@@ -32,6 +32,7 @@ KNOWN_VARIABLES = (
     "rubrics_json",
     "file_changes",
     "tool_calls",
+    "error",
 )
 ANSWER_VARIABLES = ("output", "expected_output")
 """A prompt file must use at least one of these, or it cannot be grading the answer."""
@@ -86,6 +87,11 @@ _TOOL_KEY_FIELDS = {
     "Glob": "pattern",
 }
 _TOOL_DETAIL_MAX = 120
+
+TRANSCRIPT_SECTIONS = ("file_changes", "tool_calls", "error")
+"""What the transcript adds to a built-in prompt, each as its own section after the answer and only when
+present. ``error`` is only ever present for a result graded although it failed (an errored Inspect sample,
+``inspect.graded_despite_error``), which AgentV never grades: its prompts are unchanged."""
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -216,6 +222,7 @@ def template_variables(
     rubrics: list[RubricItem],
     file_changes: str | None,
     transcript_messages: list[Message],
+    error: str | None = None,
     file_refs: bool = False,
 ) -> dict[str, str]:
     """Every known variable's rendered value for one grading."""
@@ -231,6 +238,7 @@ def template_variables(
         "rubrics_json": compact_json(items) if items else "",
         "file_changes": file_changes or "",
         "tool_calls": render_tool_calls(transcript_messages),
+        "error": error or "",
     }
 
 
@@ -300,24 +308,24 @@ def choose_prompt(spec: LlmGraderSpec, test_criteria: str | None) -> PromptSourc
 
 
 def default_prompt(variables: Mapping[str, str]) -> str:
-    """The built-in freeform prompt; file changes and tool calls are appended only when present."""
+    """The built-in freeform prompt; the transcript's sections (:data:`TRANSCRIPT_SECTIONS`) are appended
+    only when present."""
     text, _ = render(DEFAULT_TEMPLATE, variables)
-    if variables.get("file_changes"):
-        text += f"\n\n[[ ## file_changes ## ]]\n{variables['file_changes']}"
-    if variables.get("tool_calls"):
-        text += f"\n\n[[ ## tool_calls ## ]]\n{variables['tool_calls']}"
+    for name in TRANSCRIPT_SECTIONS:
+        if variables.get(name):
+            text += f"\n\n[[ ## {name} ## ]]\n{variables[name]}"
     return text
 
 
 def _context_sections(variables: Mapping[str, str], raw: Mapping[str, str] | None) -> list[str]:
-    """Question, criteria, reference (if any), answer (``raw``: untrimmed, see :func:`sections`), file
-    changes and tool calls (if any)."""
+    """Question, criteria, reference (if any), answer (``raw``: untrimmed, see :func:`sections`), and the
+    transcript's sections (:data:`TRANSCRIPT_SECTIONS`, if any)."""
     shown = raw if raw is not None else variables
     parts = ["[[ ## question ## ]]", shown["input"], "", "[[ ## criteria ## ]]", shown["criteria"], ""]
     if variables["expected_output"]:
         parts += ["[[ ## reference_answer ## ]]", shown["expected_output"], ""]
     parts += ["[[ ## answer ## ]]", shown["output"], ""]
-    for name in ("file_changes", "tool_calls"):
+    for name in TRANSCRIPT_SECTIONS:
         if variables[name]:
             parts += [f"[[ ## {name} ## ]]", variables[name], ""]
     return parts
