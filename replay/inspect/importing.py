@@ -38,7 +38,14 @@ from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 from evalstore.replay.grading.scoring import score_recorded
 from evalstore.replay.inspect import inspect_log_api
 from evalstore.replay.inspect.messages import content_messages, resolved, text_of
-from evalstore.replay.inspect.reading import Chunk, EvalSamples, log_samples, read_or_refuse, sample_chunks
+from evalstore.replay.inspect.reading import (
+    Chunk,
+    EvalSamples,
+    check_members,
+    log_samples,
+    read_or_refuse,
+    sample_chunks,
+)
 from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.processes.forked import in_order, worker_count
@@ -133,6 +140,8 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     run_id = f"imp-{digest[:16]}"
     if fmt == "inspect-json":
         _check_header(path)
+    else:
+        check_members(path)
     header = read_or_refuse(path, lambda: api.read_eval_log(str(path), header_only=True))
     spec = header.eval
     existing = store.query("runs", run_id=run_id)

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalstore.replay.agentv.file_access import MAX_FILE_BYTES_ENV, max_file_bytes
 from evalstore.replay.errors import ImportFormatError
 from evalstore.replay.jsontext import decode_problem
 
@@ -34,8 +35,9 @@ Chunk = list[tuple[Any, int]]
 """``(sample id, epoch)`` of the samples of one chunk."""
 
 
-def read_or_refuse(path: Path, read: Callable[[], Any]) -> Any:
-    """What ``read`` gives, or one line saying ``path`` is not a log Inspect can read."""
+def read_or_refuse(path: Path, read: Callable[[], Any], member: str | None = None) -> Any:
+    """What ``read`` gives, or one line saying ``path`` (at its ``member``, where one is being read) is not
+    a log Inspect can read."""
     try:
         return read()
     except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
@@ -45,9 +47,46 @@ def read_or_refuse(path: Path, read: Callable[[], Any]) -> Any:
             reason = decode_problem(exc)
         else:
             reason = str(exc) or type(exc).__name__
+        reason = (reason.splitlines() or [""])[0]
         raise ImportFormatError(
-            f"{path}: not an Inspect AI log inspect_ai can read ({reason.splitlines()[0]})"
+            f"{path}: not an Inspect AI log inspect_ai can read ({f'{member!r}: ' if member else ''}{reason})"
         ) from None
+
+
+READ_STEP = 1 << 20
+"""A member is inflated this much at a time: ``ZipFile.read`` inflates it in one step, as much as the data
+makes whatever size the zip's directory declares (a sample declared as 100 bytes inflated to 1.5 GB
+before ``zipfile`` cut it to 100 and failed its CRC)."""
+
+
+def read_member(log: zipfile.ZipFile, member: str) -> bytes:
+    """``log.read(member)`` in steps of :data:`READ_STEP`: never much more in memory than the member's
+    declared size, which :func:`check_members` caps (``zipfile`` stops there; a member that inflates
+    further fails its CRC)."""
+    with log.open(member) as f:
+        return b"".join(iter(partial(f.read, READ_STEP), b""))
+
+
+def check_members(path: Path) -> None:
+    """Refuse an ``.eval`` log before ``inspect_ai`` reads it: a member that declares more than
+    ``EVALSTORE_MAX_FILE_BYTES`` (a sample of a few MB that inflates to 3 GB took 6.4 GB of RSS, then a
+    MemoryError), or one of the log's own (all but its samples: the header and summaries ``inspect_ai``
+    reads whole, however large its directory says they are: 4.8 GB of RSS for a header declared as 100
+    bytes) that inflates to more than it declares (read here a step at a time; its CRC fails)."""
+    cap = max_file_bytes()
+    with read_or_refuse(path, partial(zipfile.ZipFile, path)) as log:
+        for info in log.infolist():
+            if info.file_size > cap:
+                raise ImportFormatError(
+                    f"{path}: its member {info.filename!r} inflates to {info.file_size} bytes, more than an "
+                    f"import reads ({cap}); set {MAX_FILE_BYTES_ENV} to raise the cap"
+                )
+        for info in log.infolist():
+            if not info.filename.startswith("samples/"):
+                try:
+                    read_or_refuse(path, partial(read_member, log, info.filename), info.filename)
+                except NotImplementedError:  # a compression zipfile does not know: inspect_ai's reader says
+                    pass
 
 
 def sample_chunks(api: Any, path: Path, header: Any) -> list[Chunk]:
@@ -119,10 +158,10 @@ class EvalSamples:
             if member not in self._members:  # not in the log (a cancelled eval), as the public readers leave it out
                 continue
             try:
-                data = read_or_refuse(self.path, partial(self._zip.read, member))
+                data = read_or_refuse(self.path, partial(read_member, self._zip, member), member)
             except NotImplementedError:  # a compression zipfile does not know: inspect_ai's own reader
                 return self._public(chunk)
-            found.append(read_or_refuse(self.path, partial(make, data)))
+            found.append(read_or_refuse(self.path, partial(make, data), member))
         return found
 
     def _public(self, chunk: Chunk) -> list[Any]:
