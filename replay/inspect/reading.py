@@ -35,11 +35,15 @@ Chunk = list[tuple[Any, int]]
 """``(sample id, epoch)`` of the samples of one chunk."""
 
 
-def read_or_refuse(path: Path, read: Callable[[], Any], member: str | None = None) -> Any:
+def read_or_refuse(
+    path: Path, read: Callable[[], Any], member: str | None = None, passes: tuple[type[Exception], ...] = ()
+) -> Any:
     """What ``read`` gives, or one line saying ``path`` (at its ``member``, where one is being read) is not
-    a log Inspect can read."""
+    a log Inspect can read; the errors in ``passes`` are raised as they are, for the caller."""
     try:
         return read()
+    except passes:
+        raise
     except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
         if isinstance(exc, ValidationError):
             reason = exc.errors()[0]["msg"]
@@ -84,7 +88,7 @@ def check_members(path: Path) -> None:
         for info in log.infolist():
             if not info.filename.startswith("samples/"):
                 try:
-                    read_or_refuse(path, partial(read_member, log, info.filename), info.filename)
+                    read_or_refuse(path, partial(read_member, log, info.filename), info.filename, (NotImplementedError,))
                 except NotImplementedError:  # a compression zipfile does not know: inspect_ai's reader says
                     pass
 
@@ -157,8 +161,8 @@ class EvalSamples:
             member = name(sample_id, epoch)
             if member not in self._members:  # not in the log (a cancelled eval), as the public readers leave it out
                 continue
-            try:
-                data = read_or_refuse(self.path, partial(read_member, self._zip, member), member)
+            try:  # NotImplementedError is a RuntimeError: passed, not refused
+                data = read_or_refuse(self.path, partial(read_member, self._zip, member), member, (NotImplementedError,))
             except NotImplementedError:  # a compression zipfile does not know: inspect_ai's own reader
                 return self._public(chunk)
             found.append(read_or_refuse(self.path, partial(make, data), member))
