@@ -41,7 +41,10 @@ def patch_member(path: Path, member: str, *, size: int | None = None, method: in
     zip's directory, as a hostile writer could."""
     data = bytearray(path.read_bytes())
     name = member.encode()
-    for signature, name_at, name_len_at, size_at, method_at in ((b"PK\x03\x04", 30, 26, 22, 8), (b"PK\x01\x02", 46, 28, 24, 10)):
+    for signature, name_at, name_len_at, size_at, method_at in (
+        (b"PK\x03\x04", 30, 26, 22, 8),
+        (b"PK\x01\x02", 46, 28, 24, 10),
+    ):
         at = data.find(signature)
         while at != -1:
             length = struct.unpack_from("<H", data, at + name_len_at)[0]
