@@ -64,7 +64,7 @@ def find_store(start: Path) -> Path | None:
     """The nearest ``.evalstore/evalstore.db`` in ``start`` or one of its parents, as git finds ``.git``;
     the search stops below a ceiling folder (``EVALSTORE_CEILING_DIRECTORIES``) unless it starts there."""
     start = start.resolve()
-    ceilings = {Path(p).resolve() for p in os.environ.get(CEILING_VAR, "").split(os.pathsep) if p.strip()}
+    ceilings = _ceilings()
     for folder in (start, *start.parents):
         if folder in ceilings and folder != start:
             break
@@ -72,6 +72,24 @@ def find_store(start: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def _ceilings() -> set[Path]:
+    """The folders ``EVALSTORE_CEILING_DIRECTORIES`` names, read as git reads ``GIT_CEILING_DIRECTORIES``:
+    absolute paths only (a relative one, ``..``, would stop the search at a different folder for each
+    folder a command runs in; git ignores them, as it does an empty entry), symlinks resolved. An entry
+    that cannot be resolved (a symlink loop: every command failed with a RuntimeError) is taken as
+    written: it is no folder a search passes through."""
+    found = set()
+    for entry in os.environ.get(CEILING_VAR, "").split(os.pathsep):
+        path = Path(entry)
+        if not path.is_absolute():
+            continue
+        try:
+            found.add(path.resolve())
+        except (OSError, RuntimeError):
+            found.add(path)
+    return found
 
 
 def _sqlite_file(url: str) -> Path | None:

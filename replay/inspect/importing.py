@@ -38,7 +38,14 @@ from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 from evalstore.replay.grading.scoring import score_recorded
 from evalstore.replay.inspect import inspect_log_api
 from evalstore.replay.inspect.messages import content_messages, resolved, text_of
-from evalstore.replay.inspect.reading import Chunk, EvalSamples, log_samples, read_or_refuse, sample_chunks
+from evalstore.replay.inspect.reading import (
+    Chunk,
+    EvalSamples,
+    check_members,
+    log_samples,
+    read_or_refuse,
+    sample_chunks,
+)
 from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.processes.forked import in_order, worker_count
@@ -133,6 +140,8 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
     run_id = f"imp-{digest[:16]}"
     if fmt == "inspect-json":
         _check_header(path)
+    else:
+        check_members(path)
     header = read_or_refuse(path, lambda: api.read_eval_log(str(path), header_only=True))
     spec = header.eval
     existing = store.query("runs", run_id=run_id)
@@ -215,7 +224,8 @@ def _check(
     tests = 0
     seen: set[tuple[str, int]] = set()
     warnings: list[str] = []
-    for key, data, events, first_n in _pieces(api, path, header, header_sha, ids):
+    chunks = sample_chunks(api, path, header)
+    for key, data, events, first_n in _pieces(api, path, header, header_sha, ids, chunks):
         if key in seen:
             raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
         seen.add(key)
@@ -223,6 +233,12 @@ def _check(
         tests += 1
         if progress and tests % 200 == 0:
             progress("checking", tests, None)
+    named = sum(len(chunk) for chunk in chunks)
+    if tests and named > tests:  # a cancelled eval's, or members removed: said, not taken silently
+        warnings.append(
+            f"{path}: {named - tests} of the {named} samples the log names are not in it (the eval's status: "
+            f"{header.status}); the {tests} it holds were imported"
+        )
     return tests, warnings
 
 
@@ -250,13 +266,12 @@ def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
     return key, spool_record(item), len(encoded), first_n
 
 
-def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds) -> Iterator[_Piece]:
+def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, chunks: list[Chunk]) -> Iterator[_Piece]:
     """Each sample built, in the log's order: here (with the run's ids, where ``ids`` stands when the
     sample's turn comes), or, for an ``.eval`` log on a machine with more than one core, a chunk of
     samples at a time by forked workers (``processes.forked``), with ids of their own that the caller
     replaces (``import_check.placed``): reading and building a sample is most of an import's work."""
     model = header.eval.model
-    chunks = sample_chunks(api, path, header)
     count = worker_count(len(chunks)) if chunks else 0
     if not count:
         builder = EventIds(ids.run_id)

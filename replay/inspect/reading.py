@@ -18,12 +18,14 @@ from __future__ import annotations
 import json
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from evalstore.replay.agentv.file_access import MAX_FILE_BYTES_ENV, max_file_bytes
 from evalstore.replay.errors import ImportFormatError
 from evalstore.replay.jsontext import decode_problem
 
@@ -34,10 +36,15 @@ Chunk = list[tuple[Any, int]]
 """``(sample id, epoch)`` of the samples of one chunk."""
 
 
-def read_or_refuse(path: Path, read: Callable[[], Any]) -> Any:
-    """What ``read`` gives, or one line saying ``path`` is not a log Inspect can read."""
+def read_or_refuse(
+    path: Path, read: Callable[[], Any], member: str | None = None, passes: tuple[type[Exception], ...] = ()
+) -> Any:
+    """What ``read`` gives, or one line saying ``path`` (at its ``member``, where one is being read) is not
+    a log Inspect can read; the errors in ``passes`` are raised as they are, for the caller."""
     try:
         return read()
+    except passes:
+        raise
     except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
         if isinstance(exc, ValidationError):
             reason = exc.errors()[0]["msg"]
@@ -45,9 +52,50 @@ def read_or_refuse(path: Path, read: Callable[[], Any]) -> Any:
             reason = decode_problem(exc)
         else:
             reason = str(exc) or type(exc).__name__
+        reason = (reason.splitlines() or [""])[0]
         raise ImportFormatError(
-            f"{path}: not an Inspect AI log inspect_ai can read ({reason.splitlines()[0]})"
+            f"{path}: not an Inspect AI log inspect_ai can read ({f'{member!r}: ' if member else ''}{reason})"
         ) from None
+
+
+READ_STEP = 1 << 12
+"""A member is read this much at a time: ``ZipFile.read`` inflates it in one step, as much as the data
+makes whatever size the zip's directory declares (a sample declared as 100 bytes inflated to 1.5 GB
+before ``zipfile`` cut it to 100 and failed its CRC). A step reads at most this much compressed (4 KB,
+``zipfile``'s least): deflate then gives at most the step, zstd (whose decompressor takes no bound) at
+most what 4 KB can make (~128 MB of runs; 1 MB steps let a zstd header inflate 1 GB, 2.2 GB of RSS).
+Some 15 us more a member than one read (19 KB samples)."""
+
+
+def read_member(log: zipfile.ZipFile, member: str) -> bytes:
+    """``log.read(member)`` in steps of :data:`READ_STEP`: in memory, the member's declared size (which
+    :func:`check_members` caps; ``zipfile`` stops there, and a member that inflates further fails its CRC)
+    and one step."""
+    with log.open(member) as f:
+        return b"".join(iter(partial(f.read, READ_STEP), b""))
+
+
+def check_members(path: Path) -> None:
+    """Refuse an ``.eval`` log before ``inspect_ai`` reads it: a member that declares more than
+    ``EVALSTORE_MAX_FILE_BYTES`` (a sample of a few MB that inflates to 3 GB took 6.4 GB of RSS, then a
+    MemoryError), or one of the log's own (all but its samples: the header and summaries ``inspect_ai``
+    reads whole, however large its directory says they are: 4.8 GB of RSS for a header declared as 100
+    bytes) that inflates to more than it declares (read here a step at a time; its CRC fails)."""
+    cap = max_file_bytes()
+    with read_or_refuse(path, partial(zipfile.ZipFile, path)) as log:
+        for info in log.infolist():
+            if info.file_size > cap:
+                raise ImportFormatError(
+                    f"{path}: its member {info.filename!r} inflates to {info.file_size} bytes, more than an "
+                    f"import reads ({cap}); set {MAX_FILE_BYTES_ENV} to raise the cap"
+                )
+        for info in log.infolist():
+            if not info.filename.startswith("samples/"):
+                # a compression zipfile does not know: inspect_ai's reader says what it makes of it
+                with suppress(NotImplementedError):
+                    read_or_refuse(
+                        path, partial(read_member, log, info.filename), info.filename, (NotImplementedError,)
+                    )
 
 
 def sample_chunks(api: Any, path: Path, header: Any) -> list[Chunk]:
@@ -118,11 +166,13 @@ class EvalSamples:
             member = name(sample_id, epoch)
             if member not in self._members:  # not in the log (a cancelled eval), as the public readers leave it out
                 continue
-            try:
-                data = read_or_refuse(self.path, partial(self._zip.read, member))
+            try:  # NotImplementedError is a RuntimeError: passed, not refused
+                data = read_or_refuse(
+                    self.path, partial(read_member, self._zip, member), member, (NotImplementedError,)
+                )
             except NotImplementedError:  # a compression zipfile does not know: inspect_ai's own reader
                 return self._public(chunk)
-            found.append(read_or_refuse(self.path, partial(make, data)))
+            found.append(read_or_refuse(self.path, partial(make, data), member))
         return found
 
     def _public(self, chunk: Chunk) -> list[Any]:
