@@ -100,8 +100,8 @@ def synthetic_runs(n: int, seed: int = 0) -> tuple[RunResults, RunResults]:
     return RunResults("run-a", a), RunResults("run-b", b)
 
 
-def _row(i: int, scores: dict[str, float]) -> dict:
-    """An AgentV 4.x result row with these per-grader scores."""
+def verdicts_row(i: int, scores: dict[str, float]) -> dict:
+    """An AgentV 4.x result row with these per-grader scores (also ``bench/import.py --shape verdicts``)."""
     entries = []
     for name, kind, _ in GRADERS:
         passed = scores[name] >= THRESHOLD
@@ -133,8 +133,8 @@ def write_results(workdir: Path, n: int, seed: int) -> tuple[Path, Path]:
     with path_a.open("w") as fa, path_b.open("w") as fb:
         for i in range(n):
             scores_a, scores_b = _scores(rng)
-            fa.write(json.dumps(_row(i, scores_a)) + "\n")
-            fb.write(json.dumps(_row(i, scores_b)) + "\n")
+            fa.write(json.dumps(verdicts_row(i, scores_a)) + "\n")
+            fb.write(json.dumps(verdicts_row(i, scores_b)) + "\n")
     return path_a, path_b
 
 

@@ -264,33 +264,12 @@ def make_row(i: int, rng: random.Random) -> dict:
 
 def make_verdicts_row(i: int, rng: random.Random) -> dict:
     """A row shaped as ``bench/compare.py``'s: three graders (0/1, quarters, hundredths), one assertion each."""
-    scores = {name: rng.randint(0, levels) / levels for name, _, levels in VERDICT_GRADERS}
-    entries = []
-    for name, kind, _ in VERDICT_GRADERS:
-        passed = scores[name] >= VERDICT_THRESHOLD
-        entries.append(
-            {
-                "name": name,
-                "type": kind,
-                "score": scores[name],
-                "weight": 1,
-                "verdict": "pass" if passed else "fail",
-                "assertions": [{"text": f"{name} check", "passed": passed}],
-            }
-        )
-    score = round(sum(scores.values()) / len(scores), 6)
-    return {
-        "timestamp": f"2026-03-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
-        "test_id": f"test-{i:06d}",
-        "suite": "bench-compare",
-        "score": score,
-        "target": "default",
-        "execution_status": "ok" if score >= VERDICT_THRESHOLD else "quality_failure",
-        "scores": entries,
-    }
+    # Imported here: the child that imports the file measures its RSS before the import, without compare's modules.
+    from bench.compare import GRADERS, verdicts_row
+
+    return verdicts_row(i, {name: rng.randint(0, levels) / levels for name, _, levels in GRADERS})
 
 
-VERDICT_GRADERS = (("exact", "code-grader", 1), ("rubric", "rubrics", 4), ("judge", "llm-grader", 100))
 SHAPES = {"rubric": make_row, "verdicts": make_verdicts_row}
 
 

@@ -1066,9 +1066,16 @@ def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regrad
     if not judgeless:
         return None
     plural = len(judgeless) > 1
+    # Without a targets file the run's target and its grader_target are names nothing defines: say where
+    # the judges would have come from.
+    unfound = (
+        f" (no targets file was found above {suite.path} or named: give the run's with --targets FILE)"
+        if pool.targets_file is None and not options.judge_target
+        else ""
+    )
     return (
-        f"LLM grader{'s' if plural else ''} {', '.join(sorted(judgeless))}: {next(iter(judgeless.values()))}; "
-        "or regrade only the other graders (--graders NAME,...)"
+        f"LLM grader{'s' if plural else ''} {', '.join(sorted(judgeless))}: {next(iter(judgeless.values()))}"
+        f"{unfound}; or regrade only the other graders (--graders NAME,...)"
     )
 
 

@@ -108,6 +108,8 @@ def generate() -> str:
         judge, port = start_judge(cwd)
         try:
             env = {k: v for k, v in os.environ.items() if not k.startswith("EVALSTORE_")}
+            # The page's store is the one its commands make here: not one someone left in /tmp or above.
+            env["EVALSTORE_CEILING_DIRECTORIES"] = tmp
             env.update(
                 EVALSTORE_JUDGE_BASE_URL=f"http://127.0.0.1:{port}/v1",
                 EVALSTORE_JUDGE_MODEL="stand-in",

@@ -32,7 +32,9 @@ def _module(name: str):  # type: ignore[no-untyped-def]
 
 
 def test_the_walkthrough_page_is_what_its_commands_print() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALSTORE_")}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("EVALSTORE_") or k == "EVALSTORE_CEILING_DIRECTORIES"
+    }
     env["PATH"] = f"{EVALSTORE.parent}{os.pathsep}{env.get('PATH', '')}"
     done = subprocess.run(
         [sys.executable, str(EXAMPLE / "walkthrough.py"), "--check"],
@@ -78,7 +80,11 @@ def test_agreement_matches_the_confusion_derived_from_the_example(tmp_path: Path
     judge = subprocess.Popen([sys.executable, "judge.py", "--port", "0"], cwd=work, stdout=subprocess.PIPE, text=True)
     try:
         port = int(judge.stdout.readline().split()[-1])  # type: ignore[union-attr]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("EVALSTORE_")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("EVALSTORE_") or k == "EVALSTORE_CEILING_DIRECTORIES"
+        }
         env.update(EVALSTORE_JUDGE_BASE_URL=f"http://127.0.0.1:{port}/v1", EVALSTORE_JUDGE_MODEL="stand-in")
 
         def es(*args: str) -> str:

@@ -28,7 +28,9 @@ VERDICT_WORDS = ("Run's verdicts", "names-files", "states-total", "workbook pass
 def quickstart(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A folder with the quickstart's store, and the ids of its recorded run and replay."""
     cwd = tmp_path_factory.mktemp("label-next")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALSTORE_")}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("EVALSTORE_") or k == "EVALSTORE_CEILING_DIRECTORIES"
+    }
     done = subprocess.run(
         [str(EVALSTORE), "quickstart"], cwd=cwd, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT
     )
@@ -38,7 +40,14 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
 
 
 def _env() -> dict[str, str]:
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("EVALSTORE_")}, "COLUMNS": "120"}
+    return {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("EVALSTORE_") or k == "EVALSTORE_CEILING_DIRECTORIES"
+        },
+        "COLUMNS": "120",
+    }
 
 
 def _run(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -67,6 +67,8 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
     line = one_line_error(result)
     assert "LLM graders llm-grader, rubrics: no judge target chosen" in line, line
     assert "--graders NAME" in line
+    # No targets file lies above the eval file: the line says so and how to name the run's.
+    assert f"no targets file was found above {rubric_copy / 'dataset.eval.yaml'}" in line and "--targets FILE" in line
     assert [r["run_id"] for r in ok_json(cli(sqlite_url, "runs", "--json"))] == [imported["run_id"]]
 
     # Regrading the other graders only: the LLM graders' verdicts carried over, as imported.
