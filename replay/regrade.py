@@ -648,13 +648,11 @@ def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
     (``code_ran``) or whose recorded execution was reused (``code_reused``), and verdicts of other
     graders that reused a judge reply (``judge_reused``)."""
     counts = {"code_ran": 0, "code_reused": 0, "judge_reused": 0}
-    for v in store.query("verdicts", run_id=run_id):
-        if v["origin"] != "graded":
-            continue
-        if v["grader_type"] == "code-grader":
-            counts["code_reused" if v["cache_hit"] else "code_ran"] += 1
-        elif v["cache_hit"]:
-            counts["judge_reused"] += 1
+    for (grader_type, cache_hit), n in store.cache_hit_counts(run_id, "graded").items():
+        if grader_type == "code-grader":
+            counts["code_reused" if cache_hit else "code_ran"] += n
+        elif cache_hit:
+            counts["judge_reused"] += n
     return counts
 
 
