@@ -179,12 +179,26 @@ def test_hostile_content_does_not_run(hostile: Hostile, serve, browser, shots: P
 
 def _click(driver, element) -> None:  # type: ignore[no-untyped-def]
     """Click a link or a form's button and wait for the next page to replace this one."""
-    from selenium.webdriver.support import expected_conditions
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
     page = driver.find_element("tag name", "html")
     element.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(page))
+
+    def replaced(_driver) -> bool:  # type: ignore[no-untyped-def]
+        # Selenium's staleness_of, but Chromium asked about the old page mid-navigation may also answer
+        # "Node with given id does not belong to the document" (a plain WebDriverException): gone as well.
+        try:
+            page.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    WebDriverWait(driver, 20).until(replaced)
 
 
 def test_label_answers_through_the_page(quickstart_db: str, tmp_path: Path, serve, browser, shots: Path) -> None:
