@@ -129,6 +129,47 @@ def event_count(db: str) -> int:
     return ok_json(cli(db, "verify", "--json"))["events"]
 
 
+# -- small projects -------------------------------------------------------------------------------
+
+
+def write_chat_targets(root: Path, base_url: str, key_env: str) -> None:
+    """``ROOT/.agentv/targets.yaml``: an OpenAI-compatible ``agent`` at BASE_URL whose judge is ``judge``, the
+    same server, both keyed by the variable KEY_ENV (named, never written)."""
+    (root / ".agentv").mkdir(parents=True)
+    (root / ".agentv" / "targets.yaml").write_text(
+        textwrap.dedent(f"""\
+            targets:
+              - name: agent
+                provider: openai
+                base_url: {base_url}
+                model: agent-model
+                api_key: ${{{{ {key_env} }}}}
+                grader_target: judge
+              - name: judge
+                provider: openai
+                base_url: {base_url}
+                model: judge-model
+                api_key: ${{{{ {key_env} }}}}
+            """),
+        encoding="utf-8",
+    )
+
+
+def write_cli_agent(root: Path, agent_source: str) -> None:
+    """``ROOT/agent.py`` (AGENT_SOURCE, run as ``agent.py PROMPT_FILE OUTPUT_FILE ROOT``) and the ``cli`` target
+    ``agent`` that runs it, in ``ROOT/.agentv/targets.yaml``."""
+    (root / ".agentv").mkdir(parents=True)
+    (root / "agent.py").write_text(agent_source)
+    (root / ".agentv" / "targets.yaml").write_text(
+        textwrap.dedent(f"""\
+            targets:
+              - name: agent
+                provider: cli
+                command: ["{PY}", "{root / "agent.py"}", "{{PROMPT_FILE}}", "{{OUTPUT_FILE}}", "{root}"]
+            """)
+    )
+
+
 # -- the example suite ----------------------------------------------------------------------------
 
 AGENT = '''

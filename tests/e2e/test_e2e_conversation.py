@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 
-from e2e_helpers import evalstore, ok_json
+from e2e_helpers import evalstore, ok_json, write_chat_targets
 from judge_server import JudgeServer, Reply, Request, as_json
 
 from evalstore.store import EventStore, make_engine
@@ -66,24 +65,7 @@ def respond(request: Request) -> Reply:
 
 
 def _project(root: Path, base_url: str) -> Path:
-    (root / ".agentv").mkdir(parents=True)
-    (root / ".agentv" / "targets.yaml").write_text(
-        textwrap.dedent(f"""\
-            targets:
-              - name: agent
-                provider: openai
-                base_url: {base_url}
-                model: agent-model
-                api_key: ${{{{ {KEY_ENV} }}}}
-                grader_target: judge
-              - name: judge
-                provider: openai
-                base_url: {base_url}
-                model: judge-model
-                api_key: ${{{{ {KEY_ENV} }}}}
-            """),
-        encoding="utf-8",
-    )
+    write_chat_targets(root, base_url, KEY_ENV)
     eval_file = root / "evals" / "chat.eval.yaml"
     eval_file.parent.mkdir()
     eval_file.write_text(EVAL, encoding="utf-8")

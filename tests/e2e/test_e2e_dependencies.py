@@ -4,13 +4,10 @@ orchestrator does (waves; only a dependency's execution error counts; skip/fail/
 
 from __future__ import annotations
 
-import sys
-import textwrap
 from pathlib import Path
 
-from e2e_helpers import evalstore, ok_json, one_line_error, runs
+from e2e_helpers import evalstore, ok_json, one_line_error, runs, write_cli_agent
 
-PY = sys.executable
 # Logs each call, then fails (exit 1) when asked to "boom", else answers "done".
 AGENT = """\
 import pathlib, sys, time
@@ -52,16 +49,7 @@ TESTS = """\
 
 
 def _project(root: Path, tests: str) -> Path:
-    (root / ".agentv").mkdir(parents=True)
-    (root / "agent.py").write_text(AGENT)
-    (root / ".agentv" / "targets.yaml").write_text(
-        textwrap.dedent(f"""\
-            targets:
-              - name: agent
-                provider: cli
-                command: ["{PY}", "{root / "agent.py"}", "{{PROMPT_FILE}}", "{{OUTPUT_FILE}}", "{root}"]
-            """)
-    )
+    write_cli_agent(root, AGENT)
     eval_file = root / "deps.eval.yaml"
     head = "execution:\n  target: agent\nassertions:\n  - type: contains\n    value: done\ntests:\n"
     # Every test has criteria (AgentV skips a test with nothing of its own to grade).

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from e2e_helpers import evalstore, ok_json
+from e2e_helpers import evalstore, ok_json, write_chat_targets
 from judge_server import JudgeServer, Reply, Request, freeform
 
 PY = sys.executable
@@ -24,23 +24,7 @@ print("Strictly ({}): does {{{{output}}}} answer {{{{input}}}}?".format(payload[
 
 
 def _project(root: Path, base_url: str) -> Path:
-    (root / ".agentv").mkdir(parents=True)
-    (root / ".agentv" / "targets.yaml").write_text(
-        textwrap.dedent(f"""\
-            targets:
-              - name: agent
-                provider: openai
-                base_url: {base_url}
-                model: agent-model
-                api_key: ${{{{ {KEY_ENV} }}}}
-                grader_target: judge
-              - name: judge
-                provider: openai
-                base_url: {base_url}
-                model: judge-model
-                api_key: ${{{{ {KEY_ENV} }}}}
-            """)
-    )
+    write_chat_targets(root, base_url, KEY_ENV)
     (root / "prompts").mkdir()
     (root / "prompts" / "template.py").write_text(SCRIPT)
     (root / "evals").mkdir()

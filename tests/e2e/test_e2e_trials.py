@@ -4,13 +4,11 @@ at the first passing trial), each trial a result of its own, the test passing wh
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 
-from e2e_helpers import evalstore, ok_json
+from e2e_helpers import evalstore, ok_json, write_cli_agent
 
-PY = sys.executable
 # Answers wrong, then right: a counter per test in the agent's home.
 AGENT = """\
 import pathlib, sys
@@ -23,16 +21,7 @@ pathlib.Path(sys.argv[2]).write_text("42" if n >= 2 else "I do not know")
 
 
 def _project(root: Path, strategy: str) -> Path:
-    (root / ".agentv").mkdir(parents=True)
-    (root / "agent.py").write_text(AGENT)
-    (root / ".agentv" / "targets.yaml").write_text(
-        textwrap.dedent(f"""\
-            targets:
-              - name: agent
-                provider: cli
-                command: ["{PY}", "{root / "agent.py"}", "{{PROMPT_FILE}}", "{{OUTPUT_FILE}}", "{root}"]
-            """)
-    )
+    write_cli_agent(root, AGENT)
     eval_file = root / "trials.eval.yaml"
     eval_file.write_text(
         textwrap.dedent(f"""\

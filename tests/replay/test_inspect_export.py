@@ -61,6 +61,9 @@ def test_an_imported_log_exports_as_it_was(tmp_path: Path, name: str) -> None:
         again = _by_key(exported)[key]
         assert again.model_dump(exclude={"events"}) == sample.model_dump(exclude={"events"}), key
         assert len(again.events) == len(sample.events)
+    # What `inspect view` lists: one summary a sample, in the order written.
+    summaries = [(str(s.id), s.epoch) for s in inspect_log.read_eval_log_sample_summaries(out)]
+    assert sorted(summaries) == sorted(_by_key(original)) and len(summaries) == len(set(summaries))
 
 
 def test_a_regrade_exports_both_scores_on_every_sample_with_its_provenance(tmp_path: Path) -> None:
@@ -181,3 +184,23 @@ def test_what_cannot_be_exported_as_an_inspect_log_is_one_line(tmp_path: Path) -
     refused = _cli(db, "export", other, "--format", "inspect", "-o", str(tmp_path / "out.eval"))
     assert refused.exit_code == 2 and "was not imported from an Inspect AI log" in refused.output
     assert not (tmp_path / "out.eval").exists() and not list(tmp_path.glob(".out*"))
+
+
+def test_the_recorder_keeps_its_summaries_where_the_export_collects_them(tmp_path: Path) -> None:
+    """The export keeps the summaries of the samples it logs itself (the recorder's own list is copied whole per
+    sample: quadratic). It finds that list on the installed inspect_ai; were it gone, the export would still be
+    right but quadratic again, so this says so."""
+    import asyncio
+
+    from inspect_ai.log._recorders.eval import EvalRecorder
+
+    from evalstore.replay.inspect.export import _zip_log
+
+    log = inspect_log.read_eval_log(LOGS / "arithmetic.eval", header_only=True)
+
+    async def opened() -> object:
+        recorder = EvalRecorder(str(tmp_path))
+        await recorder.log_init(log.eval, str(tmp_path / "x.eval"), clean=True)
+        return _zip_log(recorder, log.eval)
+
+    assert asyncio.run(opened()) is not None

@@ -143,22 +143,12 @@ class JudgeClient:
             start = time.perf_counter()
             try:
                 response = self._http.post(judge.url, json=payload, headers=judge.headers, timeout=judge.timeout)
-            except httpx.TimeoutException as exc:
-                error = f"timed out after {judge.timeout:g}s ({type(exc).__name__})"
-                return Exchange("timeout", _ms(start), error=error)
             except httpx.TransportError as exc:
-                return Exchange("error", _ms(start), error=f"connection failed: {type(exc).__name__}: {exc}")
+                return _unreached(judge, exc, start)
             latency = _ms(start)
         body = response.content
         if response.status_code != 200:
-            return Exchange(
-                "error",
-                latency,
-                status=response.status_code,
-                body=body,
-                error=f"HTTP {response.status_code} from judge {judge.target!r}",
-                retry_after=_retry_after(response.headers.get("Retry-After")),
-            )
+            return _refused(judge, response, latency, body)
         content, usage = _read_reply(body)
         return Exchange("ok", latency, status=200, body=body, content=content, usage=usage)
 
@@ -181,27 +171,37 @@ class JudgeClient:
                     "POST", url, headers=headers, content=payload, timeout=judge.timeout
                 ) as response:
                     if response.status_code != 200:
-                        return Exchange(
-                            "error",
-                            _ms(start),
-                            status=response.status_code,
-                            body=response.read(),
-                            error=f"HTTP {response.status_code} from judge {judge.target!r}",
-                            retry_after=_retry_after(response.headers.get("Retry-After")),
-                        )
+                        return _refused(judge, response, _ms(start), response.read())
                     try:
                         reply = vendor.read_stream(lines(response))
                     except CallFailed as exc:
                         body = "\n".join(received).encode("utf-8")
                         return Exchange("error", _ms(start), status=200, body=body, error=str(exc))
-            except httpx.TimeoutException as exc:
-                error = f"timed out after {judge.timeout:g}s ({type(exc).__name__})"
-                return Exchange("timeout", _ms(start), error=error)
             except httpx.TransportError as exc:
-                return Exchange("error", _ms(start), error=f"connection failed: {type(exc).__name__}: {exc}")
+                return _unreached(judge, exc, start)
             latency = _ms(start)
         body = "\n".join(received).encode("utf-8")
         return Exchange("ok", latency, 200, body, reply.text, chat_usage(reply.input, reply.output))
+
+
+def _unreached(judge: ResolvedJudge, exc: httpx.TransportError, start: float) -> Exchange:
+    """A request that got no reply: a timeout (``httpx.TimeoutException`` is a ``TransportError``) or a
+    connection that failed or dropped."""
+    if isinstance(exc, httpx.TimeoutException):
+        return Exchange("timeout", _ms(start), error=f"timed out after {judge.timeout:g}s ({type(exc).__name__})")
+    return Exchange("error", _ms(start), error=f"connection failed: {type(exc).__name__}: {exc}")
+
+
+def _refused(judge: ResolvedJudge, response: httpx.Response, latency: float, body: bytes) -> Exchange:
+    """A reply other than 200, with the wait it asks for (``Retry-After``)."""
+    return Exchange(
+        "error",
+        latency,
+        status=response.status_code,
+        body=body,
+        error=f"HTTP {response.status_code} from judge {judge.target!r}",
+        retry_after=_retry_after(response.headers.get("Retry-After")),
+    )
 
 
 def pi_request(judge: ResolvedJudge, messages: list[dict[str, Any]]) -> tuple[str, dict[str, str], dict[str, Any]]:
