@@ -251,7 +251,7 @@ def _piece(
             earliest,
         )
         return piece
-    _, blobs, scored = outcome
+    _, blobs, score = outcome
     spooled = Spooled(
         item_key(item),
         within(item.source),
@@ -259,7 +259,7 @@ def _piece(
         encoded,
         fields,
         blobs,
-        (scored.score, scored.passed, scored.status),
+        score,
         mentions_of(encoded),
     )
     return _Piece(
