@@ -21,6 +21,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
@@ -35,7 +36,17 @@ class NotPlain(Exception):
 _Check = Callable[[Any], Any]
 """A field's value as validation keeps it; raises :class:`NotPlain` when that is not known."""
 _REQUIRED = object()
-_SPECS: dict[type[DomainEvent], dict[str, tuple[_Check, Any]]] = {}
+
+
+@dataclass(frozen=True)
+class _Spec:
+    fields: dict[str, tuple[type | None, _Check, bool, Any]]
+    """Per field: the type validation keeps as it is (None: ask ``check``), the check, whether None is
+    allowed, and the default (``_REQUIRED``: none)."""
+    required: frozenset[str]
+
+
+_SPECS: dict[type[DomainEvent], _Spec] = {}
 
 
 def plain_payload(cls: type[DomainEvent], values: dict[str, Any]) -> dict[str, Any]:
@@ -43,53 +54,52 @@ def plain_payload(cls: type[DomainEvent], values: dict[str, Any]) -> dict[str, A
     A nested model's field (``source``, ``assertions``) takes its value encoded already (a dict, a list
     of dicts, as ``encode`` writes it): it is used as it is."""
     spec = _SPECS.get(cls) or _spec(cls)
+    if not spec.required.issubset(values):
+        raise NotPlain("a required field is missing")
+    fields = spec.fields
     payload: dict[str, Any] = {}
     for name, value in values.items():
-        found = spec.get(name)
+        found = fields.get(name)
         if found is None:
             raise NotPlain(name)
-        check, default = found
-        value = check(value)
+        exact, check, nullable, default = found
+        if value is None:
+            if not nullable:
+                raise NotPlain(name)
+        elif type(value) is not exact:
+            value = check(value)
         if default is _REQUIRED or value != default:
             payload[name] = value
-    if len(payload) < len(spec) and any(d is _REQUIRED and n not in values for n, (_, d) in spec.items()):
-        raise NotPlain("a required field is missing")
     return payload
 
 
-def _spec(cls: type[DomainEvent]) -> dict[str, tuple[_Check, Any]]:
+def _spec(cls: type[DomainEvent]) -> _Spec:
     hints = typing.get_type_hints(cls)
-    spec = {
-        name: (
-            _check_of(hints[name]),
-            _REQUIRED if info.is_required() else info.get_default(call_default_factory=True),
-        )
-        for name, info in cls.model_fields.items()
-    }
-    _SPECS[cls] = spec
+    fields: dict[str, tuple[type | None, _Check, bool, Any]] = {}
+    for name, info in cls.model_fields.items():
+        annotation = hints[name]
+        nullable = annotation is Any
+        if get_origin(annotation) in (Union, types.UnionType) and type(None) in get_args(annotation):
+            options = [a for a in get_args(annotation) if a is not type(None)]
+            nullable = len(options) == 1
+            annotation = options[0] if nullable else annotation
+        exact, check = _kind(annotation)
+        default = _REQUIRED if info.is_required() else info.get_default(call_default_factory=True)
+        fields[name] = (exact, check, nullable, default)
+    spec = _SPECS[cls] = _Spec(fields, frozenset(n for n, info in cls.model_fields.items() if info.is_required()))
     return spec
 
 
-def _check_of(annotation: Any) -> _Check:  # noqa: C901 (one case per kind of annotation)
+def _kind(annotation: Any) -> tuple[type | None, _Check]:
+    """The type of the values validation keeps as they are (None: every value is checked), and the check
+    of the others: it gives the value as validation would, or raises :class:`NotPlain`."""
     origin, args = get_origin(annotation), get_args(annotation)
-    if origin in (Union, types.UnionType):
-        options = [a for a in args if a is not type(None)]
-        if len(options) != len(args) - 1 or len(options) != 1:
-            return _never  # bool | float and the like: validation decides
-        inner = _check_of(options[0])
-
-        def optional(value: Any) -> Any:
-            return None if value is None else inner(value)
-
-        return optional
-    if annotation is str:
-        return _exactly(str)
-    if annotation is bool:
-        return _exactly(bool)
-    if annotation is int:
-        return _exactly(int)
+    if annotation in (str, bool, int):
+        return annotation, _never
     if annotation is float:
-        return _float
+        return float, _int_as_float
+    if annotation is Any:  # a JSON value (see the module)
+        return None, _json
     if origin is Literal:
         allowed = frozenset(args)
 
@@ -98,11 +108,9 @@ def _check_of(annotation: Any) -> _Check:  # noqa: C901 (one case per kind of an
                 return value
             raise NotPlain(value)
 
-        return literal
-    if annotation is Any:
-        return _json
+        return None, literal
     if origin is dict and args == (str, Any):
-        return _exactly(dict)
+        return dict, _never
     if origin is dict and args == (str, str):
 
         def strings(value: Any) -> Any:
@@ -110,39 +118,26 @@ def _check_of(annotation: Any) -> _Check:  # noqa: C901 (one case per kind of an
                 return value
             raise NotPlain(value)
 
-        return strings
-    if origin is list and len(args) == 1:
-        (item,) = args
-        if item is str or get_origin(item) is dict:
-            kind = str if item is str else dict
+        return None, strings
+    if origin is list and len(args) == 1 and (args[0] is str or get_origin(args[0]) is dict):
+        kind = str if args[0] is str else dict
 
-            def items(value: Any) -> Any:
-                if type(value) is list and all(type(v) is kind for v in value):
-                    return value
-                raise NotPlain(value)
+        def items(value: Any) -> Any:
+            if type(value) is list and all(type(v) is kind for v in value):
+                return value
+            raise NotPlain(value)
 
-            return items
-        if isinstance(item, type) and issubclass(item, BaseModel):
-            return _exactly(list)  # encoded already (see plain_payload)
+        return None, items
+    if origin is list and len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        return list, _never  # encoded already (see plain_payload)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return _exactly(dict)  # encoded already
-    return _never
+        return dict, _never  # encoded already
+    return None, _never  # bool | float and the like: validation decides
 
 
-def _exactly(kind: type) -> _Check:
-    def check(value: Any) -> Any:
-        if type(value) is kind:
-            return value
-        raise NotPlain(value)
-
-    return check
-
-
-def _float(value: Any) -> Any:
-    kind = type(value)
-    if kind is float:
-        return value
-    if kind is int:  # validation makes it a float: 1 is stored as 1.0
+def _int_as_float(value: Any) -> Any:
+    """An int for a float field: validation makes it a float (1 is stored as 1.0)."""
+    if type(value) is int:
         try:
             return float(value)
         except OverflowError:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, NamedTuple, TypedDict
 
 from pydantic import ValidationError
