@@ -105,23 +105,29 @@ def renumbered(item: Spooled, ids: EventIds) -> tuple[list[Encoded], list[dict |
     ``ids.n + 1`` (an earlier result was superseded and took one id, a skipped line's, instead of its
     events'; or the item was built in a part, with the part's ids). Ids appear only in the item's own
     events (its verdicts name its transcript), where :attr:`Spooled.mentions` says."""
-    new_ids = [ids.id(ids.n + 1 + i, KIND_OF_TYPE[type_]) for i, (_, type_, _, _) in enumerate(item.events)]
-    events: list[Encoded] = []
-    fields: list[dict | None] = []
-    everything = range(len(item.events))
-    for i, (_, type_, version, payload) in enumerate(item.events):
-        found = item.fields[i]
-        named = item.mentions[i] if item.mentions else everything
+    return _renumbered(item.events, item.fields, item.mentions, ids)
+
+
+def _renumbered(
+    events: list[Encoded], fields: list[dict | None], mentions: list[list[int]], ids: EventIds
+) -> tuple[list[Encoded], list[dict | None]]:
+    first = ids.n + 1
+    new_ids = [ids.id(first + i, KIND_OF_TYPE[event[1]]) for i, event in enumerate(events)]
+    placed: list[Encoded] = []
+    placed_fields: list[dict | None] = list(fields)
+    everything = range(len(events))
+    for i, (_, type_, version, payload) in enumerate(events):
+        named = mentions[i] if mentions else everything
         if named:
-            changed = {item.events[j][0]: new_ids[j] for j in named}
+            changed = {events[j][0]: new_ids[j] for j in named}
             for old, new in changed.items():
                 payload = payload.replace(old, new)
+            found = fields[i]
             if found is not None:
-                found = {k: changed.get(v, v) if isinstance(v, str) else v for k, v in found.items()}
-        events.append((new_ids[i], type_, version, payload))
-        fields.append(found)
-    ids.n += len(item.events)
-    return events, fields
+                placed_fields[i] = {k: changed.get(v, v) if isinstance(v, str) else v for k, v in found.items()}
+        placed.append((new_ids[i], type_, version, payload))
+    ids.n += len(events)
+    return placed, placed_fields
 
 
 class Spool:
@@ -177,10 +183,11 @@ def placed(data: bytes, events: int, first_n: int, ids: EventIds) -> bytes:
     if first_n == ids.n + 1:
         ids.n += events
         return data
-    item = spooled(data)
-    item.events, item.fields = renumbered(item, ids)
-    item.first_n = ids.n - len(item.events) + 1
-    return record(item)
+    # The record's fields as they are (see record): only its events, their fields and first_n change.
+    key, file, line, _, encoded, fields, blobs, score, mentions = marshal.loads(data)
+    first = ids.n + 1
+    encoded, fields = _renumbered(encoded, fields, mentions, ids)
+    return marshal.dumps((key, file, line, first, encoded, fields, blobs, score, mentions))
 
 
 def mentions_of(encoded: list[Encoded]) -> list[list[int]]:
