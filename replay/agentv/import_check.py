@@ -95,9 +95,30 @@ KIND_OF_TYPE = {
 
 
 def part_ids(run_id: str, span: Span) -> EventIds:
-    """The ids a part's events are built with: of a name no run's ids have, so replacing them by the
-    run's (:func:`renumbered`) can never meet one of those."""
-    return EventIds(f"{run_id}:part@{span[0]}")
+    """The ids a part's events are built with (:class:`PartIds`)."""
+    return PartIds(f"{run_id}:part@{span[0]}")
+
+
+class PartIds(EventIds):
+    """Placeholder ids, which the run's replace (:func:`renumbered`) before anything is stored: unique
+    in the run (a digest of the part's name, then the event's place in the part) and never one of a
+    run's ids (uuid5's variant bits are 10, theirs 00), so a replacement can never meet one. Made
+    without hashing each: every one is replaced, and hashing them was a tenth of building a result.
+
+    An item built with them records ``first_n`` 0, so it is always renumbered (:func:`placed`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        h = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
+        self._stem = f"{h[:8]}-{h[8:12]}-{h[12:16]}-0{h[17:20]}-"
+
+    def id(self, n: int, kind: str) -> str:
+        return f"{self._stem}{n:012x}"
+
+
+def _first_n(ids: EventIds) -> int:
+    """The ``first_n`` an item whose ids start after ``ids.n`` records."""
+    return 0 if isinstance(ids, PartIds) else ids.n + 1
 
 
 def renumbered(item: Spooled, ids: EventIds) -> tuple[list[Encoded], list[dict | None]]:
@@ -243,7 +264,7 @@ def _piece(
     """Build one source item (in this process or a worker): its events, encoded, into a spool record."""
     if isinstance(item, SkippedLine):
         return _skip_piece(item, within, ids)
-    start = ids.n
+    first = _first_n(ids)
     encoded: list[Encoded] = []
     fields: list[dict | None] = []
     outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded, fields=fields)
@@ -262,7 +283,7 @@ def _piece(
     spooled = Spooled(
         item_key(item),
         within(item.source),
-        start + 1,
+        first,
         encoded,
         fields,
         blobs,
@@ -272,7 +293,7 @@ def _piece(
     return _Piece(
         record(spooled),
         len(encoded),
-        start + 1,
+        first,
         item.source,
         key=spooled.key,
         repeat=(_Repeats.key(item), _Repeats.identity(item)),
@@ -283,7 +304,7 @@ def _piece(
 
 def _skip_piece(line: SkippedLine, within: RelativeSources, ids: EventIds) -> _Piece:
     ref = within(line.source)
-    first = ids.n + 1
+    first = _first_n(ids)
     event = LineSkipped(source=ref, reason=line.reason)
     encoded = [(ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event)))]
     return _Piece(record(Spooled(None, ref, first, encoded, [None], {}, None)), 1, first, line.source)
