@@ -74,11 +74,11 @@ def built(
     if fast is not None:
         payloads, score = fast
         try:
-            for event_id, cls, payload in payloads:
-                payload_json = canonical_json(payload)
+            for event_id, cls, plain in payloads:
+                payload_json = canonical_json(plain)
                 payload_json.encode("utf-8")
                 out.append((event_id, cls.type, cls.schema_version, payload_json))
-                out_fields.append(read_fields(cls.type, payload))
+                out_fields.append(read_fields(cls.type, plain))
         except (ValueError, TypeError, UnicodeError):  # validation may convert it, or say why not: as below
             out.clear()
             out_fields.clear()
@@ -300,9 +300,9 @@ def _plain_events(
                 artifact = _Artifact(digest, "stored", None)
             else:
                 reason = f.refused or "file not found when imported"
-                status = "refused" if f.refused else "missing"
-                values.update(status=status, reason=reason)
-                artifact = _Artifact(None, status, reason)
+                kept = "refused" if f.refused else "missing"
+                values.update(status=kept, reason=reason)
+                artifact = _Artifact(None, kept, reason)
             by_path.setdefault(f.path, artifact)
             events.append((ids.next("artifact"), ArtifactStored, plain_payload(ArtifactStored, values)))
         messages_sha = None
