@@ -103,7 +103,7 @@ class PartIds(EventIds):
     """Placeholder ids, which the run's replace (:func:`renumbered`) before anything is stored: unique
     in the run (a digest of the part's name, then the event's place in the part) and never one of a
     run's ids (uuid5's variant bits are 10, theirs 00), so a replacement can never meet one. Made
-    without hashing each: every one is replaced, and hashing them was a tenth of building a result.
+    without hashing each: every one is replaced, and hashing them was a few percent of building a result.
 
     An item built with them records ``first_n`` 0, so it is always renumbered (:func:`placed`)."""
 
