@@ -4,8 +4,8 @@ An import builds a dozen events a result, from values its reader already checked
 each into a pydantic model and dumping it back took twice as long as building the dict, about a sixth of
 building a result (bench/import.py). For values of the plain types validation keeps as they are (a
 ``str`` for a ``str`` field, a ``dict`` for ``dict[str, Any]``, an ``int`` for a ``float`` field, which
-validation makes a ``float``), :func:`plain_payload` gives the same dict directly: defaults left out, as ``exclude_defaults`` does.
-Anything else (another type, a value a ``Literal`` does not allow, a field the class does not have, a
+validation makes a ``float``), :func:`plain_payload` gives the same dict directly: defaults left out,
+as ``exclude_defaults`` does. Anything else (another type, a value a ``Literal`` does not allow, a field the class does not have, a
 required field missing) raises :class:`NotPlain`, and the caller builds the model, which converts the
 value or says what is wrong with it. tests/replay/test_import_plain_payloads.py holds the two to the same
 stored bytes.
