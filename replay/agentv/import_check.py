@@ -95,9 +95,30 @@ KIND_OF_TYPE = {
 
 
 def part_ids(run_id: str, span: Span) -> EventIds:
-    """The ids a part's events are built with: of a name no run's ids have, so replacing them by the
-    run's (:func:`renumbered`) can never meet one of those."""
-    return EventIds(f"{run_id}:part@{span[0]}")
+    """The ids a part's events are built with (:class:`PartIds`)."""
+    return PartIds(f"{run_id}:part@{span[0]}")
+
+
+class PartIds(EventIds):
+    """Placeholder ids, which the run's replace (:func:`renumbered`) before anything is stored: unique
+    in the run (a digest of the part's name, then the event's place in the part) and never one of a
+    run's ids (uuid5's variant bits are 10, theirs 00), so a replacement can never meet one. Made
+    without hashing each: every one is replaced, and hashing them was a few percent of building a result.
+
+    An item built with them records ``first_n`` 0, so it is always renumbered (:func:`placed`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        h = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()
+        self._stem = f"{h[:8]}-{h[8:12]}-{h[12:16]}-0{h[17:20]}-"
+
+    def id(self, n: int, kind: str) -> str:
+        return f"{self._stem}{n:012x}"
+
+
+def _first_n(ids: EventIds) -> int:
+    """The ``first_n`` an item whose ids start after ``ids.n`` records."""
+    return 0 if isinstance(ids, PartIds) else ids.n + 1
 
 
 def renumbered(item: Spooled, ids: EventIds) -> tuple[list[Encoded], list[dict | None]]:
@@ -105,23 +126,29 @@ def renumbered(item: Spooled, ids: EventIds) -> tuple[list[Encoded], list[dict |
     ``ids.n + 1`` (an earlier result was superseded and took one id, a skipped line's, instead of its
     events'; or the item was built in a part, with the part's ids). Ids appear only in the item's own
     events (its verdicts name its transcript), where :attr:`Spooled.mentions` says."""
-    new_ids = [ids.id(ids.n + 1 + i, KIND_OF_TYPE[type_]) for i, (_, type_, _, _) in enumerate(item.events)]
-    events: list[Encoded] = []
-    fields: list[dict | None] = []
-    everything = range(len(item.events))
-    for i, (_, type_, version, payload) in enumerate(item.events):
-        found = item.fields[i]
-        named = item.mentions[i] if item.mentions else everything
+    return _renumbered(item.events, item.fields, item.mentions, ids)
+
+
+def _renumbered(
+    events: list[Encoded], fields: list[dict | None], mentions: list[list[int]], ids: EventIds
+) -> tuple[list[Encoded], list[dict | None]]:
+    first = ids.n + 1
+    new_ids = [ids.id(first + i, KIND_OF_TYPE[event[1]]) for i, event in enumerate(events)]
+    placed: list[Encoded] = []
+    placed_fields: list[dict | None] = list(fields)
+    everything = range(len(events))
+    for i, (_, type_, version, payload) in enumerate(events):
+        named = mentions[i] if mentions else everything
         if named:
-            changed = {item.events[j][0]: new_ids[j] for j in named}
+            changed = {events[j][0]: new_ids[j] for j in named}
             for old, new in changed.items():
                 payload = payload.replace(old, new)
+            found = fields[i]
             if found is not None:
-                found = {k: changed.get(v, v) if isinstance(v, str) else v for k, v in found.items()}
-        events.append((new_ids[i], type_, version, payload))
-        fields.append(found)
-    ids.n += len(item.events)
-    return events, fields
+                placed_fields[i] = {k: changed.get(v, v) if isinstance(v, str) else v for k, v in found.items()}
+        placed.append((new_ids[i], type_, version, payload))
+    ids.n += len(events)
+    return placed, placed_fields
 
 
 class Spool:
@@ -177,10 +204,11 @@ def placed(data: bytes, events: int, first_n: int, ids: EventIds) -> bytes:
     if first_n == ids.n + 1:
         ids.n += events
         return data
-    item = spooled(data)
-    item.events, item.fields = renumbered(item, ids)
-    item.first_n = ids.n - len(item.events) + 1
-    return record(item)
+    # The record's fields as they are (see record): only its events, their fields and first_n change.
+    key, file, line, _, encoded, fields, blobs, score, mentions = marshal.loads(data)
+    first = ids.n + 1
+    encoded, fields = _renumbered(encoded, fields, mentions, ids)
+    return marshal.dumps((key, file, line, first, encoded, fields, blobs, score, mentions))
 
 
 def mentions_of(encoded: list[Encoded]) -> list[list[int]]:
@@ -236,7 +264,7 @@ def _piece(
     """Build one source item (in this process or a worker): its events, encoded, into a spool record."""
     if isinstance(item, SkippedLine):
         return _skip_piece(item, within, ids)
-    start = ids.n
+    first = _first_n(ids)
     encoded: list[Encoded] = []
     fields: list[dict | None] = []
     outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded, fields=fields)
@@ -251,21 +279,21 @@ def _piece(
             earliest,
         )
         return piece
-    _, blobs, scored = outcome
+    _, blobs, score = outcome
     spooled = Spooled(
         item_key(item),
         within(item.source),
-        start + 1,
+        first,
         encoded,
         fields,
         blobs,
-        (scored.score, scored.passed, scored.status),
+        score,
         mentions_of(encoded),
     )
     return _Piece(
         record(spooled),
         len(encoded),
-        start + 1,
+        first,
         item.source,
         key=spooled.key,
         repeat=(_Repeats.key(item), _Repeats.identity(item)),
@@ -276,7 +304,7 @@ def _piece(
 
 def _skip_piece(line: SkippedLine, within: RelativeSources, ids: EventIds) -> _Piece:
     ref = within(line.source)
-    first = ids.n + 1
+    first = _first_n(ids)
     event = LineSkipped(source=ref, reason=line.reason)
     encoded = [(ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event)))]
     return _Piece(record(Spooled(None, ref, first, encoded, [None], {}, None)), 1, first, line.source)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from pydantic import ValidationError
 
@@ -24,6 +25,7 @@ from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
     ArtifactStored,
     Assertion,
+    DomainEvent,
     ExecutionStatus,
     SourceRef,
     TestCaseRecorded,
@@ -32,9 +34,12 @@ from evalstore.store.events import (
     VerdictRecorded,
     encode,
 )
+from evalstore.store.plain_payloads import NotPlain, plain_payload
 from evalstore.store.projections import read_fields
 
-Built = tuple[list[NewEvent], dict[str, bytes | FileBlob], TestScored]
+Score = tuple[float, bool, str]
+"""(score, passed, status) of a result."""
+Built = tuple[list[NewEvent], dict[str, bytes | FileBlob], Score]
 _EXECUTION_STATUSES: tuple[ExecutionStatus, ...] = ("ok", "quality_failure", "execution_error")
 
 
@@ -62,10 +67,30 @@ def built(
     (``EventStore.append_encoded``'s tuples), and what the projections read of each into ``fields``; the
     writing pass need not again, since every result that failed is left out by then (``Checked.left_out``)."""
     start = ids.n
-    events: list[NewEvent] = []
-    blobs: dict[str, bytes | FileBlob] = {}
     out: list[tuple[str, str, int, str]] = []
     out_fields: list[dict | None] = []
+    blobs: dict[str, bytes | FileBlob] = {}
+    fast = _plain_events(item, within(item.source), ids, blobs, threshold) if check else None
+    if fast is not None:
+        payloads, score = fast
+        try:
+            for event_id, cls, plain in payloads:
+                payload_json = canonical_json(plain)
+                payload_json.encode("utf-8")
+                out.append((event_id, cls.type, cls.schema_version, payload_json))
+                out_fields.append(read_fields(cls.type, plain))
+        except (ValueError, TypeError, UnicodeError):  # validation may convert it, or say why not: as below
+            out.clear()
+            out_fields.clear()
+        else:
+            if encoded is not None:
+                encoded.extend(out)
+            if fields is not None:
+                fields.extend(out_fields)
+            return [], blobs, score
+    ids.n = start
+    blobs.clear()
+    events: list[NewEvent] = []
     try:
         scored = test_events(item, within(item.source), ids, events, blobs, threshold)
         for event in events if check else ():
@@ -86,7 +111,7 @@ def built(
         encoded.extend(out)
     if fields is not None:
         fields.extend(out_fields)
-    return events, blobs, scored
+    return events, blobs, (scored.score, scored.passed, scored.status)
 
 
 class RelativeSources:
@@ -238,7 +263,132 @@ def test_events(
     return scored
 
 
-def _annotate(message: dict, by_path: dict[str, ArtifactStored]) -> dict:
+def _plain_events(
+    item: ImportedTest,
+    source: SourceRef,
+    ids: EventIds,
+    blobs: dict[str, bytes | FileBlob],
+    threshold: float,
+) -> tuple[list[tuple[str, type[DomainEvent], dict[str, Any]]], Score] | None:
+    """The events :func:`test_events` makes, as ``encode`` writes their payloads, built without the
+    models (``store.plain_payloads``), with their ids and the result's score; None when a value is
+    not one of the plain ones (then ``ids`` and ``blobs`` are to be reset, and the models built)."""
+    key = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
+    where = {k: v for k, v in (("file", source.file), ("line", source.line)) if v is not None}
+    events: list[tuple[str, type[DomainEvent], dict[str, Any]]] = []
+    try:
+        if item.input or item.expected_output is not None or item.criteria or item.metadata:
+            case = plain_payload(
+                TestCaseRecorded,
+                {
+                    **key,
+                    "input": item.input,
+                    "expected_output": item.expected_output,
+                    "criteria": item.criteria,
+                    "metadata": item.metadata,
+                },
+            )
+            events.append((ids.next("case"), TestCaseRecorded, case))
+        by_path: dict[str, _Artifact] = {}
+        for f in item.files:
+            found = _read_file(f.resolved) if f.resolved is not None else None
+            values: dict[str, Any] = {**key, "path": f.path, "media_type": f.media_type}
+            if found is not None:
+                digest, data = found
+                blobs[digest] = data
+                values.update(sha256=digest, size=blob_size(data))
+                artifact = _Artifact(digest, "stored", None)
+            else:
+                reason = f.refused or "file not found when imported"
+                kept = "refused" if f.refused else "missing"
+                values.update(status=kept, reason=reason)
+                artifact = _Artifact(None, kept, reason)
+            by_path.setdefault(f.path, artifact)
+            events.append((ids.next("artifact"), ArtifactStored, plain_payload(ArtifactStored, values)))
+        messages_sha = None
+        if item.messages is not None:
+            messages_sha = _json_blob([_annotate(m, by_path) for m in item.messages], blobs)
+        transcript_id = ids.next("transcript")
+        transcript = {
+            **key,
+            "messages_sha256": messages_sha,
+            "output_text": item.output_text,
+            "token_usage": item.token_usage,
+            "cost_usd": item.cost_usd,
+            "duration_ms": item.duration_ms,
+            "start_time": item.start_time,
+            "end_time": item.end_time,
+            "file_changes": item.file_changes,
+            "file_changes_lost_lines": item.file_changes_lost_lines,
+            "workspace_path": item.workspace_path,
+            "source": where,
+        }
+        events.append((transcript_id, TranscriptRecorded, plain_payload(TranscriptRecorded, transcript)))
+        names = unique_names([v.name for v in item.verdicts])
+        for v, name in zip(item.verdicts, names):
+            prompt_sha = _json_blob(v.rendered_prompt, blobs) if v.rendered_prompt is not None else None
+            assertions = []
+            for a in v.assertions:
+                evidence = a.get("evidence")
+                if evidence is not None and type(evidence) is not str:
+                    return None
+                assertion = {"text": str(a.get("text", "")), "passed": bool(a.get("passed"))}
+                if evidence is not None:
+                    assertion["evidence"] = evidence
+                assertions.append(assertion)
+            verdict = {
+                **key,
+                "grader": name,
+                "source_name": v.name if name != v.name else None,
+                "grader_type": v.type,
+                "score": v.score,
+                "verdict": v.verdict,
+                "status": "execution_error" if v.verdict == "skip" else "ok",
+                "assertions": assertions,
+                "weight": v.weight,
+                "details": v.details,
+                "evidence": [v.reason] if v.reason else [],
+                "origin": "imported",
+                "transcript_event_id": transcript_id,
+                "source": where,
+                "rendered_prompt_sha256": prompt_sha,
+                "grader_target": v.grader_target,
+                "token_usage": v.token_usage,
+            }
+            events.append((ids.next("verdict"), VerdictRecorded, plain_payload(VerdictRecorded, verdict)))
+        passed = item.passed if item.passed is not None else item.score >= threshold
+        declared = item.execution_status or ("ok" if passed else "quality_failure")
+        status: ExecutionStatus = next((s for s in _EXECUTION_STATUSES if s == declared), "execution_error")
+        timestamp = item.raw_row.get("timestamp")
+        scored = {
+            **key,
+            "score": item.score,
+            "passed": passed,
+            "status": status,
+            "threshold": threshold,
+            "error": item.error,
+            "origin": "imported",
+            "source": where,
+            "produced_at": timestamp if isinstance(timestamp, str) else None,
+            "row_fields": item.row_fields,
+            "graders": list(names),
+        }
+        payload = plain_payload(TestScored, scored)
+    except NotPlain:
+        return None
+    events.append((ids.next("scored"), TestScored, payload))
+    return events, (payload["score"], passed, status)
+
+
+class _Artifact(NamedTuple):
+    """What a transcript's file block says of the artifact captured for its path."""
+
+    sha256: str | None
+    status: str
+    reason: str | None
+
+
+def _annotate(message: dict, by_path: Mapping[str, ArtifactStored | _Artifact]) -> dict:
     """File blocks of an imported transcript point at the captured bytes (or say they are missing)."""
     content = message.get("content")
     if not isinstance(content, list):

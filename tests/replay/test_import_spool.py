@@ -145,3 +145,20 @@ def test_results_of_another_suite_sharing_a_key_across_parts_are_refused(store, 
     assert parts == [4]
     skipped = import_results(store, path, skip_bad=True)
     assert (skipped.tests, skipped.skipped) == (6, 1)
+
+
+def test_results_after_one_refused_in_a_part_keep_positional_ids(store, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A result refused in the pass (another suite's under the same key) takes one id, a skipped line's,
+    instead of its events': the run's ids then stand where the part's ids for the next result did (two
+    events each here: no graders), and that result must still get the run's ids."""
+    bare = [{"test_id": f"t{i}", "suite": "spool", "score": 1.0, "target": "default", "output": "x"} for i in range(6)]
+    lines = [json.dumps(bare[0]), json.dumps({**bare[0], "suite": "another"}), *map(json.dumps, bare[1:])]
+    path = _results(tmp_path, lines)
+    parts = _built_in_parts(monkeypatch, 4)
+    outcome = import_results(store, path, skip_bad=True)
+    assert parts == [2]
+    assert (outcome.tests, outcome.skipped) == (6, 1)
+    events = list(store.read_stream(outcome.run_id))
+    ids = EventIds(outcome.run_id)
+    kinds = {"run_started": "started", "run_completed": "completed", **KIND_OF_TYPE}
+    assert [e.event_id for e in events] == [ids.id(e.stream_version, kinds[e.type]) for e in events]
