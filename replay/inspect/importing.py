@@ -356,7 +356,7 @@ def sample_events(
         NewEvent(
             TestCaseRecorded(
                 **key,
-                input=content_messages(_input_messages(record.get("input")), attachments),
+                input=_case_input(content_messages(_input_messages(record.get("input")), attachments)),
                 expected_output=_jsonable(record.get("target")),
                 metadata=_jsonable(record.get("metadata") or {}),
                 graders=[{"name": name, "type": GRADER_TYPE} for name in (record.get("scores") or {})],
@@ -505,6 +505,14 @@ def _input_messages(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
     return list(value or [])
+
+
+def _case_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The input as a test's input: the messages without their ``metadata`` (an Inspect message's id,
+    source and own metadata, which the stored sample keeps), a key no eval file's message has: a replay
+    of suite-level assertions takes the run's cases as its tests and warned of it once per message (a
+    chat input's system and user messages: two lines a sample)."""
+    return [{k: v for k, v in m.items() if k != "metadata"} for m in messages]
 
 
 def _completion(output: dict[str, Any], attachments: dict[str, str]) -> str | None:
