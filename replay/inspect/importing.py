@@ -516,7 +516,12 @@ def _case_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _completion(output: dict[str, Any], attachments: dict[str, str]) -> str | None:
-    """``ModelOutput.completion``: the first choice's text."""
+    """``ModelOutput.completion``, what Inspect's scorers scored: the log's own field, which a solver may
+    have set apart from the model's message (``basic_agent`` and ``react`` set it to the submitted answer,
+    the message keeping the text that came with the submit call); the first choice's text where it is
+    empty (as Inspect fills it) or absent."""
+    if output.get("completion"):
+        return str(resolved(output["completion"], attachments))
     choices = output.get("choices") or []
     if not choices:
         return None

@@ -18,6 +18,9 @@ from click.testing import CliRunner
 from fixture_paths import FIXTURES_DIR
 
 from evalstore import cli as cli_package
+from evalstore.replay.inspect.importing import import_log
+from evalstore.replay.material import load_run
+from evalstore.store import EventStore, make_engine
 
 inspect_log = pytest.importorskip("inspect_ai.log")
 from inspect_ai.scorer import value_to_float  # noqa: E402
@@ -84,6 +87,11 @@ def test_the_fixtures_hold_what_they_are_kept_for() -> None:
         e.event if e.event != "span_begin" else getattr(e, "type", None) for e in media.samples[1].events
     }
     assert media.samples[1].files == ["notes.txt"] and media.samples[1].setup
+    agent = inspect_log.read_eval_log(LOGS / "agent.eval")
+    assert {(s.output.completion, s.output.message.text) for s in agent.samples} == {
+        ("Paris", "I will submit my answer."),
+        ("Barcelona", "I will submit my answer."),
+    }
     loop = inspect_log.read_eval_log(LOGS / "loop.eval")
     long = next(s for s in loop.samples if s.id == "long")
     assert long.limit is not None and long.limit.type == "message" and len(long.messages) == 300
@@ -149,6 +157,21 @@ def test_imported_regraded_and_exported(log: Path, store_url: str, tmp_path: Pat
     again = back.model_copy(deep=True)
     inspect_log.recompute_metrics(again)
     assert back.results == again.results and back.reductions == again.reductions
+    if log.name == "agent.eval":  # graded on the submitted answer, as Inspect's includes was: the same verdicts
+        regrade = {r["test_id"]: r["graders"]["target_word"] for r in regraded}
+        assert regrade == {"fr": 1.0, "es": 0.0}
+
+
+@pytest.mark.parametrize("log", ALL_LOGS, ids=[p.name for p in ALL_LOGS])
+def test_a_results_output_is_the_completion_inspect_scored(store: EventStore, log: Path) -> None:
+    """``output.completion``, which ``basic_agent`` sets to the submitted answer (its message keeping
+    "I will submit my answer."), not the message's text."""
+    run = load_run(store, import_log(store, log).run_id)
+    model = inspect_log.read_eval_log(log, header_only=True).eval.model
+    for sample in inspect_log.read_eval_log_samples(log, all_samples_required=False):
+        transcript = run.tests[(str(sample.id), model, sample.epoch)].transcript
+        assert transcript is not None
+        assert (transcript[1].output_text or "") == sample.output.completion, (sample.id, sample.epoch)
 
 
 def test_an_import_exported_untouched_is_the_log_it_was(sqlite_url: str, tmp_path: Path) -> None:
@@ -166,9 +189,6 @@ def test_a_cases_input_keeps_the_image_and_leaves_the_message_ids_to_the_sample(
     run_id = _json(_cli(sqlite_url, "import", str(LOGS / "media.eval"), "--json"))["run_id"]
     shown = _json(_cli(sqlite_url, "show", run_id, "--json"))
     assert shown["results"]
-    from evalstore.replay.material import load_run
-    from evalstore.store import EventStore, make_engine
-
     store = EventStore(make_engine(sqlite_url))
     try:
         run = load_run(store, run_id)
