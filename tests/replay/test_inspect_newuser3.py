@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,7 +157,9 @@ def test_imported_regraded_and_exported(log: Path, store_url: str, tmp_path: Pat
                 assert sample.scores[name].value == score.value and sample.scores[name].answer == score.answer
         assert sample.input == original.input and sample.store == original.store
     again = back.model_copy(deep=True)
-    inspect_log.recompute_metrics(again)
+    with pytest.MonkeyPatch.context() as mp:  # where `inspect eval` ran: Inspect loads tasks.py for `top`
+        mp.chdir(LOGS.parent)
+        inspect_log.recompute_metrics(again)
     assert back.results == again.results and back.reductions == again.reductions
     if log.name == "agent.eval":  # graded on the submitted answer, as Inspect's includes was: the same verdicts
         regrade = {r["test_id"]: r["graders"]["target_word"] for r in regraded}
@@ -199,3 +203,71 @@ def test_a_cases_input_keeps_the_image_and_leaves_the_message_ids_to_the_sample(
     assert picture["content"][1]["type"] == "image" and picture["content"][1]["source"].startswith("data:image/png")
     assert all("metadata" not in m for case in cases.values() for m in case.input)
     assert [m["role"] for m in cases["zwei"].input] == ["system", "user"]
+
+
+def _export_elsewhere(db: str, run_id: str, out: Path) -> subprocess.CompletedProcess[str]:
+    """``evalstore export`` in a process of its own (Inspect's metric registry as a user's new process has
+    it), from a folder without the task's file."""
+    argv = [sys.executable, "-m", "evalstore.cli", "--db", db, "export", run_id, "--format", "inspect", "-o", str(out)]
+    return subprocess.run(argv, cwd=out.parent, capture_output=True, text=True, timeout=300)
+
+
+def test_a_metric_of_the_tasks_own_file_is_kept_where_inspect_cannot_make_it(tmp_path: Path) -> None:
+    """media.eval's verdict_word has a metric of tasks.py's own (`top`), which Inspect's recompute_metrics
+    makes by loading the log's task_file relative to where it runs: from anywhere else every export of the
+    log failed ("tasks.py: No such file or directory"). Its value is kept as the log has it where the
+    scores did not change, and left out (said in the results' metadata) where a regrade changed them."""
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    log = LOGS / "media.eval"
+    original = inspect_log.read_eval_log(log, header_only=True).results
+    run_id = _json(_cli(db, "import", str(log), "--json"))["run_id"]
+    (tmp_path / "grader.py").write_text(GRADER, encoding="utf-8")
+    suite = tmp_path / "regrade.eval.yaml"
+    suite.write_text(SUITE, encoding="utf-8")
+    replay_id = _json(_cli(db, "replay", run_id, "--eval", str(suite), "--json"))["run_id"]
+    suite.write_text(SUITE.replace("name: includes", "name: verdict_word"), encoding="utf-8")
+    rescored_id = _json(_cli(db, "replay", run_id, "--eval", str(suite), "--json"))["run_id"]
+    assert not (tmp_path / "tasks.py").exists()
+
+    plain = _export_elsewhere(db, run_id, tmp_path / "plain.eval")
+    assert plain.returncode == 0, plain.stderr
+    assert inspect_log.read_eval_log(tmp_path / "plain.eval", header_only=True).results == original
+
+    regraded = _export_elsewhere(db, replay_id, tmp_path / "regraded.eval")
+    assert regraded.returncode == 0, regraded.stderr
+    results = {
+        s.name: s for s in inspect_log.read_eval_log(tmp_path / "regraded.eval", header_only=True).results.scores
+    }
+    before = {s.name: s for s in original.scores}
+    assert list(results["verdict_word"].metrics) == ["mean", "top"]
+    assert results["verdict_word"].metrics == before["verdict_word"].metrics
+    assert results["includes"].metrics["accuracy"].value == 0.0  # recomputed: the regrade's contains "5"
+
+    rescored = _export_elsewhere(db, rescored_id, tmp_path / "rescored.eval")
+    assert rescored.returncode == 0, rescored.stderr
+    back = inspect_log.read_eval_log(tmp_path / "rescored.eval", header_only=True)
+    word = next(s for s in back.results.scores if s.name == "verdict_word")
+    assert list(word.metrics) == ["mean"]
+    assert back.results.metadata["evalstore"]["metrics_not_recomputed"] == {"verdict_word": ["top"]}
+    assert [m.name for m in next(s for s in back.eval.scorers if s.name == "verdict_word").metrics] == [
+        "inspect_ai/mean",
+        "top",
+    ]  # the header still says what the task declared
+
+
+def test_a_grader_named_as_a_scorer_of_per_key_metrics_is_refused_in_one_line(tmp_path: Path) -> None:
+    """review.json's `style` scorer has metrics per key of its dict value; a regrade grader of that name
+    made Inspect's metrics raise a TypeError: exit 3."""
+    db = str(tmp_path / "s.db")
+    run_id = _json(_cli(db, "import", str(FIXTURES_DIR / "inspect-newuser" / "logs" / "review.json"), "--json"))[
+        "run_id"
+    ]
+    suite = tmp_path / "clash.eval.yaml"
+    suite.write_text("name: clash\nassertions:\n  - name: style\n    type: contains\n    value: Paris\n")
+    replay_id = _json(_cli(db, "replay", run_id, "--eval", str(suite), "--json"))["run_id"]
+    out = tmp_path / "out.eval"
+    exported = _cli(db, "export", replay_id, "--format", "inspect", "-o", str(out))
+    assert exported.exit_code == 2, exported.output
+    (line,) = exported.output.strip().splitlines()
+    assert "grader style is named as the log's scorer style" in line and not out.exists()
+    assert not list(tmp_path.glob(".out.*"))  # no half-written log left behind
