@@ -291,7 +291,9 @@ def _keep_unmade(log: Any, counted: Any, unmade: set[str], edited: set[str]) -> 
     left_out: dict[str, list[str]] = {}
     for score in counted.results.scores if counted.results else []:
         before = original.get(score.name)
-        kept = {k: v for k, v in (before.metrics if before else {}).items() if k in keys}
+        if before is None:
+            continue
+        kept = {k: v for k, v in before.metrics.items() if k in keys}
         if not kept:
             continue
         if score.scorer in edited:
