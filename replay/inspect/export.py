@@ -266,14 +266,13 @@ def _without(metrics: Any, names: set[str]) -> Any:
 
 def _unmade_metrics(log: Any) -> set[str]:
     """The names of the log's scorer metrics Inspect cannot make here: a metric of the task's own file
-    (``@metric`` beside the task), registered only once that file is loaded, which Inspect's
-    ``recompute_metrics`` loads from the log's ``task_file``, a path relative to where ``inspect eval``
-    ran: elsewhere the whole recompute failed ("tasks.py: No such file or directory")."""
+    (``@metric`` beside the task), registered only once that file is loaded. Inspect's ``recompute_metrics``
+    would load (run) the log's ``task_file``, a path the log names relative to where ``inspect eval`` ran:
+    elsewhere the whole recompute failed ("tasks.py: No such file or directory"), and where a file of that
+    name exists, a log imported from anyone would run it. A file a log names is data, never code to run, so
+    these metrics are always left out of the recompute (and kept or marked by :func:`_keep_unmade`)."""
     from inspect_ai._util.registry import registry_lookup
 
-    task_file = log.eval.task_file
-    if task_file and Path(task_file).absolute().is_file():
-        return set()  # Inspect loads it, as it does for `inspect score`
     return {
         m.name
         for s in log.eval.scorers or []
@@ -378,6 +377,8 @@ def _write(
         if unmade:  # computed without them, then kept as the log has them where their scores did not change
             scorers = [s.model_copy(update={"metrics": _without(s.metrics, unmade)}) for s in spec.scorers]
             spec = spec.model_copy(update={"scorers": scorers})
+        # No task file: with every metric left registered, Inspect has no reason to load one; none, to be sure.
+        spec = spec.model_copy(update={"task_file": None})
         counted = header.model_copy(update={"samples": scored, "eval": spec})
         # Inspect warns on every value its metrics cannot read as a number (a list value, an unscored
         # key: one line per sample), as it did when it computed the log's results; the numbers are its own.
