@@ -72,6 +72,8 @@ class _Regrade:
     """The samples it gave none (``{"id", "epoch"}``)."""
     added: int = 0
     edited: int = 0
+    edited_scorers: set[str] = field(default_factory=set)
+    """The log's own scorers a regrade score replaced on some sample (their metrics change)."""
 
 
 def export_inspect(store: EventStore, run_id: str, output: Path) -> InspectExport:
@@ -124,7 +126,7 @@ def export_inspect(store: EventStore, run_id: str, output: Path) -> InspectExpor
     fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.stem}.", suffix=output.suffix)
     os.close(fd)
     try:
-        count = _write(api, log, samples, marked, Path(tmp))
+        count = _write(api, log, samples, marked, Path(tmp), regrade.edited_scorers if regrade else set())
         os.replace(tmp, output)
     finally:
         if os.path.exists(tmp):
@@ -195,7 +197,14 @@ def _add_scores(log: Any, sample: Any, verdicts: list[tuple[str, VerdictRecorded
     from inspect_ai.scorer import ScoreEdit
 
     single = log.model_copy(update={"samples": [sample]})  # edit_score finds the sample in its log
+    keyed = _keyed_scorers(log)
     for grader_run, v in verdicts:
+        if v.grader in keyed:
+            raise ReplayError(
+                f"replay {grader_run}: its grader {v.grader} is named as the log's scorer {v.grader}, whose "
+                "metrics are per key of a dict value; Inspect cannot compute them over one number: name the "
+                "grader otherwise in the eval file and replay again"
+            )
         before = sample.scores.get(v.grader) if sample.scores else None
         was = f"{before.value!r} -> " if before is not None else ""
         reason = (
@@ -215,6 +224,88 @@ def _add_scores(log: Any, sample: Any, verdicts: list[tuple[str, VerdictRecorded
             regrade.added += 1
         else:
             regrade.edited += 1
+            regrade.edited_scorers.add(v.grader)
+
+
+def _keyed_scorers(log: Any) -> set[str]:
+    """The log's scorers whose metrics are a dict (per key of a dict value): Inspect's metrics refuse a
+    score of one number under such a scorer's name (a TypeError, which was the export's exit 3)."""
+    return {
+        s.name
+        for s in log.eval.scorers or []
+        if isinstance(s.metrics, dict) or any(isinstance(m, dict) for m in s.metrics or [])
+    }
+
+
+def _definitions(metrics: Any) -> list[Any]:
+    """Every metric definition of a scorer's metrics (a list of definitions and dicts of them, or a dict)."""
+    items = list(metrics.values()) if isinstance(metrics, dict) else list(metrics or [])
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, dict):
+            out += [m for ms in item.values() for m in ms]
+        elif isinstance(item, list):
+            out += item
+        else:
+            out.append(item)
+    return out
+
+
+def _without(metrics: Any, names: set[str]) -> Any:
+    """A scorer's metrics without the definitions named in ``names``."""
+    if isinstance(metrics, dict):
+        return {k: [m for m in ms if m.name not in names] for k, ms in metrics.items()}
+    out: list[Any] = []
+    for item in metrics or []:
+        if isinstance(item, dict):
+            out.append({k: [m for m in ms if m.name not in names] for k, ms in item.items()})
+        elif item.name not in names:
+            out.append(item)
+    return out
+
+
+def _unmade_metrics(log: Any) -> set[str]:
+    """The names of the log's scorer metrics Inspect cannot make here: a metric of the task's own file
+    (``@metric`` beside the task), registered only once that file is loaded. Inspect's ``recompute_metrics``
+    would load (run) the log's ``task_file``, a path the log names relative to where ``inspect eval`` ran:
+    elsewhere the whole recompute failed ("tasks.py: No such file or directory"), and where a file of that
+    name exists, a log imported from anyone would run it. A file a log names is data, never code to run, so
+    these metrics are always left out of the recompute (and kept or marked by :func:`_keep_unmade`)."""
+    from inspect_ai._util.registry import registry_lookup
+
+    return {
+        m.name
+        for s in log.eval.scorers or []
+        for m in _definitions(s.metrics)
+        if registry_lookup("metric", m.name) is None
+    }
+
+
+def _keep_unmade(log: Any, counted: Any, unmade: set[str], edited: set[str]) -> None:
+    """The metrics Inspect could not make here (:func:`_unmade_metrics`) as ``log`` has them, in the
+    recomputed ``counted``, for each scorer whose scores the regrade left as they were; for a scorer it
+    changed they are left out (their old values would be false), and the results' metadata says so."""
+    keys = {name.split("/")[-1] for name in unmade}  # a result names a metric by its unqualified name
+    original = {s.name: s for s in (log.results.scores if log.results else [])}
+    left_out: dict[str, list[str]] = {}
+    for score in counted.results.scores if counted.results else []:
+        before = original.get(score.name)
+        if before is None:
+            continue
+        kept = {k: v for k, v in before.metrics.items() if k in keys}
+        if not kept:
+            continue
+        if score.scorer in edited:
+            left_out[score.name] = sorted(kept)
+            continue
+        merged = {**score.metrics, **kept}
+        score.metrics = {k: merged[k] for k in [*before.metrics, *score.metrics] if k in merged}
+    if left_out:
+        note = {
+            "metrics_not_recomputed": left_out,
+            "why": f"defined in the task's file ({log.eval.task_file}), not found here; the regrade changed these scores",
+        }
+        counted.results.metadata = {**(counted.results.metadata or {}), METADATA_KEY: note}
 
 
 def _swaps(started: RunStarted) -> str:
@@ -260,9 +351,12 @@ class _Scored(NamedTuple):
     scores: dict[str, Any] | None
 
 
-def _write(api: Any, log: Any, samples: Iterator[Any], marked: Callable[[Any], Any], path: Path) -> int:
+def _write(
+    api: Any, log: Any, samples: Iterator[Any], marked: Callable[[Any], Any], path: Path, edited: set[str]
+) -> int:
     """``log`` with ``samples`` written to ``path``, its results and reductions computed again and
-    ``marked`` once every sample is written; the number of samples written."""
+    ``marked`` once every sample is written; the number of samples written. ``edited``: the log's scorers
+    a regrade score replaced (filled as the samples are read)."""
     from inspect_ai.log import recompute_metrics
     from inspect_ai.log._log import sort_samples
 
@@ -277,7 +371,15 @@ def _write(api: Any, log: Any, samples: Iterator[Any], marked: Callable[[Any], A
         # In the order read_eval_log gives samples (epoch, then id), so the reductions list them as
         # Inspect's own recompute_metrics of the written log would.
         sort_samples(cast(Any, scored))  # read by the fields an EvalSample has of the same names
-        counted = marked(log).model_copy(update={"samples": scored})
+        header = marked(log)
+        unmade = _unmade_metrics(header)
+        spec = header.eval
+        if unmade:  # computed without them, then kept as the log has them where their scores did not change
+            scorers = [s.model_copy(update={"metrics": _without(s.metrics, unmade)}) for s in spec.scorers]
+            spec = spec.model_copy(update={"scorers": scorers})
+        # No task file: with every metric left registered, Inspect has no reason to load one; none, to be sure.
+        spec = spec.model_copy(update={"task_file": None})
+        counted = header.model_copy(update={"samples": scored, "eval": spec})
         # Inspect warns on every value its metrics cannot read as a number (a list value, an unscored
         # key: one line per sample), as it did when it computed the log's results; the numbers are its own.
         quiet = logging.getLogger("inspect_ai.scorer._metric")
@@ -287,7 +389,9 @@ def _write(api: Any, log: Any, samples: Iterator[Any], marked: Callable[[Any], A
             recompute_metrics(counted)
         finally:
             quiet.setLevel(level)
-        return counted.model_copy(update={"samples": None})
+        if unmade:
+            _keep_unmade(log, counted, unmade, edited)
+        return counted.model_copy(update={"samples": None, "eval": header.eval})
 
     writer = _eval_writer() if path.suffix == ".eval" else None
     if writer is None:  # a .json log is one document, written whole

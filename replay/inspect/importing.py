@@ -356,7 +356,7 @@ def sample_events(
         NewEvent(
             TestCaseRecorded(
                 **key,
-                input=content_messages(_input_messages(record.get("input")), attachments),
+                input=_case_input(content_messages(_input_messages(record.get("input")), attachments)),
                 expected_output=_jsonable(record.get("target")),
                 metadata=_jsonable(record.get("metadata") or {}),
                 graders=[{"name": name, "type": GRADER_TYPE} for name in (record.get("scores") or {})],
@@ -507,8 +507,21 @@ def _input_messages(value: Any) -> list[dict[str, Any]]:
     return list(value or [])
 
 
+def _case_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The input as a test's input: the messages without their ``metadata`` (an Inspect message's id,
+    source and own metadata, which the stored sample keeps), a key no eval file's message has: a replay
+    of suite-level assertions takes the run's cases as its tests and warned of it once per message (a
+    chat input's system and user messages: two lines a sample)."""
+    return [{k: v for k, v in m.items() if k != "metadata"} for m in messages]
+
+
 def _completion(output: dict[str, Any], attachments: dict[str, str]) -> str | None:
-    """``ModelOutput.completion``: the first choice's text."""
+    """``ModelOutput.completion``, what Inspect's scorers scored: the log's own field, which a solver may
+    have set apart from the model's message (``basic_agent`` and ``react`` set it to the submitted answer,
+    the message keeping the text that came with the submit call); the first choice's text where it is
+    empty (as Inspect fills it) or absent."""
+    if output.get("completion"):
+        return str(resolved(output["completion"], attachments))
     choices = output.get("choices") or []
     if not choices:
         return None
