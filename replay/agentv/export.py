@@ -292,43 +292,44 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
 def csv_rows(run: RunStarted, result: ResultBundle) -> list[list[Any]]:
     """A result's CSV lines: one per grader, or one with empty grader cells for a result without verdicts."""
     s = _fields(result.scored)
-    head = [
-        run.run_id,
-        s["test_id"],
-        _target(run, s) or "",
-        s["attempt"],
-        s["score"],
-        "true" if s["passed"] else "false",
-        s["status"],
-    ]
-    graders = []
+    head = _spreadsheet_cells(
+        [
+            run.run_id,
+            s["test_id"],
+            _target(run, s) or "",
+            s["attempt"],
+            s["score"],
+            "true" if s["passed"] else "false",
+            s["status"],
+        ]
+    )
+    tail = _spreadsheet_cells([s["error"] or ""])
+    lines = []
     for v in map(_fields, result.verdicts):
         assertions = v["assertions"]
         failed = [a["text"] for a in assertions if not a["passed"]]
-        graders.append(
-            [
-                v["grader"],
-                v["grader_type"],
-                v["score"],
-                v["verdict"],
-                v["weight"],
-                len(assertions) - len(failed),
-                len(assertions),
-                "\n".join(failed),
-            ]
-        )
-    tail = [s["error"] or ""]
-    return [[_spreadsheet_text(c) for c in head + middle + tail] for middle in graders or [[""] * 8]]
+        grader = [
+            v["grader"],
+            v["grader_type"],
+            v["score"],
+            v["verdict"],
+            v["weight"],
+            len(assertions) - len(failed),
+            len(assertions),
+            "\n".join(failed),
+        ]
+        lines.append(head + _spreadsheet_cells(grader) + tail)
+    return lines or [head + [""] * 8 + tail]
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _spreadsheet_text(cell: Any) -> Any:
+def _spreadsheet_cells(cells: list[Any]) -> list[Any]:
     """A text cell a spreadsheet would run as a formula (``=HYPERLINK(...)`` in a test id or an assertion
     of an imported run) is written with a leading ``'``, as OWASP advises for CSV meant for spreadsheets;
     numbers are left as they are. The JSON formats keep every value exactly."""
-    return "'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS) else cell
+    return ["'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS) else cell for cell in cells]
 
 
 def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> int:

@@ -15,7 +15,7 @@ from evalstore.replay.agentv.wire import agentv_token_usage
 from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
 from evalstore.replay.jsontext import RawJSON, loads_many
 from evalstore.store import EventStore
-from evalstore.store.events import payload_fields
+from evalstore.store.events import current_defaults, payload_fields
 
 if TYPE_CHECKING:
     from evalstore.store.events import TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
@@ -111,13 +111,17 @@ def _scored(
     """Each result of the run as its events of ``types`` complete it (its ``test_scored``)."""
     pending: dict[ResultKey, ResultBundle] = {}
     fields, key_of = payload_fields, result_key  # locals: this loop runs per event
+    known: dict[str, tuple[int, Payload | None]] = {}  # type -> (schema version, current_defaults)
     after, upto = window
     rows = store.stream_payloads(run_id, types=types, after=after, upto=upto)
     # The payloads parsed a batch at a time (jsontext.loads_many: one parse per batch was a sixth of
     # reading a run), each batch's events taken in this loop (a generator between them cost a tenth more).
     while batch := list(islice(rows, _BATCH)):
         for (type_, version, _, recorded_at), p in zip(batch, loads_many([row[2] for row in batch])):
-            p = fields(type_, version, p)
+            defaults = known.get(type_)
+            if defaults is None or defaults[0] != version:
+                defaults = known[type_] = (version, current_defaults(type_, version))
+            p = fields(type_, version, p) if defaults[1] is None else {**defaults[1], **p}  # payload_fields
             key = key_of(p["test_id"], p["target"], p["attempt"])
             if contiguous and pending and key not in pending:
                 raise Interleaved(f"run {run_id}: results interleave after stream version {after}")
