@@ -217,6 +217,10 @@ def _completed(
             v["rendered_prompt_sha256"] for vs in verdicts for v in vs if v["rendered_prompt_sha256"]
         ).items()
     }
+    # The judges' recorded requests too (a query per request was most of exporting a graded run).
+    calls = {c: events[c] for c in last_calls if c in stored and stored[c].type == "grader_called"}
+    digests = [c["request_sha256"] for c in calls.values() if c["call"] != "process" and c["request_sha256"]]
+    requests = store.get_blobs(digests) if digests else {}
     for i, b in enumerate(bundles):
         for type_, event_id in wanted.get(i, {}).items():
             if type_ == "transcript_recorded":
@@ -226,19 +230,16 @@ def _completed(
         for v in verdicts[i]:
             if v["rendered_prompt_sha256"]:
                 b.rendered_prompts[v["grader"]] = prompts[v["rendered_prompt_sha256"]]
-            elif v["grader_call_event_ids"] and v["grader_call_event_ids"][-1] in stored:
-                call_id = v["grader_call_event_ids"][-1]
-                if stored[call_id].type == "grader_called":
-                    call = events[call_id]
-                    request = _agentv_request(store, call)
-                    if request is not None:
-                        b.rendered_prompts[v["grader"]] = request
-                    if usage := agentv_token_usage(call["usage"]):  # stored as the judge replied (OpenAI's)
-                        b.grader_usage[v["grader"]] = usage
+            elif v["grader_call_event_ids"] and (call := calls.get(v["grader_call_event_ids"][-1])) is not None:
+                request = _agentv_request(call, requests)
+                if request is not None:
+                    b.rendered_prompts[v["grader"]] = request
+                if usage := agentv_token_usage(call["usage"]):  # stored as the judge replied (OpenAI's)
+                    b.grader_usage[v["grader"]] = usage
     return bundles
 
 
-def _agentv_request(store: EventStore, call: Payload) -> dict[str, Any] | None:
+def _agentv_request(call: Payload, requests: dict[str, bytes]) -> dict[str, Any] | None:
     """A grader call's request in AgentV's ``scores[].input`` shape: ``{systemPrompt, userPrompt}`` for a
     judge (the rendered messages joined by role), ``{command, cwd}`` for a code grader (``cwd`` since
     grader calls record it)."""
@@ -248,7 +249,7 @@ def _agentv_request(store: EventStore, call: Payload) -> dict[str, Any] | None:
         return {"command": call["argv"], "cwd": call["cwd"]} if call["cwd"] else {"command": call["argv"]}
     if not call["request_sha256"]:
         return None
-    messages = json.loads(store.get_blob(call["request_sha256"]))
+    messages = json.loads(requests[call["request_sha256"]])  # the call's request blob, read with the chunk's
     by_role: dict[str, list[str]] = {}
     for m in messages if isinstance(messages, list) else []:
         content = m.get("content") if isinstance(m, dict) else None
