@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from evalstore.replay.agentv.chunked import encoded_results
 from evalstore.replay.agentv.stored import Payload, ResultBundle
-from evalstore.replay.agentv.wire import MEMBER_SCORES, from_row_assertions
+from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, MEMBER_SCORES
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
 from evalstore.replay.choices import EXPORT_FORMATS
 from evalstore.replay.jsontext import js_number, stringify
@@ -135,13 +135,6 @@ def _fields(event: Any) -> Payload:
 # --- AgentV 4.x rows -----------------------------------------------------------------------------
 
 
-def _assertion(a: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"text": a["text"], "passed": a["passed"]}
-    if a.get("evidence"):
-        out["evidence"] = a["evidence"]
-    return out
-
-
 def score_entry(
     verdict: VerdictRecorded | Payload,
     rendered_prompt: Any = None,
@@ -149,7 +142,7 @@ def score_entry(
     assertions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A v4 ``scores[]`` entry; ``input`` is the recorded grader request, ``target`` the judge target;
-    ``assertions``: the verdict's, as :func:`_assertion` shows them, when the caller has them."""
+    ``assertions``: the verdict's, as :func:`_shown` shows them, when the caller has them."""
     v = _fields(verdict)
     entry: dict[str, Any] = {
         "name": v["source_name"] or v["grader"],
@@ -157,7 +150,7 @@ def score_entry(
         "score": js_number(v["score"]),
         "weight": js_number(v["weight"]),
         "verdict": v["verdict"],
-        "assertions": [_assertion(a) for a in v["assertions"]] if assertions is None else assertions,
+        "assertions": _shown(v["assertions"]) if assertions is None else assertions,
     }
     if rendered_prompt is not None:
         entry["input"] = rendered_prompt
@@ -177,7 +170,7 @@ def score_entry(
 
 def flatten_assertions(verdicts: Iterable[VerdictRecorded | Payload]) -> list[dict[str, Any]]:
     """v4's row-level list: passed assertions first, then failed, each in grader order (as real rows show)."""
-    return _flattened([[_assertion(a) for a in _fields(v)["assertions"]] for v in verdicts])
+    return _flattened([_shown(_fields(v)["assertions"]) for v in verdicts])
 
 
 def _flattened(shown: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -201,58 +194,81 @@ def _target(run: RunStarted, scored: Payload) -> str | None:
     return scored["target"] or run.target_name
 
 
+def _shown(assertions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Assertions as a row shows them: ``text``, ``passed``, and ``evidence`` when there is some."""
+    return [
+        {"text": a["text"], "passed": a["passed"], "evidence": a["evidence"]}
+        if a.get("evidence")
+        else {"text": a["text"], "passed": a["passed"]}
+        for a in assertions
+    ]
+
+
 def _scores(
     result: ResultBundle, verdicts: list[Payload], shown: list[list[dict[str, Any]]]
 ) -> list[dict[str, Any]] | None:
     """``scores[]``; None (left out) for a row that had only flattened assertions, as it came in."""
-    graders = [(v, a) for v, a in zip(verdicts, shown) if not from_row_assertions(v["details"])]
+    graders = [(v, a) for v, a in zip(verdicts, shown) if v["details"] != FROM_ROW_ASSERTIONS]
     if verdicts and not graders:
         return None
     prompts, usage = result.rendered_prompts, result.grader_usage
     return [score_entry(v, prompts.get(v["grader"]), usage.get(v["grader"]), a) for v, a in graders]
 
 
+_TRANSCRIPT_KEYS = (
+    ("token_usage", "token_usage"),
+    ("cost_usd", "cost_usd"),
+    ("duration_ms", "duration_ms"),
+    ("start_time", "start_time"),
+    ("end_time", "end_time"),
+    ("output", "output_text"),
+    ("file_changes", "file_changes"),
+    ("workspace_path", "workspace_path"),
+)
+"""The row's keys from the transcript, in the row's order, and the transcript field each is."""
+
+
 def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     scored = _fields(result.scored)
     verdicts = [_fields(v) for v in result.verdicts]
     # Each assertion as the row shows it, once: in its grader's scores[] entry and in the row's list alike.
-    shown = [[_assertion(a) for a in v["assertions"]] for v in verdicts]
+    shown = [_shown(v["assertions"]) for v in verdicts]
     transcript = _fields(result.transcript) if result.transcript is not None else None
     case = _fields(result.case) if result.case is not None else None
-    row_fields = scored["row_fields"]
-    row: dict[str, Any] = {
-        "timestamp": agentv_time(result.timestamp or (transcript["end_time"] if transcript else None)),
-        "test_id": scored["test_id"],
-        "suite": run.suite,
-        "category": row_fields.get("category"),
-        "conversation_id": row_fields.get("conversation_id"),
-        "experiment": row_fields.get("experiment"),
-        "score": js_number(scored["score"]),
-        "target": _target(run, scored),
-        "scores": _scores(result, verdicts, shown),
-        "assertions": _flattened(shown),
-        "execution_status": scored["status"],
-        "error": scored["error"],
-        "failure_stage": row_fields.get("failure_stage"),
-        "failure_reason_code": row_fields.get("failure_reason_code"),
-    }
+    get = scored["row_fields"].get
+    # AgentV leaves undefined fields out rather than writing nulls: each key is set only when it has a
+    # value, in the order AgentV writes them.
+    row: dict[str, Any] = {}
+    for key, value in (
+        ("timestamp", agentv_time(result.timestamp or (transcript["end_time"] if transcript else None))),
+        ("test_id", scored["test_id"]),
+        ("suite", run.suite),
+        ("category", get("category")),
+        ("conversation_id", get("conversation_id")),
+        ("experiment", get("experiment")),
+        ("score", js_number(scored["score"])),
+        ("target", _target(run, scored)),
+        ("scores", _scores(result, verdicts, shown)),
+        ("assertions", _flattened(shown)),
+        ("execution_status", scored["status"]),
+        ("error", scored["error"]),
+        ("failure_stage", get("failure_stage")),
+        ("failure_reason_code", get("failure_reason_code")),
+    ):
+        if value is not None:
+            row[key] = value
     if scored["attempt"] != 1:
         row["sample_index"] = scored["attempt"] - 1  # AgentV's 0-based sample index
     if transcript is not None:
-        row.update(
-            token_usage=transcript["token_usage"],
-            cost_usd=js_number(transcript["cost_usd"]),
-            duration_ms=js_number(transcript["duration_ms"]),
-            start_time=transcript["start_time"],
-            end_time=transcript["end_time"],
-            output=transcript["output_text"],
-            file_changes=transcript["file_changes"],
-            workspace_path=transcript["workspace_path"],
-        )
+        for key, name in _TRANSCRIPT_KEYS:
+            if (value := transcript[name]) is not None:
+                row[key] = js_number(value) if key in ("cost_usd", "duration_ms") else value
     if case is not None:
-        row.update(input=case["input"] or None, metadata=case["metadata"] or None)
-    # AgentV leaves undefined fields out rather than writing nulls.
-    return {k: v for k, v in row.items() if v is not None}
+        if case["input"]:
+            row["input"] = case["input"]
+        if case["metadata"]:
+            row["metadata"] = case["metadata"]
+    return row
 
 
 def export_rows(run: RunStarted, results: Iterable[ResultBundle]) -> Iterator[dict[str, Any]]:
@@ -276,43 +292,44 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
 def csv_rows(run: RunStarted, result: ResultBundle) -> list[list[Any]]:
     """A result's CSV lines: one per grader, or one with empty grader cells for a result without verdicts."""
     s = _fields(result.scored)
-    head = [
-        run.run_id,
-        s["test_id"],
-        _target(run, s) or "",
-        s["attempt"],
-        s["score"],
-        "true" if s["passed"] else "false",
-        s["status"],
-    ]
-    graders = []
+    head = _spreadsheet_cells(
+        [
+            run.run_id,
+            s["test_id"],
+            _target(run, s) or "",
+            s["attempt"],
+            s["score"],
+            "true" if s["passed"] else "false",
+            s["status"],
+        ]
+    )
+    tail = _spreadsheet_cells([s["error"] or ""])
+    lines = []
     for v in map(_fields, result.verdicts):
         assertions = v["assertions"]
         failed = [a["text"] for a in assertions if not a["passed"]]
-        graders.append(
-            [
-                v["grader"],
-                v["grader_type"],
-                v["score"],
-                v["verdict"],
-                v["weight"],
-                len(assertions) - len(failed),
-                len(assertions),
-                "\n".join(failed),
-            ]
-        )
-    tail = [s["error"] or ""]
-    return [[_spreadsheet_text(c) for c in head + middle + tail] for middle in graders or [[""] * 8]]
+        grader = [
+            v["grader"],
+            v["grader_type"],
+            v["score"],
+            v["verdict"],
+            v["weight"],
+            len(assertions) - len(failed),
+            len(assertions),
+            "\n".join(failed),
+        ]
+        lines.append(head + _spreadsheet_cells(grader) + tail)
+    return lines or [head + [""] * 8 + tail]
 
 
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _spreadsheet_text(cell: Any) -> Any:
+def _spreadsheet_cells(cells: list[Any]) -> list[Any]:
     """A text cell a spreadsheet would run as a formula (``=HYPERLINK(...)`` in a test id or an assertion
     of an imported run) is written with a leading ``'``, as OWASP advises for CSV meant for spreadsheets;
     numbers are left as they are. The JSON formats keep every value exactly."""
-    return "'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS) else cell
+    return ["'" + cell if isinstance(cell, str) and cell.startswith(_FORMULA_STARTS) else cell for cell in cells]
 
 
 def write_csv(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str]) -> int:

@@ -15,7 +15,7 @@ from evalstore.replay.agentv.wire import agentv_token_usage
 from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
 from evalstore.replay.jsontext import RawJSON, loads_many
 from evalstore.store import EventStore
-from evalstore.store.events import payload_fields
+from evalstore.store.events import current_defaults, payload_fields
 
 if TYPE_CHECKING:
     from evalstore.store.events import TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
@@ -111,39 +111,38 @@ def _scored(
     """Each result of the run as its events of ``types`` complete it (its ``test_scored``)."""
     pending: dict[ResultKey, ResultBundle] = {}
     fields, key_of = payload_fields, result_key  # locals: this loop runs per event
+    known: dict[str, tuple[int, Payload | None]] = {}  # type -> (schema version, current_defaults)
     after, upto = window
-    for type_, version, p, recorded_at in _parsed(store.stream_payloads(run_id, types=types, after=after, upto=upto)):
-        p = fields(type_, version, p)
-        key = key_of(p["test_id"], p["target"], p["attempt"])
-        if contiguous and pending and key not in pending:
-            raise Interleaved(f"run {run_id}: results interleave after stream version {after}")
-        if type_ == "test_scored":
-            bundle = pending.pop(key, None) or ResultBundle(scored=p)
-            bundle.scored, bundle.timestamp = p, p["produced_at"] or recorded_at
-            yield bundle
-            continue
-        bundle = pending.get(key)  # type: ignore[assignment]
-        if bundle is None:
-            # The placeholder score (the payload at hand) is replaced when the real one arrives; a
-            # result never scored (an interrupted run) is never emitted.
-            bundle = pending[key] = ResultBundle(scored=p)
-        if type_ == "verdict_recorded":
-            _put_verdict(bundle.verdicts, p)  # type: ignore[arg-type]
-        elif type_ == "transcript_recorded":
-            bundle.transcript = p
-        else:
-            bundle.case = p
+    rows = store.stream_payloads(run_id, types=types, after=after, upto=upto)
+    # The payloads parsed a batch at a time (jsontext.loads_many: one parse per batch was a sixth of
+    # reading a run), each batch's events taken in this loop (a generator between them cost a tenth more).
+    while batch := list(islice(rows, _BATCH)):
+        for (type_, version, _, recorded_at), p in zip(batch, loads_many([row[2] for row in batch])):
+            defaults = known.get(type_)
+            if defaults is None or defaults[0] != version:
+                defaults = known[type_] = (version, current_defaults(type_, version))
+            p = fields(type_, version, p) if defaults[1] is None else {**defaults[1], **p}  # payload_fields
+            key = key_of(p["test_id"], p["target"], p["attempt"])
+            if contiguous and pending and key not in pending:
+                raise Interleaved(f"run {run_id}: results interleave after stream version {after}")
+            if type_ == "test_scored":
+                bundle = pending.pop(key, None) or ResultBundle(scored=p)
+                bundle.scored, bundle.timestamp = p, p["produced_at"] or recorded_at
+                yield bundle
+                continue
+            bundle = pending.get(key)  # type: ignore[assignment]
+            if bundle is None:
+                # The placeholder score (the payload at hand) is replaced when the real one arrives; a
+                # result never scored (an interrupted run) is never emitted.
+                bundle = pending[key] = ResultBundle(scored=p)
+            if type_ == "verdict_recorded":
+                _put_verdict(bundle.verdicts, p)  # type: ignore[arg-type]
+            elif type_ == "transcript_recorded":
+                bundle.transcript = p
+            else:
+                bundle.case = p
     if contiguous and pending and upto is not None:
         raise Interleaved(f"run {run_id}: a result continues after stream version {upto}")
-
-
-def _parsed(rows: Iterator[tuple[str, int, str, str]]) -> Iterator[tuple[str, int, Any, str]]:
-    """``stream_payloads``' rows with each payload parsed, a batch of :data:`_BATCH` at a time
-    (``jsontext.loads_many``: one parse per batch was a sixth of reading a run)."""
-    while batch := list(islice(rows, _BATCH)):
-        values = loads_many([row[2] for row in batch])
-        for (type_, version, _, recorded_at), value in zip(batch, values):
-            yield type_, version, value, recorded_at
 
 
 _BATCH = 500
@@ -218,6 +217,10 @@ def _completed(
             v["rendered_prompt_sha256"] for vs in verdicts for v in vs if v["rendered_prompt_sha256"]
         ).items()
     }
+    # The judges' recorded requests too (a query per request was most of exporting a graded run).
+    calls = {c: events[c] for c in last_calls if c in stored and stored[c].type == "grader_called"}
+    digests = [c["request_sha256"] for c in calls.values() if c["call"] != "process" and c["request_sha256"]]
+    requests = store.get_blobs(digests) if digests else {}
     for i, b in enumerate(bundles):
         for type_, event_id in wanted.get(i, {}).items():
             if type_ == "transcript_recorded":
@@ -227,19 +230,16 @@ def _completed(
         for v in verdicts[i]:
             if v["rendered_prompt_sha256"]:
                 b.rendered_prompts[v["grader"]] = prompts[v["rendered_prompt_sha256"]]
-            elif v["grader_call_event_ids"] and v["grader_call_event_ids"][-1] in stored:
-                call_id = v["grader_call_event_ids"][-1]
-                if stored[call_id].type == "grader_called":
-                    call = events[call_id]
-                    request = _agentv_request(store, call)
-                    if request is not None:
-                        b.rendered_prompts[v["grader"]] = request
-                    if usage := agentv_token_usage(call["usage"]):  # stored as the judge replied (OpenAI's)
-                        b.grader_usage[v["grader"]] = usage
+            elif v["grader_call_event_ids"] and (call := calls.get(v["grader_call_event_ids"][-1])) is not None:
+                request = _agentv_request(call, requests)
+                if request is not None:
+                    b.rendered_prompts[v["grader"]] = request
+                if usage := agentv_token_usage(call["usage"]):  # stored as the judge replied (OpenAI's)
+                    b.grader_usage[v["grader"]] = usage
     return bundles
 
 
-def _agentv_request(store: EventStore, call: Payload) -> dict[str, Any] | None:
+def _agentv_request(call: Payload, requests: dict[str, bytes]) -> dict[str, Any] | None:
     """A grader call's request in AgentV's ``scores[].input`` shape: ``{systemPrompt, userPrompt}`` for a
     judge (the rendered messages joined by role), ``{command, cwd}`` for a code grader (``cwd`` since
     grader calls record it)."""
@@ -249,7 +249,7 @@ def _agentv_request(store: EventStore, call: Payload) -> dict[str, Any] | None:
         return {"command": call["argv"], "cwd": call["cwd"]} if call["cwd"] else {"command": call["argv"]}
     if not call["request_sha256"]:
         return None
-    messages = json.loads(store.get_blob(call["request_sha256"]))
+    messages = json.loads(requests[call["request_sha256"]])  # the call's request blob, read with the chunk's
     by_role: dict[str, list[str]] = {}
     for m in messages if isinstance(messages, list) else []:
         content = m.get("content") if isinstance(m, dict) else None

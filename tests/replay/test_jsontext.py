@@ -135,6 +135,18 @@ def test_a_batch_is_read_as_each_text_alone(tricky: str) -> None:
     assert jsontext.loads_many([]) == []
 
 
+@pytest.mark.parametrize("at", [[0], [37], [99], [5, 6, 70], list(range(100))])
+def test_a_large_batch_reads_the_texts_with_long_digit_runs_exactly(at: list[int]) -> None:
+    """A batch holding a long digit run is halved until the texts that hold it are found: those are read
+    exactly (the integer stays an integer), wherever they are, and every other text as orjson reads it."""
+    texts = [f'{{"n":{i},"s":"{i:018d}"}}' for i in range(100)]  # 18 digits: one short of a long run
+    for i in at:
+        texts[i] = f'{{"big":{10**22 + i},"n":{i}}}'
+    values = jsontext.loads_many(texts)
+    assert repr(values) == repr([json.loads(t) for t in texts])
+    assert all(values[i]["big"] == 10**22 + i for i in at)
+
+
 @pytest.mark.parametrize("line", [b'{"a":"x\ty"}', b'{"a":01}', b"[1,]", b'{"a":1}x', b'{"a":"\xff"}', b'{"a":.5}'])
 def test_loads_refuses_what_the_stdlib_refuses(line: bytes) -> None:
     with pytest.raises(ValueError):
