@@ -255,7 +255,6 @@ def test_a_metric_of_the_tasks_own_file_is_kept_where_inspect_cannot_make_it(tmp
     ]  # the header still says what the task declared
 
 
-
 def test_the_task_file_a_log_names_is_never_run_by_an_export(tmp_path: Path) -> None:
     """Inspect's recompute_metrics loads the log's task_file (a path the log names) to make a metric it does
     not know: a log imported from anyone would run a file of that name where the export runs. The export
@@ -274,6 +273,7 @@ def test_the_task_file_a_log_names_is_never_run_by_an_export(tmp_path: Path) -> 
     assert exported.returncode == 0, exported.stderr
     assert not marker.exists()
     assert inspect_log.read_eval_log(tmp_path / "out.eval", header_only=True).results == header.results
+
 
 def test_a_grader_named_as_a_scorer_of_per_key_metrics_is_refused_in_one_line(tmp_path: Path) -> None:
     """review.json's `style` scorer has metrics per key of its dict value; a regrade grader of that name
