@@ -126,9 +126,8 @@ def frozen_imports() -> Iterator[None]:
     (:func:`entry`), the objects the imports made (classes, functions, schemas: they live as long as the
     process) are then frozen out of the collector's later passes, and out of the pass at exit: a
     command's imports make some hundred thousand objects, and the passes over them, which never free
-    anything, were a sixth of a short command's time (bench/agentv_peer.py's unchanged replay), and a
-    third of the time inspect_ai took to validate a sample after ``import inspect_ai.log`` (300,000
-    objects more). A command invoked in-process (tests, ``CliRunner``) leaves the collector as it was."""
+    anything, were a sixth of a short command's time (bench/agentv_peer.py's unchanged replay);
+    ``import inspect_ai.log`` alone makes 100,000. A command invoked in-process (tests, ``CliRunner``) leaves the collector as it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -140,8 +140,8 @@ def _private_reader() -> tuple[Callable[[Any, int], str], Callable[[bytes], Any]
 
     def make(data: bytes) -> Any:
         # jsontext.loads: json.loads's value, read by orjson where that gives the same (NaN, an integer
-        # beyond 64 bits: the stdlib), whose dicts inspect_ai's validation also reads faster (a sample of
-        # bench/inspect_log.py: 0.29 ms to validate and parse, from 0.35 ms)
+        # beyond 64 bits: the stdlib). A sample of bench/inspect_log.py parsed and validated in 0.29 ms
+        # where json.loads took 0.31 (orjson alone: 0.25; the check for long integers takes the rest)
         sample = EvalSample.model_validate(loads(data), context=get_deserializing_context())
         return _resolve_sample_for_read(sample, False)
 
