@@ -9,9 +9,16 @@ Setup (not measured): a ``.eval`` log of N samples made from the samples of
 share their text (a question over 100 characters is an attachment of the sample, as Inspect condenses
 it), written by ``inspect_ai.log.write_eval_log``.
 
-Then, each as ``python -m evalstore`` in a child process: ``import`` (seconds, samples a second, peak RSS,
-and against its floor: ``inspect_ai.log.read_eval_log`` of the same log in a child process, Inspect
-reading every sample and nothing else, Python's start and imports included in both), the store's size
+Then, each as ``python -m evalstore`` in a child process: ``import`` (seconds, samples a second, the CPU of
+its process tree (user + system, its forked workers included), peak RSS), against three floors: the data
+floor, unzipping every sample member of the log and ``json.loads`` of each (the Inspect analogue of
+bench/import.py's ``json.loads`` of every line; also with ``orjson.loads``), in this process, best of
+three; ``inspect_ai.log.read_eval_log`` of the same log in a child process (Inspect reading and
+validating every sample and nothing else, holding the log whole; Python's start and imports included in
+both); and, for a log of at most :data:`SAMPLES_READ_MAX` samples, ``read_eval_log_samples`` in a child
+process (Inspect's own sample-by-sample reader, which opens the zip again for every sample: quadratic in
+the samples). The target line: the import's wall time within 12.5x the data floor (issue 31's import
+target, >= 4,000 rows/s where ``json.loads`` of 20,000 rows takes 0.40 s). Then the store's size
 (``.db`` + ``-wal``) against the log's and the store's pages by part (events and their payloads by
 type, blobs by what names them, projections), a ``replay`` with a suite-level deterministic grader, and
 ``export --format inspect`` of the imported run and of the replay (seconds, peak RSS: the child's
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -39,6 +47,10 @@ sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != 
 from bench.read import run_child  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "inspect" / "logs" / "arithmetic.eval"
+SAMPLES_READ_MAX = 2000
+"""The largest log whose ``read_eval_log_samples`` floor is measured (10,000 samples: some 300 s)."""
+IMPORT_TARGET = 12.5
+"""The import's wall time as a multiple of the data floor it must stay within (bench/import.py's target)."""
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda omicron sigma tau upsilon omega".split()  # noqa: SIM905
 SUITE = """name: bench-regrade
 assertions:
@@ -118,12 +130,26 @@ def measure(workdir: Path, n: int) -> dict[str, float]:
     db = workdir / f"store-{n}.db"
     for old in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
         old.unlink(missing_ok=True)
+    before = _children_cpu()
     secs, rss = run_child(["import", str(log), "--json"], str(db))
+    cpu = _children_cpu() - before
     imported = _last_run(db)
-    figures = {"log_mb": log.stat().st_size / 1e6, "import_s": secs, "import_rss_mb": rss}
+    figures = {"log_mb": log.stat().st_size / 1e6, "import_s": secs, "import_cpu_s": cpu, "import_rss_mb": rss}
     figures["import_samples_per_s"] = n / secs
+    for name, (floor_wall, floor_cpu) in data_floor(log).items():
+        figures[f"floor_unzip_{name}_s"] = floor_wall
+        figures[f"import_over_{name}_floor"] = secs / floor_wall
+        figures[f"import_cpu_over_{name}_floor_cpu"] = cpu / floor_cpu
     figures["floor_read_eval_log_s"] = read_floor(log)
-    figures["import_over_floor"] = secs / figures["floor_read_eval_log_s"]
+    figures["import_over_read_eval_log"] = secs / figures["floor_read_eval_log_s"]
+    if n <= SAMPLES_READ_MAX:
+        figures["floor_read_eval_log_samples_s"] = read_floor(log, samples=True)
+        figures["import_over_read_eval_log_samples"] = secs / figures["floor_read_eval_log_samples_s"]
+    within = secs / figures["floor_unzip_json_s"]
+    print(
+        f"[{n}] import {n / secs:.0f} samples/s, {within:.1f}x the data floor (json.loads of every sample): "
+        f"target within {IMPORT_TARGET}x: {'met' if within <= IMPORT_TARGET else 'MISSED'}"
+    )
     figures["store_mb"] = store_bytes(db) / 1e6
     figures["store_over_log"] = figures["store_mb"] / figures["log_mb"]
     parts = breakdown(db)
@@ -145,20 +171,45 @@ def measure(workdir: Path, n: int) -> dict[str, float]:
     return figures
 
 
-def read_floor(log: Path) -> float:
+def _children_cpu() -> float:
+    """User + system seconds of this process's finished children (and theirs, once waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def data_floor(log: Path) -> dict[str, tuple[float, float]]:
+    """Wall and CPU seconds, best of three, of unzipping every sample member of the log and parsing it,
+    with ``json.loads`` and with ``orjson.loads``: what reading the log's data takes, with no model."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (zstd members: inspect_ai adds zstd to zipfile on import)
+    import orjson
+
+    out = {}
+    for name, loads in (("json", json.loads), ("orjson", orjson.loads)):
+        best = (float("inf"), float("inf"))
+        for _ in range(3):
+            started, cpu = time.perf_counter(), time.process_time()
+            with zipfile.ZipFile(log) as archive:
+                for info in archive.infolist():
+                    if info.filename.startswith("samples/"):
+                        loads(archive.read(info))
+            best = min(best, (time.perf_counter() - started, time.process_time() - cpu))
+        out[name] = best
+    return out
+
+
+def read_floor(log: Path, samples: bool = False) -> float:
     """Wall seconds of ``inspect_ai.log.read_eval_log(LOG)`` in a child process: every sample read and
-    validated by Inspect, the least an import that reads the log with ``inspect_ai`` can take (it holds
-    the log whole, which an import must not)."""
-    started = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from inspect_ai.log import read_eval_log; read_eval_log(sys.argv[1])",
-            str(log),
-        ],
-        check=True,
+    validated by Inspect (it holds the log whole, which an import must not); with ``samples``, of
+    iterating ``read_eval_log_samples(LOG)``, the reader the issue names, one sample at a time."""
+    read = (
+        "from inspect_ai.log import read_eval_log_samples as r; sum(1 for _ in r(sys.argv[1], all_samples_required=False))"
+        if samples
+        else "from inspect_ai.log import read_eval_log; read_eval_log(sys.argv[1])"
     )
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", f"import sys; {read}", str(log)], check=True)
     return time.perf_counter() - started
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import gc
 import importlib
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import click
@@ -113,16 +115,23 @@ _FREEZE_IMPORTS = False
 
 
 def _imported(module: str) -> Any:
-    """A command's module, imported with the cyclic garbage collector off. When this process exists for
-    the command (:func:`entry`), the objects the imports made (classes, functions, schemas: they live as
-    long as the process) are then frozen out of the collector's later passes, and out of the pass at
-    exit: a command's imports make some hundred thousand objects, and the passes over them, which never
-    free anything, were a sixth of a short command's time (bench/agentv_peer.py's unchanged replay). A
-    command invoked in-process (tests, ``CliRunner``) leaves the collector as it was."""
+    """A command's module, imported with the cyclic garbage collector off (:func:`frozen_imports`)."""
+    with frozen_imports():
+        return importlib.import_module(module)
+
+
+@contextmanager
+def frozen_imports() -> Iterator[None]:
+    """Imports made with the cyclic garbage collector off. When this process exists for the command
+    (:func:`entry`), the objects the imports made (classes, functions, schemas: they live as long as the
+    process) are then frozen out of the collector's later passes, and out of the pass at exit: a
+    command's imports make some hundred thousand objects, and the passes over them, which never free
+    anything, were a sixth of a short command's time (bench/agentv_peer.py's unchanged replay);
+    ``import inspect_ai.log`` alone makes 100,000. A command invoked in-process (tests, ``CliRunner``) leaves the collector as it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return importlib.import_module(module)
+        yield
     finally:
         if _FREEZE_IMPORTS:
             gc.freeze()

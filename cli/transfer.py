@@ -193,10 +193,12 @@ def _inspect_logs(path: Path) -> bool:
 
 
 def _import_inspect(ctx: click.Context, path: Path, as_json: bool) -> None:
+    from evalstore.cli import frozen_imports
     from evalstore.replay.inspect import inspect_log_api
     from evalstore.replay.inspect.importing import import_logs
 
-    inspect_log_api()  # before the store is opened: without inspect_ai, say so and create nothing
+    with frozen_imports():  # inspect_ai's classes and schemas: out of the collector's passes over each sample
+        inspect_log_api()  # before the store is opened: without inspect_ai, say so and create nothing
     store = open_store(ctx)
     with progress_bar("checking") as bar:
         outcomes = import_logs(store, path, progress=bar.show)

@@ -83,8 +83,19 @@ def stringify(value: Any, *, indent: bool = False) -> bytes:
         return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
-_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x2E if i == 0x2E else 0x20 for i in range(256))
+"""Every digit as ``0``, a full stop kept, anything else a space: a number's digit runs, told apart by what
+precedes them (:func:`_long_integer`)."""
 _LONG_DIGIT_RUN = b"0" * 19
+
+
+def _long_integer(data: bytes) -> bool:
+    """Whether ``data`` may hold an integer beyond 64 bits: a run of 19 digits or more that starts the text
+    or follows anything but a full stop (a float's fraction, ``0.0050587719999839464`` as Inspect's timings
+    are written, is no integer, and orjson reads floats as the stdlib does). A run in a string counts too:
+    that only costs the slower path."""
+    spaced = data.translate(_DIGITS_AS_ZEROS)
+    return b" " + _LONG_DIGIT_RUN in spaced or spaced.startswith(_LONG_DIGIT_RUN)
 
 
 def decode_problem(exc: ValueError) -> str:
@@ -101,11 +112,10 @@ def decode_problem(exc: ValueError) -> str:
 def loads(text: str | bytes) -> Any:
     """``json.loads``, read by orjson where that gives the same value (two to three times faster on the
     payloads an export reads back, bench/read.py). orjson reads an integer beyond 64 bits as a float,
-    silently; such an integer has 19 digits or more, so a text holding a run of 19 digits anywhere (in a
-    string too: that only costs the slower path) goes to the stdlib, which keeps it exact. So does
-    whatever orjson refuses (NaN, a lone surrogate)."""
+    silently; such an integer has 19 digits or more, so a text that may hold one (:func:`_long_integer`)
+    goes to the stdlib, which keeps it exact. So does whatever orjson refuses (NaN, a lone surrogate)."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if _LONG_DIGIT_RUN not in data.translate(_DIGITS_AS_ZEROS):
+    if not _long_integer(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -120,7 +130,7 @@ def loads_many(texts: list[str]) -> list[Any]:
     run's batch in six) is halved until the texts that hold it are found, and only those go to
     :func:`loads` one by one."""
     joined = "\n".join(texts).encode("utf-8", "surrogatepass")
-    if _LONG_DIGIT_RUN in joined.translate(_DIGITS_AS_ZEROS):
+    if _long_integer(joined):
         if len(texts) <= _ONE_BY_ONE:
             return [loads(text) for text in texts]
         half = len(texts) // 2

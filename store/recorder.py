@@ -93,11 +93,32 @@ def _given_id(event: NewEvent | DomainEvent) -> bool:
     return isinstance(event, NewEvent) and event.event_id is not None
 
 
+COMPRESSORS = min(os.cpu_count() or 1, 2)
+"""Threads compressing the blobs of a large append, each a share of them: zlib releases the GIL, and one
+thread compressing an Inspect log's samples (190 MB for 10,000) was the longest part of its writing pass
+while the other core waited (bench/inspect_log.py)."""
+
+
 @functools.cache
 def _compressor(pid: int) -> ThreadPoolExecutor:
-    """The one worker thread that compresses the blobs of large appends (every store of the process shares
-    it). Per process id: a forked child has no copy of its parent's thread, and would wait for it forever."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-blobs")
+    """The worker threads that compress the blobs of large appends (every store of the process shares
+    them). Per process id: a forked child has no copy of its parent's threads, and would wait for them forever."""
+    return ThreadPoolExecutor(max_workers=COMPRESSORS, thread_name_prefix="evalstore-blobs")
+
+
+def _shares(
+    jobs: list[tuple[bytes, str, Dictionary | None]], count: int
+) -> list[list[tuple[bytes, str, Dictionary | None]]]:
+    """``jobs`` cut, in order, into at most ``count`` runs of about as many bytes each."""
+    total = sum(len(job[0]) for job in jobs)
+    shares: list[list[tuple[bytes, str, Dictionary | None]]] = [[]]
+    done = 0
+    for job in jobs:
+        if done >= total * len(shares) / count and len(shares) < count:
+            shares.append([])
+        shares[-1].append(job)
+        done += len(job[0])
+    return shares
 
 
 def _now() -> str:
@@ -519,8 +540,8 @@ class EventStore:
     ) -> tuple[Callable[[], list[dict[str, object]]], dict[bytes, Dictionary]]:
         """The rows of the blobs not stored yet (a function returning them), and the dictionary candidates
         (see :meth:`_insert_blobs`). Which dictionary each blob is compressed against is decided here, in
-        order; the compressing itself, of many bytes, runs on a worker thread (zlib and SQLite release the
-        GIL, so it overlaps the append's inserts) and the function waits for it."""
+        order; the compressing itself, of many bytes, runs on worker threads, a share each (zlib and SQLite
+        release the GIL, so it overlaps the append's inserts) and the function waits for it."""
         given = {}
         for claimed, data in blobs.items():
             digest = sha256_hex(data)
@@ -547,12 +568,14 @@ class EventStore:
             if key is not None and dictionary is None and stored.get(digest) is None:
                 candidates[key] = Dictionary(digest, zdict_of(data))
 
-        def encode() -> list[dict[str, object]]:
-            return [encode_blob(data, digest, dictionary).row() for data, digest, dictionary in jobs]
+        def encode(share: list[tuple[bytes, str, Dictionary | None]]) -> list[dict[str, object]]:
+            return [encode_blob(data, digest, dictionary).row() for data, digest, dictionary in share]
 
         if sum(len(job[0]) for job in jobs) < THREADED_BLOB_BYTES:
-            return encode, candidates
-        return _compressor(os.getpid()).submit(encode).result, candidates
+            return functools.partial(encode, jobs), candidates
+        pool = _compressor(os.getpid())
+        shares = [pool.submit(encode, share) for share in _shares(jobs, COMPRESSORS)]
+        return (lambda: [row for share in shares for row in share.result()]), candidates
 
     def _insert_blob_rows(self, conn: Connection, rows: list[dict[str, object]]) -> None:
         b = schema.blobs

@@ -107,6 +107,11 @@ def test_integral_floats_are_numbers_as_javascript_writes_them() -> None:
         b'{"x":NaN,"y":-Infinity,"z":1E400}',  # the stdlib's, which orjson refuses
         b'{"lone":"\\ud800"}',
         b'{"f":1.0000000000000001,"g":-0,"h":1e-400,"i":0.1e1,"j":"\\u0000\x7f\xc3\xa9"}',
+        b"12345678901234567890",  # a long integer that starts the text
+        b"[-12345678901234567890,1e12345678901234567890]",
+        # long fractions (Inspect writes its timings so): floats, read by orjson, rounded as the stdlib does
+        b'{"t":0.0050587719999839464,"u":0.1000000000000000055511151231257827021181583404541015625}',
+        b"[2.22507385850720113605740979670913197593481954635164564e-308,9007199254740993.00000000000000000001]",
     ],
 )
 def test_loads_reads_every_line_as_the_stdlib_does(line: bytes) -> None:
@@ -114,6 +119,13 @@ def test_loads_reads_every_line_as_the_stdlib_does(line: bytes) -> None:
     for loads in (jsontext.loads,) if b"\\ud800" in line else (jsontext.loads, wire.loads):
         value = loads(line)
         assert repr(value) == repr(json.loads(line))  # repr: NaN is not equal to itself, 1 is equal to 1.0
+
+
+def test_only_a_run_of_digits_that_may_be_a_long_integer_takes_the_slower_path() -> None:
+    assert not jsontext._long_integer(b'{"working_start":0.0050587719999839464,"n":-0.00012345678901234567}')
+    assert jsontext._long_integer(b'{"n":1234567890123456789}')
+    assert jsontext._long_integer(b"1234567890123456789")
+    assert jsontext._long_integer(b'{"s":"id 1234567890123456789"}')  # in a string: only slower
 
 
 @pytest.mark.parametrize(
