@@ -44,6 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
+from bench.store_size import store_bytes, table_pages  # noqa: E402
+
 RSS_TARGET_MB = 200.0
 RATE_TARGET = 4000
 FLOOR_TARGET = 12.5  # 4,000 rows/s where json.loads of 20,000 rows took 0.40 s
@@ -332,20 +334,14 @@ def child(db_url: str, source: str, total: int) -> None:
 # --- the parent -----------------------------------------------------------------------------------
 
 
-def _store_bytes(db: Path) -> int:
-    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
-
-
 def _breakdown(db: Path) -> dict[str, int]:
     """Bytes of pages per part of the store (a table with its indexes), where SQLite has ``dbstat``."""
     import sqlite3
 
     con = sqlite3.connect(db)
     try:
-        owner = dict(con.execute("SELECT name, tbl_name FROM sqlite_schema WHERE type IN ('table', 'index')"))
         parts: dict[str, int] = {}
-        for name, size in con.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"):
-            table = owner.get(name, name)
+        for table, size in table_pages(con).items():
             part = table if table in ("events", "blobs") else "projections" if table in PROJECTIONS else "other"
             parts[part] = parts.get(part, 0) + size
         parts["event payloads"] = con.execute("SELECT SUM(LENGTH(CAST(payload AS BLOB))) FROM events").fetchone()[0]
@@ -387,7 +383,7 @@ def measure(rows: int, seed: int, workdir: Path, shape: str = "rubric") -> dict:
     if stats["tests"] != rows:
         raise SystemExit(f"imported {stats['tests']} tests, expected {rows}")
     stats.update(
-        rows=rows, floor=floor, source_bytes=source.stat().st_size, store_bytes=_store_bytes(db), parts=_breakdown(db)
+        rows=rows, floor=floor, source_bytes=source.stat().st_size, store_bytes=store_bytes(db), parts=_breakdown(db)
     )
     source.unlink()
     for p in workdir.glob(f"store-{rows}.db*"):

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
 from bench.read import run_child  # noqa: E402
+from bench.store_size import store_bytes, table_pages  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "inspect" / "logs" / "arithmetic.eval"
 SAMPLES_READ_MAX = 2000
@@ -84,20 +85,12 @@ def make_log(path: Path, n: int, seed: int = 7) -> None:
     write_eval_log(log, str(path))
 
 
-def store_bytes(db: Path) -> int:
-    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
-
-
 def breakdown(db: Path) -> dict[str, int]:
     """Bytes per part of the store: pages of each table with its indexes (``dbstat``), the event payloads
     by type, the blobs' stored bytes by what names them."""
     con = sqlite3.connect(db)
     try:
-        owner = dict(con.execute("SELECT name, tbl_name FROM sqlite_schema WHERE type IN ('table', 'index')"))
-        parts: dict[str, int] = {}
-        for name, size in con.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"):
-            table = owner.get(name, name)
-            parts[f"pages {table}"] = parts.get(f"pages {table}", 0) + size
+        parts = {f"pages {table}": size for table, size in table_pages(con).items()}
         for kind, size in con.execute("SELECT type, SUM(LENGTH(CAST(payload AS BLOB))) FROM events GROUP BY type"):
             parts[f"payloads {kind}"] = size
         named: dict[str, str] = {}

@@ -8,7 +8,6 @@ Expected values are read from the logs here, with inspect_ai, not written down.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import sys
 import zlib
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fixture_paths import FIXTURES_DIR
+from inspect_values import expected_verdicts
 
 from evalstore import cli as cli_package
 from evalstore.replay.inspect.importing import SAMPLE_FORMAT, import_log, import_logs, sample_record
@@ -25,33 +25,16 @@ from evalstore.store import EventStore, schema
 from evalstore.store.events import ScoreEdited
 
 inspect_log = pytest.importorskip("inspect_ai.log")
-from inspect_ai.scorer import value_to_float  # noqa: E402
 
 LOGS = FIXTURES_DIR / "inspect" / "logs"
 ALL_LOGS = sorted(LOGS.iterdir())
-
-
-def _expected(path: Path) -> dict[tuple[str, int], dict[str, float | None]]:
-    """Per (sample id, epoch), each verdict Inspect's value_to_float gives (None: unscored)."""
-    to_float = value_to_float()
-    out: dict[tuple[str, int], dict[str, float | None]] = {}
-    for sample in inspect_log.read_eval_log_samples(path, all_samples_required=False):
-        verdicts: dict[str, float | None] = {}
-        for name, score in (sample.scores or {}).items():
-            value = score.value
-            parts = value.items() if isinstance(value, dict) else [(None, value)]
-            for key, part in parts:
-                unscored = part is None or (isinstance(part, float) and math.isnan(part))
-                verdicts[name if key is None else f"{name}/{key}"] = None if unscored else to_float(part)
-        out[(str(sample.id), sample.epoch)] = verdicts
-    return out
 
 
 @pytest.mark.parametrize("log", ALL_LOGS, ids=[p.name for p in ALL_LOGS])
 def test_every_scorer_value_of_every_sample_is_a_verdict(store: EventStore, log: Path) -> None:
     outcome = import_log(store, log)
     run = load_run(store, outcome.run_id)
-    expected = _expected(log)
+    expected = expected_verdicts(log)
     assert outcome.tests == len(expected) > 0
     got = {
         (key[0], key[2]): {name: v.score if v.verdict != "skip" else None for name, (_, v) in m.verdicts.items()}

@@ -10,7 +10,6 @@ deterministic assertions with no warning about fields the user never wrote, expo
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fixture_paths import FIXTURES_DIR
+from inspect_values import expected_verdicts
 
 from evalstore import cli as cli_package
 from evalstore.replay.inspect.importing import import_log
@@ -25,7 +25,6 @@ from evalstore.replay.material import load_run
 from evalstore.store import EventStore, make_engine
 
 inspect_log = pytest.importorskip("inspect_ai.log")
-from inspect_ai.scorer import value_to_float  # noqa: E402
 
 LOGS = FIXTURES_DIR / "inspect-newuser3" / "logs"
 ALL_LOGS = sorted(LOGS.iterdir())
@@ -57,22 +56,6 @@ def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
 def _json(result) -> dict:  # type: ignore[no-untyped-def]
     assert result.exit_code in (0, 1), result.output  # a replay exits 1 when tests are below the threshold
     return json.loads(result.stdout)
-
-
-def _expected(path: Path) -> dict[tuple[str, int], dict[str, float | None]]:
-    """Per (sample id, epoch), each verdict Inspect's value_to_float gives (None: unscored)."""
-    to_float = value_to_float()
-    out: dict[tuple[str, int], dict[str, float | None]] = {}
-    for sample in inspect_log.read_eval_log_samples(path, all_samples_required=False):
-        verdicts: dict[str, float | None] = {}
-        for name, score in (sample.scores or {}).items():
-            value = score.value
-            parts = value.items() if isinstance(value, dict) else [(None, value)]
-            for key, part in parts:
-                unscored = part is None or (isinstance(part, float) and math.isnan(part))
-                verdicts[name if key is None else f"{name}/{key}"] = None if unscored else to_float(part)
-        out[(str(sample.id), sample.epoch)] = verdicts
-    return out
 
 
 def test_the_fixtures_hold_what_they_are_kept_for() -> None:
@@ -113,7 +96,7 @@ def test_imported_regraded_and_exported(log: Path, store_url: str, tmp_path: Pat
     db = store_url
     imported = _json(_cli(db, "import", str(log), "--json"))
     run_id = imported["run_id"]
-    expected = _expected(log)
+    expected = expected_verdicts(log)
     planned = inspect_log.read_eval_log(log, header_only=True)
     if len(planned.eval.dataset.sample_ids or []) * (planned.eval.config.epochs or 1) > len(expected):
         assert any("not in it" in w for w in imported["warnings"])  # a cancelled eval's missing samples, said

@@ -17,7 +17,10 @@ from evalstore.replay.regrade import ReplayOptions, replay_run, reuse_counts
 from evalstore.store import EventStore, make_engine, recorder
 from evalstore.store.blobs import Dictionaries
 
-N = 40
+N = 100
+"""Tests in the small run, 4N in the large: the peak of either also holds a part that does not grow with the
+run (measured 1-1.5 MB, varying with when threads and the collector run), which at N = 40 alone moved the
+per-test peak between 16 and 20 KB (the test failed on main and before it); at 100 it is 6-7 KB."""
 WINDOW = 10  # windows far smaller than the runs, so the parent's material is the same few windows for both
 RETAINED_PER_TEST = 5_000
 """Bytes a test may add to what a finished replay holds: its ``TestScored`` in ``ReplayOutcome.results``
@@ -26,7 +29,7 @@ at most, gains one per server-side cursor: bounded, but not full at these sizes)
 kept per test (~8 KB), or its futures, recorders or events, would exceed it."""
 PEAK_PER_TEST = 16_000
 """Bytes a test may add to the peak while grading: the eval's test (~4.3 KB), its score and its keys
-(measured 8 KB on SQLite, 11 KB on PostgreSQL)."""
+(measured 6-7 KB on SQLite and PostgreSQL at N = 100)."""
 COUNTS_PER_TEST = 200
 """Bytes a test may add to the peak of counting a replay's reused executions (an aggregate, not its rows)."""
 
