@@ -214,6 +214,15 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         emit_comparison(
             comparison, store, as_json=as_json, html_path=html_path, extra=extra, results=(results_a, results_b)
         )
+    if not comparison.tests and not comparison.not_regradable:
+        from evalstore.replay.analysis.compare import targets_apart
+
+        apart = targets_apart(results_a, results_b)
+        if apart:
+            note(
+                f"no result pairs: A's are of target {apart[0]}, B's of {apart[1]} (results pair by test, target "
+                f"and attempt); to compare the two targets test by test: evalstore compare {a}@{apart[0]} {b}@{apart[1]}"
+            )
     if fail_on:
         regressed, reason = regression(comparison, fail_on)
         if regressed:

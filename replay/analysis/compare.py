@@ -108,6 +108,19 @@ def one_target(run: RunResults, target: str) -> RunResults:
     return RunResults(f"{run.run_id}@{target}", results, target_details if details is not None else None)
 
 
+def targets_apart(a: RunResults, b: RunResults) -> tuple[str, str] | None:
+    """The two targets, when the runs pair no result only because each holds one target and they differ while
+    their tests overlap (two models' logs of one Inspect task, one agent's AgentV run against another's):
+    results pair by test, target and attempt, so ``compare A@TARGET B@TARGET`` is what pairs them."""
+    targets_a = {g for _, g, _ in a.results}
+    targets_b = {g for _, g, _ in b.results}
+    if len(targets_a) != 1 or len(targets_b) != 1 or targets_a == targets_b or None in targets_a | targets_b:
+        return None
+    if not {t for t, _, _ in a.results} & {t for t, _, _ in b.results}:
+        return None
+    return str(targets_a.pop()), str(targets_b.pop())
+
+
 NOT_REGRADABLE = "not_regradable"
 
 

@@ -122,3 +122,22 @@ def test_html_report_is_self_contained(
     assert "@import" not in html and "<link" not in html.lower()
     # The flipped test shows both verdicts side by side.
     assert "strict: every figure checked" in html and "workbook and summary agree" in html
+
+
+@pytest.mark.skipif(not BASELINE.exists(), reason="AgentV fixtures not found")
+def test_runs_of_two_targets_that_pair_nothing_say_how_to_pair_them(sqlite_url: str, tmp_path: Path) -> None:
+    """Two agents' runs of one suite (or two models' logs of one Inspect task) hold the same tests under
+    different targets: nothing pairs by (test, target, attempt), and compare says which `A@T B@T` pairs them."""
+    rows = [json.loads(line) for line in BASELINE.read_text(encoding="utf-8").splitlines()]
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({**r, "target": "other-agent"}) + "\n" for r in rows), encoding="utf-8")
+    a = ok_json(cli(sqlite_url, "import", str(BASELINE), "--json"))["run_id"]
+    b = ok_json(cli(sqlite_url, "import", str(other), "--json"))["run_id"]
+
+    apart = cli(sqlite_url, "compare", a, b)
+    assert apart.exit_code == 0, apart.output
+    hint = f"evalstore compare {a}@default {b}@other-agent"
+    assert hint in apart.stderr.replace("\n", " ")
+    paired = ok_json(cli(sqlite_url, "compare", f"{a}@default", f"{b}@other-agent", "--json"))
+    assert len(paired["tests"]) == len(rows)
+    assert hint not in cli(sqlite_url, "compare", a, a).stderr  # same target: nothing to say
