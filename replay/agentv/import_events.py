@@ -155,6 +155,115 @@ class EventIds:
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+_Planned = tuple[str, type[DomainEvent], dict[str, Any]]
+"""An event of a result: its id, its class and the values it is made of (a ``source`` field as the result's
+``SourceRef`` and an assertion as AgentV's ``{text, passed, evidence}``, the evidence as the row has it)."""
+
+
+def _planned(
+    item: ImportedTest,
+    source: SourceRef,
+    ids: EventIds,
+    blobs: dict[str, bytes | FileBlob],
+    threshold: float,
+) -> list[_Planned]:
+    """The events of one result (what :func:`test_events` and :func:`_plain_events` make), the scored one
+    last, with their ids taken from ``ids`` and the bytes they name put into ``blobs``."""
+    key: _ResultKey = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
+    events: list[_Planned] = []
+    if item.input or item.expected_output is not None or item.criteria or item.metadata:
+        # A case event only when the source says something about the case (results JSONL often does not).
+        case = {
+            **key,
+            "input": item.input,
+            "expected_output": item.expected_output,
+            "criteria": item.criteria,
+            "metadata": item.metadata,
+        }
+        events.append((ids.next("case"), TestCaseRecorded, case))
+    by_path: dict[str, _Artifact] = {}
+    for f in item.files:
+        found = _read_file(f.resolved) if f.resolved is not None else None
+        values: dict[str, Any] = {**key, "path": f.path, "media_type": f.media_type}
+        if found is not None:
+            digest, data = found
+            blobs[digest] = data
+            values.update(sha256=digest, size=blob_size(data))
+            artifact = _Artifact(digest, "stored", None)
+        else:
+            reason = f.refused or "file not found when imported"
+            kept = "refused" if f.refused else "missing"
+            values.update(status=kept, reason=reason)
+            artifact = _Artifact(None, kept, reason)
+        by_path.setdefault(f.path, artifact)
+        events.append((ids.next("artifact"), ArtifactStored, values))
+    messages_sha = None
+    if item.messages is not None:
+        messages_sha = _json_blob([_annotate(m, by_path) for m in item.messages], blobs)
+    transcript_id = ids.next("transcript")
+    transcript = {
+        **key,
+        "messages_sha256": messages_sha,
+        "output_text": item.output_text,
+        "token_usage": item.token_usage,
+        "cost_usd": item.cost_usd,
+        "duration_ms": item.duration_ms,
+        "start_time": item.start_time,
+        "end_time": item.end_time,
+        "file_changes": item.file_changes,
+        "file_changes_lost_lines": item.file_changes_lost_lines,
+        "workspace_path": item.workspace_path,
+        "source": source,
+    }
+    events.append((transcript_id, TranscriptRecorded, transcript))
+    # Two graders of one name (AgentV allows it) become name, name-2, as the eval file parser names them.
+    names = unique_names([v.name for v in item.verdicts])
+    for v, name in zip(item.verdicts, names):
+        prompt_sha = _json_blob(v.rendered_prompt, blobs) if v.rendered_prompt is not None else None
+        verdict = {
+            **key,
+            "grader": name,
+            "source_name": v.name if name != v.name else None,
+            "grader_type": v.type,
+            "score": v.score,
+            "verdict": v.verdict,
+            "status": "execution_error" if v.verdict == "skip" else "ok",
+            "assertions": [
+                {"text": str(a.get("text", "")), "passed": bool(a.get("passed")), "evidence": a.get("evidence")}
+                for a in v.assertions
+            ],
+            "weight": v.weight,
+            "details": v.details,
+            "evidence": [v.reason] if v.reason else [],
+            "origin": "imported",
+            "transcript_event_id": transcript_id,
+            "source": source,
+            "rendered_prompt_sha256": prompt_sha,
+            "grader_target": v.grader_target,
+            "token_usage": v.token_usage,
+        }
+        events.append((ids.next("verdict"), VerdictRecorded, verdict))
+    passed = item.passed if item.passed is not None else item.score >= threshold
+    declared = item.execution_status or ("ok" if passed else "quality_failure")
+    status: ExecutionStatus = next((s for s in _EXECUTION_STATUSES if s == declared), "execution_error")
+    timestamp = item.raw_row.get("timestamp")
+    scored = {
+        **key,
+        "score": item.score,
+        "passed": passed,
+        "status": status,
+        "threshold": threshold,
+        "error": item.error,
+        "origin": "imported",
+        "source": source,
+        "produced_at": timestamp if isinstance(timestamp, str) else None,
+        "row_fields": item.row_fields,
+        "graders": list(names),
+    }
+    events.append((ids.next("scored"), TestScored, scored))
+    return events
+
+
 def test_events(
     item: ImportedTest,
     source: SourceRef,
@@ -163,104 +272,15 @@ def test_events(
     blobs: dict[str, bytes | FileBlob],
     threshold: float,
 ) -> TestScored:
-    key: _ResultKey = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
-    if item.input or item.expected_output is not None or item.criteria or item.metadata:
-        # A case event only when the source says something about the case (results JSONL often does not).
-        case = TestCaseRecorded(
-            **key,
-            input=item.input,
-            expected_output=item.expected_output,
-            criteria=item.criteria,
-            metadata=item.metadata,
-        )
-        batch.append(NewEvent(case, ids.next("case")))
-    by_path: dict[str, ArtifactStored] = {}
-    for f in item.files:
-        found = _read_file(f.resolved) if f.resolved is not None else None
-        if found is not None:
-            digest, data = found
-            blobs[digest] = data
-            artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, sha256=digest, size=blob_size(data))
-        elif f.refused:
-            artifact = ArtifactStored(**key, path=f.path, media_type=f.media_type, status="refused", reason=f.refused)
-        else:
-            artifact = ArtifactStored(
-                **key, path=f.path, media_type=f.media_type, status="missing", reason="file not found when imported"
-            )
-        by_path.setdefault(f.path, artifact)
-        batch.append(NewEvent(artifact, ids.next("artifact")))
-    messages_sha = None
-    if item.messages is not None:
-        messages_sha = _json_blob([_annotate(m, by_path) for m in item.messages], blobs)
-    transcript_id = ids.next("transcript")
-    batch.append(
-        NewEvent(
-            TranscriptRecorded(
-                **key,
-                messages_sha256=messages_sha,
-                output_text=item.output_text,
-                token_usage=item.token_usage,
-                cost_usd=item.cost_usd,
-                duration_ms=item.duration_ms,
-                start_time=item.start_time,
-                end_time=item.end_time,
-                file_changes=item.file_changes,
-                file_changes_lost_lines=item.file_changes_lost_lines,
-                workspace_path=item.workspace_path,
-                source=source,
-            ),
-            transcript_id,
-        )
-    )
-    # Two graders of one name (AgentV allows it) become name, name-2, as the eval file parser names them.
-    names = unique_names([v.name for v in item.verdicts])
-    for v, name in zip(item.verdicts, names):
-        prompt_sha = _json_blob(v.rendered_prompt, blobs) if v.rendered_prompt is not None else None
-        batch.append(
-            NewEvent(
-                VerdictRecorded(
-                    **key,
-                    grader=name,
-                    source_name=v.name if name != v.name else None,
-                    grader_type=v.type,
-                    score=v.score,
-                    verdict=v.verdict,
-                    status="execution_error" if v.verdict == "skip" else "ok",
-                    assertions=[
-                        Assertion(text=str(a.get("text", "")), passed=bool(a.get("passed")), evidence=a.get("evidence"))
-                        for a in v.assertions
-                    ],
-                    weight=v.weight,
-                    details=v.details,
-                    evidence=[v.reason] if v.reason else [],
-                    origin="imported",
-                    transcript_event_id=transcript_id,
-                    source=source,
-                    rendered_prompt_sha256=prompt_sha,
-                    grader_target=v.grader_target,
-                    token_usage=v.token_usage,
-                ),
-                ids.next("verdict"),
-            )
-        )
-    passed = item.passed if item.passed is not None else item.score >= threshold
-    declared = item.execution_status or ("ok" if passed else "quality_failure")
-    status: ExecutionStatus = next((s for s in _EXECUTION_STATUSES if s == declared), "execution_error")
-    scored = TestScored(
-        **key,
-        score=item.score,
-        passed=passed,
-        status=status,
-        threshold=threshold,
-        error=item.error,
-        origin="imported",
-        source=source,
-        produced_at=item.raw_row.get("timestamp") if isinstance(item.raw_row.get("timestamp"), str) else None,
-        row_fields=item.row_fields,
-        graders=list(names),
-    )
-    batch.append(NewEvent(scored, ids.next("scored")))
-    return scored
+    """The events of one result as models (each value validated: converted, or refused naming the field)."""
+    payload: DomainEvent | None = None
+    for event_id, cls, values in _planned(item, source, ids, blobs, threshold):
+        if "assertions" in values:
+            values = {**values, "assertions": [Assertion(**a) for a in values["assertions"]]}
+        payload = cls(**values)
+        batch.append(NewEvent(payload, event_id))
+    assert isinstance(payload, TestScored)
+    return payload
 
 
 def _plain_events(
@@ -269,115 +289,33 @@ def _plain_events(
     ids: EventIds,
     blobs: dict[str, bytes | FileBlob],
     threshold: float,
-) -> tuple[list[tuple[str, type[DomainEvent], dict[str, Any]]], Score] | None:
+) -> tuple[list[_Planned], Score] | None:
     """The events :func:`test_events` makes, as ``encode`` writes their payloads, built without the
     models (``store.plain_payloads``), with their ids and the result's score; None when a value is
     not one of the plain ones (then ``ids`` and ``blobs`` are to be reset, and the models built)."""
-    key = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
     where = {k: v for k, v in (("file", source.file), ("line", source.line)) if v is not None}
-    events: list[tuple[str, type[DomainEvent], dict[str, Any]]] = []
+    events: list[_Planned] = []
     try:
-        if item.input or item.expected_output is not None or item.criteria or item.metadata:
-            case = plain_payload(
-                TestCaseRecorded,
-                {
-                    **key,
-                    "input": item.input,
-                    "expected_output": item.expected_output,
-                    "criteria": item.criteria,
-                    "metadata": item.metadata,
-                },
-            )
-            events.append((ids.next("case"), TestCaseRecorded, case))
-        by_path: dict[str, _Artifact] = {}
-        for f in item.files:
-            found = _read_file(f.resolved) if f.resolved is not None else None
-            values: dict[str, Any] = {**key, "path": f.path, "media_type": f.media_type}
-            if found is not None:
-                digest, data = found
-                blobs[digest] = data
-                values.update(sha256=digest, size=blob_size(data))
-                artifact = _Artifact(digest, "stored", None)
-            else:
-                reason = f.refused or "file not found when imported"
-                kept = "refused" if f.refused else "missing"
-                values.update(status=kept, reason=reason)
-                artifact = _Artifact(None, kept, reason)
-            by_path.setdefault(f.path, artifact)
-            events.append((ids.next("artifact"), ArtifactStored, plain_payload(ArtifactStored, values)))
-        messages_sha = None
-        if item.messages is not None:
-            messages_sha = _json_blob([_annotate(m, by_path) for m in item.messages], blobs)
-        transcript_id = ids.next("transcript")
-        transcript = {
-            **key,
-            "messages_sha256": messages_sha,
-            "output_text": item.output_text,
-            "token_usage": item.token_usage,
-            "cost_usd": item.cost_usd,
-            "duration_ms": item.duration_ms,
-            "start_time": item.start_time,
-            "end_time": item.end_time,
-            "file_changes": item.file_changes,
-            "file_changes_lost_lines": item.file_changes_lost_lines,
-            "workspace_path": item.workspace_path,
-            "source": where,
-        }
-        events.append((transcript_id, TranscriptRecorded, plain_payload(TranscriptRecorded, transcript)))
-        names = unique_names([v.name for v in item.verdicts])
-        for v, name in zip(item.verdicts, names):
-            prompt_sha = _json_blob(v.rendered_prompt, blobs) if v.rendered_prompt is not None else None
-            assertions = []
-            for a in v.assertions:
-                evidence = a.get("evidence")
-                if evidence is not None and type(evidence) is not str:
-                    return None
-                assertion = {"text": str(a.get("text", "")), "passed": bool(a.get("passed"))}
-                if evidence is not None:
-                    assertion["evidence"] = evidence
-                assertions.append(assertion)
-            verdict = {
-                **key,
-                "grader": name,
-                "source_name": v.name if name != v.name else None,
-                "grader_type": v.type,
-                "score": v.score,
-                "verdict": v.verdict,
-                "status": "execution_error" if v.verdict == "skip" else "ok",
-                "assertions": assertions,
-                "weight": v.weight,
-                "details": v.details,
-                "evidence": [v.reason] if v.reason else [],
-                "origin": "imported",
-                "transcript_event_id": transcript_id,
-                "source": where,
-                "rendered_prompt_sha256": prompt_sha,
-                "grader_target": v.grader_target,
-                "token_usage": v.token_usage,
-            }
-            events.append((ids.next("verdict"), VerdictRecorded, plain_payload(VerdictRecorded, verdict)))
-        passed = item.passed if item.passed is not None else item.score >= threshold
-        declared = item.execution_status or ("ok" if passed else "quality_failure")
-        status: ExecutionStatus = next((s for s in _EXECUTION_STATUSES if s == declared), "execution_error")
-        timestamp = item.raw_row.get("timestamp")
-        scored = {
-            **key,
-            "score": item.score,
-            "passed": passed,
-            "status": status,
-            "threshold": threshold,
-            "error": item.error,
-            "origin": "imported",
-            "source": where,
-            "produced_at": timestamp if isinstance(timestamp, str) else None,
-            "row_fields": item.row_fields,
-            "graders": list(names),
-        }
-        payload = plain_payload(TestScored, scored)
+        for event_id, cls, values in _planned(item, source, ids, blobs, threshold):
+            if "source" in values:
+                values["source"] = where
+            if "assertions" in values:
+                values["assertions"] = [_plain_assertion(a) for a in values["assertions"]]
+            events.append((event_id, cls, plain_payload(cls, values)))
     except NotPlain:
         return None
-    events.append((ids.next("scored"), TestScored, payload))
-    return events, (payload["score"], passed, status)
+    # The score as stored (an int made a float); pass/fail and status as given (a default is left out).
+    return events, (events[-1][2]["score"], values["passed"], values["status"])
+
+
+def _plain_assertion(assertion: dict[str, Any]) -> dict[str, Any]:
+    """An assertion as ``encode`` writes it (no evidence: no key), where its evidence is text or none."""
+    evidence = assertion["evidence"]
+    if evidence is None:
+        return {"text": assertion["text"], "passed": assertion["passed"]}
+    if type(evidence) is not str:
+        raise NotPlain(evidence)
+    return assertion
 
 
 class _Artifact(NamedTuple):
@@ -388,7 +326,7 @@ class _Artifact(NamedTuple):
     reason: str | None
 
 
-def _annotate(message: dict, by_path: Mapping[str, ArtifactStored | _Artifact]) -> dict:
+def _annotate(message: dict, by_path: Mapping[str, _Artifact]) -> dict:
     """File blocks of an imported transcript point at the captured bytes (or say they are missing)."""
     content = message.get("content")
     if not isinstance(content, list):
