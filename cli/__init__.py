@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import IO, Any
 
 import click
+from click.core import ParameterSource
 
 from evalstore import __version__
 
@@ -172,7 +173,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy and cmd_name not in self.commands:
             module, _, attribute = self.lazy[cmd_name][0].partition(":")
-            self.add_command(getattr(_imported(module), attribute), cmd_name)
+            self.add_command(_taking_db(getattr(_imported(module), attribute)), cmd_name)
         return super().get_command(ctx, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -186,13 +187,51 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+DB_HELP = (
+    "SQLAlchemy URL of the store, or a SQLite file path (env EVALSTORE_DB). Default: the nearest "
+    ".evalstore/evalstore.db in this folder or a parent; commands that write create one here when there is none."
+)
+
+
+def _db_after_command(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``--db`` given after the command (``evalstore import RUN --db s.db``), where people type it as often
+    as before: the same store as ``evalstore --db``. It overrides ``EVALSTORE_DB``; given both ways with two
+    different values, it is a usage error rather than a guess."""
+    if value is None:
+        return
+    root = ctx.find_root()
+    before = root.params.get("db")
+    if before is not None and before != value and root.get_parameter_source("db") == ParameterSource.COMMANDLINE:
+        raise click.UsageError(f"--db is given twice, as {before} and as {value}: give it once")
+    root.params["db"] = value
+    if root.obj is not None:
+        root.obj["db"] = value
+
+
+def _taking_db(command: click.Command) -> click.Command:
+    """A command (and, for a group, each command under it) with ``--db`` among its own options too."""
+    if not any("--db" in p.opts for p in command.params if isinstance(p, click.Option)):
+        command.params.append(
+            click.Option(
+                ["--db"],
+                metavar="URL",
+                expose_value=False,
+                callback=_db_after_command,
+                help="The store (a SQLAlchemy URL or SQLite file path), as given before the command.",
+            )
+        )
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _taking_db(sub)
+    return command
+
+
 @click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS, invoke_without_command=True)
 @click.option(
     "--db",
     envvar="EVALSTORE_DB",
     metavar="URL",
-    help="SQLAlchemy URL of the store, or a SQLite file path (env EVALSTORE_DB). Default: the nearest "
-    ".evalstore/evalstore.db in this folder or a parent; commands that write create one here when there is none.",
+    help=DB_HELP + " Also taken after the command.",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.version_option(__version__, prog_name="evalstore")

@@ -21,7 +21,9 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import logging
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -226,7 +228,9 @@ def _check(
     seen: set[tuple[str, int]] = set()
     warnings: list[str] = []
     chunks = sample_chunks(api, path, header)
-    for key, data, events, first_n in _pieces(api, path, header, header_sha, ids, chunks):
+    unreadable: Counter[str] = Counter()
+    for key, data, events, first_n, values in _pieces(api, path, header, header_sha, ids, chunks):
+        unreadable.update(values)
         if key in seen:
             raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
         seen.add(key)
@@ -240,12 +244,20 @@ def _check(
             f"{path}: {named - tests} of the {named} samples the log names are not in it (the eval's status: "
             f"{header.status}); the {tests} it holds were imported"
         )
+    if unreadable:
+        shown = ", ".join(f"{value!r} ({n})" for value, n in unreadable.most_common(5))
+        more = f" and {len(unreadable) - 5} more" if len(unreadable) > 5 else ""
+        n = unreadable.total()
+        warnings.append(
+            f"{path}: {n} score value{'s' if n != 1 else ''} Inspect cannot read as a number, counted 0 as in "
+            f"Inspect's metrics (kept as written in the verdicts' details): {shown}{more}"
+        )
     return tests, warnings
 
 
-_Piece = tuple[tuple[str, int], bytes, int, int]
-"""A sample built: its (id, epoch), its spool record, how many events (ids) it takes, and the position its
-ids were made for."""
+_Piece = tuple[tuple[str, int], bytes, int, int, tuple[str, ...]]
+"""A sample built: its (id, epoch), its spool record, how many events (ids) it takes, the position its
+ids were made for, and the score values in it that Inspect reads as 0 (not numbers)."""
 
 
 def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
@@ -254,6 +266,7 @@ def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
     record = sample.model_dump(mode="json")
     key = (str(record["id"]), int(record["epoch"]))
     first_n = ids.n + 1
+    _UNREADABLE.clear()
     events, blobs, score = sample_events(record, model, ids, log_sha)
     encoded = []
     fields = []
@@ -264,7 +277,7 @@ def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
         )
         fields.append(read_fields(event.payload.type, payload))
     item = Spooled(key, SourceRef(), first_n, encoded, fields, blobs, score, mentions_of(encoded))
-    return key, spool_record(item), len(encoded), first_n
+    return key, spool_record(item), len(encoded), first_n, tuple(_UNREADABLE)
 
 
 def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, chunks: list[Chunk]) -> Iterator[_Piece]:
@@ -502,13 +515,30 @@ def _row_fields(record: dict[str, Any]) -> dict[str, str]:
 
 
 _FLOAT: list[Callable[[Any], float]] = []
+_UNREADABLE: list[str] = []
+"""The score values Inspect read as 0 while the sample being built was read (:class:`_Unreadable`)."""
+UNREADABLE = "Unable to convert value to float: "
+
+
+class _Unreadable(logging.Filter):
+    """Inspect's ``value_to_float`` logs a line for each value it cannot read as a number (it counts 0): on a
+    log of 10,000 samples scored "maybe", 10,000 lines naming no log, written by the workers as they build.
+    Kept instead, and said once per log with the values (:func:`_check`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith(UNREADABLE):
+            _UNREADABLE.append(message[len(UNREADABLE) :])
+            return False
+        return True
 
 
 def _to_float() -> Callable[[Any], float]:
-    """Inspect's own ``value_to_float()`` (made once)."""
+    """Inspect's own ``value_to_float()`` (made once), its line per unreadable value kept (:class:`_Unreadable`)."""
     if not _FLOAT:
-        from inspect_ai.scorer import value_to_float
+        from inspect_ai.scorer import _metric, value_to_float
 
+        _metric.logger.addFilter(_Unreadable())
         _FLOAT.append(value_to_float())
     return _FLOAT[0]
 

@@ -269,3 +269,29 @@ def test_installed_script_takes_the_store_from_the_environment(tmp_path: Path) -
     assert missing.stderr == "Error: no run 'nope' in this store; `evalstore runs` lists them\n"
     version = _run(["--version"], tmp_path)
     assert version.returncode == 0 and "0.1.0" in version.stdout
+
+
+def test_the_store_can_be_named_after_the_command(tmp_path: Path) -> None:
+    """``evalstore runs --db X`` as ``evalstore --db X runs``: people type it after the command as often as
+    before; it overrides EVALSTORE_DB, reaches a group's commands, and given twice apart is refused."""
+    url = f"sqlite:///{tmp_path / 'after.db'}"
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    store = EventStore(make_engine(url))
+    try:
+        populate(store)
+    finally:
+        store.close()
+    listed = _run(["runs", "--json", "--db", url], tmp_path, EVALSTORE_DB=other)
+    assert listed.returncode == 0, listed.stderr
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == ["run-a", "run-b", "run-a-replay"]
+    assert not (tmp_path / "other.db").exists()
+    current = _run(["db", "current", "--db", url], tmp_path)
+    assert current.returncode == 0, current.stderr
+    same = _run(["--db", url, "runs", "--db", url, "--json"], tmp_path)
+    assert same.returncode == 0, same.stderr
+    twice = _run(["--db", other, "runs", "--db", url], tmp_path)
+    assert twice.returncode == 2
+    assert twice.stderr == (
+        f"Error: --db is given twice, as {other} and as {url}: give it once (see 'evalstore runs --help')\n"
+    )
+    assert not (tmp_path / "other.db").exists()

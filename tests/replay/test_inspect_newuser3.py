@@ -274,3 +274,23 @@ def test_a_grader_named_as_a_scorer_of_per_key_metrics_is_refused_in_one_line(tm
     (line,) = exported.output.strip().splitlines()
     assert "grader style is named as the log's scorer style" in line and not out.exists()
     assert not list(tmp_path.glob(".out.*"))  # no half-written log left behind
+
+
+def test_values_inspect_reads_as_zero_are_said_once_per_log_not_once_per_value(tmp_path: Path) -> None:
+    """Inspect's value_to_float logs a line per value it cannot read (a word: it counts 0), from the import's
+    workers, naming no log; the import says it once, with the log and the values, and keeps them."""
+    for name in ("media.eval", "media-converted.json"):  # built by forked workers, and in the process
+        db = tmp_path / f"{name}.db"
+        done = subprocess.run(
+            [sys.executable, "-m", "evalstore", "--db", str(db), "import", str(LOGS / name)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Unable to convert" not in done.stderr, done.stderr
+        said = [line for line in done.stderr.splitlines() if "cannot read as a number" in line]
+        assert said == [
+            f"warning: {LOGS / name}: 1 score value Inspect cannot read as a number, counted 0 as in Inspect's "
+            "metrics (kept as written in the verdicts' details): 'maybe' (1)"
+        ], done.stderr
