@@ -206,7 +206,7 @@ def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
     request. An export of evalstore's run, and of its replay, writes AgentV's labels (once left out), and
     the grader's `scores[].input` and `token_usage` as AgentV's row has them: the rendered prompt (not the
     repair request, which it once wrote) and the usage of the last prose reply and the repaired one together
-    (once the repaired one's alone)."""
+    (once the repaired one's alone). The agent's refusal is worded as pi-ai's, once as a judge's."""
     folder, _ = project
     monkeypatch.chdir(folder / "outage")
     run = ok_json(cli(sqlite_url, "run", "evals/outage.eval.yaml", "--json"), 1)["run_id"]
@@ -219,5 +219,7 @@ def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
             t: [r.get(k) for k in labels] for t, r in agentv.items()
         }
     rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", run).stdout.splitlines())}
+    # The agent's refusal in AgentV's words (pi-ai's), not as a judge's ("HTTP 400 from judge 'default'").
+    assert "pi-ai call failed: HTTP 400" in rows["status-page"]["error"] and "judge" not in rows["status-page"]["error"]
     judged, judged_by_agentv = rows["root-cause"]["scores"][1], agentv["root-cause"]["scores"][1]
     assert (judged["input"], judged["token_usage"]) == (judged_by_agentv["input"], judged_by_agentv["token_usage"])
