@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from agentv_examples import messages_sent
-from e2e_helpers import cli, ok_json, results_by_test
+from e2e_helpers import cli, ok_json, one_line_error, results_by_test
 from fixture_paths import FIXTURES_DIR
 from judge_server import JudgeServer
 
@@ -183,6 +183,17 @@ def test_a_replay_with_a_stricter_eval_grades_as_agentvs_transcript_regrade(
         cli(store_url, "replay", imported(store_url, "faq-a"), "--eval", "evals/faq-strict.eval.yaml", "--json"), 1
     )
     assert graded(store_url, replay["run_id"]) == as_agentv("faq-strict")
+
+
+def test_an_agentv_transcript_file_is_not_taken_for_results(
+    sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file `agentv eval --transcript` graded (faq-a's transcripts, one entry per test) is no results file:
+    `import` says what it is and how to regrade it, where it once said its first line had no score."""
+    folder, _ = project
+    monkeypatch.chdir(folder / "faq")
+    line = one_line_error(cli(sqlite_url, "import", "runs/faq-a-transcript.jsonl"))
+    assert "AgentV transcript rows (agentv.transcript.v1), not results" in line and "--eval" in line, line
 
 
 def test_compare_gives_agentv_compare_deltas(
