@@ -234,3 +234,18 @@ def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
     assert "pi-ai call failed: HTTP 400" in rows["status-page"]["error"] and "judge" not in rows["status-page"]["error"]
     judged, judged_by_agentv = rows["root-cause"]["scores"][1], agentv["root-cause"]["scores"][1]
     assert (judged["input"], judged["token_usage"]) == (judged_by_agentv["input"], judged_by_agentv["token_usage"])
+
+
+def test_compare_clusters_a_run_by_the_category_agentv_would_write(
+    sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--cluster-by category` on evalstore's own run of faq and two regrades: its four tests share AgentV's
+    category (`Uncategorized`, run from the suite's folder), one cluster; they were once four clusters of
+    one, the label known only for imports."""
+    folder, _ = project
+    monkeypatch.chdir(folder / "faq")
+    run = ok_json(cli(sqlite_url, "run", "evals/faq.eval.yaml", "--json"))["run_id"]
+    same = ok_json(cli(sqlite_url, "replay", run, "--json"))["run_id"]
+    strict = ok_json(cli(sqlite_url, "replay", run, "--eval", "evals/faq-strict.eval.yaml", "--json"), 1)["run_id"]
+    report = ok_json(cli(sqlite_url, "compare", run, same, strict, "--cluster-by", "category", "--json"))
+    assert [r["clusters"] for r in report["rows"]] == [1, 1]
