@@ -232,6 +232,8 @@ def case_event(test: EvalTest, target: str | None, attempt: int = 1) -> TestCase
         metadata=test.metadata,
         graders=[g.model_dump(mode="json") for g in test.graders],
         input_files=test.input_files,
+        conversation_id=test.conversation_id,
+        category=test.category,
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalstore import __version__
+from evalstore.replay import failures
 from evalstore.replay.content import Message, dump_messages
 from evalstore.replay.errors import JudgeConfigError, JudgeProviderError, NoJudgeError, ReplayError
 from evalstore.replay.evalfile.dependencies import blocked_by, waves
@@ -426,7 +427,8 @@ def _execute_locked(
 
     def one(test: EvalTest) -> TestScored:
         # AgentV's order: the test's dependencies, then the suite's budget, then fail_on_error.
-        blocked = blocked_by(test, failed) or limits.refusal()
+        dependency = blocked_by(test, failed)
+        blocked = (dependency, failures.DEPENDENCY) if dependency is not None else limits.refusal()
         if blocked is not None and result_key(test.id, target.name, 1) not in recorded:
             scored = _not_run(
                 store,
@@ -434,7 +436,7 @@ def _execute_locked(
                 test,
                 target.name,
                 effective_threshold(test.threshold, threshold, suite.threshold),
-                blocked,
+                *blocked,
             )
             with lock:
                 results.append(scored)
@@ -481,8 +483,11 @@ def _execute_locked(
     return results, trials
 
 
-def _not_run(store: EventStore, run_id: str, test: EvalTest, target: str, threshold: float, error: str) -> TestScored:
-    """A test not run because a test it depends on failed: an execution error, no agent call."""
+def _not_run(
+    store: EventStore, run_id: str, test: EvalTest, target: str, threshold: float, error: str, labels: dict[str, str]
+) -> TestScored:
+    """A test not run (a test it depends on failed, the suite's budget is spent, ``fail_on_error``): an
+    execution error, no agent call."""
     scored = TestScored(
         test_id=test.id,
         target=target,
@@ -493,6 +498,7 @@ def _not_run(store: EventStore, run_id: str, test: EvalTest, target: str, thresh
         threshold=threshold,
         error=error,
         produced_at=produced_now(),
+        row_fields=labels,
     )
     store.append(run_id, [case_event(test, target, 1), scored])
     return scored
@@ -519,6 +525,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             error=tw.error,
             produced_at=produced_now(),
             graders=[],
+            row_fields=tw.failure,
         )
         recorder.record(scored)
         recorder.flush()
@@ -581,6 +588,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
             error=outcome.error or f"target '{target_spec.name}': {outcome.status}",
             produced_at=produced_now(),
             graders=[],
+            row_fields=failures.AGENT,
         )
         store.append(run_id, [scored])
         return scored, outcome.cost_usd

@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from evalstore.replay import failures
+
 
 class SuiteLimits:
     def __init__(self, budget_usd: float | None, fail_on_error: bool) -> None:
@@ -20,13 +22,13 @@ class SuiteLimits:
         self._errored = False
         self._lock = threading.Lock()
 
-    def refusal(self) -> str | None:
-        """Why the next test must not start, or None."""
+    def refusal(self) -> tuple[str, dict[str, str]] | None:
+        """Why the next test must not start, and AgentV's failure labels for it; None when it may."""
         with self._lock:
             if self.budget_usd is not None and self._exhausted:
-                return f"Suite budget exceeded (${self.spent:.4f} / ${self.budget_usd:.4f})"
+                return f"Suite budget exceeded (${self.spent:.4f} / ${self.budget_usd:.4f})", failures.BUDGET
             if self.fail_on_error and self._errored:
-                return "Halted: execution error encountered with fail_on_error enabled"
+                return "Halted: execution error encountered with fail_on_error enabled", failures.HALTED
             return None
 
     def count(self, costs: Sequence[float | None], status: str) -> None:

@@ -152,6 +152,11 @@ class TestCaseRecorded(DomainEvent):
     metadata: dict[str, Any] = Field(default_factory=dict)
     graders: list[dict[str, Any]] = Field(default_factory=list)
     input_files: list[str] = Field(default_factory=list)
+    conversation_id: str | None = None
+    category: str | None = None
+    """The labels AgentV writes on the test's result row (``conversation_id``, ``category``), for an
+    export of a run evalstore made; None in cases recorded before they were kept, and in imports (whose
+    results keep their row's own labels)."""
 
 
 class TranscriptRecorded(DomainEvent):

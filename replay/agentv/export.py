@@ -235,7 +235,8 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     shown = [_shown(v["assertions"]) for v in verdicts]
     transcript = _fields(result.transcript) if result.transcript is not None else None
     case = _fields(result.case) if result.case is not None else None
-    get = scored["row_fields"].get
+    # An imported row's labels as it had them; a run evalstore made has them on its test cases.
+    get = {**_case_labels(case), **scored["row_fields"]}.get
     # AgentV leaves undefined fields out rather than writing nulls: each key is set only when it has a
     # value, in the order AgentV writes them.
     row: dict[str, Any] = {}
@@ -269,6 +270,10 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         if case["metadata"]:
             row["metadata"] = case["metadata"]
     return row
+
+
+def _case_labels(case: Payload | None) -> dict[str, str]:
+    return {k: case[k] for k in ("category", "conversation_id") if case and case.get(k) is not None}
 
 
 def export_rows(run: RunStarted, results: Iterable[ResultBundle]) -> Iterator[dict[str, Any]]:

@@ -25,6 +25,7 @@ from evalstore.replay.errors import ImportFormatError
 from evalstore.store.events import SourceRef
 
 FORMAT = "results-jsonl"
+TRANSCRIPT_SCHEMA = "agentv.transcript.v1"
 
 
 def bad_line(source: SourceRef, reason: str, skip_bad: bool) -> SkippedLine:
@@ -140,6 +141,13 @@ def read_jsonl(path: Path) -> ImportSource:
     if not path.is_file():
         raise ImportFormatError(f"{path}: no such results file")
     first = first_json_row(path)
+    if first is not None and first.get("schema_version") == TRANSCRIPT_SCHEMA:
+        # What `agentv eval --transcript` grades (each test's outputs/transcript.jsonl): messages, no scores.
+        raise ImportFormatError(
+            f"{path}: AgentV transcript rows ({TRANSCRIPT_SCHEMA}), not results: import the run folder whose "
+            "outputs/transcript.jsonl they are, then `evalstore replay RUN --eval FILE` regrades them as "
+            "`agentv eval --transcript` does"
+        )
     suite = first.get("suite") if first else None
     return ImportSource(
         format=FORMAT,

@@ -200,14 +200,9 @@ def _completed(
         if need:
             wanted[i] = need
     verdicts: list[list[Payload]] = [b.verdicts for b in bundles]  # type: ignore[misc]
-    # A graded verdict's request and usage are on its last grader call (earlier ones were retries).
-    last_calls = [
-        v["grader_call_event_ids"][-1]
-        for vs in verdicts
-        for v in vs
-        if not v["rendered_prompt_sha256"] and v["grader_call_event_ids"]
-    ]
-    fetch = [e for need in wanted.values() for e in need.values()] + last_calls
+    # A graded verdict's request and usage are on its grader calls (``_agentv_call``).
+    call_ids = [c for vs in verdicts for v in vs if not v["rendered_prompt_sha256"] for c in v["grader_call_event_ids"]]
+    fetch = [e for need in wanted.values() for e in need.values()] + call_ids
     stored = store.get_events(fetch) if fetch else {}
     events = {event_id: _fields(e) for event_id, e in stored.items()}
     # Every recorded request of the chunk in one query (a script grader's is often the same for every test).
@@ -218,7 +213,7 @@ def _completed(
         ).items()
     }
     # The judges' recorded requests too (a query per request was most of exporting a graded run).
-    calls = {c: events[c] for c in last_calls if c in stored and stored[c].type == "grader_called"}
+    calls = {c: events[c] for c in call_ids if c in stored and stored[c].type == "grader_called"}
     digests = [c["request_sha256"] for c in calls.values() if c["call"] != "process" and c["request_sha256"]]
     requests = store.get_blobs(digests) if digests else {}
     for i, b in enumerate(bundles):
@@ -230,13 +225,32 @@ def _completed(
         for v in verdicts[i]:
             if v["rendered_prompt_sha256"]:
                 b.rendered_prompts[v["grader"]] = prompts[v["rendered_prompt_sha256"]]
-            elif v["grader_call_event_ids"] and (call := calls.get(v["grader_call_event_ids"][-1])) is not None:
-                request = _agentv_request(call, requests)
+            elif graded := [calls[c] for c in v["grader_call_event_ids"] if c in calls]:
+                asked, usage = _agentv_call(graded)
+                request = _agentv_request(asked, requests)
                 if request is not None:
                     b.rendered_prompts[v["grader"]] = request
-                if usage := agentv_token_usage(call["usage"]):  # stored as the judge replied (OpenAI's)
+                if usage:
                     b.grader_usage[v["grader"]] = usage
     return bundles
+
+
+def _agentv_call(calls: list[Payload]) -> tuple[Payload, dict[str, Any] | None]:
+    """The call whose request AgentV records as a grader's ``scores[].input``, and the grader's
+    ``token_usage``. A code grader's: its (last) process. An LLM grader's request is the rendered prompt,
+    its first judge request (later ones are retries, or the repair request after three replies that did not
+    parse; a prompt script's process comes before it); its usage is the answering call's, with the last
+    unparsed reply's added when the answer came to the repair request (AgentV's ``sumTokenUsage``)."""
+    judged = [c for c in calls if c["call"] == "judge"]
+    last = calls[-1]
+    usage = agentv_token_usage(last["usage"])  # stored as the judge replied (OpenAI's)
+    if not judged or last["call"] != "judge":
+        return last, usage
+    if last["request_sha256"] != judged[0]["request_sha256"] and usage:  # the repair request answered
+        replied = [c for c in judged[:-1] if c["usage"]]
+        if replied and (before := agentv_token_usage(replied[-1]["usage"])):
+            usage = {k: usage.get(k, 0) + before.get(k, 0) for k in ("input", "output")}
+    return judged[0], usage
 
 
 def _agentv_request(call: Payload, requests: dict[str, bytes]) -> dict[str, Any] | None:

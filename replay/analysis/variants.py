@@ -28,9 +28,9 @@ BUILTIN_CLUSTERS = ("conversation_id", "category")
 
 
 def cluster_labels(store: EventStore, run_ids: list[str], key: str) -> dict[TestKey, str]:
-    """Each test's value of ``key``: the test's metadata (as recorded with its case), else the label an
-    imported row carried (AgentV's ``conversation_id``, ``category``). Tests without it are their own
-    cluster."""
+    """Each test's value of ``key``: the test's metadata (as recorded with its case), else its AgentV label
+    (``conversation_id``, ``category``: recorded with a run's case, or carried by an imported row). Tests
+    without it are their own cluster."""
     found: dict[TestKey, str] = {}
     for run_id in run_ids:
         for stored in store.read_stream(run_id, types=["test_case_recorded", "test_scored"]):
@@ -38,6 +38,8 @@ def cluster_labels(store: EventStore, run_ids: list[str], key: str) -> dict[Test
             test = (ev.test_id, ev.target)  # type: ignore[attr-defined]
             if isinstance(ev, TestCaseRecorded) and key in ev.metadata and ev.metadata[key] is not None:
                 found.setdefault(test, str(ev.metadata[key]))
+            elif isinstance(ev, TestCaseRecorded) and key in BUILTIN_CLUSTERS and getattr(ev, key) is not None:
+                found.setdefault(test, getattr(ev, key))
             elif isinstance(ev, TestScored) and key in ev.row_fields:
                 found.setdefault(test, ev.row_fields[key])
     return found

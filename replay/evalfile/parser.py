@@ -390,6 +390,8 @@ class _SuiteParser:
         run_tests: Callable[[], Sequence[dict[str, Any]]] | None = None,
     ) -> None:
         self.ctx, self.doc, self.root = ctx, doc, root
+        category = doc.get("category")
+        self.category = category if isinstance(category, str) else derive_category(ctx.eval_path)
         self.run_tests = run_tests
         self.tests_from_run = False
 
@@ -554,6 +556,8 @@ class _SuiteParser:
             threshold=execution.threshold,
             target=execution.target,
             targets=execution.targets,
+            conversation_id=obj["conversation_id"] if isinstance(obj.get("conversation_id"), str) else None,
+            category=self.category,
             **conversation,
             **dependencies(obj, where, ctx),
         )
@@ -609,3 +613,17 @@ class _SuiteParser:
             rubrics=parse_rubric_items(raw, where, self.ctx),
             preprocessors=self.converters,
         )
+
+
+DEFAULT_CATEGORY = "Uncategorized"
+
+
+def derive_category(eval_path: str | Path) -> str:
+    """AgentV's ``deriveCategory`` of the eval file's path relative to the current directory (as ``agentv
+    eval`` names it): its folders, ``evals`` left out, joined by ``/``; ``Uncategorized`` when none."""
+    try:
+        relative = os.path.relpath(eval_path)
+    except ValueError:  # another drive (Windows): AgentV's relative path is then the absolute one
+        relative = str(eval_path)
+    folders = [d for d in re.split(r"[/\\]", relative)[:-1] if d != "evals"]
+    return "/".join(folders) if folders else DEFAULT_CATEGORY

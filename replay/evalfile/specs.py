@@ -406,6 +406,11 @@ class EvalTest(_Spec):
     workspace: WorkspaceSpec | None = None
     """The test's own ``workspace`` merged into the suite's (AgentV's ``mergeWorkspaceConfigs``); None when
     it gives none: the suite's serves it (``EvalSuite.workspace_for``)."""
+    conversation_id: str | None = None
+    """The test's ``conversation_id``: a label AgentV writes on the test's result row."""
+    category: str | None = None
+    """AgentV's ``category`` of the test's result row: the suite's ``category``, else the eval file's
+    folders relative to the current directory, ``evals`` left out (``deriveCategory``)."""
 
 
 class TrialsSpec(_Spec):

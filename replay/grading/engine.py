@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from evalstore.replay import failures
 from evalstore.replay.evalfile.specs import (
     AssertionSpec,
     CodeGraderSpec,
@@ -196,6 +197,7 @@ def grade_test(
         error=outcome.error,
         produced_at=produced_now(),
         graders=[v.grader for _, v in verdicts],
+        row_fields=failures.GRADER if outcome.status == "execution_error" else {},
     )
     recorder.record(scored)
     return TestGrade(scored=scored, verdicts=verdicts)

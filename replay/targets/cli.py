@@ -47,7 +47,8 @@ _PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
 ATTEMPT = "0"
 """``{ATTEMPT}``: AgentV's provider attempt (cli.ts ``request.attempt ?? 0``), counted from 0 and raised only when
 ``agentv eval --max-retries`` retries a failed agent call (orchestrator.ts ``runEvalCase``); each trial starts
-at 0 again, and the healthcheck is attempt 0. evalstore calls the agent once per trial, so it is always 0."""
+at 0 again, and the healthcheck is attempt 0. evalstore calls the agent once per trial, so it is always 0
+(AgentV calls a failed target again, twice by default: ``--max-retries``, orchestrator.ts ``attemptBudget``)."""
 
 # AgentV (targets.ts) accepts snake_case and camelCase spellings of each cli field; first one set wins.
 _ALIASES = {

@@ -112,9 +112,13 @@ def _outcome(target: str, exchanges: list[Exchange]) -> TargetOutcome:
     last = exchanges[-1]
     attempts = f" after {len(exchanges)} attempts" if len(exchanges) > 1 else ""
     if last.outcome != "ok":
-        detail = last.error or "request failed"
-        if last.body:
-            detail += ": " + last.body.decode("utf-8", errors="replace").strip()[:ERROR_BODY_CHARS]
+        # An HTTP refusal in pi-ai's words, as the vendors' targets give it (the judge's client words it
+        # as the judge's, and this endpoint is the target's).
+        body = last.body.decode("utf-8", errors="replace").strip()[:ERROR_BODY_CHARS] if last.body else ""
+        if last.status is not None:
+            detail = f"pi-ai call failed: HTTP {last.status} {body}".rstrip()
+        else:
+            detail = (last.error or "request failed") + (f": {body}" if body else "")
         status: TargetStatus = "timeout" if last.outcome == "timeout" else "error"
         return TargetOutcome(messages=[], status=status, error=f"target '{target}'{attempts}: {detail}")
     if last.content is None:

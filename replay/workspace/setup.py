@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalstore.replay import failures
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import EvalSuite, RepoSpec, WorkspaceSpec
 from evalstore.replay.workspace.changes import FolderState, folder_state
@@ -168,6 +169,8 @@ class TestWorkspace:
     folder: Path
     events: list = field(default_factory=list)
     error: str | None = None
+    failure: dict[str, str] = field(default_factory=dict)
+    """AgentV's failure labels of ``error`` (``replay/failures.py``)."""
     baseline: FolderState | None = None
 
 
@@ -272,13 +275,16 @@ class RunWorkspaces:
             try:
                 populate(spec, default_folder)
             except WorkspaceSetupError as exc:
-                tw.error = f"setup error: {exc}"
+                tw.error, tw.failure = f"setup error: {exc}", failures.REPOS  # what populate refuses: a clone
                 return tw
             tw.events, tw.error = self._setup_hook(spec, "before_all", tw.folder, test, target)
             if tw.error:
+                tw.failure = failures.HOOK
                 return tw
         events, tw.error = self._setup_hook(spec, "before_each", tw.folder, test, target)
         tw.events += events
+        if tw.error is not None:
+            tw.failure = failures.HOOK
         if tw.error is None:
             tw.baseline = folder_state(tw.folder, spec.snapshot)
         return tw
