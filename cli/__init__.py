@@ -233,9 +233,9 @@ def entry() -> None:
     _FREEZE_IMPORTS = True
     gc.set_threshold(YOUNG_GENERATION, *gc.get_threshold()[1:])
     # Python's exit runs one last pass of the cyclic collector over every object still alive, even with
-    # the collector off: over what a command imported or built after its module was frozen (an export's
-    # store modules, before they too were imported frozen) it was an eighth of that process's CPU
-    # (bench/read.py's export, 0.06 s). What is alive when the command ends lives until the process does.
+    # the collector off: over what a command imported or built after its module was frozen (the store's
+    # modules, imported inside the command) it was a tenth of `show --json`'s CPU (bench/read.py's run,
+    # 0.08 of 0.9 s). What is alive when the command ends lives until the process does.
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, _terminated)
     main(prog_name="evalstore")
