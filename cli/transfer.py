@@ -281,8 +281,11 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
       evalstore export last --format bundle -o run-bundle
       evalstore export rpl-20261128 --format inspect -o regraded.eval
     """
-    from evalstore.replay.agentv.export import export_run
-    from evalstore.replay.analysis.views import resolve_run, run_summary
+    from evalstore.cli import frozen_imports
+
+    with frozen_imports():  # the store's modules (sqlalchemy, the event models): no collector passes over them
+        from evalstore.replay.agentv.export import export_run
+        from evalstore.replay.analysis.views import resolve_run, run_summary
 
     if fmt == "bundle" and (output is None or str(output) == "-"):
         raise click.UsageError("--format bundle writes a folder: give it with -o DIR")

@@ -147,3 +147,17 @@ def test_every_commands_help_imports_no_heavy_module(args: list[str]) -> None:
     assert f"evalstore.cli.{cli.COMMANDS[args[0]][0].split(':')[0].rsplit('.', 1)[1]}" in loaded
     heavy = {m for m in loaded if (m.split(".")[0] in HEAVY or m.startswith(HEAVY)) and m not in LIGHT_REPLAY}
     assert not heavy, sorted(heavy)[:10]
+
+
+def test_what_is_alive_when_a_command_ends_is_frozen_out_of_the_collectors_last_pass() -> None:
+    # Registered before entry(), so it runs after entry's own exit handler (atexit runs them last first);
+    # --version imports no command module, so only that handler can have frozen anything.
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "from evalstore.cli import entry\n"
+        "sys.argv = ['evalstore', '--version']\n"
+        "entry()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stderr.strip() == "frozen True", out.stderr
