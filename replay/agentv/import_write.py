@@ -64,10 +64,10 @@ def write_spool(
             batch_fields.extend(item.fields)
             if item.score is None:
                 continue
-            for digest, data in item.blobs.items():
+            for digest, blob in item.blobs.items():
                 if digest not in batch_blobs:
-                    batch_blobs[digest] = data
-                    batch_bytes += blob_size(data)
+                    batch_blobs[digest] = blob
+                    batch_bytes += blob_size(blob)
             tally.count(*item.score)
             done += 1
             if done % BATCH_TESTS == 0 or batch_bytes > BATCH_BYTES:
