@@ -184,7 +184,9 @@ def placed(data: bytes, renames: Renames, first_n: int, ids: EventIds) -> tuple[
     item's other events name it (a verdict its transcript), in their payloads and projection fields:
     the record's bytes are rewritten, not its values, since an id is 36 ASCII characters either way
     (marshal writes a string's bytes as they are, after its length) and no other part of a record
-    can hold one (each names its run's source digest, which no source can hold)."""
+    can hold one (each names its run's source digest, which no source can hold). Replaced one after the
+    other, in order, they never meet an id made here: a run's ids only ever move to earlier places (a
+    result left out takes one id instead of its events'), and a part's are never a run's."""
     first = ids.n + 1
     if first_n != first:
         for n, (old, kind) in enumerate(renames, first):
