@@ -448,7 +448,8 @@ class EventStore:
                 plan = _Plan.of(stream_id, head, prepared)
                 if landed is not None and (actual := landed.result()) != head:
                     plan = _Plan.of(stream_id, actual, prepared)  # the log is not where the plan assumed
-                landed = writer.submit(self._append_planned, stream_id, plan, prepared, blobs)
+                # Checked here (a hash of every blob's bytes), not on the writer thread, the pass's longest.
+                landed = writer.submit(self._append_planned, stream_id, plan, prepared, blobs, _split_large(blobs))
                 head = plan.end
             if landed is not None:
                 landed.result()
@@ -463,7 +464,12 @@ class EventStore:
             return _Head(seq, prev, self._stream_version(conn, stream_id))
 
     def _append_planned(
-        self, stream_id: str, plan: _Plan, prepared: list[tuple], blobs: Mapping[str, bytes | FileBlob]
+        self,
+        stream_id: str,
+        plan: _Plan,
+        prepared: list[tuple],
+        blobs: Mapping[str, bytes | FileBlob],
+        split: tuple[dict[str, bytes], dict[str, bytes | FileBlob]],
     ) -> _Head:
         """One batch of :meth:`append_batches` (on its writer thread): the planned rows when the log is
         where the plan starts, else an append as :meth:`append` makes it. Returns where the log ends."""
@@ -474,7 +480,7 @@ class EventStore:
                 seq, prev = self._head(conn)
                 if _Head(seq, prev, self._stream_version(conn, stream_id)) != plan.start:
                     raise _Recheck
-                small, large = _split_large(blobs)
+                small, large = split
                 blob_rows, candidates = self._encoded_blobs(conn, small) if small else (None, {})
                 try:
                     bulk.insert_tuples(conn, schema.events, EVENT_COLUMNS, plan.rows)
@@ -538,25 +544,20 @@ class EventStore:
     def _encoded_blobs(
         self, conn: Connection, blobs: Mapping[str, bytes]
     ) -> tuple[Callable[[], list[dict[str, object]]], dict[bytes, Dictionary]]:
-        """The rows of the blobs not stored yet (a function returning them), and the dictionary candidates
-        (see :meth:`_insert_blobs`). Which dictionary each blob is compressed against is decided here, in
-        order; the compressing itself, of many bytes, runs on worker threads, a share each (zlib and SQLite
-        release the GIL, so it overlaps the append's inserts) and the function waits for it."""
-        given = {}
-        for claimed, data in blobs.items():
-            digest = sha256_hex(data)
-            if claimed != digest:
-                raise StoreError(f"blob given as {claimed} has digest {digest}; blobs are keyed by their sha256")
-            given[digest] = data
+        """The rows of the blobs (checked by :func:`_split_large`) not stored yet (a function returning them),
+        and the dictionary candidates (see :meth:`_insert_blobs`). Which dictionary each blob is compressed
+        against is decided here, in order; the compressing itself, of many bytes, runs on worker threads, a
+        share each (zlib and SQLite release the GIL, so it overlaps the append's inserts) and the function
+        waits for it."""
         stored: dict[str, str | None] = {}  # digest -> its dictionary, for blobs already stored
         b = schema.blobs
-        for chunk in _chunks(list(given)):
+        for chunk in _chunks(list(blobs)):
             stored.update(
                 (sha, d) for sha, d in conn.execute(select(b.c.sha256, b.c.dictionary).where(b.c.sha256.in_(chunk)))
             )
         candidates: dict[bytes, Dictionary] = {}
         jobs: list[tuple[bytes, str, Dictionary | None]] = []
-        for digest, data in given.items():
+        for digest, data in blobs.items():
             key = prefix_key(data)
             if key is None:  # too small to compress: no dictionary, never one for others
                 dictionary = None
@@ -1181,14 +1182,19 @@ class _Plan:
 def _split_large(
     blobs: Mapping[str, bytes | FileBlob] | None,
 ) -> tuple[dict[str, bytes], dict[str, bytes | FileBlob]]:
-    """The blobs stored whole, and those stored in chunks (:func:`evalstore.store.blobs.is_large`)."""
+    """The blobs stored whole, each checked against the digest it is given under (a blob stored in chunks
+    is checked as it is read: :meth:`EventStore._insert_chunked`), and those stored in chunks
+    (:func:`evalstore.store.blobs.is_large`)."""
     small: dict[str, bytes] = {}
     large: dict[str, bytes | FileBlob] = {}
-    for digest, data in (blobs or {}).items():
+    for claimed, data in (blobs or {}).items():
         if is_large(data):
-            large[digest] = data
-        else:
-            small[digest] = data  # type: ignore[assignment]
+            large[claimed] = data
+            continue
+        digest = sha256_hex(data)  # type: ignore[arg-type]
+        if claimed != digest:
+            raise StoreError(f"blob given as {claimed} has digest {digest}; blobs are keyed by their sha256")
+        small[digest] = data  # type: ignore[assignment]
     return small, large
 
 

@@ -7,8 +7,8 @@ and the writing pass appends it as it is: each source file is read, and each res
 Building is most of an import's work, and each result is built on its own: a source read a line at a
 time (a results file, a run's index) is cut into parts of :data:`PART_LINES` lines, built by worker
 processes forked from this one where the platform can fork (Linux) and the machine has more than one
-core (``processes.forked``). Each part is built with ids of its own (:func:`part_ids`), which the writing pass replaces by the
-run's (:func:`renumbered`); everything that depends on the order of results (repeats, the run's ids,
+core (``processes.forked``). Each part is built with ids of its own (:func:`part_ids`), which are replaced by the
+run's as the parts come back (:func:`placed`); everything that depends on the order of results (repeats, the run's ids,
 the counts) is decided here, in the source's order, as the parts come back.
 """
 
@@ -77,9 +77,10 @@ class Spooled:
     """A large file as a :class:`~evalstore.store.blobs.FileBlob` (read a chunk at a time when stored)."""
     score: tuple[float, bool, str] | None
     """(score, passed, status) of a result."""
-    mentions: list[list[int]] = field(default_factory=list)
-    """Per event, which of the item's own events its payload names by id (a verdict its transcript):
-    what :func:`renumbered` rewrites."""
+
+    def renames(self) -> Renames:
+        """What :func:`placed` needs to give its events other ids."""
+        return [(event_id, KIND_OF_TYPE[type_]) for event_id, type_, _, _ in self.events]
 
 
 KIND_OF_TYPE = {
@@ -93,6 +94,9 @@ KIND_OF_TYPE = {
 }
 """The ``EventIds`` kind each imported event's id was made with."""
 
+Renames = list[tuple[str, str]]
+"""An item's events as :func:`placed` renumbers them: (the id it was built with, its ``EventIds`` kind)."""
+
 
 def part_ids(run_id: str, span: Span) -> EventIds:
     """The ids a part's events are built with (:class:`PartIds`)."""
@@ -100,7 +104,7 @@ def part_ids(run_id: str, span: Span) -> EventIds:
 
 
 class PartIds(EventIds):
-    """Placeholder ids, which the run's replace (:func:`renumbered`) before anything is stored: unique
+    """Placeholder ids, which the run's replace (:func:`placed`) before anything is stored: unique
     in the run (a digest of the part's name, then the event's place in the part) and never one of a
     run's ids (uuid5's variant bits are 10, theirs 00), so a replacement can never meet one. Made
     without hashing each: every one is replaced, and hashing them was a few percent of building a result.
@@ -121,112 +125,83 @@ def _first_n(ids: EventIds) -> int:
     return 0 if isinstance(ids, PartIds) else ids.n + 1
 
 
-def renumbered(item: Spooled, ids: EventIds) -> tuple[list[Encoded], list[dict | None]]:
-    """The item's events, and their projection fields, with the ids they get when they start at
-    ``ids.n + 1`` (an earlier result was superseded and took one id, a skipped line's, instead of its
-    events'; or the item was built in a part, with the part's ids). Ids appear only in the item's own
-    events (its verdicts name its transcript), where :attr:`Spooled.mentions` says."""
-    return _renumbered(item.events, item.fields, item.mentions, ids)
-
-
-def _renumbered(
-    events: list[Encoded], fields: list[dict | None], mentions: list[list[int]], ids: EventIds
-) -> tuple[list[Encoded], list[dict | None]]:
-    first = ids.n + 1
-    new_ids = [ids.id(first + i, KIND_OF_TYPE[event[1]]) for i, event in enumerate(events)]
-    placed: list[Encoded] = []
-    placed_fields: list[dict | None] = list(fields)
-    everything = range(len(events))
-    for i, (_, type_, version, payload) in enumerate(events):
-        named = mentions[i] if mentions else everything
-        if named:
-            changed = {events[j][0]: new_ids[j] for j in named}
-            for old, new in changed.items():
-                payload = payload.replace(old, new)
-            found = fields[i]
-            if found is not None:
-                placed_fields[i] = {k: changed.get(v, v) if isinstance(v, str) else v for k, v in found.items()}
-        placed.append((new_ids[i], type_, version, payload))
-    ids.n += len(events)
-    return placed, placed_fields
-
-
 class Spool:
     """The built items, in order, in a private temporary file.
 
-    Written once and read once, front to back: each item is a length and its fields marshalled (only
-    strings, numbers, bytes, tuples, lists and dicts; the file never outlives the process that wrote it).
+    Written once and read once, front to back: each item is a length, its ``first_n`` and its
+    :func:`record` (the item's fields marshalled: only strings, numbers, bytes, tuples, lists and dicts;
+    the file never outlives the process that wrote it).
     """
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile(buffering=1 << 20)  # noqa: SIM115 (closed by close(); removed then)
 
     def add(self, item: Spooled) -> None:
-        self.add_record(record(item))
+        self.add_record(record(item), item.first_n)
 
-    def add_record(self, data: bytes) -> None:
-        """An item as :func:`record` made it (in this process or a worker)."""
-        self._file.write(len(data).to_bytes(8, "little"))
+    def add_record(self, data: bytes, first_n: int) -> None:
+        """An item as :func:`record` made it (in this process or a worker), its ids made for ``first_n``."""
+        self._file.write(len(data).to_bytes(8, "little") + first_n.to_bytes(8, "little"))
         self._file.write(data)
 
-    def __iter__(self) -> Iterator[Spooled]:
+    def records(self) -> Iterator[tuple[bytes, int]]:
+        """Each item's :func:`record` and ``first_n``, in order."""
         self._file.seek(0)
-        while header := self._file.read(8):
-            yield spooled(self._file.read(int.from_bytes(header, "little")))
+        while header := self._file.read(16):
+            yield self._file.read(int.from_bytes(header[:8], "little")), int.from_bytes(header[8:], "little")
+
+    def __iter__(self) -> Iterator[Spooled]:
+        for data, first_n in self.records():
+            yield spooled(data, first_n)
 
     def close(self) -> None:
         self._file.close()
 
 
 def record(item: Spooled) -> bytes:
-    """An item as the spool holds it."""
+    """An item as the spool holds it (its ``first_n`` apart: :func:`placed` changes that, not the record)."""
     return marshal.dumps(
         (
             item.key,
             item.source.file,
             item.source.line,
-            item.first_n,
             item.events,
             item.fields,
             # marshal holds plain values: a file blob as (path, size), never its bytes
             {d: (b.path, b.size) if isinstance(b, FileBlob) else b for d, b in item.blobs.items()},
             item.score,
-            item.mentions,
         )
     )
 
 
-def placed(data: bytes, events: int, first_n: int, ids: EventIds) -> bytes:
-    """An item's :func:`record` with the run's ids for its place, the next ``ids`` gives (``events`` of
-    them, made for ``first_n``), and ``ids`` past them. An item built in a part is renumbered here, as
-    the parts come back, while the workers build the next ones, not in the writing pass, which only one
-    process can do; the writing pass renumbers again only what follows a result superseded later."""
-    if first_n == ids.n + 1:
-        ids.n += events
-        return data
-    # The record's fields as they are (see record): only its events, their fields and first_n change.
-    key, file, line, _, encoded, fields, blobs, score, mentions = marshal.loads(data)
+def placed(data: bytes, renames: Renames, first_n: int, ids: EventIds) -> tuple[bytes, int]:
+    """An item's :func:`record`, with ids made for ``first_n``, given the run's ids for its place (the
+    next ``ids`` gives, one per event of ``renames``), and that place's ``first_n``; ``ids`` past them.
+
+    An item built in a part is placed as the parts come back, while the workers build the next ones,
+    not in the writing pass, which only one process can do; the writing pass places again only what
+    follows a result superseded later. An event's id appears in the record as its own and where the
+    item's other events name it (a verdict its transcript), in their payloads and projection fields:
+    the record's bytes are rewritten, not its values, since an id is 36 ASCII characters either way
+    (marshal writes a string's bytes as they are, after its length) and no other part of a record
+    can hold one (each names its run's source digest, which no source can hold). Replaced one after the
+    other, in order, they never meet an id made here: a run's ids only ever move to earlier places (a
+    result left out takes one id instead of its events'), and a part's are never a run's."""
     first = ids.n + 1
-    encoded, fields = _renumbered(encoded, fields, mentions, ids)
-    return marshal.dumps((key, file, line, first, encoded, fields, blobs, score, mentions))
+    if first_n != first:
+        for n, (old, kind) in enumerate(renames, first):
+            data = data.replace(old.encode("ascii"), ids.id(n, kind).encode("ascii"))
+    ids.n += len(renames)
+    return data, first
 
 
-def mentions_of(encoded: list[Encoded]) -> list[list[int]]:
-    """Per event, which of the item's other events its payload names by id (:attr:`Spooled.mentions`)."""
-    event_ids = [event_id for event_id, _, _, _ in encoded]
-    return [
-        [j for j, eid in enumerate(event_ids) if j != i and eid in payload]
-        for i, (_, _, _, payload) in enumerate(encoded)
-    ]
-
-
-def spooled(data: bytes) -> Spooled:
-    """An item from its :func:`record`."""
-    key, file, line, first_n, events, fields, blobs, score, mentions = marshal.loads(data)
+def spooled(data: bytes, first_n: int) -> Spooled:
+    """An item from its :func:`record` and ``first_n``."""
+    key, file, line, events, fields, blobs, score = marshal.loads(data)
     # model_construct: the fields were a SourceRef's, validated when it was built
     source = SourceRef.model_construct(file=file, line=line)
     blobs = {d: FileBlob(*b) if isinstance(b, tuple) else b for d, b in blobs.items()}
-    return Spooled(key, source, first_n, events, fields, blobs, score, mentions)
+    return Spooled(key, source, first_n, events, fields, blobs, score)
 
 
 def item_key(item: ImportedTest) -> tuple:
@@ -244,8 +219,8 @@ class _Piece:
     (``failed``: why) or a line the reader left out (``key`` None), with a skipped line's record."""
 
     record: bytes
-    events: int
-    """How many ids its record takes."""
+    renames: Renames
+    """Its events' ids, as :func:`placed` replaces them (one each)."""
     first_n: int
     """The position its events' ids were made for (``Spooled.first_n``)."""
     source: SourceRef
@@ -288,11 +263,10 @@ def _piece(
         fields,
         blobs,
         score,
-        mentions_of(encoded),
     )
     return _Piece(
         record(spooled),
-        len(encoded),
+        spooled.renames(),
         first,
         item.source,
         key=spooled.key,
@@ -307,7 +281,8 @@ def _skip_piece(line: SkippedLine, within: RelativeSources, ids: EventIds) -> _P
     first = _first_n(ids)
     event = LineSkipped(source=ref, reason=line.reason)
     encoded = [(ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event)))]
-    return _Piece(record(Spooled(None, ref, first, encoded, [None], {}, None)), 1, first, line.source)
+    item = Spooled(None, ref, first, encoded, [None], {}, None)
+    return _Piece(record(item), item.renames(), first, line.source)
 
 
 def check(
@@ -415,7 +390,7 @@ class _Pass:
         if piece.key is not None and piece.failed is not None:
             self.left_out[piece.key] = piece.failed
         if piece.key is None or piece.failed is not None:  # a skipped line
-            self._keep(piece.record, piece.events, piece.first_n)
+            self._keep(piece.record, piece.renames, piece.first_n)
             self.skipped += 1
         else:
             assert piece.repeat is not None
@@ -428,7 +403,8 @@ class _Pass:
                     "test, target and attempt: import them separately"
                 )
                 line = bad_line(piece.source, reason, self.skip_bad)
-                self._keep(record(self._skipped(line)), 1, self.ids.n + 1)
+                skipped = self._skipped(line)
+                self._keep(record(skipped), skipped.renames(), skipped.first_n)
                 self.skipped += 1
             else:
                 if earlier is not None:
@@ -437,13 +413,13 @@ class _Pass:
                     self.tests -= 1
                     self.skipped += 1
                 self.repeats.remember(piece.repeat, piece.source)
-                self._keep(piece.record, piece.events, piece.first_n)
+                self._keep(piece.record, piece.renames, piece.first_n)
                 self.tests += 1
         if self.progress and (self.tests + self.skipped) % PROGRESS_EVERY == 0:
             self.progress("checking", self.tests + self.skipped, None)
 
-    def _keep(self, data: bytes, events: int, first_n: int) -> None:
-        self.spool.add_record(placed(data, events, first_n, self.ids))
+    def _keep(self, data: bytes, renames: Renames, first_n: int) -> None:
+        self.spool.add_record(*placed(data, renames, first_n, self.ids))
 
     def _skipped(self, line: SkippedLine) -> Spooled:
         """A result left out here: a skipped line, which takes one id."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from evalstore.replay.agentv.import_check import Encoded, Spool, renumbered
+from evalstore.replay.agentv.import_check import Encoded, Spool, placed, spooled
 from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.material import Tally
 from evalstore.store import EventStore, NewEvent
@@ -49,27 +49,25 @@ def write_spool(
         batch_fields: list[dict | None] = []
         batch_blobs: dict[str, bytes | FileBlob] = {}
         batch_bytes = done = 0
-        for item in spool:
+        for data, first_n in spool.records():
+            item = spooled(data, first_n)
             reason = left_out.get(item.key) if left_out and item.key is not None else None
             if reason:  # superseded by a later result: a skipped line, one id instead of the result's events
                 event = LineSkipped(source=item.source, reason=reason)
                 batch.append((ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event))))
                 batch_fields.append(None)
                 continue
-            if item.first_n == ids.n + 1:
-                batch.extend(item.events)
-                batch_fields.extend(item.fields)
-                ids.n += len(item.events)
-            else:  # after a superseded result: its events get the ids for their place
-                events, fields = renumbered(item, ids)
-                batch.extend(events)
-                batch_fields.extend(fields)
+            data, first = placed(data, item.renames(), first_n, ids)
+            if first != first_n:  # after a superseded result: its events get the ids for their place
+                item = spooled(data, first)
+            batch.extend(item.events)
+            batch_fields.extend(item.fields)
             if item.score is None:
                 continue
-            for digest, data in item.blobs.items():
+            for digest, blob in item.blobs.items():
                 if digest not in batch_blobs:
-                    batch_blobs[digest] = data
-                    batch_bytes += blob_size(data)
+                    batch_blobs[digest] = blob
+                    batch_bytes += blob_size(blob)
             tally.count(*item.score)
             done += 1
             if done % BATCH_TESTS == 0 or batch_bytes > BATCH_BYTES:

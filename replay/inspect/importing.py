@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from evalstore import __version__
-from evalstore.replay.agentv.import_check import Spool, Spooled, mentions_of, placed
+from evalstore.replay.agentv.import_check import Renames, Spool, Spooled, placed
 from evalstore.replay.agentv.import_check import record as spool_record
 from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.agentv.import_write import write_spool
@@ -229,12 +229,12 @@ def _check(
     warnings: list[str] = []
     chunks = sample_chunks(api, path, header)
     unreadable: Counter[str] = Counter()
-    for key, data, events, first_n, values in _pieces(api, path, header, header_sha, ids, chunks):
+    for key, data, renames, first_n, values in _pieces(api, path, header, header_sha, ids, chunks):
         unreadable.update(values)
         if key in seen:
             raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
         seen.add(key)
-        spool.add_record(placed(data, events, first_n, ids))
+        spool.add_record(*placed(data, renames, first_n, ids))
         tests += 1
         if progress and tests % 200 == 0:
             progress("checking", tests, None)
@@ -255,9 +255,9 @@ def _check(
     return tests, warnings
 
 
-_Piece = tuple[tuple[str, int], bytes, int, int, tuple[str, ...]]
-"""A sample built: its (id, epoch), its spool record, how many events (ids) it takes, the position its
-ids were made for, and the score values in it that Inspect reads as 0 (not numbers)."""
+_Piece = tuple[tuple[str, int], bytes, Renames, int, tuple[str, ...]]
+"""A sample built: its (id, epoch), its spool record, its events' ids (``import_check.placed``), the
+position its ids were made for, and the score values in it that Inspect reads as 0 (not numbers)."""
 
 
 def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
@@ -276,8 +276,8 @@ def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
             (event.event_id or "", event.payload.type, event.payload.schema_version, canonical_json(payload))
         )
         fields.append(read_fields(event.payload.type, payload))
-    item = Spooled(key, SourceRef(), first_n, encoded, fields, blobs, score, mentions_of(encoded))
-    return key, spool_record(item), len(encoded), first_n, tuple(_UNREADABLE)
+    item = Spooled(key, SourceRef(), first_n, encoded, fields, blobs, score)
+    return key, spool_record(item), item.renames(), first_n, tuple(_UNREADABLE)
 
 
 def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, chunks: list[Chunk]) -> Iterator[_Piece]:

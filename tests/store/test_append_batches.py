@@ -3,7 +3,9 @@ log is not where the preparation assumed (another writer between two batches, ev
 
 from __future__ import annotations
 
-from evalstore.store import EventStore, NewEvent
+import pytest
+
+from evalstore.store import EventStore, NewEvent, StoreError
 from evalstore.store.codec import sha256_hex
 from evalstore.store.events import RunStarted, VerdictRecorded, encode
 from evalstore.store.events import TestScored as Scored
@@ -62,4 +64,17 @@ def test_batches_appended_again_or_in_part_already_are_stored_once(store: EventS
     assert len(events) == 1 + 40
     assert len({e.event_id for e in events}) == 41
     assert len(store.query("results", run_id="run-a")) == 20
+    assert store.verify().ok
+
+
+def test_a_blob_given_under_another_digest_is_refused_with_its_batch(store: EventStore) -> None:
+    """Blobs are checked against their keys (on the preparing thread): the batch that holds a wrong one is
+    not written, the batches before it are."""
+    _started(store, "run-a")
+    bad_events, bad_fields, _ = _batch("run-a", range(10, 20))
+    wrong = sha256_hex(b"something else")
+    with pytest.raises(StoreError, match=f"blob given as {wrong} has digest"):
+        store.append_batches("run-a", [_batch("run-a", range(10)), (bad_events, bad_fields, {wrong: b"some bytes"})])
+    assert len(store.query("results", run_id="run-a")) == 10
+    assert not store.has_blobs([wrong])
     assert store.verify().ok
