@@ -122,10 +122,16 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                 f"size={a['size']}{_mark(a['blob'])}" + (f" — {a['reason']}" if a["reason"] else "")
             )
         tr = t["transcript"]
+        for c in tr["failed_calls"] if tr else []:
+            echo(
+                f"  target call {c['provider_attempt']} failed, tried again {c['wait_ms'] / 1000:g} s later: "
+                f"{c['status']} exit={c['exit_code']} — {c['error']}"
+            )
         if tr:
             echo(
                 f"  transcript {tr['event_id']} in run {tr['run_id']}: messages={_short(tr['messages_sha256'])}"
                 f"{_mark(tr['blob'])} status={tr['status']} exit={tr['exit_code']}"
+                + (f" (target call {tr['provider_attempt']})" if tr["provider_attempt"] else "")
             )
         else:
             echo("  transcript: none recorded")

@@ -38,6 +38,12 @@ from evalstore.cli.results import print_scored, result_labels, scored_rows
 @click.option("--threshold", type=UNIT_INTERVAL, help="Pass mark for a test score (default: the eval's, else 0.8).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per target call.")
 @click.option(
+    "--max-retries",
+    type=click.IntRange(min=0),
+    help="Times a failed target call is tried again, 1 s, 2 s, 4 s ... later (default 2, as agentv eval "
+    "--max-retries; a resumed run keeps its own). A conversation's turns are not retried.",
+)
+@click.option(
     "--workdir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Where per-test workspaces go (default .evalstore/workspaces/RUN).",
@@ -78,6 +84,7 @@ def run(
     workers: int | None,
     threshold: float | None,
     timeout: float | None,
+    max_retries: int | None,
     workdir: Path | None,
     judge_target: str | None,
     judge_model: str | None,
@@ -110,6 +117,7 @@ def run(
         workers=workers,
         threshold=threshold,
         timeout=timeout,
+        max_retries=max_retries,
         workdir=workdir,
         grade=GradeOptions(judge_target=judge_target, judge_model=judge_model),
         cache=cache,

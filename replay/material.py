@@ -25,6 +25,7 @@ from evalstore.store.events import (
     RunCompleted,
     RunStarted,
     ScoreEdited,
+    TargetCallFailed,
     TestCaseRecorded,
     TestScored,
     TranscriptRecorded,
@@ -58,6 +59,8 @@ class TestMaterial:
     scored: tuple[str, TestScored] | None = None
     edits: list[tuple[str, ScoreEdited]] = field(default_factory=list)
     """An imported score's edits, in the order they were made (Inspect AI's score history)."""
+    failed_calls: list[tuple[str, TargetCallFailed]] = field(default_factory=list)
+    """The target's calls that failed and were tried again before the transcript's, in order."""
 
 
 @dataclass
@@ -73,6 +76,7 @@ _MATERIAL = [
     "run_started",
     "test_case_recorded",
     "transcript_recorded",
+    "target_call_failed",
     "artifact_stored",
     "workspace_snapshotted",
     "verdict_recorded",
@@ -113,6 +117,8 @@ def _read(
             material(ev).case = (stored.event_id, ev)
         elif isinstance(ev, TranscriptRecorded):
             material(ev).transcript = (stored.event_id, ev)
+        elif isinstance(ev, TargetCallFailed):
+            material(ev).failed_calls.append((stored.event_id, ev))
         elif isinstance(ev, ArtifactStored):
             material(ev).artifacts.append((stored.event_id, ev))
         elif isinstance(ev, WorkspaceSnapshotted):

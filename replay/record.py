@@ -49,7 +49,16 @@ from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import StoreRecorder
 from evalstore.replay.suite_limits import SuiteLimits
-from evalstore.replay.targets import as_target_spec, capture_files, check_target, run_target, stored_config
+from evalstore.replay.targets import (
+    DEFAULT_MAX_RETRIES,
+    TargetOutcome,
+    as_target_spec,
+    call_with_retries,
+    capture_files,
+    check_target,
+    run_target,
+    stored_config,
+)
 from evalstore.replay.targetsfile.loader import (
     TargetEntry,
     TargetsFile,
@@ -67,6 +76,7 @@ from evalstore.store.events import (
     ArtifactStored,
     RunFailed,
     RunStarted,
+    TargetCallFailed,
     TestScored,
     TranscriptRecorded,
 )
@@ -89,6 +99,10 @@ class RunOptions:
     """Tests run at once; None: the eval's ``execution.workers``, else :data:`DEFAULT_WORKERS`."""
     threshold: float | None = None
     timeout: float | None = None
+    max_retries: int | None = None
+    """How many times a failed target call is tried again (``agentv eval --max-retries``); None: the run's
+    own when resumed, else :data:`DEFAULT_MAX_RETRIES`. A conversation's turns are not retried (AgentV's
+    neither)."""
     workdir: Path | None = None
     """Where per-test workspaces are made (default: .evalstore/workspaces/RUN under the cwd)."""
     grade: GradeOptions = field(default_factory=GradeOptions)
@@ -182,6 +196,8 @@ def resume_run(
         options.targets_path = Path(stored_overrides["targets_file"])
     if options.threshold is None:
         options.threshold = stored_overrides.get("threshold")
+    if options.max_retries is None:
+        options.max_retries = stored_overrides.get("max_retries")
     eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
     suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
     targets_file, targets, aliases = _resolve_targets(suite, options)
@@ -301,7 +317,12 @@ def _overrides(options: RunOptions, targets_file: TargetsFile | None) -> dict:
         "threshold": options.threshold,
         "judge_target": options.grade.judge_target,
         "judge_model": options.grade.judge_model,
+        "max_retries": _max_retries(options),
     }
+
+
+def _max_retries(options: RunOptions) -> int:
+    return DEFAULT_MAX_RETRIES if options.max_retries is None else options.max_retries
 
 
 def _safe_dirname(test_id: str) -> str:
@@ -533,7 +554,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     workspace = tw.folder
     if test.mode == "conversation":
         return _converse(suite, test, target_spec, options, grade_options, judges, workspaces, tw, attempt, recorder)
-    outcome = _ask(target_spec, test, workspace, suite, options)
+    outcome, provider_attempt = _ask_retrying(target_spec, test, workspace, suite, options, recorder, attempt)
     captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
     messages: list[Message] = [*test.input, *captured.messages]
     file_changes = with_session_changes(
@@ -572,6 +593,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
         exit_code=outcome.exit_code,
         status=outcome.status,
         error=outcome.error,
+        provider_attempt=provider_attempt,
     )
     transcript_id = recorder.record(transcript)
     recorder.flush()
@@ -596,7 +618,41 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges, attempt), outcome.cost_usd
 
 
-def _ask(target_spec, test: EvalTest, workspace, suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
+def _ask_retrying(  # type: ignore[no-untyped-def]
+    target_spec, test: EvalTest, workspace, suite: EvalSuite, options: RunOptions, recorder, attempt: int
+) -> tuple[TargetOutcome, int]:
+    """The agent asked for a test, a failed call tried again as AgentV tries it (``call_with_retries``), in
+    the same workspace; each failed call that is tried again recorded (``target_call_failed``), the last
+    call's outcome returned with its number."""
+
+    def failed(outcome: TargetOutcome, provider_attempt: int, wait: float) -> None:
+        recorder.record(
+            TargetCallFailed(
+                test_id=test.id,
+                target=target_spec.name,
+                attempt=attempt,
+                provider_attempt=provider_attempt,
+                status="timeout" if outcome.status == "timeout" else "error",
+                error=outcome.error,
+                exit_code=outcome.exit_code,
+                stderr_tail=outcome.stderr[-STDERR_TAIL_CHARS:] or None,
+                duration_ms=outcome.duration_ms,
+                start_time=outcome.start_time,
+                end_time=outcome.end_time,
+                wait_ms=wait * 1000.0,
+            )
+        )
+
+    return call_with_retries(
+        lambda n: _ask(target_spec, test, workspace, suite, options, provider_attempt=n), _max_retries(options), failed
+    )
+
+
+STDERR_TAIL_CHARS = 2000
+"""What a failed call tried again keeps of the agent's stderr: its end, where the reason is."""
+
+
+def _ask(target_spec, test: EvalTest, workspace, suite: EvalSuite, options: RunOptions, provider_attempt: int = 0):  # type: ignore[no-untyped-def]
     """One call of the agent: a test, or a conversation's turn with its history as the test's input."""
     return run_target(
         target_spec,
@@ -607,6 +663,7 @@ def _ask(target_spec, test: EvalTest, workspace, suite: EvalSuite, options: RunO
         suite=suite.name,
         eval_path=suite.path,
         workspace_configured=suite.workspace_for(test).configured,
+        attempt=provider_attempt,
     )
 
 

@@ -191,6 +191,31 @@ class TranscriptRecorded(DomainEvent):
     attachments: list[dict[str, Any]] = Field(default_factory=list)
     """The source record's attachments, each ``{"id", "sha256", "size"}``: its content a blob of its own
     (Inspect AI keeps repeated content once per sample, named ``attachment://ID``)."""
+    provider_attempt: int = 0
+    """Which call of the target this is, counted from 0 (AgentV's provider ``attempt``, a cli command's
+    ``{ATTEMPT}``): as many calls before it failed, each a ``target_call_failed`` event."""
+
+
+class TargetCallFailed(DomainEvent):
+    """A call of the target that failed and was tried again (AgentV's ``--max-retries``): how it ended, for
+    audit. The call that ends the test, answered or failed, is its ``transcript_recorded``."""
+
+    type: ClassVar[str] = "target_call_failed"
+
+    test_id: str
+    target: str | None = None
+    attempt: int = 1
+    provider_attempt: int
+    """This call, counted from 0 (AgentV's provider ``attempt``, a cli command's ``{ATTEMPT}``)."""
+    status: Literal["error", "timeout"]
+    error: str | None = None
+    exit_code: int | None = None
+    stderr_tail: str | None = None
+    duration_ms: float | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    wait_ms: float
+    """How long evalstore waited before calling again (AgentV's backoff: 1 s, then 2 s, ...)."""
 
 
 class ArtifactStored(DomainEvent):
@@ -595,6 +620,7 @@ EVENT_TYPES: dict[str, type[DomainEvent]] = {
         RunStarted,
         TestCaseRecorded,
         TranscriptRecorded,
+        TargetCallFailed,
         ArtifactStored,
         WorkspaceSnapshotted,
         WorkspaceHookRan,

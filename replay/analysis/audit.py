@@ -172,6 +172,11 @@ def _audit_material(
             "token_usage": t.token_usage,
             "duration_ms": t.duration_ms,
             "source": _source(t.source, origin),
+            "provider_attempt": t.provider_attempt,
+            "failed_calls": [
+                {"event_id": eid, **c.model_dump(exclude={"test_id", "target", "attempt"})}
+                for eid, c in source.failed_calls
+            ],
         }
     workspace = None
     if source.snapshot:

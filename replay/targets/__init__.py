@@ -5,9 +5,11 @@ target, so nothing else in ``replay`` depends on it.
 """
 
 from evalstore.replay.targets.base import (
+    DEFAULT_MAX_RETRIES,
     TargetOutcome,
     TargetSpec,
     as_target_spec,
+    call_with_retries,
     check_target,
     run_target,
     stored_config,
@@ -17,12 +19,14 @@ from evalstore.replay.targets.secrets import REDACTED, looks_secret, redact, res
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_RETRIES",
     "REDACTED",
     "CapturedFile",
     "CapturedOutput",
     "TargetOutcome",
     "TargetSpec",
     "as_target_spec",
+    "call_with_retries",
     "capture_files",
     "check_target",
     "looks_secret",

@@ -89,6 +89,10 @@ class RunRequest:
     workspace_configured: bool = True
     """Whether the eval configures a workspace: AgentV starts a coding agent there only then (else in
     the target's ``cwd`` or its own folder)."""
+    attempt: int = 0
+    """Which call of the target for this test, counted from 0 (AgentV's provider ``request.attempt``): raised
+    when a failed call is tried again (``call_with_retries``); a cli command's ``{ATTEMPT}``, a replay
+    fixture's lookup key."""
 
 
 Provider = Callable[[RunRequest], TargetOutcome]
@@ -152,13 +156,15 @@ def run_target(
     suite: str | None = None,
     eval_path: str | Path | None = None,
     workspace_configured: bool = True,
+    attempt: int = 0,
 ) -> TargetOutcome:
     """Run ``target`` on ``test`` in ``workspace`` and return what it answered.
 
     ``timeout`` (seconds) overrides the target's own ``timeout_seconds``. ``targets_file`` names the
     file the target came from in error messages, when the target object does not carry it. ``suite``
     and ``eval_path`` (the eval's name and file) are what a provider that looks tests up keys on;
-    ``workspace_configured`` says whether ``workspace`` is one the eval asked for.
+    ``workspace_configured`` says whether ``workspace`` is one the eval asked for; ``attempt`` which call of
+    the target this is (:attr:`RunRequest.attempt`).
     """
     spec = as_target_spec(target, source=targets_file)
     provider = _provider(spec)
@@ -177,6 +183,7 @@ def run_target(
         suite=suite,
         eval_path=None if eval_path is None else str(eval_path),
         workspace_configured=workspace_configured,
+        attempt=attempt,
     )
     started_wall = _now_iso()
     started = time.monotonic()
@@ -202,6 +209,38 @@ def run_target(
         if outcome.duration_ms is not None
         else round((time.monotonic() - started) * 1000.0, 3),
     )
+
+
+DEFAULT_MAX_RETRIES = 2
+"""``agentv eval --max-retries``'s default (run-eval.ts): a failed call is tried twice more."""
+
+
+def retry_wait(attempt: int) -> float:
+    """Seconds to wait after failed call ``attempt`` (from 0) before the next: AgentV's ``retryBackoffMs``,
+    ``2^attempt`` seconds capped at 30 (1 s, 2 s, 4 s, ...)."""
+    return min(2.0**attempt, 30.0)
+
+
+def call_with_retries(
+    call: Callable[[int], TargetOutcome],
+    max_retries: int,
+    failed: Callable[[TargetOutcome, int, float], None],
+) -> tuple[TargetOutcome, int]:
+    """AgentV's retry of a failed target call (orchestrator.ts ``runEvalCase``, ``attemptBudget``): ``call(n)``
+    (``n`` the call, from 0) until one answers or ``max_retries`` more have failed, waiting :func:`retry_wait`
+    between them. Every failure is retried, whatever it is (AgentV retries whatever the provider throws: an
+    HTTP error pi-ai gave up on, a timeout, a non-zero exit, an unreadable answer); an answer, even an empty
+    one, is not. ``failed(outcome, n, wait)`` hears of each failed call that is tried again, before the wait.
+    Returns the last outcome and its call number."""
+    attempt = 0
+    while True:
+        outcome = call(attempt)
+        if outcome.status == "ok" or attempt >= max_retries:
+            return outcome, attempt
+        wait = retry_wait(attempt)
+        failed(outcome, attempt, wait)
+        time.sleep(wait)
+        attempt += 1
 
 
 def stored_config(target: Any, *, source: str | Path | None = None) -> dict[str, Any]:

@@ -44,11 +44,10 @@ MAX_ANSWER_BYTES = 50 * 1024 * 1024
 ERROR_TAIL_CHARS = 2000
 
 _PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
-ATTEMPT = "0"
-"""``{ATTEMPT}``: AgentV's provider attempt (cli.ts ``request.attempt ?? 0``), counted from 0 and raised only when
-``agentv eval --max-retries`` retries a failed agent call (orchestrator.ts ``runEvalCase``); each trial starts
-at 0 again, and the healthcheck is attempt 0. evalstore calls the agent once per trial, so it is always 0
-(AgentV calls a failed target again, twice by default: ``--max-retries``, orchestrator.ts ``attemptBudget``)."""
+HEALTHCHECK_ATTEMPT = "0"
+"""The healthcheck's ``{ATTEMPT}`` (cli.ts ``request.attempt ?? 0``, no request). A test's is its call's
+(``RunRequest.attempt``): 0, raised when a failed call is tried again (``--max-retries``); each trial starts
+at 0 again."""
 
 # AgentV (targets.ts) accepts snake_case and camelCase spellings of each cli field; first one set wins.
 _ALIASES = {
@@ -103,7 +102,7 @@ def run(request: RunRequest) -> TargetOutcome:
             "PROMPT_FILE": str(prompt_file),
             "OUTPUT_FILE": str(output_file),
             "EVAL_ID": request.test.id,
-            "ATTEMPT": ATTEMPT,
+            "ATTEMPT": str(request.attempt),
         }
         files = _input_files(request)
         argv = _render(command, values, files, str(field_value(config, "files_format") or "{path}"))
@@ -425,7 +424,13 @@ def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir:
         field_value(written, "command") if isinstance(written, dict) else None,
     )
     cwd = _cwd(spec, check, eval_dir, _cwd(spec, config, eval_dir, eval_dir))
-    values = {"PROMPT": "", "PROMPT_FILE": "", "OUTPUT_FILE": "", "EVAL_ID": "healthcheck", "ATTEMPT": ATTEMPT}
+    values = {
+        "PROMPT": "",
+        "PROMPT_FILE": "",
+        "OUTPUT_FILE": "",
+        "EVAL_ID": "healthcheck",
+        "ATTEMPT": HEALTHCHECK_ATTEMPT,
+    }
     argv = _render(command, values, [], "{path}")
     child = run_child(
         argv, b"", timeout=timeout, max_output_bytes=MAX_ANSWER_BYTES, cwd=str(cwd), env=_environment(spec, config)

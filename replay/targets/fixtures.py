@@ -6,8 +6,9 @@ is never called.
 Target fields (``resolveReplayConfig``): ``fixtures`` (relative to the eval file's folder),
 ``source_target`` (required), and ``suite``, ``eval_path``, ``variant`` to pin the lookup (else the eval's
 suite name and path). A record matches on suite (when looked up by one), eval path (the record's,
-relative, matching the end of the eval's absolute path), test id, source target, attempt (the provider
-retry AgentV counts from 0: always 0 here) and variant.
+relative, matching the end of the eval's absolute path), test id, source target, attempt (the call of
+the target, from 0: a test without its record is looked up again as attempt 1, 2 when the failed call is
+tried again, as AgentV does) and variant.
 
 The file is read and checked whole before any test runs (a bad line is the user's to fix: FILE:LINE and
 field, as AgentV words it); a test without its record is that test's execution error, as in AgentV.
@@ -122,7 +123,7 @@ def run(request: RunRequest) -> TargetOutcome:
         "eval_path": eval_path,
         "test_id": request.test.id,
         "source_target": _text(spec, config, "source_target", required=True),
-        "attempt": 0,
+        "attempt": request.attempt,
         "variant": _text(spec, config, "variant"),
     }
     if not lookup["suite"] and not lookup["eval_path"]:

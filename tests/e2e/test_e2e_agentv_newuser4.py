@@ -151,6 +151,12 @@ def test_run_asks_what_agentv_asked_and_grades_as_it_did(
     done = ok_json(cli(sqlite_url, "run", f"evals/{suite}.eval.yaml", "--workers", "1", "--json"), int(failing))
     assert graded(sqlite_url, done["run_id"]) == as_agentv(run)
     assert server.requests and not_asked_by_agentv(server) == set()
+    # The question the agent's endpoint refuses is asked as often as AgentV asked it: three times (its
+    # --max-retries default of 2; evalstore once asked once).
+    refused = "Where is your status page?"
+    agentv_bodies = [json.loads(line)["body"] for line in (NEWUSER4 / "logs" / "agentv-requests.jsonl").open()]
+    asked = [sum(refused in m for m in messages_sent(b)) for b in ([r.body for r in server.requests], agentv_bodies)]
+    assert asked == ([3, 3] if suite == "outage" else [0, 3])
 
 
 @pytest.mark.parametrize("where", ["history", "."])

@@ -85,7 +85,9 @@ def test_a_test_the_traces_do_not_hold_is_agentv_s_lookup_error(
     (row,) = [r for r in out["results"] if r["test_id"] == "any-order-pass"]
     assert row["status"] == "execution_error"
     assert "Execution trace replay lookup found no record for suite=tool-trajectory-simple" in row["error"]
-    assert "test_id=any-order-pass source_target=mock_agent attempt=0 variant=<none>" in row["error"]
+    # AgentV tries a failed target call three times (its replay provider looks each try up by its number:
+    # lookupForRequest's attempt), and the row keeps the last try's error.
+    assert "test_id=any-order-pass source_target=mock_agent attempt=2 variant=<none>" in row["error"]
 
 
 def test_a_bad_envelope_is_refused_before_the_run_naming_file_and_line(

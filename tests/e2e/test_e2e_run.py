@@ -173,6 +173,8 @@ def test_a_target_that_hangs_times_out(tmp_path: Path) -> None:
         "hangs",
         "--timeout",
         "2",
+        "--max-retries",  # one call is enough to time out (tests/e2e/test_e2e_run_retries.py retries)
+        "0",
         "--json",
         "--workdir",
         str(tmp_path / "ws"),
@@ -187,7 +189,19 @@ def test_a_target_that_hangs_times_out(tmp_path: Path) -> None:
 def test_a_target_that_exits_non_zero_is_an_execution_error_with_its_stderr(tmp_path: Path) -> None:
     eval_file = _bad_suite(tmp_path)
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    out = ok_json(cli(db, "run", str(eval_file), "--target", "crashes", "--json", "--workdir", str(tmp_path / "ws")), 1)
+    # One call (the retries of a failed call: tests/e2e/test_e2e_run_retries.py).
+    argv = [
+        "run",
+        str(eval_file),
+        "--target",
+        "crashes",
+        "--max-retries",
+        "0",
+        "--json",
+        "--workdir",
+        str(tmp_path / "ws"),
+    ]
+    out = ok_json(cli(db, *argv), 1)
     (row,) = out["results"]
     assert row["status"] == "execution_error"
     assert "3" in row["error"] and "quota exhausted" in row["error"], row["error"]

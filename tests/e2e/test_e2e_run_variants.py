@@ -329,6 +329,8 @@ def test_a_failing_and_a_hanging_test_are_execution_errors_and_the_rest_still_ru
         "--json",
         "--timeout",
         "2",
+        "--max-retries",  # one call each (the retries of a failed call: test_e2e_run_retries.py)
+        "0",
         "--workers",
         "3",
         "--workdir",

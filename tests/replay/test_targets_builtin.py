@@ -81,18 +81,20 @@ def test_replay_looks_tests_up_as_agentv_does(tmp_path) -> None:
         {**line, "eval_path": "evals/a.eval.yaml", "output": [{"role": "assistant", "content": "plain"}]},
         {**line, "test_id": "twice"},
         {**line, "test_id": "twice"},
+        {**line, "test_id": "second-call", "attempt": 1, "output": [{"role": "assistant", "content": "call 1"}]},
     ]
     fixtures = tmp_path / "f.jsonl"
     fixtures.write_text("\n".join(json.dumps(r) for r in records) + "\n\n")
     eval_path = str(tmp_path / "repo" / "evals" / "a.eval.yaml")
 
-    def ask(test_id: str, **fields: object):
+    def ask(test_id: str, attempt: int = 0, **fields: object):
         return run_target(
             replay_target(fixtures, **fields),
             a_test(test_id),
             workspace=tmp_path / "ws",
             eval_dir=tmp_path,
             eval_path=eval_path,
+            attempt=attempt,
         )
 
     assert ask("inspect-and-fix-config", variant="v2").output_text == "v2"
@@ -103,6 +105,8 @@ def test_replay_looks_tests_up_as_agentv_does(tmp_path) -> None:
         and "Replay fixture lookup found no record for suite=trace-evaluation-showcase" in (missing.error or "")
     )
     assert "test_id=no-such-test source_target=live_coding_agent attempt=0 variant=<none>" in (missing.error or "")
+    # A record of a later call is found when the failed call is tried again (AgentV's request.attempt).
+    assert ask("second-call").status == "error" and ask("second-call", attempt=1).output_text == "call 1"
     twice = ask("twice")
     assert twice.status == "error" and "found 2 duplicate records" in (twice.error or "")
     # A record naming its eval file is not found by a lookup that names another.

@@ -492,8 +492,8 @@ def test_a_healthcheck_is_told_by_its_fields_as_in_agentv(tmp_path: Path) -> Non
 
 
 def test_attempt_is_agentvs_provider_attempt(dirs, tmp_path: Path) -> None:
-    """``{ATTEMPT}`` is AgentV's provider attempt (cli.ts ``request.attempt ?? 0``): 0 unless ``agentv eval
-    --max-retries`` retries the call, which evalstore never does; the healthcheck's is 0 too."""
+    """``{ATTEMPT}`` is AgentV's provider attempt (cli.ts ``request.attempt ?? 0``): 0, the number of the call
+    when a failed one is tried again (``--max-retries``); the healthcheck's is 0."""
     from evalstore.replay.targets import check_target
 
     workspace, eval_dir = dirs
@@ -505,5 +505,9 @@ def test_attempt_is_agentvs_provider_attempt(dirs, tmp_path: Path) -> None:
     )
     shell = run_target(cli_target("echo attempt={ATTEMPT}"), a_test(), workspace=workspace, eval_dir=eval_dir)
     assert (argv.output_text, shell.output_text) == ("attempt=0", "attempt=0")
+    again = run_target(
+        cli_target("echo attempt={ATTEMPT}"), a_test(), workspace=workspace, eval_dir=eval_dir, attempt=2
+    )
+    assert again.output_text == "attempt=2"
     zero = [sys.executable, "-c", "import sys; sys.exit(0 if sys.argv[1] == '0' else 3)", "{ATTEMPT}"]
     check_target(cli_target("echo hi", healthcheck={"command": zero}), eval_dir=tmp_path)
