@@ -11,7 +11,8 @@ regraded from the first run's transcript with a stricter eval (`agentv eval --tr
 An import, an unchanged replay and `evalstore run` grade every test and grader as AgentV did, and `run`
 sends the agent and the judge only what AgentV sent; a replay of faq-a with the stricter eval grades as
 AgentV's transcript regrade; `compare` gives `agentv compare`'s deltas; and an export of a run evalstore
-made writes the row labels AgentV writes (`category`, `conversation_id`), which it once left out.
+made, and of its replay, writes the row labels AgentV writes (`category`, `conversation_id`, `experiment`),
+which it once left out, and each grader's request and usage as AgentV's row records them.
 """
 
 from __future__ import annotations
