@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from evalstore.replay.choices import experiment_name
+
 
 class UnitInterval(click.FloatRange):
     """A number from 0 to 1. ``nan`` passes ``FloatRange``'s comparisons (every one is false) and then
@@ -25,3 +27,18 @@ class UnitInterval(click.FloatRange):
 
 
 UNIT_INTERVAL = UnitInterval()
+
+
+class ExperimentName(click.ParamType):
+    """``--experiment``: a name AgentV would take (``replay.choices.experiment_name``), else bad usage."""
+
+    name = "name"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return experiment_name(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+EXPERIMENT_NAME = ExperimentName()

@@ -13,7 +13,7 @@ from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
-from evalstore.cli.params import UNIT_INTERVAL
+from evalstore.cli.params import EXPERIMENT_NAME, UNIT_INTERVAL
 from evalstore.cli.results import print_scored, result_labels, scored_rows
 
 
@@ -65,6 +65,11 @@ from evalstore.cli.results import print_scored, result_labels, scored_rows
     "(default: a run asks afresh, as AgentV does without --cache).",
 )
 @click.option(
+    "--experiment",
+    type=EXPERIMENT_NAME,
+    help="Experiment label of the run, written on each row it exports (AgentV's --experiment; default: default).",
+)
+@click.option(
     "--resume",
     "resume",
     metavar="RUN",
@@ -90,6 +95,7 @@ def run(
     judge_model: str | None,
     judge_concurrency: int,
     cache: bool,
+    experiment: str | None,
     resume: str | None,
     no_warm: bool,
     as_json: bool,
@@ -109,6 +115,8 @@ def run(
 
     if bool(eval_file) == bool(resume):
         raise click.UsageError("give either EVAL_FILE or --resume RUN")
+    if resume and experiment is not None:
+        raise click.UsageError("--experiment names a new run; --resume continues a run under its own")
     store = open_store(ctx)
     options = RunOptions(
         target=target_names[0] if len(target_names) == 1 else None,
@@ -123,6 +131,7 @@ def run(
         cache=cache,
         judge_concurrency=judge_concurrency,
         warm=not no_warm,
+        experiment=experiment,
     )
     with resume_hint("run") as begun, progress_bar("running tests") as bar:
 

@@ -3,8 +3,27 @@ them and for the CLI, whose ``--help`` reads them without loading the modules th
 
 from __future__ import annotations
 
+import re
+
 REGRESSION_MODES: tuple[str, ...] = ("ci", "flip", "any")
 """``--fail-on-regression``: the CI of the mean difference entirely below 0, any pass→fail flip, either."""
 
 EXPORT_FORMATS: tuple[str, ...] = ("agentv-jsonl", "csv", "json")
 """``export --format`` (and ``bundle``, which ``replay/bundle.py`` writes)."""
+
+DEFAULT_EXPERIMENT = "default"
+"""The ``experiment`` AgentV 4.42.4 writes on every result row of a run given no ``--experiment``
+(``DEFAULT_EXPERIMENT_NAME``, apps/cli/src/commands/eval/result-layout.ts)."""
+
+
+def experiment_name(value: str) -> str:
+    """``run --experiment``'s value as AgentV's ``normalizeExperimentName`` takes it: trimmed, blank for
+    :data:`DEFAULT_EXPERIMENT`, else letters, numbers, ``.``, ``_`` and ``-`` only (ValueError, in its words)."""
+    from evalstore.replay.jstext import js_trim  # here: the CLI's --help loads this module, not that one
+
+    name = js_trim(value)
+    if not name:
+        return DEFAULT_EXPERIMENT
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+        raise ValueError(f'Invalid experiment name "{name}". Use only letters, numbers, ".", "_" and "-".')
+    return name

@@ -114,6 +114,9 @@ class RunOptions:
     """Reuse judge replies and converter outputs the store holds for identical requests. Off by default:
     a run is a new observation of the agent and of its graders (AgentV too asks afresh without ``--cache``);
     a replay is where recorded replies are reused."""
+    experiment: str | None = None
+    """``--experiment`` (``choices.experiment_name``), recorded on the run: AgentV's ``experiment`` label of
+    its rows; None: AgentV's ``default``."""
 
 
 @dataclass
@@ -169,6 +172,7 @@ def record_run(
         threshold=_threshold(suite, options),
         overrides=_overrides(options, targets_file),
         tool_version=__version__,
+        experiment=options.experiment,
     )
     store.append(run_id, [started], expected_version=0, blobs=blobs)
     return _execute(store, run_id, suite, targets, aliases, targets_file, options, {}, progress, on_start)

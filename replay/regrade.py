@@ -292,6 +292,7 @@ def replay_run(
             threshold=effective.threshold if effective.threshold is not None else suite.threshold,
             overrides=overrides,
             tool_version=__version__,
+            experiment=parent.started.experiment,  # a regrade is of the parent's experiment
         )
         store.append(
             run_id,

@@ -130,6 +130,10 @@ class RunStarted(DomainEvent):
     """For imports: when the AgentV run started (its results' earliest ``start_time``/``timestamp``, UTC)."""
     tool_version: str
     shard: str | None = None
+    experiment: str | None = None
+    """The experiment a run evalstore made was given (``run --experiment``; a replay keeps its parent's):
+    the ``experiment`` AgentV writes on each result row, ``default`` when None. None for imports, whose
+    rows keep their own label (``TestScored.row_fields``)."""
 
     def target_config(self, name: str | None) -> dict[str, Any] | None:
         """The stored configuration of the target a result of this run was produced by."""
@@ -401,7 +405,9 @@ class VerdictRecorded(DomainEvent):
     """For carried verdicts: the parent run's verdict event id."""
     source: SourceRef | None = None
     rendered_prompt_sha256: str | None = None
-    """For imports: blob holding AgentV's recorded grader request (``scores[].input``) as JSON."""
+    """Blob holding AgentV's recorded grader request (``scores[].input``) as JSON: an import's; for an LLM
+    grader evalstore ran, only where AgentV records another request than the one sent (the prompt as
+    rendered, where the judge is sent it trimmed), else the export rebuilds it from the grader's calls."""
     grader_target: str | None = None
     token_usage: dict[str, Any] | None = None
     """For imports: the grader's own usage as the source recorded it (AgentV ``scores[].token_usage``)."""

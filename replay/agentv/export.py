@@ -26,7 +26,7 @@ from evalstore.replay.agentv.chunked import encoded_results
 from evalstore.replay.agentv.stored import Payload, ResultBundle
 from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, MEMBER_SCORES
 from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
-from evalstore.replay.choices import EXPORT_FORMATS
+from evalstore.replay.choices import DEFAULT_EXPERIMENT, EXPORT_FORMATS
 from evalstore.replay.jsontext import js_number, stringify
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded
@@ -246,7 +246,7 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         ("suite", run.suite),
         ("category", get("category")),
         ("conversation_id", get("conversation_id")),
-        ("experiment", get("experiment")),
+        ("experiment", get("experiment") or _experiment(run)),
         ("score", js_number(scored["score"])),
         ("target", _target(run, scored)),
         ("scores", _scores(result, verdicts, shown)),
@@ -270,6 +270,12 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         if case["metadata"]:
             row["metadata"] = case["metadata"]
     return row
+
+
+def _experiment(run: RunStarted) -> str | None:
+    """The ``experiment`` AgentV writes on every row, for a run evalstore made (a replay's rows keep the
+    label their imported origin's had, ``stored.CARRIED_ROW_FIELDS``); an import's rows have only their own."""
+    return None if run.kind == "imported" else run.experiment or DEFAULT_EXPERIMENT
 
 
 def _case_labels(case: Payload | None) -> dict[str, str]:

@@ -201,7 +201,7 @@ def _completed(
             wanted[i] = need
     verdicts: list[list[Payload]] = [b.verdicts for b in bundles]  # type: ignore[misc]
     # A graded verdict's request and usage are on its grader calls (``_agentv_call``).
-    call_ids = [c for vs in verdicts for v in vs if not v["rendered_prompt_sha256"] for c in v["grader_call_event_ids"]]
+    call_ids = [c for vs in verdicts for v in vs for c in v["grader_call_event_ids"]]
     fetch = [e for need in wanted.values() for e in need.values()] + call_ids
     stored = store.get_events(fetch) if fetch else {}
     events = {event_id: _fields(e) for event_id, e in stored.items()}
@@ -214,6 +214,7 @@ def _completed(
     }
     # The judges' recorded requests too (a query per request was most of exporting a graded run).
     calls = {c: events[c] for c in call_ids if c in stored and stored[c].type == "grader_called"}
+    _reused_usage(store, calls)
     digests = [c["request_sha256"] for c in calls.values() if c["call"] != "process" and c["request_sha256"]]
     requests = store.get_blobs(digests) if digests else {}
     for i, b in enumerate(bundles):
@@ -223,16 +224,34 @@ def _completed(
             else:
                 b.case = events[event_id]
         for v in verdicts[i]:
-            if v["rendered_prompt_sha256"]:
-                b.rendered_prompts[v["grader"]] = prompts[v["rendered_prompt_sha256"]]
-            elif graded := [calls[c] for c in v["grader_call_event_ids"] if c in calls]:
+            request: Any = None
+            if graded := [calls[c] for c in v["grader_call_event_ids"] if c in calls]:
                 asked, usage = _agentv_call(graded)
                 request = _agentv_request(asked, requests)
-                if request is not None:
-                    b.rendered_prompts[v["grader"]] = request
                 if usage:
                     b.grader_usage[v["grader"]] = usage
+            if v["rendered_prompt_sha256"]:
+                recorded = prompts[v["rendered_prompt_sha256"]]
+                # An import's as it is; a judge's prompt as rendered over the one sent (in the sent one's order).
+                request = recorded if request is None else {**request, **recorded.value()}
+            if request is not None:
+                b.rendered_prompts[v["grader"]] = request
     return bundles
+
+
+def _reused_usage(store: EventStore, calls: dict[str, Payload]) -> None:
+    """A judge reply taken from the cache is recorded without usage (nothing was spent on it); AgentV's
+    grader ``token_usage`` is that of the reply the verdict came from, so each such call is given the
+    usage of the call that got the reply (``reused_from``, never itself a cache hit), in one query."""
+    hits = [
+        c for c in calls.values() if c["call"] == "judge" and c["cache_hit"] and not c["usage"] and c["reused_from"]
+    ]
+    if not hits:
+        return
+    originals = store.get_events(list({c["reused_from"] for c in hits}))
+    for c in hits:
+        if (original := originals.get(c["reused_from"])) is not None:
+            c["usage"] = _fields(original)["usage"]
 
 
 def _agentv_call(calls: list[Payload]) -> tuple[Payload, dict[str, Any] | None]:
@@ -240,12 +259,15 @@ def _agentv_call(calls: list[Payload]) -> tuple[Payload, dict[str, Any] | None]:
     ``token_usage``. A code grader's: its (last) process. An LLM grader's request is the rendered prompt,
     its first judge request (later ones are retries, or the repair request after three replies that did not
     parse; a prompt script's process comes before it); its usage is the answering call's, with the last
-    unparsed reply's added when the answer came to the repair request (AgentV's ``sumTokenUsage``)."""
+    unparsed reply's added when the answer came to the repair request (AgentV's ``sumTokenUsage``), and
+    none when no reply parsed (AgentV's skipped grader records none)."""
     judged = [c for c in calls if c["call"] == "judge"]
     last = calls[-1]
     usage = agentv_token_usage(last["usage"])  # stored as the judge replied (OpenAI's)
     if not judged or last["call"] != "judge":
         return last, usage
+    if last["outcome"] != "ok":
+        return judged[0], None
     if last["request_sha256"] != judged[0]["request_sha256"] and usage:  # the repair request answered
         replied = [c for c in judged[:-1] if c["usage"]]
         if replied and (before := agentv_token_usage(replied[-1]["usage"])):

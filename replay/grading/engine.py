@@ -288,6 +288,7 @@ def _verdict_event(spec, result: GraderResult, ctx: GradingContext) -> VerdictRe
         preprocessing_event_ids=result.preprocessing_event_ids,
         grader_call_event_ids=result.grader_call_event_ids,
         grader_target=result.grader_target,
+        rendered_prompt_sha256=result.rendered_prompt_sha256,
     )
 
 

@@ -11,7 +11,8 @@ regraded from the first run's transcript with a stricter eval (`agentv eval --tr
 An import, an unchanged replay and `evalstore run` grade every test and grader as AgentV did, and `run`
 sends the agent and the judge only what AgentV sent; a replay of faq-a with the stricter eval grades as
 AgentV's transcript regrade; `compare` gives `agentv compare`'s deltas; and an export of a run evalstore
-made writes the row labels AgentV writes (`category`, `conversation_id`), which it once left out.
+made, and of its replay, writes the row labels AgentV writes (`category`, `conversation_id`, `experiment`),
+which it once left out, and each grader's request and usage as AgentV's row records them.
 """
 
 from __future__ import annotations
@@ -255,3 +256,67 @@ def test_compare_clusters_a_run_by_the_category_agentv_would_write(
     strict = ok_json(cli(sqlite_url, "replay", run, "--eval", "evals/faq-strict.eval.yaml", "--json"), 1)["run_id"]
     report = ok_json(cli(sqlite_url, "compare", run, same, strict, "--cluster-by", "category", "--json"))
     assert [r["clusters"] for r in report["rows"]] == [1, 1]
+
+
+GRADER_RECORD = ("name", "input", "target", "token_usage")
+"""What AgentV's row records of a grader's call: its request (``scores[].input``), judge and usage."""
+
+
+@pytest.mark.parametrize("suite", ["vision", "templates", "history", "faq", "outage"])
+def test_an_export_of_a_run_and_its_replay_records_graders_and_experiment_as_agentv(
+    sqlite_url: str, suite: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export of evalstore's run of each suite (faq as AgentV's faq-b: `--experiment model-b`, the second
+    agent model), and of its unchanged replay, writes AgentV's `experiment` (once left out), and of each
+    grader what AgentV's row records: the prompt as rendered, a trailing newline kept though the judge is
+    sent it trimmed (once the sent one), and the usage of the judge's reply the verdict came from, also where
+    the replay took it from the judge cache (once none), and none where no reply parsed (outage's judge that
+    never answers JSON; once the last reply's)."""
+    folder, server = project
+    monkeypatch.chdir(folder / suite)
+    run, options = ("faq-b", ["--experiment", "model-b"]) if suite == "faq" else (suite, [])
+    if suite == "faq":
+        monkeypatch.setenv("OPENAI_MODEL", "agent-model-b")
+    done = ok_json(cli(sqlite_url, "run", f"evals/{suite}.eval.yaml", *options, "--json"), 0, 1)["run_id"]
+    asked = len(server.requests)
+    replay = ok_json(cli(sqlite_url, "replay", done, "--json"), 0, 1)["run_id"]
+    assert len(server.requests) == asked  # every judge reply from the cache
+    agentv = agentv_rows(run)
+    for exported in (done, replay):
+        rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", exported).stdout.splitlines())}
+        assert {t: r["experiment"] for t, r in rows.items()} == {t: r["experiment"] for t, r in agentv.items()}
+        assert {t: [[s.get(k) for k in GRADER_RECORD] for s in r.get("scores", [])] for t, r in rows.items()} == {
+            t: [[s.get(k) for k in GRADER_RECORD] for s in r.get("scores", [])] for t, r in agentv.items()
+        }
+
+
+def test_an_export_of_an_import_and_its_replay_keeps_agentvs_experiment(
+    store_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """faq-b was run with `--experiment model-b`: its import's rows, and a replay's of them, keep the label
+    (not the `default` a run evalstore made without one is written)."""
+    folder, _ = project
+    monkeypatch.chdir(folder / "faq")
+    run_id = imported(store_url, "faq-b")
+    replay = ok_json(cli(store_url, "replay", run_id, "--json"), 0, 1)["run_id"]
+    for exported in (run_id, replay):
+        rows = [json.loads(line) for line in cli(store_url, "export", exported).stdout.splitlines()]
+        assert [r["experiment"] for r in rows] == ["model-b"] * len(agentv_rows("faq-b"))
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        (["evals/faq.eval.yaml", "--experiment", "model b"], 'Invalid experiment name "model b"'),
+        (["--resume", "last", "--experiment", "model-b"], "--experiment names a new run"),
+    ],
+)
+def test_run_refuses_an_experiment_agentv_refuses(
+    sqlite_url: str, options: list[str], error: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name AgentV refuses is refused in its words (letters, numbers, ".", "_" and "-" only), and a resumed
+    run keeps the experiment it was started with; nothing is run or recorded."""
+    folder, server = project
+    monkeypatch.chdir(folder / "faq")
+    assert error in one_line_error(cli(sqlite_url, "run", *options))
+    assert not server.requests and "no store" in one_line_error(cli(sqlite_url, "runs"))

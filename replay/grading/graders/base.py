@@ -206,6 +206,9 @@ class GraderResult:
     preprocessing_event_ids: list[str] = field(default_factory=list)
     grader_call_event_ids: list[str] = field(default_factory=list)
     grader_target: str | None = None
+    rendered_prompt_sha256: str | None = None
+    """An LLM grader's request as AgentV records it (``scores[].input``), where that is not the one sent:
+    AgentV records the prompt as rendered and sends it trimmed (``VerdictRecorded.rendered_prompt_sha256``)."""
 
 
 class GraderThrew(Exception):

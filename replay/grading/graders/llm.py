@@ -20,6 +20,7 @@ from evalstore.replay.grading.judge.modes import choose_mode
 from evalstore.replay.grading.judge.templates import PromptSource, choose_prompt, render, sections, template_variables
 from evalstore.replay.grading.preprocessing import PreparedAnswer, prepare_answer
 from evalstore.replay.jstext import js_trim
+from evalstore.store.codec import canonical_json
 from evalstore.store.events import Assertion
 
 
@@ -37,6 +38,7 @@ def _execution_error(
     grader_target: str | None = None,
     preprocessing_event_ids: list[str] | None = None,
     cache_hit: bool = False,
+    rendered_prompt_sha256: str | None = None,
 ) -> GraderResult:
     return GraderResult(
         score=0.0,
@@ -48,6 +50,7 @@ def _execution_error(
         grader_target=grader_target,
         preprocessing_event_ids=preprocessing_event_ids or [],
         cache_hit=cache_hit,
+        rendered_prompt_sha256=rendered_prompt_sha256,
     )
 
 
@@ -142,11 +145,13 @@ class LlmGrader:
             user, warnings = render(source.template, variables)
         else:
             user = mode.user_prompt(variables, spec.rubrics, sections(**shown))
-        user = js_trim(user)  # AgentV's provider sends the prompt trimmed (request.question.trim())
-        messages = [
-            {"role": "system", "content": mode.system_prompt()},
-            {"role": "user", "content": user},
-        ]
+        system, sent = mode.system_prompt(), js_trim(user)  # AgentV's provider sends it trimmed (question.trim())
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": sent}]
+        # AgentV's row records the prompt as rendered (graderRawRequest), untrimmed: kept where that differs.
+        recorded = None
+        if sent != user:
+            request = canonical_json({"userPrompt": user, "systemPrompt": system})
+            recorded = ctx.recorder.put_blob(request.encode("utf-8"))
 
         outcome = JudgeCall(ctx, spec.name, judge, pool.client, cache_only=unavailable is not None).run(
             messages, lambda reply: mode.parse(reply, spec.rubrics)
@@ -176,6 +181,7 @@ class LlmGrader:
                 grader_target=target.name,
                 preprocessing_event_ids=answer.preprocessing_event_ids,
                 cache_hit=outcome.cache_hit,
+                rendered_prompt_sha256=recorded,
             )
         result = outcome.result
         return GraderResult(
@@ -188,4 +194,5 @@ class LlmGrader:
             preprocessing_event_ids=answer.preprocessing_event_ids,
             grader_call_event_ids=[*template_calls, *outcome.call_event_ids],
             grader_target=target.name,
+            rendered_prompt_sha256=recorded,
         )
