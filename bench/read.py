@@ -22,7 +22,6 @@ alone: the child's peak RSS (its ``VmHWM``, and its forked workers' where it has
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -36,23 +35,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
+from bench.store_size import import_bench  # noqa: E402
 from bench.user_env import USER_ENV  # noqa: E402
 
 TIME_TARGET = 3.0
 RSS_TARGET_MB = 200.0
 
 
-def _rows_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_import_rows", ROOT / "bench" / "import.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def write_runs(workdir: Path, n: int, seed: int) -> tuple[Path, Path]:
     """Run A's rows, and run B: A with 10% of the rubric verdicts moved (score and verdict)."""
-    rows = _rows_module()
+    rows = import_bench()
     rng, moved = random.Random(seed), random.Random(seed + 1)
     path_a, path_b = workdir / f"a-{n}.jsonl", workdir / f"b-{n}.jsonl"
     with path_a.open("w", encoding="utf-8") as fa, path_b.open("w", encoding="utf-8") as fb:

@@ -30,7 +30,6 @@ change buys on each shape, and which part of the store is left when it is made.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sqlite3
 import subprocess
 import sys
@@ -47,20 +46,12 @@ import zstandard
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
-from bench.store_size import store_bytes  # noqa: E402
+from bench.store_size import import_bench, store_bytes  # noqa: E402
 
 SIZE_TARGET = 1.0
 DICT_BYTES = 16 * 1024
 TRAIN_SAMPLES = 1000
 PROJECTED = ("results", "verdicts")
-
-
-def _import_bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("bench_import_rows", ROOT / "bench" / "import.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _micros(recorded_at: str) -> int:
@@ -297,7 +288,7 @@ def main() -> int:
 
 
 def run(args: argparse.Namespace, work: Path) -> int:
-    rows_module = _import_bench()
+    rows_module = import_bench()
     source, db = work / "source.jsonl", work / "store.db"
     for p in work.glob("store.db*"):
         p.unlink()

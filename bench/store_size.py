@@ -1,10 +1,12 @@
 """How big a SQLite store is, and where its bytes are: what the benchmarks that compare a store with its
-source (import.py, inspect_log.py) read of it."""
+source (import.py, inspect_log.py, store_layouts.py) read of it; and import.py's rows, for those that import them."""
 
 from __future__ import annotations
 
+import importlib.util
 import sqlite3
 from pathlib import Path
+from types import ModuleType
 
 
 def store_bytes(db: Path) -> int:
@@ -21,3 +23,13 @@ def table_pages(con: sqlite3.Connection) -> dict[str, int]:
         table = owner.get(name, name)
         pages[table] = pages.get(table, 0) + size
     return pages
+
+
+def import_bench() -> ModuleType:
+    """bench/import.py as a module (its rows: ``write_rows``, ``make_row``; its child import), loaded by path:
+    ``import`` is a keyword, so it cannot be imported by name."""
+    spec = importlib.util.spec_from_file_location("bench_import_rows", Path(__file__).with_name("import.py"))
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

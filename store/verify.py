@@ -214,8 +214,16 @@ def _integrity(conn: Connection) -> str | None:
             with conn.begin_nested():
                 conn.exec_driver_sql(f"SELECT {quoted}.bt_index_check(%(oid)s::oid, true)", {"oid": oid})
         except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) in _CHECKER_GONE:
+                return None  # amcheck went while verify ran (its schema dropped with it): no check, not damage
             return f"index {name}: {error_line(exc)}"
     return None
+
+
+_CHECKER_GONE = frozenset({"3F000", "42883"})
+"""PostgreSQL's invalid_schema_name and undefined_function: amcheck's ``bt_index_check`` or the schema it was
+installed in no longer exists (dropped after verify found it: the extension is one per database, in whichever
+schema it was created)."""
 
 
 def _rows(conn: Connection, sql: str, batch: int = BATCH) -> Iterator[tuple]:

@@ -72,7 +72,8 @@ def import_results(
         return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
 
     with _heap_frozen():
-        return _imported(store, path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
+        prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
+        return _imported(store, path, fmt, run_id, prepared, progress)
 
 
 @contextmanager
@@ -93,19 +94,10 @@ def _heap_frozen() -> Iterator[None]:
             gc.unfreeze()
 
 
-def _imported(  # type: ignore[no-untyped-def]
-    store: EventStore,
-    path: Path,
-    fmt: str,
-    source: ImportSource,
-    run_id: str,
-    eval_path,
-    skip_bad: bool,
-    progress: Progress | None,
-    targets_path,
-    files_roots,
+def _imported(
+    store: EventStore, path: Path, fmt: str, run_id: str, prepared: _Prepared, progress: Progress | None
 ) -> ImportOutcome:
-    prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
+    """The writing pass over what :func:`_prepared` checked and spooled."""
     checked = prepared.checked
     assert checked.spool is not None
     try:

@@ -254,16 +254,26 @@ def test_installed_script_verifies_and_names_the_tampered_event(filled: str, sto
     assert json.loads(as_json.stdout)["problem"].startswith("event seq 9:")
 
 
-def test_installed_script_takes_the_store_from_the_environment(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'env.db'}"
+def _populated(path: Path) -> str:
+    """A SQLite store at ``path`` holding the sample runs; its URL."""
+    url = f"sqlite:///{path}"
     store = EventStore(make_engine(url))
     try:
         populate(store)
     finally:
         store.close()
-    listed = _run(["runs", "--json"], tmp_path, EVALSTORE_DB=url)
+    return url
+
+
+def _lists_the_sample_runs(listed: subprocess.CompletedProcess[str]) -> None:
     assert listed.returncode == 0, listed.stderr
     assert [r["run_id"] for r in json.loads(listed.stdout)] == ["run-a", "run-b", "run-a-replay"]
+
+
+def test_installed_script_takes_the_store_from_the_environment(tmp_path: Path) -> None:
+    url = _populated(tmp_path / "env.db")
+    listed = _run(["runs", "--json"], tmp_path, EVALSTORE_DB=url)
+    _lists_the_sample_runs(listed)
     missing = _run(["show", "nope"], tmp_path, EVALSTORE_DB=url)
     assert missing.returncode == 2
     assert missing.stderr == "Error: no run 'nope' in this store; `evalstore runs` lists them\n"
@@ -274,16 +284,9 @@ def test_installed_script_takes_the_store_from_the_environment(tmp_path: Path) -
 def test_the_store_can_be_named_after_the_command(tmp_path: Path) -> None:
     """``evalstore runs --db X`` as ``evalstore --db X runs``: people type it after the command as often as
     before; it overrides EVALSTORE_DB, reaches a group's commands, and given twice apart is refused."""
-    url = f"sqlite:///{tmp_path / 'after.db'}"
+    url = _populated(tmp_path / "after.db")
     other = f"sqlite:///{tmp_path / 'other.db'}"
-    store = EventStore(make_engine(url))
-    try:
-        populate(store)
-    finally:
-        store.close()
-    listed = _run(["runs", "--json", "--db", url], tmp_path, EVALSTORE_DB=other)
-    assert listed.returncode == 0, listed.stderr
-    assert [r["run_id"] for r in json.loads(listed.stdout)] == ["run-a", "run-b", "run-a-replay"]
+    _lists_the_sample_runs(_run(["runs", "--json", "--db", url], tmp_path, EVALSTORE_DB=other))
     assert not (tmp_path / "other.db").exists()
     current = _run(["db", "current", "--db", url], tmp_path)
     assert current.returncode == 0, current.stderr

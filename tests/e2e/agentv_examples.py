@@ -5,17 +5,15 @@ answered AgentV, and which work each suite waits for (``PENDING``: xfail marks t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from e2e_helpers import fixture_module
 from fixture_paths import FIXTURES_DIR
 from judge_server import JudgeServer
 
@@ -23,17 +21,8 @@ RUNS = FIXTURES_DIR / "agentv-example-runs"
 CORPUS = FIXTURES_DIR / "agentv-examples-4.42.4"
 
 
-def _module(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-regenerate = _module("agentv_example_regenerate", RUNS / "regenerate.py")
-answers = _module("agentv_example_answers", RUNS / "answers.py")
+regenerate = fixture_module("agentv_example_regenerate", RUNS / "regenerate.py")
+answers = fixture_module("agentv_example_answers", RUNS / "answers.py")
 SUITES: dict[str, tuple[str, str]] = regenerate.SUITES
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -23,13 +24,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from click.testing import CliRunner, Result
 from fixture_paths import AGENTV_FIXTURES as FIXTURES
-from judge_server import Reply, Request, freeform
+from judge_server import JudgeServer, Reply, Request, freeform
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -47,6 +50,35 @@ TESTS = ("q1-report", "q2-report", "q3-report")
 WITHOUT_PYTEST_PHASE: dict[str, str | None] = {"PYTEST_CURRENT_TEST": None}
 """pytest names the running test and phase in ``PYTEST_CURRENT_TEST``: converters and code graders see the
 environment and their reuse keys hold it, so a fixture's run and a test's replay would differ by it alone."""
+
+
+def fixture_module(name: str, path: Path) -> ModuleType:
+    """A fixture folder's script (how its runs were made, the answers its server gave) imported as ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def agentv_project(
+    source: Path, copy: Path, answers: ModuleType, environment: dict[str, str], monkeypatch: Any
+) -> Iterator[tuple[Path, JudgeServer]]:
+    """A new user's AgentV project copied out of the checkout as a repository root (as AgentV's was: it, and
+    evalstore, look for the targets file from an eval's folder up to there), and the server AgentV ran
+    against, answering as ``answers.answer`` did, in AgentV's environment (``{url}`` in a value: the server's)."""
+    shutil.copytree(source, copy)
+    (copy / ".git").mkdir()
+    server = JudgeServer().start()
+    server.respond_with(lambda request: answers.answer(request.body))
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value.format(url=server.base_url))
+    try:
+        yield copy, server
+    finally:
+        server.stop()
 
 
 def sha256(data: bytes) -> str:

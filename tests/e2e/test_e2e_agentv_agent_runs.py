@@ -6,15 +6,14 @@ the same scores."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from e2e_helpers import fixture_module
 from fixture_paths import FIXTURES_DIR
 
 from evalstore.cli import main
@@ -24,11 +23,7 @@ from evalstore.store import EventStore
 RUNS_DIR = FIXTURES_DIR / "agentv-agent-runs"
 CORPUS = FIXTURES_DIR / "agentv-examples-4.42.4"
 
-_spec = importlib.util.spec_from_file_location("agentv_agent_runs_regenerate", RUNS_DIR / "regenerate.py")
-assert _spec and _spec.loader
-regenerate = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = regenerate
-_spec.loader.exec_module(regenerate)
+regenerate = fixture_module("agentv_agent_runs_regenerate", RUNS_DIR / "regenerate.py")
 
 
 def agentv_rows(name: str) -> dict[str, dict[str, Any]]:

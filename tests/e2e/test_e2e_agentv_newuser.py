@@ -11,24 +11,18 @@ every test folder holds only the last target's files.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agentv_examples import expected_scores
-from e2e_helpers import audit, cli, ok_json, one_line_error
+from e2e_helpers import audit, cli, fixture_module, ok_json, one_line_error
 from fixture_paths import FIXTURES_DIR
 from judge_server import JudgeServer
 
 NEWUSER = FIXTURES_DIR / "agentv-newuser-runs"
-_spec = importlib.util.spec_from_file_location("agentv_newuser_regenerate", NEWUSER / "regenerate.py")
-assert _spec and _spec.loader
-regenerate = importlib.util.module_from_spec(_spec)
-sys.modules["agentv_newuser_regenerate"] = regenerate
-_spec.loader.exec_module(regenerate)
+regenerate = fixture_module("agentv_newuser_regenerate", NEWUSER / "regenerate.py")
 SUITES: dict[str, tuple[str, str, tuple[str, ...]]] = regenerate.SUITES
 OWN_TARGETS = "matrix-evaluation-targets"
 """Run with `--targets targets-matrix.yaml`: its targets are in no targets file the eval finds."""

@@ -11,26 +11,20 @@ counted in the mean (0.5), where evalstore once made the test an execution error
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import cli, ok_json
+from e2e_helpers import agentv_project, cli, fixture_module, ok_json
 from fixture_paths import FIXTURES_DIR
 from judge_server import JudgeServer
 
 NEWUSER2 = FIXTURES_DIR / "agentv-newuser2"
 SUITES = ("support", "extract", "review", "ranges", "bad-regex")
-_spec = importlib.util.spec_from_file_location("agentv_newuser2_answers", NEWUSER2 / "answers.py")
-assert _spec and _spec.loader
-answers = importlib.util.module_from_spec(_spec)
-sys.modules["agentv_newuser2_answers"] = answers
-_spec.loader.exec_module(answers)
+answers = fixture_module("agentv_newuser2_answers", NEWUSER2 / "answers.py")
 
 
 def agentv_rows(suite: str) -> dict[str, dict[str, Any]]:
@@ -66,24 +60,14 @@ def as_agentv(suite: str) -> dict[str, tuple[float, bool]]:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, JudgeServer]]:
     """The suites copied out of the checkout, and the server AgentV ran against, in AgentV's environment."""
-    copy = tmp_path / "suites"
-    shutil.copytree(NEWUSER2 / "suites", copy)
-    # A repository root, as AgentV's was: it (and evalstore) looks for the targets file from the eval's
-    # folder up to there, so the shared `.agentv/targets.yaml` above each suite is found.
-    (copy / ".git").mkdir()
-    server = JudgeServer().start()
-    server.respond_with(lambda request: answers.answer(request.body))
-    for name, value in {
-        "OPENAI_ENDPOINT": server.base_url,
+    environment = {
+        "OPENAI_ENDPOINT": "{url}",
         "OPENAI_API_KEY": "sk-local",
         "OPENAI_MODEL": "agent-model",
         "JUDGE_MODEL": "judge-model",
-    }.items():
-        monkeypatch.setenv(name, value)
-    try:
-        yield copy, server
-    finally:
-        server.stop()
+    }
+    with agentv_project(NEWUSER2 / "suites", tmp_path / "suites", answers, environment, monkeypatch) as served:
+        yield served
 
 
 @pytest.mark.parametrize("suite", SUITES)

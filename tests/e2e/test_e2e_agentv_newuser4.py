@@ -17,17 +17,14 @@ which it once left out, and each grader's request and usage as AgentV's row reco
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agentv_examples import messages_sent
-from e2e_helpers import cli, ok_json, one_line_error, results_by_test
+from e2e_helpers import agentv_project, cli, fixture_module, ok_json, one_line_error, results_by_test
 from fixture_paths import FIXTURES_DIR
 from judge_server import JudgeServer
 
@@ -45,11 +42,7 @@ RUNS = {  # AgentV's run → its suite's folder and eval file
 REPAIR = "The following evaluation response has useful grading content but invalid JSON structure."
 """The judge's repair request names the reply's problem in evalstore's words (docs/usage.md, where evalstore
 differs from AgentV): the one request of these suites that is not AgentV's byte for byte."""
-_spec = importlib.util.spec_from_file_location("agentv_newuser4_answers", NEWUSER4 / "answers.py")
-assert _spec and _spec.loader
-answers = importlib.util.module_from_spec(_spec)
-sys.modules["agentv_newuser4_answers"] = answers
-_spec.loader.exec_module(answers)
+answers = fixture_module("agentv_newuser4_answers", NEWUSER4 / "answers.py")
 
 
 def run_dir(run: str) -> Path:
@@ -102,24 +95,16 @@ def graded(db: str, run: str) -> dict[str, tuple[Any, ...]]:
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, JudgeServer]]:
     """The project copied out of the checkout (a repository root, as AgentV's was: the targets file at its
     root is found from every suite), and the server AgentV ran against, in AgentV's environment."""
-    copy = tmp_path / "project"
-    shutil.copytree(PROJECT, copy)
-    (copy / ".git").mkdir()
-    server = JudgeServer().start()
-    server.respond_with(lambda request: answers.answer(request.body))
-    for name, value in {
-        "OPENAI_ENDPOINT": server.base_url,
+    environment = {
+        "OPENAI_ENDPOINT": "{url}",
         "OPENAI_API_KEY": "sk-local",
         "OPENAI_MODEL": "agent-model",
         "FAST_MODEL": "fast-model",
         "JUDGE_MODEL": "judge-model",
         "JUDGE_B_MODEL": "judge-b-model",
-    }.items():
-        monkeypatch.setenv(name, value)
-    try:
-        yield copy, server
-    finally:
-        server.stop()
+    }
+    with agentv_project(PROJECT, tmp_path / "project", answers, environment, monkeypatch) as served:
+        yield served
 
 
 def imported(db: str, run: str) -> str:

@@ -221,6 +221,16 @@ def test_verify_runs_amcheck_where_it_is_installed(postgres_url: str) -> None:
     store.close()
 
 
+def test_amcheck_gone_while_verify_runs_is_no_check_not_damage(postgres_url: str) -> None:
+    # The extension is one per database: installed in another schema that is then dropped (another store's,
+    # or a test's: verify found it, then met "schema does not exist"), it is not the store's damage.
+    store = _populated_with_amcheck(postgres_url)
+    execute(store.engine, "ALTER EXTENSION amcheck DROP FUNCTION bt_index_check(regclass, boolean)")
+    execute(store.engine, "DROP FUNCTION bt_index_check(regclass, boolean)")
+    assert _verify(postgres_url) == (0, None)
+    store.close()
+
+
 @pytest.mark.parametrize("index", ["results_pkey", "verdicts_pkey", "ix_runs_parent", "uq_events_stream_version"])
 def test_an_index_that_lost_rows_is_reported_by_amcheck(postgres_url: str, index: str) -> None:
     # PostgreSQL keeps its files out of a client's reach, so the damage is made through the catalog, as a
