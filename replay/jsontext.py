@@ -93,8 +93,14 @@ def _long_integer(data: bytes) -> bool:
     """Whether ``data`` may hold an integer beyond 64 bits: a run of 19 digits or more that starts the text
     or follows anything but a full stop (a float's fraction, ``0.0050587719999839464`` as Inspect's timings
     are written, is no integer, and orjson reads floats as the stdlib does). A run in a string counts too:
-    that only costs the slower path."""
+    that only costs the slower path.
+
+    The bare run is looked for first: a search for ``b" 000…"`` moves one byte at a time through text full
+    of spaces, one for the zeros alone skips 19 bytes at each space (0.02 s where the other took 0.22 s,
+    on the 100 MB of bench/import.py's 20,000 lines), and most texts have no run at all."""
     spaced = data.translate(_DIGITS_AS_ZEROS)
+    if _LONG_DIGIT_RUN not in spaced:
+        return False
     return b" " + _LONG_DIGIT_RUN in spaced or spaced.startswith(_LONG_DIGIT_RUN)
 
 

@@ -126,6 +126,7 @@ def test_only_a_run_of_digits_that_may_be_a_long_integer_takes_the_slower_path()
     assert jsontext._long_integer(b'{"n":1234567890123456789}')
     assert jsontext._long_integer(b"1234567890123456789")
     assert jsontext._long_integer(b'{"s":"id 1234567890123456789"}')  # in a string: only slower
+    assert jsontext._long_integer(b'{"f":0.1234567890123456789,"n":12345678901234567890}')  # a fraction, then one
 
 
 @pytest.mark.parametrize(
