@@ -211,13 +211,13 @@ def _records(src: Source) -> Iterator[list[tuple]]:
     yield from open_.values()
 
 
-def _derived(event_id: str, stream: str, version: int) -> bool:
+def _derived(event_id: str) -> bool:
     """Whether an id is one an import makes (``uuid5`` of the run and a position), so a reader can make it
     again: checked here by the UUID's version, which is what a format would record."""
     return uuid.UUID(event_id).version == 5
 
 
-def per_result(src: Source, path: Path, *, last_hash_only: bool) -> tuple[dict[str, int], Codec]:
+def per_result(src: Source, path: Path, *, last_hash_only: bool) -> dict[str, int]:
     records = list(_records(src))
     joined = [b"\x1e".join(e[6].encode() for e in record) for record in records]
     codec = Codec({"records": joined})
@@ -237,7 +237,7 @@ def per_result(src: Source, path: Path, *, last_hash_only: bool) -> tuple[dict[s
     rows, ids_rows = [], []
     for record, data in zip(records, joined):
         first = record[0]
-        kept_ids = [e for e in record if not (last_hash_only and _derived(e[1], e[2], e[3]))]
+        kept_ids = [e for e in record if not (last_hash_only and _derived(e[1]))]
         ids = b"".join(uuid.UUID(e[1]).bytes for e in kept_ids)
         hashes = bytes.fromhex(record[-1][8]) if last_hash_only else b"".join(bytes.fromhex(e[8]) for e in record)
         types = bytes(src.types[e[4]] for e in record) + bytes(e[5] for e in record)
@@ -259,7 +259,7 @@ def per_result(src: Source, path: Path, *, last_hash_only: bool) -> tuple[dict[s
     con.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     con.executemany("INSERT INTO event_ids VALUES (?, ?)", ids_rows)
     _projection_tables(con, src, True)
-    return _finish(con, path), codec
+    return _finish(con, path)
 
 
 def _decompress_micros(codec: Codec, key: object, sample: list[bytes]) -> float:
@@ -312,8 +312,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
         ("as stored", lambda: as_stored(src, db, work / "l1.db")),
         ("binary envelope", lambda: binary_envelope(src, codec, work / "l2.db", slim=False)),
         ("+ slim projections", lambda: binary_envelope(src, codec, work / "l3.db", slim=True)),
-        ("+ a record per result", lambda: per_result(src, work / "l4.db", last_hash_only=False)[0]),
-        ("+ last hash, derived ids", lambda: per_result(src, work / "l5.db", last_hash_only=True)[0]),
+        ("+ a record per result", lambda: per_result(src, work / "l4.db", last_hash_only=False)),
+        ("+ last hash, derived ids", lambda: per_result(src, work / "l5.db", last_hash_only=True)),
     ]
     mb = 1024 * 1024
     events = len(src.events)
