@@ -670,7 +670,8 @@ class EventStore:
         r, ev = schema.results, schema.events
         with self.engine.connect() as conn:
             seqs = [
-                row[0] for row in self.dialect.rows(conn, select(r.c.seq).where(r.c.run == _run(run_id)).order_by(r.c.seq))
+                row[0]
+                for row in self.dialect.rows(conn, select(r.c.seq).where(r.c.run == _run(run_id)).order_by(r.c.seq))
             ]
             picked = sorted({*seqs[every - 1 :: every], *seqs[-1:]})
             ends: list[int] = []
@@ -918,15 +919,19 @@ class EventStore:
         Results with status ``not_regradable`` are counted apart (``not_regradable``), in none of the others."""
         r, s = schema.results, schema.streams
         scored = r.c.status != "not_regradable"
-        query = select(
-            s.c.stream_id.label("run_id"),
-            func.sum(case((scored, 1), else_=0)).label("tests"),
-            func.sum(case((r.c.passed, 1), else_=0)).label("passed"),
-            func.sum(case((r.c.status == "execution_error", 1), else_=0)).label("errors"),
-            func.sum(case((scored, r.c.score), else_=None)).label("score_sum"),
-            func.sum(case((r.c.status == "execution_error", r.c.score), else_=0)).label("error_score_sum"),
-            func.sum(case((scored, 0), else_=1)).label("not_regradable"),
-        ).select_from(r.join(s, s.c.stream == r.c.run)).group_by(s.c.stream_id)
+        query = (
+            select(
+                s.c.stream_id.label("run_id"),
+                func.sum(case((scored, 1), else_=0)).label("tests"),
+                func.sum(case((r.c.passed, 1), else_=0)).label("passed"),
+                func.sum(case((r.c.status == "execution_error", 1), else_=0)).label("errors"),
+                func.sum(case((scored, r.c.score), else_=None)).label("score_sum"),
+                func.sum(case((r.c.status == "execution_error", r.c.score), else_=0)).label("error_score_sum"),
+                func.sum(case((scored, 0), else_=1)).label("not_regradable"),
+            )
+            .select_from(r.join(s, s.c.stream == r.c.run))
+            .group_by(s.c.stream_id)
+        )
         if run_id is not None:
             query = query.where(r.c.run == _run(run_id))
         with self.engine.connect() as conn:
@@ -1078,6 +1083,7 @@ class EventStore:
                 a.c.status,
                 b.c.status,
             )
+            .select_from(a)
             .join(b, (b.c.run == _run(run_b)) & _same_result(a, b))
             .where(a.c.run == _run(run_a))
         )
@@ -1091,8 +1097,10 @@ class EventStore:
         a, b = schema.verdicts.alias("a"), schema.verdicts.alias("b")
         same = _same_result(a, b) & (b.c.grader == a.c.grader)
         cols = (a.c.test_id, a.c.target, a.c.attempt, a.c.grader)
-        left = select(*cols, a.c.score, a.c.verdict, b.c.score, b.c.verdict).outerjoin(
-            b, (b.c.run == _run(run_b)) & same
+        left = (
+            select(*cols, a.c.score, a.c.verdict, b.c.score, b.c.verdict)
+            .select_from(a)
+            .outerjoin(b, (b.c.run == _run(run_b)) & same)
         )
         right = (
             select(b.c.test_id, b.c.target, b.c.attempt, b.c.grader, b.c.score, b.c.verdict)

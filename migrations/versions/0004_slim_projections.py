@@ -108,10 +108,10 @@ def upgrade() -> None:
             f"SELECT s.stream, {copied} FROM {old} o JOIN streams s ON s.stream_id = o.run_id"
         )
         op.drop_table(old)
-    for table, key in REUSE_INDEXES.items():
+    for table, column in REUSE_INDEXES.items():
         old = _aside(table, "0003")
-        op.create_table(table, *_reuse_index(key, False), sqlite_with_rowid=False)
-        op.execute(f"INSERT INTO {table} ({key}, seq) SELECT {key}, seq FROM {old}")
+        op.create_table(table, *_reuse_index(column, False), sqlite_with_rowid=False)
+        op.execute(f"INSERT INTO {table} ({column}, seq) SELECT {column}, seq FROM {old}")
         op.drop_table(old)
 
 
@@ -130,11 +130,11 @@ def downgrade() -> None:
             "JOIN streams s ON s.stream = n.run JOIN events e ON e.seq = n.seq"
         )
         op.drop_table(new)
-    for table, key in REUSE_INDEXES.items():
+    for table, column in REUSE_INDEXES.items():
         new = _aside(table, "0004")
-        op.create_table(table, *_reuse_index(key, True), sqlite_with_rowid=False)
+        op.create_table(table, *_reuse_index(column, True), sqlite_with_rowid=False)
         op.execute(
-            f"INSERT INTO {table} ({key}, event_id, seq) SELECT n.{key}, e.event_id, n.seq FROM {new} n "
+            f"INSERT INTO {table} ({column}, event_id, seq) SELECT n.{column}, e.event_id, n.seq FROM {new} n "
             "JOIN events e ON e.seq = n.seq"
         )
         op.drop_table(new)

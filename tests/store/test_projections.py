@@ -116,12 +116,14 @@ def test_an_end_without_a_start_changes_no_run(store: EventStore) -> None:
     [
         (
             "verdicts",
-            "UPDATE verdicts SET score = 1.0 WHERE run = (SELECT stream FROM streams WHERE stream_id = 'run-b') AND test_id = 'madrid' AND grader = 'judge'",
+            "UPDATE verdicts SET score = 1.0 WHERE run = (SELECT stream FROM streams WHERE stream_id = 'run-b') "
+            "AND test_id = 'madrid' AND grader = 'judge'",
             "projection verdicts: row ('run-b', 'madrid', 'default', 1, 'judge') differs from the log",
         ),
         (
             "results",
-            "UPDATE results SET passed = NOT passed WHERE run = (SELECT stream FROM streams WHERE stream_id = 'run-a') AND test_id = 'rome'",
+            "UPDATE results SET passed = NOT passed WHERE run = (SELECT stream FROM streams WHERE stream_id = 'run-a') "
+            "AND test_id = 'rome'",
             "projection results: row ('run-a', 'rome', 'default', 1) differs from the log",
         ),
         ("runs", "DELETE FROM runs WHERE run_id = 'run-b'", "projection runs: row ('run-b',) missing"),

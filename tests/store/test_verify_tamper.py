@@ -117,7 +117,10 @@ def test_retyped_values_that_changed_what_compare_prints_are_reported(
     sqlite_store: EventStore, sqlite_url: str, table: str, column: str, value: str
 ) -> None:
     populate(sqlite_store)
-    execute(sqlite_store.engine, f"UPDATE {table} SET {column} = {value} WHERE " + (RUN_A if table != "runs" else "run_id = 'run-a'"))
+    execute(
+        sqlite_store.engine,
+        f"UPDATE {table} SET {column} = {value} WHERE " + (RUN_A if table != "runs" else "run_id = 'run-a'"),
+    )
     code, problem = _verify(sqlite_url)
     assert code == 1 and problem.startswith(f"projection {table}: "), problem
     assert not read_commands.failures(sqlite_url)  # compare exited 3 on the retyped grader
