@@ -13,13 +13,13 @@ store format could be, measured before anyone writes it.
 2. ``binary envelope``: one row per event as today, but ids and hashes as bytes (16 and 32), the stream and
    the type as integers (tables ``streams``, ``types``), the time as microseconds, no ``prev_hash`` (it is
    the hash of ``seq - 1``), the payload compressed by zstd against a dictionary trained per event type
-   on that type's first payloads (`zstandard`); the projections as they are.
-3. ``+ slim projections``: and the ``results``/``verdicts`` rows keyed by the run's integer, without the
-   event id they repeat (their ``seq`` names the event).
-4. ``+ a record per result``: and one row per result instead of per event (the events from a result's
+   on that type's first payloads (`zstandard`); the projections as they are (since migration 0004 the
+   ``results``/``verdicts`` rows are keyed by their run's number and no projection repeats an event id:
+   what this bench measured as "slim projections" before it was built).
+3. ``+ a record per result``: and one row per result instead of per event (the events from a result's
    transcript to its ``test_scored``; others alone), its payloads compressed together, its events' ids and
    hashes side by side in it; an index from event id to ``seq`` for lookups by id.
-5. ``+ last hash, derived ids``: and only the record's last chain hash stored (verify recomputes the rest),
+4. ``+ last hash, derived ids``: and only the record's last chain hash stored (verify recomputes the rest),
    the import's ids not stored (they are ``uuid5`` of the run, a position and a kind, made again on read),
    the lookup index keyed by 8 bytes of the id.
 
@@ -71,12 +71,13 @@ class Source:
         self.projections = {
             name: (
                 [c[1] for c in con.execute(f"PRAGMA table_info({name})")],
+                [c[1] for c in sorted(con.execute(f"PRAGMA table_info({name})"), key=lambda c: c[5]) if c[5]],
                 con.execute(f"SELECT * FROM {name}").fetchall(),
             )
             for name in PROJECTED
         }
+        self.streams = dict(con.execute("SELECT stream_id, stream FROM streams"))  # the projections' keys
         con.close()
-        self.streams = {s: i for i, s in enumerate(dict.fromkeys(e[2] for e in self.events), 1)}
         self.types = {t: i for i, t in enumerate(sorted({e[4] for e in self.events}), 1)}
 
 
@@ -140,21 +141,11 @@ def _envelope_tables(con: sqlite3.Connection, src: Source, codec: Codec) -> None
     con.executemany("INSERT INTO dictionaries VALUES (?, ?)", [(str(k), d) for k, d in codec.dictionaries.items()])
 
 
-def _projection_tables(con: sqlite3.Connection, src: Source, slim: bool) -> None:
-    for name, (columns, rows) in src.projections.items():
-        keys = ["run_id", "test_id", "target", "attempt"] + (["grader"] if name == "verdicts" else [])
-        kept = [c for c in columns if not (slim and c == "event_id")]
-        if slim:
-            kept[kept.index("run_id")] = "run"
-            keys[0] = "run"
-        con.execute(f"CREATE TABLE {name} ({', '.join(kept)}, PRIMARY KEY ({', '.join(keys)})) WITHOUT ROWID")
-        picks = [columns.index(c) for c in columns if not (slim and c == "event_id")]
-        run = columns.index("run_id")
-        out = []
-        for row in rows:
-            values = [src.streams[row[i]] if slim and i == run else row[i] for i in picks]
-            out.append(values)
-        con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(kept))})", out)
+def _projection_tables(con: sqlite3.Connection, src: Source) -> None:
+    """The results and verdicts projections as the store holds them."""
+    for name, (columns, keys, rows) in src.projections.items():
+        con.execute(f"CREATE TABLE {name} ({', '.join(columns)}, PRIMARY KEY ({', '.join(keys)})) WITHOUT ROWID")
+        con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(columns))})", rows)
 
 
 def as_stored(src: Source, db: Path, path: Path) -> dict[str, int]:
@@ -165,7 +156,7 @@ def as_stored(src: Source, db: Path, path: Path) -> dict[str, int]:
     return _finish(sqlite3.connect(path), path)
 
 
-def binary_envelope(src: Source, codec: Codec, path: Path, *, slim: bool) -> dict[str, int]:
+def binary_envelope(src: Source, codec: Codec, path: Path) -> dict[str, int]:
     con = _new(path)
     _envelope_tables(con, src, codec)
     con.execute(
@@ -190,7 +181,7 @@ def binary_envelope(src: Source, codec: Codec, path: Path, *, slim: bool) -> dic
             for seq, event_id, stream, version, type_, schema, payload, recorded_at, digest in src.events
         ),
     )
-    _projection_tables(con, src, slim)
+    _projection_tables(con, src)
     return _finish(con, path)
 
 
@@ -258,7 +249,7 @@ def per_result(src: Source, path: Path, *, last_hash_only: bool) -> dict[str, in
             ids_rows.append((int.from_bytes(raw[:8], "big", signed=True), e[0]) if last_hash_only else (raw, e[0]))
     con.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     con.executemany("INSERT INTO event_ids VALUES (?, ?)", ids_rows)
-    _projection_tables(con, src, True)
+    _projection_tables(con, src)
     return _finish(con, path)
 
 
@@ -310,8 +301,7 @@ def run(args: argparse.Namespace, work: Path) -> int:
     print("[layouts] building", file=sys.stderr, flush=True)
     steps: list[tuple[str, Callable[[], dict[str, int]]]] = [
         ("as stored", lambda: as_stored(src, db, work / "l1.db")),
-        ("binary envelope", lambda: binary_envelope(src, codec, work / "l2.db", slim=False)),
-        ("+ slim projections", lambda: binary_envelope(src, codec, work / "l3.db", slim=True)),
+        ("binary envelope", lambda: binary_envelope(src, codec, work / "l2.db")),
         ("+ a record per result", lambda: per_result(src, work / "l4.db", last_hash_only=False)),
         ("+ last hash, derived ids", lambda: per_result(src, work / "l5.db", last_hash_only=True)),
     ]

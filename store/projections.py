@@ -8,7 +8,7 @@ from the start always reaches the same state as incremental maintenance.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -20,13 +20,16 @@ from evalstore.store.envelope import StoredEvent
 
 KEYS: dict[str, list[str]] = {
     "runs": ["run_id"],
-    "results": ["run_id", "test_id", "target", "attempt"],
-    "verdicts": ["run_id", "test_id", "target", "attempt", "grader"],
+    "streams": ["stream_id"],
+    "results": ["run", "test_id", "target", "attempt"],
+    "verdicts": ["run", "test_id", "target", "attempt", "grader"],
     "judge_cache": ["cache_key"],
     "conversions": ["fingerprint"],
 }
-# Reuse indexes keep the first event that produced a key: later identical work points back at it.
-FIRST_WINS = {"judge_cache", "conversions"}
+# Reuse indexes keep the first event that produced a key: later identical work points back at it. A
+# stream keeps the number its first event gave it.
+REUSE_INDEXES = frozenset({"judge_cache", "conversions"})
+FIRST_WINS = REUSE_INDEXES | {"streams"}
 TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
 # The event types whose payload rows_for reads (each has a branch there).
 _READ_PAYLOAD = frozenset(
@@ -36,8 +39,19 @@ PROJECTED = _READ_PAYLOAD | {"run_completed", "run_failed"}
 """The event types rows_for may give rows for; it gives none for any other."""
 
 
-def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """The projection rows an event yields; ``payload`` saves parsing when the caller has it."""
+def rows_for(
+    ev: StoredEvent, payload: dict[str, Any] | None = None, stream: int | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """The projection rows an event yields; ``payload`` saves parsing when the caller has it. ``stream`` is
+    the number of the event's stream (``streams``: the seq of its first event, which is this one when its
+    stream version is 1), which results and verdicts are keyed by."""
+    if ev.stream_version == 1:
+        stream = ev.seq
+        return [("streams", {"stream": ev.seq, "stream_id": ev.stream_id}), *_rows(ev, payload, stream)]
+    return _rows(ev, payload, stream)
+
+
+def _rows(ev: StoredEvent, payload: dict[str, Any] | None, stream: int | None) -> list[tuple[str, dict[str, Any]]]:
     run_id = ev.stream_id
     t = ev.type
     if t in ("run_completed", "run_failed"):
@@ -74,13 +88,12 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
             (
                 "results",
                 {
-                    **_result_key(run_id, p),
+                    **_result_key(_number(ev, stream), p),
                     "score": p["score"],
                     "passed": p["passed"],
                     "status": p["status"],
                     "error": p.get("error"),
                     "origin": p.get("origin", "graded"),
-                    "event_id": ev.event_id,
                     "seq": ev.seq,
                 },
             )
@@ -90,7 +103,7 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
             (
                 "verdicts",
                 {
-                    **_result_key(run_id, p),
+                    **_result_key(_number(ev, stream), p),
                     "grader": p["grader"],
                     "grader_type": p["grader_type"],
                     "score": p["score"],
@@ -99,15 +112,14 @@ def rows_for(ev: StoredEvent, payload: dict[str, Any] | None = None) -> list[tup
                     "weight": p.get("weight", 1.0),
                     "cache_hit": p.get("cache_hit", False),
                     "origin": p.get("origin", "graded"),
-                    "event_id": ev.event_id,
                     "seq": ev.seq,
                 },
             )
         ]
     if t == "grader_called" and p.get("cache_key") and _reusable_call(p) and not p.get("cache_hit"):
-        return [("judge_cache", {"cache_key": p["cache_key"], "event_id": ev.event_id, "seq": ev.seq})]
+        return [("judge_cache", {"cache_key": p["cache_key"], "seq": ev.seq})]
     if t == "preprocessing_recorded" and p.get("status") in ("converted", "read_as_text") and not p.get("reused_from"):
-        return [("conversions", {"fingerprint": p["fingerprint"], "event_id": ev.event_id, "seq": ev.seq})]
+        return [("conversions", {"fingerprint": p["fingerprint"], "seq": ev.seq})]
     return []
 
 
@@ -135,8 +147,14 @@ def _reusable_call(p: dict[str, Any]) -> bool:
     return reusable_outcome(p.get("outcome", "ok"), p.get("parse_attempt"))
 
 
-def _result_key(run_id: str, p: dict[str, Any]) -> dict[str, Any]:
-    return {"run_id": run_id, "test_id": p["test_id"], "target": p.get("target") or "", "attempt": p.get("attempt", 1)}
+def _number(ev: StoredEvent, stream: int | None) -> int:
+    if stream is None:
+        raise ValueError(f"the number of stream {ev.stream_id} is not known (its first event was not read)")
+    return stream
+
+
+def _result_key(run: int, p: dict[str, Any]) -> dict[str, Any]:
+    return {"run": run, "test_id": p["test_id"], "target": p.get("target") or "", "attempt": p.get("attempt", 1)}
 
 
 def _is_update(table: str, row: dict[str, Any]) -> bool:
@@ -146,8 +164,10 @@ def _is_update(table: str, row: dict[str, Any]) -> bool:
 
 def fold(state: dict[str, dict[tuple, dict]], events: Iterable[StoredEvent]) -> None:
     """Apply events to an in-memory projection state: ``{table: {key tuple: row}}``."""
+    numbers = state.setdefault("streams", {})
     for ev in events:
-        for table, row in rows_for(ev):
+        known = numbers.get((ev.stream_id,))
+        for table, row in rows_for(ev, stream=known["stream"] if known else None):
             key = tuple(row[k] for k in KEYS[table])
             rows = state.setdefault(table, {})
             if key in rows:
@@ -158,26 +178,38 @@ def fold(state: dict[str, dict[tuple, dict]], events: Iterable[StoredEvent]) -> 
 
 
 def apply(  # type: ignore[no-untyped-def]
-    conn: Connection, dialect, events: Sequence[StoredEvent], payloads: Sequence[dict[str, Any] | None] | None = None
+    conn: Connection,
+    dialect,
+    events: Sequence[StoredEvent],
+    payloads: Sequence[dict[str, Any] | None] | None = None,
+    numbers: Mapping[str, int] | None = None,
 ) -> None:
     """Write the projection rows of freshly appended events, in the append's transaction.
 
     Tables are independent, so each is written on its own; within a table, rows are written in event
     order, consecutive rows of the same shape in one statement, so the result equals :func:`fold`.
     """
-    write(conn, dialect, planned(events, payloads))
+    write(conn, dialect, planned(events, payloads, numbers))
 
 
 Planned = list[tuple[str, list[dict[str, Any]]]]
 """Projection rows as :func:`write` takes them: per table, runs of rows of the same shape, in event order."""
 
 
-def planned(events: Sequence[StoredEvent], payloads: Sequence[dict[str, Any] | None] | None = None) -> Planned:
+def planned(
+    events: Sequence[StoredEvent],
+    payloads: Sequence[dict[str, Any] | None] | None = None,
+    numbers: Mapping[str, int] | None = None,
+) -> Planned:
     """The projection rows of events, grouped for :func:`write`: what :func:`apply` writes, computed apart
-    from the writing (an import computes a batch's rows while the previous batch is written)."""
+    from the writing (an import computes a batch's rows while the previous batch is written). ``numbers``
+    holds the number of each stream whose first event is not among ``events``."""
+    known = dict(numbers or {})
     by_table: dict[str, list[dict]] = {}
     for i, ev in enumerate(events):
-        for table, row in rows_for(ev, payloads[i] if payloads is not None else None):
+        if ev.stream_version == 1:
+            known[ev.stream_id] = ev.seq
+        for table, row in rows_for(ev, payloads[i] if payloads is not None else None, known.get(ev.stream_id)):
             by_table.setdefault(table, []).append(row)
     groups: Planned = []
     for table, rows in by_table.items():

@@ -68,11 +68,17 @@ _BLOB_BY_DIGEST = select(schema.blobs.c.encoding, schema.blobs.c.data, schema.bl
 )
 _LOOKUPS = {
     index: select(schema.events)
-    .select_from(table.join(schema.events, schema.events.c.event_id == table.c.event_id))
+    .select_from(table.join(schema.events, schema.events.c.seq == table.c.seq))
     .where(table.c[projections.KEYS[index][0]] == bindparam("key"))
     for index, table in projections.TABLES.items()
-    if index in projections.FIRST_WINS  # the reuse indexes
+    if index in projections.REUSE_INDEXES
 }
+
+
+def _run(run_id: str) -> Any:
+    """The number that keys a run's rows in the results and verdicts projections (``streams``)."""
+    s = schema.streams
+    return select(s.c.stream).where(s.c.stream_id == run_id).scalar_subquery()
 
 
 def _chunks(items: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
@@ -252,7 +258,7 @@ class EventStore:
         r = schema.results
         held: set[tuple] = set()
         for chunk in _chunks(sorted({k[0] for k in keys})):
-            query = select(r.c.test_id, r.c.target, r.c.attempt).where(r.c.run_id == run_id, r.c.test_id.in_(chunk))
+            query = select(r.c.test_id, r.c.target, r.c.attempt).where(r.c.run == _run(run_id), r.c.test_id.in_(chunk))
             held.update(tuple(row) for row in conn.execute(query))
         return held & keys
 
@@ -366,7 +372,8 @@ class EventStore:
                 for digest, data in large.items():
                     self._insert_chunked(conn, digest, data)
                 # The payload dicts we encoded (if any) are what parsing the stored JSON would give back.
-                projections.apply(conn, self.dialect, stored, [p[4] for p in fresh])
+                numbers = self._numbers(conn, stream_id, version)
+                projections.apply(conn, self.dialect, stored, [p[4] for p in fresh], numbers)
             else:
                 stored = []
         self._remember(candidates)
@@ -399,9 +406,20 @@ class EventStore:
 
     def _insert_events(self, conn: Connection, stream_id: str, version: int, fresh: list[tuple]) -> list[StoredEvent]:
         seq, prev = self._head(conn)
-        rows = _chained(stream_id, _Head(seq, prev, version), fresh)
+        rows = _chained(stream_id, _Head(seq, prev, version, None), fresh)
         bulk.insert_tuples(conn, schema.events, EVENT_COLUMNS, rows)
         return [StoredEvent(*row) for row in rows]
+
+    @staticmethod
+    def _numbers(conn: Connection, stream_id: str, version: int) -> dict[str, int]:
+        """The stream's number for the projections (``streams``), unless this append starts the stream."""
+        if version == 0:
+            return {}
+        s = schema.streams
+        number = conn.execute(select(s.c.stream).where(s.c.stream_id == stream_id)).scalar()
+        if number is None:
+            raise StoreError(f"projection streams lacks stream {stream_id}; run `evalstore db rebuild`")
+        return {stream_id: number}
 
     @staticmethod
     def _head(conn: Connection) -> tuple[int, str]:
@@ -460,8 +478,12 @@ class EventStore:
 
     def _stream_head(self, stream_id: str) -> _Head:
         with self.engine.connect() as conn:
-            seq, prev = self._head(conn)
-            return _Head(seq, prev, self._stream_version(conn, stream_id))
+            return self._head_of(conn, stream_id)
+
+    def _head_of(self, conn: Connection, stream_id: str) -> _Head:
+        seq, prev = self._head(conn)
+        version = self._stream_version(conn, stream_id)
+        return _Head(seq, prev, version, self._numbers(conn, stream_id, version).get(stream_id))
 
     def _append_planned(
         self,
@@ -477,8 +499,7 @@ class EventStore:
         try:
             with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
                 self.dialect.lock_for_append(conn)
-                seq, prev = self._head(conn)
-                if _Head(seq, prev, self._stream_version(conn, stream_id)) != plan.start:
+                if self._head_of(conn, stream_id) != plan.start:
                     raise _Recheck
                 small, large = split
                 blob_rows, candidates = self._encoded_blobs(conn, small) if small else (None, {})
@@ -649,7 +670,8 @@ class EventStore:
         r, ev = schema.results, schema.events
         with self.engine.connect() as conn:
             seqs = [
-                row[0] for row in self.dialect.rows(conn, select(r.c.seq).where(r.c.run_id == run_id).order_by(r.c.seq))
+                row[0]
+                for row in self.dialect.rows(conn, select(r.c.seq).where(r.c.run == _run(run_id)).order_by(r.c.seq))
             ]
             picked = sorted({*seqs[every - 1 :: every], *seqs[-1:]})
             ends: list[int] = []
@@ -689,6 +711,15 @@ class EventStore:
         if row is None:
             raise NotFound(f"no event {event_id}")
         return _stored(row)
+
+    def events_at(self, seqs: Iterable[int]) -> dict[int, StoredEvent]:
+        """Events by their seq (what projection rows name them by), many in one query per few hundred."""
+        found: dict[int, StoredEvent] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(list(dict.fromkeys(seqs))):
+                for row in conn.execute(select(schema.events).where(schema.events.c.seq.in_(chunk))).mappings():
+                    found[row["seq"]] = _stored(row)
+        return found
 
     def get_events(self, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
         ids = list(dict.fromkeys(event_ids))
@@ -828,7 +859,7 @@ class EventStore:
             for chunk in _chunks(streams):
                 query = (
                     select(key_column, ev)
-                    .select_from(table.join(ev, ev.c.event_id == table.c.event_id))
+                    .select_from(table.join(ev, ev.c.seq == table.c.seq))
                     .where(ev.c.stream_id.in_(chunk))
                     .limit(limit + 1 - len(found))
                 )
@@ -843,13 +874,17 @@ class EventStore:
         tbl = projections.TABLES[table]
         stmt = select(tbl)
         for column, value in where.items():
-            stmt = stmt.where(tbl.c[column] == value)
+            # Results and verdicts are keyed by the run's number; a caller names the run.
+            if column == "run_id" and "run" in tbl.c:
+                stmt = stmt.where(tbl.c.run == _run(value))
+            else:
+                stmt = stmt.where(tbl.c[column] == value)
         stmt = stmt.order_by(*[tbl.c[k] for k in projections.KEYS[table]])
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(stmt).mappings()]
 
-    RESULT_COLUMNS = ("test_id", "target", "attempt", "score", "passed", "status", "error", "origin", "event_id")
-    VERDICT_COLUMNS = ("grader", "grader_type", "score", "verdict", "status", "event_id")
+    RESULT_COLUMNS = ("test_id", "target", "attempt", "score", "passed", "status", "error", "origin", "seq")
+    VERDICT_COLUMNS = ("grader", "grader_type", "score", "verdict", "status", "seq")
 
     def results_with_verdicts(self, run_id: str) -> Iterator[tuple[tuple, list[tuple]]]:
         """A run's results projection in key order, each with its verdict rows (by grader name), streamed:
@@ -859,8 +894,8 @@ class EventStore:
         r, v = schema.results, schema.verdicts
         query = (
             select(*[r.c[c] for c in self.RESULT_COLUMNS], *[v.c[c] for c in self.VERDICT_COLUMNS])
-            .select_from(r.outerjoin(v, (v.c.run_id == r.c.run_id) & _same_result(r, v)))
-            .where(r.c.run_id == run_id)
+            .select_from(r.outerjoin(v, (v.c.run == r.c.run) & _same_result(r, v)))
+            .where(r.c.run == _run(run_id))
             .order_by(r.c.test_id, r.c.target, r.c.attempt, v.c.grader)
         )
         width = len(self.RESULT_COLUMNS)
@@ -882,19 +917,23 @@ class EventStore:
         """Per run: number of results, passed, execution errors, the score sum and that of the execution
         errors (one aggregate query).
         Results with status ``not_regradable`` are counted apart (``not_regradable``), in none of the others."""
-        r = schema.results
+        r, s = schema.results, schema.streams
         scored = r.c.status != "not_regradable"
-        query = select(
-            r.c.run_id,
-            func.sum(case((scored, 1), else_=0)).label("tests"),
-            func.sum(case((r.c.passed, 1), else_=0)).label("passed"),
-            func.sum(case((r.c.status == "execution_error", 1), else_=0)).label("errors"),
-            func.sum(case((scored, r.c.score), else_=None)).label("score_sum"),
-            func.sum(case((r.c.status == "execution_error", r.c.score), else_=0)).label("error_score_sum"),
-            func.sum(case((scored, 0), else_=1)).label("not_regradable"),
-        ).group_by(r.c.run_id)
+        query = (
+            select(
+                s.c.stream_id.label("run_id"),
+                func.sum(case((scored, 1), else_=0)).label("tests"),
+                func.sum(case((r.c.passed, 1), else_=0)).label("passed"),
+                func.sum(case((r.c.status == "execution_error", 1), else_=0)).label("errors"),
+                func.sum(case((scored, r.c.score), else_=None)).label("score_sum"),
+                func.sum(case((r.c.status == "execution_error", r.c.score), else_=0)).label("error_score_sum"),
+                func.sum(case((scored, 0), else_=1)).label("not_regradable"),
+            )
+            .select_from(r.join(s, s.c.stream == r.c.run))
+            .group_by(s.c.stream_id)
+        )
         if run_id is not None:
-            query = query.where(r.c.run_id == run_id)
+            query = query.where(r.c.run == _run(run_id))
         with self.engine.connect() as conn:
             return {
                 row["run_id"]: {
@@ -925,7 +964,7 @@ class EventStore:
         ``grader`` keeps results that have a verdict from that grader (``grader_verdict``: with that
         verdict); ``text`` is a substring of the test id; ``order`` is a results column."""
         r, v = schema.results, schema.verdicts
-        conditions = [r.c.run_id == run_id]
+        conditions = [r.c.run == _run(run_id)]
         if status:
             conditions.append(r.c.status == status)
         if min_score is not None:
@@ -936,7 +975,7 @@ class EventStore:
             escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             conditions.append(r.c.test_id.like(f"%{escaped}%", escape="\\"))
         if grader:
-            match = [v.c.run_id == r.c.run_id, _same_result(r, v), v.c.grader == grader]
+            match = [v.c.run == r.c.run, _same_result(r, v), v.c.grader == grader]
             if grader_verdict:
                 match.append(v.c.verdict == grader_verdict)
             conditions.append(select(v.c.grader).where(*match).exists())
@@ -955,7 +994,7 @@ class EventStore:
         found: list[dict[str, Any]] = []
         with self.engine.connect() as conn:
             for chunk in _chunks(list(dict.fromkeys(test_ids))):
-                query = select(v).where(v.c.run_id == run_id, v.c.test_id.in_(chunk))
+                query = select(v).where(v.c.run == _run(run_id), v.c.test_id.in_(chunk))
                 found.extend(dict(row) for row in conn.execute(query).mappings())
         return found
 
@@ -968,8 +1007,8 @@ class EventStore:
             for chunk in _chunks(list(dict.fromkeys(test_ids))):
                 query = (
                     select(v.c.test_id, v.c.target, v.c.attempt, v.c.grader, ev)
-                    .select_from(v.join(ev, ev.c.event_id == v.c.event_id))
-                    .where(v.c.run_id == run_id, v.c.test_id.in_(chunk))
+                    .select_from(v.join(ev, ev.c.seq == v.c.seq))
+                    .where(v.c.run == _run(run_id), v.c.test_id.in_(chunk))
                 )
                 for row in conn.execute(query):
                     yield (row[0], row[1], row[2]), row[3], _stored(row._mapping)
@@ -989,7 +1028,7 @@ class EventStore:
                 func.sum(case((v.c.cache_hit, 1), else_=0)).label("cache_hits"),
                 func.sum(v.c.score).label("score_sum"),
             )
-            .where(v.c.run_id == run_id)
+            .where(v.c.run == _run(run_id))
             .group_by(v.c.grader)
             .order_by(v.c.grader)
         )
@@ -1003,7 +1042,7 @@ class EventStore:
         hit = case((v.c.cache_hit, 1), else_=0).label("hit")
         query = (
             select(v.c.grader_type, hit, func.count().label("n"))
-            .where(v.c.run_id == run_id, v.c.origin == origin)
+            .where(v.c.run == _run(run_id), v.c.origin == origin)
             .group_by(v.c.grader_type, hit)
         )
         counts: dict[tuple[str, bool], int] = {}
@@ -1021,7 +1060,7 @@ class EventStore:
         # CAST truncates on SQLite but rounds on PostgreSQL, which has FLOOR (SQLite may lack it).
         floor = func.floor(scaled) if self.engine.dialect.name == "postgresql" else scaled
         bucket = func.cast(floor, Integer).label("bucket")
-        query = select(bucket, func.count().label("n")).where(r.c.run_id == run_id).group_by(bucket)
+        query = select(bucket, func.count().label("n")).where(r.c.run == _run(run_id)).group_by(bucket)
         counts = [0] * bins
         with self.engine.connect() as conn:
             for row in conn.execute(query).mappings():
@@ -1044,8 +1083,9 @@ class EventStore:
                 a.c.status,
                 b.c.status,
             )
-            .join(b, (b.c.run_id == run_b) & _same_result(a, b))
-            .where(a.c.run_id == run_a)
+            .select_from(a)
+            .join(b, (b.c.run == _run(run_b)) & _same_result(a, b))
+            .where(a.c.run == _run(run_a))
         )
         with self.engine.connect() as conn:
             return [tuple(row) for row in conn.execute(query)]
@@ -1057,14 +1097,18 @@ class EventStore:
         a, b = schema.verdicts.alias("a"), schema.verdicts.alias("b")
         same = _same_result(a, b) & (b.c.grader == a.c.grader)
         cols = (a.c.test_id, a.c.target, a.c.attempt, a.c.grader)
-        left = select(*cols, a.c.score, a.c.verdict, b.c.score, b.c.verdict).outerjoin(b, (b.c.run_id == run_b) & same)
+        left = (
+            select(*cols, a.c.score, a.c.verdict, b.c.score, b.c.verdict)
+            .select_from(a)
+            .outerjoin(b, (b.c.run == _run(run_b)) & same)
+        )
         right = (
             select(b.c.test_id, b.c.target, b.c.attempt, b.c.grader, b.c.score, b.c.verdict)
-            .where(b.c.run_id == run_b)
-            .where(~select(a.c.grader).where(a.c.run_id == run_a, same).exists())
+            .where(b.c.run == _run(run_b))
+            .where(~select(a.c.grader).where(a.c.run == _run(run_a), same).exists())
         )
         with self.engine.connect() as conn:
-            rows = [tuple(row) for row in conn.execute(left.where(a.c.run_id == run_a))]
+            rows = [tuple(row) for row in conn.execute(left.where(a.c.run == _run(run_a)))]
             rows.extend((t, tg, at, g, None, None, sc, v) for t, tg, at, g, sc, v in conn.execute(right))
         return rows
 
@@ -1072,7 +1116,10 @@ class EventStore:
         """The first ``limit`` result keys of ``run_a`` that ``run_b`` has no result for (key order), and
         how many there are."""
         a, b = schema.results.alias("a"), schema.results.alias("b")
-        conditions = [a.c.run_id == run_a, ~select(b.c.test_id).where(b.c.run_id == run_b, _same_result(a, b)).exists()]
+        conditions = [
+            a.c.run == _run(run_a),
+            ~select(b.c.test_id).where(b.c.run == _run(run_b), _same_result(a, b)).exists(),
+        ]
         keys = select(a.c.test_id, a.c.target, a.c.attempt).where(*conditions)
         with self.engine.connect() as conn:
             total = conn.execute(select(func.count()).select_from(a).where(*conditions)).scalar() or 0
@@ -1102,14 +1149,16 @@ class EventStore:
             self.dialect.lock_for_append(conn)
             projections.clear(conn)
             batch: list[StoredEvent] = []
+            numbers: dict[str, int] = {}  # each stream's number, from its first event (read before the rest)
             for row in conn.execute(select(schema.events).order_by(schema.events.c.seq)).mappings().all():
                 batch.append(_stored(row))
                 count += 1
                 if len(batch) >= 5000:
-                    projections.apply(conn, self.dialect, batch)
+                    projections.apply(conn, self.dialect, batch, numbers=numbers)
+                    numbers.update((e.stream_id, e.seq) for e in batch if e.stream_version == 1)
                     batch = []
             if batch:
-                projections.apply(conn, self.dialect, batch)
+                projections.apply(conn, self.dialect, batch, numbers=numbers)
         return count
 
     def damage_behind(self, failure: BaseException) -> DamagedRead | None:
@@ -1135,11 +1184,13 @@ class EventStore:
 
 @dataclass(frozen=True)
 class _Head:
-    """Where the log ends: its last seq and hash, and the version of the stream appended to."""
+    """Where the log ends: its last seq and hash, and the version and number (None before its first event)
+    of the stream appended to."""
 
     seq: int
     hash: str
     version: int
+    number: int | None
 
 
 def _chained(stream_id: str, head: _Head, fresh: Sequence[tuple]) -> list[tuple]:
@@ -1168,15 +1219,22 @@ class _Plan:
 
     @property
     def end(self) -> _Head:
-        last = self.rows[-1]
-        return _Head(last[0], last[9], last[3])
+        first, last = self.rows[0], self.rows[-1]
+        return _Head(last[0], last[9], last[3], first[0] if self.start.number is None else self.start.number)
 
     @classmethod
     def of(cls, stream_id: str, start: _Head, prepared: list[tuple]) -> _Plan:
         rows = _chained(stream_id, start, prepared)
-        # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them.
-        projected = [(StoredEvent(*row), p[4]) for row, p in zip(rows, prepared) if row[4] in projections.PROJECTED]
-        return cls(start, rows, projections.planned([e for e, _ in projected], [f for _, f in projected]))
+        # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them;
+        # a stream's first event always has one (``streams``).
+        projected = [
+            (StoredEvent(*row), p[4])
+            for row, p in zip(rows, prepared)
+            if row[4] in projections.PROJECTED or row[3] == 1
+        ]
+        numbers = {} if start.number is None else {stream_id: start.number}
+        events, fields = [e for e, _ in projected], [f for _, f in projected]
+        return cls(start, rows, projections.planned(events, fields, numbers))
 
 
 def _split_large(

@@ -166,11 +166,11 @@ def _verify(
             extra = sorted(set(have) - set(want), key=str)[:1]
             changed = [k for k in want if k in have and not _same(want[k], have[k])][:1]
             what = (
-                f"row {missing[0]} missing"
+                f"row {_shown(name, missing[0], state)} missing"
                 if missing
-                else f"row {extra[0]} not derived from the log"
+                else f"row {_shown(name, extra[0], state)} not derived from the log"
                 if extra
-                else f"row {changed[0]} differs from the log"
+                else f"row {_shown(name, changed[0], state)} differs from the log"
             )
             raise Problem(f"projection {name}: {what}; run `evalstore db rebuild`")
 
@@ -285,8 +285,10 @@ def _projection(conn: Connection, name: str) -> dict[tuple, dict]:
         row = {}
         for column, value in zip(columns, raw):
             if isinstance(value, bytes) and not isinstance(value, _Text):
-                if not isinstance(table.c[column].type, LargeBinary):
-                    raise Problem(f"projection {name}: {column} is stored as a BLOB, not text, in a row; {REBUILD}")
+                kind = table.c[column].type
+                if not isinstance(kind, LargeBinary):
+                    wanted = "a number" if isinstance(kind, Integer | Float) else "text"
+                    raise Problem(f"projection {name}: {column} is stored as a BLOB, not {wanted}, in a row; {REBUILD}")
             elif isinstance(value, bytes):
                 try:
                     value = value.decode("utf-8")
@@ -295,6 +297,14 @@ def _projection(conn: Connection, name: str) -> dict[tuple, dict]:
             row[column] = value
         rows[tuple(row[k] for k in projections.KEYS[name])] = row
     return rows
+
+
+def _shown(name: str, key: tuple, state: dict[str, dict[tuple, dict]]) -> tuple:
+    """A projection row's key as people name it: a results or verdicts row's run by its id, not its number."""
+    if projections.KEYS[name][0] == "run":
+        runs = {row["stream"]: stream_id for (stream_id,), row in state.get("streams", {}).items()}
+        return (runs.get(key[0], key[0]), *key[1:])
+    return key
 
 
 def _as_stored(table: Any, row: dict, sqlite: bool) -> dict:

@@ -4,6 +4,7 @@ check every command makes before it touches a store."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from evalstore.store import EventStore, SchemaOutOfDate, make_engine
 from evalstore.store import engine as store_engine
 from evalstore.store.schema import metadata
 
-STORE_TABLES = {"events", "blobs", "runs", "results", "verdicts", "judge_cache", "conversions"}
+STORE_TABLES = {"events", "blobs", "runs", "streams", "results", "verdicts", "judge_cache", "conversions"}
 TRIGGERS = {
     "sqlite": {
         "events_no_update",
@@ -316,3 +317,42 @@ def test_a_first_upgrade_killed_midway_leaves_a_file_every_command_opens(tmp_pat
         result = runner.invoke(cli.main, ["--db", str(path), *args])
         assert result.exit_code == 0, (args, result.output)
     assert store_engine.current_revision(make_engine(str(path))) == store_engine.head_revision()
+
+
+# --- 0004: projections keyed by a stream's number (issue 31) -----------------------------------------
+
+
+def _projection_rows(engine: Engine) -> dict[str, list[tuple]]:
+    with engine.connect() as conn:
+        return {
+            name: sorted(tuple(row) for row in conn.execute(text(f"SELECT * FROM {name}")))
+            for name in ("streams", "results", "verdicts", "judge_cache", "conversions")
+        }
+
+
+def test_slim_projections_revision_carries_every_row_both_ways(engine: Engine) -> None:
+    sys.path.insert(0, str(Path(__file__).parent / "store"))
+    from sample_runs import populate
+
+    store = EventStore(engine)
+    populate(store)
+    slim = _projection_rows(engine)
+    assert len(slim["streams"]) == 3 and slim["results"] and slim["verdicts"] and slim["judge_cache"]
+
+    store_engine.downgrade(engine, "0003")
+    assert "streams" not in _tables(engine)
+    with engine.connect() as conn:
+        # Each row has its run's id and its event's id back, read from the log.
+        for name in ("results", "verdicts", "judge_cache", "conversions"):
+            run = "run_id" if name in ("results", "verdicts") else "NULL"
+            rows = conn.execute(text(f"SELECT {run}, t.seq, t.event_id, e.stream_id, e.event_id FROM {name} t "
+                                     "JOIN events e ON e.seq = t.seq")).all()  # fmt: skip
+            assert rows and all(r[2] == r[4] and r[0] in (None, r[3]) for r in rows), name
+    old = EventStore(engine, check_schema=False)
+    assert old.query("runs")  # the runs projection is the same in both revisions
+
+    store_engine.upgrade(engine)
+    assert _projection_rows(engine) == slim
+    store = EventStore(engine)
+    assert store.verify().ok
+    assert store.rebuild_projections() and _projection_rows(engine) == slim

@@ -286,8 +286,8 @@ def _noted(store: EventStore, chunk: list[tuple[tuple, list[tuple]]]) -> Iterato
     if candidates:
         from evalstore.replay.grading.scoring import explain_score
 
-        # The results' and verdicts' event ids are projection columns: the last of each row.
-        events = store.get_events([r[-1] for r, _ in candidates] + [v[-1] for _, vs in candidates for v in vs])
+        # The results' and verdicts' events are named by their seq: the last column of each row.
+        events = store.events_at([r[-1] for r, _ in candidates] + [v[-1] for _, vs in candidates for v in vs])
         for r, verdicts in candidates:
             threshold = events[r[-1]].event.threshold  # type: ignore[attr-defined]
             notes[r[:3]] = explain_score((events[v[-1]].event for v in verdicts), threshold)

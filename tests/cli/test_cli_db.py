@@ -139,7 +139,11 @@ def test_verify_ok_and_json(filled: str, store: EventStore) -> None:
 
 
 def test_rebuild_repairs_projections_that_verify_flags(filled: str, store: EventStore) -> None:
-    execute(store.engine, "UPDATE results SET score = 0.99 WHERE run_id = 'run-b' AND test_id = 'paris'")
+    execute(
+        store.engine,
+        "UPDATE results SET score = 0.99 WHERE run = (SELECT stream FROM streams WHERE stream_id = 'run-b') "
+        "AND test_id = 'paris'",
+    )
     failed = evalstore(filled, "verify")
     assert failed.exit_code == 1
     assert failed.stderr == (

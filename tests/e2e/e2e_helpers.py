@@ -448,7 +448,8 @@ def result_rows(db_file: Path, prefix: str) -> int:
         return 0
     conn = sqlite3.connect(db_file, timeout=5)
     try:
-        return conn.execute("SELECT count(*) FROM results WHERE run_id LIKE ?", (prefix + "%",)).fetchone()[0]
+        runs = "SELECT count(*) FROM results r JOIN streams s ON s.stream = r.run WHERE s.stream_id LIKE ?"
+        return conn.execute(runs, (prefix + "%",)).fetchone()[0]
     except sqlite3.OperationalError:  # the schema is not there yet
         return 0
     finally:

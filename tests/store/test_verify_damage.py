@@ -109,7 +109,10 @@ def test_projection_values_compare_as_stored(filled_sqlite: EventStore, sqlite_u
     assert _verify(sqlite_url) == (0, None)
     drop_append_only_triggers(filled_sqlite.engine)
     # 115 reads back as True through a Boolean column; stored, it is not what the log says.
-    execute(filled_sqlite.engine, "UPDATE results SET passed = 115 WHERE run_id = 'run-c'")
+    execute(
+        filled_sqlite.engine,
+        "UPDATE results SET passed = 115 WHERE run = (SELECT stream FROM streams WHERE stream_id = 'run-c')",
+    )
     code, problem = _verify(sqlite_url)
     assert code == 1 and problem.startswith("projection results: row ('run-c', 'lisbon'")
     assert problem.endswith("differs from the log; run `evalstore db rebuild`")

@@ -42,6 +42,10 @@ def _cli(url: str, *args: str):  # type: ignore[no-untyped-def]
 
 # --- 1. a value retyped (SQLite): the same bytes, but no longer text --------------------------------
 
+# Results and verdicts rows of a run: keyed by its stream's number.
+RUN_A = "run = (SELECT stream FROM streams WHERE stream_id = 'run-a')"
+RUN_A_REPLAY = "run = (SELECT stream FROM streams WHERE stream_id = 'run-a-replay')"
+
 
 def _text_columns() -> list[tuple[str, str]]:
     from evalstore.store import schema
@@ -58,13 +62,13 @@ def test_a_hidden_result_row_is_reported(sqlite_store: EventStore, sqlite_url: s
     for table in ("results", "verdicts"):
         execute(
             sqlite_store.engine,
-            f"UPDATE {table} SET run_id = CAST(run_id AS BLOB) WHERE run_id = 'run-a-replay' AND test_id = 'rome'",
+            f"UPDATE {table} SET run = CAST(run AS BLOB) WHERE {RUN_A_REPLAY} AND test_id = 'rome'",
         )
     after = json.loads(_cli(sqlite_url, "runs", "--json").stdout)
     assert before != after  # the row is gone from what commands print
     code, problem = _verify(sqlite_url)
     assert code == 1
-    assert problem == "projection results: run_id is stored as a BLOB, not text, in a row; run `evalstore db rebuild`"
+    assert problem == "projection results: run is stored as a BLOB, not a number, in a row; run `evalstore db rebuild`"
 
 
 @pytest.mark.parametrize(("table", "column"), _text_columns())
@@ -113,7 +117,10 @@ def test_retyped_values_that_changed_what_compare_prints_are_reported(
     sqlite_store: EventStore, sqlite_url: str, table: str, column: str, value: str
 ) -> None:
     populate(sqlite_store)
-    execute(sqlite_store.engine, f"UPDATE {table} SET {column} = {value} WHERE run_id = 'run-a'")
+    execute(
+        sqlite_store.engine,
+        f"UPDATE {table} SET {column} = {value} WHERE " + (RUN_A if table != "runs" else "run_id = 'run-a'"),
+    )
     code, problem = _verify(sqlite_url)
     assert code == 1 and problem.startswith(f"projection {table}: "), problem
     assert not read_commands.failures(sqlite_url)  # compare exited 3 on the retyped grader
@@ -121,7 +128,7 @@ def test_retyped_values_that_changed_what_compare_prints_are_reported(
 
 def test_compare_on_a_retyped_grader_names_the_damage(sqlite_store: EventStore, sqlite_url: str) -> None:
     populate(sqlite_store)
-    execute(sqlite_store.engine, "UPDATE verdicts SET grader = CAST(grader AS BLOB) WHERE run_id = 'run-a'")
+    execute(sqlite_store.engine, f"UPDATE verdicts SET grader = CAST(grader AS BLOB) WHERE {RUN_A}")
     result = _cli(sqlite_url, "compare", "run-a", "run-a-replay")
     assert result.exit_code == 2, result.output
     assert result.stderr == (
@@ -246,8 +253,8 @@ def test_an_index_that_lost_rows_is_reported_by_amcheck(postgres_url: str, index
     table = index.removesuffix("_pkey")
     if table in ("results", "verdicts"):  # upserts need the index: the rows are written again by hand
         with store.engine.begin() as conn:
-            conn.execute(text(f"CREATE TEMP TABLE kept AS SELECT * FROM {table} WHERE run_id = 'run-a-replay'"))
-            conn.execute(text(f"DELETE FROM {table} WHERE run_id = 'run-a-replay'"))
+            conn.execute(text(f"CREATE TEMP TABLE kept AS SELECT * FROM {table} WHERE {RUN_A_REPLAY}"))
+            conn.execute(text(f"DELETE FROM {table} WHERE {RUN_A_REPLAY}"))
             conn.execute(text(f"INSERT INTO {table} SELECT * FROM kept"))
     else:  # one append: the stream's version is read through the index that now misses its rows
         batches = run_batches("run-c", kind="replay", parent="run-a")
