@@ -10,7 +10,7 @@ regraded from the first run's transcript with a stricter eval (`agentv eval --tr
 
 An import, an unchanged replay and `evalstore run` grade every test and grader as AgentV did, and `run`
 sends the agent and the judge only what AgentV sent; a replay of faq-a with the stricter eval grades as
-AgentV's transcript regrade; `compare` gives `agentv compare`'s deltas; and an export of a run evalstore
+AgentV's transcript regrade; `compare` gives `agentv compare`'s deltas, wins, losses and ties; and an export of a run evalstore
 made, and of its replay, writes the row labels AgentV writes (`category`, `conversation_id`, `experiment`),
 which it once left out, and each grader's request and usage as AgentV's row records them.
 """
@@ -18,6 +18,7 @@ which it once left out, and each grader's request and usage as AgentV's row reco
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,32 @@ def test_compare_gives_agentv_compare_deltas(
         m["test_id"]: pytest.approx(m["delta"]) for m in agentv["matched"]
     }
     assert report["overall"]["score"]["mean_diff"] == pytest.approx(agentv["summary"]["mean_delta"])
+
+
+def test_compare_counts_wins_losses_and_ties_as_agentv_compare(
+    store_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agentv compare`'s summary (its `--json` and its table's `Summary:` line): each test a win, a loss or a
+    tie at its 0.1 threshold, the mean delta rounded as AgentV rounds it, the normalized gain and the status,
+    in `compare --json` (`outcomes`, and each test's `outcome`) and in the table (once not given at all)."""
+    folder, _ = project
+    monkeypatch.chdir(folder / "faq")
+    agentv = json.loads((NEWUSER4 / "logs" / "compare.json").read_text("utf-8"))
+    table = (NEWUSER4 / "logs" / "compare.out").read_text("utf-8")
+    counts, mean, status = re.search(r"Summary: (.*) \| Mean Δ: (\S+) \| Status: (\w+)", table).groups()  # type: ignore[union-attr]
+    a, b = imported(store_url, "faq-a"), imported(store_url, "faq-b")
+    report = ok_json(cli(store_url, "compare", a, b, "--json"))
+    summary = {k: agentv["summary"][k] for k in ("wins", "losses", "ties", "mean_delta", "mean_normalized_gain")}
+    assert {k: report["outcomes"][k] for k in summary} == summary
+    assert (report["outcomes"]["threshold"], report["outcomes"]["status"]) == (0.1, status)
+    assert {t["test_id"]: (t["outcome"], t["normalized_gain"]) for t in report["tests"]} == {
+        m["test_id"]: (m["outcome"], m["normalized_gain"]) for m in agentv["matched"]
+    }
+    printed = cli(store_url, "compare", a, b).stdout
+    assert f"{counts} | mean delta {float(mean):+.3f} | status: {status}" in printed, printed
+    # A loss of 0.5 is a tie at a threshold above it, as `agentv compare --threshold 0.6` counts it.
+    wider = ok_json(cli(store_url, "compare", a, b, "--threshold", "0.6", "--json"))["outcomes"]
+    assert (wider["wins"], wider["losses"], wider["ties"]) == (0, 0, 4)
 
 
 def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
