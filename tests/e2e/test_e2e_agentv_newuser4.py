@@ -108,6 +108,13 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[P
         yield served
 
 
+def exported_json(db: str, run: str) -> dict[str, dict[str, Any]]:
+    """``export --format json``'s results by test id (a version 2 document: version 1 had no experiment)."""
+    doc = json.loads(cli(db, "export", run, "--format", "json").stdout)
+    assert (doc["format"], doc["version"]) == ("evalstore-export", 2)
+    return {r["test_id"]: r for r in doc["results"]}
+
+
 def imported(db: str, run: str) -> str:
     return ok_json(cli(db, "import", str(run_dir(run)), "--json"))["run_id"]
 
@@ -279,7 +286,8 @@ def test_an_export_of_a_run_and_its_replay_records_graders_and_experiment_as_age
     sqlite_url: str, suite: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An export of evalstore's run of each suite (faq as AgentV's faq-b: `--experiment model-b`, the second
-    agent model), and of its unchanged replay, writes AgentV's `experiment` (once left out), and of each
+    agent model), and of its unchanged replay, writes AgentV's `experiment` (once left out; in the JSON
+    document too, whose results once had none), and of each
     grader what AgentV's row records: the prompt as rendered, a trailing newline kept though the judge is
     sent it trimmed (once the sent one), and the usage of the judge's reply the verdict came from, also where
     the replay took it from the judge cache (once none), and none where no reply parsed (outage's judge that
@@ -297,6 +305,9 @@ def test_an_export_of_a_run_and_its_replay_records_graders_and_experiment_as_age
     for exported in (done, replay):
         rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", exported).stdout.splitlines())}
         assert {t: r["experiment"] for t, r in rows.items()} == {t: r["experiment"] for t, r in agentv.items()}
+        assert {t: r["experiment"] for t, r in exported_json(sqlite_url, exported).items()} == {
+            t: r["experiment"] for t, r in agentv.items()
+        }
         assert {t: [[s.get(k) for k in GRADER_RECORD] for s in r.get("scores", [])] for t, r in rows.items()} == {
             t: [[s.get(k) for k in GRADER_RECORD] for s in r.get("scores", [])] for t, r in agentv.items()
         }
@@ -306,7 +317,8 @@ def test_an_export_of_an_import_and_its_replay_keeps_agentvs_experiment(
     store_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """faq-b was run with `--experiment model-b`: its import's rows, and a replay's of them, keep the label
-    (not the `default` a run evalstore made without one is written)."""
+    (not the `default` a run evalstore made without one is written), and so do the JSON document's results
+    (which once had none)."""
     folder, _ = project
     monkeypatch.chdir(folder / "faq")
     run_id = imported(store_url, "faq-b")
@@ -314,6 +326,7 @@ def test_an_export_of_an_import_and_its_replay_keeps_agentvs_experiment(
     for exported in (run_id, replay):
         rows = [json.loads(line) for line in cli(store_url, "export", exported).stdout.splitlines()]
         assert [r["experiment"] for r in rows] == ["model-b"] * len(agentv_rows("faq-b"))
+        assert [r["experiment"] for r in exported_json(store_url, exported).values()] == ["model-b"] * len(rows)
 
 
 @pytest.mark.parametrize(
