@@ -16,9 +16,11 @@ score is the mean, min or max (``aggregation``) of the turns' scores and the con
 Each turn is recorded as one verdict, ``turn-N`` (``conversation`` for the whole), of type ``rubrics``
 as AgentV writes them, holding its graders' assertions, calls and conversions, its graders' own results
 in ``details.scores``. Where evalstore differs: a turn whose agent call failed, or whose graders could not
-run, is an execution error (AgentV scores it 0 and goes on), so the test is an execution error too; a
-replay grades each turn on the answer the run recorded, and a turn the run never asked (it stopped before
-it, and the regraded turns no longer would) is an execution error naming why.
+run, is an execution error (AgentV scores it 0 and goes on), so the test is an execution error too, with
+no ``failure_stage`` or ``failure_reason_code`` (``replay/failures.py``) since AgentV's conversation runner
+labels none of its results (their status is their score's); a replay grades each turn on the answer the
+run recorded, and a turn the run never asked (it stopped before it, and the regraded turns no longer
+would) is an execution error naming why.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.content import Message
+from evalstore.replay.evalfile.conversation import WHOLE, turn_verdict
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, GraderSpec, TurnSpec
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
 from evalstore.replay.grading.scoring import effective_threshold, produced_now, score_test
@@ -137,7 +140,7 @@ class ConversationGrader:
 
     def grade_turn(self, n: int, history: list[Message], answer: Message, transcript: TranscriptInfo) -> float:
         """Grade turn ``n`` (1-based) on ``answer``, the last message of ``history``; returns its score."""
-        name = f"turn-{n}"
+        name = turn_verdict(n)
         if self._carry(name, n):
             return self.graded[n].score
         turn = self.test.turns[n - 1]
@@ -152,7 +155,7 @@ class ConversationGrader:
 
     def turn_failed(self, n: int, error: str, transcript: TranscriptInfo) -> float:
         """Turn ``n``'s call to the agent failed (AgentV: 0, ``Provider error: ...``)."""
-        name = f"turn-{n}"
+        name = turn_verdict(n)
         if self._carry(name, n):
             return self.graded[n].score
         failed = GraderResult(
@@ -172,7 +175,7 @@ class ConversationGrader:
         for n, turn in enumerate(recorded, start=1):
             if n in self.graded:
                 continue
-            name = f"turn-{n}"
+            name = turn_verdict(n)
             if self.stopped:
                 skipped = GraderResult(score=0.0, verdict="skip", assertions=[Assertion(text=SKIPPED, passed=False)])
                 self._keep(n, self._verdict(name, skipped, transcript, []))
@@ -202,7 +205,7 @@ class ConversationGrader:
 
     def _whole(self, transcript: TranscriptInfo) -> _Graded:
         """The test's own graders on the whole conversation."""
-        name = "conversation"
+        name = WHOLE
         if self.only is not None and name not in self.only and name in self.carried:
             parent_id, parent = self.carried[name]
             return _Graded(
@@ -303,6 +306,13 @@ class ConversationGrader:
         errored = [e.verdict for e in entries if e.verdict.status == "execution_error"]
         passed = score >= self.threshold and not errored
         first = errored[0] if errored else None
+        # The error names what failed: the turn's first assertion that did not pass (a grader that could
+        # not grade, the agent's failed call), not one of its graders' passing checks.
+        why = (
+            next((a for a in first.assertions if not a.passed), first.assertions[0])
+            if first and first.assertions
+            else None
+        )
         return TestScored(
             test_id=self.test.id,
             target=self.target,
@@ -311,7 +321,7 @@ class ConversationGrader:
             passed=passed,
             status="execution_error" if errored else ("ok" if passed else "quality_failure"),
             threshold=self.threshold,
-            error=f"{first.grader}: {first.assertions[0].text}" if first and first.assertions else None,
+            error=f"{first.grader}: {why.text}" if first and why else None,
             produced_at=produced_now(),
             graders=[e.verdict.grader for e in entries],
         )

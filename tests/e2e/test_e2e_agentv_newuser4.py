@@ -12,7 +12,8 @@ An import, an unchanged replay and `evalstore run` grade every test and grader a
 sends the agent and the judge only what AgentV sent; a replay of faq-a with the stricter eval grades as
 AgentV's transcript regrade; `compare` gives `agentv compare`'s deltas, wins, losses and ties; and an export of a run evalstore
 made, and of its replay, writes the row labels AgentV writes (`category`, `conversation_id`, `experiment`),
-which it once left out, and each grader's request and usage as AgentV's row records them.
+which it once left out, and each grader's request and usage as AgentV's row records them. Conversations
+(`chat`) whose turn failed are exported with AgentV's scores and labels (none), and replayed with a judge.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ RUNS = {  # AgentV's run → its suite's folder and eval file
     "faq-strict": ("faq", "faq-strict"),
     "outage": ("outage", "outage"),
 }
+CHAT = PROJECT / "chat" / "runs" / "chat"
+"""AgentV's run of `chat`: conversations (`mode: conversation`) where a turn's agent call fails (outage-chat's
+status-page turn) and a turn's judge never answers JSON (apology-chat's first turn)."""
 REPAIR = "The following evaluation response has useful grading content but invalid JSON structure."
 """The judge's repair request names the reply's problem in evalstore's words (docs/usage.md, where evalstore
 differs from AgentV): the one request of these suites that is not AgentV's byte for byte."""
@@ -56,8 +60,9 @@ def agentv_rows(run: str) -> dict[str, dict[str, Any]]:
 
 
 def agentv_requests() -> set[str]:
-    """The messages of every request AgentV sent the server (agent and judge, all runs)."""
-    lines = (NEWUSER4 / "logs" / "agentv-requests.jsonl").read_text("utf-8").splitlines()
+    """The messages of every request AgentV sent the server (agent and judge, all runs, chat's included)."""
+    logs = ("agentv-requests.jsonl", "chat-requests.jsonl")
+    lines = [line for log in logs for line in (NEWUSER4 / "logs" / log).read_text("utf-8").splitlines()]
     return set(messages_sent([json.loads(line)["body"] for line in lines]))
 
 
@@ -260,6 +265,44 @@ def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
     assert "pi-ai call failed: HTTP 400" in rows["status-page"]["error"] and "judge" not in rows["status-page"]["error"]
     judged, judged_by_agentv = rows["root-cause"]["scores"][1], agentv["root-cause"]["scores"][1]
     assert (judged["input"], judged["token_usage"]) == (judged_by_agentv["input"], judged_by_agentv["token_usage"])
+
+
+def test_a_conversation_whose_turn_failed_has_agentvs_labels_none(
+    sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV's conversation runner scores a turn whose agent call failed 0 (`Provider error: ...`), leaves a
+    turn's grader that could not grade out of the turn's score, and labels no result: no `failure_stage` or
+    `failure_reason_code`, the status the score's (orchestrator.ts `runConversationMode`). evalstore's run,
+    and its replay, make such a test an execution error (docs/usage.md, where evalstore differs), but export
+    AgentV's scores, turns and labels (none), and name in the error what failed: the grader that could not
+    grade (once the turn's first assertion, which passed). An import keeps AgentV's rows as they are."""
+    folder, server = project
+    monkeypatch.chdir(folder / "chat")
+    agentv = {r["test_id"]: r for r in map(json.loads, (CHAT / "index.jsonl").read_text("utf-8").splitlines())}
+    run = ok_json(cli(sqlite_url, "run", "evals/chat.eval.yaml", "--workers", "1", "--json"), 1)["run_id"]
+    assert server.requests and not_asked_by_agentv(server) == set()
+    replay = ok_json(cli(sqlite_url, "replay", run, "--json"), 1)["run_id"]
+    labels = ("failure_stage", "failure_reason_code")
+    for exported in (run, replay):
+        rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", exported).stdout.splitlines())}
+        assert {t: [r.get(k) for k in labels] for t, r in rows.items()} == {
+            t: [r.get(k) for k in labels] for t, r in agentv.items()
+        }
+        assert {
+            t: (r["score"], [(s["name"], s["score"], s["verdict"]) for s in r["scores"]]) for t, r in rows.items()
+        } == {t: (r["score"], [(s["name"], s["score"], s["verdict"]) for s in r["scores"]]) for t, r in agentv.items()}
+        assert {t: r["execution_status"] for t, r in rows.items()} == {
+            "outage-chat": "execution_error",  # AgentV: quality_failure (0.667 is below 0.8)
+            "apology-chat": "execution_error",  # AgentV: ok (1.0)
+        }
+        assert rows["outage-chat"]["error"].startswith("turn-2: Provider error: ")
+        assert rows["apology-chat"]["error"].startswith("turn-1: Grader parse failure after 3 attempts"), rows
+    imported_run = ok_json(cli(sqlite_url, "import", str(CHAT), "--json"))["run_id"]
+    rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", imported_run).stdout.splitlines())}
+    keys = ("execution_status", "score", *labels)
+    assert {t: [r.get(k) for k in keys] for t, r in rows.items()} == {
+        t: [r.get(k) for k in keys] for t, r in agentv.items()
+    }
 
 
 def test_compare_clusters_a_run_by_the_category_agentv_would_write(
