@@ -15,12 +15,14 @@ score is the mean, min or max (``aggregation``) of the turns' scores and the con
 
 Each turn is recorded as one verdict, ``turn-N`` (``conversation`` for the whole), of type ``rubrics``
 as AgentV writes them, holding its graders' assertions, calls and conversions, its graders' own results
-in ``details.scores``. Where evalstore differs: a turn whose agent call failed, or whose graders could not
-run, is an execution error (AgentV scores it 0 and goes on), so the test is an execution error too, with
-no ``failure_stage`` or ``failure_reason_code`` (``replay/failures.py``) since AgentV's conversation runner
-labels none of its results (their status is their score's); a replay grades each turn on the answer the
-run recorded, and a turn the run never asked (it stopped before it, and the regraded turns no longer
-would) is an execution error naming why.
+in ``details.scores``. As AgentV's conversation runner, the test's status is its score's (``ok`` or
+``quality_failure``) whatever failed in a turn: a failed agent call is a turn scored 0, and a grader that
+could not grade is left out of its turn's score (``scoring.score_test``), so neither makes the test an
+execution error (for ``depends_on`` and ``fail_on_error``, which read that status) or gives it an
+``error``, ``failure_stage`` or ``failure_reason_code``. Where evalstore differs: a replay grades each
+turn on the answer the run recorded, and a turn the run never asked (it stopped before it, and the
+regraded turns no longer would) is an execution error naming why, as is the test: there is no answer to
+grade, where AgentV would have asked the agent.
 """
 
 from __future__ import annotations
@@ -133,6 +135,8 @@ class ConversationGrader:
     carried: Mapping[str, tuple[str, VerdictRecorded]] = field(default_factory=dict)
     graded: dict[int, _Graded] = field(default_factory=dict)
     stopped: bool = False
+    unanswered: list[int] = field(default_factory=list)
+    """Turns the recorded conversation does not reach (a replay's: the run stopped before them)."""
 
     @property
     def threshold(self) -> float:
@@ -156,15 +160,14 @@ class ConversationGrader:
     def turn_failed(self, n: int, error: str, transcript: TranscriptInfo) -> float:
         """Turn ``n``'s call to the agent failed (AgentV: 0, ``Provider error: ...``)."""
         name = turn_verdict(n)
-        if self._carry(name, n):
-            return self.graded[n].score
-        failed = GraderResult(
-            score=0.0,
-            verdict="fail",
-            status="execution_error",
-            assertions=[Assertion(text=f"Provider error: {error}", passed=False)],
-        )
-        return self._keep(n, self._verdict(name, failed, transcript, []))
+        if not self._carry(name, n):
+            failed = GraderResult(
+                score=0.0, verdict="fail", assertions=[Assertion(text=f"Provider error: {error}", passed=False)]
+            )
+            self._keep(n, self._verdict(name, failed, transcript, []))
+        # AgentV stops after a failed call whatever the threshold (a threshold of 0 would not stop on 0).
+        self.stopped = self.stopped or self.test.on_turn_failure == "stop"
+        return self.graded[n].score
 
     def finish(self, transcript: TranscriptInfo) -> TestGrade:
         """Grade what is not graded yet from the recorded conversation, then the whole conversation; record
@@ -180,6 +183,7 @@ class ConversationGrader:
                 skipped = GraderResult(score=0.0, verdict="skip", assertions=[Assertion(text=SKIPPED, passed=False)])
                 self._keep(n, self._verdict(name, skipped, transcript, []))
             elif turn is None:
+                self.unanswered.append(n)
                 missing = GraderResult(
                     score=0.0,
                     verdict="skip",
@@ -240,7 +244,6 @@ class ConversationGrader:
         result = GraderResult(
             score=outcome.score,
             verdict="pass" if outcome.score >= self.threshold else "fail",
-            status="execution_error" if outcome.status == "execution_error" else "ok",
             assertions=[a for r in results for a in r.assertions],
             evidence=[e for r in results for e in r.evidence],
             cache_hit=bool(results) and all(r.cache_hit for r in results),
@@ -303,25 +306,20 @@ class ConversationGrader:
             score = max(scores)
         else:
             score = sum(scores) / len(scores)
-        errored = [e.verdict for e in entries if e.verdict.status == "execution_error"]
-        passed = score >= self.threshold and not errored
-        first = errored[0] if errored else None
-        # The error names what failed: the turn's first assertion that did not pass (a grader that could
-        # not grade, the agent's failed call), not one of its graders' passing checks.
-        why = (
-            next((a for a in first.assertions if not a.passed), first.assertions[0])
-            if first and first.assertions
-            else None
-        )
+        # AgentV's status is the score's (``classifyQualityStatus``), whatever failed in a turn (a verdict's
+        # status says nothing here: an import's or an earlier run's may be an execution error); only a turn
+        # a replay had no answer for makes the test an execution error, which names it.
+        missing = self.graded[self.unanswered[0]].verdict if self.unanswered else None
+        passed = score >= self.threshold and missing is None
         return TestScored(
             test_id=self.test.id,
             target=self.target,
             attempt=self.attempt,
             score=score,
             passed=passed,
-            status="execution_error" if errored else ("ok" if passed else "quality_failure"),
+            status="execution_error" if missing else ("ok" if passed else "quality_failure"),
             threshold=self.threshold,
-            error=f"{first.grader}: {why.text}" if first and why else None,
+            error=f"{missing.grader}: {missing.assertions[0].text}" if missing else None,
             produced_at=produced_now(),
             graders=[e.verdict.grader for e in entries],
         )
