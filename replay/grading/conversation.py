@@ -161,8 +161,11 @@ class ConversationGrader:
         """Turn ``n``'s call to the agent failed (AgentV: 0, ``Provider error: ...``)."""
         name = turn_verdict(n)
         if not self._carry(name, n):
+            # The provider's message, as AgentV's turn gives it: evalstore's target errors begin by naming the
+            # target (and the attempts, which a turn never has).
+            message = error.removeprefix(f"target '{self.target}': ")
             failed = GraderResult(
-                score=0.0, verdict="fail", assertions=[Assertion(text=f"Provider error: {error}", passed=False)]
+                score=0.0, verdict="fail", assertions=[Assertion(text=f"Provider error: {message}", passed=False)]
             )
             self._keep(n, self._verdict(name, failed, transcript, []))
         # AgentV stops after a failed call whatever the threshold (a threshold of 0 would not stop on 0).

@@ -13,7 +13,8 @@ sends the agent and the judge only what AgentV sent; a replay of faq-a with the 
 AgentV's transcript regrade; `compare` gives `agentv compare`'s deltas, wins, losses and ties; and an export of a run evalstore
 made, and of its replay, writes the row labels AgentV writes (`category`, `conversation_id`, `experiment`),
 which it once left out, and each grader's request and usage as AgentV's row records them. Conversations
-(`chat`) whose turn failed are exported with AgentV's scores and labels (none), and replayed with a judge.
+(`chat`) whose turn failed are exported with AgentV's scores, status and labels (none), and replayed with a
+judge; the tests after one, under `fail_on_error`, and those depending on it run as AgentV runs them (`chat-deps`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ RUNS = {  # AgentV's run → its suite's folder and eval file
 CHAT = PROJECT / "chat" / "runs" / "chat"
 """AgentV's run of `chat`: conversations (`mode: conversation`) where a turn's agent call fails (outage-chat's
 status-page turn) and a turn's judge never answers JSON (apology-chat's first turn)."""
+CHAT_DEPS = PROJECT / "chat" / "runs" / "chat-deps"
+"""AgentV's run of `chat-deps`: outage-chat again, under `fail_on_error`, then a test after it (root-cause) and
+one that depends on it (refund-window): both ran."""
 REPAIR = "The following evaluation response has useful grading content but invalid JSON structure."
 """The judge's repair request names the reply's problem in evalstore's words (docs/usage.md, where evalstore
 differs from AgentV): the one request of these suites that is not AgentV's byte for byte."""
@@ -61,7 +65,7 @@ def agentv_rows(run: str) -> dict[str, dict[str, Any]]:
 
 def agentv_requests() -> set[str]:
     """The messages of every request AgentV sent the server (agent and judge, all runs, chat's included)."""
-    logs = ("agentv-requests.jsonl", "chat-requests.jsonl")
+    logs = ("agentv-requests.jsonl", "chat-requests.jsonl", "chat-deps-requests.jsonl")
     lines = [line for log in logs for line in (NEWUSER4 / "logs" / log).read_text("utf-8").splitlines()]
     return set(messages_sent([json.loads(line)["body"] for line in lines]))
 
@@ -267,42 +271,78 @@ def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
     assert (judged["input"], judged["token_usage"]) == (judged_by_agentv["input"], judged_by_agentv["token_usage"])
 
 
-def test_a_conversation_whose_turn_failed_has_agentvs_labels_none(
+def _rows(db: str, run: str) -> dict[str, dict[str, Any]]:
+    return {r["test_id"]: r for r in map(json.loads, cli(db, "export", run).stdout.splitlines())}
+
+
+def _agentv_rows(run: Path) -> dict[str, dict[str, Any]]:
+    return {r["test_id"]: r for r in map(json.loads, (run / "index.jsonl").read_text("utf-8").splitlines())}
+
+
+RESULT_KEYS = ("execution_status", "error", "failure_stage", "failure_reason_code")
+"""What a conversation's row says of how it ended: AgentV's status is its score's, with no error or labels."""
+
+
+def test_a_conversation_whose_turn_failed_has_agentvs_status_and_labels_none(
     sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """AgentV's conversation runner scores a turn whose agent call failed 0 (`Provider error: ...`), leaves a
-    turn's grader that could not grade out of the turn's score, and labels no result: no `failure_stage` or
-    `failure_reason_code`, the status the score's (orchestrator.ts `runConversationMode`). evalstore's run,
-    and its replay, make such a test an execution error (docs/usage.md, where evalstore differs), but export
-    AgentV's scores, turns and labels (none), and name in the error what failed: the grader that could not
-    grade (once the turn's first assertion, which passed). An import keeps AgentV's rows as they are."""
+    turn's grader that could not grade out of the turn's score, and sets the status from the score, with no
+    error, `failure_stage` or `failure_reason_code` (orchestrator.ts `runConversationMode`,
+    `classifyQualityStatus`). evalstore's run and its replay export AgentV's scores, turns, status
+    (outage-chat `quality_failure`, apology-chat `ok`: both once `execution_error`, with an error naming the
+    turn) and labels (none). An import keeps AgentV's rows as they are."""
     folder, server = project
     monkeypatch.chdir(folder / "chat")
-    agentv = {r["test_id"]: r for r in map(json.loads, (CHAT / "index.jsonl").read_text("utf-8").splitlines())}
+    agentv = _agentv_rows(CHAT)
     run = ok_json(cli(sqlite_url, "run", "evals/chat.eval.yaml", "--workers", "1", "--json"), 1)["run_id"]
     assert server.requests and not_asked_by_agentv(server) == set()
     replay = ok_json(cli(sqlite_url, "replay", run, "--json"), 1)["run_id"]
-    labels = ("failure_stage", "failure_reason_code")
     for exported in (run, replay):
-        rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", exported).stdout.splitlines())}
-        assert {t: [r.get(k) for k in labels] for t, r in rows.items()} == {
-            t: [r.get(k) for k in labels] for t, r in agentv.items()
+        rows = _rows(sqlite_url, exported)
+        assert {t: [r.get(k) for k in RESULT_KEYS] for t, r in rows.items()} == {
+            t: [r.get(k) for k in RESULT_KEYS] for t, r in agentv.items()
+        }
+        assert {t: r["execution_status"] for t, r in rows.items()} == {
+            "outage-chat": "quality_failure",
+            "apology-chat": "ok",
         }
         assert {
             t: (r["score"], [(s["name"], s["score"], s["verdict"]) for s in r["scores"]]) for t, r in rows.items()
         } == {t: (r["score"], [(s["name"], s["score"], s["verdict"]) for s in r["scores"]]) for t, r in agentv.items()}
-        assert {t: r["execution_status"] for t, r in rows.items()} == {
-            "outage-chat": "execution_error",  # AgentV: quality_failure (0.667 is below 0.8)
-            "apology-chat": "execution_error",  # AgentV: ok (1.0)
-        }
-        assert rows["outage-chat"]["error"].startswith("turn-2: Provider error: ")
-        assert rows["apology-chat"]["error"].startswith("turn-1: Grader parse failure after 3 attempts"), rows
+        assert rows["outage-chat"]["scores"][1]["assertions"] == agentv["outage-chat"]["scores"][1]["assertions"]
     imported_run = ok_json(cli(sqlite_url, "import", str(CHAT), "--json"))["run_id"]
-    rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", imported_run).stdout.splitlines())}
-    keys = ("execution_status", "score", *labels)
+    rows = _rows(sqlite_url, imported_run)
+    keys = ("score", *RESULT_KEYS)
     assert {t: [r.get(k) for k in keys] for t, r in rows.items()} == {
         t: [r.get(k) for k in keys] for t, r in agentv.items()
     }
+
+
+def test_tests_after_a_conversation_whose_turn_failed_run_as_in_agentv(
+    sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV halts the tests after an execution error under `fail_on_error`, and skips a test whose dependency
+    ended in one; a conversation whose turn failed is not one (orchestrator.ts: both read `executionStatus ===
+    'execution_error'`). In AgentV's run of chat-deps, root-cause (after outage-chat) and refund-window
+    (`depends_on: [outage-chat]`) ran and passed; so they do in evalstore's (once both not run: `Halted: ...`
+    and a failed dependency), which asks the agent what AgentV asked."""
+    folder, server = project
+    monkeypatch.chdir(folder / "chat")
+    agentv = _agentv_rows(CHAT_DEPS)
+    run = ok_json(cli(sqlite_url, "run", "evals/chat-deps.eval.yaml", "--workers", "1", "--json"), 1)["run_id"]
+    rows = _rows(sqlite_url, run)
+    assert {t: r["execution_status"] for t, r in rows.items()} == {
+        "outage-chat": "quality_failure",
+        "root-cause": "ok",
+        "refund-window": "ok",
+    }
+    keys = ("score", *RESULT_KEYS)
+    assert {t: [r.get(k) for k in keys] for t, r in rows.items()} == {
+        t: [r.get(k) for k in keys] for t, r in agentv.items()
+    }
+    assert not_asked_by_agentv(server) == set()
+    assert len(server.requests) == len((NEWUSER4 / "logs" / "chat-deps-requests.jsonl").read_text("utf-8").splitlines())
 
 
 def test_compare_clusters_a_run_by_the_category_agentv_would_write(
