@@ -265,8 +265,9 @@ def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
             t: [r.get(k) for k in labels] for t, r in agentv.items()
         }
     rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", run).stdout.splitlines())}
-    # The agent's refusal in AgentV's words (pi-ai's), not as a judge's ("HTTP 400 from judge 'default'").
-    assert "pi-ai call failed: HTTP 400" in rows["status-page"]["error"] and "judge" not in rows["status-page"]["error"]
+    # The agent's refusal in AgentV's words (pi-ai's of the body's error.message), not as a judge's ("HTTP 400
+    # from judge 'default'") nor its JSON body, after the target evalstore's errors name.
+    assert rows["status-page"]["error"] == f"target 'default': {agentv['status-page']['error']}"
     judged, judged_by_agentv = rows["root-cause"]["scores"][1], agentv["root-cause"]["scores"][1]
     assert (judged["input"], judged["token_usage"]) == (judged_by_agentv["input"], judged_by_agentv["token_usage"])
 
