@@ -23,7 +23,8 @@ from evalstore.cli.output import (
     print_json,
     print_table,
 )
-from evalstore.replay.choices import REGRESSION_MODES
+from evalstore.cli.params import NON_NEGATIVE
+from evalstore.replay.choices import OUTCOME_THRESHOLD, REGRESSION_MODES
 
 if TYPE_CHECKING:  # annotations only: the modules load when the command runs, not for its --help
     from evalstore.replay.analysis.compare import Comparison, RunResults
@@ -40,6 +41,17 @@ def _stats_cells(stats) -> tuple[str, str, str]:  # type: ignore[no-untyped-def]
     p = f"{stats.mcnemar.p_value:.4g}" if stats.mcnemar.p_value is not None else (stats.mcnemar.note or "-")
     k = f"{stats.kappa.kappa:.3f}" if stats.kappa.kappa is not None else (stats.kappa.note or "-")
     return ci, p, k
+
+
+def _outcomes_line(c: Comparison) -> str:
+    """``agentv compare``'s summary line, its counts spelled as AgentV spells them."""
+    w = c.outcomes
+    gain = "" if w.mean_normalized_gain is None else f" | g: {w.mean_normalized_gain:+.3f}"
+    return (
+        f"win/loss/tie (agentv compare, |delta| >= {w.threshold:g}): {w.wins} win{'' if w.wins == 1 else 's'}, "
+        f"{w.losses} loss{'' if w.losses == 1 else 'es'}, {w.ties} tie{'' if w.ties == 1 else 's'} | "
+        f"mean delta {w.mean_delta:+.3f}{gain} | status: {w.status}"
+    )
 
 
 def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
@@ -61,6 +73,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
         f"pass/fail: both pass {o.counts.both_pass}, both fail {o.counts.both_fail}, "
         f"pass->fail {o.counts.a_only_pass}, fail->pass {o.counts.b_only_pass}; McNemar exact p={p}; kappa={k}"
     )
+    echo(_outcomes_line(c))
     print_table(
         "per grader",
         ["grader", "n", "mean A", "mean B", "diff", "95% CI", "pass->fail", "fail->pass", "McNemar p", "kappa"],
@@ -87,12 +100,20 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
         print_table(
             f"changed tests ({len(changed)} of {len(c.tests)})"
             + (f", first {max_tests}" if len(changed) > max_tests else ""),
-            ["test", "A", "B", "delta", "flip"],
+            ["test", "A", "B", "delta", "flip", "result"],
             [
-                (key_label(t.key), fmt_score(t.score_a), fmt_score(t.score_b), _signed(t.delta), t.flip or "")
+                (
+                    key_label(t.key),
+                    fmt_score(t.score_a),
+                    fmt_score(t.score_b),
+                    _signed(t.delta),
+                    t.flip or "",
+                    c.outcome(t),
+                )
                 for t in shown
             ],
             ids=["test", "A", "B", "delta", "flip"],
+            optional=["result"],
         )
     else:
         echo("no test changed score")
@@ -146,10 +167,18 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     help="Tests sharing this metadata value (conversation_id, category, or any metadata key) are not "
     "independent: cluster-robust standard errors.",
 )
+@click.option(
+    "--threshold",
+    default=OUTCOME_THRESHOLD,
+    show_default=True,
+    type=NON_NEGATIVE,
+    help="Score difference that makes a test a win (B higher) or a loss (B lower), else a tie, as agentv compare "
+    "counts them.",
+)
 @json_option
 @click.pass_context
 @handle_errors
-def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by, as_json) -> None:  # type: ignore[no-untyped-def]
+def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by, threshold, as_json) -> None:  # type: ignore[no-untyped-def]
     """Compare run B against run A, test by test and grader by grader, with paired statistics.
 
     RUNS: each an id, a unique prefix, or last. Exits 1 with --fail-on-regression when B is worse.
@@ -189,8 +218,13 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
     bases = [label_run(store, r) for r in ids]  # the run holding each run's transcripts (and labels)
     labels = _labels_for(store, bases) if not any(targets) else []  # labels name a result's target
     if len(ids) > 2:
-        if test_id or fail_on or html_path:
-            raise UsageError("--test, --fail-on-regression and --html compare two runs; give only A and B")
+        if (
+            test_id
+            or fail_on
+            or html_path
+            or ctx.get_parameter_source("threshold") is not click.core.ParameterSource.DEFAULT
+        ):
+            raise UsageError("--test, --fail-on-regression, --html and --threshold compare two runs; give only A and B")
         _compare_many(store, ids, bases[0], cluster_by=cluster_by, labels=labels, as_json=as_json)
         return
     a, b = ids
@@ -198,7 +232,9 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
     if targets[0] and targets[1]:
         results_a, results_b = one_target(results_a, targets[0]), one_target(results_b, targets[1])
     with no_cycle_collection():  # both runs are read; what the comparison builds has no cycles
-        comparison = compare_runs(results_a, results_b, seed=seed, resamples=resamples, test_id=test_id)
+        comparison = compare_runs(
+            results_a, results_b, seed=seed, resamples=resamples, test_id=test_id, threshold=threshold
+        )
         extra: dict[str, object] = {}
         if labels:
             from evalstore.replay.analysis.agreement import agreement_difference

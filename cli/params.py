@@ -10,23 +10,25 @@ import click
 from evalstore.replay.choices import experiment_name
 
 
-class UnitInterval(click.FloatRange):
-    """A number from 0 to 1. ``nan`` passes ``FloatRange``'s comparisons (every one is false) and then
+class NumberRange(click.FloatRange):
+    """A number in a range. ``nan`` passes ``FloatRange``'s comparisons (every one is false) and then
     breaks what the number is written into (a JSON event): refused here, as bad usage."""
 
     name = "float range"
 
-    def __init__(self) -> None:
-        super().__init__(0, 1)
+    def __init__(self, low: float, high: float | None, described: str) -> None:
+        super().__init__(low, high)
+        self.described = described
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         number = super().convert(value, param, ctx)
         if isinstance(number, float) and math.isnan(number):
-            self.fail(f"{value!r} is not a number from 0 to 1.", param, ctx)
+            self.fail(f"{value!r} is not {self.described}.", param, ctx)
         return number
 
 
-UNIT_INTERVAL = UnitInterval()
+UNIT_INTERVAL = NumberRange(0, 1, "a number from 0 to 1")
+NON_NEGATIVE = NumberRange(0, None, "a number of 0 or more")
 
 
 class ExperimentName(click.ParamType):

@@ -8,6 +8,10 @@ import re
 REGRESSION_MODES: tuple[str, ...] = ("ci", "flip", "any")
 """``--fail-on-regression``: the CI of the mean difference entirely below 0, any pass→fail flip, either."""
 
+OUTCOME_THRESHOLD = 0.1
+"""``compare --threshold``: the score difference that makes a test a win or a loss, ``agentv compare``'s
+default (``replay/analysis/outcomes.py``)."""
+
 EXPORT_FORMATS: tuple[str, ...] = ("agentv-jsonl", "csv", "json")
 """``export --format`` (and ``bundle``, which ``replay/bundle.py`` writes)."""
 

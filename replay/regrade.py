@@ -30,6 +30,7 @@ from evalstore import __version__
 from evalstore.replay.analysis.views import run_started, transcript_run_id
 from evalstore.replay.errors import JudgeConfigError, NotFoundError, ReplayError
 from evalstore.replay.evalfile.aliases import alias_of, normalize_media_type
+from evalstore.replay.evalfile.conversation import verdict_graders
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
@@ -876,7 +877,7 @@ def _suite(store: EventStore, parent: Run, options: ReplayOptions) -> EvalSuite:
     suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)
     suite = _swap_prompts(suite, options.prompts)
     if options.graders:
-        known = {g.name for t in suite.tests for g in t.graders}
+        known = {name for t in suite.tests for name, _ in verdict_graders(t)}  # a conversation's turn-N too
         unknown = [g for g in options.graders if g not in known]
         if unknown:
             raise ReplayError(f"--graders: no grader named {', '.join(unknown)} (graders: {', '.join(sorted(known))})")
@@ -1054,10 +1055,10 @@ def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regrad
     judgeless: dict[str, str] = {}
     for test_id, target, _ in regraded:
         test = tests_by_id[test_id]
-        for grader in test.graders:
+        for name, grader in verdict_graders(test):
             if not isinstance(grader, LlmGraderSpec) or grader.name in judgeless:
                 continue
-            if only is not None and grader.name not in only:
+            if only is not None and name not in only:
                 continue
             try:
                 run_target = target or test.target or suite.target
@@ -1109,8 +1110,8 @@ def _judge_pool(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type:
 
     only = set(options.graders) if options.graders else None
     if not any(
-        _needs_judge(g) for t in suite.tests for g in t.graders if (only is None or g.name in only)
-    ):  # nothing to ask a judge: no targets file is read (one that cannot be read stops nothing)
+        _needs_judge(g) for t in suite.tests for name, g in verdict_graders(t) if (only is None or name in only)
+    ):  # nothing to ask a judge (a conversation's turns' graders too): no targets file is read (one that cannot be read stops nothing)
         return JudgePool.from_env()
     path = (
         options.targets_path

@@ -5,9 +5,10 @@ one at a time, so exporting a large run keeps memory flat. Each format is writte
 payload fields (``store.events.payload_fields``), the dicts ``model_dump(mode="json")`` gives: a result
 holding event models is dumped first (:func:`_fields`), so there is one definition of each format.
 
-The JSON document (``--format json``) is ``{"format": "evalstore-export", "version": 1, "run": {...},
+The JSON document (``--format json``) is ``{"format": "evalstore-export", "version": 2, "run": {...},
 "results": [...]}``; every key listed in ``JSON_*_FIELDS`` below is always present (null when the store
-holds nothing for it), so scripts can rely on the shape. A new field means a new version.
+holds nothing for it), so scripts can rely on the shape. A new field means a new version: version 2 added
+each result's ``experiment`` (the label its AgentV row has); otherwise it is version 1.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ CSV_COLUMNS = (
     "error",
 )
 
-JSON_FORMAT, JSON_VERSION = "evalstore-export", 1
+JSON_FORMAT, JSON_VERSION = "evalstore-export", 2
 JSON_RUN_FIELDS = (
     "run_id",
     "kind",
@@ -246,7 +247,7 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         ("suite", run.suite),
         ("category", get("category")),
         ("conversation_id", get("conversation_id")),
-        ("experiment", get("experiment") or _experiment(run)),
+        ("experiment", row_experiment(run, scored["row_fields"])),
         ("score", js_number(scored["score"])),
         ("target", _target(run, scored)),
         ("scores", _scores(result, verdicts, shown)),
@@ -272,10 +273,12 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     return row
 
 
-def _experiment(run: RunStarted) -> str | None:
-    """The ``experiment`` AgentV writes on every row, for a run evalstore made (a replay's rows keep the
-    label their imported origin's had, ``stored.CARRIED_ROW_FIELDS``); an import's rows have only their own."""
-    return None if run.kind == "imported" else run.experiment or DEFAULT_EXPERIMENT
+def row_experiment(run: RunStarted, row_fields: dict[str, Any]) -> str | None:
+    """A result's ``experiment``, as AgentV writes it on every row: an imported row's own (a replay's rows
+    keep the label their imported origin's had, ``stored.CARRIED_ROW_FIELDS``), else, for a run evalstore
+    made, the run's; None for an imported row that had none."""
+    made = None if run.kind == "imported" else run.experiment or DEFAULT_EXPERIMENT
+    return row_fields.get("experiment") or made
 
 
 def _case_labels(case: Payload | None) -> dict[str, str]:
@@ -398,6 +401,7 @@ def json_result(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         root = run.source.file if run.source else None
         item["source"] = {"file": _resolved_file(source.get("file"), root), "line": source.get("line")}
     item["timestamp"] = result.timestamp
+    item["experiment"] = row_experiment(run, item["row_fields"])
     item["verdicts"] = [_json_verdict(result, v) for v in result.verdicts]
     item["transcript"] = _pick(result.transcript, JSON_TRANSCRIPT_FIELDS) if result.transcript else None
     item["case"] = _pick(result.case, JSON_CASE_FIELDS) if result.case else None

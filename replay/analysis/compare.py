@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from evalstore.replay.analysis.outcomes import Outcomes, normalized_gain, outcome, outcomes
 from evalstore.replay.analysis.stats import PairedStats, paired_stats
-from evalstore.replay.choices import REGRESSION_MODES
+from evalstore.replay.choices import OUTCOME_THRESHOLD, REGRESSION_MODES
 from evalstore.replay.errors import CompareError
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 
@@ -338,6 +339,8 @@ class Comparison:
     """Sorted by grader name."""
     overall: PairedStats
     """Test-level scores and pass/fail (``TestScored``) over all paired results."""
+    outcomes: Outcomes
+    """``agentv compare``'s wins, losses and ties over the paired results (``outcomes.py``)."""
     only_in_a: list[Key]
     only_in_b: list[Key]
     flipped: list[FlippedTest]
@@ -377,13 +380,25 @@ class Comparison:
         yield "resamples", self.resamples
         yield "overall", self.overall.to_dict()
         yield "graders", [g.to_dict() for g in self.graders]
-        yield "tests", (t.to_dict() for t in self.tests)
+        yield "tests", (self._test_dict(t) for t in self.tests)
         yield "only_in_a", (key_dict(k) for k in self.only_in_a)
         yield "only_in_b", (key_dict(k) for k in self.only_in_b)
         yield "not_regradable", (key_dict(k) for k in self.not_regradable)
         yield "flipped", (f.to_dict() for f in self.full_flipped())
         yield "test_id", self.test_id
         yield "assertion_diffs", [d.to_dict() for d in self.assertion_diffs]
+        yield "outcomes", self.outcomes.to_dict()
+
+    def outcome(self, row: TestRow) -> str:
+        """``agentv compare``'s result of one paired test: win, loss or tie."""
+        return outcome(row.delta, self.outcomes.threshold)
+
+    def _test_dict(self, row: TestRow) -> dict[str, object]:
+        return {
+            **row.to_dict(),
+            "outcome": self.outcome(row),
+            "normalized_gain": normalized_gain(row.score_a, row.score_b),
+        }
 
 
 @dataclass(slots=True)
@@ -432,15 +447,19 @@ def compare(
     seed: int = 0,
     resamples: int = 10_000,
     test_id: str | None = None,
+    threshold: float = OUTCOME_THRESHOLD,
 ) -> Comparison:
     """Pair the results of runs A and B and say what changed from A to B (deltas are B - A).
 
     ``seed`` makes every bootstrap interval reproducible; each interval gets its own
     ``random.Random(seed)``, so a grader's interval does not depend on which other graders exist.
     ``test_id`` asks for assertion-level differences of that test (every target and attempt).
+    ``threshold``: the score difference that makes a test a win or a loss (``outcomes.py``).
     """
     if resamples < 1:
         raise CompareError(f"resamples: must be at least 1, got {resamples}")
+    if not threshold >= 0:  # NaN too
+        raise CompareError(f"threshold: must be a number of 0 or more, got {threshold}")
     results_a, results_b = a.results, b.results
     if test_id is not None and not any(k[0] == test_id for k in (*results_a, *results_b)):
         raise CompareError(f"test id {test_id!r} is in neither run {a.run_id} nor run {b.run_id}; check the id")
@@ -512,6 +531,7 @@ def compare(
         tests=rows,
         graders=graders,
         overall=overall,
+        outcomes=outcomes(((r.score_a, r.score_b) for r in rows), threshold),
         only_in_a=only_in_a,
         only_in_b=only_in_b,
         flipped=flipped,

@@ -6,18 +6,40 @@ with its reasons.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from evalstore.replay.evalfile.fields import ParseContext, expect_list, expect_mapping, warn_unknown
 from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_grader, parse_grader
 from evalstore.replay.evalfile.source import Where
-from evalstore.replay.evalfile.specs import ConverterSpec, LlmGraderSpec, RubricItem, TurnSpec
+from evalstore.replay.evalfile.specs import ConverterSpec, EvalTest, GraderSpec, LlmGraderSpec, RubricItem, TurnSpec
 from evalstore.replay.jsontext import stringify
 
 CONVERSATION_KEYS = ("mode", "turns", "aggregation", "on_turn_failure", "window_size")
 TURN_KEYS = ("input", "expected_output", "assertions")
 AGGREGATIONS = ("mean", "min", "max")
 TURN_FAILURE_POLICIES = ("continue", "stop")
+WHOLE = "conversation"
+"""The verdict of a conversation's own graders, on the whole conversation (AgentV's ``scores[]`` entry)."""
+
+
+def turn_verdict(n: int) -> str:
+    """The verdict of turn ``n`` (1-based), as AgentV names its ``scores[]`` entry."""
+    return f"turn-{n}"
+
+
+def verdict_graders(test: EvalTest) -> Iterator[tuple[str, GraderSpec]]:
+    """Each grader of ``test`` with the verdict it is graded under (what ``replay --graders`` names): its
+    own name, or in a conversation the turn's (``turn-N``) or the whole conversation's."""
+    if test.mode != "conversation":
+        for spec in test.graders:
+            yield spec.name, spec
+        return
+    for n, turn in enumerate(test.turns, start=1):
+        for spec in turn.graders:
+            yield turn_verdict(n), spec
+    for spec in test.graders:
+        yield WHOLE, spec
 
 
 def conversation_fields(

@@ -15,10 +15,14 @@ score is the mean, min or max (``aggregation``) of the turns' scores and the con
 
 Each turn is recorded as one verdict, ``turn-N`` (``conversation`` for the whole), of type ``rubrics``
 as AgentV writes them, holding its graders' assertions, calls and conversions, its graders' own results
-in ``details.scores``. Where evalstore differs: a turn whose agent call failed, or whose graders could not
-run, is an execution error (AgentV scores it 0 and goes on), so the test is an execution error too; a
-replay grades each turn on the answer the run recorded, and a turn the run never asked (it stopped before
-it, and the regraded turns no longer would) is an execution error naming why.
+in ``details.scores``. As AgentV's conversation runner, the test's status is its score's (``ok`` or
+``quality_failure``) whatever failed in a turn: a failed agent call is a turn scored 0, and a grader that
+could not grade is left out of its turn's score (``scoring.score_test``), so neither makes the test an
+execution error (for ``depends_on`` and ``fail_on_error``, which read that status) or gives it an
+``error``, ``failure_stage`` or ``failure_reason_code``. Where evalstore differs: a replay grades each
+turn on the answer the run recorded, and a turn the run never asked (it stopped before it, and the
+regraded turns no longer would) is an execution error naming why, as is the test: there is no answer to
+grade, where AgentV would have asked the agent.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.content import Message
+from evalstore.replay.evalfile.conversation import WHOLE, turn_verdict
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, GraderSpec, TurnSpec
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
 from evalstore.replay.grading.scoring import effective_threshold, produced_now, score_test
@@ -130,6 +135,8 @@ class ConversationGrader:
     carried: Mapping[str, tuple[str, VerdictRecorded]] = field(default_factory=dict)
     graded: dict[int, _Graded] = field(default_factory=dict)
     stopped: bool = False
+    unanswered: list[int] = field(default_factory=list)
+    """Turns the recorded conversation does not reach (a replay's: the run stopped before them)."""
 
     @property
     def threshold(self) -> float:
@@ -137,7 +144,7 @@ class ConversationGrader:
 
     def grade_turn(self, n: int, history: list[Message], answer: Message, transcript: TranscriptInfo) -> float:
         """Grade turn ``n`` (1-based) on ``answer``, the last message of ``history``; returns its score."""
-        name = f"turn-{n}"
+        name = turn_verdict(n)
         if self._carry(name, n):
             return self.graded[n].score
         turn = self.test.turns[n - 1]
@@ -152,16 +159,18 @@ class ConversationGrader:
 
     def turn_failed(self, n: int, error: str, transcript: TranscriptInfo) -> float:
         """Turn ``n``'s call to the agent failed (AgentV: 0, ``Provider error: ...``)."""
-        name = f"turn-{n}"
-        if self._carry(name, n):
-            return self.graded[n].score
-        failed = GraderResult(
-            score=0.0,
-            verdict="fail",
-            status="execution_error",
-            assertions=[Assertion(text=f"Provider error: {error}", passed=False)],
-        )
-        return self._keep(n, self._verdict(name, failed, transcript, []))
+        name = turn_verdict(n)
+        if not self._carry(name, n):
+            # The provider's message, as AgentV's turn gives it: evalstore's target errors begin by naming the
+            # target (and the attempts, which a turn never has).
+            message = error.removeprefix(f"target '{self.target}': ")
+            failed = GraderResult(
+                score=0.0, verdict="fail", assertions=[Assertion(text=f"Provider error: {message}", passed=False)]
+            )
+            self._keep(n, self._verdict(name, failed, transcript, []))
+        # AgentV stops after a failed call whatever the threshold (a threshold of 0 would not stop on 0).
+        self.stopped = self.stopped or self.test.on_turn_failure == "stop"
+        return self.graded[n].score
 
     def finish(self, transcript: TranscriptInfo) -> TestGrade:
         """Grade what is not graded yet from the recorded conversation, then the whole conversation; record
@@ -172,11 +181,12 @@ class ConversationGrader:
         for n, turn in enumerate(recorded, start=1):
             if n in self.graded:
                 continue
-            name = f"turn-{n}"
+            name = turn_verdict(n)
             if self.stopped:
                 skipped = GraderResult(score=0.0, verdict="skip", assertions=[Assertion(text=SKIPPED, passed=False)])
                 self._keep(n, self._verdict(name, skipped, transcript, []))
             elif turn is None:
+                self.unanswered.append(n)
                 missing = GraderResult(
                     score=0.0,
                     verdict="skip",
@@ -202,7 +212,7 @@ class ConversationGrader:
 
     def _whole(self, transcript: TranscriptInfo) -> _Graded:
         """The test's own graders on the whole conversation."""
-        name = "conversation"
+        name = WHOLE
         if self.only is not None and name not in self.only and name in self.carried:
             parent_id, parent = self.carried[name]
             return _Graded(
@@ -237,7 +247,6 @@ class ConversationGrader:
         result = GraderResult(
             score=outcome.score,
             verdict="pass" if outcome.score >= self.threshold else "fail",
-            status="execution_error" if outcome.status == "execution_error" else "ok",
             assertions=[a for r in results for a in r.assertions],
             evidence=[e for r in results for e in r.evidence],
             cache_hit=bool(results) and all(r.cache_hit for r in results),
@@ -300,18 +309,20 @@ class ConversationGrader:
             score = max(scores)
         else:
             score = sum(scores) / len(scores)
-        errored = [e.verdict for e in entries if e.verdict.status == "execution_error"]
-        passed = score >= self.threshold and not errored
-        first = errored[0] if errored else None
+        # AgentV's status is the score's (``classifyQualityStatus``), whatever failed in a turn (a verdict's
+        # status says nothing here: an import's or an earlier run's may be an execution error); only a turn
+        # a replay had no answer for makes the test an execution error, which names it.
+        missing = self.graded[self.unanswered[0]].verdict if self.unanswered else None
+        passed = score >= self.threshold and missing is None
         return TestScored(
             test_id=self.test.id,
             target=self.target,
             attempt=self.attempt,
             score=score,
             passed=passed,
-            status="execution_error" if errored else ("ok" if passed else "quality_failure"),
+            status="execution_error" if missing else ("ok" if passed else "quality_failure"),
             threshold=self.threshold,
-            error=f"{first.grader}: {first.assertions[0].text}" if first and first.assertions else None,
+            error=f"{missing.grader}: {missing.assertions[0].text}" if missing else None,
             produced_at=produced_now(),
             graders=[e.verdict.grader for e in entries],
         )

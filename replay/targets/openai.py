@@ -8,6 +8,7 @@ the same way behave the same way. ``azure``, ``openrouter`` and ``openai-compati
 from __future__ import annotations
 
 import os
+import re
 import threading
 from dataclasses import replace
 from typing import Any
@@ -20,7 +21,8 @@ from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.conversation import as_text
 from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
 from evalstore.replay.grading.judge.targets import CHAT_COMPLETIONS_PROVIDERS, JudgeTarget
-from evalstore.replay.jstext import js_trim
+from evalstore.replay.jsontext import loads, stringify
+from evalstore.replay.jstext import js_json_parses, js_trim, js_truthy
 from evalstore.replay.piai.wire import DEFAULT_SYSTEM_PROMPT
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
 from evalstore.replay.targets.secrets import reference_values
@@ -108,6 +110,31 @@ def _as_sent(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def refusal(status: int, body: bytes) -> str:
+    """An error reply in AgentV's words: pi-ai's (``piErrorFromResult``: ``HTTP <status> <rest>`` when the
+    message is a status and one line, else the message) of the OpenAI SDK's message, which pi-ai keeps
+    (``APIError.makeMessage`` of ``makeStatusError(status, JSON.parse(body), body if not JSON)``): a JSON
+    body's ``error.message``, else its ``error`` as JSON, else a body that is not JSON as it is, else
+    ``status code (no body)``. So ``{"error": {"message": "..."}}`` is that message (tests/fixtures/
+    agentv-newuser4's `outage` and `chat` runs), not the JSON."""
+    text = body.decode("utf-8", errors="replace")
+    parsed = loads(text) if js_json_parses(text) else None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if js_truthy(message):
+        msg = message if isinstance(message, str) else stringify(message).decode("utf-8")
+    elif js_truthy(error):
+        msg = stringify(error).decode("utf-8")
+    else:
+        msg = "" if js_truthy(parsed) else text
+    raw = f"{status} {msg[:ERROR_BODY_CHARS]}" if msg else f"{status} status code (no body)"
+    # JavaScript's /^(\d{3})\b\s*(.*)$/: `.` stops at a line break and `$` is the very end.
+    match = re.fullmatch(r"(\d{3})\b\s*(.*)", raw)
+    if match is None:
+        return f"pi-ai call failed: {raw}"
+    return f"pi-ai call failed: HTTP {match[1]} {match[2] or raw}"
+
+
 def _outcome(target: str, exchanges: list[Exchange]) -> TargetOutcome:
     last = exchanges[-1]
     attempts = f" after {len(exchanges)} attempts" if len(exchanges) > 1 else ""
@@ -116,7 +143,7 @@ def _outcome(target: str, exchanges: list[Exchange]) -> TargetOutcome:
         # as the judge's, and this endpoint is the target's).
         body = last.body.decode("utf-8", errors="replace").strip()[:ERROR_BODY_CHARS] if last.body else ""
         if last.status is not None:
-            detail = f"pi-ai call failed: HTTP {last.status} {body}".rstrip()
+            detail = refusal(last.status, last.body or b"")
         else:
             detail = (last.error or "request failed") + (f": {body}" if body else "")
         status: TargetStatus = "timeout" if last.outcome == "timeout" else "error"

@@ -10,14 +10,17 @@ regraded from the first run's transcript with a stricter eval (`agentv eval --tr
 
 An import, an unchanged replay and `evalstore run` grade every test and grader as AgentV did, and `run`
 sends the agent and the judge only what AgentV sent; a replay of faq-a with the stricter eval grades as
-AgentV's transcript regrade; `compare` gives `agentv compare`'s deltas; and an export of a run evalstore
+AgentV's transcript regrade; `compare` gives `agentv compare`'s deltas, wins, losses and ties; and an export of a run evalstore
 made, and of its replay, writes the row labels AgentV writes (`category`, `conversation_id`, `experiment`),
-which it once left out, and each grader's request and usage as AgentV's row records them.
+which it once left out, and each grader's request and usage as AgentV's row records them. Conversations
+(`chat`) whose turn failed are exported with AgentV's scores, status and labels (none), and replayed with a
+judge; the tests after one, under `fail_on_error`, and those depending on it run as AgentV runs them (`chat-deps`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,12 @@ RUNS = {  # AgentV's run → its suite's folder and eval file
     "faq-strict": ("faq", "faq-strict"),
     "outage": ("outage", "outage"),
 }
+CHAT = PROJECT / "chat" / "runs" / "chat"
+"""AgentV's run of `chat`: conversations (`mode: conversation`) where a turn's agent call fails (outage-chat's
+status-page turn) and a turn's judge never answers JSON (apology-chat's first turn)."""
+CHAT_DEPS = PROJECT / "chat" / "runs" / "chat-deps"
+"""AgentV's run of `chat-deps`: outage-chat again, under `fail_on_error`, then a test after it (root-cause) and
+one that depends on it (refund-window): both ran."""
 REPAIR = "The following evaluation response has useful grading content but invalid JSON structure."
 """The judge's repair request names the reply's problem in evalstore's words (docs/usage.md, where evalstore
 differs from AgentV): the one request of these suites that is not AgentV's byte for byte."""
@@ -55,8 +64,9 @@ def agentv_rows(run: str) -> dict[str, dict[str, Any]]:
 
 
 def agentv_requests() -> set[str]:
-    """The messages of every request AgentV sent the server (agent and judge, all runs)."""
-    lines = (NEWUSER4 / "logs" / "agentv-requests.jsonl").read_text("utf-8").splitlines()
+    """The messages of every request AgentV sent the server (agent and judge, all runs, chat's included)."""
+    logs = ("agentv-requests.jsonl", "chat-requests.jsonl", "chat-deps-requests.jsonl")
+    lines = [line for log in logs for line in (NEWUSER4 / "logs" / log).read_text("utf-8").splitlines()]
     return set(messages_sent([json.loads(line)["body"] for line in lines]))
 
 
@@ -105,6 +115,13 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[P
     }
     with agentv_project(PROJECT, tmp_path / "project", answers, environment, monkeypatch) as served:
         yield served
+
+
+def exported_json(db: str, run: str) -> dict[str, dict[str, Any]]:
+    """``export --format json``'s results by test id (a version 2 document: version 1 had no experiment)."""
+    doc = json.loads(cli(db, "export", run, "--format", "json").stdout)
+    assert (doc["format"], doc["version"]) == ("evalstore-export", 2)
+    return {r["test_id"]: r for r in doc["results"]}
 
 
 def imported(db: str, run: str) -> str:
@@ -201,6 +218,32 @@ def test_compare_gives_agentv_compare_deltas(
     assert report["overall"]["score"]["mean_diff"] == pytest.approx(agentv["summary"]["mean_delta"])
 
 
+def test_compare_counts_wins_losses_and_ties_as_agentv_compare(
+    store_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agentv compare`'s summary (its `--json` and its table's `Summary:` line): each test a win, a loss or a
+    tie at its 0.1 threshold, the mean delta rounded as AgentV rounds it, the normalized gain and the status,
+    in `compare --json` (`outcomes`, and each test's `outcome`) and in the table (once not given at all)."""
+    folder, _ = project
+    monkeypatch.chdir(folder / "faq")
+    agentv = json.loads((NEWUSER4 / "logs" / "compare.json").read_text("utf-8"))
+    table = (NEWUSER4 / "logs" / "compare.out").read_text("utf-8")
+    counts, mean, status = re.search(r"Summary: (.*) \| Mean Δ: (\S+) \| Status: (\w+)", table).groups()  # type: ignore[union-attr]
+    a, b = imported(store_url, "faq-a"), imported(store_url, "faq-b")
+    report = ok_json(cli(store_url, "compare", a, b, "--json"))
+    summary = {k: agentv["summary"][k] for k in ("wins", "losses", "ties", "mean_delta", "mean_normalized_gain")}
+    assert {k: report["outcomes"][k] for k in summary} == summary
+    assert (report["outcomes"]["threshold"], report["outcomes"]["status"]) == (0.1, status)
+    assert {t["test_id"]: (t["outcome"], t["normalized_gain"]) for t in report["tests"]} == {
+        m["test_id"]: (m["outcome"], m["normalized_gain"]) for m in agentv["matched"]
+    }
+    printed = cli(store_url, "compare", a, b).stdout
+    assert f"{counts} | mean delta {float(mean):+.3f} | status: {status}" in printed, printed
+    # A loss of 0.5 is a tie at a threshold above it, as `agentv compare --threshold 0.6` counts it.
+    wider = ok_json(cli(store_url, "compare", a, b, "--threshold", "0.6", "--json"))["outcomes"]
+    assert (wider["wins"], wider["losses"], wider["ties"]) == (0, 0, 4)
+
+
 def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
     sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -222,10 +265,85 @@ def test_an_export_of_a_run_writes_agentv_failure_labels_and_grader_requests(
             t: [r.get(k) for k in labels] for t, r in agentv.items()
         }
     rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", run).stdout.splitlines())}
-    # The agent's refusal in AgentV's words (pi-ai's), not as a judge's ("HTTP 400 from judge 'default'").
-    assert "pi-ai call failed: HTTP 400" in rows["status-page"]["error"] and "judge" not in rows["status-page"]["error"]
+    # The agent's refusal in AgentV's words (pi-ai's of the body's error.message), not as a judge's ("HTTP 400
+    # from judge 'default'") nor its JSON body, after the target evalstore's errors name.
+    assert rows["status-page"]["error"] == f"target 'default': {agentv['status-page']['error']}"
     judged, judged_by_agentv = rows["root-cause"]["scores"][1], agentv["root-cause"]["scores"][1]
     assert (judged["input"], judged["token_usage"]) == (judged_by_agentv["input"], judged_by_agentv["token_usage"])
+
+
+def _rows(db: str, run: str) -> dict[str, dict[str, Any]]:
+    return {r["test_id"]: r for r in map(json.loads, cli(db, "export", run).stdout.splitlines())}
+
+
+def _agentv_rows(run: Path) -> dict[str, dict[str, Any]]:
+    return {r["test_id"]: r for r in map(json.loads, (run / "index.jsonl").read_text("utf-8").splitlines())}
+
+
+RESULT_KEYS = ("execution_status", "error", "failure_stage", "failure_reason_code")
+"""What a conversation's row says of how it ended: AgentV's status is its score's, with no error or labels."""
+
+
+def test_a_conversation_whose_turn_failed_has_agentvs_status_and_labels_none(
+    sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV's conversation runner scores a turn whose agent call failed 0 (`Provider error: ...`), leaves a
+    turn's grader that could not grade out of the turn's score, and sets the status from the score, with no
+    error, `failure_stage` or `failure_reason_code` (orchestrator.ts `runConversationMode`,
+    `classifyQualityStatus`). evalstore's run and its replay export AgentV's scores, turns, status
+    (outage-chat `quality_failure`, apology-chat `ok`: both once `execution_error`, with an error naming the
+    turn) and labels (none). An import keeps AgentV's rows as they are."""
+    folder, server = project
+    monkeypatch.chdir(folder / "chat")
+    agentv = _agentv_rows(CHAT)
+    run = ok_json(cli(sqlite_url, "run", "evals/chat.eval.yaml", "--workers", "1", "--json"), 1)["run_id"]
+    assert server.requests and not_asked_by_agentv(server) == set()
+    replay = ok_json(cli(sqlite_url, "replay", run, "--json"), 1)["run_id"]
+    for exported in (run, replay):
+        rows = _rows(sqlite_url, exported)
+        assert {t: [r.get(k) for k in RESULT_KEYS] for t, r in rows.items()} == {
+            t: [r.get(k) for k in RESULT_KEYS] for t, r in agentv.items()
+        }
+        assert {t: r["execution_status"] for t, r in rows.items()} == {
+            "outage-chat": "quality_failure",
+            "apology-chat": "ok",
+        }
+        assert {
+            t: (r["score"], [(s["name"], s["score"], s["verdict"]) for s in r["scores"]]) for t, r in rows.items()
+        } == {t: (r["score"], [(s["name"], s["score"], s["verdict"]) for s in r["scores"]]) for t, r in agentv.items()}
+        assert rows["outage-chat"]["scores"][1]["assertions"] == agentv["outage-chat"]["scores"][1]["assertions"]
+    imported_run = ok_json(cli(sqlite_url, "import", str(CHAT), "--json"))["run_id"]
+    rows = _rows(sqlite_url, imported_run)
+    keys = ("score", *RESULT_KEYS)
+    assert {t: [r.get(k) for k in keys] for t, r in rows.items()} == {
+        t: [r.get(k) for k in keys] for t, r in agentv.items()
+    }
+
+
+def test_tests_after_a_conversation_whose_turn_failed_run_as_in_agentv(
+    sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV halts the tests after an execution error under `fail_on_error`, and skips a test whose dependency
+    ended in one; a conversation whose turn failed is not one (orchestrator.ts: both read `executionStatus ===
+    'execution_error'`). In AgentV's run of chat-deps, root-cause (after outage-chat) and refund-window
+    (`depends_on: [outage-chat]`) ran and passed; so they do in evalstore's (once both not run: `Halted: ...`
+    and a failed dependency), which asks the agent what AgentV asked."""
+    folder, server = project
+    monkeypatch.chdir(folder / "chat")
+    agentv = _agentv_rows(CHAT_DEPS)
+    run = ok_json(cli(sqlite_url, "run", "evals/chat-deps.eval.yaml", "--workers", "1", "--json"), 1)["run_id"]
+    rows = _rows(sqlite_url, run)
+    assert {t: r["execution_status"] for t, r in rows.items()} == {
+        "outage-chat": "quality_failure",
+        "root-cause": "ok",
+        "refund-window": "ok",
+    }
+    keys = ("score", *RESULT_KEYS)
+    assert {t: [r.get(k) for k in keys] for t, r in rows.items()} == {
+        t: [r.get(k) for k in keys] for t, r in agentv.items()
+    }
+    assert not_asked_by_agentv(server) == set()
+    assert len(server.requests) == len((NEWUSER4 / "logs" / "chat-deps-requests.jsonl").read_text("utf-8").splitlines())
 
 
 def test_compare_clusters_a_run_by_the_category_agentv_would_write(
@@ -252,7 +370,8 @@ def test_an_export_of_a_run_and_its_replay_records_graders_and_experiment_as_age
     sqlite_url: str, suite: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An export of evalstore's run of each suite (faq as AgentV's faq-b: `--experiment model-b`, the second
-    agent model), and of its unchanged replay, writes AgentV's `experiment` (once left out), and of each
+    agent model), and of its unchanged replay, writes AgentV's `experiment` (once left out; in the JSON
+    document too, whose results once had none), and of each
     grader what AgentV's row records: the prompt as rendered, a trailing newline kept though the judge is
     sent it trimmed (once the sent one), and the usage of the judge's reply the verdict came from, also where
     the replay took it from the judge cache (once none), and none where no reply parsed (outage's judge that
@@ -270,6 +389,9 @@ def test_an_export_of_a_run_and_its_replay_records_graders_and_experiment_as_age
     for exported in (done, replay):
         rows = {r["test_id"]: r for r in map(json.loads, cli(sqlite_url, "export", exported).stdout.splitlines())}
         assert {t: r["experiment"] for t, r in rows.items()} == {t: r["experiment"] for t, r in agentv.items()}
+        assert {t: r["experiment"] for t, r in exported_json(sqlite_url, exported).items()} == {
+            t: r["experiment"] for t, r in agentv.items()
+        }
         assert {t: [[s.get(k) for k in GRADER_RECORD] for s in r.get("scores", [])] for t, r in rows.items()} == {
             t: [[s.get(k) for k in GRADER_RECORD] for s in r.get("scores", [])] for t, r in agentv.items()
         }
@@ -279,7 +401,8 @@ def test_an_export_of_an_import_and_its_replay_keeps_agentvs_experiment(
     store_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """faq-b was run with `--experiment model-b`: its import's rows, and a replay's of them, keep the label
-    (not the `default` a run evalstore made without one is written)."""
+    (not the `default` a run evalstore made without one is written), and so do the JSON document's results
+    (which once had none)."""
     folder, _ = project
     monkeypatch.chdir(folder / "faq")
     run_id = imported(store_url, "faq-b")
@@ -287,6 +410,7 @@ def test_an_export_of_an_import_and_its_replay_keeps_agentvs_experiment(
     for exported in (run_id, replay):
         rows = [json.loads(line) for line in cli(store_url, "export", exported).stdout.splitlines()]
         assert [r["experiment"] for r in rows] == ["model-b"] * len(agentv_rows("faq-b"))
+        assert [r["experiment"] for r in exported_json(store_url, exported).values()] == ["model-b"] * len(rows)
 
 
 @pytest.mark.parametrize(

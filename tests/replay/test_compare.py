@@ -273,6 +273,8 @@ def test_to_dict_is_json_and_carries_the_tables() -> None:
         "flip": "pass->fail",
         "status_a": "ok",
         "status_b": "quality_failure",
+        "outcome": "loss",
+        "normalized_gain": None,
     }
     assert data["graders"][0]["grader"] == "g" and data["graders"][0]["regressions"] == 1
     assert data["overall"]["counts"]["a_only_pass"] == 1
@@ -330,3 +332,29 @@ def test_key_label() -> None:
     assert key_label(("t", None, 1)) == "t"
     assert key_label(("t", "gpt", 1)) == "t@gpt"
     assert key_label(("t", "gpt", 3)) == "t@gpt#3"
+
+
+def test_wins_losses_and_ties_are_counted_as_agentv_compare_counts_them() -> None:
+    """AgentV's `classifyOutcome` on the float difference (0.6 against 0.5 falls short of 0.1: a tie), both
+    bounds inclusive, the means rounded half up as `Math.round` rounds (Python's round() gives 0.062 for
+    0.0625), and Hake's gain only where A left room (A=1 has none)."""
+    keys = [("t1", None, 1), ("t2", None, 1), ("t3", None, 1), ("t4", None, 1)]
+    a = run("A", *(simple(k, s) for k, s in zip(keys, [0.5, 0.25, 1.0, 0.0])))
+    b = run("B", *(simple(k, s) for k, s in zip(keys, [0.6, 0.0, 1.0, 0.0])))
+    c = compare(a, b, resamples=10)
+    assert [c.outcome(t) for t in c.tests] == ["tie", "loss", "tie", "tie"]
+    assert c.outcomes.to_dict() == {
+        "threshold": 0.1,
+        "wins": 0,
+        "losses": 1,
+        "ties": 3,
+        "mean_delta": -0.038,  # (0.09999999999999998 - 0.25) / 4, a little below -0.0375
+        "mean_normalized_gain": -0.044,  # (0.2 - 1/3 + 0) / 3
+        "status": "regressed",
+    }
+    half = run("B", *(simple(k, s) for k, s in zip(keys, [0.5, 0.5, 1.0, 0.0])))
+    assert compare(a, half, resamples=10).outcomes.mean_delta == 0.063  # 0.0625 up, as Math.round goes
+    assert compare(a, b, resamples=10, threshold=0.25).outcomes.losses == 1  # -0.25 <= -0.25: a loss
+    assert compare(a, a, resamples=10).outcomes.status == "neutral"
+    with pytest.raises(CompareError, match="threshold"):
+        compare(a, b, threshold=float("nan"))

@@ -14,7 +14,7 @@ from evalstore.replay.errors import EvalFileError
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.grading.conversation import TURN_ERROR, context_text, recorded_turns, windowed
 from evalstore.replay.grading.engine import grade_test
-from evalstore.replay.grading.graders.base import TranscriptInfo
+from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo
 from evalstore.replay.recording import MemoryRecorder
 from evalstore.store.events import VerdictRecorded
 
@@ -46,17 +46,28 @@ def _conversation(*answers: str | None) -> list[Message]:
     for question, answer in zip(("one", "two", "three"), answers):
         if answer is None:
             messages.append(
-                Message.model_validate({"role": "user", "content": question, "metadata": {TURN_ERROR: "boom"}})
+                Message.model_validate(
+                    {"role": "user", "content": question, "metadata": {TURN_ERROR: "target 'agent': boom"}}
+                )
             )
         else:
             messages += [Message(role="user", content=question), Message(role="assistant", content=answer)]
     return messages
 
 
-def _grade(tmp_path: Path, messages: list[Message], aggregation: str = "mean", policy: str = "continue"):  # type: ignore[no-untyped-def]
+def _grade(  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    messages: list[Message],
+    aggregation: str = "mean",
+    policy: str = "continue",
+    threshold: float | None = None,
+):
     suite = _suite(tmp_path, TEST.format(aggregation=aggregation, policy=policy))
     recorder = MemoryRecorder()
-    grade = grade_test(suite, suite.tests[0], TranscriptInfo(messages=messages, event_id="tr"), recorder)
+    transcript = TranscriptInfo(messages=messages, event_id="tr")
+    grade = grade_test(
+        suite, suite.tests[0], transcript, recorder, target="agent", options=GradeOptions(threshold=threshold)
+    )
     verdicts = {v.grader: v for _, v in grade.verdicts}
     return grade.scored, verdicts
 
@@ -92,12 +103,46 @@ def test_stop_skips_the_turns_after_a_failed_one_even_when_recorded(tmp_path: Pa
     assert (scored.score, scored.status) == (pytest.approx(1 / 3), "quality_failure")
 
 
-def test_a_failed_agent_call_and_a_turn_never_asked_are_execution_errors(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("aggregation", "status"), [("mean", "quality_failure"), ("max", "ok")])
+def test_a_failed_agent_call_is_a_turn_scored_0_and_the_status_is_the_scores(
+    tmp_path: Path, aggregation: str, status: str
+) -> None:
+    """AgentV's conversation runner (orchestrator.ts ``runConversationMode``): the turn scores 0 with the
+    provider's error (its message, without the target evalstore's error names), the later turns go on, and
+    the test's status is its score's (``classifyQualityStatus``): never an execution error, so no error of its
+    own (once ``execution_error``, ``turn-2: Provider error``)."""
+    scored, verdicts = _grade(tmp_path, _conversation("1", None, "3"), aggregation)
+    assert [(n, v.score, v.verdict, v.status) for n, v in verdicts.items()] == [
+        ("turn-1", 1.0, "pass", "ok"),
+        ("turn-2", 0.0, "fail", "ok"),
+        ("turn-3", 1.0, "pass", "ok"),
+    ]
+    assert [a.text for a in verdicts["turn-2"].assertions] == ["Provider error: boom"]
+    assert verdicts["turn-2"].details is None  # AgentV's turn has no scores of its graders
+    assert (scored.status, scored.passed, scored.error) == (status, status == "ok", None)
+
+
+@pytest.mark.parametrize("threshold", [None, 0.0])
+def test_stop_ends_the_conversation_at_a_failed_agent_call_whatever_the_threshold(
+    tmp_path: Path, threshold: float | None
+) -> None:
+    """AgentV stops after a failed call (``if (onTurnFailure === 'stop') stopped = true``), not only below the
+    threshold: at a threshold of 0 the turn's 0 would not stop it (it once did not)."""
+    scored, verdicts = _grade(tmp_path, _conversation("1", None, "3"), "mean", "stop", threshold)
+    assert [(v.score, v.verdict) for v in verdicts.values()] == [(1.0, "pass"), (0.0, "fail"), (0.0, "skip")]
+    assert verdicts["turn-3"].assertions[0].text == "Skipped due to previous turn failure"
+    assert scored.score == pytest.approx(1 / 3)
+    assert (scored.status, scored.error) == ("quality_failure" if threshold is None else "ok", None)
+
+
+def test_a_turn_the_recorded_conversation_never_reached_is_an_execution_error(tmp_path: Path) -> None:
+    """A replay has no answer for it (the run stopped before it, and the regraded turns no longer would):
+    evalstore's own case, where AgentV would have asked the agent."""
     scored, verdicts = _grade(tmp_path, _conversation("1", None))
-    assert verdicts["turn-2"].assertions[0].text == "Provider error: boom"
     assert verdicts["turn-3"].status == "execution_error"
     assert "the recorded conversation ends before this turn" in verdicts["turn-3"].assertions[0].text
-    assert (scored.status, scored.passed, scored.error) == ("execution_error", False, "turn-2: Provider error: boom")
+    assert (scored.status, scored.passed) == ("execution_error", False)
+    assert scored.error == "turn-3: the recorded conversation ends before this turn: nothing to grade"
 
 
 def test_recorded_turns_and_what_graders_see() -> None:

@@ -16,6 +16,7 @@ from evalstore.replay.content import Message
 from evalstore.replay.errors import TargetConfigError
 from evalstore.replay.evalfile.specs import EvalTest
 from evalstore.replay.targets import REDACTED, redact, run_target, stored_config
+from evalstore.replay.targets.openai import refusal
 from evalstore.replay.targetsfile.loader import load_targets_file
 
 SECRET = "sk-test-do-not-leak-1234567890"
@@ -163,7 +164,8 @@ def test_http_error_is_an_error_outcome_with_the_status(chat_server: ChatServer,
     outcome = run(openai_target(chat_server.url), tmp_path)
     assert outcome.status == "error"
     assert outcome.messages == []
-    assert "HTTP 400" in outcome.error and "does not exist" in outcome.error
+    # AgentV's words: the body's error.message (once the JSON body, `HTTP 400 {"error": ...}`).
+    assert outcome.error == "target 'gpt': pi-ai call failed: HTTP 400 model gpt-test does not exist"
     assert len(chat_server.requests) == 1  # a 4xx is not retried
     assert SECRET not in outcome.error
 
@@ -285,3 +287,21 @@ def test_the_input_is_sent_as_agentv_sends_it(tmp_path: Path) -> None:
         {"role": "system", "content": "Rules.\n"},
         {"role": "user", "content": "Q"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [  # what AgentV 4.42.4 says: node, the OpenAI SDK 6.26's APIError.generate and pi-ai's piErrorFromResult
+        (b'{"error":{"message":"gone"}}', "pi-ai call failed: HTTP 400 gone"),
+        (b"", "pi-ai call failed: HTTP 400 status code (no body)"),
+        (b"{}", "pi-ai call failed: HTTP 400 status code (no body)"),
+        (b"oops", "pi-ai call failed: HTTP 400 oops"),
+        (b"oops\n", "pi-ai call failed: 400 oops\n"),
+        (b'{"error":"x"}', 'pi-ai call failed: HTTP 400 "x"'),
+        (b"null", "pi-ai call failed: HTTP 400 null"),
+        (b'{"error":{"code":1}}', 'pi-ai call failed: HTTP 400 {"code":1}'),
+        (b'{"error":{"message":{"a":1}}}', 'pi-ai call failed: HTTP 400 {"a":1}'),
+    ],
+)
+def test_an_error_reply_is_worded_as_agentv_words_it(body: bytes, error: str) -> None:
+    assert refusal(400, body) == error
