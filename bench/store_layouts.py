@@ -23,6 +23,13 @@ store format could be, measured before anyone writes it.
    the import's ids not stored (they are ``uuid5`` of the run, a position and a kind, made again on read),
    the lookup index keyed by 8 bytes of the id.
 
+5. ``planned format``: the format a migration would write (issue 31, not built yet): a record per append's
+   events up to each ``test_scored`` (at most 64), its body the zstd frame (one
+   dictionary trained per import on its first records) of the JSON list ``[[id or null, type, schema
+   version, payload], ...]``, an id ``null`` where it is derived from the stream and version (an import's),
+   the append's time once per record as text, the record's last chain hash as 32 bytes; the ids not
+   derived in a table keyed by the whole 16 bytes; the stream numbers of migration 0004.
+
 Each step keeps the hash chain and every byte ``verify`` and ``export`` need. The figures say what a format
 change buys on each shape, and which part of the store is left when it is made.
 """
@@ -30,6 +37,7 @@ change buys on each shape, and which part of the store is left when it is made.
 from __future__ import annotations
 
 import argparse
+import json
 import sqlite3
 import subprocess
 import sys
@@ -52,6 +60,8 @@ SIZE_TARGET = 1.0
 DICT_BYTES = 16 * 1024
 TRAIN_SAMPLES = 1000
 PROJECTED = ("results", "verdicts")
+READS: dict[str, float] = {}
+"""Per layout that measures it, microseconds to read one event back (inflate and parse its record)."""
 
 
 def _micros(recorded_at: str) -> int:
@@ -253,6 +263,62 @@ def per_result(src: Source, path: Path, *, last_hash_only: bool) -> dict[str, in
     return _finish(con, path)
 
 
+def planned_format(src: Source, path: Path) -> dict[str, int]:
+    records = []
+    for record in _records(src):
+        cut: list[tuple] = []
+        for event in record:  # an append's time is one per record: cut where it changes, and at 64
+            if cut and (event[7] != cut[0][7] or len(cut) == 64):
+                records.append(cut)
+                cut = []
+            cut.append(event)
+        records.append(cut)
+    bodies = [
+        json.dumps(
+            [[None if _derived(e[1]) else e[1], e[4], e[5], e[6]] for e in record],
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode()
+        for record in records
+    ]
+    codec = Codec({"records": bodies})
+    con = _new(path)
+    con.execute("CREATE TABLE streams (stream INTEGER PRIMARY KEY, stream_id TEXT NOT NULL UNIQUE)")
+    con.executemany("INSERT INTO streams VALUES (?, ?)", [(i, s) for s, i in src.streams.items()])
+    con.execute("CREATE TABLE dictionaries (id INTEGER PRIMARY KEY, data BLOB NOT NULL)")
+    con.executemany("INSERT INTO dictionaries VALUES (?, ?)", [(1, d) for d in codec.dictionaries.values()])
+    con.execute(
+        "CREATE TABLE records (seq INTEGER PRIMARY KEY, stream INTEGER NOT NULL, version INTEGER NOT NULL, "
+        "count INTEGER NOT NULL, recorded_at TEXT NOT NULL, dictionary INTEGER, body BLOB NOT NULL, "
+        "hash BLOB NOT NULL, UNIQUE (stream, version))"
+    )
+    con.execute("CREATE TABLE event_ids (id BLOB PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID")
+    rows = [
+        (
+            r[0][0],
+            src.streams[r[0][2]],
+            r[0][3],
+            len(r),
+            r[0][7],
+            1,
+            codec.compress("records", body),
+            bytes.fromhex(r[-1][8]),
+        )
+        for r, body in zip(records, bodies)
+    ]
+    con.executemany("INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    explicit = [(uuid.UUID(e[1]).bytes, e[0]) for r in records for e in r if not _derived(e[1])]
+    con.executemany("INSERT INTO event_ids VALUES (?, ?)", explicit)
+    _projection_tables(con, src)
+    # What a reader pays per event: a record inflated and its JSON parsed (the last 2,000 records).
+    inflate = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(codec.dictionaries["records"]))
+    sample = [row[6] for row in rows[-2000:]]
+    started = time.perf_counter()
+    events = sum(len(json.loads(inflate.decompress(body, max_output_size=1 << 24))) for body in sample)
+    READS["planned format"] = (time.perf_counter() - started) / max(events, 1) * 1e6
+    return _finish(con, path)
+
+
 def _decompress_micros(codec: Codec, key: object, sample: list[bytes]) -> float:
     if key in codec.dictionaries:
         d = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(codec.dictionaries[key]))
@@ -304,6 +370,7 @@ def run(args: argparse.Namespace, work: Path) -> int:
         ("binary envelope", lambda: binary_envelope(src, codec, work / "l2.db")),
         ("+ a record per result", lambda: per_result(src, work / "l4.db", last_hash_only=False)),
         ("+ last hash, derived ids", lambda: per_result(src, work / "l5.db", last_hash_only=True)),
+        ("planned format", lambda: planned_format(src, work / "l6.db")),
     ]
     mb = 1024 * 1024
     events = len(src.events)
@@ -329,6 +396,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
         f"{codec.seconds / max(codec.count, 1) * 1e6:.1f} us; a {typical} payload decompresses in "
         f"{_decompress_micros(codec, typical, sample):.1f} us"
     )
+    for name, micros in READS.items():
+        print(f"{name}: reading an event back (its record inflated, its JSON parsed) takes {micros:.1f} us")
     print(
         f"best layout: {best:.3f}x the source (target <= {SIZE_TARGET}x): {'met' if best <= SIZE_TARGET else 'MISSED'}"
     )

@@ -1,0 +1,75 @@
+"""docs/store-format.md's standalone checker, run as a user would run it, on real stores: it agrees with
+``evalstore verify`` on a sound store and names what was altered in a tampered one."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sample_runs import drop_append_only_triggers, execute, populate, scalar
+
+from evalstore.store import EventStore, sha256_hex
+from evalstore.store.blobs import CHUNK_BYTES
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "store-format.md"
+
+
+def _checker(tmp_path: Path) -> Path:
+    text = DOC.read_text(encoding="utf-8")
+    section = text[text.index("## Checking a store without evalstore") :]
+    (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    path = tmp_path / "check_store.py"
+    path.write_text(code, encoding="utf-8")
+    return path
+
+
+def _check(tmp_path: Path, db: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-I", str(_checker(tmp_path)), str(db)], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def filled(sqlite_store: EventStore) -> EventStore:
+    populate(sqlite_store)
+    template = ("The rendered grader prompt template, the same for every test of the suite. " * 12).encode()
+    prompts = [template + f"question {i}".encode() for i in range(3)]  # compressed against a dictionary
+    large = bytes(range(256)) * (CHUNK_BYTES // 256 + 100)  # stored as chunks
+    sqlite_store.put_blobs({sha256_hex(b): b for b in [*prompts, large]})
+    return sqlite_store
+
+
+def _db(store: EventStore) -> Path:
+    return Path(store.engine.url.database or "")
+
+
+def test_the_checker_agrees_with_verify_on_a_sound_store(filled: EventStore, tmp_path: Path) -> None:
+    engine = filled.engine
+    assert scalar(engine, "SELECT count(*) FROM blobs WHERE dictionary IS NOT NULL") >= 2
+    assert scalar(engine, "SELECT count(*) FROM blobs WHERE encoding = 'chunks'") == 1
+    report = filled.verify()
+    head = scalar(engine, "SELECT hash FROM events ORDER BY seq DESC LIMIT 1")
+    done = _check(tmp_path, _db(filled))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == f"ok: {report.events} events, {report.blobs} blobs; head {head}\n"
+
+
+def test_the_checker_names_an_altered_event(filled: EventStore, tmp_path: Path) -> None:
+    drop_append_only_triggers(filled.engine)
+    execute(filled.engine, "UPDATE events SET payload = replace(payload, 'paris', 'lyon') WHERE seq = 7")
+    assert "lyon" in scalar(filled.engine, "SELECT payload FROM events WHERE seq = 7")
+    done = _check(tmp_path, _db(filled))
+    assert done.returncode == 1
+    assert done.stderr == f"{_db(filled)}: event seq 7 does not match the chain\n"
+
+
+def test_the_checker_names_an_altered_blob(filled: EventStore, tmp_path: Path) -> None:
+    drop_append_only_triggers(filled.engine)
+    key = scalar(filled.engine, "SELECT min(sha256) FROM blobs WHERE encoding = 'identity'")
+    execute(filled.engine, "UPDATE blobs SET data = CAST('forged' AS BLOB) WHERE sha256 = :k", k=key)
+    done = _check(tmp_path, _db(filled))
+    assert done.returncode == 1
+    assert done.stderr == f"{_db(filled)}: blob {key} does not match its key\n"
