@@ -12,6 +12,7 @@ import functools
 import hashlib
 import importlib
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -98,6 +99,14 @@ def _is_duplicate_event_id(exc: IntegrityError) -> bool:
 def _given_id(event: NewEvent | DomainEvent) -> bool:
     return isinstance(event, NewEvent) and event.event_id is not None
 
+
+WRITER_SWITCH_S = 0.0005
+"""The interpreter's thread switch interval while :meth:`EventStore.append_batches` runs (Python's default
+is 5 ms). Its writer thread gives up the GIL for every statement SQLite runs and needs it back to bind
+the next one's rows; while the preparing thread runs Python (the next batch's hash chain), each time back
+waited for that thread's interval to end: an import of 20,000 rubric rows (bench/import.py) left its
+writer, the pass's longest thread, blocked ~1.1 s at 5 ms, ~0.5 s at 0.5 ms (its schedstat: wall minus
+time on a CPU or in the run queue)."""
 
 COMPRESSORS = min(os.cpu_count() or 1, 2)
 """Threads compressing the blobs of a large append, each a share of them: zlib releases the GIL, and one
@@ -451,6 +460,8 @@ class EventStore:
         from evalstore.store.events import event_class
 
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-append")
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, WRITER_SWITCH_S))
         try:
             landed: Future[_Head] | None = None
             head: _Head | None = None
@@ -475,6 +486,7 @@ class EventStore:
             raise _translate(exc) from exc
         finally:
             writer.shutdown(wait=True, cancel_futures=True)
+            sys.setswitchinterval(interval)
 
     def _stream_head(self, stream_id: str) -> _Head:
         with self.engine.connect() as conn:

@@ -21,7 +21,7 @@ from evalstore.replay.evalfile.graders import unique_names
 from evalstore.replay.regular_files import read_regular
 from evalstore.store import NewEvent
 from evalstore.store.blobs import FileBlob, blob_size, file_digest, is_large_size
-from evalstore.store.codec import canonical_json, sha256_hex
+from evalstore.store.codec import canonical_json, canonical_json_bytes, sha256_hex
 from evalstore.store.events import (
     ArtifactStored,
     Assertion,
@@ -359,7 +359,7 @@ def _read_file(path: Path) -> tuple[str, bytes | FileBlob] | None:
 
 def _json_blob(value: object, blobs: dict[str, bytes | FileBlob]) -> str:
     """Store a value as a canonical-JSON blob; its digest."""
-    data = canonical_json(value).encode("utf-8")
+    data = canonical_json_bytes(value)
     digest = sha256_hex(data)
     blobs[digest] = data
     return digest

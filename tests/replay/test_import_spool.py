@@ -162,3 +162,63 @@ def test_results_after_one_refused_in_a_part_keep_positional_ids(store, tmp_path
     ids = EventIds(outcome.run_id)
     kinds = {"run_started": "started", "run_completed": "completed", **KIND_OF_TYPE}
     assert [e.event_id for e in events] == [ids.id(e.stream_version, kinds[e.type]) for e in events]
+
+
+def test_pieces_cross_from_workers_with_every_field_as_built(tmp_path: Path) -> None:
+    """A worker sends a part's pieces as plain values (``_packed``): each comes back with the fields it was
+    built with, the earliest time as the same instant in UTC, a skipped line's and a refused result's too."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from evalstore.replay.agentv.import_check import _packed, _Piece, _unpacked
+    from evalstore.store.events import SourceRef
+
+    pieces = [
+        _Piece(
+            b"\x00record one",
+            [("a" * 36, "transcript"), ("b" * 36, "verdict")],
+            0,
+            SourceRef(file="/tmp/r.jsonl", line=1),
+            key=("/tmp/r.jsonl", 1, "t1", None, 1),
+            repeat=(-(2**63), 2**63 - 1),
+            warnings=["one", "two"],
+            earliest=datetime(2026, 2, 20, 21, 40, 12, 345678, tzinfo=timezone(timedelta(hours=2))).astimezone(UTC),
+        ),
+        _Piece(b"skipped", [("c" * 36, "skip")], 7, SourceRef(line=2)),
+        _Piece(
+            b"refused",
+            [("d" * 36, "skip")],
+            0,
+            SourceRef(file="r.jsonl"),
+            key=("r.jsonl", 3, "t3", "x", 2),
+            failed="why",
+        ),
+    ]
+    back = list(_unpacked(_packed(pieces)))
+    assert back == pieces
+    assert back[0].earliest is not None and back[0].earliest.utcoffset() == timedelta(0)
+    assert [(p.source.file, p.source.line) for p in back] == [("/tmp/r.jsonl", 1), (None, 2), ("r.jsonl", None)]
+
+
+def test_the_run_starts_when_its_earliest_result_did_whichever_part_holds_it(
+    store, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The earliest time of the results, found in the workers' parts, is the run's start as one pass finds it."""
+    from evalstore.store import EventStore, make_engine
+
+    rows = [json.loads(_row(i)) for i in range(7)]
+    for i, row in enumerate(rows):
+        row["timestamp"] = f"2026-02-2{i}T10:00:00.{i:06d}Z"
+    rows[5]["timestamp"] = "2026-02-19T23:30:00.123456-01:00"  # the earliest instant, in the third part
+    path = _results(tmp_path, [json.dumps(r) for r in rows])
+    one_pass = import_results(store, path)
+
+    other = EventStore(make_engine(f"sqlite:///{tmp_path / 'parts.db'}"))
+    parts = _built_in_parts(monkeypatch, 2)
+    in_parts = import_results(other, path)
+    assert parts == [4]
+    started = [
+        next(iter(s.read_stream(o.run_id))).payload["source_started_at"]
+        for s, o in ((store, one_pass), (other, in_parts))
+    ]
+    assert started == ["2026-02-20T00:30:00.123456+00:00"] * 2
+    other.close()

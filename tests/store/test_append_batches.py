@@ -78,3 +78,35 @@ def test_a_blob_given_under_another_digest_is_refused_with_its_batch(store: Even
     assert len(store.query("results", run_id="run-a")) == 10
     assert not store.has_blobs([wrong])
     assert store.verify().ok
+
+
+def test_the_writer_thread_is_given_a_short_switch_interval_while_batches_are_written(store: EventStore) -> None:
+    """While the preparing thread runs Python, the writer thread (back from SQLite for each statement)
+    waits for the interpreter's switch interval: shortened while the batches are appended, and put back
+    after, also when a batch fails."""
+    import sys
+
+    from evalstore.store import recorder
+
+    _started(store, "run-a")
+    before = sys.getswitchinterval()
+    seen: list[float] = []
+
+    def batches():  # type: ignore[no-untyped-def]
+        for n in range(2):
+            seen.append(sys.getswitchinterval())
+            yield _batch("run-a", range(n * 10, n * 10 + 10))
+
+    store.append_batches("run-a", batches())
+    assert before > recorder.WRITER_SWITCH_S
+    assert seen == [recorder.WRITER_SWITCH_S] * 2
+    assert sys.getswitchinterval() == before
+
+    def failing():  # type: ignore[no-untyped-def]
+        yield _batch("run-a", range(20, 30))
+        raise RuntimeError("the source went away")
+
+    with pytest.raises(RuntimeError, match="went away"):
+        store.append_batches("run-a", failing())
+    assert sys.getswitchinterval() == before
+    assert len(store.query("results", run_id="run-a")) == 30

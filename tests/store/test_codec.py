@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from evalstore.store.codec import canonical_json, event_hash
+from evalstore.store.codec import canonical_json, canonical_json_bytes, event_hash
 
 
 def test_canonical_json_is_sorted_compact_and_keeps_unicode() -> None:
@@ -15,6 +15,35 @@ def test_canonical_json_is_sorted_compact_and_keeps_unicode() -> None:
     )
     with pytest.raises(ValueError):
         canonical_json({"x": float("nan")})
+
+
+def test_a_map_of_strings_takes_the_same_bytes_whatever_its_characters() -> None:
+    """canonical_json_bytes writes a map of strings to strings another way (orjson): every character but the
+    surrogates, in keys and values, and keys that sort apart only past the BMP, come out as canonical_json's."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for start in range(0, len(chars), 4096):
+        text = "".join(chars[start : start + 4096])
+        value = {text: text[::-1], text[:1]: text[1:2], "\uffff": "", "\U00010000": "a", "": text}
+        assert canonical_json_bytes(value) == canonical_json(value).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"small": 1e-05, "big": 1e16},  # orjson: 1e-5, 1e16
+        {"nested": {"b": "x", "a": "y"}},
+        ["a", "b"],
+        "text",
+        {1: "a"},
+    ],
+)
+def test_anything_but_a_map_of_strings_is_written_as_canonical_json(value: object) -> None:
+    assert canonical_json_bytes(value) == canonical_json(value).encode("utf-8")
+
+
+def test_a_lone_surrogate_is_refused_as_canonical_json_refuses_it() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        canonical_json_bytes({"prompt": "half a pair \ud800"})
 
 
 @pytest.mark.parametrize(
