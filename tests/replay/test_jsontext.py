@@ -127,6 +127,11 @@ def test_only_a_run_of_digits_that_may_be_a_long_integer_takes_the_slower_path()
     assert jsontext._long_integer(b"1234567890123456789")
     assert jsontext._long_integer(b'{"s":"id 1234567890123456789"}')  # in a string: only slower
     assert jsontext._long_integer(b'{"f":0.1234567890123456789,"n":12345678901234567890}')  # a fraction, then one
+    # a hex digest's digits (after a letter or the opening quote), an exponent's: no integer
+    digests = b'{"sha256":"1234567890123456789012ab","id":"ab12345678901234567890123cd","e":1e+1234567890123456789}'
+    assert not jsontext._long_integer(digests)
+    assert jsontext._long_integer(digests[:-1] + b',"n":[1,-1234567890123456789]}')  # then one, negative
+    assert jsontext._long_integer(b'[1,\n 1234567890123456789]')  # after whitespace
 
 
 @pytest.mark.parametrize(
