@@ -163,6 +163,8 @@ def js_number(value: Any) -> Any:
     """Numbers as JavaScript holds them, at any depth: an integral float is an integer, so ``JSON.stringify``
     and ``String`` write ``1``, not Python's ``1.0`` (below 1e21, where JavaScript switches to exponents).
     Anything else as it is."""
+    if type(value) in _NOT_NUMBERS_INSIDE:  # most values an export passes: no isinstance against Mapping
+        return value
     if isinstance(value, float):
         return int(value) if value.is_integer() and abs(value) < 1e21 else value
     if isinstance(value, Mapping):
@@ -171,6 +173,9 @@ def js_number(value: Any) -> Any:
         return [js_number(v) for v in value]
     return value
 
+
+_NOT_NUMBERS_INSIDE = frozenset({int, str, bool, type(None)})
+"""Types :func:`js_number` returns as they are: these exactly, not their subclasses, which may be mappings too."""
 
 _ASCII_UPPER = re.compile("[A-Z]")
 

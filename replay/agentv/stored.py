@@ -44,7 +44,7 @@ class ResultBundle:
 
 
 _RESULT_EVENTS = ["test_case_recorded", "transcript_recorded", "verdict_recorded", "test_scored"]
-_CHUNK = 200
+_CHUNK = 1000
 """Results completed before their replay-origin transcripts and their recorded requests are fetched
 in one query each."""
 
