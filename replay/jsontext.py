@@ -73,14 +73,17 @@ def without_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def stringify(value: Any, *, indent: bool = False) -> bytes:
-    """``JSON.stringify(value)`` (or ``JSON.stringify(value, null, 2)``) as UTF-8 bytes."""
+def stringify(value: Any, *, indent: bool = False, line: bool = False) -> bytes:
+    """``JSON.stringify(value)`` (or ``JSON.stringify(value, null, 2)``) as UTF-8 bytes; ``line``: with a
+    newline after it, written with the text (a JSONL export's line was copied again to add it)."""
+    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_APPEND_NEWLINE if line else 0)
     try:
-        return orjson.dumps(value, default=_fragment, option=orjson.OPT_INDENT_2 if indent else None)
+        return orjson.dumps(value, default=_fragment, option=option)
     except TypeError:  # orjson.JSONEncodeError is one
         text = (_INDENTED if indent else _COMPACT)(value)
         # A lone surrogate can only stand inside a string: escaped, as JSON.stringify writes it.
-        return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+        text = LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+        return (text + "\n" if line else text).encode("utf-8")
 
 
 _DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))

@@ -302,7 +302,7 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
     """One compact JSON object a line; returns the number of rows written."""
     write, count = _byte_writer(fh), 0
     for row in rows:
-        write(stringify(row) + b"\n")
+        write(stringify(row, line=True))
         count += 1
     return count
 
@@ -444,7 +444,7 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
 
 
 def _jsonl_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:
-    return stringify(export_row(run, result)) + b"\n", 1
+    return stringify(export_row(run, result), line=True), 1
 
 
 def _json_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:

@@ -49,6 +49,11 @@ def test_values_orjson_refuses_are_written_exactly_by_the_fallback(indent: bool)
     assert (b"\n  " in text) is indent
 
 
+@pytest.mark.parametrize("value", [{"n": 1, "raw": RawJSON(b'{"a":[1,2]}')}, {"big": 2**70, "cut": "emoji \ud83d cut"}])
+def test_a_line_is_the_text_and_one_newline_whichever_encoder_writes_it(value: dict) -> None:
+    assert stringify(value, line=True) == stringify(value) + b"\n"
+
+
 def test_anything_else_is_refused() -> None:
     with pytest.raises(TypeError):
         stringify({"x": object()})
