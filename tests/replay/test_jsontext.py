@@ -136,7 +136,7 @@ def test_only_a_run_of_digits_that_may_be_a_long_integer_takes_the_slower_path()
     digests = b'{"sha256":"1234567890123456789012ab","id":"ab12345678901234567890123cd","e":1e+1234567890123456789}'
     assert not jsontext._long_integer(digests)
     assert jsontext._long_integer(digests[:-1] + b',"n":[1,-1234567890123456789]}')  # then one, negative
-    assert jsontext._long_integer(b'[1,\n 1234567890123456789]')  # after whitespace
+    assert jsontext._long_integer(b"[1,\n 1234567890123456789]")  # after whitespace
 
 
 @pytest.mark.parametrize(
