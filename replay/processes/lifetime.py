@@ -10,6 +10,8 @@ Three mechanisms, for ``kill -9`` of evalstore (which no handler sees):
 - the folder a run's workspaces live in is locked (``flock``) by the run and, through an inherited
   descriptor, by every agent it starts, so a process that escaped both (``setsid`` and a double fork)
   still holds the lock, and ``run --resume`` refuses the folder (:class:`WorkspaceLock`).
+
+The same libc handle serves a forked worker's heap (:func:`keep_freed_memory`).
 """
 
 from __future__ import annotations
