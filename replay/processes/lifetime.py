@@ -57,10 +57,10 @@ would once glibc had raised its threshold to their size."""
 def keep_freed_memory() -> None:
     """This process's C heap keeps what it frees for its next allocations instead of handing it back to
     the kernel (glibc ``mallopt``; a no-op elsewhere). For a forked worker that builds and frees the same
-    few megabytes part after part: glibc trimmed the top of its heap after each, and each page faulted in
-    again cost the kernel a fifth of an export worker's CPU (bench/read.py: 78,000 page faults for 20,000
-    results, 32,000 kept). Setting the trim threshold fixes the mmap threshold too, so that is set to the
-    largest glibc would have raised it to."""
+    few megabytes part after part: glibc trimmed the top of its heap after each, and faulting the pages in
+    again was a sixth of an export worker's CPU once it completed a whole window at once
+    (``agentv/stored._CHUNK``; bench/read.py's 20,000 results: 78,000 page faults, 32,000 kept). Setting the
+    trim threshold fixes the mmap threshold too, so that is set to the largest glibc would have raised it to."""
     if _libc is None or not hasattr(_libc, "mallopt"):
         return
     _libc.mallopt(_M_MMAP_THRESHOLD, _KEPT_BYTES)
