@@ -73,35 +73,46 @@ def without_lone_surrogates(value: Any) -> Any:
     return value
 
 
-def stringify(value: Any, *, indent: bool = False) -> bytes:
-    """``JSON.stringify(value)`` (or ``JSON.stringify(value, null, 2)``) as UTF-8 bytes."""
+def stringify(value: Any, *, indent: bool = False, line: bool = False) -> bytes:
+    """``JSON.stringify(value)`` (or ``JSON.stringify(value, null, 2)``) as UTF-8 bytes; ``line``: with a
+    newline after it, written with the text (a JSONL export's line was copied again to add it)."""
+    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_APPEND_NEWLINE if line else 0)
     try:
-        return orjson.dumps(value, default=_fragment, option=orjson.OPT_INDENT_2 if indent else None)
+        return orjson.dumps(value, default=_fragment, option=option)
     except TypeError:  # orjson.JSONEncodeError is one
         text = (_INDENTED if indent else _COMPACT)(value)
         # A lone surrogate can only stand inside a string: escaped, as JSON.stringify writes it.
-        return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+        text = LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+        return (text + "\n" if line else text).encode("utf-8")
 
 
-_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x2E if i == 0x2E else 0x20 for i in range(256))
-"""Every digit as ``0``, a full stop kept, anything else a space: a number's digit runs, told apart by what
-precedes them (:func:`_long_integer`)."""
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+"""Every digit as ``0``, anything else a space: where the runs of digits are (:func:`_long_integer`)."""
 _LONG_DIGIT_RUN = b"0" * 19
+_NUMBER_STARTS = frozenset(b":,[-\x20\t\r\n")
+"""What may stand before the first digit of a JSON number: a separator, whitespace, or its sign."""
 
 
 def _long_integer(data: bytes) -> bool:
     """Whether ``data`` may hold an integer beyond 64 bits: a run of 19 digits or more that starts the text
-    or follows anything but a full stop (a float's fraction, ``0.0050587719999839464`` as Inspect's timings
-    are written, is no integer, and orjson reads floats as the stdlib does). A run in a string counts too:
-    that only costs the slower path.
+    or follows what may stand before a number (:data:`_NUMBER_STARTS`). A run after anything else is no
+    integer: a float's fraction (``0.0050587719999839464``, as Inspect's timings are written; orjson reads
+    floats as the stdlib does) or exponent, or a string's digits after a letter or its opening quote (a hex
+    digest holds 19 decimal digits in a row often enough that one batch of a run's payloads in six had such
+    a run). A run in a string after a space counts too: that only costs the slower path.
 
-    The bare run is looked for first: a search for ``b" 000…"`` moves one byte at a time through text full
-    of spaces, one for the zeros alone skips 19 bytes at each space (0.02 s where the other took 0.22 s,
-    on the 100 MB of bench/import.py's 20,000 lines), and most texts have no run at all."""
+    The translated text is searched for the bare run (a search that skips 19 bytes at every space; most
+    texts have no run at all), and only each run found is looked at: its leftmost match is where it starts."""
     spaced = data.translate(_DIGITS_AS_ZEROS)
-    if _LONG_DIGIT_RUN not in spaced:
-        return False
-    return b" " + _LONG_DIGIT_RUN in spaced or spaced.startswith(_LONG_DIGIT_RUN)
+    at = spaced.find(_LONG_DIGIT_RUN)
+    while at >= 0:
+        if at == 0 or data[at - 1] in _NUMBER_STARTS:
+            return True
+        end = spaced.find(b" ", at + len(_LONG_DIGIT_RUN))
+        if end < 0:
+            return False
+        at = spaced.find(_LONG_DIGIT_RUN, end)
+    return False
 
 
 def decode_problem(exc: ValueError) -> str:
@@ -132,9 +143,8 @@ def loads(text: str | bytes) -> Any:
 def loads_many(texts: list[str]) -> list[Any]:
     """:func:`loads` of each text, the long-digit check made once for the batch (on the texts joined):
     checking each text on its own was most of the cost of reading a run's events back (bench/read.py).
-    A batch that has a long digit run somewhere (a hex digest may hold 19 decimal digits in a row: one
-    run's batch in six) is halved until the texts that hold it are found, and only those go to
-    :func:`loads` one by one."""
+    A batch that may hold a long integer somewhere is halved until the texts that hold it are found, and
+    only those go to :func:`loads` one by one."""
     joined = "\n".join(texts).encode("utf-8", "surrogatepass")
     if _long_integer(joined):
         if len(texts) <= _ONE_BY_ONE:
@@ -156,6 +166,8 @@ def js_number(value: Any) -> Any:
     """Numbers as JavaScript holds them, at any depth: an integral float is an integer, so ``JSON.stringify``
     and ``String`` write ``1``, not Python's ``1.0`` (below 1e21, where JavaScript switches to exponents).
     Anything else as it is."""
+    if type(value) in _NOT_NUMBERS_INSIDE:  # most values an export passes: no isinstance against Mapping
+        return value
     if isinstance(value, float):
         return int(value) if value.is_integer() and abs(value) < 1e21 else value
     if isinstance(value, Mapping):
@@ -164,6 +176,9 @@ def js_number(value: Any) -> Any:
         return [js_number(v) for v in value]
     return value
 
+
+_NOT_NUMBERS_INSIDE = frozenset({int, str, bool, type(None)})
+"""Types :func:`js_number` returns as they are: these exactly, not their subclasses, which may be mappings too."""
 
 _ASCII_UPPER = re.compile("[A-Z]")
 

@@ -158,14 +158,15 @@ def score_entry(
     if v["grader_target"] is not None:
         entry["target"] = v["grader_target"]
     details = v["details"]
-    if v["grader_type"] == "composite" and details and MEMBER_SCORES in details:
-        # a composite's members are AgentV's nested scores[]
-        entry["scores"] = js_number(details[MEMBER_SCORES])
-        details = {k: value for k, value in details.items() if k != MEMBER_SCORES}
     if details:  # AgentV index rows carry no empty details object
-        entry["details"] = details
-    if (v["token_usage"] or usage) is not None:
-        entry["token_usage"] = v["token_usage"] or usage
+        if v["grader_type"] == "composite" and MEMBER_SCORES in details:
+            # a composite's members are AgentV's nested scores[]
+            entry["scores"] = js_number(details[MEMBER_SCORES])
+            details = {k: value for k, value in details.items() if k != MEMBER_SCORES}
+        if details:
+            entry["details"] = details
+    if (token_usage := v["token_usage"] or usage) is not None:
+        entry["token_usage"] = token_usage
     return entry
 
 
@@ -175,8 +176,12 @@ def flatten_assertions(verdicts: Iterable[VerdictRecorded | Payload]) -> list[di
 
 
 def _flattened(shown: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    every = [a for assertions in shown for a in assertions]
-    return [a for a in every if a["passed"]] + [a for a in every if not a["passed"]]
+    passed: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for assertions in shown:
+        for a in assertions:
+            (passed if a["passed"] else failed).append(a)
+    return passed + failed
 
 
 def agentv_time(value: str | None) -> str | None:
@@ -209,11 +214,13 @@ def _scores(
     result: ResultBundle, verdicts: list[Payload], shown: list[list[dict[str, Any]]]
 ) -> list[dict[str, Any]] | None:
     """``scores[]``; None (left out) for a row that had only flattened assertions, as it came in."""
-    graders = [(v, a) for v, a in zip(verdicts, shown) if v["details"] != FROM_ROW_ASSERTIONS]
-    if verdicts and not graders:
-        return None
     prompts, usage = result.rendered_prompts, result.grader_usage
-    return [score_entry(v, prompts.get(v["grader"]), usage.get(v["grader"]), a) for v, a in graders]
+    entries = [
+        score_entry(v, prompts.get(v["grader"]), usage.get(v["grader"]), a)
+        for v, a in zip(verdicts, shown)
+        if v["details"] != FROM_ROW_ASSERTIONS
+    ]
+    return None if verdicts and not entries else entries
 
 
 _TRANSCRIPT_KEYS = (
@@ -237,7 +244,10 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     transcript = _fields(result.transcript) if result.transcript is not None else None
     case = _fields(result.case) if result.case is not None else None
     # An imported row's labels as it had them; a run evalstore made has them on its test cases.
-    get = {**_case_labels(case), **scored["row_fields"]}.get
+    labels = scored["row_fields"]
+    if case is not None and (of_case := _case_labels(case)):
+        labels = {**of_case, **labels}
+    get = labels.get
     # AgentV leaves undefined fields out rather than writing nulls: each key is set only when it has a
     # value, in the order AgentV writes them.
     row: dict[str, Any] = {}
@@ -295,7 +305,7 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
     """One compact JSON object a line; returns the number of rows written."""
     write, count = _byte_writer(fh), 0
     for row in rows:
-        write(stringify(row) + b"\n")
+        write(stringify(row, line=True))
         count += 1
     return count
 
@@ -368,18 +378,20 @@ def _csv_text(rows: Iterable[Iterable[Any]]) -> str:
 # --- JSON ----------------------------------------------------------------------------------------
 
 
-def _pick(event: Any, fields: tuple[str, ...]) -> dict[str, Any]:
-    # Every listed field is one of the event's: its fields dict always holds it.
-    return dict(zip(fields, _getter(fields)(_fields(event))))
+def _picker(fields: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
+    """An event's ``fields`` as a dict, in their order (each is one of the event's: its fields dict always
+    holds it); made once per field list, as its getter is."""
+    get = itemgetter(*fields)
+    return lambda event: dict(zip(fields, get(_fields(event))))
 
 
-@lru_cache(maxsize=8)
-def _getter(fields: tuple[str, ...]) -> Any:
-    return itemgetter(*fields)
+_run_item, _result_item, _verdict_item, _transcript_item, _case_item = map(
+    _picker, (JSON_RUN_FIELDS, JSON_RESULT_FIELDS, JSON_VERDICT_FIELDS, JSON_TRANSCRIPT_FIELDS, JSON_CASE_FIELDS)
+)
 
 
 def _json_verdict(result: ResultBundle, verdict: Any) -> dict[str, Any]:
-    item = _pick(verdict, JSON_VERDICT_FIELDS)
+    item = _verdict_item(verdict)
     # Assertions as their model dumps them (stored payloads leave a null evidence out).
     item["assertions"] = [
         {"text": a["text"], "passed": a["passed"], "evidence": a.get("evidence")} for a in item["assertions"]
@@ -395,7 +407,7 @@ def _resolved_file(file: str | None, root: str | None) -> str | None:
 
 
 def json_result(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
-    item = _pick(result.scored, JSON_RESULT_FIELDS)
+    item = _result_item(result.scored)
     source = item["source"]
     if source is not None:  # stored relative to the run's imported path (SourceRef)
         root = run.source.file if run.source else None
@@ -403,8 +415,8 @@ def json_result(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     item["timestamp"] = result.timestamp
     item["experiment"] = row_experiment(run, item["row_fields"])
     item["verdicts"] = [_json_verdict(result, v) for v in result.verdicts]
-    item["transcript"] = _pick(result.transcript, JSON_TRANSCRIPT_FIELDS) if result.transcript else None
-    item["case"] = _pick(result.case, JSON_CASE_FIELDS) if result.case else None
+    item["transcript"] = _transcript_item(result.transcript) if result.transcript else None
+    item["case"] = _case_item(result.case) if result.case else None
     return item
 
 
@@ -413,7 +425,7 @@ def _json_head(run: RunStarted, summary: RunSummary | None) -> str:
     head = {
         "format": JSON_FORMAT,
         "version": JSON_VERSION,
-        "run": _pick(run, JSON_RUN_FIELDS),
+        "run": _run_item(run),
         "summary": {f: getattr(summary, f) for f in JSON_SUMMARY_FIELDS} if summary else None,
     }
     return stringify(head)[:-1].decode() + ',"results":['
@@ -436,7 +448,7 @@ def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], su
 
 
 def _jsonl_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:
-    return stringify(export_row(run, result)) + b"\n", 1
+    return stringify(export_row(run, result), line=True), 1
 
 
 def _json_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:

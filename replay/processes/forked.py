@@ -83,12 +83,14 @@ def in_order(
 
 
 def _started() -> None:
-    from evalstore.replay.processes.lifetime import die_with_parent  # ctypes: loaded by the workers only
+    # ctypes: loaded by the workers only
+    from evalstore.replay.processes.lifetime import die_with_parent, keep_freed_memory
 
     # A worker ends with this process, even on kill -9 (it would wait for parts forever), and leaves
     # Ctrl-C to it: this process stops the pool, after the parts running now.
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep_freed_memory()
     if _START is not None:
         _START(_CONTEXT)
 

@@ -49,6 +49,11 @@ def test_values_orjson_refuses_are_written_exactly_by_the_fallback(indent: bool)
     assert (b"\n  " in text) is indent
 
 
+@pytest.mark.parametrize("value", [{"n": 1, "raw": RawJSON(b'{"a":[1,2]}')}, {"big": 2**70, "cut": "emoji \ud83d cut"}])
+def test_a_line_is_the_text_and_one_newline_whichever_encoder_writes_it(value: dict) -> None:
+    assert stringify(value, line=True) == stringify(value) + b"\n"
+
+
 def test_anything_else_is_refused() -> None:
     with pytest.raises(TypeError):
         stringify({"x": object()})
@@ -127,6 +132,11 @@ def test_only_a_run_of_digits_that_may_be_a_long_integer_takes_the_slower_path()
     assert jsontext._long_integer(b"1234567890123456789")
     assert jsontext._long_integer(b'{"s":"id 1234567890123456789"}')  # in a string: only slower
     assert jsontext._long_integer(b'{"f":0.1234567890123456789,"n":12345678901234567890}')  # a fraction, then one
+    # a hex digest's digits (after a letter or the opening quote), an exponent's: no integer
+    digests = b'{"sha256":"1234567890123456789012ab","id":"ab12345678901234567890123cd","e":1e+1234567890123456789}'
+    assert not jsontext._long_integer(digests)
+    assert jsontext._long_integer(digests[:-1] + b',"n":[1,-1234567890123456789]}')  # then one, negative
+    assert jsontext._long_integer(b"[1,\n 1234567890123456789]")  # after whitespace
 
 
 @pytest.mark.parametrize(
