@@ -156,6 +156,11 @@ def js_number(value: Any) -> Any:
     """Numbers as JavaScript holds them, at any depth: an integral float is an integer, so ``JSON.stringify``
     and ``String`` write ``1``, not Python's ``1.0`` (below 1e21, where JavaScript switches to exponents).
     Anything else as it is."""
+    kind = type(value)
+    if kind in _AS_IS:  # most of a payload: asking a string whether it is a Mapping (an ABC) costs more
+        return value
+    if kind is dict:
+        return {k: js_number(v) for k, v in value.items()}
     if isinstance(value, float):
         return int(value) if value.is_integer() and abs(value) < 1e21 else value
     if isinstance(value, Mapping):
@@ -163,6 +168,10 @@ def js_number(value: Any) -> Any:
     if isinstance(value, list):
         return [js_number(v) for v in value]
     return value
+
+
+_AS_IS = frozenset({str, int, bool, type(None)})
+"""Types :func:`js_number` returns as they are (exactly these: a subclass goes the long way)."""
 
 
 _ASCII_UPPER = re.compile("[A-Z]")
