@@ -6,7 +6,8 @@ import json
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,15 @@ class StoredEvent:
     prev_hash: str
     hash: str
 
+    @classmethod
+    def of_row(cls, row: Sequence[Any]) -> StoredEvent:
+        """An event from a row of the ``events`` table's columns in their order (``select(events)``), as
+        the driver gives it. Built without the frozen dataclass's ``__init__``, which sets each of the ten
+        fields through ``object.__setattr__``: reading a replay's parent run builds one per event."""
+        event = object.__new__(cls)
+        event.__dict__.update(zip(_FIELDS, row))
+        return event
+
     @cached_property
     def payload(self) -> dict[str, Any]:
         return json.loads(self.payload_json)
@@ -81,3 +91,8 @@ class StoredEvent:
             payload=self.payload_json,
             recorded_at=self.recorded_at,
         )
+
+
+_FIELDS = tuple(f.name for f in fields(StoredEvent))
+"""The fields of :class:`StoredEvent` in the order of the ``events`` table's columns (``schema.py``;
+tests/store/test_envelope.py holds the two together)."""

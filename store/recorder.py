@@ -678,10 +678,11 @@ class EventStore:
         yield from self._stream_query(select(ev).where(ev.c.seq > after_seq).order_by(ev.c.seq))
 
     def _stream_query(self, query) -> Iterator[StoredEvent]:  # type: ignore[no-untyped-def]
+        """The events a ``select(events)`` finds, from the driver's rows (``dialect.rows``: SQLAlchemy's
+        processing of each row was most of reading a replay's parent run; PostgreSQL's a batch at a time)."""
         with self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=2000).execute(query).mappings()
-            for row in result:
-                yield _stored(row)
+            for row in self.dialect.rows(conn, query):
+                yield StoredEvent.of_row(row)
 
     def get_event(self, event_id: str) -> StoredEvent:
         with self.engine.connect() as conn:
@@ -832,8 +833,8 @@ class EventStore:
                     .where(ev.c.stream_id.in_(chunk))
                     .limit(limit + 1 - len(found))
                 )
-                for row in conn.execute(query).mappings():
-                    found[row[key_column.name]] = _stored(row)
+                for row in self.dialect.rows(conn, query):
+                    found[row[0]] = StoredEvent.of_row(row[1:])
                 if len(found) > limit:
                     return None
         return found
