@@ -56,6 +56,9 @@ if TYPE_CHECKING:
     from evalstore.store.events import DomainEvent
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
+Encoded = tuple[str, str, int, str] | tuple[str, str, int, str, dict[str, Any]]
+"""An encoded event (:meth:`EventStore.encode_events`), with or without its payload dict
+(:meth:`EventStore.encode_with_payloads`)."""
 # An append compresses its blobs on a worker thread from this many bytes on (an import's batch of 1,000
 # results has about 10 MB); a test's few blobs are not worth the hand-over.
 THREADED_BLOB_BYTES = 1 << 20
@@ -195,22 +198,26 @@ class EventStore:
         """Events as :meth:`append_encoded` and :meth:`append_units` take them: ``(event id, type, schema
         version, canonical payload JSON)``, an id drawn for an event that brings none. Where the work of
         encoding should not fall on the appending process (a Ray worker encodes what it graded)."""
+        return [e[:4] for e in EventStore.encode_with_payloads(events)]
+
+    @staticmethod
+    def encode_with_payloads(events: Sequence[NewEvent]) -> list[tuple[str, str, int, str, dict[str, Any]]]:
+        """:meth:`encode_events`, each with the payload dict its JSON encodes: given to :meth:`append_units`
+        in the same process, the projections read it instead of parsing the JSON again (a sixth of
+        appending an unchanged replay's tests)."""
         from evalstore.store.events import encode
 
-        return [
-            (
-                e.event_id or new_event_id(),
-                e.payload.type,
-                e.payload.schema_version,
-                canonical_json(encode(e.payload)),
-            )
-            for e in events
-        ]
+        out = []
+        for e in events:
+            payload = encode(e.payload)
+            event_id = e.event_id or new_event_id()
+            out.append((event_id, e.payload.type, e.payload.schema_version, canonical_json(payload), payload))
+        return out
 
     def append_units(
         self,
         stream_id: str,
-        units: Sequence[tuple[tuple[str, str | None, int], Sequence[tuple[str, str, int, str]]]],
+        units: Sequence[tuple[tuple[str, str | None, int], Sequence[Encoded]]],
         *,
         blobs: Mapping[str, bytes | FileBlob] | None = None,
     ) -> set[tuple[str, str, int]]:
@@ -219,17 +226,18 @@ class EventStore:
         append lock, a unit whose result the stream already holds is dropped whole, whatever its event ids:
         a regrade that was done twice (a Ray task retried after its worker died, a driver resumed while
         its tasks were still out) leaves one copy. Returns the keys appended (target ``""`` for none).
-        Events are encoded as :meth:`encode_events` makes them."""
+        Events are encoded as :meth:`encode_events` makes them, or with their payload dicts as
+        :meth:`encode_with_payloads` does."""
         from evalstore.store.events import event_class
 
         keyed: list[tuple[str, str, int]] = []
         prepared = []
         for (test_id, target, attempt), events in units:
             key = (test_id, target or "", attempt)
-            for event_id, type_, schema_version, payload in events:
-                event_class(type_)  # an unknown type is refused here, as append would
+            for event in events:
+                event_class(event[1])  # an unknown type is refused here, as append would
                 keyed.append(key)
-                prepared.append((event_id, type_, schema_version, payload, None))
+                prepared.append((*event[:4], event[4] if len(event) > 4 else None))
         appended: set[tuple[str, str, int]] = set()
 
         def keep(conn: Connection) -> list[bool]:
@@ -401,7 +409,7 @@ class EventStore:
         seq, prev = self._head(conn)
         rows = _chained(stream_id, _Head(seq, prev, version), fresh)
         bulk.insert_tuples(conn, schema.events, EVENT_COLUMNS, rows)
-        return [StoredEvent(*row) for row in rows]
+        return [StoredEvent.of_row(row) for row in rows]
 
     @staticmethod
     def _head(conn: Connection) -> tuple[int, str]:
@@ -1176,7 +1184,9 @@ class _Plan:
     def of(cls, stream_id: str, start: _Head, prepared: list[tuple]) -> _Plan:
         rows = _chained(stream_id, start, prepared)
         # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them.
-        projected = [(StoredEvent(*row), p[4]) for row, p in zip(rows, prepared) if row[4] in projections.PROJECTED]
+        projected = [
+            (StoredEvent.of_row(row), p[4]) for row, p in zip(rows, prepared) if row[4] in projections.PROJECTED
+        ]
         return cls(start, rows, projections.planned([e for e, _ in projected], [f for _, f in projected]))
 
 
