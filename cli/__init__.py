@@ -9,7 +9,9 @@ from __future__ import annotations
 import atexit
 import gc
 import importlib
+import os
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
@@ -277,7 +279,33 @@ def entry() -> None:
     # 0.08 of 0.9 s). What is alive when the command ends lives until the process does.
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, _terminated)
-    main(prog_name="evalstore")
+    try:
+        main(prog_name="evalstore")
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            _end(exc.code or 0)
+        raise
+
+
+def _end(code: int) -> None:
+    """End the process with ``code`` as Python's exit would, without the interpreter's teardown (every
+    module and object freed one by one, which nothing reads: the files a command writes and the store
+    are closed by then): 18 ms of an unchanged replay's CPU, 6 this way (bench/agentv_peer.py's store).
+    The exit handlers run and the standard streams are flushed (one that cannot be is exit code 120, as
+    Python makes it). While a thread that Python's exit would wait for still runs, that exit does it all."""
+    import threading
+
+    current = threading.current_thread()
+    if any(t is not current and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # any failure: Python's exit says no more than 120 either
+            code = 120
+    os._exit(code)
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -157,20 +157,23 @@ def replay(
       evalstore replay last --executor ray --ray-address 10.0.0.5:6379
       evalstore replay last --judge-model gpt-4.1 --batch
     """
-    from evalstore.cli.compare import emit_comparison
-    from evalstore.replay.analysis.compare import compare as compare_runs
-    from evalstore.replay.analysis.compare import regression
-    from evalstore.replay.analysis.views import resolve_run
-    from evalstore.replay.executors import executor_for
-    from evalstore.replay.material import load_scores
-    from evalstore.replay.regrade import (
-        ReplayOptions,
-        judge_requests,
-        parse_shard,
-        replay_run,
-        resume_replay,
-        reuse_counts,
-    )
+    from evalstore.cli import frozen_imports
+
+    with frozen_imports():  # the store and the grading engine: out of the collector's passes over each test
+        from evalstore.cli.compare import emit_comparison
+        from evalstore.replay.analysis.compare import compare as compare_runs
+        from evalstore.replay.analysis.compare import regression
+        from evalstore.replay.analysis.views import resolve_run
+        from evalstore.replay.executors import executor_for
+        from evalstore.replay.material import load_scores
+        from evalstore.replay.regrade import (
+            ReplayOptions,
+            judge_requests,
+            parse_shard,
+            replay_run,
+            resume_replay,
+            reuse_counts,
+        )
 
     if bool(run) == bool(resume):
         raise click.UsageError("give either RUN or --resume REPLAY")

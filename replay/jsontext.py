@@ -166,8 +166,11 @@ def js_number(value: Any) -> Any:
     """Numbers as JavaScript holds them, at any depth: an integral float is an integer, so ``JSON.stringify``
     and ``String`` write ``1``, not Python's ``1.0`` (below 1e21, where JavaScript switches to exponents).
     Anything else as it is."""
-    if type(value) in _NOT_NUMBERS_INSIDE:  # most values an export passes: no isinstance against Mapping
+    kind = type(value)
+    if kind in _AS_IS:  # most of a payload: asking a string whether it is a Mapping (an ABC) costs more
         return value
+    if kind is dict:
+        return {k: js_number(v) for k, v in value.items()}
     if isinstance(value, float):
         return int(value) if value.is_integer() and abs(value) < 1e21 else value
     if isinstance(value, Mapping):
@@ -177,8 +180,9 @@ def js_number(value: Any) -> Any:
     return value
 
 
-_NOT_NUMBERS_INSIDE = frozenset({int, str, bool, type(None)})
-"""Types :func:`js_number` returns as they are: these exactly, not their subclasses, which may be mappings too."""
+_AS_IS = frozenset({str, int, bool, type(None)})
+"""Types :func:`js_number` returns as they are (exactly these: a subclass, which may be a mapping too, goes
+the long way)."""
 
 _ASCII_UPPER = re.compile("[A-Z]")
 

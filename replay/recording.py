@@ -249,7 +249,7 @@ class BatchedAppends:
             with self._writing:
                 if events and all(r.key is not None for r in batch):
                     # Whole results: a result the stream already holds is not appended again.
-                    units = [(r.key, self.store.encode_events(r.events)) for r in batch if r.key is not None]
+                    units = [(r.key, self.store.encode_with_payloads(r.events)) for r in batch if r.key is not None]
                     self.store.append_units(self.run_id, units, blobs=blobs)
                 elif events:
                     self.store.append(self.run_id, events, blobs=blobs)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import random
 import time
-import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,8 @@ def new_event_id() -> str:
     millis = time.time_ns() // 1_000_000
     bits = random.getrandbits(74)
     value = (millis & _MILLIS) << 80 | 7 << 76 | (bits >> 62) << 64 | 0b10 << 62 | (bits & _RAND_B)
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"  # str(uuid.UUID(int=value)), without the UUID object (checked and built per event)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 _MILLIS = (1 << 48) - 1
@@ -53,6 +54,15 @@ class StoredEvent:
     recorded_at: str
     prev_hash: str
     hash: str
+
+    @classmethod
+    def of_row(cls, row: Sequence[Any]) -> StoredEvent:
+        """An event from a row of the ``events`` table's columns in their order (``select(events)``), as
+        the driver gives it. Built without the frozen dataclass's ``__init__``, which sets each of the ten
+        fields through ``object.__setattr__``: reading a replay's parent run builds one per event."""
+        event = object.__new__(cls)
+        event.__dict__.update(zip(_FIELDS, row))
+        return event
 
     @cached_property
     def payload(self) -> dict[str, Any]:
@@ -81,3 +91,8 @@ class StoredEvent:
             payload=self.payload_json,
             recorded_at=self.recorded_at,
         )
+
+
+_FIELDS = tuple(f.name for f in fields(StoredEvent))
+"""The fields of :class:`StoredEvent` in the order of the ``events`` table's columns (``schema.py``;
+tests/store/test_envelope.py holds the two together)."""

@@ -57,6 +57,9 @@ if TYPE_CHECKING:
     from evalstore.store.events import DomainEvent
 
 EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
+Encoded = tuple[str, str, int, str] | tuple[str, str, int, str, dict[str, Any]]
+"""An encoded event (:meth:`EventStore.encode_events`), with or without its payload dict
+(:meth:`EventStore.encode_with_payloads`)."""
 # An append compresses its blobs on a worker thread from this many bytes on (an import's batch of 1,000
 # results has about 10 MB); a test's few blobs are not worth the hand-over.
 THREADED_BLOB_BYTES = 1 << 20
@@ -210,22 +213,26 @@ class EventStore:
         """Events as :meth:`append_encoded` and :meth:`append_units` take them: ``(event id, type, schema
         version, canonical payload JSON)``, an id drawn for an event that brings none. Where the work of
         encoding should not fall on the appending process (a Ray worker encodes what it graded)."""
+        return [e[:4] for e in EventStore.encode_with_payloads(events)]
+
+    @staticmethod
+    def encode_with_payloads(events: Sequence[NewEvent]) -> list[tuple[str, str, int, str, dict[str, Any]]]:
+        """:meth:`encode_events`, each with the payload dict its JSON encodes: given to :meth:`append_units`
+        in the same process, the projections read it instead of parsing the JSON again (a sixth of
+        appending an unchanged replay's tests)."""
         from evalstore.store.events import encode
 
-        return [
-            (
-                e.event_id or new_event_id(),
-                e.payload.type,
-                e.payload.schema_version,
-                canonical_json(encode(e.payload)),
-            )
-            for e in events
-        ]
+        out = []
+        for e in events:
+            payload = encode(e.payload)
+            event_id = e.event_id or new_event_id()
+            out.append((event_id, e.payload.type, e.payload.schema_version, canonical_json(payload), payload))
+        return out
 
     def append_units(
         self,
         stream_id: str,
-        units: Sequence[tuple[tuple[str, str | None, int], Sequence[tuple[str, str, int, str]]]],
+        units: Sequence[tuple[tuple[str, str | None, int], Sequence[Encoded]]],
         *,
         blobs: Mapping[str, bytes | FileBlob] | None = None,
     ) -> set[tuple[str, str, int]]:
@@ -234,17 +241,18 @@ class EventStore:
         append lock, a unit whose result the stream already holds is dropped whole, whatever its event ids:
         a regrade that was done twice (a Ray task retried after its worker died, a driver resumed while
         its tasks were still out) leaves one copy. Returns the keys appended (target ``""`` for none).
-        Events are encoded as :meth:`encode_events` makes them."""
+        Events are encoded as :meth:`encode_events` makes them, or with their payload dicts as
+        :meth:`encode_with_payloads` does."""
         from evalstore.store.events import event_class
 
         keyed: list[tuple[str, str, int]] = []
         prepared = []
         for (test_id, target, attempt), events in units:
             key = (test_id, target or "", attempt)
-            for event_id, type_, schema_version, payload in events:
-                event_class(type_)  # an unknown type is refused here, as append would
+            for event in events:
+                event_class(event[1])  # an unknown type is refused here, as append would
                 keyed.append(key)
-                prepared.append((event_id, type_, schema_version, payload, None))
+                prepared.append((*event[:4], event[4] if len(event) > 4 else None))
         appended: set[tuple[str, str, int]] = set()
 
         def keep(conn: Connection) -> list[bool]:
@@ -417,7 +425,7 @@ class EventStore:
         seq, prev = self._head(conn)
         rows = _chained(stream_id, _Head(seq, prev, version, None), fresh)
         bulk.insert_tuples(conn, schema.events, EVENT_COLUMNS, rows)
-        return [StoredEvent(*row) for row in rows]
+        return [StoredEvent.of_row(row) for row in rows]
 
     @staticmethod
     def _numbers(conn: Connection, stream_id: str, version: int) -> dict[str, int]:
@@ -712,10 +720,11 @@ class EventStore:
         yield from self._stream_query(select(ev).where(ev.c.seq > after_seq).order_by(ev.c.seq))
 
     def _stream_query(self, query) -> Iterator[StoredEvent]:  # type: ignore[no-untyped-def]
+        """The events a ``select(events)`` finds, from the driver's rows (``dialect.rows``: SQLAlchemy's
+        processing of each row was most of reading a replay's parent run; PostgreSQL's a batch at a time)."""
         with self.engine.connect() as conn:
-            result = conn.execution_options(yield_per=2000).execute(query).mappings()
-            for row in result:
-                yield _stored(row)
+            for row in self.dialect.rows(conn, query):
+                yield StoredEvent.of_row(row)
 
     def get_event(self, event_id: str) -> StoredEvent:
         with self.engine.connect() as conn:
@@ -875,8 +884,8 @@ class EventStore:
                     .where(ev.c.stream_id.in_(chunk))
                     .limit(limit + 1 - len(found))
                 )
-                for row in conn.execute(query).mappings():
-                    found[row[key_column.name]] = _stored(row)
+                for row in self.dialect.rows(conn, query):
+                    found[row[0]] = StoredEvent.of_row(row[1:])
                 if len(found) > limit:
                     return None
         return found
@@ -1240,7 +1249,7 @@ class _Plan:
         # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them;
         # a stream's first event always has one (``streams``).
         projected = [
-            (StoredEvent(*row), p[4])
+            (StoredEvent.of_row(row), p[4])
             for row, p in zip(rows, prepared)
             if row[4] in projections.PROJECTED or row[3] == 1
         ]

@@ -19,9 +19,9 @@ runs on the test's own thread, and so does every grader after it until one waits
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from evalstore.replay.grading.graders.base import GradingContext, Recorder
@@ -154,8 +154,11 @@ class _Overlap:
                         self.threads.append(thread)
                     thread.start()
 
+            # dataclasses.replace, less its walk over the fields (GradingContext has no __post_init__)
+            ctx = copy.copy(self.ctx)
+            ctx.recorder, ctx.waiting = buffer, waiting
             try:
-                self.results[n] = self.jobs[n](replace(self.ctx, recorder=buffer, waiting=waiting))
+                self.results[n] = self.jobs[n](ctx)
             except BaseException as exc:
                 with self.lock:
                     self.errors.append(exc)

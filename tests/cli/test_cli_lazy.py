@@ -149,6 +149,27 @@ def test_every_commands_help_imports_no_heavy_module(args: list[str]) -> None:
     assert not heavy, sorted(heavy)[:10]
 
 
+def test_replay_imports_the_store_and_the_grading_engine_with_the_collector_off(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``replay`` imports its layers inside the command (its --help loads neither): those imports run without
+    the cyclic collector and are frozen out of its passes (``frozen_imports``), which otherwise went over
+    them again and again while each test was graded (bench/agentv_peer.py's unchanged replay)."""
+    code = (
+        "import atexit, gc, sys\n"
+        "seen = {}\n"
+        "def hook(event, args):\n"
+        "    if event == 'import' and args[0] in ('sqlalchemy', 'evalstore.replay.regrade'):\n"
+        "        seen.setdefault(args[0], gc.isenabled())\n"
+        "sys.addaudithook(hook)\n"
+        "atexit.register(lambda: print(sorted(seen.items()), file=sys.stderr))\n"
+        "from evalstore.cli import entry\n"
+        f"sys.argv = ['evalstore', '--db', 'sqlite:///{tmp_path / 'none.db'}', 'replay', 'RUN']\n"
+        "entry()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "no store" in out.stderr  # the imports come first, then the store is looked for
+    assert out.stderr.splitlines()[-1] == "[('evalstore.replay.regrade', False), ('sqlalchemy', False)]", out.stderr
+
+
 def test_what_is_alive_when_a_command_ends_is_frozen_out_of_the_collectors_last_pass() -> None:
     # Registered before entry(), so it runs after entry's own exit handler (atexit runs them last first);
     # --version imports no command module, so only that handler can have frozen anything.

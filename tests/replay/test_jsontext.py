@@ -103,6 +103,26 @@ def test_integral_floats_are_numbers_as_javascript_writes_them() -> None:
     assert stringify({"score": js_number(1.0), "weight": js_number(0.25)}) == b'{"score":1,"weight":0.25}'
 
 
+def test_js_number_rewrites_at_any_depth_and_leaves_everything_else_as_it_is() -> None:
+    from types import MappingProxyType
+
+    from evalstore.replay.jsontext import js_number
+
+    class Text(str):
+        pass
+
+    value = {
+        "a": [1.0, {"b": 2.0, "c": [0.5]}],
+        "m": MappingProxyType({"d": 3.0}),
+        "t": True,
+        "s": Text("x"),
+        "n": None,
+    }
+    out = js_number(value)
+    assert out == {"a": [1, {"b": 2, "c": [0.5]}], "m": {"d": 3}, "t": True, "s": "x", "n": None}
+    assert type(out["m"]) is dict and out["t"] is True and type(out["s"]) is Text and type(out["a"][0]) is int
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -7,6 +7,8 @@ tell; the result key can. Runs on SQLite and PostgreSQL (the ``store`` fixture).
 
 from __future__ import annotations
 
+import json
+
 from sample_runs import scalar
 
 from evalstore.store import EventStore, NewEvent
@@ -70,3 +72,27 @@ def test_retrying_the_same_encoded_units_is_a_no_op(store: EventStore) -> None:
     before = scalar(store.engine, "SELECT count(*) FROM events")
     assert store.append_units("r", units) == set()  # a commit whose answer was lost, sent again
     assert scalar(store.engine, "SELECT count(*) FROM events") == before
+
+
+def test_units_given_with_their_payload_dicts_project_as_their_json_does(store: EventStore) -> None:
+    """``encode_with_payloads``: the projections read the dicts instead of parsing the JSON again; the rows
+    are those the JSON gives (and verify, which folds the log from the JSON, agrees)."""
+    for run in ("json", "dicts"):
+        store.append(run, [RunStarted(run_id=run, kind="replay", tool_version="0.1.0")])
+    events = _unit("a", 0.25, "t")
+    with_dicts = store.encode_with_payloads(events)
+    plain = store.encode_events(events)
+    assert [e[1:4] for e in with_dicts] == [e[1:4] for e in plain]  # the ids are drawn by each
+    assert all(json.loads(e[3]) == e[4] for e in with_dicts)
+    store.append_units("json", [(("a", "t", 1), plain)])
+    store.append_units("dicts", [(("a", "t", 1), with_dicts)])
+    for table in ("results", "verdicts"):
+        rows = {
+            run: [
+                {k: v for k, v in r.items() if k not in ("run_id", "event_id", "seq")}
+                for r in store.query(table, run_id=run)
+            ]
+            for run in ("json", "dicts")
+        }
+        assert rows["json"] == rows["dicts"] and rows["json"]
+    assert store.verify().ok
