@@ -89,7 +89,7 @@ def test_units_given_with_their_payload_dicts_project_as_their_json_does(store: 
     for table in ("results", "verdicts"):
         rows = {
             run: [
-                {k: v for k, v in r.items() if k not in ("run_id", "event_id", "seq")}
+                {k: v for k, v in r.items() if k not in ("run", "seq")}
                 for r in store.query(table, run_id=run)
             ]
             for run in ("json", "dicts")
