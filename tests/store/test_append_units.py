@@ -88,10 +88,7 @@ def test_units_given_with_their_payload_dicts_project_as_their_json_does(store: 
     store.append_units("dicts", [(("a", "t", 1), with_dicts)])
     for table in ("results", "verdicts"):
         rows = {
-            run: [
-                {k: v for k, v in r.items() if k not in ("run", "seq")}
-                for r in store.query(table, run_id=run)
-            ]
+            run: [{k: v for k, v in r.items() if k not in ("run", "seq")} for r in store.query(table, run_id=run)]
             for run in ("json", "dicts")
         }
         assert rows["json"] == rows["dicts"] and rows["json"]
