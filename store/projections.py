@@ -147,6 +147,12 @@ def _reusable_call(p: dict[str, Any]) -> bool:
     return reusable_outcome(p.get("outcome", "ok"), p.get("parse_attempt"))
 
 
+def first_numbers(events: Iterable[StoredEvent]) -> dict[str, int]:
+    """The numbers of the streams whose first event is among ``events``: that event's seq (the rule
+    :func:`rows_for` writes into ``streams``)."""
+    return {ev.stream_id: ev.seq for ev in events if ev.stream_version == 1}
+
+
 def _number(ev: StoredEvent, stream: int | None) -> int:
     if stream is None:
         raise ValueError(f"the number of stream {ev.stream_id} is not known (its first event was not read)")
@@ -204,11 +210,9 @@ def planned(
     """The projection rows of events, grouped for :func:`write`: what :func:`apply` writes, computed apart
     from the writing (an import computes a batch's rows while the previous batch is written). ``numbers``
     holds the number of each stream whose first event is not among ``events``."""
-    known = dict(numbers or {})
+    known = {**(numbers or {}), **first_numbers(events)}
     by_table: dict[str, list[dict]] = {}
     for i, ev in enumerate(events):
-        if ev.stream_version == 1:
-            known[ev.stream_id] = ev.seq
         for table, row in rows_for(ev, payloads[i] if payloads is not None else None, known.get(ev.stream_id)):
             by_table.setdefault(table, []).append(row)
     groups: Planned = []

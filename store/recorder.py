@@ -389,7 +389,8 @@ class EventStore:
                 for digest, data in large.items():
                     self._insert_chunked(conn, digest, data)
                 # The payload dicts we encoded (if any) are what parsing the stored JSON would give back.
-                numbers = self._numbers(conn, stream_id, version)
+                number = self._number(conn, stream_id, version)
+                numbers = {} if number is None else {stream_id: number}
                 projections.apply(conn, self.dialect, stored, [p[4] for p in fresh], numbers)
             else:
                 stored = []
@@ -428,15 +429,15 @@ class EventStore:
         return [StoredEvent.of_row(row) for row in rows]
 
     @staticmethod
-    def _numbers(conn: Connection, stream_id: str, version: int) -> dict[str, int]:
-        """The stream's number for the projections (``streams``), unless this append starts the stream."""
+    def _number(conn: Connection, stream_id: str, version: int) -> int | None:
+        """The stream's number for the projections (``streams``); None when this append starts the stream."""
         if version == 0:
-            return {}
+            return None
         s = schema.streams
         number = conn.execute(select(s.c.stream).where(s.c.stream_id == stream_id)).scalar()
         if number is None:
             raise StoreError(f"projection streams lacks stream {stream_id}; run `evalstore db rebuild`")
-        return {stream_id: number}
+        return number
 
     @staticmethod
     def _head(conn: Connection) -> tuple[int, str]:
@@ -503,7 +504,7 @@ class EventStore:
     def _head_of(self, conn: Connection, stream_id: str) -> _Head:
         seq, prev = self._head(conn)
         version = self._stream_version(conn, stream_id)
-        return _Head(seq, prev, version, self._numbers(conn, stream_id, version).get(stream_id))
+        return _Head(seq, prev, version, self._number(conn, stream_id, version))
 
     def _append_planned(
         self,
@@ -735,12 +736,12 @@ class EventStore:
 
     def events_at(self, seqs: Iterable[int]) -> dict[int, StoredEvent]:
         """Events by their seq (what projection rows name them by), many in one query per few hundred."""
-        found: dict[int, StoredEvent] = {}
-        with self.engine.connect() as conn:
-            for chunk in _chunks(list(dict.fromkeys(seqs))):
-                for row in conn.execute(select(schema.events).where(schema.events.c.seq.in_(chunk))).mappings():
-                    found[row["seq"]] = _stored(row)
-        return found
+        ev = schema.events
+        return {
+            event.seq: event
+            for chunk in _chunks(list(dict.fromkeys(seqs)))
+            for event in self._stream_query(select(ev).where(ev.c.seq.in_(chunk)))
+        }
 
     def get_events(self, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
         ids = list(dict.fromkeys(event_ids))
@@ -1176,7 +1177,7 @@ class EventStore:
                 count += 1
                 if len(batch) >= 5000:
                     projections.apply(conn, self.dialect, batch, numbers=numbers)
-                    numbers.update((e.stream_id, e.seq) for e in batch if e.stream_version == 1)
+                    numbers.update(projections.first_numbers(batch))
                     batch = []
             if batch:
                 projections.apply(conn, self.dialect, batch, numbers=numbers)
