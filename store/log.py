@@ -30,8 +30,9 @@ def select_records(*where: Any) -> Select:
 
 
 def containing(seq: Any) -> Any:
-    """The seq of the record holding the event at ``seq`` (a value or a column)."""
-    return select(func.max(r.c.seq)).where(r.c.seq <= seq).scalar_subquery()
+    """The seq of the record holding the event at ``seq`` (a value or a column of another table)."""
+    holder = r.alias("holder")  # not ``records`` itself, which the enclosing query joins to this
+    return select(func.max(holder.c.seq)).where(holder.c.seq <= seq).scalar_subquery()
 
 
 class RecordChain:
