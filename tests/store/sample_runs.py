@@ -220,15 +220,15 @@ def scalar(engine: Engine, sql: str, **params: Any) -> Any:
 
 
 def drop_append_only_triggers(engine: Engine) -> None:
-    """Remove the immutability guard, as an attacker with write access to the database could."""
+    """Remove the immutability guards (store/guards.py: the log's records and dictionaries, and the
+    blobs), as an attacker with write access to the database could."""
+    from evalstore.store.guards import APPEND_ONLY, SQLITE_TRIGGERS
+
     if engine.dialect.name == "sqlite":
-        for table in ("events", "blobs"):
-            for op in ("update", "delete", "replace"):
-                execute(engine, f"DROP TRIGGER {table}_no_{op}")
-        execute(engine, "DROP TRIGGER events_no_reuse_event_id")
-        execute(engine, "DROP TRIGGER events_no_reuse_stream_version")
+        for name in SQLITE_TRIGGERS:
+            execute(engine, f"DROP TRIGGER {name}")
     else:
-        for table in ("events", "blobs"):
+        for table in APPEND_ONLY:
             execute(engine, f"DROP TRIGGER {table}_append_only ON {table}")
 
 
