@@ -48,6 +48,7 @@ class Record:
     count: int
     recorded_at: str
     dictionary: int | None
+    body: bytes
     hash: bytes
     header: str  # the stream id in a stream's first record, else ""
     stream_id: str
@@ -105,7 +106,19 @@ def records_rows(engine: Engine) -> list[Record]:
         stream_id = streams.get(stream) or named[stream]
         decoded = [Item(*item) for item in items]
         out.append(
-            Record(seq, stream, version, count, recorded_at, dictionary, bytes(hash_), header, stream_id, decoded)
+            Record(
+                seq,
+                stream,
+                version,
+                count,
+                recorded_at,
+                dictionary,
+                bytes(body),
+                bytes(hash_),
+                header,
+                stream_id,
+                decoded,
+            )
         )
     return out
 
