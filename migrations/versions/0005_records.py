@@ -103,7 +103,8 @@ def _guard(tables: tuple[str, ...], replace: dict[str, tuple[str, str, str]]) ->
 
 def _rows(conn: sa.Connection, sql: str) -> Iterator[tuple]:
     """A query's rows a batch at a time (PostgreSQL: a server-side cursor)."""
-    result = conn.execution_options(stream_results=True, max_row_buffer=BATCH).exec_driver_sql(sql)
+    # Per statement: Connection.execution_options would set it on the migration's connection for good.
+    result = conn.exec_driver_sql(sql, execution_options={"stream_results": True, "max_row_buffer": BATCH})
     while batch := result.fetchmany(BATCH):
         yield from batch
 
