@@ -13,6 +13,7 @@ Altering rows needs the append-only guards out of the way first: :func:`drop_app
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -179,6 +180,22 @@ def stored_hash(engine: Engine, seq: int) -> str:
     return event_at(engine, seq).hash
 
 
+def records_reading_otherwise(engine: Engine, dictionary: int, data: bytes) -> list[int]:
+    """The seqs of the records compressed against dictionary ``dictionary`` whose body would inflate to
+    something else (or not at all) against ``data``: those a change to the dictionary damages. DEFLATE
+    copies from only some of a dictionary's bytes; a change to the others alters no record."""
+    altered = []
+    for rec in records_rows(engine):
+        if rec.dictionary == dictionary:
+            try:
+                same = fmt.inflate(rec.body, data) == rec.plain()
+            except zlib.error:
+                same = False
+            if not same:
+                altered.append(rec.seq)
+    return altered
+
+
 # --- altering the rows (the guards dropped first) -------------------------------------------------
 
 
@@ -197,6 +214,13 @@ def write_record(engine: Engine, rec: Record, *, rehash: bool = False) -> None:
     if rehash:
         columns["hash"] = bytes.fromhex(rec.events(_prev_stored(engine, rec.seq))[-1].hash)
     set_record(engine, rec.seq, **columns)
+
+
+def set_plain(engine: Engine, seq: int, plain: bytes) -> None:
+    """Store ``plain`` (any bytes, even what :func:`evalstore.store.records.plain_body` would refuse) as
+    the body of the record at ``seq``, compressed against its dictionary: damage beneath the DEFLATE."""
+    rec = record_at(engine, seq)
+    set_record(engine, rec.seq, body=fmt.compress(plain, _dictionaries(engine).get(rec.dictionary)))
 
 
 def rewrite_event(engine: Engine, seq: int, *, rehash: bool = False, rechain: bool = False, **changes: Any) -> Record:

@@ -206,6 +206,20 @@ def populate(store: EventStore) -> int:
     return total
 
 
+def append_many_results(store: EventStore, run_id: str = "run-many") -> int:
+    """A run appended at once whose results cut into enough records that the append makes a compression
+    dictionary for them (store/records.py), in a store that has none yet; returns its number of events."""
+    from evalstore.store.records import DICTIONARY_RECORDS
+
+    started = RunStarted(run_id=run_id, kind="recorded", suite="many", target_name="default", tool_version="0.1.0")
+    scored = [
+        TestScored(test_id=f"t{n}", target="default", score=1.0, passed=True, status="ok", threshold=0.5, graders=[])
+        for n in range(DICTIONARY_RECORDS)
+    ]
+    completed = RunCompleted(tests=len(scored), passed=len(scored), failed=0, errors=0, mean_score=1.0)
+    return len(store.append(run_id, [started, *scored, completed], expected_version=0))
+
+
 # --- raw SQL helpers: tests that tamper with the database behind the store's back -----------------
 
 

@@ -7,12 +7,11 @@ import sqlite3
 
 import pytest
 from log_rows import event_count, payload_at
-from sample_runs import append_run, execute, scalar
+from sample_runs import append_many_results, append_run, execute, scalar
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from evalstore.store import EventStore
-from evalstore.store.records import DICTIONARY_RECORDS
 
 
 @pytest.fixture
@@ -30,14 +29,7 @@ def filled_with_dictionary(filled: EventStore) -> EventStore:
 
 
 def _append_with_dictionary(store: EventStore) -> None:
-    from evalstore.store.events import RunStarted, TestScored
-
-    scored = [
-        TestScored(test_id=f"t{n}", target="default", score=1.0, passed=True, status="ok", threshold=0.5, graders=[])
-        for n in range(DICTIONARY_RECORDS)
-    ]
-    started = RunStarted(run_id="run-many", kind="recorded", suite="s", target_name="default", tool_version="0.1.0")
-    store.append("run-many", [started, *scored], expected_version=0)
+    append_many_results(store)
     assert scalar(store.engine, "SELECT count(*) FROM dictionaries") == 1
 
 
