@@ -11,7 +11,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
-from sqlalchemy import Column, Engine, MetaData, String, inspect, text
+from sqlalchemy import Boolean, Column, Engine, MetaData, String, inspect, text
 
 from evalstore import cli
 from evalstore.store import EventStore, SchemaOutOfDate, make_engine
@@ -455,6 +455,8 @@ def _store_at_0004(engine: Engine, tmp_path: Path) -> list[tuple]:
         for name, table_rows in copied.items():
             if table_rows:
                 columns = list(table_rows[0])
+                flags = [c.name for c in metadata.tables[name].c if isinstance(c.type, Boolean)]
+                table_rows = [{**row, **{f: bool(row[f]) for f in flags}} for row in table_rows]  # SQLite's 0/1
                 conn.execute(
                     text(f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"),
                     table_rows,

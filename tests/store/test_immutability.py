@@ -46,12 +46,12 @@ def _snapshot(store: EventStore) -> tuple:
 @pytest.mark.parametrize(
     "sql",
     [
-        "UPDATE records SET body = x'00' WHERE seq = 1",
+        "UPDATE records SET body = hash WHERE seq = 1",
         "UPDATE records SET stream = 1000",
         "UPDATE records SET hash = hash WHERE seq = 2",
         "DELETE FROM records WHERE seq = 1",
         "DELETE FROM records",
-        "UPDATE dictionaries SET data = x'00'",
+        "UPDATE dictionaries SET data = data",
         "DELETE FROM dictionaries",
         "UPDATE blobs SET size = 0",
         "DELETE FROM blobs",
