@@ -14,7 +14,6 @@ Altering rows needs the append-only guards out of the way first: :func:`drop_app
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -167,11 +166,6 @@ def event_count(engine: Engine) -> int:
         return int(conn.execute(text("SELECT coalesce(sum(count), 0) FROM records")).scalar() or 0)
 
 
-def record_count(engine: Engine) -> int:
-    with engine.connect() as conn:
-        return int(conn.execute(text("SELECT count(*) FROM records")).scalar() or 0)
-
-
 def stored_hash(engine: Engine, seq: int) -> str:
     """The chain hash of the event at ``seq``: stored for a record's last event, else recomputed."""
     rec = record_at(engine, seq)
@@ -275,8 +269,3 @@ def _prev_stored(engine: Engine, seq: int) -> str:
             text("SELECT hash FROM records WHERE seq < :s ORDER BY seq DESC LIMIT 1"), {"s": seq}
         ).scalar()
     return GENESIS_HASH if found is None else bytes(found).hex()
-
-
-def seqs_of(events: Iterable[StoredEvent], type_: str) -> list[int]:
-    """The seqs of the events of one type, in order."""
-    return [ev.seq for ev in events if ev.type == type_]
