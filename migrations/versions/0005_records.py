@@ -126,9 +126,14 @@ def _cut(group: list[tuple]) -> Iterator[list[tuple]]:
         yield group[start:end]
 
 
+def _own_id(row: tuple) -> str:
+    """The id the body keeps: empty where it is derived (a store downgraded from 0005 and upgraded again)."""
+    return "" if row[1] == records.derived_id(row[2], row[3]) else row[1]
+
+
 def _plain(part: list[tuple]) -> bytes:
     first = part[0]
-    events = [(row[1], row[4], row[5], row[6]) for row in part]  # every old id is its own: kept
+    events = [(_own_id(row), row[4], row[5], row[6]) for row in part]
     return records.plain_body(first[2] if first[3] == 1 else None, events)
 
 
@@ -180,9 +185,10 @@ def upgrade() -> None:
                     hash=bytes.fromhex(last[9]),
                 )
             )
-            ids.extend({"event_id": row[1], "seq": row[0]} for row in part)
+            ids.extend({"event_id": row[1], "seq": row[0]} for row in part if _own_id(row))
         if rows:
             conn.execute(records_t.insert(), rows)
+        if ids:
             conn.execute(event_ids_t.insert(), ids)
 
     for part in _groups(conn):
