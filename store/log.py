@@ -22,11 +22,11 @@ RECORD = (r.c.seq, r.c.stream, r.c.version, r.c.count, r.c.recorded_at, r.c.dict
 _CHUNK = 200  # records found by subquery per statement
 
 
-def select_records(*where: Any) -> Select:
-    """Records with their stream's id, in seq order."""
-    return (
-        select(*RECORD, s.c.stream_id).select_from(r.join(s, s.c.stream == r.c.stream)).where(*where).order_by(r.c.seq)
-    )
+def select_records(*where: Any, order: Any = r.c.seq) -> Select:
+    """Records with their stream's id, in seq order (or ``order``: a stream's by version, the order of the
+    index it is read through, is the same order without sorting the rows first)."""
+    joined = r.join(s, s.c.stream == r.c.stream)
+    return select(*RECORD, s.c.stream_id).select_from(joined).where(*where).order_by(order)
 
 
 def containing(seq: Any) -> Any:

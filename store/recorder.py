@@ -1334,10 +1334,11 @@ def _stream_records(stream_id: str, after: int, upto: int | None) -> Any:
     rec = schema.records
     where = [schema.streams.c.stream_id == stream_id]
     if after:
-        where.append(rec.c.version + rec.c.count > after + 1)
+        # The first bound keeps the read a range of the (stream, version) index: no record is longer.
+        where += [rec.c.version > after - records.MAX_EVENTS, rec.c.version + rec.c.count > after + 1]
     if upto is not None:
         where.append(rec.c.version <= upto)
-    return log.select_records(*where)
+    return log.select_records(*where, order=rec.c.version)
 
 
 def _translate(exc: DBAPIError) -> StoreError:
