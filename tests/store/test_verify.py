@@ -62,6 +62,17 @@ def test_an_altered_payload_is_caught_at_its_record(filled: EventStore, store_ur
     assert json.loads(as_json.stdout)["problem"].startswith("record seq 2 (events seq 2-8):")
 
 
+def test_an_altered_record_of_one_event_is_named_by_its_seq(filled: EventStore) -> None:
+    drop_append_only_triggers(filled.engine)
+    assert record_span(filled.engine, 23) == (23, 23)  # run-a's run_completed, an append of its own
+    rewrite_event(filled.engine, 23, payload=payload_at(filled.engine, 23).replace('"tests":3', '"tests":4'))
+    report = filled.verify()
+    assert (
+        report.problem == "record seq 23 (event seq 23): content does not match its hash (altered after it was written)"
+    )
+    assert report.events == 22
+
+
 def test_a_rehashed_forgery_breaks_the_link_to_the_next_record(filled: EventStore) -> None:
     # Recomputing the altered record's own hash is not enough: the next record's chain starts from the old one.
     drop_append_only_triggers(filled.engine)
