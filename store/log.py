@@ -18,6 +18,12 @@ from evalstore.store.envelope import StoredEvent
 from evalstore.store.errors import StoreError
 
 r, s = schema.records, schema.streams
+
+
+class MisplacedId(StoreError):
+    """An event given the derived id of another place than where it would be appended."""
+
+
 RECORD = (r.c.seq, r.c.stream, r.c.version, r.c.count, r.c.recorded_at, r.c.dictionary, r.c.body, r.c.hash)
 _CHUNK = 200  # records found by subquery per statement
 
@@ -218,7 +224,7 @@ def plain_records(rows: Sequence[EventRow]) -> list[tuple[Sequence[EventRow], by
             derived = records.derived_id(stream_id, row[3])
             if row[1] != derived and records.split_derived(row[1]) is not None:
                 # Another position's derived id here would name two events (store/records.py).
-                raise StoreError(
+                raise MisplacedId(
                     f"event id {row[1]} is the id of another stream version than {row[3]} of {stream_id}; "
                     "give the event no id, or one of its own"
                 )

@@ -371,6 +371,8 @@ class EventStore:
             fresh = [p for p in prepared if p[0] is None or p[0] not in existing]
             if fresh:
                 version = self._stream_version(conn, stream_id)
+                if optimistic and _misplaced(stream_id, version, fresh):
+                    raise _Recheck  # another place's id: an event stored already, looked up on the recheck
                 if expected_version is not None and version != expected_version:
                     if optimistic:
                         raise _Recheck
@@ -494,6 +496,14 @@ class EventStore:
                 if landed is not None and (actual := landed.result()) != head:
                     # The log is not where the plan assumed.
                     plan = _Plan.of(stream_id, actual, prepared, dictionary, self)
+                if plan is None:
+                    # Ids of other places in the stream: events stored already (the same file imported by
+                    # another process meanwhile). Appended as append does it, looking the ids up.
+                    if landed is not None:
+                        landed.result()
+                    self._append(stream_id, prepared, prepared, None, blobs, optimistic=False)
+                    landed = head = None
+                    continue
                 # Checked here (a hash of every blob's bytes), not on the writer thread, the pass's longest.
                 landed = writer.submit(
                     self._append_planned, stream_id, plan, prepared, blobs, _split_large(blobs), dictionary
@@ -1287,9 +1297,13 @@ class _Plan:
     @classmethod
     def of(
         cls, stream_id: str, start: _Head, prepared: list[tuple], dictionary: _Dictionary, store: EventStore
-    ) -> _Plan:
+    ) -> _Plan | None:
+        """The plan; None when an event's id is the derived id of another place in the stream."""
         rows = _chained(stream_id, start, prepared)
-        parts = log.plain_records(rows)
+        try:
+            parts = log.plain_records(rows)
+        except log.MisplacedId:
+            return None
         dictionary.decide(store, [plain for _, plain in parts])
         record_rows = log.record_rows(start.number, parts, dictionary.data)
         # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them;
@@ -1303,6 +1317,14 @@ class _Plan:
         numbers = {} if start.number is None else {stream_id: start.number}
         events, fields = [e for e, _ in projected], [f for _, f in projected]
         return cls(start, rows, record_rows, projections.planned(events, fields, numbers))
+
+
+def _misplaced(stream_id: str, version: int, fresh: Sequence[tuple]) -> bool:
+    """Whether an event would land where its given id is not the derived id it is in form."""
+    return any(
+        p[0] is not None and p[0] != records.derived_id(stream_id, version + i) and records.split_derived(p[0])
+        for i, p in enumerate(fresh, 1)
+    )
 
 
 def _split_large(

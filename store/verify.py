@@ -145,8 +145,8 @@ def _verify(
         prev = stored_hash.hex()
         for ev in events:
             try:
-                payload = ev.payload  # parsed once: the fold below reads it too
-                for digest in _blob_refs(payload):
+                parsed = ev.payload  # parsed once: the fold below reads it too
+                for digest in _blob_refs(parsed):
                     needed.setdefault(digest, ev.seq)
                 projections.fold(state, [ev])
             except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -171,7 +171,8 @@ def upgrade() -> None:
     pending: list[list[tuple]] = []  # the first records, until there are enough to make the dictionary of
 
     def write(parts: list[list[tuple]]) -> None:
-        rows, ids = [], []
+        rows: list[dict] = []
+        ids: list[dict] = []
         for part in parts:
             first, last = part[0], part[-1]
             number = numbers.setdefault(first[2], first[0])
