@@ -201,7 +201,7 @@ def _moved(stream_id: str, rows: list[EventRow], manifest: dict[str, Any]) -> tu
 def _as_stored(row: dict[str, Any]) -> StoredEvent:
     """A bundle's event row as the store it came from held it (no seq or hashes: the fold reads neither)."""
     fields = {k: v for k, v in row.items() if k != "payload"}
-    return StoredEvent(seq=0, prev_hash="", hash="", payload_json=row["payload"], **fields)
+    return StoredEvent(seq=0, payload_json=row["payload"], **fields)
 
 
 def _manifest(directory: Path) -> dict[str, Any]:

@@ -324,24 +324,30 @@ def _revision(conn: Connection) -> str | None:
     return value
 
 
+LOG_TABLES = frozenset({"events", "records", "blobs"})
+"""Tables only an evalstore store holds (``events`` before migration 0005, ``records`` after)."""
 _DAMAGED = "the store's migration record (alembic_version) is damaged"
 _REVISION_ID = re.compile(r"[0-9A-Za-z_]{1,32}")
 
 
 def _unrecorded(conn: Connection) -> bool:
     """Whether the database holds evalstore tables but no migration record (not made by evalstore)."""
-    return _revision(conn) is None and bool(set(inspect(conn).get_table_names()) & {"events", "blobs"})
+    return _revision(conn) is None and bool(set(inspect(conn).get_table_names()) & LOG_TABLES)
 
 
 _UNRECORDED = "this database has evalstore tables but no migration record; it was not created by evalstore db upgrade"
 
 
 def event_count(engine: Engine) -> int:
-    """How many events the store holds (0 without an events table)."""
+    """How many events the store holds (0 without a log), in either layout of the log (before and after
+    migration 0005)."""
     with _connect(engine) as conn:
-        if not inspect(conn).has_table("events"):
-            return 0
-        return int(conn.exec_driver_sql("SELECT count(*) FROM events").scalar() or 0)
+        tables = set(inspect(conn).get_table_names())
+        if "records" in tables:
+            return int(conn.exec_driver_sql("SELECT sum(count) FROM records").scalar() or 0)
+        if "events" in tables:
+            return int(conn.exec_driver_sql("SELECT count(*) FROM events").scalar() or 0)
+        return 0
 
 
 def _stamped_revision(engine: Engine) -> str | None:
@@ -362,7 +368,7 @@ def ensure_current(engine: Engine, *, create: bool = True, adopt_empty: bool = T
         return
     if current is None:
         existing = set(inspect(engine).get_table_names())
-        if not existing & {"events", "blobs"}:
+        if not existing & LOG_TABLES:
             # A SQLite file that holds nothing at all is what a first upgrade killed before it committed
             # leaves (the pragmas wrote the header): it is created, not refused by every command.
             if not create and not (adopt_empty and engine.dialect.name == "sqlite" and not existing):

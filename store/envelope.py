@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalstore.store.codec import event_hash
 
@@ -42,6 +42,15 @@ class NewEvent:
     event_id: str | None = None
 
 
+class Chain(Protocol):
+    """The hash chain of a record's events, recomputed when one of them is asked for its hashes (a record
+    stores only its last event's: store/records.py)."""
+
+    def hashes(self, event: StoredEvent) -> tuple[str, str]:
+        """``(prev_hash, hash)`` of one of the record's events."""
+        ...
+
+
 @dataclass(frozen=True)
 class StoredEvent:
     seq: int
@@ -52,17 +61,42 @@ class StoredEvent:
     schema_version: int
     payload_json: str
     recorded_at: str
-    prev_hash: str
-    hash: str
 
     @classmethod
-    def of_row(cls, row: Sequence[Any]) -> StoredEvent:
-        """An event from a row of the ``events`` table's columns in their order (``select(events)``), as
-        the driver gives it. Built without the frozen dataclass's ``__init__``, which sets each of the ten
-        fields through ``object.__setattr__``: reading a replay's parent run builds one per event."""
+    def of_row(cls, row: Sequence[Any], chain: Chain | None = None) -> StoredEvent:
+        """An event from its fields in their order (a record's event as :mod:`evalstore.store.records`
+        reads it), and the chain that gives its hashes when asked. Built without the frozen dataclass's
+        ``__init__``, which sets each field through ``object.__setattr__``: reading a replay's parent run
+        builds one per event."""
         event = object.__new__(cls)
         event.__dict__.update(zip(_FIELDS, row))
+        if chain is not None:
+            event.__dict__["_chain"] = chain
         return event
+
+    @classmethod
+    def chained(cls, row: Sequence[Any], prev_hash: str, hash: str) -> StoredEvent:
+        """An event whose hashes are known (just appended, or read from a checkpoint or an attestation)."""
+        event = cls.of_row(row)
+        event.__dict__["prev_hash"] = prev_hash
+        event.__dict__["hash"] = hash
+        return event
+
+    @cached_property
+    def prev_hash(self) -> str:
+        """The hash of the event before this one (``seq - 1``), or the genesis hash."""
+        return self._record_chain().hashes(self)[0]
+
+    @cached_property
+    def hash(self) -> str:
+        """This event's chain hash (:func:`evalstore.store.codec.event_hash`)."""
+        return self._record_chain().hashes(self)[1]
+
+    def _record_chain(self) -> Chain:
+        chain = self.__dict__.get("_chain")
+        if chain is None:
+            raise AttributeError(f"event seq {self.seq} was built without its hash chain")
+        return chain
 
     @cached_property
     def payload(self) -> dict[str, Any]:
@@ -94,5 +128,4 @@ class StoredEvent:
 
 
 _FIELDS = tuple(f.name for f in fields(StoredEvent))
-"""The fields of :class:`StoredEvent` in the order of the ``events`` table's columns (``schema.py``;
-tests/store/test_envelope.py holds the two together)."""
+"""The fields of :class:`StoredEvent` in order."""

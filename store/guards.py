@@ -1,7 +1,7 @@
-"""The append-only guards as migrations ``0001`` and ``0003`` create them, so ``verify`` can check they are
+"""The append-only guards as migrations ``0001``, ``0003`` and ``0005`` create them, so ``verify`` can check they are
 still there and unchanged.
 
-A guard someone dropped (``DROP TRIGGER events_no_update``), disabled (``ALTER TABLE events DISABLE
+A guard someone dropped (``DROP TRIGGER records_no_update``), disabled (``ALTER TABLE records DISABLE
 TRIGGER ALL``), demoted (``ENABLE TRIGGER``: skipped under ``session_replication_role = replica``) or
 rewrote (a trigger of the same name that does nothing, a function that returns the row) lets the next
 UPDATE or DELETE through, and the hash chain only tells afterwards. The texts below are copies of what the
@@ -13,29 +13,25 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
-APPEND_ONLY = ("events", "blobs")
+APPEND_ONLY = ("records", "dictionaries", "blobs")
 
 
 def _sqlite_triggers() -> dict[str, str]:
     triggers = {}
-    for table in APPEND_ONLY:  # migration 0001
+    for table in APPEND_ONLY:  # migrations 0001 (blobs) and 0005
         for operation in ("UPDATE", "DELETE"):
             triggers[f"{table}_no_{operation.lower()}"] = (
                 f"CREATE TRIGGER {table}_no_{operation.lower()} BEFORE {operation} ON {table} "
                 f"BEGIN SELECT RAISE(ABORT, 'evalstore: {table} is append-only; {operation} is not allowed'); END"
             )
-    replace = {  # migration 0003
-        "events_no_replace": ("events", "seq", "SELECT 1 FROM events WHERE seq = NEW.seq"),
-        "events_no_reuse_event_id": (
-            "events",
-            "events.event_id",
-            "SELECT 1 FROM events WHERE event_id = NEW.event_id",
+    replace = {  # migrations 0003 (blobs) and 0005
+        "records_no_replace": ("records", "seq", "SELECT 1 FROM records WHERE seq = NEW.seq"),
+        "records_no_reuse_stream_version": (
+            "records",
+            "records.stream, records.version",
+            "SELECT 1 FROM records WHERE stream = NEW.stream AND version = NEW.version",
         ),
-        "events_no_reuse_stream_version": (
-            "events",
-            "events.stream_id, events.stream_version",
-            "SELECT 1 FROM events WHERE stream_id = NEW.stream_id AND stream_version = NEW.stream_version",
-        ),
+        "dictionaries_no_replace": ("dictionaries", "id", "SELECT 1 FROM dictionaries WHERE id = NEW.id"),
         "blobs_no_replace": (
             "blobs",
             "blobs.sha256",
@@ -91,7 +87,7 @@ def _postgres(conn: Connection) -> str | None:
     rows = conn.exec_driver_sql(
         "SELECT c.relname, t.tgname, t.tgenabled, pg_get_triggerdef(t.oid), n.nspname "
         "FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE t.tgrelid IN (to_regclass('events'), to_regclass('blobs')) AND NOT t.tgisinternal"
+        "WHERE t.tgrelid IN (" + ", ".join(f"to_regclass('{t}')" for t in APPEND_ONLY) + ") AND NOT t.tgisinternal"
     ).all()
     stored: dict[tuple[str, str], tuple[str, str, str]] = {
         (table, name): (str(enabled), definition, schema) for table, name, enabled, definition, schema in rows

@@ -30,7 +30,9 @@ def lock_for_migration(conn: Connection) -> None:
 
 def rows(conn: Connection, query: Select) -> Iterator[tuple]:
     """The query's rows, a batch at a time from a server-side cursor (memory stays flat)."""
-    for batch in conn.execution_options(yield_per=BATCH).execute(query).partitions():
+    # Per statement: Connection.execution_options sets it on the connection for good (SQLAlchemy 2), and a
+    # later write on it would run as a server-side cursor too.
+    for batch in conn.execute(query, execution_options={"yield_per": BATCH}).partitions():
         yield from batch
 
 

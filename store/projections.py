@@ -17,10 +17,12 @@ from sqlalchemy.engine import Connection
 
 from evalstore.store import bulk, schema
 from evalstore.store.envelope import StoredEvent
+from evalstore.store.records import derived_id
 
 KEYS: dict[str, list[str]] = {
     "runs": ["run_id"],
     "streams": ["stream_id"],
+    "event_ids": ["event_id"],
     "results": ["run", "test_id", "target", "attempt"],
     "verdicts": ["run", "test_id", "target", "attempt", "grader"],
     "judge_cache": ["cache_key"],
@@ -30,6 +32,8 @@ KEYS: dict[str, list[str]] = {
 # stream keeps the number its first event gave it.
 REUSE_INDEXES = frozenset({"judge_cache", "conversions"})
 FIRST_WINS = REUSE_INDEXES | {"streams"}
+# An event id is stored once: a second event with it is refused by the table's key (never an upsert).
+INSERT_ONLY = frozenset({"event_ids"})
 TABLES = {t.name: t for t in schema.PROJECTION_TABLES}
 # The event types whose payload rows_for reads (each has a branch there).
 _READ_PAYLOAD = frozenset(
@@ -45,10 +49,12 @@ def rows_for(
     """The projection rows an event yields; ``payload`` saves parsing when the caller has it. ``stream`` is
     the number of the event's stream (``streams``: the seq of its first event, which is this one when its
     stream version is 1), which results and verdicts are keyed by."""
+    rows = _rows(ev, payload, ev.seq if ev.stream_version == 1 else stream)
+    if ev.event_id != derived_id(ev.stream_id, ev.stream_version):
+        rows.insert(0, ("event_ids", {"event_id": ev.event_id, "seq": ev.seq}))
     if ev.stream_version == 1:
-        stream = ev.seq
-        return [("streams", {"stream": ev.seq, "stream_id": ev.stream_id}), *_rows(ev, payload, stream)]
-    return _rows(ev, payload, stream)
+        rows.insert(0, ("streams", {"stream": ev.seq, "stream_id": ev.stream_id}))
+    return rows
 
 
 def _rows(ev: StoredEvent, payload: dict[str, Any] | None, stream: int | None) -> list[tuple[str, dict[str, Any]]]:
@@ -259,6 +265,10 @@ def _write(conn: Connection, dialect, table: str, rows: list[dict]) -> None:  # 
             [{**{f"key_{k}": r[k] for k in key}, **{c: r[c] for c in columns}} for r in rows],
             key=("update", table),
         )
+        return
+
+    if table in INSERT_ONLY:
+        bulk.executemany(conn, lambda: tbl.insert(), rows, key=("insert", table))
         return
 
     def upsert():  # type: ignore[no-untyped-def]

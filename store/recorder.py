@@ -8,6 +8,7 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import importlib
@@ -20,10 +21,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Integer, bindparam, case, func, select
-from sqlalchemy.engine import Connection, Engine, RowMapping
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from evalstore.store import bulk, projections, schema
+from evalstore.store import bulk, log, projections, records, schema
 from evalstore.store.blobs import (
     CHUNKS,
     MAX_CHAIN,
@@ -38,7 +39,7 @@ from evalstore.store.blobs import (
     prefix_key,
     zdict_of,
 )
-from evalstore.store.codec import GENESIS_HASH, canonical_json, event_hasher, sha256_hex
+from evalstore.store.codec import canonical_json, event_hasher, sha256_hex
 from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
 from evalstore.store.envelope import NewEvent, StoredEvent, new_event_id
 from evalstore.store.errors import (
@@ -56,7 +57,6 @@ from evalstore.store.verify import verify as verify_store
 if TYPE_CHECKING:
     from evalstore.store.events import DomainEvent
 
-EVENT_COLUMNS = tuple(c.name for c in schema.events.c)
 Encoded = tuple[str, str, int, str] | tuple[str, str, int, str, dict[str, Any]]
 """An encoded event (:meth:`EventStore.encode_events`), with or without its payload dict
 (:meth:`EventStore.encode_with_payloads`)."""
@@ -71,8 +71,12 @@ _BLOB_BY_DIGEST = select(schema.blobs.c.encoding, schema.blobs.c.data, schema.bl
     schema.blobs.c.sha256 == bindparam("sha256")
 )
 _LOOKUPS = {
-    index: select(schema.events)
-    .select_from(table.join(schema.events, schema.events.c.seq == table.c.seq))
+    index: select(table.c.seq, *log.RECORD, schema.streams.c.stream_id)
+    .select_from(
+        table.join(schema.records, schema.records.c.seq == log.containing(table.c.seq)).join(
+            schema.streams, schema.streams.c.stream == schema.records.c.stream
+        )
+    )
     .where(table.c[projections.KEYS[index][0]] == bindparam("key"))
     for index, table in projections.TABLES.items()
     if index in projections.REUSE_INDEXES
@@ -95,8 +99,7 @@ class _Recheck(Exception):
 
 
 def _is_duplicate_event_id(exc: IntegrityError) -> bool:
-    message = str(exc.orig)
-    return "uq_events_event_id" in message or "events.event_id" in message
+    return "event_ids" in str(exc.orig)
 
 
 def _given_id(event: NewEvent | DomainEvent) -> bool:
@@ -164,6 +167,7 @@ class EventStore:
             "evalstore.store.postgres" if engine.dialect.name == "postgresql" else "evalstore.store.sqlite"
         )
         self._dictionaries = Dictionaries()
+        self._log = log.Log(engine, self.dialect)
         if check_schema:
             ensure_current(engine, create=create)
 
@@ -198,7 +202,7 @@ class EventStore:
             payload = encode(new.payload)
             prepared.append(
                 (
-                    new.event_id or new_event_id(),
+                    new.event_id,  # None: the id derived from where it lands (store/records.py)
                     new.payload.type,
                     new.payload.schema_version,
                     canonical_json(payload),
@@ -364,9 +368,11 @@ class EventStore:
                 ids = {p[0] for p in prepared}
                 given = [p for p in given if p[0] in ids]
             existing = {} if optimistic else self._existing(conn, stream_id, given)
-            fresh = [p for p in prepared if p[0] not in existing]
+            fresh = [p for p in prepared if p[0] is None or p[0] not in existing]
             if fresh:
                 version = self._stream_version(conn, stream_id)
+                if optimistic and _misplaced(stream_id, version, fresh):
+                    raise _Recheck  # another place's id: an event stored already, looked up on the recheck
                 if expected_version is not None and version != expected_version:
                     if optimistic:
                         raise _Recheck
@@ -378,12 +384,7 @@ class EventStore:
                 # are read and stored a chunk at a time, after them.
                 small, large = _split_large(blobs)
                 blob_rows, candidates = self._encoded_blobs(conn, small) if small else (None, {})
-                try:
-                    stored = self._insert_events(conn, stream_id, version, fresh)
-                except IntegrityError as exc:
-                    if optimistic and _is_duplicate_event_id(exc):
-                        raise _Recheck from exc
-                    raise
+                stored = self._insert_events(conn, stream_id, version, fresh)
                 if blob_rows is not None:
                     self._insert_blob_rows(conn, blob_rows())
                 for digest, data in large.items():
@@ -391,19 +392,20 @@ class EventStore:
                 # The payload dicts we encoded (if any) are what parsing the stored JSON would give back.
                 number = self._number(conn, stream_id, version)
                 numbers = {} if number is None else {stream_id: number}
-                projections.apply(conn, self.dialect, stored, [p[4] for p in fresh], numbers)
+                try:  # an id already stored is caught here, by the event_ids projection's key
+                    projections.apply(conn, self.dialect, stored, [p[4] for p in fresh], numbers)
+                except IntegrityError as exc:
+                    if optimistic and _is_duplicate_event_id(exc):
+                        raise _Recheck from exc
+                    raise
             else:
                 stored = []
         self._remember(candidates)
-        by_id = {s.event_id: s for s in stored} | existing
-        return [by_id[p[0]] for p in prepared]
+        appended = iter(stored)
+        return [existing[p[0]] if p[0] is not None and p[0] in existing else next(appended) for p in prepared]
 
     def _existing(self, conn: Connection, stream_id: str, prepared: list[tuple]) -> dict[str, StoredEvent]:
-        found: dict[str, StoredEvent] = {}
-        ids = [p[0] for p in prepared]
-        for chunk in _chunks(ids):
-            for row in conn.execute(select(schema.events).where(schema.events.c.event_id.in_(chunk))).mappings():
-                found[row["event_id"]] = _stored(row)
+        found = self._log.find(conn, [p[0] for p in prepared])
         for event_id, type_, version, payload, _ in prepared:
             old = found.get(event_id)
             if old and (old.stream_id, old.type, old.schema_version, old.payload_json) != (
@@ -419,14 +421,27 @@ class EventStore:
         return found
 
     def _stream_version(self, conn: Connection, stream_id: str) -> int:
-        ev = schema.events
-        return conn.execute(select(func.max(ev.c.stream_version)).where(ev.c.stream_id == stream_id)).scalar() or 0
+        s = schema.streams
+        return log.stream_version(conn, conn.execute(select(s.c.stream).where(s.c.stream_id == stream_id)).scalar())
 
     def _insert_events(self, conn: Connection, stream_id: str, version: int, fresh: list[tuple]) -> list[StoredEvent]:
-        seq, prev = self._head(conn)
+        seq, prev = log.head(conn)
         rows = _chained(stream_id, _Head(seq, prev, version, None), fresh)
-        bulk.insert_tuples(conn, schema.events, EVENT_COLUMNS, rows)
-        return [StoredEvent.of_row(row) for row in rows]
+        parts = log.plain_records(rows)
+        dictionary, zdict = self._record_dictionary(conn, [plain for _, plain in parts])
+        number = None if version == 0 else self._number(conn, stream_id, version)
+        log.insert_records(conn, log.record_rows(number, parts, zdict), dictionary)
+        return [StoredEvent.chained(row[:8], row[8], row[9]) for row in rows]
+
+    def _record_dictionary(self, conn: Connection, plains: list[bytes]) -> tuple[int | None, bytes | None]:
+        """The dictionary an append's records are compressed against, its number and bytes: the store's
+        newest, or one made from these records when the store has none and they are many (under the
+        append's lock)."""
+        newest = self._log.newest_dictionary(conn)
+        if newest is None and len(plains) >= records.DICTIONARY_RECORDS:
+            data = records.dictionary_of(plains[: 2 * records.DICTIONARY_RECORDS])
+            return self._log.add_dictionary(conn, data), data
+        return newest, self._log.dictionary(conn, newest)
 
     @staticmethod
     def _number(conn: Connection, stream_id: str, version: int) -> int | None:
@@ -438,13 +453,6 @@ class EventStore:
         if number is None:
             raise StoreError(f"projection streams lacks stream {stream_id}; run `evalstore db rebuild`")
         return number
-
-    @staticmethod
-    def _head(conn: Connection) -> tuple[int, str]:
-        """The log's last ``(seq, hash)``; ``(0, GENESIS_HASH)`` for an empty log."""
-        ev = schema.events
-        head = conn.execute(select(ev.c.seq, ev.c.hash).order_by(ev.c.seq.desc()).limit(1)).first()
-        return (head[0], head[1]) if head else (0, GENESIS_HASH)
 
     def append_batches(
         self,
@@ -474,6 +482,7 @@ class EventStore:
         try:
             landed: Future[_Head] | None = None
             head: _Head | None = None
+            dictionary = _Dictionary()
             for events, fields, blobs in batches:
                 prepared = []
                 for i, (event_id, type_, schema_version, payload) in enumerate(events):
@@ -483,11 +492,22 @@ class EventStore:
                     continue
                 if head is None:
                     head = self._stream_head(stream_id)
-                plan = _Plan.of(stream_id, head, prepared)
+                plan = _Plan.of(stream_id, head, prepared, dictionary, self)
                 if landed is not None and (actual := landed.result()) != head:
-                    plan = _Plan.of(stream_id, actual, prepared)  # the log is not where the plan assumed
+                    # The log is not where the plan assumed.
+                    plan = _Plan.of(stream_id, actual, prepared, dictionary, self)
+                if plan is None:
+                    # Ids of other places in the stream: events stored already (the same file imported by
+                    # another process meanwhile). Appended as append does it, looking the ids up.
+                    if landed is not None:
+                        landed.result()
+                    self._append(stream_id, prepared, prepared, None, blobs, optimistic=False)
+                    landed = head = None
+                    continue
                 # Checked here (a hash of every blob's bytes), not on the writer thread, the pass's longest.
-                landed = writer.submit(self._append_planned, stream_id, plan, prepared, blobs, _split_large(blobs))
+                landed = writer.submit(
+                    self._append_planned, stream_id, plan, prepared, blobs, _split_large(blobs), dictionary
+                )
                 head = plan.end
             if landed is not None:
                 landed.result()
@@ -502,7 +522,7 @@ class EventStore:
             return self._head_of(conn, stream_id)
 
     def _head_of(self, conn: Connection, stream_id: str) -> _Head:
-        seq, prev = self._head(conn)
+        seq, prev = log.head(conn)
         version = self._stream_version(conn, stream_id)
         return _Head(seq, prev, version, self._number(conn, stream_id, version))
 
@@ -513,10 +533,12 @@ class EventStore:
         prepared: list[tuple],
         blobs: Mapping[str, bytes | FileBlob],
         split: tuple[dict[str, bytes], dict[str, bytes | FileBlob]],
+        dictionary: _Dictionary,
     ) -> _Head:
         """One batch of :meth:`append_batches` (on its writer thread): the planned rows when the log is
         where the plan starts, else an append as :meth:`append` makes it. Returns where the log ends."""
         candidates: dict[bytes, Dictionary] = {}
+        number = dictionary.number
         try:
             with self.engine.connect().execution_options(**{IMMEDIATE: True}) as conn, conn.begin():
                 self.dialect.lock_for_append(conn)
@@ -524,20 +546,23 @@ class EventStore:
                     raise _Recheck
                 small, large = split
                 blob_rows, candidates = self._encoded_blobs(conn, small) if small else (None, {})
-                try:
-                    bulk.insert_tuples(conn, schema.events, EVENT_COLUMNS, plan.rows)
-                except IntegrityError as exc:
-                    if _is_duplicate_event_id(exc):
-                        raise _Recheck from exc
-                    raise
+                if number is None and dictionary.data is not None:
+                    number = self._log.add_dictionary(conn, dictionary.data)
+                log.insert_records(conn, plan.records, number)
                 if blob_rows is not None:
                     self._insert_blob_rows(conn, blob_rows())
                 for digest, data in large.items():
                     self._insert_chunked(conn, digest, data)
-                projections.write(conn, self.dialect, plan.projections)
+                try:
+                    projections.write(conn, self.dialect, plan.projections)
+                except IntegrityError as exc:
+                    if _is_duplicate_event_id(exc):
+                        raise _Recheck from exc
+                    raise
         except _Recheck:
             self._append(stream_id, prepared, prepared, None, blobs, optimistic=False)
             return self._stream_head(stream_id)
+        dictionary.number = number  # committed: the next batches name it
         self._remember(candidates)
         return plan.end
 
@@ -651,20 +676,23 @@ class EventStore:
         after: int = 0,
         upto: int | None = None,
     ) -> Iterator[StoredEvent]:
-        """A stream's events in order; ``limit``: at most that many (the database stops there, where
-        breaking out of the loop would still have fetched a whole batch); ``after`` and ``upto`` bound the
-        stream versions read (``after < stream_version <= upto``), as :meth:`stream_payloads`'s do."""
-        ev = schema.events
-        query = select(ev).where(ev.c.stream_id == stream_id).order_by(ev.c.stream_version)
-        if after:
-            query = query.where(ev.c.stream_version > after)
-        if upto is not None:
-            query = query.where(ev.c.stream_version <= upto)
-        if types is not None:
-            query = query.where(ev.c.type.in_(list(types)))
-        if limit is not None:
-            query = query.limit(limit)
-        yield from self._stream_query(query)
+        """A stream's events in order; ``limit``: at most that many; ``after`` and ``upto`` bound the stream
+        versions read (``after < stream_version <= upto``), as :meth:`stream_payloads`'s do."""
+        wanted = None if types is None else frozenset(types)
+        left = limit
+        if left is not None and left <= 0:
+            return
+        with self.engine.connect() as conn:
+            for ev in self._log.read(conn, _stream_records(stream_id, after, upto)):
+                if ev.stream_version <= after or (upto is not None and ev.stream_version > upto):
+                    continue
+                if wanted is not None and ev.type not in wanted:
+                    continue
+                yield ev
+                if left is not None:
+                    left -= 1
+                    if left == 0:
+                        return
 
     def stream_payloads(
         self, stream_id: str, *, types: Iterable[str], after: int = 0, upto: int | None = None
@@ -673,85 +701,79 @@ class EventStore:
         recorded_at)`` tuples: what reading a whole run out again needs (exports), without the envelope
         objects :meth:`read_stream` builds per event. ``after`` and ``upto`` bound the stream versions
         read (``after < stream_version <= upto``): one chunk of a run (``replay/agentv/chunked.py``)."""
-        ev = schema.events
-        query = (
-            select(ev.c.type, ev.c.schema_version, ev.c.payload, ev.c.recorded_at)
-            .where(ev.c.stream_id == stream_id, ev.c.type.in_(list(types)), ev.c.stream_version > after)
-            .order_by(ev.c.stream_version)
-        )
-        if upto is not None:
-            query = query.where(ev.c.stream_version <= upto)
+        wanted = frozenset(types)
+        last = upto if upto is not None else float("inf")
         with self.engine.connect() as conn:
-            yield from self.dialect.rows(conn, query)
+            for row in self.dialect.rows(conn, _stream_records(stream_id, after, upto)):
+                _, items = records.parse_body(self._log.plain(conn, row))
+                version, recorded_at = row[2], row[4]
+                for i, (_, type_, schema_version, payload) in enumerate(items):
+                    if type_ in wanted and after < version + i <= last:
+                        yield type_, schema_version, payload, recorded_at
 
     def result_ends(self, run_id: str, *, every: int) -> list[int]:
         """The stream versions of every ``every``-th result's ``test_scored`` of a run, and of its last, in
         order: where to cut the run's stream into chunks of results. Read from the ``results``
-        projection (a result's latest score) and the events' primary key, not the stream's events."""
-        r, ev = schema.results, schema.events
+        projection (a result's latest score) and the records' keys, not the stream's events."""
+        r, rec = schema.results, schema.records
         with self.engine.connect() as conn:
             seqs = [
                 row[0]
                 for row in self.dialect.rows(conn, select(r.c.seq).where(r.c.run == _run(run_id)).order_by(r.c.seq))
             ]
             picked = sorted({*seqs[every - 1 :: every], *seqs[-1:]})
-            ends: list[int] = []
-            for chunk in _chunks(picked):
-                query = select(ev.c.stream_version).where(ev.c.seq.in_(chunk)).order_by(ev.c.seq)
-                ends.extend(row[0] for row in self.dialect.rows(conn, query))
+            if not picked:
+                return []
+            starts = list(
+                self.dialect.rows(
+                    conn,
+                    select(rec.c.seq, rec.c.version).where(rec.c.stream == _run(run_id)).order_by(rec.c.seq),
+                )
+            )
+        firsts = [row[0] for row in starts]
+        ends = []
+        for seq in picked:
+            first, version = starts[bisect.bisect_right(firsts, seq) - 1]
+            ends.append(version + seq - first)
         return ends
 
     def test_events(self, stream_id: str, test_id: str, *, types: Iterable[str]) -> Iterator[StoredEvent]:
-        """The events of ``types`` in a stream that belong to one test, in order, without decoding the
-        rest of the stream: the database keeps payloads naming the test id (canonical JSON writes it as
-        ``"test_id":"..."``); the caller still checks each decoded event's ``test_id``, as this also
-        keeps payloads that merely quote that text elsewhere."""
-        ev = schema.events
+        """The events of ``types`` in a stream that belong to one test, in order, without parsing the rest of
+        the stream: only records whose text names the test id (canonical JSON writes it as
+        ``"test_id":"..."``) are read into events; the caller still checks each decoded event's
+        ``test_id``, as this also keeps payloads that merely quote that text elsewhere."""
         needle = '"test_id":' + canonical_json(test_id)
-        found = func.strpos if self.engine.dialect.name == "postgresql" else func.instr
-        query = (
-            select(ev)
-            .where(ev.c.stream_id == stream_id, ev.c.type.in_(list(types)), found(ev.c.payload, needle) > 0)
-            .order_by(ev.c.stream_version)
-        )
-        yield from self._stream_query(query)
+        wanted = frozenset(types)
+        with self.engine.connect() as conn:
+            for row in self.dialect.rows(conn, _stream_records(stream_id, 0, None)):
+                plain = self._log.plain(conn, row)
+                if needle.encode("utf-8") not in plain:
+                    continue
+                for ev in self._log.events(conn, row, plain):
+                    if ev.type in wanted and needle in ev.payload_json:
+                        yield ev
 
     def read_all(self, *, after_seq: int = 0) -> Iterator[StoredEvent]:
-        ev = schema.events
-        yield from self._stream_query(select(ev).where(ev.c.seq > after_seq).order_by(ev.c.seq))
-
-    def _stream_query(self, query) -> Iterator[StoredEvent]:  # type: ignore[no-untyped-def]
-        """The events a ``select(events)`` finds, from the driver's rows (``dialect.rows``: SQLAlchemy's
-        processing of each row was most of reading a replay's parent run; PostgreSQL's a batch at a time)."""
+        rec = schema.records
         with self.engine.connect() as conn:
-            for row in self.dialect.rows(conn, query):
-                yield StoredEvent.of_row(row)
+            for ev in self._log.read(conn, log.select_records(rec.c.seq + rec.c.count > after_seq + 1)):
+                if ev.seq > after_seq:
+                    yield ev
 
     def get_event(self, event_id: str) -> StoredEvent:
-        with self.engine.connect() as conn:
-            row = conn.execute(select(schema.events).where(schema.events.c.event_id == event_id)).mappings().first()
-        if row is None:
+        found = self.get_events([event_id])
+        if event_id not in found:
             raise NotFound(f"no event {event_id}")
-        return _stored(row)
+        return found[event_id]
 
     def events_at(self, seqs: Iterable[int]) -> dict[int, StoredEvent]:
         """Events by their seq (what projection rows name them by), many in one query per few hundred."""
-        ev = schema.events
-        return {
-            event.seq: event
-            for chunk in _chunks(list(dict.fromkeys(seqs)))
-            for event in self._stream_query(select(ev).where(ev.c.seq.in_(chunk)))
-        }
+        with self.engine.connect() as conn:
+            return self._log.at(conn, seqs)
 
     def get_events(self, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
-        ids = list(dict.fromkeys(event_ids))
-        found: dict[str, StoredEvent] = {}
         with self.engine.connect() as conn:
-            for chunk in _chunks(ids):
-                query = select(schema.events).where(schema.events.c.event_id.in_(chunk))
-                for row in conn.execute(query).mappings():
-                    found[row["event_id"]] = _stored(row)
-        return found
+            return self._log.find(conn, event_ids)
 
     def stream_version(self, stream_id: str) -> int:
         with self.engine.connect() as conn:
@@ -865,8 +887,10 @@ class EventStore:
         """The event a reuse index (``judge_cache`` or ``conversions``) holds for a key."""
         # One query: a replay looks up every grader execution and judge call it might reuse.
         with self.engine.connect() as conn:
-            row = conn.execute(_LOOKUPS[index], {"key": key}).mappings().first()
-        return _stored(row) if row is not None else None
+            row = conn.execute(_LOOKUPS[index], {"key": key}).first()
+            if row is None:
+                return None
+            return next(ev for ev in self._log.events(conn, row[1:]) if ev.seq == row[0])
 
     def index_entries(self, index: str, stream_ids: Iterable[str], *, limit: int) -> dict[str, StoredEvent] | None:
         """The entries of a reuse index whose events belong to these streams, by key, each the event
@@ -874,19 +898,25 @@ class EventStore:
         runs sharing its transcripts recorded at once, instead of one lookup per grader execution."""
         table = projections.TABLES[index]
         key_column = table.c[projections.KEYS[index][0]]
-        ev = schema.events
+        rec, st = schema.records, schema.streams
         streams = list(dict.fromkeys(stream_ids))
         found: dict[str, StoredEvent] = {}
         with self.engine.connect() as conn:
             for chunk in _chunks(streams):
                 query = (
-                    select(key_column, ev)
-                    .select_from(table.join(ev, ev.c.seq == table.c.seq))
-                    .where(ev.c.stream_id.in_(chunk))
+                    select(key_column, table.c.seq, *log.RECORD, st.c.stream_id)
+                    .select_from(
+                        table.join(rec, rec.c.seq == log.containing(table.c.seq)).join(st, st.c.stream == rec.c.stream)
+                    )
+                    .where(st.c.stream_id.in_(chunk))
                     .limit(limit + 1 - len(found))
                 )
+                held: dict[int, list[StoredEvent]] = {}  # a record's events, read once for its entries
                 for row in self.dialect.rows(conn, query):
-                    found[row[0]] = StoredEvent.of_row(row[1:])
+                    events = held.get(row[2])
+                    if events is None:
+                        events = held[row[2]] = self._log.events(conn, row[2:])
+                    found[row[0]] = events[row[1] - row[2]]
                 if len(found) > limit:
                     return None
         return found
@@ -1022,18 +1052,18 @@ class EventStore:
 
     def verdict_events(self, run_id: str, test_ids: Iterable[str]) -> Iterator[tuple[tuple, str, StoredEvent]]:
         """The verdict events of some tests of a run (every target and attempt), found through the
-        verdicts projection in one joined query: ``((test_id, target, attempt), grader, event)``, the
-        target as the projection keeps it ("" for none)."""
-        v, ev = schema.verdicts, schema.events
+        verdicts projection: ``((test_id, target, attempt), grader, event)``, the target as the projection
+        keeps it ("" for none)."""
+        v = schema.verdicts
         with self.engine.connect() as conn:
             for chunk in _chunks(list(dict.fromkeys(test_ids))):
-                query = (
-                    select(v.c.test_id, v.c.target, v.c.attempt, v.c.grader, ev)
-                    .select_from(v.join(ev, ev.c.seq == v.c.seq))
-                    .where(v.c.run == _run(run_id), v.c.test_id.in_(chunk))
+                query = select(v.c.test_id, v.c.target, v.c.attempt, v.c.grader, v.c.seq).where(
+                    v.c.run == _run(run_id), v.c.test_id.in_(chunk)
                 )
-                for row in conn.execute(query):
-                    yield (row[0], row[1], row[2]), row[3], _stored(row._mapping)
+                rows = conn.execute(query).all()
+                events = self._log.at(conn, [row[4] for row in rows])
+                for row in rows:
+                    yield (row[0], row[1], row[2]), row[3], events[row[4]]
 
     def grader_counts(self, run_id: str) -> dict[str, dict[str, Any]]:
         """Per grader of a run: verdicts, passes, fails, skips, execution errors and the score sum."""
@@ -1155,12 +1185,9 @@ class EventStore:
     def chain_hashes(self, *, upto: int | None = None) -> Iterator[tuple[int, str]]:
         """``(seq, hash)`` of every event with ``seq <= upto`` (all when None), in seq order: the Merkle
         tree's leaves (:mod:`evalstore.store.merkle`). Read by one statement, so one consistent prefix."""
-        ev = schema.events
-        query = select(ev.c.seq, ev.c.hash).order_by(ev.c.seq)
-        if upto is not None:
-            query = query.where(ev.c.seq <= upto)
         with self.engine.connect() as conn:
-            yield from conn.execution_options(yield_per=5000).execute(query)
+            for ev in log.replay(conn, self._log, upto=upto):
+                yield ev.seq, ev.hash
 
     # --- maintenance ---------------------------------------------------------------------------
 
@@ -1172,8 +1199,8 @@ class EventStore:
             projections.clear(conn)
             batch: list[StoredEvent] = []
             numbers: dict[str, int] = {}  # each stream's number, from its first event (read before the rest)
-            for row in conn.execute(select(schema.events).order_by(schema.events.c.seq)).mappings().all():
-                batch.append(_stored(row))
+            for ev in list(log.replay(conn, self._log)):
+                batch.append(ev)
                 count += 1
                 if len(batch) >= 5000:
                     projections.apply(conn, self.dialect, batch, numbers=numbers)
@@ -1225,10 +1252,32 @@ def _chained(stream_id: str, head: _Head, fresh: Sequence[tuple]) -> list[tuple]
     for event_id, type_, schema_version, payload, *_ in fresh:
         seq += 1
         version += 1
+        event_id = event_id or records.derived_id(stream_id, version)
         digest = hashed(prev, seq, event_id, version, type_, schema_version, payload)
         rows.append((seq, event_id, stream_id, version, type_, schema_version, payload, recorded_at, prev, digest))
         prev = digest
     return rows
+
+
+class _Dictionary:
+    """The dictionary an import's records are compressed against (:meth:`EventStore.append_batches`): made
+    from its first batch's records, or the store's newest when that batch is small; ``number`` once stored."""
+
+    def __init__(self) -> None:
+        self.decided = False
+        self.data: bytes | None = None
+        self.number: int | None = None
+
+    def decide(self, store: EventStore, plains: list[bytes]) -> None:
+        if self.decided:
+            return
+        self.decided = True
+        if len(plains) >= records.DICTIONARY_RECORDS:
+            self.data = records.dictionary_of(plains[: 2 * records.DICTIONARY_RECORDS])
+            return
+        with store.engine.connect() as conn:
+            self.number = store._log.newest_dictionary(conn)
+            self.data = store._log.dictionary(conn, self.number)
 
 
 @dataclass(frozen=True)
@@ -1237,6 +1286,7 @@ class _Plan:
 
     start: _Head
     rows: list[tuple]
+    records: list[list[Any]]
     projections: projections.Planned
 
     @property
@@ -1245,18 +1295,36 @@ class _Plan:
         return _Head(last[0], last[9], last[3], first[0] if self.start.number is None else self.start.number)
 
     @classmethod
-    def of(cls, stream_id: str, start: _Head, prepared: list[tuple]) -> _Plan:
+    def of(
+        cls, stream_id: str, start: _Head, prepared: list[tuple], dictionary: _Dictionary, store: EventStore
+    ) -> _Plan | None:
+        """The plan; None when an event's id is the derived id of another place in the stream."""
         rows = _chained(stream_id, start, prepared)
+        try:
+            parts = log.plain_records(rows)
+        except log.MisplacedId:
+            return None
+        dictionary.decide(store, [plain for _, plain in parts])
+        record_rows = log.record_rows(start.number, parts, dictionary.data)
         # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them;
-        # a stream's first event always has one (``streams``).
+        # a stream's first event always has one (``streams``), and so has an event whose id is its own
+        # (``event_ids``).
         projected = [
-            (StoredEvent.of_row(row), p[4])
+            (StoredEvent.of_row(row[:8]), p[4])
             for row, p in zip(rows, prepared)
-            if row[4] in projections.PROJECTED or row[3] == 1
+            if row[4] in projections.PROJECTED or row[3] == 1 or row[1] != records.derived_id(stream_id, row[3])
         ]
         numbers = {} if start.number is None else {stream_id: start.number}
         events, fields = [e for e, _ in projected], [f for _, f in projected]
-        return cls(start, rows, projections.planned(events, fields, numbers))
+        return cls(start, rows, record_rows, projections.planned(events, fields, numbers))
+
+
+def _misplaced(stream_id: str, version: int, fresh: Sequence[tuple]) -> bool:
+    """Whether an event would land where its given id is not the derived id it is in form."""
+    return any(
+        p[0] is not None and p[0] != records.derived_id(stream_id, version + i) and records.split_derived(p[0])
+        for i, p in enumerate(fresh, 1)
+    )
 
 
 def _split_large(
@@ -1283,25 +1351,22 @@ def _same_result(a: Any, b: Any) -> Any:
     return (b.c.test_id == a.c.test_id) & (b.c.target == a.c.target) & (b.c.attempt == a.c.attempt)
 
 
-def _stored(row: RowMapping) -> StoredEvent:
-    return StoredEvent(
-        seq=row["seq"],
-        event_id=row["event_id"],
-        stream_id=row["stream_id"],
-        stream_version=row["stream_version"],
-        type=row["type"],
-        schema_version=row["schema_version"],
-        payload_json=row["payload"],
-        recorded_at=row["recorded_at"],
-        prev_hash=row["prev_hash"],
-        hash=row["hash"],
-    )
+def _stream_records(stream_id: str, after: int, upto: int | None) -> Any:
+    """The records of a stream holding versions ``after < version <= upto``, in order."""
+    rec = schema.records
+    where = [schema.streams.c.stream_id == stream_id]
+    if after:
+        # The first bound keeps the read a range of the (stream, version) index: no record is longer.
+        where += [rec.c.version > after - records.MAX_EVENTS, rec.c.version + rec.c.count > after + 1]
+    if upto is not None:
+        where.append(rec.c.version <= upto)
+    return log.select_records(*where, order=rec.c.version)
 
 
 def _translate(exc: DBAPIError) -> StoreError:
     message = str(exc.orig) if exc.orig is not None else str(exc)
     if "append-only" in message:
         return AppendOnlyError(message.splitlines()[0])
-    if "uq_events_stream_version" in message or "events.stream_id, events.stream_version" in message:
+    if "uq_records_stream_version" in message or "records.stream, records.version" in message:
         return ConcurrencyError("another writer appended to this stream at the same time; re-read and retry")
     return StoreError(f"database error: {message.splitlines()[0] if message else type(exc).__name__}")

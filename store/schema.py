@@ -1,6 +1,6 @@
 """Tables, as SQLAlchemy Core metadata. Alembic migrations create them; this module only describes them.
 
-``events`` and ``blobs`` are the source of truth and append-only (database triggers reject UPDATE and
+``records``, ``dictionaries`` and ``blobs`` are the source of truth and append-only (database triggers reject UPDATE and
 DELETE). Everything else is a projection: derived from the events in the same transaction as each
 append, and rebuildable from the log alone (``evalstore db rebuild``).
 """
@@ -27,26 +27,33 @@ metadata = MetaData()
 # The Alembic revision these tables describe (the newest in migrations/versions/). Opening a store
 # compares its alembic_version with this, so a store that is current opens without loading Alembic;
 # tests/test_migrations.py checks it is the migrations' head.
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0005"
 
 # SQLite only auto-assigns INTEGER PRIMARY KEY; BIGINT elsewhere. We assign seq ourselves anyway.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")
 
-events = Table(
-    "events",
+# The log: one row per record of consecutive events of one stream from one append (store/records.py says
+# what each column holds and how a record's events are read back).
+records = Table(
+    "records",
     metadata,
     Column("seq", SeqType, primary_key=True, autoincrement=False),
-    Column("event_id", String(36), nullable=False),
-    Column("stream_id", String(200), nullable=False),
-    Column("stream_version", Integer, nullable=False),
-    Column("type", String(64), nullable=False),
-    Column("schema_version", Integer, nullable=False),
-    Column("payload", Text, nullable=False),
+    Column("stream", SeqType, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("count", Integer, nullable=False),
     Column("recorded_at", String(40), nullable=False),
-    Column("prev_hash", String(64), nullable=False),
-    Column("hash", String(64), nullable=False),
-    UniqueConstraint("event_id", name="uq_events_event_id"),
-    UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
+    Column("dictionary", Integer, nullable=True),
+    Column("body", LargeBinary, nullable=False),
+    Column("hash", LargeBinary, nullable=False),
+    UniqueConstraint("stream", "version", name="uq_records_stream_version"),
+)
+
+# Preset dictionaries records are compressed against (append-only, like the log).
+dictionaries = Table(
+    "dictionaries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("data", LargeBinary, nullable=False),
 )
 
 blobs = Table(
@@ -92,7 +99,17 @@ streams = Table(
     UniqueConstraint("stream_id", name="uq_streams_stream_id"),
 )
 
-# ``seq`` names the event a row comes from (the events' primary key): the rows do not repeat its id.
+# The ids of events that are not derived from their stream and version (store/records.py): given by the
+# caller (a run's, which its other events name before it is stored) or stored before migration 0005.
+event_ids = Table(
+    "event_ids",
+    metadata,
+    Column("event_id", String(36), primary_key=True),
+    Column("seq", SeqType, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+# ``seq`` names the event a row comes from: the rows do not repeat its id.
 results = Table(
     "results",
     metadata,
@@ -146,4 +163,4 @@ conversions = Table(
 
 Index("ix_runs_parent", runs.c.parent_run_id)
 
-PROJECTION_TABLES = (runs, streams, results, verdicts, judge_cache, conversions)
+PROJECTION_TABLES = (runs, streams, event_ids, results, verdicts, judge_cache, conversions)

@@ -13,6 +13,7 @@ index does not, so a lookup misses them), is a problem too, naming the file.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,7 +21,7 @@ from sqlalchemy import Boolean, Float, Integer, LargeBinary
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from evalstore.store import guards, projections, schema
+from evalstore.store import guards, log, projections, records, schema
 from evalstore.store.codec import GENESIS_HASH
 from evalstore.store.envelope import StoredEvent
 from evalstore.store.errors import StoreError, error_line
@@ -40,7 +41,6 @@ BLOB_FIELDS = frozenset(
         "source_record_sha256",
     }
 )
-EVENT_INTS = ("seq", "stream_version", "schema_version")
 BATCH = 2000
 SMALL_BLOB_BYTES = 64 * 1024
 REBUILD = "run `evalstore db rebuild`"
@@ -96,30 +96,64 @@ def _verify(
 ) -> None:
     needed: dict[str, int] = {}  # blob digest -> the first seq whose payload names it
     state: dict[str, dict[tuple, dict]] = {}
+    zdicts = _dictionaries(conn)
     prev = GENESIS_HASH
-    columns = [c.name for c in schema.events.c]
-    for expected_seq, raw in enumerate(_rows(conn, f"SELECT {', '.join(columns)} FROM events ORDER BY seq"), 1):
+    expected_seq = 1
+    streams: dict[int, str] = {}  # a stream's number -> its id, from its first record
+    versions: dict[int, int] = {}  # a stream's number -> the version of its last event so far
+    columns = [c.name for c in schema.records.c]
+    for raw in _rows(conn, f"SELECT {', '.join(columns)} FROM records ORDER BY seq"):
         row = dict(zip(columns, raw))
-        seq = row["seq"]
+        seq = _value(row["seq"], "seq", int, "a record")
+        where = f"record seq {seq}"
         if seq != expected_seq:
             raise Problem(f"event seq {expected_seq} is missing (next is {seq})")
-        for name in columns:
-            row[name] = _value(row[name], name, int if name in EVENT_INTS else str, f"event seq {seq}")
-        ev = StoredEvent(**{("payload_json" if k == "payload" else k): v for k, v in row.items()})
-        if ev.prev_hash != prev:
-            raise Problem(f"event seq {seq}: prev_hash does not match the hash of seq {seq - 1}")
-        if ev.computed_hash(prev) != ev.hash:
-            raise Problem(f"event seq {seq}: content does not match its hash (altered after it was written)")
-        prev = ev.hash
+        stream, version, count = (_value(row[c], c, int, where) for c in ("stream", "version", "count"))
+        recorded_at = _value(row["recorded_at"], "recorded_at", str, where)
+        dictionary = _value(row["dictionary"], "dictionary", int, where, nullable=True)
+        body, stored_hash = _bytes(row["body"], "body", where), _bytes(row["hash"], "hash", where)
+        if dictionary is not None and dictionary not in zdicts:
+            raise Problem(f"{where}: its compression dictionary {dictionary} is missing")
         try:
-            payload = ev.payload  # parsed once: the fold below reads it too
-            for digest in _blob_refs(payload):
-                needed.setdefault(digest, seq)
-            projections.fold(state, [ev])
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            # Only reachable when the whole chain was recomputed over a forged payload.
-            raise Problem(f"event seq {seq}: payload cannot be read ({type(exc).__name__}: {exc})") from None
-        progress.events += 1
+            header, items = records.parse_body(records.inflate(body, zdicts.get(dictionary)))
+        except (zlib.error, ValueError) as exc:
+            raise Problem(f"{where}: its body cannot be read ({type(exc).__name__}: {exc})") from None
+        last = seq + len(items) - 1
+        if len(items) != count or count < 1:
+            raise Problem(f"{where}: holds {len(items)} events, not the {count} its count says")
+        if version == 1:
+            if not header or stream != seq or stream in streams:
+                raise Problem(f"{where}: starts stream {stream} but is not its first record")
+            streams[stream] = header
+        elif header or stream not in streams:
+            raise Problem(f"{where}: the first record of its stream {stream} is missing")
+        elif version != versions[stream] + 1:
+            raise Problem(f"{where}: stream version {version} does not follow {versions[stream]}")
+        versions[stream] = version + count - 1
+        stream_id = streams[stream]
+        events = []
+        for i, (event_id, type_, schema_version, payload) in enumerate(items):
+            v = version + i
+            event_id = event_id or records.derived_id(stream_id, v)
+            events.append(
+                StoredEvent.of_row((seq + i, event_id, stream_id, v, type_, schema_version, payload, recorded_at))
+            )
+        computed = log.chain_of(events, prev)
+        if len(stored_hash) != 32 or computed[-1][1] != stored_hash.hex():
+            span = f"event seq {seq}" if count == 1 else f"events seq {seq}-{last}"
+            raise Problem(f"{where} ({span}): content does not match its hash (altered after it was written)")
+        prev = stored_hash.hex()
+        for ev in events:
+            try:
+                parsed = ev.payload  # parsed once: the fold below reads it too
+                for digest in _blob_refs(parsed):
+                    needed.setdefault(digest, ev.seq)
+                projections.fold(state, [ev])
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                # Only reachable when the whole chain was recomputed over a forged payload.
+                raise Problem(f"event seq {ev.seq}: payload cannot be read ({type(exc).__name__}: {exc})") from None
+            progress.events += 1
+        expected_seq = last + 1
 
     stored: set[str] = set()
     columns = [c.name for c in schema.blobs.c]
@@ -183,6 +217,21 @@ def _verify(
         raise Problem(unguarded)
 
 
+def _bytes(value: Any, column: str, where: str) -> bytes:
+    if not isinstance(value, bytes | memoryview) or isinstance(value, _Text):
+        raise Problem(f"{where}: {column} is not bytes (a BLOB)")
+    return bytes(value)
+
+
+def _dictionaries(conn: Connection) -> dict[int, bytes]:
+    """The records' compression dictionaries, by number."""
+    found = {}
+    for number, data in _rows(conn, "SELECT id, data FROM dictionaries ORDER BY id"):
+        where = f"compression dictionary {number}"
+        found[_value(number, "id", int, where)] = _bytes(data, "data", where)
+    return found
+
+
 def _integrity(conn: Connection) -> str | None:
     """The database's own check of its pages and indexes, first line of what it reports; None when sound.
 
@@ -202,7 +251,7 @@ def _integrity(conn: Connection) -> str | None:
     ).scalar()
     if namespace is None:
         return None
-    tables = ["events", "blobs", *projections.TABLES]
+    tables = [*guards.APPEND_ONLY, *projections.TABLES]
     indexes = conn.exec_driver_sql(
         "SELECT i.indexrelid::regclass::text, i.indexrelid FROM pg_index i "
         "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "

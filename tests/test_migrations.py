@@ -11,15 +11,40 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from click.testing import CliRunner
-from sqlalchemy import Column, Engine, MetaData, String, inspect, text
+from sqlalchemy import Boolean, Column, Engine, MetaData, String, inspect, text
 
 from evalstore import cli
 from evalstore.store import EventStore, SchemaOutOfDate, make_engine
 from evalstore.store import engine as store_engine
 from evalstore.store.schema import metadata
 
-STORE_TABLES = {"events", "blobs", "runs", "streams", "results", "verdicts", "judge_cache", "conversions"}
+PROJECTIONS = {"runs", "streams", "event_ids", "results", "verdicts", "judge_cache", "conversions"}
+STORE_TABLES = {"records", "dictionaries", "blobs", *PROJECTIONS}
 TRIGGERS = {
+    "sqlite": {
+        "records_no_update",
+        "records_no_delete",
+        "records_no_replace",
+        "records_no_reuse_stream_version",
+        "dictionaries_no_update",
+        "dictionaries_no_delete",
+        "dictionaries_no_replace",
+        "blobs_no_update",
+        "blobs_no_delete",
+        "blobs_no_replace",
+    },
+    "postgresql": {
+        "records_append_only",
+        "records_no_truncate",
+        "dictionaries_append_only",
+        "dictionaries_no_truncate",
+        "blobs_append_only",
+        "blobs_no_truncate",
+    },
+}
+# Revision 0004's: the log was the events table.
+TABLES_0004 = {"events", "blobs", *PROJECTIONS} - {"event_ids"}
+TRIGGERS_0004 = {
     "sqlite": {
         "events_no_update",
         "events_no_delete",
@@ -32,6 +57,18 @@ TRIGGERS = {
     },
     "postgresql": {"events_append_only", "events_no_truncate", "blobs_append_only", "blobs_no_truncate"},
 }
+EVENT_COLUMNS = (
+    "seq",
+    "event_id",
+    "stream_id",
+    "stream_version",
+    "type",
+    "schema_version",
+    "payload",
+    "recorded_at",
+    "prev_hash",
+    "hash",
+)
 
 
 @pytest.fixture
@@ -147,15 +184,15 @@ def _newer_migrations(tmp_path: Path) -> Path:
     """A copy of the migrations plus one more revision after the head, as a newer evalstore would ship."""
     target = tmp_path / "migrations"
     shutil.copytree(store_engine.migrations_dir(), target, ignore=shutil.ignore_patterns("__pycache__"))
-    (target / "versions" / f"{NEXT}_index_event_type.py").write_text(
-        '"""Index events by type."""\n'
+    (target / "versions" / f"{NEXT}_index_record_time.py").write_text(
+        '"""Index records by time."""\n'
         "from alembic import op\n\n"
         f'revision = "{NEXT}"\ndown_revision = "{store_engine.head_revision()}"\n'
         "branch_labels = None\ndepends_on = None\n\n\n"
         "def upgrade():\n"
-        '    op.create_index("ix_events_type", "events", ["type"])\n\n\n'
+        '    op.create_index("ix_records_recorded_at", "records", ["recorded_at"])\n\n\n'
         "def downgrade():\n"
-        '    op.drop_index("ix_events_type", table_name="events")\n'
+        '    op.drop_index("ix_records_recorded_at", table_name="records")\n'
     )
     return target
 
@@ -187,7 +224,7 @@ def test_a_store_behind_the_code_is_refused_until_upgraded(
     upgraded = runner.invoke(cli.main, ["--db", store_url, "db", "upgrade"])
     assert upgraded.exit_code == 0, upgraded.output
     assert upgraded.stdout == f"store at revision {NEXT}\n"
-    assert "ix_events_type" in {ix["name"] for ix in inspect(engine).get_indexes("events")}
+    assert "ix_records_recorded_at" in {ix["name"] for ix in inspect(engine).get_indexes("records")}
     assert runner.invoke(cli.main, ["--db", store_url, "runs", "--json"]).exit_code == 0
 
 
@@ -356,3 +393,146 @@ def test_slim_projections_revision_carries_every_row_both_ways(engine: Engine) -
     store = EventStore(engine)
     assert store.verify().ok
     assert store.rebuild_projections() and _projection_rows(engine) == slim
+
+
+# --- 0005: the log as records (issue 31) ---------------------------------------------------------------
+
+
+def _events_0004(engine: Engine) -> list[tuple]:
+    with engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(text(f"SELECT {', '.join(EVENT_COLUMNS)} FROM events ORDER BY seq"))]
+
+
+def _store_at_0004(engine: Engine, tmp_path: Path) -> list[tuple]:
+    """``engine`` at revision 0004 holding a log as that revision wrote one: the sample runs (and two runs
+    many results long, appended at once), their events rows written with their hash chain, every event
+    with an id of its own (0004 gave an event without one a random id), their blobs and projections.
+    The content comes from a store made at the head (only its projections, the same in both revisions,
+    are copied as they are). Returns the events rows."""
+    sys.path.insert(0, str(Path(__file__).parent / "store"))
+    from log_rows import events_rows
+    from sample_runs import append_many_results, populate
+
+    from evalstore.store import records
+    from evalstore.store.codec import GENESIS_HASH, event_hash
+    from evalstore.store.envelope import new_event_id
+
+    source = EventStore(make_engine(f"sqlite:///{tmp_path / 'source.db'}"))
+    try:
+        populate(source)
+        append_many_results(source, "run-many")
+        append_many_results(source, "run-many-2")
+        events = events_rows(source.engine)
+        with source.engine.connect() as conn:
+            copied = {
+                name: [dict(row) for row in conn.execute(text(f"SELECT * FROM {name}")).mappings()]
+                for name in sorted(TABLES_0004 - {"events"})
+            }
+    finally:
+        source.close()
+    rows, prev = [], GENESIS_HASH
+    for ev in events:
+        own = records.split_derived(ev.event_id) is None
+        fields = {
+            "seq": ev.seq,
+            "event_id": ev.event_id if own else new_event_id(),
+            "stream_id": ev.stream_id,
+            "stream_version": ev.stream_version,
+            "type": ev.type,
+            "schema_version": ev.schema_version,
+            "payload": ev.payload_json,
+            "recorded_at": ev.recorded_at,
+        }
+        digest = event_hash(prev, **fields)  # type: ignore[arg-type]
+        rows.append((*fields.values(), prev, digest))
+        prev = digest
+    store_engine.upgrade(engine, "0004")
+    with engine.begin() as conn:
+        conn.execute(
+            text(f"INSERT INTO events VALUES ({', '.join(':' + c for c in EVENT_COLUMNS)})"),
+            [dict(zip(EVENT_COLUMNS, row)) for row in rows],
+        )
+        for name, table_rows in copied.items():
+            if table_rows:
+                columns = list(table_rows[0])
+                flags = [c.name for c in metadata.tables[name].c if isinstance(c.type, Boolean)]
+                table_rows = [{**row, **{f: bool(row[f]) for f in flags}} for row in table_rows]  # SQLite's 0/1
+                conn.execute(
+                    text(f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})"),
+                    table_rows,
+                )
+    assert _tables(engine) - {"alembic_version"} == TABLES_0004
+    assert _triggers(engine) == TRIGGERS_0004[engine.dialect.name]
+    return rows
+
+
+def test_records_revision_keeps_every_event_and_hash_and_gives_them_back(engine: Engine, tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parent / "store"))
+    from log_rows import events_rows, records_rows
+
+    old = _store_at_0004(engine, tmp_path)
+    assert len({row[1] for row in old}) == len(old) > 80  # every id its own
+
+    store_engine.upgrade(engine, "0005")
+    assert store_engine.current_revision(engine) == "0005"
+    assert _tables(engine) - {"alembic_version"} == STORE_TABLES
+    assert _triggers(engine) == TRIGGERS[engine.dialect.name]
+    # The same events, read from the records as the format says (tests/store/log_rows.py), each with the
+    # hash it had: every checkpoint and attestation made before still holds.
+    events = events_rows(engine)
+    assert [(*(getattr(e, f) for f in ("seq", "event_id", "stream_id", "stream_version", "type",
+                                       "schema_version", "payload_json", "recorded_at")), e.prev_hash, e.hash)
+            for e in events] == old  # fmt: skip
+    # Cut as an append cuts them: one record per append of a test's events (up to its test_scored), and
+    # compressed against the dictionary the first records made.
+    cut = [(r.seq, r.count) for r in records_rows(engine)]
+    assert cut[:5] == [(1, 1), (2, 7), (9, 7), (16, 7), (23, 1)]
+    assert len(cut) == 14 + 2 * 17 and sum(n for _, n in cut) == len(old)
+    assert {r.dictionary for r in records_rows(engine)} == {1}
+    store = EventStore(engine)
+    report = store.verify()
+    assert report.ok and report.events == len(old), report.problem
+    # Found by their ids (kept in the body and in the event_ids projection) and by seq, through the store.
+    assert {ev.event_id: ev.hash for ev in store.get_events(row[1] for row in old).values()} == {
+        row[1]: row[9] for row in old
+    }
+    assert [(ev.seq, ev.hash) for ev in store.read_all()] == [(row[0], row[9]) for row in old]
+    # And appending goes on from the same chain.
+    sys.path.insert(0, str(Path(__file__).parent / "store"))
+    from sample_runs import append_run
+
+    append_run(store, "run-after")
+    assert store.verify().ok
+    store.close()
+
+
+def test_records_revision_downgrades_to_the_same_events_rows(engine: Engine, tmp_path: Path) -> None:
+    old = _store_at_0004(engine, tmp_path)
+    store_engine.upgrade(engine, "0005")
+    store_engine.downgrade(engine, "0004")
+    assert store_engine.current_revision(engine) == "0004"
+    assert _tables(engine) - {"alembic_version"} == TABLES_0004
+    assert _triggers(engine) == TRIGGERS_0004[engine.dialect.name]
+    assert _events_0004(engine) == old
+    # And up again: the downgrade left nothing behind that the upgrade trips over.
+    store_engine.upgrade(engine)
+    assert EventStore(engine).verify().ok
+
+
+def test_records_revision_round_trip_of_a_store_with_derived_ids(engine: Engine) -> None:
+    # Events appended at the head without ids of their own have ids derived from where they are; going
+    # down to 0004 writes them out, and coming back must leave a store that verifies (and reads them alike).
+    sys.path.insert(0, str(Path(__file__).parent / "store"))
+    from log_rows import events_rows
+    from sample_runs import append_many_results, populate
+
+    store = EventStore(engine)
+    populate(store)
+    append_many_results(store)
+    before = [(e.seq, e.event_id, e.hash) for e in events_rows(engine)]
+    store_engine.downgrade(engine, "0004")
+    assert [(row[0], row[1], row[9]) for row in _events_0004(engine)] == before
+    store_engine.upgrade(engine)
+    assert [(e.seq, e.event_id, e.hash) for e in events_rows(engine)] == before
+    report = EventStore(engine).verify()
+    assert report.ok, report.problem

@@ -7,8 +7,6 @@ sources are recorded relative to the imported path (``RelativeSources``, see ``S
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TypedDict
@@ -36,6 +34,7 @@ from evalstore.store.events import (
 )
 from evalstore.store.plain_payloads import NotPlain, plain_payload
 from evalstore.store.projections import read_fields
+from evalstore.store.records import derived_id
 
 Score = tuple[float, bool, str]
 """(score, passed, status) of a result."""
@@ -132,27 +131,21 @@ class RelativeSources:
 
 
 class EventIds:
-    """Deterministic event ids: the n-th event of an import is always the same id."""
+    """Deterministic event ids: the n-th event of an import is always the same id, the one the store
+    derives from the run's stream and version n (``store/records.py``): the store keeps no id for it, and
+    finds the event from the id alone."""
 
     def __init__(self, run_id: str, n: int = 0) -> None:
         self.run_id = run_id
         self.n = n
-        # uuid5 is SHA-1 over the namespace and the name; every id of the run shares the name's start, so
-        # that much is hashed once (an import makes several ids per result: uuid.uuid5 was a tenth of building one).
-        self._prefix = hashlib.sha1(uuid.NAMESPACE_URL.bytes + f"evalstore:{run_id}:".encode())
 
     def next(self, kind: str) -> str:
         self.n += 1
         return self.id(self.n, kind)
 
     def id(self, n: int, kind: str) -> str:
-        """The id of the n-th event, of this kind: ``uuid5(NAMESPACE_URL, f"evalstore:{run_id}:{n}:{kind}")``."""
-        sha1 = self._prefix.copy()
-        sha1.update(f"{n}:{kind}".encode())
-        digest = sha1.digest()
-        # RFC 4122's version (5) and variant (10) bits over the first 16 bytes, as uuid.uuid5 sets them.
-        h = (digest[:6] + bytes(((digest[6] & 0x0F) | 0x50, digest[7], (digest[8] & 0x3F) | 0x80)) + digest[9:16]).hex()
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        """The id of the n-th event (``kind`` is what a placeholder id of :class:`PartIds` tells apart)."""
+        return derived_id(self.run_id, n)
 
 
 _Planned = tuple[str, type[DomainEvent], dict[str, Any]]

@@ -343,7 +343,7 @@ def verify_attestation(doc: Any, key: VerifierKey) -> AttestationCheck:
 
 def _check_event(raw: dict[str, Any], run_id: str, checkpoint: note.Checkpoint) -> None:
     seq = raw["seq"]
-    envelope = StoredEvent(**{("payload_json" if f == "payload" else f): raw[f] for f in ENVELOPE_FIELDS})
+    envelope = StoredEvent.chained([raw[f] for f in ENVELOPE_FIELDS[:8]], raw["prev_hash"], raw["hash"])
     if envelope.computed_hash(raw["prev_hash"]) != raw["hash"]:
         raise _Failed(f"event seq {seq}: its content does not match its hash (altered)")
     if raw["stream_id"] != run_id:

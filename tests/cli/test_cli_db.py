@@ -21,6 +21,7 @@ from evalstore.store import engine as store_engine
 
 # The store tests' sample runs, shared rather than copied (tests/ is not a package).
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
+from log_rows import event_count, payload_at, rewrite_event
 from sample_runs import drop_append_only_triggers, execute, populate, scalar
 
 
@@ -127,7 +128,7 @@ def test_db_upgrade_to_an_unknown_revision_is_one_line(store_url: str) -> None:
 
 
 def test_verify_ok_and_json(filled: str, store: EventStore) -> None:
-    n_events = scalar(store.engine, "SELECT count(*) FROM events")
+    n_events = event_count(store.engine)
     n_blobs = scalar(store.engine, "SELECT count(*) FROM blobs")
     assert ok(filled, "verify").stdout == f"ok: {n_events} events, {n_blobs} blobs verified\n"
     assert json.loads(ok(filled, "verify", "--json").stdout) == {
@@ -150,7 +151,7 @@ def test_rebuild_repairs_projections_that_verify_flags(filled: str, store: Event
         "FAILED: projection results: row ('run-b', 'paris', 'default', 1) differs from the log; "
         "run `evalstore db rebuild`\n"
     )
-    n_events = scalar(store.engine, "SELECT count(*) FROM events")
+    n_events = event_count(store.engine)
     assert ok(filled, "db", "rebuild").stdout == f"rebuilt projections from {n_events} events\n"
     assert ok(filled, "verify").stdout.startswith("ok: ")
 
@@ -247,15 +248,19 @@ def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[
     return subprocess.run([_script(), *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=60)
 
 
-def test_installed_script_verifies_and_names_the_tampered_event(filled: str, store: EventStore, tmp_path: Path) -> None:
+def test_installed_script_verifies_and_names_the_tampered_record(
+    filled: str, store: EventStore, tmp_path: Path
+) -> None:
     drop_append_only_triggers(store.engine)
-    execute(store.engine, "UPDATE events SET payload = replace(payload, 'berlin', 'bonn') WHERE seq = 9")
+    rewrite_event(store.engine, 9, payload=payload_at(store.engine, 9).replace("berlin", "bonn"))
     tampered = _run(["--db", filled, "verify"], tmp_path)
     assert tampered.returncode == 1
-    assert tampered.stderr == "FAILED: event seq 9: content does not match its hash (altered after it was written)\n"
+    assert tampered.stderr == (
+        "FAILED: record seq 9 (events seq 9-15): content does not match its hash (altered after it was written)\n"
+    )
     as_json = _run(["--db", filled, "verify", "--json"], tmp_path)
     assert as_json.returncode == 1
-    assert json.loads(as_json.stdout)["problem"].startswith("event seq 9:")
+    assert json.loads(as_json.stdout)["problem"].startswith("record seq 9 (events seq 9-15):")
 
 
 def _populated(path: Path) -> str:

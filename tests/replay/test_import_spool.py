@@ -16,6 +16,7 @@ from evalstore.replay.agentv.import_check import KIND_OF_TYPE
 from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.agentv.importing import import_results
 from evalstore.replay.errors import ImportFormatError
+from evalstore.store.records import derived_id
 
 
 def _row(i: int, score: float = 1.0) -> str:
@@ -64,14 +65,20 @@ def test_superseded_results_and_bad_lines_keep_positional_ids(store, tmp_path: P
     assert again.already_imported and again.run_id == outcome.run_id
 
 
-def test_event_ids_are_uuid5_of_the_run_position_and_kind() -> None:
-    """Imported ids are uuid5 names: stores written before ids were computed without ``uuid.uuid5`` hold them."""
-
+def test_event_ids_are_the_stores_derived_ids_of_the_run_and_position(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Imported ids are the ids the store derives from a stream and version (store/records.py), whatever
+    the kind: the store keeps none of them (no ``event_ids`` row) and finds each event from its id alone."""
     for run_id in ("imp-5159723ac5725084", "check", "imp-é"):
         ids = EventIds(run_id)
-        for n in (0, 1, 9, 10, 12345, 10**9):
+        for n in (1, 9, 10, 12345, 10**9):
             for kind in ("started", "case", "artifact", "transcript", "verdict", "scored", "skip", "completed"):
-                assert ids.id(n, kind) == str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:{n}:{kind}"))
+                assert ids.id(n, kind) == derived_id(run_id, n)
+                assert uuid.UUID(ids.id(n, kind)).version == 8
+    outcome = import_results(store, _results(tmp_path, [_row(0), _row(1)]))
+    events = list(store.read_stream(outcome.run_id))
+    assert [e.event_id for e in events] == [derived_id(outcome.run_id, e.stream_version) for e in events]
+    assert store.query("event_ids") == []
+    assert store.get_events([events[3].event_id]) == {events[3].event_id: events[3]}
 
 
 def _events(store, run_id: str) -> list[tuple]:  # type: ignore[no-untyped-def]

@@ -206,6 +206,20 @@ def populate(store: EventStore) -> int:
     return total
 
 
+def append_many_results(store: EventStore, run_id: str = "run-many") -> int:
+    """A run appended at once whose results cut into enough records that the append makes a compression
+    dictionary for them (store/records.py), in a store that has none yet; returns its number of events."""
+    from evalstore.store.records import DICTIONARY_RECORDS
+
+    started = RunStarted(run_id=run_id, kind="recorded", suite="many", target_name="default", tool_version="0.1.0")
+    scored = [
+        TestScored(test_id=f"t{n}", target="default", score=1.0, passed=True, status="ok", threshold=0.5, graders=[])
+        for n in range(DICTIONARY_RECORDS)
+    ]
+    completed = RunCompleted(tests=len(scored), passed=len(scored), failed=0, errors=0, mean_score=1.0)
+    return len(store.append(run_id, [started, *scored, completed], expected_version=0))
+
+
 # --- raw SQL helpers: tests that tamper with the database behind the store's back -----------------
 
 
@@ -220,15 +234,15 @@ def scalar(engine: Engine, sql: str, **params: Any) -> Any:
 
 
 def drop_append_only_triggers(engine: Engine) -> None:
-    """Remove the immutability guard, as an attacker with write access to the database could."""
+    """Remove the immutability guards (store/guards.py: the log's records and dictionaries, and the
+    blobs), as an attacker with write access to the database could."""
+    from evalstore.store.guards import APPEND_ONLY, SQLITE_TRIGGERS
+
     if engine.dialect.name == "sqlite":
-        for table in ("events", "blobs"):
-            for op in ("update", "delete", "replace"):
-                execute(engine, f"DROP TRIGGER {table}_no_{op}")
-        execute(engine, "DROP TRIGGER events_no_reuse_event_id")
-        execute(engine, "DROP TRIGGER events_no_reuse_stream_version")
+        for name in SQLITE_TRIGGERS:
+            execute(engine, f"DROP TRIGGER {name}")
     else:
-        for table in ("events", "blobs"):
+        for table in APPEND_ONLY:
             execute(engine, f"DROP TRIGGER {table}_append_only ON {table}")
 
 

@@ -6,7 +6,8 @@ Every test runs on SQLite and PostgreSQL (the ``store`` fixture is parametrized 
 from __future__ import annotations
 
 import pytest
-from sample_runs import append_run, populate, scalar
+from log_rows import event_count
+from sample_runs import append_run, populate
 
 from evalstore.store import ConcurrencyError, EventStore, IdempotencyError, NewEvent, NotFound
 from evalstore.store.codec import GENESIS_HASH
@@ -22,7 +23,7 @@ def _skipped(line: int) -> LineSkipped:
 
 
 def _count(store: EventStore) -> int:
-    return scalar(store.engine, "SELECT count(*) FROM events")
+    return event_count(store.engine)
 
 
 def test_append_assigns_global_seq_and_stream_versions(store: EventStore) -> None:

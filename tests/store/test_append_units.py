@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from sample_runs import scalar
+from log_rows import event_count
 
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.events import RunStarted, VerdictRecorded
@@ -35,7 +35,7 @@ def test_a_unit_appended_again_with_new_event_ids_is_dropped_whole(store: EventS
         [(("a", None, 1), _encoded(store, _unit("a", 1.0))), (("b", "t", 1), _encoded(store, _unit("b", 0.0, "t")))],
     )
     assert first == {("a", "", 1), ("b", "t", 1)}
-    before = scalar(store.engine, "SELECT count(*) FROM events")
+    before = event_count(store.engine)
 
     # The same results graded again (other scores even, other ids), plus one new: only the new one lands.
     again = store.append_units(
@@ -47,7 +47,7 @@ def test_a_unit_appended_again_with_new_event_ids_is_dropped_whole(store: EventS
         ],
     )
     assert again == {("c", "", 1)}
-    assert scalar(store.engine, "SELECT count(*) FROM events") == before + 2
+    assert event_count(store.engine) == before + 2
     scored = [e.event for e in store.read_stream("r", types=["test_scored"])]
     assert sorted((s.test_id, s.score) for s in scored) == [("a", 1.0), ("b", 0.0), ("c", 0.5)]  # type: ignore[attr-defined]
     assert len(store.query("results", run_id="r")) == 3
@@ -69,9 +69,9 @@ def test_retrying_the_same_encoded_units_is_a_no_op(store: EventStore) -> None:
     store.append("r", [RunStarted(run_id="r", kind="replay", tool_version="0.1.0")])
     units = [(("a", None, 1), _encoded(store, _unit("a", 1.0)))]
     store.append_units("r", units)
-    before = scalar(store.engine, "SELECT count(*) FROM events")
+    before = event_count(store.engine)
     assert store.append_units("r", units) == set()  # a commit whose answer was lost, sent again
-    assert scalar(store.engine, "SELECT count(*) FROM events") == before
+    assert event_count(store.engine) == before
 
 
 def test_units_given_with_their_payload_dicts_project_as_their_json_does(store: EventStore) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from fixture_paths import AGENTV_FIXTURES
-from sample_runs import append_run, drop_append_only_triggers, execute, populate, run_batches
+from log_rows import payload_at, record_span, rewrite_event, set_record
+from sample_runs import append_run, drop_append_only_triggers, populate, run_batches
 
 from evalstore import cli
 from evalstore.replay.attest.attestation import build_attestation, verify_attestation
@@ -219,13 +220,13 @@ def test_a_score_that_does_not_name_its_graders_cannot_be_proven_complete(store:
 def test_attest_refuses_a_run_whose_events_were_altered_or_that_is_not_complete(
     store: EventStore, key: SigningKey
 ) -> None:
-    """An event edited in the database (its hash column left as it was) is not signed off, and a run that
-    has no run_completed yet has no count a reader could check the results against."""
+    """An event edited in the database (its record's stored hash left as it was) is not signed off, and a
+    run that has no run_completed yet has no count a reader could check the results against."""
     populate(store)
     write_checkpoint(store, key)
     (seq,) = [e.seq for e in store.read_stream("run-a", types=["test_scored"], limit=1)]
     drop_append_only_triggers(store.engine)
-    execute(store.engine, "UPDATE events SET payload = payload || ' ' WHERE seq = :seq", seq=seq)
+    rewrite_event(store.engine, seq, payload=payload_at(store.engine, seq) + " ")
     with pytest.raises(AttestationError, match=f"event seq {seq} of run run-a does not match its hash"):
         build_attestation(store, "run-a")
     version = 0
@@ -245,7 +246,11 @@ def test_attesting_needs_a_checkpoint_that_covers_the_run_and_still_matches(stor
     with pytest.raises(AttestationError, match="no checkpoint covers run run-later"):
         build_attestation(store, "run-later")
     drop_append_only_triggers(store.engine)
-    execute(store.engine, "UPDATE events SET hash = :h WHERE seq = 2", h="e" * 64)
+    # A stored hash changed in a record of another run (run-b's first test): run-a's own events still match
+    # their hashes, but the log is no longer the one the checkpoint signed.
+    first, last = record_span(store.engine, 25)
+    assert (first, last) == (25, 31)
+    set_record(store.engine, first, hash=b"\xee" * 32)
     with pytest.raises(AttestationError, match="the log no longer matches its checkpoint"):
         build_attestation(store, "run-a")
 

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from sample_runs import drop_append_only_triggers, execute, populate, restore_append_only_triggers, scalar
+from log_rows import event_count, payload_at, record_span, rewrite_event, set_record, stored_hash, truncate_log
+from sample_runs import drop_append_only_triggers, execute, populate, restore_append_only_triggers
 
 from evalstore import cli
 from evalstore.replay.attest.checkpoint import check_checkpoint, register_key
 from evalstore.replay.attest.keys import create_key_file, load_signing_key, load_verifier_key
-from evalstore.store import EventStore, make_engine
+from evalstore.store import EventStore, make_engine, schema
 from evalstore.store.events import LOG_STREAM
+from evalstore.store.guards import APPEND_ONLY
 
 
 def _cli(url: str, *args: str) -> Result:
@@ -43,23 +45,13 @@ def _verify(url: str, cp: Path, pub: Path, *extra: str) -> Result:
     return _cli(url, "verify", "--checkpoint", str(cp), "--pubkey", str(pub), *extra)
 
 
-def _rechain(store: EventStore, start: int) -> None:
-    """Recompute every hash from ``start`` on, so the chain is whole again after a forgery."""
-    events = list(store.read_all(after_seq=start - 1))
-    prev = scalar(store.engine, "SELECT hash FROM events WHERE seq = :s", s=start - 1) if start > 1 else "0" * 64
-    for ev in events:
-        digest = ev.computed_hash(prev)
-        execute(store.engine, "UPDATE events SET prev_hash = :p, hash = :h WHERE seq = :s", p=prev, h=digest, s=ev.seq)
-        prev = digest
-
-
 def test_a_checkpoint_signs_the_head_and_is_recorded_with_the_key(signed, store_url: str) -> None:  # type: ignore[no-untyped-def]
     store, _, pub, cp = signed
-    n = scalar(store.engine, "SELECT count(*) FROM events")
+    n = event_count(store.engine)
     text = cp.read_text()
     origin, size, _root, head = text.split("\n")[:4]
     assert int(size) == n - 1  # the checkpoint event itself comes after the events it covers
-    assert head == "evalstore-head " + scalar(store.engine, "SELECT hash FROM events WHERE seq = :s", s=n - 1)
+    assert head == "evalstore-head " + stored_hash(store.engine, n - 1)
     assert text.split("\n\n")[1].startswith("— ci.example.com/evals ")
     log = [(e.type, e.payload) for e in store.read_stream(LOG_STREAM)]
     assert [t for t, _ in log] == ["key_registered", "checkpoint_recorded"]
@@ -90,7 +82,8 @@ def test_a_truncated_log_fails(signed, store_url: str) -> None:  # type: ignore[
     store, _, pub, cp = signed
     size = int(cp.read_text().split("\n")[1])
     drop_append_only_triggers(store.engine)
-    execute(store.engine, "DELETE FROM events WHERE seq > :s", s=size - 3)
+    assert record_span(store.engine, size - 3)[1] > size - 3  # the cut falls inside a record: it is shortened
+    truncate_log(store.engine, size - 3)
     store.rebuild_projections()
     restore_append_only_triggers(store.engine)  # the attacker puts the guards back
     assert store.verify().ok  # the chain alone cannot tell
@@ -106,11 +99,10 @@ def test_a_rewritten_event_with_the_chain_recomputed_fails(signed, store_url: st
     store, _, pub, cp = signed
     size = int(cp.read_text().split("\n")[1])
     drop_append_only_triggers(store.engine)
-    payload = scalar(store.engine, "SELECT payload FROM events WHERE seq = 7")
+    payload = payload_at(store.engine, 7)
     forged = payload.replace('"score":0.5', '"score":1.0')
     assert forged != payload
-    execute(store.engine, "UPDATE events SET payload = :p WHERE seq = 7", p=forged)
-    _rechain(store, 7)
+    rewrite_event(store.engine, 7, payload=forged, rechain=True)  # every later record's hash recomputed
     store.rebuild_projections()
     restore_append_only_triggers(store.engine)
     assert store.verify().ok
@@ -124,13 +116,13 @@ def test_a_rebuilt_log_of_the_same_size_fails(signed, store_url: str, tmp_path: 
     store, key, pub, cp = signed
     size = int(cp.read_text().split("\n")[1])
     drop_append_only_triggers(store.engine)
-    for table in ("events", "blobs", "runs", "results", "verdicts", "judge_cache", "conversions"):
+    for table in (*APPEND_ONLY, *(t.name for t in schema.PROJECTION_TABLES)):
         execute(store.engine, f"DELETE FROM {table}")
     rebuilt = EventStore(make_engine(store_url))  # a new process: nothing remembered from the old log
     populate(rebuilt)  # the same runs, appended again
     restore_append_only_triggers(store.engine)
     register_key(rebuilt, load_signing_key(key).verifier)
-    assert scalar(store.engine, "SELECT count(*) FROM events") == size and rebuilt.verify().ok
+    assert event_count(store.engine) == size and rebuilt.verify().ok
     rebuilt.close()
     result = _verify(store_url, cp, pub)
     assert result.exit_code == 1
@@ -140,7 +132,9 @@ def test_a_rebuilt_log_of_the_same_size_fails(signed, store_url: str, tmp_path: 
 def test_an_earlier_event_altered_behind_an_intact_head_fails_on_the_root(signed) -> None:  # type: ignore[no-untyped-def]
     store, _, pub, cp = signed
     drop_append_only_triggers(store.engine)
-    execute(store.engine, "UPDATE events SET hash = :h WHERE seq = 3", h="f" * 64)
+    first, last = record_span(store.engine, 3)
+    assert first < 3 < last  # the event's hash is not stored: its record's is, and all after it follow from it
+    set_record(store.engine, first, hash=b"\xff" * 32)
     check = check_checkpoint(store, cp.read_text(), load_verifier_key(pub))
     size = check.checkpoint.size
     assert check.problem == (

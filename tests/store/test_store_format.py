@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from log_rows import payload_at, record_span, rewrite_event
 from sample_runs import drop_append_only_triggers, execute, populate, scalar
 
 from evalstore.store import EventStore, sha256_hex
@@ -51,7 +52,7 @@ def test_the_checker_agrees_with_verify_on_a_sound_store(filled: EventStore, tmp
     assert scalar(engine, "SELECT count(*) FROM blobs WHERE dictionary IS NOT NULL") >= 2
     assert scalar(engine, "SELECT count(*) FROM blobs WHERE encoding = 'chunks'") == 1
     report = filled.verify()
-    head = scalar(engine, "SELECT hash FROM events ORDER BY seq DESC LIMIT 1")
+    head = bytes(scalar(engine, "SELECT hash FROM records ORDER BY seq DESC LIMIT 1")).hex()
     done = _check(tmp_path, _db(filled))
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == f"ok: {report.events} events, {report.blobs} blobs; head {head}\n"
@@ -59,11 +60,14 @@ def test_the_checker_agrees_with_verify_on_a_sound_store(filled: EventStore, tmp
 
 def test_the_checker_names_an_altered_event(filled: EventStore, tmp_path: Path) -> None:
     drop_append_only_triggers(filled.engine)
-    execute(filled.engine, "UPDATE events SET payload = replace(payload, 'paris', 'lyon') WHERE seq = 7")
-    assert "lyon" in scalar(filled.engine, "SELECT payload FROM events WHERE seq = 7")
+    rewrite_event(filled.engine, 7, payload=payload_at(filled.engine, 7).replace("paris", "lyon"))
+    assert "lyon" in payload_at(filled.engine, 7)
+    first, last = record_span(filled.engine, 7)
+    assert first < 7 <= last  # an event inside its record, not its first or the record's own row
     done = _check(tmp_path, _db(filled))
     assert done.returncode == 1
-    assert done.stderr == f"{_db(filled)}: event seq 7 does not match the chain\n"
+    span = f"event seq {first}" if first == last else f"events seq {first}-{last}"
+    assert done.stderr == f"{_db(filled)}: record seq {first} ({span}) does not match the chain\n"
 
 
 def test_the_checker_names_an_altered_blob(filled: EventStore, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
-from sample_runs import scalar
+from log_rows import events_rows, record_at
 
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.errors import UnknownEventType
@@ -42,14 +42,10 @@ class RunFailedV3(DomainEvent):
 
 
 def _raw_row(store: EventStore, event_id: str) -> tuple:
-    with store.engine.connect() as conn:
-        from sqlalchemy import text
-
-        return tuple(
-            conn.execute(
-                text("SELECT schema_version, payload, hash FROM events WHERE event_id = :e"), {"e": event_id}
-            ).one()
-        )
+    """An event's schema version and payload as stored, and its record's bytes (body and hash) as stored."""
+    [ev] = [e for e in events_rows(store.engine) if e.event_id == event_id]
+    record = record_at(store.engine, ev.seq)
+    return ev.schema_version, ev.payload_json, record.body, record.hash
 
 
 def test_a_new_schema_version_upcasts_stored_v1_payloads(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +82,7 @@ def test_a_chain_of_upcasts_reaches_a_reshaped_class(store: EventStore, monkeypa
         RunFailedV3(summary="oom", code="unknown"),
     ]
     assert _raw_row(store, "ev-1") == before
-    assert scalar(store.engine, "SELECT max(schema_version) FROM events") == 1
+    assert max(e.schema_version for e in events_rows(store.engine)) == 1
 
 
 def test_payload_fields_upcast_as_decoding_does(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,11 +10,11 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from log_rows import altered_problem, delete_record, event_count, payload_at, record_span, rewrite_event
 from sample_runs import drop_append_only_triggers, execute, populate, scalar
 
 from evalstore import cli
 from evalstore.store import EventStore, sha256_hex
-from evalstore.store.codec import event_hash
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def _cli_verify(url: str, *args: str):  # type: ignore[no-untyped-def]
 
 def test_a_sound_store_verifies(filled: EventStore, store_url: str) -> None:
     report = filled.verify()
-    n_events = scalar(filled.engine, "SELECT count(*) FROM events")
+    n_events = event_count(filled.engine)
     n_blobs = scalar(filled.engine, "SELECT count(*) FROM blobs")
     assert (report.ok, report.events, report.blobs, report.problem) == (True, n_events, n_blobs, None)
     result = _cli_verify(store_url)
@@ -37,45 +37,62 @@ def test_a_sound_store_verifies(filled: EventStore, store_url: str) -> None:
     assert result.stdout == f"ok: {n_events} events, {n_blobs} blobs verified\n"
 
 
-def test_an_altered_payload_is_caught_at_its_seq(filled: EventStore, store_url: str) -> None:
+def test_an_altered_payload_is_caught_at_its_record(filled: EventStore, store_url: str) -> None:
     drop_append_only_triggers(filled.engine)
-    payload = scalar(filled.engine, "SELECT payload FROM events WHERE seq = 7")
+    payload = payload_at(filled.engine, 7)
     forged = payload.replace('"score":0.5', '"score":1.0')
     assert forged != payload
-    execute(filled.engine, "UPDATE events SET payload = :p WHERE seq = 7", p=forged)
+    rewrite_event(filled.engine, 7, payload=forged)
+    assert record_span(filled.engine, 7) == (2, 8)  # paris's events, from the case to its score
 
     report = filled.verify()
     assert not report.ok
-    assert report.problem == "event seq 7: content does not match its hash (altered after it was written)"
-    assert report.events == 6
+    assert (
+        report.problem
+        == "record seq 2 (events seq 2-8): content does not match its hash (altered after it was written)"
+    )
+    assert report.problem == altered_problem(filled.engine, 7)
+    assert report.events == 1  # the run's start, in the record before
 
     result = _cli_verify(store_url)
     assert result.exit_code == 1
-    assert "event seq 7" in result.stderr and "Traceback" not in result.output
+    assert "record seq 2 (events seq 2-8)" in result.stderr and "Traceback" not in result.output
     as_json = _cli_verify(store_url, "--json")
     assert as_json.exit_code == 1
-    assert json.loads(as_json.stdout)["problem"].startswith("event seq 7:")
+    assert json.loads(as_json.stdout)["problem"].startswith("record seq 2 (events seq 2-8):")
 
 
-def test_a_rehashed_forgery_breaks_the_link_to_the_next_event(filled: EventStore) -> None:
-    # Recomputing the altered event's own hash is not enough: the next event still points at the old one.
+def test_an_altered_record_of_one_event_is_named_by_its_seq(filled: EventStore) -> None:
     drop_append_only_triggers(filled.engine)
-    ev = next(e for e in filled.read_all() if e.seq == 3)
-    forged = ev.payload_json.replace("paris", "lyon")
-    assert forged != ev.payload_json
-    new_hash = event_hash(
-        ev.prev_hash, seq=ev.seq, event_id=ev.event_id, stream_id=ev.stream_id, stream_version=ev.stream_version,
-        type=ev.type, schema_version=ev.schema_version, payload=forged, recorded_at=ev.recorded_at,
-    )  # fmt: skip
-    execute(filled.engine, "UPDATE events SET payload = :p, hash = :h WHERE seq = 3", p=forged, h=new_hash)
+    assert record_span(filled.engine, 23) == (23, 23)  # run-a's run_completed, an append of its own
+    rewrite_event(filled.engine, 23, payload=payload_at(filled.engine, 23).replace('"tests":3', '"tests":4'))
     report = filled.verify()
-    assert report.problem == "event seq 4: prev_hash does not match the hash of seq 3"
+    assert (
+        report.problem == "record seq 23 (event seq 23): content does not match its hash (altered after it was written)"
+    )
+    assert report.events == 22
 
 
-def test_a_deleted_event_is_caught(filled: EventStore) -> None:
+def test_a_rehashed_forgery_breaks_the_link_to_the_next_record(filled: EventStore) -> None:
+    # Recomputing the altered record's own hash is not enough: the next record's chain starts from the old one.
     drop_append_only_triggers(filled.engine)
-    execute(filled.engine, "DELETE FROM events WHERE seq = 12")
-    assert filled.verify().problem == "event seq 12 is missing (next is 13)"
+    payload = payload_at(filled.engine, 3)
+    forged = payload.replace("paris", "lyon")
+    assert forged != payload
+    rewrite_event(filled.engine, 3, payload=forged, rehash=True)
+    report = filled.verify()
+    assert record_span(filled.engine, 9) == (9, 15)
+    assert (
+        report.problem
+        == "record seq 9 (events seq 9-15): content does not match its hash (altered after it was written)"
+    )
+    assert report.events == 8
+
+
+def test_a_deleted_record_is_caught(filled: EventStore) -> None:
+    drop_append_only_triggers(filled.engine)
+    assert delete_record(filled.engine, 12) == (9, 15)
+    assert filled.verify().problem == "event seq 9 is missing (next is 16)"
 
 
 def test_altered_blob_bytes_are_caught_by_digest(filled: EventStore, store_url: str) -> None:

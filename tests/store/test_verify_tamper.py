@@ -13,6 +13,7 @@ import pytest
 import read_commands
 from click.testing import CliRunner
 from sample_runs import (
+    append_many_results,
     drop_append_only_triggers,
     execute,
     populate,
@@ -50,7 +51,7 @@ RUN_A_REPLAY = "run = (SELECT stream FROM streams WHERE stream_id = 'run-a-repla
 def _text_columns() -> list[tuple[str, str]]:
     from evalstore.store import schema
 
-    tables = [schema.events, schema.blobs, *TABLES.values()]
+    tables = [schema.records, schema.dictionaries, schema.blobs, *TABLES.values()]
     return [(t.name, c.name) for t in tables for c in t.c if isinstance(c.type, String | Text)]
 
 
@@ -80,7 +81,7 @@ def test_every_text_column_retyped_to_a_blob_is_reported(
     if not scalar(engine, f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL"):
         pytest.skip(f"the sample runs leave {table}.{column} NULL: no bytes to retype")
     drop_append_only_triggers(engine)
-    rowid = "seq" if table == "events" else "rowid" if table in ("blobs", "runs") else None
+    rowid = "seq" if table == "records" else "rowid" if table in ("blobs", "runs") else None
     where = f"{rowid} = (SELECT min({rowid}) FROM {table} WHERE {column} IS NOT NULL)" if rowid else (
         f"{column} = (SELECT min({column}) FROM {table} WHERE {column} IS NOT NULL)"
     )  # fmt: skip
@@ -106,6 +107,27 @@ def test_blob_data_retyped_to_text_is_reported(sqlite_store: EventStore, sqlite_
     execute(sqlite_store.engine, "UPDATE blobs SET data = CAST(data AS TEXT) WHERE sha256 = :s", s=sha)
     restore_append_only_triggers(sqlite_store.engine)
     assert _verify(sqlite_url) == (1, f"blob {sha}: data is not bytes (a BLOB)")
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "where", "problem"),
+    [
+        ("records", "body", "seq = 9", "record seq 9: body is not bytes (a BLOB)"),
+        ("records", "hash", "seq = 9", "record seq 9: hash is not bytes (a BLOB)"),
+        ("dictionaries", "data", "id = 1", "compression dictionary 1: data is not bytes (a BLOB)"),
+    ],
+)
+def test_the_logs_bytes_retyped_to_text_are_reported(
+    sqlite_store: EventStore, sqlite_url: str, table: str, column: str, where: str, problem: str
+) -> None:
+    populate(sqlite_store)
+    append_many_results(sqlite_store)  # a dictionary too
+    drop_append_only_triggers(sqlite_store.engine)
+    execute(sqlite_store.engine, f"UPDATE {table} SET {column} = CAST({column} AS TEXT) WHERE {where}")
+    assert scalar(sqlite_store.engine, f"SELECT typeof({column}) FROM {table} WHERE {where}") == "text"
+    restore_append_only_triggers(sqlite_store.engine)
+    assert _verify(sqlite_url) == (1, problem)
+    assert not read_commands.failures(sqlite_url, pages=False)
 
 
 @pytest.mark.parametrize(
@@ -177,7 +199,7 @@ def test_a_flipped_byte_in_any_index_page_is_reported(sqlite_store: EventStore, 
     conn.close()
     pristine = Path(path).read_bytes()
     pages = _index_pages(path)
-    assert {"sqlite_autoindex_events_1", "sqlite_autoindex_events_2", "ix_runs_parent", "results"} <= set(pages)
+    assert {"sqlite_autoindex_records_1", "event_ids", "ix_runs_parent", "results"} <= set(pages)
     rng = random.Random(SEED)
     damaged = by_integrity_check = 0
     for name, numbers in sorted(pages.items()):
@@ -238,7 +260,9 @@ def test_amcheck_gone_while_verify_runs_is_no_check_not_damage(postgres_url: str
     store.close()
 
 
-@pytest.mark.parametrize("index", ["results_pkey", "verdicts_pkey", "ix_runs_parent", "uq_events_stream_version"])
+@pytest.mark.parametrize(
+    "index", ["results_pkey", "verdicts_pkey", "ix_runs_parent", "uq_records_stream_version", "event_ids_pkey"]
+)
 def test_an_index_that_lost_rows_is_reported_by_amcheck(postgres_url: str, index: str) -> None:
     # PostgreSQL keeps its files out of a client's reach, so the damage is made through the catalog, as a
     # superuser can: the index is marked not ready, rows are written (they skip the index: a run appended,
@@ -287,18 +311,23 @@ def test_a_dropped_sqlite_guard_is_reported(sqlite_store: EventStore, sqlite_url
 
 def test_a_redefined_sqlite_guard_is_reported(sqlite_store: EventStore, sqlite_url: str) -> None:
     populate(sqlite_store)
-    execute(sqlite_store.engine, "DROP TRIGGER events_no_update")
-    execute(sqlite_store.engine, "CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT 1; END")
-    execute(sqlite_store.engine, "UPDATE events SET recorded_at = recorded_at WHERE seq = 1")  # goes through
-    assert _verify(sqlite_url) == (1, "append-only guard events_no_update is not the one evalstore made (redefined)")
+    execute(sqlite_store.engine, "DROP TRIGGER records_no_update")
+    execute(sqlite_store.engine, "CREATE TRIGGER records_no_update BEFORE UPDATE ON records BEGIN SELECT 1; END")
+    execute(sqlite_store.engine, "UPDATE records SET recorded_at = recorded_at WHERE seq = 1")  # goes through
+    assert _verify(sqlite_url) == (1, "append-only guard records_no_update is not the one evalstore made (redefined)")
 
 
 @pytest.mark.parametrize(
     ("tamper", "problem"),
     [
-        ("DROP TRIGGER events_append_only ON events", "append-only guard events_append_only on events is missing"),
+        ("DROP TRIGGER records_append_only ON records", "append-only guard records_append_only on records is missing"),
+        ("DROP TRIGGER dictionaries_no_truncate ON dictionaries", "append-only guard dictionaries_no_truncate on dictionaries is missing"),
         ("DROP TRIGGER blobs_no_truncate ON blobs", "append-only guard blobs_no_truncate on blobs is missing"),
-        ("ALTER TABLE events DISABLE TRIGGER ALL", "append-only guard events_append_only on events is disabled"),
+        ("ALTER TABLE records DISABLE TRIGGER ALL", "append-only guard records_append_only on records is disabled"),
+        (
+            "ALTER TABLE dictionaries DISABLE TRIGGER dictionaries_append_only",
+            "append-only guard dictionaries_append_only on dictionaries is disabled",
+        ),
         ("ALTER TABLE blobs ENABLE TRIGGER blobs_append_only", "append-only guard blobs_append_only on blobs is not ENABLE ALWAYS"),
         (
             "CREATE OR REPLACE FUNCTION evalstore_append_only() RETURNS trigger LANGUAGE plpgsql AS "
@@ -329,7 +358,8 @@ def test_every_guard_the_migrations_make_is_known(store: EventStore) -> None:
     else:
         names = _names(
             store,
-            "SELECT tgname FROM pg_trigger WHERE tgrelid IN (to_regclass('events'), to_regclass('blobs')) AND NOT tgisinternal",
+            "SELECT tgname FROM pg_trigger WHERE tgrelid IN (to_regclass('records'), to_regclass('dictionaries'), "
+            "to_regclass('blobs')) AND NOT tgisinternal",
         )
         assert names == set(PG_TRIGGERS)
 
@@ -340,8 +370,9 @@ def _names(store: EventStore, sql: str) -> set[str]:
 
 
 def test_largebinary_columns_are_not_text() -> None:
-    # The retype check skips BLOB columns: only blobs.data is one.
+    # The retype check skips BLOB columns: only the log's bytes and blobs.data are ones (each checked to be
+    # bytes instead: test_the_logs_bytes_retyped_to_text_are_reported, test_blob_data_retyped_to_text_is_reported).
     from evalstore.store import schema
 
     binary = [(t.name, c.name) for t in schema.metadata.tables.values() for c in t.c if isinstance(c.type, LargeBinary)]
-    assert binary == [("blobs", "data")]
+    assert binary == [("records", "body"), ("records", "hash"), ("dictionaries", "data"), ("blobs", "data")]

@@ -1,0 +1,281 @@
+"""Reading and writing the log's records (:mod:`evalstore.store.records`) with SQL: which records hold the
+events a read asks for, and the events a record holds. The recorder's reads and appends go through here;
+nothing else reads ``records``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Select, func, select, union_all
+from sqlalchemy.engine import Connection, Engine
+
+from evalstore.store import records, schema
+from evalstore.store.codec import GENESIS_HASH, event_hasher
+from evalstore.store.envelope import StoredEvent
+from evalstore.store.errors import StoreError
+
+r, s = schema.records, schema.streams
+
+
+class MisplacedId(StoreError):
+    """An event given the derived id of another place than where it would be appended."""
+
+
+RECORD = (r.c.seq, r.c.stream, r.c.version, r.c.count, r.c.recorded_at, r.c.dictionary, r.c.body, r.c.hash)
+_CHUNK = 200  # records found by subquery per statement
+
+
+def select_records(*where: Any, order: Any = r.c.seq) -> Select:
+    """Records with their stream's id, in seq order (or ``order``: a stream's by version, the order of the
+    index it is read through, is the same order without sorting the rows first)."""
+    joined = r.join(s, s.c.stream == r.c.stream)
+    return select(*RECORD, s.c.stream_id).select_from(joined).where(*where).order_by(order)
+
+
+def containing(seq: Any) -> Any:
+    """The seq of the record holding the event at ``seq`` (a value or a column of another table)."""
+    holder = r.alias("holder")  # not ``records`` itself, which the enclosing query joins to this
+    return select(func.max(holder.c.seq)).where(holder.c.seq <= seq).scalar_subquery()
+
+
+class RecordChain:
+    """The chain hashes of one record's events, computed when one is first asked for: from the previous
+    record's stored hash, through this record's events; the last is the record's stored hash (so an event
+    altered in the record shows as the last one's computed hash differing from it: ``verify``)."""
+
+    def __init__(self, engine: Engine, events: list[StoredEvent], last_hash: str) -> None:
+        self.engine = engine
+        self.events = events
+        self.last_hash = last_hash
+        self._hashes: list[tuple[str, str]] | None = None
+
+    def hashes(self, event: StoredEvent) -> tuple[str, str]:
+        if self._hashes is None:
+            with self.engine.connect() as conn:
+                prev = prev_hash(conn, self.events[0].seq)
+            self._hashes = chain_of(self.events, prev, self.last_hash)
+        return self._hashes[event.seq - self.events[0].seq]
+
+
+def chain_of(events: Sequence[StoredEvent], prev: str, last_hash: str | None = None) -> list[tuple[str, str]]:
+    """``(prev_hash, hash)`` of a record's events after ``prev``; the last one's hash is ``last_hash`` when given."""
+    first = events[0]
+    hashed = event_hasher(first.stream_id, first.recorded_at)
+    out = []
+    for ev in events:
+        digest = hashed(prev, ev.seq, ev.event_id, ev.stream_version, ev.type, ev.schema_version, ev.payload_json)
+        out.append((prev, digest))
+        prev = digest
+    if last_hash is not None:
+        out[-1] = (out[-1][0], last_hash)
+    return out
+
+
+def prev_hash(conn: Connection, seq: int) -> str:
+    """The hash of the event before ``seq``: the stored hash of the record before the one starting there."""
+    found = conn.execute(select(r.c.hash).where(r.c.seq < seq).order_by(r.c.seq.desc()).limit(1)).scalar()
+    return GENESIS_HASH if found is None else bytes(found).hex()
+
+
+def head(conn: Connection) -> tuple[int, str]:
+    """The log's last ``(seq, hash)``; ``(0, GENESIS_HASH)`` for an empty log."""
+    last = conn.execute(select(r.c.seq, r.c.count, r.c.hash).order_by(r.c.seq.desc()).limit(1)).first()
+    return (last[0] + last[1] - 1, bytes(last[2]).hex()) if last else (0, GENESIS_HASH)
+
+
+def stream_version(conn: Connection, number: int | None) -> int:
+    """The version of a stream's last event (0 for a stream with none)."""
+    if number is None:
+        return 0
+    last = conn.execute(
+        select(r.c.version + r.c.count - 1).where(r.c.stream == number).order_by(r.c.version.desc()).limit(1)
+    ).scalar()
+    return last or 0
+
+
+class Log:
+    """The records of one store: their dictionaries (kept once read: they never change) and which stream a
+    derived id names (its key: :func:`evalstore.store.records.stream_key`)."""
+
+    def __init__(self, engine: Engine, dialect: Any) -> None:
+        self.engine = engine
+        self.dialect = dialect
+        self._dictionaries: dict[int, bytes] = {}
+        self._streams_by_key: dict[str, int] = {}
+
+    # --- dictionaries ----------------------------------------------------------------------------
+
+    def dictionary(self, conn: Connection, number: int | None) -> bytes | None:
+        if number is None:
+            return None
+        found = self._dictionaries.get(number)
+        if found is None:
+            d = schema.dictionaries
+            data = conn.execute(select(d.c.data).where(d.c.id == number)).scalar()
+            if data is None:
+                raise StoreError(f"record compression dictionary {number} is missing; run `evalstore verify`")
+            found = self._dictionaries[number] = bytes(data)
+        return found
+
+    def newest_dictionary(self, conn: Connection) -> int | None:
+        return conn.execute(select(func.max(schema.dictionaries.c.id))).scalar()
+
+    def add_dictionary(self, conn: Connection, data: bytes) -> int:
+        """A new dictionary (inside an append's transaction, under its lock); its number. Not kept here: the
+        transaction may yet roll back, and the number then go to other bytes."""
+        number = (self.newest_dictionary(conn) or 0) + 1
+        conn.execute(schema.dictionaries.insert().values(id=number, data=data))
+        return number
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def plain(self, conn: Connection, row: Sequence[Any]) -> bytes:
+        """A record row's plain body (:func:`evalstore.store.records.plain_body`)."""
+        try:
+            return records.inflate(row[6], self.dictionary(conn, row[5]))
+        except zlib.error as exc:
+            raise StoreError(f"record seq {row[0]} cannot be inflated ({exc}); run `evalstore verify`") from None
+
+    def events(self, conn: Connection, row: Sequence[Any], plain: bytes | None = None) -> list[StoredEvent]:
+        """The events of a record row (:data:`RECORD` and the stream id, as :func:`select_records` reads)."""
+        seq, _, version, _, recorded_at, _, _, last_hash, stream_id = row
+        _, items = records.parse_body(self.plain(conn, row) if plain is None else plain)
+        chain = RecordChain(self.engine, [], bytes(last_hash).hex())
+        out = []
+        for i, (event_id, type_, schema_version, payload) in enumerate(items):
+            v = version + i
+            fields = (seq + i, event_id or records.derived_id(stream_id, v), stream_id, v, type_, schema_version)
+            out.append(StoredEvent.of_row((*fields, payload, recorded_at), chain))
+        chain.events = out
+        return out
+
+    def read(self, conn: Connection, query: Select) -> Iterator[StoredEvent]:
+        """The events of the records a :func:`select_records` query finds, in order (streamed)."""
+        for row in self.dialect.rows(conn, query):
+            yield from self.events(conn, row)
+
+    def at(self, conn: Connection, seqs: Iterable[int]) -> dict[int, StoredEvent]:
+        """Events by seq (what projection rows name them by)."""
+        wanted = set(seqs)
+        found: dict[int, StoredEvent] = {}
+        ordered = sorted(wanted)
+        for i in range(0, len(ordered), _CHUNK):
+            chunk = ordered[i : i + _CHUNK]
+            holders = union_all(*[select(func.max(r.c.seq)).where(r.c.seq <= q) for q in chunk])
+            for ev in self.read(conn, select_records(r.c.seq.in_(holders))):
+                if ev.seq in wanted:
+                    found[ev.seq] = ev
+        return found
+
+    def find(self, conn: Connection, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
+        """Events by id: a derived id (:func:`evalstore.store.records.derived_id`) read where it points, any
+        other through the ``event_ids`` projection."""
+        ids = list(dict.fromkeys(event_ids))
+        found: dict[str, StoredEvent] = {}
+        seqs: dict[int, str] = {}
+        e = schema.event_ids
+        for i in range(0, len(ids), 500):
+            query = select(e.c.event_id, e.c.seq).where(e.c.event_id.in_(ids[i : i + 500]))
+            seqs.update((seq, event_id) for event_id, seq in conn.execute(query))
+        for seq, ev in self.at(conn, seqs).items():
+            if ev.event_id == seqs[seq]:
+                found[ev.event_id] = ev
+        places: dict[tuple[str, int], str] = {}  # (stream key, version) -> the derived id asked for
+        where: list[tuple[int, int]] = []  # (stream number, version)
+        for event_id in ids:
+            split = records.split_derived(event_id) if event_id not in found else None
+            if split is not None and (number := self.stream_by_key(conn, split[0])) is not None:
+                places[split] = event_id
+                where.append((number, split[1]))
+        for i in range(0, len(where), _CHUNK):
+            chunk = where[i : i + _CHUNK]
+            holders = union_all(*[select(func.max(r.c.seq)).where(r.c.stream == n, r.c.version <= v) for n, v in chunk])
+            for ev in self.read(conn, select_records(r.c.seq.in_(holders))):
+                wanted = places.get((records.stream_key(ev.stream_id), ev.stream_version))
+                if wanted is not None and ev.event_id == wanted:
+                    found[wanted] = ev
+        return found
+
+    def stream_by_key(self, conn: Connection, key: str) -> int | None:
+        """The number of the stream whose derived ids start with ``key``."""
+        if key not in self._streams_by_key:
+            for number, stream_id in conn.execute(select(s.c.stream, s.c.stream_id)):
+                self._streams_by_key[records.stream_key.__wrapped__(stream_id)] = number
+        return self._streams_by_key.get(key)
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+RECORD_COLUMNS = tuple(c.name for c in RECORD)
+EventRow = tuple  # (seq, event id, stream id, version, type, schema version, payload, recorded_at, prev hash, hash)
+
+
+def plain_records(rows: Sequence[EventRow]) -> list[tuple[Sequence[EventRow], bytes]]:
+    """An append's chained event rows (one stream, one time) cut into records, each with its plain body."""
+    out = []
+    for start, end in records.cuts([row[4] for row in rows]):
+        part = rows[start:end]
+        stream_id = part[0][2]
+        events = []
+        for row in part:
+            derived = records.derived_id(stream_id, row[3])
+            if row[1] != derived and records.split_derived(row[1]) is not None:
+                # Another position's derived id here would name two events (store/records.py).
+                raise MisplacedId(
+                    f"event id {row[1]} is the id of another stream version than {row[3]} of {stream_id}; "
+                    "give the event no id, or one of its own"
+                )
+            events.append(("" if row[1] == derived else row[1], row[4], row[5], row[6]))
+        out.append((part, records.plain_body(stream_id if part[0][3] == 1 else None, events)))
+    return out
+
+
+def record_rows(
+    number: int | None, parts: Sequence[tuple[Sequence[EventRow], bytes]], dictionary: bytes | None
+) -> list[list[Any]]:
+    """``records`` rows (:data:`RECORD_COLUMNS`, the dictionary's number left None for the caller to set)
+    of :func:`plain_records`; ``number`` is the stream's (None: the append starts it, its first seq)."""
+    out = []
+    for part, plain in parts:
+        first, last = part[0], part[-1]
+        stream = first[0] if number is None else number
+        body = records.compress(plain, dictionary)
+        out.append([first[0], stream, first[3], len(part), first[7], None, body, bytes.fromhex(last[9])])
+        number = stream
+    return out
+
+
+def insert_records(conn: Connection, rows: list[list[Any]], dictionary: int | None) -> None:
+    from evalstore.store import bulk
+
+    for row in rows:
+        row[5] = dictionary
+    bulk.insert_tuples(conn, schema.records, RECORD_COLUMNS, [tuple(row) for row in rows])
+
+
+def replay(conn: Connection, store_log: Log, *, upto: int | None = None) -> Iterator[StoredEvent]:
+    """Every event in seq order, each with its hashes, read from the records alone: a stream's id from its
+    first record (not the ``streams`` projection, which a rebuild clears first)."""
+    query = select(*RECORD).order_by(r.c.seq)
+    if upto is not None:
+        query = query.where(r.c.seq <= upto)
+    streams: dict[int, str] = {}
+    prev = GENESIS_HASH
+    for row in store_log.dialect.rows(conn, query):
+        seq, stream = row[0], row[1]
+        plain = store_log.plain(conn, row)
+        header = plain.partition(records.HEADER_END.encode())[0]
+        if header:
+            streams[stream] = header.decode("utf-8")
+        if stream not in streams:
+            raise StoreError(f"record seq {seq}: the first record of its stream {stream} is missing")
+        events = store_log.events(conn, (*row, streams[stream]), plain)
+        for ev, (before, digest) in zip(events, chain_of(events, prev, bytes(row[7]).hex())):
+            ev.__dict__["prev_hash"] = before
+            ev.__dict__["hash"] = digest
+            if upto is None or ev.seq <= upto:
+                yield ev
+        prev = bytes(row[7]).hex()
