@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from evalstore.replay.processes.children import allow_children, cancel_children
 
@@ -48,10 +48,10 @@ def run_handing_off(work: Callable[[T, Waiting], object], items: Iterable[T], wo
     ``--concurrency 3``). Items that wait overlap as on a pool of ``workers`` threads; grading/overlap.py
     does the same for the graders of one test."""
     allow_children()
-    _HandOff(work, iter(items), max(1, workers)).run()
+    _HandOff(work, items, max(1, workers)).run()
 
 
-class _HandOff:
+class _HandOff(Generic[T]):
     def __init__(self, work: Callable[[T, Waiting], object], items: Iterable[T], workers: int) -> None:
         self.work = work
         self.items = iter(items)
@@ -91,20 +91,18 @@ class _HandOff:
             self.threads.append(thread)
         thread.start()
 
-    def _next(self) -> tuple[bool, object]:
+    def _next(self) -> tuple[T] | None:
+        """The next item (in a tuple: an item may be None), or None when there is none to take."""
         with self.lock:
             if self.stopped:
-                return False, None
+                return None
             for item in self.items:
-                return True, item
-            return False, None
+                return (item,)
+            return None
 
     def _take_in_turn(self) -> None:
         try:
-            while True:
-                more, item = self._next()
-                if not more:
-                    return
+            while (taken := self._next()) is not None:
                 handed_off = False
 
                 def waiting() -> None:
@@ -113,7 +111,7 @@ class _HandOff:
                         handed_off = True
                         self._start()
 
-                self.work(item, waiting)  # type: ignore[arg-type]
+                self.work(taken[0], waiting)
         except BaseException as exc:  # re-raised by run(); the items running meanwhile stop, as on Ctrl-C
             with self.lock:
                 self.errors.append(exc)
