@@ -702,7 +702,7 @@ def _replay_test(
     test_waiting: Callable[[], None] = no_wait,
 ) -> TestScored:
     test_id, target, attempt = key
-    recorder = StoreRecorder(store, run_id, ahead, key=key)
+    recorder = StoreRecorder(store, run_id, ahead, key=key, waiting=test_waiting)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
     if test is None or not _selected(test_id, tests_by_id, options):
