@@ -156,6 +156,15 @@ class RunWindows:
         self._bounds = list(zip([0, *ends], [*ends, None], strict=True))
         self.order: list[ResultKey] = []
         self._window: dict[ResultKey, int] = {}
+        self._loaded: dict[int, dict[ResultKey, TestMaterial]] = {}
+        if len(self._bounds) == 1:
+            # One window (a run of at most WINDOW_RESULTS results, most runs): its material, read now, gives
+            # the keys in the same order (each key where its first event is), in one pass over the events
+            # instead of two (an unchanged replay of 300 tests read them twice: 2% of its time).
+            self._loaded[0] = _read(store, run_id)[1]
+            self.order = list(self._loaded[0])
+            self._window = dict.fromkeys(self.order, 0)
+            return
         for i, (after, upto) in enumerate(self._bounds):
             for _, _, payload, _ in store.stream_payloads(run_id, types=_KEYED, after=after, upto=upto):
                 p = json.loads(payload)
@@ -163,7 +172,6 @@ class RunWindows:
                 if key not in self._window:
                     self._window[key] = i
                     self.order.append(key)
-        self._loaded: dict[int, dict[ResultKey, TestMaterial]] = {}
 
     def __len__(self) -> int:
         return len(self.order)

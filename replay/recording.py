@@ -100,7 +100,10 @@ class StoreRecorder:
     """Buffers one test's events and blobs; :meth:`flush` appends them to the run's stream atomically.
 
     Lookups see this test's buffered work first, then what was read ahead (``ahead``), then the store's
-    reuse indexes (``conversions``, ``judge_cache``), which span every run in the store.
+    reuse indexes (``conversions``, ``judge_cache``), which span every run in the store. ``waiting`` (a
+    replay's ``GradingContext.test_waiting``) is called before each read of a store on a database server:
+    its round trip is a wait, during which the replay grades its next test; SQLite's reads, in this
+    process, are not.
     """
 
     def __init__(
@@ -110,6 +113,7 @@ class StoreRecorder:
         ahead: ReadAhead | None = None,
         *,
         key: tuple[str, str, int] | None = None,
+        waiting: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -120,6 +124,13 @@ class StoreRecorder:
         self.blobs: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._ahead = ahead or _NOTHING_AHEAD
+        self._waiting = waiting if store.engine.dialect.name != "sqlite" else None
+
+    def _read(self) -> EventStore:
+        """The store, for a read (see ``waiting``)."""
+        if self._waiting is not None:
+            self._waiting()
+        return self.store
 
     def put_blob(self, data: bytes) -> str:
         digest = sha256_hex(data)
@@ -132,7 +143,7 @@ class StoreRecorder:
             data = self.blobs.get(sha256)
         if data is None:
             data = self._ahead.blobs.get(sha256)
-        return data if data is not None else self.store.get_blob(sha256)
+        return data if data is not None else self._read().get_blob(sha256)
 
     def record(self, event: DomainEvent, event_id: str | None = None) -> str:
         event_id = event_id or new_event_id()
@@ -149,13 +160,13 @@ class StoreRecorder:
 
     def find_conversion(self, fingerprint: str) -> tuple[str, PreprocessingRecorded] | None:
         hit = self._buffered(lambda e: reusable_conversion(e, fingerprint))
-        if hit is None and (stored := self.store.lookup("conversions", fingerprint)) is not None:
+        if hit is None and (stored := self._read().lookup("conversions", fingerprint)) is not None:
             hit = (stored.event_id, stored.event)
         return hit  # type: ignore[return-value]
 
     def find_judge_call(self, cache_key: str) -> tuple[str, GraderCalled] | None:
         hit = self._buffered(lambda e: reusable_judge_call(e, cache_key))
-        if hit is None and (stored := self.store.lookup("judge_cache", cache_key)) is not None:
+        if hit is None and (stored := self._read().lookup("judge_cache", cache_key)) is not None:
             hit = (stored.event_id, stored.event)
         return hit  # type: ignore[return-value]
 
@@ -164,7 +175,7 @@ class StoreRecorder:
         hit = self._buffered(lambda e: reusable_process_call(e, cache_key))
         if hit is None:
             hit = self._ahead.process_calls.get(cache_key)
-        stored = self.store.lookup("judge_cache", cache_key) if hit is None else None
+        stored = self._read().lookup("judge_cache", cache_key) if hit is None else None
         if stored is not None and reusable_process_call(stored.event, cache_key):
             hit = (stored.event_id, stored.event)
         return hit  # type: ignore[return-value]

@@ -49,7 +49,7 @@ from evalstore.replay.evalfile.union import union_suite
 from evalstore.replay.executors import Executor, Work
 from evalstore.replay.executors.local import LocalExecutor
 from evalstore.replay.grading.engine import grade_test, missing_runtime
-from evalstore.replay.grading.graders.base import GradeOptions, process_slots, reads_files_itself
+from evalstore.replay.grading.graders.base import GradeOptions, no_wait, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
 from evalstore.replay.inspect import graded_despite_error
 from evalstore.replay.jsontext import decode_problem
@@ -579,8 +579,10 @@ class ReplayJob:
         appends: BatchedAppends | Collected,
         ahead: ReadAhead | None = None,
         transcript_blob: Callable[[str], bytes] | None = None,
+        test_waiting: Callable[[], None] = no_wait,
     ) -> TestScored:
-        """Grade (or carry over) one test into its own recorder, handed whole to ``appends``."""
+        """Grade (or carry over) one test into its own recorder, handed whole to ``appends``.
+        ``test_waiting``: see ``GradingContext.test_waiting``."""
         return _replay_test(
             store,
             self.run_id,
@@ -595,6 +597,7 @@ class ReplayJob:
             appends,
             ahead,
             transcript_blob,
+            test_waiting,
         )
 
 
@@ -696,9 +699,10 @@ def _replay_test(
     batches: BatchedAppends | Collected,
     ahead: ReadAhead | None = None,
     transcript_blob: Callable[[str], bytes] | None = None,
+    test_waiting: Callable[[], None] = no_wait,
 ) -> TestScored:
     test_id, target, attempt = key
-    recorder = StoreRecorder(store, run_id, ahead, key=key)
+    recorder = StoreRecorder(store, run_id, ahead, key=key, waiting=test_waiting)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
     if test is None or not _selected(test_id, tests_by_id, options):
@@ -752,6 +756,7 @@ def _replay_test(
         judges=judges,
         only=only,
         carried=carried,
+        test_waiting=test_waiting,
     )
     batches.add(recorder)
     return grade.scored

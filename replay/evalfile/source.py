@@ -127,8 +127,8 @@ def load_yaml(text: str, file: str, warnings: list[str]) -> tuple[Any, LineMap]:
     try:
         node = loader.get_single_node()
         if node is not None:
-            _check_depth(node, file)
-            check_expansion(node, file)
+            if _check_depth(node, file):  # a tree (no alias) expands to exactly what is written
+                check_expansion(node, file)
             # Walked before construction, which folds merge keys (`<<: *x`) into their mappings: a key
             # written beside a merge overrides the merged one and is no duplicate.
             lines[()] = node.start_mark.line + 1
@@ -152,14 +152,16 @@ MAX_NESTING = 100
 would exhaust the interpreter's recursion limit further on (parsing, merging, canonical JSON)."""
 
 
-def _check_depth(root: yaml.Node, file: str) -> None:
+def _check_depth(root: yaml.Node, file: str) -> bool:
     """An error at the first node nested deeper than :data:`MAX_NESTING` (iteratively: the check must
-    not itself recurse)."""
+    not itself recurse). Returns whether a node was reached twice (through an alias)."""
     stack: list[tuple[yaml.Node, int]] = [(root, 0)]
     seen: set[int] = set()
+    aliased = False
     while stack:
         node, depth = stack.pop()
         if id(node) in seen:  # an alias: the same node object again
+            aliased = True
             continue
         seen.add(id(node))
         if depth > MAX_NESTING:
@@ -169,6 +171,7 @@ def _check_depth(root: yaml.Node, file: str) -> None:
             stack.extend((child, depth + 1) for pair in node.value for child in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((child, depth + 1) for child in node.value)
+    return aliased
 
 
 MAX_ALIAS_EXPANSION = 100_000

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from evalstore.replay.executors import Done, Work
-from evalstore.replay.processes.workers import run_concurrently
+from evalstore.replay.processes.workers import Waiting, run_handing_off
 from evalstore.replay.recording import BatchedAppends
 from evalstore.store.errors import BlobNotFound
 
@@ -31,10 +31,12 @@ class LocalExecutor:
             for window in work:
                 transcripts = TranscriptBlobs(store, job.transcript_digests(window))
 
-                def one(item: Work, transcripts: TranscriptBlobs = transcripts) -> None:
-                    done(item.key, job.grade(store, item, batches, ahead, transcripts.get))
+                def one(item: Work, waiting: Waiting, transcripts: TranscriptBlobs = transcripts) -> None:
+                    done(item.key, job.grade(store, item, batches, ahead, transcripts.get, waiting))
 
-                run_concurrently(one, window, concurrency)
+                # Tests whose graders never wait (every execution and judge reply reused) are graded
+                # one after another here; more threads start only when one waits.
+                run_handing_off(one, window, concurrency)
         finally:
             # Tests finished before an interrupt are kept: a resume will not grade them again.
             batches.flush()

@@ -27,14 +27,21 @@ grade, where AgentV would have asked the agent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.content import Message
 from evalstore.replay.evalfile.conversation import WHOLE, turn_verdict
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, GraderSpec, TurnSpec
-from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, Recorder, TranscriptInfo
+from evalstore.replay.grading.graders.base import (
+    GradeOptions,
+    GraderResult,
+    GradingContext,
+    Recorder,
+    TranscriptInfo,
+    no_wait,
+)
 from evalstore.replay.grading.scoring import effective_threshold, produced_now, score_test
 from evalstore.replay.jsontext import stringify
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
@@ -137,6 +144,8 @@ class ConversationGrader:
     stopped: bool = False
     unanswered: list[int] = field(default_factory=list)
     """Turns the recorded conversation does not reach (a replay's: the run stopped before them)."""
+    test_waiting: Callable[[], None] = no_wait
+    """``GradingContext.test_waiting`` of every turn's graders."""
 
     @property
     def threshold(self) -> float:
@@ -241,6 +250,7 @@ class ConversationGrader:
             options=self.options,
             judges=self.judges,
             question=question,
+            test_waiting=self.test_waiting,
         )
         results = grade_graders(ctx, test.graders)
         outcome = score_test(list(zip(test.graders, results)), self.threshold)
@@ -355,9 +365,19 @@ def grade_conversation(
     judges: JudgePool | None,
     only: set[str] | None,
     carried: Mapping[str, tuple[str, VerdictRecorded]],
+    test_waiting: Callable[[], None] = no_wait,
 ) -> TestGrade:
     """A recorded conversation graded from its transcript (replay, resume)."""
     grader = ConversationGrader(
-        suite, test, recorder, target, attempt, options, judges, only=only, carried=dict(carried)
+        suite,
+        test,
+        recorder,
+        target,
+        attempt,
+        options,
+        judges,
+        only=only,
+        carried=dict(carried),
+        test_waiting=test_waiting,
     )
     return grader.finish(transcript)

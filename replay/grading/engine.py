@@ -37,6 +37,7 @@ from evalstore.replay.grading.graders.base import (
     GradingContext,
     Recorder,
     TranscriptInfo,
+    no_wait,
 )
 from evalstore.replay.grading.overlap import overlapping
 from evalstore.replay.grading.scoring import apply_negate, effective_threshold, produced_now, score_test
@@ -128,11 +129,13 @@ def grade_test(
     judges: JudgePool | None = None,
     only: Iterable[str] | None = None,
     carried: Mapping[str, tuple[str, VerdictRecorded]] | None = None,
+    test_waiting: Callable[[], None] = no_wait,
 ) -> TestGrade:
     """Grade one test and record a verdict per grader plus the test score.
 
     ``only`` names the graders to run; every other grader's verdict is taken from ``carried``
     (``grader name -> (parent verdict event id, verdict)``) and recorded as carried over.
+    ``test_waiting``: see ``GradingContext.test_waiting``.
     """
     options = options or GradeOptions()
     if test.mode == "conversation":
@@ -149,6 +152,7 @@ def grade_test(
             judges=judges,
             only=set(only) if only is not None else None,
             carried=carried or {},
+            test_waiting=test_waiting,
         )
     ctx = GradingContext(
         suite=suite,
@@ -159,6 +163,7 @@ def grade_test(
         attempt=attempt,
         options=options,
         judges=judges,
+        test_waiting=test_waiting,
     )
     selected = set(only) if only is not None else None
     carried = carried or {}

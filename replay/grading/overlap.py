@@ -147,6 +147,7 @@ class _Overlap:
                     return
                 buffer.freeze()
                 handed_off.set()
+                self.ctx.test_waiting()
                 following = self._take()
                 if following is not None:
                     thread = threading.Thread(target=self._from, args=(following,), daemon=True)

@@ -269,6 +269,7 @@ def _convert(event: _Event, converter: ConverterSpec, argv: list[str], data: byt
     with PrivateTempDir(prefix="evalstore-convert-") as tmp:
         copy = tmp.write(block.path, data)
         assert str(copy) == _copy_path(str(tmp.path), block), "the fingerprint names the copy's place"
+        event.ctx.test_waiting()
         result = run_child(
             argv,
             _converter_stdin(str(copy), block),

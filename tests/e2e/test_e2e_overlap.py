@@ -116,6 +116,41 @@ def test_a_tests_code_graders_run_at_once_and_are_recorded_in_order(tmp_path: Pa
         assert all((c.test_id, c.grader) == (v.test_id, v.grader) for c in linked)  # type: ignore[attr-defined]
 
 
+MEETING_GRADER = """\
+import json, pathlib, sys, time
+folder, tests = pathlib.Path(sys.argv[1]), sys.argv[2].split(",")
+test = json.load(sys.stdin)["output"].split()[-1]
+(folder / test).touch()
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline and not all((folder / t).exists() for t in tests):
+    time.sleep(0.02)
+met = all((folder / t).exists() for t in tests)
+print(json.dumps({"score": 1 if met else 0, "assertions": [{"text": test + " met the others", "passed": met}]}))
+"""
+
+
+def test_tests_whose_graders_wait_are_graded_at_once_up_to_the_concurrency(tmp_path: Path) -> None:
+    """A replay grades a test on one thread until it waits (executors/local.py): a test whose grader
+    process runs hands the next test to another thread, up to ``--concurrency``. Each test's grader
+    scores 1 only if the graders of all three tests ran at the same time."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    imported = _imported(db, tmp_path)
+    met = tmp_path / "met"
+    met.mkdir()
+    (tmp_path / "meet.py").write_text(MEETING_GRADER)
+    tests = ",".join(f"t{i}" for i in range(TESTS))
+    command = [sys.executable, "meet.py", str(met), tests]
+    grader = f"  - name: meet\n    type: code-grader\n    command: {json.dumps(command)}"
+    (tmp_path / "meet.eval.yaml").write_text(f"name: overlap\ntests: ./cases.yaml\nassertions:\n{grader}\n")
+    result = _cli(
+        db, "replay", imported, "--eval", str(tmp_path / "meet.eval.yaml"), "--concurrency", str(TESTS), "--json"
+    )
+    replay = json.loads(result.stdout)
+    assert replay["reuse"]["code_ran"] == TESTS
+    store = EventStore.open(db)
+    assert {r["score"] for r in store.query("verdicts", run_id=replay["run_id"])} == {1.0}
+
+
 SLOW_GRADER = """\
 import json, pathlib, sys, time
 pathlib.Path(sys.argv[2], f"{sys.argv[1]}-{time.time()}").touch()

@@ -70,3 +70,17 @@ def test_a_batch_whose_append_failed_stays_pending_and_is_written_by_the_next_fl
     batches.add(_test_recorder(sqlite_store, "r", "t2"))  # t0 and t1 are pending again, ahead of t2
     batches.flush()
     assert [r["test_id"] for r in sqlite_store.query("results", run_id="r")] == ["t0", "t1", "t2"]
+
+
+def test_a_read_of_a_database_server_is_a_wait_and_one_of_sqlite_is_not(store) -> None:  # type: ignore[no-untyped-def]
+    """A replay grades its next test while one waits (processes.workers.run_handing_off): on PostgreSQL a
+    lookup that misses what was read ahead is a round trip, and says so; SQLite's, in this process, not."""
+    waits: list[str] = []
+    rec = StoreRecorder(store, "r", waiting=lambda: waits.append("wait"))
+    assert rec.find_process_call("no-such-key") is None
+    assert rec.find_judge_call("no-such-key") is None
+    server = store.engine.dialect.name != "sqlite"
+    assert waits == (["wait", "wait"] if server else [])
+    rec.put_blob(b"buffered")
+    rec.get_blob(hashlib.sha256(b"buffered").hexdigest())  # this test's own blob: no read
+    assert len(waits) == (2 if server else 0)

@@ -144,7 +144,7 @@ def reads_files_itself(provider: object) -> bool:
     return isinstance(provider, str) and provider.strip().lower() in AGENT_PROVIDERS
 
 
-def _no_wait() -> None:
+def no_wait() -> None:
     """Graders graded alone: nothing starts while one waits."""
 
 
@@ -163,9 +163,14 @@ class GradingContext:
     """What the graders of this test would each compute alike, kept by the first (each grader prepares
     after the ones before it, ``grading/overlap.py``): e.g. the stdin payload code graders with the same
     ``config`` and answer are sent."""
-    waiting: Callable[[], None] = _no_wait
+    waiting: Callable[[], None] = no_wait
     """Called by a grader just before it waits on the outside world (its process, its judge): the test's
     next grader may start meanwhile (``grading/overlap.py``)."""
+    test_waiting: Callable[[], None] = no_wait
+    """Called just before the test first waits on the outside world: by ``waiting`` (``grading/overlap.py``),
+    and by a converter about to run its process (which calls no ``waiting``: the next grader waits for its
+    conversion). A replay grades its next test meanwhile (``processes.workers.run_handing_off``), and
+    grades tests that never wait one after another on one thread."""
     question: str | None = None
     """A conversation's grading (``grading/conversation.py``): what an LLM grader shows as the question
     (``{{input}}``) instead of the test's input messages, the conversation written ``role: content``;

@@ -348,9 +348,13 @@ def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:
         return _result(0.0, [Assertion(text=text, passed=False)])
     if stdout.startswith("{"):
         try:
-            reply = without_lone_surrogates(json.loads(stdout))  # "\\ud800" in a reply would stop the run
+            reply = json.loads(stdout)
         except json.JSONDecodeError as exc:
             return execution_error(f"Code grader failed: stdout looks like JSON but does not parse ({exc})")
+        # A lone surrogate ("\\ud800") in a reply would stop the run. Text decoded from UTF-8 holds none: only a
+        # \\u escape makes one, and most replies have none to walk for.
+        if "\\u" in stdout:
+            reply = without_lone_surrogates(reply)
         if isinstance(reply, dict):
             return _protocol_result(reply)
     score = _plain_text_score(stdout) if exit_code == 0 else 0.0
