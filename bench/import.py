@@ -49,7 +49,7 @@ from bench.store_size import store_bytes, table_pages  # noqa: E402
 RSS_TARGET_MB = 200.0
 RATE_TARGET = 4000
 FLOOR_TARGET = 12.5  # 4,000 rows/s where json.loads of 20,000 rows took 0.40 s
-PROJECTIONS = ("runs", "results", "verdicts", "judge_cache", "conversions")
+PROJECTIONS = ("runs", "streams", "event_ids", "results", "verdicts", "judge_cache", "conversions")
 CHILD_TIMEOUT_S = 3600
 
 SYSTEM_PROMPT = (
@@ -342,9 +342,17 @@ def _breakdown(db: Path) -> dict[str, int]:
     try:
         parts: dict[str, int] = {}
         for table, size in table_pages(con).items():
-            part = table if table in ("events", "blobs") else "projections" if table in PROJECTIONS else "other"
+            part = (
+                "log"
+                if table in ("records", "dictionaries")
+                else "blobs"
+                if table == "blobs"
+                else "projections"
+                if table in PROJECTIONS
+                else "other"
+            )
             parts[part] = parts.get(part, 0) + size
-        parts["event payloads"] = con.execute("SELECT SUM(LENGTH(CAST(payload AS BLOB))) FROM events").fetchone()[0]
+        parts["record bodies"] = con.execute("SELECT SUM(LENGTH(body)) FROM records").fetchone()[0]
         return parts
     except sqlite3.OperationalError:
         return {}
@@ -426,11 +434,11 @@ def main() -> int:
     for r in results:
         if r["parts"]:
             parts = ", ".join(
-                f"{k} {r['parts'][k] / mb:.1f}" for k in ("events", "projections", "blobs", "other") if k in r["parts"]
+                f"{k} {r['parts'][k] / mb:.1f}" for k in ("log", "projections", "blobs", "other") if k in r["parts"]
             )
             print(
-                f"{r['rows']:>8} rows, store MB by table (with its indexes): {parts}; of the events, payload JSON "
-                f"{r['parts']['event payloads'] / mb:.1f} (uncompressed)"
+                f"{r['rows']:>8} rows, store MB by table (with its indexes): {parts}; of the log, record bodies "
+                f"{r['parts']['record bodies'] / mb:.1f} (compressed)"
             )
     peak = max(max(r["peak_mb"], r["workers_mb"]) for r in results)
     worst_size = max(r["store_bytes"] / r["source_bytes"] for r in results)

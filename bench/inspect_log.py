@@ -46,6 +46,7 @@ sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != 
 
 from bench.read import run_child  # noqa: E402
 from bench.store_size import store_bytes, table_pages  # noqa: E402
+from evalstore.store import EventStore  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "inspect" / "logs" / "arithmetic.eval"
 SAMPLES_READ_MAX = 2000
@@ -91,10 +92,16 @@ def breakdown(db: Path) -> dict[str, int]:
     con = sqlite3.connect(db)
     try:
         parts = {f"pages {table}": size for table, size in table_pages(con).items()}
-        for kind, size in con.execute("SELECT type, SUM(LENGTH(CAST(payload AS BLOB))) FROM events GROUP BY type"):
-            parts[f"payloads {kind}"] = size
+        store = EventStore.open(f"sqlite:///{db}")
+        transcripts = []
+        for ev in store.read_all():  # the payloads are inside the log's compressed records
+            key = f"payloads {ev.type}"
+            parts[key] = parts.get(key, 0) + len(ev.payload_json.encode())
+            if ev.type == "transcript_recorded":
+                transcripts.append(ev.payload_json)
+        store.close()
         named: dict[str, str] = {}
-        for (payload,) in con.execute("SELECT payload FROM events WHERE type = 'transcript_recorded'"):
+        for payload in transcripts:
             t = json.loads(payload)
             if t.get("source_record_sha256"):
                 named[t["source_record_sha256"]] = "sample record"

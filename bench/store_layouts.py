@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 
 from bench.store_size import import_bench, store_bytes  # noqa: E402
+from evalstore.store import EventStore, records  # noqa: E402
 
 SIZE_TARGET = 1.0
 DICT_BYTES = 16 * 1024
@@ -73,11 +74,12 @@ class Source:
     """The store's rows, read once."""
 
     def __init__(self, db: Path) -> None:
+        store = EventStore.open(f"sqlite:///{db}")  # the log's records decoded into events
+        fields = ("seq", "event_id", "stream_id", "stream_version", "type", "schema_version", "payload_json")
+        fields += ("recorded_at", "hash")
+        self.events = [tuple(getattr(e, f) for f in fields) for e in store.read_all()]
+        store.close()
         con = sqlite3.connect(db)
-        self.events = con.execute(
-            "SELECT seq, event_id, stream_id, stream_version, type, schema_version, payload, recorded_at, hash "
-            "FROM events ORDER BY seq"
-        ).fetchall()
         self.projections = {
             name: (
                 [c[1] for c in con.execute(f"PRAGMA table_info({name})")],
@@ -213,9 +215,9 @@ def _records(src: Source) -> Iterator[list[tuple]]:
 
 
 def _derived(event_id: str) -> bool:
-    """Whether an id is one an import makes (``uuid5`` of the run and a position), so a reader can make it
-    again: checked here by the UUID's version, which is what a format would record."""
-    return uuid.UUID(event_id).version == 5
+    """Whether an id is one an import makes (derived from its run and position, ``store/records.py``), so a
+    reader can make it again."""
+    return records.split_derived(event_id) is not None
 
 
 def per_result(src: Source, path: Path, *, last_hash_only: bool) -> dict[str, int]:

@@ -152,10 +152,16 @@ class Log:
         chain.events = out
         return out
 
-    def read(self, conn: Connection, query: Select) -> Iterator[StoredEvent]:
-        """The events of the records a :func:`select_records` query finds, in order (streamed)."""
+    def read(self, conn: Connection, query: Select, types: Iterable[str] | None = None) -> Iterator[StoredEvent]:
+        """The events of the records a :func:`select_records` query finds, in order (streamed); with
+        ``types``, only records holding an event of one of them are parsed (the type is a field of its own
+        in the plain body, between separators nothing else holds: a run's few ``line_skipped`` events are
+        found without building its other events)."""
+        needles = None if types is None else [f"{records.FIELD_END}{t}{records.FIELD_END}".encode() for t in types]
         for row in self.dialect.rows(conn, query):
-            yield from self.events(conn, row)
+            plain = self.plain(conn, row)
+            if needles is None or any(needle in plain for needle in needles):
+                yield from self.events(conn, row, plain)
 
     def at(self, conn: Connection, seqs: Iterable[int]) -> dict[int, StoredEvent]:
         """Events by seq (what projection rows name them by)."""

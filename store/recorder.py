@@ -683,7 +683,7 @@ class EventStore:
         if left is not None and left <= 0:
             return
         with self.engine.connect() as conn:
-            for ev in self._log.read(conn, _stream_records(stream_id, after, upto)):
+            for ev in self._log.read(conn, _stream_records(stream_id, after, upto), wanted):
                 if ev.stream_version <= after or (upto is not None and ev.stream_version > upto):
                     continue
                 if wanted is not None and ev.type not in wanted:
