@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Select, func, select, union_all
 from sqlalchemy.engine import Connection, Engine
 
-from evalstore.store import records, schema
+from evalstore.store import bulk, records, schema
 from evalstore.store.codec import GENESIS_HASH, event_hasher
 from evalstore.store.envelope import StoredEvent
 from evalstore.store.errors import StoreError
@@ -46,17 +46,20 @@ class RecordChain:
     record's stored hash, through this record's events; the last is the record's stored hash (so an event
     altered in the record shows as the last one's computed hash differing from it: ``verify``)."""
 
-    def __init__(self, engine: Engine, events: list[StoredEvent], last_hash: str) -> None:
+    def __init__(self, engine: Engine, events: list[StoredEvent], last_hash: str, prev: str | None) -> None:
         self.engine = engine
         self.events = events
         self.last_hash = last_hash
+        self.prev = prev
+        """The previous record's hash when the reader knows it (reading the whole log in order)."""
         self._hashes: list[tuple[str, str]] | None = None
 
     def hashes(self, event: StoredEvent) -> tuple[str, str]:
         if self._hashes is None:
-            with self.engine.connect() as conn:
-                prev = prev_hash(conn, self.events[0].seq)
-            self._hashes = chain_of(self.events, prev, self.last_hash)
+            if self.prev is None:
+                with self.engine.connect() as conn:
+                    self.prev = prev_hash(conn, self.events[0].seq)
+            self._hashes = chain_of(self.events, self.prev, self.last_hash)
         return self._hashes[event.seq - self.events[0].seq]
 
 
@@ -139,18 +142,19 @@ class Log:
         except zlib.error as exc:
             raise StoreError(f"record seq {row[0]} cannot be inflated ({exc}); run `evalstore verify`") from None
 
-    def events(self, conn: Connection, row: Sequence[Any], plain: bytes | None = None) -> list[StoredEvent]:
-        """The events of a record row (:data:`RECORD` and the stream id, as :func:`select_records` reads)."""
+    def events(
+        self, conn: Connection, row: Sequence[Any], plain: bytes | None = None, prev: str | None = None
+    ) -> list[StoredEvent]:
+        """The events of a record row (:data:`RECORD` and the stream id, as :func:`select_records` reads);
+        ``prev``, the previous record's hash, when the caller knows it."""
         seq, _, version, _, recorded_at, _, _, last_hash, stream_id = row
         _, items = records.parse_body(self.plain(conn, row) if plain is None else plain)
-        chain = RecordChain(self.engine, [], bytes(last_hash).hex())
-        out = []
-        for i, (event_id, type_, schema_version, payload) in enumerate(items):
-            v = version + i
-            fields = (seq + i, event_id or records.derived_id(stream_id, v), stream_id, v, type_, schema_version)
-            out.append(StoredEvent.of_row((*fields, payload, recorded_at), chain))
-        chain.events = out
-        return out
+        chain = RecordChain(self.engine, [], bytes(last_hash).hex(), prev)
+        chain.events = [
+            StoredEvent.of_row(fields, chain)
+            for fields in records.event_fields(seq, stream_id, version, recorded_at, items)
+        ]
+        return chain.events
 
     def read(self, conn: Connection, query: Select, types: Iterable[str] | None = None) -> Iterator[StoredEvent]:
         """The events of the records a :func:`select_records` query finds, in order (streamed); with
@@ -166,15 +170,13 @@ class Log:
     def at(self, conn: Connection, seqs: Iterable[int]) -> dict[int, StoredEvent]:
         """Events by seq (what projection rows name them by)."""
         wanted = set(seqs)
-        found: dict[int, StoredEvent] = {}
-        ordered = sorted(wanted)
-        for i in range(0, len(ordered), _CHUNK):
-            chunk = ordered[i : i + _CHUNK]
-            holders = union_all(*[select(func.max(r.c.seq)).where(r.c.seq <= q) for q in chunk])
-            for ev in self.read(conn, select_records(r.c.seq.in_(holders))):
-                if ev.seq in wanted:
-                    found[ev.seq] = ev
-        return found
+        holders = [select(func.max(r.c.seq)).where(r.c.seq <= q) for q in sorted(wanted)]
+        return {ev.seq: ev for ev in self._holding(conn, holders) if ev.seq in wanted}
+
+    def _holding(self, conn: Connection, holders: list[Select]) -> Iterator[StoredEvent]:
+        """The events of the records whose seqs the ``holders`` subqueries select (a few hundred per query)."""
+        for i in range(0, len(holders), _CHUNK):
+            yield from self.read(conn, select_records(r.c.seq.in_(union_all(*holders[i : i + _CHUNK]))))
 
     def find(self, conn: Connection, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
         """Events by id: a derived id (:func:`evalstore.store.records.derived_id`) read where it points, any
@@ -190,19 +192,16 @@ class Log:
             if ev.event_id == seqs[seq]:
                 found[ev.event_id] = ev
         places: dict[tuple[str, int], str] = {}  # (stream key, version) -> the derived id asked for
-        where: list[tuple[int, int]] = []  # (stream number, version)
+        holders = []
         for event_id in ids:
             split = records.split_derived(event_id) if event_id not in found else None
             if split is not None and (number := self.stream_by_key(conn, split[0])) is not None:
                 places[split] = event_id
-                where.append((number, split[1]))
-        for i in range(0, len(where), _CHUNK):
-            chunk = where[i : i + _CHUNK]
-            holders = union_all(*[select(func.max(r.c.seq)).where(r.c.stream == n, r.c.version <= v) for n, v in chunk])
-            for ev in self.read(conn, select_records(r.c.seq.in_(holders))):
-                wanted = places.get((records.stream_key(ev.stream_id), ev.stream_version))
-                if wanted is not None and ev.event_id == wanted:
-                    found[wanted] = ev
+                holders.append(select(func.max(r.c.seq)).where(r.c.stream == number, r.c.version <= split[1]))
+        for ev in self._holding(conn, holders):
+            wanted = places.get((records.stream_key(ev.stream_id), ev.stream_version))
+            if wanted is not None and ev.event_id == wanted:
+                found[wanted] = ev
         return found
 
     def stream_by_key(self, conn: Connection, key: str) -> int | None:
@@ -255,8 +254,6 @@ def record_rows(
 
 
 def insert_records(conn: Connection, rows: list[list[Any]], dictionary: int | None) -> None:
-    from evalstore.store import bulk
-
     for row in rows:
         row[5] = dictionary
     bulk.insert_tuples(conn, schema.records, RECORD_COLUMNS, [tuple(row) for row in rows])
@@ -278,10 +275,7 @@ def replay(conn: Connection, store_log: Log, *, upto: int | None = None) -> Iter
             streams[stream] = header.decode("utf-8")
         if stream not in streams:
             raise StoreError(f"record seq {seq}: the first record of its stream {stream} is missing")
-        events = store_log.events(conn, (*row, streams[stream]), plain)
-        for ev, (before, digest) in zip(events, chain_of(events, prev, bytes(row[7]).hex())):
-            ev.__dict__["prev_hash"] = before
-            ev.__dict__["hash"] = digest
+        for ev in store_log.events(conn, (*row, streams[stream]), plain, prev):
             if upto is None or ev.seq <= upto:
                 yield ev
         prev = bytes(row[7]).hex()

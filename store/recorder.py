@@ -371,8 +371,6 @@ class EventStore:
             fresh = [p for p in prepared if p[0] is None or p[0] not in existing]
             if fresh:
                 version = self._stream_version(conn, stream_id)
-                if optimistic and _misplaced(stream_id, version, fresh):
-                    raise _Recheck  # another place's id: an event stored already, looked up on the recheck
                 if expected_version is not None and version != expected_version:
                     if optimistic:
                         raise _Recheck
@@ -384,7 +382,12 @@ class EventStore:
                 # are read and stored a chunk at a time, after them.
                 small, large = _split_large(blobs)
                 blob_rows, candidates = self._encoded_blobs(conn, small) if small else (None, {})
-                stored = self._insert_events(conn, stream_id, version, fresh)
+                try:
+                    stored = self._insert_events(conn, stream_id, version, fresh)
+                except log.MisplacedId:
+                    if optimistic:  # another place's id: an event stored already, looked up on the recheck
+                        raise _Recheck from None
+                    raise
                 if blob_rows is not None:
                     self._insert_blob_rows(conn, blob_rows())
                 for digest, data in large.items():
@@ -1317,14 +1320,6 @@ class _Plan:
         numbers = {} if start.number is None else {stream_id: start.number}
         events, fields = [e for e, _ in projected], [f for _, f in projected]
         return cls(start, rows, record_rows, projections.planned(events, fields, numbers))
-
-
-def _misplaced(stream_id: str, version: int, fresh: Sequence[tuple]) -> bool:
-    """Whether an event would land where its given id is not the derived id it is in form."""
-    return any(
-        p[0] is not None and p[0] != records.derived_id(stream_id, version + i) and records.split_derived(p[0])
-        for i, p in enumerate(fresh, 1)
-    )
 
 
 def _split_large(

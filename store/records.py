@@ -86,6 +86,26 @@ def parse_body(plain: bytes) -> tuple[str, list[tuple[str, str, int, str]]]:
     return header, events
 
 
+def event_fields(
+    seq: int, stream_id: str, version: int, recorded_at: str, items: Sequence[tuple[str, str, int, str]]
+) -> list[tuple[int, str, str, int, str, int, str, str]]:
+    """A record's events as :class:`~evalstore.store.envelope.StoredEvent`'s fields, in order: its
+    :func:`parse_body` items placed after ``seq`` and ``version``, an empty id made the derived one."""
+    return [
+        (
+            seq + i,
+            event_id or derived_id(stream_id, version + i),
+            stream_id,
+            version + i,
+            type_,
+            sv,
+            payload,
+            recorded_at,
+        )
+        for i, (event_id, type_, sv, payload) in enumerate(items)
+    ]
+
+
 def compress(plain: bytes, dictionary: bytes | None) -> bytes:
     deflate = _primed(dictionary).copy()
     return deflate.compress(plain) + deflate.flush()

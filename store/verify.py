@@ -131,13 +131,7 @@ def _verify(
             raise Problem(f"{where}: stream version {version} does not follow {versions[stream]}")
         versions[stream] = version + count - 1
         stream_id = streams[stream]
-        events = []
-        for i, (event_id, type_, schema_version, payload) in enumerate(items):
-            v = version + i
-            event_id = event_id or records.derived_id(stream_id, v)
-            events.append(
-                StoredEvent.of_row((seq + i, event_id, stream_id, v, type_, schema_version, payload, recorded_at))
-            )
+        events = [StoredEvent.of_row(f) for f in records.event_fields(seq, stream_id, version, recorded_at, items)]
         computed = log.chain_of(events, prev)
         if len(stored_hash) != 32 or computed[-1][1] != stored_hash.hex():
             span = f"event seq {seq}" if count == 1 else f"events seq {seq}-{last}"

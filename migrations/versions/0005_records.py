@@ -239,24 +239,10 @@ def downgrade() -> None:
             streams[stream] = header
         stream_id = streams[stream]
         hashed = event_hasher(stream_id, recorded_at)
-        for i, (event_id, type_, schema_version, payload) in enumerate(items):
-            event_id = event_id or records.derived_id(stream_id, version + i)
-            digest = hashed(prev, seq + i, event_id, version + i, type_, schema_version, payload)
-            if i == len(items) - 1:
-                digest = bytes(last_hash).hex()
-            values = (
-                seq + i,
-                event_id,
-                stream_id,
-                version + i,
-                type_,
-                schema_version,
-                payload,
-                recorded_at,
-                prev,
-                digest,
-            )
-            batch.append(dict(zip(EVENT_COLUMNS, values)))
+        last = seq + len(items) - 1
+        for fields in records.event_fields(seq, stream_id, version, recorded_at, items):
+            digest = bytes(last_hash).hex() if fields[0] == last else hashed(prev, *fields[:2], *fields[3:7])
+            batch.append(dict(zip(EVENT_COLUMNS, (*fields, prev, digest))))
             prev = digest
         if len(batch) >= BATCH:
             conn.execute(events_t.insert(), batch)

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from evalstore.replay.grading.graders.base import GradingContext, Recorder
 from evalstore.replay.grading.reuse import reusable_conversion, reusable_judge_call, reusable_process_call
+from evalstore.replay.processes.workers import join_growing
 from evalstore.store.codec import sha256_hex
 from evalstore.store.envelope import new_event_id
 from evalstore.store.events import DomainEvent, GraderCalled, PreprocessingRecorded
@@ -116,14 +117,7 @@ class _Overlap:
 
     def run(self) -> list[tuple[Any, GraderBuffer]]:
         self._from(self._take())
-        joined = 0
-        while True:  # a thread may start another before it ends
-            with self.lock:
-                if joined == len(self.threads):
-                    break
-                thread = self.threads[joined]
-            thread.join()
-            joined += 1
+        join_growing(self.threads, self.lock)
         if self.errors:
             raise self.errors[0]
         return list(zip(self.results, self.buffers))

@@ -51,6 +51,19 @@ def run_handing_off(work: Callable[[T, Waiting], object], items: Iterable[T], wo
     _HandOff(work, items, max(1, workers)).run()
 
 
+def join_growing(threads: list[threading.Thread], lock: threading.Lock) -> None:
+    """Join every thread of ``threads``, which the threads themselves may append to (under ``lock``) before
+    they end: the list is read again after each join."""
+    joined = 0
+    while True:
+        with lock:
+            if joined == len(threads):
+                return
+            thread = threads[joined]
+        thread.join()
+        joined += 1
+
+
 class _HandOff(Generic[T]):
     def __init__(self, work: Callable[[T, Waiting], object], items: Iterable[T], workers: int) -> None:
         self.work = work
@@ -65,15 +78,8 @@ class _HandOff(Generic[T]):
 
     def run(self) -> None:
         self._start()
-        joined = 0
         try:
-            while True:  # a thread may start another before it ends
-                with self.lock:
-                    if joined == len(self.threads):
-                        break
-                    thread = self.threads[joined]
-                thread.join()
-                joined += 1
+            join_growing(self.threads, self.lock)
         except BaseException:  # Ctrl-C: the items running stop, the others are not taken
             with self.lock:
                 self.stopped = True
