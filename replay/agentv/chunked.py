@@ -175,29 +175,30 @@ def _encode_window(job: _Job, part: tuple[Window, int]) -> tuple[int, str | None
     they count for), or None if they interleave with others."""
     assert _WORKER_STORE is not None
     window, slot = part
+    start = at = slot * SLOT_BYTES
+    end = start + SLOT_BYTES if job.slots is not None else start
+    results = items = 0
+    spilled: list[bytes] | None = None  # the chunk's encodings, once they outgrow the slot
     try:
-        encoded = [
-            job.encode(result)
-            for result in stored_results(
-                _WORKER_STORE,
-                job.run_id,
-                inputs=job.inputs,
-                window=window,
-                contiguous=True,
-                origin_ids=job.origin_ids,
-            )
-        ]
+        for result in stored_results(
+            _WORKER_STORE, job.run_id, inputs=job.inputs, window=window, contiguous=True, origin_ids=job.origin_ids
+        ):
+            data, counted = job.encode(result)
+            results += 1
+            items += counted
+            # Each result straight into the slot: the chunk's encodings are never held together.
+            if spilled is None and at + len(data) <= end:
+                job.slots[at : at + len(data)] = data  # type: ignore[index]
+                at += len(data)
+                continue
+            if spilled is None:
+                spilled = [bytes(job.slots[start:at])] if job.slots is not None else []
+            spilled.append(data)
     except Interleaved:
         return None
-    size = sum(len(data) for data, _ in encoded)
-    results, items = _counts(encoded)
-    if job.slots is not None and size <= SLOT_BYTES:
-        at = slot * SLOT_BYTES
-        for data, _ in encoded:
-            job.slots[at : at + len(data)] = data
-            at += len(data)
-        return slot, None, size, results, items
+    if spilled is None:
+        return slot, None, at - start, results, items
     path = os.path.join(job.folder, f"chunk-{window[0]}")
     with open(path, "wb") as fh:
-        fh.writelines(data for data, _ in encoded)
-    return slot, path, size, results, items
+        fh.writelines(spilled)
+    return slot, path, sum(map(len, spilled)), results, items
