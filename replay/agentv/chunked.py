@@ -36,7 +36,7 @@ from evalstore.replay.agentv.stored import (
     stored_results,
 )
 from evalstore.replay.processes.forked import held_parts, in_order, worker_count
-from evalstore.store import EventStore, make_engine
+from evalstore.store import EventStore
 
 CHUNK_RESULTS = 1000
 """Results per chunk: enough that a chunk's queries and its trip between processes cost little next to
@@ -64,7 +64,9 @@ class Chunk:
 class _Job:
     """What a worker needs (``processes.forked``: inherited, not sent)."""
 
-    url: str
+    store: EventStore
+    """This process's store: a worker uses it as it was at the fork (its statements compiled, its
+    dictionaries read), with a pool of its own."""
     run_id: str
     encode: Encode
     inputs: bool
@@ -90,10 +92,9 @@ def encoded_results(
     ends = store.result_ends(run_id, every=CHUNK_RESULTS)
     windows: list[Window] = list(zip([0, *ends], ends))
     count = worker_count(len(windows), workers)
-    url = _reopenable(store)
     after: int | None = 0
-    if count and url is not None:
-        after = yield from _forked(_Job(url, run_id, encode, inputs, origin_ids, ""), store, windows, count)
+    if count and _reopenable(store):
+        after = yield from _forked(_Job(store, run_id, encode, inputs, origin_ids, ""), store, windows, count)
     if after is not None:  # from the start, or from a chunk whose results interleave: read here, in one pass
         yield from _here(store, run_id, encode, inputs, (after, None), origin_ids)
 
@@ -156,17 +157,20 @@ def _forked(job: _Job, store: EventStore, windows: list[Window], workers: int) -
     return None
 
 
-def _reopenable(store: EventStore) -> str | None:
-    """The store's URL, for a worker to open it again; None for an in-memory SQLite database."""
+def _reopenable(store: EventStore) -> bool:
+    """Whether a worker can open the store again: not an in-memory SQLite database, which its closed
+    connections would take with them."""
     url = store.engine.url
-    if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
-        return None
-    return url.render_as_string(hide_password=False)
+    return not (url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"))
 
 
 def _open_worker(job: _Job) -> None:
     global _WORKER_STORE
-    _WORKER_STORE = EventStore(make_engine(job.url, create=False), check_schema=False)
+    # The store as this process had it, on connections of the worker's own: a new engine compiled every
+    # statement again and read the dictionaries again, in every worker. The pool held no connection at the
+    # fork (``_forked``); dropping it without closing keeps a worker off whatever the parent opens later.
+    job.store.engine.dispose(close=False)
+    _WORKER_STORE = job.store
 
 
 def _encode_window(job: _Job, part: tuple[Window, int]) -> tuple[int, str | None, int, int, int] | None:
