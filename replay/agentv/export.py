@@ -253,6 +253,7 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     # value, in the order AgentV writes them (each set in turn: a table of the pairs, built per row, was a
     # tenth of the row's cost).
     row: dict[str, Any] = {}
+    value: Any
     if (value := agentv_time(result.timestamp or (transcript["end_time"] if transcript else None))) is not None:
         row["timestamp"] = value
     if (value := scored["test_id"]) is not None:
