@@ -42,6 +42,11 @@ CHUNK_RESULTS = 1000
 """Results per chunk: enough that a chunk's queries and its trip between processes cost little next to
 encoding it, few enough that the first chunk is written out soon."""
 
+TAIL_PARTS = 4
+"""The run's last chunks, a worker's share each, are cut this many times finer: a worker done with its
+chunks first takes those, so the workers end together (a whole chunk's time with one worker left at the
+end was a twentieth of an export on two idle cores)."""
+
 SLOT_BYTES = 16 * 1024 * 1024
 """Room for one chunk's encoding in the shared buffer (1,000 results of bench/read.py take 5 MB). Only
 the pages chunks fill are used, and they stay in use until the export ends: this bounds that memory."""
@@ -88,8 +93,11 @@ def encoded_results(
     ``workers``: how many processes encode at once (default: one per core; 1 encodes everything in this
     process)."""
     origin_ids = origin_event_ids(store, run_id) if inputs else {}
-    # Each chunk runs from after one result's score to the score of the result CHUNK_RESULTS later.
-    ends = store.result_ends(run_id, every=CHUNK_RESULTS)
+    # Each chunk runs from after one result's score to the score of the result CHUNK_RESULTS later (at the
+    # end, CHUNK_RESULTS // TAIL_PARTS later).
+    every = max(CHUNK_RESULTS // TAIL_PARTS, 1)
+    fine = store.result_ends(run_id, every=every)
+    ends = chunk_ends(fine, CHUNK_RESULTS // every, worker_count(len(fine), workers))
     windows: list[Window] = list(zip([0, *ends], ends))
     count = worker_count(len(windows), workers)
     after: int | None = 0
@@ -97,6 +105,16 @@ def encoded_results(
         after = yield from _forked(_Job(store, run_id, encode, inputs, origin_ids, ""), store, windows, count)
     if after is not None:  # from the start, or from a chunk whose results interleave: read here, in one pass
         yield from _here(store, run_id, encode, inputs, (after, None), origin_ids)
+
+
+def chunk_ends(fine: list[int], per: int, workers: int) -> list[int]:
+    """Where the chunks end, from the ends of finer ones (``fine``, ``per`` of them to a chunk): whole
+    chunks, then the last ``workers`` chunks' worth of fine ones as they are."""
+    head = fine[: max(len(fine) - per * workers, 0)]
+    ends = head[per - 1 :: per]
+    if len(head) % per:
+        ends.append(head[-1])
+    return ends + fine[len(head) :]
 
 
 def _here(
