@@ -36,11 +36,16 @@ from evalstore.replay.agentv.stored import (
     stored_results,
 )
 from evalstore.replay.processes.forked import held_parts, in_order, worker_count
-from evalstore.store import EventStore, make_engine
+from evalstore.store import EventStore
 
 CHUNK_RESULTS = 1000
 """Results per chunk: enough that a chunk's queries and its trip between processes cost little next to
 encoding it, few enough that the first chunk is written out soon."""
+
+TAIL_PARTS = 4
+"""The run's last chunks, a worker's share each, are cut this many times finer: a worker done with its
+chunks first takes those, so the workers end together (a whole chunk's time with one worker left at the
+end was a twentieth of an export on two idle cores)."""
 
 SLOT_BYTES = 16 * 1024 * 1024
 """Room for one chunk's encoding in the shared buffer (1,000 results of bench/read.py take 5 MB). Only
@@ -64,7 +69,9 @@ class Chunk:
 class _Job:
     """What a worker needs (``processes.forked``: inherited, not sent)."""
 
-    url: str
+    store: EventStore
+    """This process's store: a worker uses it as it was at the fork (its statements compiled, its
+    dictionaries read), with a pool of its own."""
     run_id: str
     encode: Encode
     inputs: bool
@@ -86,16 +93,28 @@ def encoded_results(
     ``workers``: how many processes encode at once (default: one per core; 1 encodes everything in this
     process)."""
     origin_ids = origin_event_ids(store, run_id) if inputs else {}
-    # Each chunk runs from after one result's score to the score of the result CHUNK_RESULTS later.
-    ends = store.result_ends(run_id, every=CHUNK_RESULTS)
+    # Each chunk runs from after one result's score to the score of the result CHUNK_RESULTS later (at the
+    # end, CHUNK_RESULTS // TAIL_PARTS later).
+    every = max(CHUNK_RESULTS // TAIL_PARTS, 1)
+    fine = store.result_ends(run_id, every=every)
+    ends = chunk_ends(fine, CHUNK_RESULTS // every, worker_count(len(fine), workers))
     windows: list[Window] = list(zip([0, *ends], ends))
     count = worker_count(len(windows), workers)
-    url = _reopenable(store)
     after: int | None = 0
-    if count and url is not None:
-        after = yield from _forked(_Job(url, run_id, encode, inputs, origin_ids, ""), store, windows, count)
+    if count and _reopenable(store):
+        after = yield from _forked(_Job(store, run_id, encode, inputs, origin_ids, ""), store, windows, count)
     if after is not None:  # from the start, or from a chunk whose results interleave: read here, in one pass
         yield from _here(store, run_id, encode, inputs, (after, None), origin_ids)
+
+
+def chunk_ends(fine: list[int], per: int, workers: int) -> list[int]:
+    """Where the chunks end, from the ends of finer ones (``fine``, ``per`` of them to a chunk): whole
+    chunks, then the last ``workers`` chunks' worth of fine ones as they are."""
+    head = fine[: max(len(fine) - per * workers, 0)]
+    ends = head[per - 1 :: per]
+    if len(head) % per:
+        ends.append(head[-1])
+    return ends + fine[len(head) :]
 
 
 def _here(
@@ -156,17 +175,20 @@ def _forked(job: _Job, store: EventStore, windows: list[Window], workers: int) -
     return None
 
 
-def _reopenable(store: EventStore) -> str | None:
-    """The store's URL, for a worker to open it again; None for an in-memory SQLite database."""
+def _reopenable(store: EventStore) -> bool:
+    """Whether a worker can open the store again: not an in-memory SQLite database, which its closed
+    connections would take with them."""
     url = store.engine.url
-    if url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"):
-        return None
-    return url.render_as_string(hide_password=False)
+    return not (url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"))
 
 
 def _open_worker(job: _Job) -> None:
     global _WORKER_STORE
-    _WORKER_STORE = EventStore(make_engine(job.url, create=False), check_schema=False)
+    # The store as this process had it, on connections of the worker's own: a new engine compiled every
+    # statement again and read the dictionaries again, in every worker. The pool held no connection at the
+    # fork (``_forked``); dropping it without closing keeps a worker off whatever the parent opens later.
+    job.store.engine.dispose(close=False)
+    _WORKER_STORE = job.store
 
 
 def _encode_window(job: _Job, part: tuple[Window, int]) -> tuple[int, str | None, int, int, int] | None:
@@ -175,29 +197,30 @@ def _encode_window(job: _Job, part: tuple[Window, int]) -> tuple[int, str | None
     they count for), or None if they interleave with others."""
     assert _WORKER_STORE is not None
     window, slot = part
+    start = at = slot * SLOT_BYTES
+    end = start + SLOT_BYTES if job.slots is not None else start
+    results = items = 0
+    spilled: list[bytes] | None = None  # the chunk's encodings, once they outgrow the slot
     try:
-        encoded = [
-            job.encode(result)
-            for result in stored_results(
-                _WORKER_STORE,
-                job.run_id,
-                inputs=job.inputs,
-                window=window,
-                contiguous=True,
-                origin_ids=job.origin_ids,
-            )
-        ]
+        for result in stored_results(
+            _WORKER_STORE, job.run_id, inputs=job.inputs, window=window, contiguous=True, origin_ids=job.origin_ids
+        ):
+            data, counted = job.encode(result)
+            results += 1
+            items += counted
+            # Each result straight into the slot: the chunk's encodings are never held together.
+            if spilled is None and at + len(data) <= end:
+                job.slots[at : at + len(data)] = data  # type: ignore[index]
+                at += len(data)
+                continue
+            if spilled is None:
+                spilled = [bytes(job.slots[start:at])] if job.slots is not None else []
+            spilled.append(data)
     except Interleaved:
         return None
-    size = sum(len(data) for data, _ in encoded)
-    results, items = _counts(encoded)
-    if job.slots is not None and size <= SLOT_BYTES:
-        at = slot * SLOT_BYTES
-        for data, _ in encoded:
-            job.slots[at : at + len(data)] = data
-            at += len(data)
-        return slot, None, size, results, items
+    if spilled is None:
+        return slot, None, at - start, results, items
     path = os.path.join(job.folder, f"chunk-{window[0]}")
     with open(path, "wb") as fh:
-        fh.writelines(data for data, _ in encoded)
-    return slot, path, size, results, items
+        fh.writelines(spilled)
+    return slot, path, sum(map(len, spilled)), results, items

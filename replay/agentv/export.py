@@ -234,6 +234,7 @@ _TRANSCRIPT_KEYS = (
     ("workspace_path", "workspace_path"),
 )
 """The row's keys from the transcript, in the row's order, and the transcript field each is."""
+_NUMBER_KEYS = frozenset({"cost_usd", "duration_ms"})
 
 
 def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
@@ -249,32 +250,43 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
         labels = {**of_case, **labels}
     get = labels.get
     # AgentV leaves undefined fields out rather than writing nulls: each key is set only when it has a
-    # value, in the order AgentV writes them.
+    # value, in the order AgentV writes them (each set in turn: a table of the pairs, built per row, was a
+    # tenth of the row's cost).
     row: dict[str, Any] = {}
-    for key, value in (
-        ("timestamp", agentv_time(result.timestamp or (transcript["end_time"] if transcript else None))),
-        ("test_id", scored["test_id"]),
-        ("suite", run.suite),
-        ("category", get("category")),
-        ("conversation_id", get("conversation_id")),
-        ("experiment", row_experiment(run, scored["row_fields"])),
-        ("score", js_number(scored["score"])),
-        ("target", _target(run, scored)),
-        ("scores", _scores(result, verdicts, shown)),
-        ("assertions", _flattened(shown)),
-        ("execution_status", scored["status"]),
-        ("error", scored["error"]),
-        ("failure_stage", get("failure_stage")),
-        ("failure_reason_code", get("failure_reason_code")),
-    ):
-        if value is not None:
-            row[key] = value
+    value: Any
+    if (value := agentv_time(result.timestamp or (transcript["end_time"] if transcript else None))) is not None:
+        row["timestamp"] = value
+    if (value := scored["test_id"]) is not None:
+        row["test_id"] = value
+    if (value := run.suite) is not None:
+        row["suite"] = value
+    if (value := get("category")) is not None:
+        row["category"] = value
+    if (value := get("conversation_id")) is not None:
+        row["conversation_id"] = value
+    if (value := row_experiment(run, scored["row_fields"])) is not None:
+        row["experiment"] = value
+    if (value := js_number(scored["score"])) is not None:
+        row["score"] = value
+    if (value := _target(run, scored)) is not None:
+        row["target"] = value
+    if (value := _scores(result, verdicts, shown)) is not None:
+        row["scores"] = value
+    row["assertions"] = _flattened(shown)
+    if (value := scored["status"]) is not None:
+        row["execution_status"] = value
+    if (value := scored["error"]) is not None:
+        row["error"] = value
+    if (value := get("failure_stage")) is not None:
+        row["failure_stage"] = value
+    if (value := get("failure_reason_code")) is not None:
+        row["failure_reason_code"] = value
     if scored["attempt"] != 1:
         row["sample_index"] = scored["attempt"] - 1  # AgentV's 0-based sample index
     if transcript is not None:
         for key, name in _TRANSCRIPT_KEYS:
             if (value := transcript[name]) is not None:
-                row[key] = js_number(value) if key in ("cost_usd", "duration_ms") else value
+                row[key] = js_number(value) if key in _NUMBER_KEYS else value
     if case is not None:
         if case["input"]:
             row["input"] = case["input"]

@@ -24,7 +24,7 @@ Payload = dict[str, Any]
 """An event's fields as ``model_dump(mode="json")`` gives them (``store.events.payload_fields``)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class ResultBundle:
     """Everything stored about one (test, target, attempt) result. :func:`stored_results` gives each
     event as its payload fields; the event models themselves are taken too (tests, callers that hold them)."""
@@ -85,7 +85,14 @@ def stored_results(
     if origin_ids is None:
         origin_ids = origin_event_ids(store, run_id)
     for chunk in _chunks(scored):
-        yield from _completed(store, chunk, origin_ids)
+        # Each result handed over alone: the caller's is its last reference, so it is freed as soon as the
+        # caller is done with it, its objects still in the cache (all of a window's freed at its end, long
+        # after they were built, was a tenth of an export worker's time).
+        done = _completed(store, chunk, origin_ids)
+        del chunk
+        done.reverse()
+        while done:
+            yield done.pop()
 
 
 def origin_event_ids(store: EventStore, run_id: str) -> dict[ResultKey, dict[str, Any]]:
@@ -219,20 +226,20 @@ def _completed(
     digests = [c["request_sha256"] for c in calls.values() if c["call"] != "process" and c["request_sha256"]]
     requests = store.get_blobs(digests) if digests else {}
     for i, b in enumerate(bundles):
-        for type_, event_id in wanted.get(i, {}).items():
+        for type_, event_id in wanted[i].items() if i in wanted else ():
             if type_ == "transcript_recorded":
                 b.transcript = events[event_id]
             else:
                 b.case = events[event_id]
         for v in verdicts[i]:
             request: Any = None
-            if graded := [calls[c] for c in v["grader_call_event_ids"] if c in calls]:
+            if calls and (graded := [calls[c] for c in v["grader_call_event_ids"] if c in calls]):
                 asked, usage = _agentv_call(graded)
                 request = _agentv_request(asked, requests)
                 if usage:
                     b.grader_usage[v["grader"]] = usage
-            if v["rendered_prompt_sha256"]:
-                recorded = prompts[v["rendered_prompt_sha256"]]
+            if digest := v["rendered_prompt_sha256"]:
+                recorded = prompts[digest]
                 # An import's as it is; a judge's prompt as rendered over the one sent (in the sent one's order).
                 request = recorded if request is None else {**request, **recorded.value()}
             if request is not None:

@@ -88,6 +88,7 @@ def test_chunks_too_large_for_their_slot_or_without_shared_memory_go_through_fil
     export.export_run(sqlite_store, "rec-1", "agentv-jsonl", one_pass, workers=1)
     sizes = [len(line) + 1 for line in one_pass.getvalue().splitlines()]
     monkeypatch.setattr(chunked, "CHUNK_RESULTS", 2)
+    monkeypatch.setattr(chunked, "TAIL_PARTS", 1)  # every chunk of two results but the last
     if room == "some-in-files":  # room for the last chunk (one result), not for the others (two)
         monkeypatch.setattr(chunked, "SLOT_BYTES", max(sizes))
     elif room == "no-shared-memory":
@@ -106,6 +107,27 @@ def test_chunks_too_large_for_their_slot_or_without_shared_memory_go_through_fil
     assert forked.getvalue() == one_pass.getvalue()
     chunks = (RESULTS + 1) // 2
     assert len(files) == {"slots": 0, "some-in-files": chunks - 1, "no-shared-memory": chunks}[room]
+
+
+def test_the_last_chunks_are_cut_finer() -> None:
+    """Whole chunks, then the last chunks (a worker's share each) in their finer parts, so that no worker
+    is left alone with a whole chunk at the end."""
+    assert chunked.chunk_ends(list(range(1, 81)), 4, 2) == [*range(4, 73, 4), *range(73, 81)]
+    assert chunked.chunk_ends(list(range(1, 10)), 2, 2) == [2, 4, 5, 6, 7, 8, 9]  # a part chunk before the tail
+    assert chunked.chunk_ends(list(range(1, 6)), 4, 2) == [1, 2, 3, 4, 5]  # a small run: all fine
+    assert chunked.chunk_ends([], 4, 2) == []
+
+
+@pytest.mark.parametrize("fmt", export.EXPORT_FORMATS)
+def test_finer_last_chunks_write_what_one_pass_writes(store, monkeypatch, fmt) -> None:  # type: ignore[no-untyped-def]
+    _run(store, "rec-1", None)
+    one_pass = io.StringIO()
+    written = export.export_run(store, "rec-1", fmt, one_pass, workers=1)
+    monkeypatch.setattr(chunked, "CHUNK_RESULTS", 4)
+    monkeypatch.setattr(chunked, "TAIL_PARTS", 2)  # chunks of 4 results, the last ones of 2
+    forked = io.StringIO()
+    assert export.export_run(store, "rec-1", fmt, forked, workers=2) == written
+    assert forked.getvalue() == one_pass.getvalue()
 
 
 def test_a_window_that_cuts_a_result_is_refused(sqlite_store) -> None:  # type: ignore[no-untyped-def]
