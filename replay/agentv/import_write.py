@@ -10,10 +10,13 @@ result becomes a skipped line, which takes one id instead of its events', so tho
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import nullcontext
 
 from evalstore.replay.agentv.import_check import Encoded, Spool, placed, spooled
 from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.material import Tally
+from evalstore.replay.processes import forked
+from evalstore.replay.processes.forked import worker_count
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.blobs import FileBlob, blob_size
 from evalstore.store.codec import canonical_json
@@ -78,7 +81,9 @@ def write_spool(
         if batch:
             yield batch, batch_fields, batch_blobs
 
-    store.append_batches(run_id, batches())
+    count = worker_count(tests // BATCH_TESTS + 1)
+    with forked.pool(count) if count else nullcontext() as processes:
+        store.append_batches(run_id, batches(), processes=processes)
     if progress:
         progress("importing", tests, tests)
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])
