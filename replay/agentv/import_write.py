@@ -1,6 +1,6 @@
 """The writing pass of an import, AgentV results and Inspect logs alike: what the validation pass spooled,
-appended in batches (``EventStore.append_batches``: each batch written while the next is prepared),
-then the run's completion.
+appended in batches (``EventStore.append_batches``: each batch written while the next is prepared, the
+batches' records and blobs compressed by forked processes), then the run's completion.
 
 Every item comes out of the spool with the run's ids for its place (the validation pass renumbers what
 workers built in parts), except the items after a result superseded by a later one: the superseded
@@ -81,6 +81,8 @@ def write_spool(
         if batch:
             yield batch, batch_fields, batch_blobs
 
+    # Forked for two batches or more (none where worker_count says so): a few tests are compressed sooner
+    # than a pool starts.
     count = worker_count(tests // BATCH_TESTS + 1)
     with forked.pool(count) if count else nullcontext() as processes:
         store.append_batches(run_id, batches(), processes=processes)
