@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import os
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -134,7 +135,7 @@ def _compressor(pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=COMPRESSORS, thread_name_prefix="evalstore-blobs")
 
 
-def _drained(queued: deque[tuple[Future[_Head], _Head]]) -> _Head | None:
+def _drained(queued: deque[tuple[Future[_Head | None], _Head]]) -> _Head | None:
     """Where the log ends once the batches ``queued`` are written (None: none was)."""
     end = None
     while queued:
@@ -508,11 +509,24 @@ class EventStore:
         from evalstore.store.events import event_class
 
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-append")
+        failed = threading.Event()
+
+        def write(*args: Any) -> _Head | None:
+            # A batch after one that failed is not written (the log would have a gap where that one is):
+            # the failure is raised when its batch's turn comes.
+            if failed.is_set():
+                return None
+            try:
+                return self._append_planned(*args)
+            except BaseException:
+                failed.set()
+                raise
+
         interval = sys.getswitchinterval()
         sys.setswitchinterval(min(interval, WRITER_SWITCH_S))
         try:
             # The batches on the writer's queue, each with where its plan leaves the log.
-            queued: deque[tuple[Future[_Head], _Head]] = deque()
+            queued: deque[tuple[Future[_Head | None], _Head]] = deque()
             head: _Head | None = None
             dictionary = _Dictionary()
             for events, fields, blobs in batches:
@@ -531,6 +545,7 @@ class EventStore:
                         # The log is not where the plans assumed: the batches queued after this one find
                         # that out themselves (_append_planned), this one is planned again.
                         actual = _drained(queued) or actual
+                        assert actual is not None  # None: a batch before failed, and raised
                         plan = _Plan.of(stream_id, actual, prepared, dictionary, self, processes)
                 if plan is None:
                     # Ids of other places in the stream: events stored already (the same file imported by
@@ -541,7 +556,7 @@ class EventStore:
                     continue
                 # Checked here (a hash of every blob's bytes), not on the writer thread, the pass's longest.
                 landed = writer.submit(
-                    self._append_planned, stream_id, plan, prepared, blobs, _split_large(blobs), dictionary, processes
+                    write, stream_id, plan, prepared, blobs, _split_large(blobs), dictionary, processes
                 )
                 queued.append((landed, plan.end))
                 head = plan.end
@@ -549,7 +564,8 @@ class EventStore:
         except DBAPIError as exc:
             raise _translate(exc) from exc
         finally:
-            writer.shutdown(wait=True, cancel_futures=True)
+            # The batches queued before a failure here are written, as they were when one was queued at most.
+            writer.shutdown(wait=True)
             sys.setswitchinterval(interval)
 
     def _stream_head(self, stream_id: str) -> _Head:
@@ -1347,18 +1363,7 @@ class _Plan:
             return None
         plains = [plain for _, plain in parts]
         dictionary.decide(store, plains)
-        if processes is None:
-            bodies = log.deflated(plains, dictionary.data)
-            record_rows = functools.partial(log.record_rows, start.number, parts, bodies)
-        else:
-            step = -(-len(plains) // COMPRESSORS)
-            shares = [
-                processes.submit(log.deflated, plains[i : i + step], dictionary.data)
-                for i in range(0, len(plains), step)
-            ]
-
-            def record_rows() -> list[list[Any]]:
-                return log.record_rows(start.number, parts, [body for share in shares for body in share.result()])
+        bodies = _deflating(plains, dictionary.data, processes)
 
         # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them;
         # a stream's first event always has one (``streams``), and so has an event whose id is its own
@@ -1370,7 +1375,22 @@ class _Plan:
         ]
         numbers = {} if start.number is None else {stream_id: start.number}
         events, fields = [e for e, _ in projected], [f for _, f in projected]
-        return cls(start, rows, record_rows, projections.planned(events, fields, numbers))
+        return cls(
+            start,
+            rows,
+            lambda: log.record_rows(start.number, parts, bodies()),
+            projections.planned(events, fields, numbers),
+        )
+
+
+def _deflating(plains: list[bytes], dictionary: bytes | None, processes: Executor | None) -> Callable[[], list[bytes]]:
+    """The records' bodies (a function that gives them): compressed here, or on ``processes``, a share each."""
+    if processes is None:
+        bodies = log.deflated(plains, dictionary)
+        return lambda: bodies
+    step = -(-len(plains) // COMPRESSORS)
+    shares = [processes.submit(log.deflated, plains[i : i + step], dictionary) for i in range(0, len(plains), step)]
+    return lambda: [body for share in shares for body in share.result()]
 
 
 def _split_large(

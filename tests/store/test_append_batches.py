@@ -164,3 +164,30 @@ def test_the_writer_thread_is_given_a_short_switch_interval_while_batches_are_wr
         store.append_batches("run-a", failing())
     assert sys.getswitchinterval() == before
     assert len(store.query("results", run_id="run-a")) == 30
+
+
+def test_the_batches_queued_after_one_that_fails_are_not_written(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to two batches wait for the writer thread: when one fails, those queued after it are not written
+    (they would leave a gap in the stream where it is), and its error is raised."""
+    from evalstore.store import log
+
+    _started(store, "run-a")
+    real = log.insert_records
+    calls: list[int] = []
+
+    def failing_second(conn, rows, dictionary):  # type: ignore[no-untyped-def]
+        calls.append(len(rows))
+        if len(calls) == 2:
+            raise RuntimeError("the disk is full")
+        real(conn, rows, dictionary)
+
+    monkeypatch.setattr(log, "insert_records", failing_second)
+    batches = [_batch("run-a", range(n * 10, n * 10 + 10)) for n in range(4)]
+    with pytest.raises(RuntimeError, match="disk is full"):
+        store.append_batches("run-a", batches)
+    assert len(calls) == 2  # the batches after the failing one never reached the database
+    assert len(store.query("results", run_id="run-a")) == 10
+    assert [e.stream_version for e in store.read_stream("run-a")] == list(range(1, 22))
+    assert store.verify().ok
