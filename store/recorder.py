@@ -496,11 +496,12 @@ class EventStore:
         written without parsing the payloads again. Ids are given, so appending the same events again is a
         no-op, as with :meth:`append`.
 
-        A batch is written on a worker thread while the next one is prepared on this one (its hash chain
-        and projection rows, from where the batch before will leave the log): the database's work releases
-        the GIL, so an import's writing pass uses two cores. A batch that finds the log elsewhere (another
-        writer appended between two transactions, or some of its events are stored already: an import
-        run again after it was killed) is appended as :meth:`append` would, and the next is prepared again.
+        A batch is written on a worker thread while the next ones are prepared on this one (their hash chains
+        and projection rows, from where the batches before will leave the log; :data:`WRITER_QUEUE` at most
+        wait): the database's work releases the GIL. A batch that finds the log elsewhere (another writer
+        appended between two transactions, or some of its events are stored already: an import run again
+        after it was killed) is appended as :meth:`append` would, and the next is prepared again. A batch
+        queued after one that failed is not written.
 
         ``processes``: worker processes (an import's, forked) that compress the batches' records and blobs,
         a share each. Compressing is most of the pass's work that is not Python, but each of an import's
