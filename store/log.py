@@ -239,18 +239,24 @@ def plain_records(rows: Sequence[EventRow]) -> list[tuple[Sequence[EventRow], by
 
 
 def record_rows(
-    number: int | None, parts: Sequence[tuple[Sequence[EventRow], bytes]], dictionary: bytes | None
+    number: int | None, parts: Sequence[tuple[Sequence[EventRow], bytes]], bodies: Sequence[bytes]
 ) -> list[list[Any]]:
     """``records`` rows (:data:`RECORD_COLUMNS`, the dictionary's number left None for the caller to set)
-    of :func:`plain_records`; ``number`` is the stream's (None: the append starts it, its first seq)."""
+    of :func:`plain_records`, with their plain bodies compressed (:func:`deflated`); ``number`` is the
+    stream's (None: the append starts it, its first seq)."""
     out = []
-    for part, plain in parts:
+    for (part, _), body in zip(parts, bodies, strict=True):
         first, last = part[0], part[-1]
         stream = first[0] if number is None else number
-        body = records.compress(plain, dictionary)
         out.append([first[0], stream, first[3], len(part), first[7], None, body, bytes.fromhex(last[9])])
         number = stream
     return out
+
+
+def deflated(plains: Sequence[bytes], dictionary: bytes | None) -> list[bytes]:
+    """Plain bodies compressed as records hold them (:func:`records.compress`); a function of plain values,
+    so a process of its own can run it (``EventStore.append_batches``)."""
+    return [records.compress(plain, dictionary) for plain in plains]
 
 
 def insert_records(conn: Connection, rows: list[list[Any]], dictionary: int | None) -> None:

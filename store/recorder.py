@@ -14,8 +14,10 @@ import hashlib
 import importlib
 import os
 import sys
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -106,6 +108,11 @@ def _given_id(event: NewEvent | DomainEvent) -> bool:
     return isinstance(event, NewEvent) and event.event_id is not None
 
 
+WRITER_QUEUE = 2
+"""Batches of :meth:`EventStore.append_batches` planned and waiting for the writer thread at most: with one,
+the thread planning batch n + 1 waited for batch n to be written before planning n + 2, and each of
+the two threads waited on the other in turn."""
+
 WRITER_SWITCH_S = 0.0005
 """The interpreter's thread switch interval while :meth:`EventStore.append_batches` runs (Python's default
 is 5 ms). Its writer thread gives up the GIL for every statement SQLite runs and needs it back to bind
@@ -117,7 +124,8 @@ time on a CPU or in the run queue)."""
 COMPRESSORS = min(os.cpu_count() or 1, 2)
 """Threads compressing the blobs of a large append, each a share of them: zlib releases the GIL, and one
 thread compressing an Inspect log's samples (190 MB for 10,000) was the longest part of its writing pass
-while the other core waited (bench/inspect_log.py)."""
+while the other core waited (bench/inspect_log.py). Also the shares an :meth:`EventStore.append_batches`
+cuts a batch's records and blobs into for its ``processes``."""
 
 
 @functools.cache
@@ -125,6 +133,19 @@ def _compressor(pid: int) -> ThreadPoolExecutor:
     """The worker threads that compress the blobs of large appends (every store of the process shares
     them). Per process id: a forked child has no copy of its parent's threads, and would wait for them forever."""
     return ThreadPoolExecutor(max_workers=COMPRESSORS, thread_name_prefix="evalstore-blobs")
+
+
+def _drained(queued: deque[tuple[Future[_Head | None], _Head]]) -> _Head | None:
+    """Where the log ends once the batches ``queued`` are written (None: none was)."""
+    end = None
+    while queued:
+        end = queued.popleft()[0].result()
+    return end
+
+
+def _blob_rows(jobs: list[tuple[bytes, str, Dictionary | None]]) -> list[dict[str, object]]:
+    """The rows of blobs (``data, digest, dictionary``): a module function, so a process can run it."""
+    return [encode_blob(data, digest, dictionary).row() for data, digest, dictionary in jobs]
 
 
 def _shares(
@@ -433,7 +454,8 @@ class EventStore:
         parts = log.plain_records(rows)
         dictionary, zdict = self._record_dictionary(conn, [plain for _, plain in parts])
         number = None if version == 0 else self._number(conn, stream_id, version)
-        log.insert_records(conn, log.record_rows(number, parts, zdict), dictionary)
+        bodies = log.deflated([plain for _, plain in parts], zdict)
+        log.insert_records(conn, log.record_rows(number, parts, bodies), dictionary)
         return [StoredEvent.chained(row[:8], row[8], row[9]) for row in rows]
 
     def _record_dictionary(self, conn: Connection, plains: list[bytes]) -> tuple[int | None, bytes | None]:
@@ -463,6 +485,8 @@ class EventStore:
         batches: Iterable[
             tuple[Sequence[tuple[str, str, int, str]], Sequence[dict[str, Any] | None], Mapping[str, bytes | FileBlob]]
         ],
+        *,
+        processes: Executor | None = None,
     ) -> None:
         """Append batches of events the caller has already encoded, each in a transaction of its own, in order:
         ``(events, fields, blobs)``, each event ``(event id, type, schema version, payload)`` with the payload
@@ -472,18 +496,38 @@ class EventStore:
         written without parsing the payloads again. Ids are given, so appending the same events again is a
         no-op, as with :meth:`append`.
 
-        A batch is written on a worker thread while the next one is prepared on this one (its hash chain
-        and projection rows, from where the batch before will leave the log): the database's work releases
-        the GIL, so an import's writing pass uses two cores. A batch that finds the log elsewhere (another
-        writer appended between two transactions, or some of its events are stored already: an import
-        run again after it was killed) is appended as :meth:`append` would, and the next is prepared again."""
+        A batch is written on a worker thread while the next ones are prepared on this one (their hash chains
+        and projection rows, from where the batches before will leave the log; :data:`WRITER_QUEUE` at most
+        wait): the database's work releases the GIL. A batch that finds the log elsewhere (another writer
+        appended between two transactions, or some of its events are stored already: an import run again
+        after it was killed) is appended as :meth:`append` would, and the next is prepared again. A batch
+        queued after one that failed is not written.
+
+        ``processes``: worker processes (an import's, forked) that compress the batches' records and blobs,
+        a share each. Compressing is most of the pass's work that is not Python, but each of an import's
+        records and blobs is a few kilobytes, so threads giving up the GIL for each of them only took
+        turns with the others: the pass took as long as doing all of it on one thread (bench/import.py)."""
         from evalstore.store.events import event_class
 
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalstore-append")
+        failed = threading.Event()
+
+        def write(*args: Any) -> _Head | None:
+            # A batch after one that failed is not written (the log would have a gap where that one is):
+            # the failure is raised when its batch's turn comes.
+            if failed.is_set():
+                return None
+            try:
+                return self._append_planned(*args)
+            except BaseException:
+                failed.set()
+                raise
+
         interval = sys.getswitchinterval()
         sys.setswitchinterval(min(interval, WRITER_SWITCH_S))
         try:
-            landed: Future[_Head] | None = None
+            # The batches on the writer's queue, each with where its plan leaves the log.
+            queued: deque[tuple[Future[_Head | None], _Head]] = deque()
             head: _Head | None = None
             dictionary = _Dictionary()
             for events, fields, blobs in batches:
@@ -495,29 +539,34 @@ class EventStore:
                     continue
                 if head is None:
                     head = self._stream_head(stream_id)
-                plan = _Plan.of(stream_id, head, prepared, dictionary, self)
-                if landed is not None and (actual := landed.result()) != head:
-                    # The log is not where the plan assumed.
-                    plan = _Plan.of(stream_id, actual, prepared, dictionary, self)
+                plan = _Plan.of(stream_id, head, prepared, dictionary, self, processes)
+                while len(queued) >= WRITER_QUEUE:
+                    landed, planned = queued.popleft()
+                    if (actual := landed.result()) != planned:
+                        # The log is not where the plans assumed: the batches queued after this one find
+                        # that out themselves (_append_planned), this one is planned again.
+                        actual = _drained(queued) or actual
+                        assert actual is not None  # None: a batch before failed, and raised
+                        plan = _Plan.of(stream_id, actual, prepared, dictionary, self, processes)
                 if plan is None:
                     # Ids of other places in the stream: events stored already (the same file imported by
                     # another process meanwhile). Appended as append does it, looking the ids up.
-                    if landed is not None:
-                        landed.result()
+                    _drained(queued)
                     self._append(stream_id, prepared, prepared, None, blobs, optimistic=False)
-                    landed = head = None
+                    head = None
                     continue
                 # Checked here (a hash of every blob's bytes), not on the writer thread, the pass's longest.
                 landed = writer.submit(
-                    self._append_planned, stream_id, plan, prepared, blobs, _split_large(blobs), dictionary
+                    write, stream_id, plan, prepared, blobs, _split_large(blobs), dictionary, processes
                 )
+                queued.append((landed, plan.end))
                 head = plan.end
-            if landed is not None:
-                landed.result()
+            _drained(queued)
         except DBAPIError as exc:
             raise _translate(exc) from exc
         finally:
-            writer.shutdown(wait=True, cancel_futures=True)
+            # The batches queued before a failure here are written, as they were when one was queued at most.
+            writer.shutdown(wait=True)
             sys.setswitchinterval(interval)
 
     def _stream_head(self, stream_id: str) -> _Head:
@@ -537,6 +586,7 @@ class EventStore:
         blobs: Mapping[str, bytes | FileBlob],
         split: tuple[dict[str, bytes], dict[str, bytes | FileBlob]],
         dictionary: _Dictionary,
+        processes: Executor | None,
     ) -> _Head:
         """One batch of :meth:`append_batches` (on its writer thread): the planned rows when the log is
         where the plan starts, else an append as :meth:`append` makes it. Returns where the log ends."""
@@ -548,10 +598,10 @@ class EventStore:
                 if self._head_of(conn, stream_id) != plan.start:
                     raise _Recheck
                 small, large = split
-                blob_rows, candidates = self._encoded_blobs(conn, small) if small else (None, {})
+                blob_rows, candidates = self._encoded_blobs(conn, small, processes) if small else (None, {})
                 if number is None and dictionary.data is not None:
                     number = self._log.add_dictionary(conn, dictionary.data)
-                log.insert_records(conn, plan.records, number)
+                log.insert_records(conn, plan.records(), number)
                 if blob_rows is not None:
                     self._insert_blob_rows(conn, blob_rows())
                 for digest, data in large.items():
@@ -612,13 +662,13 @@ class EventStore:
         self._insert_blob_rows(conn, [row])
 
     def _encoded_blobs(
-        self, conn: Connection, blobs: Mapping[str, bytes]
+        self, conn: Connection, blobs: Mapping[str, bytes], processes: Executor | None = None
     ) -> tuple[Callable[[], list[dict[str, object]]], dict[bytes, Dictionary]]:
         """The rows of the blobs (checked by :func:`_split_large`) not stored yet (a function returning them),
         and the dictionary candidates (see :meth:`_insert_blobs`). Which dictionary each blob is compressed
         against is decided here, in order; the compressing itself, of many bytes, runs on worker threads, a
         share each (zlib and SQLite release the GIL, so it overlaps the append's inserts) and the function
-        waits for it."""
+        waits for it; on ``processes`` when given (:meth:`append_batches`)."""
         stored: dict[str, str | None] = {}  # digest -> its dictionary, for blobs already stored
         b = schema.blobs
         for chunk in _chunks(list(blobs)):
@@ -639,13 +689,10 @@ class EventStore:
             if key is not None and dictionary is None and stored.get(digest) is None:
                 candidates[key] = Dictionary(digest, zdict_of(data))
 
-        def encode(share: list[tuple[bytes, str, Dictionary | None]]) -> list[dict[str, object]]:
-            return [encode_blob(data, digest, dictionary).row() for data, digest, dictionary in share]
-
         if sum(len(job[0]) for job in jobs) < THREADED_BLOB_BYTES:
-            return functools.partial(encode, jobs), candidates
-        pool = _compressor(os.getpid())
-        shares = [pool.submit(encode, share) for share in _shares(jobs, COMPRESSORS)]
+            return functools.partial(_blob_rows, jobs), candidates
+        pool: Executor = processes or _compressor(os.getpid())
+        shares = [pool.submit(_blob_rows, share) for share in _shares(jobs, COMPRESSORS)]
         return (lambda: [row for share in shares for row in share.result()]), candidates
 
     def _insert_blob_rows(self, conn: Connection, rows: list[dict[str, object]]) -> None:
@@ -1289,7 +1336,8 @@ class _Plan:
 
     start: _Head
     rows: list[tuple]
-    records: list[list[Any]]
+    records: Callable[[], list[list[Any]]]
+    """The ``records`` rows, once their bodies are compressed (on other processes, maybe)."""
     projections: projections.Planned
 
     @property
@@ -1299,16 +1347,25 @@ class _Plan:
 
     @classmethod
     def of(
-        cls, stream_id: str, start: _Head, prepared: list[tuple], dictionary: _Dictionary, store: EventStore
+        cls,
+        stream_id: str,
+        start: _Head,
+        prepared: list[tuple],
+        dictionary: _Dictionary,
+        store: EventStore,
+        processes: Executor | None = None,
     ) -> _Plan | None:
-        """The plan; None when an event's id is the derived id of another place in the stream."""
+        """The plan; None when an event's id is the derived id of another place in the stream. Its records
+        are compressed on ``processes`` when given, a share each."""
         rows = _chained(stream_id, start, prepared)
         try:
             parts = log.plain_records(rows)
         except log.MisplacedId:
             return None
-        dictionary.decide(store, [plain for _, plain in parts])
-        record_rows = log.record_rows(start.number, parts, dictionary.data)
+        plains = [plain for _, plain in parts]
+        dictionary.decide(store, plains)
+        bodies = _deflating(plains, dictionary.data, processes)
+
         # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them;
         # a stream's first event always has one (``streams``), and so has an event whose id is its own
         # (``event_ids``).
@@ -1319,7 +1376,22 @@ class _Plan:
         ]
         numbers = {} if start.number is None else {stream_id: start.number}
         events, fields = [e for e, _ in projected], [f for _, f in projected]
-        return cls(start, rows, record_rows, projections.planned(events, fields, numbers))
+        return cls(
+            start,
+            rows,
+            lambda: log.record_rows(start.number, parts, bodies()),
+            projections.planned(events, fields, numbers),
+        )
+
+
+def _deflating(plains: list[bytes], dictionary: bytes | None, processes: Executor | None) -> Callable[[], list[bytes]]:
+    """The records' bodies (a function that gives them): compressed here, or on ``processes``, a share each."""
+    if processes is None:
+        bodies = log.deflated(plains, dictionary)
+        return lambda: bodies
+    step = -(-len(plains) // COMPRESSORS)
+    shares = [processes.submit(log.deflated, plains[i : i + step], dictionary) for i in range(0, len(plains), step)]
+    return lambda: [body for share in shares for body in share.result()]
 
 
 def _split_large(

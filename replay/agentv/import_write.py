@@ -1,6 +1,6 @@
 """The writing pass of an import, AgentV results and Inspect logs alike: what the validation pass spooled,
-appended in batches (``EventStore.append_batches``: each batch written while the next is prepared),
-then the run's completion.
+appended in batches (``EventStore.append_batches``: each batch written while the next is prepared, the
+batches' records and blobs compressed by forked processes), then the run's completion.
 
 Every item comes out of the spool with the run's ids for its place (the validation pass renumbers what
 workers built in parts), except the items after a result superseded by a later one: the superseded
@@ -10,10 +10,13 @@ result becomes a skipped line, which takes one id instead of its events', so tho
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import nullcontext
 
 from evalstore.replay.agentv.import_check import Encoded, Spool, placed, spooled
 from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.material import Tally
+from evalstore.replay.processes import forked
+from evalstore.replay.processes.forked import worker_count
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.blobs import FileBlob, blob_size
 from evalstore.store.codec import canonical_json
@@ -78,7 +81,11 @@ def write_spool(
         if batch:
             yield batch, batch_fields, batch_blobs
 
-    store.append_batches(run_id, batches())
+    # Forked for two batches or more (none where worker_count says so): a few tests are compressed sooner
+    # than a pool starts.
+    count = worker_count(tests // BATCH_TESTS + 1)
+    with forked.pool(count) if count else nullcontext() as processes:
+        store.append_batches(run_id, batches(), processes=processes)
     if progress:
         progress("importing", tests, tests)
     store.append(run_id, [NewEvent(tally.completed(), ids.next("completed"))])

@@ -20,8 +20,9 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 P = TypeVar("P")
@@ -63,7 +64,7 @@ def in_order(
     ``start(context)`` runs once in each worker before its first part (e.g. to open its own connection)."""
     global _WORK, _START, _CONTEXT
     _WORK, _START, _CONTEXT = work, start, context
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_started)
+    pool = _forked_pool(workers)
     try:
         todo = iter(parts)
         running: deque[Future[R]] = deque()
@@ -80,6 +81,22 @@ def in_order(
     finally:
         _WORK = _START = _CONTEXT = None
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` processes forked from this one, for functions given by reference and plain
+    arguments (bytes, say): each worker as :func:`in_order`'s are (it dies with this process, leaves
+    Ctrl-C to it). Fork it before starting threads: a child has only the thread that forked it."""
+    executor = _forked_pool(workers)
+    try:
+        yield executor
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _forked_pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=_started)
 
 
 def _started() -> None:

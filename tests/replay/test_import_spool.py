@@ -105,7 +105,8 @@ def _built_in_parts(monkeypatch, lines: int) -> list[int]:  # type: ignore[no-un
 
 def test_parts_built_by_workers_give_the_events_one_pass_gives(store, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Built a few lines at a time by forked workers, with repeats and bad lines across the parts'
-    edges, an import writes the same events, ids, payloads and projections as when built in one pass."""
+    edges, and written a few results a batch with forked processes compressing, an import writes the
+    same events, ids, payloads and projections as when built in one pass and written in one batch."""
     from evalstore.store import EventStore, make_engine
 
     lines = [_row(i) for i in range(9)]
@@ -117,8 +118,21 @@ def test_parts_built_by_workers_give_the_events_one_pass_gives(store, tmp_path: 
 
     other = EventStore(make_engine(f"sqlite:///{tmp_path / 'parts.db'}"))
     parts = _built_in_parts(monkeypatch, 4)
+    # ... and written two results a batch, each batch's records and blobs compressed by forked processes
+    from evalstore.replay.agentv import import_write
+
+    monkeypatch.setattr(import_write, "BATCH_TESTS", 2)
+    pools: list[int] = []
+    real_pool = import_write.forked.pool
+
+    def counted_pool(workers: int):  # type: ignore[no-untyped-def]
+        pools.append(workers)
+        return real_pool(workers)
+
+    monkeypatch.setattr(import_write.forked, "pool", counted_pool)
     in_parts = import_results(other, path, skip_bad=True)
     assert parts == [3]
+    assert pools == [3]
     assert (in_parts.run_id, in_parts.tests, in_parts.skipped) == (one_pass.run_id, 9, 3)
     # Every event alike but run_started (its time) and run_completed (its counts and its time are alike too)
     assert _events(other, in_parts.run_id)[1:] == _events(store, one_pass.run_id)[1:]
