@@ -143,6 +143,22 @@ def frozen_imports() -> Iterator[None]:
             gc.enable()
 
 
+def no_pydantic_plugins() -> None:
+    """In a process that exists for the command (:func:`entry`): pydantic looks for no plugins. The first
+    model it validates otherwise scans every installed distribution's entry points for them, 17-22 ms of
+    an export or a ``show`` (bench/read.py); a pydantic plugin is for a program's own models, and this
+    process validates only evalstore's. A grader or an agent it starts is a process of its own, as ever.
+    Called once the store is open (``cli.context``): by then ``importlib.metadata`` is loaded."""
+    if not _FREEZE_IMPORTS:
+        return
+    try:
+        from pydantic.plugin import _loader
+    except ImportError:  # pydantic moved it: its lookup stays as it is
+        return
+    if getattr(_loader, "_plugins", ()) is None:  # not looked up yet
+        _loader._plugins = {}
+
+
 def _one_line(exc: click.UsageError) -> click.UsageError:
     # A bare `evalstore db` shows the group's help (NoArgsIsHelpError): that one stays as it is.
     if isinstance(exc, OneLineUsageError | click.exceptions.NoArgsIsHelpError):

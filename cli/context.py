@@ -47,6 +47,9 @@ def open_store(ctx: click.Context | None = None, *, create: bool = True) -> Even
             raise
         root.obj["store"] = store
         root.call_on_close(store.close)
+        from evalstore.cli import no_pydantic_plugins
+
+        no_pydantic_plugins()
     return store
 
 

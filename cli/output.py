@@ -228,6 +228,11 @@ class progress_bar:
         self._task: TaskID | None = None
         self._live = False
 
+    @property
+    def visible(self) -> bool:
+        """Whether it draws anything (stderr is a terminal)."""
+        return self._progress is not None
+
     def _shown(self) -> Progress | None:
         if self._progress is not None and not self._live:
             self._progress.__enter__()

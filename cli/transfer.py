@@ -320,10 +320,12 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
         )
         return
     to_file = output is not None and str(output) != "-"
-    summary = run_summary(store, run_id)
-    total = summary.tests + summary.not_regradable
     # A bar on stderr, unless the rows themselves go to the terminal (they would run through it).
     bar = progress_bar("exporting") if to_file or not sys.stdout.isatty() else None
+    # The run's counts: the bar's total and the JSON head's summary (a query over its results, read
+    # before the workers start: not for a CSV or JSONL export that shows no bar)
+    summary = run_summary(store, run_id) if fmt == "json" or (bar is not None and bar.visible) else None
+    total = summary.tests + summary.not_regradable if summary is not None else None
     try:
         with (
             replacing(output) if to_file else _utf8_stdout() as fh,  # type: ignore[arg-type]
@@ -340,8 +342,9 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
             )
     except BrokenPipeError:
         _reader_gone()
-    if summary.status != "completed":
-        note(f"run {run_id} is not complete ({summary.status}): only the results it scored were exported")
+    status = summary.status if summary is not None else store.query("runs", run_id=run_id)[0]["status"]
+    if status != "completed":
+        note(f"run {run_id} is not complete ({status}): only the results it scored were exported")
     if to_file:
         note(f"wrote {plural(count, 'line' if fmt == 'csv' else 'result')} to {output}")
 

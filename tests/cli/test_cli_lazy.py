@@ -182,3 +182,43 @@ def test_what_is_alive_when_a_command_ends_is_frozen_out_of_the_collectors_last_
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stderr.strip() == "frozen True", out.stderr
+
+
+_PLUGIN_SCANS = """\
+import atexit, sys
+import pydantic.plugin._loader as loader
+scans = []
+real = loader.entry_points
+def counted(*args, **kwargs):
+    scans.append(kwargs.get("group"))
+    return real(*args, **kwargs)
+loader.entry_points = counted
+atexit.register(lambda: print("scans", scans.count("pydantic"), file=sys.stderr))
+from evalstore.cli import entry, main
+argv = ["--db", sys.argv[1], "export", "last", "--format", "agentv-jsonl"]
+if sys.argv[2] == "entry":
+    sys.argv = ["evalstore", *argv]
+    entry()
+main(argv, prog_name="evalstore", standalone_mode=False)
+"""
+
+
+@pytest.mark.parametrize("how", ["entry", "in-process"])
+def test_the_command_lines_own_process_looks_up_no_pydantic_plugins(tmp_path, how: str) -> None:  # type: ignore[no-untyped-def]
+    """``evalstore`` as a command (``entry``) validates only its own models: once it has opened the store,
+    pydantic does not scan the installed distributions for plugins (``no_pydantic_plugins``). Called in
+    another program's process, the library leaves pydantic's lookup as it is."""
+    from evalstore.replay.agentv.importing import import_results
+    from evalstore.store import EventStore
+
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps({"test_id": "t1", "score": 1.0, "target": "default", "scores": []}) + "\n")
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    store = EventStore.open(db)
+    import_results(store, results)
+    store.close()
+    out = subprocess.run(
+        [sys.executable, "-c", _PLUGIN_SCANS, db, how], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"scans {0 if how == 'entry' else 1}" in out.stderr.splitlines()
