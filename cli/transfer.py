@@ -322,9 +322,9 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     to_file = output is not None and str(output) != "-"
     # A bar on stderr, unless the rows themselves go to the terminal (they would run through it).
     bar = progress_bar("exporting") if to_file or not sys.stdout.isatty() else None
-    # The run's counts: the bar's total and the JSON head's summary (a query over its results, read
-    # before the workers start: not for a CSV or JSONL export that shows no bar)
-    summary = run_summary(store, run_id) if fmt == "json" or (bar is not None and bar.visible) else None
+    # The run's counts, for the bar's total (a query over its results, read before the workers start: only
+    # for a bar on a terminal; a JSON head's are read by export_run once they have started)
+    summary = run_summary(store, run_id) if bar is not None and bar.visible else None
     total = summary.tests + summary.not_regradable if summary is not None else None
     try:
         with (

@@ -490,20 +490,30 @@ def export_run(
         raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
     started = run_started(store, run_id)
     encode = {"agentv-jsonl": _jsonl_encoded, "csv": _csv_encoded, "json": _json_encoded}[fmt]
-    if fmt == "json":
-        fh.write(_json_head(started, summary or run_summary(store, run_id)))
-    elif fmt == "csv":
+    if fmt == "csv":
         fh.write(_csv_text([CSV_COLUMNS]))
     write = _byte_writer(fh)
     results = items = 0
+
+    def head() -> None:
+        # The JSON head's counts (a query over the run's results) are read once the workers are
+        # encoding the first chunks, not before they start.
+        write(_json_head(started, summary or run_summary(store, run_id)).encode("utf-8"))
+
     # CSV reads scores and verdicts only: no case, transcript or grader request.
     for chunk in encoded_results(store, run_id, partial(encode, started), inputs=fmt != "csv", workers=workers):
-        write(chunk.data[1:] if fmt == "json" and not results else chunk.data)
+        if fmt == "json" and not results:
+            head()
+            write(chunk.data[1:])  # the first result's comma is cut
+        else:
+            write(chunk.data)
         results += chunk.results
         items += chunk.items
         if progress:
             progress(results)
     if fmt == "json":
+        if not results:
+            head()
         fh.write(JSON_TAIL)
     if progress and not results:
         progress(0)
