@@ -170,18 +170,22 @@ def js_number(value: Any) -> Any:
     Anything else as it is."""
     kind = type(value)
     if kind is float:  # a score, a weight: asked first
-        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+        return _js_float(value)
     if kind in _AS_IS:  # most of a payload: asking a string whether it is a Mapping (an ABC) costs more
         return value
     if kind is dict:
         return {k: js_number(v) for k, v in value.items()}
     if isinstance(value, float):
-        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+        return _js_float(value)
     if isinstance(value, Mapping):
         return {k: js_number(v) for k, v in value.items()}
     if isinstance(value, list):
         return [js_number(v) for v in value]
     return value
+
+
+def _js_float(value: float) -> float | int:
+    return int(value) if value.is_integer() and abs(value) < 1e21 else value
 
 
 _AS_IS = frozenset({str, int, bool, type(None)})

@@ -124,7 +124,7 @@ class StoreRecorder:
         self.blobs: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._ahead = ahead or _NOTHING_AHEAD
-        self._waiting = waiting if store.engine.dialect.name != "sqlite" else None
+        self._waiting = waiting if store.on_server else None
 
     def _read(self) -> EventStore:
         """The store, for a read (see ``waiting``)."""

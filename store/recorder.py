@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Integer, bindparam, case, func, select
 from sqlalchemy.engine import Connection, Engine
@@ -58,6 +58,8 @@ from evalstore.store.verify import verify as verify_store
 
 if TYPE_CHECKING:
     from evalstore.store.events import DomainEvent
+
+T = TypeVar("T")
 
 Encoded = tuple[str, str, int, str] | tuple[str, str, int, str, dict[str, Any]]
 """An encoded event (:meth:`EventStore.encode_events`), with or without its payload dict
@@ -153,23 +155,25 @@ def _drained(queued: deque[tuple[Future[_Head | None], _Head]]) -> _Head | None:
     return end
 
 
+def _blob_size(job: tuple[bytes, str, Dictionary | None]) -> int:
+    return len(job[0])
+
+
 def _blob_rows(jobs: list[tuple[bytes, str, Dictionary | None]]) -> list[dict[str, object]]:
     """The rows of blobs (``data, digest, dictionary``): a module function, so a process can run it."""
     return [encode_blob(data, digest, dictionary).row() for data, digest, dictionary in jobs]
 
 
-def _shares(
-    jobs: list[tuple[bytes, str, Dictionary | None]], count: int
-) -> list[list[tuple[bytes, str, Dictionary | None]]]:
-    """``jobs`` cut, in order, into at most ``count`` runs of about as many bytes each."""
-    total = sum(len(job[0]) for job in jobs)
-    shares: list[list[tuple[bytes, str, Dictionary | None]]] = [[]]
+def _shares(items: list[T], count: int, size: Callable[[T], int]) -> list[list[T]]:
+    """``items`` cut, in order, into at most ``count`` runs of about as many bytes (``size``) each."""
+    total = sum(map(size, items))
+    shares: list[list[T]] = [[]]
     done = 0
-    for job in jobs:
+    for item in items:
         if done >= total * len(shares) / count and len(shares) < count:
             shares.append([])
-        shares[-1].append(job)
-        done += len(job[0])
+        shares[-1].append(item)
+        done += size(item)
     return shares
 
 
@@ -208,6 +212,18 @@ class EventStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    @property
+    def reopenable(self) -> bool:
+        """Whether another process can open this store (forked workers, Ray's): any but an in-memory SQLite
+        database, which lives and dies with this process's connections."""
+        url = self.engine.url
+        return not (url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"))
+
+    @property
+    def on_server(self) -> bool:
+        """Whether the store is on a database server, each read a round trip (not a SQLite file)."""
+        return self.engine.dialect.name != "sqlite"
 
     # --- writing -------------------------------------------------------------------------------
 
@@ -702,7 +718,7 @@ class EventStore:
         if sum(len(job[0]) for job in jobs) < THREADED_BLOB_BYTES:
             return functools.partial(_blob_rows, jobs), candidates
         pool: Executor = processes or _compressor(os.getpid())
-        shares = [pool.submit(_blob_rows, share) for share in _shares(jobs, COMPRESSORS)]
+        shares = [pool.submit(_blob_rows, share) for share in _shares(jobs, COMPRESSORS, _blob_size)]
         return (lambda: [row for share in shares for row in share.result()]), candidates
 
     def _insert_blob_rows(self, conn: Connection, rows: list[dict[str, object]]) -> None:
@@ -1396,8 +1412,7 @@ def _deflating(plains: list[bytes], dictionary: bytes | None, processes: Executo
     if processes is None:
         bodies = log.deflated(plains, dictionary)
         return lambda: bodies
-    step = -(-len(plains) // COMPRESSORS)
-    shares = [processes.submit(log.deflated, plains[i : i + step], dictionary) for i in range(0, len(plains), step)]
+    shares = [processes.submit(log.deflated, share, dictionary) for share in _shares(plains, COMPRESSORS, len)]
     return lambda: [body for share in shares for body in share.result()]
 
 

@@ -101,7 +101,7 @@ def encoded_results(
     windows: list[Window] = list(zip([0, *ends], ends))
     count = worker_count(len(windows), workers)
     after: int | None = 0
-    if count and _reopenable(store):
+    if count and store.reopenable:
         after = yield from _forked(_Job(store, run_id, encode, inputs, origin_ids, ""), store, windows, count)
     if after is not None:  # from the start, or from a chunk whose results interleave: read here, in one pass
         yield from _here(store, run_id, encode, inputs, (after, None), origin_ids)
@@ -173,13 +173,6 @@ def _forked(job: _Job, store: EventStore, windows: list[Window], workers: int) -
             os.unlink(path)
             yield Chunk(data, results, items)
     return None
-
-
-def _reopenable(store: EventStore) -> bool:
-    """Whether a worker can open the store again: not an in-memory SQLite database, which its closed
-    connections would take with them."""
-    url = store.engine.url
-    return not (url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"))
 
 
 def _open_worker(job: _Job) -> None:

@@ -74,8 +74,7 @@ class RayExecutor:
         if first is None:
             return
         ray = _ray()
-        url = store.engine.url
-        if url.get_backend_name() == "sqlite" and not url.database:
+        if not store.reopenable:
             raise ReplayError("--executor ray needs a store its workers can open: a SQLite file or PostgreSQL")
         started_here = not ray.is_initialized()
         if started_here:
@@ -86,7 +85,7 @@ class RayExecutor:
         options = dataclasses.replace(job.grade_options, process_slots=None, environment=None, warm=None)
         shared = ray.put(
             (
-                url.render_as_string(hide_password=False),
+                store.engine.url.render_as_string(hide_password=False),
                 dataclasses.replace(job, grade_options=options, concurrency=concurrency),
             )
         )

@@ -58,3 +58,16 @@ def test_a_symlink_loop_among_the_entries_is_no_internal_error(tree: Path, monke
     result = CliRunner().invoke(cli.main, ["runs", "--json"])
     assert result.exit_code == 2, result.output
     assert "no store found" in result.stderr and "internal error" not in result.output
+
+
+def test_a_store_says_whether_another_process_can_open_it_and_whether_it_is_on_a_server(store) -> None:  # type: ignore[no-untyped-def]
+    """Forked export workers and Ray's open the store again: any but an in-memory SQLite database. A read of
+    a store on a server is a round trip (a replay grades meanwhile)."""
+    from evalstore.store import EventStore, make_engine
+
+    assert store.reopenable
+    assert store.on_server == (store.engine.dialect.name == "postgresql")
+    for url in ("sqlite://", "sqlite:///:memory:"):
+        in_memory = EventStore(make_engine(url))
+        assert not in_memory.reopenable and not in_memory.on_server
+        in_memory.close()
