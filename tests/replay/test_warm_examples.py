@@ -11,6 +11,7 @@ it are compared.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,20 @@ def python_graders(root: Path = REPO) -> list[tuple[EvalSuite, EvalTest, CodeGra
     return list(seen.values())
 
 
+# uv's own progress lines on stderr. Whether uv says it builds a project depends on how its cache judges
+# the project's timestamps (a copy made within the same second is built again), so two calls a moment
+# apart differ there: that is uv's bookkeeping, not what the grader printed.
+_UV_PROGRESS = re.compile(
+    rb"^ *(Building|Built|Resolved|Prepared|Installed|Uninstalled|Audited|Downloading|Downloaded|Using CPython"
+    rb"|Creating virtual environment) .*\n?",
+    re.MULTILINE,
+)
+
+
+def _without_uv_progress(text: bytes) -> bytes:
+    return _UV_PROGRESS.sub(b"", text)
+
+
 def _grade(suite: EvalSuite, test: EvalTest, spec: CodeGraderSpec, ws: Path, warm: WarmPool | None) -> dict:  # type: ignore[type-arg]
     recorder = MemoryRecorder()
     ctx = GradingContext(
@@ -83,7 +98,16 @@ def _grade(suite: EvalSuite, test: EvalTest, spec: CodeGraderSpec, ws: Path, war
         options=GradeOptions(warm=warm),
     )
     result = CodeGrader(spec).grade(ctx)
-    blob = recorder.get_blob
+    uv = spec.command[0] == "uv"
+
+    def blob(sha: str) -> bytes:
+        data = recorder.get_blob(sha)
+        return _without_uv_progress(data) if uv else data
+
+    assertions = [a.model_dump() for a in result.assertions]
+    for a in assertions:
+        if uv and a.get("evidence"):
+            a["evidence"] = _without_uv_progress(a["evidence"].encode()).decode()
     calls = [
         (e.exit_code, e.outcome, blob(e.reply_sha256 or ""), blob(e.stderr_sha256) if e.stderr_sha256 else b"")
         for _, e in recorder.events
@@ -99,7 +123,7 @@ def _grade(suite: EvalSuite, test: EvalTest, spec: CodeGraderSpec, ws: Path, war
         "conversions": conversions,
         "score": result.score,
         "status": result.status,
-        "assertions": [a.model_dump() for a in result.assertions],
+        "assertions": assertions,
     }
 
 
