@@ -410,7 +410,10 @@ def test_ctrl_c_kills_the_agent_in_flight_and_resume_runs_that_test_again(tmp_pa
             proc.kill()
     # The agent sleeps 60 s in its own process group; Ctrl-C must not wait for it.
     assert proc.returncode == 130, err
-    assert stopped_after < 15, f"Ctrl-C took {stopped_after:.1f} s: the running agent was not killed"
+    # What it printed on the way out says where a slow stop waited (seen once, 21 s, under a loaded CI).
+    assert stopped_after < 15, (
+        f"Ctrl-C took {stopped_after:.1f} s: the running agent was not killed; it printed {err!r}"
+    )
     (run,) = runs(db)
     assert run["tests"] == 0, "the killed agent's test must not be recorded as an execution error"
 
