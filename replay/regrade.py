@@ -67,6 +67,7 @@ from evalstore.replay.material import (
     result_key,
     transcript_info,
 )
+from evalstore.replay.pass_marks import marked_otherwise
 from evalstore.replay.processes.children import child_environment
 from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.processes.workers import run_concurrently
@@ -399,6 +400,12 @@ def _execute(
             f"the eval has no test {_listing(missing)} (pass --eval with the eval file that has them)"
         )
         suite = suite.model_copy(update={"warnings": [*suite.warnings, carried]})
+    unfinished = _unfinished(store, parent)
+    if unfinished:
+        suite = suite.model_copy(update={"warnings": [*suite.warnings, unfinished]})
+    marked = _marked_otherwise(store, parent, options, suite, threshold, regraded)
+    if marked:
+        suite = suite.model_copy(update={"warnings": [*suite.warnings, marked]})
     reasons, cut = _regradable(store, origin, regraded)
     if cut:
         truncated = (
@@ -485,6 +492,53 @@ def _execute(
     position = {t.id: i for i, t in enumerate(suite.tests)}
     results.sort(key=lambda s: (position.get(s.test_id, len(position)), s.test_id, s.target or "", s.attempt))
     return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable, batch)
+
+
+_FINISH = {
+    "recorded": "`evalstore run --resume {run}` runs the rest",
+    "replay": "`evalstore replay --resume {run}` regrades the rest",
+    "imported": "importing the same source again completes it",
+}
+"""How each kind of run that stopped part way is finished."""
+
+
+def _unfinished(store: EventStore, parent: RunWindows) -> str | None:
+    """A warning when the run regraded stopped part way (Ctrl-C, a crash): only what it recorded is regraded."""
+    (row,) = store.query("runs", run_id=parent.run_id) or [{"status": "completed"}]
+    if row["status"] != "started":
+        return None
+    finish = _FINISH.get(parent.started.kind, "").format(run=parent.run_id)
+    return (
+        f"run {parent.run_id} did not finish (it was interrupted, or is still running): this replay regrades the "
+        f"{len(parent.order)} result{'s' if len(parent.order) != 1 else ''} it recorded"
+        + (f"; {finish} first" if finish else "")
+    )
+
+
+def _marked_otherwise(
+    store: EventStore,
+    parent: RunWindows,
+    options: ReplayOptions,
+    suite: EvalSuite,
+    threshold: float,
+    regraded: set[ResultKey],
+) -> str | None:
+    """A warning when results of the parent this replay regrades were marked pass or fail against another
+    pass mark than the one it applies (:mod:`pass_marks`); none when ``--threshold`` chose it."""
+    if options.threshold is not None or not regraded:
+        return None
+    from evalstore.replay.agentv.detect import FORMATS as AGENTV_FORMATS
+
+    started = parent.started
+    return marked_otherwise(
+        store,
+        parent.run_id,
+        threshold,
+        {t.id: t.threshold for t in suite.tests},
+        regraded,
+        from_agentv=started.kind == "imported" and started.source_format in AGENTV_FORMATS,
+        recorded=started.threshold,
+    )
 
 
 def _judge_batches(

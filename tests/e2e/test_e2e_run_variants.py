@@ -422,3 +422,36 @@ def test_ctrl_c_kills_the_agent_in_flight_and_resume_runs_that_test_again(tmp_pa
     )
     assert {r["test_id"]: r["status"] for r in resumed["results"]} == {"stalls": "ok", "quick": "ok"}
     assert [c["prompt"] for c in calls(tmp_path / "proj")].count("STALL first") == 2
+
+
+def test_a_replay_of_an_interrupted_run_says_it_regrades_only_what_the_run_recorded(tmp_path) -> None:
+    eval_file = make_project(tmp_path / "proj", [("quick", "plain"), ("stalls", "STALL first"), ("later", "plain")])
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    proc = subprocess.Popen(
+        [str(EVALSTORE), "--db", db, "run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")],
+        cwd=tmp_path,
+        env={**os.environ, SECRET_ENV: SECRET_VALUE},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        wait_for(lambda: len(calls(tmp_path / "proj")) >= 2, 30, "the stalling call")
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (run,) = runs(db)
+    assert (run["status"], run["tests"]) == ("started", 1)
+
+    replayed = evalstore(db, "replay", run["run_id"], "--json", cwd=tmp_path)
+    assert [r["test_id"] for r in ok_json(replayed)["comparison"]["tests"]] == ["quick"]
+    assert (
+        f"warning: run {run['run_id']} did not finish (it was interrupted, or is still running): this replay "
+        f"regrades the 1 result it recorded; `evalstore run --resume {run['run_id']}` runs the rest first"
+    ) in replayed.stderr.splitlines()
+    # A finished run's replay says nothing of the kind.
+    ok_json(evalstore(db, "run", "--resume", run["run_id"], "--json", cwd=tmp_path, env={SECRET_ENV: SECRET_VALUE}))
+    assert "did not finish" not in evalstore(db, "replay", run["run_id"], "--json", cwd=tmp_path).stderr

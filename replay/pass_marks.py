@@ -1,0 +1,71 @@
+"""Results marked pass or fail against another pass mark than the one a regrade applies.
+
+A regrade judges each test against the test's own ``execution.threshold``, else ``--threshold``, else the
+eval file's (``scoring.effective_threshold``). The run it regrades may have been judged against another:
+AgentV 4.42.4 marks each result against ``agentv eval --threshold``, else 0.8, and applies an eval file's
+``execution.threshold`` only to its summary (``runSingleEvalFile`` passes the command line's threshold on,
+not the file's), and an eval file's threshold may have been edited since a run. Such a result can then
+flip between pass and fail with its score unchanged; the regrade says so, once, rather than leave the
+flips to look like changes of the graders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from evalstore.replay.analysis.views import ResultKey, result_key
+from evalstore.replay.grading.scoring import effective_threshold
+from evalstore.store import EventStore
+
+_JUDGED = ("ok", "quality_failure")
+"""The statuses a pass mark decides (an execution error fails whatever its score)."""
+
+
+def marked_otherwise(
+    store: EventStore,
+    run_id: str,
+    threshold: float,
+    own: Mapping[str, float | None],
+    keys: Collection[ResultKey],
+    *,
+    from_agentv: bool,
+    recorded: float | None = None,
+) -> str | None:
+    """A warning naming the results of ``run_id`` among ``keys`` whose pass or fail is not what ``threshold``
+    (a test's own in ``own``, by test id) makes of their score; None when there are none. ``from_agentv``: the
+    run was imported from AgentV; ``recorded``: the threshold the run recorded (an evalstore run's)."""
+    otherwise = [
+        r
+        for r in store.query("results", run_id=run_id)
+        if r["status"] in _JUDGED
+        and r["score"] is not None
+        and r["test_id"] in own
+        and result_key(r["test_id"], r["target"], r["attempt"]) in keys
+        and bool(r["passed"]) != (r["score"] >= effective_threshold(own[r["test_id"]], None, threshold))
+    ]
+    if not otherwise:
+        return None
+    first, count = otherwise[0], len(otherwise)
+    why = (
+        "AgentV 4.42.4 marks each result against `agentv eval --threshold`, else 0.8, and applies the eval "
+        "file's execution.threshold only to its summary"
+        if from_agentv
+        else "the eval file's threshold has changed since"
+    )
+    # The pass mark that gives each such result its pass or fail again, when there is one to name.
+    mark = AGENTV_DEFAULT if from_agentv else recorded
+    keep = (
+        f" (--threshold {mark:g} keeps the run's pass and fail)"
+        if mark is not None and all(bool(r["passed"]) == (r["score"] >= mark) for r in otherwise)
+        else ""
+    )
+    return (
+        f"{count} result{'s' if count > 1 else ''} of run {run_id} {'were' if count > 1 else 'was'} marked pass "
+        f"or fail against another pass mark than this replay's {threshold:g} (e.g. {first['test_id']}: score "
+        f"{first['score']:.3g}, {'passed' if first['passed'] else 'failed'}; {why}): with the same score "
+        f"{'they' if count > 1 else 'it'} may change pass/fail here; --threshold sets the pass mark{keep}"
+    )
+
+
+AGENTV_DEFAULT = 0.8
+"""AgentV's pass mark when none is given on its command line (``DEFAULT_THRESHOLD``)."""
