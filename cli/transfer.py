@@ -120,7 +120,7 @@ def import_(
         _import_inspect(ctx, path, as_json)
         return
     store = open_store(ctx)
-    with progress_bar("checking") as bar:
+    with progress_bar("checking") as bar, _import_hint():
         outcome = import_results(
             store,
             path,
@@ -192,6 +192,17 @@ def _inspect_logs(path: Path) -> bool:
     return is_inspect_log(path)
 
 
+@contextmanager
+def _import_hint() -> Iterator[None]:
+    """On Ctrl-C, what becomes of an import: an import is checked whole before anything is written, then
+    written in batches; a run stopped while written is completed by importing the same source again."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        note("the import stopped; what it wrote stays, and importing the same source again completes it")
+        raise
+
+
 def _import_inspect(ctx: click.Context, path: Path, as_json: bool) -> None:
     from evalstore.cli import frozen_imports
     from evalstore.replay.inspect import inspect_log_api
@@ -200,7 +211,7 @@ def _import_inspect(ctx: click.Context, path: Path, as_json: bool) -> None:
     with frozen_imports():  # inspect_ai's classes and schemas: out of the collector's passes over each sample
         inspect_log_api()  # before the store is opened: without inspect_ai, say so and create nothing
     store = open_store(ctx)
-    with progress_bar("checking") as bar:
+    with progress_bar("checking") as bar, _import_hint():
         outcomes = import_logs(store, path, progress=bar.show)
     rows = [
         {

@@ -190,7 +190,12 @@ def resume_run(
     material = load_run(store, run_id)
     started = material.started
     if started.kind != "recorded":
-        raise ReplayError(f"run {run_id} is a {started.kind} run; `evalstore run --resume` continues recorded runs")
+        what = (
+            "an imported run; importing its source again completes it"
+            if started.kind == "imported"
+            else f"a replay; `evalstore replay --resume {run_id}` continues it"
+        )
+        raise ReplayError(f"run {run_id} is {what} (`evalstore run --resume` continues runs `evalstore run` made)")
     options = options or RunOptions()
     stored_overrides = started.overrides
     options.target = options.target or started.target_name

@@ -531,14 +531,17 @@ class _SuiteParser:
             graders.insert(0, self._rubrics_sugar(obj["rubrics"], where.key("rubrics")))
         conversation = conversation_fields(obj, where, ctx, self.converters)
         if not (criteria or expected is not None or key or obj.get("rubrics") is not None or conversation):
+            # A misspelled key is only warned of, and a refused file's warnings are not shown: named here.
+            unknown = [f"`{k}`" for k in obj if str(k) not in TEST_KEYS]
+            hint = f" ({', '.join(unknown)}: not a test key; misspelled?)" if unknown else ""
             # AgentV's rule: the test's own fields decide; suite-level assertions alone do not (it skips the test).
             if self.graders and not skip:
                 raise where.error(
                     "nothing to grade: suite-level `assertions` apply only to a test with its own `criteria`, "
                     "`expected_output` or `assertions` (AgentV skips a test with none of them); add one, "
-                    "e.g. `assertions: []` to grade it with the suite's alone"
+                    f"e.g. `assertions: []` to grade it with the suite's alone{hint}"
                 )
-            raise where.error("nothing to grade: add `criteria`, `expected_output` or `assertions`")
+            raise where.error(f"nothing to grade: add `criteria`, `expected_output` or `assertions`{hint}")
         if not skip:
             graders += self.graders
         if not graders and not conversation:  # a conversation's turns are graded, and its own graders only if any

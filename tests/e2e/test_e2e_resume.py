@@ -14,6 +14,7 @@ from e2e_helpers import (
     kill_pid_file,
     make_suite,
     ok_json,
+    one_line_error,
     record,
     result_rows,
     results_by_test,
@@ -148,3 +149,8 @@ def test_a_killed_replay_resumes_without_regrading_recorded_tests(tmp_path: Path
     # The resumed replay kept the settings it started with (the slow eval), not the run's snapshot.
     snapshot = ok_json(cli(db, "audit", replay["run_id"], "q3-report", "--json"))["run"]["eval_snapshot"]
     assert any(s["path"].endswith("slow.py") for s in snapshot)
+    # `run --resume` continues recorded runs only, and says which command a replay takes.
+    assert one_line_error(cli(db, "run", "--resume", replay["run_id"])) == (
+        f"Error: run {replay['run_id']} is a replay; `evalstore replay --resume {replay['run_id']}` continues it "
+        "(`evalstore run --resume` continues runs `evalstore run` made)"
+    )

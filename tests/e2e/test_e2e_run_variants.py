@@ -8,6 +8,7 @@ check what the target was given, and how many times it ran.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -422,6 +423,64 @@ def test_ctrl_c_kills_the_agent_in_flight_and_resume_runs_that_test_again(tmp_pa
     )
     assert {r["test_id"]: r["status"] for r in resumed["results"]} == {"stalls": "ok", "quick": "ok"}
     assert [c["prompt"] for c in calls(tmp_path / "proj")].count("STALL first") == 2
+
+
+def _result_row(i: int) -> dict:
+    score = (i % 5) / 4
+    verdict = "pass" if score >= 0.5 else "fail"
+    return {
+        "test_id": f"t-{i:06d}",
+        "suite": "many",
+        "score": score,
+        "target": "default",
+        "execution_status": "ok" if score >= 0.8 else "quality_failure",
+        "scores": [
+            {"name": "check", "type": "code-grader", "score": score, "verdict": verdict, "assertions": []},
+        ],
+    }
+
+
+def test_an_import_stopped_while_it_writes_is_completed_by_importing_again(tmp_path) -> None:
+    source = tmp_path / "results.jsonl"
+    source.write_text("".join(json.dumps(_result_row(i)) + "\n" for i in range(60_000)), encoding="utf-8")
+    db_file = tmp_path / "store.db"
+    db = f"sqlite:///{db_file}"
+    proc = subprocess.Popen(
+        [str(EVALSTORE), "--db", db, "import", str(source)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+    def writing() -> bool:  # the run's first event is appended once every line has been checked
+        if not db_file.exists():
+            return False
+        with contextlib.closing(sqlite3.connect(db_file, timeout=5)) as conn:
+            try:
+                return bool(conn.execute("SELECT count(*) FROM results").fetchone()[0])
+            except sqlite3.OperationalError:  # the schema is not there yet
+                return False
+
+    try:
+        wait_for(writing, 60, "the import's first batch")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "the import stopped; what it wrote stays, and importing the same source again completes it" in err
+    assert "Traceback" not in err
+    (run,) = runs(db)
+    assert run["status"] == "started" and 0 < run["tests"] < 60_000
+
+    again = ok_json(evalstore(db, "import", str(source), "--json", cwd=tmp_path))
+    assert (again["run_id"], again["tests"]) == (run["run_id"], 60_000)
+    (run,) = runs(db)
+    assert (run["status"], run["tests"]) == ("completed", 60_000)
+    assert ok_json(evalstore(db, "verify", "--json", cwd=tmp_path))["ok"] is True
 
 
 def test_a_replay_of_an_interrupted_run_says_it_regrades_only_what_the_run_recorded(tmp_path) -> None:

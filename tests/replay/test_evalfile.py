@@ -529,6 +529,11 @@ def test_a_test_with_only_suite_assertions_is_told_what_agentv_does_and_what_wor
     skipping = write(tmp_path, "g.eval.yaml", suite + "    execution: {skip_defaults: true}\n")
     with pytest.raises(EvalFileError, match="nothing to grade: add `criteria`, `expected_output` or `assertions`"):
         load_eval(skipping)
+    # A misspelled key, which is otherwise only warned of, is named in the refusal.
+    misspelled = write(tmp_path, "h.eval.yaml", "tests:\n  - id: a\n    input: hi\n    expcted_output: Jupiter\n")
+    with pytest.raises(EvalFileError) as err:
+        load_eval(misspelled)
+    assert str(err.value).endswith("`assertions` (`expcted_output`: not a test key; misspelled?)")
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
