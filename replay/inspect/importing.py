@@ -189,9 +189,17 @@ def _check_header(path: Path) -> None:
     that is not JSON. Read once with ijson's pure-Python parser, which raises instead."""
     import ijson  # type: ignore[import-untyped]  # inspect_ai's own dependency: there when the log API is
 
+    from evalstore.replay.agentv.export import JSON_FORMAT
+
     depth = 0
     refused = None
     with path.open("rb") as fh:
+        if fh.read(64).startswith(b'{"format":"%s"' % JSON_FORMAT.encode()):
+            raise ImportFormatError(
+                f"{path}: an evalstore JSON export (`export --format json`), written for other tools to read: "
+                "to move runs between stores, export them with `--format bundle` and import that"
+            )
+        fh.seek(0)
         try:
             for event, value in ijson.get_backend("python").basic_parse(fh):
                 if event in ("start_map", "start_array"):

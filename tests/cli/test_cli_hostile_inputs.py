@@ -372,3 +372,15 @@ def test_an_attestation_or_a_preprocessor_with_a_long_integer_is_one_line(tmp_pa
     assert error == f"Error: {attestation}: not JSON: an integer of more than 4300 digits\n"
     with pytest.raises(ReplayError, match=r"COMMAND is not a valid JSON array \(an integer of more than 4300 digits\)"):
         parse_preprocessor(f"text/plain=[{LONG_INT}]", [str(tmp_path)])
+
+
+def test_an_evalstore_json_export_given_to_import_says_what_it_is(imported: tuple[str, str], tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")  # a .json file is read as an Inspect log otherwise
+    db, run_id = imported
+    export = tmp_path / "export.json"
+    assert run("--db", db, "export", run_id, "--format", "json", "-o", str(export)).exit_code == 0
+    error = one_line(run("--db", f"sqlite:///{tmp_path / 'other.db'}", "import", str(export))).strip()
+    assert error == (
+        f"Error: {export}: an evalstore JSON export (`export --format json`), written for other tools to read: "
+        "to move runs between stores, export them with `--format bundle` and import that"
+    )
