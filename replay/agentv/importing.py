@@ -150,7 +150,7 @@ def check_import(
     if checked.spool is not None:
         checked.spool.close()
     if checked.tests == 0:
-        raise ReplayError(f"{path}: no results to import")
+        raise _no_results(path, checked.skipped)
     warnings = [*prepared.eval_notes, *checked.warnings]
     return ImportCheck(fmt, checked.tests, checked.skipped, prepared.eval_file, warnings)
 
@@ -224,7 +224,7 @@ def _write(  # type: ignore[no-untyped-def]
     """The writing pass: the checked results appended in batches, as the validation pass encoded them."""
     tests, skipped = checked.tests, checked.skipped
     if tests == 0:
-        raise ReplayError(f"{path}: no results to import")
+        raise _no_results(path, skipped)
 
     started = RunStarted(
         run_id=run_id,
@@ -243,6 +243,18 @@ def _write(  # type: ignore[no-untyped-def]
     write_spool(store, run_id, checked.spool, ids, tests=tests, left_out=checked.left_out, progress=progress)
     return ImportOutcome(
         run_id, fmt, tests, skipped, False, eval_file, warnings=checked.warnings, warning_count=checked.warning_count
+    )
+
+
+def _no_results(path: Path, skipped: int) -> ReplayError:
+    if skipped:
+        return ReplayError(
+            f"{path}: no results to import: all {skipped} line(s) were left out as bad "
+            "(without --skip-bad, the first is named with why)"
+        )
+    return ReplayError(
+        f"{path}: no results to import: it holds no result rows (give the results `agentv eval` wrote: "
+        "a run folder, its index.jsonl, or a results JSONL)"
     )
 
 

@@ -384,3 +384,20 @@ def test_an_evalstore_json_export_given_to_import_says_what_it_is(imported: tupl
         f"Error: {export}: an evalstore JSON export (`export --format json`), written for other tools to read: "
         "to move runs between stores, export them with `--format bundle` and import that"
     )
+
+
+def test_an_import_with_no_results_says_what_to_give_it(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert one_line(run("--db", db, "import", str(empty))).strip() == (
+        f"Error: {empty}: no results to import: it holds no result rows (give the results `agentv eval` wrote: "
+        "a run folder, its index.jsonl, or a results JSONL)"
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n{\n")
+    assert one_line(run("--db", db, "import", str(bad), "--skip-bad")).strip() == (
+        f"Error: {bad}: no results to import: all 2 line(s) were left out as bad "
+        "(without --skip-bad, the first is named with why)"
+    )
+    assert json.loads(run("--db", db, "runs", "--json").stdout) == []  # nothing written
