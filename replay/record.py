@@ -209,8 +209,20 @@ def resume_run(
         options.max_retries = stored_overrides.get("max_retries")
     eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
     suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
+    if _changed_on_disk(Path(eval_snap.path), eval_snap.sha256):  # type: ignore[arg-type]
+        suite.warnings.append(
+            f"{eval_snap.path} changed since run {run_id} began: the run goes on with the eval it began with "
+            f"(`evalstore replay {run_id}` regrades it with the file as it is now)"
+        )
     targets_file, targets, aliases = _resolve_targets(suite, options)
     return _execute(store, run_id, suite, targets, aliases, targets_file, options, material.tests, progress, on_start)
+
+
+def _changed_on_disk(path: Path, sha256: str | None) -> bool:
+    try:
+        return sha256_hex(path.read_bytes()) != sha256
+    except OSError:  # moved or gone: nothing on disk to tell apart from the run's copy
+        return False
 
 
 def _resolve_targets(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]

@@ -511,6 +511,12 @@ def test_a_replay_of_an_interrupted_run_says_it_regrades_only_what_the_run_recor
         f"warning: run {run['run_id']} did not finish (it was interrupted, or is still running): this replay "
         f"regrades the 1 result it recorded; `evalstore run --resume {run['run_id']}` runs the rest first"
     ) in replayed.stderr.splitlines()
+    # The eval file edited meanwhile: the run goes on with the eval it began with, and says so.
+    eval_file.write_text(eval_file.read_text() + "# edited\n")
+    resumed = evalstore(db, "run", "--resume", run["run_id"], "--json", cwd=tmp_path, env={SECRET_ENV: SECRET_VALUE})
+    assert {r["test_id"] for r in ok_json(resumed)["results"]} == {"quick", "stalls", "later"}
+    assert f"{eval_file} changed since run {run['run_id']} began: the run goes on with the eval it began with" in (
+        resumed.stderr
+    )
     # A finished run's replay says nothing of the kind.
-    ok_json(evalstore(db, "run", "--resume", run["run_id"], "--json", cwd=tmp_path, env={SECRET_ENV: SECRET_VALUE}))
     assert "did not finish" not in evalstore(db, "replay", run["run_id"], "--json", cwd=tmp_path).stderr
