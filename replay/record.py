@@ -209,7 +209,7 @@ def resume_run(
         options.max_retries = stored_overrides.get("max_retries")
     eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
     suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
-    if _changed_on_disk(Path(eval_snap.path), eval_snap.sha256):  # type: ignore[arg-type]
+    if _changed_on_disk(Path(eval_snap.path), eval_snap.sha256):
         suite.warnings.append(
             f"{eval_snap.path} changed since run {run_id} began: the run goes on with the eval it began with "
             f"(`evalstore replay {run_id}` regrades it with the file as it is now)"
