@@ -1,12 +1,13 @@
-"""Results marked pass or fail against another pass mark than the one a regrade applies.
+"""Results of an AgentV run marked pass or fail against another pass mark than the one a regrade applies.
 
 A regrade judges each test against the test's own ``execution.threshold``, else ``--threshold``, else the
-eval file's (``scoring.effective_threshold``). The run it regrades may have been judged against another:
-AgentV 4.42.4 marks each result against ``agentv eval --threshold``, else 0.8, and applies an eval file's
-``execution.threshold`` only to its summary (``runSingleEvalFile`` passes the command line's threshold on,
-not the file's), and an eval file's threshold may have been edited since a run. Such a result can then
-flip between pass and fail with its score unchanged; the regrade says so, once, rather than leave the
-flips to look like changes of the graders.
+eval file's (``scoring.effective_threshold``). AgentV 4.42.4 marks each result against ``agentv eval
+--threshold``, else 0.8, and applies an eval file's ``execution.threshold`` only to its summary
+(``runSingleEvalFile`` passes the command line's threshold on, not the file's:
+tests/fixtures/agentv-threshold). A result of an imported AgentV run can then flip between pass and fail
+with its score unchanged; the regrade says so, once, rather than leave the flips to look like changes of
+the graders. Only AgentV's rows are held to the rule: elsewhere pass or fail is not the score against a
+threshold alone (an Inspect scorer's, pass@k over trials, a conversation missing a turn).
 """
 
 from __future__ import annotations
@@ -27,13 +28,9 @@ def marked_otherwise(
     threshold: float,
     own: Mapping[str, float | None],
     keys: Collection[ResultKey],
-    *,
-    from_agentv: bool,
-    recorded: float | None = None,
 ) -> str | None:
-    """A warning naming the results of ``run_id`` among ``keys`` whose pass or fail is not what ``threshold``
-    (a test's own in ``own``, by test id) makes of their score; None when there are none. ``from_agentv``: the
-    run was imported from AgentV; ``recorded``: the threshold the run recorded (an evalstore run's)."""
+    """A warning naming the results of the AgentV run ``run_id`` among ``keys`` whose pass or fail is not what
+    ``threshold`` (a test's own in ``own``, by test id) makes of their score; None when there are none."""
     otherwise = [
         r
         for r in store.query("results", run_id=run_id)
@@ -46,24 +43,19 @@ def marked_otherwise(
     if not otherwise:
         return None
     first, count = otherwise[0], len(otherwise)
-    why = (
-        "AgentV 4.42.4 marks each result against `agentv eval --threshold`, else 0.8, and applies the eval "
-        "file's execution.threshold only to its summary"
-        if from_agentv
-        else "the eval file's threshold has changed since"
-    )
-    # The pass mark that gives each such result its pass or fail again, when there is one to name.
-    mark = AGENTV_DEFAULT if from_agentv else recorded
+    # AgentV's default, named where it gives each such result its pass or fail again.
     keep = (
-        f" (--threshold {mark:g} keeps the run's pass and fail)"
-        if mark is not None and all(bool(r["passed"]) == (r["score"] >= mark) for r in otherwise)
+        f" (--threshold {AGENTV_DEFAULT:g} keeps AgentV's pass and fail)"
+        if all(bool(r["passed"]) == (r["score"] >= AGENTV_DEFAULT) for r in otherwise)
         else ""
     )
     return (
         f"{count} result{'s' if count > 1 else ''} of run {run_id} {'were' if count > 1 else 'was'} marked pass "
         f"or fail against another pass mark than this replay's {threshold:g} (e.g. {first['test_id']}: score "
-        f"{first['score']:.3g}, {'passed' if first['passed'] else 'failed'}; {why}): with the same score "
-        f"{'they' if count > 1 else 'it'} may change pass/fail here; --threshold sets the pass mark{keep}"
+        f"{first['score']:.3g}, {'passed' if first['passed'] else 'failed'}; AgentV 4.42.4 marks each result "
+        "against `agentv eval --threshold`, else 0.8, and applies the eval file's execution.threshold only to "
+        f"its summary): with the same score {'they' if count > 1 else 'it'} may change pass/fail here; "
+        f"--threshold sets the pass mark{keep}"
     )
 
 

@@ -523,22 +523,14 @@ def _marked_otherwise(
     threshold: float,
     regraded: set[ResultKey],
 ) -> str | None:
-    """A warning when results of the parent this replay regrades were marked pass or fail against another
+    """A warning when results of the AgentV run this replay regrades were marked pass or fail against another
     pass mark than the one it applies (:mod:`pass_marks`); none when ``--threshold`` chose it."""
-    if options.threshold is not None or not regraded:
-        return None
     from evalstore.replay.agentv.detect import FORMATS as AGENTV_FORMATS
 
     started = parent.started
-    return marked_otherwise(
-        store,
-        parent.run_id,
-        threshold,
-        {t.id: t.threshold for t in suite.tests},
-        regraded,
-        from_agentv=started.kind == "imported" and started.source_format in AGENTV_FORMATS,
-        recorded=started.threshold,
-    )
+    if options.threshold is not None or not regraded or started.source_format not in AGENTV_FORMATS:
+        return None
+    return marked_otherwise(store, parent.run_id, threshold, {t.id: t.threshold for t in suite.tests}, regraded)
 
 
 def _judge_batches(

@@ -50,7 +50,7 @@ def test_a_replay_says_why_an_agentv_run_marked_against_its_default_flips(projec
     assert _flips(ok_json(replayed, 1)) == {"hamlet": "fail->pass"}  # swallow fails both ways: exit 1
     (warning,) = [line for line in replayed.stderr.splitlines() if PASS_MARK in line]
     assert warning.startswith("warning: 1 result of run ") and "hamlet: score 0.667, failed" in warning
-    assert "--threshold 0.8 keeps the run's pass and fail" in warning
+    assert "--threshold 0.8 keeps AgentV's pass and fail" in warning
 
     kept = cli(db, "replay", imported, "--threshold", "0.8", "--json")
     assert _flips(ok_json(kept, 1)) == {}
