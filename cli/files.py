@@ -34,6 +34,8 @@ def replacing(path: Path) -> Iterator[IO[str]]:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
         raise OSError(errno.EEXIST, f"{what}; write to a new or a regular file", str(path))
+    from evalstore.replay.regular_files import new_file_mode
+
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:  # name the file the user gave, not our temporary one
@@ -41,7 +43,7 @@ def replacing(path: Path) -> Iterator[IO[str]]:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             # mkstemp makes 0600: give the mode the file had, or any new file gets.
-            os.fchmod(fh.fileno(), stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
+            os.fchmod(fh.fileno(), stat.S_IMODE(info.st_mode) if info is not None else new_file_mode())
             yield fh
         try:
             os.replace(tmp, path)
@@ -65,9 +67,3 @@ def regular_or_new(ctx: click.Context, param: click.Parameter, value: Path | Non
         if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
             raise click.BadParameter(f"{value}: not a regular file; write to a new or a regular file")
     return value
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

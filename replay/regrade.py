@@ -916,8 +916,16 @@ def _suite(store: EventStore, parent: Run, options: ReplayOptions) -> EvalSuite:
     else:
         evals = [s for s in parent.started.eval_snapshot if s.role == "eval" and s.sha256]
         if not evals:
+            # An Inspect log carries no eval file at all: its regrade names the graders in one of suite-level
+            # `assertions:` only, which the run's own samples are graded with.
+            inspect = (parent.started.source_format or "").startswith("inspect")
             raise ReplayError(
                 f"run {parent.run_id} has no eval snapshot (imported without its eval file); pass --eval EVAL.yaml"
+                + (
+                    ": for an Inspect log, a file of suite-level `assertions:` (no `tests:`) grades its samples"
+                    if inspect
+                    else ""
+                )
             )
         files = {s.path: store.get_blob(s.sha256) for s in parent.started.eval_snapshot if s.sha256}
         resolver = SnapshotResolver(files, fallback=DiskResolver())

@@ -32,3 +32,11 @@ def read_regular(path: str | Path, *, follow_symlinks: bool = True, max_bytes: i
         if max_bytes is not None and info.st_size > max_bytes:
             raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", str(path))
         return handle.read()
+
+
+def new_file_mode() -> int:
+    """The mode a file created now gets (``0o666`` less the umask): for one written to a temporary file first,
+    which ``mkstemp`` makes ``0600``, so that it reads as any other file its user writes would."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask

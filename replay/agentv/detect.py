@@ -34,7 +34,8 @@ def detect_format(path: Path) -> str:
         if found is None:
             raise ImportFormatError(
                 f"{path}: not an AgentV result directory: expected index.jsonl (v4 run), summary.json with "
-                ".internal/index.jsonl or <case>/sample-N/ folders (v5 bundle); or pass a results .jsonl file"
+                ".internal/index.jsonl or <case>/sample-N/ folders (v5 bundle); or pass a results .jsonl file "
+                "(nor a folder of Inspect AI logs: .eval or .json files)"
             )
         return found
     if path.is_file():

@@ -36,6 +36,7 @@ from evalstore.replay.errors import ReplayError
 from evalstore.replay.inspect import SOURCE_FORMATS, inspect_log_api
 from evalstore.replay.inspect.importing import HEADER_ROLE, sample_record
 from evalstore.replay.inspect.scores import GRADER_TYPE
+from evalstore.replay.regular_files import new_file_mode
 from evalstore.store import EventStore
 from evalstore.store.events import RunStarted, TranscriptRecorded, VerdictRecorded
 
@@ -123,7 +124,11 @@ def export_inspect(store: EventStore, run_id: str, output: Path) -> InspectExpor
         )
 
     samples = _samples(store, origin.run_id, log, regrade)
-    fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.stem}.", suffix=output.suffix)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.stem}.", suffix=output.suffix)
+    except OSError as exc:  # name the file asked for, not the temporary one (a folder that is not there)
+        raise OSError(exc.errno, exc.strerror, str(output)) from None
+    os.fchmod(fd, new_file_mode())  # mkstemp makes 0600: the log reads as Inspect's own do
     os.close(fd)
     try:
         count = _write(api, log, samples, marked, Path(tmp), regrade.edited_scorers if regrade else set())

@@ -111,20 +111,33 @@ def _in_folder(path: Path) -> bool:
 
 def is_inspect_log(path: Path) -> bool:
     """Whether ``path`` is an Inspect log by its name (``.eval``; ``.json``, which AgentV never writes) or
-    a folder of them."""
+    a folder of them (:func:`log_files`)."""
     if path.is_dir():
-        return any(_in_folder(p) for p in path.iterdir())
+        return any(True for _ in _logs_in(path))
     return path.suffix in LOG_SUFFIXES
 
 
+def _logs_in(folder: Path) -> Iterator[Path]:
+    """A folder's logs: its ``.eval`` and ``.json`` files (:func:`_in_folder`), and the ``.eval`` files of its
+    subfolders, at any depth, as Inspect's ``list_eval_logs`` finds them (an eval set's, a task's own folder).
+    Not the ``.json`` files of subfolders: an AgentV run folder is full of them (``timing.json``,
+    ``grading.json``), and none is a log. Nor what is in a hidden folder."""
+    for child in folder.iterdir():
+        if _in_folder(child):
+            yield child
+    for child in folder.rglob("*.eval"):
+        relative = child.relative_to(folder).parts
+        if len(relative) > 1 and not any(part.startswith(".") for part in relative) and child.is_file():
+            yield child
+
+
 def log_files(path: Path) -> list[Path]:
-    """The logs at ``path``: the file, or a folder's logs (``.eval`` and ``.json`` files, not its
-    subfolders; :func:`_in_folder`), by name."""
+    """The logs at ``path``: the file, or a folder's logs (:func:`_logs_in`), by their path in it."""
     if not path.is_dir():
         return [path]
-    found = sorted(p for p in path.iterdir() if _in_folder(p))
+    found = sorted(_logs_in(path))
     if not found:
-        raise ImportFormatError(f"{path}: no Inspect AI logs (.eval, .json) in this folder")
+        raise ImportFormatError(f"{path}: no Inspect AI logs (.eval, .json) in this folder or .eval in its subfolders")
     return found
 
 
@@ -251,6 +264,13 @@ def _check(
         warnings.append(
             f"{path}: {named - tests} of the {named} samples the log names are not in it (the eval's status: "
             f"{header.status}); the {tests} it holds were imported"
+        )
+    elif header.status != "success":  # an eval that ended in an error holds every sample, and said nothing
+        error = getattr(getattr(header, "error", None), "message", None)
+        warnings.append(
+            f"{path}: the eval did not succeed (the eval's status: {header.status}"
+            + (f": {' '.join(str(error).split())[:200]}" if error else "")
+            + f"); the {tests} samples it holds were imported as they are"
         )
     if unreadable:
         shown = ", ".join(f"{value!r} ({n})" for value, n in unreadable.most_common(5))

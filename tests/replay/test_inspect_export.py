@@ -5,6 +5,8 @@ evalstore's provenance in Inspect's own history, and the samples it did not regr
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,9 @@ def test_an_imported_log_exports_as_it_was(tmp_path: Path, name: str) -> None:
     out = tmp_path / f"out{Path(name).suffix}"
     result = _cli(db, "export", run_id, "--format", "inspect", "-o", str(out))
     assert result.exit_code == 0, result.output
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask  # as Inspect's own logs: others can read it
     original, exported = inspect_log.read_eval_log(LOGS / name), inspect_log.read_eval_log(out)
     assert exported.eval == original.eval and exported.results == original.results
     assert _by_key(exported).keys() == _by_key(original).keys()
@@ -176,6 +181,14 @@ def test_what_cannot_be_exported_as_an_inspect_log_is_one_line(tmp_path: Path) -
     run_id = _run_id(_cli(db, "import", str(LOGS / "choice.eval"), "--json"))
     usage = _cli(db, "export", run_id, "--format", "inspect")
     assert usage.exit_code == 2 and "give it with -o LOG.eval" in usage.output
+    # A replay needs the graders to regrade with: an Inspect log holds none, and the refusal says what to give.
+    bare = _cli(db, "replay", run_id)
+    assert bare.exit_code == 2 and bare.stderr.strip().endswith(
+        "pass --eval EVAL.yaml: for an Inspect log, a file of suite-level `assertions:` (no `tests:`) grades its samples"
+    )
+    missing = tmp_path / "no-such-folder" / "out.eval"
+    nowhere = _cli(db, "export", run_id, "--format", "inspect", "-o", str(missing))
+    assert nowhere.exit_code == 2 and nowhere.stderr.strip() == f"Error: {missing}: No such file or directory"
     wrong = _cli(db, "export", run_id, "--format", "inspect", "-o", str(tmp_path / "out.txt"))
     assert wrong.exit_code == 2 and "a .eval or .json file" in wrong.output
     rows = tmp_path / "rows.jsonl"

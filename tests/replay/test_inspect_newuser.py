@@ -48,6 +48,18 @@ def test_a_folder_left_by_eval_set_imports_its_log_not_its_manifests(tmp_path: P
     assert isinstance(imported, list) and [(i["path"], i["tests"]) for i in imported] == [(str(log), 12)]
 
 
+def test_a_folder_imports_the_eval_logs_of_its_subfolders_as_inspect_lists_them(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    shutil.copytree(LOGS / "eval-set", folder / "set")  # a subfolder: its .eval, not its manifests
+    (log,) = [p for p in (folder / "set").iterdir() if p.suffix == ".eval"]
+    hidden = folder / ".trash" / log.name  # a hidden folder's: not a log of this folder
+    hidden.parent.mkdir()
+    shutil.copy(log, hidden)
+    (folder / "set" / "timing.json").write_text("{}")  # a subfolder's .json: not looked at (AgentV writes them)
+    imported = _json(_cli(str(tmp_path / "s.db"), "import", str(folder), "--json"))
+    assert isinstance(imported, list) and [(i["path"], i["tests"]) for i in imported] == [(str(log), 12)]
+
+
 @pytest.mark.parametrize("name", ["calculator.eval", "review.json"])
 def test_a_new_users_log_in_regraded_and_back_out(tmp_path: Path, name: str, caplog: pytest.LogCaptureFixture) -> None:
     db = str(tmp_path / "s.db")

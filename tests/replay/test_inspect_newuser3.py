@@ -100,6 +100,8 @@ def test_imported_regraded_and_exported(log: Path, store_url: str, tmp_path: Pat
     planned = inspect_log.read_eval_log(log, header_only=True)
     if len(planned.eval.dataset.sample_ids or []) * (planned.eval.config.epochs or 1) > len(expected):
         assert any("not in it" in w for w in imported["warnings"])  # a cancelled eval's missing samples, said
+    if planned.status != "success":  # an eval that was cancelled, interrupted or ended in an error: said
+        assert any(f"(the eval's status: {planned.status}" in w for w in imported["warnings"]), imported["warnings"]
     # Every scorer value, as Inspect's value_to_float reads it ("maybe" 0, True 1, "7.5" 7.5, -1.5, 8).
     shown = _json(_cli(db, "show", run_id, "--json"))["results"]
     got = {(r["test_id"], r["attempt"]): r["graders"] for r in shown}
