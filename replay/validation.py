@@ -103,9 +103,15 @@ def check_file(path: Path, kind: Kind) -> FileCheck:
 def _check_eval(path: Path, result: FileCheck) -> None:
     from evalstore.replay.evalfile.parser import load_eval
 
-    suite = load_eval(path)
+    # A file of suite-level graders and no tests is what `replay --eval` takes: valid, and said to be.
+    suite = load_eval(path, run_tests=list)
     result.tests = len(suite.tests)
     result.warnings.extend(suite.warnings)
+    if suite.tests_from_run:
+        result.warnings.append(
+            f"{path}: no `tests`: a file whose suite-level graders regrade a stored run's own tests "
+            f"(`evalstore replay RUN --eval {path.name}`); `evalstore run` needs tests"
+        )
 
 
 def _check_targets(path: Path, result: FileCheck) -> None:

@@ -107,6 +107,21 @@ def test_warnings_are_listed_and_do_not_fail(project: Path) -> None:
     assert len(file["warnings"]) == 1 and "unknown key `colour` ignored" in file["warnings"][0]
 
 
+def test_a_regrade_file_of_suite_level_graders_is_valid_and_said_to_be_one(project: Path) -> None:
+    # What `replay RUN --eval FILE` takes (the run's own tests graded by the file's graders): valid here too.
+    regrade = project / "evals" / "regrade.eval.yaml"
+    regrade.write_text("assertions:\n  - name: short\n    type: contains\n    value: '4'\n")
+    result = _validate("--json", "evals/regrade.eval.yaml")
+    assert result.exit_code == 0, result.output
+    [file] = json.loads(result.stdout)["files"]
+    assert (file["ok"], file["tests"]) == (True, 0)
+    assert any(
+        "no `tests`: a file whose suite-level graders regrade a stored run's own tests "
+        "(`evalstore replay RUN --eval regrade.eval.yaml`); `evalstore run` needs tests" in w
+        for w in file["warnings"]
+    ), file["warnings"]
+
+
 def test_a_bad_targets_file_is_invalid(project: Path) -> None:
     (project / ".agentv" / "targets.yaml").write_text("targets:\n  - name: agent\n")
     result = _validate("--json", ".agentv/targets.yaml")
