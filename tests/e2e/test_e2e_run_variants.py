@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from e2e_helpers import EVALSTORE, audit, cli, evalstore, ok_json, one_line_error, runs, wait_for
@@ -348,16 +349,15 @@ def test_a_failing_and_a_hanging_test_are_execution_errors_and_the_rest_still_ru
     assert "Traceback" not in result.stderr
 
 
-def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> None:
-    monkey_env = {SECRET_ENV: SECRET_VALUE}
-    names = [f"t{i}" for i in range(8)]
-    eval_file = make_project(tmp_path / "proj", [(n, f"SLOW {n}") for n in names])
-    db = f"sqlite:///{tmp_path / 'store.db'}"
+def interrupted(
+    db: str, args: list[str], cwd: Path, ready: Callable[[], bool], what: str, env: dict[str, str] | None = None
+) -> tuple[int, str, float]:
+    """``evalstore --db DB ARGS`` started, given Ctrl-C once ``ready()`` (waited for as ``what``): its exit
+    code, what it printed on stderr, and how long it took to stop."""
     proc = subprocess.Popen(
-        [str(EVALSTORE), "--db", db, "run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")],
-        # COLUMNS=80: what rich assumes for a stderr that is not a terminal; the hint must not wrap at it.
-        cwd=tmp_path,
-        env={**os.environ, **monkey_env, "COLUMNS": "80"},
+        [str(EVALSTORE), "--db", db, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -365,13 +365,32 @@ def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> N
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        wait_for(lambda: len(calls(tmp_path / "proj")) >= 2, 30, "the agent's second call")
+        wait_for(ready, 60, what)
+        sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=20)
+        _, err = proc.communicate(timeout=30)
+        return proc.returncode, err, time.monotonic() - sent
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+
+
+def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> None:
+    monkey_env = {SECRET_ENV: SECRET_VALUE}
+    names = [f"t{i}" for i in range(8)]
+    eval_file = make_project(tmp_path / "proj", [(n, f"SLOW {n}") for n in names])
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run_args = ["run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")]
+    # COLUMNS=80: what rich assumes for a stderr that is not a terminal; the hint must not wrap at it.
+    code, err, _ = interrupted(
+        db,
+        run_args,
+        tmp_path,
+        lambda: len(calls(tmp_path / "proj")) >= 2,
+        "the agent's second call",
+        {**monkey_env, "COLUMNS": "80"},
+    )
+    assert code == 130, err
     done_before = len(calls(tmp_path / "proj"))
     assert done_before < len(names), "Ctrl-C did not stop the tests not yet started"
     (run,) = runs(db)
@@ -391,26 +410,17 @@ def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> N
 def test_ctrl_c_kills_the_agent_in_flight_and_resume_runs_that_test_again(tmp_path) -> None:
     eval_file = make_project(tmp_path / "proj", [("stalls", "STALL first"), ("quick", "plain")])
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    proc = subprocess.Popen(
-        [str(EVALSTORE), "--db", db, "run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")],
-        cwd=tmp_path,
-        env={**os.environ, SECRET_ENV: SECRET_VALUE},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    run_args = ["run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")]
+    code, err, stopped_after = interrupted(
+        db,
+        run_args,
+        tmp_path,
+        lambda: len(calls(tmp_path / "proj")) >= 1,
+        "the agent's first call",
+        {SECRET_ENV: SECRET_VALUE},
     )
-    try:
-        wait_for(lambda: len(calls(tmp_path / "proj")) >= 1, 30, "the agent's first call")
-        interrupted = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-        stopped_after = time.monotonic() - interrupted
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     # The agent sleeps 60 s in its own process group; Ctrl-C must not wait for it.
-    assert proc.returncode == 130, err
+    assert code == 130, err
     # What it printed on the way out says where a slow stop waited (seen once, 21 s, under a loaded CI).
     assert stopped_after < 15, (
         f"Ctrl-C took {stopped_after:.1f} s: the running agent was not killed; it printed {err!r}"
@@ -445,14 +455,6 @@ def test_an_import_stopped_while_it_writes_is_completed_by_importing_again(tmp_p
     source.write_text("".join(json.dumps(_result_row(i)) + "\n" for i in range(60_000)), encoding="utf-8")
     db_file = tmp_path / "store.db"
     db = f"sqlite:///{db_file}"
-    proc = subprocess.Popen(
-        [str(EVALSTORE), "--db", db, "import", str(source)],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
 
     def writing() -> bool:  # the run's first event is appended once every line has been checked
         if not db_file.exists():
@@ -463,14 +465,8 @@ def test_an_import_stopped_while_it_writes_is_completed_by_importing_again(tmp_p
             except sqlite3.OperationalError:  # the schema is not there yet
                 return False
 
-    try:
-        wait_for(writing, 60, "the import's first batch")
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
+    code, err, _ = interrupted(db, ["import", str(source)], tmp_path, writing, "the import's first batch")
+    assert code == 130, err
     assert "the import stopped; what it wrote stays, and importing the same source again completes it" in err
     assert "Traceback" not in err
     (run,) = runs(db)
@@ -486,22 +482,16 @@ def test_an_import_stopped_while_it_writes_is_completed_by_importing_again(tmp_p
 def test_a_replay_of_an_interrupted_run_says_it_regrades_only_what_the_run_recorded(tmp_path) -> None:
     eval_file = make_project(tmp_path / "proj", [("quick", "plain"), ("stalls", "STALL first"), ("later", "plain")])
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    proc = subprocess.Popen(
-        [str(EVALSTORE), "--db", db, "run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")],
-        cwd=tmp_path,
-        env={**os.environ, SECRET_ENV: SECRET_VALUE},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    run_args = ["run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")]
+    code, err, _ = interrupted(
+        db,
+        run_args,
+        tmp_path,
+        lambda: len(calls(tmp_path / "proj")) >= 2,
+        "the stalling call",
+        {SECRET_ENV: SECRET_VALUE},
     )
-    try:
-        wait_for(lambda: len(calls(tmp_path / "proj")) >= 2, 30, "the stalling call")
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    assert code == 130, err
     (run,) = runs(db)
     assert (run["status"], run["tests"]) == ("started", 1)
 
