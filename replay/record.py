@@ -23,7 +23,7 @@ from evalstore.replay.errors import JudgeConfigError, JudgeProviderError, NoJudg
 from evalstore.replay.evalfile.dependencies import blocked_by, waves
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
-from evalstore.replay.evalfile.snapshot import snapshot_suite
+from evalstore.replay.evalfile.snapshot import drift, snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
 from evalstore.replay.grading.conversation import TURN_ERROR, ConversationGrader, opening, user_turn, windowed
 from evalstore.replay.grading.engine import grade_test, missing_runtime
@@ -209,20 +209,13 @@ def resume_run(
         options.max_retries = stored_overrides.get("max_retries")
     eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
     suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
-    if _changed_on_disk(Path(eval_snap.path), eval_snap.sha256):
+    if any(d.current is not None for d in drift([eval_snap], roles=("eval",))):  # edited, not gone
         suite.warnings.append(
             f"{eval_snap.path} changed since run {run_id} began: the run goes on with the eval it began with "
             f"(`evalstore replay {run_id}` regrades it with the file as it is now)"
         )
     targets_file, targets, aliases = _resolve_targets(suite, options)
     return _execute(store, run_id, suite, targets, aliases, targets_file, options, material.tests, progress, on_start)
-
-
-def _changed_on_disk(path: Path, sha256: str | None) -> bool:
-    try:
-        return sha256_hex(path.read_bytes()) != sha256
-    except OSError:  # moved or gone: nothing on disk to tell apart from the run's copy
-        return False
 
 
 def _resolve_targets(suite: EvalSuite, options: RunOptions):  # type: ignore[no-untyped-def]
