@@ -111,13 +111,12 @@ def run(
     """
     from evalstore.replay.analysis.views import resolve_run
     from evalstore.replay.grading.graders.base import GradeOptions
-    from evalstore.replay.record import RunOptions, record_run, resume_run
+    from evalstore.replay.record import RunOptions, prepare_run, record_prepared, resume_run
 
     if bool(eval_file) == bool(resume):
         raise click.UsageError("give either EVAL_FILE or --resume RUN")
     if resume and experiment is not None:
         raise click.UsageError("--experiment names a new run; --resume continues a run under its own")
-    store = open_store(ctx)
     options = RunOptions(
         target=target_names[0] if len(target_names) == 1 else None,
         targets=list(target_names) if len(target_names) > 1 else [],
@@ -133,6 +132,9 @@ def run(
         warm=not no_warm,
         experiment=experiment,
     )
+    # A new run's eval file and targets are checked before the store is opened: a bad one leaves no store.
+    prepared = None if eval_file is None else prepare_run(eval_file, options, on_warning=_warn)
+    store = open_store(ctx)
     with resume_hint("run") as begun, progress_bar("running tests") as bar:
 
         def started(run_id: str, total: int, unable: list[tuple[str, str]]) -> None:
@@ -151,15 +153,8 @@ def run(
         if resume:
             outcome = resume_run(store, resolve_run(store, resume), options, progress=bar.advance, on_start=started)
         else:
-            assert eval_file is not None  # checked above: EVAL_FILE or --resume, exactly one
-            outcome = record_run(
-                store,
-                eval_file,
-                options,
-                progress=bar.advance,
-                on_start=started,
-                on_warning=lambda warning: note(f"warning: {warning}"),
-            )
+            assert prepared is not None  # checked above: EVAL_FILE or --resume, exactly one
+            outcome = record_prepared(store, prepared, bar.advance, started)
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     rows = scored_rows(store, outcome.run_id, outcome.results)
@@ -190,3 +185,7 @@ def run(
         echo(f"{tests - len(failed)}/{tests} passed (threshold {outcome.threshold})")
     if failed:
         sys.exit(EXIT_FAILED)
+
+
+def _warn(warning: str) -> None:
+    note(f"warning: {warning}")

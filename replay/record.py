@@ -133,15 +133,23 @@ class RunOutcome:
 Progress = Callable[[TestScored], None]
 
 
-def record_run(
-    store: EventStore,
-    eval_path: str | Path,
-    options: RunOptions | None = None,
-    *,
-    progress: Progress | None = None,
-    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None = None,
-    on_warning: Callable[[str], None] | None = None,
-) -> RunOutcome:
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run checked and ready to record (:func:`prepare_run`): its eval, targets and first event, made
+    before anything touches a store, so a bad eval file or target leaves no store behind."""
+
+    suite: EvalSuite
+    targets: list[TargetEntry]
+    aliases: dict[str, list[str]]
+    targets_file: TargetsFile | None
+    options: RunOptions
+    started: RunStarted
+    blobs: dict[str, bytes]
+
+
+def prepare_run(
+    eval_path: str | Path, options: RunOptions | None = None, *, on_warning: Callable[[str], None] | None = None
+) -> PreparedRun:
     """``on_warning`` hears, before the agent runs, what the run will record in AgentV's place of a judge it
     cannot find; without it, that warning is the outcome's first."""
     options = options or RunOptions()
@@ -174,8 +182,34 @@ def record_run(
         tool_version=__version__,
         experiment=options.experiment,
     )
-    store.append(run_id, [started], expected_version=0, blobs=blobs)
-    return _execute(store, run_id, suite, targets, aliases, targets_file, options, {}, progress, on_start)
+    return PreparedRun(suite, targets, aliases, targets_file, options, started, blobs)
+
+
+def record_run(
+    store: EventStore,
+    eval_path: str | Path,
+    options: RunOptions | None = None,
+    *,
+    progress: Progress | None = None,
+    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> RunOutcome:
+    """Run an eval file and record it; ``on_warning``: see :func:`prepare_run`."""
+    return record_prepared(store, prepare_run(eval_path, options, on_warning=on_warning), progress, on_start)
+
+
+def record_prepared(
+    store: EventStore,
+    run: PreparedRun,
+    progress: Progress | None = None,
+    on_start: Callable[[str, int, list[tuple[str, str]]], None] | None = None,
+) -> RunOutcome:
+    """Record a run :func:`prepare_run` made: its first event, then its tests."""
+    run_id = run.started.run_id
+    store.append(run_id, [run.started], expected_version=0, blobs=run.blobs)
+    return _execute(
+        store, run_id, run.suite, run.targets, run.aliases, run.targets_file, run.options, {}, progress, on_start
+    )
 
 
 def resume_run(

@@ -27,6 +27,18 @@ def _directory_format(root: Path) -> str | None:
     return None
 
 
+def _rows_inside(path: Path) -> bool:
+    """Whether a file named otherwise (``results.ndjson``, ``run.agentv-jsonl``, no suffix) holds result
+    rows: its first line opens a JSON object. A ``.json`` or ``.eval`` file is an Inspect log's name and
+    never comes here (``cli/transfer``); a wrong row is the reader's to name, with its line."""
+    try:
+        with path.open("rb") as fh:
+            start = fh.read(4096)
+    except OSError:
+        return True  # the reader says why it cannot be read
+    return start.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{")
+
+
 def detect_format(path: Path) -> str:
     """One of FORMATS, or ImportFormatError saying what was expected."""
     if path.is_dir():
@@ -45,9 +57,11 @@ def detect_format(path: Path) -> str:
             found = _directory_format(root)
             if found is not None:
                 return found
-        if path.suffix == ".jsonl":
+        if path.suffix == ".jsonl" or _rows_inside(path):
             return JSONL_FORMAT
-        raise ImportFormatError(f"{path}: not an AgentV results file: expected a .jsonl file of result rows")
+        raise ImportFormatError(
+            f"{path}: not an AgentV results file: expected a .jsonl file of result rows (one JSON object a line)"
+        )
     if path.exists():  # a FIFO, a device: reading it could wait for ever or never end
         raise ImportFormatError(f"{path}: not a regular file or a folder; import a results file or a run folder")
     raise ImportFormatError(f"{path}: no such file or directory")

@@ -11,6 +11,8 @@ agent and records the grader's failure ("No grader provider available for LLM gr
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -20,6 +22,7 @@ from e2e_helpers import cli, ok_json, one_line_error
 from judge_server import JudgeServer, Reply
 
 PY = sys.executable
+EVALSTORE = Path(sys.executable).parent / "evalstore"
 AGENT = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('ran'); print('The answer is 42.')"
 
 
@@ -56,7 +59,7 @@ def agent_target(marker: Path) -> dict:
 def refused(tmp_path: Path, eval_file: Path, *args: str, env: dict[str, str] | None = None) -> str:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     line = one_line_error(cli(db, "run", str(eval_file), "--workdir", str(tmp_path / "ws"), *args, env=env))
-    assert ok_json(cli(db, "runs", "--json")) == []  # nothing recorded
+    assert not (tmp_path / "store.db").exists()  # nothing recorded: not even a store made
     return line
 
 
@@ -257,3 +260,29 @@ def test_a_model_target_without_grader_target_grades_its_own_answers_as_in_agent
     out = ok_json(cli(db, "run", str(eval_file), "--json", "--workdir", str(tmp_path / "ws2")))
     assert [r["graders"] for r in out["results"]] == [{"quality": 1.0}]
     assert [r.body["model"] for r in judge_server.requests[before:]] == ["chat-model", "judge-model"]
+
+
+@pytest.mark.parametrize(
+    ("assertions", "args", "problem"),
+    [
+        ("- {name: bad, type: nosuch}", (), "unknown grader type `nosuch`"),
+        ("- {name: has, type: contains, value: '42'}", ("--target", "nowhere"), "nowhere"),
+    ],
+)
+def test_a_refused_run_leaves_no_store_behind(
+    tmp_path: Path, assertions: str, args: tuple[str, ...], problem: str
+) -> None:
+    """With no --db, `run` makes .evalstore/ in the folder it runs in: not for an eval file or a target it
+    refuses before any agent runs."""
+    eval_file = project(tmp_path, [agent_target(tmp_path / "marker")], assertions)
+    env = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
+    result = subprocess.run(
+        [str(EVALSTORE), "run", str(eval_file), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert problem in one_line_error(result)
+    assert not (tmp_path / ".evalstore").exists() and not (tmp_path / "marker").exists()

@@ -63,6 +63,17 @@ def test_detects_each_layout(v5_copy: Path, tmp_path: Path) -> None:
     assert detect_format(v5_copy) == "agentv-v5-bundle"
 
 
+@pytest.mark.parametrize("name", ["results.ndjson", "run.agentv-jsonl", "results"])
+def test_result_rows_under_another_name_are_read_as_rows(tmp_path: Path, name: str) -> None:
+    """A file `export --format agentv-jsonl -o` was given any name: its first line opens a JSON object."""
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf\n  " + BASELINE.read_bytes())
+    assert detect_format(path) == "results-jsonl"
+    assert [t.test_id for t in read_results(path, "results-jsonl").iter_tests()] == [
+        t.test_id for t in read_results(BASELINE, "results-jsonl").iter_tests()
+    ]
+
+
 def test_unknown_directory_and_files_are_refused(tmp_path: Path) -> None:
     empty = tmp_path / "not-a-run"
     (empty / "some-dir").mkdir(parents=True)
