@@ -9,7 +9,7 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import echo, json_option, print_json
+from evalstore.cli.output import echo, fmt_score, json_option, print_json
 
 
 def _short(d: str | None) -> str:
@@ -52,11 +52,11 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
     for t in report["tests"]:
         echo(
             f"\ntest {t['test_id']} target={t['target'] or '-'} attempt={t['attempt']}: "
-            f"score {t['score']} {'pass' if t['passed'] else 'fail'} ({t['status']}, {t['origin']})"
+            f"score {fmt_score(t['score'])} {'pass' if t['passed'] else 'fail'} ({t['status']}, {t['origin']})"
         )
         for v in t["verdicts"]:
             echo(
-                f"  verdict {v['grader']} ({v['grader_type']}): {v['score']:.3f} {v['verdict']} "
+                f"  verdict {v['grader']} ({v['grader_type']}): {fmt_score(v['score'])} {v['verdict']} "
                 f"status={v['status']} origin={v['origin']}{' cache-hit' if v['cache_hit'] else ''}"
                 + (f" — {v['origin_note']}" if v["origin_note"] else "")
             )

@@ -108,3 +108,13 @@ def test_a_tampered_blob_is_named(recorded: Recorded, recorded_db: str) -> None:
 def test_audit_of_an_unknown_test_is_one_line(recorded: Recorded, recorded_db: str) -> None:
     result = cli(recorded_db, "audit", recorded.run_id, "q9-report")
     assert result.exit_code == 2 and "q9-report" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_text_shows_scores_as_show_does(recorded: Recorded, recorded_db: str) -> None:
+    """Three decimals, the test's score as its verdicts' (a weighted mean is 0.6666666666666666 in JSON)."""
+    for test_id in ("q1-report", "q2-report", "q3-report"):
+        (test,) = audit(recorded_db, recorded.run_id, test_id)["tests"]
+        text = cli(recorded_db, "audit", recorded.run_id, test_id).stdout
+        assert f": score {test['score']:.3f} " in text, text
+        for v in test["verdicts"]:
+            assert f"verdict {v['grader']} ({v['grader_type']}): {v['score']:.3f} " in text
