@@ -1040,7 +1040,7 @@ class EventStore:
 
     def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
         """Per run: number of results, passed, execution errors, the score sum and that of the execution
-        errors (one aggregate query).
+        errors, and the least and greatest target of its results (one aggregate query).
         Results with status ``not_regradable`` are counted apart (``not_regradable``), in none of the others."""
         r, s = schema.results, schema.streams
         scored = r.c.status != "not_regradable"
@@ -1053,6 +1053,8 @@ class EventStore:
                 func.sum(case((scored, r.c.score), else_=None)).label("score_sum"),
                 func.sum(case((r.c.status == "execution_error", r.c.score), else_=0)).label("error_score_sum"),
                 func.sum(case((scored, 0), else_=1)).label("not_regradable"),
+                func.min(r.c.target).label("target_min"),
+                func.max(r.c.target).label("target_max"),
             )
             .select_from(r.join(s, s.c.stream == r.c.run))
             .group_by(s.c.stream_id)

@@ -90,7 +90,7 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
                 kind=run["kind"],
                 parent_run_id=run["parent_run_id"],
                 suite=run["suite"],
-                target=run["target_name"],
+                target=run["target_name"] or _one_target(c),
                 status=run["status"],
                 tests=c["tests"],
                 passed=int(c["passed"] or 0),
@@ -108,6 +108,13 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
         elif summary.kind == "imported":
             summary.imported_at = _first_event(store, summary.run_id).recorded_at
     return out
+
+
+def _one_target(counts: dict[str, Any]) -> str | None:
+    """The target every result of a run names, when the run itself names none: an import (AgentV rows
+    carry theirs) or a replay of one. None for a run of several targets."""
+    least = counts.get("target_min")
+    return least if least and least == counts.get("target_max") else None
 
 
 def _mean_without_errors(counts: dict[str, Any]) -> float | None:

@@ -49,6 +49,17 @@ def test_the_v4_baseline_shows_the_source_scores_test_by_test(sqlite_url: str) -
             assert set(got["graders"]) == {g["name"] for g in row["scores"]}
     (run,) = runs(sqlite_url)
     assert run["kind"] == "imported" and run["source"] == str(BASELINE.resolve()) and run["tests"] == 5
+    assert run["target"] == rows[0]["target"] == "default"  # the rows' one target, the run naming none
+
+
+def test_runs_names_no_target_for_an_import_of_several(sqlite_url: str, tmp_path: Path) -> None:
+    rows = baseline_rows()
+    rows[1]["target"] = "other"
+    path = tmp_path / "two-targets.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    ok_json(cli(sqlite_url, "import", str(path), "--json"))
+    (run,) = runs(sqlite_url)
+    assert run["target"] is None and run["tests"] == 5
 
 
 def test_the_v5_bundle_shows_the_source_scores(sqlite_url: str) -> None:
