@@ -72,7 +72,7 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
                 s.kind,
                 s.parent_run_id or "",
                 s.suite or "",
-                s.status,
+                s.shown_status,
                 f"{s.passed}/{s.tests}",
                 fmt_score(s.mean_score),
                 _minute(s.started_at),
@@ -124,7 +124,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             _show_json(summary, results, skipped)
         return
     echo(
-        f"run {summary.run_id}  kind={summary.kind}  status={summary.status}  suite={summary.suite or '-'}"
+        f"run {summary.run_id}  kind={summary.kind}  status={summary.shown_status}  suite={summary.suite or '-'}"
         + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else "")
     )
     if summary.kind == "replay":

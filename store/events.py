@@ -128,6 +128,9 @@ class RunStarted(DomainEvent):
     source_format: str | None = None
     source_started_at: str | None = None
     """For imports: when the AgentV run started (its results' earliest ``start_time``/``timestamp``, UTC)."""
+    source_status: str | None = None
+    """For imports: how the source run ended, when it did not succeed (an Inspect eval's ``cancelled``,
+    ``error`` or ``started``); the import holds what it recorded. None when it succeeded or does not say."""
     tool_version: str
     shard: str | None = None
     experiment: str | None = None

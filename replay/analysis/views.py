@@ -45,9 +45,16 @@ class RunSummary:
     """For a replay: what it swapped (``describe_swaps`` of its recorded overrides)."""
     not_regradable: int = 0
     """Results a replay found nothing to grade in: not in ``tests`` nor the mean."""
+    source_status: str | None = None
+    """For an import: how its source run ended, when it did not succeed (``RunStarted.source_status``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def shown_status(self) -> str:
+        """The status as tables show it: an import of a cancelled or failed eval says so beside its own."""
+        return f"{self.status} ({self.source_status} at source)" if self.source_status else self.status
 
 
 @dataclass
@@ -106,7 +113,9 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
         if summary.kind == "replay":
             summary.changes = describe_swaps(run_started(store, summary.run_id).overrides)
         elif summary.kind == "imported":
-            summary.imported_at = _first_event(store, summary.run_id).recorded_at
+            first = _first_event(store, summary.run_id)
+            summary.imported_at = first.recorded_at
+            summary.source_status = first.event.source_status  # type: ignore[attr-defined]
     return out
 
 

@@ -178,6 +178,7 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
         source=SourceRef(file=str(path.resolve())),
         source_format=fmt,
         source_started_at=_utc(spec.created),
+        source_status=None if header.status == "success" else header.status,
         tool_version=__version__,
     )
     ids = EventIds(run_id)

@@ -102,6 +102,12 @@ def test_imported_regraded_and_exported(log: Path, store_url: str, tmp_path: Pat
         assert any("not in it" in w for w in imported["warnings"])  # a cancelled eval's missing samples, said
     if planned.status != "success":  # an eval that was cancelled, interrupted or ended in an error: said
         assert any(f"(the eval's status: {planned.status}" in w for w in imported["warnings"]), imported["warnings"]
+    # ... and kept: the run is a complete import of what the log holds, of an eval that ended otherwise.
+    (listed,) = [r for r in _json(_cli(db, "runs", "--json")) if r["run_id"] == run_id]
+    ended = None if planned.status == "success" else planned.status
+    assert listed["status"] == "completed" and listed["source_status"] == ended
+    shown_status = f"status=completed ({ended} at source)" if ended else "status=completed "
+    assert shown_status in _cli(db, "show", run_id).stdout
     # Every scorer value, as Inspect's value_to_float reads it ("maybe" 0, True 1, "7.5" 7.5, -1.5, 8).
     shown = _json(_cli(db, "show", run_id, "--json"))["results"]
     got = {(r["test_id"], r["attempt"]): r["graders"] for r in shown}
@@ -296,3 +302,19 @@ def test_values_inspect_reads_as_zero_are_said_once_per_log_not_once_per_value(t
             f"warning: {LOGS / name}: 1 score value Inspect cannot read as a number, counted 0 as in Inspect's "
             "metrics (kept as written in the verdicts' details): 'maybe' (1)"
         ], done.stderr
+
+
+def test_the_viewer_says_an_eval_was_cancelled_beside_its_import(sqlite_url: str) -> None:
+    from starlette.testclient import TestClient
+
+    from evalstore.viewer import create_app
+
+    run_id = _json(_cli(sqlite_url, "import", str(LOGS / "sums-cancelled.eval"), "--json"))["run_id"]
+    store = EventStore(make_engine(sqlite_url))
+    try:
+        with TestClient(create_app(store), base_url="http://127.0.0.1") as client:
+            listed = client.get("/runs").text.split(f'data-run="{run_id}"')[1].split("</tr>")[0]
+            assert "<td>completed (cancelled at source)</td>" in listed
+            assert "<dd>completed (cancelled at source)</dd>" in client.get(f"/runs/{run_id}").text
+    finally:
+        store.close()
