@@ -48,6 +48,7 @@ from evalstore.replay.evalfile.specs import (
 from evalstore.replay.evalfile.union import union_suite
 from evalstore.replay.executors import Executor, Work
 from evalstore.replay.executors.local import LocalExecutor
+from evalstore.replay.grader_sets import grader_warnings
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, no_wait, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
@@ -407,6 +408,10 @@ def _execute(
     marked = _marked_otherwise(store, parent, options, suite, threshold, regraded)
     if marked:
         suite = suite.model_copy(update={"warnings": [*suite.warnings, marked]})
+    if regraded:
+        kinds = {name: c["grader_type"] for name, c in store.grader_counts(parent.run_id).items()}
+        changed = grader_warnings(kinds, suite, {key[0] for key in regraded}, options.graders)
+        suite = suite.model_copy(update={"warnings": [*suite.warnings, *changed]}) if changed else suite
     reasons, cut = _regradable(store, origin, regraded)
     if cut:
         truncated = (

@@ -157,6 +157,11 @@ def runs(db: str) -> list[dict[str, Any]]:
     return ok_json(cli(db, "runs", "--json"))
 
 
+def no_store(db: str) -> bool:
+    """Whether the SQLite store at ``db`` was never made (a run refused before it began leaves none)."""
+    return not Path(db.removeprefix("sqlite:///")).exists()
+
+
 def event_count(db: str) -> int:
     return ok_json(cli(db, "verify", "--json"))["events"]
 

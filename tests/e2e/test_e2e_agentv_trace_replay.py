@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import audit, cli, ok_json, one_line_error
+from e2e_helpers import audit, cli, no_store, ok_json, one_line_error
 from fixture_paths import FIXTURES_DIR
 
 TRACES = FIXTURES_DIR / "agentv-trace-replay"
@@ -107,4 +107,4 @@ def test_a_bad_envelope_is_refused_before_the_run_naming_file_and_line(
     args = ["run", "evals/dataset.eval.yaml", "--targets", "replay-targets.yaml", "--target", "replayed"]
     line = one_line_error(cli(sqlite_url, *args, "--workdir", str(tmp_path / "ws")))
     assert f"Invalid execution trace replay record at {folder / 'traces.jsonl'}:2: trace.spans.0.surprise" in line
-    assert ok_json(cli(sqlite_url, "runs", "--json")) == []
+    assert no_store(sqlite_url)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2e_helpers import evalstore, ok_json, one_line_error, runs, write_cli_agent
+from e2e_helpers import evalstore, no_store, ok_json, one_line_error, write_cli_agent
 
 # Logs each call, then fails (exit 1) when asked to "boom", else answers "done".
 AGENT = """\
@@ -92,7 +92,7 @@ def test_a_graph_agentv_refuses_is_refused_before_anything_is_stored(tmp_path: P
         eval_file = _project(tmp_path / name, tests)
         line = one_line_error(evalstore(db, "run", str(eval_file), cwd=tmp_path))
         assert message in line and str(eval_file) in line and "depends_on" in line
-    assert runs(db) == []
+    assert no_store(db)
 
 
 def test_validate_warns_about_what_agentv_drops(tmp_path: Path) -> None:

@@ -1,0 +1,51 @@
+"""A replay says when the parent's graders are not graded again as they were (``replay/grader_sets.py``):
+a grader its eval does not have, and, with ``--graders``, an Inspect scorer carried as an eval grader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalstore.replay.evalfile.parser import load_eval_text
+from evalstore.replay.grader_sets import grader_warnings
+
+EVAL = """\
+name: sets
+tests:
+  - id: a
+    input: hi
+    assertions:
+      - {name: says-hi, type: contains, value: hi}
+      - {name: polite, type: regex, value: "please|thanks"}
+  - id: b
+    input: bye
+    assertions:
+      - {name: says-bye, type: contains, value: bye}
+"""
+
+
+def suite(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return load_eval_text(EVAL, tmp_path / "sets.eval.yaml")
+
+
+def test_the_parents_own_graders_say_nothing(tmp_path: Path) -> None:
+    parent = {"says-hi": "contains", "polite": "regex", "says-bye": "contains"}
+    assert grader_warnings(parent, suite(tmp_path), {"a", "b"}, None) == []
+    assert grader_warnings(parent, suite(tmp_path), {"a", "b"}, ["polite"]) == []
+
+
+def test_a_grader_the_eval_lost_is_named_with_what_keeps_it(tmp_path: Path) -> None:
+    parent = {"says-hi": "contains", "tone": "llm-grader", "says-bye": "contains"}
+    (warning,) = grader_warnings(parent, suite(tmp_path), {"a", "b"}, None)
+    assert "the parent's grader tone is not in this eval" in warning and "add it to the eval" in warning
+    # Only the tests regraded count: a grader of a test carried over whole is carried with it.
+    (warning,) = grader_warnings(parent, suite(tmp_path), {"b"}, None)
+    assert "graders says-hi, tone are not in this eval" in warning
+
+
+def test_inspect_scorers_are_named_apart_and_carried_ones_said_under_graders(tmp_path: Path) -> None:
+    parent = {"says-hi": "inspect-scorer", "match": "inspect-scorer", "accuracy": "inspect-scorer"}
+    dropped, carried = grader_warnings(parent, suite(tmp_path), {"a", "b"}, ["polite", "says-bye"])
+    assert "Inspect scorers accuracy, match are not in this eval" in dropped and "--format inspect" in dropped
+    assert carried.startswith("--graders leaves says-hi as the parent scored it") and "contains grader" in carried
+    # Graded again as the eval says: nothing carried to say.
+    assert len(grader_warnings(parent, suite(tmp_path), {"a", "b"}, ["says-hi", "polite", "says-bye"])) == 1
