@@ -134,6 +134,11 @@ def _kind_of(path: Path, given: str | Path) -> Kind:
         return "results"
     if name.endswith(YAML_SUFFIXES):
         return "targets" if _is_targets_file(path) else "eval"
+    if path.suffix not in (".json", ".eval") and path.is_file():
+        from evalstore.replay.agentv.detect import rows_inside
+
+        if rows_inside(path):  # result rows under another name, as import reads them
+            return "results"
     raise ValidateUsageError(
         f"{given}: not an eval or targets file (.yaml, .yml) or a results file (.jsonl, or an AgentV run folder)"
     )

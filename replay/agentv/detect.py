@@ -27,10 +27,10 @@ def _directory_format(root: Path) -> str | None:
     return None
 
 
-def _rows_inside(path: Path) -> bool:
+def rows_inside(path: Path) -> bool:
     """Whether a file named otherwise (``results.ndjson``, ``run.agentv-jsonl``, no suffix) holds result
-    rows: its first line opens a JSON object. A ``.json`` or ``.eval`` file is an Inspect log's name and
-    never comes here (``cli/transfer``); a wrong row is the reader's to name, with its line."""
+    rows: its first line opens a JSON object. A ``.json`` or ``.eval`` file is an Inspect log's name, which
+    ``import`` and ``validate`` never ask about; a wrong row is the reader's to name, with its line."""
     try:
         with path.open("rb") as fh:
             start = fh.read(4096)
@@ -57,7 +57,7 @@ def detect_format(path: Path) -> str:
             found = _directory_format(root)
             if found is not None:
                 return found
-        if path.suffix == ".jsonl" or _rows_inside(path):
+        if path.suffix == ".jsonl" or rows_inside(path):
             return JSONL_FORMAT
         raise ImportFormatError(
             f"{path}: not an AgentV results file: expected a .jsonl file of result rows (one JSON object a line)"

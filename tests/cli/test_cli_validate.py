@@ -157,13 +157,14 @@ def test_a_folder_is_searched_as_agentv_validate_searches_it(project: Path) -> N
 
 def test_a_results_file_and_a_run_folder_are_checked_as_import_reads_them(project: Path) -> None:
     shutil.copy(CORPUS / "examples/features/basic/evals/dataset.eval.baseline.jsonl", project / "results.jsonl")
+    shutil.copy(project / "results.jsonl", project / "results.ndjson")  # rows under another name, as import reads
     run = CORPUS / "examples/features/trend/sample-runs/2026-03-01T10-00-00-000Z"
     shutil.copytree(run, project / "run")
-    result = _validate("--json", "results.jsonl", "run")
+    result = _validate("--json", "results.jsonl", "results.ndjson", "run")
     assert result.exit_code == 0, result.output
     files = {Path(f["path"]).name: f for f in json.loads(result.stdout)["files"]}
-    assert files["results.jsonl"]["kind"] == files["run"]["kind"] == "results"
-    assert files["results.jsonl"]["tests"] == 7
+    assert files["results.jsonl"]["kind"] == files["results.ndjson"]["kind"] == files["run"]["kind"] == "results"
+    assert files["results.jsonl"]["tests"] == files["results.ndjson"]["tests"] == 7
     assert files["run"]["tests"] == 3
     assert not (project / ".evalstore").exists()
 
