@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from evalstore.replay.evalfile.conversation import verdict_graders
 from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.inspect.scores import GRADER_TYPE as INSPECT_SCORER
 
@@ -28,8 +29,8 @@ def grader_warnings(
     graded: dict[str, str] = {}
     for test in suite.tests:
         if test.id in test_ids:
-            for spec in test.graders:
-                graded.setdefault(spec.name, spec.type)
+            for name, spec in verdict_graders(test):  # a conversation's verdicts are its turns' and its own
+                graded.setdefault(name, spec.type)
     warnings = []
     dropped = sorted(name for name in parent if name not in graded)
     scorers = [name for name in dropped if parent[name] == INSPECT_SCORER]

@@ -84,7 +84,10 @@ def reproduced(db: str, suite: str, corpus: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(corpus / folder)
     run = imported(db, suite)
     assert run["eval_path"] == str(corpus / folder / eval_file), "the eval file AgentV ran, found by the import"
-    new = ok_json(cli(db, "replay", run["run_id"], *flags, "--json"), 0, 1)["run_id"]
+    replayed = cli(db, "replay", run["run_id"], *flags, "--json")
+    new = ok_json(replayed, 0, 1)["run_id"]
+    # The eval AgentV ran grades what its rows hold: no grader of the run is left out.
+    assert "not in this eval" not in replayed.stderr, replayed.stderr
     differences = []
     for row in rows(suite):
         (test,) = audit(db, new, row["test_id"])["tests"]

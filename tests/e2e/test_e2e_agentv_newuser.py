@@ -49,7 +49,9 @@ def test_a_plain_import_and_an_unchanged_replay_reproduce_every_per_grader_score
     folder, _, _ = SUITES[suite]
     monkeypatch.chdir(corpus / folder)
     run = imported(sqlite_url, suite)
-    new = ok_json(cli(sqlite_url, "replay", run["run_id"], "--json"), 0, 1)["run_id"]
+    replayed = cli(sqlite_url, "replay", run["run_id"], "--json")
+    new = ok_json(replayed, 0, 1)["run_id"]
+    assert "not in this eval" not in replayed.stderr, replayed.stderr  # the eval AgentV ran grades every verdict
     # A test and target AgentV wrote twice (matrix-evaluation: both targets resolve to `openai`) is its last row.
     want = {(r["test_id"], r["target"]): expected_scores(r) for r in rows(suite)}
     assert run["tests"] == len(want)
