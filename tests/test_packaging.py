@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -42,7 +43,14 @@ def _wheel(project: Path, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _wheel(REPO, tmp_path_factory.mktemp("wheel"))
+    """Built from a copy of what the wheel is made of: setuptools writes build/ and evalstore.egg-info/ into
+    the folder it builds, and two test workers building from the repository at once raced over them."""
+    copy = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, copy / name)
+    for folder in sorted(set(PYPROJECT["tool"]["setuptools"]["package-dir"].values())):
+        shutil.copytree(REPO / folder, copy / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return _wheel(copy, tmp_path_factory.mktemp("wheel"))
 
 
 def test_every_package_folder_is_listed_and_mapped() -> None:
