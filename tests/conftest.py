@@ -120,6 +120,32 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
 
 
+AMCHECK_LOCK = 31_4159
+"""A PostgreSQL advisory lock the amcheck tests hold one at a time: the extension is one per database,
+installed in a test's schema and dropped with it, so two test workers at once would each find it in the
+other's schema, which the other then drops."""
+
+
+@pytest.fixture
+def amcheck_turn() -> Iterator[None]:
+    """This test's turn with amcheck, for as long as it lasts: asked for before ``postgres_url``, so it is
+    given back after the test's schema, and the extension in it, are dropped."""
+    from sqlalchemy import create_engine, text
+
+    base = postgres_base_url()
+    if not base:
+        yield
+        return
+    engine = create_engine(base)
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": AMCHECK_LOCK})
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": AMCHECK_LOCK})
+    engine.dispose()
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(f"{request.param}_url")

@@ -236,6 +236,8 @@ def _populated_with_amcheck(postgres_url: str) -> EventStore:
     populate(store)
     schema = postgres_url.rsplit("%3D", 1)[1]
     try:
+        # Left in another schema by a test run that ended before its teardown: it is this test's turn now.
+        execute(store.engine, "DROP EXTENSION IF EXISTS amcheck CASCADE")
         execute(store.engine, f'CREATE EXTENSION IF NOT EXISTS amcheck SCHEMA "{schema}"')
     except Exception:
         store.close()
@@ -243,14 +245,14 @@ def _populated_with_amcheck(postgres_url: str) -> EventStore:
     return store
 
 
-def test_verify_runs_amcheck_where_it_is_installed(postgres_url: str) -> None:
+def test_verify_runs_amcheck_where_it_is_installed(amcheck_turn: None, postgres_url: str) -> None:
     store = _populated_with_amcheck(postgres_url)
     assert scalar(store.engine, "SELECT count(*) FROM pg_extension WHERE extname = 'amcheck'") == 1
     assert _verify(postgres_url) == (0, None)
     store.close()
 
 
-def test_amcheck_gone_while_verify_runs_is_no_check_not_damage(postgres_url: str) -> None:
+def test_amcheck_gone_while_verify_runs_is_no_check_not_damage(amcheck_turn: None, postgres_url: str) -> None:
     # The extension is one per database: installed in another schema that is then dropped (another store's,
     # or a test's: verify found it, then met "schema does not exist"), it is not the store's damage.
     store = _populated_with_amcheck(postgres_url)
@@ -263,7 +265,7 @@ def test_amcheck_gone_while_verify_runs_is_no_check_not_damage(postgres_url: str
 @pytest.mark.parametrize(
     "index", ["results_pkey", "verdicts_pkey", "ix_runs_parent", "uq_records_stream_version", "event_ids_pkey"]
 )
-def test_an_index_that_lost_rows_is_reported_by_amcheck(postgres_url: str, index: str) -> None:
+def test_an_index_that_lost_rows_is_reported_by_amcheck(amcheck_turn: None, postgres_url: str, index: str) -> None:
     # PostgreSQL keeps its files out of a client's reach, so the damage is made through the catalog, as a
     # superuser can: the index is marked not ready, rows are written (they skip the index: a run appended,
     # or a replay's projection rows written again as they were), and it is marked ready again. Lookups
