@@ -10,7 +10,7 @@ says so, once each, rather than leave a grader's scores to vanish or change hand
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable
 
 from evalstore.replay.evalfile.conversation import verdict_graders
 from evalstore.replay.evalfile.specs import EvalSuite
@@ -21,40 +21,47 @@ _LISTED = 5
 
 
 def grader_warnings(
-    parent: Mapping[str, str], suite: EvalSuite, test_ids: Collection[str], only: Collection[str] | None
+    parent: Iterable[tuple[str, str, str]], suite: EvalSuite, only: Collection[str] | None
 ) -> list[str]:
-    """Warnings for the graders of the parent run (name -> grader type, ``EventStore.grader_counts``) that
-    the replay drops or carries over as another kind of grader, over the tests it regrades (``test_ids``);
-    ``only``: ``--graders``."""
-    graded: dict[str, str] = {}
+    """Warnings for the parent run's verdicts of the results a replay regrades, each ``(test id, grader,
+    grader type)``, that the replay drops or carries over as another kind of grader; ``only``: ``--graders``.
+    Each test is held to its own graders in the eval: a test the replay leaves alone (``--tests``, or one a
+    resumed replay has graded) keeps its verdicts, and is not given here."""
+    graded: dict[str, dict[str, str]] = {}
     for test in suite.tests:
-        if test.id in test_ids:
-            for name, spec in verdict_graders(test):  # a conversation's verdicts are its turns' and its own
-                graded.setdefault(name, spec.type)
+        own = graded[test.id] = {}
+        for name, spec in verdict_graders(test):  # a conversation's verdicts are its turns' and its own
+            own.setdefault(name, spec.type)
+    dropped: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    for test_id, grader, kind in parent:
+        eval_graders = graded.get(test_id, {})
+        if grader not in eval_graders:
+            dropped[grader] = kind
+        elif only is not None and grader not in only and kind == INSPECT_SCORER:
+            # A scorer's verdict carried as an eval grader of that name: scored by the log, counted as the eval's.
+            taken[grader] = eval_graders[grader]
     warnings = []
-    dropped = sorted(name for name in parent if name not in graded)
-    scorers = [name for name in dropped if parent[name] == INSPECT_SCORER]
-    others = [name for name in dropped if parent[name] != INSPECT_SCORER]
+    scorers = sorted(name for name, kind in dropped.items() if kind == INSPECT_SCORER)
+    others = sorted(name for name, kind in dropped.items() if kind != INSPECT_SCORER)
     if scorers:
         warnings.append(
             f"the log's Inspect scorer{_s(scorers)} {_named(scorers)} {_are(scorers)} not in this eval: the "
-            f"regraded results leave {_their(scorers)} scores out (`export --format inspect` keeps them as the log has them)"
+            f"regraded results leave {_their(scorers)} scores out (`export --format inspect` keeps them as the "
+            "log has them)"
         )
     if others:
         warnings.append(
             f"the parent's grader{_s(others)} {_named(others)} {_are(others)} not in this eval: the regraded "
             f"results leave {_their(others)} verdicts out (add {_them(others)} to the eval to keep {_them(others)})"
         )
-    if only is not None:
-        # A scorer's verdict carried as an eval grader of that name: scored by the log, counted as the eval's.
-        taken = sorted(name for name, kind in graded.items() if name not in only and parent.get(name) == INSPECT_SCORER)
-        if taken:
-            warnings.append(
-                f"--graders leaves {_named(taken)} as the parent scored {_them(taken)}: "
-                f"the log's Inspect scorer{_s(taken)} of that name, not the eval's "
-                f"{', '.join(sorted({graded[n] for n in taken}))} grader (name "
-                f"{_them(taken)} in --graders to grade as the eval says)"
-            )
+    if taken:
+        names = sorted(taken)
+        warnings.append(
+            f"--graders leaves {_named(names)} as the parent scored {_them(names)}: the log's Inspect "
+            f"scorer{_s(names)} of that name, not the eval's {', '.join(sorted(set(taken.values())))} grader "
+            f"(name {_them(names)} in --graders to grade as the eval says)"
+        )
     return warnings
 
 

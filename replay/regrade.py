@@ -409,8 +409,13 @@ def _execute(
     if marked:
         suite = suite.model_copy(update={"warnings": [*suite.warnings, marked]})
     if regraded:
-        kinds = {name: c["grader_type"] for name, c in store.grader_counts(parent.run_id).items()}
-        changed = grader_warnings(kinds, suite, {key[0] for key in regraded}, options.graders)
+        verdicts = store.query("verdicts", run_id=parent.run_id)
+        of_regraded = (
+            (v["test_id"], v["grader"], v["grader_type"])
+            for v in verdicts
+            if (v["test_id"], v["target"], v["attempt"]) in regraded
+        )
+        changed = grader_warnings(of_regraded, suite, options.graders)
         suite = suite.model_copy(update={"warnings": [*suite.warnings, *changed]}) if changed else suite
     reasons, cut = _regradable(store, origin, regraded)
     if cut:

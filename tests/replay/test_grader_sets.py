@@ -27,25 +27,28 @@ def suite(tmp_path: Path):  # type: ignore[no-untyped-def]
     return load_eval_text(EVAL, tmp_path / "sets.eval.yaml")
 
 
+PARENT = [("a", "says-hi", "contains"), ("a", "polite", "regex"), ("b", "says-bye", "contains")]
+
+
 def test_the_parents_own_graders_say_nothing(tmp_path: Path) -> None:
-    parent = {"says-hi": "contains", "polite": "regex", "says-bye": "contains"}
-    assert grader_warnings(parent, suite(tmp_path), {"a", "b"}, None) == []
-    assert grader_warnings(parent, suite(tmp_path), {"a", "b"}, ["polite"]) == []
+    assert grader_warnings(PARENT, suite(tmp_path), None) == []
+    assert grader_warnings(PARENT, suite(tmp_path), ["polite"]) == []
+    assert grader_warnings(PARENT[2:], suite(tmp_path), None) == []  # only b regraded (--tests b)
 
 
 def test_a_grader_the_eval_lost_is_named_with_what_keeps_it(tmp_path: Path) -> None:
-    parent = {"says-hi": "contains", "tone": "llm-grader", "says-bye": "contains"}
-    (warning,) = grader_warnings(parent, suite(tmp_path), {"a", "b"}, None)
+    (warning,) = grader_warnings([*PARENT, ("b", "tone", "llm-grader")], suite(tmp_path), None)
     assert "the parent's grader tone is not in this eval" in warning and "add it to the eval" in warning
-    # Only the tests regraded count: a grader of a test carried over whole is carried with it.
-    (warning,) = grader_warnings(parent, suite(tmp_path), {"b"}, None)
+    # Held to each test's own graders: a grader of a test is not another test's.
+    (warning,) = grader_warnings([("b", "says-hi", "contains"), ("b", "tone", "llm-grader")], suite(tmp_path), None)
     assert "graders says-hi, tone are not in this eval" in warning
 
 
 def test_inspect_scorers_are_named_apart_and_carried_ones_said_under_graders(tmp_path: Path) -> None:
-    parent = {"says-hi": "inspect-scorer", "match": "inspect-scorer", "accuracy": "inspect-scorer"}
-    dropped, carried = grader_warnings(parent, suite(tmp_path), {"a", "b"}, ["polite", "says-bye"])
+    parent = [("a", "says-hi", "inspect-scorer")]
+    parent += [(t, name, "inspect-scorer") for t in ("a", "b") for name in ("match", "accuracy")]
+    dropped, carried = grader_warnings(parent, suite(tmp_path), ["polite", "says-bye"])
     assert "Inspect scorers accuracy, match are not in this eval" in dropped and "--format inspect" in dropped
     assert carried.startswith("--graders leaves says-hi as the parent scored it") and "contains grader" in carried
     # Graded again as the eval says: nothing carried to say.
-    assert len(grader_warnings(parent, suite(tmp_path), {"a", "b"}, ["says-hi", "polite", "says-bye"])) == 1
+    assert len(grader_warnings(parent, suite(tmp_path), ["says-hi", "polite", "says-bye"])) == 1
