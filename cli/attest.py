@@ -74,7 +74,7 @@ def verifier_for(pubkey_path: Path | None, key_path: Path | None = None, *, chec
 def write_and_report(ctx: click.Context, key_path: Path | None, out: Path | None, *, origin: str | None = None):  # type: ignore[no-untyped-def]
     from evalstore.replay.attest.checkpoint import write_checkpoint
 
-    written = write_checkpoint(open_store(ctx), load_signing_key(key_path), origin=origin)
+    written = write_checkpoint(open_store(ctx, create=False), load_signing_key(key_path), origin=origin)
     if out is not None:
         out.write_text(written.note, encoding="utf-8")
     return written
@@ -230,7 +230,7 @@ def attest(ctx: click.Context, run: str, output: Path | None) -> None:
     from evalstore.replay.analysis.views import resolve_run
     from evalstore.replay.attest.attestation import build_attestation
 
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     doc = build_attestation(store, resolve_run(store, run))
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if output is None:

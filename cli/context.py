@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:  # the store (and SQLAlchemy) load when a command opens it, not with its --help
     from sqlalchemy.engine import Engine
 
-    from evalstore.store import EventStore
+    from evalstore.store import EventStore, StoreOrOpener
 
 
 def db_url(ctx: click.Context) -> str | None:
@@ -51,6 +51,17 @@ def open_store(ctx: click.Context | None = None, *, create: bool = True) -> Even
 
         no_pydantic_plugins()
     return store
+
+
+def store_or_opener(ctx: click.Context) -> StoreOrOpener:
+    """The store, when there is one; else what makes it (``open_store``), for a command that checks its
+    input first: an import refused before anything is written makes no store either."""
+    from evalstore.store import StoreMissing
+
+    try:
+        return open_store(ctx, create=False)
+    except StoreMissing:
+        return lambda: open_store(ctx)
 
 
 # -- shell completion: run ids and test ids from the store (never creating one) ---------------------

@@ -87,7 +87,7 @@ def _outcome(ctx, name, output, input_, criteria, file_, eval_path, run_ref, tes
             from evalstore.cli.context import open_store
             from evalstore.replay.analysis.views import resolve_run
 
-            store = open_store(ctx)
+            store = open_store(ctx, create=False)
             return dev.assert_stored(store, resolve_run(store, run_ref), test_id, grader, warm=warm)
         if output is None:
             raise UsageError("--eval needs --output TEXT (the answer to grade)")

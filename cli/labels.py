@@ -70,13 +70,13 @@ def label(ctx, run, test, passed, failed, score, grader, note_text, by, interact
             raise UsageError(
                 "--next asks for each verdict; --pass, --fail, --score, --note and --json do not go with it"
             )
-        _label_next(open_store(ctx), run, by=by, grader=grader, blind=blind)
+        _label_next(open_store(ctx, create=False), run, by=by, grader=grader, blind=blind)
         return
     if test is None:
         raise UsageError("give TEST (or --next to label the run's tests in turn)")
     if verdict is None and score is None:
         raise UsageError("give --pass or --fail (and/or --score)")
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     [event] = record_labels(
         store, [LabelInput(test=test, verdict=verdict, score=score, grader=grader, note=note_text, by=by)], run=run
     )
@@ -256,7 +256,7 @@ def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
     """
     from evalstore.replay.labels import read_label_file, record_labels
 
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     items, ids = read_label_file(file)
     ids = list(ids)
     there = len(store.get_events([i for i in ids if i]))  # ids are the rows' own: a row imported before is kept

@@ -14,7 +14,7 @@ from typing import IO
 import click
 
 from evalstore.cli.attest import checkpoint_option
-from evalstore.cli.context import complete_run_id, open_store
+from evalstore.cli.context import complete_run_id, open_store, store_or_opener
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.files import replacing
 from evalstore.cli.output import echo, json_option, no_cycle_collection, note, plural, print_json, progress_bar
@@ -119,10 +119,9 @@ def import_(
             raise click.UsageError("--eval, --skip-bad, --targets and --files-root do not apply to Inspect AI logs")
         _import_inspect(ctx, path, as_json)
         return
-    store = open_store(ctx)
     with progress_bar("checking") as bar, _import_hint():
         outcome = import_results(
-            store,
+            store_or_opener(ctx),
             path,
             eval_path=eval_path,
             skip_bad=skip_bad,
@@ -210,9 +209,8 @@ def _import_inspect(ctx: click.Context, path: Path, as_json: bool) -> None:
 
     with frozen_imports():  # inspect_ai's classes and schemas: out of the collector's passes over each sample
         inspect_log_api()  # before the store is opened: without inspect_ai, say so and create nothing
-    store = open_store(ctx)
     with progress_bar("checking") as bar, _import_hint():
-        outcomes = import_logs(store, path, progress=bar.show)
+        outcomes = import_logs(store_or_opener(ctx), path, progress=bar.show)
     rows = [
         {
             "run_id": o.run_id,

@@ -20,7 +20,7 @@ from evalstore.store.errors import (
     error_line,
     is_database_failure,
 )
-from evalstore.store.recorder import EventStore, VerifyReport
+from evalstore.store.recorder import EventStore, StoreOrOpener, VerifyReport, opened
 
 __all__ = [
     "AppendOnlyError",
@@ -34,6 +34,7 @@ __all__ = [
     "SchemaOutOfDate",
     "StoreError",
     "StoreMissing",
+    "StoreOrOpener",
     "StoredEvent",
     "VerifyReport",
     "canonical_json",
@@ -42,6 +43,7 @@ __all__ = [
     "is_database_failure",
     "locate",
     "make_engine",
+    "opened",
     "resolve_url",
     "sha256_hex",
 ]

@@ -1306,6 +1306,15 @@ class EventStore:
         return VerifyReport(events, blobs, problem)
 
 
+StoreOrOpener = EventStore | Callable[[], EventStore]
+"""A store, or what opens one, making it if need be: an import given the second checks its whole source
+before any store exists, so a source it refuses leaves none behind (nothing could be imported into it)."""
+
+
+def opened(store: StoreOrOpener) -> EventStore:
+    return store if isinstance(store, EventStore) else store()
+
+
 @dataclass(frozen=True)
 class _Head:
     """Where the log ends: its last seq and hash, and the version and number (None before its first event)

@@ -31,7 +31,7 @@ from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.evalfile.union import covered, union_suite
-from evalstore.store import EventStore, NewEvent
+from evalstore.store import EventStore, NewEvent, StoreOrOpener, opened
 from evalstore.store.events import FileSnapshot, RunStarted, SourceRef
 
 Progress = Callable[[str, int, "int | None"], None]
@@ -53,7 +53,7 @@ class ImportOutcome:
 
 
 def import_results(
-    store: EventStore,
+    store: StoreOrOpener,
     path: str | Path,
     *,
     eval_path: str | Path | None = None,
@@ -63,17 +63,19 @@ def import_results(
     files_roots: Sequence[str | Path] = (),
 ) -> ImportOutcome:
     """Import AgentV results at ``path`` as a run. ``progress(phase, done, total)`` is called as results are
-    checked (phase ``"checking"``, total unknown) and then written (``"importing"``, total known)."""
+    checked (phase ``"checking"``, total unknown) and then written (``"importing"``, total known). Given an
+    opener (no store yet), the store is opened once the source is checked."""
     path = Path(path)
     fmt, source, run_id = _opened(path, eval_path)
-    existing = store.query("runs", run_id=run_id)
-    if existing and existing[0]["status"] == "completed":
-        tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
-        return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
+    if isinstance(store, EventStore):
+        existing = store.query("runs", run_id=run_id)
+        if existing and existing[0]["status"] == "completed":
+            tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
+            return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
 
     with _heap_frozen():
         prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
-        return _imported(store, path, fmt, run_id, prepared, progress)
+        return _imported(opened(store), path, fmt, run_id, prepared, progress)
 
 
 @contextmanager

@@ -53,8 +53,14 @@ class RunSummary:
 
     @property
     def shown_status(self) -> str:
-        """The status as tables show it: an import of a cancelled or failed eval says so beside its own."""
-        return f"{self.status} ({self.source_status} at source)" if self.source_status else self.status
+        """The status as tables show it: an import of a cancelled or failed eval says so beside its own
+        (Inspect's ``started``, a log whose process died, as ``unfinished``)."""
+        if not self.source_status:
+            return self.status
+        return f"{self.status} ({_SOURCE_WORDS.get(self.source_status, self.source_status)} at source)"
+
+
+_SOURCE_WORDS = {"started": "unfinished"}
 
 
 @dataclass

@@ -53,7 +53,7 @@ from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.processes.forked import in_order, worker_count
 from evalstore.replay.targetsfile.redaction import redact
-from evalstore.store import EventStore, NewEvent
+from evalstore.store import EventStore, NewEvent, StoreOrOpener, opened
 from evalstore.store.blobs import PREFIX_BYTES
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
@@ -141,15 +141,20 @@ def log_files(path: Path) -> list[Path]:
     return found
 
 
-def import_logs(store: EventStore, path: str | Path, progress: Progress | None = None) -> list[InspectImport]:
-    """Import every log at ``path`` (a log, or a folder of logs: one run per log)."""
+def import_logs(store: StoreOrOpener, path: str | Path, progress: Progress | None = None) -> list[InspectImport]:
+    """Import every log at ``path`` (a log, or a folder of logs: one run per log). Given an opener (no store
+    yet), the store is opened once the first log is checked, and the next are imported into it."""
     path = Path(path)
     if not path.exists():
         raise ReplayError(f"{path}: no such file or directory")
-    return [import_log(store, f, progress) for f in log_files(path)]
+    done = []
+    for log in log_files(path):
+        done.append(import_log(store, log, progress))
+        store = opened(store)  # opened by that import, whose log it now holds
+    return done
 
 
-def import_log(store: EventStore, path: Path, progress: Progress | None = None) -> InspectImport:
+def import_log(store: StoreOrOpener, path: Path, progress: Progress | None = None) -> InspectImport:
     api = inspect_log_api()
     fmt = "inspect-json" if path.suffix == ".json" else "inspect-eval"
     digest = _file_digest(path)
@@ -160,10 +165,11 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
         check_members(path)
     header = read_or_refuse(path, lambda: api.read_eval_log(str(path), header_only=True))
     spec = header.eval
-    existing = store.query("runs", run_id=run_id)
-    if existing and existing[0]["status"] == "completed":
-        tests = len(store.query("results", run_id=run_id))
-        return InspectImport(run_id, str(path), fmt, tests, True, spec.task, spec.model)
+    if isinstance(store, EventStore):  # else no store yet: it is opened once the log is checked
+        existing = store.query("runs", run_id=run_id)
+        if existing and existing[0]["status"] == "completed":
+            tests = len(store.query("results", run_id=run_id))
+            return InspectImport(run_id, str(path), fmt, tests, True, spec.task, spec.model)
 
     header_bytes = header.model_dump_json(exclude={"samples"}).encode("utf-8")
     header_sha = sha256_hex(header_bytes)
@@ -188,6 +194,7 @@ def import_log(store: EventStore, path: Path, progress: Progress | None = None) 
         tests, warnings = _check(api, path, header, header_sha, ids, spool, progress)
         if tests == 0:
             raise ReplayError(f"{path}: the log has no samples to import")
+        store = opened(store)
         store.append(run_id, [NewEvent(started, run_started_id)], blobs={header_sha: header_bytes})
         write_spool(store, run_id, spool, EventIds(run_id, n=1), tests=tests, progress=progress)
     finally:

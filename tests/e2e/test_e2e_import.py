@@ -16,11 +16,13 @@ from e2e_helpers import (
     cli,
     evalstore,
     event_count,
+    no_store,
     ok_json,
     one_line_error,
     results_by_test,
     runs,
 )
+from fixture_paths import FIXTURES_DIR
 
 from evalstore.store import EventStore, make_engine
 from evalstore.store.events import SourceRef
@@ -166,7 +168,7 @@ def test_a_row_without_a_required_field_is_one_line(sqlite_url: str, tmp_path: P
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     line = one_line_error(cli(sqlite_url, "import", str(path)))
     assert f"no-{field}.jsonl:2" in line and expect in line
-    assert runs(sqlite_url) == []
+    assert no_store(sqlite_url)  # refused before a store was made
 
 
 def test_a_bundle_whose_sidecar_is_missing_is_one_line_and_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
@@ -178,4 +180,56 @@ def test_a_bundle_whose_sidecar_is_missing_is_one_line_and_writes_nothing(sqlite
     (bundle / row["grading_path"]).unlink()
     line = one_line_error(cli(sqlite_url, "import", str(bundle)))
     assert "index.jsonl:1" in line and "grading.json" in line and "does not exist" in line
-    assert runs(sqlite_url) == []
+    assert no_store(sqlite_url)  # refused before a store was made
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("import", "notes.txt"),
+        ("import", "cut.ndjson"),
+        ("import", "cut.eval"),
+        ("label", "nowhere", "t", "--pass"),
+        ("labels", "import", "labels.csv", "--run", "nowhere"),
+        ("checkpoint",),
+        ("attest", "nowhere"),
+        ("db", "rebuild"),
+    ],
+)
+def test_a_refused_command_in_a_fresh_folder_makes_no_store(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """An import checks its whole source before it opens (and so makes) the store; the commands that need a
+    run or a log say there is no store. Each is one line, exit 2, and leaves the folder as it was."""
+    (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
+    (tmp_path / "cut.ndjson").write_text('{"test_id": "a", "score": 1}\n{"test_id": \n', encoding="utf-8")
+    (tmp_path / "cut.eval").write_bytes(b"PK\x03\x04 not the rest of a zip")
+    (tmp_path / "labels.csv").write_text("test_id,verdict\na,pass\n", encoding="utf-8")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    env = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
+    result = subprocess.run([str(EVALSTORE), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    one_line_error(result)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no .evalstore/
+
+
+def test_a_folder_of_logs_into_a_fresh_folder_is_one_store(tmp_path: Path) -> None:
+    """The store is made once the first log is checked; the second goes into it, and again is nothing new."""
+    pytest.importorskip("inspect_ai")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("agent.eval", "sums-cancelled.eval"):
+        shutil.copy(FIXTURES_DIR / "inspect-newuser3" / "logs" / name, logs / name)
+    env = {k: v for k, v in os.environ.items() if k != "EVALSTORE_DB"}
+
+    def imported() -> list[dict]:
+        done = subprocess.run(
+            [str(EVALSTORE), "import", "logs", "--json"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return ok_json(done)
+
+    first = imported()
+    assert [r["already_imported"] for r in first] == [False, False] and (tmp_path / ".evalstore").is_dir()
+    assert [r["already_imported"] for r in imported()] == [True, True]

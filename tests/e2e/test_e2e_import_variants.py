@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from e2e_helpers import cli, ok_json, one_line_error, results_by_test, runs
+from e2e_helpers import cli, no_store, ok_json, one_line_error, results_by_test
 
 ROW = {"timestamp": "2026-01-01T00:00:00Z", "suite": "s", "target": "agent"}
 
@@ -58,7 +58,7 @@ def test_one_test_id_in_two_suites_is_one_line_and_writes_nothing(sqlite_url: st
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     line = one_line_error(cli(sqlite_url, "import", str(path)))
     assert "two-suites.jsonl:2" in line and "two-suites.jsonl:1" in line and "--skip-bad" in line
-    assert runs(sqlite_url) == []
+    assert no_store(sqlite_url)  # refused before a store was made
 
 
 def test_a_utf16_file_is_one_line(sqlite_url: str, tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_a_utf16_file_is_one_line(sqlite_url: str, tmp_path: Path) -> None:
     path.write_bytes(("\ufeff" + json.dumps({**ROW, "test_id": "t", "score": 1}) + "\r\n").encode("utf-16-le"))
     line = one_line_error(cli(sqlite_url, "import", str(path)))
     assert "ps.jsonl:1" in line and "UTF-16" in line
-    assert runs(sqlite_url) == []
+    assert no_store(sqlite_url)  # refused before a store was made
 
 
 def test_lines_left_out_are_shown_and_counted_again_on_a_second_import(sqlite_url: str, tmp_path: Path) -> None:
