@@ -154,7 +154,7 @@ def rebuild(ctx: click.Context) -> None:
     Example:
       evalstore db rebuild
     """
-    count = open_store(ctx, create=False).rebuild_projections()
+    count = open_store(ctx).rebuild_projections()
     echo(f"rebuilt projections from {count} events")
 
 

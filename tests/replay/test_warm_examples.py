@@ -70,6 +70,11 @@ _UV_PROGRESS = re.compile(
 )
 
 
+# uv's own failure to sync a project offline (sdk-python's): the grader never ran, and how uv words why
+# (which package it names first, which hint it adds) changed from one call to the next, its cache aside.
+_UV_OFFLINE = b"network was disabled"
+
+
 def _without_uv_progress(text: bytes) -> bytes:
     return _UV_PROGRESS.sub(b"", text)
 
@@ -113,6 +118,10 @@ def _grade(suite: EvalSuite, test: EvalTest, spec: CodeGraderSpec, ws: Path, war
         for _, e in recorder.events
         if isinstance(e, GraderCalled) and e.call == "process"
     ]
+    if uv and any(_UV_OFFLINE in stderr for *_, stderr in calls):
+        # uv failed before the grader ran: what is compared is that it failed, and how the grade says so.
+        calls = [(code, outcome, b"", b"uv could not sync offline") for code, outcome, *_ in calls]
+        assertions = [{**a, "evidence": "uv could not sync offline"} for a in assertions]
     conversions = [
         (e.path, e.status, e.output_sha256, e.stderr, e.reason)
         for _, e in recorder.events
