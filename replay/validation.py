@@ -139,8 +139,14 @@ def _kind_of(path: Path, given: str | Path) -> Kind:
 
         if rows_inside(path):  # result rows under another name, as import reads them
             return "results"
+    if path.suffix in (".json", ".eval"):
+        raise ValidateUsageError(
+            f"{given}: an Inspect AI log's name; validate checks AgentV files (`evalstore import` reads the log, "
+            "and refuses it in one line, writing nothing, if inspect_ai cannot)"
+        )
     raise ValidateUsageError(
-        f"{given}: not an eval or targets file (.yaml, .yml) or a results file (.jsonl, or an AgentV run folder)"
+        f"{given}: not an eval or targets file (.yaml, .yml) or a results file (AgentV result rows, one JSON "
+        "object a line, or an AgentV run folder)"
     )
 
 

@@ -254,6 +254,8 @@ class Viewer:
         number = _int(p, "page", 1, 1, 10**9)
         data = browse.run_page(self.store, run_id, filt, offset=(number - 1) * per, limit=per)
         pages = max(1, math.ceil(data.total / per))
+        if number > pages:  # as the compare page says it: not an empty page "showing 101-100"
+            raise NotFoundError(f"there is no page {number}: {data.total} results make {pages} page(s)")
         kept = {k: v for k, v in p.items() if k != "page" and v}
 
         def link(**change: Any) -> str:

@@ -31,12 +31,25 @@ def rows_inside(path: Path) -> bool:
     """Whether a file named otherwise (``results.ndjson``, ``run.agentv-jsonl``, no suffix) holds result
     rows: its first line opens a JSON object. A ``.json`` or ``.eval`` file is an Inspect log's name, which
     ``import`` and ``validate`` never ask about; a wrong row is the reader's to name, with its line."""
+    start = _start(path)
+    return start is None or start.lstrip().startswith(b"{")
+
+
+def _start(path: Path) -> bytes | None:
+    """The file's first 4 KiB, past a UTF-8 BOM; None when it cannot be read (the reader says why)."""
     try:
         with path.open("rb") as fh:
-            start = fh.read(4096)
+            return fh.read(4096).removeprefix(b"\xef\xbb\xbf")
     except OSError:
-        return True  # the reader says why it cannot be read
-    return start.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{")
+        return None
+
+
+def _one_document(path: Path) -> bool:
+    """Whether the file is one JSON object written over several lines (its first line a ``{`` alone), as
+    Inspect writes a ``.json`` log, not rows of one object a line."""
+    start = _start(path) or b""
+    first = next((line.strip() for line in start.splitlines() if line.strip()), b"")
+    return first == b"{" and len(start.splitlines()) > 1
 
 
 def detect_format(path: Path) -> str:
@@ -57,6 +70,11 @@ def detect_format(path: Path) -> str:
             found = _directory_format(root)
             if found is not None:
                 return found
+        if _one_document(path):
+            raise ImportFormatError(
+                f"{path}: one JSON document over several lines, not result rows (one JSON object a line); an "
+                "Inspect AI log is read as one when it is named .json or .eval"
+            )
         if path.suffix == ".jsonl" or rows_inside(path):
             return JSONL_FORMAT
         raise ImportFormatError(

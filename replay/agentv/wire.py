@@ -114,7 +114,9 @@ def loads(raw: bytes) -> Any:
             raise ValueError(f"invalid JSON ({exc})") from exc
         # One line of a JSONL file: the decoder's "line 2 column 1" (past its newline) would read as
         # another line of the file; say where in this one.
-        raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos + 1})") from exc
+        # ("Unterminated string starting at" names its place itself)
+        at = "" if exc.msg.endswith(" at") else " at"
+        raise ValueError(f"invalid JSON ({exc.msg}{at} character {exc.pos + 1})") from exc
     except UnicodeDecodeError as exc:
         raise ValueError(f"invalid JSON ({exc})") from exc
     except ValueError as exc:  # an integer too long to convert

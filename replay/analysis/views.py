@@ -276,7 +276,7 @@ _NOTE_CHUNK = 500
 
 def noted_results(store: EventStore, run_id: str) -> Iterator[tuple[ResultRow, str]]:
     """:func:`iter_results`, each with why it scored what it did where its graders' scores do not say
-    it (``scoring.explain_score``; '' for most). One pass over the projections, streamed; the events are
+    it (``scoring.explain_score``, else an execution error's own message; '' for most). One pass over the projections, streamed; the events are
     decoded only for the results a note can apply to (:func:`_may_have_note`), a chunk at a time, so
     reading the first rows reads only the first chunk."""
     chunk: list[tuple[tuple, list[tuple]]] = []
@@ -314,4 +314,5 @@ def _noted(store: EventStore, chunk: list[tuple[tuple, list[tuple]]]) -> Iterato
             threshold = events[r[-1]].event.threshold  # type: ignore[attr-defined]
             notes[r[:3]] = explain_score((events[v[-1]].event for v in verdicts), threshold)
     for r, verdicts in chunk:
-        yield _result_row(r, verdicts), notes.get(r[:3], "")
+        # An execution error with nothing of its graders' to say is its own: why the answer is missing.
+        yield _result_row(r, verdicts), notes.get(r[:3]) or (r[6] if r[5] == "execution_error" and r[6] else "")

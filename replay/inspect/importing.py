@@ -238,7 +238,19 @@ def _check_header(path: Path) -> None:
             cause = exc.__context__ if isinstance(exc.__context__, ValueError) else exc
             refused = "invalid JSON: " + decode_problem(cause)[:200]
     if refused:
-        raise ImportFormatError(f"{path}: not an Inspect AI log inspect_ai can read ({refused})")
+        rows = "; result rows, one JSON object a line? name the file .jsonl" if _rows_named_json(path) else ""
+        raise ImportFormatError(f"{path}: not an Inspect AI log inspect_ai can read ({refused}{rows})")
+
+
+def _rows_named_json(path: Path) -> bool:
+    """Whether a ``.json`` file inspect_ai cannot read holds rows of one JSON object a line (an AgentV
+    results file saved under a log's name): its first line is a whole object, and a second follows."""
+    with path.open("rb") as fh:
+        first, second = fh.readline(1 << 20), fh.readline(1 << 20)
+    try:
+        return isinstance(json.loads(first), dict) and second.lstrip().startswith(b"{")
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past what Python reads
+        return False
 
 
 def _file_digest(path: Path) -> str:

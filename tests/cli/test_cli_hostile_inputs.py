@@ -386,6 +386,14 @@ def test_an_evalstore_json_export_given_to_import_says_what_it_is(imported: tupl
     )
 
 
+def test_result_rows_saved_under_a_logs_name_say_what_to_name_them(tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai")
+    rows = tmp_path / "rows.json"
+    rows.write_text('{"test_id": "a", "score": 1}\n{"test_id": "b", "score": 0}\n', encoding="utf-8")
+    error = one_line(run("--db", f"sqlite:///{tmp_path / 'store.db'}", "import", str(rows)))
+    assert "not an Inspect AI log inspect_ai can read" in error and "name the file .jsonl" in error, error
+
+
 def test_an_import_with_no_results_says_what_to_give_it(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'store.db'}"
     empty = tmp_path / "empty.jsonl"

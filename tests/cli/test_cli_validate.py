@@ -115,6 +115,7 @@ def test_a_regrade_file_of_suite_level_graders_is_valid_and_said_to_be_one(proje
     assert result.exit_code == 0, result.output
     [file] = json.loads(result.stdout)["files"]
     assert (file["ok"], file["tests"]) == (True, 0)
+    assert not any("the suite has no tests" in w for w in file["warnings"])  # it has the run's: said below
     assert any(
         "no `tests`: a file whose suite-level graders regrade a stored run's own tests "
         "(`evalstore replay RUN --eval regrade.eval.yaml`); `evalstore run` needs tests" in w
@@ -183,11 +184,13 @@ def test_a_bad_results_line_is_the_imports_error(project: Path) -> None:
     [
         (["nothere.eval.yaml"], "Error: nothere.eval.yaml: no such file or directory\n"),
         (["evals/good.eval.yaml", "notes.txt"], "Error: notes.txt: not an eval or targets file"),
+        (["task.eval"], "Error: task.eval: an Inspect AI log's name; validate checks AgentV files"),
         (["empty"], "Error: empty: no *.eval.yaml files in this folder or below it\n"),
     ],
 )
 def test_bad_usage_exits_2_before_checking_anything(project: Path, args: list[str], message: str) -> None:
     (project / "notes.txt").write_text("hello")
+    (project / "task.eval").write_bytes(b"PK")
     (project / "empty").mkdir()
     result = _validate(*args)
     assert result.exit_code == 2

@@ -74,6 +74,15 @@ def test_result_rows_under_another_name_are_read_as_rows(tmp_path: Path, name: s
     ]
 
 
+@pytest.mark.parametrize("name", ["log.txt", "results.jsonl"])
+def test_one_json_document_over_several_lines_is_not_rows(tmp_path: Path, name: str) -> None:
+    """As Inspect writes a .json log: refused as what it is, not as a first row cut short."""
+    path = tmp_path / name
+    path.write_text(json.dumps({"version": 2, "status": "success", "samples": []}, indent=2), encoding="utf-8")
+    with pytest.raises(ImportFormatError, match=r"one JSON document over several lines, not result rows .* \.json"):
+        detect_format(path)
+
+
 def test_unknown_directory_and_files_are_refused(tmp_path: Path) -> None:
     empty = tmp_path / "not-a-run"
     (empty / "some-dir").mkdir(parents=True)

@@ -323,3 +323,14 @@ def test_the_viewer_says_an_eval_was_cancelled_beside_its_import(sqlite_url: str
             assert "<dd>completed (cancelled at source)</dd>" in client.get(f"/runs/{run_id}").text
     finally:
         store.close()
+
+
+def test_show_says_why_a_sample_is_an_execution_error(sqlite_url: str) -> None:
+    """The sample's own error, where its graders have nothing to say: not an empty "why"."""
+    run_id = _json(_cli(sqlite_url, "import", str(LOGS / "sums-error.eval"), "--json"))["run_id"]
+    shown = _json(_cli(sqlite_url, "show", run_id, "--json"))["results"]
+    errors = [r for r in shown if r["status"] == "execution_error"]
+    assert errors and all(r["error"] and r["note"] == r["error"] for r in errors), errors
+    assert all(r["note"] == "" for r in shown if r["status"] != "execution_error")
+    text = _cli(sqlite_url, "show", run_id).stdout
+    assert all(r["error"][:12] in text for r in errors), text

@@ -125,6 +125,9 @@ def test_run_page_filters_sorts_and_paginates(opened) -> None:
     assert f"page 1 of {len(results)}" in first and 'rel="next"' in first
     last = client.get(f"/runs/{replay}", params={"per": "1", "page": str(len(results))}).text
     assert 'rel="prev"' in last and 'rel="next"' not in last
+    # Past the last page: no page ("showing 4-3" of an empty one), as the compare page says it.
+    past = client.get(f"/runs/{replay}", params={"per": "1", "page": str(len(results) + 1)})
+    assert past.status_code == 404 and f"there is no page {len(results) + 1}" in past.text
     assert passed or failing_status  # the quickstart has results of both kinds
     for bad in ({"min": "x"}, {"per": "0"}, {"sort": "evil"}, {"status": "nope"}, {"max": "nan"}):
         assert client.get(f"/runs/{replay}", params=bad).status_code == 400
