@@ -409,11 +409,10 @@ def _execute(
     if marked:
         suite = suite.model_copy(update={"warnings": [*suite.warnings, marked]})
     if regraded:
-        verdicts = store.query("verdicts", run_id=parent.run_id)
         of_regraded = (
-            (v["test_id"], v["grader"], v["grader_type"])
-            for v in verdicts
-            if (v["test_id"], v["target"], v["attempt"]) in regraded
+            (test_id, grader, kind)
+            for test_id, target, attempt, grader, kind in store.graders_of(parent.run_id)
+            if (test_id, target, attempt) in regraded
         )
         changed = grader_warnings(of_regraded, suite, options.graders)
         suite = suite.model_copy(update={"warnings": [*suite.warnings, *changed]}) if changed else suite

@@ -1125,6 +1125,14 @@ class EventStore:
                 found.extend(dict(row) for row in conn.execute(query).mappings())
         return found
 
+    def graders_of(self, run_id: str) -> list[tuple[str, str, int, str, str]]:
+        """Each verdict of a run as ``(test_id, target, attempt, grader, grader_type)`` (target ``""`` when
+        none), the driver's rows: what a replay asks of its parent's graders before it grades."""
+        v = schema.verdicts
+        query = select(v.c.test_id, v.c.target, v.c.attempt, v.c.grader, v.c.grader_type).where(v.c.run == _run(run_id))
+        with self.engine.connect() as conn:
+            return list(self.dialect.rows(conn, query))
+
     def verdict_events(self, run_id: str, test_ids: Iterable[str]) -> Iterator[tuple[tuple, str, StoredEvent]]:
         """The verdict events of some tests of a run (every target and attempt), found through the
         verdicts projection: ``((test_id, target, attempt), grader, event)``, the target as the projection
