@@ -34,7 +34,9 @@ def grader_warnings(
             own.setdefault(name, spec.type)
     dropped: dict[str, str] = {}
     taken: dict[str, str] = {}
+    kept: dict[str, set[str]] = {}
     for test_id, grader, kind in parent:
+        kept.setdefault(test_id, set()).add(grader)
         eval_graders = graded.get(test_id, {})
         if grader not in eval_graders:
             dropped[grader] = kind
@@ -54,6 +56,17 @@ def grader_warnings(
         warnings.append(
             f"the parent's grader{_s(others)} {_named(others)} {_are(others)} not in this eval: the regraded "
             f"results leave {_their(others)} verdicts out (add {_them(others)} to the eval to keep {_them(others)})"
+        )
+    # Left out of --graders, but with no verdict of the parent's to keep: graded, as the eval says.
+    fresh: list[str] = []
+    if only is not None:
+        fresh = sorted(
+            {name for test_id, own in kept.items() for name in graded.get(test_id, {}) if name not in (own | set(only))}
+        )
+    if fresh:
+        warnings.append(
+            f"--graders leaves out {_named(fresh)}, but the parent has no verdict of {_them(fresh)} to keep: "
+            f"{'they are' if len(fresh) > 1 else 'it is'} graded as the eval says"
         )
     if taken:
         names = sorted(taken)

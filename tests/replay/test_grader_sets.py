@@ -52,3 +52,12 @@ def test_inspect_scorers_are_named_apart_and_carried_ones_said_under_graders(tmp
     assert carried.startswith("--graders leaves says-hi as the parent scored it") and "contains grader" in carried
     # Graded again as the eval says: nothing carried to say.
     assert len(grader_warnings(parent, suite(tmp_path), ["says-hi", "polite", "says-bye"])) == 1
+
+
+def test_a_grader_left_out_of_graders_with_nothing_to_keep_is_said_to_be_graded(tmp_path: Path) -> None:
+    parent = [("a", "says-hi", "contains"), ("b", "says-bye", "contains")]  # polite never graded a
+    (warning,) = grader_warnings(parent, suite(tmp_path), ["says-hi"])
+    assert warning == (
+        "--graders leaves out polite, but the parent has no verdict of it to keep: it is graded as the eval says"
+    )
+    assert grader_warnings(PARENT, suite(tmp_path), ["says-hi"]) == []  # each has its verdict to keep
