@@ -19,6 +19,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from e2e_helpers import EVALSTORE, audit, cli, evalstore, ok_json, one_line_error, runs, wait_for
 
@@ -375,20 +376,35 @@ def interrupted(
             proc.kill()
 
 
+class Interrupted(NamedTuple):
+    eval_file: Path
+    db: str
+    code: int
+    err: str
+    stopped_after: float
+
+
+def interrupted_run(
+    tmp_path: Path, cases: list[tuple[str, str]], started: int, what: str, env: dict[str, str]
+) -> Interrupted:
+    """``evalstore run`` of a project of ``cases``, one test at a time, given Ctrl-C once the agent has been
+    called ``started`` times (waited for as ``what``): :func:`interrupted`'s, with the eval file and store."""
+    eval_file = make_project(tmp_path / "proj", cases)
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run_args = ["run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")]
+
+    def ready() -> bool:
+        return len(calls(tmp_path / "proj")) >= started
+
+    return Interrupted(eval_file, db, *interrupted(db, run_args, tmp_path, ready, what, env))
+
+
 def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> None:
     monkey_env = {SECRET_ENV: SECRET_VALUE}
     names = [f"t{i}" for i in range(8)]
-    eval_file = make_project(tmp_path / "proj", [(n, f"SLOW {n}") for n in names])
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    run_args = ["run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")]
     # COLUMNS=80: what rich assumes for a stderr that is not a terminal; the hint must not wrap at it.
-    code, err, _ = interrupted(
-        db,
-        run_args,
-        tmp_path,
-        lambda: len(calls(tmp_path / "proj")) >= 2,
-        "the agent's second call",
-        {**monkey_env, "COLUMNS": "80"},
+    _, db, code, err, _ = interrupted_run(
+        tmp_path, [(n, f"SLOW {n}") for n in names], 2, "the agent's second call", {**monkey_env, "COLUMNS": "80"}
     )
     assert code == 130, err
     done_before = len(calls(tmp_path / "proj"))
@@ -408,14 +424,10 @@ def test_ctrl_c_stops_pending_tests_and_resume_runs_only_the_rest(tmp_path) -> N
 
 
 def test_ctrl_c_kills_the_agent_in_flight_and_resume_runs_that_test_again(tmp_path) -> None:
-    eval_file = make_project(tmp_path / "proj", [("stalls", "STALL first"), ("quick", "plain")])
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    run_args = ["run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")]
-    code, err, stopped_after = interrupted(
-        db,
-        run_args,
+    _, db, code, err, stopped_after = interrupted_run(
         tmp_path,
-        lambda: len(calls(tmp_path / "proj")) >= 1,
+        [("stalls", "STALL first"), ("quick", "plain")],
+        1,
         "the agent's first call",
         {SECRET_ENV: SECRET_VALUE},
     )
@@ -480,14 +492,10 @@ def test_an_import_stopped_while_it_writes_is_completed_by_importing_again(tmp_p
 
 
 def test_a_replay_of_an_interrupted_run_says_it_regrades_only_what_the_run_recorded(tmp_path) -> None:
-    eval_file = make_project(tmp_path / "proj", [("quick", "plain"), ("stalls", "STALL first"), ("later", "plain")])
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    run_args = ["run", str(eval_file), "--workers", "1", "--workdir", str(tmp_path / "ws")]
-    code, err, _ = interrupted(
-        db,
-        run_args,
+    eval_file, db, code, err, _ = interrupted_run(
         tmp_path,
-        lambda: len(calls(tmp_path / "proj")) >= 2,
+        [("quick", "plain"), ("stalls", "STALL first"), ("later", "plain")],
+        2,
         "the stalling call",
         {SECRET_ENV: SECRET_VALUE},
     )
