@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from evalstore.replay.analysis.views import ResultKey, result_key
+from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD as AGENTV_DEFAULT
 from evalstore.replay.grading.scoring import effective_threshold
 from evalstore.store import EventStore
 
@@ -57,7 +58,3 @@ def marked_otherwise(
         f"its summary): with the same score {'they' if count > 1 else 'it'} may change pass/fail here; "
         f"--threshold sets the pass mark{keep}"
     )
-
-
-AGENTV_DEFAULT = 0.8
-"""AgentV's pass mark when none is given on its command line (``DEFAULT_THRESHOLD``)."""

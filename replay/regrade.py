@@ -401,21 +401,13 @@ def _execute(
             f"{len(missing)} test{'s' if len(missing) > 1 else ''} carried over unchanged, not regraded: "
             f"the eval has no test {_listing(missing)} (pass --eval with the eval file that has them)"
         )
-        suite = suite.model_copy(update={"warnings": [*suite.warnings, carried]})
-    unfinished = _unfinished(store, parent)
-    if unfinished:
-        suite = suite.model_copy(update={"warnings": [*suite.warnings, unfinished]})
-    marked = _marked_otherwise(store, parent, options, suite, threshold, regraded)
-    if marked:
-        suite = suite.model_copy(update={"warnings": [*suite.warnings, marked]})
-    if regraded:
-        of_regraded = (
-            (test_id, grader, kind)
-            for test_id, target, attempt, grader, kind in store.graders_of(parent.run_id)
-            if (test_id, target, attempt) in regraded
-        )
-        changed = grader_warnings(of_regraded, suite, options.graders)
-        suite = suite.model_copy(update={"warnings": [*suite.warnings, *changed]}) if changed else suite
+        suite = _warned(suite, carried)
+    suite = _warned(
+        suite,
+        _unfinished(store, parent),
+        _marked_otherwise(store, parent, options, suite, threshold, regraded),
+        *_grader_changes(store, parent, suite, options, regraded),
+    )
     reasons, cut = _regradable(store, origin, regraded)
     if cut:
         truncated = (
@@ -423,7 +415,7 @@ def _execute(
             "file_changes (AgentV 4's run folder keeps 20); their code and LLM graders' verdicts are carried over "
             "unless this replay changes the grader, which then grades the lines kept"
         )
-        suite = suite.model_copy(update={"warnings": [*suite.warnings, truncated]})
+        suite = _warned(suite, truncated)
     unable = [
         (key, reason)
         for key in todo
@@ -439,9 +431,7 @@ def _execute(
         # The tests that will be graded; the others are carried over, which takes no time to speak of.
         on_start(run_id, len(regraded), drifted, unable)
     judges = _judges(suite, options, parent)
-    judgeless = _judgeless(suite, options, judges, [k for k in todo if k in regraded])
-    if judgeless:
-        suite = suite.model_copy(update={"warnings": [*suite.warnings, judgeless]})
+    suite = _warned(suite, _judgeless(suite, options, judges, [k for k in todo if k in regraded]))
     job = ReplayJob(
         run_id=run_id,
         suite=suite,
@@ -504,6 +494,12 @@ def _execute(
     return ReplayOutcome(run_id, parent.run_id, results, drifted, complete, list(suite.warnings), unable, batch)
 
 
+def _warned(suite: EvalSuite, *warnings: str | None) -> EvalSuite:
+    """``suite`` with the warnings given (None: none) after its own, as the replay reports them."""
+    given = [w for w in warnings if w]
+    return suite.model_copy(update={"warnings": [*suite.warnings, *given]}) if given else suite
+
+
 _FINISH = {
     "recorded": "`evalstore run --resume {run}` runs the rest",
     "replay": "`evalstore replay --resume {run}` regrades the rest",
@@ -542,6 +538,21 @@ def _marked_otherwise(
     if options.threshold is not None or not regraded or not agentv:
         return None
     return marked_otherwise(store, parent.run_id, threshold, {t.id: t.threshold for t in suite.tests}, regraded)
+
+
+def _grader_changes(
+    store: EventStore, parent: RunWindows, suite: EvalSuite, options: ReplayOptions, regraded: set[ResultKey]
+) -> list[str]:
+    """Warnings for the parent's graders of the results regraded that the replay does not grade again as they
+    were (:mod:`grader_sets`)."""
+    if not regraded:
+        return []
+    of_regraded = (
+        (test_id, grader, kind)
+        for test_id, target, attempt, grader, kind in store.graders_of(parent.run_id)
+        if (test_id, target, attempt) in regraded
+    )
+    return grader_warnings(of_regraded, suite, options.graders)
 
 
 def _judge_batches(
@@ -1086,7 +1097,7 @@ def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = Fals
             tests.append(test.model_copy(update={"graders": graders}))
         if not found and inherited:
             warning = f"the parent replay's --prompt {name} is not applied: the eval has no LLM grader {name!r}"
-            suite = suite.model_copy(update={"warnings": [*suite.warnings, warning]})
+            suite = _warned(suite, warning)
             continue
         if not found:
             llm = sorted({g.name for t in suite.tests for g in t.graders if isinstance(g, LlmGraderSpec)})

@@ -60,6 +60,8 @@ from evalstore.replay.evalfile.workspace import (
 from evalstore.replay.targetsfile.redaction import looks_secret
 
 DEFAULT_THRESHOLD = 0.8
+"""AgentV's pass mark when none is given (its ``DEFAULT_THRESHOLD``): the eval's, and ``agentv eval``'s
+for each result when its command line gives no ``--threshold`` (``pass_marks``)."""
 AGENTV_SUITE_NAME = re.compile(r"[a-z0-9-]{1,64}")
 """The suite names AgentV 4.42 takes (its MetadataSchema: ``/^[a-z0-9-]+$/``, at most 64 characters)."""
 SUITE_KEYS = (
