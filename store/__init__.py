@@ -20,7 +20,7 @@ from evalstore.store.errors import (
     error_line,
     is_database_failure,
 )
-from evalstore.store.recorder import EventStore, StoreOrOpener, VerifyReport, opened
+from evalstore.store.recorder import EventStore, StoreOrOpener, VerifyReport, completed_run, opened
 
 __all__ = [
     "AppendOnlyError",
@@ -38,6 +38,7 @@ __all__ = [
     "StoredEvent",
     "VerifyReport",
     "canonical_json",
+    "completed_run",
     "digest_json",
     "error_line",
     "is_database_failure",

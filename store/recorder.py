@@ -1323,6 +1323,15 @@ def opened(store: StoreOrOpener) -> EventStore:
     return store if isinstance(store, EventStore) else store()
 
 
+def completed_run(store: StoreOrOpener, run_id: str) -> dict[str, Any] | None:
+    """The run's row when the store holds it completed (an import already made); None otherwise, and for a
+    store not made yet."""
+    if not isinstance(store, EventStore):
+        return None
+    rows = store.query("runs", run_id=run_id)
+    return rows[0] if rows and rows[0]["status"] == "completed" else None
+
+
 @dataclass(frozen=True)
 class _Head:
     """Where the log ends: its last seq and hash, and the version and number (None before its first event)

@@ -31,7 +31,10 @@ def rows_inside(path: Path) -> bool:
     """Whether a file named otherwise (``results.ndjson``, ``run.agentv-jsonl``, no suffix) holds result
     rows: its first line opens a JSON object. A ``.json`` or ``.eval`` file is an Inspect log's name, which
     ``import`` and ``validate`` never ask about; a wrong row is the reader's to name, with its line."""
-    start = _start(path)
+    return _rows(_start(path))
+
+
+def _rows(start: bytes | None) -> bool:
     return start is None or start.lstrip().startswith(b"{")
 
 
@@ -44,12 +47,12 @@ def _start(path: Path) -> bytes | None:
         return None
 
 
-def _one_document(path: Path) -> bool:
-    """Whether the file is one JSON object written over several lines (its first line a ``{`` alone), as
-    Inspect writes a ``.json`` log, not rows of one object a line."""
-    start = _start(path) or b""
-    first = next((line.strip() for line in start.splitlines() if line.strip()), b"")
-    return first == b"{" and len(start.splitlines()) > 1
+def _one_document(start: bytes | None) -> bool:
+    """Whether a file that starts so is one JSON object written over several lines (its first line a ``{``
+    alone), as Inspect writes a ``.json`` log, not rows of one object a line."""
+    lines = (start or b"").splitlines()
+    first = next((line.strip() for line in lines if line.strip()), b"")
+    return first == b"{" and len(lines) > 1
 
 
 def detect_format(path: Path) -> str:
@@ -70,12 +73,13 @@ def detect_format(path: Path) -> str:
             found = _directory_format(root)
             if found is not None:
                 return found
-        if _one_document(path):
+        start = _start(path)
+        if _one_document(start):
             raise ImportFormatError(
                 f"{path}: one JSON document over several lines, not result rows (one JSON object a line); an "
                 "Inspect AI log is read as one when it is named .json or .eval"
             )
-        if path.suffix == ".jsonl" or rows_inside(path):
+        if path.suffix == ".jsonl" or _rows(start):
             return JSONL_FORMAT
         raise ImportFormatError(
             f"{path}: not an AgentV results file: expected a .jsonl file of result rows (one JSON object a line)"

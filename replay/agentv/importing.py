@@ -31,7 +31,7 @@ from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.evalfile.union import covered, union_suite
-from evalstore.store import EventStore, NewEvent, StoreOrOpener, opened
+from evalstore.store import EventStore, NewEvent, StoreOrOpener, completed_run, opened
 from evalstore.store.events import FileSnapshot, RunStarted, SourceRef
 
 Progress = Callable[[str, int, "int | None"], None]
@@ -67,11 +67,10 @@ def import_results(
     opener (no store yet), the store is opened once the source is checked."""
     path = Path(path)
     fmt, source, run_id = _opened(path, eval_path)
-    if isinstance(store, EventStore):
-        existing = store.query("runs", run_id=run_id)
-        if existing and existing[0]["status"] == "completed":
-            tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
-            return ImportOutcome(run_id, fmt, tests, skipped, True, existing[0]["eval_path"])
+    if (before := completed_run(store, run_id)) is not None:
+        store = opened(store)  # the store that holds it
+        tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
+        return ImportOutcome(run_id, fmt, tests, skipped, True, before["eval_path"])
 
     with _heap_frozen():
         prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)

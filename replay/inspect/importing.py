@@ -53,7 +53,7 @@ from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.processes.forked import in_order, worker_count
 from evalstore.replay.targetsfile.redaction import redact
-from evalstore.store import EventStore, NewEvent, StoreOrOpener, opened
+from evalstore.store import NewEvent, StoreOrOpener, completed_run, opened
 from evalstore.store.blobs import PREFIX_BYTES
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
@@ -165,11 +165,10 @@ def import_log(store: StoreOrOpener, path: Path, progress: Progress | None = Non
         check_members(path)
     header = read_or_refuse(path, lambda: api.read_eval_log(str(path), header_only=True))
     spec = header.eval
-    if isinstance(store, EventStore):  # else no store yet: it is opened once the log is checked
-        existing = store.query("runs", run_id=run_id)
-        if existing and existing[0]["status"] == "completed":
-            tests = len(store.query("results", run_id=run_id))
-            return InspectImport(run_id, str(path), fmt, tests, True, spec.task, spec.model)
+    if completed_run(store, run_id) is not None:
+        store = opened(store)  # the store that holds it
+        tests = len(store.query("results", run_id=run_id))
+        return InspectImport(run_id, str(path), fmt, tests, True, spec.task, spec.model)
 
     header_bytes = header.model_dump_json(exclude={"samples"}).encode("utf-8")
     header_sha = sha256_hex(header_bytes)
