@@ -275,10 +275,10 @@ _NOTE_CHUNK = 500
 
 
 def noted_results(store: EventStore, run_id: str) -> Iterator[tuple[ResultRow, str]]:
-    """:func:`iter_results`, each with why it scored what it did where its graders' scores do not say
-    it (``scoring.explain_score``, else an execution error's own message; '' for most). One pass over the projections, streamed; the events are
-    decoded only for the results a note can apply to (:func:`_may_have_note`), a chunk at a time, so
-    reading the first rows reads only the first chunk."""
+    """:func:`iter_results`, each with why it scored what it did where its graders' scores do not say it
+    (``scoring.explain_score``, else an execution error's own message; '' for most). One pass over the
+    projections, streamed; the events are decoded only for the results a note can apply to
+    (:func:`_may_have_note`), a chunk at a time, so reading the first rows reads only the first chunk."""
     chunk: list[tuple[tuple, list[tuple]]] = []
     for result in store.results_with_verdicts(run_id):
         chunk.append(result)
