@@ -160,6 +160,7 @@ def stream_key(stream_id: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)
 def _id_prefix(stream_id: str) -> str:
     k = stream_key(stream_id)
     return f"{k[:8]}-{k[8:12]}-{k[12:16]}-{k[16:20]}-"

@@ -15,6 +15,7 @@ the counts) is decided here, in the source's order, as the parts come back.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import marshal
 import sqlite3
 import tempfile
@@ -59,6 +60,14 @@ WARNINGS_KEPT = 20
 Encoded = tuple[str, str, int, str]
 """An event as ``EventStore.append_batches`` takes it: (event id, type, schema version, payload JSON)."""
 
+Place = tuple[str | None, int | None]
+"""A :class:`SourceRef`'s file and line: most items are passed on without one being built for them."""
+
+
+def _source_ref(place: Place) -> SourceRef:
+    # model_construct: the fields were a SourceRef's, validated when it was built
+    return SourceRef.model_construct(file=place[0], line=place[1])
+
 
 @dataclass
 class Spooled:
@@ -66,8 +75,8 @@ class Spooled:
 
     key: tuple | None
     """``item_key`` of a result; None for a skipped line."""
-    source: SourceRef
-    """As the run records it (relative to the imported path)."""
+    place: Place
+    """Its source's file and line as the run records them (relative to the imported path)."""
     first_n: int
     """The position (``EventIds.n``) its events' ids were made for; 0: ids of a part (:func:`part_ids`)."""
     events: list[Encoded]
@@ -77,6 +86,10 @@ class Spooled:
     """A large file as a :class:`~evalstore.store.blobs.FileBlob` (read a chunk at a time when stored)."""
     score: tuple[float, bool, str] | None
     """(score, passed, status) of a result."""
+
+    @property
+    def source(self) -> SourceRef:
+        return _source_ref(self.place)
 
     def renames(self) -> Renames:
         """What :func:`placed` needs to give its events other ids."""
@@ -163,8 +176,7 @@ def record(item: Spooled) -> bytes:
     return marshal.dumps(
         (
             item.key,
-            item.source.file,
-            item.source.line,
+            *item.place,
             item.events,
             item.fields,
             # marshal holds plain values: a file blob as (path, size), never its bytes
@@ -198,10 +210,8 @@ def placed(data: bytes, renames: Renames, first_n: int, ids: EventIds) -> tuple[
 def spooled(data: bytes, first_n: int) -> Spooled:
     """An item from its :func:`record` and ``first_n``."""
     key, file, line, events, fields, blobs, score = marshal.loads(data)
-    # model_construct: the fields were a SourceRef's, validated when it was built
-    source = SourceRef.model_construct(file=file, line=line)
     blobs = {d: FileBlob(*b) if isinstance(b, tuple) else b for d, b in blobs.items()}
-    return Spooled(key, source, first_n, events, fields, blobs, score)
+    return Spooled(key, (file, line), first_n, events, fields, blobs, score)
 
 
 def item_key(item: ImportedTest) -> tuple:
@@ -223,14 +233,18 @@ class _Piece:
     """Its events' ids, as :func:`placed` replaces them (one each)."""
     first_n: int
     """The position its events' ids were made for (``Spooled.first_n``)."""
-    source: SourceRef
-    """As the source gave it (absolute), for messages."""
+    place: Place
+    """Its source's file and line as the source gave them (absolute), for messages."""
     key: tuple | None = None
     repeat: tuple[int, int] | None = None
     """(:meth:`_Repeats` key, identity) digests of a result."""
     failed: str | None = None
     warnings: list[str] = field(default_factory=list)
     earliest: datetime | None = None
+
+    @property
+    def source(self) -> SourceRef:
+        return _source_ref(self.place)
 
 
 def _piece(
@@ -255,9 +269,10 @@ def _piece(
         )
         return piece
     _, blobs, score = outcome
+    ref = within(item.source)
     spooled = Spooled(
         item_key(item),
-        within(item.source),
+        (ref.file, ref.line),
         first,
         encoded,
         fields,
@@ -268,7 +283,7 @@ def _piece(
         record(spooled),
         spooled.renames(),
         first,
-        item.source,
+        (item.source.file, item.source.line),
         key=spooled.key,
         repeat=(_Repeats.key(item), _Repeats.identity(item)),
         warnings=item.warnings,
@@ -281,8 +296,8 @@ def _skip_piece(line: SkippedLine, within: RelativeSources, ids: EventIds) -> _P
     first = _first_n(ids)
     event = LineSkipped(source=ref, reason=line.reason)
     encoded = [(ids.next("skip"), event.type, event.schema_version, canonical_json(encode(event)))]
-    item = Spooled(None, ref, first, encoded, [None], {}, None)
-    return _Piece(record(item), item.renames(), first, line.source)
+    item = Spooled(None, (ref.file, ref.line), first, encoded, [None], {}, None)
+    return _Piece(record(item), item.renames(), first, (line.source.file, line.source.line))
 
 
 def check(
@@ -313,8 +328,8 @@ def check(
     spool = Spool()
     pass_ = _Pass(ids, within, skip_bad, progress, spool)
     try:
-        for piece in _pieces(source, within, ids, threshold, skip_bad, workers):
-            pass_.take(piece)
+        for part in _parts(source, within, ids, threshold, skip_bad, workers):
+            pass_.take_part(part)
     except BaseException:
         spool.close()
         raise
@@ -325,23 +340,30 @@ def check(
     return checked
 
 
-def _pieces(
+def _parts(
     source: ImportSource, within: RelativeSources, ids: EventIds, threshold: float, skip_bad: bool, workers: int | None
-) -> Iterator[_Piece]:
-    """Each source item built, in the source's order: here (with the run's ids, where ``ids`` stands when
-    the item's turn comes), or a part at a time by forked workers (``processes.forked``)."""
+) -> Iterator[Iterable[_Piece]]:
+    """Each source item built, in the source's order, a part at a time: here (with the run's ids, where
+    ``ids`` stands when the item's turn comes), or by forked workers (``processes.forked``)."""
     spans = line_spans(source.lines, PART_LINES) if source.lines is not None else []
     count = worker_count(len(spans), workers)
     if not count:
         builder = EventIds(ids.run_id)
-        for item in source.iter_tests(skip_bad):
-            builder.n = ids.n
-            yield _piece(item, within, builder, threshold, skip_bad)
+
+        def built() -> Iterator[_Piece]:
+            for item in source.iter_tests(skip_bad):
+                builder.n = ids.n
+                yield _piece(item, within, builder, threshold, skip_bad)
+
+        # Each built as it is taken (its ids are where the ones before it leave ``ids``), a part at a time.
+        pieces = built()
+        for first in pieces:
+            yield itertools.chain([first], itertools.islice(pieces, PART_LINES - 1))
         return
     job = _Job(source, within, ids.run_id, threshold, skip_bad)
     with closing(in_order(_build_part, spans, count, job)) as parts:
         for packed in parts:  # a worker's error (a bad line) is raised here, in the source's order
-            yield from _unpacked(packed)
+            yield list(_unpacked(packed))
 
 
 @dataclass(frozen=True)
@@ -373,8 +395,7 @@ def _packed(pieces: Iterable[_Piece]) -> bytes:
                 p.record,
                 p.renames,
                 p.first_n,
-                p.source.file,
-                p.source.line,
+                *p.place,
                 p.key,
                 p.repeat,
                 p.failed,
@@ -389,10 +410,8 @@ def _packed(pieces: Iterable[_Piece]) -> bytes:
 def _unpacked(data: bytes) -> Iterator[_Piece]:
     """The pieces :func:`_packed` sent."""
     for record, renames, first_n, file, line, key, repeat, failed, warnings, earliest in marshal.loads(data):
-        # model_construct: the fields were a SourceRef's, validated when the worker built it
-        source = SourceRef.model_construct(file=file, line=line)
         moment = datetime.fromisoformat(earliest) if earliest is not None else None
-        yield _Piece(record, renames, first_n, source, key, repeat, failed, warnings, moment)
+        yield _Piece(record, renames, first_n, (file, line), key, repeat, failed, warnings, moment)
 
 
 class _Pass:
@@ -412,6 +431,14 @@ class _Pass:
         self.left_out: dict[tuple, str] = {}
         self.warnings: list[str] = []
         self.earliest: datetime | None = None
+
+    def take_part(self, part: Iterable[_Piece]) -> None:
+        """A part's pieces, in order; those of a list (built by the workers) looked up at once."""
+        if isinstance(part, list):
+            self.repeats.prefetch([piece.repeat[0] for piece in part if piece.repeat is not None])
+        for piece in part:
+            self.take(piece)
+        self.repeats.flush()
 
     def take(self, piece: _Piece) -> None:
         if piece.warnings:
@@ -444,7 +471,7 @@ class _Pass:
                     self.left_out[superseded] = f"superseded by {piece.source.location}: {_SUPERSEDED}"
                     self.tests -= 1
                     self.skipped += 1
-                self.repeats.remember(piece.repeat, piece.source)
+                self.repeats.remember(piece.repeat, piece.place)
                 self._keep(piece.record, piece.renames, piece.first_n)
                 self.tests += 1
         if self.progress and (self.tests + self.skipped) % PROGRESS_EVERY == 0:
@@ -459,7 +486,7 @@ class _Pass:
         event = LineSkipped(source=ref, reason=line.reason)
         first = self.ids.n + 1
         encoded = [(self.ids.id(first, "skip"), event.type, event.schema_version, canonical_json(encode(event)))]
-        return Spooled(None, ref, first, encoded, [None], {}, None)
+        return Spooled(None, (ref.file, ref.line), first, encoded, [None], {}, None)
 
     def checked(self) -> Checked:
         started_at = self.earliest.isoformat(timespec="microseconds") if self.earliest else None
@@ -495,11 +522,16 @@ class _Repeats:
 
     Kept in a private temporary SQLite file, not a dict: an import streams files of any size, and even
     a hundred bytes per result would make memory grow with the file. Keys and identities are digests.
+    A part of the source is looked up in one query (:meth:`prefetch`) and written in one
+    (:meth:`flush`): a query per result was a tenth of the validation pass's main thread.
     """
 
     def __init__(self) -> None:
         self._db = sqlite3.connect("")  # "": a private on-disk temporary database, removed on close
         self._db.execute("CREATE TABLE seen (key INTEGER PRIMARY KEY, identity INTEGER, file TEXT, line INTEGER)")
+        self._part: dict[int, tuple[int, str, int] | None] = {}
+        """The keys of the part being taken, with what the table and the part so far hold of each."""
+        self._remembered: dict[int, tuple[int, str, int]] = {}
 
     def close(self) -> None:
         self._db.close()
@@ -512,12 +544,38 @@ class _Repeats:
     def identity(item: ImportedTest) -> int:
         return _digest64((item.suite, item.raw_row.get("variant"), item.raw_row.get("prompt_id")))
 
+    def prefetch(self, keys: list[int]) -> None:
+        """Look up a part's keys at once, before its results are taken."""
+        self._part = dict.fromkeys(keys)
+        unique = list(self._part)
+        for at in range(0, len(unique), _LOOKUP_KEYS):
+            chunk = unique[at : at + _LOOKUP_KEYS]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT key, identity, file, line FROM seen WHERE key IN ({marks})"  # noqa: S608 (only ?s)
+            for key, identity, file, line in self._db.execute(query, chunk):
+                self._part[key] = (identity, file, line)
+
     def earlier(self, repeat: tuple[int, int]) -> tuple[SourceRef, bool] | None:
         """Where an earlier result with the same key was, and whether it had the same identity."""
-        row = self._db.execute("SELECT identity, file, line FROM seen WHERE key = ?", (repeat[0],)).fetchone()
+        if repeat[0] in self._part:
+            row = self._part[repeat[0]]
+        else:
+            row = self._db.execute("SELECT identity, file, line FROM seen WHERE key = ?", (repeat[0],)).fetchone()
         if row is None:
             return None
         return SourceRef(file=row[1], line=row[2]), row[0] == repeat[1]
 
-    def remember(self, repeat: tuple[int, int], source: SourceRef) -> None:
-        self._db.execute("INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?)", (*repeat, source.file, source.line))
+    def remember(self, repeat: tuple[int, int], place: Place) -> None:
+        self._part[repeat[0]] = self._remembered[repeat[0]] = (repeat[1], *place)  # type: ignore[assignment]
+
+    def flush(self) -> None:
+        """Write what was remembered since the last flush."""
+        self._db.executemany(
+            "INSERT OR REPLACE INTO seen VALUES (?, ?, ?, ?)", [(k, *v) for k, v in self._remembered.items()]
+        )
+        self._remembered.clear()
+        self._part = {}
+
+
+_LOOKUP_KEYS = 500
+"""Keys a lookup names at most (SQLite's oldest limit is 999 parameters)."""

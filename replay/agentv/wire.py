@@ -14,6 +14,10 @@ from evalstore.replay.errors import ImportFormatError
 from evalstore.replay.jsontext import snake_key, to_snake_deep, without_lone_surrogates
 
 _CHUNK = 1 << 20
+_LINES_BUFFER = 128 * 1024
+"""The buffer a results file's lines are read through: AgentV's rows run to kilobytes each, and through the
+default 8 KiB buffer each line took several reads and joins (bench/import.py's 20,000 rubric rows: 0.038 s
+against 0.023 s, best of three)."""
 
 # Keys whose values AgentV itself persists without the deep rewrite: the grader's raw request keeps
 # ``userPrompt``/``systemPrompt`` (agentv-formats.md 1.1), so a legacy rewrite must not touch them either.
@@ -138,7 +142,7 @@ def iter_json_lines(
     CRLF endings, blank lines and a UTF-8 BOM (Windows editors write one) are accepted.
     """
     start, end, first = span if span is not None else (0, None, 1)
-    with path.open("rb") as fh:
+    with path.open("rb", buffering=_LINES_BUFFER) as fh:
         fh.seek(start)
         lines = iter(fh) if end is None else _until(fh, end - start)
         for number, raw in enumerate(lines, start=first):

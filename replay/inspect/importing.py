@@ -323,7 +323,7 @@ def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
             (event.event_id or "", event.payload.type, event.payload.schema_version, canonical_json(payload))
         )
         fields.append(read_fields(event.payload.type, payload))
-    item = Spooled(key, SourceRef(), first_n, encoded, fields, blobs, score)
+    item = Spooled(key, (None, None), first_n, encoded, fields, blobs, score)
     return key, spool_record(item), item.renames(), first_n, tuple(_UNREADABLE)
 
 

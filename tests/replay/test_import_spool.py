@@ -191,25 +191,24 @@ def test_pieces_cross_from_workers_with_every_field_as_built(tmp_path: Path) -> 
     from datetime import UTC, datetime, timedelta, timezone
 
     from evalstore.replay.agentv.import_check import _packed, _Piece, _unpacked
-    from evalstore.store.events import SourceRef
 
     pieces = [
         _Piece(
             b"\x00record one",
             [("a" * 36, "transcript"), ("b" * 36, "verdict")],
             0,
-            SourceRef(file="/tmp/r.jsonl", line=1),
+            ("/tmp/r.jsonl", 1),
             key=("/tmp/r.jsonl", 1, "t1", None, 1),
             repeat=(-(2**63), 2**63 - 1),
             warnings=["one", "two"],
             earliest=datetime(2026, 2, 20, 21, 40, 12, 345678, tzinfo=timezone(timedelta(hours=2))).astimezone(UTC),
         ),
-        _Piece(b"skipped", [("c" * 36, "skip")], 7, SourceRef(line=2)),
+        _Piece(b"skipped", [("c" * 36, "skip")], 7, (None, 2)),
         _Piece(
             b"refused",
             [("d" * 36, "skip")],
             0,
-            SourceRef(file="r.jsonl"),
+            ("r.jsonl", None),
             key=("r.jsonl", 3, "t3", "x", 2),
             failed="why",
         ),
