@@ -551,7 +551,7 @@ class _Repeats:
         for at in range(0, len(unique), _LOOKUP_KEYS):
             chunk = unique[at : at + _LOOKUP_KEYS]
             marks = ",".join("?" * len(chunk))
-            query = f"SELECT key, identity, file, line FROM seen WHERE key IN ({marks})"  # noqa: S608 (only ?s)
+            query = f"SELECT key, identity, file, line FROM seen WHERE key IN ({marks})"
             for key, identity, file, line in self._db.execute(query, chunk):
                 self._part[key] = (identity, file, line)
 
