@@ -557,10 +557,9 @@ class EventStore:
             head: _Head | None = None
             dictionary = _Dictionary()
             for events, fields, blobs in batches:
-                prepared = []
-                for i, (event_id, type_, schema_version, payload) in enumerate(events):
+                for type_ in {event[1] for event in events}:
                     event_class(type_)  # an unknown type is refused here, as append would
-                    prepared.append((event_id, type_, schema_version, payload, fields[i]))
+                prepared = [(*event, field) for event, field in zip(events, fields, strict=True)]
                 if not prepared:
                     continue
                 if head is None:
@@ -1420,10 +1419,11 @@ class _Plan:
         # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them;
         # a stream's first event always has one (``streams``), and so has an event whose id is its own
         # (``event_ids``).
+        derived = records.derived_prefix(stream_id)  # derived_id's, spelled out: it is asked for every event
         projected = [
             (StoredEvent.of_row(row[:8]), p[4])
             for row, p in zip(rows, prepared)
-            if row[4] in projections.PROJECTED or row[3] == 1 or row[1] != records.derived_id(stream_id, row[3])
+            if row[4] in projections.PROJECTED or row[3] == 1 or row[1] != f"{derived}{row[3]:012x}"
         ]
         numbers = {} if start.number is None else {stream_id: start.number}
         events, fields = [e for e, _ in projected], [f for _, f in projected]
