@@ -170,8 +170,10 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             echo(f"first {TABLE_ROWS} of {summary.tests} results; --all prints every one, --json for scripts")
     if skipped:
         echo(f"{len(skipped)} source lines left out:")
-        for line in skipped:
+        for line in skipped if show_all else skipped[:TABLE_ROWS]:
             echo(f"  {line.source.location}: {line.reason}")
+        if not show_all and len(skipped) > TABLE_ROWS:
+            echo(f"  (the first {TABLE_ROWS}; --all lists every one, --json for scripts)")
 
 
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)

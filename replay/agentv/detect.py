@@ -12,6 +12,7 @@ from evalstore.replay.agentv.v4_run import INDEX as V4_INDEX
 from evalstore.replay.agentv.v4_run import read_v4_run
 from evalstore.replay.agentv.v5_bundle import FORMAT as V5_FORMAT
 from evalstore.replay.agentv.v5_bundle import case_dirs, read_v5_bundle
+from evalstore.replay.agentv.wire import UTF16, utf16
 from evalstore.replay.errors import ImportFormatError
 
 FORMATS = (V4_FORMAT, V5_FORMAT, JSONL_FORMAT)
@@ -74,6 +75,8 @@ def detect_format(path: Path) -> str:
             if found is not None:
                 return found
         start = _start(path)
+        if start is not None and utf16(start):
+            raise ImportFormatError(f"{path}: {UTF16}")
         if _one_document(start):
             raise ImportFormatError(
                 f"{path}: one JSON document over several lines, not result rows (one JSON object a line); an "

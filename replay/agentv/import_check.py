@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import marshal
+import os
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -215,7 +216,8 @@ def spooled(data: bytes, first_n: int) -> Spooled:
 
 
 def item_key(item: ImportedTest) -> tuple:
-    return (item.source.file, item.source.line, item.test_id, item.target, item.attempt)
+    # No target and an empty one are one result's, as the store keys results (_Repeats.key).
+    return (item.source.file, item.source.line, item.test_id, item.target or "", item.attempt)
 
 
 PROGRESS_EVERY = 200
@@ -456,9 +458,10 @@ class _Pass:
             earlier = self.repeats.earlier(piece.repeat)
             if earlier is not None and not earlier[1]:
                 test_id, target, attempt = piece.key[2:]
+                named = f"target {target!r}" if target else "no target"
                 reason = self.left_out[piece.key] = (
-                    f"test {test_id!r} (target {target!r}, attempt {attempt}) is also the result "
-                    f"at {earlier[0].location} of another suite or variant; evalstore keeps one result per "
+                    f"test {test_id!r} ({named}, attempt {attempt}) is also the result "
+                    f"at {_absolute(earlier[0])} of another suite or variant; evalstore keeps one result per "
                     "test, target and attempt: import them separately"
                 )
                 line = bad_line(piece.source, reason, self.skip_bad)
@@ -468,7 +471,7 @@ class _Pass:
             else:
                 if earlier is not None:
                     superseded = (earlier[0].file, earlier[0].line, *piece.key[2:])
-                    self.left_out[superseded] = f"superseded by {piece.source.location}: {_SUPERSEDED}"
+                    self.left_out[superseded] = f"superseded by {_absolute(piece.source)}: {_SUPERSEDED}"
                     self.tests -= 1
                     self.skipped += 1
                 self.repeats.remember(piece.repeat, piece.place)
@@ -498,6 +501,11 @@ class _Pass:
             warnings=self.warnings,
             warning_count=self.warning_count,
         )
+
+
+def _absolute(source: SourceRef) -> str:
+    """Where a result was, in a message kept with the run: its file whatever folder it was imported from."""
+    return source.model_copy(update={"file": os.path.abspath(source.file)}).location if source.file else source.location
 
 
 def _instant(value: object) -> datetime | None:
@@ -538,11 +546,15 @@ class _Repeats:
 
     @staticmethod
     def key(item: ImportedTest) -> int:
-        return _digest64((item.test_id, item.target, item.attempt))
+        # No target and an empty one are one result, as the store keys results (AgentV keys the first "unknown").
+        return _digest64(item_key(item)[2:])
 
     @staticmethod
     def identity(item: ImportedTest) -> int:
-        return _digest64((item.suite, item.raw_row.get("variant"), item.raw_row.get("prompt_id")))
+        prompt = item.raw_row.get("prompt")
+        # AgentV HEAD's rows name their prompt as prompt.id (the formats reference, section 1), others prompt_id.
+        prompt_id = prompt.get("id") if isinstance(prompt, dict) else item.raw_row.get("prompt_id")
+        return _digest64((item.suite, item.raw_row.get("variant"), prompt_id))
 
     def prefetch(self, keys: list[int]) -> None:
         """Look up a part's keys at once, before its results are taken."""

@@ -74,6 +74,10 @@ def import_results(
 
     with _heap_frozen():
         prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
+        if prepared.checked.tests == 0:  # refused before a store is opened (or made)
+            assert prepared.checked.spool is not None
+            prepared.checked.spool.close()
+            raise _no_results(path, prepared.checked.skipped)
         return _imported(opened(store), path, fmt, run_id, prepared, progress)
 
 
@@ -224,8 +228,6 @@ def _write(  # type: ignore[no-untyped-def]
 ) -> ImportOutcome:
     """The writing pass: the checked results appended in batches, as the validation pass encoded them."""
     tests, skipped = checked.tests, checked.skipped
-    if tests == 0:
-        raise _no_results(path, skipped)
 
     started = RunStarted(
         run_id=run_id,

@@ -25,6 +25,7 @@ from evalstore.replay.agentv.wire import (
     as_dict,
     is_legacy_camel_row,
     iter_json_lines,
+    json_type,
     nonempty_text,
     normalise_legacy_row,
 )
@@ -194,6 +195,44 @@ def build_test(
     sidecars: Sidecars | None = None,
 ) -> ImportedTest:
     """Raises RowError for anything that makes the row unusable."""
+    _check_types(row)
+    try:
+        return _built_test(row, source=source, attempt=attempt, suite=suite, sidecars=sidecars)
+    except (TypeError, AttributeError) as exc:
+        # A value of a shape AgentV never writes, deeper than _check_types looks: the row, not a bug here.
+        raise RowError(f"a field is not of the type AgentV writes ({exc}); is this an AgentV result row?") from None
+
+
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {"scores": (list,), "assertions": (list,), "execution_status": (str,)}
+"""Fields of a result row that say how it was graded, and the JSON types AgentV writes them as (null aside): a
+row with another is refused. Other optional fields of another type are read as absent."""
+
+
+def _target(value: Any) -> str | None:
+    """A row's target as AgentV names it: a number as its text (AgentV keys and shows ``7`` as ``"7"``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _check_types(row: dict[str, Any]) -> None:
+    for key, types in _FIELD_TYPES.items():
+        value = row.get(key)
+        if value is not None and not isinstance(value, types):
+            wanted = " or ".join(json_type(t()) for t in types)
+            raise RowError(f"{key} is {json_type(value)}, where AgentV writes {wanted}")
+
+
+def _built_test(
+    row: dict[str, Any],
+    *,
+    source: SourceRef,
+    attempt: int,
+    suite: str | None,
+    sidecars: Sidecars | None,
+) -> ImportedTest:
     extra = sidecars or Sidecars()
     test_id, score = check_row(row)
     output = row.get("output")
@@ -226,7 +265,7 @@ def build_test(
     fallbacks = extra.fallbacks
     return ImportedTest(
         test_id=test_id,
-        target=row.get("target") if isinstance(row.get("target"), str) else None,
+        target=_target(row.get("target")),
         attempt=attempt,
         suite=_first(row.get("suite"), suite),
         score=score,

@@ -105,12 +105,31 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
+UTF16 = "the file is UTF-16 encoded; AgentV writes UTF-8: re-save it as UTF-8 (iconv -f UTF-16 -t UTF-8)"
+
+
+def utf16(start: bytes) -> bool:
+    """Whether a file's first bytes are UTF-16 text: its BOM, or (without one) ASCII with a NUL byte after or
+    before each character."""
+    if start.startswith(_UTF16_BOMS):
+        return True
+    head = start[:64]
+    return (
+        len(head) >= 4
+        and (not head[1::2].strip(b"\x00") or not head[0::2].strip(b"\x00"))
+        and bool(head.strip(b"\x00"))
+    )
+
+
 def loads(raw: bytes) -> Any:
     """One JSON document from bytes (a UTF-8 BOM is allowed). Raises ValueError with a short reason.
     Read by orjson where it gives the stdlib's value (``jsontext.loads``: 0.3-0.5 s where the stdlib took
     0.7 s, for bench/import.py's 20,000 lines); what orjson refuses, the stdlib reads or reports."""
     if raw.startswith(_UTF16_BOMS):
-        raise ValueError("the file is UTF-16 encoded; AgentV writes UTF-8: re-save it as UTF-8")
+        raise ValueError(UTF16)
+    if b"\x00" in raw:  # json.loads would guess UTF-16 or UTF-32 from them, and say so
+        cut = " (a file cut short when its writer stopped?)" if not raw.strip(b"\x00\r\n") else ""
+        raise ValueError(f"the line holds NUL bytes, which JSON text never does{cut}")
     try:
         value = jsontext.loads(raw.removeprefix(_BOM))
     except json.JSONDecodeError as exc:
@@ -157,9 +176,20 @@ def iter_json_lines(
                 yield number, None, f"{exc}{truncated}"
                 continue
             if not isinstance(value, dict):
-                yield number, None, f"expected a JSON object, got {type(value).__name__}"
+                yield number, None, f"expected a JSON object, got {json_type(value)}"
                 continue
             yield number, value, None
+
+
+def json_type(value: Any) -> str:
+    """What JSON calls a parsed value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _until(fh: Any, size: int) -> Iterator[bytes]:

@@ -21,6 +21,7 @@ from e2e_helpers import (
     one_line_error,
     results_by_test,
     runs,
+    show,
 )
 from fixture_paths import FIXTURES_DIR
 
@@ -172,6 +173,30 @@ def test_a_row_without_a_required_field_is_one_line(sqlite_url: str, tmp_path: P
     assert no_store(sqlite_url)  # refused before a store was made
 
 
+@pytest.mark.parametrize(
+    "field,value,expect",
+    [
+        ("scores", 5, "scores is a number, where AgentV writes an array"),
+        ("scores", True, "scores is true or false"),
+        ("execution_status", ["ok"], "execution_status is an array, where AgentV writes a string"),
+        ("trace", {"messages": [{"role": "assistant", "content": "x", "tool_calls": 5}]}, "not of the type AgentV"),
+    ],
+)
+def test_a_field_of_another_type_is_one_line_and_skip_bad_leaves_it_out(
+    sqlite_url: str, tmp_path: Path, field: str, value: object, expect: str
+) -> None:
+    """A value of a type AgentV never writes is a bad line like any other, not an internal error."""
+    rows = baseline_rows()
+    rows[1][field] = value
+    path = tmp_path / "typed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    line = one_line_error(cli(sqlite_url, "import", str(path)))
+    assert "typed.jsonl:2" in line and expect in line, line
+    assert no_store(sqlite_url)
+    out = ok_json(cli(sqlite_url, "import", str(path), "--skip-bad", "--json"))
+    assert (out["tests"], out["skipped"]) == (len(rows) - 1, 1)
+
+
 def test_a_bundle_whose_sidecar_is_missing_is_one_line_and_writes_nothing(sqlite_url: str, tmp_path: Path) -> None:
     bundle = tmp_path / "bundle"
     shutil.copytree(V5_BUNDLE, bundle)
@@ -190,6 +215,8 @@ def test_a_bundle_whose_sidecar_is_missing_is_one_line_and_writes_nothing(sqlite
         ("import", "notes.txt"),
         ("import", "cut.ndjson"),
         ("import", "cut.eval"),
+        ("import", "empty.jsonl"),
+        ("import", "cut.ndjson", "--skip-bad"),  # every line left out
         ("label", "nowhere", "t", "--pass"),
         ("labels", "import", "labels.csv", "--run", "nowhere"),
         ("checkpoint",),
@@ -200,7 +227,8 @@ def test_a_refused_command_in_a_fresh_folder_makes_no_store(tmp_path: Path, args
     """An import checks its whole source before it opens (and so makes) the store; the commands that need a
     run or a log say there is no store. Each is one line, exit 2, and leaves the folder as it was."""
     (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
-    (tmp_path / "cut.ndjson").write_text('{"test_id": "a", "score": 1}\n{"test_id": \n', encoding="utf-8")
+    (tmp_path / "cut.ndjson").write_text('{"test_id": "a", "score": 2}\n{"test_id": \n', encoding="utf-8")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
     (tmp_path / "cut.eval").write_bytes(b"PK\x03\x04 not the rest of a zip")
     (tmp_path / "labels.csv").write_text("test_id,verdict\na,pass\n", encoding="utf-8")
     before = sorted(p.name for p in tmp_path.iterdir())
@@ -233,3 +261,104 @@ def test_a_folder_of_logs_into_a_fresh_folder_is_one_store(tmp_path: Path) -> No
     first = imported()
     assert [r["already_imported"] for r in first] == [False, False] and (tmp_path / ".evalstore").is_dir()
     assert [r["already_imported"] for r in imported()] == [True, True]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
+def test_a_utf16_file_is_refused_whole_even_with_skip_bad(sqlite_url: str, tmp_path: Path, encoding: str) -> None:
+    """Read a line at a time, a UTF-16 file's lines split apart at its NUL bytes: some read as JSON, the rest as
+    bad lines. ``--skip-bad`` must not import what that leaves (with a BOM, ``utf-16``, or without one)."""
+    path = tmp_path / "wide.jsonl"
+    rows = ['{"test_id": "a", "score": 1}', '{"test_id": "b", "score": 0.5}']
+    path.write_text("\n".join(rows) + "\n", encoding=encoding)
+    for extra in ((), ("--skip-bad",)):
+        line = one_line_error(cli(sqlite_url, "import", str(path), *extra))
+        assert "wide.jsonl: the file is UTF-16 encoded" in line and "re-save it as UTF-8" in line
+    assert no_store(sqlite_url)
+
+
+def test_a_line_of_nul_bytes_is_named_as_such(sqlite_url: str, tmp_path: Path) -> None:
+    """A writer that crashed leaves NUL bytes where its last line was: said so, not a guessed UTF-32 codec."""
+    path = tmp_path / "crashed.jsonl"
+    path.write_bytes(b'{"test_id": "a", "score": 1}\n' + b"\x00" * 9 + b"\n")
+    line = one_line_error(cli(sqlite_url, "import", str(path)))
+    assert "crashed.jsonl:2: the line holds NUL bytes" in line and "codec" not in line
+    out = ok_json(cli(sqlite_url, "import", str(path), "--skip-bad", "--json"))
+    assert (out["tests"], out["skipped"]) == (1, 1)
+
+
+def test_a_line_that_is_not_an_object_names_its_json_type(sqlite_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "values.jsonl"
+    path.write_text('{"test_id": "a", "score": 1}\nnull\n', encoding="utf-8")
+    line = one_line_error(cli(sqlite_url, "import", str(path)))
+    assert line.endswith(
+        "values.jsonl:2: expected a JSON object, got null (fix it, or import with --skip-bad to leave it out)"
+    )
+
+
+def test_no_target_and_an_empty_one_are_one_result_everywhere(sqlite_url: str, tmp_path: Path) -> None:
+    """The store keys a result by test, target and attempt, with no target as an empty one: the later row
+    supersedes the earlier, and the import's count, ``show`` and the export agree. A numeric target is its text."""
+    path = tmp_path / "targets.jsonl"
+    path.write_text(
+        '{"test_id": "a", "score": 1}\n{"test_id": "a", "target": "", "score": 0.2}\n'
+        '{"test_id": "b", "target": 7, "score": 1}\n',
+        encoding="utf-8",
+    )
+    out = ok_json(cli(sqlite_url, "import", str(path), "--json"))
+    assert (out["tests"], out["skipped"]) == (2, 1)
+    shown = show(sqlite_url, out["run_id"])
+    assert {(r["test_id"], r["target"], r["score"]) for r in shown["results"]} == {("a", "", 0.2), ("b", "7", 1.0)}
+    exported = cli(sqlite_url, "export", out["run_id"], "--format", "csv")
+    assert exported.exit_code == 0 and len(exported.output.splitlines()) == 1 + 2
+    (skipped,) = shown["skipped_lines"]
+    assert skipped["source"]["line"] == 1 and f"superseded by {path.resolve()}:2" in skipped["reason"]
+
+
+def test_a_reason_names_the_earlier_result_by_its_absolute_path(sqlite_url: str, tmp_path: Path) -> None:
+    """Imported from another folder by a relative path, the left-out line's reason still names the file
+    wherever it is read from."""
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / "suites.jsonl"
+    path.write_text(
+        '{"test_id": "a", "suite": "one", "score": 1}\n{"test_id": "a", "suite": "two", "score": 0.5}\n',
+        encoding="utf-8",
+    )
+    result = subprocess.run(
+        [str(EVALSTORE), "--db", sqlite_url, "import", "../suites.jsonl", "--skip-bad", "--json"],
+        cwd=tmp_path / "sub",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    run_id = ok_json(result)["run_id"]
+    (skipped,) = show(sqlite_url, run_id)["skipped_lines"]
+    assert f"no target, attempt 1) is also the result at {path.resolve()}:1 of another suite" in skipped["reason"]
+
+
+def test_show_lists_the_first_left_out_lines_and_all_of_them_with_all(sqlite_url: str, tmp_path: Path) -> None:
+    """A resumed AgentV run repeats every test it ran again: ``show`` lists the left-out lines as it lists
+    results, the first ``TABLE_ROWS``, and says how to see the rest."""
+    from evalstore.cli.output import TABLE_ROWS
+
+    path = tmp_path / "resumed.jsonl"
+    rows = [json.dumps({"test_id": f"t{i}", "score": 0.5}) for i in range(TABLE_ROWS + 5)]
+    path.write_text("\n".join(rows + [r.replace("0.5", "1") for r in rows]) + "\n", encoding="utf-8")
+    run_id = ok_json(cli(sqlite_url, "import", str(path), "--json"))["run_id"]
+    shown = cli(sqlite_url, "show", run_id)
+    listed = [line for line in shown.output.splitlines() if "superseded by" in line]
+    assert len(listed) == TABLE_ROWS and f"{TABLE_ROWS + 5} source lines left out:" in shown.output
+    assert "--all lists every one" in shown.output
+    every = cli(sqlite_url, "show", run_id, "--all")
+    assert len([line for line in every.output.splitlines() if "superseded by" in line]) == TABLE_ROWS + 5
+
+
+def test_rows_of_two_prompts_of_a_test_are_not_repeats(sqlite_url: str, tmp_path: Path) -> None:
+    """AgentV HEAD names a row's prompt as ``prompt.id``: two prompts' results of one test are two results,
+    as with ``prompt_id``, and evalstore keeps one per test, target and attempt, so it says so."""
+    path = tmp_path / "prompts.jsonl"
+    path.write_text(
+        '{"test_id": "a", "prompt": {"id": "p1"}, "score": 1}\n{"test_id": "a", "prompt": {"id": "p2"}, "score": 0}\n',
+        encoding="utf-8",
+    )
+    line = one_line_error(cli(sqlite_url, "import", str(path)))
+    assert "prompts.jsonl:2: test 'a' (no target, attempt 1) is also the result at" in line and "another suite" in line

@@ -65,7 +65,7 @@ def test_a_utf16_file_is_one_line(sqlite_url: str, tmp_path: Path) -> None:
     path = tmp_path / "ps.jsonl"
     path.write_bytes(("\ufeff" + json.dumps({**ROW, "test_id": "t", "score": 1}) + "\r\n").encode("utf-16-le"))
     line = one_line_error(cli(sqlite_url, "import", str(path)))
-    assert "ps.jsonl:1" in line and "UTF-16" in line
+    assert "ps.jsonl: the file is UTF-16 encoded" in line  # the whole file, not its first line
     assert no_store(sqlite_url)  # refused before a store was made
 
 

@@ -58,7 +58,7 @@ def test_a_bom_in_a_json_sidecar_is_read(tmp_path: Path) -> None:
 def test_a_utf16_file_is_one_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "ps.jsonl"
     path.write_bytes(("\ufeff" + json.dumps(ROW) + "\r\n").encode("utf-16-le"))
-    with pytest.raises(ImportFormatError, match=r"ps\.jsonl:1: the file is UTF-16 encoded"):
+    with pytest.raises(ImportFormatError, match=r"ps\.jsonl: the file is UTF-16 encoded"):
         read_tests(path)
 
 
