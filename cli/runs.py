@@ -93,7 +93,12 @@ def _minute(at: str | None) -> str:
 
 @click.command()
 @click.argument("run", shell_complete=complete_run_id)
-@click.option("--all", "show_all", is_flag=True, help="Print every result as tab-separated lines, not the first rows.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Print every result as tab-separated lines (and every line an import left out).",
+)
 @json_option
 @click.pass_context
 @handle_errors
