@@ -134,6 +134,7 @@ def import_(
         "format": outcome.format,
         "tests": outcome.tests,
         "skipped": outcome.skipped,
+        "superseded": outcome.superseded,
         "already_imported": outcome.already_imported,
         "eval_path": outcome.eval_path,
         "warnings": outcome.warnings,
@@ -145,7 +146,7 @@ def import_(
     if outcome.already_imported:
         echo(
             f"already imported as run {outcome.run_id} ({plural(outcome.tests, 'result')}"
-            + (f", {plural(outcome.skipped, 'line')} left out" if outcome.skipped else "")
+            + (f", {plural(outcome.skipped, 'line')} left out: {_left_out(outcome)}" if outcome.skipped else "")
             + "); nothing written"
         )
         if eval_path and outcome.eval_path != str(eval_path.resolve()):
@@ -158,7 +159,7 @@ def import_(
     echo(
         f"imported {plural(outcome.tests, 'result')} ({outcome.format}) as run {outcome.run_id}"
         + (
-            f", {plural(outcome.skipped, 'line')} left out (bad or superseded: `evalstore show` lists them)"
+            f", {plural(outcome.skipped, 'line')} left out ({_left_out(outcome)}: `evalstore show` lists them)"
             if outcome.skipped
             else ""
         )
@@ -174,6 +175,15 @@ def import_(
             "no eval file found for these results; to regrade them later, name it: "
             f"evalstore replay {outcome.run_id} --eval FILE"
         )
+
+
+def _left_out(outcome) -> str:  # type: ignore[no-untyped-def]
+    """What an import's left-out lines were: bad, or results a later row replaced."""
+    bad = outcome.skipped - outcome.superseded
+    parts = [f"{bad} bad"] if bad else []
+    if outcome.superseded:
+        parts.append(f"{outcome.superseded} superseded by a later row of the same test")
+    return ", ".join(parts)
 
 
 def _inspect_logs(path: Path) -> bool:

@@ -35,6 +35,8 @@ from evalstore.store.codec import canonical_json
 from evalstore.store.events import LineSkipped, SourceRef, encode
 
 _SUPERSEDED = "AgentV keeps the last result of a test and target (deduplicateByTestIdTarget)"
+SUPERSEDED_BY = "superseded by "
+"""How the reason a result left out for a later one begins (what ``import`` counts apart from bad lines)."""
 
 PART_LINES = 1000
 """Source lines a worker builds at a time."""
@@ -53,6 +55,8 @@ class Checked:
     warnings: list[str] = field(default_factory=list)
     """The results' warnings, the first :data:`WARNINGS_KEPT` of them; ``warning_count`` counts them all."""
     warning_count: int = 0
+    superseded: int = 0
+    """Of ``skipped``, the results a later row of the same test, target and attempt replaced."""
 
 
 WARNINGS_KEPT = 20
@@ -429,7 +433,7 @@ class _Pass:
     ) -> None:
         self.ids, self.within, self.skip_bad, self.progress, self.spool = ids, within, skip_bad, progress, spool
         self.repeats = _Repeats()
-        self.tests = self.skipped = self.warning_count = 0
+        self.tests = self.skipped = self.warning_count = self.superseded = 0
         self.left_out: dict[tuple, str] = {}
         self.warnings: list[str] = []
         self.earliest: datetime | None = None
@@ -471,9 +475,10 @@ class _Pass:
             else:
                 if earlier is not None:
                     superseded = (earlier[0].file, earlier[0].line, *piece.key[2:])
-                    self.left_out[superseded] = f"superseded by {_absolute(piece.source)}: {_SUPERSEDED}"
+                    self.left_out[superseded] = f"{SUPERSEDED_BY}{_absolute(piece.source)}: {_SUPERSEDED}"
                     self.tests -= 1
                     self.skipped += 1
+                    self.superseded += 1
                 self.repeats.remember(piece.repeat, piece.place)
                 self._keep(piece.record, piece.renames, piece.first_n)
                 self.tests += 1
@@ -500,6 +505,7 @@ class _Pass:
             started_at,
             warnings=self.warnings,
             warning_count=self.warning_count,
+            superseded=self.superseded,
         )
 
 

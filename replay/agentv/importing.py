@@ -19,7 +19,7 @@ from pathlib import Path
 from evalstore import __version__
 from evalstore.replay.agentv import detect_format, read_results
 from evalstore.replay.agentv.file_access import FileAccess, file_access, guarded
-from evalstore.replay.agentv.import_check import Checked, check
+from evalstore.replay.agentv.import_check import SUPERSEDED_BY, Checked, check
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
 from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.agentv.records import ImportSource
@@ -50,6 +50,8 @@ class ImportOutcome:
     """What the import left out of results it kept, and why (the first ``import_check.WARNINGS_KEPT``),
     after the eval files the results name that it did not use, and why."""
     warning_count: int = 0
+    superseded: int = 0
+    """Of ``skipped``, the results a later row of the same test, target and attempt replaced (not bad lines)."""
 
 
 def import_results(
@@ -69,8 +71,9 @@ def import_results(
     fmt, source, run_id = _opened(path, eval_path)
     if (before := completed_run(store, run_id)) is not None:
         store = opened(store)  # the store that holds it
-        tests, skipped = len(store.query("results", run_id=run_id)), len(skipped_lines(store, run_id))
-        return ImportOutcome(run_id, fmt, tests, skipped, True, before["eval_path"])
+        tests, skipped = len(store.query("results", run_id=run_id)), skipped_lines(store, run_id)
+        superseded = sum(line.reason.startswith(SUPERSEDED_BY) for line in skipped)
+        return ImportOutcome(run_id, fmt, tests, len(skipped), True, before["eval_path"], superseded=superseded)
 
     with _heap_frozen():
         prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
@@ -245,7 +248,15 @@ def _write(  # type: ignore[no-untyped-def]
     store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
     write_spool(store, run_id, checked.spool, ids, tests=tests, left_out=checked.left_out, progress=progress)
     return ImportOutcome(
-        run_id, fmt, tests, skipped, False, eval_file, warnings=checked.warnings, warning_count=checked.warning_count
+        run_id,
+        fmt,
+        tests,
+        skipped,
+        False,
+        eval_file,
+        warnings=checked.warnings,
+        warning_count=checked.warning_count,
+        superseded=checked.superseded,
     )
 
 

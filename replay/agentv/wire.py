@@ -189,7 +189,11 @@ def json_type(value: Any) -> str:
         return "true or false"
     if isinstance(value, int | float):
         return "a number"
-    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def _until(fh: Any, size: int) -> Iterator[bytes]:

@@ -362,3 +362,16 @@ def test_rows_of_two_prompts_of_a_test_are_not_repeats(sqlite_url: str, tmp_path
     )
     line = one_line_error(cli(sqlite_url, "import", str(path)))
     assert "prompts.jsonl:2: test 'a' (no target, attempt 1) is also the result at" in line and "another suite" in line
+
+
+def test_the_import_counts_bad_lines_apart_from_superseded_results(sqlite_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(
+        '{"test_id": "a", "score": 1}\n{"test_id": "a", "score": 0.5}\nnot json\n{"test_id": "b", "score": 1}\n',
+        encoding="utf-8",
+    )
+    said = cli(sqlite_url, "import", str(path), "--skip-bad")
+    assert said.exit_code == 0
+    assert "2 lines left out (1 bad, 1 superseded by a later row of the same test: `evalstore show`" in said.output
+    again = ok_json(cli(sqlite_url, "import", str(path), "--skip-bad", "--json"))
+    assert (again["already_imported"], again["tests"], again["skipped"], again["superseded"]) == (True, 2, 2, 1)
