@@ -375,3 +375,13 @@ def test_the_import_counts_bad_lines_apart_from_superseded_results(sqlite_url: s
     assert "2 lines left out (1 bad, 1 superseded by a later row of the same test: `evalstore show`" in said.output
     again = ok_json(cli(sqlite_url, "import", str(path), "--skip-bad", "--json"))
     assert (again["already_imported"], again["tests"], again["skipped"], again["superseded"]) == (True, 2, 2, 1)
+
+
+def test_a_run_folder_whose_index_is_utf16_is_refused_whole(sqlite_url: str, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES_DIR / "agentv-newuser2" / "runs" / "extract", run)
+    index = run / "index.jsonl"
+    index.write_bytes(index.read_text(encoding="utf-8").encode("utf-16"))
+    line = one_line_error(cli(sqlite_url, "import", str(run), "--skip-bad"))
+    assert "index.jsonl: the file is UTF-16 encoded" in line
+    assert no_store(sqlite_url)
