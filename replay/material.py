@@ -316,6 +316,7 @@ def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def
 
     results: dict[tuple, TestResult] = {}
     verdicts: dict[tuple, dict] = {}
+    positions: dict[tuple, int] = {}
     for stored in store.read_stream(run_id, types=["verdict_recorded", "test_scored"]):
         ev = stored.event
         key = (ev.test_id, ev.target, ev.attempt)  # type: ignore[attr-defined]
@@ -323,9 +324,10 @@ def load_results(store: EventStore, run_id: str):  # type: ignore[no-untyped-def
             verdicts.setdefault(key, {})[ev.grader] = ev
         elif isinstance(ev, TestScored):
             results[key] = TestResult(scored=ev, verdicts=verdicts.setdefault(key, {}))
+            positions[key] = stored.seq
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
-    return RunResults(run_id=run_id, results=results)
+    return RunResults(run_id=run_id, results=results, positions=positions)
 
 
 def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
@@ -345,6 +347,7 @@ def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
         return shared.setdefault(value, value)
 
     results: dict[tuple, TestResult] = {}
+    positions: dict[tuple, int] = {}
     by_values: dict[tuple, TestResult] = {}
     for r, verdicts in store.results_with_verdicts(run_id):
         # Looked up by the values as read (score, passed, status; each verdict but its event id): most
@@ -357,7 +360,9 @@ def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
                 intern(g): one(VerdictScore(intern(t), s, intern(v), intern(st))) for g, t, s, v, st, _ in verdicts
             }
             result = by_values[values] = TestResult(score, graders)
-        results[(intern(r[0]), intern(r[1]) or None, r[2])] = result
+        key = (intern(r[0]), intern(r[1]) or None, r[2])
+        results[key] = result
+        positions[key] = r[8]  # the seq of its score (RESULT_COLUMNS)
     if not results and not store.query("runs", run_id=run_id):
         raise NotFoundError(f"no run {run_id!r} in this store; `evalstore runs` lists them")
 
@@ -370,4 +375,4 @@ def load_scores(store: EventStore, run_id: str):  # type: ignore[no-untyped-def]
                 found.setdefault(key, {})[grader] = stored.event  # type: ignore[assignment]
         return found
 
-    return RunResults(run_id=run_id, results=results, details=details)
+    return RunResults(run_id=run_id, results=results, details=details, positions=positions)

@@ -162,7 +162,7 @@ def iter_json_lines(
     """
     start, end, first = span if span is not None else (0, None, 1)
     with path.open("rb", buffering=_LINES_BUFFER) as fh:
-        if start == 0 and utf16(fh.peek(64)[:64]):
+        if start == 0 and utf16(fh.read(64)):
             # Refused whole: a line at a time, its lines would split at NUL bytes, some reading as JSON.
             raise ImportFormatError(f"{path}: {UTF16}")
         fh.seek(start)

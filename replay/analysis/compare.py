@@ -77,6 +77,9 @@ class RunResults:
     details: Callable[[list[Key]], dict[Key, dict[str, VerdictRecorded]]] | None = None
     """Reads the full verdict events of some results (by key), for runs holding :class:`VerdictScore` s;
     None when the verdicts are full events already."""
+    positions: dict[Key, int] | None = None
+    """Where each result stands in its run (the seq of its score: an import's, its source's order), which
+    ``agentv compare`` adds the differences in; None: in key order."""
 
     def full_verdicts(self, keys: list[Key]) -> list[dict[str, Verdict]]:
         """The verdicts of these results, every :class:`VerdictScore` replaced by its full event (one
@@ -106,7 +109,12 @@ def one_target(run: RunResults, target: str) -> RunResults:
         found = details([(t, target, n) for t, _, n in keys])
         return {(t, None, n): v for (t, _, n), v in found.items()}
 
-    return RunResults(f"{run.run_id}@{target}", results, target_details if details is not None else None)
+    positions = (
+        {(t, None, n): p for (t, g, n), p in run.positions.items() if g == target}
+        if run.positions is not None
+        else None
+    )
+    return RunResults(f"{run.run_id}@{target}", results, target_details if details is not None else None, positions)
 
 
 def targets_apart(a: RunResults, b: RunResults) -> tuple[str, str] | None:
@@ -440,6 +448,12 @@ def paired_summary(
     return graders, overall
 
 
+def _in_run_order(rows: list[TestRow], positions: dict[Key, int] | None) -> list[TestRow]:
+    """The paired results in the order A's run holds them: ``agentv compare`` adds the differences in its
+    baseline file's order, and a mean at a rounding boundary depends on it (a float sum is not associative)."""
+    return rows if positions is None else sorted(rows, key=lambda row: positions.get(row.key, 0))
+
+
 def compare(
     a: RunResults,
     b: RunResults,
@@ -531,7 +545,7 @@ def compare(
         tests=rows,
         graders=graders,
         overall=overall,
-        outcomes=outcomes(((r.score_a, r.score_b) for r in rows), threshold),
+        outcomes=outcomes(((r.score_a, r.score_b) for r in _in_run_order(rows, a.positions)), threshold),
         only_in_a=only_in_a,
         only_in_b=only_in_b,
         flipped=flipped,

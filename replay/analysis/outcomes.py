@@ -6,7 +6,10 @@ A test is a win when B's score is at least ``threshold`` above A's, a loss when 
 ``threshold`` below, else a tie (``--threshold``, 0.1 by default, as AgentV's); the difference is the
 float ``score_b - score_a``, so 0.6 against 0.5 is a tie at 0.1, as in AgentV. The mean difference and the
 mean normalized gain are rounded to three places as AgentV rounds them (``Math.round``: halves up), and
-the status is ``improved``, ``regressed`` or ``neutral`` by the sign of that rounded mean. AgentV pairs
+the status is ``improved``, ``regressed`` or ``neutral`` by the sign of that rounded mean; the differences
+are added one after the other in the order run A holds its results, as AgentV adds them in its baseline
+file's order (for a test repeated in that file, AgentV's place is its first row, evalstore's its last,
+the one kept). AgentV pairs
 results by test id; here they are the comparison's pairs (test, target and attempt), which are the same
 for runs of one target without trials.
 """
@@ -89,6 +92,15 @@ def outcomes(pairs: Iterable[tuple[float, float]], threshold: float) -> Outcomes
         wins=counts["win"],
         losses=counts["loss"],
         ties=counts["tie"],
-        mean_delta=_round3(sum(deltas) / len(deltas)) if deltas else 0.0,
-        mean_normalized_gain=_round3(sum(gains) / len(gains)) if gains else None,
+        mean_delta=_round3(_js_sum(deltas) / len(deltas)) if deltas else 0.0,
+        mean_normalized_gain=_round3(_js_sum(gains) / len(gains)) if gains else None,
     )
+
+
+def _js_sum(values: list[float]) -> float:
+    """``values.reduce((sum, v) => sum + v, 0)``: one addition after the other, in order, as AgentV sums
+    (Python 3.12's ``sum`` compensates for rounding, and a mean at a rounding boundary would differ)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total

@@ -141,3 +141,24 @@ def test_runs_of_two_targets_that_pair_nothing_say_how_to_pair_them(sqlite_url: 
     paired = ok_json(cli(sqlite_url, "compare", f"{a}@default", f"{b}@other-agent", "--json"))
     assert len(paired["tests"]) == len(rows)
     assert hint not in cli(sqlite_url, "compare", a, a).stderr  # same target: nothing to say
+
+
+@pytest.mark.parametrize("case", ["order_status", "order_status_sorted", "order"])
+def test_the_mean_delta_is_added_in_the_baseline_runs_order_as_agentv_adds_it(sqlite_url: str, case: str) -> None:
+    """At a rounding boundary the mean of the differences depends on the order they are added in (a float
+    sum is not associative): AgentV adds them in its baseline file's order, and its rounded mean and status
+    are what ``compare`` gives, however the file's tests are ordered (tests/fixtures/agentv-compare-order)."""
+    from fixture_paths import FIXTURES_DIR
+
+    folder = FIXTURES_DIR / "agentv-compare-order" / case
+    agentv = json.loads((folder / "compare.json").read_text("utf-8"))["summary"]
+    a, b = (
+        ok_json(cli(sqlite_url, "import", str(folder / side / "index.jsonl"), "--json"))["run_id"]
+        for side in ("base", "cand")
+    )
+    outcomes = ok_json(cli(sqlite_url, "compare", a, b, "--json"))["outcomes"]
+    assert {k: outcomes[k] for k in ("wins", "losses", "ties", "mean_delta")} == {
+        k: agentv[k] for k in ("wins", "losses", "ties", "mean_delta")
+    }
+    regressed = (folder / "compare.exit").read_text().strip() == "exit 1"  # AgentV exits 1 on a regression
+    assert (outcomes["status"] == "regressed") == regressed
