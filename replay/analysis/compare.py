@@ -109,11 +109,9 @@ def one_target(run: RunResults, target: str) -> RunResults:
         found = details([(t, target, n) for t, _, n in keys])
         return {(t, None, n): v for (t, _, n), v in found.items()}
 
-    positions = (
-        {(t, None, n): p for (t, g, n), p in run.positions.items() if g == target}
-        if run.positions is not None
-        else None
-    )
+    positions: dict[Key, int] | None = None
+    if run.positions is not None:
+        positions = {(t, None, n): p for (t, g, n), p in run.positions.items() if g == target}
     return RunResults(f"{run.run_id}@{target}", results, target_details if details is not None else None, positions)
 
 
