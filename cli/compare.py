@@ -183,7 +183,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
 
     RUNS: each an id, a unique prefix, or last. Exits 1 with --fail-on-regression when B is worse.
     RUN@TARGET takes only that target's results (a run of several targets, AgentV's matrix): A@T1 B@T2
-    pairs them test by test, e.g. two targets of one run.
+    pairs them test by test, e.g. two targets of one run; RUN@ takes its results without a target.
 
     With more runs (BASE V1 V2 ..., e.g. regrades with several prompt variants), one row per variant
     against BASE, p-values Holm-adjusted over the variants. When human labels exist for the tests, each
@@ -204,19 +204,21 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         raise UsageError("compare needs at least two runs: A B, or BASE V1 V2 ...")
 
     store = open_store(ctx, create=False)
-    # RUN@TARGET: that target's results of the run (a run id has no `@`), paired with the other side's by test.
+    # RUN@TARGET: that target's results of the run (a run id has no `@`), paired with the other side's by test;
+    # RUN@ its results without a target.
     targets = [r.rpartition("@")[2] if "@" in r else None for r in runs]
     ids = [resolve_run(store, r.rpartition("@")[0] if "@" in r else r) for r in runs]
-    if any(targets):
-        if len(runs) != 2 or not all(targets):
+    by_target = any(t is not None for t in targets)
+    if by_target:
+        if len(runs) != 2 or None in targets:
             raise UsageError("RUN@TARGET pairs two targets: give both sides one, as A@TARGET B@TARGET")
         if cluster_by:
             raise UsageError("--cluster-by compares whole runs; leave out @TARGET")
-    repeated = sorted({i for i in ids if ids.count(i) > 1}) if not any(targets) else []
+    repeated = sorted({i for i in ids if ids.count(i) > 1}) if not by_target else []
     if repeated:  # allowed (a sanity check of the statistics), but rarely what was meant
         note(f"run {', '.join(repeated)} is given more than once: it is compared with itself")
     bases = [label_run(store, r) for r in ids]  # the run holding each run's transcripts (and labels)
-    labels = _labels_for(store, bases) if not any(targets) else []  # labels name a result's target
+    labels = _labels_for(store, bases) if not by_target else []  # labels name a result's target
     if len(ids) > 2:
         if (
             test_id
@@ -229,7 +231,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         return
     a, b = ids
     results_a, results_b = load_scores(store, a), load_scores(store, b)
-    if targets[0] and targets[1]:
+    if targets[0] is not None and targets[1] is not None:
         results_a, results_b = one_target(results_a, targets[0]), one_target(results_b, targets[1])
     with no_cycle_collection():  # both runs are read; what the comparison builds has no cycles
         comparison = compare_runs(
@@ -255,9 +257,10 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
 
         apart = targets_apart(results_a, results_b)
         if apart:
+            named_a, named_b = (f"target {t}" if t else "no target" for t in apart)
             note(
-                f"no result pairs: A's are of target {apart[0]}, B's of {apart[1]} (results pair by test, target "
-                f"and attempt); to compare the two targets test by test: evalstore compare {a}@{apart[0]} {b}@{apart[1]}"
+                f"no result pairs: A's are of {named_a}, B's of {named_b} (results pair by test, target and "
+                f"attempt); to compare them test by test: evalstore compare {a}@{apart[0]} {b}@{apart[1]}"
             )
     if fail_on:
         regressed, reason = regression(comparison, fail_on)

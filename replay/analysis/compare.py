@@ -96,12 +96,14 @@ class RunResults:
 
 
 def one_target(run: RunResults, target: str) -> RunResults:
-    """The results ``run`` holds for ``target``, keyed without it, so that two targets pair test by test
-    (``compare RUN@A RUN@B``: the two sides of a run of several targets, or runs of different targets)."""
-    results: dict[Key, TestResult] = {(t, None, n): r for (t, g, n), r in run.results.items() if g == target}
+    """The results ``run`` holds for ``target`` ("": those without one), keyed without it, so that two targets
+    pair test by test (``compare RUN@A RUN@B``: the two sides of a run of several targets, or runs of
+    different targets)."""
+    results: dict[Key, TestResult] = {(t, None, n): r for (t, g, n), r in run.results.items() if (g or "") == target}
     if not results:
-        held = sorted({g or "(none)" for _, g, _ in run.results})
-        raise CompareError(f"run {run.run_id} has no results for target {target!r}; its targets: {', '.join(held)}")
+        held = sorted({g or "(none: RUN@)" for _, g, _ in run.results})
+        which = f"for target {target!r}" if target else "without a target"
+        raise CompareError(f"run {run.run_id} has no results {which}; its targets: {', '.join(held)}")
     details = run.details
 
     def target_details(keys: list[Key]) -> dict[Key, dict[str, VerdictRecorded]]:
@@ -111,21 +113,22 @@ def one_target(run: RunResults, target: str) -> RunResults:
 
     positions: dict[Key, int] | None = None
     if run.positions is not None:
-        positions = {(t, None, n): p for (t, g, n), p in run.positions.items() if g == target}
+        positions = {(t, None, n): p for (t, g, n), p in run.positions.items() if (g or "") == target}
     return RunResults(f"{run.run_id}@{target}", results, target_details if details is not None else None, positions)
 
 
 def targets_apart(a: RunResults, b: RunResults) -> tuple[str, str] | None:
-    """The two targets, when the runs pair no result only because each holds one target and they differ while
-    their tests overlap (two models' logs of one Inspect task, one agent's AgentV run against another's):
-    results pair by test, target and attempt, so ``compare A@TARGET B@TARGET`` is what pairs them."""
-    targets_a = {g for _, g, _ in a.results}
-    targets_b = {g for _, g, _ in b.results}
-    if len(targets_a) != 1 or len(targets_b) != 1 or targets_a == targets_b or None in targets_a | targets_b:
+    """The two targets ("": none), when the runs pair no result only because each holds one target and they
+    differ while their tests overlap (two models' logs of one Inspect task, one agent's AgentV run against
+    another's, results without a target against a target's): results pair by test, target and attempt, so
+    ``compare A@TARGET B@TARGET`` (``A@`` for no target) is what pairs them."""
+    targets_a = {g or "" for _, g, _ in a.results}
+    targets_b = {g or "" for _, g, _ in b.results}
+    if len(targets_a) != 1 or len(targets_b) != 1 or targets_a == targets_b:
         return None
     if not {t for t, _, _ in a.results} & {t for t, _, _ in b.results}:
         return None
-    return str(targets_a.pop()), str(targets_b.pop())
+    return targets_a.pop(), targets_b.pop()
 
 
 NOT_REGRADABLE = "not_regradable"

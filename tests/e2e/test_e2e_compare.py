@@ -162,3 +162,21 @@ def test_the_mean_delta_is_added_in_the_baseline_runs_order_as_agentv_adds_it(sq
     }
     regressed = (folder / "compare.exit").read_text().strip() == "exit 1"  # AgentV exits 1 on a regression
     assert (outcomes["status"] == "regressed") == regressed
+
+
+def test_results_without_a_target_pair_with_a_targets_as_run_at(sqlite_url: str, tmp_path: Path) -> None:
+    """AgentV pairs by test id alone, so a file whose rows name no target against one of ``default`` is
+    compared; evalstore pairs by target too, says so, and ``A@`` names A's results without a target."""
+    base, cand = tmp_path / "base.jsonl", tmp_path / "cand.jsonl"
+    base.write_text('{"test_id": "t1", "score": 0.5}\n', encoding="utf-8")
+    cand.write_text('{"test_id": "t1", "target": "default", "score": 0.8}\n', encoding="utf-8")
+    a, b = (ok_json(cli(sqlite_url, "import", str(p), "--json"))["run_id"] for p in (base, cand))
+    apart = cli(sqlite_url, "compare", a, b)
+    assert "A's are of no target, B's of target default" in apart.output
+    assert f"evalstore compare {a}@ {b}@default" in apart.output
+    outcomes = ok_json(cli(sqlite_url, "compare", f"{a}@", f"{b}@default", "--json"))["outcomes"]
+    # agentv compare base cand: "1 win, 0 losses, 0 ties | Mean Δ: +0.300 | g: +0.600 | Status: improved"
+    assert (outcomes["wins"], outcomes["losses"], outcomes["ties"], outcomes["mean_delta"]) == (1, 0, 0, 0.3)
+    assert outcomes["mean_normalized_gain"] == 0.6 and outcomes["status"] == "improved"
+    missing = cli(sqlite_url, "compare", f"{b}@", f"{a}@")
+    assert missing.exit_code == 2 and "has no results without a target; its targets: default" in missing.output
