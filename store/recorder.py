@@ -1419,11 +1419,10 @@ class _Plan:
         # Most of an import's events (cases, transcripts) have no projection rows: no StoredEvent for them;
         # a stream's first event always has one (``streams``), and so has an event whose id is its own
         # (``event_ids``).
-        derived = records.derived_prefix(stream_id)  # derived_id's, spelled out: it is asked for every event
         projected = [
             (StoredEvent.of_row(row[:8]), p[4])
             for row, p in zip(rows, prepared)
-            if row[4] in projections.PROJECTED or row[3] == 1 or row[1] != f"{derived}{row[3]:012x}"
+            if row[4] in projections.PROJECTED or row[3] == 1 or row[1] != records.derived_id(stream_id, row[3])
         ]
         numbers = {} if start.number is None else {stream_id: start.number}
         events, fields = [e for e, _ in projected], [f for _, f in projected]

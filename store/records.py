@@ -160,16 +160,14 @@ def stream_key(stream_id: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-@functools.lru_cache(maxsize=4096)
-def derived_prefix(stream_id: str) -> str:
-    """What a stream's derived ids begin with: :func:`derived_id` adds the version in 12 hex digits."""
+def _id_prefix(stream_id: str) -> str:
     k = stream_key(stream_id)
     return f"{k[:8]}-{k[8:12]}-{k[12:16]}-{k[16:20]}-"
 
 
 def derived_id(stream_id: str, version: int) -> str:
     """The id of the event at ``version`` of a stream that brought none of its own (see the module)."""
-    return f"{derived_prefix(stream_id)}{version:012x}"
+    return f"{_id_prefix(stream_id)}{version:012x}"
 
 
 def split_derived(event_id: str) -> tuple[str, int] | None:
