@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -19,6 +19,9 @@ from evalstore.cli.errors import handle_errors
 from evalstore.cli.files import replacing
 from evalstore.cli.output import echo, json_option, no_cycle_collection, note, plural, print_json, progress_bar
 from evalstore.replay.choices import EXPORT_FORMATS
+
+if TYPE_CHECKING:
+    from evalstore.replay.agentv.importing import ImportOutcome
 
 
 @click.command(name="import")
@@ -177,7 +180,7 @@ def import_(
         )
 
 
-def _left_out(outcome) -> str:  # type: ignore[no-untyped-def]
+def _left_out(outcome: ImportOutcome) -> str:
     """What an import's left-out lines were: bad, or results a later row replaced."""
     bad = outcome.skipped - outcome.superseded
     parts = [f"{bad} bad"] if bad else []

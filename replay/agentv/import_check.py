@@ -543,17 +543,16 @@ class _Repeats:
     def __init__(self) -> None:
         self._db = sqlite3.connect("")  # "": a private on-disk temporary database, removed on close
         self._db.execute("CREATE TABLE seen (key INTEGER PRIMARY KEY, identity INTEGER, file TEXT, line INTEGER)")
-        self._part: dict[int, tuple[int, str, int] | None] = {}
+        self._part: dict[int, tuple[int, str | None, int | None] | None] = {}
         """The keys of the part being taken, with what the table and the part so far hold of each."""
-        self._remembered: dict[int, tuple[int, str, int]] = {}
+        self._remembered: dict[int, tuple[int, str | None, int | None]] = {}
 
     def close(self) -> None:
         self._db.close()
 
     @staticmethod
     def key(item: ImportedTest) -> int:
-        # No target and an empty one are one result, as the store keys results (AgentV keys the first "unknown").
-        return _digest64(item_key(item)[2:])
+        return _digest64(item_key(item)[2:])  # (test id, target, attempt)
 
     @staticmethod
     def identity(item: ImportedTest) -> int:
@@ -584,7 +583,7 @@ class _Repeats:
         return SourceRef(file=row[1], line=row[2]), row[0] == repeat[1]
 
     def remember(self, repeat: tuple[int, int], place: Place) -> None:
-        self._part[repeat[0]] = self._remembered[repeat[0]] = (repeat[1], *place)  # type: ignore[assignment]
+        self._part[repeat[0]] = self._remembered[repeat[0]] = (repeat[1], place[0], place[1])
 
     def flush(self) -> None:
         """Write what was remembered since the last flush."""

@@ -77,10 +77,6 @@ def import_results(
 
     with _heap_frozen():
         prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
-        if prepared.checked.tests == 0:  # refused before a store is opened (or made)
-            assert prepared.checked.spool is not None
-            prepared.checked.spool.close()
-            raise _no_results(path, prepared.checked.skipped)
         return _imported(opened(store), path, fmt, run_id, prepared, progress)
 
 
@@ -157,8 +153,6 @@ def check_import(
     checked = prepared.checked
     if checked.spool is not None:
         checked.spool.close()
-    if checked.tests == 0:
-        raise _no_results(path, checked.skipped)
     warnings = [*prepared.eval_notes, *checked.warnings]
     return ImportCheck(fmt, checked.tests, checked.skipped, prepared.eval_file, warnings)
 
@@ -199,7 +193,8 @@ def _prepared(  # type: ignore[no-untyped-def]
     targets_path,
     files_roots,
 ) -> _Prepared:
-    """The eval snapshot and the validation pass: everything an import does before it writes."""
+    """The eval snapshot and the validation pass: everything an import does before it writes. A source with no
+    result to import is refused here."""
     if targets_path is not None and not Path(targets_path).is_file():
         raise ReplayError(f"{targets_path}: targets file not found (--targets)")
     # Only the user's own files widen what may be read: the targets file named, or the one above --eval.
@@ -212,6 +207,10 @@ def _prepared(  # type: ignore[no-untyped-def]
     # The validation pass builds and encodes every result once, with the run's event ids (the run's
     # first event, run_started, takes id 1), and keeps it for the writing pass: raises on the first bad line.
     checked = check(source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=threshold)
+    if checked.tests == 0:  # refused before a store is opened (or made)
+        if checked.spool is not None:
+            checked.spool.close()
+        raise _no_results(path, checked.skipped)
     return _Prepared(checked, source, eval_file, snapshot, blobs, threshold, eval_notes, root)
 
 
