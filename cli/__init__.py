@@ -295,6 +295,7 @@ def entry() -> None:
     # 0.08 of 0.9 s). What is alive when the command ends lives until the process does.
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, _terminated)
+    keep_interrupts()
     try:
         main(prog_name="evalstore")
     except SystemExit as exc:
@@ -322,6 +323,26 @@ def _end(code: int) -> None:
         except Exception:  # any failure: Python's exit says no more than 120 either
             code = 120
     os._exit(code)
+
+
+def keep_interrupts() -> None:
+    """A Ctrl-C (or SIGTERM) that lands while Python runs a finalizer or a weakref callback (a pass of the
+    garbage collector over SQLAlchemy's event registry, say) is raised there, printed as "Exception ignored"
+    and dropped, and the command runs on to its end: an import stopped while it writes completed instead
+    (CI, 2026-11-29). Such an interrupt is sent again, from another thread, so that it reaches the command's
+    own code: a moment later, since one raised in the hook itself would be dropped too (and one that lands in
+    a finalizer again is sent again)."""
+    import threading
+
+    def unraisable(info: Any) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT))
+            again.daemon = True
+            again.start()
+            return
+        sys.__unraisablehook__(info)
+
+    sys.unraisablehook = unraisable
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -37,3 +37,25 @@ def test_a_thread_python_would_wait_for_is_waited_for(tmp_path: Path) -> None:
     )
     done = _entry(thread, "--version")
     assert done.returncode == 0 and marker.exists()
+
+
+def test_an_interrupt_dropped_by_a_finalizer_reaches_the_command() -> None:
+    """Python drops an exception raised in a weakref callback or a finalizer (printing "Exception ignored"):
+    a Ctrl-C that lands in one must still stop the command, not let it run on to its end."""
+    code = (
+        "import sys, time, weakref\n"
+        "from evalstore.cli import keep_interrupts\n"
+        "keep_interrupts()\n"
+        "class Held: pass\n"
+        "def callback(ref): raise KeyboardInterrupt\n"
+        "held = Held()\n"
+        "ref = weakref.ref(held, callback)\n"
+        "try:\n"
+        "    del held\n"
+        "    time.sleep(10)\n"
+        "    print('ran on')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('stopped')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "stopped\n", "")
