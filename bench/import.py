@@ -25,7 +25,8 @@ Targets: peak RSS under 200 MB whatever the file size; store no larger than the 
 4,000 rows/s. That last one is a figure of the machine it was set on, where ``json.loads`` of 20,000
 such rows took 0.40 s, so 4,000 rows/s there is 12.5x that floor. The floor is measured here too (best
 of three, on the same file) and the import's time against it is printed: a figure that holds across
-machines of different speeds.
+machines of different speeds. The 12.5x line is judged for the rubric shape only: the verdicts' floor on
+that machine was not measured.
 """
 
 from __future__ import annotations
@@ -460,10 +461,14 @@ def main() -> int:
     print(f"store/source size (worst): {worst_size:.3f} (target <= 1.0): {'met' if worst_size <= 1.0 else 'MISSED'}")
     first = results[0]
     rate, over = first["rows"] / first["seconds"], first["seconds"] / first["floor"]
+    against_floor = f"{over:.1f}x the json.loads floor of {first['floor']:.2f} s"
+    if args.shape == "rubric":
+        # FLOOR_TARGET was read off this shape's floor on the target's machine; the verdicts' floor there
+        # was not measured, so their multiple is printed without a verdict.
+        against_floor += f" (the target's machine: <= {FLOOR_TARGET}x): {'met' if over <= FLOOR_TARGET else 'MISSED'}"
     print(
         f"{first['rows']} rows: {rate:.0f} rows/s (target >= {RATE_TARGET}: {'met' if rate >= RATE_TARGET else 'MISSED'}), "
-        f"{over:.1f}x the json.loads floor of {first['floor']:.2f} s (the target's machine: <= {FLOOR_TARGET}x): "
-        f"{'met' if over <= FLOOR_TARGET else 'MISSED'}"
+        + against_floor
     )
     return 0
 

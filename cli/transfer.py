@@ -174,8 +174,13 @@ def import_(
     if outcome.eval_path:
         echo(f"eval snapshot: {outcome.eval_path}")
     else:
+        found = (
+            f"used (see the warning{'s' if outcome.evals_not_used > 1 else ''} above)"
+            if outcome.evals_not_used
+            else "found"
+        )
         note(
-            "no eval file found for these results; to regrade them later, name it: "
+            f"no eval file {found} for these results; to regrade them later, name it: "
             f"evalstore replay {outcome.run_id} --eval FILE"
         )
 

@@ -61,9 +61,10 @@ class FileAccess:
         return any(real.is_relative_to(root) for root in self.roots)
 
     def allowed_eval(self, real: Path) -> bool:
-        """An eval file the results name (and the files it references) may also lie under the current
-        directory: AgentV names it relative to the repository it ran in, which one imports from. It is
-        used only when it loads as an eval file; a file a row names as the agent's is not read there."""
+        """An eval file the results name, outside the imported folder (and the files it references), may
+        also lie under the current directory: AgentV names it relative to the repository it ran in, which
+        one imports from. It is used only when it loads as an eval file; a file a row names as the agent's
+        is not read there, nor one named by an eval file that came with the results (``_own_evals``)."""
         return self.allowed(real) or real.is_relative_to(self.cwd)
 
     def resolve(self, f: ImportedFile, workspace: str | None, target: str | None) -> ImportedFile:

@@ -52,6 +52,8 @@ class ImportOutcome:
     warning_count: int = 0
     superseded: int = 0
     """Of ``skipped``, the results a later row of the same test, target and attempt replaced (not bad lines)."""
+    evals_not_used: int = 0
+    """Eval files the results name, or that came with them, left unused: the first ``warnings`` say why."""
 
 
 def import_results(
@@ -123,6 +125,7 @@ def _imported(
         checked.spool.close()
     outcome.warnings[:0] = prepared.eval_notes
     outcome.warning_count += len(prepared.eval_notes)
+    outcome.evals_not_used = len(prepared.eval_notes)
     return outcome
 
 
@@ -315,15 +318,23 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
         if check and not access.allowed_eval(real):
             notes.append(_not_used(candidate, candidate))
             return
+        # An eval file found in the current folder's tree, outside the imported folder, is the repository's
+        # AgentV ran in, and may name files there; one that came with the results (beside a results file,
+        # or the run's copy of a test's eval) is data as they are, and may name no file outside the folders
+        # the import may read.
+        came_with = not check or access.allowed(real)
         try:
             suite = load_eval(candidate)
         except ReplayError as exc:
             if not check and not unloadable:  # the run's own copy: say why its test cannot be regraded
                 unloadable.append(f"the run's copy of a test's eval, {candidate}, was not used: {exc}")
+            elif check:
+                notes.append(f"{_eval_named(candidate, came_with)} was not used: {exc}")
             return
-        outside = [p for _, p, _ in suite.referenced_files if not access.allowed_eval(Path(p).resolve())]
-        if check and outside:
-            notes.append(_not_used(candidate, Path(outside[0])))
+        allowed = access.allowed if came_with else access.allowed_eval
+        outside = [p for _, p, _ in suite.referenced_files if not allowed(Path(p).resolve())]
+        if outside:
+            notes.append(_not_used(candidate, Path(outside[0]), came_with=came_with))
             return
         ids = {t.id for t in suite.tests}
         if ran:  # of use only for tests of the run
@@ -346,9 +357,13 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
     return parts, notes + unloadable
 
 
-def _not_used(eval_file: Path, outside: Path) -> str:
+def _eval_named(eval_file: Path, came_with: bool) -> str:
+    return f"eval file {eval_file}, {'which came with the results' if came_with else 'named by the results'},"
+
+
+def _not_used(eval_file: Path, outside: Path, *, came_with: bool = False) -> str:
     what = "it is" if outside == eval_file else f"it names {outside}, which is"
     return (
-        f"eval file {eval_file}, named by the results, was not used: {what} outside the folders this import may "
-        f"read; pass --eval {eval_file} if you trust it"
+        f"{_eval_named(eval_file, came_with)} was not used: {what} outside the folders this import may read; "
+        f"pass --eval {eval_file} if you trust it"
     )

@@ -259,6 +259,31 @@ def test_importing_from_home_does_not_store_a_file_a_row_names_there(tmp_path: P
     assert "outside the folders" not in audit
 
 
+def test_importing_from_home_does_not_store_a_file_the_eval_beside_the_results_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- canary-id-rsa")
+    foreign = home / "Downloads" / "foreign"
+    foreign.mkdir(parents=True)
+    (foreign / "results.eval.yaml").write_text(
+        "name: results\ntests:\n  - id: t1\n    input: [{role: user, content: [{type: file, value: ../../.ssh/id_rsa}]}]\n"
+        "    criteria: x\n"
+    )
+    (foreign / "results.eval.baseline.jsonl").write_text(
+        json.dumps({"test_id": "t1", "score": 1, "output": "hi"}) + "\n"
+    )
+    monkeypatch.chdir(home)
+    result = run("--db", str(tmp_path / "store.db"), "import", "Downloads/foreign/results.eval.baseline.jsonl")
+    assert result.exit_code == 0, result.output
+    assert not any(b"canary-id-rsa" in p.read_bytes() for p in tmp_path.glob("store.db*"))
+    warning, last = result.stderr.strip().splitlines()
+    assert warning.startswith(f"warning: eval file {foreign / 'results.eval.yaml'}, which came with the results, ")
+    assert f"it names {home / '.ssh' / 'id_rsa'}, which is outside the folders this import may read" in warning
+    assert last.startswith("no eval file used (see the warning above) for these results; to regrade them later")
+
+
 # --- a second pass: integers too long to convert, targets that are not text, Inspect headers ------------
 
 LONG_INT = "1" + "0" * 5000  # more digits than Python converts (sys.get_int_max_str_digits: 4300)

@@ -247,8 +247,9 @@ def test_an_eval_file_the_results_name_is_used_only_inside_the_folders_an_import
     out = import_results(sqlite_store, source)
     assert out.eval_path is None
     assert out.warnings[0] == (
-        f"eval file {eval_file}, named by the results, was not used: it names {tmp_path / 'secret' / 'secret.txt'}, "
-        f"which is outside the folders this import may read; pass --eval {eval_file} if you trust it"
+        f"eval file {eval_file}, which came with the results, was not used: it names "
+        f"{tmp_path / 'secret' / 'secret.txt'}, which is outside the folders this import may read; "
+        f"pass --eval {eval_file} if you trust it"
     )
     assert b"TOP SECRET" not in _all_blobs(sqlite_store)
 
@@ -262,6 +263,49 @@ def test_an_eval_file_the_results_name_is_used_only_inside_the_folders_an_import
     )
     out = import_results(sqlite_store, write(run / "res3.jsonl", [{"test_id": "t1", "score": 1}]), eval_path=eval_file)
     assert out.eval_path == str(eval_file) and b"TOP SECRET" in _all_blobs(sqlite_store)
+
+
+def test_an_eval_file_that_came_with_the_results_reaches_no_file_of_the_current_folder(
+    sqlite_store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A foreign folder imported from one's home: the eval beside its results names ``~/.ssh/id_rsa``. The
+    current folder is where an eval of the user's own repository may reach, not one shipped with the data."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    key = home / ".ssh" / "id_rsa"
+    key.write_text("PRIVATE KEY")
+    monkeypatch.chdir(home)
+    foreign = home / "Downloads" / "foreign"
+    _eval_naming(foreign, Path("../../.ssh/id_rsa")).rename(foreign / "results.eval.yaml")
+    write(foreign / "results.eval.baseline.jsonl", [{"test_id": "t1", "score": 1, "output": "ok"}])
+    out = import_results(sqlite_store, Path("Downloads/foreign/results.eval.baseline.jsonl"))
+    assert out.eval_path is None and out.evals_not_used == 1
+    assert (
+        f"results.eval.yaml, which came with the results, was not used: it names {key}, which is outside"
+        in (out.warnings[0])
+    )
+    assert b"PRIVATE KEY" not in _all_blobs(sqlite_store)
+
+    # An eval of the repository one imports from (outside the imported folder) names files there.
+    (home / "data").mkdir()
+    (home / "data" / "in.txt").write_text("REPOSITORY DATA")
+    _eval_naming(home / "evals", Path("../data/in.txt"))
+    run = write(home / "runs" / "r1" / "res.jsonl", [{"test_id": "t1", "score": 1, "eval_path": "evals/e.eval.yaml"}])
+    out = import_results(sqlite_store, run)
+    assert out.eval_path == str(home / "evals" / "e.eval.yaml") and out.evals_not_used == 0
+    assert b"REPOSITORY DATA" in _all_blobs(sqlite_store)
+
+
+def test_an_eval_file_beside_the_results_that_does_not_load_says_why(sqlite_store: EventStore, tmp_path: Path) -> None:
+    (tmp_path / "bad.eval.yaml").write_text(
+        "name: bad\ntests:\n  - {id: t1, input: hi, criteria: x}\nassertions:\n  - {type: nope}\n"
+    )
+    out = import_results(sqlite_store, write(tmp_path / "bad.eval.baseline.jsonl", [{"test_id": "t1", "score": 1}]))
+    assert out.eval_path is None and out.evals_not_used == 1
+    assert out.warnings[0].startswith(
+        f"eval file {tmp_path / 'bad.eval.yaml'}, which came with the results, was not used: "
+    )
+    assert "unknown grader type `nope`" in out.warnings[0]
 
 
 def test_a_targets_file_shipped_with_the_results_grants_no_folder(
