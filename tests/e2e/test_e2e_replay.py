@@ -17,6 +17,7 @@ from e2e_helpers import (
     Recorded,
     audit,
     cli,
+    judge_script,
     make_suite,
     ok_json,
     one_line_error,
@@ -218,6 +219,28 @@ def test_swap_judge_model(recorded: Recorded, recorded_db: str, judge: JudgeServ
     (test,) = audit(recorded_db, new, "q2-report", "--grader", "quality")["tests"]
     (call,) = test["verdicts"][0]["grader_calls"]
     assert call["model"] == "judge-model-2" and call["cache_hit"] is False
+
+
+def test_the_same_model_at_another_endpoint_is_another_judge(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict, tmp_path: Path
+) -> None:
+    """Two servers of one model name (Ollama and vLLM, two deployments) answer differently: a judge target at
+    another endpoint is asked, not answered from the replies of the one recorded; asked again, it is reused."""
+    other = JudgeServer(judge_script).start()
+    try:
+        targets = tmp_path / "targets.yaml"
+        targets.write_text(
+            "targets:\n  - name: judge\n    provider: openai-compatible\n"
+            f"    base_url: {other.base_url}\n    model: judge-model-1\n"
+            f"    api_key: ${{{{ {JUDGE_KEY_ENV} }}}}\n    temperature: 0\n"
+        )
+        before = len(judge.requests)
+        new = replay(recorded_db, recorded.run_id, "--targets", str(targets), "--judge-target", "judge")["run_id"]
+        assert len(judge.requests) == before and len(other.requests) == 3
+        replay(recorded_db, new)
+        assert len(judge.requests) == before and len(other.requests) == 3
+    finally:
+        other.stop()
 
 
 def test_a_chain_of_swaps_keeps_each_and_an_unchanged_replay_of_it_reproduces_it(

@@ -108,8 +108,9 @@ def test_the_judge_asks_what_agentv_asks_and_scores_as_agentv_scores(
 def test_a_reply_is_reused_only_for_the_same_provider(
     vendor: VendorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The judge cache key of an Anthropic or Gemini request names its provider: a Chat Completions judge's
-    key for the same messages, model and parameters is another, and an unchanged regrade reuses the reply."""
+    """The judge cache key of an Anthropic or Gemini request names its provider (and, as every judge's, its
+    endpoint): a Chat Completions judge's key for the same messages, model and parameters is another, and an
+    unchanged regrade reuses the reply."""
     scenario = SCENARIOS["anthropic-freeform"]
     vendor.script(VendorReply(text=scenario["reply"]))
     recorder = MemoryRecorder()
@@ -120,8 +121,9 @@ def test_a_reply_is_reused_only_for_the_same_provider(
     assert len(vendor.requests) == 1 and again.cache_hit and again.score == first.score
     call = next(e for _, e in recorder.events if isinstance(e, GraderCalled))
     messages = json.loads(recorder.get_blob(call.request_sha256))
-    assert call.cache_key == cache_key(messages, call.model, call.parameters, 1, "anthropic")
-    assert call.cache_key != cache_key(messages, call.model, call.parameters)
+    endpoint = vendor.url + vendor.requests[0].path.split("?")[0]
+    assert call.cache_key == cache_key(messages, call.model, call.parameters, 1, "anthropic", endpoint)
+    assert call.cache_key != cache_key(messages, call.model, call.parameters, endpoint=endpoint)
 
 
 def test_a_judge_without_its_key_reuses_recorded_replies_and_sends_nothing(

@@ -32,6 +32,7 @@ from evalstore.replay.grading.engine import grade_graders
 from evalstore.replay.grading.graders.base import GradeOptions, GraderResult, GradingContext, TranscriptInfo
 from evalstore.replay.grading.graders.llm import LlmGrader
 from evalstore.replay.grading.judge import JudgePool, JudgeTarget, RetryPolicy
+from evalstore.replay.grading.judge.calls import cache_key
 from evalstore.replay.grading.judge.modes import FREEFORM_SCHEMA, RUBRIC_SYSTEM, SCORE_RANGE_SYSTEM
 from evalstore.replay.recording import MemoryRecorder
 from evalstore.store.events import GraderCalled, encode
@@ -652,6 +653,27 @@ def test_cache_hit_reuses_the_recorded_reply_without_a_request(judge_server: Jud
     assert hit.cache_key == original.cache_key and hit.reply_sha256 == original.reply_sha256
     assert hit.request_sha256 == original.request_sha256 and hit.usage is None
     assert second.grader_call_event_ids == [hit_id]
+
+
+def test_a_reply_recorded_before_endpoints_were_keyed_is_still_reused(judge_server: JudgeServer, pool: JudgePool):
+    """A store written by an earlier evalstore keyed its replies without the judge's endpoint: an unchanged
+    regrade of it still reuses them (and records the hit under the endpoint's key), calling no judge."""
+    judge_server.script(freeform(0.9, [("adds", True)]))
+    recorder = MemoryRecorder()
+    first = grade(context(math_test(), pool, recorder=recorder))
+    ((original_id, original),) = calls(recorder)
+    messages = json.loads(recorder.get_blob(original.request_sha256))
+    legacy = cache_key(messages, original.model, original.parameters)
+    assert original.cache_key == cache_key(
+        messages, original.model, original.parameters, endpoint=judge_server.base_url + "/chat/completions"
+    )
+    recorder.events[0] = (original_id, original.model_copy(update={"cache_key": legacy}))
+    judge_server.script(freeform(0.1))
+
+    second = grade(context(math_test(), pool, recorder=recorder))
+    assert len(judge_server.requests) == 1 and second.cache_hit and second.score == first.score
+    (_, hit) = calls(recorder)[1]
+    assert hit.reused_from == original_id and hit.cache_key == original.cache_key
 
 
 @pytest.mark.parametrize(

@@ -52,15 +52,20 @@ def cache_key(
     parameters: dict[str, Any],
     parse_attempt: int = 1,
     provider: str | None = None,
+    endpoint: str | None = None,
 ) -> str:
     """The judge cache key of one request: attempt 1 keeps the key evalstore always used, so replies
     recorded before attempts were keyed are still found; so does a Chat Completions judge (``provider``
-    None), where an Anthropic or Gemini judge's request, another for the same messages, names its provider."""
+    None), where an Anthropic or Gemini judge's request, another for the same messages, names its provider.
+    ``endpoint`` (``ResolvedJudge.cache_endpoint``) is named by every request recorded since the endpoint
+    was keyed; without it, the key replies recorded before then were found by (:meth:`JudgeCall._ask`)."""
     keyed: dict[str, Any] = {"messages": messages, "model": model, "parameters": parameters}
     if parse_attempt > 1:
         keyed["parse_attempt"] = parse_attempt
     if provider is not None:
         keyed["provider"] = provider
+    if endpoint is not None:
+        keyed["endpoint"] = endpoint
     return digest_json(keyed)
 
 
@@ -133,21 +138,31 @@ class JudgeCall:
 
     def _ask(self, messages: list[dict[str, Any]], parse_attempt: int, parse: Parser) -> str | None:
         """One parse attempt: the recorded reply to this request and attempt, else the judge's."""
-        key = cache_key(messages, self.judge.model, self.judge.parameters, parse_attempt, self.judge.cache_provider)
+        judge = self.judge
+        key = cache_key(
+            messages, judge.model, judge.parameters, parse_attempt, judge.cache_provider, judge.cache_endpoint
+        )
         if not self.ctx.options.no_cache:
-            reply = self._from_cache(messages, key, parse_attempt, parse)
-            if reply is not None:
-                return reply
+            # A reply recorded before the endpoint was keyed names none: it is found as it was then, for this
+            # model at any endpoint (what a store written by an earlier version holds), and recorded again
+            # under this endpoint's key.
+            legacy = cache_key(messages, judge.model, judge.parameters, parse_attempt, judge.cache_provider)
+            for lookup in (key, legacy):
+                reply = self._from_cache(messages, key, parse_attempt, parse, lookup=lookup)
+                if reply is not None:
+                    return reply
         if self.cache_only and (self.batch is None or self.batch.collecting or self.batch.answer(key) is None):
             return None  # a batch's reply needs no key here: the process that submitted it had one
         return self._send(messages, key, parse_attempt, parse)
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _from_cache(self, messages: list[dict[str, Any]], key: str, parse_attempt: int, parse: Parser) -> str | None:
-        """The recorded reply for this key, parsed and recorded as a hit; None on a miss."""
+    def _from_cache(
+        self, messages: list[dict[str, Any]], key: str, parse_attempt: int, parse: Parser, *, lookup: str
+    ) -> str | None:
+        """The reply recorded under ``lookup``, parsed and recorded as a hit under ``key``; None on a miss."""
         recorder = self.ctx.recorder
-        found = recorder.find_judge_call(key)
+        found = recorder.find_judge_call(lookup)
         if found is None:
             return None
         reused_from, earlier = found

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from evalstore.replay.errors import JudgeConfigError, JudgeProviderError, ReplayError
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE, TargetEntry, interpolate, is_reference
@@ -63,6 +64,18 @@ class ResolvedJudge:
     llm: Any = field(default=None, repr=False)
     """For a provider asked through pi-ai: its ``piai.wire.LlmConfig`` (the key within), from which each
     request is built; None for Chat Completions."""
+
+    @property
+    def cache_endpoint(self) -> str:
+        """The endpoint as the judge cache keys it: the same model's replies from another endpoint (Ollama
+        and vLLM, two deployments, a proxy) are another judge's. Scheme, host, port and path only: a query
+        or a user part may hold a key."""
+        parts = urlsplit(self.url)
+        try:
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:  # not a number: the request itself will say so
+            port = ""
+        return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
 
     @property
     def cache_provider(self) -> str | None:
