@@ -36,6 +36,10 @@ _SECRET_LAST_WORDS = frozenset(
         "auth",
         "credential",
         "credentials",
+        "cred",
+        "creds",
+        "passphrase",
+        "pat",  # a personal access token: GITHUB_PAT
         "cookie",
         "signature",
     }

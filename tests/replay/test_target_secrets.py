@@ -96,6 +96,18 @@ def test_secret_tokens_inside_strings_and_argv_items_are_redacted_and_references
     assert config["command"] == f"my-agent --api-key {LITERAL_KEY} {{PROMPT}}"  # the input is not modified
 
 
+@pytest.mark.parametrize(
+    "name", ["JUDGE_CRED", "AWS_CREDS", "SSH_PASSPHRASE", "GITHUB_PAT", "client_secret", "X-Api-Key"]
+)
+def test_a_value_under_a_secret_looking_name_is_redacted(name: str) -> None:
+    assert redact({name: "plain-value-0987654321"}) == {name: REDACTED}
+
+
+@pytest.mark.parametrize("name", ["max_tokens", "token_usage", "PATH", "PATTERN", "CREDIT_LIMIT", "pass_rate"])
+def test_an_ordinary_name_is_not_taken_for_a_secret(name: str) -> None:
+    assert redact({name: "plain-value"}) == {name: "plain-value"}
+
+
 def test_ordinary_values_inside_strings_are_not_redacted() -> None:
     config = {
         "command": "/home/user/projects/my-agent-2024/run.py --out {OUTPUT_FILE} --max-tokens 512 --key-file k.pem",
