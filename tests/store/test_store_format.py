@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,31 @@ def test_the_checker_names_an_altered_blob(filled: EventStore, tmp_path: Path) -
     done = _check(tmp_path, _db(filled))
     assert done.returncode == 1
     assert done.stderr == f"{_db(filled)}: blob {key} does not match its key\n"
+
+
+def test_the_checker_names_a_record_whose_body_a_flipped_byte_spoils(filled: EventStore, tmp_path: Path) -> None:
+    """A raw deflate stream has no checksum: a flipped byte may inflate to events without their four fields
+    (found here by trying each byte of a record), which the checker names in one line, exit 1."""
+    drop_append_only_triggers(filled.engine)
+    with filled.engine.connect() as conn:
+        dictionaries = dict(conn.exec_driver_sql("SELECT id, data FROM dictionaries").fetchall())
+        rows = conn.exec_driver_sql("SELECT seq, dictionary, body FROM records ORDER BY seq").fetchall()
+
+    def unfielded(dictionary: int | None, body: bytes) -> bool:
+        try:
+            inflate = zlib.decompressobj(-15, zdict=dictionaries[dictionary]) if dictionary else zlib.decompressobj(-15)
+            events = inflate.decompress(body).decode().partition("\x1d")[2]
+        except (zlib.error, UnicodeDecodeError):
+            return False
+        return any(len(line.split("\x1f", 3)) != 4 for line in events.split("\x1e"))
+
+    seq, flipped = next(
+        (seq, spoilt)
+        for seq, dictionary, body in rows
+        for offset in range(len(body))
+        if unfielded(dictionary, spoilt := body[:offset] + bytes([body[offset] ^ 0x01]) + body[offset + 1 :])
+    )
+    execute(filled.engine, "UPDATE records SET body = :b WHERE seq = :s", b=flipped, s=seq)
+    done = _check(tmp_path, _db(filled))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"{_db(filled)}: record seq {seq} cannot be read ("), done.stderr
