@@ -251,7 +251,7 @@ def current_revision(engine: Engine) -> str | None:
         try:
             return _revision(conn)
         except DatabaseError as exc:  # SQLite connects lazily: a file that is not a database fails here
-            raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {error_line(exc)}") from exc
+            raise _unopened(engine, exc) from exc
 
 
 def _connect(engine: Engine) -> Connection:
@@ -259,7 +259,20 @@ def _connect(engine: Engine) -> Connection:
     try:
         return engine.connect()
     except DatabaseError as exc:  # OperationalError (unreachable), or a file that is not a database
-        raise StoreError(f"cannot open the store {engine.url.render_as_string()}: {error_line(exc)}") from exc
+        raise _unopened(engine, exc) from exc
+
+
+SQLITE_CORRUPT = 11
+"""SQLite's primary result code for a damaged database file ("database disk image is malformed")."""
+
+
+def _unopened(engine: Engine, exc: DatabaseError) -> StoreError:
+    """Why a store could not be opened: a database file SQLite finds damaged is damage (``verify`` fails,
+    exit 1); anything else (unreachable, not a database at all) is a store that cannot be used as given."""
+    code = getattr(exc.orig, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF == SQLITE_CORRUPT:
+        return StoreDamaged(f"the store's database file {engine.url.database} is damaged: {error_line(exc)}")
+    return StoreError(f"cannot open the store {engine.url.render_as_string()}: {error_line(exc)}")
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

@@ -307,3 +307,21 @@ def test_the_store_can_be_named_after_the_command(tmp_path: Path) -> None:
         f"Error: --db is given twice, as {other} and as {url}: give it once (see 'evalstore runs --help')\n"
     )
     assert not (tmp_path / "other.db").exists()
+
+
+def test_verify_fails_a_store_whose_file_is_cut_short_and_other_commands_say_so(tmp_path: Path) -> None:
+    """A database file SQLite finds damaged is damage (verify: exit 1, naming the file), not a store given
+    wrongly (exit 2), which a file that is not a database at all stays."""
+    path = tmp_path / "store.db"
+    url = _populated(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    result = evalstore(url, "verify")
+    assert result.exit_code == 1, result.output
+    assert result.stderr == f"FAILED: the store's database file {path} is damaged: database disk image is malformed\n"
+    assert json.loads(evalstore(url, "verify", "--json").stdout)["ok"] is False
+    one_line_error(evalstore(url, "runs"), 2, f"Error: the store's database file {path} is damaged")
+
+    (tmp_path / "text.db").write_text("not a database, " * 1000)
+    result = evalstore(f"sqlite:///{tmp_path / 'text.db'}", "verify")
+    assert result.exit_code == 2 and "file is not a database" in result.stderr
