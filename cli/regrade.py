@@ -45,7 +45,12 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
     help="Swap the converter for a media type, suite-wide (COMMAND: JSON argv array or a command line). Repeatable.",
 )
 @click.option(
-    "--prompt", "prompts", multiple=True, metavar="GRADER=file://PATH", help="Swap an LLM grader's prompt. Repeatable."
+    "--prompt",
+    "prompts",
+    multiple=True,
+    metavar="GRADER=file://PATH",
+    help="Swap an LLM grader's prompt; a relative PATH is from the current folder, else from the eval file's "
+    "folder and its parents. Repeatable, once per grader (one --graders leaves out is refused).",
 )
 @click.option("--judge-target", help="Judge target for every LLM grader.")
 @click.option("--judge-model", help="Judge model for every LLM grader.")
@@ -108,7 +113,7 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
     "--resume",
     metavar="REPLAY",
     shell_complete=complete_run_id,
-    help="Continue an interrupted replay with the settings it recorded.",
+    help="Continue an interrupted replay with the settings it recorded (options that would change them are refused).",
 )
 @click.option(
     "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML."
@@ -177,8 +182,27 @@ def replay(
 
     if bool(run) == bool(resume):
         raise click.UsageError("give either RUN or --resume REPLAY")
-    if batch and resume:
-        raise click.UsageError("--batch is recorded with the replay: --resume continues it as it was started")
+    if resume:
+        recorded = {  # what a replay records in its run_started and a resume grades with again
+            "--eval": eval_path,
+            "--preprocessor": preprocessors,
+            "--prompt": prompts,
+            "--judge-target": judge_target,
+            "--judge-model": judge_model,
+            "--graders": graders,
+            "--tests": tests_glob,
+            "--no-cache": no_cache,
+            "--batch": batch,
+            "--threshold": threshold,
+            "--targets": targets_path,
+            "--strict": strict,  # checked when a replay starts, never again
+        }
+        given = [flag for flag, value in recorded.items() if value not in (None, ()) and value is not False]
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} with --resume: a resumed replay keeps the settings it recorded; "
+                "start a new replay of its run to change them"
+            )
     store = open_store(ctx, create=False)  # a replay needs a recorded run: never a new store
     shard_spec = parse_shard(shard) if shard else None
     grader = executor_for(executor, ray_address=ray_address)
@@ -216,7 +240,7 @@ def replay(
                 prompts=list(prompts),
                 judge_target=judge_target,
                 judge_model=judge_model,
-                graders=[g.strip() for g in graders.split(",") if g.strip()] if graders else None,
+                graders=[g.strip() for g in graders.split(",") if g.strip()] if graders is not None else None,
                 tests=tests_glob,
                 no_cache=no_cache,
                 batch=batch,

@@ -74,10 +74,17 @@ class EvalFileError(ReplayError):
 class ReferenceNotFoundError(ReplayError):
     """A file reference (prompt, script, converter, tests file) that no search root holds."""
 
-    def __init__(self, ref: str, attempted: list[str]) -> None:
+    def __init__(self, ref: str, attempted: list[str], folder: str | None = None) -> None:
         self.ref = ref
         self.attempted = attempted
-        super().__init__(f"`{ref}` not found; looked in: {', '.join(attempted) or '(no search roots)'}")
+        self.folder = folder
+        """A folder that a search root holds under ``ref``, when no root holds a file: "not found, looked
+        in ..." would send the user looking for a file that is there, as a folder."""
+        super().__init__(
+            f"`{ref}` is a folder, not a file ({folder}); name a file"
+            if folder is not None
+            else f"`{ref}` not found; looked in: {', '.join(attempted) or '(no search roots)'}"
+        )
 
 
 class PreflightError(ReplayError):

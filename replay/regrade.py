@@ -31,6 +31,8 @@ from evalstore.replay.analysis.views import run_started, transcript_run_id
 from evalstore.replay.errors import JudgeConfigError, NotFoundError, ReplayError
 from evalstore.replay.evalfile.aliases import alias_of, normalize_media_type
 from evalstore.replay.evalfile.conversation import verdict_graders
+from evalstore.replay.evalfile.fields import read_text
+from evalstore.replay.evalfile.graders import PROMPT_VARIABLE
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
@@ -276,7 +278,10 @@ def replay_run(
         _check_eval(parent, suite, options)
         _check_judges(suite, effective, parent)
         snapshot, blobs = snapshot_suite(suite, moved)
-        overrides = options.recorded()
+        # The prompt files as found from this folder: a resume, or a replay of this replay, run from another
+        # folder grades with the same files.
+        pinned = [prompt_swap(v, suite.search_roots) for v in options.prompts]
+        overrides = {**options.recorded(), "prompts": [f"{name}=file://{path}" for name, _, path in pinned]}
         if options.shard:
             # Every shard derives the same replay id and the same first event, so they share one run.
             run_id = f"rpl-{digest_json({'parent': parent.run_id, 'overrides': overrides})[:16]}"
@@ -957,12 +962,33 @@ def _suite(store: EventStore, parent: Run, options: ReplayOptions) -> EvalSuite:
     suite = _swap_preprocessors(suite, options.preprocessors)
     suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)
     suite = _swap_prompts(suite, options.prompts)
-    if options.graders:
+    if options.graders is not None:
         known = {name for t in suite.tests for name, _ in verdict_graders(t)}  # a conversation's turn-N too
+        if not options.graders:
+            # Read as "no selection", an empty list would regrade every grader.
+            raise ReplayError(
+                f"--graders names no grader: give names separated by commas (graders: {', '.join(sorted(known))}), "
+                "or leave --graders out to regrade every grader"
+            )
         unknown = [g for g in options.graders if g not in known]
         if unknown:
             raise ReplayError(f"--graders: no grader named {', '.join(unknown)} (graders: {', '.join(sorted(known))})")
+        _check_prompts_regraded(suite, options)
     return suite
+
+
+def _check_prompts_regraded(suite: EvalSuite, options: ReplayOptions) -> None:
+    """Refuse a ``--prompt`` swap for a grader the replay does not regrade: its verdicts are carried over
+    from the parent, so the swap would change nothing, yet the replay would record it as made."""
+    only = set(options.graders or ())
+    regraded = only | {g.name for t in suite.tests for name, g in verdict_graders(t) if name in only}
+    for value in options.prompts:
+        name = value.partition("=")[0]
+        if name not in regraded:
+            raise ReplayError(
+                f"--prompt {name}: the replay regrades only {', '.join(sorted(only))} (--graders, or the replay "
+                f"it regrades), not {name}, so the prompt would change nothing; add {name} to --graders"
+            )
 
 
 def _run_tests(store: EventStore, parent: Run) -> list[dict[str, Any]]:
@@ -1073,18 +1099,38 @@ def _graded_with(converter: ConverterSpec, grader: GraderSpec) -> GraderSpec:
     return grader
 
 
+def prompt_swap(value: str, search_roots: list[str], *, inherited: bool = False) -> tuple[str, str, Path]:
+    """A ``GRADER=file://PATH`` swap's grader, the reference as given, and the file it names. A path typed
+    on the command line is looked for in the current folder first, as every path a command is given, then
+    where the eval's own references are (the eval's folder, its parents: ``--prompt q=file://../prompts/q.md``
+    as the eval file writes it); an inherited swap, recorded by a replay, as that replay resolved it."""
+    name, sep, ref = value.partition("=")
+    if not sep or not name or not ref:
+        raise ReplayError(f"--prompt {value!r}: expected GRADER=file://PATH")
+    roots = search_roots if inherited else [str(Path.cwd()), *search_roots]
+    try:
+        return name, ref, resolve_reference(ref, roots)
+    except ReplayError as exc:
+        raise ReplayError(f"--prompt {name}: {exc}") from None
+
+
 def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = False) -> EvalSuite:
+    if not inherited:
+        names = [v.partition("=")[0] for v in values]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ReplayError(f"--prompt {twice[0]} is given more than once; give one prompt per grader")
     for value in values:
-        name, sep, ref = value.partition("=")
-        if not sep or not name or not ref:
-            raise ReplayError(f"--prompt {value!r}: expected GRADER=file://PATH")
+        name, ref, path = prompt_swap(value, suite.search_roots, inherited=inherited)
         try:
-            path = resolve_reference(ref, suite.search_roots)
+            text = read_text(path, DiskResolver())
         except ReplayError as exc:
             raise ReplayError(f"--prompt {name}: {exc}") from None
-        text = path.read_text(encoding="utf-8")
-        if "output" not in text and "expected_output" not in text:
-            raise ReplayError(f"--prompt {name}: {path} uses neither {{{{output}}}} nor {{{{expected_output}}}}")
+        if not PROMPT_VARIABLE.search(text):
+            raise ReplayError(
+                f"--prompt {name}: `{path}` contains neither {{{{output}}}} nor {{{{expected_output}}}}; "
+                "add one so the judge sees the answer"
+            )
         found = False
         tests = []
         for test in suite.tests:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalstore.replay.errors import ReferenceNotFoundError
+from evalstore.replay.errors import ReferenceNotFoundError, ReplayError
 from evalstore.replay.evalfile.search_roots import FileResolver, find_reference, resolve_reference
 from evalstore.replay.evalfile.source import Where
 
@@ -46,6 +46,8 @@ class ParseContext:
         try:
             return resolve_reference(ref, self.search_roots, self.resolver)
         except ReferenceNotFoundError as exc:
+            if exc.folder is not None:
+                raise where.error(f"{what} {exc}") from exc
             raise where.error(
                 f"{what} `{ref}` not found in the search roots ({', '.join(self.search_roots)}); "
                 "create it or fix the path"
@@ -56,9 +58,20 @@ class ParseContext:
 
     def read_text(self, path: Path, where: Where) -> str:
         try:
-            return self.resolver.read_bytes(path).decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise where.error(f"cannot read `{path}` as UTF-8 text ({exc}); fix the file") from exc
+            return read_text(path, self.resolver)
+        except ReplayError as exc:
+            raise where.error(str(exc)) from exc
+
+
+def read_text(path: Path, resolver: FileResolver) -> str:
+    """The text of a file a user named (an eval's reference, a replay's ``--prompt``), or a
+    :class:`ReplayError` naming it and saying what to do."""
+    try:
+        return resolver.read_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReplayError(f"cannot read `{path}` as UTF-8 text ({exc}); save it as UTF-8") from exc
+    except OSError as exc:
+        raise ReplayError(f"cannot read `{path}` ({exc.strerror or exc}); fix the file") from exc
 
 
 def warn_unknown(ctx: ParseContext, obj: dict[str, Any], known: Iterable[str], where: Where) -> None:

@@ -231,8 +231,11 @@ def find_reference(ref: str, search_roots: list[str], resolver: FileResolver | N
 
 def resolve_reference(ref: str, search_roots: list[str], resolver: FileResolver | None = None) -> Path:
     """The absolute path of the file ``ref`` names (``file://`` accepted); raises
-    :class:`ReferenceNotFoundError` listing every place looked."""
+    :class:`ReferenceNotFoundError` listing every place looked, or naming the folder found there instead."""
+    resolver = resolver or DiskResolver()
     found = find_reference(ref, search_roots, resolver)
     if found is None:
-        raise ReferenceNotFoundError(ref, [str(p) for p in candidate_paths(ref, search_roots)])
+        candidates = candidate_paths(ref, search_roots)
+        folder = next((str(p) for p in candidates if resolver.is_dir(p)), None)
+        raise ReferenceNotFoundError(ref, [str(p) for p in candidates], folder)
     return found
