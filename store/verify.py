@@ -44,6 +44,10 @@ BLOB_FIELDS = frozenset(
 BATCH = 2000
 SMALL_BLOB_BYTES = 64 * 1024
 REBUILD = "run `evalstore db rebuild`"
+REBUILD_UNLESS_LOST = (
+    f"{REBUILD}, unless the log lost events (`evalstore verify --checkpoint FILE` tells; a rebuild hides it)"
+)
+"""A projection ahead of its log is also what a log cut short leaves."""
 
 
 class _Text(bytes):
@@ -200,7 +204,7 @@ def _verify(
                 if extra
                 else f"row {_shown(name, changed[0], state)} differs from the log"
             )
-            raise Problem(f"projection {name}: {what}; run `evalstore db rebuild`")
+            raise Problem(f"projection {name}: {what}; {REBUILD if missing else REBUILD_UNLESS_LOST}")
 
     # Last, so that the rows' own damage (named by seq or row) is what a tampered store reports first.
     damage = _integrity(conn)

@@ -149,7 +149,8 @@ def test_rebuild_repairs_projections_that_verify_flags(filled: str, store: Event
     assert failed.exit_code == 1
     assert failed.stderr == (
         "FAILED: projection results: row ('run-b', 'paris', 'default', 1) differs from the log; "
-        "run `evalstore db rebuild`\n"
+        "run `evalstore db rebuild`, unless the log lost events (`evalstore verify --checkpoint FILE` tells; "
+        "a rebuild hides it)\n"
     )
     n_events = event_count(store.engine)
     assert ok(filled, "db", "rebuild").stdout == f"rebuilt projections from {n_events} events\n"

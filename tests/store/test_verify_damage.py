@@ -29,6 +29,7 @@ from evalstore import cli
 from evalstore.store import EventStore, NewEvent
 from evalstore.store import events as store_events
 from evalstore.store.projections import KEYS, TABLES
+from evalstore.store.verify import REBUILD_UNLESS_LOST
 
 SEED = 12
 TRIALS_PER_COLUMN = 2
@@ -135,7 +136,7 @@ def test_projection_values_compare_as_stored(filled_sqlite: EventStore, sqlite_u
     )
     code, problem = _verify(sqlite_url)
     assert code == 1 and problem.startswith("projection results: row ('run-c', 'lisbon'")
-    assert problem.endswith("differs from the log; run `evalstore db rebuild`")
+    assert problem.endswith("differs from the log; " + REBUILD_UNLESS_LOST)
 
 
 # --- a single flipped byte anywhere -----------------------------------------------------------------
