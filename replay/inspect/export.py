@@ -175,35 +175,37 @@ def _samples(store: EventStore, origin_run_id: str, log: Any, regrade: _Regrade 
             yield sample
 
 
-def _verdicts(
-    store: EventStore, run_id: str, window: list[TranscriptRecorded]
-) -> dict[Key, list[tuple[str, VerdictRecorded]]]:
+Graded = tuple[str, str, VerdictRecorded]
+"""A verdict with the replay that graded it and when (its event's ``recorded_at``)."""
+
+
+def _verdicts(store: EventStore, run_id: str, window: list[TranscriptRecorded]) -> dict[Key, list[Graded]]:
     """The replay's verdicts not of Inspect's for a window's results, in the order it recorded them, each
-    with the replay that graded it (for a carried verdict, the replay it was carried from)."""
+    with the replay that graded it and when (for a carried verdict, the replay it was carried from)."""
     keys = {(t.test_id, t.target or "", t.attempt) for t in window}
     found = sorted(
-        (stored.seq, key, stored.event)
+        (stored.seq, key, stored.event, stored.recorded_at)
         for key, _grader, stored in store.verdict_events(run_id, {t.test_id for t in window})
         if key in keys and stored.type == "verdict_recorded"
     )
-    chosen = [(key, v) for _, key, v in found if isinstance(v, VerdictRecorded) and v.grader_type != GRADER_TYPE]
-    carried = {v.carried_from for _, v in chosen if v.origin == "carried" and v.carried_from}
-    grading_runs = {eid: e.stream_id for eid, e in store.get_events(carried).items()} if carried else {}
-    out: dict[Key, list[tuple[str, VerdictRecorded]]] = {}
-    for key, v in chosen:
-        grader_run = grading_runs.get(v.carried_from or "", run_id) if v.origin == "carried" else run_id
-        out.setdefault(key, []).append((grader_run, v))
+    chosen = [(k, v, at) for _, k, v, at in found if isinstance(v, VerdictRecorded) and v.grader_type != GRADER_TYPE]
+    carried = {v.carried_from for _, v, _ in chosen if v.origin == "carried" and v.carried_from}
+    grading = {eid: (e.stream_id, e.recorded_at) for eid, e in store.get_events(carried).items()} if carried else {}
+    out: dict[Key, list[Graded]] = {}
+    for key, v, at in chosen:
+        grader_run, at = grading.get(v.carried_from or "", (run_id, at)) if v.origin == "carried" else (run_id, at)
+        out.setdefault(key, []).append((grader_run, at, v))
     return out
 
 
-def _add_scores(log: Any, sample: Any, verdicts: list[tuple[str, VerdictRecorded]], regrade: _Regrade) -> None:
+def _add_scores(log: Any, sample: Any, verdicts: list[Graded], regrade: _Regrade) -> None:
     """Each verdict as a score of ``sample`` named after its grader, added or edited with ``edit_score``."""
     from inspect_ai.log import ProvenanceData, edit_score
     from inspect_ai.scorer import ScoreEdit
 
     single = log.model_copy(update={"samples": [sample]})  # edit_score finds the sample in its log
     keyed = _keyed_scorers(log)
-    for grader_run, v in verdicts:
+    for grader_run, graded_at, v in verdicts:
         if v.grader in keyed:
             raise ReplayError(
                 f"replay {grader_run}: its grader {v.grader} is named as the log's scorer {v.grader}, whose "
@@ -222,7 +224,10 @@ def _add_scores(log: Any, sample: Any, verdicts: list[tuple[str, VerdictRecorded
             answer=None if before is None else "UNCHANGED",
             explanation=_explanation(v),
             metadata=_metadata(v, grader_run),
-            provenance=ProvenanceData(author=AUTHOR, reason=reason, metadata={"run_id": grader_run}),
+            # When the replay graded it, not when it was exported: the score's history dates the regrade.
+            provenance=ProvenanceData(
+                timestamp=graded_at, author=AUTHOR, reason=reason, metadata={"run_id": grader_run}
+            ),
         )
         edit_score(single, sample.id, v.grader, edit, recompute_metrics=False, epoch=sample.epoch)
         if before is None:
