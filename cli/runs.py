@@ -130,7 +130,8 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
         return
     echo(
         f"run {summary.run_id}  kind={summary.kind}  status={summary.shown_status}  suite={summary.suite or '-'}"
-        + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else "")
+        + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else ""),
+        one_line=True,
     )
     if summary.kind == "replay":
         echo(f"changes: {'; '.join(summary.changes) or 'none (the same eval, graders and judge)'}")
