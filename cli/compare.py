@@ -12,7 +12,7 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.files import regular_or_new
+from evalstore.cli.files import writable_file
 from evalstore.cli.output import (
     echo,
     fmt_score,
@@ -162,7 +162,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     "--html",
     "html_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    callback=regular_or_new,
+    callback=writable_file,
     help="Write a self-contained HTML report.",
 )
 @click.option(
