@@ -116,7 +116,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
       evalstore show rpl-2026 --json
       evalstore show imp-5159 --all | grep quality_failure
     """
-    from evalstore.cli.results import pass_cell
+    from evalstore.cli.results import grader_cell, pass_cell
     from evalstore.replay.analysis import views
 
     store = open_store(ctx, create=False)
@@ -155,7 +155,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             fmt_score(r.score),
             pass_cell(r.passed, r.status),
             r.status,
-            ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()),
+            grader_cell(r.graders, r.left_out),
             note,
         )
         for r, note in results

@@ -85,8 +85,14 @@ def _negate_assertion(assertion: Assertion) -> Assertion:
     return Assertion(text=assertion.text, passed=not assertion.passed, evidence=evidence)
 
 
+def left_out_of_score(status: str, verdict: str) -> bool:
+    """Whether a grader's verdict failed to run (an execution error; AgentV: verdict ``skip``), and so is
+    left out of the test's score."""
+    return status == "execution_error" or verdict == "skip"
+
+
 def is_execution_error(result: GraderResult) -> bool:
-    return result.status == "execution_error" or result.verdict == "skip"
+    return left_out_of_score(result.status, result.verdict)
 
 
 def effective_threshold(own: float | None, run: float | None, suite: float) -> float:
@@ -114,7 +120,7 @@ def explain_score(verdicts: Iterable[Any], threshold: float) -> str:
     whose gate set the score to 0, and the graders an execution error left out of the mean ('' when
     the score is simply the weighted mean). ``verdicts``: recorded verdicts (``VerdictRecorded``)."""
     verdicts = list(verdicts)
-    errored = [v for v in verdicts if v.status == "execution_error" or v.verdict == "skip"]
+    errored = [v for v in verdicts if left_out_of_score(v.status, v.verdict)]
     parts = []
     for v in verdicts:
         gate = None if v in errored else required_gate(v.required, v.min_score, threshold)
