@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import NotFoundError
-from evalstore.replay.grading.scoring import left_out_of_score
+from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.store import EventStore, StoredEvent
 
 if TYPE_CHECKING:  # listing runs reads projections only; the pydantic catalogue loads when an event is decoded

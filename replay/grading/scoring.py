@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.store.events import Assertion, ExecutionStatus
 
 if TYPE_CHECKING:  # not at run time: `show` explains scores without loading the graders
@@ -83,12 +84,6 @@ def _negate_assertion(assertion: Assertion) -> Assertion:
     # As AgentV's negateScore: the prefix marks evidence there was; no evidence stays none.
     evidence = f"{NEGATED_PREFIX} {assertion.evidence}" if assertion.evidence else None
     return Assertion(text=assertion.text, passed=not assertion.passed, evidence=evidence)
-
-
-def left_out_of_score(status: str, verdict: str) -> bool:
-    """Whether a grader's verdict failed to run (an execution error; AgentV: verdict ``skip``), and so is
-    left out of the test's score."""
-    return status == "execution_error" or verdict == "skip"
 
 
 def is_execution_error(result: GraderResult) -> bool:
