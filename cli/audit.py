@@ -9,11 +9,17 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.output import echo, fmt_score, json_option, print_json
+from evalstore.cli.output import echo, fmt_score, json_option, print_json, visible
 
 
 def _short(d: str | None) -> str:
     return d[:12] if d else "-"
+
+
+def _one(value: object) -> str:
+    """A stored value inside a line (a test id, a path, evidence): its line breaks written out, so it
+    cannot start a forged line of its own; the prompt blocks keep theirs."""
+    return visible(str(value), one_line=True)
 
 
 def _mark(status: str | None) -> str:
@@ -42,39 +48,39 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
     for name, config in (r.get("targets") or {}).items():
         echo(f"  target {name}: {json.dumps(config, sort_keys=True)}")
     if r["source"]:
-        echo(f"  imported from {r['source']['file']} ({r['source_format']})")
+        echo(f"  imported from {_one(r['source']['file'])} ({r['source_format']})")
     for f in r["eval_snapshot"]:
-        echo(f"  snapshot {f['role']:<13} {_short(f['sha256'])} {f['path']}{_mark(f['blob'])}")
+        echo(f"  snapshot {f['role']:<13} {_short(f['sha256'])} {_one(f['path'])}{_mark(f['blob'])}")
     if r["overrides"]:
         shown = {k: v for k, v in r["overrides"].items() if v not in (None, [], {}, False)}
         if shown:
             echo(f"  overrides: {json.dumps(shown, sort_keys=True)}")
     for t in report["tests"]:
         echo(
-            f"\ntest {t['test_id']} target={t['target'] or '-'} attempt={t['attempt']}: "
+            f"\ntest {_one(t['test_id'])} target={_one(t['target'] or '-')} attempt={t['attempt']}: "
             f"score {fmt_score(t['score'])} {'pass' if t['passed'] else 'fail'} ({t['status']}, {t['origin']})"
         )
         for v in t["verdicts"]:
             echo(
-                f"  verdict {v['grader']} ({v['grader_type']}): {fmt_score(v['score'])} {v['verdict']} "
+                f"  verdict {_one(v['grader'])} ({v['grader_type']}): {fmt_score(v['score'])} {v['verdict']} "
                 f"status={v['status']} origin={v['origin']}{' cache-hit' if v['cache_hit'] else ''}"
-                + (f" — {v['origin_note']}" if v["origin_note"] else "")
+                + (f" — {_one(v['origin_note'])}" if v["origin_note"] else "")
             )
             for a in v["assertions"]:
                 echo(
-                    f"    {'✓' if a['passed'] else '✗'} {a['text']}"
-                    + (f" — {a['evidence']}" if a.get("evidence") else "")
+                    f"    {'✓' if a['passed'] else '✗'} {_one(a['text'])}"
+                    + (f" — {_one(a['evidence'])}" if a.get("evidence") else "")
                 )
             for e in v["evidence"]:
-                echo(f"    note: {e}")
+                echo(f"    note: {_one(e)}")
             for e in v.get("edits", []):
                 echo(
                     f"    edit {e['edit']} of score {e['score']} by {e['author'] or '?'} at {e['edited_at'] or '?'}: "
                     f"{json.dumps(e['previous_value'])} -> {json.dumps(e['value'])}"
-                    + (f" — {e['reason']}" if e["reason"] else "")
+                    + (f" — {_one(e['reason'])}" if e["reason"] else "")
                 )
             if v["source"]:
-                echo(f"    imported from {v['source']['file']}:{v['source'].get('line')}")
+                echo(f"    imported from {_one(v['source']['file'])}:{v['source'].get('line')}")
             if v["rendered_prompt_sha256"]:
                 echo(
                     f"    AgentV's rendered grader request: {_short(v['rendered_prompt_sha256'])}{_mark(v['rendered_prompt_blob'])}"
@@ -102,30 +108,30 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                     if show_prompt and c.get("stdin") is not None:
                         echo(f"      --- stdin ---\n{c['stdin']}")
                     if c.get("stdout"):
-                        echo(f"      stdout: {c['stdout'].strip()[:500]}")
+                        echo(f"      stdout: {_one(c['stdout'].strip()[:500])}")
                     if c.get("stderr"):
-                        echo(f"      stderr: {c['stderr'].strip()[:500]}")
+                        echo(f"      stderr: {_one(c['stderr'].strip()[:500])}")
             for p in v["preprocessing"]:
                 if p.get("missing"):
                     echo(f"    preprocessing {p['event_id']}: event not found")
                     continue
                 echo(
-                    f"    preprocessing {p['path']} ({p['media_type']}): {p['status']} argv={p['argv']} "
+                    f"    preprocessing {_one(p['path'])} ({p['media_type']}): {p['status']} argv={p['argv']} "
                     f"script={_short(p['script_sha256'])} artifact={_short(p['artifact_sha256'])}{_mark(p['artifact_blob'])} "
                     f"output={_short(p['output_sha256'])}{_mark(p['output_blob'])}"
                     + (" reused" if p["reused_from"] else "")
-                    + (f" — {p['reason']}" if p["reason"] else "")
+                    + (f" — {_one(p['reason'])}" if p["reason"] else "")
                 )
         for a in t["artifacts"]:
             echo(
-                f"  artifact {a['path']} ({a['media_type']}) {a['status']} sha256={_short(a['sha256'])} "
-                f"size={a['size']}{_mark(a['blob'])}" + (f" — {a['reason']}" if a["reason"] else "")
+                f"  artifact {_one(a['path'])} ({a['media_type']}) {a['status']} sha256={_short(a['sha256'])} "
+                f"size={a['size']}{_mark(a['blob'])}" + (f" — {_one(a['reason'])}" if a["reason"] else "")
             )
         tr = t["transcript"]
         for c in tr["failed_calls"] if tr else []:
             echo(
                 f"  target call {c['provider_attempt']} failed, tried again {c['wait_ms'] / 1000:g} s later: "
-                f"{c['status']} exit={c['exit_code']} — {c['error']}"
+                f"{c['status']} exit={c['exit_code']} — {_one(c['error'])}"
             )
         if tr:
             echo(
@@ -143,11 +149,13 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
             )
             for e in ws["entries"]:
                 if e.get("kind", "file") == "file":
-                    echo(f"    {e['path']} sha256={_short(e.get('sha256'))} size={e.get('size')}{_mark(e['blob'])}")
+                    echo(
+                        f"    {_one(e['path'])} sha256={_short(e.get('sha256'))} size={e.get('size')}{_mark(e['blob'])}"
+                    )
                 else:
-                    echo(f"    {e['path']} ({e['kind']}{' -> ' + e['target'] if e.get('target') else ''})")
+                    echo(f"    {_one(e['path'])} ({e['kind']}{' -> ' + e['target'] if e.get('target') else ''})")
             for o in ws["omitted"]:
-                echo(f"    left out: {o}")
+                echo(f"    left out: {_one(o)}")
     problems = report["blob_problems"]
     echo(
         f"\n{report['blobs_checked']} digests checked against the blob store: "

@@ -12,7 +12,7 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.files import regular_or_new
+from evalstore.cli.files import writable_file
 from evalstore.cli.output import (
     echo,
     fmt_score,
@@ -59,21 +59,24 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
 
     o = c.overall
     ci, p, k = _stats_cells(o)
-    echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
+    echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}", one_line=True)
     if c.not_regradable:
         echo(
             f"left out: {len(c.not_regradable)} not regradable (nothing to grade): "
-            + ", ".join(key_label(k) for k in c.not_regradable)
+            + ", ".join(key_label(k) for k in c.not_regradable),
+            one_line=True,
         )
     echo(
         f"mean score A={fmt_score(o.score.mean_a)} B={fmt_score(o.score.mean_b)} diff={_signed(o.score.mean_diff)} "
-        f"95% CI {ci} (paired bootstrap, seed {c.seed})"
+        f"95% CI {ci} (paired bootstrap, seed {c.seed})",
+        one_line=True,
     )
     echo(
         f"pass/fail: both pass {o.counts.both_pass}, both fail {o.counts.both_fail}, "
-        f"pass->fail {o.counts.a_only_pass}, fail->pass {o.counts.b_only_pass}; McNemar exact p={p}; kappa={k}"
+        f"pass->fail {o.counts.a_only_pass}, fail->pass {o.counts.b_only_pass}; McNemar exact p={p}; kappa={k}",
+        one_line=True,
     )
-    echo(_outcomes_line(c))
+    echo(_outcomes_line(c), one_line=True)
     print_table(
         "per grader",
         ["grader", "n", "mean A", "mean B", "diff", "95% CI", "pass->fail", "fail->pass", "McNemar p", "kappa"],
@@ -116,23 +119,24 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
             optional=["result"],
         )
     else:
-        echo("no test changed score")
+        echo("no test changed score", one_line=True)
     if c.only_in_a or c.only_in_b:
-        echo(f"only in A: {', '.join(key_label(k) for k in c.only_in_a) or '-'}")
-        echo(f"only in B: {', '.join(key_label(k) for k in c.only_in_b) or '-'}")
+        echo(f"only in A: {', '.join(key_label(k) for k in c.only_in_a) or '-'}", one_line=True)
+        echo(f"only in B: {', '.join(key_label(k) for k in c.only_in_b) or '-'}", one_line=True)
     for diff in c.assertion_diffs:
-        echo(f"assertions of {key_label(diff.key)}:")
+        echo(f"assertions of {key_label(diff.key)}:", one_line=True)
         for g in diff.graders:
             for a in g.only_in_a:
-                echo(f"  [{g.grader}] only in A ({'pass' if a.passed else 'fail'}): {a.text}")
+                echo(f"  [{g.grader}] only in A ({'pass' if a.passed else 'fail'}): {a.text}", one_line=True)
             for a in g.only_in_b:
-                echo(f"  [{g.grader}] only in B ({'pass' if a.passed else 'fail'}): {a.text}")
+                echo(f"  [{g.grader}] only in B ({'pass' if a.passed else 'fail'}): {a.text}", one_line=True)
             for ch in g.changed:
                 echo(
-                    f"  [{g.grader}] {'pass' if ch.passed_a else 'fail'} -> {'pass' if ch.passed_b else 'fail'}: {ch.text}"
+                    f"  [{g.grader}] {'pass' if ch.passed_a else 'fail'} -> {'pass' if ch.passed_b else 'fail'}: {ch.text}",
+                    one_line=True,
                 )
             if not (g.only_in_a or g.only_in_b or g.changed):
-                echo(f"  [{g.grader}] no assertion changed ({g.unchanged} the same)")
+                echo(f"  [{g.grader}] no assertion changed ({g.unchanged} the same)", one_line=True)
 
 
 @click.command()
@@ -158,7 +162,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     "--html",
     "html_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    callback=regular_or_new,
+    callback=writable_file,
     help="Write a self-contained HTML report.",
 )
 @click.option(
@@ -230,6 +234,8 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
         _compare_many(store, ids, bases[0], cluster_by=cluster_by, labels=labels, as_json=as_json)
         return
     a, b = ids
+    if a != b:
+        _incomplete(store, ids)
     results_a, results_b = load_scores(store, a), load_scores(store, b)
     if targets[0] is not None and targets[1] is not None:
         results_a, results_b = one_target(results_a, targets[0]), one_target(results_b, targets[1])
@@ -243,9 +249,9 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
 
             extra["agreement"] = agreement_difference(labels, results_a, results_b)
         if cluster_by:
-            from evalstore.replay.analysis.variants import cluster_labels, compare_variants
+            from evalstore.replay.analysis.variants import compare_variants
 
-            clusters = cluster_labels(store, [bases[0], a, b], cluster_by)
+            clusters = _clusters(store, [bases[0], a, b], cluster_by, [results_a, results_b])
             extra["clustered"] = compare_variants(
                 results_a, [results_b], clusters=clusters, cluster_by=cluster_by
             ).rows[0]
@@ -269,6 +275,39 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
             sys.exit(EXIT_FAILED)
 
 
+def _clusters(store, run_ids: list[str], key: str, runs: list) -> dict:  # type: ignore[no-untyped-def]
+    """Each test's value of ``key`` (``variants.cluster_labels``). No test having it is a mistyped key,
+    refused (every test its own cluster would be printed as clustered); some tests without it are each
+    their own cluster, said in a note."""
+    from evalstore.replay.analysis.variants import cluster_keys, cluster_labels
+
+    clusters = cluster_labels(store, run_ids, key)
+    if not clusters:
+        known = cluster_keys(store, run_ids)
+        raise UsageError(
+            f"--cluster-by {key}: no test of these runs has it"
+            + (f"; their tests have: {', '.join(known)}" if known else "; their tests have no metadata to cluster by")
+        )
+    tests = {(test_id, target) for run in runs for test_id, target, _ in run.results}
+    without = len(tests - clusters.keys())
+    if without:
+        note(f"{without} of {len(tests)} tests have no {key}: each is a cluster of its own")
+    return clusters
+
+
+def _incomplete(store, run_ids: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """A run still ``started`` (an interrupted replay, a shard not done) holds only the tests it recorded:
+    the others would be read as missing from it without a word."""
+    for side, run_id in zip("AB", run_ids, strict=False):
+        status = store.query("runs", run_id=run_id)[0]["status"]
+        if status != "completed":
+            other = "B" if side == "A" else "A"
+            note(
+                f"run {run_id} ({side}) is incomplete (status {status}): only its recorded tests are compared; "
+                f"the others are listed as only in {other}"
+            )
+
+
 def _labels_for(store, bases: list[str]) -> list:  # type: ignore[no-untyped-def]
     """The current labels of the runs' transcripts, when all the runs regrade the same recorded run."""
     from evalstore.replay.labels import current_labels
@@ -285,14 +324,15 @@ def _p(x: float | None) -> str:
 
 def _compare_many(store, ids, base_transcripts, *, cluster_by, labels, as_json) -> None:  # type: ignore[no-untyped-def]
     from evalstore.replay.analysis.stats import MIN_PAIRS_CI
-    from evalstore.replay.analysis.variants import cluster_labels, compare_variants
+    from evalstore.replay.analysis.variants import compare_variants
     from evalstore.replay.material import load_scores
 
     base, variants = ids[0], ids[1:]
-    clusters = cluster_labels(store, [base_transcripts, *ids], cluster_by) if cluster_by else None
+    loaded = [load_scores(store, r) for r in ids]
+    clusters = _clusters(store, [base_transcripts, *ids], cluster_by, loaded) if cluster_by else None
     report = compare_variants(
-        load_scores(store, base),
-        [load_scores(store, v) for v in variants],
+        loaded[0],
+        loaded[1:],
         clusters=clusters,
         cluster_by=cluster_by,
         labels=labels,

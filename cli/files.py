@@ -1,5 +1,6 @@
-"""Where a command writes a file the user named (``export -o``, ``compare --html``): only a new or a
-regular file, never over a symbolic link, a device or a FIFO."""
+"""Where a command writes a file the user named (``export -o``, ``compare --html``, ``replay --html``):
+only a new or a regular file, never over a symbolic link, a device or a FIFO, in a folder that exists
+and can be written, checked before the command does any work."""
 
 from __future__ import annotations
 
@@ -15,27 +16,48 @@ from typing import IO
 import click
 
 
+def unwritable(path: Path) -> str | None:
+    """Why a command could not write ``path`` (None when it can): a symbolic link, a device, a FIFO or a
+    folder there, or no folder it could be written in. Checked before any work: exit 2 means nothing
+    was done, so a replay must not regrade (and store) a run only to find its report cannot be written."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:  # a file where a folder of the path should be, a folder we may not search
+        return exc.strerror or str(exc)
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        return "a symbolic link; write to a new or a regular file"
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        return "a folder; give the file's name in it"
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        return "not a regular file; write to a new or a regular file"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist; create it or write elsewhere"
+    # The file is written beside itself first (replacing), or opened there: the folder must take it.
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable; write elsewhere"
+    return None
+
+
 @contextmanager
 def replacing(path: Path) -> Iterator[IO[str]]:
     """A temporary file beside ``path`` that replaces it only when the writing finished: a failed export
     never leaves half a file (or destroys the previous one).
 
-    Only a regular file (or nothing) is replaced: a symbolic link, a device (``/dev/full``), a FIFO or a
-    folder at ``path`` is refused before anything is written, since a rename would put a file where it
+    Only a regular file (or nothing) is replaced (:func:`unwritable`, asked again here: the path may have
+    changed since the command checked it), since a rename would put a file where a link or a device
     stood (run as root, over a device node)."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-    if info is not None and not stat.S_ISREG(info.st_mode):
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-        raise OSError(errno.EEXIST, f"{what}; write to a new or a regular file", str(path))
+    problem = unwritable(path)
+    if problem is not None:
+        raise OSError(errno.EEXIST, problem, str(path))
     from evalstore.replay.regular_files import new_file_mode
 
+    try:
+        info: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        info = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:  # name the file the user gave, not our temporary one
@@ -54,16 +76,11 @@ def replacing(path: Path) -> Iterator[IO[str]]:
             os.unlink(tmp)
 
 
-def regular_or_new(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
-    """A click callback for a file a command writes through (``compare --html``): a path that is a symbolic
-    link, a device or a FIFO is bad usage, refused before anything is read or written."""
-    if value is not None:
-        try:
-            info = os.lstat(value)
-        except OSError:
-            return value  # nothing there yet (or not reachable: opening it will say why)
-        if stat.S_ISLNK(info.st_mode):
-            raise click.BadParameter(f"{value}: a symbolic link; write to a new or a regular file")
-        if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
-            raise click.BadParameter(f"{value}: not a regular file; write to a new or a regular file")
+def writable_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A click callback for a file a command writes (``--html``, ``-o``): :func:`unwritable` is bad usage,
+    refused before anything is read or written."""
+    if value is not None and str(value) != "-":
+        problem = unwritable(value)
+        if problem is not None:
+            raise click.BadParameter(f"{value}: {problem}")
     return value

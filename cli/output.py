@@ -43,22 +43,35 @@ def err_console() -> Console:
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-"""Control characters but tab and newline: C0, DEL and C1."""
+"""Control characters but tab and newline: C0, DEL and C1 (U+0085, NEXT LINE, among them)."""
+
+_LINE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+""":data:`_CONTROL` with tab, newline and Unicode's line and paragraph separators: what a table cell
+or a note must not hold."""
 
 
-def visible(text: str) -> str:
+def visible(text: str, *, one_line: bool = False) -> str:
     """Text for a person's terminal with its control characters written out (``\\x1b``): what a table,
     a note or a line shows comes from imported data, and an escape sequence there could clear the
     screen, retitle the window, hide a link, or with a carriage return draw a failed assertion over with
-    a passed one. ``--json`` needs none of this (JSON escapes them), nor ``export`` (the data as it is)."""
-    if not _CONTROL.search(text):
+    a passed one. ``one_line`` (table cells, notes, a line's fields) writes out tab and the line breaks
+    too (``\\x0a``, ``\\u2028``): a test id holding a newline and a forged row would print as a row of
+    its own. ``--json`` needs none of this (JSON escapes them), nor ``export`` (the data as it is)."""
+    pattern = _LINE_CONTROL if one_line else _CONTROL
+    if not pattern.search(text):
         return text
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return pattern.sub(_written_out, text)
 
 
-def echo(message: Any = None, **kwargs: Any) -> None:
-    """``click.echo`` of a line for people: :func:`visible`."""
-    click.echo(visible(message) if isinstance(message, str) else message, **kwargs)
+def _written_out(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def echo(message: Any = None, *, one_line: bool = False, **kwargs: Any) -> None:
+    """``click.echo`` of a line for people: :func:`visible` (``one_line``: a line made of stored text,
+    which must stay one)."""
+    click.echo(visible(message, one_line=one_line) if isinstance(message, str) else message, **kwargs)
 
 
 def json_option(f: Callable) -> Callable:
@@ -92,7 +105,7 @@ def print_table(
     from rich.measure import Measurement
 
     out = console()
-    cells = [["" if cell is None else visible(str(cell)) for cell in row] for row in rows]
+    cells = [["" if cell is None else visible(str(cell), one_line=True) for cell in row] for row in rows]
     shown = list(columns)
     left_out: list[str] = []
     while True:
@@ -105,7 +118,14 @@ def print_table(
         shown.remove(droppable[0])
         left_out.append(droppable[0])
     if title:  # its own line, never folded to the width of a narrow table
-        out.print(visible(title), style="table.title", soft_wrap=True, highlight=False, markup=False, emoji=False)
+        out.print(
+            visible(title, one_line=True),
+            style="table.title",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
+            emoji=False,
+        )
     out.print(table)
     if left_out:
         note(f"({out.width} columns: left out {', '.join(left_out)}; a wider terminal or --json shows them)")
@@ -163,8 +183,8 @@ def no_cycle_collection() -> Iterator[None]:
 
 def print_plain(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
     """Rows as tab-separated lines under a header, written as they come: nothing is measured, so a
-    run of any size prints at the speed of its rows. Tabs and newlines inside a cell become spaces.
-    Returns the number of rows."""
+    run of any size prints at the speed of its rows. A cell's tabs and line breaks are written out as a
+    table's are (:func:`visible`). Returns the number of rows."""
     out = sys.stdout
     out.write("\t".join(columns) + "\n")
     count = 0
@@ -175,8 +195,7 @@ def print_plain(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
 
 
 def _plain(cell: Any) -> str:
-    text = "" if cell is None else str(cell)
-    return visible(" ".join(text.split()) if "\t" in text or "\n" in text or "\r" in text else text)
+    return visible("" if cell is None else str(cell), one_line=True)
 
 
 def note(message: str) -> None:
@@ -187,7 +206,7 @@ def note(message: str) -> None:
     or emoji codes (a path or a warning with ``[...]`` in it is text, not a style). To a terminal it goes
     through rich, which drops control codes a path or an echoed error may hold; anywhere else it is
     written as it is (and rich is not loaded for it)."""
-    message = visible(message)
+    message = visible(message, one_line=True)
     if not sys.stderr.isatty():
         sys.stderr.write(message + "\n")
         return

@@ -11,7 +11,7 @@ from evalstore.cli.compare import print_comparison
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import json_option, note, print_json, progress_bar
-from evalstore.cli.results import print_scored, scored_rows
+from evalstore.cli.results import json_row, print_scored, scored_rows
 
 REGRADE_PROMPT = "report-quality=file://my-examples/quickstart/prompts/report-quality.v2.md"
 COPIED_EVAL = "my-examples/quickstart/evals/report.eval.yaml"
@@ -117,8 +117,8 @@ def _quickstart_json(store, p) -> None:  # type: ignore[no-untyped-def]
             "run_id": run.run_id,
             "replay_id": replay.run_id,
             "llm_grader": p.with_judge,
-            "recorded": scored_rows(store, run.run_id, run.results),
-            "replayed": scored_rows(store, replay.run_id, replay.results),
+            "recorded": [json_row(r) for r in scored_rows(store, run.run_id, run.results)],
+            "replayed": [json_row(r) for r in scored_rows(store, replay.run_id, replay.results)],
             "comparison": compare_runs(load_scores(store, run.run_id), load_scores(store, replay.run_id)).to_dict(),
             "audit": audit_test(store, replay.run_id, test_id),
         }

@@ -10,6 +10,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
+from evalstore.cli.files import writable_file
 from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
@@ -116,7 +117,11 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
     help="Continue an interrupted replay with the settings it recorded (options that would change them are refused).",
 )
 @click.option(
-    "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the comparison as HTML."
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    callback=writable_file,
+    help="Write the comparison as HTML.",
 )
 @no_warm_option
 @json_option
@@ -151,8 +156,9 @@ def replay(
     """Regrade RUN with swapped converters, prompts, rubrics or judge, never calling the agent.
 
     Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN. RUN: an id,
-    a unique prefix, or last. Exits 1, as run does, when a regraded test scores below the threshold (tests
-    carried over unchanged do not count), and with --fail-on-regression when the regrade is worse than RUN.
+    a unique prefix, or last. Exits 1, as run does, when a regraded test scores below the threshold or has
+    an execution error (a grader failed to run; tests carried over unchanged do not count), and with
+    --fail-on-regression when the regrade is worse than RUN.
 
     \b
     Example:
@@ -268,8 +274,11 @@ def replay(
         for name, r in zip(names, outcome.results, strict=True)
         if not r.passed and r.origin != "carried" and r.status != "not_regradable"
     ]
-    failed = [r.test_id for _, r in below]  # --json keeps test ids; the note names each result
-    failed_names = [name for name, _ in below]
+    failed = [r.test_id for _, r in below]  # --json keeps test ids; the notes name each result
+    # A test whose grading failed cannot pass whatever its score: said as what it is, apart from the
+    # tests that scored below the threshold.
+    failed_names = [name for name, r in below if r.status != "execution_error"]
+    errored_names = [name for name, r in below if r.status == "execution_error"]
     if not outcome.complete:
         message = (
             f"replay {outcome.run_id}: this process graded {plural(len(outcome.results), 'test')}; "
@@ -289,7 +298,7 @@ def replay(
             echo(message)
         if fail_on:
             note("the regression gate is checked by the process that completes the replay")
-        _exit_if(failed_names, None)
+        _exit_if(failed_names, errored_names, None)
         return
     comparison = compare_runs(load_scores(store, outcome.parent_run_id), load_scores(store, outcome.run_id))
     regressed = regression(comparison, fail_on) if fail_on else (False, "")
@@ -333,15 +342,24 @@ def replay(
                 + f", {requests['reused']} reused"
             )
         emit_comparison(comparison, store, as_json=False, html_path=html_path)
-    _exit_if(failed_names, regressed[1] if regressed[0] else None)
+    _exit_if(failed_names, errored_names, regressed[1] if regressed[0] else None)
 
 
-def _exit_if(failed: list[str], regressed: str | None) -> None:
-    """The gate ``run`` has: exit 1 when a regraded test failed, or on a regression asked about."""
+def _exit_if(failed: list[str], errored: list[str], regressed: str | None) -> None:
+    """The gate ``run`` has: exit 1 when a regraded test failed (below the threshold, or its grading
+    failed: an execution error cannot pass), or on a regression asked about."""
     if failed:
-        shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-        note(f"{plural(len(failed), 'regraded test')} below the threshold: {shown}")
+        note(f"{plural(len(failed), 'regraded test')} below the threshold: {_some(failed)}")
+    if errored:
+        note(
+            f"{plural(len(errored), 'regraded test')} with an execution error (a grader failed to run; "
+            f"such a test cannot pass): {_some(errored)}"
+        )
     if regressed:
         note(f"regression: {regressed}")
-    if failed or regressed:
+    if failed or errored or regressed:
         sys.exit(EXIT_FAILED)
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from evalstore.cli.output import TABLE_ROWS, echo, fmt_score, print_table
@@ -12,9 +13,9 @@ if TYPE_CHECKING:  # annotations only: the modules load when the command runs, n
 
 def scored_rows(store, run_id: str, results: list[TestScored]) -> list[dict]:  # type: ignore[no-untyped-def]
     """``results`` of the run ``run_id`` as rows, with each one's grader scores and score note read from the store."""
-    graders = grader_scores(store, run_id)
-    from evalstore.replay.analysis.views import score_notes
+    from evalstore.replay.analysis.views import run_results, score_notes
 
+    graders = {(r.test_id, r.target, r.attempt): r for r in run_results(store, run_id)}
     notes = score_notes(store, run_id)
     return [
         {
@@ -25,10 +26,12 @@ def scored_rows(store, run_id: str, results: list[TestScored]) -> list[dict]:  #
             "passed": r.passed,
             "status": r.status,
             "error": r.error,
-            "graders": graders.get((r.test_id, r.target or "", r.attempt), {}),
-            "note": notes.get((r.test_id, r.target or "", r.attempt), ""),
+            "graders": graders[key].graders if key in graders else {},
+            "left_out": graders[key].left_out if key in graders else frozenset(),
+            "note": notes.get(key, ""),
         }
         for r in results
+        for key in [(r.test_id, r.target or "", r.attempt)]
     ]
 
 
@@ -58,7 +61,7 @@ def print_scored(title: str, rows: list[dict], run_id: str | None = None) -> Non
                 fmt_score(r["score"]),
                 pass_cell(r["passed"], r["status"]),
                 r["status"],
-                ", ".join(f"{g}={fmt_score(s)}" for g, s in r["graders"].items()),
+                grader_cell(r["graders"], r["left_out"]),
                 r.get("note", ""),
             )
             for name, r in zip(names[:TABLE_ROWS], rows[:TABLE_ROWS], strict=True)
@@ -86,7 +89,13 @@ def pass_cell(passed: bool, status: str) -> str:
     return "error" if status == "execution_error" else "yes" if passed else "no"
 
 
-def grader_scores(store, run_id: str) -> dict[tuple, dict[str, float]]:  # type: ignore[no-untyped-def]
-    from evalstore.replay.analysis.views import run_results
+def grader_cell(scores: dict[str, float], left_out: Collection[str]) -> str:
+    """A result's graders for a table: each one's score, or ``error`` for one that failed to run (its
+    recorded 0 is left out of the test's score, and would read as a real 0)."""
+    return ", ".join(f"{g}={'error' if g in left_out else fmt_score(s)}" for g, s in scores.items())
 
-    return {(r.test_id, r.target, r.attempt): r.graders for r in run_results(store, run_id)}
+
+def json_row(row: dict) -> dict:
+    """A row of :func:`scored_rows` as ``--json`` prints it, as before the table showed errors (its
+    ``error`` names the grader that failed)."""
+    return {k: v for k, v in row.items() if k != "left_out"}

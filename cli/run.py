@@ -14,7 +14,7 @@ from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import EXPERIMENT_NAME, UNIT_INTERVAL
-from evalstore.cli.results import print_scored, result_labels, scored_rows
+from evalstore.cli.results import json_row, print_scored, result_labels, scored_rows
 
 
 @click.command()
@@ -171,7 +171,7 @@ def run(
     }
     failed |= {key for key, t in outcome.trials.items() if not t.passed}
     if as_json:
-        payload = {"run_id": outcome.run_id, "threshold": outcome.threshold, "results": rows}
+        payload = {"run_id": outcome.run_id, "threshold": outcome.threshold, "results": [json_row(r) for r in rows]}
         print_json({**payload, "trials": trials} if trials else payload)
     else:
         print_scored(f"run {outcome.run_id}", rows, outcome.run_id)

@@ -116,7 +116,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
       evalstore show rpl-2026 --json
       evalstore show imp-5159 --all | grep quality_failure
     """
-    from evalstore.cli.results import pass_cell
+    from evalstore.cli.results import grader_cell, pass_cell
     from evalstore.replay.analysis import views
 
     store = open_store(ctx, create=False)
@@ -130,7 +130,8 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
         return
     echo(
         f"run {summary.run_id}  kind={summary.kind}  status={summary.shown_status}  suite={summary.suite or '-'}"
-        + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else "")
+        + (f"  parent={summary.parent_run_id}" if summary.parent_run_id else ""),
+        one_line=True,
     )
     if summary.kind == "replay":
         echo(f"changes: {'; '.join(summary.changes) or 'none (the same eval, graders and judge)'}")
@@ -154,7 +155,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             fmt_score(r.score),
             pass_cell(r.passed, r.status),
             r.status,
-            ", ".join(f"{g}={fmt_score(s)}" for g, s in r.graders.items()),
+            grader_cell(r.graders, r.left_out),
             note,
         )
         for r, note in results

@@ -16,7 +16,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store, store_or_opener
 from evalstore.cli.errors import handle_errors
-from evalstore.cli.files import replacing
+from evalstore.cli.files import replacing, unwritable
 from evalstore.cli.output import echo, json_option, no_cycle_collection, note, plural, print_json, progress_bar
 from evalstore.replay.choices import EXPORT_FORMATS
 
@@ -319,6 +319,10 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
         raise click.UsageError("--format bundle writes a folder: give it with -o DIR")
     if fmt == "inspect" and (output is None or str(output) == "-"):
         raise click.UsageError("--format inspect writes a log file: give it with -o LOG.eval (or .json)")
+    # Here, not as the option's callback: whether -o names a file or a folder (bundle) depends on --format.
+    problem = unwritable(output) if output is not None and str(output) != "-" and fmt != "bundle" else None
+    if problem is not None:
+        raise click.BadParameter(f"{output}: {problem}", param_hint="'-o' / '--output'")
     store = open_store(ctx, create=False)
     run_id = resolve_run(store, run)
     if fmt == "inspect":

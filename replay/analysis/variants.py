@@ -45,6 +45,20 @@ def cluster_labels(store: EventStore, run_ids: list[str], key: str) -> dict[Test
     return found
 
 
+def cluster_keys(store: EventStore, run_ids: list[str]) -> list[str]:
+    """The keys :func:`cluster_labels` could cluster these runs' tests by (what a mistyped key is told)."""
+    keys: set[str] = set()
+    for run_id in run_ids:
+        for stored in store.read_stream(run_id, types=["test_case_recorded", "test_scored"]):
+            ev = stored.event
+            if isinstance(ev, TestCaseRecorded):
+                keys.update(k for k, v in ev.metadata.items() if v is not None)
+                keys.update(k for k in BUILTIN_CLUSTERS if getattr(ev, k) is not None)
+            elif isinstance(ev, TestScored):
+                keys.update(ev.row_fields)
+    return sorted(keys)
+
+
 def _test_means(results: RunResults) -> dict[TestKey, float]:
     sums: dict[TestKey, list[float]] = {}
     for (test_id, target, _), result in results.results.items():

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import NotFoundError
+from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.store import EventStore, StoredEvent
 
 if TYPE_CHECKING:  # listing runs reads projections only; the pydantic catalogue loads when an event is decoded
@@ -75,6 +76,9 @@ class ResultRow:
     origin: str
     graders: dict[str, float] = field(default_factory=dict)
     verdicts: dict[str, str] = field(default_factory=dict)
+    left_out: frozenset[str] = frozenset()
+    """The graders that failed to run, whose score is left out of the test's (a table shows them as an
+    error, not their recorded 0; --json has their verdict, ``skip``)."""
 
     def to_dict(self) -> dict[str, Any]:
         # Spelled out: asdict() deep-copies, which is most of the cost on a large run.
@@ -263,6 +267,7 @@ def _result_row(r: tuple, verdicts: list[tuple]) -> ResultRow:
         origin=r[7],
         graders={v[0]: v[2] for v in verdicts},
         verdicts={v[0]: v[3] for v in verdicts},
+        left_out=frozenset(v[0] for v in verdicts if left_out_of_score(v[4], v[3])),
     )
 
 
@@ -297,7 +302,7 @@ def _may_have_note(score: float, verdicts: list[tuple]) -> bool:
     """A note can apply to a result with a grader that failed to run or was skipped, or a score of 0
     with a failed grader (a required gate). Read from the verdict projection rows
     (``EventStore.VERDICT_COLUMNS``)."""
-    return any(v[4] == "execution_error" or v[3] == "skip" for v in verdicts) or (
+    return any(left_out_of_score(v[4], v[3]) for v in verdicts) or (
         score == 0 and any(v[3] == "fail" for v in verdicts)
     )
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.store.events import Assertion, ExecutionStatus
 
 if TYPE_CHECKING:  # not at run time: `show` explains scores without loading the graders
@@ -86,7 +87,7 @@ def _negate_assertion(assertion: Assertion) -> Assertion:
 
 
 def is_execution_error(result: GraderResult) -> bool:
-    return result.status == "execution_error" or result.verdict == "skip"
+    return left_out_of_score(result.status, result.verdict)
 
 
 def effective_threshold(own: float | None, run: float | None, suite: float) -> float:
@@ -114,7 +115,7 @@ def explain_score(verdicts: Iterable[Any], threshold: float) -> str:
     whose gate set the score to 0, and the graders an execution error left out of the mean ('' when
     the score is simply the weighted mean). ``verdicts``: recorded verdicts (``VerdictRecorded``)."""
     verdicts = list(verdicts)
-    errored = [v for v in verdicts if v.status == "execution_error" or v.verdict == "skip"]
+    errored = [v for v in verdicts if left_out_of_score(v.status, v.verdict)]
     parts = []
     for v in verdicts:
         gate = None if v in errored else required_gate(v.required, v.min_score, threshold)

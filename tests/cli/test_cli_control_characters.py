@@ -76,3 +76,55 @@ def test_json_keeps_the_data_as_it_is(runs: tuple[str, str, str]) -> None:
     db, a, _ = runs
     (row,) = json.loads(_cli(db, "show", a, "--json").output)["results"]
     assert row["test_id"] == TEST_ID
+
+
+FORGED = "real\n\u2500\u2500\u2500\nforged-test   default  1.000  yes   ok   g=1.000\u2028forged-too\tx\x85y"
+"""A test id whose newlines print what looks like a passing row under the real one (the new-user pass's
+``nl.jsonl``), with the other line breaks a terminal honours."""
+
+
+@pytest.fixture
+def forged(tmp_path: Path) -> tuple[str, str, str]:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    ids = []
+    for name, score in (("a", 0.1), ("b", 0.9)):
+        path = tmp_path / f"{name}.jsonl"
+        grader = {"name": "g\nforged-grader", "type": "contains", "score": score, "weight": 1, "verdict": "fail"}
+        row = {"test_id": FORGED, "suite": "s\nforged-suite", "score": score, "target": "default", "scores": [grader]}
+        path.write_text(json.dumps(row) + "\n")
+        ids.append(json.loads(_cli(db, "import", str(path), "--json").output)["run_id"])
+    return db, ids[0], ids[1]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs"],
+        ["show", "{a}"],
+        ["show", "{a}", "--all"],
+        ["audit", "{a}", FORGED],
+        ["compare", "{a}", "{b}"],
+        ["compare", "{a}", "{b}", "--test", FORGED],
+    ],
+)
+def test_no_line_break_of_stored_text_starts_a_line(forged: tuple[str, str, str], command: list[str]) -> None:
+    db, a, b = forged
+    result = CliRunner().invoke(
+        cli_package.main, ["--db", db, *(c.format(a=a, b=b) for c in command)], catch_exceptions=False
+    )
+    shown = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert result.exit_code == 0, shown
+    assert not [line for line in shown.splitlines() if line.lstrip().startswith("forged")], shown
+    assert "\u2028" not in shown and "\x85" not in shown, repr(shown)
+    if command[0] in ("show", "audit", "compare"):
+        assert "real\\x0a\u2500\u2500\u2500\\x0aforged-test" in shown, shown
+
+
+def test_json_keeps_the_line_breaks(forged: tuple[str, str, str]) -> None:
+    db, a, _ = forged
+    (row,) = json.loads(_cli(db, "show", a, "--json").output)["results"]
+    assert row["test_id"] == FORGED
+
+
+def test_one_line_writes_out_every_line_break() -> None:
+    assert visible("a\nb\tc\u2028d\u2029e\x85f\x1b", one_line=True) == "a\\x0ab\\x09c\\u2028d\\u2029e\\x85f\\x1b"

@@ -115,6 +115,34 @@ def test_export_and_compare_html_never_replace_a_symlink_device_or_fifo(
     assert regular.read_text().startswith("{") and (regular.stat().st_mode & 0o777) == 0o640
 
 
+def test_an_output_path_nothing_can_be_written_to_is_refused_before_any_work(
+    imported: tuple[str, str], tmp_path: Path
+) -> None:
+    """Exit 2 says nothing was done: a replay whose --html folder is missing must not regrade and store a
+    run first (it did, then failed on the report, never reporting its gates)."""
+    db, run_id = imported
+    missing = tmp_path / "no-such-folder" / "report.html"
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    commands = [
+        (["replay", run_id, "--html"], "'--html'"),
+        (["compare", run_id, run_id, "--html"], "'--html'"),
+        (["export", run_id, "-o"], "'-o' / '--output'"),
+        (["export", run_id, "--format", "csv", "-o"], "'-o' / '--output'"),
+        (["labels", "export", "-o"], "'-o' / '--output'"),
+    ]
+    judge = {"EVALSTORE_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}  # the replay would run: nothing to grade
+    for args, option in commands:
+        error = one_line(run("--db", db, *args, str(missing), env=judge))
+        assert f"{option}: {missing}: the folder {missing.parent} does not exist" in error, error
+    for args, option in commands[2:4]:  # export's -o may name a folder (a bundle's); the others' click refuses
+        error = one_line(run("--db", db, *args, str(folder)))
+        assert f"{option}: {folder}: a folder" in error, error
+    runs = json.loads(run("--db", db, "runs", "--json").stdout)
+    assert [r["run_id"] for r in runs] == [run_id]  # no replay stored
+    assert not missing.parent.exists() and list(folder.iterdir()) == []
+
+
 # --- 9. a FIFO as the eval file ----------------------------------------------------------------------
 
 

@@ -188,7 +188,7 @@ def test_what_cannot_be_exported_as_an_inspect_log_is_one_line(tmp_path: Path) -
     )
     missing = tmp_path / "no-such-folder" / "out.eval"
     nowhere = _cli(db, "export", run_id, "--format", "inspect", "-o", str(missing))
-    assert nowhere.exit_code == 2 and nowhere.stderr.strip() == f"Error: {missing}: No such file or directory"
+    assert nowhere.exit_code == 2 and f"{missing}: the folder {missing.parent} does not exist" in nowhere.stderr
     wrong = _cli(db, "export", run_id, "--format", "inspect", "-o", str(tmp_path / "out.txt"))
     assert wrong.exit_code == 2 and "a .eval or .json file" in wrong.output
     rows = tmp_path / "rows.jsonl"
