@@ -28,6 +28,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -226,7 +227,10 @@ def _add_scores(log: Any, sample: Any, verdicts: list[Graded], regrade: _Regrade
             metadata=_metadata(v, grader_run),
             # When the replay graded it, not when it was exported: the score's history dates the regrade.
             provenance=ProvenanceData(
-                timestamp=graded_at, author=AUTHOR, reason=reason, metadata={"run_id": grader_run}
+                timestamp=datetime.fromisoformat(graded_at),
+                author=AUTHOR,
+                reason=reason,
+                metadata={"run_id": grader_run},
             ),
         )
         edit_score(single, sample.id, v.grader, edit, recompute_metrics=False, epoch=sample.epoch)
