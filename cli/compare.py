@@ -12,7 +12,7 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.files import writable_file
+from evalstore.cli.files import replacing, writable_file
 from evalstore.cli.output import (
     echo,
     fmt_score,
@@ -435,7 +435,7 @@ def emit_comparison(
         from evalstore.replay.analysis.report_html import iter_html
 
         a, b = results or (load_scores(store, comparison.run_a), load_scores(store, comparison.run_b))
-        with html_path.open("w", encoding="utf-8") as page:
+        with replacing(html_path) as page:  # a report cut short (disk full, Ctrl-C) leaves the old one
             title = f"{comparison.run_a} vs {comparison.run_b}"
             page.writelines(iter_html(comparison, a, b, title=title, agreement=(extra or {}).get("agreement")))
         note(f"wrote {html_path}")

@@ -74,3 +74,21 @@ def test_html_decodes_only_the_verdicts_it_details(
     detailed = set(changed[:3]) | {r.key for r in comparison.tests[:5]}
     assert {k for keys in asked for k in keys} == detailed
     assert len(detailed) < len(comparison.tests)
+
+
+def test_an_html_report_cut_short_leaves_the_one_before(
+    sqlite_url: str, runs: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = runs
+    report = tmp_path / "report.html"
+    report.write_text("the report of yesterday", encoding="utf-8")
+
+    def cut_short(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        yield "<!doctype html><p>half a page"
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report_html, "iter_html", cut_short)
+    written = _cli(sqlite_url, "compare", a, b, "--html", str(report))
+    assert written.exit_code == 2 and "No space left on device" in written.stderr, written.output
+    assert report.read_text(encoding="utf-8") == "the report of yesterday"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".report")) == []
