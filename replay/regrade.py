@@ -1114,6 +1114,14 @@ def prompt_swap(value: str, search_roots: list[str], *, inherited: bool = False)
         raise ReplayError(f"--prompt {name}: {exc}") from None
 
 
+def _gone_prompt(value: str) -> tuple[str, str, Path] | None:
+    """An inherited swap's grader, reference and file, when the replay recorded the file by its absolute
+    path and it is no longer there; None otherwise (it is looked for as any swap is)."""
+    name, _, ref = value.partition("=")
+    path = Path(ref.removeprefix("file://"))
+    return (name, ref, path) if path.is_absolute() and not path.exists() else None
+
+
 def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = False) -> EvalSuite:
     if not inherited:
         names = [v.partition("=")[0] for v in values]
@@ -1121,12 +1129,18 @@ def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = Fals
         if twice:
             raise ReplayError(f"--prompt {twice[0]} is given more than once; give one prompt per grader")
     for value in values:
-        name, ref, path = prompt_swap(value, suite.search_roots, inherited=inherited)
-        try:
-            text = read_text(path, DiskResolver())
-        except ReplayError as exc:
-            raise ReplayError(f"--prompt {name}: {exc}") from None
-        if not PROMPT_VARIABLE.search(text):
+        gone = _gone_prompt(value) if inherited else None
+        if gone is not None:
+            # Another checkout, a bundle imported elsewhere: graded from the bytes its replay recorded
+            # (``restored.py``), which were checked when it was given.
+            name, ref, path, text = *gone, None
+        else:
+            name, ref, path = prompt_swap(value, suite.search_roots, inherited=inherited)
+            try:
+                text = read_text(path, DiskResolver())
+            except ReplayError as exc:
+                raise ReplayError(f"--prompt {name}: {exc}") from None
+        if text is not None and not PROMPT_VARIABLE.search(text):
             raise ReplayError(
                 f"--prompt {name}: `{path}` contains neither {{{{output}}}} nor {{{{expected_output}}}}; "
                 "add one so the judge sees the answer"

@@ -1,4 +1,5 @@
-"""Grader scripts (a code grader's, an LLM grader's prompt template script) and converters gone from disk, run from the bytes the run recorded.
+"""Grader scripts (a code grader's, an LLM grader's prompt template script), prompt files and converters gone
+from disk, run (or read) from the bytes the run recorded.
 
 A run keeps the bytes of every file its eval references (its eval snapshot). A replay grades with the
 files on disk, and says which changed (drift); when one is gone (another user's checkout, a moved or
@@ -19,7 +20,7 @@ from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalS
 from evalstore.replay.grading.materialize import PrivateTempDir
 from evalstore.store import EventStore
 
-RESTORED_ROLES = ("grader_script", "converter")
+RESTORED_ROLES = ("grader_script", "converter", "prompt")
 
 
 @contextmanager
@@ -58,6 +59,8 @@ def _repointed(suite: EvalSuite, moved: dict[str, str]) -> EvalSuite:
             )
         if isinstance(spec, LlmGraderSpec) and spec.prompt_command:
             spec = spec.model_copy(update={"prompt_command": [moved.get(a, a) for a in spec.prompt_command]})
+        if isinstance(spec, LlmGraderSpec) and spec.prompt_file in moved:
+            spec = spec.model_copy(update={"prompt_file": moved[spec.prompt_file]})
         if hasattr(spec, "preprocessors"):
             spec = spec.model_copy(update={"preprocessors": converters(spec.preprocessors)})
         return spec

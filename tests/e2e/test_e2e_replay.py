@@ -192,6 +192,25 @@ def test_a_replay_of_a_replay_replaces_a_converter_whose_file_is_gone(
     )
 
 
+def test_a_replay_of_a_replay_reads_a_prompt_whose_file_is_gone_from_the_recorded_bytes(
+    recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
+) -> None:
+    """A teammate's checkout, or a bundle imported elsewhere: the inherited --prompt file is not there. The
+    replay grades with the prompt's bytes the replay recorded (and says so), as for a gone converter."""
+    root = recorded.suite.root
+    private = root / "mine" / "prompts" / "quality.v2.md"
+    private.parent.mkdir(parents=True)
+    private.write_bytes((root / "prompts" / "quality.v2.md").read_bytes())
+    first = replay(recorded_db, recorded.run_id, "--prompt", f"quality=file://{private}")["run_id"]
+    private.unlink()
+    before = len(judge.requests)
+    again = cli(recorded_db, "replay", first, "--json")
+    assert again.exit_code in (0, 1), again.stderr  # 1: a test below the threshold
+    assert f"prompt {private} is gone: run from the bytes recorded with the run" in again.stderr
+    assert len(judge.requests) == before  # the same prompt, rendered the same: every reply reused
+    assert graders(recorded_db, json.loads(again.stdout)["run_id"], "quality") == dict.fromkeys(TESTS, STRICT_SCORE)
+
+
 def test_swap_prompt_sends_the_new_prompt_to_the_judge(
     recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
 ) -> None:
