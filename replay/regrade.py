@@ -1075,8 +1075,15 @@ def _with_converter(converters: list[ConverterSpec], new: ConverterSpec) -> list
 
 
 def _swap_preprocessors(suite: EvalSuite, values: list[str], recorded: RunStarted | None = None) -> EvalSuite:
+    swapped: dict[str, str] = {}  # media type -> the type as given
     for value in values:
         new = parse_preprocessor(value, suite.search_roots, recorded)
+        if recorded is None and new.media_type in swapped:  # the last would win, silently
+            raise ReplayError(
+                f"--preprocessor {new.type}: {new.media_type} is swapped twice (also as {swapped[new.media_type]}); "
+                "give one converter per type"
+            )
+        swapped[new.media_type] = new.type
         suite = suite.with_graders(partial(_graded_with, new))
         # The swap as given is the snapshot entry's ref: how a replay of this replay finds the converter.
         refs = [*suite.referenced_files, ("converter", new.command[-1], value)]

@@ -165,6 +165,23 @@ def test_swap_preprocessor_json_argv_and_plain_command_line(
         assert second_sig[(test_id, "workbook")] == first_sig[(test_id, "workbook")]
 
 
+def test_one_media_type_swapped_twice_is_refused(recorded: Recorded, recorded_db: str) -> None:
+    """The last would win and the first be recorded as given: one line, nothing run."""
+    before = len(runs(recorded_db))
+    result = cli(
+        recorded_db,
+        "replay",
+        recorded.run_id,
+        "--preprocessor",
+        f"xlsx={PY} scripts/xlsx_summary.py",
+        "--preprocessor",
+        f"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet={PY} scripts/xlsx_summary.py",
+    )
+    line = one_line_error(result)
+    assert line.startswith("Error: --preprocessor application/vnd.openxmlformats-officedocument.spreadsheetml.sheet: ")
+    assert "is swapped twice (also as xlsx)" in line and len(runs(recorded_db)) == before
+
+
 def test_a_replay_of_a_replay_replaces_a_converter_whose_file_is_gone(
     recorded: Recorded, recorded_db: str, judge: JudgeServer, key_env: dict
 ) -> None:
