@@ -177,7 +177,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
     if skipped:
         echo(f"{len(skipped)} source lines left out:")
         for line in skipped if show_all else skipped[:TABLE_ROWS]:
-            echo(f"  {line.source.location}: {line.reason}")
+            echo(f"  {line.source.location}: {line.reason}", one_line=True)  # a reason may quote a test id
         if not show_all and len(skipped) > TABLE_ROWS:
             echo(f"  (the first {TABLE_ROWS}; --all lists every one, --json for scripts)")
 

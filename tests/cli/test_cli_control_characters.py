@@ -128,3 +128,15 @@ def test_json_keeps_the_line_breaks(forged: tuple[str, str, str]) -> None:
 
 def test_one_line_writes_out_every_line_break() -> None:
     assert visible("a\nb\tc\u2028d\u2029e\x85f\x1b", one_line=True) == "a\\x0ab\\x09c\\u2028d\\u2029e\\x85f\\x1b"
+
+
+def test_a_left_out_lines_file_name_with_a_line_break_stays_on_its_line(tmp_path: Path) -> None:
+    """``show`` lists the lines an import left out by file and line: a file name is stored text too."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    path = tmp_path / "results\nforged-line: all good.jsonl"
+    path.write_text('{"test_id": "t1", "score": 1}\nnot json\n')
+    run_id = json.loads(_cli(db, "import", str(path), "--skip-bad", "--json").output)["run_id"]
+    shown = _cli(db, "show", run_id).output
+    assert "1 source lines left out:" in shown
+    assert not [line for line in shown.splitlines() if line.startswith("forged")], shown
+    assert "results\\x0aforged-line: all good.jsonl:2: " in shown, shown
