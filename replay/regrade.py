@@ -276,6 +276,7 @@ def replay_run(
     with restored_files(store, _suite(store, parent, effective), drifted) as (suite, drifted, moved):
         preflight(suite)
         _check_eval(parent, suite, options)
+        suite = _warned(suite, _unused_judge(suite, options, effective))
         _check_judges(suite, effective, parent)
         snapshot, blobs = snapshot_suite(suite, moved)
         # The prompt files as found from this folder: a resume, or a replay of this replay, run from another
@@ -1191,6 +1192,22 @@ def _check_judges(suite: EvalSuite, options: ReplayOptions, parent: Run) -> None
         judges.close()
     if problem:
         raise JudgeConfigError(problem)
+
+
+def _unused_judge(suite: EvalSuite, own: ReplayOptions, effective: ReplayOptions) -> str | None:
+    """The warning for ``--judge-target``/``--judge-model`` given to a replay that regrades no grader able to
+    call a judge: the swap changes nothing. Said, not refused: a script may name the judge for every suite
+    it regrades (a ``--prompt`` for a grader left out is refused: it names one grader)."""
+    given = [
+        flag for flag, value in (("--judge-target", own.judge_target), ("--judge-model", own.judge_model)) if value
+    ]
+    if not given:
+        return None
+    only = set(effective.graders) if effective.graders is not None else None
+    regraded = {name: g for t in suite.tests for name, g in verdict_graders(t) if only is None or name in only}
+    if any(_needs_judge(g) for g in regraded.values()):
+        return None
+    return f"{' and '.join(given)} changes nothing: no grader this replay regrades calls a judge"
 
 
 def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regraded: list[ResultKey]) -> str | None:

@@ -169,6 +169,18 @@ def test_a_prompt_for_a_grader_the_parent_replay_left_out_is_refused(suite: tupl
     replayed(db, narrowed, "--prompt", "quality=file://prompts/quality.md", "--graders", "quality")
 
 
+@pytest.mark.parametrize("judge", [["--judge-model", "other-model"], ["--judge-target", "judge"]])
+def test_a_judge_for_a_replay_that_regrades_no_judged_grader_is_said_to_change_nothing(
+    suite: tuple[str, ScaleRun], judge: list[str]
+) -> None:
+    db, run = suite
+    warning = f"{judge[0]} changes nothing: no grader this replay regrades calls a judge"
+    result = es(db, "replay", run.run_id, *judge, "--graders", "has-number")
+    assert result.exit_code in (0, 1) and warning in result.stderr, result.output
+    result = es(db, "replay", run.run_id, *judge, "--graders", "has-number,quality")
+    assert result.exit_code in (0, 1) and warning not in result.stderr, result.output
+
+
 @pytest.mark.parametrize(
     "args",
     [
