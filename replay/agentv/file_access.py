@@ -31,6 +31,19 @@ file: one past a chunk is read, hashed and stored a chunk at a time, ``store/blo
 recorded as refused, saying how to raise the cap."""
 
 
+DEFAULT_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+"""The largest JSON document an import reads whole (an Inspect log's sample or header member): parsing one
+takes three to four times its size in memory, and it compresses a thousandfold, so a log of a megabyte
+asked for 3 GB under the 2 GiB file cap. ``EVALSTORE_MAX_FILE_BYTES``, when set, caps these too."""
+
+
+def max_document_bytes(environ: Mapping[str, str] | None = None) -> int:
+    """The cap on one JSON document an import reads whole: ``EVALSTORE_MAX_FILE_BYTES`` when set, else
+    :data:`DEFAULT_MAX_DOCUMENT_BYTES`."""
+    raw = (os.environ if environ is None else environ).get(MAX_FILE_BYTES_ENV)
+    return max_file_bytes(environ) if raw is not None and raw.strip() else DEFAULT_MAX_DOCUMENT_BYTES
+
+
 def max_file_bytes(environ: Mapping[str, str] | None = None) -> int:
     """The cap on one imported file: ``EVALSTORE_MAX_FILE_BYTES`` (bytes), else :data:`DEFAULT_MAX_FILE_BYTES`."""
     raw = (os.environ if environ is None else environ).get(MAX_FILE_BYTES_ENV)

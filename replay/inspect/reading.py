@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalstore.replay.agentv.file_access import MAX_FILE_BYTES_ENV, max_file_bytes
+from evalstore.replay.agentv.file_access import MAX_FILE_BYTES_ENV, max_document_bytes
 from evalstore.replay.errors import ImportFormatError
 from evalstore.replay.jsontext import decode_problem, loads
 
@@ -76,11 +76,11 @@ def read_member(log: zipfile.ZipFile, member: str) -> bytes:
 
 def check_members(path: Path) -> None:
     """Refuse an ``.eval`` log before ``inspect_ai`` reads it: a member that declares more than
-    ``EVALSTORE_MAX_FILE_BYTES`` (a sample of a few MB that inflates to 3 GB took 6.4 GB of RSS, then a
+    :func:`max_document_bytes` (a sample of a few MB that inflates to 3 GB took 6.4 GB of RSS, then a
     MemoryError), or one of the log's own (all but its samples: the header and summaries ``inspect_ai``
     reads whole, however large its directory says they are: 4.8 GB of RSS for a header declared as 100
     bytes) that inflates to more than it declares (read here a step at a time; its CRC fails)."""
-    cap = max_file_bytes()
+    cap = max_document_bytes()
     with read_or_refuse(path, partial(zipfile.ZipFile, path)) as log:
         for info in log.infolist():
             if info.file_size > cap:

@@ -63,7 +63,9 @@ def inflating(dst: Path, member: str, megabytes: int) -> Path:
             if name != member:
                 out.writestr(name, src.read(name))
                 continue
-            with out.open(zipfile.ZipInfo(name), "w") as w:
+            info = zipfile.ZipInfo(name)
+            info.compress_type = zipfile.ZIP_DEFLATED  # a ZipInfo's own default stores it as it is
+            with out.open(info, "w") as w:
                 w.write(b'{"x": "')
                 for _ in range(megabytes):
                     w.write(b"a" * (1 << 20))
@@ -136,3 +138,14 @@ def test_a_sample_compressed_as_zipfile_cannot_read_goes_to_inspect_ai_s_reader(
     # inspect_ai's own words: the fallback was taken (zipfile's NotImplementedError, a RuntimeError, was
     # refused as the log's error before it could reach the fallback)
     assert refused(tmp_path, path).endswith("(Unsupported compression method: 98)")
+
+
+def test_a_sample_inflating_past_the_document_cap_is_refused_without_a_setting(tmp_path: Path) -> None:
+    """A JSON member is parsed whole: 300 MB of it (a few hundred KB in the log) would take a gigabyte or
+    more, so members are capped at 256 MiB unless EVALSTORE_MAX_FILE_BYTES says otherwise."""
+    log = inflating(tmp_path / "big.eval", SAMPLE, 300)
+    assert log.stat().st_size < 2 << 20
+    error = refused(tmp_path, log)
+    assert (
+        f"big.eval: its member '{SAMPLE}' inflates to 314572809 bytes, more than an import reads (268435456)" in error
+    )
