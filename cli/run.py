@@ -74,7 +74,8 @@ from evalstore.cli.results import json_row, print_scored, result_labels, scored_
     "resume",
     metavar="RUN",
     shell_complete=complete_run_id,
-    help="Finish an interrupted run without calling the target again for recorded tests.",
+    help="Finish an interrupted run without calling the target again for recorded tests, with the settings "
+    "it began with (options that would change them are refused).",
 )
 @no_warm_option
 @json_option
@@ -117,6 +118,26 @@ def run(
         raise click.UsageError("give either EVAL_FILE or --resume RUN")
     if resume and experiment is not None:
         raise click.UsageError("--experiment names a new run; --resume continues a run under its own")
+    if resume:
+        # What the run grades and records: given again here, the tests recorded before and those run now
+        # would differ in it (another target's answers, another pass mark). How it runs (--workers,
+        # --workdir, --judge-concurrency, --no-warm) may change.
+        what = {
+            "--target": target_names,
+            "--targets": targets_path,
+            "--threshold": threshold,
+            "--timeout": timeout,
+            "--max-retries": max_retries,
+            "--judge-target": judge_target,
+            "--judge-model": judge_model,
+            "--cache": cache,
+        }
+        given = [flag for flag, value in what.items() if value not in (None, ()) and value is not False]
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} with --resume: a resumed run keeps the settings it began with; "
+                "start a new run to change them"
+            )
     options = RunOptions(
         target=target_names[0] if len(target_names) == 1 else None,
         targets=list(target_names) if len(target_names) > 1 else [],

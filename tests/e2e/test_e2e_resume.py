@@ -77,6 +77,14 @@ def test_a_killed_run_resumes_without_calling_the_agent_for_recorded_tests(tmp_p
     assert run["status"] != "completed" and run["tests"] == 2
     assert Counter(suite.calls()) == {"q1-report": 1, "q2-report": 1, "q3-report": 1}
 
+    # Another target or pass mark would grade the tests run now otherwise than those recorded before.
+    line = one_line_error(cli(db, "run", "--resume", run["run_id"], "--target", "other", "--threshold", "0.4"))
+    assert line.startswith(
+        "Error: --target, --threshold with --resume: a resumed run keeps the settings it began with; "
+        "start a new run to change them"
+    )
+    assert Counter(suite.calls()) == {"q1-report": 1, "q2-report": 1, "q3-report": 1}
+
     out = ok_json(cli(db, "run", "--resume", run["run_id"], "--json", "--workdir", str(tmp_path / "ws")), 1)
     assert out["run_id"] == run["run_id"]
     assert [r["test_id"] for r in out["results"]] == [c[0] for c in SLOW_CASES]
