@@ -123,6 +123,14 @@ def check_checkpoint(store: EventStore, signed_note: str, key: VerifierKey) -> C
     size = checkpoint.size
     if bad_signature:
         return CheckpointCheck(checkpoint, key.name, f"checkpoint signature: {bad_signature}")
+    mine = log_origin(store)
+    if mine is not None and mine != checkpoint.origin:  # another store's: its prefix says nothing of this one
+        return CheckpointCheck(
+            checkpoint,
+            key.name,
+            f"the checkpoint is of log {checkpoint.origin}; this store is log {mine} (as its own checkpoints "
+            "name it): give a checkpoint of this store",
+        )
     leaves: list[bytes] = []
     head = GENESIS_HASH
     for seq, digest, leaf in _leaves(store, upto=size):

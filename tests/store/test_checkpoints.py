@@ -78,6 +78,25 @@ def test_a_checkpoint_signs_the_head_and_is_recorded_with_the_key(signed, store_
     }
 
 
+def test_another_stores_checkpoint_is_said_to_be_of_another_log(signed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Not a truncation of this log (the other store may hold more events, or fewer): a checkpoint of another."""
+    _, key, pub, cp = signed
+    other_url = f"sqlite:///{tmp_path / 'other.db'}"
+    other = EventStore(make_engine(other_url))
+    try:
+        populate(other)
+    finally:
+        other.close()
+    theirs = _cli(other_url, "checkpoint", "--key", str(key))
+    assert theirs.exit_code == 0, theirs.output
+    result = _verify(other_url, cp, pub)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"FAILED: the checkpoint is of log {cp.read_text().split(chr(10))[0]}; this store is log "
+        f"{theirs.stdout.split(chr(10))[0]} (as its own checkpoints name it): give a checkpoint of this store\n"
+    )
+
+
 def test_a_truncated_log_fails(signed, store_url: str) -> None:  # type: ignore[no-untyped-def]
     store, _, pub, cp = signed
     size = int(cp.read_text().split("\n")[1])
