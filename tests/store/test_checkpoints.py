@@ -212,3 +212,15 @@ def test_without_a_key_checkpoint_is_one_error_line(store: EventStore, store_url
     assert result.exit_code == 2
     assert result.stderr == f"Error: {missing}: no signing key there; create one with `evalstore keys init`\n"
     assert list(store.read_stream(LOG_STREAM)) == []
+
+
+def test_a_store_whose_record_cannot_be_read_fails_as_plain_verify_does(signed, store_url: str) -> None:  # type: ignore[no-untyped-def]
+    """With --checkpoint too: exit 1 naming the record, not an error asking to run verify."""
+    store, _, pub, cp = signed
+    drop_append_only_triggers(store.engine)
+    seq = record_span(store.engine, 5)[0]
+    set_record(store.engine, seq, body=b"\x00 not deflate at all")
+    plain = _cli(store_url, "verify")
+    assert plain.exit_code == 1 and plain.stderr.startswith(f"FAILED: record seq {seq}"), plain.output
+    result = _verify(store_url, cp, pub)
+    assert (result.exit_code, result.stderr) == (1, plain.stderr)
