@@ -36,7 +36,11 @@ from evalstore.cli.results import json_row, print_scored, result_labels, scored_
     "--workers", type=click.IntRange(1, 256), help="Tests run at once (default: the eval's execution.workers, else 4)."
 )
 @click.option("--threshold", type=UNIT_INTERVAL, help="Pass mark for a test score (default: the eval's, else 0.8).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Seconds per target call.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds per target call (default: the target's timeout_seconds, else 1800 for a cli target).",
+)
 @click.option(
     "--max-retries",
     type=click.IntRange(min=0),
