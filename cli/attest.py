@@ -16,7 +16,7 @@ import click
 
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.files import writable_file
+from evalstore.cli.files import output_option
 from evalstore.cli.output import echo, json_option, note, print_json
 
 KEY_ENV = "EVALSTORE_SIGNING_KEY"
@@ -175,13 +175,7 @@ def show(key_path: Path | None, as_json: bool) -> None:
 @click.command()
 @key_option
 @click.option("--origin", help="The log's name in the checkpoint (default: the one its last checkpoint used).")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=writable_file,
-    help="Also write it to this file.",
-)
+@output_option("-o", "--output", help="Also write it to this file.")
 @json_option
 @click.pass_context
 @handle_errors
@@ -217,13 +211,7 @@ def checkpoint(
 
 @click.command()
 @click.argument("run")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=writable_file,
-    help="Write it here (default: stdout).",
-)
+@output_option("-o", "--output", help="Write it here (default: stdout).")
 @click.pass_context
 @handle_errors
 def attest(ctx: click.Context, run: str, output: Path | None) -> None:

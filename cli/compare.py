@@ -12,7 +12,7 @@ import click
 
 from evalstore.cli.context import complete_run_id, complete_test_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
-from evalstore.cli.files import replacing, writable_file
+from evalstore.cli.files import output_option, replacing
 from evalstore.cli.output import (
     echo,
     fmt_score,
@@ -158,13 +158,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     type=click.Choice(list(REGRESSION_MODES)),
     help="Exit 1 when B is worse: ci = mean-difference CI entirely below 0; flip = any pass->fail; any = either.",
 )
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=writable_file,
-    help="Write a self-contained HTML report.",
-)
+@output_option("--html", "html_path", help="Write a self-contained HTML report.")
 @click.option(
     "--cluster-by",
     metavar="KEY",

@@ -8,7 +8,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -74,6 +74,12 @@ def replacing(path: Path) -> Iterator[IO[str]]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def output_option(*names: str, help: str) -> Callable[[Callable], Callable]:
+    """The option naming a file a command writes (``-o/--output``, ``--html``), checked by
+    :func:`writable_file` before the command runs."""
+    return click.option(*names, type=click.Path(dir_okay=False, path_type=Path), callback=writable_file, help=help)
 
 
 def writable_file(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:

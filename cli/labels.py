@@ -11,7 +11,7 @@ import click
 
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import UsageError, handle_errors
-from evalstore.cli.files import writable_file
+from evalstore.cli.files import output_option
 from evalstore.cli.output import echo, json_option, note, print_json, print_table
 from evalstore.cli.params import UNIT_INTERVAL
 
@@ -280,13 +280,7 @@ def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
     show_default=True,
     help="JSON lines or CSV, with the columns labels import reads.",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=writable_file,
-    help="Write to FILE (default stdout).",
-)
+@output_option("-o", "--output", help="Write to FILE (default stdout).")
 @click.pass_context
 @handle_errors
 def export_labels(ctx, fmt, output) -> None:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.files import writable_file
+from evalstore.cli.files import output_option
 from evalstore.cli.options import no_warm_option
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
@@ -116,13 +116,7 @@ def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dic
     shell_complete=complete_run_id,
     help="Continue an interrupted replay with the settings it recorded (options that would change them are refused).",
 )
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    callback=writable_file,
-    help="Write the comparison as HTML.",
-)
+@output_option("--html", "html_path", help="Write the comparison as HTML.")
 @no_warm_option
 @json_option
 @checkpoint_option

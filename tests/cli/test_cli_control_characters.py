@@ -34,15 +34,21 @@ def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(cli_package.main, ["--db", db, *args], catch_exceptions=False)
 
 
-@pytest.fixture
-def runs(tmp_path: Path) -> tuple[str, str, str]:
+def _two_runs(tmp_path: Path, rows: tuple[dict, dict]) -> tuple[str, str, str]:
+    """A store with runs a and b imported, one row each: (store URL, run a, run b)."""
     db = f"sqlite:///{tmp_path / 'store.db'}"
     ids = []
-    for name, score in (("a", 0.0), ("b", 1.0)):
+    for name, row in zip("ab", rows, strict=True):
         path = tmp_path / f"{name}.jsonl"
-        path.write_text(json.dumps(_row(TEST_ID, "\r    \u2713 total is 2,880 \u2014 verified", score)) + "\n")
+        path.write_text(json.dumps(row) + "\n")
         ids.append(json.loads(_cli(db, "import", str(path), "--json").output)["run_id"])
     return db, ids[0], ids[1]
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> tuple[str, str, str]:
+    evidence = "\r    \u2713 total is 2,880 \u2014 verified"
+    return _two_runs(tmp_path, (_row(TEST_ID, evidence, 0.0), _row(TEST_ID, evidence, 1.0)))
 
 
 @pytest.mark.parametrize(
@@ -85,15 +91,11 @@ FORGED = "real\n\u2500\u2500\u2500\nforged-test   default  1.000  yes   ok   g=1
 
 @pytest.fixture
 def forged(tmp_path: Path) -> tuple[str, str, str]:
-    db = f"sqlite:///{tmp_path / 'store.db'}"
-    ids = []
-    for name, score in (("a", 0.1), ("b", 0.9)):
-        path = tmp_path / f"{name}.jsonl"
+    def row(score: float) -> dict:
         grader = {"name": "g\nforged-grader", "type": "contains", "score": score, "weight": 1, "verdict": "fail"}
-        row = {"test_id": FORGED, "suite": "s\nforged-suite", "score": score, "target": "default", "scores": [grader]}
-        path.write_text(json.dumps(row) + "\n")
-        ids.append(json.loads(_cli(db, "import", str(path), "--json").output)["run_id"])
-    return db, ids[0], ids[1]
+        return {"test_id": FORGED, "suite": "s\nforged-suite", "score": score, "target": "default", "scores": [grader]}
+
+    return _two_runs(tmp_path, (row(0.1), row(0.9)))
 
 
 @pytest.mark.parametrize(

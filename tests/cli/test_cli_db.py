@@ -16,13 +16,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evalstore import cli
-from evalstore.store import EventStore, make_engine, sha256_hex
+from evalstore.store import EventStore, sha256_hex
 from evalstore.store import engine as store_engine
 
 # The store tests' sample runs, shared rather than copied (tests/ is not a package).
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
 from log_rows import event_count, payload_at, rewrite_event
-from sample_runs import drop_append_only_triggers, execute, populate, scalar
+from sample_runs import drop_append_only_triggers, execute, populate, populated_sqlite, scalar
 
 
 def evalstore(url: str, *args: str) -> Result:
@@ -264,24 +264,13 @@ def test_installed_script_verifies_and_names_the_tampered_record(
     assert json.loads(as_json.stdout)["problem"].startswith("record seq 9 (events seq 9-15):")
 
 
-def _populated(path: Path) -> str:
-    """A SQLite store at ``path`` holding the sample runs; its URL."""
-    url = f"sqlite:///{path}"
-    store = EventStore(make_engine(url))
-    try:
-        populate(store)
-    finally:
-        store.close()
-    return url
-
-
 def _lists_the_sample_runs(listed: subprocess.CompletedProcess[str]) -> None:
     assert listed.returncode == 0, listed.stderr
     assert [r["run_id"] for r in json.loads(listed.stdout)] == ["run-a", "run-b", "run-a-replay"]
 
 
 def test_installed_script_takes_the_store_from_the_environment(tmp_path: Path) -> None:
-    url = _populated(tmp_path / "env.db")
+    url = populated_sqlite(tmp_path / "env.db")
     listed = _run(["runs", "--json"], tmp_path, EVALSTORE_DB=url)
     _lists_the_sample_runs(listed)
     missing = _run(["show", "nope"], tmp_path, EVALSTORE_DB=url)
@@ -294,7 +283,7 @@ def test_installed_script_takes_the_store_from_the_environment(tmp_path: Path) -
 def test_the_store_can_be_named_after_the_command(tmp_path: Path) -> None:
     """``evalstore runs --db X`` as ``evalstore --db X runs``: people type it after the command as often as
     before; it overrides EVALSTORE_DB, reaches a group's commands, and given twice apart is refused."""
-    url = _populated(tmp_path / "after.db")
+    url = populated_sqlite(tmp_path / "after.db")
     other = f"sqlite:///{tmp_path / 'other.db'}"
     _lists_the_sample_runs(_run(["runs", "--json", "--db", url], tmp_path, EVALSTORE_DB=other))
     assert not (tmp_path / "other.db").exists()
@@ -314,7 +303,7 @@ def test_verify_fails_a_store_whose_file_is_cut_short_and_other_commands_say_so(
     """A database file SQLite finds damaged is damage (verify: exit 1, naming the file), not a store given
     wrongly (exit 2), which a file that is not a database at all stays."""
     path = tmp_path / "store.db"
-    url = _populated(path)
+    url = populated_sqlite(path)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     result = evalstore(url, "verify")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, text
@@ -196,6 +197,19 @@ def append_run(store: EventStore, run_id: str, **kwargs: Any) -> int:
         store.append(run_id, events, expected_version=version, blobs=blobs)
         version += len(events)
     return version
+
+
+def populated_sqlite(path: Path) -> str:
+    """A SQLite store at ``path`` holding the sample runs (:func:`populate`); its URL."""
+    from evalstore.store import make_engine
+
+    url = f"sqlite:///{path}"
+    store = EventStore(make_engine(url))
+    try:
+        populate(store)
+    finally:
+        store.close()
+    return url
 
 
 def populate(store: EventStore) -> int:

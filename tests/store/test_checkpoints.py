@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from log_rows import event_count, payload_at, record_span, rewrite_event, set_record, stored_hash, truncate_log
-from sample_runs import drop_append_only_triggers, execute, populate, restore_append_only_triggers
+from sample_runs import drop_append_only_triggers, execute, populate, populated_sqlite, restore_append_only_triggers
 
 from evalstore import cli
 from evalstore.replay.attest.checkpoint import check_checkpoint, register_key
@@ -81,12 +81,7 @@ def test_a_checkpoint_signs_the_head_and_is_recorded_with_the_key(signed, store_
 def test_another_stores_checkpoint_is_said_to_be_of_another_log(signed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Not a truncation of this log (the other store may hold more events, or fewer): a checkpoint of another."""
     _, key, pub, cp = signed
-    other_url = f"sqlite:///{tmp_path / 'other.db'}"
-    other = EventStore(make_engine(other_url))
-    try:
-        populate(other)
-    finally:
-        other.close()
+    other_url = populated_sqlite(tmp_path / "other.db")
     theirs = _cli(other_url, "checkpoint", "--key", str(key))
     assert theirs.exit_code == 0, theirs.output
     result = _verify(other_url, cp, pub)
