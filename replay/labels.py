@@ -360,8 +360,13 @@ def read_label_file(path: Path) -> tuple[list[LabelInput], list[str]]:
             rows.append((number, row))
     elif path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
-        if not reader.fieldnames or "test_id" not in reader.fieldnames:
+        if not reader.fieldnames:
+            raise LabelError(f"{name}: empty; a labels CSV begins with a header ({', '.join(COLUMNS)})")
+        if "test_id" not in reader.fieldnames:
             raise LabelError(f"{name}:1: the header names no test_id column; expected {', '.join(COLUMNS)}")
+        twice = sorted({c for c in reader.fieldnames if reader.fieldnames.count(c) > 1})
+        if twice:  # a row would keep the last column's cell, silently
+            raise LabelError(f"{name}:1: the header names {twice[0]} twice; name each column once")
         for row in reader:
             if None in row:
                 raise LabelError(f"{name}:{reader.line_num}: more cells than the header has columns")
@@ -369,6 +374,8 @@ def read_label_file(path: Path) -> tuple[list[LabelInput], list[str]]:
                 rows.append((reader.line_num, row))
     else:
         raise LabelError(f"{name}: expected a .csv or .jsonl file")
+    if not rows:
+        raise LabelError(f"{name}: no labels in it (a label is a row with a test_id and a verdict or score)")
     items = [_row_input(row, SourceRef(file=name, line=number)) for number, row in rows]
     ids = [str(uuid.uuid5(_NAMESPACE, f"{digest}:{number}")) for number, _ in rows]
     return items, ids

@@ -88,6 +88,26 @@ def test_bad_input_is_one_error_line_and_nothing_written(tmp_path: Path) -> None
     assert r.exit_code == 2 and "--grader 'qualty': no grader of that name" in r.stderr and "quality" in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "{f}: empty; a labels CSV begins with a header"),
+        ("test_id,test_id,verdict\nt01,t02,fail\n", "{f}:1: the header names test_id twice; name each column once"),
+        ("test_id,verdict\n", "{f}: no labels in it"),
+    ],
+)
+def test_a_labels_csv_without_labels_or_with_a_column_twice_is_refused(tmp_path: Path, text: str, problem: str) -> None:
+    """A column named twice kept its last cell and an empty file said it had no test_id column; a file of a
+    header only said it imported 0 labels for no run."""
+    db = _setup(tmp_path)
+    f = tmp_path / "labels.csv"
+    f.write_text(text)
+    r = _cli(db, "labels", "import", str(f), "--run", "rec-1")
+    assert r.exit_code == 2 and r.stderr.strip().startswith("Error: " + problem.format(f=f)), r.output
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert json.loads(_cli(db, "labels", "rec-1", "--json").stdout) == []
+
+
 def test_pass_and_fail_together_are_refused(tmp_path: Path) -> None:
     db = _setup(tmp_path)
     both = _cli(db, "label", "rec-1", "t00", "--pass", "--fail", "--by", "bob")
