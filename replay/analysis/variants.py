@@ -13,7 +13,9 @@ base's, the McNemar p-values Holm-adjusted over the variants too.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from evalstore.replay.analysis.agreement import AgreementDifference, agreement_difference
 from evalstore.replay.analysis.calibration import ClusteredDifference, clustered_mean_difference, holm
@@ -32,31 +34,29 @@ def cluster_labels(store: EventStore, run_ids: list[str], key: str) -> dict[Test
     (``conversation_id``, ``category``: recorded with a run's case, or carried by an imported row). Tests
     without it are their own cluster."""
     found: dict[TestKey, str] = {}
-    for run_id in run_ids:
-        for stored in store.read_stream(run_id, types=["test_case_recorded", "test_scored"]):
-            ev = stored.event
-            test = (ev.test_id, ev.target)  # type: ignore[attr-defined]
-            if isinstance(ev, TestCaseRecorded) and key in ev.metadata and ev.metadata[key] is not None:
-                found.setdefault(test, str(ev.metadata[key]))
-            elif isinstance(ev, TestCaseRecorded) and key in BUILTIN_CLUSTERS and getattr(ev, key) is not None:
-                found.setdefault(test, getattr(ev, key))
-            elif isinstance(ev, TestScored) and key in ev.row_fields:
-                found.setdefault(test, ev.row_fields[key])
+    for test, values in _clusterings(store, run_ids):
+        if key in values:
+            found.setdefault(test, values[key])
     return found
 
 
 def cluster_keys(store: EventStore, run_ids: list[str]) -> list[str]:
     """The keys :func:`cluster_labels` could cluster these runs' tests by (what a mistyped key is told)."""
-    keys: set[str] = set()
+    return sorted({k for _, values in _clusterings(store, run_ids) for k in values})
+
+
+def _clusterings(store: EventStore, run_ids: list[str]) -> Iterator[tuple[TestKey, dict[str, Any]]]:
+    """Each recorded case's and score's values a test can be clustered by, in the runs' order: a case's
+    AgentV labels, then its metadata (which wins); a score's row fields (an imported row's labels)."""
     for run_id in run_ids:
         for stored in store.read_stream(run_id, types=["test_case_recorded", "test_scored"]):
             ev = stored.event
+            test = (ev.test_id, ev.target)  # type: ignore[attr-defined]
             if isinstance(ev, TestCaseRecorded):
-                keys.update(k for k, v in ev.metadata.items() if v is not None)
-                keys.update(k for k in BUILTIN_CLUSTERS if getattr(ev, k) is not None)
+                builtin = {k: getattr(ev, k) for k in BUILTIN_CLUSTERS if getattr(ev, k) is not None}
+                yield test, {**builtin, **{k: str(v) for k, v in ev.metadata.items() if v is not None}}
             elif isinstance(ev, TestScored):
-                keys.update(ev.row_fields)
-    return sorted(keys)
+                yield test, ev.row_fields
 
 
 def _test_means(results: RunResults) -> dict[TestKey, float]:
