@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,26 +58,25 @@ def _outcomes_line(c: Comparison) -> str:
 def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     from evalstore.replay.analysis.compare import key_label
 
+    # Every line here holds stored text (run and test ids, assertions): none may break into two.
+    line = partial(echo, one_line=True)
     o = c.overall
     ci, p, k = _stats_cells(o)
-    echo(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}", one_line=True)
+    line(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
     if c.not_regradable:
-        echo(
+        line(
             f"left out: {len(c.not_regradable)} not regradable (nothing to grade): "
             + ", ".join(key_label(k) for k in c.not_regradable),
-            one_line=True,
         )
-    echo(
+    line(
         f"mean score A={fmt_score(o.score.mean_a)} B={fmt_score(o.score.mean_b)} diff={_signed(o.score.mean_diff)} "
         f"95% CI {ci} (paired bootstrap, seed {c.seed})",
-        one_line=True,
     )
-    echo(
+    line(
         f"pass/fail: both pass {o.counts.both_pass}, both fail {o.counts.both_fail}, "
         f"pass->fail {o.counts.a_only_pass}, fail->pass {o.counts.b_only_pass}; McNemar exact p={p}; kappa={k}",
-        one_line=True,
     )
-    echo(_outcomes_line(c), one_line=True)
+    line(_outcomes_line(c))
     print_table(
         "per grader",
         ["grader", "n", "mean A", "mean B", "diff", "95% CI", "pass->fail", "fail->pass", "McNemar p", "kappa"],
@@ -119,24 +119,23 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
             optional=["result"],
         )
     else:
-        echo("no test changed score", one_line=True)
+        line("no test changed score")
     if c.only_in_a or c.only_in_b:
-        echo(f"only in A: {', '.join(key_label(k) for k in c.only_in_a) or '-'}", one_line=True)
-        echo(f"only in B: {', '.join(key_label(k) for k in c.only_in_b) or '-'}", one_line=True)
+        line(f"only in A: {', '.join(key_label(k) for k in c.only_in_a) or '-'}")
+        line(f"only in B: {', '.join(key_label(k) for k in c.only_in_b) or '-'}")
     for diff in c.assertion_diffs:
-        echo(f"assertions of {key_label(diff.key)}:", one_line=True)
+        line(f"assertions of {key_label(diff.key)}:")
         for g in diff.graders:
             for a in g.only_in_a:
-                echo(f"  [{g.grader}] only in A ({'pass' if a.passed else 'fail'}): {a.text}", one_line=True)
+                line(f"  [{g.grader}] only in A ({'pass' if a.passed else 'fail'}): {a.text}")
             for a in g.only_in_b:
-                echo(f"  [{g.grader}] only in B ({'pass' if a.passed else 'fail'}): {a.text}", one_line=True)
+                line(f"  [{g.grader}] only in B ({'pass' if a.passed else 'fail'}): {a.text}")
             for ch in g.changed:
-                echo(
+                line(
                     f"  [{g.grader}] {'pass' if ch.passed_a else 'fail'} -> {'pass' if ch.passed_b else 'fail'}: {ch.text}",
-                    one_line=True,
                 )
             if not (g.only_in_a or g.only_in_b or g.changed):
-                echo(f"  [{g.grader}] no assertion changed ({g.unchanged} the same)", one_line=True)
+                line(f"  [{g.grader}] no assertion changed ({g.unchanged} the same)")
 
 
 @click.command()
