@@ -146,11 +146,12 @@ class JudgeCall:
             # A reply recorded before the endpoint was keyed names none: it is found as it was then, for this
             # model at any endpoint (what a store written by an earlier version holds), and recorded again
             # under this endpoint's key.
-            legacy = cache_key(messages, judge.model, judge.parameters, parse_attempt, judge.cache_provider)
-            for lookup in (key, legacy):
-                reply = self._from_cache(messages, key, parse_attempt, parse, lookup=lookup)
-                if reply is not None:
-                    return reply
+            reply = self._from_cache(messages, key, parse_attempt, parse, lookup=key)
+            if reply is None:  # the older key is hashed only when this one misses
+                legacy = cache_key(messages, judge.model, judge.parameters, parse_attempt, judge.cache_provider)
+                reply = self._from_cache(messages, key, parse_attempt, parse, lookup=legacy)
+            if reply is not None:
+                return reply
         if self.cache_only and (self.batch is None or self.batch.collecting or self.batch.answer(key) is None):
             return None  # a batch's reply needs no key here: the process that submitted it had one
         return self._send(messages, key, parse_attempt, parse)
