@@ -11,7 +11,7 @@ from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
 from evalstore.cli.files import output_option
-from evalstore.cli.options import no_warm_option
+from evalstore.cli.options import no_warm_option, refuse_with_resume
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import UNIT_INTERVAL
 from evalstore.cli.results import print_scored, result_labels, scored_rows
@@ -197,12 +197,9 @@ def replay(
             "--targets": targets_path,
             "--strict": strict,  # checked when a replay starts, never again
         }
-        given = [flag for flag, value in recorded.items() if value not in (None, ()) and value is not False]
-        if given:
-            raise click.UsageError(
-                f"{', '.join(given)} with --resume: a resumed replay keeps the settings it recorded; "
-                "start a new replay of its run to change them"
-            )
+        refuse_with_resume(
+            recorded, "a resumed replay keeps the settings it recorded; start a new replay of its run to change them"
+        )
     store = open_store(ctx, create=False)  # a replay needs a recorded run: never a new store
     shard_spec = parse_shard(shard) if shard else None
     grader = executor_for(executor, ray_address=ray_address)

@@ -11,7 +11,7 @@ import click
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store
 from evalstore.cli.errors import EXIT_FAILED, handle_errors
-from evalstore.cli.options import no_warm_option
+from evalstore.cli.options import no_warm_option, refuse_with_resume
 from evalstore.cli.output import echo, json_option, note, plural, print_json, progress_bar, resume_hint
 from evalstore.cli.params import EXPERIMENT_NAME, UNIT_INTERVAL
 from evalstore.cli.results import json_row, print_scored, result_labels, scored_rows
@@ -136,12 +136,7 @@ def run(
             "--judge-model": judge_model,
             "--cache": cache,
         }
-        given = [flag for flag, value in what.items() if value not in (None, ()) and value is not False]
-        if given:
-            raise click.UsageError(
-                f"{', '.join(given)} with --resume: a resumed run keeps the settings it began with; "
-                "start a new run to change them"
-            )
+        refuse_with_resume(what, "a resumed run keeps the settings it began with; start a new run to change them")
     options = RunOptions(
         target=target_names[0] if len(target_names) == 1 else None,
         targets=list(target_names) if len(target_names) > 1 else [],
