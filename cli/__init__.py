@@ -283,6 +283,23 @@ export's rows), and collecting them every 700 found nothing most times (bench/ag
 unchanged replay: 5% of its time)."""
 
 
+def _library_warnings_to_stderr() -> None:
+    """The library's warnings (``logging``, as a library gives them) printed as the command's other notes:
+    one line each on stderr, stored text kept on one line. ``logging`` is loaded here, not at import:
+    ``evalstore --version`` does without it."""
+    import logging
+
+    class Notes(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            from evalstore.cli.output import note
+
+            note(record.getMessage())
+
+    library = logging.getLogger("evalstore")
+    library.addHandler(Notes(logging.WARNING))
+    library.propagate = False
+
+
 def entry() -> None:
     """The ``evalstore`` console script and ``python -m evalstore``: :data:`main` in a process that ends
     with the command."""
@@ -294,6 +311,7 @@ def entry() -> None:
     # modules, imported inside the command) it was a tenth of `show --json`'s CPU (bench/read.py's run,
     # 0.08 of 0.9 s). What is alive when the command ends lives until the process does.
     atexit.register(gc.freeze)
+    _library_warnings_to_stderr()
     signal.signal(signal.SIGTERM, _terminated)
     keep_interrupts()
     try:

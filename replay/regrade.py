@@ -20,7 +20,7 @@ import json
 import shlex
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -270,10 +270,14 @@ def replay_run(
     parent = RunWindows(store, parent_run_id)
     _check_selection(store, parent, options)
     effective = effective_options(store, parent.started, options)
-    drifted = drift(parent.started.eval_snapshot)
-    if strict and drifted:
-        raise ReplayError("refusing to replay (--strict): " + "; ".join(d.describe() for d in drifted))
-    with restored_files(store, _suite(store, parent, effective), drifted) as (suite, drifted, moved):
+    with restored_files(store, _suite(store, parent, effective), drift(parent.started.eval_snapshot)) as (
+        suite,
+        drifted,
+        moved,
+    ):
+        drifted = _regraded_drift(drifted, suite, effective.graders, moved)
+        if strict and drifted:
+            raise ReplayError("refusing to replay (--strict): " + "; ".join(d.describe() for d in drifted))
         preflight(suite)
         _check_eval(parent, suite, options)
         suite = _warned(suite, _unused_judge(suite, options, effective))
@@ -350,7 +354,7 @@ def resume_replay(
     with restored_files(store, _suite(store, parent, options), drift(parent.started.eval_snapshot)) as (
         suite,
         drifted,
-        _,
+        moved,
     ):
         return _execute(
             store,
@@ -358,7 +362,7 @@ def resume_replay(
             parent,
             suite,
             options,
-            drifted,
+            _regraded_drift(drifted, suite, options.graders, moved),
             concurrency,
             progress,
             on_start,
@@ -366,6 +370,34 @@ def resume_replay(
             executor=executor,
             note=note,
         )
+
+
+def _regraded_drift(
+    drifted: list[Drift], suite: EvalSuite, graders: list[str] | None, moved: Mapping[str, str]
+) -> list[Drift]:
+    """The drift of files the graders regraded use: with ``--graders``, a script or prompt only the graders
+    left out use changes nothing this replay grades (their verdicts are carried over), so it is neither
+    told nor refused by ``--strict``. A gone file is used where ``moved`` restored it."""
+    if graders is None:
+        return drifted
+    only = set(graders)
+    used = [
+        text for t in suite.tests for name, g in verdict_graders(t) if name in only for text in _texts(g.model_dump())
+    ]
+    return [d for d in drifted if any(p in text for p in (d.path, moved.get(d.path, d.path)) for text in used)]
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string in a grader's spec (its command, script, prompt file, converters), where the paths it
+    runs or reads are."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _texts(item)
 
 
 def _execute(

@@ -388,6 +388,24 @@ def test_drift_is_named_and_strict_refuses(tmp_path: Path) -> None:
     assert grader["sha256"] == sha256(suite.grader.read_bytes())
 
 
+def test_drift_of_a_script_only_graders_left_out_run_is_not_told(tmp_path: Path) -> None:
+    """``--graders states-total`` carries ``workbook``'s verdicts over: its script's edit changes nothing
+    the replay grades, so it neither warns nor makes ``--strict`` refuse; regrading ``workbook`` still does."""
+    suite = make_suite(tmp_path / "suite", cases=[("q1-report", "Write the Q1 revenue report.")])
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run_id = record(db, suite)["run_id"]
+    suite.grader.write_text("print('{\"score\": 0.25}')\n", encoding="utf-8")
+
+    out = ok_json(cli(db, "replay", run_id, "--graders", "states-total", "--strict", "--json"), 0, 1)
+    assert out["drift"] == []
+    result = cli(db, "replay", run_id, "--graders", "states-total")
+    assert result.exit_code in (0, 1), result.stderr
+    assert "drift" not in result.stderr and str(suite.grader) not in result.stderr.replace("\n", "")
+
+    line = one_line_error(cli(db, "replay", run_id, "--graders", "workbook", "--strict"))
+    assert "--strict" in line and str(suite.grader) in line
+
+
 def test_a_grader_script_gone_from_disk_runs_from_the_recorded_bytes(tmp_path: Path) -> None:
     """Another user's checkout, a deleted folder: `evalstore replay RUN` still reproduces RUN."""
     suite = make_suite(tmp_path / "suite", cases=[("q1-report", "Write the Q1 revenue report.")])

@@ -4,6 +4,7 @@ repair, the judge cache, and the API key's path."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -576,6 +577,27 @@ def test_hung_connection_times_out_and_is_retried(judge_server: JudgeServer, mon
     assert result.status == "ok"
     assert outcomes(recorder) == ["timeout", "ok"]
     assert calls(recorder)[0][1].error.startswith("timed out after 0.3s")
+
+
+def test_a_timed_out_attempt_is_told_before_the_next(judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch):
+    """A hung judge is the whole timeout per attempt: each retry after one says so (the CLI prints it)."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    judge_server.script(hang(), hang(), freeform(1.0))
+    told: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: told.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("evalstore.replay.grading.judge.client")
+    logger.addHandler(handler)
+    try:
+        with make_pool(judge_server, timeout=0.3) as pool:
+            result = grade(context(math_test(), pool))
+    finally:
+        logger.removeHandler(handler)
+    assert result.status == "ok"
+    assert [line.split(": ", 1)[0] for line in told] == ["judge 'judge'", "judge 'judge'"]
+    assert all("timed out after 0.3s" in line for line in told)
+    assert [line.rsplit("(", 1)[1] for line in told] == ["2 of 3)", "3 of 3)"]
+    assert SECRET not in "".join(told)
 
 
 def test_retries_are_capped_and_the_final_failure_is_an_execution_error(judge_server: JudgeServer, pool: JudgePool):

@@ -11,6 +11,7 @@ other 4xx (a bad key or a bad request will not get better). Every HTTP exchange 
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import time
@@ -26,6 +27,8 @@ import httpx
 from evalstore.replay.grading.judge.targets import ResolvedJudge, pi_vendor
 from evalstore.replay.piai.wire import DEFAULT_SYSTEM_PROMPT, encode
 from evalstore.replay.targetsfile.redaction import SecretMask
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,15 @@ class JudgeClient:
         mask = exchange_mask(judge, self._references)
         for retry in range(self._retry.max_retries + 1):
             if retry:
+                if exchanges[-1].outcome == "timeout":
+                    # Each such attempt waited the whole timeout: say so, or a hung judge is minutes of silence.
+                    _log.warning(
+                        "judge %r: %s; trying again (%d of %d)",
+                        judge.target,
+                        exchanges[-1].error,
+                        retry + 1,
+                        self._retry.max_retries + 1,
+                    )
                 self._sleep(self._delay(retry, exchanges[-1].retry_after))
             exchange = _masked(send(), mask)
             exchanges.append(exchange)
