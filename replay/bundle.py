@@ -11,7 +11,9 @@ A bundle is a folder:
 
 Importing checks everything before writing: the manifest, the events file's digest, each blob's digest
 and size, that every blob an event names is in the bundle, that each payload is canonical JSON of a known
-event type, and that a stream already in the store holds exactly these events. Then each stream is
+event type, that the streams are the run's chain (each a run: ``run_started`` first, no label or log
+events; each after the first a replay of the one before; the manifest's run last), and that a stream
+already in the store holds exactly these events. Then each stream is
 appended as it was (same event ids and payloads, blobs by digest); seq, the hash chain and
 ``recorded_at`` are the receiving log's own, so each copied stream ends with a ``run_moved`` event that
 keeps the times the run had where it came from (``evalstore runs`` lists those). Importing a bundle again
@@ -38,7 +40,16 @@ from evalstore.replay.jsontext import decode_problem
 from evalstore.store import EventStore, StoredEvent, canonical_json, projections, sha256_hex
 from evalstore.store.blobs import FileBlob, file_digest, is_large_size
 from evalstore.store.errors import StoreError
-from evalstore.store.events import RunMoved, decode, encode
+from evalstore.store.events import (
+    LOG_STREAM,
+    CheckpointRecorded,
+    KeyRegistered,
+    LabelRecorded,
+    RunMoved,
+    RunStarted,
+    decode,
+    encode,
+)
 from evalstore.store.verify import blob_refs
 
 FORMAT, VERSION = "evalstore-bundle", 1
@@ -262,7 +273,39 @@ def _events(path: Path, raw: bytes, manifest: dict[str, Any]) -> dict[str, list[
         raise BundleError(f"{path}: its streams and event counts are not the manifest's")
     if manifest["run_id"] not in by_stream:
         raise BundleError(f"{path}: holds no events of run {manifest['run_id']}")
+    _check_chain(path, by_stream, manifest["run_id"])
     return by_stream
+
+
+NOT_OF_A_RUN = frozenset({LabelRecorded.type, KeyRegistered.type, CheckpointRecorded.type})
+"""Events a run's stream never holds: people's labels (``lbl-RUN``) and the log's keys and checkpoints
+(``log``) are each store's own, and a bundle does not carry them."""
+
+
+def _check_chain(path: Path, by_stream: dict[str, list[EventRow]], run_id: str) -> None:
+    """The streams are what :func:`export_bundle` writes: the chain of runs ending with ``run_id``, oldest
+    first. Anything else (another stream id, a label, a checkpoint) is refused, so a bundle cannot add to
+    a store what is not the run it says it moves."""
+    parent: str | None = None
+    for stream_id, rows in by_stream.items():
+        line, first, _ = rows[0]
+        started = json.loads(first["payload"]) if first["type"] == RunStarted.type else None
+        if stream_id == LOG_STREAM or started is None or started.get("run_id") != stream_id:
+            raise BundleError(
+                f"{path}:{line}: stream {stream_id} is not a run (a run's stream begins with its run_started)"
+            )
+        if parent is not None and (started.get("kind") != "replay" or started.get("parent_run_id") != parent):
+            raise BundleError(
+                f"{path}:{line}: run {stream_id} is not a replay of {parent}, the run before it in the bundle"
+            )
+        for line, row, _ in rows:
+            if row["type"] in NOT_OF_A_RUN:
+                raise BundleError(
+                    f"{path}:{line}: a {row['type']} event is not part of a run; a bundle moves runs only"
+                )
+        parent = stream_id
+    if parent != run_id:
+        raise BundleError(f"{path}: run {run_id} is not the last of its streams")
 
 
 def _write_blob(store: EventStore, digest: str, path: Path) -> int:

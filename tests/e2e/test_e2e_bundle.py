@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -191,3 +192,47 @@ def test_the_documented_move_of_a_whole_store_moves_runs_and_labels(
     assert _started(postgres_url) == _started(recorded_db)  # every run, with its start
     labels = [json.loads(line) for line in cli(postgres_url, "labels", "export").stdout.splitlines()]
     assert [(label["test_id"], label["verdict"], label["by"]) for label in labels] == [("q1-report", "fail", "ann")]
+
+
+@pytest.mark.parametrize("planted", ["label-stream", "label-in-run"])
+def test_a_bundle_that_carries_what_is_not_its_run_is_refused(
+    recorded: Recorded, recorded_db: str, tmp_path: Path, planted: str
+) -> None:
+    """A bundle moves a run's chain: a label (people's judgement, each store's own) slipped into one, as its
+    own stream or inside the run's, with the digests made to match, would be imported as if it were true."""
+    own = f"sqlite:///{tmp_path / 'own.db'}"
+    (tmp_path / "own.db").write_bytes(recorded.db_file.read_bytes())
+    labelled = cli(own, "label", recorded.run_id, "q1-report", "--fail", "--note", "forged", "--by", "alice")
+    assert labelled.exit_code == 0, labelled.stderr
+    folder = tmp_path / "bundle"
+    _export(own, recorded.run_id, folder)
+    store = EventStore.open(own)
+    try:
+        (label,) = store.read_stream(f"lbl-{recorded.run_id}")
+    finally:
+        store.close()
+    manifest = json.loads((folder / "manifest.json").read_text("utf-8"))
+    stream, version = f"lbl-{recorded.run_id}", 1
+    if planted == "label-in-run":
+        stream, version = recorded.run_id, manifest["streams"][-1]["events"] + 1
+        manifest["streams"][-1]["events"] = version
+    else:
+        manifest["streams"].append({"stream_id": stream, "events": 1})
+    line = {
+        "event_id": label.event_id,
+        "stream_id": stream,
+        "stream_version": version,
+        "type": label.type,
+        "schema_version": label.schema_version,
+        "recorded_at": label.recorded_at,
+        "payload": label.payload_json,
+    }
+    events = folder / "events.jsonl"
+    events.write_bytes(events.read_bytes() + json.dumps(line).encode("utf-8") + b"\n")
+    manifest["events_sha256"] = hashlib.sha256(events.read_bytes()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    line_out = one_line_error(cli(other, "import", str(folder)))
+    assert ("is not a run" if planted == "label-stream" else "label_recorded event is not part of a run") in line_out
+    assert ok_json(cli(other, "runs", "--json")) == []
