@@ -179,13 +179,19 @@ MAX_ALIAS_EXPANSION = 100_000
 (``<<: *defaults``) adds a handful; a 500-byte file of nine aliases of nine aliases (an alias bomb) adds
 hundreds of millions, which took 37 s and 4 GB to build and 420 MB to store."""
 
+MAX_ALIAS_TEXT = 16 << 20
+"""How many characters of text aliases may add beyond those written. Few values can still be large: a
+1 MB string aliased 300 times is 300 MB of text, which a replay held several times over (1.6 GB). A
+prompt of a few KB shared by a few hundred tests stays far below."""
+
 
 def check_expansion(root: yaml.Node, file: str) -> None:
     """An error when the values ``root`` stands for, aliases expanded, outnumber the nodes written by more
-    than :data:`MAX_ALIAS_EXPANSION` (counted on the node graph, without expanding: each node's size once,
-    iteratively); a recursive alias counts as too many."""
-    size: dict[int, int] = {}
-    written = 0
+    than :data:`MAX_ALIAS_EXPANSION`, or their text the text written by more than :data:`MAX_ALIAS_TEXT`
+    (counted on the node graph, without expanding: each node's size once, iteratively); a recursive alias
+    counts as too many."""
+    size: dict[int, tuple[int, int]] = {}
+    written, written_text = 0, 0
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     pending: set[int] = set()
     while stack:
@@ -193,7 +199,9 @@ def check_expansion(root: yaml.Node, file: str) -> None:
         key = id(node)
         if children_done:
             pending.discard(key)
-            size[key] = 1 + sum(size[id(c)] for c in _children(node))
+            children = [size[id(c)] for c in _children(node)]
+            text = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+            size[key] = (1 + sum(n for n, _ in children), text + sum(t for _, t in children))
             continue
         if key in size:
             continue
@@ -203,15 +211,25 @@ def check_expansion(root: yaml.Node, file: str) -> None:
             )
         pending.add(key)
         written += 1
+        written_text += len(node.value) if isinstance(node, yaml.ScalarNode) else 0
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node) if id(child) not in size)
-    if size[id(root)] - written > MAX_ALIAS_EXPANSION:
+    values, text = size[id(root)]
+    if values - written > MAX_ALIAS_EXPANSION:
         raise EvalFileError(
             file,
             root.start_mark.line + 1,
             None,
-            f"its aliases expand to {size[id(root)]} values, more than {MAX_ALIAS_EXPANSION} beyond the "
+            f"its aliases expand to {values} values, more than {MAX_ALIAS_EXPANSION} beyond the "
             f"{written} written (an alias bomb?); write the values out or alias less",
+        )
+    if text - written_text > MAX_ALIAS_TEXT:
+        raise EvalFileError(
+            file,
+            root.start_mark.line + 1,
+            None,
+            f"its aliases expand to {text} characters of text, more than {MAX_ALIAS_TEXT} beyond the "
+            f"{written_text} written (an alias bomb?); alias less, or keep the large text in a file",
         )
 
 

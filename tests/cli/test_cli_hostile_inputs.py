@@ -183,11 +183,29 @@ def test_a_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
     targets = tmp_path / ".agentv" / "targets.yaml"
     targets.parent.mkdir()
     targets.write_text(_bomb(9).replace("name: bomb", "targets: []"))
-    error = one_line(run("validate", str(targets)), 1) if False else run("validate", str(targets)).output
+    error = run("validate", str(targets)).output
     assert "aliases expand to" in error
     # An anchor used a few times (defaults) is fine.
     (tmp_path / "ok.eval.yaml").write_text(_bomb(3))
     assert "aliases expand" not in run("validate", str(tmp_path / "ok.eval.yaml")).output
+
+
+def test_a_few_aliases_of_a_large_text_are_refused(tmp_path: Path) -> None:
+    """Few values, much text: a 1 MB string aliased 300 times is 300 MB, which a replay held several times
+    over. The text an anchor adds is capped as its values are; a prompt shared by many tests is not near."""
+    big = "x" * (1 << 20)
+    eval_file = tmp_path / "text.eval.yaml"
+    eval_file.write_text(
+        f'name: text\nbig: &big "{big}"\ntests:\n  - id: t\n    input: hi\n    criteria: says hi\n'
+        f"    metadata: {{m: [{', '.join(['*big'] * 300)}]}}\n"
+    )
+    output = run("validate", str(eval_file)).output
+    assert "characters of text" in output and "alias bomb" in output
+    shared = tmp_path / "shared.eval.yaml"
+    prompt = "Grade the answer carefully. " * 200  # 5.6 KB
+    tests = "".join(f"  - id: t{i}\n    input: hi\n    criteria: *prompt\n" for i in range(300))
+    shared.write_text(f'name: shared\nprompt: &prompt "{prompt}"\ntests:\n{tests}')
+    assert "aliases expand" not in run("validate", str(shared)).output
 
 
 # --- 11. a size cap on imported files ----------------------------------------------------------------
