@@ -27,7 +27,7 @@ from evalstore.replay.agentv.rows import unique_paths
 from evalstore.replay.agentv.sidecars import real_path
 from evalstore.replay.analysis.views import skipped_lines
 from evalstore.replay.errors import ReplayError
-from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, load_eval
+from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, EVAL_SUFFIXES, load_eval
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.evalfile.union import covered, union_suite
@@ -323,13 +323,23 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
         # or the run's copy of a test's eval) is data as they are, and may name no file outside the folders
         # the import may read.
         came_with = not check or access.allowed(real)
+        if not came_with and not real.name.lower().endswith(EVAL_SUFFIXES):
+            # A name the results chose, outside what was imported: not read unless it can be an eval file.
+            notes.append(f"{_eval_named(candidate, came_with)} was not used: an eval file is YAML (.yaml, .yml)")
+            return
         try:
             suite = load_eval(candidate)
         except ReplayError as exc:
             if not check and not unloadable:  # the run's own copy: say why its test cannot be regraded
                 unloadable.append(f"the run's copy of a test's eval, {candidate}, was not used: {exc}")
-            elif check:
+            elif check and came_with:
                 notes.append(f"{_eval_named(candidate, came_with)} was not used: {exc}")
+            elif check:
+                # Not the import's own data: why it fails to load may quote the file, which the results chose.
+                notes.append(
+                    f"{_eval_named(candidate, came_with)} was not used: it does not load as an eval file "
+                    f"(`evalstore validate {candidate}` says why)"
+                )
             return
         allowed = access.allowed if came_with else access.allowed_eval
         outside = [p for _, p, _ in suite.referenced_files if not allowed(Path(p).resolve())]

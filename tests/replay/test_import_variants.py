@@ -265,6 +265,30 @@ def test_an_eval_file_the_results_name_is_used_only_inside_the_folders_an_import
     assert out.eval_path == str(eval_file) and b"TOP SECRET" in _all_blobs(sqlite_store)
 
 
+def test_a_file_the_results_name_in_the_current_folder_is_not_read_or_quoted_unless_it_is_yaml(
+    sqlite_store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Results from elsewhere, imported from one's home, name ``.ssh/id_rsa`` as their eval: it is not
+    read (an eval file is YAML), and a YAML file there that does not load is not quoted in the warning."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n")
+    (home / ".config").mkdir()
+    (home / ".config" / "hosts.yml").write_text("oauth-token-gho-SECRETVALUE-1234567890abcdef\n")
+    monkeypatch.chdir(home)
+    for named in (".ssh/id_rsa", ".config/hosts.yml"):
+        results = write(
+            home / "Downloads" / "evil" / f"{Path(named).name}.jsonl",
+            [{"test_id": "t1", "score": 1, "output": "hi", "eval_path": named, "target": "x"}],
+        )
+        out = import_results(sqlite_store, results)
+        assert out.eval_path is None
+        text = " ".join(out.warnings)
+        assert f"eval file {home / named}, named by the results, was not used: " in text, text
+        assert "OPENSSH" not in text and "SECRETVALUE" not in text
+    assert b"OPENSSH" not in _all_blobs(sqlite_store) and b"SECRETVALUE" not in _all_blobs(sqlite_store)
+
+
 def test_an_eval_file_that_came_with_the_results_reaches_no_file_of_the_current_folder(
     sqlite_store: EventStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
