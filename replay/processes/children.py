@@ -174,6 +174,8 @@ def run_child(
     if _stopping:
         raise Cancelled(f"{argv[0]} was not started: the run was interrupted")
     environment = child_environment(env)
+    tag = lifetime.call_tag() if die_with_parent else {}
+    environment.update(tag)
     proc: _Process | None = None
     if warm is not None and not die_with_parent:
         proc = warm.start(list(argv), cwd, environment, timeout)
@@ -209,6 +211,8 @@ def run_child(
         with lifetime.guard_group(proc.pid) if die_with_parent else contextlib.nullcontext():
             result = _supervise(proc, argv, stdin, started, timeout, max_output_bytes)
     finally:
+        if tag:  # an agent's process that left its group ends with the call too
+            lifetime.kill_tagged(tag)
         with _live_lock:
             del _live[proc.pid]
             cancelled = proc.pid in _cancelled

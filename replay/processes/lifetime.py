@@ -11,6 +11,10 @@ Three mechanisms, for ``kill -9`` of evalstore (which no handler sees):
   descriptor, by every agent it starts, so a process that escaped both (``setsid`` and a double fork)
   still holds the lock, and ``run --resume`` refuses the folder (:class:`WorkspaceLock`).
 
+And one for an agent's call that ends while a process it started runs on in a session of its own, out of
+reach of its group's kill: every process of the call carries a tag in its environment, and those still
+alive when the call ends are killed (:func:`kill_tagged`).
+
 The same libc handle serves a forked worker's heap (:func:`keep_freed_memory`).
 """
 
@@ -24,6 +28,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from evalstore.replay.errors import ReplayError
@@ -158,3 +163,40 @@ class WorkspaceLock:
             _held.discard(self.fd)
             os.close(self.fd)
             self.fd = None
+
+
+TAG_VARIABLE = "EVALSTORE_CALL_TAG"
+"""The environment variable an agent's processes inherit (:func:`call_tag`), which :func:`kill_tagged`
+looks for."""
+
+
+def call_tag() -> dict[str, str]:
+    """The variable that marks one call's processes: a fresh value per call."""
+    return {TAG_VARIABLE: os.urandom(12).hex()}
+
+
+def kill_tagged(tag: Mapping[str, str]) -> int:
+    """Kill every process whose environment holds ``tag`` (:func:`call_tag`): what an agent's call left
+    running after its process group was killed, having left the group (``setsid`` and a double fork).
+    Reads ``/proc/PID/environ`` (Linux; elsewhere nothing), which holds a process's environment as it was
+    given; a process's own processes inherit it. Two passes: one that forked while the first ran is found
+    by the second. Returns how many were killed."""
+    if not os.path.isdir("/proc"):
+        return 0
+    ((name, value),) = tag.items()
+    needle = f"{name}={value}".encode()
+    killed = 0
+    for _ in range(2):
+        for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+            if pid == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    environ = fh.read()
+            except OSError:  # gone, or another user's
+                continue
+            if needle in environ.split(b"\0"):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+    return killed

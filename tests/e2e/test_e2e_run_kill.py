@@ -41,6 +41,11 @@ AGENT = textwrap.dedent("""\
     # pass_fds=None: the helper inherits what the agent inherited, as a shell's children do.
     subprocess.Popen([sys.executable, "-c", helper, str(home / "helper.pid")], close_fds=False)
     (home / "agent.pid").write_text(str(os.getpid()))
+    if os.environ.get("ANSWER"):  # answer once the helper is running, and leave it behind
+        while not (home / "helper.pid").exists():
+            time.sleep(0.01)
+        print("hi")
+        sys.exit(0)
     time.sleep(120)
 """)
 
@@ -54,7 +59,7 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def start_run(tmp_path: Path, *, escape: bool) -> tuple[subprocess.Popen[str], Path, str]:
+def start_run(tmp_path: Path, *, escape: bool, answer: bool = False) -> tuple[subprocess.Popen[str], Path, str]:
     home = tmp_path / "home"
     home.mkdir()
     (home / "agent.py").write_text(AGENT, encoding="utf-8")
@@ -69,8 +74,9 @@ def start_run(tmp_path: Path, *, escape: bool) -> tuple[subprocess.Popen[str], P
         encoding="utf-8",
     )
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    env = {**os.environ, **({"ESCAPE": "1"} if escape else {})}
-    env.pop("ESCAPE", None) if not escape else None
+    env = {k: v for k, v in os.environ.items() if k not in ("ESCAPE", "ANSWER")}
+    env.update({"ESCAPE": "1"} if escape else {})
+    env.update({"ANSWER": "1"} if answer else {})
     proc = subprocess.Popen(
         [str(EVALSTORE), "--db", db, "run", str(eval_file), "--workdir", str(tmp_path / "ws")],
         cwd=tmp_path,
@@ -142,3 +148,17 @@ def test_resume_refuses_a_workspace_folder_a_process_of_the_killed_run_still_wor
         if (home / "agent.pid").exists() and (home / "helper.pid").exists():
             kill_left_over(home)
     assert ok_json(cli(db, "verify", "--json"))["ok"] is True
+
+
+def test_a_process_the_agent_left_running_out_of_its_group_ends_with_the_call(tmp_path: Path) -> None:
+    """The agent answers and exits, its helper having left its session (setsid and a double fork): the
+    group's kill misses it, the tag in its environment does not. Nothing keeps writing in the workspace."""
+    proc, home, db = start_run(tmp_path, escape=True, answer=True)
+    try:
+        assert proc.wait(timeout=120) in (0, 1)
+        _, helper = pids(home)
+        assert wait_for(lambda: not alive(helper), 10, "the helper to be killed with the call")
+        (run,) = runs(db)
+        assert run["status"] == "completed", run
+    finally:
+        kill_left_over(home)
