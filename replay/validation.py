@@ -115,9 +115,18 @@ def _check_eval(path: Path, result: FileCheck) -> None:
 
 
 def _check_targets(path: Path, result: FileCheck) -> None:
+    from evalstore.replay.targets.cli import field_value, quoted_placeholders
     from evalstore.replay.targetsfile.loader import load_targets_file
 
-    load_targets_file(path)
+    for entry in load_targets_file(path).targets.values():
+        command = field_value(entry.fields, "command")
+        quoted = quoted_placeholders(command) if entry.provider == "cli" and isinstance(command, str) else []
+        if quoted:
+            result.warnings.append(
+                f"{entry.source}: target {entry.name!r} writes {', '.join(dict.fromkeys(quoted))} inside quotes: "
+                "the value is filled quoted for the shell already, so the quotes become part of it and a "
+                "double-quoted $(...) in a prompt is run; write it without quotes"
+            )
 
 
 def _check_results(path: Path, result: FileCheck) -> None:

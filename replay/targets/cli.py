@@ -341,6 +341,42 @@ def _render(command: str | list[str], values: dict[str, str], files: list[str], 
     return argv
 
 
+def quoted_placeholders(command: str) -> list[str]:
+    """The placeholders a command string writes inside quotes (``--prompt "{PROMPT}"``). Each is filled
+    already quoted for the shell, so inside quotes its own quotes are characters of the value, and inside
+    double quotes the shell still expands what it holds: a prompt with ``$(...)`` in it is run. AgentV
+    fills such a template the same way; written bare (``--prompt {PROMPT}``) the value is one word, as it
+    is inside a ``$(...)`` (quoting starts again there)."""
+    found: list[str] = []
+    contexts: list[str] = []  # open quotes and $( ... ), innermost last
+    i = 0
+    while i < len(command):
+        char, inner = command[i], contexts[-1] if contexts else None
+        if char == "\\" and inner != "'":
+            i += 2
+            continue
+        if inner != "'" and command.startswith("$(", i):
+            contexts.append("(")
+            i += 2
+            continue
+        if inner == "(" and char == ")":
+            contexts.pop()
+        elif inner in (None, "(") and char in "'\"":
+            contexts.append(char)
+        elif char == inner:
+            contexts.pop()
+        elif inner in ("'", '"') and char == "{":
+            match = _PLACEHOLDER.match(command, i)
+            if match and match.group(1) in _FILLED:
+                found.append(match.group(0))
+        i += 1
+    return found
+
+
+_FILLED = frozenset({"PROMPT", "PROMPT_FILE", "OUTPUT_FILE", "EVAL_ID", "ATTEMPT", "FILES"})
+"""The placeholders :func:`_render` fills in a command."""
+
+
 def _substitute(template: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 

@@ -135,6 +135,26 @@ def test_a_bad_targets_file_is_invalid(project: Path) -> None:
     ]
 
 
+def test_a_placeholder_inside_quotes_of_a_cli_command_is_warned_about(project: Path) -> None:
+    """``--prompt "{PROMPT}"``: the prompt is filled shell-quoted, so inside double quotes its quotes are
+    literal and a ``$(...)`` in it runs. Bare, or inside a ``$(...)``, it is one word: no warning."""
+    (project / ".agentv" / "targets.yaml").write_text(
+        "targets:\n"
+        "  - name: quoted\n    provider: cli\n    command: agent --prompt \"{PROMPT}\" --out '{OUTPUT_FILE}'\n"
+        "  - name: bare\n    provider: cli\n"
+        '    command: agent --prompt {PROMPT} --note "it\'s {fine}" --in "$(cat {PROMPT_FILE})" --out {OUTPUT_FILE}\n'
+        "  - name: argv\n    provider: cli\n    command: [agent, '\"{PROMPT}\"']\n"
+    )
+    result = _validate("--json", ".agentv/targets.yaml")
+    assert result.exit_code == 0
+    [file] = json.loads(result.stdout)["files"]
+    assert file["warnings"] == [
+        f"{project / '.agentv' / 'targets.yaml'}:2: target 'quoted' writes {{PROMPT}}, {{OUTPUT_FILE}} inside "
+        "quotes: the value is filled quoted for the shell already, so the quotes become part of it and a "
+        "double-quoted $(...) in a prompt is run; write it without quotes"
+    ]
+
+
 def test_a_targets_file_is_known_by_its_schema_anywhere(project: Path) -> None:
     (project / "my-targets.yaml").write_text("$schema: agentv-targets-v2.2\n" + TARGETS)
     [file] = json.loads(_validate("--json", "my-targets.yaml").stdout)["files"]
