@@ -115,7 +115,7 @@ def _check_eval(path: Path, result: FileCheck) -> None:
 
 
 def _check_targets(path: Path, result: FileCheck) -> None:
-    from evalstore.replay.targets.cli import field_value, quoted_placeholders
+    from evalstore.replay.targetsfile.cli_fields import field_value, quoted_placeholders
     from evalstore.replay.targetsfile.loader import load_targets_file
 
     for entry in load_targets_file(path).targets.values():

@@ -36,6 +36,7 @@ from pydantic import ValidationError
 from evalstore.replay.content import FileBlock, Message, last_assistant, question_text
 from evalstore.replay.processes.children import run_child
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
+from evalstore.replay.targetsfile.cli_fields import PLACEHOLDER, field_value
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
@@ -43,31 +44,14 @@ MAX_ANSWER_BYTES = 50 * 1024 * 1024
 """Cap on stdout and on the output file: an answer is text, not a data dump."""
 ERROR_TAIL_CHARS = 2000
 
-_PLACEHOLDER = re.compile(r"\{([A-Z_]+)\}")
 HEALTHCHECK_ATTEMPT = "0"
 """The healthcheck's ``{ATTEMPT}`` (cli.ts ``request.attempt ?? 0``, no request). A test's is its call's
 (``RunRequest.attempt``): 0, raised when a failed call is tried again (``--max-retries``); each trial starts
 at 0 again."""
 
-# AgentV (targets.ts) accepts snake_case and camelCase spellings of each cli field; first one set wins.
-_ALIASES = {
-    "command": ("command", "command_template", "commandTemplate"),
-    "timeout_seconds": ("timeout_seconds", "timeoutSeconds"),
-    "files_format": ("files_format", "filesFormat", "attachments_format", "attachmentsFormat"),
-    "keep_temp_files": ("keep_temp_files", "keepTempFiles", "keep_output_files", "keepOutputFiles"),
-    "output_file": ("output_file", "outputFile"),
-}
 HEALTHCHECK_TIMEOUT_SECONDS = 60.0
 # What ``sh`` exits with when it cannot find or run the command (POSIX): said plainly, not as a code.
 _SHELL_NOT_FOUND = {127: "command not found", 126: "command not executable"}
-
-
-def field_value(config: dict[str, Any], key: str) -> Any:
-    """The value of a cli field under any of its AgentV spellings."""
-    for name in _ALIASES.get(key, (key,)):
-        if config.get(name) is not None:
-            return config[name]
-    return None
 
 
 def validate(spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
@@ -267,7 +251,7 @@ def _check_program(
         program = words[0]
         if program in _SHELL_WORDS or any(c in program for c in "$`(){}*?;|&<>"):
             return
-    if not program or _PLACEHOLDER.search(program):
+    if not program or PLACEHOLDER.search(program):
         return
     if "/" in program:
         path = Path(program).expanduser()
@@ -341,44 +325,8 @@ def _render(command: str | list[str], values: dict[str, str], files: list[str], 
     return argv
 
 
-def quoted_placeholders(command: str) -> list[str]:
-    """The placeholders a command string writes inside quotes (``--prompt "{PROMPT}"``). Each is filled
-    already quoted for the shell, so inside quotes its own quotes are characters of the value, and inside
-    double quotes the shell still expands what it holds: a prompt with ``$(...)`` in it is run. AgentV
-    fills such a template the same way; written bare (``--prompt {PROMPT}``) the value is one word, as it
-    is inside a ``$(...)`` (quoting starts again there)."""
-    found: list[str] = []
-    contexts: list[str] = []  # open quotes and $( ... ), innermost last
-    i = 0
-    while i < len(command):
-        char, inner = command[i], contexts[-1] if contexts else None
-        if char == "\\" and inner != "'":
-            i += 2
-            continue
-        if inner != "'" and command.startswith("$(", i):
-            contexts.append("(")
-            i += 2
-            continue
-        if inner == "(" and char == ")":
-            contexts.pop()
-        elif inner in (None, "(") and char in "'\"":
-            contexts.append(char)
-        elif char == inner:
-            contexts.pop()
-        elif inner in ("'", '"') and char == "{":
-            match = _PLACEHOLDER.match(command, i)
-            if match and match.group(1) in _FILLED:
-                found.append(match.group(0))
-        i += 1
-    return found
-
-
-_FILLED = frozenset({"PROMPT", "PROMPT_FILE", "OUTPUT_FILE", "EVAL_ID", "ATTEMPT", "FILES"})
-"""The placeholders :func:`_render` fills in a command."""
-
-
 def _substitute(template: str, values: dict[str, str]) -> str:
-    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
+    return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
 def _quote(value: str) -> str:
