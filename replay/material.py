@@ -35,6 +35,7 @@ from evalstore.store.events import (
 
 if TYPE_CHECKING:  # a type name only: `compare` reads scores without loading the eval file's models
     from evalstore.replay.evalfile.specs import EvalTest
+    from evalstore.replay.targetsfile.redaction import SecretMask
 
 
 def new_run_id(prefix: str) -> str:
@@ -216,10 +217,15 @@ def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> Tra
 
 
 def info_from_transcript(
-    t: TranscriptRecorded, event_id: str, messages: list[Message], workspace_path: str | None = None
+    t: TranscriptRecorded,
+    event_id: str,
+    messages: list[Message],
+    workspace_path: str | None = None,
+    workspace_mask: SecretMask | None = None,
 ) -> TranscriptInfo:
     """A transcript event as graders see it. ``workspace_path`` only while the workspace still
-    exists (a live run); a stored run is graded from captured bytes alone."""
+    exists (a live run), with the mask its files were stored through (``workspace_mask``); a stored run
+    is graded from captured bytes alone."""
     return TranscriptInfo(
         messages=messages,
         output_text=t.output_text,
@@ -230,6 +236,7 @@ def info_from_transcript(
         end_time=t.end_time,
         file_changes=t.file_changes,
         workspace_path=workspace_path,
+        workspace_mask=workspace_mask,
         event_id=event_id,
     )
 

@@ -66,6 +66,7 @@ from evalstore.replay.targetsfile.loader import (
     find_targets_file,
     load_targets_file,
 )
+from evalstore.replay.targetsfile.redaction import SecretMask, environment_mask
 from evalstore.replay.workspace.changes import folder_state, unified_diff, with_session_changes
 from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspaces
 from evalstore.replay.workspace.snapshot import take_snapshot
@@ -603,10 +604,11 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
     if test.mode == "conversation":
         return _converse(suite, test, target_spec, options, grade_options, judges, workspaces, tw, attempt, recorder)
     outcome, provider_attempt = _ask_retrying(target_spec, test, workspace, suite, options, recorder, attempt)
-    captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd)
+    captured = capture_files(outcome.messages, workspace, agent_cwd=outcome.cwd, mask=outcome.output_mask)
     messages: list[Message] = [*test.input, *captured.messages]
     file_changes = with_session_changes(
-        _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder), outcome.file_changes
+        _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder, outcome.output_mask),
+        outcome.file_changes,
     )
     messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
     for f in captured.files:
@@ -662,7 +664,9 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
         )
         store.append(run_id, [scored])
         return scored, outcome.cost_usd
-    info = info_from_transcript(transcript, transcript_id, messages, workspace_path=str(workspace))
+    info = info_from_transcript(
+        transcript, transcript_id, messages, workspace_path=str(workspace), workspace_mask=outcome.output_mask
+    )
     return _grade(store, run_id, suite, test, target_spec.name, info, grade_options, judges, attempt), outcome.cost_usd
 
 
@@ -715,9 +719,12 @@ def _ask(target_spec, test: EvalTest, workspace, suite: EvalSuite, options: RunO
     )
 
 
-def _after_agent(suite: EvalSuite, test: EvalTest, target: str, attempt: int, workspaces, tw, recorder) -> str | None:  # type: ignore[no-untyped-def]
+def _after_agent(  # type: ignore[no-untyped-def]
+    suite: EvalSuite, test: EvalTest, target: str, attempt: int, workspaces, tw, recorder, mask: SecretMask
+) -> str | None:
     """What follows the agent, in AgentV's order: the workspace's file_changes, then after_each (its reset,
-    its command), then the snapshot the graders see (so a replay sees it too). Returns the file_changes."""
+    its command), then the snapshot the graders see (so a replay sees it too). Returns the file_changes.
+    Both pass ``mask``, the agent's answer's (``TargetOutcome.output_mask``): the files are its output too."""
     workspace = tw.folder
     limits = suite.workspace_for(test).snapshot
     after = folder_state(workspace, limits) if tw.baseline is not None else None
@@ -725,9 +732,9 @@ def _after_agent(suite: EvalSuite, test: EvalTest, target: str, attempt: int, wo
     for ran in workspaces.after_each(tw, test, target):
         recorder.record(ran)
     recorder.record(
-        take_snapshot(workspace, limits, recorder.put_blob, test_id=test.id, target=target, attempt=attempt)
+        take_snapshot(workspace, limits, recorder.put_blob, test_id=test.id, target=target, attempt=attempt, mask=mask)
     )
-    return file_changes
+    return mask.text(file_changes) if file_changes else file_changes
 
 
 def _converse(  # type: ignore[no-untyped-def]
@@ -751,6 +758,7 @@ def _converse(  # type: ignore[no-untyped-def]
         asked = test.model_copy(update={"input": windowed(history, test.window_size)})
         outcome = _ask(target_spec, asked, workspace, suite, options)
         outcomes.append(outcome)
+        info.workspace_mask = outcome.output_mask
         if outcome.status != "ok":
             error = outcome.error or f"target '{target_spec.name}': {outcome.status}"
             kept.append(Message(role="user", content=turn.input, metadata={TURN_ERROR: error}))
@@ -760,7 +768,9 @@ def _converse(  # type: ignore[no-untyped-def]
         history.append(answer)
         kept += [history[-2], answer]
         grader.grade_turn(n, list(history), answer, info)
-    file_changes = _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder)
+    # Every turn's call masks alike (one target, one environment); with no call made, the environment's mask.
+    mask = outcomes[-1].output_mask if outcomes else environment_mask()
+    file_changes = _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder, mask)
     usage = [o.token_usage for o in outcomes if o.token_usage]
     costs = [o.cost_usd for o in outcomes if o.cost_usd is not None]
     transcript = TranscriptRecorded(
@@ -780,7 +790,9 @@ def _converse(  # type: ignore[no-untyped-def]
     )
     recorder.record(transcript, transcript_id)
     recorder.flush()
-    grade = grader.finish(info_from_transcript(transcript, transcript_id, kept, workspace_path=str(workspace)))
+    grade = grader.finish(
+        info_from_transcript(transcript, transcript_id, kept, workspace_path=str(workspace), workspace_mask=mask)
+    )
     recorder.flush()
     return grade.scored, transcript.cost_usd
 

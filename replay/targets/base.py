@@ -24,7 +24,7 @@ from evalstore.replay.errors import TargetConfigError
 from evalstore.replay.evalfile.specs import EvalTest
 from evalstore.replay.targets.secrets import redact, resolve, target_mask, unresolve
 from evalstore.replay.targetsfile.loader import TargetEntry
-from evalstore.replay.targetsfile.redaction import environment_mask
+from evalstore.replay.targetsfile.redaction import SecretMask, environment_mask
 
 TargetStatus = Literal["ok", "error", "timeout"]
 
@@ -53,6 +53,9 @@ class TargetOutcome:
     file_changes: str | None = None
     """What the provider reports the agent wrote outside the workspace (AgentV's ``fileChanges``: a Copilot
     session's ``files/`` as synthetic diffs), appended to the workspace's ``file_changes``."""
+    output_mask: SecretMask = field(default_factory=lambda: SecretMask({}), repr=False, compare=False)
+    """The mask :func:`run_target` gave the answer, for the rest of what the agent made, which is as much its
+    output: the files it wrote (captured, in the workspace snapshot, in ``file_changes``). Never stored."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,7 @@ def run_target(
     # Everything kept from the exchange passes the one redaction rule: an agent or endpoint echoing its
     # key (in its answer, an error, stderr) is stored with the reference where the key stood.
     # And evalstore's own environment's secrets and URL passwords, which the agent inherits (as AgentV's do).
+    # The answer's mask goes with the outcome: the files the agent wrote are its answer too.
     env_mask = environment_mask()
     mask = target_mask(spec.fields, config) | env_mask
     answer_mask = target_mask(spec.fields, config, secrets_only=True) | env_mask
@@ -201,6 +205,8 @@ def run_target(
         output_text=answer_mask.text(outcome.output_text),
         error=None if outcome.error is None else mask.text(outcome.error),
         stderr=mask.text(outcome.stderr),
+        file_changes=None if outcome.file_changes is None else answer_mask.text(outcome.file_changes),
+        output_mask=answer_mask,
         # The agent's own times when it reports them (AgentV keeps the provider's startTime/endTime).
         start_time=outcome.start_time or started_wall,
         end_time=outcome.end_time or _now_iso(),

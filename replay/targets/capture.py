@@ -6,6 +6,10 @@ it may name anything on the machine. Only regular files inside the test's worksp
 configured ``cwd`` are read; everything else is recorded as ``refused`` with a reason, and a path that
 does not exist as ``missing``. Containment is checked on the fully resolved path, so ``..`` segments,
 absolute paths and symlinks that lead out of those folders are all caught by the same test.
+
+A captured file is the agent's output as much as its answer, so its bytes pass the answer's mask
+(``TargetOutcome.output_mask``) before they are kept: its digest and size are those of the masked bytes,
+the bytes the store holds and graders read.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Literal
 from urllib.parse import unquote, urlparse
 
 from evalstore.replay.content import FileBlock, Message
+from evalstore.replay.targetsfile.redaction import SecretMask
 
 DEFAULT_MAX_FILE_BYTES = 200 * 1024 * 1024
 
@@ -35,9 +40,10 @@ class CapturedFile:
     media_type: str | None
     status: CaptureStatus
     sha256: str | None = None
+    """Of the bytes as stored (masked), as ``size`` is."""
     size: int | None = None
     data: bytes | None = field(default=None, repr=False)
-    """The bytes, for the blob store; only when ``status == "stored"``."""
+    """The bytes, masked, for the blob store; only when ``status == "stored"``."""
     reason: str | None = None
 
 
@@ -55,12 +61,14 @@ def capture_files(
     *,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     agent_cwd: Path | None = None,
+    mask: SecretMask | None = None,
 ) -> CapturedOutput:
     """Read the files named by file blocks in ``messages`` from ``workspace``, else ``agent_cwd``.
 
     ``agent_cwd`` is the target's configured ``cwd:`` (where the agent ran when that was not the
     workspace): a relative path not in the workspace is looked up there, then in the process's cwd,
-    and read only if it resolves inside the workspace or ``agent_cwd``.
+    and read only if it resolves inside the workspace or ``agent_cwd``. ``mask`` (the answer's) masks
+    every file's bytes, text or not (``SecretMask.data``); ``max_file_bytes`` applies to the file as read.
     """
     root = Path(workspace).resolve()
     roots = [root]
@@ -76,7 +84,7 @@ def capture_files(
                 continue
             captured = by_path.get(block.path)
             if captured is None:
-                captured = _capture_one(block, roots, max_file_bytes)
+                captured = _capture_one(block, roots, max_file_bytes, mask)
                 by_path[block.path] = captured
             block.sha256 = captured.sha256
             block.status = captured.status
@@ -84,7 +92,7 @@ def capture_files(
     return CapturedOutput(messages=copied, files=list(by_path.values()))
 
 
-def _capture_one(block: FileBlock, roots: list[Path], max_bytes: int) -> CapturedFile:
+def _capture_one(block: FileBlock, roots: list[Path], max_bytes: int, mask: SecretMask | None) -> CapturedFile:
     media_type = block.media_type or mimetypes.guess_type(block.path)[0]
 
     def refused(reason: str) -> CapturedFile:
@@ -121,6 +129,8 @@ def _capture_one(block: FileBlock, roots: list[Path], max_bytes: int) -> Capture
         return refused(str(exc))
     except OSError as exc:
         return refused(f"cannot read: {exc.strerror or exc}")
+    if mask:
+        data = mask.data(data)
     return CapturedFile(
         path=block.path,
         media_type=media_type,

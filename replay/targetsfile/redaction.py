@@ -183,6 +183,8 @@ class SecretMask:
             key=lambda pair: len(pair[0]),
             reverse=True,
         )
+        # The same pairs as UTF-8, encoded once: files and process output are masked as bytes (:meth:`data`).
+        self._encoded = [(secret.encode("utf-8"), shown.encode("utf-8")) for secret, shown in self._pairs]
 
     @classmethod
     def of(
@@ -209,7 +211,7 @@ class SecretMask:
 
     def holds(self, data: bytes) -> bool:
         """Whether ``data`` holds any of the secrets (as UTF-8)."""
-        return any(secret.encode() in data for secret, _ in self._pairs)
+        return any(secret in data for secret, _ in self._encoded)
 
     def __bool__(self) -> bool:
         return bool(self._pairs)
@@ -225,10 +227,17 @@ class SecretMask:
         return text
 
     def data(self, data: bytes) -> bytes:
-        """Bytes (a reply body) masked as UTF-8 text; left byte for byte as they are unless they hold a secret."""
-        if not self.holds(data):
-            return data
-        return self.text(data.decode("utf-8", errors="replace")).encode("utf-8")
+        """Bytes (a reply body, a process's output, a file the agent wrote) with each secret's UTF-8 bytes
+        replaced by its marker's, and every other byte left as it is.
+
+        For UTF-8 text this is :meth:`text`: a character's encoding never starts inside another's, so a
+        secret's bytes found in valid UTF-8 are that secret's characters. Bytes that are not UTF-8 (a binary
+        file, an image, a zip) are masked all the same, where the secret stands as UTF-8; a secret stored
+        otherwise (UTF-16, compressed, base64 when the mask has no base64 form of it) is not seen."""
+        for secret, shown in self._encoded:
+            if secret in data:
+                data = data.replace(secret, shown)
+        return data
 
     def value(self, value: Any) -> Any:
         """Every string inside a JSON-like value (a dumped message, a mapping) masked."""

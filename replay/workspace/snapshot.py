@@ -4,6 +4,10 @@
 target as written), leaves out what ``exclude`` names, and stops storing files at the limits, marking
 the snapshot partial and naming what it left out. File bytes go through ``put_blob``, so a template's
 files, identical in every test, are stored once. :func:`materialize` writes a snapshot into a folder.
+
+The agent's workspace is its output, so a ``mask`` (the answer's, ``TargetOutcome.output_mask``) is applied
+to what is kept of it: every file's bytes, text or not (an entry's size and digest are the masked bytes'),
+and the paths and link targets it names.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from evalstore.replay.evalfile.specs import SnapshotSpec
+from evalstore.replay.targetsfile.redaction import SecretMask
 from evalstore.store.events import WorkspaceEntry, WorkspaceSnapshotted
 
 MAX_OMITTED_LISTED = 100
@@ -45,11 +50,16 @@ class _Walk:
     put_blob: Callable[[bytes], str]
     entries: list[WorkspaceEntry]
     omitted: list[str]
+    mask: SecretMask | None = None
     files: int = 0
     total: int = 0
 
+    def shown(self, text: str) -> str:
+        """A path or link target as it is kept."""
+        return self.mask.text(text) if self.mask else text
+
     def omit(self, rel: str, reason: str) -> None:
-        self.omitted.append(f"{rel}: {reason}")
+        self.omitted.append(f"{self.shown(rel)}: {reason}")
 
 
 def take_snapshot(
@@ -60,9 +70,10 @@ def take_snapshot(
     test_id: str,
     target: str | None,
     attempt: int = 1,
+    mask: SecretMask | None = None,
 ) -> WorkspaceSnapshotted:
     root = Path(workspace)
-    walk = _Walk(spec, put_blob, [], [])
+    walk = _Walk(spec, put_blob, [], [], mask)
     if root.is_dir():
         _walk(root, "", walk)
     return WorkspaceSnapshotted(
@@ -88,7 +99,7 @@ def _walk(folder: Path, prefix: str, walk: _Walk) -> None:
         walk.omit(prefix or ".", f"cannot list ({exc.strerror})")
         return
     if not names and prefix:
-        walk.entries.append(WorkspaceEntry(path=prefix, kind="dir", mode=_mode(folder)))
+        walk.entries.append(WorkspaceEntry(path=walk.shown(prefix), kind="dir", mode=_mode(folder)))
         return
     for name in names:
         rel = f"{prefix}/{name}" if prefix else name
@@ -101,7 +112,9 @@ def _walk(folder: Path, prefix: str, walk: _Walk) -> None:
             walk.omit(rel, f"cannot read ({exc.strerror})")
             continue
         if stat.S_ISLNK(info.st_mode):
-            walk.entries.append(WorkspaceEntry(path=rel, kind="symlink", target=os.readlink(path)))
+            walk.entries.append(
+                WorkspaceEntry(path=walk.shown(rel), kind="symlink", target=walk.shown(os.readlink(path)))
+            )
         elif stat.S_ISDIR(info.st_mode):
             _walk(path, rel, walk)
         elif stat.S_ISREG(info.st_mode):
@@ -128,10 +141,14 @@ def _file(path: Path, rel: str, info: os.stat_result, walk: _Walk) -> None:
     except OSError as exc:
         walk.omit(rel, f"cannot read ({exc.strerror})")
         return
+    if walk.mask:
+        data = walk.mask.data(data)
     walk.files += 1
     walk.total += len(data)
     walk.entries.append(
-        WorkspaceEntry(path=rel, mode=stat.S_IMODE(info.st_mode), size=len(data), sha256=walk.put_blob(data))
+        WorkspaceEntry(
+            path=walk.shown(rel), mode=stat.S_IMODE(info.st_mode), size=len(data), sha256=walk.put_blob(data)
+        )
     )
 
 

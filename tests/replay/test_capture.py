@@ -176,3 +176,23 @@ def test_a_relative_path_is_found_in_the_targets_cwd_after_the_workspace(
     # Without a configured cwd, only the workspace is a root.
     alone = capture_files(reply("out/report.csv"), workspace)
     assert only(alone, "out/report.csv").status == "missing"
+
+
+def test_a_mask_is_applied_to_the_bytes_before_their_digest_and_size(workspace: Path) -> None:
+    """A captured file is the agent's output: its bytes pass the answer's mask, and what the store keys and
+    sizes is the masked bytes (a binary file's other bytes kept as they were)."""
+    from evalstore.replay.targetsfile.redaction import SecretMask
+
+    mask = SecretMask.of(references={"AGENT_API_KEY": "s3cr3t-VALUE"})
+    (workspace / "out" / "a.txt").write_bytes(b"key: s3cr3t-VALUE\n")
+    (workspace / "out" / "b.bin").write_bytes(b"\xff\x00s3cr3t-VALUE\x80")
+
+    result = capture_files(reply("out/a.txt", "out/b.bin"), workspace, mask=mask)
+
+    text, binary = only(result, "out/a.txt"), only(result, "out/b.bin")
+    assert text.data == b"key: ${{ AGENT_API_KEY }}\n"
+    assert binary.data == b"\xff\x00${{ AGENT_API_KEY }}\x80"
+    for captured in (text, binary):
+        assert captured.data is not None
+        assert (captured.sha256, captured.size) == (hashlib.sha256(captured.data).hexdigest(), len(captured.data))
+    assert [b.sha256 for b in result.messages[0].content[1:]] == [text.sha256, binary.sha256]  # type: ignore[union-attr]

@@ -243,3 +243,18 @@ def test_an_openai_endpoint_echoing_basic_credentials_from_its_url_is_kept_witho
     assert judge_server.requests[0].headers["authorization"] == f"Basic {basic}"  # sent as HTTP Basic
     assert outcome.status == "ok" and outcome.output_text == f"you sent Basic {REDACTED}"
     assert basic not in json.dumps([m.model_dump() for m in outcome.messages])
+
+
+def test_a_mask_replaces_a_secrets_utf8_bytes_in_any_bytes_and_leaves_every_other_byte() -> None:
+    """Files the agent writes are masked as bytes (``SecretMask.data``): text or not, a secret's UTF-8 bytes
+    become its reference's, and bytes that are not UTF-8 around it stay as they were (not U+FFFD)."""
+    from evalstore.replay.targetsfile.redaction import SecretMask
+
+    mask = SecretMask.of(references={TOKEN_ENV: TOKEN, "WIKI_SECRET": "ünïcødé-secret"})
+    shown, wiki = f"${{{{ {TOKEN_ENV} }}}}".encode(), b"${{ WIKI_SECRET }}"
+    binary = b"\x89PNG\r\n\x1a\n\xff" + TOKEN.encode() + b"\x00\xc3" + "ünïcødé-secret".encode() + b"\x80"
+    assert mask.data(binary) == b"\x89PNG\r\n\x1a\n\xff" + shown + b"\x00\xc3" + wiki + b"\x80"
+    text = f"key={TOKEN} and ünïcødé-secret\n"
+    assert mask.data(text.encode()) == mask.text(text).encode()
+    untouched = b"\xff\xfe no secret here"
+    assert mask.data(untouched) is untouched

@@ -146,3 +146,35 @@ def test_file_changes_is_byte_identical_to_git_diff_as_agentv_runs_it(tmp_path: 
     assert "@@ def f():\n" in expected and "@@ class K:\n" in expected  # what is compared
     assert unified_diff(before, folder_state(ws, spec)) == expected
     assert unified_diff(before, before) == ""
+
+
+def test_a_mask_is_applied_to_every_file_path_and_link_target_a_snapshot_keeps(tmp_path: Path) -> None:
+    """The snapshot of an agent's workspace passes the answer's mask: file bytes (text or not; sizes and
+    digests of the masked bytes), and the names and link targets it wrote."""
+    from evalstore.replay.targetsfile.redaction import SecretMask
+
+    secret = "s3cr3t-VALUE"
+    mask = SecretMask.of(references={"AGENT_API_KEY": secret})
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "a.py").write_text(f"KEY = {secret!r}\n")
+    (ws / "b.bin").write_bytes(b"\xff\x00" + secret.encode() + b"\x80")
+    (ws / f"named-{secret}.txt").write_text("plain")
+    os.symlink(f"/tmp/{secret}", ws / "link")
+    blobs: dict[str, bytes] = {}
+
+    def put(data: bytes) -> str:
+        blobs[sha256_hex(data)] = data
+        return sha256_hex(data)
+
+    snap = take_snapshot(ws, SnapshotSpec(), put, test_id="t", target=None, mask=mask)
+
+    entries = {e.path: e for e in snap.entries}
+    assert set(entries) == {"src/a.py", "b.bin", "named-${{ AGENT_API_KEY }}.txt", "link"}
+    assert blobs[entries["src/a.py"].sha256 or ""] == b"KEY = '${{ AGENT_API_KEY }}'\n"
+    assert blobs[entries["b.bin"].sha256 or ""] == b"\xff\x00${{ AGENT_API_KEY }}\x80"
+    assert entries["link"].target == "/tmp/${{ AGENT_API_KEY }}"
+    assert all(e.size == len(blobs[e.sha256]) for e in snap.entries if e.sha256)
+    assert snap.total_bytes == sum(len(b) for b in blobs.values())
+    assert not any(secret.encode() in data for data in blobs.values())
+    assert secret not in snap.model_dump_json()

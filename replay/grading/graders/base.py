@@ -22,6 +22,7 @@ from evalstore.store.events import Assertion, DomainEvent, GraderCalled, Preproc
 if TYPE_CHECKING:  # the eval file's models only name types here: `show` and `compare` need not load them
     from evalstore.replay.evalfile.specs import EvalSuite, EvalTest
     from evalstore.replay.grading.judge.batches import JudgeBatches
+    from evalstore.replay.targetsfile.redaction import SecretMask
 
 
 class Recorder(Protocol):
@@ -77,6 +78,20 @@ class TranscriptInfo:
     snapshot: tuple[str, WorkspaceSnapshotted] | None = None
     """(event id, event) of the stored workspace snapshot, when grading a stored test: a code grader
     gets a private copy of it as its workspace."""
+    workspace_mask: SecretMask | None = None
+    """With ``workspace_path`` (a live run): the mask the agent's files were stored through
+    (``TargetOutcome.output_mask``). A process working in the live workspace reads them unmasked, so what
+    it prints passes this mask too (:func:`process_output_mask`)."""
+
+
+def process_output_mask(transcript: TranscriptInfo, env: dict[str, str]) -> SecretMask:
+    """What a grading process's output (a code grader's, a prompt script's) must not carry into the store:
+    the secrets of its environment (``redaction.environment_mask``), and those the agent's files were
+    masked for when it works in the live workspace (a snapshot's copy is masked already)."""
+    from evalstore.replay.targetsfile.redaction import environment_mask
+
+    mask = environment_mask(env)
+    return mask | transcript.workspace_mask if transcript.workspace_mask else mask
 
 
 PASS_SCORE = 0.8

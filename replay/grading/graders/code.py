@@ -41,6 +41,7 @@ from evalstore.replay.grading.graders.base import (
     PASS_SCORE,
     GraderResult,
     GradingContext,
+    process_output_mask,
     score_to_verdict,
 )
 from evalstore.replay.grading.graders.process_cache import process_cache_key
@@ -49,7 +50,7 @@ from evalstore.replay.grading.preprocessing import PreparedAnswer, answer_for, s
 from evalstore.replay.jsontext import js_number, stringify, to_snake_deep, without_lone_surrogates
 from evalstore.replay.jstext import js_truthy
 from evalstore.replay.processes.children import ChildResult, child_environment, run_child
-from evalstore.replay.targetsfile.redaction import SecretMask, environment_mask
+from evalstore.replay.targetsfile.redaction import SecretMask
 from evalstore.replay.workspace.snapshot import SnapshotUnusable, materialize
 from evalstore.store.codec import digest_json, sha256_hex
 from evalstore.store.errors import StoreError
@@ -318,11 +319,12 @@ def secret_mask(ctx: GradingContext, env: dict[str, str]) -> SecretMask:
     """What a grader's output must not carry into the store: the value of every variable of its
     environment whose name looks secret (``OPENAI_API_KEY``, ``GITHUB_TOKEN``), shown as its
     ``${{ NAME }}`` reference, and every URL password (the one rule, ``redaction.environment_mask``;
-    ``run_child`` applied it already, this is for outputs read back from a recorded execution)."""
+    ``run_child`` applied it already, this is for outputs read back from a recorded execution); in a
+    live workspace, what the agent's files were masked for too (``base.process_output_mask``)."""
     key = ("code-grader mask",)
     mask = ctx.shared.get(key)
     if mask is None:
-        mask = ctx.shared[key] = environment_mask(env)
+        mask = ctx.shared[key] = process_output_mask(ctx.transcript, env)
     return mask
 
 

@@ -24,13 +24,12 @@ from typing import Any, Literal
 from evalstore.replay.content import dump_messages, expected_messages
 from evalstore.replay.evalfile.specs import LlmGraderSpec
 from evalstore.replay.grading.answer import one_line
-from evalstore.replay.grading.graders.base import GradingContext
+from evalstore.replay.grading.graders.base import GradingContext, process_output_mask
 from evalstore.replay.grading.graders.process_cache import process_cache_key
 from evalstore.replay.grading.preprocessing import script_digest
 from evalstore.replay.jsontext import js_number, stringify, to_snake_deep
 from evalstore.replay.jstext import js_trim
 from evalstore.replay.processes.children import ChildResult, child_environment, run_child
-from evalstore.replay.targetsfile.redaction import environment_mask
 from evalstore.store.events import GraderCalled
 
 TIMEOUT = 60.0
@@ -95,8 +94,8 @@ def run_template(ctx: GradingContext, spec: LlmGraderSpec, answer: str) -> Templ
         ctx.waiting()
         with ctx.options.process_slots or contextlib.nullcontext():
             child = run_child(argv, stdin, timeout=TIMEOUT, max_output_bytes=MAX_STDOUT_BYTES, cwd=cwd, env=env)
-        mask = environment_mask(env)
-        if mask:  # what the script prints of a secret of its environment is not stored
+        mask = process_output_mask(ctx.transcript, env)
+        if mask:  # what the script prints of a secret of its environment (or the live workspace's) is not stored
             child = dataclasses.replace(child, stdout=mask.data(child.stdout), stderr=mask.data(child.stderr))
     template, error = _template(child)
     outcome: Literal["ok", "error", "timeout"] = "timeout" if child.timed_out else ("error" if error else "ok")
