@@ -15,7 +15,7 @@ from typing import Any
 
 from evalstore.replay.errors import TargetConfigError
 from evalstore.replay.targetsfile.loader import interpolate, references
-from evalstore.replay.targetsfile.redaction import REDACTED, URL, SecretMask, looks_secret, redact
+from evalstore.replay.targetsfile.redaction import REDACTED, URL, SecretMask, literal_secrets, looks_secret, redact
 
 __all__ = ["REDACTED", "looks_secret", "redact", "resolve", "target_mask", "unresolve"]
 
@@ -56,9 +56,14 @@ def target_mask(
     Basic form) shown as ``REDACTED``.
 
     ``secrets_only`` (for the agent's answer, which a plain ``${{ GREETING }}`` may rightly be part of)
-    keeps to variables that look secret by their name or the key they stand under."""
+    keeps to variables that look secret by their name or the key they stand under. A literal secret
+    written in ``config`` (what the stored config shows as ``REDACTED``) is ``REDACTED`` wherever echoed."""
     values = reference_values(config, secrets_only=secrets_only, environ=environ)
-    return SecretMask.of(references=values, urls=[url for text in _strings(resolved) for url in URL.findall(text)])
+    return SecretMask.of(
+        references=values,
+        urls=[url for text in _strings(resolved) for url in URL.findall(text)],
+        literals=literal_secrets(config),
+    )
 
 
 def reference_values(

@@ -11,9 +11,9 @@ import base64
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, overload
 from urllib.parse import unquote, urlsplit
 
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE
@@ -62,6 +62,31 @@ def redact(config: Mapping[str, Any]) -> dict[str, Any]:
     under a secret-looking key, and a secret-looking token inside any other string (see
     :func:`_redact_text`), so ``command: agent --api-key sk-...`` is stored without the key."""
     return {k: _redact_value(v, looks_secret(k)) for k, v in config.items()}
+
+
+def literal_secrets(config: Mapping[str, Any]) -> list[str]:
+    """What :func:`redact` replaces: literal secrets written in a config (``env: {MY_TOKEN: tok-...}``, a
+    token in a command line), which what the target echoes must not carry into the store either."""
+    found: list[str] = []
+
+    def walk(value: Any, shown: Any) -> None:
+        if isinstance(value, Mapping) and isinstance(shown, Mapping):
+            for k, v in value.items():
+                walk(v, shown.get(k))
+        elif isinstance(value, (list, tuple)) and isinstance(shown, list):
+            for v, w in zip(value, shown, strict=False):
+                walk(v, w)
+        elif isinstance(value, str) and shown == REDACTED and value != REDACTED:
+            found.append(value)
+        elif isinstance(value, str) and isinstance(shown, str) and REDACTED in shown and shown != value:
+            # A token replaced inside a string (``--api-key sk-...`` in a command): what stood where each
+            # marker stands.
+            pattern = "(.+?)".join(re.escape(part) for part in shown.split(REDACTED))
+            match = re.fullmatch(pattern, value, re.DOTALL)
+            found.extend(match.groups() if match else ())
+
+    walk(config, redact(config))
+    return found
 
 
 def _redact_value(value: Any, secret: bool) -> Any:
@@ -193,13 +218,14 @@ class SecretMask:
         references: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
         urls: Iterable[str] = (),
+        literals: Iterable[str] = (),
     ) -> SecretMask:
         """The mask of one exchange: ``references`` maps each referenced variable's name to its
         value; ``headers`` are the request's headers (those under a secret-looking name count: the
         value, its token after a scheme, and for ``Basic`` the decoded ``user:password`` and password);
         ``urls`` are the URLs it went to (their ``user:password``, as written, decoded and in base64,
-        and the password)."""
-        shown: dict[str, str] = {}
+        and the password); ``literals`` are secrets written as they are (shown as ``REDACTED``)."""
+        shown: dict[str, str] = dict.fromkeys(_escaped(literals), REDACTED)
         for name, value in (headers or {}).items():
             if looks_secret(name):
                 shown.update(dict.fromkeys(_header_forms(value), REDACTED))
@@ -224,6 +250,8 @@ class SecretMask:
         for secret, shown in self._pairs:
             if secret in text:
                 text = text.replace(secret, shown)
+        if self._pairs and ("\\u" in text or "\\/" in text):
+            text = _decoded_literals(text, self.text)
         return text
 
     def data(self, data: bytes) -> bytes:
@@ -237,6 +265,8 @@ class SecretMask:
         for secret, shown in self._encoded:
             if secret in data:
                 data = data.replace(secret, shown)
+        if self._pairs and (b"\\u" in data or b"\\/" in data):
+            data = _decoded_literals(data, self.text)
         return data
 
     def value(self, value: Any) -> Any:
@@ -248,6 +278,51 @@ class SecretMask:
         if isinstance(value, (list, tuple)):
             return [self.value(v) for v in value]
         return value
+
+
+_LITERAL_REST = re.compile(r'(?:[^"\\]|\\.)*+"', re.DOTALL)
+_LITERAL_REST_BYTES = re.compile(rb'(?:[^"\\]|\\.)*+"', re.DOTALL)
+
+
+@overload
+def _decoded_literals(text: str, mask: Callable[[str], str]) -> str: ...
+@overload
+def _decoded_literals(text: bytes, mask: Callable[[str], str]) -> bytes: ...
+def _decoded_literals(text: str | bytes, mask: Callable[[str], str]) -> str | bytes:
+    """``text`` with each JSON string literal that holds a secret once decoded written again masked. A
+    grader or judge may escape every character of a key (``"\\u0073\\u006b..."``), which no list of
+    the key's escaped forms covers; its JSON reply is read decoded. ``mask`` is :meth:`SecretMask.text`,
+    so a literal inside a decoded literal (a reply's content, itself JSON) is looked at too. One pass left
+    to right: a literal never closed ends it (linear in the text, whatever it holds)."""
+    is_bytes = isinstance(text, bytes)
+    quote: Any = b'"' if is_bytes else '"'
+    rest: Any = _LITERAL_REST_BYTES if is_bytes else _LITERAL_REST
+    backslash: Any = b"\\" if is_bytes else "\\"
+    parts: list[Any] = []
+    i = 0
+    while (start := text.find(quote, i)) >= 0:
+        match = rest.match(text, start + 1)
+        if match is None:
+            break
+        literal = text[start : match.end()]
+        replaced = _masked_literal(literal, mask) if backslash in literal else None
+        parts.append(text[i:start])
+        parts.append(literal if replaced is None else (replaced.encode("utf-8") if is_bytes else replaced))
+        i = match.end()
+    parts.append(text[i:])
+    return (b"" if is_bytes else "").join(parts)
+
+
+def _masked_literal(literal: str | bytes, mask: Callable[[str], str]) -> str | None:
+    """The literal masked, as JSON again; None when it holds no secret (or is no JSON string)."""
+    try:
+        decoded = json.loads(literal)
+    except ValueError:  # UnicodeDecodeError is one
+        return None
+    if not isinstance(decoded, str):
+        return None
+    masked = mask(decoded)
+    return None if masked == decoded else json.dumps(masked, ensure_ascii=False)
 
 
 def _escaped(forms: Iterable[str]) -> set[str]:

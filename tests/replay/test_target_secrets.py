@@ -121,17 +121,23 @@ def test_ordinary_values_inside_strings_are_not_redacted() -> None:
 
 def test_the_agent_gets_the_literal_command_and_only_the_stored_config_is_redacted(tmp_path: Path) -> None:
     agent = tmp_path / "agent.py"
-    agent.write_text("import json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    seen = tmp_path / "argv.json"  # where the agent says what it got, outside anything recorded
+    agent.write_text(
+        f"import json, sys\nopen({str(seen)!r}, 'w').write(json.dumps(sys.argv[1:]))\nprint(json.dumps(sys.argv[1:]))\n"
+    )
     target = {
         "name": "agent",
         "provider": "cli",
         "command": f"{PY} {shlex.quote(str(agent))} --api-key {LITERAL_KEY} {{PROMPT}}",
+        "env": {"MY_TOKEN": "tok-LITERALENVSECRET"},
     }
 
     outcome = run_target(target, a_test("hello"), workspace=tmp_path / "ws", eval_dir=tmp_path)
 
     assert outcome.status == "ok", outcome.error
-    assert json.loads(outcome.output_text) == ["--api-key", LITERAL_KEY, "hello"]
+    assert json.loads(seen.read_text()) == ["--api-key", LITERAL_KEY, "hello"]
+    # What the agent echoes of a literal secret of its config is stored as the stored config shows it.
+    assert json.loads(outcome.output_text) == ["--api-key", REDACTED, "hello"]
     stored = stored_config(target)
     assert LITERAL_KEY not in json.dumps(stored)
     assert stored["command"].endswith(f"--api-key {REDACTED} {{PROMPT}}")
@@ -258,3 +264,42 @@ def test_a_mask_replaces_a_secrets_utf8_bytes_in_any_bytes_and_leaves_every_othe
     assert mask.data(text.encode()) == mask.text(text).encode()
     untouched = b"\xff\xfe no secret here"
     assert mask.data(untouched) is untouched
+
+
+def test_a_literal_secret_of_the_targets_env_that_the_agent_prints_is_not_kept(tmp_path: Path) -> None:
+    """``env: {MY_TOKEN: tok-...}`` is stored as REDACTED; the agent printing it must not undo that."""
+    agent = tmp_path / "agent.py"
+    # Into the output file: stdout passes the mask of the process's environment already.
+    agent.write_text("import os, sys\nopen(sys.argv[1], 'w').write('The answer is 42. ' + os.environ['MY_TOKEN'])\n")
+    target = {
+        "name": "agent",
+        "provider": "cli",
+        "command": [sys.executable, str(agent), "{OUTPUT_FILE}"],
+        "env": {"MY_TOKEN": "tok-LITERALENVSECRET", "GREETING": "hello-plain-value"},
+    }
+    outcome = run_target(target, a_test(), workspace=tmp_path / "ws", eval_dir=tmp_path)
+    assert outcome.status == "ok", outcome.error
+    assert outcome.output_text.strip() == f"The answer is 42. {REDACTED}"
+    assert stored_config(target)["env"] == {"MY_TOKEN": REDACTED, "GREETING": "hello-plain-value"}
+
+
+def test_a_secret_hidden_in_json_escapes_is_masked_where_it_decodes() -> None:
+    """A judge or grader may escape every character of a key: ``"\\u0073\\u006b..."``. Read as JSON
+    (the verdict's text), it is the key; a reply body holding that reply as a string escapes it twice."""
+    from evalstore.replay.targetsfile.redaction import SecretMask
+
+    mask = SecretMask.of(references={"MY_KEY": "sk-judgesecretABCDEF123456"})
+    escaped = "".join(f"\\u{ord(c):04x}" for c in "sk-judgesecretABCDEF123456")
+    half = "sk-judge" + escaped[8 * 6 :]
+    content = json.dumps({"score": 1, "reasoning": f"k={escaped}"}).replace("\\\\", "\\")
+    assert json.loads(content)["reasoning"] == "k=sk-judgesecretABCDEF123456"  # the reply as the grader reads it
+    masked = mask.text(content)
+    assert json.loads(masked)["reasoning"] == "k=${{ MY_KEY }}"
+    body = json.dumps({"choices": [{"message": {"content": content}}]}).encode()
+    inner = json.loads(json.loads(mask.data(body))["choices"][0]["message"]["content"])
+    assert inner["reasoning"] == "k=${{ MY_KEY }}"
+    assert json.loads(mask.text('{"a": "' + half + '"}'))["a"] == "${{ MY_KEY }}"
+    # Text that is not JSON, or escapes hiding nothing, is left byte for byte; an unclosed quote ends the pass.
+    for text in ('C:\\path "\\u0041" and "\\/" ok', 'left "open \\u0073k-judgesecret'):
+        assert mask.text(text) == text
+    assert mask.data(b'\xff"\\u0073k-judgesecretABCDEF123456"\x00') == b'\xff"${{ MY_KEY }}"\x00'
