@@ -53,6 +53,12 @@ class Reply:
     """Never answer: hold the connection until the client times out or the server stops."""
     drop: bool = False
     """Close the connection without answering."""
+    drip: float = 0.0
+    """Send HTTP 200 headers at once, then one byte of body every ``drip`` seconds (for ``HANG_LIMIT``)."""
+    huge: int = 0
+    """Send HTTP 200 and a body of this many bytes, a MiB at a time, as fast as the client reads it."""
+    declared: bool = True
+    """Whether a ``huge`` body's size is in ``Content-Length`` (else it ends when the connection closes)."""
     usage: dict[str, Any] | None = field(default_factory=lambda: dict(DEFAULT_USAGE))
 
 
@@ -141,6 +147,16 @@ def hang() -> Reply:
 
 def dropped() -> Reply:
     return Reply(drop=True)
+
+
+def drip(interval: float = 0.1) -> Reply:
+    """Headers at once, then a space every ``interval`` seconds: never done, never silent for long."""
+    return Reply(drip=interval)
+
+
+def huge_body(size: int, *, declared: bool = True) -> Reply:
+    """A body of ``size`` spaces; ``declared=False`` sends no ``Content-Length`` (the body ends at close)."""
+    return Reply(huge=size, declared=declared)
 
 
 def by_content(rules: Iterable[tuple[str, Reply | str]], default: Reply | str) -> Callable[[Request], Reply | str]:
@@ -232,6 +248,8 @@ class JudgeServer:
         self.max_batch_requests: int | None = None
         self.max_batch_bytes: int | None = None
         """A batch above these is refused (HTTP 400), as the providers refuse theirs."""
+        self.body_bytes_sent = 0
+        """Bytes of ``drip`` and ``huge`` bodies written so far (what a client that refused one let through)."""
         self.in_flight = 0
         self.max_in_flight = 0
         """The most requests the server was ever handling at once."""
@@ -296,7 +314,9 @@ class JudgeServer:
                 request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, raw, seen)
                 reply = server._next(request)
                 try:
-                    if anthropic and reply.status == 200 and reply.body is None and not (reply.hang or reply.drop):
+                    if reply.drip or reply.huge:
+                        self._stream(reply)
+                    elif anthropic and reply.status == 200 and reply.body is None and not (reply.hang or reply.drop):
                         payload = anthropic_events(reply.content or "", str(body.get("model", "")))
                         self._send_plain(200, payload, "text/event-stream")
                     else:
@@ -304,6 +324,30 @@ class JudgeServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
+
+            def _stream(self, reply: Reply) -> None:
+                """A ``drip`` or ``huge`` body, until it is all sent, the client goes or the server stops."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if reply.huge and reply.declared:
+                    self.send_header("Content-Length", str(reply.huge))
+                else:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                left = reply.huge if reply.huge else int(HANG_LIMIT / reply.drip)
+                piece = b" " * (1024 * 1024 if reply.huge else 1)
+                try:
+                    while left > 0 and not server._stopping.is_set():
+                        self.wfile.write(piece[:left])
+                        self.wfile.flush()
+                        with server._lock:
+                            server.body_bytes_sent += min(len(piece), left)
+                        left -= len(piece)
+                        if reply.drip:
+                            server._stopping.wait(reply.drip)
+                except OSError:  # the client closed the connection: what a refusal does
+                    pass
 
             def _answer(self, reply: Reply, body: Any) -> None:
                 content_type = "application/json"

@@ -36,6 +36,7 @@ from evalstore.replay.agentv.import_check import Renames, Spool, Spooled, placed
 from evalstore.replay.agentv.import_check import record as spool_record
 from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.agentv.import_write import write_spool
+from evalstore.replay.agentv.sidecars import inside, real_path
 from evalstore.replay.errors import ImportFormatError, ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 from evalstore.replay.grading.scoring import score_recorded
@@ -50,7 +51,7 @@ from evalstore.replay.inspect.reading import (
     sample_chunks,
 )
 from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
-from evalstore.replay.jsontext import decode_problem
+from evalstore.replay.jsontext import decode_problem, without_lone_surrogates
 from evalstore.replay.processes.forked import in_order, worker_count
 from evalstore.replay.targetsfile.redaction import redact
 from evalstore.store import NewEvent, StoreOrOpener, completed_run, opened
@@ -131,26 +132,42 @@ def _logs_in(folder: Path) -> Iterator[Path]:
             yield child
 
 
-def log_files(path: Path) -> list[Path]:
-    """The logs at ``path``: the file, or a folder's logs (:func:`_logs_in`), by their path in it."""
+def log_files(path: Path) -> tuple[list[Path], list[str]]:
+    """The logs at ``path``: the file (read wherever it leads: the user named it), or a folder's logs
+    (:func:`_logs_in`), by their path in it, and a warning for each left out: one whose real path is outside
+    the folder (a symlink leading elsewhere), taken as absent as an AgentV run folder's files are
+    (``agentv/sidecars.inside``): what a folder holds is data, not permission to read the disk."""
     if not path.is_dir():
-        return [path]
-    found = sorted(_logs_in(path))
+        return [path], []
+    real_path.cache_clear()  # resolved afresh for each import: a link may have moved since the last
+    found: list[Path] = []
+    outside: list[Path] = []
+    for log in sorted(_logs_in(path)):
+        (found if inside(log, path) else outside).append(log)
+    skipped = [
+        f"{log}: not imported: it leads outside {path} (a symlink); import it by its own path" for log in outside
+    ]
     if not found:
-        raise ImportFormatError(f"{path}: no Inspect AI logs (.eval, .json) in this folder or .eval in its subfolders")
-    return found
+        also = f" ({len(outside)} leading outside it, not followed: import one by its own path)" if outside else ""
+        raise ImportFormatError(
+            f"{path}: no Inspect AI logs (.eval, .json) in this folder or .eval in its subfolders{also}"
+        )
+    return found, skipped
 
 
 def import_logs(store: StoreOrOpener, path: str | Path, progress: Progress | None = None) -> list[InspectImport]:
     """Import every log at ``path`` (a log, or a folder of logs: one run per log). Given an opener (no store
-    yet), the store is opened once the first log is checked, and the next are imported into it."""
+    yet), the store is opened once the first log is checked, and the next are imported into it. The logs a
+    folder import left out are warned about with its first log."""
     path = Path(path)
     if not path.exists():
         raise ReplayError(f"{path}: no such file or directory")
     done = []
-    for log in log_files(path):
+    logs, skipped = log_files(path)
+    for log in logs:
         done.append(import_log(store, log, progress))
         store = opened(store)  # opened by that import, whose log it now holds
+    done[0].warnings[:0] = skipped
     return done
 
 
@@ -310,7 +327,17 @@ position its ids were made for, and the score values in it that Inspect reads as
 def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
     # What json.loads(sample.model_dump_json()) gives (non-finite floats as floats, keys as strings), made
     # without writing the sample as JSON and parsing it again (two of a sample's dozen milliseconds).
-    record = sample.model_dump(mode="json")
+    start = ids.n
+    try:
+        return _built(sample.model_dump(mode="json"), model, ids, log_sha)
+    except UnicodeEncodeError:
+        # A lone surrogate (JSON's "\ud800", which Inspect's reader keeps): UTF-8 cannot hold it, so it
+        # becomes U+FFFD, as in an AgentV import (``agentv/wire.loads``). Looked for only when a sample fails.
+        ids.n = start
+        return _built(without_lone_surrogates(sample.model_dump(mode="json")), model, ids, log_sha)
+
+
+def _built(record: dict[str, Any], model: str, ids: EventIds, log_sha: str) -> _Piece:
     key = (str(record["id"]), int(record["epoch"]))
     first_n = ids.n + 1
     _UNREADABLE.clear()

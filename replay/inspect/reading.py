@@ -44,7 +44,16 @@ def read_or_refuse(
         return read()
     except passes:
         raise
-    except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        RuntimeError,
+        zipfile.BadZipFile,
+        UnicodeDecodeError,
+        AssertionError,
+    ) as exc:
+        # AssertionError: inspect_ai's JSON reader asserts what a log holds ("Must encounter a 'eval'").
         if isinstance(exc, ValidationError):
             reason = exc.errors()[0]["msg"]
         elif isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError):

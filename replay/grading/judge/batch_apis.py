@@ -10,7 +10,9 @@ read its results as the :class:`Exchange` a direct request would have given.
   usage counted as a direct request's.
 
 Each request's ``custom_id`` is its judge cache key, so a result finds its request without anything kept
-beside the batch. Every HTTP call has a timeout; an error is a :class:`BatchAPIError` naming the call.
+beside the batch. Every HTTP call has a deadline for its whole exchange (``CALL_TIMEOUT``; an upload or a
+results file ``TRANSFER_TIMEOUT``) and a cap on its answer (``EVALSTORE_MAX_REPLY_BYTES``; a results file
+``MAX_RESULTS_BYTES``, read a line at a time); an error is a :class:`BatchAPIError` naming the call.
 
 A batch is submitted under an intent id recorded before it (``batches.py``), and :meth:`BatchAPI.find`
 looks for a batch of that intent: OpenAI and Azure keep it in the batch's ``metadata``; Anthropic's
@@ -23,15 +25,19 @@ maxima); ``batches.py`` splits what is larger.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import httpx
 
+from evalstore.replay.bounded_http import Deadline, ReplyTooLarge, bounded, checked, deadline, read_bounded
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.grading.judge.client import Exchange, chat_usage, exchange_mask, pi_request
 from evalstore.replay.grading.judge.targets import AZURE_DEFAULT_API_VERSION, JudgeTarget, ResolvedJudge
+from evalstore.replay.reply_cap import max_reply_bytes
 from evalstore.replay.targetsfile.loader import interpolate
 from evalstore.replay.targetsfile.redaction import SecretMask
 
@@ -41,7 +47,15 @@ ANTHROPIC_MAX_TOKENS = 4096
 """Anthropic requires ``max_tokens``; a judge target that sets none gets this."""
 COMPLETION_WINDOW = "24h"
 CALL_TIMEOUT = 120.0
-"""Seconds for one call to a batch API (an upload of many requests included)."""
+"""Seconds for one call to a batch API, the whole exchange (and for each network operation of a transfer)."""
+TRANSFER_TIMEOUT = 3600.0
+"""Seconds for an upload of a batch's requests or a download of its results, the whole exchange: up to 200 MB
+(the providers' maxima per batch) at as little as 60 KB/s. A server sending a byte at a time is cut there."""
+MAX_RESULTS_BYTES = 4 * 1024 * 1024 * 1024
+"""The largest results file read: a full batch (100,000 replies at Anthropic) of judge replies of up to 40 KB
+each; past this the download is refused rather than let grow without end."""
+ERROR_CHARS = 300
+"""The start of an error's body kept in its message."""
 INTENT_KEY = "evalstore_intent"
 """The batch ``metadata`` key holding the intent id it was submitted under (OpenAI and Azure)."""
 CLOCK_SKEW = 3600.0
@@ -122,29 +136,44 @@ def batch_api(target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str],
 
 
 class _Calls:
-    """HTTP calls to one batch API: every call timed out, a failure one :class:`BatchAPIError`, every body
-    masked for the request's credentials before it is read."""
+    """HTTP calls to one batch API: each call's whole exchange within a deadline and its answer within a cap
+    (``replay/bounded_http.py``), a failure one :class:`BatchAPIError`, every body masked for the request's
+    credentials before it is read."""
 
     def __init__(self, http: httpx.Client, judge: ResolvedJudge, headers: dict[str, str]) -> None:
         self.http = http
         self.judge = judge
         self.headers = headers
         self.mask = exchange_mask(judge)
+        self.max_reply = max_reply_bytes()
 
-    def call(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
+    @contextmanager
+    def _response(
+        self, method: str, url: str, what: str, within: float, **kwargs: Any
+    ) -> Iterator[tuple[httpx.Response, Deadline]]:
+        where = f"judge target {self.judge.target!r}: {what}"
         try:
-            response = self.http.request(method, url, headers=self.headers, timeout=CALL_TIMEOUT, **kwargs)
+            with (
+                deadline(within) as limit,
+                self.http.stream(method, url, headers=self.headers, timeout=CALL_TIMEOUT, **kwargs) as response,
+            ):
+                if response.status_code >= 400:
+                    head = _head(response, limit, ERROR_CHARS).decode("utf-8", errors="replace")
+                    body = self.mask.text(head) if self.mask else head
+                    raise BatchAPIError(f"{where}: HTTP {response.status_code}: {body}")
+                yield response, limit
+        except httpx.TimeoutException:
+            raise BatchAPIError(f"{where} timed out after {within:g}s") from None
         except httpx.HTTPError as exc:
-            raise BatchAPIError(f"judge target {self.judge.target!r}: {what} failed: {type(exc).__name__}") from None
-        if response.status_code >= 400:
-            body = self.mask.text(response.text[:300]) if self.mask else response.text[:300]
-            raise BatchAPIError(f"judge target {self.judge.target!r}: {what}: HTTP {response.status_code}: {body}")
-        return response
+            raise BatchAPIError(f"{where} failed: {type(exc).__name__}") from None
+        except ReplyTooLarge as exc:
+            raise BatchAPIError(f"{where}: {exc}") from None
 
-    def json(self, method: str, url: str, what: str, **kwargs: Any) -> dict[str, Any]:
-        response = self.call(method, url, what, **kwargs)
+    def json(self, method: str, url: str, what: str, *, within: float | None = None, **kwargs: Any) -> dict[str, Any]:
+        with self._response(method, url, what, within or CALL_TIMEOUT, **kwargs) as (response, limit):
+            raw = read_bounded(response, limit, self.max_reply)
         try:
-            data = response.json()
+            data = json.loads(raw)
         except ValueError:
             raise BatchAPIError(f"judge target {self.judge.target!r}: {what}: the answer is not JSON") from None
         if not isinstance(data, dict):
@@ -152,15 +181,27 @@ class _Calls:
         return data
 
     def lines(self, url: str, what: str) -> list[dict[str, Any]]:
-        text = self.call("GET", url, what).content.decode("utf-8", errors="replace")
+        """A results file's lines, parsed as they come (never the whole file in memory as text)."""
         out = []
-        for line in text.splitlines():
-            if line.strip():
-                try:
-                    out.append(json.loads(self.mask.text(line) if self.mask else line))
-                except ValueError:
-                    raise BatchAPIError(f"judge target {self.judge.target!r}: {what}: a line is not JSON") from None
+        with self._response("GET", url, what, TRANSFER_TIMEOUT) as (response, limit):
+            checked(response, limit, MAX_RESULTS_BYTES)
+            for line in response.iter_lines():
+                if line.strip():
+                    try:
+                        out.append(json.loads(self.mask.text(line) if self.mask else line))
+                    except ValueError:
+                        raise BatchAPIError(f"judge target {self.judge.target!r}: {what}: a line is not JSON") from None
         return out
+
+
+def _head(response: httpx.Response, limit: Deadline, size: int) -> bytes:
+    """The first ``size`` bytes of an error's body, for its message; the rest is not read."""
+    head = b""
+    for chunk in bounded(response, limit, sys.maxsize):  # whatever it declares: only the start is read
+        head += chunk
+        if len(head) >= size:
+            break
+    return head[:size]
 
 
 class OpenAIBatches:
@@ -202,6 +243,7 @@ class OpenAIBatches:
             "POST",
             self._url("/files"),
             "uploading the batch's requests",
+            within=TRANSFER_TIMEOUT,
             data={"purpose": "batch"},
             files={"file": ("evalstore-batch.jsonl", jsonl, "application/jsonl")},
         )

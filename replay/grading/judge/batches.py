@@ -116,9 +116,11 @@ def settle(
     submitted, the submission before it is waited on). Returns when every batch has ended."""
     import httpx
 
+    from evalstore.replay.bounded_http import deadline_transport
+
     summary = BatchSummary()
     say = note or (lambda _: None)
-    with httpx.Client() as http:
+    with httpx.Client(transport=deadline_transport()) as http:
         recorded = list(recorded)
         fulfilled = {e.intent_id for e in recorded if isinstance(e, JudgeBatchSubmitted) and e.intent_id}
         open_batches: list[tuple[BatchAPI, str]] = []

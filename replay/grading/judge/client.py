@@ -2,9 +2,14 @@
 judges; for a provider AgentV asks through pi-ai (``anthropic``, ``gemini``), the streamed request pi-ai
 sends (``replay/piai/``), its reply read as pi-ai reads it.
 
+Each request runs under the judge's ``timeout`` as a deadline for the whole exchange, connect to last byte (a
+judge sending a byte a second is cut there), and its reply is read up to ``EVALSTORE_MAX_REPLY_BYTES``
+(``replay/bounded_http.py``): a longer one is an error, the reply not kept.
+
 Retried: HTTP 429 (waiting as long as ``Retry-After`` asks, within a cap), 408 and 5xx, timeouts and
 dropped connections, up to ``RetryPolicy.max_retries`` times with exponential backoff. Not retried:
-other 4xx (a bad key or a bad request will not get better). Every HTTP exchange is returned as a
+other 4xx (a bad key or a bad request will not get better), and a reply too large (the same request would
+get it again). Every HTTP exchange is returned as a
 :class:`Exchange` so the caller can record each one; nothing here raises for a failed call.
 """
 
@@ -24,8 +29,10 @@ from typing import Any, Literal
 
 import httpx
 
+from evalstore.replay.bounded_http import ReplyTooLarge, checked, deadline, read_bounded
 from evalstore.replay.grading.judge.targets import ResolvedJudge, pi_vendor
 from evalstore.replay.piai.wire import DEFAULT_SYSTEM_PROMPT, encode
+from evalstore.replay.reply_cap import max_reply_bytes
 from evalstore.replay.targetsfile.redaction import SecretMask
 
 _log = logging.getLogger(__name__)
@@ -100,11 +107,13 @@ class JudgeClient:
         sleep: Callable[[float], None] = time.sleep,
         *,
         references: Mapping[str, str] | None = None,
+        max_reply: int | None = None,
     ) -> None:
         """Every exchange is masked before it is returned; ``references`` (variable name to value) are
         shown as their ``${{ NAME }}`` reference (the openai target's), every other credential form as
-        ``REDACTED``."""
+        ``REDACTED``. ``max_reply``: the largest reply body read (default ``EVALSTORE_MAX_REPLY_BYTES``'s)."""
         self._http = http
+        self._max_reply = max_reply_bytes() if max_reply is None else max_reply
         self._references = dict(references or {})
         self._limit = limit
         self._retry = retry
@@ -146,6 +155,8 @@ class JudgeClient:
 
     @staticmethod
     def _retryable(exchange: Exchange) -> bool:
+        if exchange.outcome == "error" and exchange.status == 200:
+            return False  # a reply that came whole but too large, or a stream pi-ai refused
         if exchange.status is None:
             return True  # timeout or dropped connection
         return exchange.status in (408, 429) or exchange.status >= 500
@@ -154,11 +165,19 @@ class JudgeClient:
         with self._limit:
             start = time.perf_counter()
             try:
-                response = self._http.post(judge.url, json=payload, headers=judge.headers, timeout=judge.timeout)
+                with (
+                    deadline(judge.timeout) as limit,
+                    self._http.stream(
+                        "POST", judge.url, json=payload, headers=judge.headers, timeout=judge.timeout
+                    ) as response,
+                ):
+                    try:
+                        body = read_bounded(response, limit, self._max_reply)
+                    except ReplyTooLarge as exc:
+                        return _too_large(judge, response.status_code, exc, start)
             except httpx.TransportError as exc:
                 return _unreached(judge, exc, start)
             latency = _ms(start)
-        body = response.content
         if response.status_code != 200:
             return _refused(judge, response, latency, body)
         content, usage = _read_reply(body)
@@ -170,22 +189,31 @@ class JudgeClient:
 
         vendor = pi_vendor(judge.provider)
         received: list[str] = []
+        cap = self._max_reply
 
         def lines(response: httpx.Response) -> Iterator[str]:
+            size = 0
             for line in response.iter_lines():
+                size += len(line) + 1  # decoded text: a small compressed body may inflate past the cap
+                if size > cap:
+                    raise ReplyTooLarge(cap)
                 received.append(line)
                 yield line
 
         with self._limit:
             start = time.perf_counter()
             try:
-                with self._http.stream(
-                    "POST", url, headers=headers, content=payload, timeout=judge.timeout
-                ) as response:
-                    if response.status_code != 200:
-                        return _refused(judge, response, _ms(start), response.read())
+                with (
+                    deadline(judge.timeout) as limit,
+                    self._http.stream("POST", url, headers=headers, content=payload, timeout=judge.timeout) as response,
+                ):
                     try:
+                        if response.status_code != 200:
+                            return _refused(judge, response, _ms(start), read_bounded(response, limit, cap))
+                        checked(response, limit, cap)
                         reply = vendor.read_stream(lines(response))
+                    except ReplyTooLarge as exc:
+                        return _too_large(judge, response.status_code, exc, start)
                     except CallFailed as exc:
                         body = "\n".join(received).encode("utf-8")
                         return Exchange("error", _ms(start), status=200, body=body, error=str(exc))
@@ -202,6 +230,11 @@ def _unreached(judge: ResolvedJudge, exc: httpx.TransportError, start: float) ->
     if isinstance(exc, httpx.TimeoutException):
         return Exchange("timeout", _ms(start), error=f"timed out after {judge.timeout:g}s ({type(exc).__name__})")
     return Exchange("error", _ms(start), error=f"connection failed: {type(exc).__name__}: {exc}")
+
+
+def _too_large(judge: ResolvedJudge, status: int, exc: ReplyTooLarge, start: float) -> Exchange:
+    """A reply past the cap: an error, without its body (reading it whole is what the cap prevents)."""
+    return Exchange("error", _ms(start), status=status, error=f"HTTP {status} from judge {judge.target!r}: {exc}")
 
 
 def _refused(judge: ResolvedJudge, response: httpx.Response, latency: float, body: bytes) -> Exchange:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import JudgeConfigError, NoJudgeError, ReplayError
 from evalstore.replay.grading.judge.targets import DEFAULT_TIMEOUT, JUDGE_PROVIDERS, JudgeTarget, ResolvedJudge
+from evalstore.replay.reply_cap import max_reply_bytes
 from evalstore.replay.targetsfile.loader import TargetEntry, TargetsFile
 
 if TYPE_CHECKING:
@@ -46,6 +47,8 @@ class JudgePool:
         self.targets_file = targets_file
         self.concurrency = concurrency
         self._env = env
+        self.max_reply = max_reply_bytes(self.env)
+        """The largest judge reply read (``EVALSTORE_MAX_REPLY_BYTES``), the setting checked before any call."""
         self._transport = transport
         self._retry = retry
         self._http: httpx.Client | None = None
@@ -61,17 +64,22 @@ class JudgePool:
         reused, never needs."""
         import httpx
 
+        from evalstore.replay.bounded_http import deadline_transport
         from evalstore.replay.grading.judge.client import JudgeClient, RetryPolicy
 
         with self._client_lock:
             if self._client is None:
+                limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
                 self._http = httpx.Client(
-                    transport=self._transport,
+                    transport=self._transport or deadline_transport(limits=limits),
                     timeout=DEFAULT_TIMEOUT,
-                    limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+                    limits=limits,
                 )
                 self._client = JudgeClient(
-                    self._http, threading.BoundedSemaphore(self.concurrency), self._retry or RetryPolicy()
+                    self._http,
+                    threading.BoundedSemaphore(self.concurrency),
+                    self._retry or RetryPolicy(),
+                    max_reply=self.max_reply,
                 )
             return self._client
 
