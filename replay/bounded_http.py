@@ -73,6 +73,11 @@ def deadline(seconds: float) -> Iterator[Deadline]:
         _current.deadline = outer
 
 
+def current() -> Deadline | None:
+    """The deadline of the :func:`deadline` block this thread is in, if any."""
+    return getattr(_current, "deadline", None)
+
+
 def _left(timeout: float | None, late: type[Exception]) -> float | None:
     limit: Deadline | None = getattr(_current, "deadline", None)
     return timeout if limit is None else limit.left(timeout, late)

@@ -16,11 +16,15 @@ from typing import Any
 
 import httpx
 
+from evalstore.replay.bounded_http import Deadline, ReplyTooLarge, checked, current, deadline, deadline_transport
 from evalstore.replay.piai.wire import CallFailed, LlmConfig, Reply, encode
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus
 from evalstore.replay.targets.chat_prompt import chat_prompt
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
+MAX_STREAM_BYTES = 64 * 1024 * 1024
+"""Cap on a streamed answer's events: a cli agent's answer is capped at 50 MB, and the events that carry
+one add their framing."""
 """The Anthropic SDK's own default request timeout (AgentV sets none)."""
 ERROR_BODY_CHARS = 500
 
@@ -74,9 +78,12 @@ def streamed(
             with http.stream("POST", url, headers=headers, content=payload) as response:
                 if not 200 <= response.status_code < 300:
                     raise failure(response)
+                checked(response, current() or Deadline(request.timeout or DEFAULT_TIMEOUT_SECONDS), MAX_STREAM_BYTES)
                 return read_stream(response.iter_lines())
         except httpx.HTTPError as exc:
             raise transport_failure(exc) from None
+        except ReplyTooLarge as exc:
+            raise CallFailed(f"pi-ai call failed: {exc}") from None
 
     return call(request.spec, cfg, request, send)
 
@@ -94,10 +101,13 @@ def call(
     started_wall = datetime.now(UTC)
     started = time.monotonic()
     attempt = 0
-    with httpx.Client(timeout=timeout) as http:
+    # The timeout bounds each attempt whole, connect to last byte (``bounded_http``): httpx's own starts
+    # again with every byte, and a server dripping its stream would hold the test for ever.
+    with httpx.Client(timeout=timeout, transport=deadline_transport()) as http:
         while True:
             try:
-                reply = send(http)
+                with deadline(timeout):
+                    reply = send(http)
                 break
             except CallFailed as exc:
                 retry = cfg.retry

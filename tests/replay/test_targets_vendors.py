@@ -197,3 +197,47 @@ def test_gemini_defaults_its_model_and_pi_ais_base_url(tmp_path, monkeypatch) ->
     assert (
         url == "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     )
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_an_endpoint_that_drips_its_stream_is_cut_at_the_timeout(provider, tmp_path, monkeypatch) -> None:
+    """Headers, then a byte every 0.1 s for a minute: each read gets one, so httpx's own timeout never
+    fires; the target's timeout bounds the call whole."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+            for _ in range(600):
+                if stop.wait(0.1):
+                    return
+                try:
+                    conn.sendall(b":\n")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    monkeypatch.setenv("EVALSTORE_TEST_VENDOR_KEY", "k")
+    monkeypatch.setenv("EVALSTORE_TEST_MODEL", "claude-haiku-4-5" if provider == "anthropic" else "gemini-2.5-flash")
+    fields = {"name": "t", "provider": provider, "api_key": "${{ EVALSTORE_TEST_VENDOR_KEY }}"}
+    fields["model"] = "${{ EVALSTORE_TEST_MODEL }}"
+    fields["base_url"] = url if provider == "anthropic" else url + "/v1beta"
+    started = time.monotonic()
+    try:
+        outcome = run_target(
+            fields, a_test([{"role": "user", "content": "q"}]), workspace=tmp_path, eval_dir=tmp_path, timeout=1.0
+        )
+    finally:
+        stop.set()
+        listener.close()
+    assert outcome.status == "timeout", outcome.error
+    assert time.monotonic() - started < 15
