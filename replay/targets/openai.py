@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from evalstore.replay.agentv.wire import agentv_token_usage
+from evalstore.replay.bounded_http import deadline_transport
 from evalstore.replay.content import Message, chat_prompt, question_text, system_message
 from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.conversation import as_text
@@ -63,7 +64,8 @@ def run(request: RunRequest) -> TargetOutcome:
         raise spec.fail(f"`max_retries` must be a whole number >= 0, got {retries!r}")
 
     messages = chat_messages(request)
-    with httpx.Client(timeout=resolved.timeout) as http:
+    # The transport the judge's pool uses: each network wait within the time the request has left.
+    with httpx.Client(timeout=resolved.timeout, transport=deadline_transport()) as http:
         client = JudgeClient(
             http,
             threading.BoundedSemaphore(1),
