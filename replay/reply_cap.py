@@ -1,6 +1,6 @@
 """The cap on a reply body read from a judge or a batch API, ``EVALSTORE_MAX_REPLY_BYTES``: apart from
 ``bounded_http.py``, which reads under it, so a judge pool checks the setting before any call without loading
-httpx."""
+httpx. And the one rule for a byte cap a variable sets (:func:`byte_cap`), an import's file caps' too."""
 
 from __future__ import annotations
 
@@ -18,15 +18,19 @@ tokens) is a few MiB; past this a reply is refused rather than held in memory (a
 
 def max_reply_bytes(environ: Mapping[str, str] | None = None) -> int:
     """The cap on one reply body: ``EVALSTORE_MAX_REPLY_BYTES`` (bytes), else :data:`DEFAULT_MAX_REPLY_BYTES`."""
-    raw = (os.environ if environ is None else environ).get(MAX_REPLY_BYTES_ENV)
+    return byte_cap(MAX_REPLY_BYTES_ENV, DEFAULT_MAX_REPLY_BYTES, "the largest reply to read from a judge", environ)
+
+
+def byte_cap(variable: str, default: int, largest: str, environ: Mapping[str, str] | None = None) -> int:
+    """A cap in bytes a variable may set (a positive integer), else ``default``; a bad value is an error
+    that says what the cap is (``largest``: "the largest file to import")."""
+    raw = (os.environ if environ is None else environ).get(variable)
     if raw is None or not raw.strip():
-        return DEFAULT_MAX_REPLY_BYTES
+        return default
     try:
         value = int(raw)
     except ValueError:
         value = -1
     if value <= 0:
-        raise ReplayError(
-            f"{MAX_REPLY_BYTES_ENV}={raw!r}: give the largest reply to read from a judge, in bytes (a positive integer)"
-        )
+        raise ReplayError(f"{variable}={raw!r}: give {largest}, in bytes (a positive integer)")
     return value

@@ -21,6 +21,7 @@ from pathlib import Path
 from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportSource, SkippedLine, Span
 from evalstore.replay.agentv.rows import resolve_path
 from evalstore.replay.errors import ReplayError
+from evalstore.replay.reply_cap import byte_cap
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 
 REFUSED_HINT = "pass --files-root DIR to allow files under DIR"
@@ -46,18 +47,7 @@ def max_document_bytes(environ: Mapping[str, str] | None = None) -> int:
 
 def max_file_bytes(environ: Mapping[str, str] | None = None) -> int:
     """The cap on one imported file: ``EVALSTORE_MAX_FILE_BYTES`` (bytes), else :data:`DEFAULT_MAX_FILE_BYTES`."""
-    raw = (os.environ if environ is None else environ).get(MAX_FILE_BYTES_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_MAX_FILE_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value <= 0:
-        raise ReplayError(
-            f"{MAX_FILE_BYTES_ENV}={raw!r}: give the largest file to import, in bytes (a positive integer)"
-        )
-    return value
+    return byte_cap(MAX_FILE_BYTES_ENV, DEFAULT_MAX_FILE_BYTES, "the largest file to import", environ)
 
 
 @dataclass
