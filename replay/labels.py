@@ -276,9 +276,9 @@ GRADERS_NAMED = 10
 
 
 def label_warnings(store: EventStore, events: Sequence[LabelRecorded]) -> list[str]:
-    """What may not be what the person meant in labels just recorded (recorded all the same): a grader
-    no run of the answers has, and verdicts the pass mark their run graded them at does not give their
-    score (:func:`contradiction` refuses the scores no pass mark reconciles)."""
+    """What may not be what the person meant in labels just recorded (recorded all the same), a line
+    each: a grader no run of the answers has, and verdicts their score is not at their pass mark
+    (:func:`contradiction` refuses the scores no pass mark reconciles)."""
     return [*_unknown_graders(store, events), *_off_the_pass_mark(store, events)]
 
 
