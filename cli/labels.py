@@ -12,7 +12,7 @@ import click
 from evalstore.cli.context import open_store
 from evalstore.cli.errors import UsageError, handle_errors
 from evalstore.cli.files import output_option
-from evalstore.cli.output import echo, json_option, note, print_json, print_table
+from evalstore.cli.output import echo, json_option, note, print_json, print_table, visible
 from evalstore.cli.params import UNIT_INTERVAL
 
 
@@ -59,11 +59,14 @@ def label(ctx, run, test, passed, failed, score, grader, note_text, by, interact
       evalstore label last --next --by alice
     """
     from evalstore.replay.analysis.compare import key_label
-    from evalstore.replay.labels import LabelInput, record_labels
+    from evalstore.replay.labels import LabelInput, contradiction, label_warnings, record_labels
 
     if passed and failed:
         raise UsageError("--pass and --fail contradict each other: give one")
     verdict = "pass" if passed else "fail" if failed else None
+    why = contradiction(verdict, score)
+    if why:
+        raise UsageError(f"--{verdict} and --score {score:g} contradict each other: {why}; give the one you mean")
     if interactive:
         if test is not None:
             raise UsageError("--next labels the run's tests in turn; give no TEST with it")
@@ -81,13 +84,15 @@ def label(ctx, run, test, passed, failed, score, grader, note_text, by, interact
     [event] = record_labels(
         store, [LabelInput(test=test, verdict=verdict, score=score, grader=grader, note=note_text, by=by)], run=run
     )
+    for warning in label_warnings(store, [event]):
+        note(f"warning: {warning}")
     if as_json:
         print_json(event.model_dump(mode="json"))
     else:
         what = " ".join(x for x in (event.verdict, None if event.score is None else f"score {event.score:g}") if x)
         about = f" [{event.grader}]" if event.grader else ""
         result = key_label((event.test_id, event.target, event.attempt))
-        echo(f"labelled {result}{about} {what} by {event.by} (run {event.run_id})")
+        echo(f"labelled {result}{about} {what} by {event.by} (run {event.run_id})", one_line=True)
 
 
 _ANSWERS = {
@@ -125,34 +130,47 @@ def _ask() -> tuple[str, str | None]:
         echo("  answer p, f, s or q (e.g. `f the total is wrong`)")
 
 
+def _block(heading: str, text: str) -> None:
+    """A heading, then stored text (a question, an answer) with each of its lines indented: the text
+    keeps its line breaks, to be read as written, but none of its lines starts where the command's own
+    do (the rule, ``[2/40] TEST``, ``Run's verdicts:``), so no line of it can pass for one of them."""
+    echo(f"\n{heading}:")
+    for line in visible(text).splitlines() or [""]:
+        echo(f"  {line}")
+
+
 def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: bool) -> None:  # type: ignore[no-untyped-def]
     """The interactive loop of ``label --next``: show, ask, record, next."""
     from evalstore.replay.labelling import pending
-    from evalstore.replay.labels import record_labels
+    from evalstore.replay.labels import record_labels, unknown_grader
 
     queue = pending(store, run, by=by, grader=grader)
     about = f" [{queue.grader}]" if queue.grader else ""
+    if queue.grader and (warning := unknown_grader(store, queue.base_run_id, queue.grader)):
+        note(f"warning: {warning}")
     echo(
         f"labelling {queue.run_id}{about} as {queue.by}: {len(queue.keys)} of {queue.total} test(s) to go"
-        + (" (verdicts hidden; --show-verdict shows them)" if blind else "")
+        + (" (verdicts hidden; --show-verdict shows them)" if blind else ""),
+        one_line=True,
     )
     labelled = skipped = 0
     for i, review in enumerate(queue, start=1):
         echo(_RULE)
-        echo(f"[{i}/{len(queue.keys)}] {review.name}")
-        echo(f"\nQuestion:\n{review.question}")
+        echo(f"[{i}/{len(queue.keys)}] {review.name}", one_line=True)
+        _block("Question", review.question)
         if review.criteria:
-            echo(f"\nCriteria:\n{review.criteria}")
+            _block("Criteria", review.criteria)
         if review.expected:
-            echo(f"\nExpected:\n{review.expected}")
-        echo(f"\nAnswer (as the graders saw it):\n{review.answer or '(empty)'}")
+            _block("Expected", review.expected)
+        _block("Answer (as the graders saw it)", review.answer or "(empty)")
         if not blind:
             shown = [v for v in review.verdicts if not queue.grader or v.grader == queue.grader]
             verdicts = ", ".join(
                 f"{v.grader} {v.verdict or '-'}" + ("" if v.score is None else f" {v.score:.2f}") for v in shown
             )
             test = "" if review.passed is None else f"; test {'pass' if review.passed else 'fail'}"
-            echo(f"\nRun's verdicts: {verdicts or 'none'}{test}")
+            echo()
+            echo(f"Run's verdicts: {verdicts or 'none'}{test}", one_line=True)
         echo()
         choice, text = _ask()
         if choice == "quit":
@@ -166,13 +184,13 @@ def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: b
             run=queue.base_run_id,
         )
         labelled += 1
-        echo(f"  recorded {choice}" + (f" ({text})" if text else ""))
+        echo(f"  recorded {choice}" + (f" ({text})" if text else ""), one_line=True)
     left = len(queue.keys) - labelled
     echo(_RULE)
-    echo(f"labelled {labelled}, skipped {skipped}; {left} left for {queue.by}")
+    echo(f"labelled {labelled}, skipped {skipped}; {left} left for {queue.by}", one_line=True)
     if left:
         more = (f" --by {queue.by}" if by else "") + (f" --grader {queue.grader}" if queue.grader else "")
-        echo(f"continue with: evalstore label {queue.run_id} --next{more}")
+        echo(f"continue with: evalstore label {queue.run_id} --next{more}", one_line=True)
 
 
 class _LabelsGroup(click.Group):
@@ -255,7 +273,7 @@ def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
     Example:
       evalstore labels import labels.csv --run last
     """
-    from evalstore.replay.labels import read_label_file, record_labels
+    from evalstore.replay.labels import label_warnings, read_label_file, record_labels
 
     store = open_store(ctx, create=False)
     items, ids = read_label_file(file)
@@ -263,6 +281,8 @@ def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
     there = len(store.get_events([i for i in ids if i]))  # ids are the rows' own: a row imported before is kept
     events = record_labels(store, items, run=run, ids=ids)
     runs = sorted({e.run_id for e in events})
+    for warning in label_warnings(store, events):
+        note(f"warning: {warning}")
     if there:
         note(
             f"imported {len(events) - there} new label(s) for {', '.join(runs)}; {there} already imported from this file"

@@ -354,7 +354,8 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     # A bar on stderr, unless the rows themselves go to the terminal (they would run through it).
     bar = progress_bar("exporting") if to_file or not sys.stdout.isatty() else None
     # The run's counts, for the bar's total (a query over its results, read before the workers start: only
-    # for a bar on a terminal; a JSON head's are read by export_run once they have started)
+    # for a bar on a terminal; a JSON head's are read by export_run otherwise). The results written are the
+    # ones they count, whatever an import still writing into the run adds meanwhile.
     summary = run_summary(store, run_id) if bar is not None and bar.visible else None
     total = summary.tests + summary.not_regradable if summary is not None else None
     try:

@@ -18,7 +18,7 @@ import io
 import json
 import math
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,7 +29,7 @@ from evalstore.replay.errors import NotFoundError, ReplayError
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.regular_files import read_regular
 from evalstore.store import EventStore, NewEvent, sha256_hex
-from evalstore.store.events import LabelRecorded, SourceRef, TranscriptRecorded
+from evalstore.store.events import LabelRecorded, SourceRef, TestScored, TranscriptRecorded
 
 STREAM_PREFIX = "lbl-"
 COLUMNS = ("run", "test_id", "target", "attempt", "grader", "verdict", "score", "note", "by", "labelled_at")
@@ -178,6 +178,21 @@ def result_name(key: tuple[str, str | None, int]) -> str:
     return f"{test_id}{'@' + target if target else ''}#{attempt}"
 
 
+def contradiction(verdict: str | None, score: float | None) -> str | None:
+    """Why ``verdict`` and ``score`` cannot both be meant, whatever the pass mark; None when they can.
+
+    A result passes at a score of at least its pass mark (the test's ``execution.threshold``, else
+    ``--threshold``, else the eval file's; a regrade may change it), and a label holds for every regrade of
+    the answer: a score between 0 and 1 goes with either verdict under some pass mark. The ends do not: a
+    score of 1 passes under every pass mark, and 0 fails under every one above 0 (a pass mark of 0 passes
+    every answer, so a label could not tell a grader from it)."""
+    if verdict == "pass" and score == 0.0:
+        return "a score of 0 fails under any pass mark"
+    if verdict == "fail" and score == 1.0:
+        return "a score of 1 passes under every pass mark"
+    return None
+
+
 def _event(item: LabelInput, run_id: str, key: tuple[str, str | None, int], transcript: str) -> LabelRecorded:
     verdict = item.verdict.lower() if item.verdict else None
     if verdict not in (None, "pass", "fail"):
@@ -186,6 +201,9 @@ def _event(item: LabelInput, run_id: str, key: tuple[str, str | None, int], tran
         raise LabelError(f"score: expected a number from 0 to 1, got {item.score}")
     if verdict is None and item.score is None:
         raise LabelError("a label needs a verdict (pass/fail), a score, or both")
+    why = contradiction(verdict, item.score)
+    if why:
+        raise LabelError(f"verdict {verdict} and score {item.score:g} contradict each other: {why}")
     if item.labelled_at:
         try:
             datetime.fromisoformat(item.labelled_at.replace("Z", "+00:00"))
@@ -251,6 +269,91 @@ def record_labels(
     for stream, new in by_stream.items():
         store.append(stream, new)
     return events
+
+
+GRADERS_NAMED = 10
+"""How many of the graders there are a warning about a grader none of them is names."""
+
+
+def label_warnings(store: EventStore, events: Sequence[LabelRecorded]) -> list[str]:
+    """What may not be what the person meant in labels just recorded (recorded all the same), a line
+    each: a grader no run of the answers has, and verdicts their score is not at their pass mark
+    (:func:`contradiction` refuses the scores no pass mark reconciles)."""
+    return [*_unknown_graders(store, events), *_off_the_pass_mark(store, events)]
+
+
+def family_graders(store: EventStore, run_id: str) -> set[str]:
+    """The graders with a verdict in a (transcript) run or in any run regrading it, replays of replays too:
+    the graders its labels apply to."""
+    names: set[str] = set()
+    todo = [run_id]
+    while todo:
+        run = todo.pop()
+        names.update(store.grader_counts(run))
+        todo.extend(row["run_id"] for row in store.query("runs", parent_run_id=run))
+    return names
+
+
+def unknown_grader(store: EventStore, run_id: str, grader: str) -> str | None:
+    """Why a label about ``grader`` may be about nothing: neither the (transcript) run nor a replay of it
+    has a grader of that name; None when one has. Such a label is kept all the same (the grader may be a
+    criterion not written yet), so this is a warning."""
+    return _grader_warning(run_id, grader, sorted(family_graders(store, run_id)))
+
+
+def _grader_warning(run_id: str, grader: str, known: list[str]) -> str | None:
+    if grader in known:
+        return None
+    there = ", ".join(known[:GRADERS_NAMED]) + (
+        f" and {len(known) - GRADERS_NAMED} more" if known[GRADERS_NAMED:] else ""
+    )
+    return (
+        f"grader {grader!r}: neither run {run_id} nor a replay of it has a grader of that name (labelled all "
+        f"the same, for a grader still to be written); {'they have ' + there if known else 'they have no graders'}"
+    )
+
+
+def _unknown_graders(store: EventStore, events: Sequence[LabelRecorded]) -> Iterator[str]:
+    asked: dict[str, dict[str, None]] = {}  # per run, the graders labels name, in order
+    for event in events:
+        if event.grader:
+            asked.setdefault(event.run_id, {})[event.grader] = None
+    for run_id, names in asked.items():
+        known = sorted(family_graders(store, run_id))
+        yield from filter(None, (_grader_warning(run_id, name, known) for name in names))
+
+
+def _off_the_pass_mark(store: EventStore, events: Sequence[LabelRecorded]) -> Iterator[str]:
+    """One line for the labels whose verdict is not what their score makes of it at their pass mark: a
+    grader's (a grader's own verdict is pass from 0.8), or for the whole answer the one its run graded the
+    result at (a label applies to every regrade, whose pass mark may be another)."""
+    from evalstore.replay.grading.graders.base import PASS_SCORE
+
+    given = [e for e in events if e.verdict is not None and e.score is not None]
+    marks: dict[tuple[str, str, str | None, int], float] = {}
+    for run_id in dict.fromkeys(e.run_id for e in given if not e.grader):
+        for _, _, payload, _ in store.stream_payloads(run_id, types=[TestScored.type]):
+            p = json.loads(payload)  # stored without its defaults: target None, attempt 1
+            marks[(run_id, p["test_id"], p.get("target"), p.get("attempt", 1))] = p["threshold"]
+    off = [
+        (e, mark)
+        for e in given
+        if (mark := PASS_SCORE if e.grader else marks.get((e.run_id, e.test_id, e.target, e.attempt))) is not None
+        and (e.score >= mark) != (e.verdict == "pass")  # type: ignore[operator]
+    ]
+    if not off:
+        return
+    e, mark = off[0]
+    example = (
+        f"{e.source.location + ': ' if e.source else ''}{result_name((e.test_id, e.target, e.attempt))}"
+        f"{f' [{e.grader}]' if e.grader else ''} of run {e.run_id}: {e.verdict} with score {e.score:g}, pass mark "
+        f"{mark:g}"
+    )
+    if len(off) == 1:
+        what = f"1 label gives a verdict its score does not have at its pass mark ({example})"
+    else:
+        what = f"{len(off)} labels give a verdict their score does not have at their pass mark (e.g. {example})"
+    yield f"{what}; recorded as given: agreement counts the verdict, not the score"
 
 
 def read_labels(store: EventStore, run_id: str) -> list[Label]:

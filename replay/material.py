@@ -275,9 +275,11 @@ class Tally:
         errors: int,
         score_sum: float | None,
         not_regradable: int = 0,
-        error_score_sum: float | None = None,  # in the aggregate, as the targets; a tally has no use for them
+        error_score_sum: float
+        | None = None,  # in the aggregate, as the targets and the last seq; a tally has no use for them
         target_min: str | None = None,
         target_max: str | None = None,
+        last_seq: int | None = None,
     ) -> Tally:
         """A tally from the store's aggregate (``EventStore.result_counts``) instead of every result."""
         tally = cls()

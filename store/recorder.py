@@ -786,15 +786,19 @@ class EventStore:
                     if type_ in wanted and after < version + i <= last:
                         yield type_, schema_version, payload, recorded_at
 
-    def result_ends(self, run_id: str, *, every: int) -> list[int]:
+    def result_ends(self, run_id: str, *, every: int, upto_seq: int | None = None) -> list[int]:
         """The stream versions of every ``every``-th result's ``test_scored`` of a run, and of its last, in
         order: where to cut the run's stream into chunks of results. Read from the ``results``
-        projection (a result's latest score) and the records' keys, not the stream's events."""
+        projection (a result's latest score) and the records' keys, not the stream's events. ``upto_seq``:
+        only the results scored at or before that seq (those a summary counted)."""
         r, rec = schema.results, schema.records
+        scored = select(r.c.seq).where(r.c.run == _run(run_id))
+        if upto_seq is not None:
+            scored = scored.where(r.c.seq <= upto_seq)
         with self.engine.connect() as conn:
             # Fetched whole, a number or two a row: one at a time, through the driver's cursor, took as long
             # as the queries (bench/read.py's export, 20,000 results: 40 ms -> 20 ms before its workers start).
-            seqs = [seq for (seq,) in _fetched(conn, select(r.c.seq).where(r.c.run == _run(run_id)).order_by(r.c.seq))]
+            seqs = [seq for (seq,) in _fetched(conn, scored.order_by(r.c.seq))]
             picked = sorted({*seqs[every - 1 :: every], *seqs[-1:]})
             if not picked:
                 return []
@@ -1039,7 +1043,8 @@ class EventStore:
 
     def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
         """Per run: number of results, passed, execution errors, the score sum and that of the execution
-        errors, and the least and greatest target of its results (one aggregate query).
+        errors, the least and greatest target of its results, and the seq of the last result counted
+        (``last_seq``: one aggregate query, so the counts are of exactly the results up to it).
         Results with status ``not_regradable`` are counted apart (``not_regradable``), in none of the others."""
         r, s = schema.results, schema.streams
         scored = r.c.status != "not_regradable"
@@ -1054,6 +1059,7 @@ class EventStore:
                 func.sum(case((scored, 0), else_=1)).label("not_regradable"),
                 func.min(r.c.target).label("target_min"),
                 func.max(r.c.target).label("target_max"),
+                func.max(r.c.seq).label("last_seq"),
             )
             .select_from(r.join(s, s.c.stream == r.c.run))
             .group_by(s.c.stream_id)

@@ -45,6 +45,7 @@ from evalstore.replay.analysis.compare import key_label
 from evalstore.replay.analysis.prompts import prompt_messages
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.errors import NotFoundError, ReplayError
+from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.replay.labels import LabelInput, record_labels
 from evalstore.store import EventStore
 from evalstore.store.errors import StoreError
@@ -123,7 +124,9 @@ def _environment() -> Environment:
         swapped=browse.swapped,
         prompt_messages=prompt_messages,
     )
-    env.globals.update(version=__version__)
+    # A grader that failed to run is left out of its test's score: pages show it as an error, not as its
+    # recorded 0 (which would read as a real 0), by the rule the CLI's tables use.
+    env.globals.update(version=__version__, left_out=left_out_of_score)
     return env
 
 

@@ -87,16 +87,23 @@ _WORKER_STORE: EventStore | None = None
 
 
 def encoded_results(
-    store: EventStore, run_id: str, encode: Encode, *, inputs: bool = True, workers: int | None = None
+    store: EventStore,
+    run_id: str,
+    encode: Encode,
+    *,
+    inputs: bool = True,
+    workers: int | None = None,
+    upto_seq: int | None = None,
 ) -> Iterator[Chunk]:
     """The run's results in the order they were scored, each through ``encode``, a chunk at a time.
     ``workers``: how many processes encode at once (default: one per core; 1 encodes everything in this
-    process)."""
+    process). ``upto_seq``: only the results scored at or before that seq (``RunSummary.last_seq``), however
+    many an import still writing into the run adds meanwhile; None: to the run's end."""
     origin_ids = origin_event_ids(store, run_id) if inputs else {}
     # Each chunk runs from after one result's score to the score of the result CHUNK_RESULTS later (at the
     # end, CHUNK_RESULTS // TAIL_PARTS later).
     every = max(CHUNK_RESULTS // TAIL_PARTS, 1)
-    fine = store.result_ends(run_id, every=every)
+    fine = store.result_ends(run_id, every=every, upto_seq=upto_seq)
     ends = chunk_ends(fine, CHUNK_RESULTS // every, worker_count(len(fine), workers))
     windows: list[Window] = list(zip([0, *ends], ends))
     count = worker_count(len(windows), workers)
@@ -104,7 +111,8 @@ def encoded_results(
     if count and store.reopenable:
         after = yield from _forked(_Job(store, run_id, encode, inputs, origin_ids, ""), store, windows, count)
     if after is not None:  # from the start, or from a chunk whose results interleave: read here, in one pass
-        yield from _here(store, run_id, encode, inputs, (after, None), origin_ids)
+        end = None if upto_seq is None else ends[-1] if ends else 0  # the last result's score, as the chunks end
+        yield from _here(store, run_id, encode, inputs, (after, end), origin_ids)
 
 
 def chunk_ends(fine: list[int], per: int, workers: int) -> list[int]:

@@ -484,11 +484,16 @@ def export_run(
 ) -> int:
     """Write one stored run to ``fh`` as ``agentv-jsonl``, ``csv`` or ``json``, streaming; returns the
     number of results (lines for CSV) written. ``progress`` is told how many results are written after
-    each chunk (``chunked.CHUNK_RESULTS``); ``summary`` is the run's, when the caller has read it.
+    each chunk (``chunked.CHUNK_RESULTS``); ``summary`` is the run's, when the caller has read it (a JSON
+    document's head is read here otherwise). The results written are those the summary counted
+    (``RunSummary.last_seq``), so that its counts are the rows', also while an import still adds to the run.
     ``workers``: processes encoding at once (``chunked.encoded_results``; default one per core)."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
     started = run_started(store, run_id)
+    if summary is None and fmt == "json":
+        summary = run_summary(store, run_id)  # before the results are cut into chunks: they end where it does
+    upto = None if summary is None else summary.last_seq or 0
     encode = {"agentv-jsonl": _jsonl_encoded, "csv": _csv_encoded, "json": _json_encoded}[fmt]
     if fmt == "csv":
         fh.write(_csv_text([CSV_COLUMNS]))
@@ -496,12 +501,13 @@ def export_run(
     results = items = 0
 
     def head() -> None:
-        # The JSON head's counts (a query over the run's results) are read once the workers are
-        # encoding the first chunks, not before they start.
-        write(_json_head(started, summary or run_summary(store, run_id)).encode("utf-8"))
+        write(_json_head(started, summary).encode("utf-8"))
 
     # CSV reads scores and verdicts only: no case, transcript or grader request.
-    for chunk in encoded_results(store, run_id, partial(encode, started), inputs=fmt != "csv", workers=workers):
+    chunks = encoded_results(
+        store, run_id, partial(encode, started), inputs=fmt != "csv", workers=workers, upto_seq=upto
+    )
+    for chunk in chunks:
         if fmt == "json" and not results:
             head()
             write(chunk.data[1:])  # the first result's comma is cut

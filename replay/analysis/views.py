@@ -48,9 +48,14 @@ class RunSummary:
     """Results a replay found nothing to grade in: not in ``tests`` nor the mean."""
     source_status: str | None = None
     """For an import: how its source run ended, when it did not succeed (``RunStarted.source_status``)."""
+    last_seq: int | None = None
+    """The seq of the last result these counts count (None: none): what bounds the results written with
+    them (an export's, while an import may still add to the run). A position in the log, not shown."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        del d["last_seq"]
+        return d
 
     @property
     def shown_status(self) -> str:
@@ -117,6 +122,7 @@ def _summaries(store: EventStore, run_rows: list[dict]) -> list[RunSummary]:
                 mean_score_without_errors=_mean_without_errors(c),
                 source=run["source"],
                 not_regradable=int(c.get("not_regradable") or 0),
+                last_seq=c.get("last_seq"),
             )
         )
     for summary in out:

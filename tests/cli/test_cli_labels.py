@@ -222,3 +222,97 @@ def test_compare_html_has_the_agreement_section_compare_prints(tmp_path: Path) -
     store.close()
     assert _cli(other, "compare", "rec-2", "rpl-2", "--html", str(bare)).exit_code == 0
     assert 'id="agreement"' not in bare.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        (
+            ["--pass", "--score", "0"],
+            "--pass and --score 0 contradict each other: a score of 0 fails under any pass mark",
+        ),
+        (
+            ["--fail", "--score", "1"],
+            "--fail and --score 1 contradict each other: a score of 1 passes under every pass mark",
+        ),
+    ],
+)
+def test_a_verdict_no_pass_mark_gives_its_score_is_refused(tmp_path: Path, given: list[str], problem: str) -> None:
+    """A pass at 0 or a fail at 1 was recorded silently; agreement would then count a verdict the person
+    probably did not mean. The same from a labels file names its line."""
+    db = _setup(tmp_path)
+    r = _cli(db, "label", "rec-1", "t01", *given, "--by", "bob")
+    assert r.exit_code == 2 and r.stderr.startswith(f"Error: {problem}") and len(r.stderr.splitlines()) == 1
+    f = tmp_path / "labels.csv"
+    f.write_text(f"test_id,verdict,score\nt02,pass,0.9\nt01,{given[0][2:]},{given[2]}\n")
+    r = _cli(db, "labels", "import", str(f), "--run", "rec-1")
+    verdict, score = given[0][2:], given[2]
+    assert r.exit_code == 2 and f"Error: {f}:3: verdict {verdict} and score {score} contradict each other" in r.stderr
+    assert json.loads(_cli(db, "labels", "rec-1", "--json").stdout) == []  # nothing written
+
+
+def test_a_verdict_off_the_pass_mark_or_a_grader_no_run_has_is_recorded_with_a_warning(tmp_path: Path) -> None:
+    """Between 0 and 1 a pass mark decides (the test's, --threshold: a regrade may change it), so the label
+    stands, with a warning when its run's pass mark makes the score the other verdict. A grader no run of
+    the answers has may be a criterion not written yet: kept, with the graders there are named."""
+    db = _setup(tmp_path)
+    r = _cli(db, "label", "rpl-good", "t01", "--pass", "--score", "0.5", "--by", "bob")
+    assert r.exit_code == 0 and "labelled t01 pass score 0.5 by bob (run rec-1)" in r.stdout
+    assert r.stderr == (
+        "warning: 1 label gives a verdict its score does not have at its pass mark (t01#1 of run rec-1: pass with "
+        "score 0.5, pass mark 0.8); recorded as given: agreement counts the verdict, not the score\n"
+    )
+    assert _cli(db, "label", "rec-1", "t02", "--fail", "--score", "0.5").stderr == ""  # 0.5 fails at 0.8
+    r = _cli(db, "label", "rec-1", "t03", "--fail", "--grader", "qualty", "--by", "bob")
+    assert r.exit_code == 0 and "labelled t03 [qualty] fail by bob" in r.stdout
+    assert r.stderr == (
+        "warning: grader 'qualty': neither run rec-1 nor a replay of it has a grader of that name (labelled all "
+        "the same, for a grader still to be written); they have quality\n"
+    )
+    assert _cli(db, "label", "rec-1", "t03", "--fail", "--grader", "quality").stderr == ""
+    f = tmp_path / "labels.csv"
+    f.write_text("test_id,grader,verdict,score\nt04,,fail,0.9\nt05,quality,pass,0.1\nt06,later,pass,\n")
+    r = _cli(db, "labels", "import", str(f), "--run", "rec-1")
+    assert r.exit_code == 0 and "imported 3 label(s) for rec-1" in r.stderr
+    assert "warning: grader 'later': neither run rec-1 nor a replay of it has" in r.stderr
+    assert (
+        f"warning: 2 labels give a verdict their score does not have at their pass mark (e.g. {f}:2: t04#1 of run "
+        "rec-1: fail with score 0.9, pass mark 0.8)" in r.stderr
+    )
+    assert len(json.loads(_cli(db, "labels", "rec-1", "--json").stdout)) == 7
+
+
+def test_stored_text_cannot_print_a_line_of_its_own(tmp_path: Path) -> None:
+    """A test id, a name or a note holding a line break printed it, so imported text could forge a line of
+    the output; a question or an answer, which keep their lines, are indented under their heading."""
+    from evalstore.store.events import RunStarted, TestCaseRecorded, TranscriptRecorded
+
+    db = f"sqlite:///{tmp_path / 'q.db'}"
+    forged = "[2/2] other-test"
+    store = EventStore.open(db)
+    store.append(
+        "rec-q",
+        [
+            RunStarted(run_id="rec-q", kind="recorded", tool_version="t"),
+            TestCaseRecorded(test_id=f"sums\n{forged}", input=[{"role": "user", "content": f"Add up.\n{forged}"}]),
+            TranscriptRecorded(test_id=f"sums\n{forged}", messages_sha256=None, output_text=f"5\n\n{forged}"),
+        ],
+    )
+    store.close()
+    r = _cli(db, "label", "rec-q", f"sums\n{forged}", "--pass", "--by", "ann\nlabelled x")
+    assert (
+        r.exit_code == 0 and r.stdout == "labelled sums\\x0a[2/2] other-test pass by ann\\x0alabelled x (run rec-q)\n"
+    )
+    listed = _cli(db, "labels", "rec-q").stdout
+    assert "sums\\x0a[2/2] other-test" in listed and not any(line.startswith("[2/2]") for line in listed.splitlines())
+    r = CliRunner().invoke(cli_package.main, ["--db", db, "label", "rec-q", "--next", "--by", "bo"], input="f\n")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert (
+        "[1/1] sums\\x0a[2/2] other-test" in lines and lines.count(f"  {forged}") == 2
+    )  # the question's, the answer's
+    assert not any(line.startswith(forged) for line in lines)
+    assert lines[lines.index("Question:") + 1] == "  Add up." and "Answer (as the graders saw it):" in lines
+    # --json keeps the text as it is.
+    [label] = [x for x in json.loads(_cli(db, "labels", "rec-q", "--json").stdout) if x["by"] == "ann\nlabelled x"]
+    assert label["test_id"] == f"sums\n{forged}"

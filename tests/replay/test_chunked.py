@@ -153,3 +153,42 @@ def test_an_in_memory_store_is_exported_in_one_process() -> None:
     out = io.StringIO()
     assert export.export_run(store, "rec-1", "csv", out, workers=4) == RESULTS
     assert len(out.getvalue().splitlines()) == RESULTS + 1
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_json_summary_counts_the_results_written_while_an_import_adds_more(
+    store, monkeypatch, tmp_path, workers
+) -> None:  # type: ignore[no-untyped-def]
+    """The summary at the head of a JSON export was counted apart from the results it streams: results
+    appended to the run in between (an import still writing into it) were in one and not the other. Here
+    the first read of the run's events, in this process or a worker's, appends three more results as
+    soon as it has begun; the document holds the results its summary counts."""
+    _run(store, "rec-1", None)
+    monkeypatch.setattr(chunked, "CHUNK_RESULTS", 2)  # several chunks: two workers fork
+    real = EventStore.stream_payloads
+    once = tmp_path / "appended"
+
+    def read_while_an_import_appends(self, stream_id, **kwargs):  # type: ignore[no-untyped-def]
+        rows = real(self, stream_id, **kwargs)
+        first = next(rows, None)
+        try:
+            once.touch(exist_ok=False)  # the first read of all, whichever process makes it
+        except FileExistsError:
+            pass
+        else:
+            more = [e for i in range(RESULTS, RESULTS + 3) for part in _result(i) for e in part]
+            self.append(stream_id, [NewEvent(e) for e in more])
+        if first is not None:
+            yield first
+            yield from rows
+
+    monkeypatch.setattr(EventStore, "stream_payloads", read_while_an_import_appends)
+    out = io.StringIO()
+    written = export.export_run(store, "rec-1", "json", out, workers=workers)
+    assert once.exists() and len(store.query("results", run_id="rec-1")) == RESULTS + 3  # the race was run
+    doc = json.loads(out.getvalue())
+    results, summary = doc["results"], doc["summary"]
+    assert written == summary["tests"] == len(results)
+    assert summary["passed"] == sum(r["passed"] for r in results)
+    assert summary["mean_score"] == round(sum(r["score"] for r in results) / len(results), 6)
+    assert [r["test_id"] for r in results] == [f"t{i}" for i in range(len(results))]

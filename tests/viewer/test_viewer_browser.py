@@ -261,3 +261,93 @@ def test_label_answers_through_the_page(quickstart_db: str, tmp_path: Path, serv
     assert browser.find_element(By.ID, "agreement-table").find_elements(By.CSS_SELECTOR, "tbody tr")
     _shot(browser, shots, "8-compare-agreement")
     store.close()
+
+
+def _errored_runs(url: str) -> tuple[str, str]:
+    """A recorded run whose judge failed to run on q1 (AgentV's verdict skip, left out of the score: q1
+    scores 1.0 on its other grader), and a replay in which the judge ran."""
+    from evalstore.store import EventStore
+    from evalstore.store.events import (
+        RunCompleted,
+        RunStarted,
+        TestCaseRecorded,
+        TestScored,
+        TranscriptRecorded,
+        VerdictRecorded,
+    )
+
+    recorded, replay = "rec-20260101T000000-errord", "rpl-20260101T000100-errord"
+    store = EventStore.open(url)
+    store.append(
+        recorded,
+        [
+            RunStarted(run_id=recorded, kind="recorded", suite="s", target_name="agent", tool_version="test"),
+            TestCaseRecorded(test_id="q1", input=[{"role": "user", "content": "What is 2+2?"}]),
+            TranscriptRecorded(test_id="q1", messages_sha256=None, output_text="4"),
+            VerdictRecorded(test_id="q1", grader="exact", grader_type="equals", score=1.0, verdict="pass"),
+            VerdictRecorded(
+                test_id="q1",
+                grader="judge",
+                grader_type="llm-grader",
+                score=0.0,
+                verdict="skip",
+                status="execution_error",
+                evidence=["Grader 'judge' failed: judge unreachable"],
+            ),
+            TestScored(test_id="q1", score=1.0, passed=True, status="ok", threshold=0.8),
+            RunCompleted(tests=1, passed=1, failed=0, errors=0, mean_score=1.0),
+        ],
+    )
+    store.append(
+        replay,
+        [
+            RunStarted(run_id=replay, kind="replay", parent_run_id=recorded, suite="s", tool_version="test"),
+            VerdictRecorded(test_id="q1", grader="exact", grader_type="equals", score=1.0, verdict="pass"),
+            VerdictRecorded(test_id="q1", grader="judge", grader_type="llm-grader", score=0.4, verdict="fail"),
+            TestScored(test_id="q1", score=0.7, passed=False, status="quality_failure", threshold=0.8),
+            RunCompleted(tests=1, passed=0, failed=1, errors=0, mean_score=0.7),
+        ],
+    )
+    store.close()
+    return recorded, replay
+
+
+def test_a_grader_that_failed_to_run_shows_as_an_error(tmp_path: Path, serve, browser, shots: Path) -> None:
+    """The CLI's tables show a grader left out of its test's score as `error` (``grading/errored.py``); the
+    viewer showed its recorded 0 and `skip`, which reads as a real score. The run page, the test page and
+    the compare page now say error, with the recorded verdict beside it."""
+    from selenium.webdriver.common.by import By
+
+    db = f"sqlite:///{tmp_path / 'errored.db'}"
+    recorded, replay = _errored_runs(db)
+    base = serve(db)
+
+    browser.get(f"{base}/runs/{recorded}")
+    header = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "table#results thead th")]
+    row = browser.find_elements(By.CSS_SELECTOR, "table#results tbody tr td")
+    cells = dict(zip(header, row))
+    assert cells["judge"].text == "error" and "v-error" in cells["judge"].get_attribute("class")
+    assert "left out of the test's score" in cells["judge"].get_attribute("title")
+    assert cells["exact"].text == "1.000 pass"
+    _shot(browser, shots, "9-errored-run")
+
+    browser.get(f"{base}/runs/{recorded}/tests/q1")
+    judge = browser.find_element(By.ID, "verdict-judge")
+    assert "v-error" in judge.get_attribute("class")
+    heading = judge.find_element(By.TAG_NAME, "h4").text
+    assert "error: failed to run, left out of the test's score" in heading and "skip · execution_error" in heading
+    exact = browser.find_element(By.ID, "verdict-exact").find_element(By.TAG_NAME, "h4").text
+    assert "score 1.000 · pass" in exact and "error" not in exact
+    _shot(browser, shots, "9-errored-test")
+
+    browser.get(f"{base}/compare/{recorded}/{replay}")
+    rows = {
+        tr.find_element(By.TAG_NAME, "td").text.split()[0]: tr
+        for tr in browser.find_elements(By.CSS_SELECTOR, "table.side-by-side tbody tr")
+        if tr.find_elements(By.CSS_SELECTOR, "td.run-a")
+    }
+    judge_a = rows["judge"].find_element(By.CSS_SELECTOR, "td.run-a .v-error")
+    assert judge_a.text.startswith("error · left out of the score (recorded 0.000 skip · execution_error)")
+    assert rows["judge"].find_element(By.CSS_SELECTOR, "td.run-b").text.startswith("0.400 fail")
+    assert not rows["exact"].find_elements(By.CSS_SELECTOR, ".v-error")
+    _shot(browser, shots, "9-errored-compare")
