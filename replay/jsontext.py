@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from operator import attrgetter
 from typing import Any
@@ -193,6 +193,18 @@ _AS_IS = frozenset({str, int, bool, type(None)})
 the long way)."""
 
 _ASCII_UPPER = re.compile("[A-Z]")
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string in a JSON-like value (a config, a grader's spec dumped), at any depth; keys left out."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from strings_in(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from strings_in(item)
 
 
 @lru_cache(maxsize=4096)  # the same few dozen keys in every payload and row

@@ -56,7 +56,7 @@ from evalstore.replay.grading.graders.base import GradeOptions, no_wait, process
 from evalstore.replay.grading.scoring import produced_now
 from evalstore.replay.inspect import SOURCE_FORMATS as INSPECT_FORMATS
 from evalstore.replay.inspect import graded_despite_error
-from evalstore.replay.jsontext import decode_problem
+from evalstore.replay.jsontext import decode_problem, strings_in
 from evalstore.replay.lost_inputs import keep_recorded
 from evalstore.replay.material import (
     ResultKey,
@@ -382,22 +382,13 @@ def _regraded_drift(
         return drifted
     only = set(graders)
     used = [
-        text for t in suite.tests for name, g in verdict_graders(t) if name in only for text in _texts(g.model_dump())
+        text
+        for t in suite.tests
+        for name, g in verdict_graders(t)
+        if name in only
+        for text in strings_in(g.model_dump())
     ]
     return [d for d in drifted if any(p in text for p in (d.path, moved.get(d.path, d.path)) for text in used)]
-
-
-def _texts(value: Any) -> Iterator[str]:
-    """Every string in a grader's spec (its command, script, prompt file, converters), where the paths it
-    runs or reads are."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _texts(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _texts(item)
 
 
 def _execute(

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalstore.replay.errors import TargetConfigError
+from evalstore.replay.jsontext import strings_in
 from evalstore.replay.targetsfile.loader import interpolate, references
 from evalstore.replay.targetsfile.redaction import REDACTED, URL, SecretMask, literal_secrets, looks_secret, redact
 
@@ -61,7 +62,7 @@ def target_mask(
     values = reference_values(config, secrets_only=secrets_only, environ=environ)
     return SecretMask.of(
         references=values,
-        urls=[url for text in _strings(resolved) for url in URL.findall(text)],
+        urls=[url for text in strings_in(resolved) for url in URL.findall(text)],
         literals=literal_secrets(config),
     )
 
@@ -80,16 +81,6 @@ def unresolve(text: str, config: Mapping[str, Any], *, environ: Mapping[str, str
     reference: the configured form, for messages that were built from the resolved config or that
     echo it (a URL, a command line, an agent's stderr)."""
     return target_mask(config, environ=environ).text(text)
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, (list, tuple)):
-        return [s for item in value for s in _strings(item)]
-    return []
 
 
 def _secret_references(value: Any, secret: bool = False) -> list[str]:
