@@ -215,22 +215,18 @@ def check_expansion(root: yaml.Node, file: str) -> None:
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node) if id(child) not in size)
     values, text = size[id(root)]
-    if values - written > MAX_ALIAS_EXPANSION:
-        raise EvalFileError(
-            file,
-            root.start_mark.line + 1,
-            None,
-            f"its aliases expand to {values} values, more than {MAX_ALIAS_EXPANSION} beyond the "
-            f"{written} written (an alias bomb?); write the values out or alias less",
-        )
-    if text - written_text > MAX_ALIAS_TEXT:
-        raise EvalFileError(
-            file,
-            root.start_mark.line + 1,
-            None,
-            f"its aliases expand to {text} characters of text, more than {MAX_ALIAS_TEXT} beyond the "
-            f"{written_text} written (an alias bomb?); alias less, or keep the large text in a file",
-        )
+    for total, seen, cap, unit, advice in (
+        (values, written, MAX_ALIAS_EXPANSION, "values", "write the values out or alias less"),
+        (text, written_text, MAX_ALIAS_TEXT, "characters of text", "alias less, or keep the large text in a file"),
+    ):
+        if total - seen > cap:
+            raise EvalFileError(
+                file,
+                root.start_mark.line + 1,
+                None,
+                f"its aliases expand to {total} {unit}, more than {cap} beyond the {seen} written (an alias "
+                f"bomb?); {advice}",
+            )
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
