@@ -289,7 +289,7 @@ def family_graders(store: EventStore, run_id: str) -> set[str]:
     todo = [run_id]
     while todo:
         run = todo.pop()
-        names.update(store.grader_counts(run))
+        names.update(row["grader"] for row in store.grader_counts(run))
         todo.extend(row["run_id"] for row in store.query("runs", parent_run_id=run))
     return names
 

@@ -1153,27 +1153,27 @@ class EventStore:
                 for row in rows:
                     yield (row[0], row[1], row[2]), row[3], events[row[4]]
 
-    def grader_counts(self, run_id: str) -> dict[str, dict[str, Any]]:
-        """Per grader of a run: verdicts, passes, fails, skips, execution errors and the score sum."""
+    def grader_counts(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's verdicts tallied per grader and (status, verdict): their number, cache hits and score
+        sum. Apart by status and verdict, so the reader applies its own rule of which verdicts count (a
+        failed grader's recorded 0 is left out of the viewer's mean: ``grading.errored``)."""
         v = schema.verdicts
         query = (
             select(
                 v.c.grader,
                 func.min(v.c.grader_type).label("grader_type"),
+                v.c.status,
+                v.c.verdict,
                 func.count().label("verdicts"),
-                func.sum(case((v.c.verdict == "pass", 1), else_=0)).label("passed"),
-                func.sum(case((v.c.verdict == "fail", 1), else_=0)).label("failed"),
-                func.sum(case((v.c.verdict == "skip", 1), else_=0)).label("skipped"),
-                func.sum(case((v.c.status == "execution_error", 1), else_=0)).label("errors"),
                 func.sum(case((v.c.cache_hit, 1), else_=0)).label("cache_hits"),
                 func.sum(v.c.score).label("score_sum"),
             )
             .where(v.c.run == _run(run_id))
-            .group_by(v.c.grader)
+            .group_by(v.c.grader, v.c.status, v.c.verdict)
             .order_by(v.c.grader)
         )
         with self.engine.connect() as conn:
-            return {row["grader"]: dict(row) for row in conn.execute(query).mappings()}
+            return [dict(row) for row in conn.execute(query).mappings()]
 
     def cache_hit_counts(self, run_id: str, origin: str) -> dict[tuple[str, bool], int]:
         """A run's verdicts of one ``origin`` counted by (grader type, cache hit): one aggregate, so a run of

@@ -144,6 +144,30 @@ class GraderMean:
     mean: float | None
 
 
+def grader_means(tallies: list[dict[str, Any]]) -> list[GraderMean]:
+    """Per grader, from :meth:`EventStore.grader_counts`' tallies: its verdicts counted by outcome, and its
+    mean score over the verdicts that count toward a test's score: an execution error or a skip is left
+    out (``grading.errored``), as the test's own score leaves it out; None when none counts."""
+    means: dict[str, GraderMean] = {}
+    sums: dict[str, list[float]] = {}
+    for row in tallies:
+        name, n = row["grader"], int(row["verdicts"])
+        g = means.setdefault(name, GraderMean(name, row["grader_type"], 0, 0, 0, 0, 0, 0, None))
+        g.verdicts += n
+        g.cache_hits += int(row["cache_hits"] or 0)
+        g.passed += n if row["verdict"] == "pass" else 0
+        g.failed += n if row["verdict"] == "fail" else 0
+        g.skipped += n if row["verdict"] == "skip" else 0
+        g.errors += n if row["status"] == "execution_error" else 0
+        if not left_out_of_score(row["status"], row["verdict"]):
+            counted = sums.setdefault(name, [0.0, 0])
+            counted[0] += row["score_sum"] or 0.0
+            counted[1] += n
+    for name, (total, n) in sums.items():
+        means[name].mean = round(total / n, 6) if n else None
+    return list(means.values())
+
+
 @dataclass
 class RunPage:
     summary: RunSummary
@@ -202,20 +226,7 @@ def run_page(store: EventStore, run_id: str, filt: ResultFilter, *, offset: int 
                 left_out=frozenset(left_out.get(key, ())),
             )
         )
-    means = [
-        GraderMean(
-            grader=name,
-            grader_type=c["grader_type"],
-            verdicts=c["verdicts"],
-            passed=int(c["passed"] or 0),
-            failed=int(c["failed"] or 0),
-            skipped=int(c["skipped"] or 0),
-            errors=int(c["errors"] or 0),
-            cache_hits=int(c["cache_hits"] or 0),
-            mean=round(c["score_sum"] / c["verdicts"], 6) if c["verdicts"] else None,
-        )
-        for name, c in store.grader_counts(run_id).items()
-    ]
+    means = grader_means(store.grader_counts(run_id))
     children = [r["run_id"] for r in store.query("runs", parent_run_id=run_id)]
     return RunPage(
         summary=summary,

@@ -292,3 +292,47 @@ def test_view_refuses_a_store_that_is_not_there(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["--db", f"sqlite:///{missing}", "view"])
     assert result.exit_code == 2 and f"Error: no store at {missing}" in result.output
     assert not missing.exists()  # read-only: nothing was created
+
+
+def test_a_graders_mean_leaves_out_the_verdicts_that_failed_to_run(tmp_path: Path) -> None:
+    """The run page's Graders table averaged a grader's execution errors (recorded as 0, skip) into its mean,
+    which the tests' own scores leave out: two real verdicts 0.8 and 0.6 and one error read 0.467, not 0.7.
+    The counts still show every verdict; a grader whose verdicts all failed has no mean."""
+    from evalstore.replay.analysis.browse import grader_means
+    from evalstore.store.events import RunCompleted, RunStarted, TestScored, VerdictRecorded
+
+    store = EventStore.open(f"sqlite:///{tmp_path / 'means.db'}")
+    events: list = [RunStarted(run_id="r1", kind="recorded", suite="s", tool_version="test")]
+    for test_id, score, status in (("a", 0.8, "ok"), ("b", 0.6, "ok"), ("c", 0.0, "execution_error")):
+        verdict = "skip" if status == "execution_error" else "pass" if score >= 0.7 else "fail"
+        events += [
+            VerdictRecorded(
+                test_id=test_id, grader="judge", grader_type="llm-grader", score=score, verdict=verdict, status=status
+            ),
+            VerdictRecorded(
+                test_id=test_id,
+                grader="broken",
+                grader_type="code-grader",
+                score=0.0,
+                verdict="skip",
+                status="execution_error",
+            ),
+            TestScored(test_id=test_id, score=score, passed=score >= 0.7, status=status, threshold=0.7),
+        ]
+    store.append("r1", [*events, RunCompleted(tests=3, passed=1, failed=1, errors=1, mean_score=0.7)])
+
+    means = {g.grader: g for g in grader_means(store.grader_counts("r1"))}
+    judge, broken = means["judge"], means["broken"]
+    assert (judge.verdicts, judge.passed, judge.failed, judge.skipped, judge.errors) == (3, 1, 1, 1, 1)
+    assert judge.mean == 0.7
+    assert (broken.verdicts, broken.errors, broken.mean) == (3, 3, None)
+
+    with TestClient(create_app(store), base_url="http://127.0.0.1") as client:
+        page = client.get("/runs/r1").text
+    table = page[page.index('id="graders"') :]
+    table = table[: table.index("</table>")]
+    judge_row = re.search(r"<tr><td><a [^>]*>judge</a></td>(.*?)</tr>", table).group(1)
+    assert '<td class="num">0.700</td>' in judge_row
+    broken_row = re.search(r"<tr><td><a [^>]*>broken</a></td>(.*?)</tr>", table).group(1)
+    assert '<td class="num">-</td>' in broken_row
+    store.close()
