@@ -5,9 +5,8 @@ byte, so a server that sends its headers and then a byte a second is never timed
 reads a body of any size into memory. Here a request runs under :func:`deadline` (the whole exchange, connect
 to last byte, within the seconds given) and its body is read through :func:`bounded`:
 
-- :func:`deadline_transport` is the transport a client that calls such servers uses: every connect, TLS
-  handshake, write and read of its connections waits at most the time left (``_DeadlineBackend``), so even a
-  server dripping its headers is cut at the deadline;
+- :func:`deadline_client` is the client that calls such servers (a proxy's connections too): every connect, TLS handshake, write and read of its connections waits at most the time
+  left (``_DeadlineBackend``), so even a server dripping its headers is cut at the deadline;
 - :func:`bounded` checks the deadline between the chunks of the body too (a client on another transport, a
   test's, still stops within one read of it) and refuses a body past the cap: one that declares more
   (``Content-Length``) before a byte of it is read, one that sends more as soon as it has.
@@ -129,21 +128,32 @@ class _Checked(httpx.SyncByteStream):
         self._inner.close()
 
 
-def deadline_transport(**kwargs: Any) -> httpx.HTTPTransport:
-    """An ``httpx.HTTPTransport`` (``kwargs`` are its own) whose network operations wait at most the time the
-    current :func:`deadline` leaves. httpx takes no network backend, so it is set on the transport's
-    connection pool; where a later httpx moves that, the transport is a plain one, and :func:`bounded`'s
-    checks between chunks remain."""
-    transport = httpx.HTTPTransport(**kwargs)
+def deadline_client(**kwargs: Any) -> httpx.Client:
+    """An ``httpx.Client`` (``kwargs`` are its own) whose every transport waits within the current
+    :func:`deadline`: the direct one and, as httpx sets them up from the environment (``HTTPS_PROXY``,
+    ``ALL_PROXY``, ``NO_PROXY``), a proxy's. A client given a ``transport`` of its own uses no proxy, as
+    httpx has it: giving it one such transport would leave a user behind a proxy without one."""
+    client = httpx.Client(**kwargs)
+    for transport in (client._transport, *client._mounts.values()):
+        if transport is not None:
+            _within_deadlines(transport)
+    return client
+
+
+def _within_deadlines(transport: httpx.BaseTransport) -> httpx.BaseTransport:
+    """``transport`` waiting within deadlines. httpx takes no network backend, so it is set on the
+    transport's connection pool (a proxy's pool is one too); where a later httpx moves that, the transport
+    is left as it is, and :func:`bounded`'s checks between chunks remain."""
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    if isinstance(pool, httpcore.ConnectionPool) and isinstance(backend, httpcore.NetworkBackend):
+    wrappable = isinstance(backend, httpcore.NetworkBackend) and not isinstance(backend, _DeadlineBackend)
+    if isinstance(pool, httpcore.ConnectionPool) and wrappable:
         pool._network_backend = _DeadlineBackend(backend)
     return transport
 
 
 def has_deadlines(transport: httpx.BaseTransport) -> bool:
-    """Whether ``transport`` waits within deadlines (a test keeps :func:`deadline_transport` honest)."""
+    """Whether ``transport`` waits within deadlines (a test keeps :func:`deadline_client` honest)."""
     return isinstance(getattr(getattr(transport, "_pool", None), "_network_backend", None), _DeadlineBackend)
 
 

@@ -26,8 +26,6 @@ import shlex
 import shutil
 import signal
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +36,7 @@ from evalstore.replay.processes.children import run_child
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
 from evalstore.replay.targetsfile.cli_fields import PLACEHOLDER, field_value
 from evalstore.replay.targetsfile.loader import ENV_REFERENCE
+from evalstore.store.errors import error_line
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
 MAX_ANSWER_BYTES = 50 * 1024 * 1024
@@ -375,6 +374,27 @@ def _environment(spec: TargetSpec, config: dict[str, Any]) -> dict[str, str]:
     return {**os.environ, **{str(k): "" if v is None else str(v) for k, v in extra.items()}}
 
 
+def _get_status(spec: TargetSpec, url: str, timeout: float) -> int:
+    """The HTTP status ``GET url`` answers within ``timeout`` seconds, connect to headers (AgentV's ``fetch``
+    with an abort signal): a server dripping its headers fails the check at the deadline. Redirects are
+    followed, as ``fetch`` follows them; the body is not read."""
+    import httpx
+
+    from evalstore.replay.bounded_http import deadline, deadline_client
+
+    try:
+        with (
+            deadline_client(timeout=timeout, follow_redirects=True) as http,
+            deadline(timeout),
+            http.stream("GET", url) as response,
+        ):
+            return response.status_code
+    except httpx.TimeoutException:
+        raise spec.fail(f"healthcheck failed: GET {url}: no answer within {timeout:g}s") from None
+    except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
+        raise spec.fail(f"healthcheck failed: GET {url}: {error_line(exc)}") from None
+
+
 def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir: Path) -> None:
     """AgentV's cli ``healthcheck``: a command that must exit 0, or a URL that must answer 2xx. Which one is
     told by its fields, as AgentV tells it (``normalizeCliHealthcheck``): a ``url`` is an HTTP check,
@@ -391,13 +411,7 @@ def _healthcheck(spec: TargetSpec, config: dict[str, Any], check: Any, eval_dir:
         url = check["url"]
         if not isinstance(url, str):
             raise spec.fail("healthcheck: `url` must be a string")
-        try:
-            with urllib.request.urlopen(url, timeout=timeout) as response:
-                status = response.status
-        except urllib.error.HTTPError as exc:
-            status = exc.code
-        except (urllib.error.URLError, OSError) as exc:
-            raise spec.fail(f"healthcheck failed: GET {url}: {getattr(exc, 'reason', exc)}") from None
+        status = _get_status(spec, url, timeout)
         if not 200 <= status < 300:
             raise spec.fail(f"healthcheck failed: GET {url} answered HTTP {status}")
         return

@@ -13,10 +13,8 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-import httpx
-
 from evalstore.replay.agentv.wire import agentv_token_usage
-from evalstore.replay.bounded_http import deadline_transport
+from evalstore.replay.bounded_http import deadline_client
 from evalstore.replay.content import Message, chat_prompt, question_text, system_message
 from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.conversation import as_text
@@ -65,7 +63,7 @@ def run(request: RunRequest) -> TargetOutcome:
 
     messages = chat_messages(request)
     # The transport the judge's pool uses: each network wait within the time the request has left.
-    with httpx.Client(timeout=resolved.timeout, transport=deadline_transport()) as http:
+    with deadline_client(timeout=resolved.timeout) as http:
         client = JudgeClient(
             http,
             threading.BoundedSemaphore(1),

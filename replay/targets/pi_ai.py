@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from evalstore.replay.bounded_http import Deadline, ReplyTooLarge, checked, current, deadline, deadline_transport
+from evalstore.replay.bounded_http import Deadline, ReplyTooLarge, checked, current, deadline, deadline_client
 from evalstore.replay.piai.wire import CallFailed, LlmConfig, Reply, encode
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus
 from evalstore.replay.targets.chat_prompt import chat_prompt
@@ -103,7 +103,7 @@ def call(
     attempt = 0
     # The timeout bounds each attempt whole, connect to last byte (``bounded_http``): httpx's own starts
     # again with every byte, and a server dripping its stream would hold the test for ever.
-    with httpx.Client(timeout=timeout, transport=deadline_transport()) as http:
+    with deadline_client(timeout=timeout) as http:
         while True:
             try:
                 with deadline(timeout):

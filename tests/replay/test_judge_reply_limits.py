@@ -77,7 +77,7 @@ def test_the_deadline_holds_between_chunks_on_any_transport(judge_server: JudgeS
 
 
 def test_the_pool_s_transport_bounds_every_network_wait(monkeypatch: pytest.MonkeyPatch):
-    """Where httpx moved what ``deadline_transport`` sets, this fails instead of the deadline quietly
+    """Where httpx moved what ``deadline_client`` sets, this fails instead of the deadline quietly
     holding only between chunks."""
     pool = JudgePool({"judge": JudgeTarget("judge", "openai-compatible", "http://127.0.0.1:9/v1", "m")})
     with pool:
@@ -132,3 +132,24 @@ def test_a_batch_api_call_is_cut_at_its_deadline_and_its_answer_capped(
         judge_server.script(huge_body(1024 * MIB))
         with pytest.raises(BatchAPIError, match=r"reading a batch: the reply declares 1073741824 bytes, more than"):
             calls.json("POST", url, "reading a batch", json={"messages": MESSAGES})
+
+
+def test_a_judge_behind_a_proxy_is_reached_through_it_within_the_deadline(
+    judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+):
+    """Giving httpx a transport of its own turns its proxies off: every judge call ignored ``HTTPS_PROXY``,
+    and a user behind one could reach no judge. The client keeps httpx's proxies from the environment, and
+    the proxy's connections wait within the deadline too (the test server answers as the proxy would)."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", judge_server.base_url.removesuffix("/v1"))
+    behind = JudgeTarget("judge", "openai-compatible", "http://judge.invalid/v1", "m", timeout=0.5)
+    judge_server.script(freeform(0.75), drip(0.1))
+    pool = JudgePool({"judge": behind}, default="judge", retry=RetryPolicy(max_retries=0))
+    with pool:
+        assert all(has_deadlines(t) for t in pool.client._http._mounts.values() if t is not None)
+        [answered], _ = ask(pool)
+        [dripped], took = ask(pool)
+    assert answered.outcome == "ok"
+    assert judge_server.requests[0].path == "http://judge.invalid/v1/chat/completions"
+    assert dripped.outcome == "timeout" and took < 2.0

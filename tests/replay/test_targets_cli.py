@@ -511,3 +511,64 @@ def test_attempt_is_agentvs_provider_attempt(dirs, tmp_path: Path) -> None:
     assert again.output_text == "attempt=2"
     zero = [sys.executable, "-c", "import sys; sys.exit(0 if sys.argv[1] == '0' else 3)", "{ATTEMPT}"]
     check_target(cli_target("echo hi", healthcheck={"command": zero}), eval_dir=tmp_path)
+
+
+def test_a_url_healthcheck_is_bounded_whole_and_follows_redirects(tmp_path: Path) -> None:
+    """The URL healthcheck used ``urlopen``, whose timeout bounds each read: a server sending its status line
+    a byte a second held the run before its first test for ever. Now the check's timeout bounds the
+    exchange, connect to headers (AgentV's ``fetch`` with an abort signal), and a redirect is followed."""
+    import socket
+    import threading
+
+    from evalstore.replay.targets import check_target
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                path = conn.recv(4096).split(b" ")[1]
+                if path == b"/drip":
+                    for byte in b"HTTP/1.1 200 OK\r\n":
+                        if stop.wait(1):
+                            break
+                        conn.sendall(bytes([byte]))
+                elif path == b"/moved":
+                    conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: /ok\r\nContent-Length: 0\r\n\r\n")
+                else:
+                    status = b"200 OK" if path == b"/ok" else b"503 Service Unavailable"
+                    conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+
+    def check(path: str) -> None:
+        url = f"http://127.0.0.1:{port}{path}"
+        target = {
+            "name": "a",
+            "provider": "cli",
+            "command": "echo hi",
+            "healthcheck": {"url": url, "timeout_seconds": 2},
+        }
+        check_target(target, eval_dir=tmp_path)
+
+    try:
+        check("/ok")
+        check("/moved")
+        with pytest.raises(TargetConfigError, match=r"GET http://127\.0\.0\.1:\d+/down answered HTTP 503"):
+            check("/down")
+        started = time.monotonic()
+        with pytest.raises(TargetConfigError, match=r"healthcheck failed: GET .*/drip: no answer within 2s"):
+            check("/drip")
+        assert time.monotonic() - started < 5
+    finally:
+        stop.set()
+        listener.close()

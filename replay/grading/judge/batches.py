@@ -114,13 +114,11 @@ def settle(
     replay's, and those its intents find), then new batches, per judge and model, for what is still
     unanswered, each intent and each submission recorded through ``record`` (the intent before the batch is
     submitted, the submission before it is waited on). Returns when every batch has ended."""
-    import httpx
-
-    from evalstore.replay.bounded_http import deadline_transport
+    from evalstore.replay.bounded_http import deadline_client
 
     summary = BatchSummary()
     say = note or (lambda _: None)
-    with httpx.Client(transport=deadline_transport()) as http:
+    with deadline_client() as http:
         recorded = list(recorded)
         fulfilled = {e.intent_id for e in recorded if isinstance(e, JudgeBatchSubmitted) and e.intent_id}
         open_batches: list[tuple[BatchAPI, str]] = []

@@ -64,17 +64,14 @@ class JudgePool:
         reused, never needs."""
         import httpx
 
-        from evalstore.replay.bounded_http import deadline_transport
+        from evalstore.replay.bounded_http import deadline_client
         from evalstore.replay.grading.judge.client import JudgeClient, RetryPolicy
 
         with self._client_lock:
             if self._client is None:
                 limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-                self._http = httpx.Client(
-                    transport=self._transport or deadline_transport(limits=limits),
-                    timeout=DEFAULT_TIMEOUT,
-                    limits=limits,
-                )
+                given = {"transport": self._transport} if self._transport else {}
+                self._http = deadline_client(timeout=DEFAULT_TIMEOUT, limits=limits, **given)
                 self._client = JudgeClient(
                     self._http,
                     threading.BoundedSemaphore(self.concurrency),
