@@ -5,8 +5,9 @@ byte, so a server that sends its headers and then a byte a second is never timed
 reads a body of any size into memory. Here a request runs under :func:`deadline` (the whole exchange, connect
 to last byte, within the seconds given) and its body is read through :func:`bounded`:
 
-- :func:`deadline_client` is the client that calls such servers (a proxy's connections too): every connect, TLS handshake, write and read of its connections waits at most the time
-  left (``_DeadlineBackend``), so even a server dripping its headers is cut at the deadline;
+- :func:`deadline_client` is the client that calls such servers: every connect, TLS handshake, write and read
+  of its connections (a proxy's too) waits at most the time left (``_DeadlineBackend``), so even a server
+  dripping its headers is cut at the deadline;
 - :func:`bounded` checks the deadline between the chunks of the body too (a client on another transport, a
   test's, still stops within one read of it) and refuses a body past the cap: one that declares more
   (``Content-Length``) before a byte of it is read, one that sends more as soon as it has.
