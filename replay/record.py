@@ -56,6 +56,7 @@ from evalstore.replay.targets import (
     call_with_retries,
     capture_files,
     check_target,
+    exchange_masks,
     run_target,
     stored_config,
 )
@@ -464,7 +465,7 @@ def _execute_locked(
     trials: dict[tuple[str, str], TrialsOutcome] = {}
     lock = threading.Lock()
 
-    workspaces = RunWorkspaces(suite, workdir, run_id)
+    workspaces = RunWorkspaces(suite, workdir, run_id, mask=exchange_masks(target_spec)[0])
     todo = [t for t in suite.tests if not ((d := recorded.get(result_key(t.id, target.name, 1))) and d.transcript)]
     if todo:
         try:

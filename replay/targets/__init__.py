@@ -11,6 +11,7 @@ from evalstore.replay.targets.base import (
     as_target_spec,
     call_with_retries,
     check_target,
+    exchange_masks,
     run_target,
     stored_config,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "call_with_retries",
     "capture_files",
     "check_target",
+    "exchange_masks",
     "looks_secret",
     "redact",
     "resolve",

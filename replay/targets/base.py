@@ -148,6 +148,24 @@ def check_target(target: Any, *, eval_dir: Path, targets_file: str | Path | None
     return spec
 
 
+def exchange_masks(spec: TargetSpec, config: Mapping[str, Any] | None = None) -> tuple[SecretMask, SecretMask]:
+    """(what an exchange with the target leaves in errors and logs, what its answer and files may keep): the
+    target's secrets by the one rule (:func:`~evalstore.replay.targets.secrets.target_mask`; the answer's
+    keeps to secret-looking references, as a plain ``${{ GREETING }}`` may rightly be part of it) and
+    evalstore's own environment's, which the agent inherits. ``config``: the resolved one (its URLs'
+    passwords), resolved here when not given."""
+    if config is None:
+        try:
+            config = resolve(spec.fields, target=spec.name, source=spec.source)
+        except TargetConfigError:  # an unset variable: checked before anything runs; its value is no secret
+            config = None
+    env_mask = environment_mask()
+    return (
+        target_mask(spec.fields, config) | env_mask,
+        target_mask(spec.fields, config, secrets_only=True) | env_mask,
+    )
+
+
 def run_target(
     target: Any,
     test: EvalTest,
@@ -196,9 +214,7 @@ def run_target(
     # key (in its answer, an error, stderr) is stored with the reference where the key stood.
     # And evalstore's own environment's secrets and URL passwords, which the agent inherits (as AgentV's do).
     # The answer's mask goes with the outcome: the files the agent wrote are its answer too.
-    env_mask = environment_mask()
-    mask = target_mask(spec.fields, config) | env_mask
-    answer_mask = target_mask(spec.fields, config, secrets_only=True) | env_mask
+    mask, answer_mask = exchange_masks(spec, config)
     return replace(
         outcome,
         messages=[Message.model_validate(answer_mask.value(m.model_dump(exclude_none=True))) for m in outcome.messages],

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.evalfile.specs import HookSpec
 from evalstore.replay.processes.children import run_child
 from evalstore.store.events import WorkspaceHookRan
+
+if TYPE_CHECKING:
+    from evalstore.replay.targetsfile.redaction import SecretMask
 
 TAIL_CHARS = 4_000
 MAX_OUTPUT_BYTES = 5_000_000
@@ -32,7 +35,11 @@ def run_hook(
     target: str | None = None,
     case_input: Any = None,
     case_metadata: dict[str, Any] | None = None,
+    mask: SecretMask | None = None,
 ) -> WorkspaceHookRan:
+    """Run ``hook`` and say how it went. What it printed passes the environment's mask (``run_child``) and
+    ``mask``, the run's target's (``targets.base.exchange_masks``): a hook sees the same environment as the
+    agent, and prints its key as readily."""
     case_metadata = case_metadata or None  # AgentV sends null for a test without metadata
     payload_test_id = test_id if test_id is not None else f"__{hook.name}__"  # a shared workspace's suite hook
     stdin = json.dumps(
@@ -79,9 +86,14 @@ def run_hook(
         duration_ms=child.duration_ms,
         outcome=outcome,  # type: ignore[arg-type]
         error=error,
-        stdout_tail=child.stdout.decode("utf-8", errors="replace")[-TAIL_CHARS:] or None,
-        stderr_tail=child.stderr_text()[-TAIL_CHARS:] or None,
+        stdout_tail=_tail(child.stdout.decode("utf-8", errors="replace"), mask),
+        stderr_tail=_tail(child.stderr_text(), mask),
     )
+
+
+def _tail(text: str, mask: SecretMask | None) -> str | None:
+    # Masked whole, then cut: a secret across the cut would otherwise keep its end.
+    return (mask.text(text) if mask else text)[-TAIL_CHARS:] or None
 
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")

@@ -21,12 +21,16 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalstore.replay import failures
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.specs import EvalSuite, RepoSpec, WorkspaceSpec
 from evalstore.replay.workspace.changes import FolderState, folder_state
 from evalstore.replay.workspace.snapshot import excluded
+
+if TYPE_CHECKING:
+    from evalstore.replay.targetsfile.redaction import SecretMask
 
 GIT_TIMEOUT = 300
 REMOTE_CHECK_TIMEOUT = 30
@@ -184,13 +188,15 @@ class RunWorkspaces:
     resets) in it. Without a shared workspace each test gets a fresh one from its own template and
     repos, with its own ``before_all``."""
 
-    def __init__(self, suite: EvalSuite, workdir: Path, run_id: str) -> None:
+    def __init__(self, suite: EvalSuite, workdir: Path, run_id: str, mask: SecretMask | None = None) -> None:
         import threading
 
         self.suite = suite
         self.spec = suite.workspace_for(suite.tests[0]) if suite.tests else suite.workspace
         self.workdir = workdir
         self.run_id = run_id
+        self.mask = mask
+        """What the hooks' output is masked with (the run's target's secrets: ``run_hook``)."""
         self.shared = self.spec.configured and self.spec.isolation == "shared"
         self.lock = threading.Lock()
         self._saved: FolderState | None = None
@@ -224,7 +230,7 @@ class RunWorkspaces:
             return []
         from evalstore.replay.workspace.hooks import run_hook
 
-        return [run_hook(hook, str(self.shared_folder), run_id=self.run_id)]
+        return [run_hook(hook, str(self.shared_folder), run_id=self.run_id, mask=self.mask)]
 
     def _populate(self, folder: Path) -> None:
         if self.spec.path:
@@ -252,6 +258,7 @@ class RunWorkspaces:
             target=target,
             case_input=question_text(list(test.input)) if test is not None else None,
             case_metadata=test.metadata if test is not None else None,
+            mask=self.mask,
         )
         return [ran], (setup_error(ran) if ran.outcome != "ok" else None)
 

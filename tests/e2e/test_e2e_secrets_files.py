@@ -92,6 +92,14 @@ PROMPT = textwrap.dedent("""\
     print("The workspace's report: " + report + " Does {{output}} report it?")
 """)
 
+# A workspace hook that prints both secrets (on stdout before the agent, on stderr after it): it sees the
+# agent's environment, the target's variable too.
+HOOK = textwrap.dedent(f"""\
+    import os, sys
+    stream = sys.stdout if sys.argv[1] == "stdout" else sys.stderr
+    print(f"env={{os.environ[{ENV_SECRET_NAME!r}]}} target={{os.environ[{TARGET_VAR!r}]}}", file=stream)
+""")
+
 
 def encodings(value: str) -> set[bytes]:
     forms = {value, json.dumps(value)[1:-1], json.dumps(json.dumps(value)[1:-1])[1:-1]}
@@ -107,6 +115,7 @@ def write_project(root: Path, server: JudgeServer) -> Path:
     (root / "agent.py").write_text(AGENT, encoding="utf-8")
     (root / "grader.py").write_text(GRADER, encoding="utf-8")
     (root / "prompt.py").write_text(PROMPT, encoding="utf-8")
+    (root / "hook.py").write_text(HOOK, encoding="utf-8")
     (root / "template").mkdir()
     (root / "template" / "seed.txt").write_text("from the template\n", encoding="utf-8")
     agent = textwrap.dedent(f"""\
@@ -122,6 +131,9 @@ def write_project(root: Path, server: JudgeServer) -> Path:
         workspace:
           template: template
           isolation: per_test
+          hooks:
+            before_each: {{command: [{json.dumps(PY)}, {json.dumps(str(root / "hook.py"))}, stdout]}}
+            after_each: {{command: [{json.dumps(PY)}, {json.dumps(str(root / "hook.py"))}, stderr]}}
         tests:
           - id: writes
             input: Write your report.
@@ -269,3 +281,13 @@ def test_a_replay_grades_the_masked_snapshot(recorded: Recorded) -> None:
     assert b"workspace report: masked" in output
     assert b"given report.txt: masked" in output and b"given blob.bin: masked" in output
     assert b"workspace report: masked" in recorded.code_grader_output(recorded.replay_id, "converses")
+
+
+def test_what_a_workspace_hook_prints_is_stored_masked(recorded: Recorded) -> None:
+    """A hook's output passed only the environment's mask: the target's secret, under a variable whose name
+    does not look secret, was stored in its ``workspace_hook_ran`` event as printed."""
+    ran = [e for e in recorded.events(recorded.run_id) if e.type == "workspace_hook_ran"]
+    tails = {(e.hook, e.test_id): (e.stdout_tail or "") + (e.stderr_tail or "") for e in ran}
+    assert set(tails) == {(h, t) for h in ("before_each", "after_each") for t in ("writes", "converses")}
+    shown = f"env={ENV_SHOWN.decode()} target={TARGET_SHOWN.decode()}"
+    assert all(shown in tail for tail in tails.values()), tails
