@@ -415,9 +415,10 @@ def _execute(
             on_start(run_id, sum(len(s.tests) for _, s in suites), unable)
         for target, target_suite in suites:
             # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
-            # targets reference are kept from every child (those the agent's own target names are not only theirs).
+            # targets reference are kept from every child (those a target of the run names are not only theirs;
+            # a replay keeps back the same ones, whichever graders it runs: ``regrade._withheld``).
             with _judge_pool(targets_file, options) as pool:
-                withheld = pool.variables(excluding=target.name)
+                withheld = pool.variables(excluding=[t.name for t in targets])
             folder = workdir / _safe_dirname(target.name) if matrix else workdir
             with withholding(withheld):
                 done, done_trials = _execute_locked(

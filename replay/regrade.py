@@ -1288,9 +1288,39 @@ def _needs_judge(grader: Any) -> bool:
 
 
 def _judges(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type: ignore[no-untyped-def]
-    """The replay's judges. While they are open, no grader is given the variables only their targets
-    reference (the judges' keys; ``processes.children.withhold``)."""
-    return _judge_pool(suite, options, parent).withhold_variables(excluding=parent.started.target_name)
+    """The replay's judges. While they are open, no grader is given the variables only judges' targets
+    reference (the judges' keys; ``processes.children.withhold``), the same ones whichever graders the replay
+    runs, and as its run kept them: a grader's environment is part of its execution's reuse key."""
+    return _judge_pool(suite, options, parent).withhold_variables(_withheld(suite, options, parent))
+
+
+def _withheld(suite: EvalSuite, options: ReplayOptions, parent: Run) -> set[str]:
+    """What ``run`` keeps from every child: the variables only the targets file's judges reference, less
+    those of the run's own targets (for an import, those its results name). A targets file that cannot be
+    read keeps nothing back: a replay that needs no judge does not stop for it."""
+    from evalstore.replay.grading.judge.pool import JudgePool
+
+    path = _targets_path(suite, options, parent)
+    if not path:
+        return set()
+    try:
+        pool = JudgePool.from_targets_file(load_targets_file(path))
+    except ReplayError:
+        return set()
+    own = {parent.started.target_name, *(parent.started.targets or {}), *(key[1] for key in parent.order)}
+    return pool.variables(excluding={name for name in own if name})
+
+
+def _targets_path(suite: EvalSuite, options: ReplayOptions, parent: Run) -> str | None:
+    """The targets file a replay's judges come from: ``--targets``, the run's, the one found above the eval
+    file, or the one AgentV bundled beside it (``_bundled_targets``)."""
+    path = (
+        options.targets_path
+        or (parent.started.overrides or {}).get("targets_file")
+        or find_targets_file(suite.path)
+        or _bundled_targets(suite)
+    )
+    return str(path) if path and Path(path).is_file() else None
 
 
 def _judge_pool(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type: ignore[no-untyped-def]
@@ -1301,12 +1331,5 @@ def _judge_pool(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type:
         _needs_judge(g) for t in suite.tests for name, g in verdict_graders(t) if (only is None or name in only)
     ):  # nothing to ask a judge (a conversation's turns' graders too): no targets file is read (one that cannot be read stops nothing)
         return JudgePool.from_env()
-    path = (
-        options.targets_path
-        or (parent.started.overrides or {}).get("targets_file")
-        or find_targets_file(suite.path)
-        or _bundled_targets(suite)
-    )
-    if path and Path(path).is_file():
-        return JudgePool.from_targets_file(load_targets_file(path))
-    return JudgePool.from_env()
+    path = _targets_path(suite, options, parent)
+    return JudgePool.from_targets_file(load_targets_file(path)) if path else JudgePool.from_env()

@@ -22,6 +22,8 @@ from canaries import judge_target, raw_store_bytes, run_suite
 from e2e_helpers import evalstore, ok_json
 from judge_server import JudgeServer, Reply, Request
 
+from evalstore.store import EventStore
+
 PY = sys.executable
 JUDGE_KEY_ENV, JUDGE_KEY = "CANARY_JUDGE_KEY", "canary-JUDGEKEY-5e1f0c"  # referenced by the judge's target only
 SECRETS = {
@@ -156,3 +158,31 @@ def test_an_agent_whose_own_target_names_the_judges_variable_gets_it(tmp_path: P
     everything = b"\n".join(raw_store_bytes(db_file).values())
     assert b"judge key: SEEN" in everything  # its target names it: it is passed (and still masked)
     assert JUDGE_KEY.encode() not in everything
+
+
+def test_a_replay_keeps_the_judges_variables_back_whichever_graders_it_runs(
+    tmp_path: Path, judge_server: JudgeServer
+) -> None:
+    """A replay kept the judges' variables from its graders only when it needed a judge: ``--graders
+    dumper`` (a code grader alone) gave the grader the judge's key, and an environment other than a full
+    replay's, so the execution that replay recorded was not reused (the environment is part of its key)."""
+    judge_server.respond_with(judge)
+    eval_file = write_project(tmp_path / "proj", judge_server)
+    db_file = tmp_path / "store.db"
+    db = f"sqlite:///{db_file}"
+    run_id = ok_json(run_suite(db_file, eval_file, "agent", tmp_path / "ws", ENV), 0)["run_id"]
+
+    def replay(*args: str) -> dict:
+        return ok_json(evalstore(db, "replay", run_id, "--json", *args, cwd=tmp_path, env=ENV), 0)
+
+    # The run's grader worked in the live workspace (never reused); a replay's works in the snapshot.
+    assert replay()["reuse"]["code_ran"] == 1
+    assert replay("--graders", "dumper")["reuse"]["code_reused"] == 1
+    again = replay("--graders", "dumper", "--no-cache")
+    assert again["reuse"]["code_ran"] == 1
+    store = EventStore.open(db)
+    try:
+        (call,) = [e.event for e in store.read_stream(again["run_id"]) if e.event.type == "grader_called"]
+        assert b"judge key: absent" in store.get_blob(call.reply_sha256)
+    finally:
+        store.close()

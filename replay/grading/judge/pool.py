@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import JudgeConfigError, NoJudgeError, ReplayError
@@ -170,21 +170,25 @@ class JudgePool:
         """The targets that can grade (providers that speak Chat Completions), but ``excluding``."""
         return [n for n in self._known() if n != excluding and self._can_grade(n)]
 
-    def variables(self, *, excluding: str | None = None) -> set[str]:
+    def variables(self, *, excluding: Iterable[str] = ()) -> set[str]:
         """The environment variables only the judges' targets reference (each ``${{ VAR }}``, the API key's
-        variable), not those the run's target ``excluding`` references too: what no child of a run is
-        given (``processes.children.withhold``)."""
+        variable), not those a target of the run (``excluding``: every target its tests ran against) references
+        too: what no child of the run, or of a replay of it, is given (``processes.children.withhold``)."""
         from evalstore.replay.targetsfile.loader import references
 
+        own = set(excluding)
         names: set[str] = set()
-        for name in self.judges(excluding=excluding):
+        for name in self._known():
+            if name in own or not self._can_grade(name):
+                continue
             judge = self.targets.get(name)
             if judge is not None and judge.api_key_env:
                 names.add(judge.api_key_env)
             if self.targets_file is not None and name in self.targets_file.targets:
                 names.update(references(self.targets_file.targets[name].fields))
-        if excluding is not None and self.targets_file is not None and excluding in self.targets_file.targets:
-            names.difference_update(references(self.targets_file.targets[excluding].fields))
+        for name in own:
+            if self.targets_file is not None and name in self.targets_file.targets:
+                names.difference_update(references(self.targets_file.targets[name].fields))
         return names
 
     def resolve(self, target: JudgeTarget) -> ResolvedJudge:
@@ -199,13 +203,13 @@ class JudgePool:
         except JudgeConfigError as exc:
             return target.resolve(self.env, require_key=False), exc
 
-    def withhold_variables(self, *, excluding: str | None = None) -> JudgePool:
-        """Keep :meth:`variables` from every child process until this pool is closed (a replay: its
-        graders never see the judges' keys)."""
+    def withhold_variables(self, names: Iterable[str]) -> JudgePool:
+        """Keep ``names`` (:meth:`variables`, of this pool or of the run's targets file) from every child
+        process until this pool is closed (a replay: its graders never see the judges' keys)."""
         from evalstore.replay.processes.children import withhold
 
         if self._release is None:
-            self._withheld = frozenset(self.variables(excluding=excluding))
+            self._withheld = frozenset(names)
             self._release = withhold(self._withheld)
         return self
 
