@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from evalstore.replay.agentv import ImportedTest, SkippedLine, bad_line
 from evalstore.replay.agentv.file_access import max_file_bytes
+from evalstore.replay.evalfile.conversation import stopped_turn
 from evalstore.replay.evalfile.graders import unique_names
 from evalstore.replay.regular_files import read_regular
 from evalstore.store import NewEvent
@@ -220,7 +221,7 @@ def _planned(
             "grader_type": v.type,
             "score": v.score,
             "verdict": v.verdict,
-            "status": "execution_error" if v.verdict == "skip" else "ok",
+            "status": "execution_error" if v.verdict == "skip" and not _stopped_turn(v) else "ok",
             "assertions": [
                 {"text": str(a.get("text", "")), "passed": bool(a.get("passed")), "evidence": a.get("evidence")}
                 for a in v.assertions
@@ -356,3 +357,8 @@ def _json_blob(value: object, blobs: dict[str, bytes | FileBlob]) -> str:
     digest = sha256_hex(data)
     blobs[digest] = data
     return digest
+
+
+def _stopped_turn(v: Any) -> bool:
+    """A conversation's turn AgentV skipped after a failed one: scored 0 and counted, not an execution error."""
+    return stopped_turn(v.verdict, v.type, [str(a.get("text", "")) for a in v.assertions if isinstance(a, dict)])

@@ -159,7 +159,7 @@ def grader_means(tallies: list[dict[str, Any]]) -> list[GraderMean]:
         g.failed += n if row["verdict"] == "fail" else 0
         g.skipped += n if row["verdict"] == "skip" else 0
         g.errors += n if row["status"] == "execution_error" else 0
-        if not left_out_of_score(row["status"], row["verdict"]):
+        if not left_out_of_score(row["status"]):
             counted = sums.setdefault(name, [0.0, 0])
             counted[0] += row["score_sum"] or 0.0
             counted[1] += n
@@ -206,7 +206,7 @@ def run_page(store: EventStore, run_id: str, filt: ResultFilter, *, offset: int 
         key = (v["test_id"], v["target"], v["attempt"])
         graders.setdefault(key, {})[v["grader"]] = v["score"]
         verdicts.setdefault(key, {})[v["grader"]] = v["verdict"]
-        if left_out_of_score(v["status"], v["verdict"]):
+        if left_out_of_score(v["status"]):
             left_out.setdefault(key, set()).add(v["grader"])
     results = []
     for r in rows:

@@ -273,7 +273,7 @@ def _result_row(r: tuple, verdicts: list[tuple]) -> ResultRow:
         origin=r[7],
         graders={v[0]: v[2] for v in verdicts},
         verdicts={v[0]: v[3] for v in verdicts},
-        left_out=frozenset(v[0] for v in verdicts if left_out_of_score(v[4], v[3])),
+        left_out=frozenset(v[0] for v in verdicts if left_out_of_score(v[4])),
     )
 
 
@@ -308,9 +308,7 @@ def _may_have_note(score: float, verdicts: list[tuple]) -> bool:
     """A note can apply to a result with a grader that failed to run or was skipped, or a score of 0
     with a failed grader (a required gate). Read from the verdict projection rows
     (``EventStore.VERDICT_COLUMNS``)."""
-    return any(left_out_of_score(v[4], v[3]) for v in verdicts) or (
-        score == 0 and any(v[3] == "fail" for v in verdicts)
-    )
+    return any(left_out_of_score(v[4]) for v in verdicts) or (score == 0 and any(v[3] == "fail" for v in verdicts))
 
 
 def _noted(store: EventStore, chunk: list[tuple[tuple, list[tuple]]]) -> Iterator[tuple[ResultRow, str]]:

@@ -23,6 +23,18 @@ WHOLE = "conversation"
 """The verdict of a conversation's own graders, on the whole conversation (AgentV's ``scores[]`` entry)."""
 
 
+TURN_TYPE = "rubrics"
+"""The type AgentV gives a turn's (and the conversation's) entry in ``scores[]``."""
+SKIPPED = "Skipped due to previous turn failure"
+"""The one assertion of a turn ``on_turn_failure: stop`` skipped (AgentV's ``runConversationMode``)."""
+
+
+def stopped_turn(verdict: str, grader_type: str, assertion_texts: list[str]) -> bool:
+    """Whether a verdict is a conversation's turn skipped after a failed one (``on_turn_failure: stop``):
+    ``skip``, but scored 0 and counted in the conversation's score, not an execution error."""
+    return verdict == "skip" and grader_type == TURN_TYPE and assertion_texts == [SKIPPED]
+
+
 def turn_verdict(n: int) -> str:
     """The verdict of turn ``n`` (1-based), as AgentV names its ``scores[]`` entry."""
     return f"turn-{n}"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.content import Message
-from evalstore.replay.evalfile.conversation import WHOLE, turn_verdict
+from evalstore.replay.evalfile.conversation import SKIPPED, TURN_TYPE, WHOLE, turn_verdict
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, GraderSpec, TurnSpec
 from evalstore.replay.grading.graders.base import (
     GradeOptions,
@@ -50,11 +50,8 @@ if TYPE_CHECKING:
     from evalstore.replay.grading.engine import TestGrade
     from evalstore.replay.grading.judge.pool import JudgePool
 
-TURN_TYPE = "rubrics"
-"""The type AgentV gives a turn's (and the conversation's) entry in ``scores[]``."""
 TURN_ERROR = "turn_error"
 """Where a recorded user message keeps the error of the agent call it was sent with (``metadata``)."""
-SKIPPED = "Skipped due to previous turn failure"
 
 
 def as_text(content: Any) -> str:

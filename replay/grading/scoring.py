@@ -87,7 +87,7 @@ def _negate_assertion(assertion: Assertion) -> Assertion:
 
 
 def is_execution_error(result: GraderResult) -> bool:
-    return left_out_of_score(result.status, result.verdict)
+    return left_out_of_score(result.status)
 
 
 def effective_threshold(own: float | None, run: float | None, suite: float) -> float:
@@ -115,7 +115,7 @@ def explain_score(verdicts: Iterable[Any], threshold: float) -> str:
     whose gate set the score to 0, and the graders an execution error left out of the mean ('' when
     the score is simply the weighted mean). ``verdicts``: recorded verdicts (``VerdictRecorded``)."""
     verdicts = list(verdicts)
-    errored = [v for v in verdicts if left_out_of_score(v.status, v.verdict)]
+    errored = [v for v in verdicts if left_out_of_score(v.status)]
     parts = []
     for v in verdicts:
         gate = None if v in errored else required_gate(v.required, v.min_score, threshold)

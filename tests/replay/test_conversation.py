@@ -14,7 +14,9 @@ from evalstore.replay.errors import EvalFileError
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.grading.conversation import TURN_ERROR, context_text, recorded_turns, windowed
 from evalstore.replay.grading.engine import grade_test
+from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo
+from evalstore.replay.grading.scoring import explain_score
 from evalstore.replay.recording import MemoryRecorder
 from evalstore.store.events import VerdictRecorded
 
@@ -101,6 +103,69 @@ def test_stop_skips_the_turns_after_a_failed_one_even_when_recorded(tmp_path: Pa
     assert [(v.score, v.verdict) for v in verdicts.values()] == [(1.0, "pass"), (0.0, "fail"), (0.0, "skip")]
     assert verdicts["turn-3"].assertions[0].text == "Skipped due to previous turn failure"
     assert (scored.score, scored.status) == (pytest.approx(1 / 3), "quality_failure")
+    # The skipped turn counts (its 0 is in the 1/3): no table or `why` may say it was left out as an error.
+    assert not left_out_of_score(verdicts["turn-3"].status)
+    assert explain_score(verdicts.values(), 0.8) == ""
+
+
+def test_an_imported_turn_agentv_skipped_counts_and_is_no_execution_error(tmp_path: Path) -> None:
+    """AgentV writes a turn ``on_turn_failure: stop`` skipped as ``verdict: skip``, the verdict of a grader
+    that failed to run; but it scores 0 and counts in the conversation's score. The import recorded it as an
+    execution error, and ``show`` said it was left out of a score it was part of."""
+    import json
+
+    from evalstore.replay.agentv.importing import import_results
+    from evalstore.store import EventStore
+
+    def turn(n: int, score: float, verdict: str, text: str) -> dict:
+        return {
+            "name": f"turn-{n}",
+            "type": "rubrics",
+            "score": score,
+            "verdict": verdict,
+            "assertions": [{"text": text, "passed": verdict == "pass"}],
+        }
+
+    row = {
+        "timestamp": "2026-11-30T00:00:00.000Z",
+        "test_id": "chat",
+        "suite": "s",
+        "target": "agent",
+        "score": 1 / 3,
+        "execution_status": "quality_failure",
+        "input": [{"role": "user", "content": "one"}],
+        "output": [{"role": "assistant", "content": "1"}],
+        "scores": [
+            turn(1, 1.0, "pass", "has 1"),
+            turn(2, 0.0, "fail", "no 2"),
+            turn(3, 0.0, "skip", "Skipped due to previous turn failure"),
+        ],
+    }
+    broken = {
+        **row,
+        "test_id": "broken",
+        "score": 0.0,
+        "execution_status": "execution_error",
+        "scores": [
+            {
+                "name": "checker",
+                "type": "code-grader",
+                "score": 0.0,
+                "verdict": "skip",
+                "assertions": [{"text": "Code grader failed: exit 1", "passed": False}],
+            }
+        ],
+    }
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in (row, broken)))
+    store = EventStore.open(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        run_id = import_results(store, results).run_id
+        status = {(v["test_id"], v["grader"]): v["status"] for v in store.query("verdicts", run_id=run_id)}
+    finally:
+        store.close()
+    assert status[("chat", "turn-3")] == "ok" and status[("chat", "turn-2")] == "ok"
+    assert status[("broken", "checker")] == "execution_error"  # a failed grader's skip is still one
 
 
 @pytest.mark.parametrize(("aggregation", "status"), [("mean", "quality_failure"), ("max", "ok")])

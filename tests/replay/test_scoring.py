@@ -125,9 +125,15 @@ def test_execution_errors_drop_out_of_the_mean_and_the_test_cannot_pass() -> Non
     assert outcome.error == "script: Code grader failed: exited with code 2"
 
 
-def test_skip_verdict_counts_as_execution_error() -> None:
-    outcome = score_test([(spec("judge"), GraderResult(score=0.0, verdict="skip"))], 0.8)
-    assert outcome.status == "execution_error" and outcome.error == "judge: execution error"
+def test_an_execution_error_is_left_out_and_a_skip_that_is_none_counts() -> None:
+    """The status says it: a grader that failed to run (``skip``, ``execution_error``) is left out of the
+    mean; a ``skip`` with status ``ok`` (a conversation's turn AgentV skipped after a failed one) is a 0."""
+    errored = GraderResult(score=0.0, verdict="skip", status="execution_error")
+    outcome = score_test([(spec("judge"), errored), (spec("exact"), GraderResult(score=1.0, verdict="pass"))], 0.8)
+    assert (outcome.score, outcome.status, outcome.error) == (1.0, "execution_error", "judge: execution error")
+    skipped = GraderResult(score=0.0, verdict="skip")
+    outcome = score_test([(spec("turn-3"), skipped), (spec("exact"), GraderResult(score=1.0, verdict="pass"))], 0.8)
+    assert (outcome.score, outcome.status) == (0.5, "quality_failure")
 
 
 # -- recomputing AgentV rows ---------------------------------------------------------------------------
