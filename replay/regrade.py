@@ -30,7 +30,7 @@ from evalstore import __version__
 from evalstore.replay.analysis.views import run_started, transcript_run_id
 from evalstore.replay.errors import JudgeConfigError, NotFoundError, ReplayError
 from evalstore.replay.evalfile.aliases import alias_of, normalize_media_type
-from evalstore.replay.evalfile.conversation import verdict_graders
+from evalstore.replay.evalfile.conversation import TURN_TYPE, is_conversation_verdict, verdict_graders
 from evalstore.replay.evalfile.fields import read_text
 from evalstore.replay.evalfile.graders import PROMPT_VARIABLE
 from evalstore.replay.evalfile.parser import load_eval
@@ -750,11 +750,35 @@ def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
     (``code_ran``) or whose recorded execution was reused (``code_reused``), and verdicts of other
     graders that reused a judge reply (``judge_reused``)."""
     counts = {"code_ran": 0, "code_reused": 0, "judge_reused": 0}
-    for (grader_type, cache_hit), n in store.cache_hit_counts(run_id, "graded").items():
+    by_type = store.cache_hit_counts(run_id, "graded")
+    for (grader_type, cache_hit), n in by_type.items():
         if grader_type == "code-grader":
             counts["code_reused" if cache_hit else "code_ran"] += n
         elif cache_hit:
             counts["judge_reused"] += n
+    # A conversation's verdicts are its turns' (``turn-N``, ``conversation``, of type ``rubrics``), each holding
+    # its graders' results: what those graders ran and reused is counted from the calls the replay recorded
+    # for those tests (a judged grader's first call says whether its reply was reused), not from the verdicts.
+    conversation = [
+        v
+        for v in (
+            store.query("verdicts", run_id=run_id, grader_type=TURN_TYPE, origin="graded")
+            if any(grader_type == TURN_TYPE for grader_type, _ in by_type)
+            else []
+        )
+        if is_conversation_verdict(v["grader"])
+    ]
+    counts["judge_reused"] -= sum(1 for v in conversation if v["cache_hit"])
+    turns = {(v["test_id"], v["target"] or "", v["attempt"]) for v in conversation}
+    for test_id in sorted({key[0] for key in turns}):
+        for stored in store.test_events(run_id, test_id, types=("grader_called",)):
+            call = stored.event
+            if (call.test_id, call.target or "", call.attempt) not in turns:
+                continue
+            if call.call == "process":
+                counts["code_reused" if call.cache_hit else "code_ran"] += 1
+            elif call.cache_hit and call.attempt_number == 1:
+                counts["judge_reused"] += 1
     return counts
 
 

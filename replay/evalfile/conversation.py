@@ -35,6 +35,11 @@ def stopped_turn(verdict: str, grader_type: str, assertion_texts: list[str]) -> 
     return verdict == "skip" and grader_type == TURN_TYPE and assertion_texts == [SKIPPED]
 
 
+def is_conversation_verdict(grader: str) -> bool:
+    """Whether a verdict's name is a conversation's (``turn-N`` or ``conversation``)."""
+    return grader == WHOLE or (grader.startswith("turn-") and grader[5:].isdigit())
+
+
 def turn_verdict(n: int) -> str:
     """The verdict of turn ``n`` (1-based), as AgentV names its ``scores[]`` entry."""
     return f"turn-{n}"

@@ -139,6 +139,8 @@ def test_a_conversation_is_run_turn_by_turn_graded_per_turn_and_replayed_without
     replay = ok_json(evalstore(db, "replay", run_id, "--json", cwd=tmp_path, env=env), 1)
     assert len(judge_server.requests) == asked  # neither the agent nor the judge was asked again
     assert replay["not_regradable"] == [] and replay["reuse"]["code_ran"] == 0
+    # Each judged grader's reply reused: chat's turn-1, turn-2 and conversation, stopper's turn-1.
+    assert replay["reuse"]["judge_reused"] == 4
     shown = json.loads(evalstore(db, "show", replay["run_id"], "--all", "--json", cwd=tmp_path).stdout)
     again = {r["test_id"]: r for r in shown["results"]}
     for test_id in ("chat", "stopper"):
@@ -147,3 +149,35 @@ def test_a_conversation_is_run_turn_by_turn_graded_per_turn_and_replayed_without
             rows[test_id]["graders"],
         )
         assert again[test_id]["origin"] == "graded"  # regraded from the recorded turns, not carried
+
+
+def test_a_replay_counts_the_code_graders_its_turns_ran_and_reused(tmp_path: Path, judge_server: JudgeServer) -> None:
+    """A conversation's verdicts are its turns', of type ``rubrics``: the replay's count of code-grader
+    processes read verdicts of type ``code-grader`` only, and said ``0 run, 0 reused`` of a replay whose
+    turns' code graders ran."""
+    import sys
+
+    judge_server.respond_with(respond)
+    root = tmp_path / "proj"
+    eval_file = _project(root, judge_server.base_url)
+    grader = root / "evals" / "says_it.py"
+    grader.write_text('import json, sys\njson.load(sys.stdin)\nprint(json.dumps({"score": 1.0}))\n', encoding="utf-8")
+    check = f"{{type: code-grader, command: [{json.dumps(sys.executable)}, says_it.py]}}"
+    eval_file.write_text(
+        "execution:\n  target: agent\ntests:\n  - id: coded\n    mode: conversation\n"
+        "    input: [{role: system, content: Be brief.}]\n"
+        f"    turns:\n      - input: one\n        assertions: [{check}]\n"
+        f"      - input: two\n        assertions: [{check}]\n",
+        encoding="utf-8",
+    )
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    env = {KEY_ENV: "sk-conversation"}
+    run_id = ok_json(evalstore(db, "run", str(eval_file), "--json", cwd=tmp_path, env=env), 0)["run_id"]
+
+    def reuse(*args: str) -> dict:
+        return ok_json(evalstore(db, "replay", run_id, "--json", *args, cwd=tmp_path, env=env), 0)["reuse"]
+
+    assert reuse("--no-cache") == {"code_ran": 2, "code_reused": 0, "judge_reused": 0}
+    assert reuse() == {"code_ran": 0, "code_reused": 2, "judge_reused": 0}
+    printed = evalstore(db, "replay", run_id, cwd=tmp_path, env=env).stdout
+    assert "0 run, 2 reused from recorded executions" in printed
