@@ -321,7 +321,7 @@ def _noted(store: EventStore, chunk: list[tuple[tuple, list[tuple]]]) -> Iterato
         events = store.events_at([r[-1] for r, _ in candidates] + [v[-1] for _, vs in candidates for v in vs])
         for r, verdicts in candidates:
             threshold = events[r[-1]].event.threshold  # type: ignore[attr-defined]
-            notes[r[:3]] = explain_score((events[v[-1]].event for v in verdicts), threshold)
+            notes[r[:3]] = explain_score((events[v[-1]].event for v in verdicts), threshold, r[3])
     for r, verdicts in chunk:
         # An execution error with nothing of its graders' to say is its own: why the answer is missing.
         yield _result_row(r, verdicts), notes.get(r[:3]) or (r[6] if r[5] == "execution_error" and r[6] else "")

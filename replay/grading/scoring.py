@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from evalstore.replay.evalfile.conversation import is_conversation_verdict
 from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.store.events import Assertion, ExecutionStatus
 
@@ -110,18 +111,33 @@ def required_gate(required: bool | float, min_score: float | None, threshold: fl
     return min_score if min_score is not None else float(required)
 
 
-def explain_score(verdicts: Iterable[Any], threshold: float) -> str:
+def explain_score(verdicts: Iterable[Any], threshold: float, score: float | None = None) -> str:
     """Why a test scored what it did, when its graders' scores do not say it: the required grader
     whose gate set the score to 0, and the graders an execution error left out of the mean ('' when
-    the score is simply the weighted mean). ``verdicts``: recorded verdicts (``VerdictRecorded``)."""
+    the score is simply the weighted mean). ``verdicts``: recorded verdicts (``VerdictRecorded``).
+
+    ``score``, the test's: a 0 where no recorded verdict is required but the graders' weighted mean is not
+    0 was set by a required grader's gate the verdicts do not mark (an import: AgentV's results do not
+    say which grader is required); the graders below the threshold, the default gate, are named."""
     verdicts = list(verdicts)
     errored = [v for v in verdicts if left_out_of_score(v.status)]
+    counted = [v for v in verdicts if v not in errored]
     parts = []
-    for v in verdicts:
-        gate = None if v in errored else required_gate(v.required, v.min_score, threshold)
+    for v in counted:
+        gate = required_gate(v.required, v.min_score, threshold)
         if gate is not None and v.score < gate:
             parts.append(f"required grader {v.grader} scored {v.score:.3f}, below its gate {gate:.3f}: score 0")
             break
+    else:
+        weight = sum(v.weight for v in counted)
+        mean = sum(v.score * v.weight for v in counted) / weight if weight > 0 else 0.0
+        # (A conversation's score is its turns' mean, min or max: a 0 there says nothing of a gate.)
+        if score == 0 and mean > 0 and not any(is_conversation_verdict(v.grader) for v in counted):
+            below = ", ".join(f"{v.grader} {v.score:.3f}" for v in counted if v.score < threshold)
+            parts.append(
+                f"score 0 where its graders' mean is {mean:.3f}: set by a required grader's gate"
+                + (f" (below {threshold:.3f}: {below})" if below else "")
+            )
     if errored:
         names = ", ".join(v.grader for v in errored)
         parts.append(f"{names} failed to run (execution error): left out of the score")

@@ -199,6 +199,22 @@ def test_the_required_grader_whose_gate_zeroed_the_score_is_named() -> None:
     assert explain_score([_verdict("a", 1.0), _verdict("wb", 0.75)], 0.8) == ""
 
 
+def test_a_zero_no_recorded_gate_explains_is_said_to_be_a_required_graders() -> None:
+    """An import's verdicts do not say which grader is required (AgentV's results do not): a test AgentV
+    scored 0 whose graders' mean is not 0 had no why. It is a gate's doing, and the graders below the
+    threshold (the default gate) are named; not for a conversation, whose 0 may be its worst turn's."""
+    from evalstore.replay.grading.scoring import explain_score
+
+    verdicts = [_verdict("a", 0.5), _verdict("b", 0.7), _verdict("c", 1.0, weight=2.0)]
+    assert explain_score(verdicts, 0.8, 0.0) == (
+        "score 0 where its graders' mean is 0.800: set by a required grader's gate (below 0.800: a 0.500, b 0.700)"
+    )
+    assert explain_score(verdicts, 0.8, 0.8) == ""  # the score is the mean: nothing to explain
+    assert explain_score([_verdict("a", 0.0)], 0.8, 0.0) == ""  # the mean is 0 too
+    turns = [_verdict("turn-1", 1.0), _verdict("turn-2", 0.0), _verdict("conversation", 1.0)]
+    assert explain_score(turns, 0.8, 0.0) == ""  # aggregation: min
+
+
 def test_a_grader_that_failed_to_run_is_named_as_left_out_of_the_score() -> None:
     from evalstore.replay.grading.scoring import explain_score
 
