@@ -293,6 +293,7 @@ def replay(
         return
     comparison = compare_runs(load_scores(store, outcome.parent_run_id), load_scores(store, outcome.run_id))
     regressed = regression(comparison, fail_on) if fail_on else (False, "")
+    _plain_text_note(store, outcome, comparison)
     reuse = reuse_counts(store, outcome.run_id)
     requests = judge_requests(store, outcome.run_id) if outcome.batch is not None else None
     if as_json:
@@ -334,6 +335,25 @@ def replay(
             )
         emit_comparison(comparison, store, as_json=False, html_path=html_path)
     _exit_if(failed_names, errored_names, regressed[1] if regressed[0] else None)
+
+
+def _plain_text_note(store, outcome, comparison) -> None:  # type: ignore[no-untyped-def]
+    """A replay of an AgentV import whose scores moved where a code grader printed plain text: AgentV reads
+    that by the exit code alone, evalstore reads the text (a documented difference), so the move is that,
+    not the grader's doing: said, naming the graders."""
+    from evalstore.replay.regrade import plain_text_graders
+
+    changed = [t.key[0] for t in comparison.tests if t.delta]
+    parent = store.query("runs", run_id=outcome.parent_run_id)
+    if not changed or not parent or parent[0]["kind"] != "imported":
+        return
+    graders = plain_text_graders(store, outcome.run_id, changed)
+    if graders:
+        note(
+            f"warning: code grader{'s' if len(graders) > 1 else ''} {', '.join(graders)} printed plain text, which "
+            "evalstore reads (a number, true/false) and AgentV 4.42.4 reads by the exit code alone (exit 0: 1.0): "
+            "scores moved where the grader did not change (docs/usage.md, 'Code-grader plain text')"
+        )
 
 
 def _exit_if(failed: list[str], errored: list[str], regressed: str | None) -> None:

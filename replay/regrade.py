@@ -782,6 +782,21 @@ def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
     return counts
 
 
+def plain_text_graders(store: EventStore, run_id: str, test_ids: Iterable[str]) -> list[str]:
+    """The code graders whose verdicts in these tests of a replay were read from plain-text stdout that
+    AgentV reads by the exit code alone (``graders.code.PLAIN_TEXT_DIFFERS``): where the replay's parent is
+    an import of AgentV's run, a change of score the grader did not make."""
+    from evalstore.replay.grading.graders.code import PLAIN_TEXT_DIFFERS
+
+    return sorted(
+        {
+            grader
+            for _, grader, stored in store.verdict_events(run_id, test_ids)
+            if PLAIN_TEXT_DIFFERS in stored.event.evidence
+        }
+    )
+
+
 def _unscored(
     key: ResultKey,
     grade_options: GradeOptions,

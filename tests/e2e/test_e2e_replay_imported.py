@@ -200,3 +200,43 @@ def test_an_imported_agent_failure_is_reproduced_not_graded(tmp_path: Path) -> N
         [],
     )
     assert crash["category"] == "smoke"  # the origin's label, carried as for every replayed row
+
+
+def test_a_replay_of_an_import_says_when_a_plain_text_grader_moved_a_score(sqlite_url: str, tmp_path: Path) -> None:
+    """A code grader printing ``0.2`` and exiting 0: AgentV scores it 1.0 (the exit code alone), evalstore reads
+    0.2 (a documented difference). An unchanged replay of AgentV's run showed a regression and said nothing
+    of why; now it names the grader, and its verdict says it in its evidence."""
+    (tmp_path / "plain.py").write_text("import sys\nsys.stdin.read()\nprint('0.2')\n", encoding="utf-8")
+    (tmp_path / "json.py").write_text(
+        'import json, sys\nsys.stdin.read()\nprint(json.dumps({"score": 1.0}))\n', encoding="utf-8"
+    )
+    eval_file = tmp_path / "suite.eval.yaml"
+    eval_file.write_text(
+        "tests:\n  - id: t1\n    input: hi\n    criteria: says hi\n    assertions:\n"
+        f"      - {{name: plain, type: code-grader, command: [{json.dumps(PY)}, plain.py]}}\n"
+        f"      - {{name: structured, type: code-grader, command: [{json.dumps(PY)}, json.py]}}\n",
+        encoding="utf-8",
+    )
+    scores = [
+        {"name": name, "type": "code-grader", "score": 1.0, "verdict": "pass", "assertions": []}
+        for name in ("plain", "structured")
+    ]
+    row = {
+        "timestamp": "2026-11-30T00:00:00.000Z",
+        "test_id": "t1",
+        "suite": "s",
+        "target": "agent",
+        "score": 1.0,
+        "execution_status": "ok",
+        "input": [{"role": "user", "content": "hi"}],
+        "output": [{"role": "assistant", "content": "hi"}],
+        "scores": scores,
+    }
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    run_id = ok_json(cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json"))["run_id"]
+
+    replayed = cli(sqlite_url, "replay", run_id)
+    assert replayed.exit_code == 1  # 0.6, below the threshold: as evalstore reads the grader
+    assert "warning: code grader plain printed plain text" in replayed.stderr
+    assert "structured" not in replayed.stderr.split("warning: code grader", 1)[1].split("\n", 1)[0]

@@ -14,7 +14,7 @@ import pytest
 from evalstore.replay.content import FileBlock, Message, TextBlock, ToolCall
 from evalstore.replay.evalfile.specs import CodeGraderSpec, ConverterSpec, EvalSuite, EvalTest
 from evalstore.replay.grading.graders.base import GradingContext, TranscriptInfo
-from evalstore.replay.grading.graders.code import CodeGrader
+from evalstore.replay.grading.graders.code import PLAIN_TEXT_DIFFERS, CodeGrader
 from evalstore.replay.recording import MemoryRecorder
 from evalstore.store.codec import sha256_hex
 from evalstore.store.events import GraderCalled
@@ -92,6 +92,9 @@ def test_plain_text_fallback(tmp_path: Path, stdout: str, exit_code: int, score:
     assert result.verdict == ("pass" if score >= 0.8 else "fail")
     assert [a.text for a in result.assertions] == [text]
     assert result.assertions[0].passed is (score >= 0.8)
+    # Where AgentV reads it otherwise (exit 0 is 1.0 there, whatever was printed), the verdict says so.
+    differs = exit_code == 0 and score != 1.0
+    assert (PLAIN_TEXT_DIFFERS in result.evidence) is differs
 
 
 def test_nonzero_exit_with_stderr_is_an_execution_error(tmp_path: Path) -> None:

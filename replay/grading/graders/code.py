@@ -361,7 +361,17 @@ def interpret(child: ChildResult, spec: CodeGraderSpec) -> GraderResult:
             return _protocol_result(reply)
     score = _plain_text_score(stdout) if exit_code == 0 else 0.0
     text = stdout or f"exit {exit_code}"
-    return _result(score, [Assertion(text=text, passed=score >= PASS_SCORE)])
+    result = _result(score, [Assertion(text=text, passed=score >= PASS_SCORE)])
+    if exit_code == 0 and score != 1.0:
+        # A documented difference (docs/usage.md, "Code-grader plain text"): said where the verdict is, since a
+        # replay of AgentV's run shows it as a change of score the grader did not make.
+        result.evidence.append(PLAIN_TEXT_DIFFERS)
+    return result
+
+
+PLAIN_TEXT_DIFFERS = (
+    "read from plain-text stdout; AgentV 4.42.4 scores a plain-text stdout by the exit code alone (exit 0: 1.000)"
+)
 
 
 def _plain_text_score(stdout: str) -> float:
