@@ -147,8 +147,11 @@ def _within_deadlines(transport: httpx.BaseTransport) -> httpx.BaseTransport:
     is left as it is, and :func:`bounded`'s checks between chunks remain."""
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    wrappable = isinstance(backend, httpcore.NetworkBackend) and not isinstance(backend, _DeadlineBackend)
-    if isinstance(pool, httpcore.ConnectionPool) and wrappable:
+    if (
+        isinstance(pool, httpcore.ConnectionPool)
+        and isinstance(backend, httpcore.NetworkBackend)
+        and not isinstance(backend, _DeadlineBackend)
+    ):
         pool._network_backend = _DeadlineBackend(backend)
     return transport
 

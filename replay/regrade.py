@@ -80,7 +80,14 @@ from evalstore.replay.restored import restored_files
 from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
-from evalstore.store.events import RunStarted, TestCaseRecorded, TestScored, TranscriptRecorded
+from evalstore.store.events import (
+    GraderCalled,
+    RunStarted,
+    TestCaseRecorded,
+    TestScored,
+    TranscriptRecorded,
+    VerdictRecorded,
+)
 
 if TYPE_CHECKING:
     from evalstore.replay.grading.judge.batches import BatchSummary
@@ -773,6 +780,7 @@ def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
     for test_id in sorted({key[0] for key in turns}):
         for stored in store.test_events(run_id, test_id, types=("grader_called",)):
             call = stored.event
+            assert isinstance(call, GraderCalled)
             if (call.test_id, call.target or "", call.attempt) not in turns:
                 continue
             if call.call == "process":
@@ -788,13 +796,12 @@ def plain_text_graders(store: EventStore, run_id: str, test_ids: Iterable[str]) 
     an import of AgentV's run, a change of score the grader did not make."""
     from evalstore.replay.grading.graders.code import PLAIN_TEXT_DIFFERS
 
-    return sorted(
-        {
-            grader
-            for _, grader, stored in store.verdict_events(run_id, test_ids)
-            if PLAIN_TEXT_DIFFERS in stored.event.evidence
-        }
-    )
+    found = set()
+    for _, grader, stored in store.verdict_events(run_id, test_ids):
+        verdict = stored.event
+        if isinstance(verdict, VerdictRecorded) and PLAIN_TEXT_DIFFERS in verdict.evidence:
+            found.add(grader)
+    return sorted(found)
 
 
 def _unscored(

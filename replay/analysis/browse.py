@@ -149,7 +149,7 @@ def grader_means(tallies: list[dict[str, Any]]) -> list[GraderMean]:
     mean score over the verdicts that count toward a test's score: an execution error or a skip is left
     out (``grading.errored``), as the test's own score leaves it out; None when none counts."""
     means: dict[str, GraderMean] = {}
-    sums: dict[str, list[float]] = {}
+    sums: dict[str, tuple[float, int]] = {}
     for row in tallies:
         name, n = row["grader"], int(row["verdicts"])
         g = means.setdefault(name, GraderMean(name, row["grader_type"], 0, 0, 0, 0, 0, 0, None))
@@ -160,9 +160,8 @@ def grader_means(tallies: list[dict[str, Any]]) -> list[GraderMean]:
         g.skipped += n if row["verdict"] == "skip" else 0
         g.errors += n if row["status"] == "execution_error" else 0
         if not left_out_of_score(row["status"]):
-            counted = sums.setdefault(name, [0.0, 0])
-            counted[0] += row["score_sum"] or 0.0
-            counted[1] += n
+            total, count = sums.get(name, (0.0, 0))
+            sums[name] = (total + (row["score_sum"] or 0.0), count + n)
     for name, (total, n) in sums.items():
         means[name].mean = round(total / n, 6) if n else None
     return list(means.values())
