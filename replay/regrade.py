@@ -30,7 +30,7 @@ from evalstore import __version__
 from evalstore.replay.analysis.views import run_started, transcript_run_id
 from evalstore.replay.errors import JudgeConfigError, NotFoundError, ReplayError
 from evalstore.replay.evalfile.aliases import alias_of, normalize_media_type
-from evalstore.replay.evalfile.conversation import TURN_TYPE, is_conversation_verdict, verdict_graders
+from evalstore.replay.evalfile.conversation import verdict_graders
 from evalstore.replay.evalfile.fields import read_text
 from evalstore.replay.evalfile.graders import PROMPT_VARIABLE
 from evalstore.replay.evalfile.parser import load_eval
@@ -54,6 +54,7 @@ from evalstore.replay.grader_sets import grader_warnings
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, no_wait, process_slots, reads_files_itself
 from evalstore.replay.grading.scoring import produced_now
+from evalstore.replay.grading.turn_verdicts import TURN_TYPE, is_conversation_verdict
 from evalstore.replay.inspect import SOURCE_FORMATS as INSPECT_FORMATS
 from evalstore.replay.inspect import graded_despite_error
 from evalstore.replay.jsontext import decode_problem, strings_in

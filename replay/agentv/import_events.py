@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 from evalstore.replay.agentv import ImportedTest, SkippedLine, bad_line
 from evalstore.replay.agentv.file_access import max_file_bytes
-from evalstore.replay.evalfile.conversation import stopped_turn
 from evalstore.replay.evalfile.graders import unique_names
+from evalstore.replay.grading.turn_verdicts import stopped_turn
 from evalstore.replay.regular_files import read_regular
 from evalstore.store import NewEvent
 from evalstore.store.blobs import FileBlob, blob_size, file_digest, is_large_size

@@ -13,36 +13,13 @@ from evalstore.replay.evalfile.fields import ParseContext, expect_list, expect_m
 from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_grader, parse_grader
 from evalstore.replay.evalfile.source import Where
 from evalstore.replay.evalfile.specs import ConverterSpec, EvalTest, GraderSpec, LlmGraderSpec, RubricItem, TurnSpec
+from evalstore.replay.grading.turn_verdicts import WHOLE, turn_verdict
 from evalstore.replay.jsontext import stringify
 
 CONVERSATION_KEYS = ("mode", "turns", "aggregation", "on_turn_failure", "window_size")
 TURN_KEYS = ("input", "expected_output", "assertions")
 AGGREGATIONS = ("mean", "min", "max")
 TURN_FAILURE_POLICIES = ("continue", "stop")
-WHOLE = "conversation"
-"""The verdict of a conversation's own graders, on the whole conversation (AgentV's ``scores[]`` entry)."""
-
-
-TURN_TYPE = "rubrics"
-"""The type AgentV gives a turn's (and the conversation's) entry in ``scores[]``."""
-SKIPPED = "Skipped due to previous turn failure"
-"""The one assertion of a turn ``on_turn_failure: stop`` skipped (AgentV's ``runConversationMode``)."""
-
-
-def stopped_turn(verdict: str, grader_type: str, assertion_texts: list[str]) -> bool:
-    """Whether a verdict is a conversation's turn skipped after a failed one (``on_turn_failure: stop``):
-    ``skip``, but scored 0 and counted in the conversation's score, not an execution error."""
-    return verdict == "skip" and grader_type == TURN_TYPE and assertion_texts == [SKIPPED]
-
-
-def is_conversation_verdict(grader: str) -> bool:
-    """Whether a verdict's name is a conversation's (``turn-N`` or ``conversation``)."""
-    return grader == WHOLE or (grader.startswith("turn-") and grader[5:].isdigit())
-
-
-def turn_verdict(n: int) -> str:
-    """The verdict of turn ``n`` (1-based), as AgentV names its ``scores[]`` entry."""
-    return f"turn-{n}"
 
 
 def verdict_graders(test: EvalTest) -> Iterator[tuple[str, GraderSpec]]:

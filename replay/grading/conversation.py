@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.content import Message
-from evalstore.replay.evalfile.conversation import SKIPPED, TURN_TYPE, WHOLE, turn_verdict
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, GraderSpec, TurnSpec
 from evalstore.replay.grading.graders.base import (
     GradeOptions,
@@ -43,6 +42,7 @@ from evalstore.replay.grading.graders.base import (
     no_wait,
 )
 from evalstore.replay.grading.scoring import effective_threshold, produced_now, score_test
+from evalstore.replay.grading.turn_verdicts import SKIPPED, TURN_TYPE, WHOLE, turn_verdict
 from evalstore.replay.jsontext import stringify
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 

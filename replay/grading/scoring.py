@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from evalstore.replay.evalfile.conversation import is_conversation_verdict
 from evalstore.replay.grading.errored import left_out_of_score
+from evalstore.replay.grading.turn_verdicts import is_conversation_verdict
 from evalstore.store.events import Assertion, ExecutionStatus
 
 if TYPE_CHECKING:  # not at run time: `show` explains scores without loading the graders
