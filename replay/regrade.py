@@ -477,10 +477,7 @@ def _execute(
         judges=judges,
         origin=transcript_run_id(store, parent.started),
         concurrency=concurrency,
-        file_references={
-            name: reads_files_itself((config or {}).get("provider"))
-            for name, config in (parent.started.targets or {}).items()
-        },
+        file_references=_file_references(suite, options, parent),
     )
     results: list[TestScored] = []
     lock = threading.Lock()
@@ -1339,6 +1336,27 @@ def _judges(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type: ign
     reference (the judges' keys; ``processes.children.withhold``), the same ones whichever graders the replay
     runs, and as its run kept them: a grader's environment is part of its execution's reuse key."""
     return _judge_pool(suite, options, parent).withhold_variables(_withheld(suite, options, parent))
+
+
+def _file_references(suite: EvalSuite, options: ReplayOptions, parent: Run) -> dict[str, bool]:
+    """Per target of the run, whether AgentV gave its graders file inputs by reference (``<file: path>``: an
+    agent's, ``graders.base.reads_files_itself``): from the run's targets as it recorded them, or, for an
+    import (AgentV's results name a target, not its provider), from the targets file the replay's judges
+    come from (``_targets_path``: the one AgentV bundled beside the eval in a run folder, or found above it)."""
+    if parent.started.target or parent.started.targets:
+        return {
+            name: reads_files_itself((config or {}).get("provider"))
+            for name, config in (parent.started.targets or {}).items()
+        }
+    path = _targets_path(suite, options, parent)
+    names = {key[1] for key in parent.order if key[1]}
+    if not path or not names:
+        return {}
+    try:
+        targets = load_targets_file(path).targets
+    except ReplayError:
+        return {}
+    return {name: reads_files_itself(targets[name].provider) for name in names if name in targets}
 
 
 def _withheld(suite: EvalSuite, options: ReplayOptions, parent: Run) -> set[str]:

@@ -240,3 +240,49 @@ def test_a_replay_of_an_import_says_when_a_plain_text_grader_moved_a_score(sqlit
     assert replayed.exit_code == 1  # 0.6, below the threshold: as evalstore reads the grader
     assert "warning: code grader plain printed plain text" in replayed.stderr
     assert "structured" not in replayed.stderr.split("warning: code grader", 1)[1].split("\n", 1)[0]
+
+
+def test_a_replay_of_an_import_gives_an_agent_targets_graders_file_references(
+    sqlite_url: str, tmp_path: Path, judge_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV shows a file input to an agent target's judge as ``<file: path="...">`` (the agent reads files
+    itself). An import does not record the provider, so a replay embedded the file's text; the targets file
+    the replay finds (here above the eval, as AgentV found it) says the results' target is a ``cli`` agent."""
+    from judge_server import Reply
+
+    judge_server.respond_with(lambda request: Reply(content='{"score": 1.0, "assertions": []}'))
+    monkeypatch.setenv("E2E_FILES_KEY", "sk-files")
+    root = tmp_path / "proj"
+    (root / ".agentv").mkdir(parents=True)
+    (root / ".agentv" / "targets.yaml").write_text(
+        "targets:\n"
+        "  - {name: pyagent, provider: cli, command: 'echo hi', grader_target: judge}\n"
+        f"  - {{name: judge, provider: openai, base_url: {judge_server.base_url}, model: m, api_key: '${{{{ E2E_FILES_KEY }}}}'}}\n",
+        encoding="utf-8",
+    )
+    (root / "data.csv").write_text("city,people\nLyon,500000\n", encoding="utf-8")
+    eval_file = root / "files.eval.yaml"
+    eval_file.write_text(
+        "tests:\n  - id: read-csv\n    criteria: summarizes the csv\n    input:\n      - role: user\n"
+        "        content:\n          - {type: text, value: Summarize this}\n          - {type: file, value: data.csv}\n"
+        "    assertions:\n      - {name: quality, type: llm-grader}\n",
+        encoding="utf-8",
+    )
+    row = {
+        "timestamp": "2026-11-30T00:00:00.000Z",
+        "test_id": "read-csv",
+        "suite": "s",
+        "target": "pyagent",
+        "score": 1.0,
+        "execution_status": "ok",
+        "output": [{"role": "assistant", "content": "One city."}],
+        "scores": [{"name": "quality", "type": "llm-grader", "score": 1.0, "verdict": "pass", "assertions": []}],
+    }
+    results = tmp_path / "results.jsonl"
+    results.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    run_id = ok_json(cli(sqlite_url, "import", str(results), "--eval", str(eval_file), "--json"))["run_id"]
+
+    ok_json(cli(sqlite_url, "replay", run_id, "--json"))
+    (asked,) = judge_server.requests
+    assert f'<file: path=\\"{root / "data.csv"}\\">' in asked.raw.decode()
+    assert "Lyon" not in asked.raw.decode()
