@@ -377,12 +377,26 @@ def _own_converters(
     return merge_converters(suite, own) if own else []
 
 
+def _warn_string_rubrics(items: list[Any], where: Where, ctx: ParseContext) -> None:
+    """A string item under ``rubrics:`` is graded here and skipped by AgentV 4.42.4 (``parseRubricItems``:
+    "Skipping invalid rubric entry ... (expected object)"; strings are read only under ``type: rubrics`` +
+    ``criteria:``): a replay of AgentV's run moves its score. Said by ``validate``, item by item."""
+    for i, item in enumerate(items):
+        if isinstance(item, str) and item.strip():
+            ctx.warn(
+                where.index(i),
+                f"a string rubric item is graded here as `rubric-{i + 1}`, and skipped by AgentV 4.42.4 "
+                '("Skipping invalid rubric entry"); write `{outcome: ...}` to be graded alike by both',
+            )
+
+
 def _llm_grader(
     obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext, converters: list[ConverterSpec]
 ) -> LlmGraderSpec:
     fields = _common(obj, kind, where, ctx)
+    key: str | None = None
     if kind in RUBRIC_TYPES:
-        key: str | None = next((k for k in ("criteria", "rubrics") if k in obj), None)
+        key = next((k for k in ("criteria", "rubrics") if k in obj), None)
         if key is None:
             raise where.error(f"`type: {kind}` needs `criteria`: a list of rubric items")
         if kind == "rubric":
@@ -394,6 +408,8 @@ def _llm_grader(
             fields["rubrics"] = parse_rubric_items(obj[key], where.key(key), ctx)
     elif "rubrics" in obj:
         fields["rubrics"] = parse_rubric_items(obj["rubrics"], where.key("rubrics"), ctx)
+    if isinstance(obj.get("rubrics"), list) and key != "criteria":
+        _warn_string_rubrics(obj["rubrics"], where.key("rubrics"), ctx)
     fields.update(_prompt(obj, where, ctx))
     target = opt_str(obj, "target", where)
     config = _config(obj, where)

@@ -1369,3 +1369,24 @@ def test_expected_output_files_are_read_as_agentv_reads_them_and_snapshotted(tmp
     files = {str(tmp_path / "evals" / "suite.eval.yaml"): textwrap.dedent(text).encode(), found: b"recorded\n"}
     replayed = load_eval(tmp_path / "evals" / "suite.eval.yaml", file_resolver=SnapshotResolver(files))
     assert replayed.tests[1].expected_output[0]["text"] == "recorded\n"
+
+
+def test_a_string_under_rubrics_is_graded_and_warned_about_as_agentv_skips_it(tmp_path: Path) -> None:
+    """AgentV 4.42.4 reads strings only under ``type: rubrics`` + ``criteria:``; under an llm-grader's
+    ``rubrics:`` it skips them ("Skipping invalid rubric entry"), and a replay of its run moved the score
+    with no word of why. evalstore still grades them (a documented difference) and now says so per item."""
+    suite = load(
+        tmp_path,
+        """
+        tests:
+          - id: t
+            input: x
+            assertions:
+              - {type: llm-grader, name: judged, rubrics: [Mentions Paris, {outcome: Is short}]}
+              - {type: rubrics, name: listed, criteria: [Mentions Lyon]}
+        """,
+    )
+    judged, listed = suite.tests[0].graders
+    assert [r.id for r in judged.rubrics] == ["rubric-1", "rubric-2"] and [r.id for r in listed.rubrics] == ["rubric-1"]
+    (warning,) = suite.warnings
+    assert "assertions[0].rubrics[0]" in warning and "skipped by AgentV 4.42.4" in warning
