@@ -338,16 +338,12 @@ def replay(
 
 
 def _plain_text_note(store, outcome, comparison) -> None:  # type: ignore[no-untyped-def]
-    """A replay of an AgentV import whose scores moved where a code grader printed plain text: AgentV reads
-    that by the exit code alone, evalstore reads the text (a documented difference), so the move is that,
-    not the grader's doing: said, naming the graders."""
+    """Said of a replay of an AgentV import whose scores a code grader's plain text moved
+    (``regrade.plain_text_graders``): AgentV reads that text by the exit code alone."""
     from evalstore.replay.regrade import plain_text_graders
 
     changed = [t.key[0] for t in comparison.tests if t.delta]
-    parent = store.query("runs", run_id=outcome.parent_run_id)
-    if not changed or not parent or parent[0]["kind"] != "imported":
-        return
-    graders = plain_text_graders(store, outcome.run_id, changed)
+    graders = plain_text_graders(store, outcome.run_id, outcome.parent_run_id, changed)
     if graders:
         note(
             f"warning: code grader{'s' if len(graders) > 1 else ''} {', '.join(graders)} printed plain text, which "

@@ -416,7 +416,7 @@ def _execute(
         for target, target_suite in suites:
             # The judges' keys are not the agent's nor its graders' business: the variables only the judges'
             # targets reference are kept from every child (those a target of the run names are not only theirs;
-            # a replay keeps back the same ones, whichever graders it runs: ``regrade._withheld``).
+            # a replay keeps back the same ones, whichever graders it runs: ``regrade._judges``).
             with _judge_pool(targets_file, options) as pool:
                 withheld = pool.variables(excluding=[t.name for t in targets])
             folder = workdir / _safe_dirname(target.name) if matrix else workdir

@@ -78,7 +78,7 @@ from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import BatchedAppends, ReadAhead, StoreRecorder
 from evalstore.replay.restored import restored_files
-from evalstore.replay.targetsfile.loader import find_targets_file, load_targets_file
+from evalstore.replay.targetsfile.loader import TargetsFile, find_targets_file, load_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
 from evalstore.store.events import (
@@ -467,7 +467,8 @@ def _execute(
     if on_start:
         # The tests that will be graded; the others are carried over, which takes no time to speak of.
         on_start(run_id, len(regraded), drifted, unable)
-    judges = _judges(suite, options, parent)
+    targets = _targets_file(suite, options, parent)
+    judges = _judges(suite, options, parent, targets)
     suite = _warned(suite, _judgeless(suite, options, judges, [k for k in todo if k in regraded]))
     job = ReplayJob(
         run_id=run_id,
@@ -477,7 +478,7 @@ def _execute(
         judges=judges,
         origin=transcript_run_id(store, parent.started),
         concurrency=concurrency,
-        file_references=_file_references(suite, options, parent),
+        file_references=_file_references(parent, targets),
     )
     results: list[TestScored] = []
     lock = threading.Lock()
@@ -788,14 +789,18 @@ def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
     return counts
 
 
-def plain_text_graders(store: EventStore, run_id: str, test_ids: Iterable[str]) -> list[str]:
-    """The code graders whose verdicts in these tests of a replay were read from plain-text stdout that
-    AgentV reads by the exit code alone (``graders.code.PLAIN_TEXT_DIFFERS``): where the replay's parent is
-    an import of AgentV's run, a change of score the grader did not make."""
+def plain_text_graders(store: EventStore, run_id: str, parent_run_id: str, changed: Iterable[str]) -> list[str]:
+    """The code graders whose verdicts in the ``changed`` tests of a replay of an AgentV import were read from
+    plain-text stdout that AgentV reads by the exit code alone (``graders.code.PLAIN_TEXT_DIFFERS``): a change
+    of score the grader did not make. None for a replay of anything else (the same reading on both sides)."""
     from evalstore.replay.grading.graders.code import PLAIN_TEXT_DIFFERS
 
+    changed = list(changed)
+    parent = store.query("runs", run_id=parent_run_id) if changed else []
+    if not parent or parent[0]["kind"] != "imported":
+        return []
     found = set()
-    for _, grader, stored in store.verdict_events(run_id, test_ids):
+    for _, grader, stored in store.verdict_events(run_id, changed):
         verdict = stored.event
         if isinstance(verdict, VerdictRecorded) and PLAIN_TEXT_DIFFERS in verdict.evidence:
             found.add(grader)
@@ -1252,7 +1257,7 @@ def _check_judges(suite: EvalSuite, options: ReplayOptions, parent: Run) -> None
     recording 0.0 errors in its place would be a regrade that says nothing)."""
     tests_by_id = {t.id: t for t in suite.tests}
     keys = [k for k in parent.order if in_shard(k, options.shard) and _selected(k[0], tests_by_id, options)]
-    judges = _judges(suite, options, parent)
+    judges = _judge_pool(suite, options, parent)  # asked, not used: nothing to keep from the graders yet
     try:
         problem = _judgeless(suite, options, judges, keys)
     finally:
@@ -1331,49 +1336,50 @@ def _needs_judge(grader: Any) -> bool:
     return isinstance(inner, list) and any(_needs_judge(g) for g in inner)
 
 
-def _judges(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type: ignore[no-untyped-def]
+def _judges(suite: EvalSuite, options: ReplayOptions, parent: Run, targets: TargetsFile | None):  # type: ignore[no-untyped-def]
     """The replay's judges. While they are open, no grader is given the variables only judges' targets
     reference (the judges' keys; ``processes.children.withhold``), the same ones whichever graders the replay
-    runs, and as its run kept them: a grader's environment is part of its execution's reuse key."""
-    return _judge_pool(suite, options, parent).withhold_variables(_withheld(suite, options, parent))
+    runs, and as its run kept them: a grader's environment is part of its execution's reuse key.
+    ``targets``: the replay's targets file as :func:`_targets_file` read it."""
+    from evalstore.replay.grading.judge.pool import JudgePool
+
+    pool = _judge_pool(suite, options, parent, targets)
+    if targets is None:
+        return pool
+    own = {parent.started.target_name, *(parent.started.targets or {}), *(key[1] for key in parent.order)}
+    # What ``run`` keeps from every child: the variables only the targets file's judges reference, less
+    # those of the run's own targets (for an import, those its results name).
+    withheld = JudgePool.from_targets_file(targets).variables(excluding={name for name in own if name})
+    return pool.withhold_variables(withheld)
 
 
-def _file_references(suite: EvalSuite, options: ReplayOptions, parent: Run) -> dict[str, bool]:
+def _file_references(parent: Run, targets: TargetsFile | None) -> dict[str, bool]:
     """Per target of the run, whether AgentV gave its graders file inputs by reference (``<file: path>``: an
     agent's, ``graders.base.reads_files_itself``): from the run's targets as it recorded them, or, for an
-    import (AgentV's results name a target, not its provider), from the targets file the replay's judges
-    come from (``_targets_path``: the one AgentV bundled beside the eval in a run folder, or found above it)."""
+    import (AgentV's results name a target, not its provider), from the replay's targets file (``targets``:
+    the one AgentV bundled beside the eval in a run folder, or found above it)."""
     if parent.started.target or parent.started.targets:
         return {
             name: reads_files_itself((config or {}).get("provider"))
             for name, config in (parent.started.targets or {}).items()
         }
-    path = _targets_path(suite, options, parent)
+    if targets is None:
+        return {}
     names = {key[1] for key in parent.order if key[1]}
-    if not path or not names:
-        return {}
-    try:
-        targets = load_targets_file(path).targets
-    except ReplayError:
-        return {}
-    return {name: reads_files_itself(targets[name].provider) for name in names if name in targets}
+    return {name: reads_files_itself(targets.targets[name].provider) for name in names if name in targets.targets}
 
 
-def _withheld(suite: EvalSuite, options: ReplayOptions, parent: Run) -> set[str]:
-    """What ``run`` keeps from every child: the variables only the targets file's judges reference, less
-    those of the run's own targets (for an import, those its results name). A targets file that cannot be
-    read keeps nothing back: a replay that needs no judge does not stop for it."""
-    from evalstore.replay.grading.judge.pool import JudgePool
-
+def _targets_file(suite: EvalSuite, options: ReplayOptions, parent: Run) -> TargetsFile | None:
+    """The replay's targets file (:func:`_targets_path`), read once for what it says of the run's targets; None
+    when there is none or it cannot be read (a replay that needs no judge does not stop for it; one that does
+    reads it again in :func:`_judge_pool`, which says why it cannot)."""
     path = _targets_path(suite, options, parent)
     if not path:
-        return set()
+        return None
     try:
-        pool = JudgePool.from_targets_file(load_targets_file(path))
+        return load_targets_file(path)
     except ReplayError:
-        return set()
-    own = {parent.started.target_name, *(parent.started.targets or {}), *(key[1] for key in parent.order)}
-    return pool.variables(excluding={name for name in own if name})
+        return None
 
 
 def _targets_path(suite: EvalSuite, options: ReplayOptions, parent: Run) -> str | None:
@@ -1388,7 +1394,9 @@ def _targets_path(suite: EvalSuite, options: ReplayOptions, parent: Run) -> str 
     return str(path) if path and Path(path).is_file() else None
 
 
-def _judge_pool(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type: ignore[no-untyped-def]
+def _judge_pool(  # type: ignore[no-untyped-def]
+    suite: EvalSuite, options: ReplayOptions, parent: Run, targets: TargetsFile | None = None
+):
     from evalstore.replay.grading.judge.pool import JudgePool
 
     only = set(options.graders) if options.graders else None
@@ -1397,4 +1405,6 @@ def _judge_pool(suite: EvalSuite, options: ReplayOptions, parent: Run):  # type:
     ):  # nothing to ask a judge (a conversation's turns' graders too): no targets file is read (one that cannot be read stops nothing)
         return JudgePool.from_env()
     path = _targets_path(suite, options, parent)
-    return JudgePool.from_targets_file(load_targets_file(path)) if path else JudgePool.from_env()
+    if not path:
+        return JudgePool.from_env()
+    return JudgePool.from_targets_file(targets if targets is not None else load_targets_file(path))

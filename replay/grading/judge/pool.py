@@ -178,8 +178,8 @@ class JudgePool:
 
         own = set(excluding)
         names: set[str] = set()
-        for name in self._known():
-            if name in own or not self._can_grade(name):
+        for name in self.judges():
+            if name in own:
                 continue
             judge = self.targets.get(name)
             if judge is not None and judge.api_key_env:
