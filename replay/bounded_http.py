@@ -134,7 +134,12 @@ def deadline_client(**kwargs: Any) -> httpx.Client:
     :func:`deadline`: the direct one and, as httpx sets them up from the environment (``HTTPS_PROXY``,
     ``ALL_PROXY``, ``NO_PROXY``), a proxy's. A client given a ``transport`` of its own uses no proxy, as
     httpx has it: giving it one such transport would leave a user behind a proxy without one."""
-    client = httpx.Client(**kwargs)
+    try:
+        client = httpx.Client(**kwargs)
+    except httpx.InvalidURL as exc:  # only the environment's proxies are parsed here
+        raise httpx.InvalidURL(
+            f"a proxy the environment names (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY) cannot be read: {exc}"
+        ) from None
     for transport in (client._transport, *client._mounts.values()):
         if transport is not None:
             _within_deadlines(transport)

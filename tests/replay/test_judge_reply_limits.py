@@ -153,3 +153,13 @@ def test_a_judge_behind_a_proxy_is_reached_through_it_within_the_deadline(
     assert answered.outcome == "ok"
     assert judge_server.requests[0].path == "http://judge.invalid/v1/chat/completions"
     assert dripped.outcome == "timeout" and took < 2.0
+
+
+def test_a_proxy_variable_that_is_no_url_is_named(monkeypatch: pytest.MonkeyPatch):
+    """Keeping httpx's proxies, a bad ``HTTP_PROXY`` now reaches every client: its error names the variables
+    to look at, instead of httpx's bare ``Invalid port``."""
+    from evalstore.replay.bounded_http import deadline_client
+
+    monkeypatch.setenv("HTTP_PROXY", "::garbage")
+    with pytest.raises(httpx.InvalidURL, match=r"proxy the environment names \(HTTPS_PROXY, HTTP_PROXY, ALL_PROXY\)"):
+        deadline_client()
