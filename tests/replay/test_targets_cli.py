@@ -542,7 +542,9 @@ def test_a_url_healthcheck_is_bounded_whole_and_follows_redirects(tmp_path: Path
                             break
                         conn.sendall(bytes([byte]))
                 elif path == b"/moved":
-                    conn.sendall(b"HTTP/1.1 302 Found\r\nLocation: /ok\r\nContent-Length: 0\r\n\r\n")
+                    conn.sendall(
+                        b"HTTP/1.1 302 Found\r\nLocation: /ok\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
                 else:
                     status = b"200 OK" if path == b"/ok" else b"503 Service Unavailable"
                     conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
