@@ -17,7 +17,7 @@ from evalstore.replay.jstext import js_trim
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
 
 class TextBlock(_Block):
@@ -56,7 +56,7 @@ class ToolCall(BaseModel):
     """One tool call of an assistant message, as AgentV's ``ToolCall``: what the trace graders
     (``replay/trace.py``) read. Other fields a source gives are kept as they are."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     tool: str
     input: Any = None
@@ -74,7 +74,7 @@ class ToolCall(BaseModel):
 class Message(BaseModel):
     """One message; an assistant message carries the agent's tool calls, timings and token usage."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     role: str
     content: str | list[Block] | None = None

@@ -17,7 +17,9 @@ from evalstore.replay.content import Message
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Schemas built on first use, as the events' are (store/events.py): building the eleven grader types'
+    # and the rest at import was a tenth of an unchanged replay's start, which validates few of them.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ConverterSpec(_Spec):
@@ -285,7 +287,8 @@ GraderSpec = Annotated[
     | CompositeSpec,
     Field(discriminator="type"),
 ]
-CompositeSpec.model_rebuild()
+# CompositeSpec's own forward reference (GraderSpec, defined after it) is resolved from this module when
+# its schema is first built: model_rebuild() here would build it, and every grader type's, at import.
 
 
 class WorkspaceEnv(_Spec):

@@ -1,13 +1,14 @@
-"""``--executor local`` (the default): a replay's tests graded on a thread pool of this process."""
+"""``--executor local`` (the default): a replay's tests graded on threads of this process, and those that
+never wait partly in a process forked from it (``executors/forked_share.py``)."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from evalstore.replay.executors import Done, Work
+from evalstore.replay.executors import Done, Work, forked_share
 from evalstore.replay.processes.workers import Waiting, run_handing_off
 from evalstore.replay.recording import BatchedAppends
 from evalstore.store.errors import BlobNotFound
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
 class LocalExecutor:
     remote = False
 
+    def __init__(self) -> None:
+        self.shared = 0
+        """Tests a forked worker graded (``executors/forked_share.py``)."""
+
     def grade(
         self, job: ReplayJob, store: EventStore, work: Iterable[Sequence[Work]], *, concurrency: int, done: Done
     ) -> None:
@@ -30,13 +35,31 @@ class LocalExecutor:
         try:
             for window in work:
                 transcripts = TranscriptBlobs(store, job.transcript_digests(window))
+                waited = threading.Event()
 
-                def one(item: Work, waiting: Waiting, transcripts: TranscriptBlobs = transcripts) -> None:
-                    done(item.key, job.grade(store, item, batches, ahead, transcripts.get, waiting))
+                def one(
+                    item: Work, waiting: Waiting, transcripts: TranscriptBlobs = transcripts, waited: Any = waited
+                ) -> None:
+                    def told() -> None:
+                        waited.set()
+                        waiting()
 
-                # Tests whose graders never wait (every execution and judge reply reused) are graded
-                # one after another here; more threads start only when one waits.
-                run_handing_off(one, window, concurrency)
+                    done(item.key, job.grade(store, item, batches, ahead, transcripts.get, told))
+
+                def here(items: Sequence[Work], one: Any = one) -> None:
+                    # Tests whose graders never wait (every execution and judge reply reused) are graded
+                    # one after another here; more threads start only when one waits.
+                    run_handing_off(one, items, concurrency)
+
+                if not forked_share.worth_sharing(store, window, concurrency):
+                    here(window)
+                    continue
+                here(window[: forked_share.FIRST])
+                rest = window[forked_share.FIRST :]
+                if waited.is_set():
+                    here(rest)
+                else:
+                    self.shared += forked_share.share(job, store, rest, ahead, batches, here, done)
         finally:
             # Tests finished before an interrupt are kept: a resume will not grade them again.
             batches.flush()
