@@ -78,14 +78,21 @@ def share(
     batches.flush()  # no append in flight in the worker's copy of this process
     url = store.engine.url.render_as_string(hide_password=False)
     read_end, write_end = os.pipe()
-    with warnings.catch_warnings():
-        # Python 3.12 warns of forking a process with threads (a lock one of them holds stays held in the
-        # child): the worker takes no lock another thread of this one uses, and opens its own connection.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        _worker(job, url, parts, ahead, write_end)
+    # Ctrl-C held back across the fork: the worker must never run this process's handling of it (and its
+    # appends); it ignores Ctrl-C from its first instruction, and this process gets it once forked.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        with warnings.catch_warnings():
+            # Python 3.12 warns of forking a process with threads (a lock one of them holds stays held in
+            # the child): the worker takes no lock another thread of this one uses, and opens its own
+            # connection.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            _worker(job, url, parts, ahead, write_end)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     os.close(write_end)
     shared = 0
     delivered: set[ResultKey] = set()
@@ -148,9 +155,11 @@ def _worker(job: ReplayJob, url: str, parts: list[list[Work]], ahead: ReadAhead 
     would flush what this process's buffers held when it was forked, and run its exit handlers)."""
     code = 1
     try:
-        # Ctrl-C is the replay's to handle (it kills this worker); the objects inherited are never freed
-        # here, so the collector leaves them alone, and their pages stay shared with the replay's.
+        # Ctrl-C is the replay's to handle (it kills this worker): ignored, then let through (one that came
+        # during the fork is dropped). The objects inherited are never freed here, so the collector leaves
+        # them alone, and their pages stay shared with the replay's.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         gc.freeze()
         from evalstore.replay.executors.local import TranscriptBlobs
         from evalstore.replay.regrade import Collected
