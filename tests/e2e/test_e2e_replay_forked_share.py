@@ -1,6 +1,6 @@
 """A local replay whose tests never wait grades a share of them in a forked worker (``executors/forked_share.py``).
 
-The suite is ``test_e2e_replay_reuse.py``'s (three Python code graders that log each process they run), over
+The suite is ``test_e2e_replay_reuse.py``'s graders (three Python code graders that log each process they run), over
 enough tests for a share: the worker's tests must come back graded exactly as this process grades them,
 once each, and a test of its share that has to run a process is handed back and run here.
 """
@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_e2e_replay_reuse import GRADER as REUSE_GRADER
+from test_e2e_replay_reuse import GRADERS
 
 from evalstore import cli as cli_package
 from evalstore.replay.executors import forked_share
@@ -25,16 +27,7 @@ pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or (os.cpu_count() or 1) < 2, reason="a forked share needs Linux and two cores"
 )
 
-GRADER = """\
-import json, sys
-name, log = sys.argv[1], sys.argv[2]
-with open(log, "a") as fh:
-    fh.write(name + "\\n")
-payload = json.load(sys.stdin)
-ok = "Total" in (payload.get("output") or "")
-print(json.dumps({"score": 1 if ok else 0, "assertions": [{"text": name, "passed": ok}]}))
-"""
-GRADERS = ("alpha", "beta", "gamma")
+GRADER = REUSE_GRADER.replace("VERSION", "v1")
 TESTS = 130
 """Tests t000..t129: the first 16 graded here, then a third of the rest here and two thirds in the worker."""
 
@@ -53,7 +46,9 @@ def _imported(db: str, root: Path) -> tuple[Path, str]:
     eval_file = root / "share.eval.yaml"
     eval_file.write_text("name: share\ntests: ./cases.yaml\nassertions:\n" + "\n".join(graders) + "\n")
     ids = [f"t{i:03d}" for i in range(TESTS)]
-    (root / "cases.yaml").write_text(json.dumps([{"id": t, "input": f"question {t}", "criteria": "states a total"} for t in ids]))
+    (root / "cases.yaml").write_text(
+        json.dumps([{"id": t, "input": f"question {t}", "criteria": "states a total"} for t in ids])
+    )
     rows = [
         {
             "test_id": t,
@@ -90,15 +85,18 @@ def _replay(db: str, run: str, *, tests: str | None = None) -> tuple[str, int]:
     return outcome.run_id, executor.shared
 
 
-def _graded(db: str, run: str) -> tuple[dict[str, float], dict[tuple[str, str], tuple[float, str]], bool]:
-    """Per test its score, per (test, grader) its score and verdict, and whether the store verifies."""
+def _graded(db: str, run: str) -> tuple[dict[str, float], dict[tuple[str, str], tuple[float, str]]]:
+    """Per test its score, per (test, grader) its score and verdict: every test once, and the store verified."""
     store = EventStore(make_engine(db))
     try:
         results = store.query("results", run_id=run)
-        assert len(results) == len({r["test_id"] for r in results}), "a test was appended twice"
+        assert len(results) == len({r["test_id"] for r in results}) == TESTS, "a test missing or appended twice"
         scores = {r["test_id"]: r["score"] for r in results}
-        verdicts = {(v["test_id"], v["grader"]): (v["score"], v["verdict"]) for v in store.query("verdicts", run_id=run)}
-        return scores, verdicts, store.verify().ok
+        verdicts = {
+            (v["test_id"], v["grader"]): (v["score"], v["verdict"]) for v in store.query("verdicts", run_id=run)
+        }
+        assert store.verify().ok
+        return scores, verdicts
     finally:
         store.close()
 
@@ -118,11 +116,10 @@ def test_an_unchanged_replay_grades_two_thirds_of_the_rest_in_a_forked_worker_ex
     rest = TESTS - forked_share.FIRST
     assert shared == rest - rest // 3
 
-    scores, verdicts, verified = _graded(sqlite_url, again)
-    assert (scores, verdicts) == _graded(sqlite_url, first)[:2]
-    assert len(scores) == TESTS and len(verdicts) == 3 * TESTS
+    scores, verdicts = _graded(sqlite_url, again)
+    assert (scores, verdicts) == _graded(sqlite_url, first)
+    assert len(verdicts) == 3 * TESTS
     assert sorted(scores.values()).count(0.0) == TESTS // 5
-    assert verified
 
 
 def test_a_test_of_the_workers_share_that_must_run_a_process_is_handed_back_and_run_here(
@@ -137,13 +134,12 @@ def test_a_test_of_the_workers_share_that_must_run_a_process_is_handed_back_and_
     # The worker's share is t054..t129: it reused t054..t099 and handed back t100..t129, which ran here.
     assert shared == 46
     assert _ran(log) == 3 * 30
-    scores, verdicts, verified = _graded(sqlite_url, whole)
-    assert len(scores) == TESTS and len(verdicts) == 3 * TESTS
-    assert {t: s for t, s in scores.items() if t < "t100"} == {
-        t: s for t, s in _graded(sqlite_url, partial)[0].items() if t < "t100"
+    scores, verdicts = _graded(sqlite_url, whole)
+    assert len(verdicts) == 3 * TESTS
+    assert {k: v for k, v in verdicts.items() if k[0] < "t100"} == {
+        k: v for k, v in _graded(sqlite_url, partial)[1].items() if k[0] < "t100"
     }
     assert all(scores[f"t{i:03d}"] == (0.0 if i % 5 == 0 else 1.0) for i in range(TESTS))
-    assert verified
 
 
 def test_a_worker_that_dies_leaves_its_share_to_the_replay(
@@ -161,6 +157,4 @@ def test_a_worker_that_dies_leaves_its_share_to_the_replay(
     again, shared = _replay(sqlite_url, imported)
     assert shared == 0
     assert _ran(log) == 0  # the replay graded the worker's share itself, still reusing every execution
-    scores, verdicts, verified = _graded(sqlite_url, again)
-    assert (scores, verdicts) == _graded(sqlite_url, first)[:2]
-    assert verified
+    assert _graded(sqlite_url, again) == _graded(sqlite_url, first)
