@@ -295,6 +295,7 @@ def counts_calls(spec: GraderSpec) -> bool:
             return True
     return False
 
+
 GraderSpec = Annotated[
     LlmGraderSpec
     | CodeGraderSpec

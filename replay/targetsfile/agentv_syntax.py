@@ -49,7 +49,7 @@ def agentv_notes(path: str, name: str, provider: str, fields: Mapping[str, Any],
         if field in refused and not is_reference(value):
             notes.append(
                 f"{where}: AgentV 4.42.4 refuses a value here that is not one ${{{{ VARIABLE_NAME }}}} reference "
-                "(\"must use ${{ VARIABLE_NAME }} syntax\"); evalstore takes it as written"
+                '("must use ${{ VARIABLE_NAME }} syntax"); evalstore takes it as written'
             )
         elif ENV_REFERENCE.search(value) and not is_reference(value):
             notes.append(

@@ -177,7 +177,9 @@ def test_validate_warns_where_agentv_would_refuse_or_not_substitute(tmp_path: Pa
     path.write_text(TARGETS)
     result = CliRunner().invoke(cli.main, ["validate", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    (checked,) = json.loads(result.stdout)["files"] if "files" in json.loads(result.stdout) else json.loads(result.stdout)
+    (checked,) = (
+        json.loads(result.stdout)["files"] if "files" in json.loads(result.stdout) else json.loads(result.stdout)
+    )
     warnings = checked["warnings"]
     assert len(warnings) == 3, warnings
     embedded, model, key = warnings
