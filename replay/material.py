@@ -213,7 +213,14 @@ def transcript_info(get_blob: Callable[[str], bytes], test: TestMaterial) -> Tra
         info.error = t.error or t.status
     if not t.messages_sha256 and t.output_text is None:
         info.missing = "the imported result has neither a transcript nor an output"
+    info.traced = recorded_trace(t)
     return info
+
+
+def recorded_trace(t: TranscriptRecorded) -> bool:
+    """Whether a stored result has a trace: its messages (an AgentV row imported alone keeps only its answer
+    text, so what the agent called is unknown)."""
+    return bool(t.messages_sha256)
 
 
 def info_from_transcript(

@@ -159,6 +159,8 @@ def prepare_run(
     preflight(suite)
     waves(suite)
     targets_file, targets, aliases = _resolve_targets(suite, options)
+    for target in targets:  # what a file meant for AgentV too must change (the other targets: `validate`)
+        suite.warnings.extend(targets_file.agentv_notes.get(target.name, []) if targets_file else [])
     # One warning, before any agent runs, for every target's graders with no judge to be found.
     unjudged = list(dict.fromkeys(w for t in targets if (w := _check_judges(suite, t.name, targets_file, options))))
     for warning in unjudged:

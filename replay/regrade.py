@@ -46,6 +46,7 @@ from evalstore.replay.evalfile.specs import (
     EvalTest,
     GraderSpec,
     LlmGraderSpec,
+    within,
 )
 from evalstore.replay.evalfile.union import union_suite
 from evalstore.replay.executors import Executor, Work
@@ -58,7 +59,7 @@ from evalstore.replay.grading.turn_verdicts import TURN_TYPE, is_conversation_ve
 from evalstore.replay.inspect import SOURCE_FORMATS as INSPECT_FORMATS
 from evalstore.replay.inspect import graded_despite_error
 from evalstore.replay.jsontext import decode_problem, strings_in
-from evalstore.replay.lost_inputs import keep_recorded
+from evalstore.replay.lost_inputs import keep_recorded, untraced_warning
 from evalstore.replay.material import (
     ResultKey,
     RunMaterial,
@@ -69,6 +70,7 @@ from evalstore.replay.material import (
     completion_event_id,
     load_run,
     new_run_id,
+    recorded_trace,
     result_key,
     transcript_info,
 )
@@ -445,7 +447,11 @@ def _execute(
         _marked_otherwise(store, parent, options, suite, threshold, regraded),
         *_grader_changes(store, parent, suite, options, regraded),
     )
-    reasons, cut = _regradable(store, origin, regraded)
+    reasons, cut, untraced = _regradable(store, origin, regraded)
+    suite = _warned(
+        suite,
+        untraced_warning([tests_by_id[t] for t in dict.fromkeys(k[0] for k in todo if k in untraced)], options.graders),
+    )
     if cut:
         truncated = (
             f"{len(cut)} test{'s' if len(cut) > 1 else ''} ({_listing(cut)}): the source kept only the first lines of "
@@ -980,12 +986,14 @@ _NO_TRANSCRIPT = not_regradable_reason(TestMaterial(("", "", 1)))
 
 def _regradable(
     store: EventStore, origin: RunWindows, keys: set[ResultKey]
-) -> tuple[dict[ResultKey, str | None], list[str]]:
-    """For each of these tests that has a transcript, why it cannot be regraded (None: it can); and the
-    tests whose transcript lost lines of its file changes. Read from the run holding the transcripts, one
-    transcript at a time, keeping only these answers (a replay of 10^7 results holds no transcript)."""
+) -> tuple[dict[ResultKey, str | None], list[str], set[ResultKey]]:
+    """For each of these tests that has a transcript, why it cannot be regraded (None: it can); the tests
+    whose transcript lost lines of its file changes; and those regradable whose source recorded no trace.
+    Read from the run holding the transcripts, one transcript at a time, keeping only these answers (a
+    replay of 10^7 results holds no transcript)."""
     reasons: dict[ResultKey, str | None] = {}
     cut: set[str] = set()
+    untraced: set[ResultKey] = set()
     for stored in store.read_stream(origin.run_id, types=["transcript_recorded"]):
         event: TranscriptRecorded = stored.event  # type: ignore[assignment]
         key = result_key(event.test_id, event.target, event.attempt)
@@ -993,7 +1001,9 @@ def _regradable(
             reasons[key] = not_regradable_reason(TestMaterial(key, transcript=(stored.event_id, event)))
             if event.file_changes_lost_lines:
                 cut.add(key[0])
-    return reasons, sorted(cut)
+            if reasons[key] is None and not recorded_trace(event):
+                untraced.add(key)
+    return reasons, sorted(cut), untraced
 
 
 def _complete_if_done(store: EventStore, run_id: str, parent: Run) -> bool:
@@ -1054,7 +1064,7 @@ def _check_prompts_regraded(suite: EvalSuite, options: ReplayOptions) -> None:
     """Refuse a ``--prompt`` swap for a grader the replay does not regrade: its verdicts are carried over
     from the parent, so the swap would change nothing, yet the replay would record it as made."""
     only = set(options.graders or ())
-    regraded = only | {g.name for t in suite.tests for name, g in verdict_graders(t) if name in only}
+    regraded = only | {m.name for t in suite.tests for name, g in verdict_graders(t) if name in only for m in within(g)}
     for value in options.prompts:
         name = value.partition("=")[0]
         if name not in regraded:
@@ -1225,30 +1235,59 @@ def _swap_prompts(suite: EvalSuite, values: list[str], *, inherited: bool = Fals
                 f"--prompt {name}: `{path}` contains neither {{{{output}}}} nor {{{{expected_output}}}}; "
                 "add one so the judge sees the answer"
             )
-        found = False
-        tests = []
-        for test in suite.tests:
-            graders = []
-            for g in test.graders:
-                if g.name == name and isinstance(g, LlmGraderSpec):
-                    g = g.model_copy(update={"prompt": None, "prompt_file": str(path), "prompt_ref": ref})
-                    found = True
-                graders.append(g)
-            tests.append(test.model_copy(update={"graders": graders}))
+        swapped: list[bool] = []
+        tests = [
+            test.model_copy(update={"graders": [_prompted(g, name, str(path), ref, swapped) for g in test.graders]})
+            for test in suite.tests
+        ]
+        found = bool(swapped)
         if not found and inherited:
             warning = f"the parent replay's --prompt {name} is not applied: the eval has no LLM grader {name!r}"
             suite = _warned(suite, warning)
             continue
         if not found:
-            llm = sorted({g.name for t in suite.tests for g in t.graders if isinstance(g, LlmGraderSpec)})
-            raise ReplayError(
-                f"--prompt {name}: no LLM grader named {name!r} in the eval "
-                f"(its LLM graders: {', '.join(llm) if llm else 'none'})"
-            )
+            raise ReplayError(_no_llm_grader(suite, name))
         suite = suite.model_copy(
             update={"tests": tests, "referenced_files": [*suite.referenced_files, ("prompt", str(path), ref)]}
         )
     return suite
+
+
+def _prompted(grader: GraderSpec, name: str, path: str, ref: str, swapped: list[bool]) -> GraderSpec:
+    """``grader`` with the prompt of its LLM grader ``name`` swapped: itself, or a member of a composite at any
+    depth (named by its own name, as its result is shown in the composite's); ``swapped`` told of each."""
+    if isinstance(grader, CompositeSpec):
+        members = [_prompted(g, name, path, ref, swapped) for g in grader.assertions]
+        return grader.model_copy(update={"assertions": members})
+    if grader.name == name and isinstance(grader, LlmGraderSpec):
+        swapped.append(True)
+        return grader.model_copy(update={"prompt": None, "prompt_file": path, "prompt_ref": ref})
+    return grader
+
+
+def _no_llm_grader(suite: EvalSuite, name: str) -> str:
+    """Why ``--prompt NAME`` swaps nothing, with the eval's LLM graders (a composite's members by their own
+    names, saying whose members they are); for a composite's own name, its LLM members to name instead."""
+    llm: dict[str, str] = {}  # name -> where, in the listing
+    members: dict[str, list[str]] = {}  # composite -> its LLM members
+    for test in suite.tests:
+        for g in test.graders:
+            for inner in within(g):
+                if isinstance(inner, LlmGraderSpec):
+                    llm.setdefault(inner.name, inner.name if inner is g else f"{inner.name} (in composite {g.name})")
+                    if inner is not g and inner.name not in members.setdefault(g.name, []):
+                        members[g.name].append(inner.name)
+            if isinstance(g, CompositeSpec):
+                members.setdefault(g.name, [])
+    if name in members:
+        if not members[name]:
+            return f"--prompt {name}: {name!r} is a composite with no LLM grader among its members"
+        return (
+            f"--prompt {name}: {name!r} is a composite, not an LLM grader: name the member whose prompt to swap, "
+            f"--prompt {members[name][0]}=file://... (its LLM members: {', '.join(members[name])})"
+        )
+    shown = ", ".join(llm[k] for k in sorted(llm))
+    return f"--prompt {name}: no LLM grader named {name!r} in the eval (its LLM graders: {shown or 'none'})"
 
 
 def _check_judges(suite: EvalSuite, options: ReplayOptions, parent: Run) -> None:

@@ -95,6 +95,10 @@ class Trace:
     """The graded answer text (``candidate``), the final response event's content."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Provenance (``target``, ``eval_case_id``)."""
+    recorded: bool = True
+    """False when the source kept no messages (AgentV result rows imported without their run folder): the
+    agent's calls are unknown, not none, and the graders that count them say so, as AgentV's do for a
+    response graded without a trace (``gradePreparedEvalCase``)."""
 
     @classmethod
     def of(
@@ -109,6 +113,7 @@ class Trace:
         end_time: str | None = None,
         final_output: str | None = None,
         metadata: dict[str, Any] | None = None,
+        recorded: bool = True,
     ) -> Trace:
         output = agent_output(messages, input_messages)
         full = list(messages) if len(output) < len(messages) else _with_input(input_messages, output)
@@ -122,6 +127,7 @@ class Trace:
             end_time=end_time,
             final_output=final_output,
             metadata=dict(metadata or {}),
+            recorded=recorded,
         )
 
     @property

@@ -118,7 +118,9 @@ def _check_targets(path: Path, result: FileCheck) -> None:
     from evalstore.replay.targetsfile.cli_fields import field_value, quoted_placeholders
     from evalstore.replay.targetsfile.loader import load_targets_file
 
-    for entry in load_targets_file(path).targets.values():
+    targets_file = load_targets_file(path)
+    result.warnings.extend(targets_file.warnings)
+    for entry in targets_file.targets.values():
         command = field_value(entry.fields, "command")
         quoted = quoted_placeholders(command) if entry.provider == "cli" and isinstance(command, str) else []
         if quoted:

@@ -7,7 +7,7 @@ one definition of a grader's configuration, and they are what ``TestCaseRecorded
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -272,6 +272,29 @@ class CompositeSpec(_GraderSpec):
 
 TRACE_TYPES = ("tool-trajectory", "latency", "cost", "token-usage", "execution-metrics", "skill-trigger")
 """Graders of what the agent did: they read the recorded trace (``replay/trace.py``), not the answer."""
+
+
+def within(spec: GraderSpec) -> Iterator[GraderSpec]:
+    """A grader, then, for a composite, its members at any depth: each is named by its own ``name``, as its
+    result is shown in the composite's (``details.scores``, its ``[name]`` assertions)."""
+    yield spec
+    if isinstance(spec, CompositeSpec):
+        for member in spec.assertions:
+            yield from within(member)
+
+
+def counts_calls(spec: GraderSpec) -> bool:
+    """Whether a grader (or a member of it) counts the agent's calls in the trace: with no trace recorded
+    it has nothing to count (``Trace.recorded``)."""
+    for g in within(spec):
+        if isinstance(g, (ToolTrajectorySpec, SkillTriggerSpec)):
+            return True
+        if isinstance(g, ExecutionMetricsSpec) and any(
+            limit is not None for limit in (g.max_tool_calls, g.max_llm_calls, g.target_exploration_ratio)
+        ):
+            return True
+    return False
+
 
 GraderSpec = Annotated[
     LlmGraderSpec

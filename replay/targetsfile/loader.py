@@ -149,6 +149,12 @@ def without_unset_optionals(provider: str, fields: dict[str, Any], env: Mapping[
 class TargetsFile:
     path: str
     targets: dict[str, TargetEntry] = field(default_factory=dict)
+    agentv_notes: dict[str, list[str]] = field(default_factory=dict)
+    """Per target, what AgentV 4.42.4 would refuse or leave unresolved in it (``agentv_syntax.py``): warnings."""
+
+    @property
+    def warnings(self) -> list[str]:
+        return [note for notes in self.agentv_notes.values() for note in notes]
 
     def get(self, name: str) -> TargetEntry:
         try:
@@ -270,8 +276,12 @@ def load_targets_file(path: str | Path) -> TargetsFile:
     if not isinstance(data, dict) or not isinstance(data.get("targets"), list):
         raise TargetsFileError(f"{path}:1: expected a mapping with a 'targets:' list")
 
+    from evalstore.replay.targetsfile.agentv_syntax import agentv_notes  # builds on this module's reference syntax
+
     item_lines = _item_lines(root)
+    field_lines = _field_lines(root)
     targets: dict[str, TargetEntry] = {}
+    notes: dict[str, list[str]] = {}
     for index, raw in enumerate(data["targets"]):
         where = f"{path}:{item_lines[index] if index < len(item_lines) else 1}"
         if not isinstance(raw, dict):
@@ -307,7 +317,10 @@ def load_targets_file(path: str | Path) -> TargetsFile:
             where,
             use_target.strip() if use_target and delegates else None,
         )
-    return TargetsFile(str(path), targets)
+        lines = field_lines[index] if index < len(field_lines) else {}
+        if found := agentv_notes(str(path), name, provider or "", fields, lines):
+            notes[name] = found
+    return TargetsFile(str(path), targets, notes)
 
 
 TARGET_FILE_CANDIDATES = ("targets.yaml", "targets.yml", ".agentv/targets.yaml", ".agentv/targets.yml")
@@ -358,11 +371,34 @@ def find_targets_file(eval_file: str | Path, *, cwd: str | Path | None = None) -
     return None
 
 
-def _item_lines(root: yaml.Node | None) -> list[int]:
-    """1-based start line of each item of the top-level ``targets`` sequence."""
+def _items(root: yaml.Node | None) -> list[yaml.Node]:
+    """The nodes of the top-level ``targets`` sequence."""
     if not isinstance(root, yaml.MappingNode):
         return []
     for key, value in root.value:
         if isinstance(key, yaml.ScalarNode) and key.value == "targets" and isinstance(value, yaml.SequenceNode):
-            return [item.start_mark.line + 1 for item in value.value]
+            return list(value.value)
     return []
+
+
+def _item_lines(root: yaml.Node | None) -> list[int]:
+    """1-based start line of each item of the top-level ``targets`` sequence."""
+    return [item.start_mark.line + 1 for item in _items(root)]
+
+
+def _field_lines(root: yaml.Node | None) -> list[dict[str, int]]:
+    """Per item of ``targets``, the 1-based line of each value inside it, by path (``healthcheck.url``, ``args[0]``)."""
+
+    def walk(node: yaml.Node, prefix: str, out: dict[str, int]) -> dict[str, int]:
+        if prefix:
+            out[prefix] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                name = str(key.value)
+                walk(value, f"{prefix}.{name}" if prefix else name, out)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, value in enumerate(node.value):
+                walk(value, f"{prefix}[{i}]", out)
+        return out
+
+    return [walk(item, "", {}) for item in _items(root)]

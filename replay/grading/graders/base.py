@@ -75,6 +75,9 @@ class TranscriptInfo:
     ``{{error}}`` and its built-in prompt's ``error`` section."""
     missing: str | None = None
     """Why no transcript is available (an import without one): graders that need it error out."""
+    traced: bool = True
+    """False for a stored result whose source kept no messages, only the answer text: there is no trace
+    (``Trace.recorded``)."""
     snapshot: tuple[str, WorkspaceSnapshotted] | None = None
     """(event id, event) of the stored workspace snapshot, when grading a stored test: a code grader
     gets a private copy of it as its workspace."""
@@ -210,6 +213,7 @@ class GradingContext:
                 end_time=transcript.end_time,
                 final_output=answer,
                 metadata={**provenance, "eval_case_id": self.test.id},
+                recorded=transcript.traced,
             )
         return kept
 

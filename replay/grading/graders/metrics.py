@@ -98,6 +98,13 @@ class ExecutionMetricsGrader:
     def grade(self, ctx: GradingContext) -> GraderResult:
         spec = self.spec
         trace = ctx.trace()
+        counts = (spec.max_tool_calls, spec.max_llm_calls, spec.target_exploration_ratio)
+        if not trace.recorded and any(limit is not None for limit in counts):
+            # AgentV's words and verdict for these limits without a trace; the other limits read the
+            # metrics the source kept, which it may still have.
+            return GraderResult(
+                score=0.0, verdict="fail", assertions=[Assertion(text="No trace summary available", passed=False)]
+            )
         summary = trace.summary()
         checks: list[Assertion] = []
 

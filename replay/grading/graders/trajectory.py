@@ -84,6 +84,10 @@ def _mode(item: ExpectedToolCall, spec: ToolTrajectorySpec) -> Any:
     return item.args_match if item.args_match is not None else (spec.args_match or "exact")
 
 
+NO_TRACE = "No trace available for evaluation"
+"""AgentV's verdict on a response graded without a trace (its ``tool-trajectory`` given no output either)."""
+
+
 def _result(score: float, assertions: list[Assertion]) -> GraderResult:
     return GraderResult(score=score, verdict=score_to_verdict(score), assertions=assertions)
 
@@ -102,6 +106,8 @@ class ToolTrajectoryGrader:
 
     def grade(self, ctx: GradingContext) -> GraderResult:
         trace = ctx.trace()
+        if not trace.recorded:
+            return _fixed(False, NO_TRACE)
         mode = self.spec.mode
         if mode == "any_order":
             return self._any_order(trace)
