@@ -31,6 +31,8 @@ _WHITESPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029
 _WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+WHITESPACE_UNITS = frozenset(map(ord, _WHITESPACE))
+"""The same characters as UTF-16 code units: what V8's date parser skips as white space."""
 _LINE_END = "\\n\\r\\u2028\\u2029"
 _WORD = "A-Za-z0-9_"
 _CLASS_ESCAPES = {
