@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import regex
@@ -361,6 +361,19 @@ def js_number_text(value: float) -> str:
         mantissa = mantissa[:-2] if mantissa.endswith(".0") else mantissa
         return f"{mantissa}e{sign}{digits}"
     return text
+
+
+def js_string(value: Any) -> str:
+    """``String(value)`` for a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return js_number_text(value)
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_string(v) for v in value)
+    return "[object Object]"
 
 
 def js_fixed(value: float, digits: int) -> str:

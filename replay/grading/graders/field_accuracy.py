@@ -21,7 +21,7 @@ from evalstore.replay.evalfile.specs import FieldAccuracySpec, FieldSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext, score_to_verdict
 from evalstore.replay.grading.graders.trajectory import js_deep_equal
 from evalstore.replay.jsdate import date_parse, iso_day, local_date, utc_day
-from evalstore.replay.jstext import js_fixed, js_number_text, js_trim
+from evalstore.replay.jstext import js_fixed, js_number_text, js_string, js_trim
 from evalstore.store.events import Assertion
 
 _MONTHS = {
@@ -146,12 +146,6 @@ def _js_type(value: Any) -> str:
     return "object"
 
 
-def _js_string(value: Any) -> str:
-    from evalstore.replay.grading.graders.metrics import js_string
-
-    return js_string(value)
-
-
 def compare_field(field: FieldSpec, answer: Any, expected: Any) -> tuple[float, float, bool, str]:
     """(score, weight, hit, message) of one field."""
     path, weight = field.path, field.weight
@@ -187,7 +181,7 @@ def compare_field(field: FieldSpec, answer: Any, expected: Any) -> tuple[float, 
             f"{path} (outside tolerance: diff={js_fixed(diff, 2)}, tolerance={js_number_text(tolerance)})",
         )
     formats = field.formats if field.formats is not None else DEFAULT_DATE_FORMATS
-    got_time, want_time = js_date(_js_string(got), formats), js_date(_js_string(want), formats)
+    got_time, want_time = js_date(js_string(got), formats), js_date(js_string(want), formats)
     if got_time is None:
         return 0.0, weight, False, f"{path} (unparseable candidate date)"
     if want_time is None:
