@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import regex
@@ -31,6 +31,8 @@ _WHITESPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029
 _WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+WHITESPACE_UNITS = frozenset(map(ord, _WHITESPACE))
+"""The same characters as UTF-16 code units: what V8's date parser skips as white space."""
 _LINE_END = "\\n\\r\\u2028\\u2029"
 _WORD = "A-Za-z0-9_"
 _CLASS_ESCAPES = {
@@ -359,6 +361,19 @@ def js_number_text(value: float) -> str:
         mantissa = mantissa[:-2] if mantissa.endswith(".0") else mantissa
         return f"{mantissa}e{sign}{digits}"
     return text
+
+
+def js_string(value: Any) -> str:
+    """``String(value)`` for a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return js_number_text(value)
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_string(v) for v in value)
+    return "[object Object]"
 
 
 def js_fixed(value: float, digits: int) -> str:

@@ -123,8 +123,9 @@ def _imported(
         )
     finally:
         checked.spool.close()
-    outcome.warnings[:0] = prepared.eval_notes
-    outcome.warning_count += len(prepared.eval_notes)
+    # The eval's own warnings (an ignored `execution.threshold`) are said as `run` and `replay` say them.
+    outcome.warnings[:0] = [*prepared.eval_notes, *prepared.eval_warnings]
+    outcome.warning_count += len(prepared.eval_notes) + len(prepared.eval_warnings)
     outcome.evals_not_used = len(prepared.eval_notes)
     return outcome
 
@@ -183,6 +184,7 @@ class _Prepared:
     threshold: float
     eval_notes: list[str]
     root: str
+    eval_warnings: list[str]
 
 
 def _prepared(  # type: ignore[no-untyped-def]
@@ -203,7 +205,7 @@ def _prepared(  # type: ignore[no-untyped-def]
     # Only the user's own files widen what may be read: the targets file named, or the one above --eval.
     user_eval = str(eval_path) if eval_path else None
     access = file_access(path, user_eval, Path(targets_path) if targets_path else None, [Path(r) for r in files_roots])
-    snapshot, blobs, eval_file, threshold, eval_notes = _eval_snapshot(eval_path, source, path, access)
+    snapshot, blobs, eval_file, threshold, eval_notes, eval_warnings = _eval_snapshot(eval_path, source, path, access)
     source = guarded(source, access)
     root = str(path.resolve())
     within = RelativeSources(root)
@@ -214,7 +216,7 @@ def _prepared(  # type: ignore[no-untyped-def]
         if checked.spool is not None:
             checked.spool.close()
         raise _no_results(path, checked.skipped)
-    return _Prepared(checked, source, eval_file, snapshot, blobs, threshold, eval_notes, root)
+    return _Prepared(checked, source, eval_file, snapshot, blobs, threshold, eval_notes, root, eval_warnings)
 
 
 def _write(  # type: ignore[no-untyped-def]
@@ -276,19 +278,20 @@ def _no_results(path: Path, skipped: int) -> ReplayError:
 
 def _eval_snapshot(
     eval_path: str | Path | None, source: ImportSource, imported: Path, access: FileAccess
-) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float, list[str]]:
-    """The suite the run is graded with, snapshotted, and notes on eval files the results name that were
-    not used: ``--eval`` when given, else the union of the results' own eval files (:func:`_own_evals`)."""
+) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float, list[str], list[str]]:
+    """The suite the run is graded with, snapshotted, notes on eval files the results name that were not
+    used, and the suite's own warnings: ``--eval`` when given, else the union of the results' own eval
+    files (:func:`_own_evals`)."""
     if eval_path:  # the user's: theirs, wherever it is
         suite = load_eval(eval_path)
         snaps, blobs = snapshot_suite(suite)
-        return snaps, blobs, suite.path, suite.threshold, []
+        return snaps, blobs, suite.path, suite.threshold, [], list(suite.warnings)
     parts, notes = _own_evals(source, imported, access)
     if not parts:
-        return [], {}, None, DEFAULT_THRESHOLD, notes
+        return [], {}, None, DEFAULT_THRESHOLD, notes, []
     suite = union_suite(parts)
     snaps, blobs = snapshot_suite(suite)
-    return snaps, blobs, suite.path, suite.threshold, notes
+    return snaps, blobs, suite.path, suite.threshold, notes, list(suite.warnings)
 
 
 def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tuple[list[EvalSuite], list[str]]:

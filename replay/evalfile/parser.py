@@ -57,6 +57,7 @@ from evalstore.replay.evalfile.workspace import (
     workspace_layer,
     workspace_spec,
 )
+from evalstore.replay.jstext import js_string
 from evalstore.replay.targetsfile.redaction import looks_secret
 
 DEFAULT_THRESHOLD = 0.8
@@ -234,7 +235,7 @@ def _execution(raw: Any, where: Where, ctx: ParseContext, *, suite: bool = False
     obj = expect_mapping(raw, where, "an object {target, threshold, skip_defaults}")
     warn_unknown(ctx, obj, EXECUTION_KEYS, where)
     execution = _Execution(
-        threshold=opt_number(obj, "threshold", where, low=0.0, high=1.0),
+        threshold=_threshold(obj, where, ctx),
         target=opt_str(obj, "target", where),
         skip_defaults=opt_bool(obj, "skip_defaults", where),
         trials=_trials(obj.get("trials"), where.key("trials"), ctx),
@@ -247,6 +248,22 @@ def _execution(raw: Any, where: Where, ctx: ParseContext, *, suite: bool = False
     if suite:
         _cache(obj, where, ctx, execution.trials)
     return execution
+
+
+def _threshold(obj: dict[str, Any], where: Where, ctx: ParseContext) -> float | None:
+    """``execution.threshold`` as AgentV reads it (``extractThreshold``): anything but a number in 0..1 (a
+    string, an unset ``${{ VAR }}``, which is empty) is warned about in AgentV's words and the default
+    pass mark used. (AgentV drops a test's own invalid threshold without a word; evalstore says it.)"""
+    raw = obj.get("threshold")
+    if raw is None:
+        return None
+    if not isinstance(raw, bool) and isinstance(raw, (int, float)) and 0 <= raw <= 1:  # NaN is not in 0..1
+        return float(raw)
+    ctx.warn(
+        where.key("threshold"),
+        f"Invalid execution.threshold: {js_string(raw)}. Must be a number between 0 and 1. Ignoring.",
+    )
+    return None
 
 
 def _cache(obj: dict[str, Any], where: Where, ctx: ParseContext, trials: TrialsSpec | None) -> None:

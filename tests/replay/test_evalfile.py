@@ -476,7 +476,6 @@ def test_a_numeric_required_is_read_and_said_to_be_deprecated(tmp_path: Path):
 @pytest.mark.parametrize(
     ("body", "line", "field", "fragment"),
     [
-        ("execution: {threshold: 1.5}\ntests: []\n", 1, "execution.threshold", "out of range"),
         ("tests:\n  - input: x\n    criteria: c\n", 2, "tests[0]", "`id` is required"),
         ("tests:\n  - id: a\n    criteria: c\n", 2, "tests[0]", "`input` is required"),
         ("tests:\n  - id: a\n    input: x\n", 2, "tests[0]", "nothing to grade"),
@@ -510,6 +509,39 @@ def test_invalid_files_raise_one_error_naming_line_and_field(
     assert fragment in str(err.value)
     assert str(err.value).startswith(f"{path}:{line}: field `{field}`: ")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [("1.5", "1.5"), ("-0.1", "-0.1"), ('"0.5"', "0.5"), (".nan", "NaN"), ("true", "true"), ("[0.5]", "0.5"),
+     ("{a: 1}", "[object Object]"), ("${{ EVALSTORE_TEST_UNSET_THRESHOLD }}", ""), ("abc", "abc")],
+)  # fmt: skip
+def test_an_invalid_suite_threshold_is_warned_about_and_ignored_as_agentv_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, written: str, shown: str
+) -> None:
+    # AgentV 4.42.4's extractThreshold: anything but a number in 0..1 is "Invalid ... Ignoring." and the
+    # default pass mark (an unset `${{ VAR }}` is the empty string).
+    monkeypatch.delenv("EVALSTORE_TEST_UNSET_THRESHOLD", raising=False)
+    body = f"name: th\nexecution:\n  threshold: {written}\ntests:\n  - {{id: a, input: x, criteria: c}}\n"
+    path = write(tmp_path, "e.eval.yaml", body)
+    suite = load_eval(path)
+    assert suite.threshold == 0.8
+    assert suite.warnings == [
+        f"{path}:3: field `execution.threshold`: Invalid execution.threshold: {shown}. "
+        "Must be a number between 0 and 1. Ignoring."
+    ]
+
+
+def test_an_invalid_test_threshold_is_ignored_with_a_warning(tmp_path: Path) -> None:
+    # AgentV drops it without a word; evalstore says so, and the test is marked against the suite's.
+    body = "tests:\n  - id: a\n    input: x\n    criteria: c\n    execution: {threshold: 2}\n"
+    path = write(tmp_path, "e.eval.yaml", body)
+    suite = load_eval(path)
+    assert suite.tests[0].threshold is None
+    assert suite.warnings == [
+        f"{path}:5: field `tests[0].execution.threshold`: Invalid execution.threshold: 2. "
+        "Must be a number between 0 and 1. Ignoring."
+    ]
 
 
 def test_a_test_with_only_suite_assertions_is_told_what_agentv_does_and_what_works(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from evalstore.replay.errors import EvalFileError
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.grading.graders.field_accuracy import js_date, parse_json_from_text
 from evalstore.replay.grading.graders.trajectory import args_match, js_deep_equal
+from evalstore.replay.jsdate import iso_day
 
 
 def load(tmp_path: Path, assertions: str):  # type: ignore[no-untyped-def]
@@ -148,7 +149,7 @@ def test_args_matchers() -> None:
 )
 def test_dates_read_as_agentv_reads_them(text: str, formats: list[str], day: str | None) -> None:
     found = js_date(text, formats)
-    assert (found.isoformat() if found else None) == day
+    assert (iso_day(found) if found is not None else None) == day
 
 
 def test_json_is_read_from_fenced_text_with_a_repaired_passed() -> None:

@@ -4,24 +4,24 @@ them (``graders/field-accuracy.ts``): ``exact`` (deep equality), ``numeric_toler
 counts as a hit; a missing optional field counts for nothing. The score is the weighted mean, or 1/0 with
 ``aggregation: all_or_nothing``.
 
-Dates are read as JavaScript's ``new Date`` reads the usual forms (ISO dates and times, ``01/15/2025``,
-``2025/01/15``, ``15-JAN-2025``, ``January 15, 2025``, ``15 Jan 2025``), in UTC (AgentV reads them in the
-machine's zone), then as AgentV's own fallbacks (``DD-MMM-YYYY``, and ``MM/DD/YYYY`` or ``DD/MM/YYYY`` as
-the field's ``formats`` say or the values tell).
+Dates are read as V8's ``new Date`` reads a string (``replay/jsdate.py``: every form it takes, a day past
+the month's end rolled over), then as AgentV's own fallbacks (``DD-MMM-YYYY``, and ``MM/DD/YYYY`` or
+``DD/MM/YYYY`` as the field's ``formats`` say or the values tell), and compared by their day, all in UTC:
+AgentV reads and compares them in the machine's zone, so this is AgentV run with ``TZ=UTC``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, date, datetime
 from typing import Any
 
 from evalstore.replay.content import expected_messages
 from evalstore.replay.evalfile.specs import FieldAccuracySpec, FieldSpec
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext, score_to_verdict
 from evalstore.replay.grading.graders.trajectory import js_deep_equal
-from evalstore.replay.jstext import js_fixed, js_number_text
+from evalstore.replay.jsdate import date_parse, iso_day, local_date, utc_day
+from evalstore.replay.jstext import js_fixed, js_number_text, js_string, js_trim
 from evalstore.store.events import Assertion
 
 _MONTHS = {
@@ -45,18 +45,6 @@ _MONTHS = {
     )
     for name in names
 }
-_JS_FORMATS = (
-    "%m/%d/%Y",
-    "%Y/%m/%d",
-    "%m-%d-%Y",
-    "%B %d, %Y",
-    "%b %d, %Y",
-    "%B %d %Y",
-    "%b %d %Y",
-    "%d %B %Y",
-    "%d %b %Y",
-    "%a %b %d %Y",
-)
 
 
 def parse_json_from_text(text: str) -> Any:
@@ -105,54 +93,35 @@ def _to_number(value: Any) -> float | None:
     return None
 
 
-def js_date(text: str, formats: list[str]) -> date | None:
-    """The day a date string names, as AgentV's ``parseDate`` finds it; None when it finds none."""
-    trimmed = text.strip()
-    if not trimmed:
-        return None
-    try:
-        moment = datetime.fromisoformat(trimmed.replace("Z", "+00:00"))
-        return moment.astimezone(UTC).date() if moment.tzinfo else moment.date()
-    except ValueError:
-        pass
-    loose = re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", trimmed) or re.fullmatch(r"(\d{4})()()", trimmed)
-    if loose:
-        try:
-            return date(int(loose.group(1)), int(loose.group(2) or 1), int(loose.group(3) or 1))
-        except ValueError:
-            return None
-    for pattern in _JS_FORMATS:
-        try:
-            return datetime.strptime(trimmed, pattern).date()
-        except ValueError:
-            continue
-    named = re.fullmatch(r"(\d{1,2})-([A-Za-z]{3,9})-(\d{4})", trimmed)
+def js_date(text: str, formats: list[str]) -> int | None:
+    """AgentV's ``parseDate``: the time (ms since 1970, UTC) ``new Date`` makes of the text, else of its
+    fallbacks (``DD-MMM-YYYY``, then ``MM/DD/YYYY`` or ``DD/MM/YYYY`` as ``formats`` or the values say);
+    None where it finds none. Its patterns' ``\\d`` is ASCII, as in JavaScript."""
+    trimmed = js_trim(text)
+    found = date_parse(trimmed)
+    if found is not None:
+        return found
+    named = re.fullmatch(r"([0-9]{1,2})-([A-Za-z]{3,9})-([0-9]{4})", trimmed)
     if named and named.group(2).lower() in _MONTHS:
-        return _day(int(named.group(3)), _MONTHS[named.group(2).lower()], int(named.group(1)))
-    numeric = re.fullmatch(r"(\d{1,2})[/\-](\d{1,2})[/\-](\d{4})", trimmed)
+        return local_date(int(named.group(3)), _MONTHS[named.group(2).lower()] - 1, int(named.group(1)))
+    numeric = re.fullmatch(r"([0-9]{1,2})[/\-]([0-9]{1,2})[/\-]([0-9]{4})", trimmed)
     if not numeric:
         return None
     first, second, year = (int(g) for g in numeric.groups())
     us = any("MM/DD" in f or "MM-DD" in f for f in formats)
     eu = any("DD/MM" in f or "DD-MM" in f for f in formats)
     if us and not eu:
-        return _day(year, first, second) if 1 <= first <= 12 and 1 <= second <= 31 else None
+        return local_date(year, first - 1, second) if 1 <= first <= 12 and 1 <= second <= 31 else None
     if eu and not us:
-        return _day(year, second, first) if 1 <= second <= 12 and 1 <= first <= 31 else None
+        return local_date(year, second - 1, first) if 1 <= second <= 12 and 1 <= first <= 31 else None
+    # Neither or both: the values decide, and a month or day of 0 rolls back, as ``new Date(y, m, d)`` does.
     if first > 12 and second <= 12:
-        return _day(year, second, first)
+        return local_date(year, second - 1, first)
     if second > 12 and first <= 12:
-        return _day(year, first, second)
+        return local_date(year, first - 1, second)
     if first <= 12 and second <= 31:
-        return _day(year, first, second)
+        return local_date(year, first - 1, second)
     return None
-
-
-def _day(year: int, month: int, day: int) -> date | None:
-    try:
-        return date(year, month, day)
-    except ValueError:
-        return None  # JavaScript would roll 31 February over into March; such a day matches nothing here
 
 
 DEFAULT_DATE_FORMATS = [
@@ -175,12 +144,6 @@ def _js_type(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "object"
-
-
-def _js_string(value: Any) -> str:
-    from evalstore.replay.grading.graders.metrics import js_string
-
-    return js_string(value)
 
 
 def compare_field(field: FieldSpec, answer: Any, expected: Any) -> tuple[float, float, bool, str]:
@@ -218,14 +181,14 @@ def compare_field(field: FieldSpec, answer: Any, expected: Any) -> tuple[float, 
             f"{path} (outside tolerance: diff={js_fixed(diff, 2)}, tolerance={js_number_text(tolerance)})",
         )
     formats = field.formats if field.formats is not None else DEFAULT_DATE_FORMATS
-    got_day, want_day = js_date(_js_string(got), formats), js_date(_js_string(want), formats)
-    if got_day is None:
+    got_time, want_time = js_date(js_string(got), formats), js_date(js_string(want), formats)
+    if got_time is None:
         return 0.0, weight, False, f"{path} (unparseable candidate date)"
-    if want_day is None:
+    if want_time is None:
         return 0.0, weight, False, f"{path} (unparseable expected date)"
-    if got_day == want_day:
+    if utc_day(got_time) == utc_day(want_time):
         return 1.0, weight, True, path
-    return 0.0, weight, False, f"{path} (date mismatch: got {got_day.isoformat()}, expected {want_day.isoformat()})"
+    return 0.0, weight, False, f"{path} (date mismatch: got {iso_day(got_time)}, expected {iso_day(want_time)})"
 
 
 def expected_data(expected_output: Any) -> Any:

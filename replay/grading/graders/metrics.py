@@ -17,7 +17,7 @@ from evalstore.replay.evalfile.specs import (
 )
 from evalstore.replay.grading.graders.base import GraderResult, GradingContext, score_to_verdict
 from evalstore.replay.jsontext import stringify
-from evalstore.replay.jstext import js_fixed, js_number_text
+from evalstore.replay.jstext import js_fixed, js_number_text, js_string
 from evalstore.store.events import Assertion
 
 n = js_number_text
@@ -154,19 +154,6 @@ class ExecutionMetricsGrader:
                 checks.append(Assertion(text=text, passed=False))
         score = sum(a.passed for a in checks) / len(checks) if checks else 0.0
         return GraderResult(score=score, verdict=score_to_verdict(score), assertions=checks)
-
-
-def js_string(value: Any) -> str:
-    """``String(value)`` for a JSON value."""
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bool, int, float)):
-        return n(value)
-    if isinstance(value, list):
-        return ",".join("" if v is None else js_string(v) for v in value)
-    return "[object Object]"
 
 
 class SkillTriggerGrader:
