@@ -168,7 +168,8 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     "--cluster-by",
     metavar="KEY",
     help="Tests sharing this metadata value (conversation_id, category, or any metadata key) are not "
-    "independent: cluster-robust standard errors.",
+    "independent: cluster-robust standard errors. With two runs, a line with that interval, which "
+    "--fail-on-regression ci then gates on.",
 )
 @click.option(
     "--threshold",
@@ -243,6 +244,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
             results_a, results_b, seed=seed, resamples=resamples, test_id=test_id, threshold=threshold
         )
         extra: dict[str, object] = {}
+        clustered = None
         if labels:
             from evalstore.replay.analysis.agreement import agreement_difference
 
@@ -251,9 +253,9 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
             from evalstore.replay.analysis.variants import compare_variants
 
             clusters = _clusters(store, [bases[0], a, b], cluster_by, [results_a, results_b])
-            extra["clustered"] = compare_variants(
-                results_a, [results_b], clusters=clusters, cluster_by=cluster_by
-            ).rows[0]
+            row = compare_variants(results_a, [results_b], clusters=clusters, cluster_by=cluster_by).rows[0]
+            extra["clustered"] = row
+            clustered = (cluster_by, row.difference)
         emit_comparison(
             comparison, store, as_json=as_json, html_path=html_path, extra=extra, results=(results_a, results_b)
         )
@@ -268,7 +270,6 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
                 f"attempt); to compare them test by test: evalstore compare {a}@{apart[0]} {b}@{apart[1]}"
             )
     if fail_on:
-        clustered = (cluster_by, extra["clustered"].difference) if cluster_by else None
         regressed, reason = regression(comparison, fail_on, clustered)
         if regressed:
             note(f"regression: {reason}")

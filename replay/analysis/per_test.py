@@ -80,7 +80,9 @@ class TestUnit:
         and ``attempts`` the attempts averaged."""
         test_id, target = self.test
         attempt: dict[str, object] = (
-            {"attempt": self.keys[0][2]} if len(self.keys) == 1 else {"attempt": None, "attempts": [k[2] for k in self.keys]}
+            {"attempt": self.keys[0][2]}
+            if len(self.keys) == 1
+            else {"attempt": None, "attempts": [k[2] for k in self.keys]}
         )
         return {
             "test_id": test_id,
