@@ -62,7 +62,13 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     line = partial(echo, one_line=True)
     o = c.overall
     ci, p, k = _stats_cells(o)
-    line(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
+    if c.averaged:
+        line(
+            f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired test')} "
+            f"({plural(len(c.tests), 'paired result')}: each test's attempts averaged, one pair a test)"
+        )
+    else:
+        line(f"compare {c.run_a} (A) -> {c.run_b} (B): {plural(o.score.n, 'paired result')}")
     if c.not_regradable:
         line(
             f"left out: {len(c.not_regradable)} not regradable (nothing to grade): "
@@ -97,16 +103,16 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
         ids=["grader", "n", "mean A", "mean B", "diff"],
         optional=["kappa", "McNemar p", "n", "fail->pass", "pass->fail"],
     )
-    changed = [t for t in c.tests if t.delta != 0 or t.flip]
+    changed = [t for t in c.units if t.delta != 0 or t.flip]
     if changed:
         shown = sorted(changed, key=lambda t: (t.flip is None, -abs(t.delta)))[:max_tests]
         print_table(
-            f"changed tests ({len(changed)} of {len(c.tests)})"
+            f"changed tests ({len(changed)} of {len(c.units)})"
             + (f", first {max_tests}" if len(changed) > max_tests else ""),
             ["test", "A", "B", "delta", "flip", "result"],
             [
                 (
-                    key_label(t.key),
+                    t.label,
                     fmt_score(t.score_a),
                     fmt_score(t.score_b),
                     _signed(t.delta),
@@ -162,7 +168,8 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
     "--cluster-by",
     metavar="KEY",
     help="Tests sharing this metadata value (conversation_id, category, or any metadata key) are not "
-    "independent: cluster-robust standard errors.",
+    "independent: cluster-robust standard errors. With two runs, a line with that interval, which "
+    "--fail-on-regression ci then gates on.",
 )
 @click.option(
     "--threshold",
@@ -237,6 +244,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
             results_a, results_b, seed=seed, resamples=resamples, test_id=test_id, threshold=threshold
         )
         extra: dict[str, object] = {}
+        clustered = None
         if labels:
             from evalstore.replay.analysis.agreement import agreement_difference
 
@@ -245,9 +253,9 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
             from evalstore.replay.analysis.variants import compare_variants
 
             clusters = _clusters(store, [bases[0], a, b], cluster_by, [results_a, results_b])
-            extra["clustered"] = compare_variants(
-                results_a, [results_b], clusters=clusters, cluster_by=cluster_by
-            ).rows[0]
+            row = compare_variants(results_a, [results_b], clusters=clusters, cluster_by=cluster_by).rows[0]
+            extra["clustered"] = row
+            clustered = (cluster_by, row.difference)
         emit_comparison(
             comparison, store, as_json=as_json, html_path=html_path, extra=extra, results=(results_a, results_b)
         )
@@ -262,7 +270,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
                 f"attempt); to compare them test by test: evalstore compare {a}@{apart[0]} {b}@{apart[1]}"
             )
     if fail_on:
-        regressed, reason = regression(comparison, fail_on)
+        regressed, reason = regression(comparison, fail_on, clustered)
         if regressed:
             note(f"regression: {reason}")
             sys.exit(EXIT_FAILED)
@@ -443,11 +451,19 @@ def emit_comparison(
         return
     print_comparison(comparison)
     if "clustered" in extra:
+        from evalstore.replay.analysis.compare import plural_clusters
+        from evalstore.replay.analysis.stats import MIN_PAIRS_CI
+
         d = extra["clustered"].difference
         if d.se is not None:
             echo(
                 f"clustered: {d.clusters} groups: mean diff {d.mean_diff:+.3f}, "
                 f"95% CI [{d.low:+.3f}, {d.high:+.3f}], p={d.p_value:.4g}; detectable at 80% power: ±{d.mde:.3f}"
+            )
+        else:  # said, not left out: the bootstrap interval above assumes the tests independent
+            echo(
+                f"clustered: {plural_clusters(d.clusters)}: no CI or p-value (need at least {MIN_PAIRS_CI} "
+                "clusters); the interval above treats the tests as independent"
             )
     if extra.get("agreement"):
         print_table(

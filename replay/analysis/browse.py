@@ -24,6 +24,7 @@ from evalstore.replay.analysis.compare import (
     diff_assertions,
     paired_summary,
 )
+from evalstore.replay.analysis.per_test import test_units
 from evalstore.replay.analysis.prompts import DiffLine, PromptMessage, prompt_diff, prompt_messages
 from evalstore.replay.analysis.stats import PairedStats
 from evalstore.replay.analysis.views import (
@@ -580,14 +581,11 @@ def compare_stats(store: EventStore, run_a: str, run_b: str, *, seed: int = 0, r
             elif v_a == "skip" or v_b == "skip":
                 tally.skipped += 1
             else:
-                tally.scores_a.append(s_a)
-                tally.scores_b.append(s_b)
-                tally.passed_a.append(v_a == "pass")
-                tally.passed_b.append(v_b == "pass")
+                tally.add(key, s_a, s_b, v_a == "pass", v_b == "pass")
                 grader_flipped = grader_flipped or (v_a == "pass") != (v_b == "pass")
         if grader_flipped or row.passed_a != row.passed_b:
             flipped.add(key)
-    graders, overall = paired_summary(rows, tallies, seed=seed, resamples=resamples)
+    graders, overall = paired_summary(test_units(rows), tallies, seed=seed, resamples=resamples)
     changed = [r for r in rows if r.delta != 0 or r.key in flipped]
     changed.sort(key=lambda t: (t.flip is None, t.key not in flipped, -abs(t.delta), t.key[0]))
     only_a, total_a = store.unpaired_results(run_a, run_b, limit=ONLY_SHOWN)

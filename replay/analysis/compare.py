@@ -1,6 +1,8 @@
 """Compare two runs of the same suite, test by test and grader by grader.
 
-Results are paired by (test id, target, attempt) and, inside a pair, verdicts by grader name. The
+Results are paired by (test id, target, attempt) and, inside a pair, verdicts by grader name; the
+statistics, win/loss/tie and the regression gates count tests, a test's paired attempts averaged
+(:mod:`evalstore.replay.analysis.per_test`: trials of one test are not independent). The
 comparison is plain data (:class:`Comparison`): rows for tables, the statistics of
 :mod:`evalstore.replay.analysis.stats`, and ``to_dict()`` for JSON. Building :class:`RunResults` from the store is the
 caller's job; this module never reads the store.
@@ -18,10 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from evalstore.replay.analysis.outcomes import Outcomes, normalized_gain, outcome, outcomes
-from evalstore.replay.analysis.stats import PairedStats, paired_stats
+from evalstore.replay.analysis.per_test import TestUnit, in_order, per_test_columns, test_units
+from evalstore.replay.analysis.stats import MIN_PAIRS_CI, PairedStats, paired_stats
 from evalstore.replay.choices import OUTCOME_THRESHOLD, REGRESSION_MODES
 from evalstore.replay.errors import CompareError
 from evalstore.store.events import Assertion, TestScored, VerdictRecorded
@@ -30,6 +33,13 @@ Key = tuple[str, str | None, int]
 """(test id, target, attempt): what pairs a result of run A with one of run B."""
 
 Flip = Literal["pass->fail", "fail->pass"]
+
+if TYPE_CHECKING:
+    from evalstore.replay.analysis.calibration import ClusteredDifference
+
+
+def plural_clusters(n: int) -> str:
+    return f"{n} cluster{'' if n == 1 else 's'}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,11 +355,11 @@ class Comparison:
     tests: list[TestRow]
     """Paired results, sorted by key."""
     graders: list[GraderRow]
-    """Sorted by grader name."""
+    """Sorted by grader name; each over the paired tests."""
     overall: PairedStats
-    """Test-level scores and pass/fail (``TestScored``) over all paired results."""
+    """Test-level scores and pass/fail (``TestScored``) over the paired tests (``units``)."""
     outcomes: Outcomes
-    """``agentv compare``'s wins, losses and ties over the paired results (``outcomes.py``)."""
+    """``agentv compare``'s wins, losses and ties over the paired tests (``outcomes.py``)."""
     only_in_a: list[Key]
     only_in_b: list[Key]
     flipped: list[FlippedTest]
@@ -359,6 +369,9 @@ class Comparison:
     not_regradable: list[Key] = field(default_factory=list)
     """Results in both runs that one of them could not regrade (status ``not_regradable``): left out
     of every row and statistic, named here."""
+    units: list[TestUnit] = field(default_factory=list)
+    """The paired tests every statistic counts, sorted by key: one per result unless a test has several
+    paired attempts (:mod:`per_test`)."""
     hydrate: Callable[[Iterable[FlippedTest], int], Iterator[FlippedTest]] | None = field(
         default=None, repr=False, compare=False
     )
@@ -370,12 +383,17 @@ class Comparison:
         return self.hydrate(items, chunk) if self.hydrate else iter(items)
 
     @property
-    def regressions(self) -> list[TestRow]:
-        return [r for r in self.tests if r.flip == "pass->fail"]
+    def averaged(self) -> bool:
+        """Whether some paired test has several paired attempts, averaged into one pair."""
+        return len(self.units) != len(self.tests)
 
     @property
-    def improvements(self) -> list[TestRow]:
-        return [r for r in self.tests if r.flip == "fail->pass"]
+    def regressions(self) -> list[TestUnit]:
+        return [u for u in self.units if u.flip == "pass->fail"]
+
+    @property
+    def improvements(self) -> list[TestUnit]:
+        return [u for u in self.units if u.flip == "fail->pass"]
 
     def to_dict(self) -> dict[str, object]:
         return {key: list(value) if isinstance(value, Iterator) else value for key, value in self.json_fields()}
@@ -389,7 +407,9 @@ class Comparison:
         yield "resamples", self.resamples
         yield "overall", self.overall.to_dict()
         yield "graders", [g.to_dict() for g in self.graders]
-        yield "tests", (self._test_dict(t) for t in self.tests)
+        yield "tests", (self._test_dict(u) for u in self.units)
+        if self.averaged:  # the attempts the tests average, each a pair of results
+            yield "results", (t.to_dict() for t in self.tests)
         yield "only_in_a", (key_dict(k) for k in self.only_in_a)
         yield "only_in_b", (key_dict(k) for k in self.only_in_b)
         yield "not_regradable", (key_dict(k) for k in self.not_regradable)
@@ -398,22 +418,23 @@ class Comparison:
         yield "assertion_diffs", [d.to_dict() for d in self.assertion_diffs]
         yield "outcomes", self.outcomes.to_dict()
 
-    def outcome(self, row: TestRow) -> str:
+    def outcome(self, unit: TestUnit) -> str:
         """``agentv compare``'s result of one paired test: win, loss or tie."""
-        return outcome(row.delta, self.outcomes.threshold)
+        return outcome(unit.delta, self.outcomes.threshold)
 
-    def _test_dict(self, row: TestRow) -> dict[str, object]:
+    def _test_dict(self, unit: TestUnit) -> dict[str, object]:
         return {
-            **row.to_dict(),
-            "outcome": self.outcome(row),
-            "normalized_gain": normalized_gain(row.score_a, row.score_b),
+            **unit.to_dict(),
+            "outcome": self.outcome(unit),
+            "normalized_gain": normalized_gain(unit.score_a, unit.score_b),
         }
 
 
 @dataclass(slots=True)
 class _GraderTally:
-    """Per-grader paired columns, filled in one pass over the results."""
+    """Per-grader paired columns, filled in one pass over the results in key order (``add``)."""
 
+    keys: list[Key] = field(default_factory=list)
     scores_a: list[float] = field(default_factory=list)
     scores_b: list[float] = field(default_factory=list)
     passed_a: list[bool] = field(default_factory=list)
@@ -422,37 +443,41 @@ class _GraderTally:
     only_in_a: int = 0
     only_in_b: int = 0
 
+    def add(self, key: Key, score_a: float, score_b: float, pass_a: bool, pass_b: bool) -> None:
+        self.keys.append(key)
+        self.scores_a.append(score_a)
+        self.scores_b.append(score_b)
+        self.passed_a.append(pass_a)
+        self.passed_b.append(pass_b)
+
 
 def paired_summary(
-    rows: list[TestRow], tallies: dict[str, _GraderTally], *, seed: int, resamples: int
+    units: list[TestUnit], tallies: dict[str, _GraderTally], *, seed: int, resamples: int
 ) -> tuple[list[GraderRow], PairedStats]:
-    """The paired statistics of a comparison: one row per grader (from its tally), and overall (from the
-    paired results). Shared by :func:`compare` and the viewer's comparison, so both print the same numbers."""
-    graders = [
-        GraderRow(
-            grader=name,
-            stats=paired_stats(t.scores_a, t.scores_b, t.passed_a, t.passed_b, seed=seed, resamples=resamples),
-            skipped=t.skipped,
-            only_in_a=t.only_in_a,
-            only_in_b=t.only_in_b,
+    """The paired statistics of a comparison: one row per grader (from its tally), and overall, each over
+    the paired tests (``per_test``). Shared by :func:`compare` and the viewer's comparison, so both print
+    the same numbers."""
+    graders = []
+    for name, t in sorted(tallies.items()):
+        columns = per_test_columns(t.keys, t.scores_a, t.scores_b, t.passed_a, t.passed_b)
+        graders.append(
+            GraderRow(
+                grader=name,
+                stats=paired_stats(*columns, seed=seed, resamples=resamples),
+                skipped=t.skipped,
+                only_in_a=t.only_in_a,
+                only_in_b=t.only_in_b,
+            )
         )
-        for name, t in sorted(tallies.items())
-    ]
     overall = paired_stats(
-        [r.score_a for r in rows],
-        [r.score_b for r in rows],
-        [r.passed_a for r in rows],
-        [r.passed_b for r in rows],
+        [u.score_a for u in units],
+        [u.score_b for u in units],
+        [u.passed_a for u in units],
+        [u.passed_b for u in units],
         seed=seed,
         resamples=resamples,
     )
     return graders, overall
-
-
-def _in_run_order(rows: list[TestRow], positions: dict[Key, int] | None) -> list[TestRow]:
-    """The paired results in the order A's run holds them: ``agentv compare`` adds the differences in its
-    baseline file's order, and a mean at a rounding boundary depends on it (a float sum is not associative)."""
-    return rows if positions is None else sorted(rows, key=lambda row: positions.get(row.key, 0))
 
 
 def compare(
@@ -478,9 +503,7 @@ def compare(
     results_a, results_b = a.results, b.results
     if test_id is not None and not any(k[0] == test_id for k in (*results_a, *results_b)):
         raise CompareError(f"test id {test_id!r} is in neither run {a.run_id} nor run {b.run_id}; check the id")
-    both = sorted((k for k in results_a if k in results_b), key=_sort_key)
-    not_regradable = [k for k in both if NOT_REGRADABLE in (results_a[k].scored.status, results_b[k].scored.status)]
-    paired = [k for k in both if k not in set(not_regradable)]
+    paired, not_regradable = _pairing(a, b)
     only_in_a = sorted((k for k in results_a if k not in results_b), key=_sort_key)
     only_in_b = sorted((k for k in results_b if k not in results_a), key=_sort_key)
 
@@ -506,10 +529,7 @@ def compare(
             else:
                 pass_a = verdict_a.verdict == "pass"
                 pass_b = verdict_b.verdict == "pass"
-                tally.scores_a.append(verdict_a.score)
-                tally.scores_b.append(verdict_b.score)
-                tally.passed_a.append(pass_a)
-                tally.passed_b.append(pass_b)
+                tally.add(key, verdict_a.score, verdict_b.score, pass_a, pass_b)
                 if pass_a != pass_b:
                     grader_flipped = True
         for name in vb.keys() - va.keys():
@@ -520,7 +540,8 @@ def compare(
         if grader_flipped or sa.passed != sb.passed:
             pending.append((row, va, vb))
 
-    graders, overall = paired_summary(rows, tallies, seed=seed, resamples=resamples)
+    units = test_units(rows)
+    graders, overall = paired_summary(units, tallies, seed=seed, resamples=resamples)
     # Assertions are shown only for flipped results (and --test): their verdicts are read whole only
     # when shown (Comparison.full_flipped), a chunk at a time.
     flipped = [FlippedTest(row, _grader_pairs(va, vb)) for row, va, vb in pending]
@@ -546,15 +567,36 @@ def compare(
         tests=rows,
         graders=graders,
         overall=overall,
-        outcomes=outcomes(((r.score_a, r.score_b) for r in _in_run_order(rows, a.positions)), threshold),
+        # agentv compare adds the differences in its baseline file's order, and a mean at a rounding
+        # boundary depends on it (a float sum is not associative).
+        outcomes=outcomes(((u.score_a, u.score_b) for u in in_order(units, a.positions)), threshold),
         only_in_a=only_in_a,
         only_in_b=only_in_b,
         flipped=flipped,
         test_id=test_id,
         assertion_diffs=diffs,
         not_regradable=not_regradable,
+        units=units,
         hydrate=lambda items, chunk: with_full_verdicts(items, a, b, chunk),
     )
+
+
+def _pairing(a: RunResults, b: RunResults) -> tuple[list[Key], list[Key]]:
+    """The keys of the results both runs hold, in key order: those paired, and those left out because a
+    run could not regrade them."""
+    both = sorted((k for k in a.results if k in b.results), key=_sort_key)
+    left_out = [k for k in both if NOT_REGRADABLE in (a.results[k].scored.status, b.results[k].scored.status)]
+    skip = set(left_out)
+    return [k for k in both if k not in skip], left_out
+
+
+def paired_units(a: RunResults, b: RunResults) -> list[TestUnit]:
+    """The paired tests of two runs, as :func:`compare` counts them (without its per-grader tallies)."""
+    rows = []
+    for key in _pairing(a, b)[0]:
+        sa, sb = a.results[key].scored, b.results[key].scored
+        rows.append(TestRow(key, sa.score, sb.score, sa.passed, sb.passed, sa.status, sb.status))
+    return test_units(rows)
 
 
 def _grader_pairs(va: dict[str, Verdict], vb: dict[str, Verdict]) -> list[GraderPair]:
@@ -656,12 +698,17 @@ def _fmt(x: float) -> str:
     return f"{x:+.4f}"
 
 
-def regression(comparison: Comparison, mode: str) -> tuple[bool, str]:
+def regression(
+    comparison: Comparison, mode: str, clustered: tuple[str, ClusteredDifference] | None = None
+) -> tuple[bool, str]:
     """Whether B regressed from A, and a one-line reason.
 
     ``ci``: the test-level mean score difference has a CI entirely below 0 (B significantly worse);
     per-grader intervals are shown but not gated on, to avoid multiple-comparison false alarms.
-    ``flip``: at least one test flipped pass -> fail. ``any``: either.
+    With ``clustered`` (the ``--cluster-by`` key and the difference clustered by it), that interval is
+    the one gated on: tests sharing the key are not independent, and the bootstrap over tests would be
+    too narrow. ``flip``: at least one test flipped pass -> fail. ``any``: either. Both count paired
+    tests, a test's attempts averaged (``Comparison.units``).
     """
     if mode not in REGRESSION_MODES:
         raise CompareError(f"regression mode: expected one of {', '.join(REGRESSION_MODES)}, got {mode!r}")
@@ -669,18 +716,23 @@ def regression(comparison: Comparison, mode: str) -> tuple[bool, str]:
     clear: list[str] = []
     if mode in ("ci", "any"):
         score = comparison.overall.score
-        if score.ci_low is None or score.ci_high is None or score.mean_diff is None:
-            clear.append(f"no confidence interval ({score.note})")
+        low, high, mean, note, how = score.ci_low, score.ci_high, score.mean_diff, score.note, ""
+        if clustered is not None:
+            key, d = clustered
+            low, high, mean, how = d.low, d.high, d.mean_diff, f" clustered by {key}"
+            note = f"{plural_clusters(d.clusters)} of {key}; need at least {MIN_PAIRS_CI}"
+        if low is None or high is None or mean is None:
+            clear.append(f"no confidence interval ({note})")
         else:
-            ci = f"mean score difference {_fmt(score.mean_diff)}, {score.confidence:.0%} CI [{_fmt(score.ci_low)}, {_fmt(score.ci_high)}]"
-            if score.ci_high < 0:
+            ci = f"mean score difference {_fmt(mean)}, {score.confidence:.0%} CI{how} [{_fmt(low)}, {_fmt(high)}]"
+            if high < 0:
                 found.append(f"{ci} is entirely below 0")
             else:
                 clear.append(f"{ci} does not lie entirely below 0")
     if mode in ("flip", "any"):
         flips = comparison.regressions
         if flips:
-            shown = ", ".join(key_label(r.key) for r in flips[:5])
+            shown = ", ".join(u.label for u in flips[:5])
             more = f" and {len(flips) - 5} more" if len(flips) > 5 else ""
             found.append(f"{len(flips)} test(s) flipped pass->fail: {shown}{more}")
         else:

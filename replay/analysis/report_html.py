@@ -113,10 +113,13 @@ def _summary(c: Comparison, changed: int) -> str:
     worse = len(c.regressions)
     better = len(c.improvements)
     method = f'<p class="muted">CI method: {_e(s.method)}.</p>' if s.method else ""
+    paired = f"{len(c.tests)} paired results"
+    if c.averaged:  # the statistics and the flips count tests; the chart and verdicts below are per attempt
+        paired = f"{len(c.units)} paired tests (each test's attempts averaged: {paired})"
     return (
         "<h2>Summary</h2>"
         f"<p>Run A <code>{_e(c.run_a)}</code> vs run B <code>{_e(c.run_b)}</code>: "
-        f"{len(c.tests)} paired results, {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B; "
+        f"{paired}, {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B; "
         f"{changed} changed. "
         f'<span class="fail">{worse} flipped pass→fail</span>, '
         f'<span class="pass">{better} flipped fail→pass</span>.</p>'

@@ -4,7 +4,8 @@ One row per variant: the mean test-score difference (variant − base) with a no
 standard error is cluster-robust when the tests are not independent (``--cluster-by``), its p-value, the
 same p-value Holm-adjusted over the variants (the family-wise error rate stays at 5%), and the smallest
 difference this many paired tests could detect at 80% power. Repeated samples of one test (attempts)
-are averaged within the test before pairing, so a test with five samples counts once.
+are averaged within the test, so a test with five samples counts once: the paired tests of the two-run
+compare (``compare.paired_units``).
 
 With human labels, each variant's agreement with them (test-level pass, and per grader) next to the
 base's, the McNemar p-values Holm-adjusted over the variants too.
@@ -19,13 +20,12 @@ from typing import Any
 
 from evalstore.replay.analysis.agreement import AgreementDifference, agreement_difference
 from evalstore.replay.analysis.calibration import ClusteredDifference, clustered_mean_difference, holm
-from evalstore.replay.analysis.compare import RunResults
+from evalstore.replay.analysis.compare import RunResults, paired_units
+from evalstore.replay.analysis.per_test import TestKey
 from evalstore.replay.labels import Label
 from evalstore.store import EventStore
 from evalstore.store.events import TestCaseRecorded, TestScored
 
-TestKey = tuple[str, str | None]
-"""(test id, target): a test, its attempts averaged."""
 BUILTIN_CLUSTERS = ("conversation_id", "category")
 
 
@@ -57,15 +57,6 @@ def _clusterings(store: EventStore, run_ids: list[str]) -> Iterator[tuple[TestKe
                 yield test, {**builtin, **{k: str(v) for k, v in ev.metadata.items() if v is not None}}
             elif isinstance(ev, TestScored):
                 yield test, ev.row_fields
-
-
-def _test_means(results: RunResults) -> dict[TestKey, float]:
-    sums: dict[TestKey, list[float]] = {}
-    for (test_id, target, _), result in results.results.items():
-        if result.scored.status == "not_regradable":
-            continue  # nothing was graded: not a score
-        sums.setdefault((test_id, target), []).append(result.scored.score)
-    return {k: math.fsum(v) / len(v) for k, v in sums.items()}
 
 
 @dataclass(frozen=True)
@@ -112,16 +103,14 @@ def compare_variants(
     cluster_by: str | None = None,
     labels: list[Label] | None = None,
 ) -> VariantsReport:
-    base_means = _test_means(base)
     partial = []
     for variant in variants:
-        means = _test_means(variant)
-        keys = sorted(k for k in means if k in base_means)
-        diffs = [means[k] - base_means[k] for k in keys]
-        groups = [clusters.get(k, f"\0{k}") for k in keys] if clusters is not None else None
+        units = paired_units(base, variant)
+        diffs = [u.delta for u in units]
+        groups = [clusters.get(u.test, f"\0{u.test}") for u in units] if clusters is not None else None
         diff = clustered_mean_difference(diffs, groups)
-        mean_b = math.fsum(base_means[k] for k in keys) / len(keys) if keys else None
-        mean_v = math.fsum(means[k] for k in keys) / len(keys) if keys else None
+        mean_b = math.fsum(u.score_a for u in units) / len(units) if units else None
+        mean_v = math.fsum(u.score_b for u in units) / len(units) if units else None
         agree = agreement_difference(labels, base, variant) if labels else []
         partial.append((variant.run_id, mean_b, mean_v, diff, agree))
     adjusted = holm([p[3].p_value for p in partial])

@@ -10,6 +10,7 @@ from scipy import stats as sps
 
 from evalstore.replay.analysis import compare as compare_module
 from evalstore.replay.analysis.compare import Comparison, Key, RunResults, compare, key_label, regression
+from evalstore.replay.analysis.stats import bootstrap_mean_ci
 from evalstore.replay.errors import CompareError, ReplayError
 from evalstore.store import events
 from evalstore.store.events import Assertion, VerdictRecorded
@@ -358,3 +359,96 @@ def test_wins_losses_and_ties_are_counted_as_agentv_compare_counts_them() -> Non
     assert compare(a, a, resamples=10).outcomes.status == "neutral"
     with pytest.raises(CompareError, match="threshold"):
         compare(a, b, threshold=float("nan"))
+
+
+def _trials(run_id: str, scores: dict[str, list[float]], positions: dict[str, int] | None = None) -> RunResults:
+    """A run whose test ``t`` has one attempt a score in ``scores[t]``, each graded by grader ``g`` alike."""
+    results = [simple((t, "x", n), s, g=s) for t, ss in scores.items() for n, s in enumerate(ss, 1)]
+    out = run(run_id, *results)
+    if positions is not None:
+        out.positions = {k: positions[k[0]] * 10 + k[2] for k in out.results}
+    return out
+
+
+def test_a_tests_attempts_are_one_pair_averaged_and_pass_when_any_passed() -> None:
+    a = _trials("A", {f"t{i}": [1.0, 1.0, 1.0] for i in range(6)})
+    b = _trials("B", {"t0": [0.0, 0.0, 0.0], "t1": [0.0, 1.0, 0.5], **{f"t{i}": [1.0, 1.0, 1.0] for i in range(2, 6)}})
+    c = compare(a, b)
+    assert len(c.tests) == 18 and c.averaged
+    units = {u.test[0]: u for u in c.units}
+    assert units["t1"].score_b == pytest.approx(0.5) and units["t1"].passed_b  # one trial passed: AgentV's hasOk
+    assert units["t1"].status_b == "mixed" and units["t1"].attempts == 3
+    assert c.overall.score.n == c.overall.counts.n == 6
+    assert c.overall.score.mean_diff == pytest.approx(-1.5 / 6)
+    low, high, _ = bootstrap_mean_ci([-1.0, -0.5, 0.0, 0.0, 0.0, 0.0], seed=0)
+    assert (c.overall.score.ci_low, c.overall.score.ci_high) == (low, high)
+    assert (c.overall.counts.a_only_pass, c.overall.mcnemar.p_value) == (1, 1.0)
+    assert (c.outcomes.losses, c.outcomes.ties, c.outcomes.mean_delta) == (2, 4, -0.25)
+    grader = c.graders[0]
+    assert grader.stats.score.n == 6 and grader.regressions == 1  # the grader's verdicts count tests too
+    assert [u.label for u in c.regressions] == ["t0@x (3 attempts)"]
+    assert regression(c, "flip") == (True, "1 test(s) flipped pass->fail: t0@x (3 attempts)")
+    data = json.loads(json.dumps(c.to_dict()))
+    assert [t["test_id"] for t in data["tests"]] == [f"t{i}" for i in range(6)]
+    assert data["tests"][1]["attempts"] == [1, 2, 3] and data["tests"][1]["outcome"] == "loss"
+    assert len(data["results"]) == 18
+
+
+def test_only_the_attempts_both_runs_hold_are_averaged() -> None:
+    """pass@k stops a test's trials at its first pass, so the runs may hold different attempts of a test: the
+    extra ones are only in one run, as before, and not in the test's mean."""
+    a = _trials("A", {"t": [0.0, 0.0, 1.0], "u": [1.0]})
+    b = _trials("B", {"t": [1.0], "u": [1.0]})
+    c = compare(a, b)
+    assert [(u.test[0], u.score_a, u.score_b) for u in c.units] == [("t", 0.0, 1.0), ("u", 1.0, 1.0)]
+    assert c.only_in_a == [("t", "x", 2), ("t", "x", 3)]
+    assert not c.averaged
+
+
+def test_with_one_attempt_per_test_the_tests_are_the_results() -> None:
+    a = _trials("A", {"t1": [1.0], "t2": [0.4], "t3": [0.9]})
+    b = _trials("B", {"t1": [0.0], "t2": [0.9], "t3": [0.9]})
+    c = compare(a, b)
+    assert [u.key for u in c.units] == [r.key for r in c.tests]
+    data = c.to_dict()
+    assert "results" not in data
+    assert data["tests"] == [{**r.to_dict(), "outcome": c.outcome(r), "normalized_gain": None} for r in c.tests[:1]] + [
+        {
+            **r.to_dict(),
+            "outcome": c.outcome(r),
+            "normalized_gain": compare_module.normalized_gain(r.score_a, r.score_b),
+        }
+        for r in c.tests[1:]
+    ]
+
+
+def test_the_mean_delta_adds_tests_where_their_first_attempt_stands_in_run_a(monkeypatch: pytest.MonkeyPatch) -> None:
+    scores = {"t1": [0.1, 0.1], "t2": [0.2, 0.2], "t3": [0.3, 0.3]}
+    a = _trials("A", scores, positions={"t1": 3, "t2": 1, "t3": 2})
+    b = _trials("B", {t: [s + 0.05 for s in ss] for t, ss in scores.items()})
+    order: list[float] = []
+    original = compare_module.outcomes
+
+    def spy(pairs, threshold):  # type: ignore[no-untyped-def]
+        pairs = list(pairs)
+        order.extend(a for a, _ in pairs)
+        return original(pairs, threshold)
+
+    monkeypatch.setattr(compare_module, "outcomes", spy)
+    compare(a, b)
+    assert order == pytest.approx([0.2, 0.3, 0.1])
+
+
+def test_regression_ci_mode_reads_the_clustered_interval_when_given() -> None:
+    from evalstore.replay.analysis.calibration import clustered_mean_difference
+
+    worse = _comparison([(0.9, 0.4)] * 8 + [(0.9, 0.9)] * 2)
+    assert regression(worse, "ci")[0] is True
+    one = clustered_mean_difference([u.delta for u in worse.units], ["same"] * 10)
+    assert regression(worse, "ci", ("category", one)) == (
+        False,
+        "no confidence interval (1 cluster of category; need at least 5)",
+    )
+    apart = clustered_mean_difference([u.delta for u in worse.units], list(range(10)))
+    ok, reason = regression(worse, "ci", ("category", apart))
+    assert ok and reason.startswith("mean score difference -0.4000, 95% CI clustered by category [")
