@@ -38,7 +38,9 @@ if TYPE_CHECKING:
     "--targets",
     "targets_path",
     type=click.Path(path_type=Path),
-    help="Targets file whose target cwd: files may be read from (default: the one above --eval).",
+    help="Targets file whose target cwd: files may be read from (default: the one above --eval), and whose "
+    "targets' secrets are masked wherever the results echo them (default: the one above the eval used, else "
+    "the run's bundled task/targets.yaml).",
 )
 @click.option(
     "--files-root",

@@ -80,7 +80,7 @@ from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.processes.workers import run_concurrently
 from evalstore.replay.recording import BatchedAppends, ReadAhead, StoreRecorder
 from evalstore.replay.restored import restored_files
-from evalstore.replay.targetsfile.loader import TargetsFile, find_targets_file, load_targets_file
+from evalstore.replay.targetsfile.loader import TargetsFile, load_targets_file, run_targets_file
 from evalstore.store import EventStore, NewEvent
 from evalstore.store.codec import digest_json
 from evalstore.store.events import (
@@ -1357,13 +1357,6 @@ def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regrad
     )
 
 
-def _bundled_targets(suite: EvalSuite) -> str | None:
-    """The targets file AgentV wrote beside a test's bundled copy of its eval (``task/targets.yaml``), for
-    a plain import graded with those copies: the targets the run used, when no targets file lies above."""
-    beside = Path(suite.path).parent / "targets.yaml"
-    return str(beside) if Path(suite.path).name == "EVAL.yaml" and beside.is_file() else None
-
-
 def _needs_judge(grader: Any) -> bool:
     """Whether a grader may call a judge target: an LLM grader, a code grader given a target, or a grader
     holding such graders (a composite's ``graders``/``assertions``)."""
@@ -1423,13 +1416,8 @@ def _targets_file(suite: EvalSuite, options: ReplayOptions, parent: Run) -> Targ
 
 def _targets_path(suite: EvalSuite, options: ReplayOptions, parent: Run) -> str | None:
     """The targets file a replay's judges come from: ``--targets``, the run's, the one found above the eval
-    file, or the one AgentV bundled beside it (``_bundled_targets``)."""
-    path = (
-        options.targets_path
-        or (parent.started.overrides or {}).get("targets_file")
-        or find_targets_file(suite.path)
-        or _bundled_targets(suite)
-    )
+    file, or the one AgentV bundled beside it (``run_targets_file``)."""
+    path = run_targets_file(suite.path, options.targets_path or (parent.started.overrides or {}).get("targets_file"))
     return str(path) if path and Path(path).is_file() else None
 
 

@@ -24,15 +24,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from evalstore.replay.agentv import ImportedTest, ImportSource, SkippedLine, bad_line
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources, built
+from evalstore.replay.agentv.import_mask import masked
 from evalstore.replay.agentv.records import Span
 from evalstore.replay.agentv.wire import line_spans
 from evalstore.replay.processes.forked import in_order, worker_count
 from evalstore.store.blobs import FileBlob
 from evalstore.store.codec import canonical_json
 from evalstore.store.events import LineSkipped, SourceRef, encode
+
+if TYPE_CHECKING:
+    from evalstore.replay.targetsfile.redaction import SecretMask
 
 _SUPERSEDED = "AgentV keeps the last result of a test and target (deduplicateByTestIdTarget)"
 SUPERSEDED_BY = "superseded by "
@@ -254,15 +259,25 @@ class _Piece:
 
 
 def _piece(
-    item: ImportedTest | SkippedLine, within: RelativeSources, ids: EventIds, threshold: float, skip_bad: bool
+    item: ImportedTest | SkippedLine,
+    within: RelativeSources,
+    ids: EventIds,
+    threshold: float,
+    skip_bad: bool,
+    mask: SecretMask | None = None,
 ) -> _Piece:
-    """Build one source item (in this process or a worker): its events, encoded, into a spool record."""
+    """Build one source item (in this process or a worker): its events, encoded, into a spool record.
+
+    Every item of a source passes here, so here it is masked (``import_mask``): whatever it stores, its
+    events, their blobs and the digests naming them, is then of the masked text (``verify`` stays exact)."""
+    if mask:
+        item = masked(item, mask)
     if isinstance(item, SkippedLine):
         return _skip_piece(item, within, ids)
     first = _first_n(ids)
     encoded: list[Encoded] = []
     fields: list[dict | None] = []
-    outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded, fields=fields)
+    outcome = built(item, within, ids, threshold, skip_bad, check=True, encoded=encoded, fields=fields, mask=mask)
     moments = [m for m in (_instant(item.start_time), _instant(item.raw_row.get("timestamp"))) if m is not None]
     earliest = min(moments) if moments else None
     if isinstance(outcome, SkippedLine):
@@ -315,6 +330,7 @@ def check(
     ids: EventIds | None = None,
     threshold: float | None = None,
     workers: int | None = None,
+    mask: SecretMask | None = None,
 ) -> Checked:
     """The validation pass: every result is turned into its events exactly as the import will write them
     (so nothing can fail half-way through the writes), and repeated results are resolved.
@@ -325,7 +341,8 @@ def check(
 
     With ``ids`` (the run's, positioned after its first event) and ``threshold``, what is built is kept in
     ``Checked.spool`` for the writing pass; the caller closes it. ``workers``: processes building parts of
-    the source at once (default one per core; 1 builds everything in this process).
+    the source at once (default one per core; 1 builds everything in this process). ``mask``: what every
+    item is masked with before it is built (``import_mask``).
     """
     from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 
@@ -334,7 +351,7 @@ def check(
     spool = Spool()
     pass_ = _Pass(ids, within, skip_bad, progress, spool)
     try:
-        for part in _parts(source, within, ids, threshold, skip_bad, workers):
+        for part in _parts(source, within, ids, threshold, skip_bad, workers, mask):
             pass_.take_part(part)
     except BaseException:
         spool.close()
@@ -347,7 +364,13 @@ def check(
 
 
 def _parts(
-    source: ImportSource, within: RelativeSources, ids: EventIds, threshold: float, skip_bad: bool, workers: int | None
+    source: ImportSource,
+    within: RelativeSources,
+    ids: EventIds,
+    threshold: float,
+    skip_bad: bool,
+    workers: int | None,
+    mask: SecretMask | None,
 ) -> Iterator[Iterable[_Piece]]:
     """Each source item built, in the source's order, a part at a time: here (with the run's ids, where
     ``ids`` stands when the item's turn comes), or by forked workers (``processes.forked``)."""
@@ -359,14 +382,14 @@ def _parts(
         def built() -> Iterator[_Piece]:
             for item in source.iter_tests(skip_bad):
                 builder.n = ids.n
-                yield _piece(item, within, builder, threshold, skip_bad)
+                yield _piece(item, within, builder, threshold, skip_bad, mask)
 
         # Each built as it is taken (its ids are where the ones before it leave ``ids``), a part at a time.
         pieces = built()
         for first in pieces:
             yield itertools.chain([first], itertools.islice(pieces, PART_LINES - 1))
         return
-    job = _Job(source, within, ids.run_id, threshold, skip_bad)
+    job = _Job(source, within, ids.run_id, threshold, skip_bad, mask)
     with closing(in_order(_build_part, spans, count, job)) as parts:
         for packed in parts:  # a worker's error (a bad line) is raised here, in the source's order
             yield list(_unpacked(packed))
@@ -381,13 +404,15 @@ class _Job:
     run_id: str
     threshold: float
     skip_bad: bool
+    mask: SecretMask | None
 
 
 def _build_part(job: _Job, span: Span) -> bytes:
     """In a worker: the pieces of one part of the source, :func:`_packed`."""
     ids = part_ids(job.run_id, span)
     return _packed(
-        _piece(item, job.within, ids, job.threshold, job.skip_bad) for item in job.source.iter_tests(job.skip_bad, span)
+        _piece(item, job.within, ids, job.threshold, job.skip_bad, job.mask)
+        for item in job.source.iter_tests(job.skip_bad, span)
     )
 
 

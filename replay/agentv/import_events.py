@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from pydantic import ValidationError
 
@@ -19,7 +19,7 @@ from evalstore.replay.evalfile.graders import unique_names
 from evalstore.replay.grading.turn_verdicts import stopped_turn
 from evalstore.replay.regular_files import read_regular
 from evalstore.store import NewEvent
-from evalstore.store.blobs import FileBlob, blob_size, file_digest, is_large_size
+from evalstore.store.blobs import CHUNK_BYTES, FileBlob, blob_size, file_digest, is_large_size, read_pieces
 from evalstore.store.codec import canonical_json, canonical_json_bytes, sha256_hex
 from evalstore.store.events import (
     ArtifactStored,
@@ -36,6 +36,9 @@ from evalstore.store.events import (
 from evalstore.store.plain_payloads import NotPlain, plain_payload
 from evalstore.store.projections import read_fields
 from evalstore.store.records import derived_id
+
+if TYPE_CHECKING:
+    from evalstore.replay.targetsfile.redaction import SecretMask
 
 Score = tuple[float, bool, str]
 """(score, passed, status) of a result."""
@@ -61,16 +64,19 @@ def built(
     check: bool,
     encoded: list[tuple[str, str, int, str]] | None = None,
     fields: list[dict | None] | None = None,
+    mask: SecretMask | None = None,
 ) -> Built | SkippedLine:
     """The events of one result; a result that cannot be built is a bad line. With ``check`` (the validation
     pass) the events are also encoded as the store will, into ``encoded`` when given
     (``EventStore.append_encoded``'s tuples), and what the projections read of each into ``fields``; the
-    writing pass need not again, since every result that failed is left out by then (``Checked.left_out``)."""
+    writing pass need not again, since every result that failed is left out by then (``Checked.left_out``).
+    ``mask``: what the files the result names are masked with as they are read (``import_mask``; the
+    result itself comes masked)."""
     start = ids.n
     out: list[tuple[str, str, int, str]] = []
     out_fields: list[dict | None] = []
     blobs: dict[str, bytes | FileBlob] = {}
-    fast = _plain_events(item, within(item.source), ids, blobs, threshold) if check else None
+    fast = _plain_events(item, within(item.source), ids, blobs, threshold, mask) if check else None
     if fast is not None:
         payloads, score = fast
         try:
@@ -92,7 +98,7 @@ def built(
     blobs.clear()
     events: list[NewEvent] = []
     try:
-        scored = test_events(item, within(item.source), ids, events, blobs, threshold)
+        scored = test_events(item, within(item.source), ids, events, blobs, threshold, mask)
         for event in events if check else ():
             encoded_payload = encode(event.payload)
             payload = canonical_json(encoded_payload)
@@ -160,9 +166,10 @@ def _planned(
     ids: EventIds,
     blobs: dict[str, bytes | FileBlob],
     threshold: float,
+    mask: SecretMask | None = None,
 ) -> list[_Planned]:
     """The events of one result (what :func:`test_events` and :func:`_plain_events` make), the scored one
-    last, with their ids taken from ``ids`` and the bytes they name put into ``blobs``."""
+    last, with their ids taken from ``ids`` and the bytes they name put into ``blobs`` (masked by ``mask``)."""
     key: _ResultKey = {"test_id": item.test_id, "target": item.target, "attempt": item.attempt}
     events: list[_Planned] = []
     if item.input or item.expected_output is not None or item.criteria or item.metadata:
@@ -177,9 +184,12 @@ def _planned(
         events.append((ids.next("case"), TestCaseRecorded, case))
     by_path: dict[str, _Artifact] = {}
     for f in item.files:
-        found = _read_file(f.resolved) if f.resolved is not None else None
+        found = _read_file(f.resolved, mask) if f.resolved is not None else None
         values: dict[str, Any] = {**key, "path": f.path, "media_type": f.media_type}
-        if found is not None:
+        if isinstance(found, str):  # a large file holding a secret
+            values.update(status="refused", reason=found)
+            artifact = _Artifact(None, "refused", found)
+        elif found is not None:
             digest, data = found
             blobs[digest] = data
             values.update(sha256=digest, size=blob_size(data))
@@ -265,10 +275,11 @@ def test_events(
     batch: list[NewEvent],
     blobs: dict[str, bytes | FileBlob],
     threshold: float,
+    mask: SecretMask | None = None,
 ) -> TestScored:
     """The events of one result as models (each value validated: converted, or refused naming the field)."""
     payload: DomainEvent | None = None
-    for event_id, cls, values in _planned(item, source, ids, blobs, threshold):
+    for event_id, cls, values in _planned(item, source, ids, blobs, threshold, mask):
         if "assertions" in values:
             values = {**values, "assertions": [Assertion(**a) for a in values["assertions"]]}
         payload = cls(**values)
@@ -283,6 +294,7 @@ def _plain_events(
     ids: EventIds,
     blobs: dict[str, bytes | FileBlob],
     threshold: float,
+    mask: SecretMask | None = None,
 ) -> tuple[list[_Planned], Score] | None:
     """The events :func:`test_events` makes, as ``encode`` writes their payloads, built without the
     models (``store.plain_payloads``), with their ids and the result's score; None when a value is
@@ -290,7 +302,7 @@ def _plain_events(
     where = {k: v for k, v in (("file", source.file), ("line", source.line)) if v is not None}
     events: list[_Planned] = []
     try:
-        for event_id, cls, values in _planned(item, source, ids, blobs, threshold):
+        for event_id, cls, values in _planned(item, source, ids, blobs, threshold, mask):
             if "source" in values:
                 values["source"] = where
             if "assertions" in values:
@@ -336,16 +348,22 @@ def _annotate(message: dict, by_path: Mapping[str, _Artifact]) -> dict:
     return {**message, "content": blocks}
 
 
-def _read_file(path: Path) -> tuple[str, bytes | FileBlob] | None:
-    """A file's digest and its bytes, or, past a chunk, the file itself: hashed here a chunk at a time and
-    read again, a chunk at a time, when it is stored (a gigabyte artifact is never held whole). A regular
-    file only (a FIFO would block), not grown past the cap since it was checked; None when unreadable."""
+def _read_file(path: Path, mask: SecretMask | None = None) -> tuple[str, bytes | FileBlob] | str | None:
+    """A file's digest and its bytes, masked (``mask``), or, past a chunk, the file itself: hashed here a
+    chunk at a time and read again, a chunk at a time, when it is stored (a gigabyte artifact is never held
+    whole). A regular file only (a FIFO would block), not grown past the cap since it was checked; None when
+    unreadable. A file past a chunk that holds a secret is not stored (why, as a string): masking it would
+    mean holding it whole, or a masked copy of it on disk until the writing pass."""
     try:
         if not is_large_size(path.stat().st_size):
             data = read_regular(path, max_bytes=max_file_bytes())
             if not is_large_size(len(data)):
+                if mask:
+                    data = mask.data(data)
                 return sha256_hex(data), data
         digest, size = file_digest(str(path), max_bytes=max_file_bytes())
+        if mask and mask.holds_in(read_pieces(str(path), CHUNK_BYTES, max_file_bytes())):
+            return f"{path} holds a secret evalstore masks, and a file of more than {CHUNK_BYTES} bytes is not masked"
     except OSError:
         return None
     return digest, FileBlob(str(path), size)

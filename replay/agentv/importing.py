@@ -21,6 +21,7 @@ from evalstore.replay.agentv import detect_format, read_results
 from evalstore.replay.agentv.file_access import FileAccess, file_access, guarded
 from evalstore.replay.agentv.import_check import SUPERSEDED_BY, Checked, check
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
+from evalstore.replay.agentv.import_mask import import_mask
 from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.agentv.records import ImportSource
 from evalstore.replay.agentv.rows import unique_paths
@@ -124,8 +125,9 @@ def _imported(
     finally:
         checked.spool.close()
     # The eval's own warnings (an ignored `execution.threshold`) are said as `run` and `replay` say them.
-    outcome.warnings[:0] = [*prepared.eval_notes, *prepared.eval_warnings]
-    outcome.warning_count += len(prepared.eval_notes) + len(prepared.eval_warnings)
+    notes = [*prepared.secret_notes, *prepared.eval_notes, *prepared.eval_warnings]
+    outcome.warnings[:0] = notes
+    outcome.warning_count += len(notes)
     outcome.evals_not_used = len(prepared.eval_notes)
     return outcome
 
@@ -157,7 +159,7 @@ def check_import(
     checked = prepared.checked
     if checked.spool is not None:
         checked.spool.close()
-    warnings = [*prepared.eval_notes, *checked.warnings]
+    warnings = [*prepared.secret_notes, *prepared.eval_notes, *checked.warnings]
     return ImportCheck(fmt, checked.tests, checked.skipped, prepared.eval_file, warnings)
 
 
@@ -185,6 +187,8 @@ class _Prepared:
     eval_notes: list[str]
     root: str
     eval_warnings: list[str]
+    secret_notes: list[str]
+    """Secret-looking variables the run's targets file refers to that are unset here: not masked."""
 
 
 def _prepared(  # type: ignore[no-untyped-def]
@@ -206,17 +210,20 @@ def _prepared(  # type: ignore[no-untyped-def]
     user_eval = str(eval_path) if eval_path else None
     access = file_access(path, user_eval, Path(targets_path) if targets_path else None, [Path(r) for r in files_roots])
     snapshot, blobs, eval_file, threshold, eval_notes, eval_warnings = _eval_snapshot(eval_path, source, path, access)
+    mask, secret_notes = import_mask(eval_file, targets_path)
     source = guarded(source, access)
     root = str(path.resolve())
     within = RelativeSources(root)
     # The validation pass builds and encodes every result once, with the run's event ids (the run's
     # first event, run_started, takes id 1), and keeps it for the writing pass: raises on the first bad line.
-    checked = check(source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=threshold)
+    checked = check(source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=threshold, mask=mask)
     if checked.tests == 0:  # refused before a store is opened (or made)
         if checked.spool is not None:
             checked.spool.close()
         raise _no_results(path, checked.skipped)
-    return _Prepared(checked, source, eval_file, snapshot, blobs, threshold, eval_notes, root, eval_warnings)
+    return _Prepared(
+        checked, source, eval_file, snapshot, blobs, threshold, eval_notes, root, eval_warnings, secret_notes
+    )
 
 
 def _write(  # type: ignore[no-untyped-def]

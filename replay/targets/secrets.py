@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalstore.replay.errors import TargetConfigError
-from evalstore.replay.jsontext import strings_in
 from evalstore.replay.targetsfile.loader import interpolate, references
-from evalstore.replay.targetsfile.redaction import REDACTED, URL, SecretMask, literal_secrets, looks_secret, redact
+from evalstore.replay.targetsfile.redaction import REDACTED, looks_secret, redact, reference_values, target_mask
 
-__all__ = ["REDACTED", "looks_secret", "redact", "resolve", "target_mask", "unresolve"]
+__all__ = ["REDACTED", "looks_secret", "redact", "reference_values", "resolve", "target_mask", "unresolve"]
 
 
 def resolve(
@@ -44,50 +43,8 @@ def resolve(
     return dict(interpolate(dict(config), env, where=f"target '{target}'"))
 
 
-def target_mask(
-    config: Mapping[str, Any],
-    resolved: Any = None,
-    *,
-    secrets_only: bool = False,
-    environ: Mapping[str, str] | None = None,
-) -> SecretMask:
-    """The one redaction rule (``targetsfile.redaction.SecretMask``) for what a target exchange leaves:
-    the value of every variable ``config`` refers to shown as its ``${{ NAME }}`` reference, and the
-    user info of every URL in the ``resolved`` config (password, ``user:password``, its base64 HTTP
-    Basic form) shown as ``REDACTED``.
-
-    ``secrets_only`` (for the agent's answer, which a plain ``${{ GREETING }}`` may rightly be part of)
-    keeps to variables that look secret by their name or the key they stand under. A literal secret
-    written in ``config`` (what the stored config shows as ``REDACTED``) is ``REDACTED`` wherever echoed."""
-    values = reference_values(config, secrets_only=secrets_only, environ=environ)
-    return SecretMask.of(
-        references=values,
-        urls=[url for text in strings_in(resolved) for url in URL.findall(text)],
-        literals=literal_secrets(config),
-    )
-
-
-def reference_values(
-    config: Mapping[str, Any], *, secrets_only: bool = False, environ: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """Variable name to value for each set variable ``config`` refers to (see :func:`target_mask`)."""
-    env = os.environ if environ is None else environ
-    names = _secret_references(dict(config)) if secrets_only else references(dict(config))
-    return {name: env[name] for name in names if env.get(name)}
-
-
 def unresolve(text: str, config: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> str:
     """``text`` with the value of every variable ``config`` refers to put back as its ``${{ NAME }}``
     reference: the configured form, for messages that were built from the resolved config or that
     echo it (a URL, a command line, an agent's stderr)."""
     return target_mask(config, environ=environ).text(text)
-
-
-def _secret_references(value: Any, secret: bool = False) -> list[str]:
-    if isinstance(value, str):
-        return [name for name in references(value) if secret or looks_secret(name)]
-    if isinstance(value, Mapping):
-        return [name for k, v in value.items() for name in _secret_references(v, secret or looks_secret(str(k)))]
-    if isinstance(value, (list, tuple)):
-        return [name for item in value for name in _secret_references(item, secret)]
-    return []

@@ -371,6 +371,22 @@ def find_targets_file(eval_file: str | Path, *, cwd: str | Path | None = None) -
     return None
 
 
+def run_targets_file(eval_file: str | Path | None, given: str | Path | None = None) -> Path | None:
+    """The targets file of a recorded run graded with ``eval_file``, as a replay and an import take it:
+    ``given`` (``--targets``, or the one the run recorded), else the one ``agentv eval`` finds for the eval
+    (:func:`find_targets_file`), else the one AgentV bundled beside a test's copy of its eval in a run
+    folder (``task/targets.yaml``): the targets the run used, when no targets file lies above."""
+    if given:
+        return Path(given)
+    if not eval_file:
+        return None
+    found = find_targets_file(eval_file)
+    if found is not None:
+        return found
+    beside = Path(eval_file).parent / "targets.yaml"
+    return beside if Path(eval_file).name == "EVAL.yaml" and beside.is_file() else None
+
+
 def _items(root: yaml.Node | None) -> list[yaml.Node]:
     """The nodes of the top-level ``targets`` sequence."""
     if not isinstance(root, yaml.MappingNode):

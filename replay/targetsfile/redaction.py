@@ -16,7 +16,8 @@ from functools import lru_cache
 from typing import Any, overload
 from urllib.parse import unquote, urlsplit
 
-from evalstore.replay.targetsfile.loader import ENV_REFERENCE
+from evalstore.replay.jsontext import strings_in
+from evalstore.replay.targetsfile.loader import ENV_REFERENCE, references
 
 REDACTED = "***redacted***"
 
@@ -239,6 +240,20 @@ class SecretMask:
         """Whether ``data`` holds any of the secrets (as UTF-8)."""
         return any(secret in data for secret, _ in self._encoded)
 
+    def holds_in(self, pieces: Iterable[bytes]) -> bool:
+        """Whether a stream of bytes (a large file, a chunk at a time) holds any of the secrets, one cut
+        across two pieces too."""
+        if not self._encoded:
+            return False
+        keep = max(len(secret) for secret, _ in self._encoded) - 1
+        tail = b""
+        for piece in pieces:
+            window = tail + piece
+            if self.holds(window):
+                return True
+            tail = window[len(window) - keep :] if keep else b""
+        return False
+
     def __bool__(self) -> bool:
         return bool(self._pairs)
 
@@ -357,6 +372,49 @@ def environment_mask(env: Mapping[str, str] | None = None) -> SecretMask:
 @lru_cache(maxsize=32)
 def _environment_mask(secrets: tuple[tuple[str, str], ...], urls: tuple[str, ...]) -> SecretMask:
     return SecretMask.of(references=dict(secrets), urls=urls)
+
+
+def target_mask(
+    config: Mapping[str, Any],
+    resolved: Any = None,
+    *,
+    secrets_only: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> SecretMask:
+    """The one redaction rule (:class:`SecretMask`) for what a target exchange leaves: the value of every
+    variable ``config`` refers to shown as its ``${{ NAME }}`` reference, and the user info of every URL in
+    the ``resolved`` config (password, ``user:password``, its base64 HTTP Basic form) shown as ``REDACTED``.
+
+    ``secrets_only`` (for the agent's answer, which a plain ``${{ GREETING }}`` may rightly be part of)
+    keeps to variables that look secret by their name or the key they stand under. A literal secret
+    written in ``config`` (what the stored config shows as ``REDACTED``) is ``REDACTED`` wherever echoed.
+    Here, not in ``targets``, since an import masks what a target echoed without being able to call one."""
+    values = reference_values(config, secrets_only=secrets_only, environ=environ)
+    return SecretMask.of(
+        references=values,
+        urls=[url for text in strings_in(resolved) for url in URL.findall(text)],
+        literals=literal_secrets(config),
+    )
+
+
+def reference_values(
+    config: Mapping[str, Any], *, secrets_only: bool = False, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Variable name to value for each set variable ``config`` refers to (see :func:`target_mask`)."""
+    env = os.environ if environ is None else environ
+    names = secret_references(dict(config)) if secrets_only else references(dict(config))
+    return {name: env[name] for name in names if env.get(name)}
+
+
+def secret_references(value: Any, secret: bool = False) -> list[str]:
+    """The variables ``value`` refers to that look secret by their name or the key they stand under."""
+    if isinstance(value, str):
+        return [name for name in references(value) if secret or looks_secret(name)]
+    if isinstance(value, Mapping):
+        return [name for k, v in value.items() for name in secret_references(v, secret or looks_secret(str(k)))]
+    if isinstance(value, (list, tuple)):
+        return [name for item in value for name in secret_references(item, secret)]
+    return []
 
 
 def _header_forms(value: str) -> list[str]:
