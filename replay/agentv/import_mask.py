@@ -11,6 +11,7 @@ be masked: :func:`import_mask` names such variables, for a warning.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import fields, replace
 from pathlib import Path
@@ -63,6 +64,8 @@ def masked(item: ImportedTest | SkippedLine, mask: SecretMask) -> ImportedTest |
         return item
     if isinstance(item, SkippedLine):
         return replace(item, reason=mask.text(item.reason))
+    if not _may_hold(item, mask):
+        return item
     values = {f.name: mask.value(getattr(item, f.name)) for f in fields(item) if f.name not in _KEPT}
     return replace(
         item,
@@ -70,6 +73,21 @@ def masked(item: ImportedTest | SkippedLine, mask: SecretMask) -> ImportedTest |
         files=[_masked_file(f, mask) for f in item.files],
         verdicts=[_masked_verdict(v, mask) for v in item.verdicts],
     )
+
+
+def _may_hold(item: ImportedTest, mask: SecretMask) -> bool:
+    """Whether any string of ``item`` may hold a secret: one pass of the C JSON encoder over the whole result
+    and a search of its text, where masking walks every string in Python (with any ``*_API_KEY`` set, as
+    for most users, that walk over every result made an import three times slower). A string holding a
+    JSON escape of its own (``\\u``, ``\\/``) may hide a secret only :meth:`SecretMask.text` decodes: it is
+    walked."""
+    text = json.dumps([getattr(item, f.name) for f in fields(item)], ensure_ascii=False, default=_plain)
+    return mask.holds_text(text) or "\\\\u" in text or "\\\\/" in text
+
+
+def _plain(value: object) -> object:
+    # A record's own fields, not asdict's deep copy of them: the encoder goes down into them itself.
+    return vars(value) if hasattr(value, "__dict__") else str(value)
 
 
 def _masked_file(f: ImportedFile, mask: SecretMask) -> ImportedFile:

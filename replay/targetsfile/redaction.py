@@ -240,6 +240,11 @@ class SecretMask:
         """Whether ``data`` holds any of the secrets (as UTF-8)."""
         return any(secret in data for secret, _ in self._encoded)
 
+    def holds_text(self, text: str) -> bool:
+        """Whether ``text`` holds any of the secrets as they are written (not JSON-escaped: :meth:`text`
+        finds those too)."""
+        return any(secret in text for secret, _ in self._pairs)
+
     def holds_in(self, pieces: Iterable[bytes]) -> bool:
         """Whether a stream of bytes (a large file, a chunk at a time) holds any of the secrets, one cut
         across two pieces too."""
