@@ -151,15 +151,16 @@ def test_a_composite_whose_llm_aggregator_has_no_judge_fails_as_in_agentv(tmp_pa
 
 
 def test_a_chat_target_naming_a_judge_not_defined_grades_its_own_answers_as_in_agentv(
-    tmp_path: Path, judge_server: JudgeServer
+    tmp_path: Path, judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """AgentV resolves ``grader_target ?? name``, and when that name is not defined, a run target that can
     grade is its own judge (orchestrator.ts:218-224)."""
+    monkeypatch.setenv("PREFLIGHT_CHAT_MODEL", "chat-model")  # AgentV takes an openai model by reference only
     chat = {
         "name": "chat",
         "provider": "openai",
         "base_url": judge_server.base_url,
-        "model": "chat-model",
+        "model": "${{ PREFLIGHT_CHAT_MODEL }}",
         "max_retries": 0,
         "grader_target": "nobody",
     }
