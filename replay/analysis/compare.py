@@ -161,7 +161,7 @@ def _sort_key(key: Key) -> tuple[str, bool, str, int]:
     return (test_id, target is not None, target or "", attempt)
 
 
-def _flip(passed_a: bool, passed_b: bool) -> Flip | None:
+def flip_of(passed_a: bool, passed_b: bool) -> Flip | None:
     if passed_a == passed_b:
         return None
     return "pass->fail" if passed_a else "fail->pass"
@@ -185,7 +185,7 @@ class TestRow:
 
     @property
     def flip(self) -> Flip | None:
-        return _flip(self.passed_a, self.passed_b)
+        return flip_of(self.passed_a, self.passed_b)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -267,7 +267,7 @@ class GraderPair:
     def flip(self) -> Flip | None:
         if self.a is None or self.b is None or "skip" in (self.a.verdict, self.b.verdict):
             return None
-        return _flip(self.a.verdict == "pass", self.b.verdict == "pass")
+        return flip_of(self.a.verdict == "pass", self.b.verdict == "pass")
 
     def to_dict(self) -> dict[str, object]:
         return {"grader": self.grader, "flip": self.flip, "a": _verdict_dict(self.a), "b": _verdict_dict(self.b)}

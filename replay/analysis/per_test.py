@@ -60,9 +60,9 @@ class TestUnit:
 
     @property
     def flip(self) -> Flip | None:
-        if self.passed_a == self.passed_b:
-            return None
-        return "pass->fail" if self.passed_a else "fail->pass"
+        from evalstore.replay.analysis.compare import flip_of  # the one rule, as a result's row has it
+
+        return flip_of(self.passed_a, self.passed_b)
 
     @property
     def label(self) -> str:
