@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 from evalstore.replay.agentv.records import ImportedFile, ImportedTest, ImportedVerdict, SkippedLine
 from evalstore.replay.errors import ReplayError
@@ -81,8 +82,21 @@ def _may_hold(item: ImportedTest, mask: SecretMask) -> bool:
     for most users, that walk over every result made an import three times slower). A string holding a
     JSON escape of its own (``\\u``, ``\\/``) may hide a secret only :meth:`SecretMask.text` decodes: it is
     walked."""
-    text = json.dumps([getattr(item, f.name) for f in fields(item)], ensure_ascii=False, default=_plain)
+    return _may_hold_text(
+        json.dumps([getattr(item, f.name) for f in fields(item)], ensure_ascii=False, default=_plain), mask
+    )
+
+
+def _may_hold_text(text: str, mask: SecretMask) -> bool:
     return mask.holds_text(text) or "\\\\u" in text or "\\\\/" in text
+
+
+def masked_value(value: Any, mask: SecretMask) -> Any:
+    """A JSON-like record (an Inspect sample) with every string masked, or itself when none may hold a
+    secret (:func:`_may_hold`'s one pass of the encoder)."""
+    if not mask or not _may_hold_text(json.dumps(value, ensure_ascii=False, default=_plain), mask):
+        return value
+    return mask.value(value)
 
 
 def _plain(value: object) -> object:

@@ -35,6 +35,7 @@ from evalstore import __version__
 from evalstore.replay.agentv.import_check import Renames, Spool, Spooled, placed
 from evalstore.replay.agentv.import_check import record as spool_record
 from evalstore.replay.agentv.import_events import EventIds
+from evalstore.replay.agentv.import_mask import masked_value
 from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.agentv.sidecars import inside, real_path
 from evalstore.replay.errors import ImportFormatError, ReplayError
@@ -53,7 +54,7 @@ from evalstore.replay.inspect.reading import (
 from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.jsontext import decode_problem, without_lone_surrogates
 from evalstore.replay.processes.forked import in_order, worker_count
-from evalstore.replay.targetsfile.redaction import redact
+from evalstore.replay.targetsfile.redaction import SecretMask, environment_mask, redact
 from evalstore.store import NewEvent, StoreOrOpener, completed_run, opened
 from evalstore.store.blobs import PREFIX_BYTES
 from evalstore.store.codec import canonical_json, sha256_hex
@@ -187,7 +188,10 @@ def import_log(store: StoreOrOpener, path: Path, progress: Progress | None = Non
         tests = len(store.query("results", run_id=run_id))
         return InspectImport(run_id, str(path), fmt, tests, True, spec.task, spec.model)
 
-    header_bytes = header.model_dump_json(exclude={"samples"}).encode("utf-8")
+    # What the log echoes of evalstore's secret-looking variables is stored as their references, as an
+    # AgentV import stores it (``agentv/import_mask``): the header (a model's arguments) and every sample.
+    mask = environment_mask()
+    header_bytes = mask.data(header.model_dump_json(exclude={"samples"}).encode("utf-8"))
     header_sha = sha256_hex(header_bytes)
     started = RunStarted(
         run_id=run_id,
@@ -207,7 +211,7 @@ def import_log(store: StoreOrOpener, path: Path, progress: Progress | None = Non
     run_started_id = ids.next("started")
     spool = Spool()
     try:
-        tests, warnings = _check(api, path, header, header_sha, ids, spool, progress)
+        tests, warnings = _check(api, path, header, header_sha, ids, spool, progress, mask)
         if tests == 0:
             raise ReplayError(f"{path}: the log has no samples to import")
         store = opened(store)
@@ -278,7 +282,14 @@ def _file_digest(path: Path) -> str:
 
 
 def _check(
-    api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, spool: Spool, progress: Progress | None
+    api: Any,
+    path: Path,
+    header: Any,
+    header_sha: str,
+    ids: EventIds,
+    spool: Spool,
+    progress: Progress | None,
+    mask: SecretMask,
 ) -> tuple[int, list[str]]:
     """Every sample built and encoded into ``spool``, in the log's order; (samples, warnings)."""
     tests = 0
@@ -286,7 +297,7 @@ def _check(
     warnings: list[str] = []
     chunks = sample_chunks(api, path, header)
     unreadable: Counter[str] = Counter()
-    for key, data, renames, first_n, values in _pieces(api, path, header, header_sha, ids, chunks):
+    for key, data, renames, first_n, values in _pieces(api, path, header, header_sha, ids, chunks, mask):
         unreadable.update(values)
         if key in seen:
             raise ImportFormatError(f"{path}: sample {key[0]} epoch {key[1]} appears twice")
@@ -324,17 +335,18 @@ _Piece = tuple[tuple[str, int], bytes, Renames, int, tuple[str, ...]]
 position its ids were made for, and the score values in it that Inspect reads as 0 (not numbers)."""
 
 
-def _piece(sample: Any, model: str, ids: EventIds, log_sha: str) -> _Piece:
+def _piece(sample: Any, model: str, ids: EventIds, log_sha: str, mask: SecretMask) -> _Piece:
     # What json.loads(sample.model_dump_json()) gives (non-finite floats as floats, keys as strings), made
     # without writing the sample as JSON and parsing it again (two of a sample's dozen milliseconds).
     start = ids.n
     try:
-        return _built(sample.model_dump(mode="json"), model, ids, log_sha)
+        return _built(masked_value(sample.model_dump(mode="json"), mask), model, ids, log_sha)
     except UnicodeEncodeError:
         # A lone surrogate (JSON's "\ud800", which Inspect's reader keeps): UTF-8 cannot hold it, so it
         # becomes U+FFFD, as in an AgentV import (``agentv/wire.loads``). Looked for only when a sample fails.
         ids.n = start
-        return _built(without_lone_surrogates(sample.model_dump(mode="json")), model, ids, log_sha)
+        record = without_lone_surrogates(sample.model_dump(mode="json"))
+        return _built(masked_value(record, mask), model, ids, log_sha)
 
 
 def _built(record: dict[str, Any], model: str, ids: EventIds, log_sha: str) -> _Piece:
@@ -354,7 +366,9 @@ def _built(record: dict[str, Any], model: str, ids: EventIds, log_sha: str) -> _
     return key, spool_record(item), item.renames(), first_n, tuple(_UNREADABLE)
 
 
-def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, chunks: list[Chunk]) -> Iterator[_Piece]:
+def _pieces(
+    api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, chunks: list[Chunk], mask: SecretMask
+) -> Iterator[_Piece]:
     """Each sample built, in the log's order: here (with the run's ids, where ``ids`` stands when the
     sample's turn comes), or, for an ``.eval`` log on a machine with more than one core, a chunk of
     samples at a time by forked workers (``processes.forked``), with ids of their own that the caller
@@ -365,9 +379,9 @@ def _pieces(api: Any, path: Path, header: Any, header_sha: str, ids: EventIds, c
         builder = EventIds(ids.run_id)
         for sample in log_samples(api, path, chunks):
             builder.n = ids.n
-            yield _piece(sample, model, builder, header_sha)
+            yield _piece(sample, model, builder, header_sha, mask)
         return
-    job = _Job(path, model, ids.run_id, header_sha)
+    job = _Job(path, model, ids.run_id, header_sha, mask)
     with closing(in_order(_build_chunk, list(enumerate(chunks)), count, job, start=_open_log)) as parts:
         for pieces in parts:  # a worker's error (a log inspect_ai cannot read) is raised here, in order
             yield from pieces
@@ -381,6 +395,7 @@ class _Job:
     model: str
     run_id: str
     log_sha: str
+    mask: SecretMask
 
 
 _WORKER_LOG: list[EvalSamples] = []
@@ -405,7 +420,7 @@ def _build_chunk(job: _Job, part: tuple[int, Chunk]) -> list[_Piece]:
     number, chunk = part
     ids = EventIds(f"{job.run_id}:part@{number}")
     try:
-        return [_piece(sample, job.model, ids, job.log_sha) for sample in _WORKER_LOG[0].chunk(chunk)]
+        return [_piece(sample, job.model, ids, job.log_sha, job.mask) for sample in _WORKER_LOG[0].chunk(chunk)]
     finally:
         gc.collect()
 

@@ -142,3 +142,19 @@ def test_a_large_file_holding_a_key_is_refused(project: Path, tmp_path: Path) ->
         store.close()
     refused = next(a for a in artifacts if a["path"].endswith("response.md"))
     assert refused["status"] == "refused" and "holds a secret" in refused["reason"]
+
+
+def test_an_inspect_log_import_stores_no_value_of_a_secret_variable(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """An Inspect log goes through the same mask: here a variable whose value the log's first sample asks
+    (a real log of ``tests/fixtures/inspect``, as a log that echoed a key would hold it)."""
+    secret = "capital of France"
+    log = FIXTURES_DIR / "inspect" / "logs" / "capitals.json"
+    assert holding({"log": log.read_bytes()}, secret)
+    monkeypatch.setenv("CAPITALS_API_KEY", secret)
+    db_file = tmp_path / "store.db"
+    outcome = import_run(db_file, log, tmp_path)
+    found = {**raw_store_bytes(db_file), **exports(db_file, outcome["run_id"], tmp_path)}
+    assert holding(found, secret) == []
+    assert holding(found, "Which city is the ${{ CAPITALS_API_KEY }}?")  # the question, as stored and exported
+    verified = evalstore(f"sqlite:///{db_file}", "verify", cwd=tmp_path)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
