@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from evalstore.replay.analysis.outcomes import Outcomes, normalized_gain, outcome, outcomes
-from evalstore.replay.analysis.per_test import TestUnit, in_order, per_test_columns, test_units
+from evalstore.replay.analysis.per_test import Flip, Paired, TestUnit, flip_of, in_order, per_test_columns, test_units
 from evalstore.replay.analysis.stats import MIN_PAIRS_CI, PairedStats, paired_stats
 from evalstore.replay.choices import OUTCOME_THRESHOLD, REGRESSION_MODES
 from evalstore.replay.errors import CompareError
@@ -32,7 +32,6 @@ from evalstore.store.events import Assertion, TestScored, VerdictRecorded
 Key = tuple[str, str | None, int]
 """(test id, target, attempt): what pairs a result of run A with one of run B."""
 
-Flip = Literal["pass->fail", "fail->pass"]
 
 if TYPE_CHECKING:
     from evalstore.replay.analysis.calibration import ClusteredDifference
@@ -161,14 +160,8 @@ def _sort_key(key: Key) -> tuple[str, bool, str, int]:
     return (test_id, target is not None, target or "", attempt)
 
 
-def flip_of(passed_a: bool, passed_b: bool) -> Flip | None:
-    if passed_a == passed_b:
-        return None
-    return "pass->fail" if passed_a else "fail->pass"
-
-
 @dataclass(frozen=True, slots=True)
-class TestRow:
+class TestRow(Paired):
     """One paired result: both scores, the difference and whether pass/fail flipped."""
 
     key: Key
@@ -179,26 +172,8 @@ class TestRow:
     status_a: str
     status_b: str
 
-    @property
-    def delta(self) -> float:
-        return self.score_b - self.score_a
-
-    @property
-    def flip(self) -> Flip | None:
-        return flip_of(self.passed_a, self.passed_b)
-
     def to_dict(self) -> dict[str, object]:
-        return {
-            **key_dict(self.key),
-            "score_a": self.score_a,
-            "score_b": self.score_b,
-            "delta": self.delta,
-            "passed_a": self.passed_a,
-            "passed_b": self.passed_b,
-            "flip": self.flip,
-            "status_a": self.status_a,
-            "status_b": self.status_b,
-        }
+        return {**key_dict(self.key), **self.sides()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,52 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from evalstore.replay.analysis.compare import Flip, Key, TestRow
+    from evalstore.replay.analysis.compare import Key, TestRow
+
+Flip = Literal["pass->fail", "fail->pass"]
+
+
+def flip_of(passed_a: bool, passed_b: bool) -> Flip | None:
+    if passed_a == passed_b:
+        return None
+    return "pass->fail" if passed_a else "fail->pass"
+
+
+class Paired:
+    """What a paired result (``compare.TestRow``) and a paired test (:class:`TestUnit`) share: their two
+    sides' difference and flip, and the sides as their rows write them."""
+
+    __slots__ = ()
+    score_a: float
+    score_b: float
+    passed_a: bool
+    passed_b: bool
+    status_a: str
+    status_b: str
+
+    @property
+    def delta(self) -> float:
+        return self.score_b - self.score_a
+
+    @property
+    def flip(self) -> Flip | None:
+        return flip_of(self.passed_a, self.passed_b)
+
+    def sides(self) -> dict[str, object]:
+        return {
+            "score_a": self.score_a,
+            "score_b": self.score_b,
+            "delta": self.delta,
+            "passed_a": self.passed_a,
+            "passed_b": self.passed_b,
+            "flip": self.flip,
+            "status_a": self.status_a,
+            "status_b": self.status_b,
+        }
+
 
 TestKey = tuple[str, str | None]
 """(test id, target): a test, its attempts averaged."""
@@ -28,7 +70,7 @@ MIXED = "mixed"
 
 
 @dataclass(frozen=True, slots=True)
-class TestUnit:
+class TestUnit(Paired):
     """One paired test: the mean of its paired attempts' scores in each run, and whether any passed."""
 
     keys: tuple[Key, ...]
@@ -55,16 +97,6 @@ class TestUnit:
         return len(self.keys)
 
     @property
-    def delta(self) -> float:
-        return self.score_b - self.score_a
-
-    @property
-    def flip(self) -> Flip | None:
-        from evalstore.replay.analysis.compare import flip_of  # the one rule, as a result's row has it
-
-        return flip_of(self.passed_a, self.passed_b)
-
-    @property
     def label(self) -> str:
         """A test of one attempt is named as its result is (``#attempt`` after the first); of several,
         with how many were averaged."""
@@ -84,19 +116,7 @@ class TestUnit:
             if len(self.keys) == 1
             else {"attempt": None, "attempts": [k[2] for k in self.keys]}
         )
-        return {
-            "test_id": test_id,
-            "target": target,
-            **attempt,
-            "score_a": self.score_a,
-            "score_b": self.score_b,
-            "delta": self.delta,
-            "passed_a": self.passed_a,
-            "passed_b": self.passed_b,
-            "flip": self.flip,
-            "status_a": self.status_a,
-            "status_b": self.status_b,
-        }
+        return {"test_id": test_id, "target": target, **attempt, **self.sides()}
 
 
 def _mean(values: Sequence[float]) -> float:
