@@ -38,7 +38,10 @@ class LocalExecutor:
                 waited = threading.Event()
 
                 def one(
-                    item: Work, waiting: Waiting, transcripts: TranscriptBlobs = transcripts, waited: Any = waited
+                    item: Work,
+                    waiting: Waiting,
+                    transcripts: TranscriptBlobs = transcripts,
+                    waited: threading.Event = waited,
                 ) -> None:
                     def told() -> None:
                         waited.set()
