@@ -149,6 +149,16 @@ def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in source.items() if not k.startswith(OWN_SETTINGS_PREFIX) and k not in hidden}
 
 
+def _in_folder(environment: dict[str, str], cwd: str | None) -> dict[str, str]:
+    """``environment`` with ``PWD`` naming the folder the child starts in, as a shell's ``cd`` leaves it
+    (POSIX: the current working directory): the parent's own would name wherever the user happened to
+    be, which a grader could read and a code grader's reuse key would then have to hold (a replay
+    started from another folder would run every grader again). Left out when the parent has none."""
+    if "PWD" in environment:
+        environment["PWD"] = os.path.abspath(cwd) if cwd else os.getcwd()
+    return environment
+
+
 def run_child(
     argv: list[str],
     stdin: bytes,
@@ -173,7 +183,7 @@ def run_child(
     started = time.monotonic()
     if _stopping:
         raise Cancelled(f"{argv[0]} was not started: the run was interrupted")
-    environment = child_environment(env)
+    environment = _in_folder(child_environment(env), cwd)
     tag = lifetime.call_tag() if die_with_parent else {}
     environment.update(tag)
     proc: _Process | None = None
@@ -250,7 +260,7 @@ def conversing_child(argv: list[str], *, cwd: str | None, env: Mapping[str, str]
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=cwd,
-        env=child_environment(env),
+        env=_in_folder(child_environment(env), cwd),
         start_new_session=True,
         preexec_fn=lifetime.die_with_parent,
         pass_fds=lifetime.held_fds(),

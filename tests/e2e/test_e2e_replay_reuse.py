@@ -176,6 +176,44 @@ def test_the_environment_is_part_of_the_key_but_secrets_are_not(
     assert _ran(log) == []
 
 
+def test_a_replay_started_from_another_folder_reuses_and_graders_see_their_own_folder_as_pwd(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grader runs in its own folder (the eval file's) wherever the user starts the replay, and its
+    ``PWD`` names that folder, as a shell's ``cd`` leaves it: where the user happened to be is in neither
+    what the grader sees nor its reuse key, so a replay from another folder reuses every execution."""
+    monkeypatch.chdir(tmp_path)
+    eval_file, _results, log, imported = _imported(sqlite_url, tmp_path)
+    (tmp_path / "alpha.py").write_text(
+        "import json, os, sys\n"
+        "open(sys.argv[2], 'a').write('alpha\\n')\n"
+        "print(json.dumps({'score': 1, 'assertions': [{'text': os.environ['PWD'], 'passed': True}]}))\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("PWD", str(elsewhere))
+    first = _replay(sqlite_url, imported, "--eval", str(eval_file))
+    assert len(_ran(log)) == 3 * TESTS
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PWD", str(tmp_path))
+    again = _replay(sqlite_url, imported, "--eval", str(eval_file))
+    assert _ran(log) == []
+    assert again["reuse"]["code_reused"] == 3 * TESTS
+    from evalstore.store import EventStore, make_engine
+
+    store = EventStore(make_engine(sqlite_url))
+    try:
+        seen = {
+            s.event.assertions[0].text  # type: ignore[attr-defined]
+            for s in store.read_stream(first["run_id"], types=["verdict_recorded"])
+            if s.event.grader == "alpha"  # type: ignore[attr-defined]
+        }
+    finally:
+        store.close()
+    assert seen == {str(eval_file.parent)}
+
+
 def test_graders_do_not_see_evalstores_own_settings(
     sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

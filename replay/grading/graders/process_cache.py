@@ -10,7 +10,8 @@ in for running it. The cache key (:func:`process_cache_key`) is the SHA-256 of:
 * the digests of files the payload only names (a long answer goes to ``output.json``);
 * the working directory;
 * the environment the process sees, without secret-looking variables (``*_KEY``, ``*TOKEN*``, passwords:
-  the redaction rule's names) and without the shell's own bookkeeping (``_``, ``SHLVL``, ``OLDPWD``);
+  the redaction rule's names) and without the shell's own bookkeeping (``_``, ``SHLVL``, ``OLDPWD``; and
+  ``PWD``, which the process gets set to its working directory, already in the key: ``children.run_child``);
   evalstore's own ``EVALSTORE_*`` settings are not passed to it at all (``processes.children``).
 
 A grader that works in a live workspace (a run, not a replay: ``workspace_path`` is set) reads files
@@ -38,7 +39,7 @@ from evalstore.store.events import DomainEvent, GraderCalled
 
 KEY_VERSION = "process-v1"
 VOLATILE_ENV = frozenset(
-    {"_", "SHLVL", "OLDPWD", "PS1", "PS2", "PROMPT_COMMAND", "COLUMNS", "LINES", "TERM_SESSION_ID"}
+    {"_", "SHLVL", "PWD", "OLDPWD", "PS1", "PS2", "PROMPT_COMMAND", "COLUMNS", "LINES", "TERM_SESSION_ID"}
 )
 """Variables a shell changes on its own, which no grader should read: left out of the key."""
 _looks_secret = lru_cache(maxsize=4096)(looks_secret)  # the same few dozen names, on every execution
