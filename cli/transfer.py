@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     "eval_path",
     type=click.Path(path_type=Path),
     help="The eval file the results came from (default: the one the results name, when it and the files it "
-    "references are inside the folders the import may read).",
+    "references are inside the folders the import may read); the agent's files may be read from its folder "
+    "when a cli target without cwd ran there.",
 )
 @click.option("--skip-bad", is_flag=True, help="Record malformed lines as skipped instead of aborting.")
 @click.option(
@@ -47,8 +48,8 @@ if TYPE_CHECKING:
     "files_roots",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="A folder the agent's files may be read from (repeatable); besides PATH's folder and the target's cwd "
-    "(the current directory only when named: --files-root .).",
+    help="A folder the agent's files may be read from (repeatable); besides PATH's folder, the target's cwd and "
+    "--eval's folder (the current directory only when named: --files-root .).",
 )
 @json_option
 @checkpoint_option
@@ -72,9 +73,11 @@ def import_(
 
     A folder written by evalstore export RUN --format bundle is imported as it was (same event ids,
     payloads and blobs), checked whole first. Importing the same results twice gives the same run. A malformed line aborts the import with its
-    file and line number and nothing is written, unless --skip-bad. Files the agent wrote are read
-    only from PATH (the folder of a file), the target's configured cwd and each --files-root (the
-    current directory only as --files-root .); a file elsewhere is recorded as refused.
+    file and line number and nothing is written, unless --skip-bad. Files the agent wrote are looked
+    for where AgentV ran it (a cli target without cwd: the eval file's folder) and read only from PATH
+    (the folder of a file), the target's configured cwd, the --eval file's folder for a cli target
+    without cwd and each --files-root (the current directory only as --files-root .); a file
+    elsewhere is recorded as refused.
 
     \b
     Example:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from evalstore import __version__
 from evalstore.replay.agentv import detect_format, read_results
-from evalstore.replay.agentv.file_access import FileAccess, file_access, guarded
+from evalstore.replay.agentv.file_access import FileAccess, eval_search, file_access, guarded, named_eval
 from evalstore.replay.agentv.import_check import SUPERSEDED_BY, Checked, check
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
 from evalstore.replay.agentv.import_mask import import_mask
@@ -209,9 +209,13 @@ def _prepared(  # type: ignore[no-untyped-def]
     # Only the user's own files widen what may be read: the targets file named, or the one above --eval.
     user_eval = str(eval_path) if eval_path else None
     access = file_access(path, user_eval, Path(targets_path) if targets_path else None, [Path(r) for r in files_roots])
-    snapshot, blobs, eval_file, threshold, eval_notes, eval_warnings = _eval_snapshot(eval_path, source, path, access)
+    suite, snapshot, blobs, eval_notes = _eval_snapshot(eval_path, source, path, access)
+    eval_file = suite.path if suite else None
+    threshold = suite.threshold if suite else DEFAULT_THRESHOLD
+    eval_warnings = list(suite.warnings) if suite else []
     mask, secret_notes = import_mask(eval_file, targets_path)
-    source = guarded(source, access)
+    # Where each result's agent ran (its target's working folder for its eval file) is known once the suite is.
+    source = guarded(source, access.for_run(source, path, suite))
     root = str(path.resolve())
     within = RelativeSources(root)
     # The validation pass builds and encodes every result once, with the run's event ids (the run's
@@ -285,20 +289,19 @@ def _no_results(path: Path, skipped: int) -> ReplayError:
 
 def _eval_snapshot(
     eval_path: str | Path | None, source: ImportSource, imported: Path, access: FileAccess
-) -> tuple[list[FileSnapshot], dict[str, bytes], str | None, float, list[str], list[str]]:
-    """The suite the run is graded with, snapshotted, notes on eval files the results name that were not
-    used, and the suite's own warnings: ``--eval`` when given, else the union of the results' own eval
-    files (:func:`_own_evals`)."""
+) -> tuple[EvalSuite | None, list[FileSnapshot], dict[str, bytes], list[str]]:
+    """The suite the run is graded with, its snapshot, and notes on eval files the results name that were
+    not used: ``--eval`` when given, else the union of the results' own eval files (:func:`_own_evals`)."""
     if eval_path:  # the user's: theirs, wherever it is
         suite = load_eval(eval_path)
         snaps, blobs = snapshot_suite(suite)
-        return snaps, blobs, suite.path, suite.threshold, [], list(suite.warnings)
+        return suite, snaps, blobs, []
     parts, notes = _own_evals(source, imported, access)
     if not parts:
-        return [], {}, None, DEFAULT_THRESHOLD, notes, []
+        return None, [], {}, notes
     suite = union_suite(parts)
     snaps, blobs = snapshot_suite(suite)
-    return snaps, blobs, suite.path, suite.threshold, notes, list(suite.warnings)
+    return suite, snaps, blobs, notes
 
 
 def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tuple[list[EvalSuite], list[str]]:
@@ -310,7 +313,6 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
     references lie inside the folders the import may read (``access``). A relative name is AgentV's,
     relative to the repository it ran in: looked for under the imported folder, the current folder and
     the folders above it."""
-    base = imported if imported.is_dir() else imported.parent
     root = source.root.resolve()
     rows = list(source.result_eval_hints()) if source.result_eval_hints else [(None, source.eval_path_hints)]
     named = [*source.eval_path_hints, *(hint for _, hints in rows for hint in hints)]
@@ -362,9 +364,9 @@ def _own_evals(source: ImportSource, imported: Path, access: FileAccess) -> tupl
         if ids - covered(parts) or (not parts and not ran):
             parts.append(suite)
 
-    bases = [base, Path.cwd(), *Path.cwd().parents]
+    search = eval_search(imported)
     for hint in unique_paths(named):
-        found = next((c for c in ([hint] if hint.is_absolute() else [b / hint for b in bases]) if c.is_file()), None)
+        found = named_eval(hint, search)
         if found is not None and not found.resolve().is_relative_to(root):
             use(found, check=True)
     for test_id, hints in rows:

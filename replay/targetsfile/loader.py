@@ -128,6 +128,28 @@ OPTIONAL_REFERENCES = {kind: fields for kinds, fields in _OPTIONAL_REFERENCES.it
 ``${{ NAME }}`` reference to a variable that is unset or empty, the field is absent (a default applies), not
 an error. Every other reference must be set."""
 
+AGENTV_PROVIDERS = frozenset(
+    {
+        *("openai", "openrouter", "azure", "azure-openai", "anthropic", "gemini", "google", "google-gemini"),
+        *("codex", "codex-cli", "copilot-sdk", "copilot_sdk", "copilot", "copilot-cli", "copilot-log"),
+        *("pi", "pi-coding-agent", "pi-cli", "cc-mirror", "claude", "claude-code", "claude-cli", "claude-sdk"),
+        *("mock", "vscode", "vscode-insiders", "agentv", "cli", "replay"),
+    }
+)
+"""Every provider spelling AgentV 4.42.4's ``resolveTargetDefinition`` (``targets.ts``) has a case for,
+lower-cased as it compares them. Any other provider is a custom one (``.agentv/providers/NAME.ts``), which
+it resolves to its cli provider (``resolveDiscoveredProviderConfig``)."""
+
+
+def runs_in_eval_folder(provider: str) -> bool:
+    """Whether AgentV 4.42.4 runs a target of ``provider`` with its cli provider's working folder: ``cwd``
+    relative to the eval file's folder, and that folder when ``cwd`` is not set (``normalizeCliTargetInput``,
+    ``resolveDiscoveredProviderConfig``), unless the test runs in a workspace. It does so for ``cli`` and for
+    a custom provider; its other agent providers take a relative ``cwd`` from where AgentV runs
+    (``path.resolve``) and have no such default."""
+    kind = provider.strip().lower()
+    return kind == "cli" or kind not in AGENTV_PROVIDERS
+
 
 def without_unset_optionals(provider: str, fields: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     """``fields`` less the optional ones (:data:`OPTIONAL_REFERENCES`) whose reference is unset or empty here;

@@ -305,6 +305,38 @@ def test_importing_from_home_does_not_store_a_file_a_row_names_there(tmp_path: P
     assert "outside the folders" not in audit
 
 
+def test_an_eval_file_the_results_name_does_not_make_its_folder_readable(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A foreign row naming an eval file in the home folder, whose targets file there has a cli target without
+    cwd (AgentV ran it in the eval file's folder): the home folder is where to look, not permission."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- canary-id-rsa")
+    (home / "notes.eval.yaml").write_text("tests:\n  - id: t1\n    input: hi\n    criteria: c\n")
+    (home / ".agentv").mkdir()
+    (home / ".agentv" / "targets.yaml").write_text("targets:\n  - {name: agent, provider: cli, command: run}\n")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    row = {
+        "test_id": "t1",
+        "target": "agent",
+        "score": 1,
+        "scores": [],
+        "projection_identity": {"dimensions": {"eval_path": str(home / "notes.eval.yaml")}},
+        "output": [{"role": "assistant", "content": [{"type": "file", "path": ".ssh/id_rsa"}]}],
+    }
+    (downloads / "foreign.jsonl").write_text(json.dumps(row) + "\n")
+    for where in (home, tmp_path):
+        monkeypatch.chdir(where)
+        db_file = tmp_path / f"store-{where.name}.db"
+        result = run("--db", str(db_file), "import", str(downloads / "foreign.jsonl"), "--json")
+        assert result.exit_code == 0, result.output
+        assert not any(b"canary-id-rsa" in p.read_bytes() for p in tmp_path.glob(f"{db_file.name}*"))
+        audit = run("--db", str(db_file), "audit", json.loads(result.stdout)["run_id"], "t1", "--json").stdout
+        (artifact,) = json.loads(audit)["tests"][0]["artifacts"]
+        assert artifact["status"] == "refused", artifact
+        assert artifact["reason"].startswith(f"{home / '.ssh' / 'id_rsa'} is outside the folders this import may read")
+
+
 def test_importing_from_home_does_not_store_a_file_the_eval_beside_the_results_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -90,12 +90,21 @@ def test_bytes_of_every_file_the_agent_wrote_are_stored(sqlite_url: str, real: P
     assert by_name["notes.txt"]["status"] in {"refused", "missing"} and by_name["notes.txt"]["sha256"] is None
 
 
-def test_the_agents_files_are_missing_without_the_targets_cwd(sqlite_url: str, real: Path) -> None:
+def test_the_agents_files_are_not_read_without_the_users_targets_file(sqlite_url: str, real: Path) -> None:
+    # Without the user's targets file, the target's `cwd: ..` is known from AgentV's copy in the run only:
+    # data, so where to look (the files are found there), not permission to read them.
     (real / "project" / ".agentv" / "targets.yaml").unlink()
     run = imported(sqlite_url, real, "text-and-files")
     (test,) = audit(sqlite_url, run, "revenue-files")["tests"]
-    statuses = {a["path"]: a["status"] for a in test["artifacts"] if a["path"].startswith("out/")}
-    assert set(statuses.values()) == {"missing"}, statuses
+    out = [a for a in test["artifacts"] if a["path"].startswith("out/")]
+    assert {a["status"] for a in out} == {"refused"}, out
+    project = (real / "project").resolve()
+    assert all(a["reason"].startswith(f"{project}/out/") and "--files-root" in a["reason"] for a in out), out
+
+    other = f"sqlite:///{real / 'other.db'}"
+    run = imported(other, real, "text-and-files", "--files-root", str(real / "project"))
+    (test,) = audit(other, run, "revenue-files")["tests"]
+    assert {a["status"] for a in test["artifacts"] if a["path"].startswith("out/")} == {"stored"}
 
 
 def test_paths_named_inside_the_results_are_data_not_permission(sqlite_url: str, real: Path, tmp_path: Path) -> None:

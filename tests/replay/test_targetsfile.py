@@ -248,3 +248,80 @@ def test_an_optional_field_whose_variable_is_unset_is_absent_as_in_agentv(tmp_pa
     assert loaded.select("o", {"T_ENDPOINT": "http://x"}).fields["endpoint"] == "${{ T_ENDPOINT }}"
     assert "version" not in loaded.select("a", env).fields
     assert loaded.delegate("c", env).fields == {"command": "run", "healthcheck": {"command": "check"}}  # type: ignore[union-attr]
+
+
+def test_every_provider_agentv_knows_is_one_evalstore_runs_or_refuses():
+    """``AGENTV_PROVIDERS`` (targets.ts's cases) against the registry's table: what evalstore refuses is
+    AgentV's, and so is what it runs, but for its own spellings of a Chat Completions endpoint (which AgentV
+    4.42.4 would take for a custom provider) and for ``azure-openai`` (AgentV's alias of ``azure``)."""
+    from evalstore.replay.targets.registry import REFUSED, runners
+    from evalstore.replay.targetsfile.loader import AGENTV_PROVIDERS
+
+    assert set(REFUSED) <= AGENTV_PROVIDERS
+    assert set(runners()) - AGENTV_PROVIDERS == {"openai-compatible", "openai_compatible"}
+    assert AGENTV_PROVIDERS - set(runners()) - set(REFUSED) == {"azure-openai"}
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [("cli", True), (" CLI ", True), ("file-writer", True), ("claude-cli", False), ("openai", False), ("pi", False)],
+)
+def test_which_providers_run_in_the_eval_files_folder(provider: str, expected: bool):
+    from evalstore.replay.targetsfile.loader import runs_in_eval_folder
+
+    assert runs_in_eval_folder(provider) is expected
+
+
+def test_a_targets_working_folder_is_the_one_agentv_gives_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """AgentV 4.42.4 (targets.ts ``normalizeCliTargetInput``): a cli target's relative cwd is the eval file's
+    folder's, and that folder when it has none (an unset ``${{ VAR }}`` is none); its other agents resolve a
+    relative cwd from where AgentV runs, and have no default."""
+    from evalstore.replay.agentv.file_access import target_folder
+
+    evals = tmp_path / "project" / "evals"
+    for folder in (evals / "scratch", tmp_path / "abs", tmp_path / "here" / "work", evals / "from-env"):
+        folder.mkdir(parents=True)
+    eval_file = evals / "suite.eval.yaml"
+    eval_file.write_text("tests: []\n")
+    targets = load_targets_file(
+        write(
+            tmp_path,
+            "targets:\n"
+            "  - {name: bare, provider: cli, command: run}\n"
+            "  - {name: rel, provider: cli, command: run, cwd: scratch}\n"
+            f"  - {{name: abs, provider: cli, command: run, cwd: {tmp_path / 'abs'}}}\n"
+            "  - {name: unset, provider: cli, command: run, cwd: '${{ T_UNSET_CWD }}'}\n"
+            "  - {name: env, provider: cli, command: run, cwd: '${{ T_CWD }}'}\n"
+            "  - {name: inside, provider: cli, command: run, cwd: 'x/${{ T_CWD }}'}\n"
+            "  - {name: custom, provider: my-provider, command: run}\n"
+            "  - {name: claude, provider: claude-cli}\n"
+            "  - {name: claude-rel, provider: claude-cli, cwd: work}\n"
+            "  - {name: alias, use_target: bare}\n"
+            "  - {name: missing, provider: cli, command: run, cwd: nowhere}\n",
+        )
+    )
+    monkeypatch.chdir(tmp_path / "here")
+    monkeypatch.delenv("T_UNSET_CWD", raising=False)
+    monkeypatch.setenv("T_CWD", str(evals / "from-env"))
+
+    def folder(name: str, **trust: bool):  # type: ignore[no-untyped-def]
+        flags = {"trusted": True, "vouchable": True, "eval_trusted": True, **trust}
+        found = target_folder(targets, name, eval_file, **flags)
+        return None if found is None else (found.path, found.granted, found.default)
+
+    assert folder("bare") == (evals, True, True)
+    assert folder("rel") == (evals / "scratch", True, False)
+    assert folder("abs") == (tmp_path / "abs", True, False)
+    assert folder("unset") == (evals, True, True)
+    assert folder("env") == (evals / "from-env", True, False)
+    assert folder("inside") is None  # AgentV passes it on as written: no such folder
+    assert folder("custom") == (evals, True, True)
+    assert folder("claude") is None
+    assert folder("claude-rel") == (tmp_path / "here" / "work", False, False)  # AgentV's cwd is not known
+    assert folder("alias") == (evals, True, True)
+    assert folder("missing") is None
+    # From the results' own eval file (data): where to look, granted by --eval on that file.
+    found = target_folder(targets, "bare", eval_file, trusted=False, vouchable=True, eval_trusted=False)
+    assert found is not None and (found.granted, found.vouch) == (False, eval_file)
+    found = target_folder(targets, "rel", eval_file, trusted=False, vouchable=False, eval_trusted=True)
+    assert found is not None and (found.granted, found.vouch) == (False, None)  # AgentV's copy of the targets
