@@ -56,7 +56,7 @@ def _outcomes_line(c: Comparison) -> str:
 
 
 def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
-    from evalstore.replay.analysis.compare import key_label
+    from evalstore.replay.analysis.per_test import key_label
 
     # Every line here holds stored text (run and test ids, assertions): none may break into two.
     line = partial(echo, one_line=True)

@@ -148,13 +148,6 @@ def key_dict(key: Key) -> dict[str, object]:
     return {"test_id": test_id, "target": target, "attempt": attempt}
 
 
-def key_label(key: Key) -> str:
-    """How a result is named to people: ``test_id``, plus ``@target`` and ``#attempt`` when set."""
-    test_id, target, attempt = key
-    label = test_id if target is None else f"{test_id}@{target}"
-    return label if attempt == 1 else f"{label}#{attempt}"
-
-
 def _sort_key(key: Key) -> tuple[str, bool, str, int]:
     test_id, target, attempt = key
     return (test_id, target is not None, target or "", attempt)

@@ -23,6 +23,14 @@ if TYPE_CHECKING:
 Flip = Literal["pass->fail", "fail->pass"]
 
 
+def key_label(key: Key) -> str:
+    """How a result is named to people, everywhere (tables, comparisons, the viewer, labels): ``test_id``,
+    plus ``@target`` when given and ``#attempt`` after the first (an Inspect epoch, a trial: ``add#2``)."""
+    test_id, target, attempt = key
+    label = test_id if target is None else f"{test_id}@{target}"
+    return label if attempt == 1 else f"{label}#{attempt}"
+
+
 def flip_of(passed_a: bool, passed_b: bool) -> Flip | None:
     if passed_a == passed_b:
         return None
@@ -100,8 +108,6 @@ class TestUnit(Paired):
     def label(self) -> str:
         """A test of one attempt is named as its result is (``#attempt`` after the first); of several,
         with how many were averaged."""
-        from evalstore.replay.analysis.compare import key_label
-
         if len(self.keys) == 1:
             return key_label(self.keys[0])
         test_id, target = self.test

@@ -31,9 +31,9 @@ from evalstore.replay.analysis.compare import (
     Verdict,
     changed_tests,
     grader_pairs,
-    key_label,
     with_full_verdicts,
 )
+from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.stats import PairedStats
 
 MAX_BARS = 1000

@@ -9,7 +9,8 @@ import pytest
 from scipy import stats as sps
 
 from evalstore.replay.analysis import compare as compare_module
-from evalstore.replay.analysis.compare import Comparison, Key, RunResults, compare, key_label, regression
+from evalstore.replay.analysis.compare import Comparison, Key, RunResults, compare, regression
+from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.stats import bootstrap_mean_ci
 from evalstore.replay.errors import CompareError, ReplayError
 from evalstore.store import events
