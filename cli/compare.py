@@ -103,7 +103,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
         ids=["grader", "n", "mean A", "mean B", "diff"],
         optional=["kappa", "McNemar p", "n", "fail->pass", "pass->fail"],
     )
-    changed = [t for t in c.units if t.delta != 0 or t.flip]
+    changed = [t for t in c.units if t.changed]
     if changed:
         shown = sorted(changed, key=lambda t: (t.flip is None, -abs(t.delta)))[:max_tests]
         print_table(
