@@ -56,7 +56,7 @@ def _outcomes_line(c: Comparison) -> str:
 
 
 def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
-    from evalstore.replay.analysis.compare import key_label
+    from evalstore.replay.analysis.per_test import key_label
 
     # Every line here holds stored text (run and test ids, assertions): none may break into two.
     line = partial(echo, one_line=True)
@@ -103,7 +103,7 @@ def print_comparison(c: Comparison, *, max_tests: int = 50) -> None:
         ids=["grader", "n", "mean A", "mean B", "diff"],
         optional=["kappa", "McNemar p", "n", "fail->pass", "pass->fail"],
     )
-    changed = [t for t in c.units if t.delta != 0 or t.flip]
+    changed = [t for t in c.units if t.changed]
     if changed:
         shown = sorted(changed, key=lambda t: (t.flip is None, -abs(t.delta)))[:max_tests]
         print_table(

@@ -44,8 +44,21 @@ def _exit_for(exc: Exception) -> NoReturn:
     """One ``Error: ...`` line for ``exc`` and its exit code. The layers' errors are imported here, when
     one is raised, not with the command: a command's ``--help`` loads neither layer (nor SQLAlchemy)."""
     from evalstore.replay.errors import ReplayError
-    from evalstore.store.errors import StoreError, error_line, is_database_failure
+    from evalstore.store.errors import StoreError, error_line, is_database_failure, is_locked_out
 
+    if is_database_failure(exc):
+        # Whatever was not committed was not recorded: the command, run again (or resumed: it says how,
+        # `finish_with`), does the rest; a lock held by another command, once that command has finished.
+        locked = is_locked_out(exc)
+        echo(
+            f"Error: database error: {error_line(exc)} ("
+            + ("another evalstore command is writing this store; " if locked else "")
+            + "nothing uncommitted was recorded; "
+            + ("when that command has finished, " if locked else "")
+            + f"{_finishing()})",
+            err=True,
+        )
+        sys.exit(EXIT_USAGE)
     if isinstance(exc, (ReplayError, StoreError)):
         echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
@@ -53,15 +66,6 @@ def _exit_for(exc: Exception) -> NoReturn:
         # A path the user gave that cannot be read or written (an output folder that does not exist).
         where = f"{exc.filename}: " if exc.filename else ""
         echo(f"Error: {where}{exc.strerror or exc}", err=True)
-        sys.exit(EXIT_USAGE)
-    if is_database_failure(exc):
-        # Whatever was not committed was not recorded: running the command again (a replay: resuming
-        # it) does the rest.
-        echo(
-            f"Error: database error: {error_line(exc)} (nothing uncommitted was recorded; "
-            "a replay resumes with `evalstore replay --resume RUN`)",
-            err=True,
-        )
         sys.exit(EXIT_USAGE)
     damage = _damage_behind(exc)
     if damage is not None:
@@ -73,6 +77,24 @@ def _exit_for(exc: Exception) -> NoReturn:
         err=True,
     )
     sys.exit(EXIT_INTERNAL)
+
+
+_FINISH = "evalstore_finish"
+"""Where the running command keeps how its work is finished once it stopped part-way (``finish_with``)."""
+
+
+def finish_with(how: str) -> None:
+    """How the running command's work is finished if it stops part-way (a database failure): an imperative
+    clause (``finish it with: evalstore run --resume RUN``). Without one, the error says to run the command
+    again, which is right for a command whose work is done whole or not at all."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.find_root().ensure_object(dict)[_FINISH] = how
+
+
+def _finishing() -> str:
+    ctx = click.get_current_context(silent=True)
+    return ((ctx.find_root().obj or {}) if ctx else {}).get(_FINISH, "run the command again")
 
 
 def _damage_behind(exc: Exception) -> Exception | None:

@@ -58,7 +58,7 @@ def label(ctx, run, test, passed, failed, score, grader, note_text, by, interact
       evalstore label last q3-report --fail --note "West shows zero revenue" --by alice
       evalstore label last --next --by alice
     """
-    from evalstore.replay.analysis.compare import key_label
+    from evalstore.replay.analysis.per_test import key_label
     from evalstore.replay.labels import LabelInput, contradiction, label_warnings, record_labels
 
     if passed and failed:
@@ -229,7 +229,7 @@ def list_labels(ctx, run, show_all, as_json) -> None:  # type: ignore[no-untyped
     Example:
       evalstore labels list last --all
     """
-    from evalstore.replay.analysis.compare import key_label
+    from evalstore.replay.analysis.per_test import key_label
     from evalstore.replay.labels import label_run, read_labels
 
     store = open_store(ctx, create=False)

@@ -293,11 +293,23 @@ class progress_bar:
 @contextmanager
 def resume_hint(command: str) -> Iterator[Callable[[str], None]]:
     """Yields ``begun(run_id)``, to call once the run exists; on Ctrl-C after that, says how to finish
-    it (``evalstore COMMAND --resume RUN``). What was recorded stays recorded."""
+    it (``evalstore COMMAND --resume RUN``), and so does the error line of a database failure
+    (``finish_with``). What was recorded stays recorded."""
+    from evalstore.cli.errors import finish_with
+
     begun: list[str] = []
+
+    def begin(run_id: str) -> None:
+        begun.append(run_id)
+        finish_with(_resume_clause(command, run_id))
+
     try:
-        yield begun.append
+        yield begin
     except KeyboardInterrupt:
         if begun:
-            note(f"{command} {begun[0]} is incomplete; finish it with: evalstore {command} --resume {begun[0]}")
+            note(f"{command} {begun[0]} is incomplete; {_resume_clause(command, begun[0])}")
         raise
+
+
+def _resume_clause(command: str, run_id: str) -> str:
+    return f"finish it with: evalstore {command} --resume {run_id}"

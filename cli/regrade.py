@@ -22,7 +22,7 @@ from evalstore.replay.choices import REGRESSION_MODES
 
 def not_regradable_groups(unable: list[tuple[tuple[str, str, int], str]]) -> dict[str, list[str]]:
     """The tests a replay cannot regrade, named, by reason."""
-    from evalstore.replay.analysis.compare import key_label
+    from evalstore.replay.analysis.per_test import key_label
 
     groups: dict[str, list[str]] = {}
     for (test_id, target, attempt), reason in unable:

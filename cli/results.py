@@ -41,8 +41,8 @@ ERROR_CHARS = 500
 
 def result_labels(keys: list[tuple[str, str | None, int]]) -> list[str]:
     """How results are named in a table or a list: the test id, with ``@target`` when the results span
-    several targets and ``#attempt`` after the first (``analysis.compare.key_label``)."""
-    from evalstore.replay.analysis.compare import key_label
+    several targets and ``#attempt`` after the first (``analysis.per_test.key_label``)."""
+    from evalstore.replay.analysis.per_test import key_label
 
     several = len({target or None for _, target, _ in keys}) > 1
     return [key_label((test_id, (target or None) if several else None, attempt)) for test_id, target, attempt in keys]

@@ -118,6 +118,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
     """
     from evalstore.cli.results import grader_cell, pass_cell
     from evalstore.replay.analysis import views
+    from evalstore.replay.analysis.per_test import key_label
 
     store = open_store(ctx, create=False)
     run_id = views.resolve_run(store, run)
@@ -150,7 +151,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
     columns = ["test", "target", "score", "pass", "status", "graders", "why"]
     cells = (
         (
-            r.test_id + (f" #{r.attempt}" if r.attempt != 1 else ""),
+            key_label((r.test_id, None, r.attempt)),  # the target has a column of its own
             r.target,
             fmt_score(r.score),
             pass_cell(r.passed, r.status),

@@ -15,7 +15,7 @@ import click
 
 from evalstore.cli.attest import checkpoint_option
 from evalstore.cli.context import complete_run_id, open_store, store_or_opener
-from evalstore.cli.errors import handle_errors
+from evalstore.cli.errors import finish_with, handle_errors
 from evalstore.cli.files import replacing, unwritable
 from evalstore.cli.output import echo, json_option, no_cycle_collection, note, plural, print_json, progress_bar
 from evalstore.replay.choices import EXPORT_FORMATS
@@ -95,8 +95,8 @@ def import_(
     if is_bundle(path):
         if eval_path or skip_bad or targets_path or files_roots:
             raise click.UsageError("--eval, --skip-bad, --targets and --files-root do not apply to an evalstore bundle")
-        store = open_store(ctx)
-        moved = import_bundle(store, path)
+        with _import_hint():
+            moved = import_bundle(open_store(ctx), path)
         if as_json:
             print_json(
                 {
@@ -216,8 +216,10 @@ def _inspect_logs(path: Path) -> bool:
 
 @contextmanager
 def _import_hint() -> Iterator[None]:
-    """On Ctrl-C, what becomes of an import: an import is checked whole before anything is written, then
-    written in batches; a run stopped while written is completed by importing the same source again."""
+    """On Ctrl-C or a database failure, what becomes of an import: an import is checked whole before
+    anything is written, then written in batches (a bundle a run at a time), each batch's event ids derived
+    from the source; a run stopped while written is completed by importing the same source again."""
+    finish_with("import the same source again: what was written stays, and the import completes it")
     try:
         yield
     except KeyboardInterrupt:

@@ -20,8 +20,9 @@ def validate(paths: tuple[Path, ...], as_json: bool) -> None:
 
     A folder is searched for *.eval.yaml files as agentv validate searches it (hidden folders and
     node_modules left out), unless it is an AgentV run folder, which is checked as results. A YAML file
-    is a targets file under .agentv/ (targets.yaml), else an eval file; a .jsonl file is results. No
-    agent, grader or judge is called and no store is opened. Exits 1 when any file is invalid.
+    is a targets file when it is .agentv/targets.yaml or holds a top-level targets: list (of entries
+    with name and provider), else an eval file; a .jsonl file is results. No agent, grader or judge is
+    called and no store is opened. Exits 1 when any file is invalid.
 
     \b
     Example:

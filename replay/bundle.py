@@ -39,7 +39,7 @@ from evalstore.replay.errors import ReplayError
 from evalstore.replay.jsontext import decode_problem
 from evalstore.store import EventStore, StoredEvent, canonical_json, projections, sha256_hex
 from evalstore.store.blobs import FileBlob, file_digest, is_large_size
-from evalstore.store.errors import StoreError
+from evalstore.store.errors import DatabaseFailure, StoreError
 from evalstore.store.events import (
     LOG_STREAM,
     CheckpointRecorded,
@@ -177,6 +177,8 @@ def import_bundle(store: EventStore, directory: Path) -> BundleOutcome:
             store.append_copies(
                 stream_id, [*copies, _moved(stream_id, rows, manifest)], blobs={d: blobs[d] for d in needed}
             )
+    except DatabaseFailure:
+        raise  # the database, not the bundle: importing it again completes it
     except StoreError as exc:
         raise BundleError(f"{directory}: {exc}") from None
     new_runs = [s for s in by_stream if s not in present]

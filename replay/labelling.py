@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalstore.replay.analysis.compare import key_label
+from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock, candidate_message
 from evalstore.replay.grading.answer import assemble, file_part, file_text, warning_line

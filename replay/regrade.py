@@ -20,7 +20,7 @@ import json
 import shlex
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -432,6 +432,8 @@ def _execute(
     )
     todo = [key for key in parent.order if in_shard(key, options.shard) and key not in graded]
     regraded = {key for key in todo if _selected(key[0], tests_by_id, options)}
+    alone = _left_alone(store, parent, tests_by_id, options, regraded)
+    regraded -= alone
     missing = sorted({key[0] for key in todo if _asked(key[0], options) and key[0] not in tests_by_id})
     if missing:
         # Asked to regrade (all tests, or those --tests names) but the eval has no such test: carried over
@@ -444,6 +446,7 @@ def _execute(
     suite = _warned(
         suite,
         _unfinished(store, parent),
+        _left_alone_warning(alone, tests_by_id),
         _marked_otherwise(store, parent, options, suite, threshold, regraded),
         *_grader_changes(store, parent, suite, options, regraded),
     )
@@ -757,6 +760,46 @@ def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOpt
     return test_id in tests_by_id and _asked(test_id, options)
 
 
+def _leaves_alone(test: EvalTest, options: ReplayOptions, parent_graders: Collection[str]) -> bool:
+    """Whether ``--graders`` leaves a test alone: it names none of the test's graders, and the parent holds
+    no verdict of them to carry (``parent_graders``: the result's). Such a test is carried over whole, its
+    parent's score kept, as a test ``--tests`` leaves out is, instead of being graded by what ``--graders``
+    left out: an AgentV import's test graded by the implicit ``llm-grader`` alone (criteria, no
+    assertions), whose row holds the test's score and no verdict of that grader."""
+    if options.graders is None:
+        return False
+    names = {name for name, _ in verdict_graders(test)}
+    return not names & set(options.graders) and not names & set(parent_graders)
+
+
+def _left_alone(
+    store: EventStore,
+    parent: RunWindows,
+    tests_by_id: dict[str, EvalTest],
+    options: ReplayOptions,
+    keys: set[ResultKey],
+) -> set[ResultKey]:
+    """The results of ``keys`` that ``--graders`` leaves alone (:func:`_leaves_alone`)."""
+    if options.graders is None or not keys:
+        return set()
+    held: dict[ResultKey, set[str]] = {}
+    for test_id, target, attempt, grader, _ in store.graders_of(parent.run_id):
+        held.setdefault(result_key(test_id, target, attempt), set()).add(grader)
+    return {key for key in keys if _leaves_alone(tests_by_id[key[0]], options, held.get(key, ()))}
+
+
+def _left_alone_warning(alone: set[ResultKey], tests_by_id: dict[str, EvalTest]) -> str | None:
+    if not alone:
+        return None
+    ids = sorted({key[0] for key in alone})
+    names = sorted({name for test_id in ids for name, _ in verdict_graders(tests_by_id[test_id])})
+    return (
+        f"--graders names no grader of {_listing(ids)} ({', '.join(names)}), and the parent has no verdict of "
+        "them to keep (an AgentV import has none of its implicit llm-grader): carried over with the parent's "
+        f"score, not graded (name {', '.join(names)} in --graders to grade them)"
+    )
+
+
 def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
     """What a replay regraded (carried verdicts left out): code-grader verdicts whose process ran
     (``code_ran``) or whose recorded execution was reused (``code_reused``), and verdicts of other
@@ -857,7 +900,7 @@ def _replay_test(
     recorder = StoreRecorder(store, run_id, ahead, key=key, waiting=test_waiting)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
-    if test is None or not _selected(test_id, tests_by_id, options):
+    if test is None or not _selected(test_id, tests_by_id, options) or _leaves_alone(test, options, carried):
         # Not regraded: the parent's verdicts and score carry over unchanged, marked as carried.
         for _grader, (vid, verdict) in carried.items():
             recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))

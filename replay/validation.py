@@ -8,9 +8,11 @@ here loads there, and an error here is the error the command would stop with.
 Which files a path means follows ``agentv validate`` (AgentV 4.42.4, ``apps/cli/src/commands/validate``):
 a folder is searched for ``*.eval.yaml``/``*.eval.yml``, leaving out hidden folders and ``node_modules``;
 a YAML file is a targets file when it is ``targets.yaml``/``.yml`` under a ``.agentv`` folder (or says
-``$schema: agentv-targets-v2.2``), else an eval file. Beyond AgentV, which checks YAML only: a ``.jsonl``
-file, or a folder holding an AgentV run (``index.jsonl``, a v5-next bundle), is results, checked as
-``evalstore import`` would take them in.
+``$schema: agentv-targets-v2.2``), else an eval file. Beyond AgentV: a YAML file anywhere that holds what a
+targets file holds (a top-level ``targets:`` list of providers: ``is_targets_document``) is a targets
+file too (AgentV skips it as of unknown type; read as an eval, it was refused for its secret references);
+and a ``.jsonl`` file, or a folder holding an AgentV run (``index.jsonl``, a v5-next bundle), is results,
+checked as ``evalstore import`` would take them in.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ YAML_SUFFIXES = (".yaml", ".yml")
 EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
 TARGETS_NAMES = ("targets.yaml", "targets.yml")
 TARGETS_SCHEMA = re.compile(r"^\$schema:\s*[\"']?agentv-targets-v2\.2[\"']?\s*$", re.MULTILINE)
+TARGETS_KEY = re.compile(r"^targets\s*:", re.MULTILINE)
+"""A top-level ``targets:`` key: only a file holding one is parsed to see whether it is a targets file."""
 
 
 class ValidateUsageError(ReplayError):
@@ -162,14 +166,27 @@ def _kind_of(path: Path, given: str | Path) -> Kind:
 
 
 def _is_targets_file(path: Path) -> bool:
-    """AgentV's rule (``validation/file-type.ts``): a ``$schema`` saying so, else the name under ``.agentv``."""
+    """AgentV's rule (``validation/file-type.ts``): a ``$schema`` saying so, else the name under ``.agentv``;
+    and, wherever it lies and whatever its name, what it holds (``is_targets_document``)."""
     if path.name in TARGETS_NAMES and "/.agentv/" in path.as_posix():
         return True
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
-    return TARGETS_SCHEMA.search(text) is not None
+    if TARGETS_SCHEMA.search(text) is not None:
+        return True
+    if TARGETS_KEY.search(text) is None:
+        return False
+    from evalstore.replay.errors import EvalFileError
+    from evalstore.replay.evalfile.source import load_yaml
+    from evalstore.replay.targetsfile.loader import is_targets_document
+
+    try:
+        data, _ = load_yaml(text, str(path), [])
+    except EvalFileError:
+        return False  # not YAML that loads: checked as an eval, whose error says where
+    return is_targets_document(data)
 
 
 def _is_run_folder(path: Path) -> bool:

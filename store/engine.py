@@ -284,15 +284,18 @@ def downgrade(engine: Engine, revision: str) -> None:
 
 
 def _migrate(engine: Engine, direction: str, revision: str, *, only_if_empty: bool = False) -> None:
-    """Run Alembic in one transaction. On PostgreSQL it first takes an advisory lock, so two processes
-    creating or upgrading one store take turns (the second finds the work done) instead of both creating
-    the same tables. ``only_if_empty``: a store's first upgrade, decided again under the lock."""
+    """Run Alembic in one transaction, under a lock, so two processes creating or upgrading one store take
+    turns (the second finds the work done) instead of both creating the same tables: on PostgreSQL an
+    advisory lock; on SQLite the write lock, taken up front (``BEGIN IMMEDIATE``, waiting out the busy
+    timeout), since a plain ``BEGIN`` that read first and then wrote failed at once with "database is
+    locked" when another creator held it. ``only_if_empty``: a store's first upgrade, decided again under
+    the lock."""
     from alembic import command
     from alembic.util import CommandError
 
     config = alembic_config(engine.url.render_as_string(hide_password=False))
     try:
-        with _connect(engine) as conn, conn.begin():
+        with _connect(engine) as conn, conn.execution_options(**{IMMEDIATE: True}).begin():
             if engine.dialect.name == "postgresql":
                 from evalstore.store.postgres import lock_for_migration
 

@@ -51,13 +51,35 @@ class StoreMissing(StoreError):
     """A command that only reads was pointed at a store that does not exist (it is never created)."""
 
 
+class DatabaseFailure(StoreError):
+    """The database failed under an append (a lock held past the busy timeout, a dropped connection), not
+    a fact about the data: nothing of the append was recorded. ``orig``: the driver's error."""
+
+    def __init__(self, message: str, orig: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.orig = orig
+
+
 def is_database_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is the database failing (a dropped connection, a lock, a server error), as raised by
-    SQLAlchemy, not a fact about the data. Work under way when it happens must not be recorded as
-    anything else (a grader's verdict): what was not committed is done again by a resume."""
+    SQLAlchemy or by an append (:class:`DatabaseFailure`), not a fact about the data. Work under way when
+    it happens must not be recorded as anything else (a grader's verdict): what was not committed is done
+    again by a resume."""
     from sqlalchemy.exc import DBAPIError  # imported on use: the store already has SQLAlchemy loaded
 
-    return isinstance(exc, DBAPIError)
+    return isinstance(exc, DBAPIError | DatabaseFailure)
+
+
+SQLITE_BUSY, SQLITE_LOCKED = 5, 6
+"""SQLite's primary result codes for "database is locked" (another connection holds the lock)."""
+
+
+def is_locked_out(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked": another connection (another evalstore command)
+    held the store's write lock past the busy timeout. Nothing is wrong with the store; the command can be
+    run again once the other has finished."""
+    code = getattr(getattr(exc, "orig", None), "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
 
 
 def error_line(exc: BaseException) -> str:

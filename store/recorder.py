@@ -50,6 +50,7 @@ from evalstore.store.errors import (
     BlobNotFound,
     ConcurrencyError,
     DamagedRead,
+    DatabaseFailure,
     IdempotencyError,
     NotFound,
     StoreError,
@@ -1491,4 +1492,4 @@ def _translate(exc: DBAPIError) -> StoreError:
         return AppendOnlyError(message.splitlines()[0])
     if "uq_records_stream_version" in message or "records.stream, records.version" in message:
         return ConcurrencyError("another writer appended to this stream at the same time; re-read and retry")
-    return StoreError(f"database error: {message.splitlines()[0] if message else type(exc).__name__}")
+    return DatabaseFailure(f"database error: {message.splitlines()[0] if message else type(exc).__name__}", exc.orig)

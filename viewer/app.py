@@ -41,7 +41,7 @@ from starlette.staticfiles import StaticFiles
 
 from evalstore import __version__
 from evalstore.replay.analysis import browse, labelview
-from evalstore.replay.analysis.compare import key_label
+from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.prompts import prompt_messages
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.errors import NotFoundError, ReplayError

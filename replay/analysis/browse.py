@@ -511,14 +511,24 @@ class CompareStats:
     overall: PairedStats
     graders: list[GraderRow]
     paired: int
+    """Paired results."""
+    tests: int
+    """Paired tests, a test's paired attempts one (``per_test``), as every statistic counts them."""
+    changed_tests: int
+    """Paired tests whose score moved or whose pass/fail flipped, as ``evalstore compare`` counts them."""
     changed: list[TestRow]
-    """Paired tests whose score moved or whose pass/fail flipped (for the test or any grader), most
+    """Paired results whose score moved or whose pass/fail flipped (for the result or any grader), most
     changed first: flips, then grader-only flips, then by the size of the score change."""
     only_in_a: list[Key]
     """The first ``ONLY_SHOWN`` of them, in key order."""
     only_in_a_total: int
     only_in_b: list[Key]
     only_in_b_total: int
+
+    @property
+    def averaged(self) -> bool:
+        """Whether some paired test has several paired attempts, averaged into one pair."""
+        return self.tests != self.paired
 
 
 @dataclass
@@ -575,17 +585,18 @@ def compare_stats(store: EventStore, run_a: str, run_b: str, *, seed: int = 0, r
             if tally is None:
                 tally = tallies[grader] = _GraderTally()
             if v_a is None:
-                tally.only_in_b += 1
+                tally.only_in_b.add(key)
             elif v_b is None:
-                tally.only_in_a += 1
+                tally.only_in_a.add(key)
             elif v_a == "skip" or v_b == "skip":
-                tally.skipped += 1
+                tally.skipped.add(key)
             else:
                 tally.add(key, s_a, s_b, v_a == "pass", v_b == "pass")
                 grader_flipped = grader_flipped or (v_a == "pass") != (v_b == "pass")
         if grader_flipped or row.passed_a != row.passed_b:
             flipped.add(key)
-    graders, overall = paired_summary(test_units(rows), tallies, seed=seed, resamples=resamples)
+    units = test_units(rows)
+    graders, overall = paired_summary(units, tallies, seed=seed, resamples=resamples)
     changed = [r for r in rows if r.delta != 0 or r.key in flipped]
     changed.sort(key=lambda t: (t.flip is None, t.key not in flipped, -abs(t.delta), t.key[0]))
     only_a, total_a = store.unpaired_results(run_a, run_b, limit=ONLY_SHOWN)
@@ -598,6 +609,8 @@ def compare_stats(store: EventStore, run_a: str, run_b: str, *, seed: int = 0, r
         overall,
         graders,
         len(rows),
+        len(units),
+        sum(u.changed for u in units),
         changed,
         [_key(*k) for k in only_a],
         total_a,

@@ -13,7 +13,7 @@ Pairing rules the spec left open:
   execution errors included (they count as failures with their recorded score).
 * Per-grader statistics leave out pairs where either verdict is ``skip``: a skip means the grader
   produced no verdict (AgentV: an LLM-grader parse failure), so it is neither a pass nor a score.
-  The number left out is reported as ``skipped``.
+  The number of tests with such a pair is reported as ``skipped``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from evalstore.replay.analysis.outcomes import Outcomes, normalized_gain, outcome, outcomes
-from evalstore.replay.analysis.per_test import Flip, Paired, TestUnit, flip_of, in_order, per_test_columns, test_units
+from evalstore.replay.analysis.per_test import (
+    CountedTests,
+    Flip,
+    Paired,
+    TestUnit,
+    flip_of,
+    in_order,
+    per_test_columns,
+    test_units,
+)
 from evalstore.replay.analysis.stats import MIN_PAIRS_CI, PairedStats, paired_stats
 from evalstore.replay.choices import OUTCOME_THRESHOLD, REGRESSION_MODES
 from evalstore.replay.errors import CompareError
@@ -148,13 +157,6 @@ def key_dict(key: Key) -> dict[str, object]:
     return {"test_id": test_id, "target": target, "attempt": attempt}
 
 
-def key_label(key: Key) -> str:
-    """How a result is named to people: ``test_id``, plus ``@target`` and ``#attempt`` when set."""
-    test_id, target, attempt = key
-    label = test_id if target is None else f"{test_id}@{target}"
-    return label if attempt == 1 else f"{label}#{attempt}"
-
-
 def _sort_key(key: Key) -> tuple[str, bool, str, int]:
     test_id, target, attempt = key
     return (test_id, target is not None, target or "", attempt)
@@ -184,9 +186,10 @@ class GraderRow:
     stats: PairedStats
     """Over the pairs where both runs have a pass/fail verdict from this grader."""
     skipped: int
-    """Pairs left out because a verdict was ``skip`` in A or B."""
+    """Paired tests with a result left out because a verdict was ``skip`` in A or B (a test of several
+    attempts counted once, as in ``stats``; of one attempt, its result)."""
     only_in_a: int
-    """Paired results where only run A has a verdict from this grader."""
+    """Paired tests with a result where only run A has a verdict from this grader (counted alike)."""
     only_in_b: int
 
     @property
@@ -414,9 +417,11 @@ class _GraderTally:
     scores_b: list[float] = field(default_factory=list)
     passed_a: list[bool] = field(default_factory=list)
     passed_b: list[bool] = field(default_factory=list)
-    skipped: int = 0
-    only_in_a: int = 0
-    only_in_b: int = 0
+    # The tests (not attempts: per_test) with a result left out of the pairs: for a `skip` verdict, or
+    # a verdict in one run only.
+    skipped: CountedTests = field(default_factory=CountedTests)
+    only_in_a: CountedTests = field(default_factory=CountedTests)
+    only_in_b: CountedTests = field(default_factory=CountedTests)
 
     def add(self, key: Key, score_a: float, score_b: float, pass_a: bool, pass_b: bool) -> None:
         self.keys.append(key)
@@ -439,9 +444,9 @@ def paired_summary(
             GraderRow(
                 grader=name,
                 stats=paired_stats(*columns, seed=seed, resamples=resamples),
-                skipped=t.skipped,
-                only_in_a=t.only_in_a,
-                only_in_b=t.only_in_b,
+                skipped=t.skipped.count,
+                only_in_a=t.only_in_a.count,
+                only_in_b=t.only_in_b.count,
             )
         )
     overall = paired_stats(
@@ -498,9 +503,9 @@ def compare(
                 tally = tallies[name] = _GraderTally()
             verdict_b = vb.get(name)
             if verdict_b is None:
-                tally.only_in_a += 1
+                tally.only_in_a.add(key)
             elif verdict_a.verdict == "skip" or verdict_b.verdict == "skip":
-                tally.skipped += 1
+                tally.skipped.add(key)
             else:
                 pass_a = verdict_a.verdict == "pass"
                 pass_b = verdict_b.verdict == "pass"
@@ -511,7 +516,7 @@ def compare(
             tally = tallies.get(name)
             if tally is None:
                 tally = tallies[name] = _GraderTally()
-            tally.only_in_b += 1
+            tally.only_in_b.add(key)
         if grader_flipped or sa.passed != sb.passed:
             pending.append((row, va, vb))
 

@@ -23,6 +23,14 @@ if TYPE_CHECKING:
 Flip = Literal["pass->fail", "fail->pass"]
 
 
+def key_label(key: Key) -> str:
+    """How a result is named to people, everywhere (tables, comparisons, the viewer, labels): ``test_id``,
+    plus ``@target`` when given and ``#attempt`` after the first (an Inspect epoch, a trial: ``add#2``)."""
+    test_id, target, attempt = key
+    label = test_id if target is None else f"{test_id}@{target}"
+    return label if attempt == 1 else f"{label}#{attempt}"
+
+
 def flip_of(passed_a: bool, passed_b: bool) -> Flip | None:
     if passed_a == passed_b:
         return None
@@ -48,6 +56,11 @@ class Paired:
     @property
     def flip(self) -> Flip | None:
         return flip_of(self.passed_a, self.passed_b)
+
+    @property
+    def changed(self) -> bool:
+        """Whether its score moved or its pass/fail flipped: a changed test, as ``compare`` counts them."""
+        return self.delta != 0 or self.flip is not None
 
     def sides(self) -> dict[str, object]:
         return {
@@ -90,7 +103,7 @@ class TestUnit(Paired):
 
     @property
     def test(self) -> TestKey:
-        return self.keys[0][0], self.keys[0][1]
+        return test_of(self.keys[0])
 
     @property
     def attempts(self) -> int:
@@ -100,8 +113,6 @@ class TestUnit(Paired):
     def label(self) -> str:
         """A test of one attempt is named as its result is (``#attempt`` after the first); of several,
         with how many were averaged."""
-        from evalstore.replay.analysis.compare import key_label
-
         if len(self.keys) == 1:
             return key_label(self.keys[0])
         test_id, target = self.test
@@ -128,14 +139,37 @@ def _status(statuses: Sequence[str]) -> str:
     return statuses[0] if len(set(statuses)) == 1 else MIXED
 
 
+def test_of(key: Key) -> TestKey:
+    """The test a result is an attempt of: its test id and target."""
+    return key[0], key[1]
+
+
 def _runs_of_a_test(keys: Sequence[Key]) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each stretch of ``keys`` holding one test: the comparison pairs results in key
     order, so a test's attempts are next to each other."""
     start = 0
     for i in range(1, len(keys) + 1):
-        if i == len(keys) or keys[i][:2] != keys[start][:2]:
+        if i == len(keys) or test_of(keys[i]) != test_of(keys[start]):
             yield start, i
             start = i
+
+
+class CountedTests:
+    """How many tests some results are attempts of, the results given in key order (a test's attempts one
+    after another, as the comparison pairs them): a test of several attempts counts once, as every
+    statistic counts it; a test of one attempt is its result."""
+
+    __slots__ = ("_last", "count")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._last: TestKey | None = None
+
+    def add(self, key: Key) -> None:
+        test = test_of(key)
+        if test != self._last:
+            self._last = test
+            self.count += 1
 
 
 def test_units(rows: Sequence[TestRow]) -> list[TestUnit]:

@@ -31,9 +31,9 @@ from evalstore.replay.analysis.compare import (
     Verdict,
     changed_tests,
     grader_pairs,
-    key_label,
     with_full_verdicts,
 )
+from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.stats import PairedStats
 
 MAX_BARS = 1000
@@ -114,13 +114,15 @@ def _summary(c: Comparison, changed: int) -> str:
     better = len(c.improvements)
     method = f'<p class="muted">CI method: {_e(s.method)}.</p>' if s.method else ""
     paired = f"{len(c.tests)} paired results"
+    changes = f"{changed} changed"
     if c.averaged:  # the statistics and the flips count tests; the chart and verdicts below are per attempt
         paired = f"{len(c.units)} paired tests (each test's attempts averaged: {paired})"
+        changes = f"{changed} paired result{'' if changed == 1 else 's'} changed"
     return (
         "<h2>Summary</h2>"
         f"<p>Run A <code>{_e(c.run_a)}</code> vs run B <code>{_e(c.run_b)}</code>: "
         f"{paired}, {len(c.only_in_a)} only in A, {len(c.only_in_b)} only in B; "
-        f"{changed} changed. "
+        f"{changes}. "
         f'<span class="fail">{worse} flipped pass→fail</span>, '
         f'<span class="pass">{better} flipped fail→pass</span>.</p>'
         f"<table><tr><th></th>{_STATS_HEAD}</tr><tr><th>tests</th>{_stats_cells(c.overall)}</tr></table>"

@@ -58,6 +58,7 @@ from evalstore.replay.evalfile.workspace import (
     workspace_spec,
 )
 from evalstore.replay.jstext import js_string
+from evalstore.replay.targetsfile.loader import is_targets_document
 from evalstore.replay.targetsfile.redaction import looks_secret
 
 DEFAULT_THRESHOLD = 0.8
@@ -143,6 +144,11 @@ def load_eval_text(
     root = Where(str(eval_path), lines)
     if data is None:
         raise root.error("the eval file is empty; add `tests`")
+    if is_targets_document(data):  # said before its `${{ API_KEY }}` is refused as an eval's secret
+        raise root.error(
+            "a targets file (a top-level `targets:` list of providers), not an eval file: pass it as "
+            "`--targets FILE` with an eval file (`evalstore validate FILE` checks it as a targets file)"
+        )
     _refuse_secret_references(data, root)
     doc = expect_mapping(with_env(data, ctx.env), root, "a mapping with `tests`")
     warn_unknown(ctx, doc, SUITE_KEYS, root)

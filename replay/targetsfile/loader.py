@@ -270,6 +270,21 @@ class TargetsFile:
         return replace(entry, provider=provider, fields=without_unset_optionals(provider, entry.fields, env))
 
 
+TARGET_KEYS = frozenset({"name", "provider", "use_target"})
+"""Keys of a targets file's entry, one of which an eval file's top level never lists under ``targets``."""
+
+
+def is_targets_document(data: Any) -> bool:
+    """Whether parsed YAML is a targets file by what it holds, wherever it lies: a mapping with no ``tests``
+    (an eval's) whose top-level ``targets`` is a list with an entry that is a mapping with a ``name``,
+    ``provider`` or ``use_target``, the shape of AgentV's ``targets.yaml`` (one with an entry in error
+    too, so that the targets loader, not the eval parser, says what is wrong). An eval file holds no such
+    list (its targets are names, under ``execution``)."""
+    if not isinstance(data, dict) or "tests" in data or not isinstance(data.get("targets"), list):
+        return False
+    return any(isinstance(entry, dict) and entry.keys() & TARGET_KEYS for entry in data["targets"])
+
+
 def load_targets_file(path: str | Path) -> TargetsFile:
     """Parse a targets file; raises :class:`TargetsFileError` naming the file, line and field at fault.
 

@@ -161,6 +161,52 @@ def test_a_targets_file_is_known_by_its_schema_anywhere(project: Path) -> None:
     assert file["kind"] == "targets" and file["ok"]
 
 
+def test_a_targets_file_is_known_by_what_it_holds_anywhere(project: Path) -> None:
+    """Not under .agentv/ and no $schema: a top-level ``targets:`` list of providers is still a targets file,
+    checked as one (before, it was checked as an eval and refused for its ``${{ API_KEY }}`` reference,
+    which a targets file is where it belongs)."""
+    (project / "config").mkdir()
+    keyed = (
+        TARGETS
+        + "  - name: judge\n    provider: openai\n    api_key: ${{ OPENAI_API_KEY }}\n    model: ${{ JUDGE_MODEL }}\n"
+    )
+    (project / "config" / "targets.yaml").write_text(keyed)
+    (project / "config" / "broken.yml").write_text("targets:\n  - name: agent\n")
+    result = _validate("--json", "config/targets.yaml", "config/broken.yml")
+    files = {Path(f["path"]).name: f for f in json.loads(result.stdout)["files"]}
+    assert files["targets.yaml"] == {
+        "path": str(project / "config" / "targets.yaml"),
+        "kind": "targets",
+        "ok": True,
+        "tests": 0,
+        "errors": [],
+        "warnings": [],
+    }
+    assert files["broken.yml"]["kind"] == "targets"  # its error is the targets loader's
+    assert files["broken.yml"]["errors"] == [
+        f"{project / 'config' / 'broken.yml'}:2: target 'agent': field 'provider' is required (a string), "
+        "or 'use_target' naming the target it stands for"
+    ]
+    assert result.exit_code == 1
+
+
+def test_an_eval_file_with_targets_under_execution_stays_an_eval(project: Path) -> None:
+    (project / "evals" / "matrix.yaml").write_text(EVAL.replace("  target: agent", "  targets: [agent, other]"))
+    [file] = json.loads(_validate("--json", "evals/matrix.yaml").stdout)["files"]
+    assert file["kind"] == "eval" and file["ok"] and file["tests"] == 2
+
+
+def test_a_targets_file_given_to_run_says_it_is_one(project: Path) -> None:
+    (project / "targets.yaml").write_text(TARGETS + "    api_key: ${{ OPENAI_API_KEY }}\n")
+    result = CliRunner().invoke(cli_package.main, ["run", "targets.yaml"], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"Error: {project / 'targets.yaml'}:1: a targets file (a top-level `targets:` list of providers), not an "
+        "eval file: pass it as `--targets FILE` with an eval file (`evalstore validate FILE` checks it as a "
+        "targets file)"
+    ]
+
+
 def test_a_folder_is_searched_as_agentv_validate_searches_it(project: Path) -> None:
     """``*.eval.yaml``/``*.eval.yml`` at any depth; hidden folders and node_modules left out; other YAML not
     taken (AgentV's ``findYamlFiles``)."""

@@ -113,3 +113,39 @@ def test_a_test_passes_when_any_trial_does_whatever_the_mean(
     done = ok_json(cli(sqlite_url, "run", "evals/trials.eval.yaml", "--json"))  # exit 0, as AgentV's
     trial = done["trials"]["t1"]
     assert (trial["score"], trial["passed"], trial["trials"]) == (pytest.approx(0.75), True, 2)
+
+
+def test_graders_leaves_alone_a_test_graded_by_agentvs_implicit_grader(
+    sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """review's cancel-subscription has criteria and no assertions: AgentV grades it with its implicit
+    llm-grader and writes no score of that grader (the row's score is the test's). `replay --graders rubric`
+    regrades the graders named rubric only: that test is carried over with AgentV's score, no judge asked
+    about it, and the replay says so. Before, it was graded (a judge call, its score changed) unsaid."""
+    folder, server = project
+    monkeypatch.chdir(folder / "review")
+    run = ok_json(cli(sqlite_url, "import", str(NEWUSER2 / "runs" / "review"), "--json"))["run_id"]
+    about_it = "Cancel my subscription please."
+
+    def asked_about_it(since: int) -> bool:
+        return any(about_it in json.dumps(r.body) for r in server.requests[since:])
+
+    before = len(server.requests)
+    result = cli(sqlite_url, "replay", run, "--graders", "rubric", "--json")
+    replayed = ok_json(result, 0, 1)
+    assert (
+        "warning: --graders names no grader of cancel-subscription (llm-grader), and the parent has no verdict of "
+        "them to keep (an AgentV import has none of its implicit llm-grader): carried over with the parent's "
+        "score, not graded (name llm-grader in --graders to grade them)"
+    ) in result.stderr.splitlines()
+    assert not asked_about_it(before)
+    assert server.requests[before:]  # rubric was regraded
+    assert verdicts(sqlite_url, replayed["run_id"])["cancel-subscription"] == as_agentv("review")["cancel-subscription"]
+    shown = {r["test_id"]: r for r in ok_json(cli(sqlite_url, "show", replayed["run_id"], "--json"))["results"]}
+    assert shown["cancel-subscription"]["graders"] == {}
+
+    before = len(server.requests)
+    named = ok_json(cli(sqlite_url, "replay", run, "--graders", "rubric,llm-grader", "--json"), 0, 1)
+    assert asked_about_it(before)
+    shown = {r["test_id"]: r for r in ok_json(cli(sqlite_url, "show", named["run_id"], "--json"))["results"]}
+    assert set(shown["cancel-subscription"]["graders"]) == {"llm-grader"}

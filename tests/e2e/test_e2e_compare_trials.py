@@ -82,6 +82,10 @@ def test_two_runs_with_trials_pair_tests_not_trials(five_tests: tuple[str, str, 
     assert len(out["results"]) == 15  # each trial, side by side
     contains = next(g for g in out["graders"] if g["grader"] == "contains-answered")
     assert contains["n"] == 3 and contains["stats"]["counts"]["n"] == 3  # t3..t5, which both runs grade so
+    # t1 and t2 are graded by another grader in B: tests, as n counts them, not their 6 trials.
+    assert (contains["only_in_a"], contains["only_in_b"], contains["skipped"]) == (2, 0, 0)
+    nope = next(g for g in out["graders"] if g["grader"] == "contains-NOPE")
+    assert (nope["n"], nope["only_in_a"], nope["only_in_b"]) == (0, 0, 2)
 
     # The multi-variant form counts the same tests: the same pairs, the same mean difference.
     many = ok_json(cli(db, "compare", a, b, b, "--json"))["rows"][0]
@@ -112,7 +116,35 @@ def test_html_report_counts_the_tests(five_tests: tuple[str, str, str], tmp_path
     assert cli(db, "compare", a, b, "--html", str(report)).exit_code == 0
     page = report.read_text()
     assert "5 paired tests (each test's attempts averaged: 15 paired results)" in page
+    assert "6 paired results changed" in page  # the trials listed below, not "6 changed" of 5 tests
     assert "2 flipped pass→fail" in page
+
+
+def test_the_viewers_comparison_counts_the_tests_as_compare_does(five_tests: tuple[str, str, str]) -> None:
+    """The viewer said "6 of 15 paired tests changed" (trials) beside statistics over 5 tests; compare says
+    "changed tests (2 of 5)". It now counts as compare does, and lists the 6 changed trials as results."""
+    from starlette.testclient import TestClient
+
+    from evalstore.replay.analysis import browse
+    from evalstore.store import EventStore, make_engine
+    from evalstore.viewer import create_app
+
+    db, a, b = five_tests
+    assert "changed tests (2 of 5)" in cli(db, "compare", a, b).stdout
+    store = EventStore(make_engine(db), create=False)
+    try:
+        html = TestClient(create_app(store), base_url="http://127.0.0.1").get(f"/compare/{a}/{b}").text
+        graders = [g.to_dict() for g in browse.compare_stats(store, a, b).graders]
+    finally:
+        store.close()
+    # The page's per-grader rows (its skipped counts among them) are compare's, tests not trials.
+    assert json.loads(json.dumps(graders)) == ok_json(cli(db, "compare", a, b, "--json"))["graders"]
+    count = html.split('id="changed-count">')[1].split("</p>")[0]
+    assert count.startswith(
+        "2 of 5 paired tests changed score or pass/fail (each test's attempts averaged, as in the table above); "
+        "6 paired results below changed a score, pass/fail or a grader's verdict."
+    ), count
+    assert html.count('<section class="changed"') == 6
 
 
 def test_cluster_by_with_two_runs_is_what_the_ci_gate_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,17 +1,21 @@
-"""Concurrent imports of the same file into one PostgreSQL store: one run, the data right, and nothing on
-stderr but what the commands mean to say (no ``error ignored terminating <psycopg.Pipeline ...>`` lines
-when one import's batch loses the race to another's).
+"""Concurrent imports of the same file into one store: one run, the data right, and nothing on stderr but
+what the commands mean to say (no ``error ignored terminating <psycopg.Pipeline ...>`` lines when one
+import's batch loses the race to another's on PostgreSQL; no "database is locked" when imports create a
+new SQLite store together); an import that does wait too long for another command's lock says how to
+finish it.
 
-Real processes (the installed console script) against the real PostgreSQL server.
+Real processes (the installed console script) against the real PostgreSQL server and SQLite files.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
-from e2e_helpers import BASELINE, EVALSTORE, cli, ok_json
+import pytest
+from e2e_helpers import BASELINE, EVALSTORE, cli, ok_json, one_line_error
 
 from evalstore.store import EventStore
 
@@ -92,3 +96,47 @@ def test_the_first_writers_of_an_empty_postgresql_store_create_it_once(postgres_
     outputs = [proc.communicate(timeout=120) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in outputs]
     assert ok_json(cli(postgres_url, "verify", "--json"))["ok"] is True
+
+
+def test_imports_racing_to_create_a_new_sqlite_store_all_succeed(tmp_path: Path) -> None:
+    """What a new user did: several imports at once, no store yet. Before, one creator's migration read the
+    empty file, then failed with "database is locked" when another committed the tables first."""
+    for round_ in range(ROUNDS):
+        db = f"sqlite:///{tmp_path / f'store-{round_}.db'}"
+        procs = [
+            subprocess.Popen(
+                [str(EVALSTORE), "--db", db, "import", str(BASELINE), "--json"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(PROCESSES)
+        ]
+        outputs = [proc.communicate(timeout=120) for proc in procs]
+        assert [proc.returncode for proc in procs] == [0] * PROCESSES, [err for _, err in outputs]
+        assert len({json.loads(out)["run_id"] for out, _ in outputs}) == 1
+        assert ok_json(cli(db, "verify", "--json"))["ok"] is True
+
+
+def test_an_import_locked_out_by_another_command_says_to_import_again(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another command holding the write lock past the busy timeout: the import's error says so, and says
+    what finishes it (importing the same source again), not `evalstore replay --resume`."""
+    import evalstore.store.engine as engine_module
+
+    assert cli(sqlite_url, "db", "upgrade").exit_code == 0
+    monkeypatch.setattr(engine_module, "SQLITE_BUSY_TIMEOUT_MS", 200)
+    holder = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another writer, for longer than the import waits
+        line = one_line_error(cli(sqlite_url, "import", str(BASELINE)))
+    finally:
+        holder.close()
+    assert line == (
+        "Error: database error: database is locked (another evalstore command is writing this store; nothing "
+        "uncommitted was recorded; when that command has finished, import the same source again: what was "
+        "written stays, and the import completes it)"
+    )
+    again = ok_json(cli(sqlite_url, "import", str(BASELINE), "--json"))
+    assert again["tests"] == 5 and ok_json(cli(sqlite_url, "verify", "--json"))["ok"] is True

@@ -9,7 +9,8 @@ import pytest
 from scipy import stats as sps
 
 from evalstore.replay.analysis import compare as compare_module
-from evalstore.replay.analysis.compare import Comparison, Key, RunResults, compare, key_label, regression
+from evalstore.replay.analysis.compare import Comparison, Key, RunResults, compare, regression
+from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.stats import bootstrap_mean_ci
 from evalstore.replay.errors import CompareError, ReplayError
 from evalstore.store import events
@@ -452,3 +453,25 @@ def test_regression_ci_mode_reads_the_clustered_interval_when_given() -> None:
     apart = clustered_mean_difference([u.delta for u in worse.units], list(range(10)))
     ok, reason = regression(worse, "ci", ("category", apart))
     assert ok and reason.startswith("mean score difference -0.4000, 95% CI clustered by category [")
+
+
+def test_a_graders_skipped_and_one_sided_counts_are_tests_like_its_n() -> None:
+    """A grader's ``skipped``, ``only_in_a`` and ``only_in_b`` count tests, as its ``n`` does: a test whose
+    three attempts the grader skipped (or graded in one run only) is one test, not three."""
+    keys = {t: [(t, "x", n) for n in (1, 2, 3)] for t in ("paired", "skipped", "only-a", "only-b")}
+
+    def side(run_id: str, skip: bool, graders_a: bool) -> RunResults:
+        results = [simple(k, 1.0, g=1.0) for k in keys["paired"]]
+        results += [result(k, 1.0, verdict(k, "g", 0.0, "skip" if skip else None)) for k in keys["skipped"]]
+        results += [result(k, 1.0, *([verdict(k, "g", 1.0)] if graders_a else [])) for k in keys["only-a"]]
+        results += [result(k, 1.0, *([] if graders_a else [verdict(k, "g", 1.0)])) for k in keys["only-b"]]
+        return run(run_id, *results)
+
+    c = compare(side("A", True, True), side("B", False, False))
+    (g,) = c.graders
+    assert (g.stats.score.n, g.skipped, g.only_in_a, g.only_in_b) == (1, 1, 1, 1)
+    one = compare(  # one attempt a test: the tests are the results, counted as they always were
+        run("A", simple(K1, 1.0, g=1.0), result(K2, 1.0, verdict(K2, "g", 0.0, "skip")), simple(K3, 1.0, g=1.0)),
+        run("B", simple(K1, 1.0, g=1.0), simple(K2, 1.0, g=1.0), result(K3, 1.0)),
+    )
+    assert (one.graders[0].skipped, one.graders[0].only_in_a, one.graders[0].only_in_b) == (1, 1, 0)

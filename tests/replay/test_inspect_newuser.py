@@ -119,3 +119,21 @@ def test_a_new_users_log_in_regraded_and_back_out(tmp_path: Path, name: str, cap
         inspect_log.recompute_metrics(again)
         assert log.results == again.results and log.reductions == again.reductions
         assert "has_target" in {s.name for s in log.results.scores}
+
+
+def test_an_epoch_is_named_alike_by_show_and_by_a_replay(tmp_path: Path) -> None:
+    """calculator.eval ran each sample in 3 epochs: sample 3's second epoch is `3#2` in `show`'s table as in
+    the replay's (`key_label`); `show` wrote `3 #2`."""
+    db = str(tmp_path / "s.db")
+    run_id = _json(_cli(db, "import", str(LOGS / "calculator.eval"), "--json"))["run_id"]  # type: ignore[index]
+    (tmp_path / "grader.py").write_text(GRADER, encoding="utf-8")
+    suite = tmp_path / "regrade.eval.yaml"
+    suite.write_text(
+        "name: regrade\nassertions:\n  - name: has_target\n    type: code-grader\n    command: [python3, grader.py]\n"
+    )
+    replayed = _cli(db, "replay", run_id, "--eval", str(suite))
+    assert replayed.exit_code in (0, 1), replayed.output
+    for table in (_cli(db, "show", run_id).stdout, replayed.stdout):
+        names = {line.split()[0] for line in table.splitlines() if line[:1].isdigit()}
+        assert {"3", "3#2", "3#3"} <= names, table
+        assert " #2" not in table
