@@ -496,7 +496,7 @@ def _execute_locked(
                 return _run_and_grade(*args)
         return _run_and_grade(*args)
 
-    failed: set[str] = set()  # tests that ended in an execution error, for those depending on them
+    failed: set[str] = set()  # tests that ended in AgentV's execution error, for those depending on them
     limits = SuiteLimits(suite.budget_usd, suite.fail_on_error)
 
     def one(test: EvalTest) -> TestScored:
@@ -521,11 +521,13 @@ def _execute_locked(
         scores: list[float] = []
         costs: list[float | None] = []
         passes: list[bool] = []
+        errors: list[bool] = []
         while True:
             scored, cost = attempt(test, len(scores) + 1)
             scores.append(scored.score)
             costs.append(cost)
             passes.append(scored.passed)
+            errors.append(failures.agentv_execution_error(scored.status, scored.row_fields))
             with lock:
                 results.append(scored)
             if progress:
@@ -537,10 +539,13 @@ def _execute_locked(
                 trials[(test.id, target.name)] = aggregate_trials(
                     suite.trials, scores, effective_threshold(test.threshold, threshold, suite.threshold), costs, passes
                 )
-        if scored.status == "execution_error":
+        # What AgentV counts for both: its execution error; with trials, when every trial ended in one
+        # (runEvalCaseWithTrials: any trial ``ok`` makes the test ``ok``, else ``quality_failure``).
+        errored = all(errors)
+        if errored:
             with lock:
                 failed.add(test.id)
-        limits.count(costs, scored.status)
+        limits.count(costs, errored)
         return scored
 
     try:

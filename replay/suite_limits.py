@@ -2,7 +2,9 @@
 them while ``evalstore run`` runs: checked before each test starts, so tests already running finish (AgentV
 calls this best effort under concurrency, and so is it here).
 
-A test not started for either reason ends in AgentV's execution error, with AgentV's words.
+A test not started for either reason ends in AgentV's execution error, with AgentV's words. ``fail_on_error``
+counts AgentV's execution errors only (``failures.agentv_execution_error``): a test whose code grader crashed
+is evalstore's execution error but AgentV's quality failure, and halts nothing.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ class SuiteLimits:
                 return "Halted: execution error encountered with fail_on_error enabled", failures.HALTED
             return None
 
-    def count(self, costs: Sequence[float | None], status: str) -> None:
-        """A test that ran: its trials' agent costs (None: not reported) and how it ended."""
+    def count(self, costs: Sequence[float | None], errored: bool) -> None:
+        """A test that ran: its trials' agent costs (None: not reported), and whether it ended in AgentV's
+        execution error (``failures.agentv_execution_error``; with trials, every trial did)."""
         reported = [c for c in costs if c is not None]
         with self._lock:
             # AgentV sums the trials' costs and counts a test with no cost (or a zero sum) as none.
@@ -40,5 +43,5 @@ class SuiteLimits:
                 self.spent += sum(reported)
                 if self.spent >= self.budget_usd:
                     self._exhausted = True
-            if status == "execution_error":
+            if errored:
                 self._errored = True

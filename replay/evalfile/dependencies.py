@@ -2,8 +2,9 @@
 (``yaml-parser.ts`` reads them; ``orchestrator.ts``'s ``validateDependencyGraph`` and ``computeWaves``
 order the run).
 
-Tests run in waves: a test starts once every test it depends on has finished. Only an execution error
-of a dependency counts as its failure (a low score is a test that ran); then the test is not run and ends
+Tests run in waves: a test starts once every test it depends on has finished. Only AgentV's execution
+error of a dependency counts as its failure (``failures.agentv_execution_error``: a low score is a test that
+ran, and so is one whose code grader crashed, evalstore's execution error); then the test is not run and ends
 in an execution error saying which dependency failed (``skip``, the default, and ``fail`` differ only in
 the word AgentV writes), or runs all the same (``run``). A replay regrades what was recorded: the order
 does not matter there.

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from evalstore.replay import failures
 from evalstore.replay.evalfile.specs import (
     AssertionSpec,
     CodeGraderSpec,
@@ -183,7 +182,7 @@ def grade_test(
         if spec.name not in graded_names:
             parent_id, parent = carried[spec.name]
             verdict = parent.model_copy(update={"origin": "carried", "carried_from": parent_id, "source": None})
-            scored_inputs.append((spec, _result_of(parent)))
+            scored_inputs.append((spec, _result_of(spec, parent)))
         else:
             result, buffer = next(outcomes)
             buffer.add_to(recorder)
@@ -202,7 +201,7 @@ def grade_test(
         error=outcome.error,
         produced_at=produced_now(),
         graders=[v.grader for _, v in verdicts],
-        row_fields=failures.GRADER if outcome.status == "execution_error" else {},
+        row_fields=outcome.labels,
     )
     recorder.record(scored)
     return TestGrade(scored=scored, verdicts=verdicts)
@@ -241,7 +240,11 @@ def _grade_one(spec, ctx: GradingContext, *, member: bool = False) -> GraderResu
     except Exception as exc:
         if is_database_failure(exc):
             raise  # the store failed, not the grader: no verdict is recorded, and a resume grades the test
-        return _execution_error(f"grader {spec.name!r} failed: {type(exc).__name__}: {exc}")
+        result = _execution_error(f"grader {spec.name!r} failed: {type(exc).__name__}: {exc}")
+        # AgentV scores a grader that throws 0 ("Grader 'NAME' failed"), but for the implicit grader of a test
+        # without assertions, whose throw is the test's execution error (``grader_threw``).
+        result.scored_by_agentv = not _implicit(spec)
+        return result
 
 
 def grader_threw(spec: GraderSpec, message: str, why: str | None = None) -> GraderResult:
@@ -249,7 +252,7 @@ def grader_threw(spec: GraderSpec, message: str, why: str | None = None) -> Grad
     0 and fails with "Grader 'NAME' failed: MESSAGE" (``runEvaluatorList``'s catch, orchestrator.ts:2806), a
     quality verdict that counts in the mean; the implicit grader of a test without assertions is run outside
     that catch, so the test ends in an execution error with the message (``runEvalCase``, orchestrator.ts:2219)."""
-    if isinstance(spec, LlmGraderSpec) and spec.declared_type == "implicit":
+    if _implicit(spec):
         result = _execution_error(message)
     else:
         text = f"Grader '{spec.name}' failed: {message}"
@@ -259,6 +262,11 @@ def grader_threw(spec: GraderSpec, message: str, why: str | None = None) -> Grad
     if why:
         result.evidence.append(why)
     return result
+
+
+def _implicit(spec: GraderSpec) -> bool:
+    """The LLM grader a test without assertions gets (AgentV runs it outside its graders' catch)."""
+    return isinstance(spec, LlmGraderSpec) and spec.declared_type == "implicit"
 
 
 def _execution_error(message: str) -> GraderResult:
@@ -297,7 +305,10 @@ def _verdict_event(spec, result: GraderResult, ctx: GradingContext) -> VerdictRe
     )
 
 
-def _result_of(verdict: VerdictRecorded) -> GraderResult:
+def _result_of(spec: GraderSpec, verdict: VerdictRecorded) -> GraderResult:
+    """A carried verdict as a result to score. Whether AgentV would have scored its execution error 0 is not
+    recorded on the verdict: a code grader's is (AgentV's code grader never skips), any other's is taken for
+    AgentV's ``skip``."""
     return GraderResult(
         score=verdict.score,
         verdict=verdict.verdict,
@@ -306,4 +317,5 @@ def _result_of(verdict: VerdictRecorded) -> GraderResult:
         details=verdict.details,
         evidence=list(verdict.evidence),
         cache_hit=verdict.cache_hit,
+        scored_by_agentv=verdict.status == "execution_error" and isinstance(spec, CodeGraderSpec),
     )

@@ -3,7 +3,10 @@
 - ``negate`` flips a grader's score (1 - score) and its pass/fail, before anything else looks at it.
 - A grader that ended in an execution error (AgentV: verdict ``skip``) drops out of the mean and makes
   the test an ``execution_error`` that cannot pass; ``error`` names the grader and its first failed
-  assertion. (The issue's rule. AgentV 4.x itself forces such a test's score to 0.)
+  assertion. (The issue's rule. AgentV 4.x itself forces such a test's score to 0.) Its labels say whether
+  AgentV would call the test an execution error too (``failures.GRADER``: a grader AgentV skips, such as an
+  LLM grader whose judge failed) or a quality failure (``failures.GRADER_SCORED``: only graders AgentV
+  scores 0, such as a crashed code grader): only the first stops dependents and counts for ``fail_on_error``.
 - A ``required`` grader below its gate forces the test score to 0. The gate is ``min_score``, else the
   numeric ``required`` (a deprecated v4 spelling), else the test's threshold.
 - Otherwise the score is the weighted mean over the graders (weight default 1; 0 if the weights sum to 0).
@@ -18,10 +21,11 @@ are checked and how a replay tells a changed grader from a changed aggregation.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from evalstore.replay import failures
 from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.replay.grading.turn_verdicts import is_conversation_verdict
 from evalstore.store.events import Assertion, ExecutionStatus
@@ -40,6 +44,8 @@ class TestOutcome:
     passed: bool
     status: ExecutionStatus
     error: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    """AgentV's ``failure_stage`` and ``failure_reason_code`` of an execution error (``failures``)."""
 
 
 class _ScoredSpec(Protocol):
@@ -66,6 +72,8 @@ class _Entry:
     min_score: float | None
     errored: bool
     first_failure: str | None
+    scored_by_agentv: bool = False
+    """An execution error AgentV scores 0 instead of skipping (``GraderResult.scored_by_agentv``)."""
 
 
 def apply_negate(result: GraderResult) -> GraderResult:
@@ -155,6 +163,7 @@ def score_test(verdicts: Sequence[tuple[_ScoredSpec, GraderResult]], threshold: 
             min_score=spec.min_score,
             errored=is_execution_error(result),
             first_failure=next((a.text for a in result.assertions if not a.passed), None),
+            scored_by_agentv=result.scored_by_agentv,
         )
         for spec, result in verdicts
     ]
@@ -199,11 +208,15 @@ def _aggregate(entries: list[_Entry], threshold: float) -> TestOutcome:
             break
     if errored:
         first = errored[0]
+        # AgentV's execution error when one of them is a grader AgentV skips; when AgentV scores each of them
+        # 0, AgentV's test is a quality failure (buildSkippedEvaluatorError reads only ``skip`` verdicts).
+        agentv = any(not e.scored_by_agentv for e in errored)
         return TestOutcome(
             score=score,
             passed=False,
             status="execution_error",
             error=f"{first.name}: {first.first_failure or 'execution error'}",
+            labels=failures.GRADER if agentv else failures.GRADER_SCORED,
         )
     passed = score >= threshold
     return TestOutcome(score=score, passed=passed, status="ok" if passed else "quality_failure")

@@ -4,6 +4,7 @@ orchestrator does (waves; only a dependency's execution error counts; skip/fail/
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from e2e_helpers import evalstore, no_store, ok_json, one_line_error, write_cli_agent
@@ -76,6 +77,56 @@ def test_dependencies_run_in_waves_and_a_failed_one_skips_fails_or_runs_its_depe
     assert {line.split()[0] for line in calls} == {"slow", "after", "boom", "anyway"}  # the agent never saw the others
     # With four workers, `after` still waits for the slow test it depends on to end.
     assert calls.index("slow end") < calls.index("after start")
+
+
+# A code grader that crashes: a message on stderr, exit 1 (evalstore's execution error, AgentV's quality failure).
+CRASH = "import sys\nsys.stdin.read()\nsys.exit(\"grader crashed: KeyError: 'expected'\")\n"
+CRASH_TESTS = """\
+  - id: first
+    input: {first}
+    assertions:
+      - name: crash
+        type: code-grader
+        command: [{py}, crash.py]
+  - id: after-first
+    input: after
+    depends_on: [first]
+  - id: later
+    input: later
+"""
+
+
+def test_a_crashed_code_grader_neither_stops_its_dependents_nor_halts_the_run_as_an_agent_error_does(
+    tmp_path: Path,
+) -> None:
+    """AgentV 4.42.4 scores a code grader that exits 1 with stderr 0 (its test a `quality_failure`), so the test
+    depending on it runs and `fail_on_error` halts nothing; evalstore's status for that test is
+    `execution_error` (the grader left out of the score, labelled `quality_failure_in_agentv`), which once did
+    both. An agent that fails is AgentV's execution error: it still does both
+    (tests/e2e/test_e2e_agentv_grader_error.py holds the same suites to AgentV's runs)."""
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    by_first = {}
+    for first in ("hello", "boom"):
+        root = tmp_path / first
+        eval_file = _project(root, CRASH_TESTS.format(first=first, py=sys.executable))
+        (root / "crash.py").write_text(CRASH)
+        eval_file.write_text(eval_file.read_text().replace("execution:\n", "execution:\n  fail_on_error: true\n", 1))
+        out = ok_json(evalstore(db, "run", str(eval_file), "--workers", "1", "--json", cwd=tmp_path), 1)
+        by_first[first] = ({r["test_id"]: r for r in out["results"]}, (root / "calls.log").read_text().split())
+
+    (crashed, calls) = by_first["hello"]
+    assert (crashed["first"]["status"], crashed["first"]["error"]) == (
+        "execution_error",
+        "crash: Code grader failed: exited with code 1",
+    )
+    assert [crashed[t]["status"] for t in ("after-first", "later")] == ["ok", "ok"]
+    assert {"after", "later"} <= set(calls)  # the agent was asked both
+
+    (failed, calls) = by_first["boom"]
+    assert failed["first"]["status"] == "execution_error"
+    assert failed["after-first"]["error"] == "Skipped: dependency failed (first)"
+    assert failed["later"]["error"] == "Halted: execution error encountered with fail_on_error enabled"
+    assert {"after", "later"}.isdisjoint(calls)
 
 
 def test_a_graph_agentv_refuses_is_refused_before_anything_is_stored(tmp_path: Path) -> None:

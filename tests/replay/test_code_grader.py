@@ -436,3 +436,43 @@ def test_a_secret_the_grader_echoes_is_stored_as_its_reference(tmp_path: Path, m
     stored = b"\n".join(ctx.recorder.blobs.values())
     assert key.encode() not in stored and json.dumps(key)[1:-1].encode() not in stored
     assert b"${{ CANARY_API_KEY }}" in stored and b"hello-world-not-secret" in stored  # stderr, its other text kept
+
+
+# -- what AgentV makes of a code grader that could not grade -----------------------------------------------
+
+
+def test_a_test_whose_graders_agentv_scores_0_is_no_execution_error_of_agentvs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV's code grader scores every failure 0 (`fail`) and a grader that throws scores 0 as well, so such a
+    test is AgentV's `quality_failure`: evalstore's `execution_error` is labelled `quality_failure_in_agentv`
+    (stops no dependent, counts for no `fail_on_error`), alone, in a composite, or carried by a replay."""
+    from evalstore.replay import failures
+    from evalstore.replay.evalfile.specs import AggregatorSpec, AssertionSpec, CompositeSpec
+    from evalstore.replay.grading.engine import grade_test
+    from evalstore.replay.grading.graders.deterministic import AssertionGrader
+
+    crash = script_spec(tmp_path, printing("", 1, "Traceback: KeyError"))
+    broken = AssertionSpec(name="broken", type="contains", value="42")
+    monkeypatch.setattr(AssertionGrader, "grade", lambda self, ctx: 1 / 0)
+    composite = CompositeSpec(
+        name="both",
+        assertions=[crash.model_copy(update={"name": "member"})],
+        aggregator=AggregatorSpec(type="weighted_average"),
+    )
+    ctx = make_ctx(tmp_path)
+
+    def graded(*graders, carried=None):  # type: ignore[no-untyped-def]
+        test = ctx.test.model_copy(update={"graders": list(graders)})
+        return grade_test(ctx.suite, test, ctx.transcript, MemoryRecorder(), carried=carried, only=[])
+
+    for graders in ([crash], [broken], [composite], [crash, broken, composite]):
+        done = graded(*graders)
+        assert done.scored.status == "execution_error", graders
+        assert done.scored.row_fields == failures.GRADER_SCORED, graders
+        assert not failures.agentv_execution_error(done.scored.status, done.scored.row_fields)
+
+    # A replay carrying the crashed grader's verdict says the same.
+    (verdict,) = graded(crash).verdicts
+    carried = graded(crash, carried={"check": verdict})
+    assert carried.verdicts[0][1].origin == "carried" and carried.scored.row_fields == failures.GRADER_SCORED

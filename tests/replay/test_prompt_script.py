@@ -131,6 +131,8 @@ def test_a_script_that_fails_fails_the_grader_and_asks_no_judge(
     recorder = MemoryRecorder()
     result = grade(context(math_test(_spec(bad)), pool, recorder=recorder))
     assert (result.status, result.verdict) == ("execution_error", "skip")
+    # AgentV's template that fails throws, and its grader scores 0: no execution error of AgentV's.
+    assert result.scored_by_agentv
     assert result.assertions[0].text == f"grader 'custom': Prompt template execution failed: {error}"
     assert judge_server.requests == []
     [(call_id, call)] = calls(recorder)

@@ -7,8 +7,10 @@ import json
 import pytest
 from fixture_paths import AGENTV_FIXTURES
 
+from evalstore.replay import failures
 from evalstore.replay.evalfile.specs import AssertionSpec
 from evalstore.replay.grading.graders.base import GraderResult
+from evalstore.replay.grading.graders.code import execution_error as code_grader_error
 from evalstore.replay.grading.scoring import (
     apply_negate,
     effective_threshold,
@@ -134,6 +136,34 @@ def test_an_execution_error_is_left_out_and_a_skip_that_is_none_counts() -> None
     skipped = GraderResult(score=0.0, verdict="skip")
     outcome = score_test([(spec("turn-3"), skipped), (spec("exact"), GraderResult(score=1.0, verdict="pass"))], 0.8)
     assert (outcome.score, outcome.status) == (0.5, "quality_failure")
+
+
+def test_the_labels_say_whether_agentv_would_call_the_test_an_execution_error_too() -> None:
+    """A test whose errored graders are all ones AgentV scores 0 (a crashed code grader) is evalstore's execution
+    error but AgentV's quality failure: labelled so, it stops no dependent and counts for no ``fail_on_error``.
+    One grader AgentV skips (a judge that failed) makes it AgentV's execution error, whatever else failed."""
+    crashed = code_grader_error("Code grader failed: exited with code 1")
+    judge = GraderResult(score=0.0, verdict="skip", status="execution_error")
+    fine = GraderResult(score=1.0, verdict="pass")
+
+    outcome = score_test([(spec("crash"), crashed), (spec("exact"), fine)], 0.8)
+    assert (outcome.score, outcome.passed, outcome.status) == (1.0, False, "execution_error")
+    assert outcome.labels == failures.GRADER_SCORED
+    assert not failures.agentv_execution_error(outcome.status, outcome.labels)
+
+    outcome = score_test([(spec("crash"), crashed), (spec("judge"), judge), (spec("exact"), fine)], 0.8)
+    assert (outcome.status, outcome.labels) == ("execution_error", failures.GRADER)
+    assert failures.agentv_execution_error(outcome.status, outcome.labels)
+
+    assert score_test([(spec("exact"), fine)], 0.8).labels == {}
+
+
+def test_agentv_counts_every_execution_error_but_one_it_scores_as_a_quality_failure() -> None:
+    counted = [failures.AGENT, failures.GRADER, failures.HOOK, failures.REPOS, failures.DEPENDENCY, failures.HALTED]
+    assert all(failures.agentv_execution_error("execution_error", labels) for labels in [*counted, {}])
+    assert not failures.agentv_execution_error("execution_error", failures.GRADER_SCORED)
+    for status in ("ok", "quality_failure", "not_regradable"):
+        assert not failures.agentv_execution_error(status, failures.AGENT)
 
 
 # -- recomputing AgentV rows ---------------------------------------------------------------------------

@@ -233,6 +233,12 @@ class GraderResult:
     rendered_prompt_sha256: str | None = None
     """An LLM grader's request as AgentV records it (``scores[].input``), where that is not the one sent:
     AgentV records the prompt as rendered and sends it trimmed (``VerdictRecorded.rendered_prompt_sha256``)."""
+    scored_by_agentv: bool = False
+    """An execution error AgentV 4.42.4 scores 0 with a ``fail`` verdict instead of skipping the grader: its
+    code grader's every failure (a crash, a timeout, a non-zero exit with stderr), a grader that throws.
+    evalstore leaves the grader out of the score all the same; the test is AgentV's quality failure, not its
+    execution error (``failures.GRADER_SCORED``): it neither stops its dependents nor counts for
+    ``fail_on_error``."""
 
 
 class GraderThrew(Exception):

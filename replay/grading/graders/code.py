@@ -21,7 +21,10 @@ required grader's test score). Difference from AgentV 4.42: AgentV ignores the t
 (only the exit code counts, so ``echo 0.2`` scores 1); evalstore reads them, as the product brief
 asks. A further choice of ours: stdout that starts with ``{`` but does not parse is an execution error
 (AgentV would score it 1 as plain text). A timeout, a command that cannot start, an output flood and a
-non-zero exit with stderr are execution errors; AgentV scores those 0 as quality failures.
+non-zero exit with stderr are execution errors; AgentV scores those 0 as quality failures. So such a
+test is evalstore's ``execution_error`` but not AgentV's (``GraderResult.scored_by_agentv``,
+``failures.GRADER_SCORED``): as in AgentV, the tests that depend on it run and ``fail_on_error`` does not
+count it.
 """
 
 from __future__ import annotations
@@ -411,6 +414,8 @@ def _result(score: float, assertions: list[Assertion], details: dict[str, Any] |
 
 
 def execution_error(text: str, stderr: str = "") -> GraderResult:
+    """A code grader that could not grade: left out of the score. AgentV's code grader scores every such
+    failure 0 (``fail``), so it is no execution error of AgentV's (``scored_by_agentv``)."""
     tail = stderr[-STDERR_EVIDENCE_CHARS:] if stderr else None
     evidence = [f"stderr: {one_line(stderr, STDERR_EVIDENCE_CHARS)}"] if stderr else []
     return GraderResult(
@@ -419,6 +424,7 @@ def execution_error(text: str, stderr: str = "") -> GraderResult:
         status="execution_error",
         assertions=[Assertion(text=text, passed=False, evidence=tail)],
         evidence=evidence,
+        scored_by_agentv=True,
     )
 
 

@@ -112,6 +112,8 @@ class CompositeGrader:
             status="execution_error",
             assertions=[Assertion(text="All evaluators skipped (infrastructure failure)", passed=False)],
             details=details,
+            # AgentV skips the composite only when every member skipped; a member it scores 0 is graded there.
+            scored_by_agentv=any(result.scored_by_agentv for _, _, result in members),
         )
 
     def _weighted(self, members: list[tuple[str, str, GraderResult]], weights: dict[str, float]) -> GraderResult:

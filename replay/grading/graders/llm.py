@@ -1,7 +1,9 @@
 """The LLM grader: renders the prompt, asks the judge (or the judge cache), and scores the reply.
 
 Whatever goes wrong on the way (an unset key variable, a prompt file gone, a judge that never answers or
-never answers in shape) ends as this grader's execution error: one bad grader must not stop a run. No judge
+never answers in shape) ends as this grader's execution error: one bad grader must not stop a run. A judge
+that failed is AgentV's execution error too (its verdict ``skip``); an executable prompt template that failed
+is not (AgentV's throws, and the grader scores 0: ``GraderResult.scored_by_agentv``). No judge
 target to be found is AgentV's thrown "No grader provider available", which the engine records as AgentV
 does (``GraderThrew``).
 """
@@ -104,13 +106,17 @@ class LlmGrader:
             ran = run_template(ctx, spec, answer.text)
             template_calls, template_reused = [ran.call_event_id], ran.reused
             if ran.template is None:
-                return _execution_error(
+                failed = _execution_error(
                     f"grader {spec.name!r}: {ran.error}",
                     grader_target=target.name,
                     evidence=answer.warnings,
                     call_ids=template_calls,
                     preprocessing_event_ids=answer.preprocessing_event_ids,
                 )
+                # AgentV's template script that fails throws ("Prompt template execution failed"): the grader
+                # scores 0 there, it is not skipped.
+                failed.scored_by_agentv = True
+                return failed
             source = PromptSource(ran.template, ctx.test.criteria, "script")
         else:
             try:
