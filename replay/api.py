@@ -82,7 +82,7 @@ def grade_stored(
 ) -> Grade:
     """Grade a stored test's transcript (its artifacts read from the blob store) without writing anything."""
     run = transcript_run(store, load_run(store, run_id))
-    matches = [m for key, m in run.tests.items() if key[0] == test_id]
+    matches = run.results_of(test_id)
     if not matches:
         raise NotFoundError(f"run {run_id} has no test {test_id!r}")
     material = matches[0]

@@ -72,6 +72,16 @@ class RunMaterial:
     completed: bool
     order: list[ResultKey] = field(default_factory=list)
 
+    def results_of(self, test_id: str) -> list[TestMaterial]:
+        """Every result of ``test_id``: its targets in the order the run first holds them, each target's
+        attempts ascending. The events hold a replay's attempts in the order they finished (``add#2``
+        before ``add``), which is no order to list them in."""
+        targets: dict[str, int] = {}
+        keys = [k for k in self.tests if k[0] == test_id]
+        for k in keys:
+            targets.setdefault(k[1], len(targets))
+        return [self.tests[k] for k in sorted(keys, key=lambda k: (targets[k[1]], k[2]))]
+
 
 _MATERIAL = [
     "run_started",

@@ -83,7 +83,7 @@ def audit_test(
 ) -> dict[str, Any]:
     """``loaded``: the run and the run holding its transcripts, when the caller has already read them."""
     run, origin = loaded if loaded else (load_run(store, run_id), None)
-    matches = [m for key, m in run.tests.items() if key[0] == test_id]
+    matches = run.results_of(test_id)
     if not matches:
         raise NotFoundError(f"run {run_id} has no test {test_id!r}; {known_tests_hint(test_id, run.tests)}")
     checks = BlobCheck(store)

@@ -153,7 +153,7 @@ def assert_stored(store: Any, run_id: str, test_id: str, grader: str, *, warm: b
     from evalstore.replay.regrade import transcript_run
 
     run = transcript_run(store, load_run(store, run_id))
-    matches = [m for key, m in run.tests.items() if key[0] == test_id]
+    matches = run.results_of(test_id)
     if not matches:
         known = sorted({key[0] for key in run.tests})
         raise NotFoundError(f"run {run.run_id} has no test {test_id!r} (tests: {', '.join(known[:20])})")
