@@ -396,7 +396,8 @@ def agreement(ctx, runs, grader, min_labels, seed, resamples, as_json) -> None: 
     """How well each grader of each RUN agrees with the human labels, and the pass rate corrected for its errors.
 
     Give a run and its replays (e.g. one per grader prompt) to see which prompt grades like the people
-    who labelled. Intervals are 95% bootstrap over the labelled tests (seeded).
+    who labelled. Intervals are 95% bootstrap over the labelled tests (seeded). A test's attempts
+    (epochs, trials) count once: each side passes it when any of its labelled attempts passed.
 
     \b
     Example:

@@ -6,6 +6,13 @@ turns them into a confusion matrix, accuracy, TPR, TNR, precision and kappa with
 run's pass rate corrected for the judge's errors. The row named ``(test)`` is the test-level pass
 (``TestScored``) against labels given for the answer as a whole.
 
+The unit is the test (per target), as for ``compare`` (:mod:`evalstore.replay.analysis.per_test`): the
+attempts of a test (Inspect epochs, AgentV trials) share its input and are not independent, so counting
+each as a labelled test makes ``n`` (and ``--min-labels``) count one test several times and every
+interval too narrow. A test's labelled attempts (those judged and with a human verdict) become one
+(human, judge) pair, each side passing when any of those attempts passed on it (``per_test.test_passed``);
+the raw pass rate counts tests the same way. A test of one attempt is that attempt, as before.
+
 Which human verdict a grader is measured against, per labelled test: each person's label for that grader,
 else that person's label for the whole answer; when several people labelled, the majority, and a tie
 leaves the test out (counted as ``ties``). Score-only labels (no pass/fail) are not used here.
@@ -26,6 +33,7 @@ from evalstore.replay.analysis.calibration import (
     labeller_alpha,
 )
 from evalstore.replay.analysis.compare import RunResults
+from evalstore.replay.analysis.per_test import TestKey, by_test, test_passed
 from evalstore.replay.analysis.stats import McNemarResult, mcnemar_exact
 from evalstore.replay.labels import Label
 
@@ -59,9 +67,27 @@ class HumanVerdicts:
             return None
         return votes[True] > votes[False]
 
+    def test_truth(self, keys: list[Key], grader: str | None) -> tuple[list[Key], bool | None]:
+        """A test's human verdict from its attempts ``keys``: those with a majority verdict, and whether
+        the test passed on them (None when there are none: every labelled attempt a tie)."""
+        decided = [(k, t) for k in keys if (t := self.truth(k, grader)) is not None]
+        if not decided:
+            return [], None
+        return [k for k, _ in decided], test_passed(t for _, t in decided)
+
     def alpha(self, grader: str | None) -> Estimate:
-        units = [[self.per_person(k, grader).get(p) for p in self.people] for k in self.keys]
+        # One unit a test, as everywhere in agreement: a person's verdict on it is whether any attempt
+        # they labelled passed.
+        units = []
+        for keys in by_test(self.keys).values():
+            verdicts = [self.per_person(k, grader) for k in keys]
+            units.append([_any_of([v.get(p) for v in verdicts]) for p in self.people])
         return labeller_alpha(units)
+
+
+def _any_of(verdicts: list[bool | None]) -> bool | None:
+    given = [v for v in verdicts if v is not None]
+    return test_passed(given) if given else None
 
 
 @dataclass(frozen=True)
@@ -72,11 +98,11 @@ class GraderAgreement:
     raw_pass_rate: Estimate
     corrected_pass_rate: Estimate
     judged: int
-    """Tests of the run with a pass/fail from this grader (the raw pass rate's denominator)."""
+    """Tests of the run with a pass/fail from this grader on any attempt (the raw pass rate's denominator)."""
     labelled: int
-    """Labelled tests the agreement rests on."""
+    """Labelled tests the agreement rests on (a test of several labelled attempts counts once)."""
     ties: int
-    """Labelled tests left out because the people were split evenly."""
+    """Labelled tests left out because the people were split evenly on each of its labelled attempts."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -129,6 +155,11 @@ def _judge_passes(results: RunResults, grader: str) -> dict[Key, bool]:
     return out
 
 
+def _tests_passed(judged: dict[Key, bool]) -> dict[TestKey, bool]:
+    """A grader's pass/fail per test, from its pass/fail per attempt."""
+    return {test: test_passed(judged[k] for k in keys) for test, keys in by_test(judged).items()}
+
+
 def graders_of(results: RunResults) -> list[str]:
     return sorted({g for r in results.results.values() for g in r.verdicts})
 
@@ -155,24 +186,26 @@ def agreement(
             scope = None if name == TEST_LEVEL else name
             judged = _judge_passes(results, name)
             pairs, ties = [], 0
-            for key, judge in judged.items():
-                if not humans.per_person(key, scope):
+            for keys in by_test(judged).values():
+                labelled = [k for k in keys if humans.per_person(k, scope)]
+                if not labelled:
                     continue
-                truth = humans.truth(key, scope)
+                decided, truth = humans.test_truth(labelled, scope)
                 if truth is None:
                     ties += 1
                 else:
-                    pairs.append((truth, judge))
+                    pairs.append((truth, test_passed(judged[k] for k in decided)))
+            tests = _tests_passed(judged)
             if not pairs and not ties and name == TEST_LEVEL and grader is None:
                 continue  # nobody labelled whole answers: no test-level row
             scopes.add(name)
             agree = judge_agreement(pairs, seed=seed, resamples=resamples, min_labels=min_labels)
             raw, corrected = corrected_pass_rate(
-                sum(judged.values()), len(judged), agree.confusion, seed=seed, resamples=resamples
+                sum(tests.values()), len(tests), agree.confusion, seed=seed, resamples=resamples
             )
             if not agree.enough:
                 corrected = Estimate(None, note=agree.note)
-            rows.append(GraderAgreement(results.run_id, name, agree, raw, corrected, len(judged), len(pairs), ties))
+            rows.append(GraderAgreement(results.run_id, name, agree, raw, corrected, len(tests), len(pairs), ties))
     alpha = {name: humans.alpha(None if name == TEST_LEVEL else name) for name in sorted(scopes)}
     return AgreementReport(
         label_run,
@@ -224,19 +257,22 @@ class AgreementDifference:
 
 def agreement_difference(labels: list[Label], a: RunResults, b: RunResults) -> list[AgreementDifference]:
     """Per grader both runs have: on each labelled test both judged, is A right, is B right; the exact
-    McNemar test on the tests where exactly one is right says whether the difference is more than noise."""
+    McNemar test on the tests where exactly one is right says whether the difference is more than noise.
+    A test is one pair, as in :func:`agreement`: its attempts both runs judged and the humans decided,
+    each side passing when any of them passed on it."""
     humans = HumanVerdicts(labels)
     out = []
     for name in [TEST_LEVEL, *sorted(set(graders_of(a)) & set(graders_of(b)))]:
         scope = None if name == TEST_LEVEL else name
         ja, jb = _judge_passes(a, name), _judge_passes(b, name)
         right_a = right_b = a_only = b_only = n = 0
-        for key in ja.keys() & jb.keys():
-            truth = humans.truth(key, scope)
+        for keys in by_test(ja.keys() & jb.keys()).values():
+            decided, truth = humans.test_truth(keys, scope)
             if truth is None:
                 continue
             n += 1
-            ca, cb = ja[key] == truth, jb[key] == truth
+            ca = test_passed(ja[k] for k in decided) == truth
+            cb = test_passed(jb[k] for k in decided) == truth
             right_a += ca
             right_b += cb
             a_only += ca and not cb

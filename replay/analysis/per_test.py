@@ -144,6 +144,21 @@ def test_of(key: Key) -> TestKey:
     return key[0], key[1]
 
 
+def test_passed(attempts_passed: Iterable[bool]) -> bool:
+    """Whether a test passed, from whether each of its attempts did: when any did, AgentV's status of a
+    test with trials (``hasOk``). Every pass/fail a test is counted by comes from here: a comparison's
+    sides, a grader's verdicts, and agreement's human and judge verdicts."""
+    return any(attempts_passed)
+
+
+def by_test(keys: Iterable[Key]) -> dict[TestKey, list[Key]]:
+    """Results grouped by the test they are attempts of (in any order; each test's attempts ascending)."""
+    out: dict[TestKey, list[Key]] = {}
+    for key in sorted(keys, key=lambda k: k[2]):
+        out.setdefault(test_of(key), []).append(key)
+    return out
+
+
 def _runs_of_a_test(keys: Sequence[Key]) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of each stretch of ``keys`` holding one test: the comparison pairs results in key
     order, so a test's attempts are next to each other."""
@@ -182,8 +197,8 @@ def test_units(rows: Sequence[TestRow]) -> list[TestUnit]:
                 tuple(r.key for r in part),
                 _mean([r.score_a for r in part]),
                 _mean([r.score_b for r in part]),
-                any(r.passed_a for r in part),
-                any(r.passed_b for r in part),
+                test_passed(r.passed_a for r in part),
+                test_passed(r.passed_b for r in part),
                 _status([r.status_a for r in part]),
                 _status([r.status_b for r in part]),
             )
@@ -204,8 +219,8 @@ def per_test_columns(
     for start, end in _runs_of_a_test(keys):
         out[0].append(_mean(scores_a[start:end]))
         out[1].append(_mean(scores_b[start:end]))
-        out[2].append(any(passed_a[start:end]))
-        out[3].append(any(passed_b[start:end]))
+        out[2].append(test_passed(passed_a[start:end]))
+        out[3].append(test_passed(passed_b[start:end]))
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from labelled_runs import add_run, add_transcripts
 
-from evalstore.replay.analysis.agreement import agreement
+from evalstore.replay.analysis.agreement import agreement, agreement_difference
 from evalstore.replay.labels import (
     LabelError,
     LabelInput,
@@ -104,6 +104,33 @@ def test_agreement_measures_each_run_against_the_labels(store: EventStore) -> No
     expected = sum(TESTS[t] == humans[t] for t in TESTS) / 12
     assert base.agreement.accuracy.value == pytest.approx(expected)
     assert base.raw_pass_rate.value == pytest.approx(sum(TESTS.values()) / 12)
+
+
+def test_agreement_counts_a_test_of_several_attempts_once(store: EventStore) -> None:
+    # 5 tests of 3 attempts (Inspect epochs), every attempt labelled: 5 labelled tests, not 15 (too few for
+    # the default --min-labels 10), as compare pairs these runs as 5 tests.
+    tests = dict.fromkeys("abcd", True) | {"e": False}
+    add_run(store, "rec-1", tests, attempts=(1, 2, 3))
+    add_run(store, "rpl-1", dict.fromkeys(tests, True), parent="rec-1", attempts=(2, 3, 1))  # passes e too
+    human = {f"{t}#{a}": p for t, p in tests.items() for a in (1, 2, 3)} | {"d#1": False}
+    record_labels(
+        store, [LabelInput(test=t, verdict="pass" if p else "fail", by="ann") for t, p in human.items()], run="rec-1"
+    )
+    labels = current_labels(store, "rec-1")
+    runs = [load_results(store, r) for r in ("rec-1", "rpl-1")]
+    report = agreement("rec-1", labels, runs)
+    assert {(r.labelled, r.judged, r.agreement.enough) for r in report.rows} == {(5, 5, False)}
+    rows = {(r.run_id, r.grader): r for r in agreement("rec-1", labels, runs, min_labels=5).rows}
+    # A test's human and judge verdicts: passed when any of its labelled attempts passed (d: the people
+    # failed d#1 only, so d passed, as the run's grader says), as compare counts a test's pass.
+    c = rows[("rec-1", "quality")].agreement.confusion
+    assert (c.tp, c.fn, c.fp, c.tn) == (4, 0, 0, 1)
+    assert rows[("rec-1", "quality")].raw_pass_rate.value == pytest.approx(0.8)
+    c = rows[("rpl-1", "quality")].agreement.confusion
+    assert (c.tp, c.fn, c.fp, c.tn) == (4, 0, 1, 0)
+    # Which run agrees more: one pair a test too (only e tells them apart).
+    quality = next(d for d in agreement_difference(labels, *runs) if d.grader == "quality")
+    assert (quality.n, quality.a_only_correct, quality.b_only_correct) == (5, 1, 0)
 
 
 def test_the_next_queue_skips_what_this_person_labelled_and_shows_the_given_runs_verdicts(store: EventStore) -> None:
