@@ -43,7 +43,7 @@ def handle_errors(f: Callable) -> Callable:
 def _exit_for(exc: Exception) -> NoReturn:
     """One ``Error: ...`` line for ``exc`` and its exit code. The layers' errors are imported here, when
     one is raised, not with the command: a command's ``--help`` loads neither layer (nor SQLAlchemy)."""
-    from evalstore.replay.errors import ReplayError
+    from evalstore.replay.errors import ReplayError, ServiceError
     from evalstore.store.errors import StoreError, error_line, is_database_failure, is_locked_out
 
     if is_database_failure(exc):
@@ -59,6 +59,12 @@ def _exit_for(exc: Exception) -> NoReturn:
             err=True,
         )
         sys.exit(EXIT_USAGE)
+    if isinstance(exc, ServiceError):
+        # A provider refused part-way (a batch not created: HTTP 429): the input was fine and what was
+        # recorded stays, so the error says how the work is finished (``finish_with``), and exits 1, as
+        # the judge's failures of a direct replay (execution errors) do: exit 2 would blame the input.
+        echo(f"Error: {exc} ({_finishing()})", err=True)
+        sys.exit(EXIT_FAILED)
     if isinstance(exc, (ReplayError, StoreError)):
         echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)

@@ -265,7 +265,7 @@ def replay(
         for name, r in zip(names, outcome.results, strict=True)
         if not r.passed and r.origin != "carried" and r.status != "not_regradable"
     ]
-    failed = [r.test_id for _, r in below]  # --json keeps test ids; the notes name each result
+    failed = [name for name, _ in below]  # named as the table and the notes name them (`wrong#2`)
     # A test whose grading failed cannot pass whatever its score: said as what it is, apart from the
     # tests that scored below the threshold.
     failed_names = [name for name, r in below if r.status != "execution_error"]

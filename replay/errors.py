@@ -47,6 +47,12 @@ class JudgeProviderError(JudgeConfigError):
     delegate mode): the target exists, so this is no :class:`NoJudgeError`."""
 
 
+class ServiceError(ReplayError):
+    """A service the command called refused or failed once the command's work had begun (a judge provider's
+    batch API answering HTTP 429): no fault of the input, so the CLI says how to finish the work (its
+    ``--resume``) and exits as for a check that failed, not as for bad usage."""
+
+
 class CompareError(ReplayError):
     """Two runs cannot be compared as asked (an unknown test id, an unknown regression mode)."""
 

@@ -93,7 +93,7 @@ from evalstore.store.events import (
 )
 
 if TYPE_CHECKING:
-    from evalstore.replay.grading.judge.batches import BatchSummary
+    from evalstore.replay.grading.judge.batches import BatchSummary, JudgeBatches
     from evalstore.replay.grading.judge.pool import JudgePool
 
 
@@ -318,11 +318,14 @@ def replay_run(
             tool_version=__version__,
             experiment=parent.started.experiment,  # a regrade is of the parent's experiment
         )
-        store.append(
-            run_id,
-            [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))],
-            blobs=blobs,
-        )
+
+        def begin() -> None:
+            store.append(
+                run_id,
+                [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))],
+                blobs=blobs,
+            )
+
         return _execute(
             store,
             run_id,
@@ -336,6 +339,7 @@ def replay_run(
             warm=warm,
             executor=executor,
             note=note,
+            begin=begin,
         )
 
 
@@ -415,7 +419,11 @@ def _execute(
     warm: bool = True,
     executor: Executor | None = None,
     note: Callable[[str], None] | None = None,
+    begin: Callable[[], None] | None = None,
 ) -> ReplayOutcome:
+    """Grade the replay ``run_id``. ``begin`` records its start (a new replay; a resumed one has begun):
+    called before anything else is written, after a ``--batch`` replay's collecting pass, so a replay
+    refused for the judge its batch cannot call writes nothing."""
     origin = _origin(store, parent)
     graded = {result_key(r["test_id"], r["target"], r["attempt"]) for r in store.query("results", run_id=run_id)}
     tests_by_id = {t.id: t for t in suite.tests}
@@ -473,9 +481,6 @@ def _execute(
         is not None
     ]
     del reasons
-    if on_start:
-        # The tests that will be graded; the others are carried over, which takes no time to speak of.
-        on_start(run_id, len(regraded), drifted, unable)
     targets = _targets_file(suite, options, parent)
     judges = _judges(suite, options, parent, targets)
     suite = _warned(suite, _judgeless(suite, options, judges, [k for k in todo if k in regraded]))
@@ -520,8 +525,15 @@ def _execute(
     batch: BatchSummary | None = None
     try:
         with contextlib.closing(judges):
-            if options.batch and regraded:
-                batch = _judge_batches(store, job, windows(regraded), note)
+            batches = _collect_judge_requests(store, job, windows(regraded)) if options.batch and regraded else None
+            if begin is not None:
+                begin()
+            if on_start:
+                # The tests that will be graded (the others are carried over, which takes no time to speak
+                # of), told once the replay has begun: a --batch replay refused above names no replay.
+                on_start(run_id, len(regraded), drifted, unable)
+            if batches is not None:
+                batch = _judge_batches(store, job, batches, note)
             executor.grade(
                 job,
                 store,
@@ -599,13 +611,12 @@ def _grader_changes(
     return grader_warnings(of_regraded, suite, options.graders)
 
 
-def _judge_batches(
-    store: EventStore, job: ReplayJob, work: Iterable[list[Work]], note: Callable[[str], None] | None
-) -> BatchSummary | None:
-    """``--batch``: a collecting pass over the tests' judge graders (nothing it grades is kept), their
-    requests that miss the judge cache through the batch APIs (the batches this replay recorded before
-    first: a resume submits nothing again), and the replies handed to the grading that follows."""
-    from evalstore.replay.grading.judge.batches import JudgeBatches, settle  # httpx, only when batching
+def _collect_judge_requests(store: EventStore, job: ReplayJob, work: Iterable[list[Work]]) -> JudgeBatches | None:
+    """``--batch``'s collecting pass over the tests' judge graders (nothing it grades is kept, nothing is
+    written): the requests that miss the judge cache. A judge they need that cannot be called (its key
+    unset) is refused here, as ``run`` refuses it, before the replay begins: a batch could not be
+    submitted, and each request sent directly instead would be an execution error."""
+    from evalstore.replay.grading.judge.batches import JudgeBatches  # httpx, only when batching
 
     names = {g.name for t in job.suite.tests for g in t.graders if isinstance(g, (LlmGraderSpec, CompositeSpec))}
     if job.options.graders is not None:
@@ -621,6 +632,18 @@ def _judge_batches(
     for window in work:
         run_concurrently(lambda w: collecting.grade(store, w, Collected()), window, job.concurrency)
     batches.collecting = False
+    batches.check_callable(job.judges)
+    return batches
+
+
+def _judge_batches(
+    store: EventStore, job: ReplayJob, batches: JudgeBatches, note: Callable[[str], None] | None
+) -> BatchSummary:
+    """``--batch``: the requests the collecting pass noted through the batch APIs (the batches this replay
+    recorded before first: a resume submits nothing again), and the replies handed to the grading that
+    follows."""
+    from evalstore.replay.grading.judge.batches import settle  # httpx, only when batching
+
     kinds = ["judge_batch_intended", "judge_batch_submitted"]
     recorded = [s.event for s in store.read_stream(job.run_id, types=kinds)]
     summary = settle(

@@ -218,6 +218,8 @@ class Batch:
     created_at: float = field(default_factory=time.time)
     size: int = 0
     """Bytes of the batch's requests: the input file (OpenAI), the request body (Anthropic)."""
+    failed: str | None = None
+    """Why the whole batch failed (OpenAI's ``failed``, no results file), else None."""
     done: bool = False
     expired: bool = False
     results: list[dict[str, Any]] = field(default_factory=list)
@@ -245,6 +247,11 @@ class JudgeServer:
         the provider holds a batch the driver never heard of)."""
         self.fail_creates = 0
         """Batch creations to refuse (HTTP 500) before creating anything, counted down."""
+        self.create_status = 500
+        """The HTTP status a refused creation answers (429: a provider's quota)."""
+        self.fail_batches: str | None = None
+        """When set, every batch ends ``failed`` with this reason and no results (OpenAI's queue limit:
+        "Enqueued token limit reached")."""
         self.max_batch_requests: int | None = None
         self.max_batch_bytes: int | None = None
         """A batch above these is refused (HTTP 400), as the providers refuse theirs."""
@@ -407,7 +414,8 @@ class JudgeServer:
     def _refused(self, requests: int, size: int) -> tuple[int, bytes] | None:
         if self.fail_creates:
             self.fail_creates -= 1
-            return 500, json.dumps({"error": {"message": "batch creation failed", "type": "server_error"}}).encode()
+            body = {"error": {"message": "batch creation failed", "type": "server_error"}}
+            return self.create_status, json.dumps(body).encode()
         over = (self.max_batch_requests is not None and requests > self.max_batch_requests) or (
             self.max_batch_bytes is not None and size > self.max_batch_bytes
         )
@@ -482,6 +490,9 @@ class JudgeServer:
 
     def _finish(self, batch: Batch) -> None:
         """Answer every item by the script, as direct requests are answered (under the lock)."""
+        if self.fail_batches is not None:
+            batch.failed, batch.done = self.fail_batches, True
+            return
         outputs, errors = [], []
         for custom_id, request in batch.items:
             if self.expire_items(request):
@@ -541,13 +552,15 @@ class JudgeServer:
 
     def _openai_view(self, batch: Batch) -> dict[str, Any]:
         status = ("expired" if batch.expired else "completed") if batch.done else "in_progress"
+        failed = {"errors": {"data": [{"message": batch.failed}]}} if batch.failed else {}
         return {
+            **failed,
             "id": batch.id,
             "object": "batch",
             "endpoint": "/v1/chat/completions",
             "input_file_id": batch.input_file_id,
             "completion_window": "24h",
-            "status": status,
+            "status": "failed" if batch.failed else status,
             "output_file_id": batch.output_file_id,
             "error_file_id": batch.error_file_id,
             "request_counts": {"total": len(batch.items)},

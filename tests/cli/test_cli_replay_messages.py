@@ -126,3 +126,21 @@ def test_cluster_by_a_key_no_test_has_is_refused_naming_the_keys(recorded_and_ha
             line
         )
         assert "clustered by" not in refused.output
+
+
+def test_a_replays_json_names_the_failed_results_as_its_notes_do_with_their_attempts(tmp_path: Path) -> None:
+    """Three trials of `other` below the threshold: `--json`'s `failed` lists `other`, `other#2`, `other#3`, as
+    the table and the note name them (`analysis.per_test.key_label`), not `other` three times."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    code = "print('{\"score\": 1}')"
+    suite = EVAL.format(python=json.dumps(sys.executable), code=json.dumps(code))
+    suite = suite.replace("  target: default\n", "  target: default\n  trials: {count: 3, strategy: mean}\n")
+    (tmp_path / "e.eval.yaml").write_text(suite)
+    targets = str(tmp_path / "targets.yaml")
+    recorded = _run(db, "run", str(tmp_path / "e.eval.yaml"), "--targets", targets, "--json")
+    assert recorded.exit_code == 1, recorded.output
+    replayed = _run(db, "replay", json.loads(recorded.stdout)["run_id"], "--json")
+    assert replayed.exit_code == 1, replayed.output
+    assert json.loads(replayed.stdout)["failed"] == ["other", "other#2", "other#3"]
+    assert "3 regraded tests below the threshold: other, other#2, other#3" in replayed.stderr.splitlines()

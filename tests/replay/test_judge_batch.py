@@ -351,3 +351,71 @@ def test_the_anthropic_client_finds_a_batch_by_its_size_and_time(server: JudgeSe
         assert api.find("i-two", 2, since) == [two.batch_id]
         assert api.find("i-three", 3, since) == [three.batch_id]
         assert api.find("i-later", 2, since + 2 * 3600) == []  # created before the intent (beyond clock skew)
+
+
+def _cli(url: str, run: ScaleRun, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    argv = [str(EVALSTORE), "--db", url, "replay", run.run_id, "--eval", str(run.v1), "--batch"]
+    argv += ["--targets", str(run.root / "targets.yaml"), "--judge-target", "judge", "--graders", "quality"]
+    return subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=TIMEOUT, env=env or dict(os.environ))
+
+
+def test_a_batch_refused_when_created_says_how_to_finish_the_replay_and_exits_1(
+    server: JudgeServer, tmp_path: Path
+) -> None:
+    """HTTP 429 on creation: the replay has begun (its intent is recorded), so the error names the resume that
+    finishes it, and exits 1 (the provider failed, not the input: exit 2 would say the command was wrong)."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    run = build(tmp_path / "suite", EventStore.open(url), N, judge_url=server.base_url)
+    server.fail_creates, server.create_status = 1, 429
+    refused = _cli(url, run)
+    store = EventStore.open(url)
+    [replay] = [r for r in store.query("runs") if r["kind"] == "replay"]
+    assert refused.returncode == 1, refused.stderr
+    [error] = [line for line in refused.stderr.splitlines() if line.startswith("Error:")]
+    assert "creating the batch: HTTP 429" in error
+    assert error.endswith(f"(finish it with: evalstore replay --resume {replay['run_id']})"), error
+    assert replay["status"] == "started"
+    finished = subprocess.run(
+        [str(EVALSTORE), "--db", url, "replay", "--resume", replay["run_id"], "--json"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert finished.returncode in (0, 1), finished.stderr
+    assert json.loads(finished.stdout)["judge_requests"] == {"by_batch": N, "direct": 0, "reused": 0}
+
+
+def test_a_batched_replay_whose_judge_key_is_unset_is_refused_before_it_writes_anything(
+    server: JudgeServer, tmp_path: Path
+) -> None:
+    """Prompts the cache does not hold, and no key to submit them with: refused as `run` refuses such a judge
+    (exit 2, naming the variable), not graded into a replay of execution errors whose cause only audit shows."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    run = build(tmp_path / "suite", EventStore.open(url), N, judge_url=server.base_url)
+    env = {k: v for k, v in os.environ.items() if k != JUDGE_KEY_ENV}
+    refused = _cli(url, run, env=env)
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith("Error: --batch: ") and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert f"{N} judge prompts the judge cache does not hold cannot be sent" in refused.stderr
+    assert f"environment variable {JUDGE_KEY_ENV} (the API key) is not set" in refused.stderr
+    assert [r for r in EventStore.open(url).query("runs") if r["kind"] == "replay"] == []
+    assert server.batches == [] and server.requests == []
+    # Every prompt recorded: the key is not needed, and the batched replay reuses them without it.
+    done = replay_run(EventStore.open(url), run.run_id, _options(run.root))
+    reused = _cli(url, run, "--json", env=env)
+    assert reused.returncode in (0, 1), reused.stderr
+    assert json.loads(reused.stdout)["judge_requests"] == {"by_batch": 0, "direct": 0, "reused": N}
+    assert done.complete
+
+
+def test_a_failed_batch_says_how_many_prompts_it_held_and_they_are_sent_directly(
+    server: JudgeServer, tmp_path: Path
+) -> None:
+    store = EventStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    run = build(tmp_path / "suite", store, N, judge_url=server.base_url)
+    server.fail_batches = "Enqueued token limit reached"
+    said: list[str] = []
+    outcome = replay_run(store, run.run_id, _options(run.root, batch=True), note=said.append)
+    [batch] = server.batches
+    assert f"judge batch {batch.id} failed: 0 of {N} prompts answered (Enqueued token limit reached)" in said
+    assert judge_requests(store, outcome.run_id) == {"by_batch": 0, "direct": N, "reused": 0}

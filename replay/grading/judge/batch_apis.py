@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from evalstore.replay.bounded_http import Deadline, ReplyTooLarge, bounded, checked, deadline, read_bounded
-from evalstore.replay.errors import ReplayError
+from evalstore.replay.errors import JudgeConfigError, ServiceError
 from evalstore.replay.grading.judge.client import Exchange, chat_usage, exchange_mask, pi_request
 from evalstore.replay.grading.judge.targets import AZURE_DEFAULT_API_VERSION, JudgeTarget, ResolvedJudge
 from evalstore.replay.reply_cap import max_reply_bytes
@@ -77,7 +77,7 @@ _OPENAI_STATES: dict[str, State] = {
 }
 
 
-class BatchAPIError(ReplayError):
+class BatchAPIError(ServiceError):
     """A batch API refused or failed a call (the replay stops; ``--resume`` picks the batch up again)."""
 
 
@@ -132,7 +132,9 @@ def batch_api(target: JudgeTarget, judge: ResolvedJudge, env: Mapping[str, str],
         return AnthropicBatches(target, judge, env, http)
     if target.provider in ("openai", "openai-compatible", "openai_compatible"):
         return OpenAIBatches(target, judge, env, http, azure=False)
-    raise BatchAPIError(f"judge target {target.name!r}: provider {target.provider!r} has no batch API evalstore knows")
+    raise JudgeConfigError(
+        f"judge target {target.name!r}: provider {target.provider!r} has no batch API evalstore knows"
+    )
 
 
 class _Calls:

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalstore.replay.grading.judge.batch_apis import BatchAPI, BatchAPIError, batch_api
+from evalstore.replay.errors import JudgeConfigError, ReplayError
+from evalstore.replay.grading.judge.batch_apis import BatchAPI, batch_api
 from evalstore.replay.grading.judge.client import Exchange
 from evalstore.replay.grading.judge.targets import ResolvedJudge
 from evalstore.store.events import JudgeBatchIntended, JudgeBatchSubmitted
@@ -55,6 +56,23 @@ class JudgeBatches:
     def want(self, key: str, judge: ResolvedJudge, messages: list[dict[str, Any]]) -> None:
         with self._lock:
             self._wanted.setdefault(key, (judge, messages))
+
+    def check_callable(self, pool: JudgePool) -> None:
+        """Refuse (``JudgeConfigError``) when a judge the wanted requests need cannot be called: its key is
+        unset, so no batch of them could be submitted (a request that missed the cache was wanted even so,
+        resolved without the key, to be refused here). Asked as a batch of them would be (``_api``)."""
+        needed: dict[tuple[str, str], int] = {}
+        for judge, _ in self._wanted.values():
+            needed[(judge.target, judge.model)] = needed.get((judge.target, judge.model), 0) + 1
+        for (target, model), count in needed.items():
+            try:
+                pool.resolve(pool.named(target).with_model(model))
+            except JudgeConfigError as exc:
+                raise JudgeConfigError(
+                    f"--batch: {count} judge prompt{'s' if count != 1 else ''} the judge cache does not hold "
+                    f"cannot be sent: {exc}; nothing was written (without --batch a replay reuses the recorded "
+                    "replies and records the others as execution errors)"
+                ) from None
 
     def wants(self, key: str) -> bool:
         return key in self._wanted
@@ -98,7 +116,7 @@ def poll_seconds() -> float:
     try:
         return max(0.01, float(value)) if value else DEFAULT_POLL_SECONDS
     except ValueError:
-        raise BatchAPIError(f"{POLL_ENV}={value!r}: expected a number of seconds") from None
+        raise ReplayError(f"{POLL_ENV}={value!r}: expected a number of seconds") from None
 
 
 def settle(
@@ -121,11 +139,11 @@ def settle(
     with deadline_client() as http:
         recorded = list(recorded)
         fulfilled = {e.intent_id for e in recorded if isinstance(e, JudgeBatchSubmitted) and e.intent_id}
-        open_batches: list[tuple[BatchAPI, str]] = []
+        open_batches: list[tuple[BatchAPI, str, int]] = []
         for event in recorded:
             api = _api(pool, http, event.judge_target, event.model)
             if isinstance(event, JudgeBatchSubmitted):
-                open_batches.append((api, event.batch_id))
+                open_batches.append((api, event.batch_id, event.requests))
                 summary.batches.append(event.batch_id)
                 say(f"judge batch {event.batch_id} ({event.requests} prompts) was submitted before: waiting for it")
             elif event.intent_id not in fulfilled:
@@ -167,7 +185,7 @@ def settle(
                 )
                 summary.batches.append(done.batch_id)
                 summary.submitted.append(done.batch_id)
-                open_batches.append((api, done.batch_id))
+                open_batches.append((api, done.batch_id, len(requests)))
                 say(f"judge batch {done.batch_id} submitted: {len(requests)} prompts to {judge.target} ({judge.model})")
         _wait(batches, open_batches, summary, say, sleep)
     return summary
@@ -203,7 +221,7 @@ def _found(
     record: Callable[[JudgeBatchSubmitted], object],
     summary: BatchSummary,
     say: Note,
-) -> list[tuple[BatchAPI, str]]:
+) -> list[tuple[BatchAPI, str, int]]:
     """The batch a recorded intent was submitted as, when its replay stopped before recording it: recorded
     now where the provider marks batches with their intent (then it is surely this replay's). Anthropic
     marks none: every batch of that size created since is waited on unrecorded, for the replies whose
@@ -227,7 +245,7 @@ def _found(
     for batch_id in found:
         summary.batches.append(batch_id)
         say(f"judge batch {batch_id} ({intent.requests} prompts) was submitted before it was recorded: waiting for it")
-    return [(api, batch_id) for batch_id in found]
+    return [(api, batch_id, intent.requests) for batch_id in found]
 
 
 def _api(pool: JudgePool, http: Any, target_name: str, model: str) -> BatchAPI:
@@ -237,7 +255,7 @@ def _api(pool: JudgePool, http: Any, target_name: str, model: str) -> BatchAPI:
 
 def _wait(
     batches: JudgeBatches,
-    open_batches: list[tuple[BatchAPI, str]],
+    open_batches: list[tuple[BatchAPI, str, int]],
     summary: BatchSummary,
     say: Note,
     sleep: Callable[[float], None],
@@ -246,10 +264,10 @@ def _wait(
     waiting = list(open_batches)
     while waiting:
         still = []
-        for api, batch_id in waiting:
+        for api, batch_id, submitted in waiting:
             status = api.status(batch_id)
             if status.state == "in_progress":
-                still.append((api, batch_id))
+                still.append((api, batch_id, submitted))
                 continue
             results = api.results(batch_id)
             got = 0
@@ -262,7 +280,8 @@ def _wait(
                 else:
                     summary.unanswered[key] = result
             summary.answered += got
-            ended = f"judge batch {batch_id} {status.state}: {got} of {len(results)} prompts answered"
+            # Of the prompts submitted: a batch that failed or was cancelled has no results file to count.
+            ended = f"judge batch {batch_id} {status.state}: {got} of {submitted} prompts answered"
             say(ended + (f" ({status.detail})" if status.detail else ""))
         waiting = still
         if waiting:

@@ -152,7 +152,13 @@ class JudgeCall:
                 reply = self._from_cache(messages, key, parse_attempt, parse, lookup=legacy)
             if reply is not None:
                 return reply
-        if self.cache_only and (self.batch is None or self.batch.collecting or self.batch.answer(key) is None):
+        if self.batch is not None and self.batch.collecting:
+            # Wanted even without a key (``cache_only``): the replay then refuses before it begins, instead
+            # of grading every such request as an execution error (``JudgeBatches.check_callable``).
+            self.batch.want(key, self.judge, messages)
+            self.outcome.error = "waiting for the judge batch"
+            return None
+        if self.cache_only and (self.batch is None or self.batch.answer(key) is None):
             return None  # a batch's reply needs no key here: the process that submitted it had one
         return self._send(messages, key, parse_attempt, parse)
 
@@ -205,13 +211,9 @@ class JudgeCall:
 
     def _send(self, messages: list[dict[str, Any]], key: str, parse_attempt: int, parse: Parser) -> str | None:
         """Send one request (with its transport retries); returns the reply text, None if the call failed.
-        Under ``replay --batch`` a request is noted for the batch instead (the collecting pass, which keeps
-        nothing it grades), or answered by the batch's reply, recorded as the request would have been."""
+        Under ``replay --batch`` a request the batch answered takes the batch's reply, recorded as the
+        request would have been (the collecting pass noted it for the batch in :meth:`_ask`)."""
         batch_id: str | None = None
-        if self.batch is not None and self.batch.collecting:
-            self.batch.want(key, self.judge, messages)
-            self.outcome.error = "waiting for the judge batch"
-            return None
         answered = self.batch.answer(key) if self.batch is not None else None
         self._sent = True
         if answered is not None:
