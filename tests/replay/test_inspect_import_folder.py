@@ -1,0 +1,122 @@
+"""A folder of Inspect logs is imported in two passes: every log read and built before anything is written
+(a log inspect_ai cannot read, anywhere in the folder, writes nothing and makes no store), then each written,
+only one log's built samples kept on disk through the first pass and the others built again, into the runs
+their own imports make."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from fixture_paths import FIXTURES_DIR
+
+from evalstore import cli
+from evalstore.replay.inspect import importing
+from evalstore.replay.inspect.importing import import_log, import_logs
+from evalstore.store import EventStore, make_engine
+
+pytest.importorskip("inspect_ai.log")
+
+LOGS = FIXTURES_DIR / "inspect" / "logs"
+EVALS = ("arithmetic.eval", "capitals.eval", "choice.eval")
+
+
+def evalstore(db: str, *args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner(env=env).invoke(cli.main, ["--db", db, *args])
+
+
+def folder_with_a_broken_log(tmp_path: Path) -> Path:
+    """A good log, then (in the folder's order) the first 3000 bytes of one: not a zip."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(LOGS / "capitals.eval", folder)
+    (folder / "zz-broken.eval").write_bytes((LOGS / "arithmetic.eval").read_bytes()[:3000])
+    return folder
+
+
+def test_a_folder_holding_a_log_inspect_ai_cannot_read_writes_nothing_and_makes_no_store(tmp_path: Path) -> None:
+    folder = folder_with_a_broken_log(tmp_path)
+    result = evalstore(f"sqlite:///{tmp_path / 'store.db'}", "import", str(folder))
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""  # no "imported" line: nothing was
+    assert result.stderr == (
+        f"Error: {folder / 'zz-broken.eval'}: not an Inspect AI log inspect_ai can read (File is not a zip file)\n"
+    )
+    assert not (tmp_path / "store.db").exists()
+
+
+def test_a_folder_holding_a_log_inspect_ai_cannot_read_leaves_a_store_as_it_was(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    assert evalstore(db, "import", str(LOGS / "choice.eval")).exit_code == 0
+    before = json.loads(evalstore(db, "verify", "--json").stdout)["events"]
+    assert evalstore(db, "import", str(folder_with_a_broken_log(tmp_path))).exit_code == 2
+    assert json.loads(evalstore(db, "verify", "--json").stdout)["events"] == before
+    assert [r["suite"] for r in json.loads(evalstore(db, "runs", "--json").stdout)] == ["choice"]
+
+
+def stream(store: EventStore, run_id: str) -> list[tuple[str, str, dict]]:
+    return [(e.event_id, e.type, e.payload) for e in store.read_stream(run_id)]
+
+
+def test_a_folder_s_logs_keep_one_spool_and_are_built_again_into_their_own_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name in EVALS:
+        shutil.copy(LOGS / name, folder)
+    alive: list[object] = []
+    most = [0]
+
+    class Counted(importing.Spool):
+        def __init__(self) -> None:
+            super().__init__()
+            alive.append(self)
+            most[0] = max(most[0], len(alive))
+
+        def close(self) -> None:
+            if self in alive:
+                alive.remove(self)
+            super().close()
+
+    monkeypatch.setattr(importing, "Spool", Counted)
+    together = EventStore(make_engine(f"sqlite:///{tmp_path / 'together.db'}"))
+    apart = EventStore(make_engine(f"sqlite:///{tmp_path / 'apart.db'}"))
+    try:
+        done = import_logs(together, folder)
+        assert most[0] == 2 and not alive  # the kept spool and the one being built; none left open
+        assert [o.tests for o in done] == [14, 3, 9]
+        for outcome, name in zip(done, EVALS, strict=True):
+            alone = import_log(apart, folder / name)
+            assert alone.run_id == outcome.run_id
+            assert stream(together, outcome.run_id) == stream(apart, alone.run_id)
+    finally:
+        together.close()
+        apart.close()
+
+
+def test_a_log_that_changed_after_it_was_checked_is_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for name in ("arithmetic.eval", "capitals.eval"):  # capitals (fewer samples) is built again when written
+        shutil.copy(LOGS / name, folder)
+    real = importing._file_digest
+    seen: list[Path] = []
+
+    def rewritten(path: Path) -> str:  # the second read of capitals finds other bytes
+        seen.append(path)
+        return real(path) if seen.count(path) == 1 else "0" * 64
+
+    monkeypatch.setattr(importing, "_file_digest", rewritten)
+    store = EventStore(make_engine(f"sqlite:///{tmp_path / 'store.db'}"))
+    try:
+        with pytest.raises(importing.ImportFormatError, match=r"capitals\.eval: changed since it was checked"):
+            import_logs(store, folder)
+        assert [r["suite"] for r in store.query("runs")] == ["arithmetic"]
+    finally:
+        store.close()
