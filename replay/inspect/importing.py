@@ -46,6 +46,7 @@ from evalstore.replay.inspect.messages import content_messages, resolved, text_o
 from evalstore.replay.inspect.reading import (
     Chunk,
     EvalSamples,
+    check_document,
     check_members,
     log_samples,
     read_or_refuse,
@@ -219,7 +220,7 @@ def _keep_largest(checked: list[_Checked]) -> None:
 
 
 def _checked(store: StoreOrOpener, path: Path, progress: Progress | None) -> _Checked:
-    """The first pass over one log: its members (``.eval``) or header (``.json``) checked before
+    """The first pass over one log: its members (``.eval``) or size and header (``.json``) checked before
     inspect_ai reads it, then every sample read, built and encoded into a spool. Writes nothing, and opens
     no store: ``completed_run`` looks only in one that exists."""
     api = inspect_log_api()
@@ -227,6 +228,7 @@ def _checked(store: StoreOrOpener, path: Path, progress: Progress | None) -> _Ch
     digest = _file_digest(path)
     run_id = f"imp-{digest[:16]}"
     if fmt == "inspect-json":
+        check_document(path)
         _check_header(path)
     else:
         check_members(path)

@@ -1,7 +1,7 @@
 """A folder of Inspect logs is imported in two passes: every log read and built before anything is written
 (a log inspect_ai cannot read, anywhere in the folder, writes nothing and makes no store), then each written,
 only one log's built samples kept on disk through the first pass and the others built again, into the runs
-their own imports make."""
+their own imports make. And a ``.json`` log is held to ``EVALSTORE_MAX_FILE_BYTES``, read as for ``.eval``."""
 
 from __future__ import annotations
 
@@ -120,3 +120,29 @@ def test_a_log_that_changed_after_it_was_checked_is_not_written(
         assert [r["suite"] for r in store.query("runs")] == ["arithmetic"]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("log", ["capitals.eval", "capitals.json"])
+def test_the_cap_on_a_document_read_whole_is_read_alike_for_eval_and_json_logs(tmp_path: Path, log: str) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    bad = evalstore(db, "import", str(LOGS / log), env={"EVALSTORE_MAX_FILE_BYTES": "abc"})
+    assert bad.exit_code == 2, bad.output
+    assert bad.stderr == (
+        "Error: EVALSTORE_MAX_FILE_BYTES='abc': give the largest file to import, in bytes (a positive integer)\n"
+    )
+    small = evalstore(db, "import", str(LOGS / log), env={"EVALSTORE_MAX_FILE_BYTES": "1000"})
+    assert small.exit_code == 2, small.output
+    assert "more than an import reads" in small.stderr and "set EVALSTORE_MAX_FILE_BYTES" in small.stderr
+    assert not (tmp_path / "store.db").exists()
+    assert evalstore(db, "import", str(LOGS / log), env={"EVALSTORE_MAX_FILE_BYTES": "100000000"}).exit_code == 0
+
+
+def test_a_json_log_larger_than_the_cap_is_refused_naming_its_size_and_the_variable(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    log = LOGS / "capitals.json"
+    result = evalstore(db, "import", str(log), env={"EVALSTORE_MAX_FILE_BYTES": "1000"})
+    assert result.stderr == (
+        f"Error: {log}: a JSON log of {log.stat().st_size} bytes, more than an import reads whole (1000); set "
+        "EVALSTORE_MAX_FILE_BYTES to raise the cap, or convert it to an .eval log, read a sample at a time "
+        "(inspect log convert --to eval)\n"
+    )
