@@ -1,7 +1,8 @@
 """A folder of Inspect logs is imported in two passes: every log read and built before anything is written
 (a log inspect_ai cannot read, anywhere in the folder, writes nothing and makes no store), then each written,
 only one log's built samples kept on disk through the first pass and the others built again, into the runs
-their own imports make. And a ``.json`` log is held to ``EVALSTORE_MAX_FILE_BYTES``, read as for ``.eval``."""
+their own imports make. A ``.json`` log is held to ``EVALSTORE_MAX_FILE_BYTES``, read as for ``.eval``. And
+``audit`` reaches an imported sample's stored record: its digest checked, the record printed on request."""
 
 from __future__ import annotations
 
@@ -146,3 +147,27 @@ def test_a_json_log_larger_than_the_cap_is_refused_naming_its_size_and_the_varia
         "EVALSTORE_MAX_FILE_BYTES to raise the cap, or convert it to an .eval log, read a sample at a time "
         "(inspect log convert --to eval)\n"
     )
+
+
+def test_audit_names_an_imported_sample_s_stored_record_checks_it_and_prints_it(tmp_path: Path) -> None:
+    """Down to the bytes the import kept of a sample: its digest, checked against the blob store, and with
+    --show-source the stored record itself (what `export --format inspect` writes back)."""
+    import hashlib
+
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run = json.loads(evalstore(db, "import", str(LOGS / "capitals.eval"), "--json").stdout)["run_id"]
+    report = json.loads(evalstore(db, "audit", run, "1", "--json", "--show-source").stdout)
+    (test,) = report["tests"]
+    transcript = test["transcript"]
+    digest = transcript["source_record_sha256"]
+    assert transcript["source_record_blob"] == "ok"
+    assert hashlib.sha256(transcript["source_record"].encode()).hexdigest() == digest
+    assert importing.sample_record(transcript["source_record"].encode())["id"] == 1
+    assert [a["blob"] for a in transcript["attachments"]] == ["ok"] * len(transcript["attachments"]) != []
+
+    shown = evalstore(db, "audit", run, "1")
+    assert shown.exit_code == 0, shown.output
+    assert f"  source record {digest[:12]} (the result as its source wrote it: an Inspect sample)" in shown.stdout
+    assert "--show-source prints it" in shown.stdout and "--- source record ---" not in shown.stdout
+    printed = evalstore(db, "audit", run, "1", "--show-source")
+    assert f"    --- source record ---\n{transcript['source_record']}\n" in printed.stdout
