@@ -159,7 +159,7 @@ def log_files(path: Path) -> tuple[list[Path], list[str]]:
 
 def import_logs(store: StoreOrOpener, path: str | Path, progress: Progress | None = None) -> list[InspectImport]:
     """Import every log at ``path`` (a log, or a folder of logs: one run per log), in two passes: every log
-    is read whole and built first (:func:`_checked`), so a log that cannot be read, anywhere in a folder,
+    is read through and built first (:func:`_checked`), so a log that cannot be read, anywhere in a folder,
     writes nothing and, given an opener (no store yet), makes no store; then each is written. The built
     samples wait in a spool on disk; only one log's spool is kept through the first pass (the one of the
     most samples: the most work saved), so the disk a folder's import takes stays what its largest log's
@@ -184,7 +184,7 @@ def import_logs(store: StoreOrOpener, path: str | Path, progress: Progress | Non
 
 
 def import_log(store: StoreOrOpener, path: Path, progress: Progress | None = None) -> InspectImport:
-    """Import one log: read whole and built, then written."""
+    """Import one log: read through and built, then written."""
     log = _checked(store, path, progress)
     try:
         return _written(opened(store), log, progress)
@@ -194,7 +194,7 @@ def import_log(store: StoreOrOpener, path: Path, progress: Progress | None = Non
 
 @dataclass
 class _Checked:
-    """A log read whole and built (an import's first pass): what writing it takes."""
+    """A log read through and built (an import's first pass): what writing it takes."""
 
     outcome: InspectImport
     digest: str
