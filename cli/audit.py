@@ -38,7 +38,7 @@ def _echo_prompt(prompt: object) -> None:
         echo(f"      --- {m.role} ---\n{m.text}")
 
 
-def print_audit(report: dict, *, show_prompt: bool = False) -> None:
+def print_audit(report: dict, *, show_prompt: bool = False, show_source: bool = False) -> None:
     r = report["run"]
     echo(f"run {r['run_id']}  kind={r['kind']}  parent={r['parent_run_id'] or '-'}  evalstore {r['evalstore_version']}")
     if r["ancestors"]:
@@ -139,6 +139,14 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
                 f"{_mark(tr['blob'])} status={tr['status']} exit={tr['exit_code']}"
                 + (f" (target call {tr['provider_attempt']})" if tr["provider_attempt"] else "")
             )
+            if tr.get("source_record_sha256"):
+                echo(
+                    f"  source record {_short(tr['source_record_sha256'])}{_mark(tr['source_record_blob'])} "
+                    f"(the result as its source wrote it: an Inspect sample), {len(tr['attachments'])} attachment(s)"
+                    + ("" if show_source else "; --show-source prints it")
+                )
+                if show_source and tr.get("source_record") is not None:
+                    echo(f"    --- source record ---\n{tr['source_record']}")
         else:
             echo("  transcript: none recorded")
         ws = t.get("workspace")
@@ -176,10 +184,15 @@ def print_audit(report: dict, *, show_prompt: bool = False) -> None:
     is_flag=True,
     help="Include rendered judge prompts and raw replies, and what code graders read on stdin.",
 )
+@click.option(
+    "--show-source",
+    is_flag=True,
+    help="Include the imported source record kept with the transcript (an Inspect sample as stored).",
+)
 @json_option
 @click.pass_context
 @handle_errors
-def audit(ctx, run: str, test_id: str, grader: str | None, show_prompt: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def audit(ctx, run: str, test_id: str, grader: str | None, show_prompt: bool, show_source: bool, as_json: bool) -> None:  # type: ignore[no-untyped-def]
     """Trace every verdict of TEST_ID in RUN back to its judge calls or grader processes, conversions,
     artifacts, transcript and run, checking each digest against the blob store (exit 1 on a mismatch).
 
@@ -193,10 +206,12 @@ def audit(ctx, run: str, test_id: str, grader: str | None, show_prompt: bool, as
     from evalstore.replay.analysis.views import resolve_run
 
     store = open_store(ctx, create=False)
-    report = audit_test(store, resolve_run(store, run), test_id, grader=grader, show_prompt=show_prompt)
+    report = audit_test(
+        store, resolve_run(store, run), test_id, grader=grader, show_prompt=show_prompt, show_source=show_source
+    )
     if as_json:
         print_json(report)
     else:
-        print_audit(report, show_prompt=show_prompt)
+        print_audit(report, show_prompt=show_prompt, show_source=show_source)
     if report["blob_problems"]:
         sys.exit(EXIT_FAILED)

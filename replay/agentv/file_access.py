@@ -57,9 +57,10 @@ recorded as refused, saying how to raise the cap."""
 
 
 DEFAULT_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
-"""The largest JSON document an import reads whole (an Inspect log's sample or header member): parsing one
-takes three to four times its size in memory, and it compresses a thousandfold, so a log of a megabyte
-asked for 3 GB under the 2 GiB file cap. ``EVALSTORE_MAX_FILE_BYTES``, when set, caps these too."""
+"""The largest JSON document an import reads whole (an Inspect ``.eval`` log's sample or header member, a
+``.json`` log): parsing one takes three to four times its size in memory, and a member compresses a
+thousandfold, so a log of a megabyte asked for 3 GB under the 2 GiB file cap. ``EVALSTORE_MAX_FILE_BYTES``,
+when set, caps these too."""
 
 
 def max_document_bytes(environ: Mapping[str, str] | None = None) -> int:

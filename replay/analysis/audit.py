@@ -79,9 +79,11 @@ def audit_test(
     *,
     grader: str | None = None,
     show_prompt: bool = False,
+    show_source: bool = False,
     loaded: tuple[RunMaterial, RunMaterial] | None = None,
 ) -> dict[str, Any]:
-    """``loaded``: the run and the run holding its transcripts, when the caller has already read them."""
+    """``loaded``: the run and the run holding its transcripts, when the caller has already read them;
+    ``show_source``: each transcript's stored source record as text (an imported Inspect sample)."""
     run, origin = loaded if loaded else (load_run(store, run_id), None)
     matches = run.results_of(test_id)
     if not matches:
@@ -89,7 +91,7 @@ def audit_test(
     checks = BlobCheck(store)
     run_info = _run_info(store, run, checks)
     origin = origin or transcript_run(store, run)
-    tests = [_audit_material(store, run, origin, m, checks, grader, show_prompt) for m in matches]
+    tests = [_audit_material(store, run, origin, m, checks, grader, show_prompt, show_source) for m in matches]
     return {
         "run": run_info,
         "tests": tests,
@@ -144,6 +146,7 @@ def _audit_material(
     checks: BlobCheck,
     grader: str | None,
     show_prompt: bool,
+    show_source: bool = False,
 ) -> dict[str, Any]:
     """One test of ``run``; its transcript and artifacts are those of ``origin``, the run that recorded them."""
     source = origin.tests.get(test.key, test)
@@ -173,6 +176,12 @@ def _audit_material(
             "duration_ms": t.duration_ms,
             "source": _source(t.source, origin),
             "provider_attempt": t.provider_attempt,
+            # The source's own record of the result, as stored (an Inspect sample, its attachments apart):
+            # the bytes an import kept below the messages, which an export writes back.
+            "source_record_sha256": t.source_record_sha256,
+            "source_record_blob": checks.check(t.source_record_sha256),
+            "source_record": _text(store, t.source_record_sha256) if show_source else None,
+            "attachments": [{**a, "blob": checks.check(a.get("sha256"))} for a in t.attachments],
             "failed_calls": [
                 {"event_id": eid, **c.model_dump(exclude={"test_id", "target", "attempt"})}
                 for eid, c in source.failed_calls

@@ -46,6 +46,7 @@ from evalstore.replay.inspect.messages import content_messages, resolved, text_o
 from evalstore.replay.inspect.reading import (
     Chunk,
     EvalSamples,
+    check_document,
     check_members,
     log_samples,
     read_or_refuse,
@@ -55,7 +56,7 @@ from evalstore.replay.inspect.scores import GRADER_TYPE, edits_of, verdicts_of
 from evalstore.replay.jsontext import decode_problem, without_lone_surrogates
 from evalstore.replay.processes.forked import in_order, worker_count
 from evalstore.replay.targetsfile.redaction import SecretMask, environment_mask, redact
-from evalstore.store import NewEvent, StoreOrOpener, completed_run, opened
+from evalstore.store import EventStore, NewEvent, StoreOrOpener, completed_run, opened
 from evalstore.store.blobs import PREFIX_BYTES
 from evalstore.store.codec import canonical_json, sha256_hex
 from evalstore.store.events import (
@@ -157,36 +158,85 @@ def log_files(path: Path) -> tuple[list[Path], list[str]]:
 
 
 def import_logs(store: StoreOrOpener, path: str | Path, progress: Progress | None = None) -> list[InspectImport]:
-    """Import every log at ``path`` (a log, or a folder of logs: one run per log). Given an opener (no store
-    yet), the store is opened once the first log is checked, and the next are imported into it. The logs a
-    folder import left out are warned about with its first log."""
+    """Import every log at ``path`` (a log, or a folder of logs: one run per log), in two passes: every log
+    is read through and built first (:func:`_checked`), so a log that cannot be read, anywhere in a folder,
+    writes nothing and, given an opener (no store yet), makes no store; then each is written. The built
+    samples wait in a spool on disk; only one log's spool is kept through the first pass (the one of the
+    most samples: the most work saved), so the disk a folder's import takes stays what its largest log's
+    takes (twice, at most), and the others are built again when their turn to be written comes. The logs
+    a folder import left out are warned about with its first log."""
     path = Path(path)
     if not path.exists():
         raise ReplayError(f"{path}: no such file or directory")
-    done = []
     logs, skipped = log_files(path)
-    for log in logs:
-        done.append(import_log(store, log, progress))
-        store = opened(store)  # opened by that import, whose log it now holds
+    checked: list[_Checked] = []
+    try:
+        for log_path in logs:
+            checked.append(_checked(store, log_path, progress))
+            _keep_largest(checked)
+        store = opened(store)
+        done = [_written(store, log, progress) for log in checked]
+    finally:
+        for log in checked:
+            log.close()
     done[0].warnings[:0] = skipped
     return done
 
 
 def import_log(store: StoreOrOpener, path: Path, progress: Progress | None = None) -> InspectImport:
+    """Import one log: read through and built, then written."""
+    log = _checked(store, path, progress)
+    try:
+        return _written(opened(store), log, progress)
+    finally:
+        log.close()
+
+
+@dataclass
+class _Checked:
+    """A log read through and built (an import's first pass): what writing it takes."""
+
+    outcome: InspectImport
+    digest: str
+    """The log's SHA-256 as read when checked (its run's id derives from it)."""
+    started: NewEvent | None = None
+    header: tuple[str, bytes] = ("", b"")
+    """The header blob's digest and bytes."""
+    spool: Spool | None = None
+    """The samples built; None for a log already imported, and for one to build again when written."""
+
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
+
+
+def _keep_largest(checked: list[_Checked]) -> None:
+    """Of the spools the first pass has built, only the one of the most samples kept (the last built and the
+    one kept before it compared: there is never a third)."""
+    spooled = [log for log in checked if log.spool is not None]
+    if len(spooled) > 1:
+        min(spooled, key=lambda log: log.outcome.tests).close()
+
+
+def _checked(store: StoreOrOpener, path: Path, progress: Progress | None) -> _Checked:
+    """The first pass over one log: its members (``.eval``) or size and header (``.json``) checked before
+    inspect_ai reads it, then every sample read, built and encoded into a spool. Writes nothing, and opens
+    no store: ``completed_run`` looks only in one that exists."""
     api = inspect_log_api()
     fmt = "inspect-json" if path.suffix == ".json" else "inspect-eval"
     digest = _file_digest(path)
     run_id = f"imp-{digest[:16]}"
     if fmt == "inspect-json":
+        check_document(path)
         _check_header(path)
     else:
         check_members(path)
     header = read_or_refuse(path, lambda: api.read_eval_log(str(path), header_only=True))
     spec = header.eval
     if completed_run(store, run_id) is not None:
-        store = opened(store)  # the store that holds it
-        tests = len(store.query("results", run_id=run_id))
-        return InspectImport(run_id, str(path), fmt, tests, True, spec.task, spec.model)
+        tests = len(opened(store).query("results", run_id=run_id))
+        return _Checked(InspectImport(run_id, str(path), fmt, tests, True, spec.task, spec.model), digest)
 
     # What the log echoes of evalstore's secret-looking variables is stored as their references, as an
     # AgentV import stores it (``agentv/import_mask``): the header (a model's arguments) and every sample.
@@ -214,12 +264,37 @@ def import_log(store: StoreOrOpener, path: Path, progress: Progress | None = Non
         tests, warnings = _check(api, path, header, header_sha, ids, spool, progress, mask)
         if tests == 0:
             raise ReplayError(f"{path}: the log has no samples to import")
-        store = opened(store)
-        store.append(run_id, [NewEvent(started, run_started_id)], blobs={header_sha: header_bytes})
-        write_spool(store, run_id, spool, EventIds(run_id, n=1), tests=tests, progress=progress)
-    finally:
+    except BaseException:
         spool.close()
-    return InspectImport(run_id, str(path), fmt, tests, False, spec.task, spec.model, warnings)
+        raise
+    outcome = InspectImport(run_id, str(path), fmt, tests, False, spec.task, spec.model, warnings)
+    return _Checked(outcome, digest, NewEvent(started, run_started_id), (header_sha, header_bytes), spool)
+
+
+def _written(store: EventStore, log: _Checked, progress: Progress | None) -> InspectImport:
+    """The second pass over one log: its run written from its spool (built again where the first pass did
+    not keep it, and refused if the log's bytes changed since they were checked)."""
+    done = log.outcome
+    if done.already_imported:
+        return done
+    if completed_run(store, done.run_id) is not None:  # a log of the same bytes, written just before
+        tests = len(store.query("results", run_id=done.run_id))
+        return InspectImport(done.run_id, done.path, done.format, tests, True, done.task, done.model)
+    if log.spool is None:
+        again = _checked(store, Path(done.path), progress)
+        if again.digest != log.digest:
+            again.close()
+            raise ImportFormatError(
+                f"{done.path}: changed since it was checked (is it still being written?); the logs before it "
+                "were imported: import it again once it is complete"
+            )
+        log.spool, again.spool = again.spool, None
+    assert log.started is not None and log.spool is not None  # a log not already imported has both
+    header_sha, header_bytes = log.header
+    store.append(done.run_id, [log.started], blobs={header_sha: header_bytes})
+    write_spool(store, done.run_id, log.spool, EventIds(done.run_id, n=1), tests=done.tests, progress=progress)
+    log.close()
+    return done
 
 
 def _check_header(path: Path) -> None:

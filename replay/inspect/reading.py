@@ -83,6 +83,20 @@ def read_member(log: zipfile.ZipFile, member: str) -> bytes:
         return b"".join(iter(partial(f.read, READ_STEP), b""))
 
 
+def check_document(path: Path) -> None:
+    """Refuse a ``.json`` log larger than :func:`max_document_bytes` before ``inspect_ai`` reads it: the log
+    is one JSON document, which its reader parses whole (for each sample it reads), as it parses an
+    ``.eval`` log's members (:func:`check_members`)."""
+    cap = max_document_bytes()
+    size = path.stat().st_size
+    if size > cap:
+        raise ImportFormatError(
+            f"{path}: a JSON log of {size} bytes, more than an import reads whole ({cap}); set "
+            f"{MAX_FILE_BYTES_ENV} to raise the cap, or convert it to an .eval log, read a sample at a time "
+            "(inspect log convert --to eval)"
+        )
+
+
 def check_members(path: Path) -> None:
     """Refuse an ``.eval`` log before ``inspect_ai`` reads it: a member that declares more than
     :func:`max_document_bytes` (a sample of a few MB that inflates to 3 GB took 6.4 GB of RSS, then a
