@@ -7,7 +7,8 @@ sample's events are built and encoded into a temporary spool before anything is 
 cannot be read leaves the store as it was; the spool is then appended in batches. The run id and every
 event id derive from the log's bytes: importing the same log twice gives the same run.
 
-Per sample: the case (its input as messages, the target as the expected output, its metadata), the
+Per sample: the case (its input as messages, the target as the expected output, a list target one message
+per target, its metadata), the
 transcript (the messages in the content model, the output's text, the model's usage, the error),
 for each score its edits (``ScoreEdited``, from ``Score.history``) then its verdicts (``scores.py``),
 and the test's score (the mean of its verdicts, as evalstore scores a test). The sample as Inspect
@@ -471,7 +472,7 @@ def sample_events(
             TestCaseRecorded(
                 **key,
                 input=_case_input(content_messages(_input_messages(record.get("input")), attachments)),
-                expected_output=_jsonable(record.get("target")),
+                expected_output=expected_output(record.get("target")),
                 metadata=_jsonable(record.get("metadata") or {}),
                 graders=[{"name": name, "type": GRADER_TYPE} for name in (record.get("scores") or {})],
             ),
@@ -582,6 +583,16 @@ def sample_events(
         )
     )
     return events, blobs, (score, passed, status)
+
+
+def expected_output(target: Any) -> Any:
+    """A sample's target as a test's expected output: a string as it is, a list (Inspect's several
+    accepted answers) one assistant message per target. Stored as a bare list of strings it would be
+    read as AgentV reads an eval file's list, one message of text segments (``content.expected_messages``),
+    and a grader would see one answer where Inspect has several."""
+    if isinstance(target, list) and target:
+        return [{"role": "assistant", "content": _jsonable(t)} for t in target]
+    return _jsonable(target)
 
 
 def _row_fields(record: dict[str, Any]) -> dict[str, str]:
