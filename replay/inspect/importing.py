@@ -41,6 +41,7 @@ from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.agentv.sidecars import inside, real_path
 from evalstore.replay.errors import ImportFormatError, ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
+from evalstore.replay.grading.errored import UNSCORED
 from evalstore.replay.grading.scoring import score_recorded
 from evalstore.replay.inspect import inspect_log_api
 from evalstore.replay.inspect.messages import content_messages, resolved, text_of
@@ -548,7 +549,7 @@ def sample_events(
                         grader_type=GRADER_TYPE,
                         score=v.score,
                         verdict=v.verdict,  # type: ignore[arg-type]
-                        status="execution_error" if v.verdict == "skip" else "ok",
+                        status=UNSCORED if v.verdict == "skip" else "ok",
                         details={k: d for k, d in details.items() if d is not None},
                         evidence=[explanation] if explanation else [],
                         origin="imported",
@@ -557,7 +558,19 @@ def sample_events(
                     ids.next("verdict"),
                 )
             )
-            entries.append({"name": v.grader, "score": v.score, "verdict": v.verdict})
+            entries.append(
+                {
+                    "name": v.grader,
+                    "score": min(1.0, max(0.0, v.score)),
+                    "verdict": v.verdict,
+                    "status": UNSCORED if v.verdict == "skip" else "ok",
+                }
+            )
+    # The test's score is the mean of its verdicts', each clamped to [0, 1]: a value Inspect reads outside it
+    # (a mark out of ten, a dict's `len` key) is no fraction of a pass, and a test score past 1 breaks
+    # thresholds and the viewer's histogram; the verdict keeps the value as read, and its pass/fail
+    # (score_to_verdict) is the clamped score's. Unscored verdicts are left out; a sample with no other
+    # score is one with no scores.
     outcome = score_recorded(entries, DEFAULT_THRESHOLD)
     if error:
         score, passed, status, why = (outcome.score if outcome else 0.0), False, "execution_error", error.get("message")
