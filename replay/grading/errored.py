@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-UNSCORED = "unscored"
+from typing import Final
+
+UNSCORED: Final = "unscored"
 """The status of a verdict that gave no score and is no error: an Inspect score Inspect's metrics leave out
 (NaN, ``Score.unscored``; a None in a dict). Left out of the test's score, as Inspect leaves it out of a
 metric, without making the test an execution error: the test's status follows its other verdicts."""
