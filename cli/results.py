@@ -28,6 +28,7 @@ def scored_rows(store, run_id: str, results: list[TestScored]) -> list[dict]:  #
             "error": r.error,
             "graders": graders[key].graders if key in graders else {},
             "left_out": graders[key].left_out if key in graders else frozenset(),
+            "unscored": graders[key].unscored if key in graders else frozenset(),
             "note": notes.get(key, ""),
         }
         for r in results
@@ -61,7 +62,7 @@ def print_scored(title: str, rows: list[dict], run_id: str | None = None) -> Non
                 fmt_score(r["score"]),
                 pass_cell(r["passed"], r["status"]),
                 r["status"],
-                grader_cell(r["graders"], r["left_out"]),
+                grader_cell(r["graders"], r["left_out"], r["unscored"]),
                 r.get("note", ""),
             )
             for name, r in zip(names[:TABLE_ROWS], rows[:TABLE_ROWS], strict=True)
@@ -89,13 +90,16 @@ def pass_cell(passed: bool, status: str) -> str:
     return "error" if status == "execution_error" else "yes" if passed else "no"
 
 
-def grader_cell(scores: dict[str, float], left_out: Collection[str]) -> str:
-    """A result's graders for a table: each one's score, or ``error`` for one that failed to run (its
-    recorded 0 is left out of the test's score, and would read as a real 0)."""
-    return ", ".join(f"{g}={'error' if g in left_out else fmt_score(s)}" for g, s in scores.items())
+def grader_cell(scores: dict[str, float], left_out: Collection[str], unscored: Collection[str] = ()) -> str:
+    """A result's graders for a table: each one's score, or ``error`` for one that failed to run and
+    ``unscored`` for one that gave no score (either's recorded 0 is left out of the test's score, and would
+    read as a real 0)."""
+    return ", ".join(
+        f"{g}={'unscored' if g in unscored else 'error' if g in left_out else fmt_score(s)}" for g, s in scores.items()
+    )
 
 
 def json_row(row: dict) -> dict:
     """A row of :func:`scored_rows` as ``--json`` prints it, as before the table showed errors (its
     ``error`` names the grader that failed)."""
-    return {k: v for k, v in row.items() if k != "left_out"}
+    return {k: v for k, v in row.items() if k not in ("left_out", "unscored")}

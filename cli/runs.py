@@ -156,7 +156,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
             fmt_score(r.score),
             pass_cell(r.passed, r.status),
             r.status,
-            grader_cell(r.graders, r.left_out),
+            grader_cell(r.graders, r.left_out, r.unscored),
             note,
         )
         for r, note in results

@@ -67,14 +67,14 @@ class Message:
 
     @property
     def text(self) -> str:
-        """The message's text: the string content, or its text blocks joined by newlines."""
+        """The message's text: the string content, or its text blocks joined by newlines. A text block
+        holds its text as ``text`` (a transcript's content) or ``value`` (an eval file's content segment,
+        as AgentV writes ``expected_output: [{type: text, value: ...}]``): both are read."""
         if isinstance(self.content, str):
             return self.content
         if isinstance(self.content, list):
             return "\n".join(
-                str(block.get("text", ""))
-                for block in self.content
-                if isinstance(block, dict) and block.get("type") == "text"
+                _block_text(block) for block in self.content if isinstance(block, dict) and block.get("type") == "text"
             )
         return ""
 
@@ -449,6 +449,13 @@ def _messages(value: Any) -> list[Message]:
     if isinstance(value, dict):
         return [Message.from_dict(value)]
     return [Message.from_dict(m) for m in value] if isinstance(value, list) else []
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    text = block.get("text")
+    if text is None:
+        text = block.get("value")
+    return "" if text is None else str(text)
 
 
 def _opt_str(value: Any) -> str | None:

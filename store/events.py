@@ -390,7 +390,8 @@ class VerdictRecorded(DomainEvent):
     grader_type: str
     score: float
     verdict: Verdict
-    status: Literal["ok", "execution_error"] = "ok"
+    status: Literal["ok", "execution_error", "unscored"] = "ok"
+    """``unscored``: no score and no error, left out of the test's score (``grading.errored.UNSCORED``)."""
     assertions: list[Assertion] = Field(default_factory=list)
     weight: float = 1.0
     required: bool | float = False

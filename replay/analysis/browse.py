@@ -36,7 +36,7 @@ from evalstore.replay.analysis.views import (
     transcript_run_id,
 )
 from evalstore.replay.errors import NotFoundError
-from evalstore.replay.grading.errored import left_out_of_score
+from evalstore.replay.grading.errored import UNSCORED, left_out_of_score
 from evalstore.replay.material import ResultKey, RunMaterial, TestMaterial, result_key
 from evalstore.store import EventStore
 from evalstore.store.errors import BlobNotFound, StoreError
@@ -202,12 +202,15 @@ def run_page(store: EventStore, run_id: str, filt: ResultFilter, *, offset: int 
     graders: dict[tuple, dict[str, float]] = {}
     verdicts: dict[tuple, dict[str, str]] = {}
     left_out: dict[tuple, set[str]] = {}
+    unscored: dict[tuple, set[str]] = {}
     for v in store.verdicts_of(run_id, [r["test_id"] for r in rows]):
         key = (v["test_id"], v["target"], v["attempt"])
         graders.setdefault(key, {})[v["grader"]] = v["score"]
         verdicts.setdefault(key, {})[v["grader"]] = v["verdict"]
         if left_out_of_score(v["status"]):
             left_out.setdefault(key, set()).add(v["grader"])
+        if v["status"] == UNSCORED:
+            unscored.setdefault(key, set()).add(v["grader"])
     results = []
     for r in rows:
         key = (r["test_id"], r["target"], r["attempt"])
@@ -224,6 +227,7 @@ def run_page(store: EventStore, run_id: str, filt: ResultFilter, *, offset: int 
                 graders=graders.get(key, {}),
                 verdicts=verdicts.get(key, {}),
                 left_out=frozenset(left_out.get(key, ())),
+                unscored=frozenset(unscored.get(key, ())),
             )
         )
     means = grader_means(store.grader_counts(run_id))

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import NotFoundError
-from evalstore.replay.grading.errored import left_out_of_score
+from evalstore.replay.grading.errored import UNSCORED, left_out_of_score
 from evalstore.store import EventStore, StoredEvent
 
 if TYPE_CHECKING:  # listing runs reads projections only; the pydantic catalogue loads when an event is decoded
@@ -82,8 +82,10 @@ class ResultRow:
     graders: dict[str, float] = field(default_factory=dict)
     verdicts: dict[str, str] = field(default_factory=dict)
     left_out: frozenset[str] = frozenset()
-    """The graders that failed to run, whose score is left out of the test's (a table shows them as an
-    error, not their recorded 0; --json has their verdict, ``skip``)."""
+    """The graders that failed to run or gave no score, whose score is left out of the test's (a table shows
+    them as an error, or ``unscored``, not their recorded 0; --json has their verdict, ``skip``)."""
+    unscored: frozenset[str] = frozenset()
+    """Those of ``left_out`` that gave no score and are no error (``grading.errored.UNSCORED``)."""
 
     def to_dict(self) -> dict[str, Any]:
         # Spelled out: asdict() deep-copies, which is most of the cost on a large run.
@@ -274,6 +276,7 @@ def _result_row(r: tuple, verdicts: list[tuple]) -> ResultRow:
         graders={v[0]: v[2] for v in verdicts},
         verdicts={v[0]: v[3] for v in verdicts},
         left_out=frozenset(v[0] for v in verdicts if left_out_of_score(v[4])),
+        unscored=frozenset(v[0] for v in verdicts if v[4] == UNSCORED),
     )
 
 

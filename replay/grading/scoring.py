@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalstore.replay import failures
-from evalstore.replay.grading.errored import left_out_of_score
+from evalstore.replay.grading.errored import UNSCORED, left_out_of_score
 from evalstore.replay.grading.turn_verdicts import is_conversation_verdict
 from evalstore.store.events import Assertion, ExecutionStatus
 
@@ -96,7 +96,7 @@ def _negate_assertion(assertion: Assertion) -> Assertion:
 
 
 def is_execution_error(result: GraderResult) -> bool:
-    return left_out_of_score(result.status)
+    return result.status == "execution_error"
 
 
 def effective_threshold(own: float | None, run: float | None, suite: float) -> float:
@@ -128,8 +128,9 @@ def explain_score(verdicts: Iterable[Any], threshold: float, score: float | None
     0 was set by a required grader's gate the verdicts do not mark (an import: AgentV's results do not
     say which grader is required); the graders below the threshold, the default gate, are named."""
     verdicts = list(verdicts)
-    errored = [v for v in verdicts if left_out_of_score(v.status)]
-    counted = [v for v in verdicts if v not in errored]
+    errored = [v for v in verdicts if v.status == "execution_error"]
+    unscored = [v for v in verdicts if left_out_of_score(v.status) and v not in errored]
+    counted = [v for v in verdicts if not left_out_of_score(v.status)]
     parts = []
     for v in counted:
         gate = required_gate(v.required, v.min_score, threshold)
@@ -149,6 +150,8 @@ def explain_score(verdicts: Iterable[Any], threshold: float, score: float | None
     if errored:
         names = ", ".join(v.grader for v in errored)
         parts.append(f"{names} failed to run (execution error): left out of the score")
+    if unscored:
+        parts.append(f"{', '.join(v.grader for v in unscored)} unscored: left out of the score")
     return "; ".join(parts)
 
 
@@ -166,17 +169,21 @@ def score_test(verdicts: Sequence[tuple[_ScoredSpec, GraderResult]], threshold: 
             scored_by_agentv=result.scored_by_agentv,
         )
         for spec, result in verdicts
+        if result.status != UNSCORED  # no score, no error: left out
     ]
     return _aggregate(entries, threshold)
 
 
 def score_recorded(scores: list[dict[str, Any]], threshold: float = 0.8) -> TestOutcome | None:
     """The test outcome recomputed from AgentV ``scores[]`` entries; None when there are none (AgentV
-    omits ``scores`` from some rows, e.g. an implicit grader in v4 baselines)."""
+    omits ``scores`` from some rows, e.g. an implicit grader in v4 baselines) or none has a score (an
+    entry whose ``status`` is ``unscored`` is left out)."""
     if not scores:
         return None
     entries = []
     for item in scores:
+        if item.get("status") == UNSCORED:  # no score, no error: left out
+            continue
         assertions = item.get("assertions") or []
         weight = item.get("weight")
         entries.append(
@@ -192,6 +199,8 @@ def score_recorded(scores: list[dict[str, Any]], threshold: float = 0.8) -> Test
                 ),
             )
         )
+    if not entries:  # every one unscored
+        return None
     return _aggregate(entries, threshold)
 
 

@@ -221,7 +221,7 @@ def _add_scores(log: Any, sample: Any, verdicts: list[Graded], regrade: _Regrade
             f"{was}{v.score!r} ({v.verdict})"
         )
         edit = ScoreEdit(
-            value=v.score,
+            value=_value(v, before),
             answer=None if before is None else "UNCHANGED",
             explanation=_explanation(v),
             metadata=_metadata(v, grader_run),
@@ -338,6 +338,20 @@ def _explanation(v: VerdictRecorded) -> str | None:
     lines = [f"{'✓' if a.passed else '✗'} {a.text}" + (f": {a.evidence}" if a.evidence else "") for a in v.assertions]
     lines += v.evidence
     return "\n".join(lines) or None
+
+
+_LETTERS = ("C", "I")
+"""Inspect's CORRECT and INCORRECT: the values of ``match``, ``includes``, ``model_graded_qa`` and the like."""
+
+
+def _value(v: VerdictRecorded, before: Any) -> Any:
+    """The regraded score's value: the verdict's score, but C or I (as it passed or failed) where the
+    scorer of its name scored the sample C or I. A scorer's values keep their form, as Inspect's viewer
+    shows them (C/I, not 1.0/0.0) and its metrics read them (value_to_float: 1, 0); the score itself is in
+    the edit's reason."""
+    if before is not None and before.value in _LETTERS and v.status == "ok" and v.verdict in ("pass", "fail"):
+        return "C" if v.verdict == "pass" else "I"
+    return v.score
 
 
 def _metadata(v: VerdictRecorded, grader_run: str) -> dict[str, Any]:

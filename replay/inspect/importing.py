@@ -7,7 +7,8 @@ sample's events are built and encoded into a temporary spool before anything is 
 cannot be read leaves the store as it was; the spool is then appended in batches. The run id and every
 event id derive from the log's bytes: importing the same log twice gives the same run.
 
-Per sample: the case (its input as messages, the target as the expected output, its metadata), the
+Per sample: the case (its input as messages, the target as the expected output, a list target one message
+per target, its metadata), the
 transcript (the messages in the content model, the output's text, the model's usage, the error),
 for each score its edits (``ScoreEdited``, from ``Score.history``) then its verdicts (``scores.py``),
 and the test's score (the mean of its verdicts, as evalstore scores a test). The sample as Inspect
@@ -40,6 +41,7 @@ from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.agentv.sidecars import inside, real_path
 from evalstore.replay.errors import ImportFormatError, ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
+from evalstore.replay.grading.errored import UNSCORED
 from evalstore.replay.grading.scoring import score_recorded
 from evalstore.replay.inspect import inspect_log_api
 from evalstore.replay.inspect.messages import content_messages, resolved, text_of
@@ -546,7 +548,7 @@ def sample_events(
             TestCaseRecorded(
                 **key,
                 input=_case_input(content_messages(_input_messages(record.get("input")), attachments)),
-                expected_output=_jsonable(record.get("target")),
+                expected_output=expected_output(record.get("target")),
                 metadata=_jsonable(record.get("metadata") or {}),
                 graders=[{"name": name, "type": GRADER_TYPE} for name in (record.get("scores") or {})],
             ),
@@ -622,7 +624,7 @@ def sample_events(
                         grader_type=GRADER_TYPE,
                         score=v.score,
                         verdict=v.verdict,  # type: ignore[arg-type]
-                        status="execution_error" if v.verdict == "skip" else "ok",
+                        status=UNSCORED if v.verdict == "skip" else "ok",
                         details={k: d for k, d in details.items() if d is not None},
                         evidence=[explanation] if explanation else [],
                         origin="imported",
@@ -631,7 +633,19 @@ def sample_events(
                     ids.next("verdict"),
                 )
             )
-            entries.append({"name": v.grader, "score": v.score, "verdict": v.verdict})
+            entries.append(
+                {
+                    "name": v.grader,
+                    "score": min(1.0, max(0.0, v.score)),
+                    "verdict": v.verdict,
+                    "status": UNSCORED if v.verdict == "skip" else "ok",
+                }
+            )
+    # The test's score is the mean of its verdicts', each clamped to [0, 1]: a value Inspect reads outside it
+    # (a mark out of ten, a dict's `len` key) is no fraction of a pass, and a test score past 1 breaks
+    # thresholds and the viewer's histogram; the verdict keeps the value as read, and its pass/fail
+    # (score_to_verdict) is the clamped score's. Unscored verdicts are left out; a sample with no other
+    # score is one with no scores.
     outcome = score_recorded(entries, DEFAULT_THRESHOLD)
     if error:
         score, passed, status, why = (outcome.score if outcome else 0.0), False, "execution_error", error.get("message")
@@ -657,6 +671,16 @@ def sample_events(
         )
     )
     return events, blobs, (score, passed, status)
+
+
+def expected_output(target: Any) -> Any:
+    """A sample's target as a test's expected output: a string as it is, a list (Inspect's several
+    accepted answers) one assistant message per target. Stored as a bare list of strings it would be
+    read as AgentV reads an eval file's list, one message of text segments (``content.expected_messages``),
+    and a grader would see one answer where Inspect has several."""
+    if isinstance(target, list) and target:
+        return [{"role": "assistant", "content": _jsonable(t)} for t in target]
+    return _jsonable(target)
 
 
 def _row_fields(record: dict[str, Any]) -> dict[str, str]:

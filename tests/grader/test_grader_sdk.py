@@ -136,6 +136,31 @@ def test_a_decorated_script_reads_stdin_and_prints_the_protocol(tmp_path: Path) 
     assert json.loads(done.stdout)["score"] == pytest.approx(1 / 3)
 
 
+def test_an_expected_output_of_content_segments_reads_as_its_text(tmp_path: Path) -> None:
+    # An eval file's `expected_output: [{type: text, value: ...}]` reaches a code grader as AgentV sends it,
+    # segments holding `value` (not a transcript block's `text`): the SDK reads both.
+    from evalstore.replay.content import expected_messages
+
+    expected = expected_messages([{"type": "text", "value": "42"}, {"type": "text", "value": "forty-two"}])
+    assert expected == [
+        {"role": "assistant", "content": [{"type": "text", "value": "42"}, {"type": "text", "value": "forty-two"}]}
+    ]
+    script = _script(
+        tmp_path,
+        """
+        @code_grader
+        def grade(p: CodeGraderInput) -> Result:
+            r = Result()
+            r.check(repr([m.text for m in p.expected_output]), p.expected_output[0].text == "42\\nforty-two")
+            r.check(repr(p.messages[1].text), p.messages[1].text == "The answer is 42.")
+            return r
+        """,
+    )
+    done = _run(script, {**PAYLOAD, "expected_output": expected})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["score"] == 1.0, done.stdout
+
+
 @pytest.mark.parametrize(("returned", "score"), [("True", 1.0), ("False", 0.0), ("0.3", 0.3)])
 def test_bools_and_numbers_from_a_script(tmp_path: Path, returned: str, score: float) -> None:
     script = _script(tmp_path, f"@code_grader\ndef grade(p):\n    return {returned}\n")

@@ -101,12 +101,15 @@ def test_a_regrade_exports_both_scores_on_every_sample_with_its_provenance(tmp_p
         assert f"evalstore replay {replay_id} of {run_id}" in added.provenance.reason
         assert "grader exact (code-grader)" in added.provenance.reason
         assert exact.metadata["evalstore"]["run_id"] == replay_id
-        # A score of the same name: an edit; Inspect's history keeps the original first.
+        # A score of the same name: an edit; Inspect's history keeps the original first. `match` scored C or
+        # I: the regrade's passed or failed verdict is written C or I too, the scorer's form, which Inspect's
+        # viewer shows (the score itself is in the reason).
         match = scores["match"]
-        assert match.value == (1.0 if right else 0.0)
+        assert sample.scores["match"].value in ("C", "I")
+        assert match.value == ("C" if right else "I")
         assert match.history[0].provenance is None and match.history[0].value == sample.scores["match"].value
         assert match.history[-1].provenance.author == "evalstore"
-        assert f"regraded score match: {sample.scores['match'].value!r} -> {match.value!r}" in (
+        assert f"regraded score match: {sample.scores['match'].value!r} -> {1.0 if right else 0.0!r}" in (
             match.history[-1].provenance.reason
         )
     # What `inspect view` lists a log by: its sample summaries, with the regrade's scores.

@@ -334,3 +334,42 @@ def test_show_says_why_a_sample_is_an_execution_error(sqlite_url: str) -> None:
     assert all(r["note"] == "" for r in shown if r["status"] != "execution_error")
     text = _cli(sqlite_url, "show", run_id).stdout
     assert all(r["error"][:12] in text for r in errors), text
+
+
+def test_a_list_target_is_one_expected_message_per_target(sqlite_url: str, tmp_path: Path) -> None:
+    # Sample `zwei`'s target is ["Schweiz", "Switzerland"]: a code grader is given one assistant message per
+    # target, which the SDK reads as two texts, and an LLM grader's reference answer is the last one's (as
+    # AgentV renders several expected messages), not the JSON of one message of text segments.
+    from evalstore.replay.grading.judge.templates import render_expected
+
+    run_id = _json(_cli(sqlite_url, "import", str(LOGS / "media.eval"), "--json"))["run_id"]
+    store = EventStore(make_engine(sqlite_url))
+    try:
+        cases = {key[0]: m.case[1] for key, m in load_run(store, run_id).tests.items() if m.case}
+    finally:
+        store.close()
+    assert cases["zwei"].expected_output == [
+        {"role": "assistant", "content": "Schweiz"},
+        {"role": "assistant", "content": "Switzerland"},
+    ]
+    assert cases["3"].expected_output == "hello"  # a string target as it was
+    assert render_expected(cases["zwei"].expected_output) == "Switzerland"
+    (tmp_path / "sdk.py").write_text(
+        "from evalstore.grader import CodeGraderInput, Result, code_grader\n"
+        "@code_grader\n"
+        "def grade(p: CodeGraderInput) -> Result:\n"
+        "    r = Result()\n"
+        "    texts = [m.text for m in p.expected_output]\n"
+        "    r.check(repr(texts), texts == ['Schweiz', 'Switzerland'])\n"
+        "    return r\n",
+        encoding="utf-8",
+    )
+    suite = tmp_path / "sdk.eval.yaml"
+    suite.write_text(
+        f"name: sdk\nassertions:\n  - name: targets\n    type: code-grader\n"
+        f"    command: [{sys.executable}, {tmp_path / 'sdk.py'}]\n",
+        encoding="utf-8",
+    )
+    replay_id = _json(_cli(sqlite_url, "replay", run_id, "--eval", str(suite), "--tests", "zwei", "--json"))["run_id"]
+    (result,) = [r for r in _json(_cli(sqlite_url, "show", replay_id, "--json"))["results"] if r["test_id"] == "zwei"]
+    assert result["graders"]["targets"] == 1.0, result

@@ -222,7 +222,7 @@ class GradingContext:
 class GraderResult:
     score: float
     verdict: str  # pass | fail | skip
-    status: str = "ok"  # ok | execution_error
+    status: str = "ok"  # ok | execution_error | unscored (grading.errored.UNSCORED)
     assertions: list[Assertion] = field(default_factory=list)
     details: dict[str, Any] | None = None
     evidence: list[str] = field(default_factory=list)
