@@ -318,25 +318,27 @@ def replay_run(
             tool_version=__version__,
             experiment=parent.started.experiment,  # a regrade is of the parent's experiment
         )
-        store.append(
-            run_id,
-            [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))],
-            blobs=blobs,
-        )
-        return _execute(
-            store,
-            run_id,
-            parent,
-            suite,
-            effective,
-            drifted,
-            concurrency,
-            progress,
-            on_start,
-            warm=warm,
-            executor=executor,
-            note=note,
-        )
+        executor = executor or LocalExecutor()
+        with executor.session(store):  # Ray found and its cluster reached before the run is written
+            store.append(
+                run_id,
+                [NewEvent(started, str(uuid.uuid5(uuid.NAMESPACE_URL, f"evalstore:{run_id}:started")))],
+                blobs=blobs,
+            )
+            return _execute(
+                store,
+                run_id,
+                parent,
+                suite,
+                effective,
+                drifted,
+                concurrency,
+                progress,
+                on_start,
+                warm=warm,
+                executor=executor,
+                note=note,
+            )
 
 
 def resume_replay(
@@ -366,20 +368,22 @@ def resume_replay(
         drifted,
         moved,
     ):
-        return _execute(
-            store,
-            run_id,
-            parent,
-            suite,
-            options,
-            _regraded_drift(drifted, suite, options.graders, moved),
-            concurrency,
-            progress,
-            on_start,
-            warm=warm,
-            executor=executor,
-            note=note,
-        )
+        executor = executor or LocalExecutor()
+        with executor.session(store):
+            return _execute(
+                store,
+                run_id,
+                parent,
+                suite,
+                options,
+                _regraded_drift(drifted, suite, options.graders, moved),
+                concurrency,
+                progress,
+                on_start,
+                warm=warm,
+                executor=executor,
+                note=note,
+            )
 
 
 def _regraded_drift(
