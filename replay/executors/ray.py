@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import socket
 import threading
 import uuid
@@ -90,6 +91,26 @@ def _quiet_ray() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _own_sigterm() -> Iterator[None]:
+    """This process's SIGTERM handler kept through ``ray.init``, which installs its own (``sys.exit(15)``):
+    the CLI's stops a replay as Ctrl-C does (exit 130, the resume hint, its graders killed). A SIGTERM
+    while Ray connects is handed to it too, once Ray's C++ wait returns."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Ray sets no handler there either
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code != signal.SIGTERM or not callable(previous):
+            raise
+        previous(signal.SIGTERM, None)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -158,7 +179,7 @@ class RayExecutor:
                 # deaf to Ctrl-C inside each: a closed port is told in a moment, a silent one in seconds.
                 _check_reachable(given, "--ray-address" if self.address else "RAY_ADDRESS", self.connect_timeout)
             try:
-                with _quiet_ray(), _environ(_init_environ(store, given not in (None, "local"))):
+                with _quiet_ray(), _environ(_init_environ(store, given not in (None, "local"))), _own_sigterm():
                     # No address: a local cluster of this machine's cores, inheriting this process's environment.
                     ray.init(
                         address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False

@@ -231,3 +231,29 @@ def test_a_ray_address_that_answers_but_is_no_ray_head_fails_in_one_try(tmp_path
     assert f"cannot join the Ray cluster at {address}" in done.stderr
     assert _replays(store) == []
     store.close()
+
+
+def test_sigterm_stops_a_ray_replay_as_ctrl_c_does(tmp_path: Path, ray_cluster: str) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = build(tmp_path / "suite", store, 40)
+    (run.graders / "slow").touch()  # each code grader takes 0.5 s: the driver is stopped half way
+    argv = [str(EVALSTORE), "--db", url, "replay", run.run_id, "--eval", str(run.v2), "--no-cache"]
+    driver = subprocess.Popen(
+        [*argv, "--executor", "ray", "--ray-address", ray_cluster],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not any(store.query("results", run_id=r) for r in _replays(store)):
+            time.sleep(0.05)
+        driver.terminate()  # SIGTERM, after ray.init (which installs a handler of its own: exit 15)
+        _, err = driver.communicate(timeout=60)
+    finally:
+        driver.kill()
+    assert driver.returncode == 130, err
+    assert "replay --resume" in err
+    store.close()
