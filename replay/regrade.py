@@ -318,6 +318,7 @@ def replay_run(
             tool_version=__version__,
             experiment=parent.started.experiment,  # a regrade is of the parent's experiment
         )
+        executor = executor or LocalExecutor()
 
         def begin() -> None:
             store.append(
@@ -326,21 +327,22 @@ def replay_run(
                 blobs=blobs,
             )
 
-        return _execute(
-            store,
-            run_id,
-            parent,
-            suite,
-            effective,
-            drifted,
-            concurrency,
-            progress,
-            on_start,
-            warm=warm,
-            executor=executor,
-            note=note,
-            begin=begin,
-        )
+        with executor.session(store):  # Ray found and its cluster reached before the run is written
+            return _execute(
+                store,
+                run_id,
+                parent,
+                suite,
+                effective,
+                drifted,
+                concurrency,
+                progress,
+                on_start,
+                warm=warm,
+                executor=executor,
+                note=note,
+                begin=begin,
+            )
 
 
 def resume_replay(
@@ -370,20 +372,22 @@ def resume_replay(
         drifted,
         moved,
     ):
-        return _execute(
-            store,
-            run_id,
-            parent,
-            suite,
-            options,
-            _regraded_drift(drifted, suite, options.graders, moved),
-            concurrency,
-            progress,
-            on_start,
-            warm=warm,
-            executor=executor,
-            note=note,
-        )
+        executor = executor or LocalExecutor()
+        with executor.session(store):
+            return _execute(
+                store,
+                run_id,
+                parent,
+                suite,
+                options,
+                _regraded_drift(drifted, suite, options.graders, moved),
+                concurrency,
+                progress,
+                on_start,
+                warm=warm,
+                executor=executor,
+                note=note,
+            )
 
 
 def _regraded_drift(

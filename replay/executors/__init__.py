@@ -9,6 +9,7 @@ whatever a worker did that its task's retry does again is appended once (``Event
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -40,6 +41,12 @@ Done = Callable[["ResultKey", "TestScored"], None]
 class Executor(Protocol):
     remote: bool
     """Whether tests leave this process (then the cheap ones, carried over, are still done here)."""
+
+    def session(self, store: EventStore) -> AbstractContextManager[None]:
+        """What the executor needs, found and reached (Ray installed, its cluster answering) before the replay
+        writes anything, as a missing judge is: a replay that cannot grade leaves no empty run behind for
+        ``last`` to name. ``grade`` runs inside it."""
+        ...
 
     def grade(
         self, job: ReplayJob, store: EventStore, work: Iterable[Sequence[Work]], *, concurrency: int, done: Done

@@ -25,6 +25,9 @@ class LocalExecutor:
         self.shared = 0
         """Tests a forked worker graded (``executors/forked_share.py``)."""
 
+    def session(self, store: EventStore) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()  # threads of this process: nothing to find or reach
+
     def grade(
         self, job: ReplayJob, store: EventStore, work: Iterable[Sequence[Work]], *, concurrency: int, done: Done
     ) -> None:

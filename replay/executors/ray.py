@@ -11,19 +11,29 @@ anything; a killed driver leaves the tests it appended, and ``replay --resume`` 
 
 What a worker needs from the driver's machine: the store's URL must reach the store from every node
 (PostgreSQL for a cluster of several machines), and the eval's files (grader scripts, converters,
-prompts) must be at the same paths, which holds for a local cluster or a shared file system. Judge keys
-are read from each worker's own environment (a pool never carries one): a local cluster started here
-inherits this process's; on an existing cluster set them on its nodes.
+prompts) must be at the same paths, which holds for a local cluster or a shared file system. Judge keys,
+and a PostgreSQL store's password, are read from each worker's own environment (a pool never carries a key,
+and the URL sent carries no password): a local cluster started here inherits this process's; on an existing
+cluster set them on its nodes.
+
+The cluster is reached (``session``) before the replay writes its run: an address nobody answers at is an
+error in seconds, not Ray's quarter of an hour of retries, and leaves no empty run behind.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
+import os
+import signal
+import socket
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import URL
 
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.executors import Done, Work
@@ -44,8 +54,98 @@ is too small; a chunk must still be small enough for a retried task to redo litt
 MAX_RETRIES = 3
 """Times Ray runs a task again after its worker died (not after a grading error, which is a bug to see)."""
 
+CONNECT_TIMEOUT = 5.0
+"""Seconds a cluster's head has to accept a connection before the replay gives up, as Ray's own first wait."""
+
+GCS_TRIES = "RAY_gcs_server_port_wait_time_s"
+"""Ray's variable for the tries (about 40 s each) a process joining a cluster makes to reach its head."""
+
 Graded = tuple["ResultKey", "TestScored", list[tuple[str, str, int, str]], dict[str, bytes]]
 """One test as a task returns it: key, score, its events encoded for ``append_units``, their blobs."""
+
+
+def _check_reachable(address: str, source: str, timeout: float) -> None:
+    """A TCP connection to the head's address the user gave (Ray's own ``ray://`` client port included), or a
+    one-line error naming it: ``host:port``; anything else is left for Ray to judge."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto", "local": Ray finds or starts the cluster itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        reason = f"no answer within {timeout:g} s" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        raise ReplayError(
+            f"no Ray cluster at {address} ({source}): {reason.lower()}; start one there "
+            f"(`ray start --head --port {port}`) or give the address `ray status` prints on its head node"
+        ) from None
+
+
+@contextlib.contextmanager
+def _quiet_ray() -> Iterator[None]:
+    """Ray's ``logging.getLogger("ray")`` at ERROR while it starts or joins a cluster: its warnings then (that
+    token authentication is on, say) are about Ray's setup, not the replay, and an error is still shown."""
+    logger = logging.getLogger("ray")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _own_sigterm() -> Iterator[None]:
+    """This process's SIGTERM handler kept through ``ray.init``, which installs its own (``sys.exit(15)``):
+    the CLI's stops a replay as Ctrl-C does (exit 130, the resume hint, its graders killed). A SIGTERM
+    while Ray connects is handed to it too, once Ray's C++ wait returns."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Ray sets no handler there either
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code != signal.SIGTERM or not callable(previous):
+            raise
+        previous(signal.SIGTERM, None)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in this process's environment while Ray starts or joins a cluster (what it reads then, and
+    what a local cluster's processes, started meanwhile, copy), as they were afterwards."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _init_environ(store: EventStore, joining: bool) -> dict[str, str]:
+    """Joining a cluster: one try to reach its head (``RAY_gcs_server_port_wait_time_s``, about 40 s; Ray's own
+    20 take 14 minutes), unless set here. Starting one: the store's password as ``PGPASSWORD``, for its
+    workers (``sent_url`` sends none)."""
+    if joining:
+        return {GCS_TRIES: os.environ.get(GCS_TRIES, "1")}
+    password = store.engine.url.password
+    return {"PGPASSWORD": str(password)} if password is not None else {}
+
+
+def sent_url(url: URL) -> str:
+    """The store's URL as the workers get it: without its password, which would otherwise sit in Ray's object
+    store (and its spill files) for anyone on the cluster to read. libpq, under psycopg, reads the password
+    from each worker's ``PGPASSWORD`` or ``~/.pgpass`` instead."""
+    # ``url.set(password=None)`` would keep it: None there means "unchanged".
+    bare = URL.create(url.drivername, url.username, None, url.host, url.port, url.database, url.query)
+    return bare.render_as_string(hide_password=False)
 
 
 def _ray() -> Any:
@@ -59,9 +159,41 @@ def _ray() -> Any:
 class RayExecutor:
     remote = True
 
-    def __init__(self, address: str | None = None, *, chunk: int = CHUNK) -> None:
+    def __init__(
+        self, address: str | None = None, *, chunk: int = CHUNK, connect_timeout: float = CONNECT_TIMEOUT
+    ) -> None:
         self.address = address
         self.chunk = chunk
+        self.connect_timeout = connect_timeout
+
+    @contextlib.contextmanager
+    def session(self, store: EventStore) -> Iterator[None]:
+        ray = _ray()
+        if not store.reopenable:
+            raise ReplayError("--executor ray needs a store its workers can open: a SQLite file or PostgreSQL")
+        started_here = not ray.is_initialized()
+        if started_here:
+            given = self.address or os.environ.get("RAY_ADDRESS")
+            if given:
+                # Ray itself retries an address nobody answers at for about 14 minutes (20 tries of 40 s),
+                # deaf to Ctrl-C inside each: a closed port is told in a moment, a silent one in seconds.
+                _check_reachable(given, "--ray-address" if self.address else "RAY_ADDRESS", self.connect_timeout)
+            try:
+                with _quiet_ray(), _environ(_init_environ(store, given not in (None, "local"))), _own_sigterm():
+                    # No address: a local cluster of this machine's cores, inheriting this process's environment.
+                    ray.init(
+                        address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False
+                    )
+            except ConnectionError:
+                raise ReplayError(
+                    f"cannot join the Ray cluster at {given}: something answers there, but not as a Ray head "
+                    "(GCS); give the address `ray status` prints on the head node"
+                ) from None
+        try:
+            yield
+        finally:
+            if started_here:
+                ray.shutdown()
 
     def grade(
         self, job: ReplayJob, store: EventStore, work: Iterable[Sequence[Work]], *, concurrency: int, done: Done
@@ -73,19 +205,13 @@ class RayExecutor:
         first = next(chunks, None)
         if first is None:
             return
-        ray = _ray()
-        if not store.reopenable:
-            raise ReplayError("--executor ray needs a store its workers can open: a SQLite file or PostgreSQL")
-        started_here = not ray.is_initialized()
-        if started_here:
-            # No address: a local cluster of this machine's cores, inheriting this process's environment.
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray = _ray()  # connected by session()
         # What every task shares, sent once: never a semaphore of this process, its warm interpreters or its
         # environment (a code grader in a worker is spawned from the worker's, as the judge reads its keys there).
         options = dataclasses.replace(job.grade_options, process_slots=None, environment=None, warm=None)
         shared = ray.put(
             (
-                store.engine.url.render_as_string(hide_password=False),
+                sent_url(store.engine.url),
                 dataclasses.replace(job, grade_options=options, concurrency=concurrency),
             )
         )
@@ -114,8 +240,6 @@ class RayExecutor:
             for ref in pending:  # an interrupt or a failure: what was not appended is graded by --resume
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
-            if started_here:
-                ray.shutdown()
 
 
 # --- in the worker ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ mid-regrade (``--resume``) leave every test graded once, with the verdicts a loc
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -140,3 +141,119 @@ def test_a_batched_replay_on_ray_hands_the_batch_replies_to_the_workers(
         scores = {k[0]: v[0] for k, v in verdicts(store, on_ray.run_id).items() if k[1] == "quality"}
         assert len(scores) == 12 and set(scores.values()) == {1.0, 0.3}
         assert store.verify().ok
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _replays(store: EventStore) -> list[str]:
+    return [r["run_id"] for r in store.query("runs") if r["kind"] == "replay"]
+
+
+def test_a_ray_address_nobody_answers_at_fails_in_seconds_naming_it_and_writes_no_run(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = build(tmp_path / "suite", store, 3)
+    address = f"127.0.0.1:{_free_port()}"  # nothing listens there (Ray alone would retry for ~14 minutes)
+    argv = [str(EVALSTORE), "--db", url, "replay", run.run_id, "--eval", str(run.v2)]
+    start = time.monotonic()
+    done = subprocess.run(
+        [*argv, "--executor", "ray", "--ray-address", address], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert time.monotonic() - start < 30
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and f"no Ray cluster at {address} (--ray-address)" in done.stderr
+    assert _replays(store) == []  # nothing for `last` to name
+    store.close()
+
+
+def test_executor_ray_without_ray_installed_writes_no_run(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = build(tmp_path / "suite", store, 3)
+    # Ray absent, as in an environment without it: `import ray` raises ImportError.
+    absent = (
+        "import sys; sys.modules['ray'] = None; from evalstore.cli import entry; sys.argv[0] = 'evalstore'; entry()"
+    )
+    argv = ["--db", url, "replay", run.run_id, "--eval", str(run.v2), "--executor", "ray"]
+    done = subprocess.run(
+        [sys.executable, "-c", absent, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--executor ray needs Ray" in done.stderr
+    assert _replays(store) == []
+    store.close()
+
+
+def test_the_store_url_sent_to_ray_workers_carries_no_password() -> None:
+    from sqlalchemy.engine import make_url
+
+    from evalstore.replay.executors.ray import sent_url
+
+    sent = sent_url(make_url("postgresql+psycopg://evals:s3cret-pw@db.internal:5432/evals?sslmode=require"))
+    assert "s3cret" not in sent
+    assert make_url(sent).password is None
+    assert sent == "postgresql+psycopg://evals@db.internal:5432/evals?sslmode=require"
+
+
+def test_a_local_ray_cluster_replay_prints_none_of_rays_own_warnings(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = build(tmp_path / "suite", store, 3)
+    argv = [str(EVALSTORE), "--db", url, "replay", run.run_id, "--eval", str(run.v2), "--executor", "ray"]
+    done = subprocess.run([*argv, "--concurrency", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode in (0, 1), done.stderr  # 1: tests below the threshold
+    assert "Token authentication" not in done.stderr and "RAY_" not in done.stderr, done.stderr
+    store.close()
+
+
+def test_a_ray_address_that_answers_but_is_no_ray_head_fails_in_one_try(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = build(tmp_path / "suite", store, 3)
+    with socket.create_server(("0.0.0.0", 0)) as listener:  # accepts connections, speaks no Ray
+        listener.listen(64)
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
+        argv = [str(EVALSTORE), "--db", url, "replay", run.run_id, "--eval", str(run.v2)]
+        start = time.monotonic()
+        done = subprocess.run(  # Ray alone: 20 tries of about 40 s each
+            [*argv, "--executor", "ray", "--ray-address", address],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=150,
+        )
+    assert time.monotonic() - start < 100
+    assert done.returncode == 2, done.stderr
+    assert f"cannot join the Ray cluster at {address}" in done.stderr
+    assert _replays(store) == []
+    store.close()
+
+
+def test_sigterm_stops_a_ray_replay_as_ctrl_c_does(tmp_path: Path, ray_cluster: str) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = EventStore.open(url)
+    run = build(tmp_path / "suite", store, 40)
+    (run.graders / "slow").touch()  # each code grader takes 0.5 s: the driver is stopped half way
+    argv = [str(EVALSTORE), "--db", url, "replay", run.run_id, "--eval", str(run.v2), "--no-cache"]
+    driver = subprocess.Popen(
+        [*argv, "--executor", "ray", "--ray-address", ray_cluster],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not any(store.query("results", run_id=r) for r in _replays(store)):
+            time.sleep(0.05)
+        driver.terminate()  # SIGTERM, after ray.init (which installs a handler of its own: exit 15)
+        _, err = driver.communicate(timeout=60)
+    finally:
+        driver.kill()
+    assert driver.returncode == 130, err
+    assert "replay --resume" in err
+    store.close()
