@@ -157,7 +157,11 @@ def _label_next(store, run: str, *, by: str | None, grader: str | None, blind: b
     for i, review in enumerate(queue, start=1):
         echo(_RULE)
         echo(f"[{i}/{len(queue.keys)}] {review.name}", one_line=True)
-        _block("Question", review.question)
+        # A question the result did not record is the test as the run's eval snapshot has it: said so.
+        _block(
+            "Question (from the run's eval snapshot)" if review.case_origin == "eval_snapshot" else "Question",
+            review.question,
+        )
         if review.criteria:
             _block("Criteria", review.criteria)
         if review.expected:

@@ -296,11 +296,13 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
                   grader_score,verdict,weight,assertions_passed,assertions_total,failed_assertions,
                   error; a result without graders has one line with empty grader cells; a text cell
                   starting with = + - @ (a formula to a spreadsheet) gets a leading '.
-    json          {"format": "evalstore-export", "version": 2, "run": {...}, "summary": {...},
+    json          {"format": "evalstore-export", "version": 3, "run": {...}, "summary": {...},
                   "results": [{test_id, target, attempt, score, passed, status, threshold, error,
                   origin, source, row_fields, timestamp, experiment, verdicts: [...],
                   transcript: {...}|null, case: {...}|null}]}; every key always present (null when
-                  unknown); version 2 added experiment (as on the agentv-jsonl row).
+                  unknown); version 2 added experiment (as on the agentv-jsonl row), version 3 the
+                  case's origin: recorded, or eval_snapshot (the result recorded no case, as AgentV's
+                  rows do not, and this is the test as the run's eval snapshot has it).
     bundle        -o DIR: the run's events (and those of the runs it replays) as stored, every blob
                   they name, and manifest.json with their digests; evalstore import DIR puts the run
                   into another store (SQLite or PostgreSQL) with the same event ids, payloads and blobs.

@@ -1,6 +1,7 @@
 """What a person labelling a run is shown, test by test: ``evalstore label RUN --next``.
 
-For each result of a run: the question (the input messages, criteria and expected output as recorded),
+For each result of a run: the question (the input messages, criteria and expected output as recorded, or
+as the run's eval snapshot has them when the result recorded none: ``analysis/cases.py``),
 the answer as the graders saw it (the last assistant message with every file block replaced by the text
 its recorded conversion produced, under the same ``[[ file: PATH ]]`` header), and the run's verdicts,
 which the command hides unless asked. Nothing here runs a converter or calls a judge: the text comes
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalstore.replay.analysis.cases import CaseOrigin, RunCases
 from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.views import resolve_run
 from evalstore.replay.content import FileBlock, ImageBlock, Message, TextBlock, candidate_message
@@ -44,12 +46,16 @@ class Review:
 
     key: ResultKey
     question: str
+    """The input messages as text; when there is no case, why (``RunCases``: "no question recorded: ...")."""
     answer: str
     criteria: str | None = None
     expected: str | None = None
     verdicts: list[Verdict] = field(default_factory=list)
     passed: bool | None = None
     """The run's test-level pass, None when the run did not score the test."""
+    case_origin: CaseOrigin | None = None
+    """Where the question came from (``RunCases``): the result's recorded case, or the run's eval snapshot
+    (the result recorded none, as AgentV's result rows do not); None when there is no question."""
 
     @property
     def name(self) -> str:
@@ -79,6 +85,7 @@ class Queue:
     _run: TestMaterials
     _base: TestMaterials
     _conversions: dict[tuple[ResultKey, str], str]
+    _cases: RunCases
 
     def __iter__(self) -> Iterator[Review]:
         for key in self.keys:
@@ -88,18 +95,24 @@ class Queue:
         own = self._run.get(key)
         base = self._base.get(key) or own
         case_of = own if own is not None and own.case is not None else base
-        case = case_of.case[1] if case_of is not None and case_of.case is not None else None
+        found = self._cases.find(key, case_of.case[1] if case_of is not None and case_of.case is not None else None)
+        case = found.case
+        if case is None:
+            question = f"({found.missing})"
+        else:
+            question = _question(case.input) or "(the test case has no input messages)"
         answer = self._answer(key, base)
         verdicts = [Verdict(name, v.verdict, v.score) for name, (_, v) in sorted((own.verdicts if own else {}).items())]
         scored = own.scored[1] if own is not None and own.scored is not None else None
         return Review(
             key=key,
-            question=_question(case.input) if case else "(the run recorded no test case)",
+            question=question,
             answer=answer,
             criteria=case.criteria if case else None,
             expected=_text(case.expected_output) if case and case.expected_output is not None else None,
             verdicts=verdicts,
             passed=scored.passed if scored else None,
+            case_origin=found.origin,
         )
 
     def _answer(self, key: ResultKey, test: TestMaterial | None) -> str:
@@ -202,4 +215,5 @@ def pending(store: EventStore, run: str, *, by: str | None = None, grader: str |
         _run=own.tests,
         _base=base.tests,
         _conversions=_conversions(store, [base_id] if base_id == run_id else [base_id, run_id]),
+        _cases=RunCases([own.started, base.started], store.get_blob),
     )

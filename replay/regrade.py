@@ -35,8 +35,8 @@ from evalstore.replay.evalfile.fields import read_text
 from evalstore.replay.evalfile.graders import PROMPT_VARIABLE
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
-from evalstore.replay.evalfile.search_roots import DiskResolver, SnapshotResolver, resolve_reference
-from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_suite
+from evalstore.replay.evalfile.search_roots import DiskResolver, resolve_reference
+from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_eval, snapshot_suite
 from evalstore.replay.evalfile.specs import (
     AssertionSpec,
     CodeGraderSpec,
@@ -48,7 +48,6 @@ from evalstore.replay.evalfile.specs import (
     LlmGraderSpec,
     within,
 )
-from evalstore.replay.evalfile.union import union_suite
 from evalstore.replay.executors import Executor, Work
 from evalstore.replay.executors.local import LocalExecutor
 from evalstore.replay.grader_sets import grader_warnings
@@ -1094,8 +1093,11 @@ def _suite(store: EventStore, parent: Run, options: ReplayOptions) -> EvalSuite:
     if options.eval_path:
         suite = load_eval(options.eval_path, run_tests=run_tests)
     else:
-        evals = [s for s in parent.started.eval_snapshot if s.role == "eval" and s.sha256]
-        if not evals:
+        # A plain import's suite is the union of its results' eval files (``evalfile/union.py``).
+        found = snapshot_eval(
+            parent.started.eval_snapshot, store.get_blob, fallback=DiskResolver(), run_tests=run_tests
+        )
+        if found is None:
             # An Inspect log carries no eval file at all: its regrade names the graders in one of suite-level
             # `assertions:` only, which the run's own samples are graded with.
             inspect = parent.started.source_format in INSPECT_FORMATS
@@ -1107,10 +1109,7 @@ def _suite(store: EventStore, parent: Run, options: ReplayOptions) -> EvalSuite:
                     else ""
                 )
             )
-        files = {s.path: store.get_blob(s.sha256) for s in parent.started.eval_snapshot if s.sha256}
-        resolver = SnapshotResolver(files, fallback=DiskResolver())
-        # A plain import's suite is the union of its results' eval files (``evalfile/union.py``).
-        suite = union_suite([load_eval(snap.path, file_resolver=resolver, run_tests=run_tests) for snap in evals])
+        suite = found
     suite = _swap_preprocessors(suite, options.inherited_preprocessors, recorded=parent.started)
     suite = _swap_preprocessors(suite, options.preprocessors)
     suite = _swap_prompts(suite, options.inherited_prompts, inherited=True)

@@ -41,6 +41,7 @@ from starlette.staticfiles import StaticFiles
 
 from evalstore import __version__
 from evalstore.replay.analysis import browse, labelview
+from evalstore.replay.analysis.cases import RunCases
 from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.prompts import prompt_messages
 from evalstore.replay.analysis.views import resolve_run
@@ -193,6 +194,8 @@ class Viewer:
         self.env.globals.update(label_as=label_as)
         self._compared: _Kept[browse.CompareStats] = _Kept(COMPARISONS_KEPT)
         self._agreements: _Kept[labelview.PageAgreement | None] = _Kept(COMPARISONS_KEPT)
+        self._cases: _Kept[RunCases] = _Kept(COMPARISONS_KEPT)
+        """Per run, its test cases (``RunCases``): an import's eval snapshot parsed once for all its test pages."""
 
     def page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = self.env.get_template(name).render(**context)
@@ -301,7 +304,8 @@ class Viewer:
         if isinstance(run_id, Response):
             return run_id
         test_id = request.path_params["test_id"]
-        data = browse.test_page(self.store, run_id, test_id)
+        cases = self._cases.get(run_id, lambda: RunCases.of(self.store, run_id))
+        data = browse.test_page(self.store, run_id, test_id, cases)
         verify = request.query_params.get("verify") == "1"
         return self.page(
             "test.html",

@@ -5,10 +5,12 @@ one at a time, so exporting a large run keeps memory flat. Each format is writte
 payload fields (``store.events.payload_fields``), the dicts ``model_dump(mode="json")`` gives: a result
 holding event models is dumped first (:func:`_fields`), so there is one definition of each format.
 
-The JSON document (``--format json``) is ``{"format": "evalstore-export", "version": 2, "run": {...},
+The JSON document (``--format json``) is ``{"format": "evalstore-export", "version": 3, "run": {...},
 "results": [...]}``; every key listed in ``JSON_*_FIELDS`` below is always present (null when the store
 holds nothing for it), so scripts can rely on the shape. A new field means a new version: version 2 added
-each result's ``experiment`` (the label its AgentV row has); otherwise it is version 1.
+each result's ``experiment`` (the label its AgentV row has), version 3 the case's ``origin`` (a result that
+recorded no case, as AgentV's rows do not, has the one its run's eval snapshot gives: ``analysis/cases.py``);
+otherwise it is version 1.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from functools import lru_cache, partial
 from operator import itemgetter
 from typing import IO, Any
 
-from evalstore.replay.agentv.chunked import encoded_results
+from evalstore.replay.agentv.chunked import Encode, encoded_results
 from evalstore.replay.agentv.stored import Payload, ResultBundle
 from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, MEMBER_SCORES
-from evalstore.replay.analysis.views import RunSummary, run_started, run_summary
+from evalstore.replay.analysis.cases import RunCases
+from evalstore.replay.analysis.views import RunSummary, result_key, run_started, run_summary
 from evalstore.replay.choices import DEFAULT_EXPERIMENT, EXPORT_FORMATS
 from evalstore.replay.jsontext import js_number, stringify
 from evalstore.store import EventStore
@@ -51,7 +54,7 @@ CSV_COLUMNS = (
     "error",
 )
 
-JSON_FORMAT, JSON_VERSION = "evalstore-export", 2
+JSON_FORMAT, JSON_VERSION = "evalstore-export", 3
 JSON_RUN_FIELDS = (
     "run_id",
     "kind",
@@ -114,6 +117,9 @@ JSON_TRANSCRIPT_FIELDS = (
     "messages_sha256",
 )
 JSON_CASE_FIELDS = ("input", "expected_output", "criteria", "metadata", "input_files")
+JSON_CASE_ORIGIN = "origin"
+"""The case's key beside ``JSON_CASE_FIELDS``: ``recorded`` (with the result) or ``eval_snapshot`` (built from
+the run's eval snapshot, the result having recorded none; ``RunCases``)."""
 
 
 def _byte_writer(fh: IO[str]) -> Callable[[bytes | memoryview], object]:
@@ -418,7 +424,9 @@ def _resolved_file(file: str | None, root: str | None) -> str | None:
     return SourceRef(file=file).resolved(root).file
 
 
-def json_result(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
+def json_result(run: RunStarted, result: ResultBundle, cases: RunCases | None = None) -> dict[str, Any]:
+    """One result of the JSON document; ``cases``: the run's (:class:`RunCases`), which give a result that
+    recorded no case the one its run's eval snapshot has (without them, such a result has none)."""
     item = _result_item(result.scored)
     source = item["source"]
     if source is not None:  # stored relative to the run's imported path (SourceRef)
@@ -428,8 +436,13 @@ def json_result(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
     item["experiment"] = row_experiment(run, item["row_fields"])
     item["verdicts"] = [_json_verdict(result, v) for v in result.verdicts]
     item["transcript"] = _transcript_item(result.transcript) if result.transcript else None
-    item["case"] = _case_item(result.case) if result.case else None
+    found = (cases or _NO_SNAPSHOT).find(result_key(item["test_id"], item["target"], item["attempt"]), result.case)
+    item["case"] = {**_case_item(found.case), JSON_CASE_ORIGIN: found.origin} if found.case is not None else None
     return item
+
+
+_NO_SNAPSHOT = RunCases([], lambda digest: b"")
+"""The cases of a run without an eval snapshot: only the recorded ones."""
 
 
 def _json_head(run: RunStarted, summary: RunSummary | None) -> str:
@@ -446,14 +459,20 @@ def _json_head(run: RunStarted, summary: RunSummary | None) -> str:
 JSON_TAIL = "\n]}\n"
 
 
-def write_json(run: RunStarted, results: Iterable[ResultBundle], fh: IO[str], summary: RunSummary | None = None) -> int:
+def write_json(
+    run: RunStarted,
+    results: Iterable[ResultBundle],
+    fh: IO[str],
+    summary: RunSummary | None = None,
+    cases: RunCases | None = None,
+) -> int:
     """``{"format", "version", "run", "summary", "results": [...]}`` written result by result; returns
-    the number of results."""
+    the number of results. ``cases``: as :func:`json_result` takes them."""
     fh.write(_json_head(run, summary))
     write = _byte_writer(fh)
     count = 0
     for result in results:
-        write((b",\n" if count else b"\n") + stringify(json_result(run, result)))
+        write((b",\n" if count else b"\n") + stringify(json_result(run, result, cases)))
         count += 1
     fh.write(JSON_TAIL)
     return count
@@ -463,8 +482,8 @@ def _jsonl_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:
     return stringify(export_row(run, result), line=True), 1
 
 
-def _json_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:
-    return b",\n" + stringify(json_result(run, result)), 1  # the first result's comma is cut
+def _json_encoded(run: RunStarted, cases: RunCases, result: ResultBundle) -> tuple[bytes, int]:
+    return b",\n" + stringify(json_result(run, result, cases)), 1  # the first result's comma is cut
 
 
 def _csv_encoded(run: RunStarted, result: ResultBundle) -> tuple[bytes, int]:
@@ -494,7 +513,13 @@ def export_run(
     if summary is None and fmt == "json":
         summary = run_summary(store, run_id)  # before the results are cut into chunks: they end where it does
     upto = None if summary is None else summary.last_seq or 0
-    encode = {"agentv-jsonl": _jsonl_encoded, "csv": _csv_encoded, "json": _json_encoded}[fmt]
+    encode: Encode
+    if fmt == "json":
+        # A result that recorded no case (an AgentV import's) gets the one its run's eval snapshot gives; a
+        # worker parses the snapshot on the first such result it meets (``RunCases``).
+        encode = partial(_json_encoded, started, RunCases.of(store, run_id))
+    else:
+        encode = partial(_jsonl_encoded if fmt == "agentv-jsonl" else _csv_encoded, started)
     if fmt == "csv":
         fh.write(_csv_text([CSV_COLUMNS]))
     write = _byte_writer(fh)
@@ -504,9 +529,7 @@ def export_run(
         write(_json_head(started, summary).encode("utf-8"))
 
     # CSV reads scores and verdicts only: no case, transcript or grader request.
-    chunks = encoded_results(
-        store, run_id, partial(encode, started), inputs=fmt != "csv", workers=workers, upto_seq=upto
-    )
+    chunks = encoded_results(store, run_id, encode, inputs=fmt != "csv", workers=workers, upto_seq=upto)
     for chunk in chunks:
         if fmt == "json" and not results:
             head()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalstore.replay.analysis.audit import audit_test, known_tests_hint
+from evalstore.replay.analysis.cases import CaseOrigin, RunCases
 from evalstore.replay.analysis.compare import (
     GraderAssertionDiff,
     GraderRow,
@@ -280,6 +281,10 @@ class TestView:
     audit: dict[str, Any]
     """The audit of this test (``evalstore audit --show-prompt``): verdicts, calls, conversions, digests."""
     transcript_run_id: str
+    case_origin: CaseOrigin | None = None
+    """Where ``case`` came from (``RunCases``): recorded with the result, or the run's eval snapshot."""
+    case_missing: str | None = None
+    """Why there is no ``case``, shown in its place."""
 
 
 @dataclass
@@ -380,11 +385,12 @@ def load_test(store: EventStore, run_id: str, test_id: str) -> RunMaterial:
     return RunMaterial(run_id, started, tests, completed, order=list(tests))
 
 
-def test_page(store: EventStore, run_id: str, test_id: str) -> TestPage:
+def test_page(store: EventStore, run_id: str, test_id: str, cases: RunCases | None = None) -> TestPage:
     """Every result of ``test_id`` in a run (each target and attempt): input, transcript, artifacts with
     previews and conversions, and the audit of each verdict (prompts, replies, processes), with every
     digest on the way re-hashed. Reads that test's events only, in the run and in the run holding its
-    transcripts."""
+    transcripts. ``cases``: the run's (``RunCases.of``), kept by the caller so that a run whose results
+    recorded no case has its eval snapshot parsed once, not on every page."""
     run = load_test(store, run_id, test_id)
     if not run.tests:
         # load_test read this test's events only: the run's tests are listed from its results.
@@ -393,23 +399,29 @@ def test_page(store: EventStore, run_id: str, test_id: str) -> TestPage:
     origin_id = transcript_run_id(store, run.started)
     origin = run if origin_id == run_id else load_test(store, origin_id, test_id)
     audit = audit_test(store, run_id, test_id, show_prompt=True, loaded=(run, origin))
+    cases = cases or RunCases([run.started, origin.started], store.get_blob)
     views = []
     for audited in audit["tests"]:
         key = (audited["test_id"], audited["target"] or "", audited["attempt"])
-        views.append(_test_view(store, run.tests.get(key), origin.tests.get(key), audited, origin.run_id))
+        views.append(_test_view(store, run.tests.get(key), origin.tests.get(key), audited, origin.run_id, cases))
     found: dict[str, tuple[str, str, str]] = {}
     _checks(audit, "", found)
     return TestPage(audit["run"], views, audit["blobs_checked"], audit["blob_problems"], list(found.values()))
 
 
 def _test_view(
-    store: EventStore, test: TestMaterial | None, source: TestMaterial | None, audited: dict[str, Any], origin: str
+    store: EventStore,
+    test: TestMaterial | None,
+    source: TestMaterial | None,
+    audited: dict[str, Any],
+    origin: str,
+    cases: RunCases,
 ) -> TestView:
     source = source or test
-    case = None
     case_holder = test if test and test.case else source
-    if case_holder and case_holder.case:
-        case = case_holder.case[1].model_dump(mode="json")
+    key = (audited["test_id"], audited["target"] or "", audited["attempt"])
+    found = cases.find(key, case_holder.case[1] if case_holder and case_holder.case else None)
+    case = found.case.model_dump(mode="json") if found.case is not None else None
     transcript = None
     messages: list[dict[str, Any]] = []
     messages_error = None
@@ -442,8 +454,9 @@ def _test_view(
         kind = _kind(a)
         text, truncated = _preview(store, a, kind)
         artifacts.append(ArtifactView(eid, a, kind, text, truncated, conversions.get(a.sha256 or "", [])))
-    key = (audited["test_id"], audited["target"] or "", audited["attempt"])
-    return TestView(key, case, transcript, messages, messages_error, artifacts, audited, origin)
+    return TestView(
+        key, case, transcript, messages, messages_error, artifacts, audited, origin, found.origin, found.missing
+    )
 
 
 def artifact(store: EventStore, run_id: str, sha256: str) -> tuple[ArtifactStored, str, Iterator[bytes]]:

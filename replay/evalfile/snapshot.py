@@ -5,11 +5,15 @@ A run can then be regraded after those files change, and :func:`drift` says whic
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from evalstore.replay.evalfile.parser import load_eval
+from evalstore.replay.evalfile.search_roots import FileResolver, SnapshotResolver
 from evalstore.replay.evalfile.specs import EvalSuite
+from evalstore.replay.evalfile.union import union_suite
 from evalstore.store.codec import sha256_hex
 from evalstore.store.events import FileSnapshot
 
@@ -36,6 +40,26 @@ def snapshot_suite(
         blobs[digest] = data
         snaps.append(FileSnapshot(role=role, path=path, ref=ref, sha256=digest, size=len(data)))
     return snaps, blobs
+
+
+def snapshot_eval(
+    snapshot: Sequence[FileSnapshot],
+    read_blob: Callable[[str], bytes],
+    *,
+    fallback: FileResolver | None = None,
+    run_tests: Callable[[], Sequence[dict[str, Any]]] | None = None,
+) -> EvalSuite | None:
+    """The suite a run's eval snapshot holds, parsed from the recorded bytes (``read_blob``: a blob by
+    digest): the union of its eval files (``evalfile/union.py``: a plain import may snapshot several).
+    None when the snapshot holds no eval file (an import without its eval). ``fallback`` answers for
+    the files the snapshot does not hold (a replay takes them from the disk; a reader does not);
+    ``run_tests`` as :func:`~evalstore.replay.evalfile.parser.load_eval_text` takes it."""
+    evals = [s for s in snapshot if s.role == "eval" and s.sha256]
+    if not evals:
+        return None
+    files = {s.path: read_blob(s.sha256) for s in snapshot if s.sha256}
+    resolver = SnapshotResolver(files, fallback=fallback)
+    return union_suite([load_eval(s.path, file_resolver=resolver, run_tests=run_tests) for s in evals])
 
 
 @dataclass(frozen=True)

@@ -118,9 +118,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[P
 
 
 def exported_json(db: str, run: str) -> dict[str, dict[str, Any]]:
-    """``export --format json``'s results by test id (a version 2 document: version 1 had no experiment)."""
+    """``export --format json``'s results by test id (a version 3 document: version 1 had no experiment)."""
     doc = json.loads(cli(db, "export", run, "--format", "json").stdout)
-    assert (doc["format"], doc["version"]) == ("evalstore-export", 2)
+    assert (doc["format"], doc["version"]) == ("evalstore-export", 3)
     return {r["test_id"]: r for r in doc["results"]}
 
 

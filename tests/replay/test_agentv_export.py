@@ -341,11 +341,12 @@ def test_json_results_have_a_fixed_shape_without_store_internals() -> None:
     buffer = io.StringIO()
     write_json(run, bundles, buffer)
     doc = json.loads(buffer.getvalue())
-    assert (doc["format"], doc["version"]) == ("evalstore-export", 2)
+    assert (doc["format"], doc["version"]) == ("evalstore-export", 3)
     first, _, bare = doc["results"]
     assert set(first) == {*JSON_RESULT_FIELDS, "timestamp", "experiment", "verdicts", "transcript", "case"}
     assert set(first["verdicts"][0]) == {*JSON_VERDICT_FIELDS, "rendered_prompt"}
-    assert set(first["transcript"]) == set(JSON_TRANSCRIPT_FIELDS) and set(first["case"]) == set(JSON_CASE_FIELDS)
+    assert set(first["transcript"]) == set(JSON_TRANSCRIPT_FIELDS)
+    assert set(first["case"]) == {*JSON_CASE_FIELDS, "origin"} and first["case"]["origin"] == "recorded"
     assert first["verdicts"][0]["rendered_prompt"]["userPrompt"].startswith("You are an expert grader.")
     assert (
         first["transcript"]["token_usage"]
