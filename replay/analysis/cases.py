@@ -7,8 +7,8 @@ the case, so an import of them records none; when the import kept the eval file 
 its results name), the case is built from that snapshot as a replay of the run builds it
 (:func:`~evalstore.replay.evalfile.snapshot.snapshot_eval`, then ``case_event``), from the recorded bytes
 only (a replay may take a file the snapshot lacks from the disk; a reader never does).
-:class:`RunCases` is that one rule, for ``label --next``, the viewer's test page and ``export --format
-json``: the recorded case, else the eval snapshot's, else none and why.
+:class:`RunCases` is that one rule, for ``label --next``, the viewer's test page, ``export --format
+json`` and ``assert --run``: the recorded case, else the eval snapshot's, else none and why.
 """
 
 from __future__ import annotations

@@ -158,9 +158,15 @@ def assert_stored(store: Any, run_id: str, test_id: str, grader: str, *, warm: b
         known = sorted({key[0] for key in run.tests})
         raise NotFoundError(f"run {run.run_id} has no test {test_id!r} (tests: {', '.join(known[:20])})")
     material = matches[0]
-    if material.case is None:
-        raise ReplayError(f"run {run.run_id}, test {test_id!r}: no recorded test case to grade against")
-    case = material.case[1]
+    if material.case is not None:
+        case = material.case[1]
+    else:  # an AgentV import's rows carry no case: the one its eval snapshot gives, as every reader shows it
+        from evalstore.replay.analysis.cases import RunCases
+
+        found = RunCases.of(store, run_id).find(material.key, None)
+        if found.case is None:
+            raise ReplayError(f"run {run.run_id}, test {test_id!r}: nothing to grade against: {found.missing}")
+        case = found.case
     from pydantic import TypeAdapter
 
     specs = [TypeAdapter(GraderSpec).validate_python(g) for g in case.graders]

@@ -180,3 +180,46 @@ def test_a_test_the_kept_eval_does_not_have_says_so(tmp_path: Path) -> None:
     results = _exported(db, run_id)
     assert results[TEST]["case"] is None
     assert {r["case"]["origin"] for t, r in results.items() if t != TEST} == {"eval_snapshot"}
+
+
+def test_assert_grades_an_imported_test_against_the_case_of_the_kept_eval(tmp_path: Path) -> None:
+    """`evalstore assert --run` of an imported test grades it against the case the eval snapshot gives (it
+    refused: "no recorded test case"), the grader seeing the test's input and criteria."""
+    import sys
+
+    import yaml
+
+    suite = yaml.safe_load(EVAL.read_text(encoding="utf-8"))
+    (graded,) = [t for t in suite["tests"] if t["id"] == "code-quality-multi-eval"]
+    (syntax,) = [a for a in graded["assertions"] if a.get("name") == "python_syntax"]
+    syntax["command"] = [sys.executable, "check_syntax.py"]
+    kept = tmp_path / "dataset.eval.yaml"
+    kept.write_text(yaml.safe_dump(suite), encoding="utf-8")
+    (tmp_path / "check_syntax.py").write_text(
+        "import json, sys\n"
+        "p = json.load(sys.stdin)\n"
+        "asked = json.dumps(p.get('input'))\n"
+        "ok = 'email' in asked.lower() and bool(p.get('criteria'))\n"
+        "print(json.dumps({'score': 1 if ok else 0, 'assertions': [{'text': 'saw the question', 'passed': ok}]}))\n",
+        encoding="utf-8",
+    )
+    # An AgentV 4.x row as the agent answered (ROWS carry no answer to grade), with no input nor criteria.
+    row = {
+        "test_id": "code-quality-multi-eval",
+        "suite": "rubric",
+        "score": 1,
+        "target": "default",
+        "output": "def validate_email(address: str) -> bool: ...",
+        "execution_status": "ok",
+        "scores": [],
+    }
+    rows = tmp_path / "results.jsonl"
+    rows.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    r = _cli(db, "import", str(rows), "--eval", str(kept), "--json")
+    assert r.exit_code == 0, r.output
+    run_id = json.loads(r.stdout)["run_id"]
+    r = _cli(db, "assert", "--run", run_id, "--test", "code-quality-multi-eval", "--grader", "python_syntax")
+    assert r.exit_code == 0, r.output
+    outcome = json.loads(r.stdout)
+    assert outcome["score"] == 1 and outcome["assertions"][0]["passed"] is True
