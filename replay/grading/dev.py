@@ -161,9 +161,10 @@ def assert_stored(store: Any, run_id: str, test_id: str, grader: str, *, warm: b
     if material.case is not None:
         case = material.case[1]
     else:  # an AgentV import's rows carry no case: the one its eval snapshot gives, as every reader shows it
-        from evalstore.replay.analysis.cases import RunCases
+        from evalstore.replay.analysis.cases import FoundCase, RunCases
+        from evalstore.store.events import TestCaseRecorded
 
-        found = RunCases.of(store, run_id).find(material.key, None)
+        found: FoundCase[TestCaseRecorded] = RunCases.of(store, run_id).find(material.key, None)
         if found.case is None:
             raise ReplayError(f"run {run.run_id}, test {test_id!r}: nothing to grade against: {found.missing}")
         case = found.case
