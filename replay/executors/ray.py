@@ -165,6 +165,7 @@ class RayExecutor:
         self.address = address
         self.chunk = chunk
         self.connect_timeout = connect_timeout
+        self._owns_session = False
 
     @contextlib.contextmanager
     def session(self, store: EventStore) -> Iterator[None]:
@@ -189,9 +190,11 @@ class RayExecutor:
                     f"cannot join the Ray cluster at {given}: something answers there, but not as a Ray head "
                     "(GCS); give the address `ray status` prints on the head node"
                 ) from None
+        self._owns_session = started_here
         try:
             yield
         finally:
+            self._owns_session = False
             if started_here:
                 ray.shutdown()
 
@@ -237,9 +240,15 @@ class RayExecutor:
                 for key, scored, _, _ in graded:
                     done(key, scored)
         finally:
-            for ref in pending:  # an interrupt or a failure: what was not appended is graded by --resume
-                with contextlib.suppress(Exception):
-                    ray.cancel(ref, force=True)
+            # An interrupt or a failure: what was not appended is graded by --resume. A driver that started
+            # Ray here ends its job with ``ray.shutdown``, and the cluster kills the job's workers (their
+            # graders with them, by their guardian): cancelling each task first raced Ray's own reply
+            # handling, a C++ check that ended the driver with exit 1 before its own 130 (Ray's
+            # "Tried to complete task that was not pending", ray-project/ray#54798; CI, 2026-11-30).
+            if not self._owns_session:
+                for ref in pending:
+                    with contextlib.suppress(Exception):
+                        ray.cancel(ref, force=True)
 
 
 # --- in the worker ------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ but one that starts in a millisecond or two, so a 400-test regrade stays quick o
 
 The v2 eval changes the code grader's script, so a replay with it runs every code grader again. The script
 kills its parent process (the worker grading it) once when a file ``armed`` lies beside it: the test that
-needs a worker to die mid-regrade arms it (``mv`` is atomic, so only one grader fires).
+needs a worker to die mid-regrade arms it (``mv`` is atomic, so only one grader fires). With a file ``hang``
+there, a grader writes its PID to ``hung`` and sleeps two minutes: what a stopped driver must not leave behind.
 
 ``bench/scale.py`` builds its runs here too (``write``, then its own timed import), at 10^5 results."""
 
@@ -28,6 +29,7 @@ if [ -e "$here/armed" ] && mv "$here/armed" "$here/fired" 2>/dev/null; then
   sleep 30
 fi
 if [ -e "$here/slow" ]; then sleep 0.5; fi
+if [ -e "$here/hang" ]; then echo $$ >> "$here/hung"; sleep 120; fi
 case "$payload" in
   *"= 1"*) echo '{"score": 1, "assertions": [{"text": "VERSION total starts with 1", "passed": true}]}' ;;
   *) echo '{"score": 0.5, "assertions": [{"text": "VERSION total starts with 1", "passed": false}]}' ;;

@@ -250,10 +250,28 @@ def test_sigterm_stops_a_ray_replay_as_ctrl_c_does(tmp_path: Path, ray_cluster: 
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline and not any(store.query("results", run_id=r) for r in _replays(store)):
             time.sleep(0.05)
+        (run.graders / "hang").touch()  # the graders started from now on run two minutes
+        while time.monotonic() < deadline and not (run.graders / "hung").exists():
+            time.sleep(0.05)
         driver.terminate()  # SIGTERM, after ray.init (which installs a handler of its own: exit 15)
         _, err = driver.communicate(timeout=60)
     finally:
         driver.kill()
     assert driver.returncode == 130, err
     assert "replay --resume" in err
+    # The graders running on the cluster end with the driver's job, within the time a worker takes to go.
+    hung = [int(pid) for pid in (run.graders / "hung").read_text().split()]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_alive(pid) for pid in hung):
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in hung), hung
     store.close()
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a parent that will never reap it (Linux's ``/proc``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
