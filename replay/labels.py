@@ -153,7 +153,7 @@ class _Transcripts:
         if not found:
             raise LabelError(self._missing(item))
         if len(found) > 1:
-            names = ", ".join(result_name(k) for k in sorted(found, key=str)[:5])
+            names = ", ".join(result_name(k) for k in sorted(found, key=_in_order)[:5])
             raise LabelError(
                 f"test {item.test!r} names several results in run {self.run_id} ({names}); name one as "
                 "TEST@TARGET#ATTEMPT, or in a labels file with its test_id, target and attempt columns"
@@ -164,11 +164,16 @@ class _Transcripts:
     def _missing(self, item: LabelInput) -> str:
         """Why nothing matched: the test is not in the run, or it is, on other targets or attempts."""
         for test_id, _, _ in _readings(item.test):
-            results = sorted((k for k in self.events if k[0] == test_id), key=str)
+            results = sorted((k for k in self.events if k[0] == test_id), key=_in_order)
             if results:
                 names = ", ".join(result_name(k) for k in results[:5]) + (" and more" if len(results) > 5 else "")
                 return f"run {self.run_id} has no result {item.test!r}; test {test_id!r} has {names}"
         return f"run {self.run_id} has no test {item.test!r}; `evalstore show {self.run_id}` lists them"
+
+
+def _in_order(key: tuple[str, str | None, int]) -> tuple[str, str, int]:
+    """Results as a person counts them: by test, target, then attempt as a number (``#2`` before ``#10``)."""
+    return key[0], key[1] or "", key[2]
 
 
 def result_name(key: tuple[str, str | None, int]) -> str:

@@ -192,6 +192,12 @@ def test_a_target_is_read_from_the_last_at_of_a_test_id_holding_one(store: Event
         record_labels(store, [LabelInput(test="user@example.com", verdict="pass", by="ann")], run="rec-t")
 
 
+def test_a_missing_result_lists_a_tests_attempts_in_their_order(store: EventStore) -> None:
+    add_transcripts(store, "rec-n", [("t", "a", n) for n in range(1, 13)])
+    with pytest.raises(LabelError, match=r"test 't' has t@a#1, t@a#2, t@a#3, t@a#4, t@a#5 and more$"):
+        record_labels(store, [LabelInput(test="t@b", verdict="pass", by="ann")], run="rec-n")
+
+
 def test_a_text_two_results_can_be_read_as_is_refused_naming_both(store: EventStore) -> None:
     """Test ``x@y`` on target gamma, and test ``x`` on target y: ``x@y#1`` reads as either."""
     add_transcripts(store, "rec-a", [("x@y", "gamma", 1), ("x", "y", 1)])
