@@ -283,6 +283,17 @@ def within(spec: GraderSpec) -> Iterator[GraderSpec]:
             yield from within(member)
 
 
+def judge_askers(spec: GraderSpec) -> Iterator[tuple[str, str | None]]:
+    """Who in a grader asks a judge, at any depth: each LLM grader, by its name, with the judge target it
+    names (its ``target:``), and each composite whose aggregator is an ``llm-grader``, as ``NAME
+    (aggregator)``, with none (AgentV asks the test's default grader, ``context.graderProvider``)."""
+    for g in within(spec):
+        if isinstance(g, LlmGraderSpec):
+            yield g.name, g.target
+        elif isinstance(g, CompositeSpec) and g.aggregator.type == "llm-grader":
+            yield f"{g.name} (aggregator)", None
+
+
 def counts_calls(spec: GraderSpec) -> bool:
     """Whether a grader (or a member of it) counts the agent's calls in the trace: with no trace recorded
     it has nothing to count (``Trace.recorded``)."""
