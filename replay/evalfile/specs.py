@@ -251,7 +251,7 @@ class FieldAccuracySpec(_GraderSpec):
 class AggregatorSpec(_Spec):
     """How a composite grader combines its members: ``weighted_average`` (``weights`` by member name),
     ``threshold`` (the share of members that pass, passing at ``threshold``), a ``code-grader`` script
-    (``path``, run in ``cwd``), or an ``llm-grader`` judge (``prompt``: inline text or a file's)."""
+    (``path``, run in ``cwd``), or an ``llm-grader`` judge (``prompt``, the template)."""
 
     type: Literal["weighted_average", "threshold", "code-grader", "llm-grader"]
     weights: dict[str, float] | None = None
@@ -259,7 +259,12 @@ class AggregatorSpec(_Spec):
     path: str | None = None
     cwd: str | None = None
     prompt: str | None = None
+    """The ``llm-grader`` aggregator's template, as AgentV 4.42.4 takes it: the inline text, and for a
+    ``file://PATH`` reference the text ``PATH`` itself (its loader keeps the reference, and its aggregator
+    sends what it keeps; the file is never read)."""
     prompt_file: str | None = None
+    """The file a ``file://`` prompt names, found through the search roots (AgentV refuses the eval when it
+    is not found); its text is not the prompt."""
 
 
 class CompositeSpec(_GraderSpec):
