@@ -1,5 +1,6 @@
 """JavaScript's string rules where AgentV's graders rely on them and Python's differ: ``trim``, ``slice``
-(UTF-16 code units), ``new RegExp(pattern, flags).test(text)`` and whether ``JSON.parse`` accepts a text.
+(UTF-16 code units), ``replace`` (the ``$`` patterns of a replacement), ``new RegExp(pattern, flags).test(text)``
+and whether ``JSON.parse`` accepts a text.
 
 A regex is translated into Python's ``re`` syntax, not reinterpreted: outside the ``u`` flag, ``\\d``,
 ``\\w`` and ``\\b`` are ASCII in JavaScript; ``\\s`` and ``trim`` know the same whitespace, which is not
@@ -68,6 +69,27 @@ def js_truthy(value: object) -> bool:
 def js_trim(text: str) -> str:
     """``String.prototype.trim``: Python's ``strip()`` keeps U+FEFF and strips U+001C-U+001F and U+0085."""
     return text.strip(_WHITESPACE)
+
+
+_SUBSTITUTION = re.compile(r"\$([$&`'])")
+"""The patterns of a replacement string ``String.prototype.replace`` reads when its regex has no groups."""
+
+
+def js_replace_all(text: str, needle: str, replacement: str) -> str:
+    """``text.replace(/NEEDLE/g, replacement)`` for a regex that matches ``needle`` literally, with no groups:
+    in ``replacement`` (``GetSubstitution``) ``$$`` is a dollar, ``$&`` the match, ``$``` the text before it,
+    ``$'`` the text after it; any other ``$`` stays as it is."""
+    if "$" not in replacement or needle not in text:
+        return text.replace(needle, replacement)
+    parts = text.split(needle)
+    out = [parts[0]]
+    start = len(parts[0])
+    for part in parts[1:]:
+        end = start + len(needle)
+        said = {"$": "$", "&": needle, "`": text[:start], "'": text[end:]}
+        out += [_SUBSTITUTION.sub(lambda m: said[m.group(1)], replacement), part]  # noqa: B023 (used at once)
+        start = end + len(part)
+    return "".join(out)
 
 
 def js_length(text: str) -> int:

@@ -24,7 +24,7 @@ from evalstore.replay.evalfile.dependencies import blocked_by, waves
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.snapshot import drift, snapshot_suite
-from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, LlmGraderSpec
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, judge_askers
 from evalstore.replay.grading.conversation import TURN_ERROR, ConversationGrader, opening, user_turn, windowed
 from evalstore.replay.grading.engine import grade_test, missing_runtime
 from evalstore.replay.grading.graders.base import GradeOptions, TranscriptInfo, process_slots, reads_files_itself
@@ -326,10 +326,10 @@ def _check_judges(
     agent) do not stop the run: AgentV starts such a suite, runs the agent and records the grader's failure,
     and so does ``run``. What they are is returned, for a warning before the agent runs."""
     graders = [
-        (f"{suite.path}: test {test.id!r}", grader.name, grader.target)
+        (f"{suite.path}: test {test.id!r}", name, grader_target)
         for test in suite.tests
         for grader in test.graders
-        if isinstance(grader, LlmGraderSpec)
+        for name, grader_target in judge_askers(grader)
     ]
     if not graders:
         return None

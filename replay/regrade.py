@@ -46,6 +46,7 @@ from evalstore.replay.evalfile.specs import (
     EvalTest,
     GraderSpec,
     LlmGraderSpec,
+    judge_askers,
     within,
 )
 from evalstore.replay.executors import Executor, Work
@@ -1391,25 +1392,28 @@ def _unused_judge(suite: EvalSuite, own: ReplayOptions, effective: ReplayOptions
 
 
 def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regraded: list[ResultKey]) -> str | None:
-    """What is wrong when LLM graders the replay regrades have no judge target that can be chosen (none
-    configured, an unknown name): they could neither call a judge nor reuse a reply (the judge's model is
-    in the cache key). A chosen judge whose key is unset is not a problem here (its recorded replies may be
-    all the replay needs)."""
+    """What is wrong when LLM graders the replay regrades (a composite's LLM members and aggregator too) have
+    no judge target that can be chosen (none configured, an unknown name): they could neither call a judge
+    nor reuse a reply (the judge's model is in the cache key). A chosen judge whose key is unset is not a
+    problem here (its recorded replies may be all the replay needs)."""
     tests_by_id = {t.id: t for t in suite.tests}
     only = set(options.graders) if options.graders else None
     judgeless: dict[str, str] = {}
     for test_id, target, _ in regraded:
         test = tests_by_id[test_id]
+        run_target = target or test.target or suite.target
         for name, grader in verdict_graders(test):
-            if not isinstance(grader, LlmGraderSpec) or grader.name in judgeless:
-                continue
             if only is not None and name not in only:
                 continue
-            try:
-                run_target = target or test.target or suite.target
-                pool.target(grader_target=grader.target, run_target=run_target, override_target=options.judge_target)
-            except JudgeConfigError as exc:
-                judgeless[grader.name] = str(exc)
+            for asker, grader_target in judge_askers(grader):
+                if asker in judgeless:
+                    continue
+                try:
+                    pool.target(
+                        grader_target=grader_target, run_target=run_target, override_target=options.judge_target
+                    )
+                except JudgeConfigError as exc:
+                    judgeless[asker] = str(exc)
     if not judgeless:
         return None
     plural = len(judgeless) > 1
@@ -1426,15 +1430,12 @@ def _judgeless(suite: EvalSuite, options: ReplayOptions, pool: JudgePool, regrad
     )
 
 
-def _needs_judge(grader: Any) -> bool:
-    """Whether a grader may call a judge target: an LLM grader, a code grader given a target, or a grader
-    holding such graders (a composite's ``graders``/``assertions``)."""
-    if isinstance(grader, LlmGraderSpec):
-        return True
-    if isinstance(grader, CodeGraderSpec):
-        return bool(grader.target_max_calls or grader.target)
-    inner = getattr(grader, "graders", None) or getattr(grader, "assertions", None)
-    return isinstance(inner, list) and any(_needs_judge(g) for g in inner)
+def _needs_judge(grader: GraderSpec) -> bool:
+    """Whether a grader may call a judge target: one that asks a judge (an LLM grader, a composite's LLM
+    aggregator: :func:`judge_askers`) or a code grader given a target, itself or a composite's member."""
+    return any(judge_askers(grader)) or any(
+        isinstance(g, CodeGraderSpec) and bool(g.target_max_calls or g.target) for g in within(grader)
+    )
 
 
 def _judges(suite: EvalSuite, options: ReplayOptions, parent: Run, targets: TargetsFile | None):  # type: ignore[no-untyped-def]

@@ -260,7 +260,7 @@ def _composite(obj: dict[str, Any], where: Where, ctx: ParseContext) -> Composit
     if not isinstance(raw_members, list):
         skip("missing assertions (or evaluators) array")
         return None
-    aggregator = _aggregator(obj.get("aggregator"), where.key("aggregator"), ctx, skip)
+    aggregator = _aggregator(obj.get("aggregator"), where.key("aggregator"), ctx, skip, name)
     if aggregator is None:
         return None
     members: list[Any] = []
@@ -280,7 +280,7 @@ def _composite(obj: dict[str, Any], where: Where, ctx: ParseContext) -> Composit
     return CompositeSpec(assertions=assign_names(members), aggregator=aggregator, **common)
 
 
-def _aggregator(raw: Any, where: Where, ctx: ParseContext, skip: Any) -> AggregatorSpec | None:
+def _aggregator(raw: Any, where: Where, ctx: ParseContext, skip: Any, name: str) -> AggregatorSpec | None:
     if not isinstance(raw, dict):
         skip("missing aggregator")
         return None
@@ -314,11 +314,19 @@ def _aggregator(raw: Any, where: Where, ctx: ParseContext, skip: Any) -> Aggrega
     if kind == "llm-grader":
         prompt = raw.get("prompt")
         if isinstance(prompt, str) and prompt.startswith("file://"):
-            found = ctx.resolve(prompt[len("file://") :], where.key("prompt"), "aggregator prompt file")
+            # AgentV 4.42.4 refuses the eval when the file is not found, then keeps the reference's path as
+            # the prompt and never reads the file: its judge is sent the path. So is evalstore's, so that a
+            # replay of AgentV's run asks what AgentV asked; said at every load.
+            path = prompt[len("file://") :]
+            found = ctx.resolve(path, where.key("prompt"), "aggregator prompt file")
             ctx.reference("prompt", found, prompt)
-            return AggregatorSpec(
-                type="llm-grader", prompt=ctx.read_text(found, where.key("prompt")), prompt_file=str(found)
+            ctx.warn(
+                where.key("prompt"),
+                f"composite `{name}`: its LLM aggregator's judge is sent the text `{path}`, not the file's "
+                "contents, as AgentV 4.42.4 sends it (it checks that the file exists and sends its path as the "
+                "prompt); write the prompt inline (`prompt: |`) for the judge to read it",
             )
+            return AggregatorSpec(type="llm-grader", prompt=path or None, prompt_file=str(found))
         return AggregatorSpec(type="llm-grader", prompt=prompt if isinstance(prompt, str) and prompt else None)
     skip(f"invalid aggregator type `{written}`")
     return None

@@ -251,7 +251,7 @@ class FieldAccuracySpec(_GraderSpec):
 class AggregatorSpec(_Spec):
     """How a composite grader combines its members: ``weighted_average`` (``weights`` by member name),
     ``threshold`` (the share of members that pass, passing at ``threshold``), a ``code-grader`` script
-    (``path``, run in ``cwd``), or an ``llm-grader`` judge (``prompt``: inline text or a file's)."""
+    (``path``, run in ``cwd``), or an ``llm-grader`` judge (``prompt``, the template)."""
 
     type: Literal["weighted_average", "threshold", "code-grader", "llm-grader"]
     weights: dict[str, float] | None = None
@@ -259,7 +259,12 @@ class AggregatorSpec(_Spec):
     path: str | None = None
     cwd: str | None = None
     prompt: str | None = None
+    """The ``llm-grader`` aggregator's template, as AgentV 4.42.4 takes it: the inline text, and for a
+    ``file://PATH`` reference the text ``PATH`` itself (its loader keeps the reference, and its aggregator
+    sends what it keeps; the file is never read)."""
     prompt_file: str | None = None
+    """The file a ``file://`` prompt names, found through the search roots (AgentV refuses the eval when it
+    is not found); its text is not the prompt."""
 
 
 class CompositeSpec(_GraderSpec):
@@ -281,6 +286,17 @@ def within(spec: GraderSpec) -> Iterator[GraderSpec]:
     if isinstance(spec, CompositeSpec):
         for member in spec.assertions:
             yield from within(member)
+
+
+def judge_askers(spec: GraderSpec) -> Iterator[tuple[str, str | None]]:
+    """Who in a grader asks a judge, at any depth: each LLM grader, by its name, with the judge target it
+    names (its ``target:``), and each composite whose aggregator is an ``llm-grader``, as ``NAME
+    (aggregator)``, with none (AgentV asks the test's default grader, ``context.graderProvider``)."""
+    for g in within(spec):
+        if isinstance(g, LlmGraderSpec):
+            yield g.name, g.target
+        elif isinstance(g, CompositeSpec) and g.aggregator.type == "llm-grader":
+            yield f"{g.name} (aggregator)", None
 
 
 def counts_calls(spec: GraderSpec) -> bool:

@@ -133,7 +133,8 @@ def test_a_grader_naming_a_target_not_defined_records_agentv_s_message(tmp_path:
 
 def test_a_composite_whose_llm_aggregator_has_no_judge_fails_as_in_agentv(tmp_path: Path) -> None:
     """AgentV's LLM aggregator throws "No grader provider available for LLM aggregation" (composite.ts:309),
-    and the composite is recorded as a grader that threw."""
+    and the composite is recorded as a grader that threw. Warned about before the agent runs, and a replay
+    refuses, as for an LLM grader with no judge: the aggregator asks a judge too."""
     marker = tmp_path / "agent-ran"
     composite = """\
         - name: combo
@@ -142,12 +143,15 @@ def test_a_composite_whose_llm_aggregator_has_no_judge_fails_as_in_agentv(tmp_pa
             - {name: says-42, type: contains, value: '42'}
           aggregator: {type: llm-grader}
         """
-    out, _ = ran(tmp_path, project(tmp_path / "proj", [agent_target(marker)], composite))
+    out, warnings = ran(tmp_path, project(tmp_path / "proj", [agent_target(marker)], composite))
+    assert len(warnings) == 1 and "'combo (aggregator)': no judge target chosen" in warnings[0], warnings
     combo = verdicts(tmp_path, out["run_id"])["combo"]
     assert (combo["score"], combo["verdict"], combo["status"]) == (0.0, "fail", "ok")
     assert [a["text"] for a in combo["assertions"]] == [
         "Grader 'combo' failed: No grader provider available for LLM aggregation"
     ]
+    line = one_line_error(cli(f"sqlite:///{tmp_path / 'store.db'}", "replay", out["run_id"]))
+    assert "LLM grader combo (aggregator): no judge target chosen" in line, line
 
 
 def test_a_chat_target_naming_a_judge_not_defined_grades_its_own_answers_as_in_agentv(

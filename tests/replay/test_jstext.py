@@ -1,5 +1,6 @@
 """JavaScript's string rules where AgentV's graders rely on them: every expected value here is what
-node 20 printed for the same call (``new RegExp(p, f).test(t)``, ``s.trim()``, ``s.slice(0, n)``)."""
+node 20 printed for the same call (``new RegExp(p, f).test(t)``, ``s.trim()``, ``s.slice(0, n)``,
+``s.replace(/{{X}}/g, r)``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ import re
 
 import pytest
 
-from evalstore.replay.jstext import JsRegexError, js_json_parses, js_regex, js_slice, js_trim, js_truthy
+from evalstore.replay.jstext import (
+    JsRegexError,
+    js_json_parses,
+    js_regex,
+    js_replace_all,
+    js_slice,
+    js_trim,
+    js_truthy,
+)
 
 
 @pytest.mark.parametrize(
@@ -139,6 +148,23 @@ def test_trim_and_slice_are_javascripts() -> None:
     assert js_slice("(?:🎉|🎈|🎊|🎁|🎂|🎃|🎄|🎅)|Price", 30) == "(?:🎉|🎈|🎊|🎁|🎂|🎃|🎄|🎅)|Pr"
     assert js_slice("ab😀", 3) == "ab\ud83d"  # half a surrogate pair, as JavaScript leaves it
     assert js_slice("short", 30) == "short"
+
+
+@pytest.mark.parametrize(
+    ("replacement", "replaced"),
+    [
+        ("r$$1", "A r$1 B r$1 C"),  # $$ is a dollar
+        ("[$&]", "A [{{X}}] B [{{X}}] C"),  # $& the match
+        ("[$`]", "A [A ] B [A {{X}} B ] C"),  # $` what stands before it
+        ("[$']", "A [ B {{X}} C] B [ C] C"),  # $' what follows it
+        ("$1$<n>$", "A $1$<n>$ B $1$<n>$ C"),  # no groups: as written
+        ("plain", "A plain B plain C"),
+    ],
+)
+def test_replace_reads_a_replacements_dollars_as_javascript_does(replacement: str, replaced: str) -> None:
+    """What AgentV's LLM aggregator does to the members' results JSON it puts in its prompt."""
+    assert js_replace_all("A {{X}} B {{X}} C", "{{X}}", replacement) == replaced
+    assert js_replace_all("no needle", "{{X}}", replacement) == "no needle"
 
 
 @pytest.mark.parametrize(

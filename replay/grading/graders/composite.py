@@ -10,7 +10,9 @@ an execution error too.
   stdin (``{"results": {NAME: {score, verdict, assertions, ...}}}``), its JSON reply the verdict; a failure
   scores 0;
 - ``llm-grader``: the judge asked with ``prompt`` (or AgentV's default) where ``{{EVALUATOR_RESULTS_JSON}}``
-  stands for the members' results; its freeform reply the verdict; a failure scores 0.
+  stands for the members' results, byte for byte as AgentV renders them (:func:`aggregator_prompt`); its
+  freeform reply the verdict; a failure scores 0. The judge is the test's default one, chosen as an LLM
+  grader's with no ``target:`` of its own.
 
 The members' results are kept in the verdict's ``details.scores`` (AgentV's child ``scores``).
 """
@@ -26,8 +28,9 @@ from evalstore.replay.errors import NoJudgeError
 from evalstore.replay.evalfile.specs import CompositeSpec
 from evalstore.replay.grading.graders.base import GraderResult, GraderThrew, GradingContext, score_to_verdict
 from evalstore.replay.jsontext import js_number, stringify
-from evalstore.replay.jstext import js_number_text
+from evalstore.replay.jstext import js_number_text, js_replace_all, js_trim
 from evalstore.replay.processes.children import run_child
+from evalstore.store.codec import canonical_json
 from evalstore.store.events import Assertion, GraderCalled
 
 DEFAULT_AGGREGATOR_PROMPT = """Review the following evaluation results:
@@ -226,12 +229,10 @@ class CompositeGrader:
             judge, why = pool.resolve_or_cache_only(target)
         except Exception:  # no judge to ask: AgentV's "LLM aggregator failed"
             return failed
-        results = json.dumps({n: _member_result(r) for n, _, r in members}, indent=2, ensure_ascii=False)
-        prompt = (self.spec.aggregator.prompt or DEFAULT_AGGREGATOR_PROMPT).replace(
-            "{{EVALUATOR_RESULTS_JSON}}", results
-        )
+        prompt = aggregator_prompt(self.spec.aggregator.prompt, {n: _member_result(r) for n, _, r in members})
         mode = Freeform()
-        messages = [{"role": "system", "content": mode.system_prompt()}, {"role": "user", "content": prompt}]
+        system, sent = mode.system_prompt(), js_trim(prompt)  # AgentV's provider sends it trimmed (question.trim())
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": sent}]
         outcome = JudgeCall(
             ctx, self.spec.name, judge, pool.client, cache_only=why is not None, grader_type="composite"
         ).run(messages, lambda reply: mode.parse(reply, []))
@@ -244,7 +245,18 @@ class CompositeGrader:
         result.grader_call_event_ids = list(outcome.call_event_ids)
         result.cache_hit = outcome.cache_hit
         result.grader_target = target.name
+        if sent != prompt:  # AgentV's row records the prompt as rendered, untrimmed (as an LLM grader's)
+            request = canonical_json({"userPrompt": prompt, "systemPrompt": system})
+            result.rendered_prompt_sha256 = ctx.recorder.put_blob(request.encode("utf-8"))
         return result
+
+
+def aggregator_prompt(template: str | None, results: dict[str, Any]) -> str:
+    """The LLM aggregator's prompt as AgentV 4.42.4 renders it (``runLlmAggregator``): ``template`` (else the
+    default) with every ``{{EVALUATOR_RESULTS_JSON}}`` replaced by the members' results (name to result) as
+    ``JSON.stringify(results, null, 2)`` writes them (``1``, not ``1.0``), through ``String.replace``."""
+    text = stringify(js_number(results), indent=True).decode("utf-8")
+    return js_replace_all(template or DEFAULT_AGGREGATOR_PROMPT, "{{EVALUATOR_RESULTS_JSON}}", text)
 
 
 def _reply_verdict(stdout: str, details: dict[str, Any]) -> GraderResult:
