@@ -77,7 +77,9 @@ def import_(
     for where AgentV ran it (a cli target without cwd: the eval file's folder) and read only from PATH
     (the folder of a file), the target's configured cwd, the --eval file's folder for a cli target
     without cwd and each --files-root (the current directory only as --files-root .); a file
-    elsewhere is recorded as refused.
+    elsewhere is recorded as refused, and the import says how many and what reads them. An imported
+    run does not change: importing the same results again with options that read files it refused
+    writes a new run that stores them.
 
     \b
     Example:
@@ -147,6 +149,9 @@ def import_(
         "eval_path": outcome.eval_path,
         "warnings": outcome.warnings,
         "warning_count": outcome.warning_count,
+        "refused_files": outcome.refused,
+        "reimport_of": outcome.reimport_of,
+        "refused_files_now_stored": outcome.refused_now_stored,
     }
     if as_json:
         print_json(info)
@@ -163,6 +168,8 @@ def import_(
                 f"the run keeps the eval it was imported with ({outcome.eval_path or 'none'}); to grade with "
                 f"{eval_path}, use: evalstore replay {outcome.run_id} --eval {eval_path}"
             )
+        for warning in outcome.warnings:
+            note(f"warning: {warning}")
         return
     echo(
         f"imported {plural(outcome.tests, 'result')} ({outcome.format}) as run {outcome.run_id}"
@@ -172,6 +179,12 @@ def import_(
             else ""
         )
     )
+    if outcome.reimport_of:
+        stored = outcome.refused_now_stored
+        note(
+            f"a new run: {outcome.reimport_of}, imported from these results before, recorded "
+            f"{plural(stored, 'file')} as refused that this run stores (an imported run does not change)"
+        )
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     if outcome.warning_count > len(outcome.warnings):

@@ -318,7 +318,12 @@ class FileAccess:
                 if vouch is not None
                 else REFUSED_HINT
             )
-            return replace(f, resolved=None, refused=f"{found} is outside the folders this import may read; {hint}")
+            return replace(
+                f,
+                resolved=None,
+                refused=f"{found} is outside the folders this import may read; {hint}",
+                allow_with=f"--eval {vouch}" if vouch is not None else "--files-root",
+            )
         try:
             size = found.stat().st_size
         except OSError:
@@ -328,7 +333,7 @@ class FileAccess:
                 f"{found} is {size} bytes, more than an import stores ({self.max_bytes}); "
                 f"set {MAX_FILE_BYTES_ENV} to a larger number of bytes to import it"
             )
-            return replace(f, resolved=None, refused=reason)
+            return replace(f, resolved=None, refused=reason, allow_with=MAX_FILE_BYTES_ENV)
         return replace(f, resolved=found)
 
     def _find(self, ref: str, workspace: str | None, folder: AgentFolder | None) -> Path | None:

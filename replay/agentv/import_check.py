@@ -62,6 +62,9 @@ class Checked:
     warning_count: int = 0
     superseded: int = 0
     """Of ``skipped``, the results a later row of the same test, target and attempt replaced."""
+    refused: dict[str, int] = field(default_factory=dict)
+    """Files the results name that exist but were not read, counted by what would let an import read them
+    (``ImportedFile.allow_with``)."""
 
 
 WARNINGS_KEPT = 20
@@ -252,6 +255,8 @@ class _Piece:
     failed: str | None = None
     warnings: list[str] = field(default_factory=list)
     earliest: datetime | None = None
+    refused: list[str] = field(default_factory=list)
+    """What would let an import read each file of the result it refused (``ImportedFile.allow_with``)."""
 
     @property
     def source(self) -> SourceRef:
@@ -309,6 +314,7 @@ def _piece(
         repeat=(_Repeats.key(item), _Repeats.identity(item)),
         warnings=item.warnings,
         earliest=earliest,
+        refused=[f.allow_with for f in item.files if f.allow_with is not None],
     )
 
 
@@ -432,6 +438,7 @@ def _packed(pieces: Iterable[_Piece]) -> bytes:
                 p.failed,
                 p.warnings,
                 p.earliest.isoformat() if p.earliest is not None else None,
+                p.refused,
             )
             for p in pieces
         ]
@@ -440,9 +447,9 @@ def _packed(pieces: Iterable[_Piece]) -> bytes:
 
 def _unpacked(data: bytes) -> Iterator[_Piece]:
     """The pieces :func:`_packed` sent."""
-    for record, renames, first_n, file, line, key, repeat, failed, warnings, earliest in marshal.loads(data):
+    for record, renames, first_n, file, line, key, repeat, failed, warnings, earliest, refused in marshal.loads(data):
         moment = datetime.fromisoformat(earliest) if earliest is not None else None
-        yield _Piece(record, renames, first_n, (file, line), key, repeat, failed, warnings, moment)
+        yield _Piece(record, renames, first_n, (file, line), key, repeat, failed, warnings, moment, refused)
 
 
 class _Pass:
@@ -462,6 +469,7 @@ class _Pass:
         self.left_out: dict[tuple, str] = {}
         self.warnings: list[str] = []
         self.earliest: datetime | None = None
+        self.refused: dict[str, int] = {}
 
     def take_part(self, part: Iterable[_Piece]) -> None:
         """A part's pieces, in order; those of a list (built by the workers) looked up at once."""
@@ -507,6 +515,8 @@ class _Pass:
                 self.repeats.remember(piece.repeat, piece.place)
                 self._keep(piece.record, piece.renames, piece.first_n)
                 self.tests += 1
+                for allow_with in piece.refused:
+                    self.refused[allow_with] = self.refused.get(allow_with, 0) + 1
         if self.progress and (self.tests + self.skipped) % PROGRESS_EVERY == 0:
             self.progress("checking", self.tests + self.skipped, None)
 
@@ -531,6 +541,7 @@ class _Pass:
             warnings=self.warnings,
             warning_count=self.warning_count,
             superseded=self.superseded,
+            refused=self.refused,
         )
 
 

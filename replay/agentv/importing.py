@@ -6,34 +6,52 @@ the store in batches. Memory stays flat: the
 readers stream, and a batch is flushed by test count or by bytes. The run id and every event id are
 derived from the source's digest, so importing the same bundle twice gives the same run, and an
 import killed half-way finishes when run again.
+
+Files the results name that the import may not read (``file_access``) are recorded as refused, and the
+import says how many and what would let it read them. An imported run does not change: importing the same
+source again with what lets it read files the run refused (``--eval``, ``--files-root``, ``--targets``)
+writes a new run, whose id is derived from the source's digest and those files
+(:func:`_with_refused_files`), so that import too is the same run each time it is made.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalstore import __version__
-from evalstore.replay.agentv import detect_format, read_results
-from evalstore.replay.agentv.file_access import FileAccess, eval_search, file_access, guarded, named_eval
+from evalstore.replay.agentv import ImportedTest, detect_format, read_results
+from evalstore.replay.agentv.file_access import (
+    MAX_FILE_BYTES_ENV,
+    FileAccess,
+    eval_search,
+    file_access,
+    guarded,
+    named_eval,
+)
 from evalstore.replay.agentv.import_check import SUPERSEDED_BY, Checked, check
 from evalstore.replay.agentv.import_events import EventIds, RelativeSources
-from evalstore.replay.agentv.import_mask import import_mask
+from evalstore.replay.agentv.import_mask import import_mask, masked
 from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.agentv.records import ImportSource
 from evalstore.replay.agentv.rows import unique_paths
 from evalstore.replay.agentv.sidecars import real_path
-from evalstore.replay.analysis.views import skipped_lines
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, EVAL_SUFFIXES, load_eval
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.evalfile.union import covered, union_suite
 from evalstore.store import EventStore, NewEvent, StoreOrOpener, completed_run, opened
-from evalstore.store.events import FileSnapshot, RunStarted, SourceRef
+from evalstore.store.events import ArtifactStored, FileSnapshot, LineSkipped, RunStarted, SourceRef
+
+if TYPE_CHECKING:
+    from evalstore.replay.targetsfile.redaction import SecretMask
 
 Progress = Callable[[str, int, "int | None"], None]
 """``progress(phase, done, total)``: see :func:`import_results`."""
@@ -55,6 +73,13 @@ class ImportOutcome:
     """Of ``skipped``, the results a later row of the same test, target and attempt replaced (not bad lines)."""
     evals_not_used: int = 0
     """Eval files the results name, or that came with them, left unused: the first ``warnings`` say why."""
+    refused: int = 0
+    """Files the results name that the run recorded as refused (they exist, and were not read): a replay
+    grades without them. One of ``warnings`` says what would let an import read them."""
+    reimport_of: str | None = None
+    """The run imported before from the same source, some of whose refused files this run stores."""
+    refused_now_stored: int = 0
+    """How many of ``reimport_of``'s refused files this run stores."""
 
 
 def import_results(
@@ -69,18 +94,152 @@ def import_results(
 ) -> ImportOutcome:
     """Import AgentV results at ``path`` as a run. ``progress(phase, done, total)`` is called as results are
     checked (phase ``"checking"``, total unknown) and then written (``"importing"``, total known). Given an
-    opener (no store yet), the store is opened once the source is checked."""
+    opener (no store yet), the store is opened once the source is checked.
+
+    A source imported before is not imported again, unless this import reads files the run made then
+    recorded as refused (given ``eval_path``, ``targets_path`` or ``files_roots``): then it is a new run
+    (:func:`_with_refused_files`)."""
     path = Path(path)
     fmt, source, run_id = _opened(path, eval_path)
-    if (before := completed_run(store, run_id)) is not None:
-        store = opened(store)  # the store that holds it
-        tests, skipped = len(store.query("results", run_id=run_id)), skipped_lines(store, run_id)
-        superseded = sum(line.reason.startswith(SUPERSEDED_BY) for line in skipped)
-        return ImportOutcome(run_id, fmt, tests, len(skipped), True, before["eval_path"], superseded=superseded)
+    if (before := completed_run(store, run_id)) is None:
+        with _heap_frozen():
+            plan = _plan(path, source, eval_path, targets_path, files_roots)
+            prepared = _prepared(path, plan, run_id, skip_bad, progress)
+            return _imported(opened(store), path, fmt, run_id, prepared, progress)
+    store = opened(store)  # the store that holds it
+    earlier = _earlier_import(store, run_id)
+    widened = bool(eval_path or targets_path or files_roots)
+    if earlier.refused and widened:
+        with _heap_frozen():
+            plan = _plan(path, source, eval_path, targets_path, files_roots)
+            now_read = _now_read(plan, earlier.refused)
+            if now_read:
+                again = _with_refused_files(source.source_digest, now_read)
+                if (before_again := completed_run(store, again)) is None:
+                    prepared = _prepared(path, plan, again, skip_bad, progress)
+                    outcome = _imported(store, path, fmt, again, prepared, progress)
+                    outcome.reimport_of, outcome.refused_now_stored = run_id, len(now_read)
+                    return outcome
+                return _already(store, fmt, again, before_again, _earlier_import(store, again), widened)
+    return _already(store, fmt, run_id, before, earlier, widened)
 
-    with _heap_frozen():
-        prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, progress, targets_path, files_roots)
-        return _imported(opened(store), path, fmt, run_id, prepared, progress)
+
+@dataclass
+class _Earlier:
+    """What an import made before recorded of its source: the lines it left out, the files it refused."""
+
+    skipped: int = 0
+    superseded: int = 0
+    refused: list[ArtifactStored] = field(default_factory=list)
+
+
+def _earlier_import(store: EventStore, run_id: str) -> _Earlier:
+    """The lines a run imported before left out and the files it refused, in one read of its stream."""
+    earlier = _Earlier()
+    for stored in store.read_stream(run_id, types=["line_skipped", "artifact_stored"]):
+        ev = stored.event
+        if isinstance(ev, LineSkipped):
+            earlier.skipped += 1
+            earlier.superseded += ev.reason.startswith(SUPERSEDED_BY)
+        elif isinstance(ev, ArtifactStored) and ev.status == "refused":
+            earlier.refused.append(ev)
+    return earlier
+
+
+def _already(
+    store: EventStore, fmt: str, run_id: str, before: Mapping, earlier: _Earlier, widened: bool
+) -> ImportOutcome:
+    """The outcome of importing again a source already imported as ``run_id``: nothing written. A file the
+    run refused is said, with how a new run would store it."""
+    tests = len(store.query("results", run_id=run_id))
+    outcome = ImportOutcome(
+        run_id, fmt, tests, earlier.skipped, True, before["eval_path"], superseded=earlier.superseded
+    )
+    if earlier.refused:
+        n = len(earlier.refused)
+        files, them = (
+            (f"{n} file its results name was", "it") if n == 1 else (f"{n} files its results name were", "them")
+        )
+        how = (
+            f"and {'it still is' if n == 1 else 'they still are'} with the options given"
+            if widened
+            else f"and an imported run does not change: importing the results again with what lets the import "
+            f"read {them} writes a new run that stores {them}"
+        )
+        first = earlier.refused[0]
+        outcome.warnings.append(f"{files} refused when it was imported, {how} ({first.path}: {first.reason})")
+        outcome.warning_count = 1
+        outcome.refused = n
+    return outcome
+
+
+_RefusedKey = tuple[str, str, int, str]
+"""A file a result names, as the run records it: (test id, target or "", attempt, path as the agent gave it)."""
+
+
+def _refused_key(test_id: str, target: str | None, attempt: int, path: str) -> _RefusedKey:
+    return (test_id, target or "", attempt, path)
+
+
+def _now_read(plan: _Plan, refused: list[ArtifactStored]) -> list[_RefusedKey]:
+    """The files a run imported before refused that this import would read (one pass over the results,
+    building nothing; masked as the run recorded them)."""
+    wanted = {_refused_key(a.test_id, a.target, a.attempt, a.path) for a in refused}
+    found: set[_RefusedKey] = set()
+    for item in plan.source.iter_tests(True, None):
+        if not isinstance(item, ImportedTest) or not item.files:
+            continue
+        item = masked(item, plan.mask) if plan.mask else item
+        assert isinstance(item, ImportedTest)
+        for f in item.files:
+            key = _refused_key(item.test_id, item.target, item.attempt, f.path)
+            if f.resolved is not None and key in wanted:
+                found.add(key)
+    return sorted(found)
+
+
+def _with_refused_files(source_digest: str, now_read: list[_RefusedKey]) -> str:
+    """The id of a source's import that stores files its first import refused: the source's digest and
+    those files, so the same import made again is the same run."""
+    text = json.dumps([source_digest, now_read], ensure_ascii=False)
+    return f"imp-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+
+
+def refused_warning(refused: Mapping[str, int], run_id: str | None = None) -> str | None:
+    """One line on the files an import refused (``Checked.refused``), and what lets it read them; None when
+    it refused none. ``run_id``: the run that recorded them (an import's, not ``validate``'s)."""
+    total = sum(refused.values())
+    if not total:
+        return None
+    them = "it" if total == 1 else "them"
+    evals = sorted({a.removeprefix("--eval ") for a in refused if a.startswith("--eval ")})
+    if len(evals) == 1:
+        reads = f"pass --eval {evals[0]} (AgentV ran the agent in its folder) or --files-root DIR"
+    else:
+        reads = (
+            "pass --eval FILE (the eval file they came from) or --files-root DIR" if evals else "pass --files-root DIR"
+        )
+    kinds = [
+        (n, what, how)
+        for n, what, how in (
+            (total - refused.get(MAX_FILE_BYTES_ENV, 0), "outside the folders this import may read", reads),
+            (refused.get(MAX_FILE_BYTES_ENV, 0), "larger than an import stores", f"raise {MAX_FILE_BYTES_ENV}"),
+        )
+        if n
+    ]
+    files = "1 file the results name was" if total == 1 else f"{total} files the results name were"
+    if len(kinds) == 1:
+        line = f"{files} refused ({kinds[0][1]}), and a replay grades without {them}: {kinds[0][2]}"
+    else:
+        line = f"{files} refused, and a replay grades without {them}: " + "; ".join(
+            f"{n} {what}: {how}" for n, what, how in kinds
+        )
+    if run_id is None:
+        return line
+    return (
+        f"{line} (importing the results again so writes a new run that stores {them}; "
+        f"`evalstore audit {run_id} TEST` says why for each)"
+    )
 
 
 @contextmanager
@@ -105,30 +264,20 @@ def _imported(
     store: EventStore, path: Path, fmt: str, run_id: str, prepared: _Prepared, progress: Progress | None
 ) -> ImportOutcome:
     """The writing pass over what :func:`_prepared` checked and spooled."""
-    checked = prepared.checked
+    checked, plan = prepared.checked, prepared.plan
     assert checked.spool is not None
     try:
-        outcome = _write(
-            store,
-            checked,
-            path,
-            fmt,
-            run_id,
-            prepared.source,
-            prepared.eval_file,
-            prepared.snapshot,
-            prepared.blobs,
-            prepared.threshold,
-            prepared.root,
-            progress,
-        )
+        outcome = _write(store, checked, path, fmt, run_id, plan, prepared.root, progress)
     finally:
         checked.spool.close()
     # The eval's own warnings (an ignored `execution.threshold`) are said as `run` and `replay` say them.
-    notes = [*prepared.secret_notes, *prepared.eval_notes, *prepared.eval_warnings]
+    notes = [*plan.secret_notes, *plan.eval_notes, *plan.eval_warnings]
+    if refused := refused_warning(checked.refused, run_id):
+        notes.append(refused)
     outcome.warnings[:0] = notes
     outcome.warning_count += len(notes)
-    outcome.evals_not_used = len(prepared.eval_notes)
+    outcome.evals_not_used = len(plan.eval_notes)
+    outcome.refused = sum(checked.refused.values())
     return outcome
 
 
@@ -155,12 +304,13 @@ def check_import(
     encoded as :func:`import_results` would, so a bad line raises here as it would there."""
     path = Path(path)
     fmt, source, run_id = _opened(path, eval_path)
-    prepared = _prepared(path, fmt, source, run_id, eval_path, skip_bad, None, targets_path, files_roots)
-    checked = prepared.checked
+    plan = _plan(path, source, eval_path, targets_path, files_roots)
+    checked = _prepared(path, plan, run_id, skip_bad, None).checked
     if checked.spool is not None:
         checked.spool.close()
-    warnings = [*prepared.secret_notes, *prepared.eval_notes, *checked.warnings]
-    return ImportCheck(fmt, checked.tests, checked.skipped, prepared.eval_file, warnings)
+    refused = refused_warning(checked.refused)
+    warnings = [*plan.secret_notes, *plan.eval_notes, *([refused] if refused else []), *checked.warnings]
+    return ImportCheck(fmt, checked.tests, checked.skipped, plan.eval_file, warnings)
 
 
 def _opened(path: Path, eval_path: str | Path | None) -> tuple[str, ImportSource, str]:
@@ -177,33 +327,26 @@ def _opened(path: Path, eval_path: str | Path | None) -> tuple[str, ImportSource
 
 
 @dataclass
-class _Prepared:
-    checked: Checked
+class _Plan:
+    """What an import reads, found before anything is built: the eval snapshot, the mask, and the source
+    with each result's files resolved and checked as it streams."""
+
     source: ImportSource
     eval_file: str | None
     snapshot: list[FileSnapshot]
     blobs: dict[str, bytes]
     threshold: float
     eval_notes: list[str]
-    root: str
     eval_warnings: list[str]
+    mask: SecretMask
     secret_notes: list[str]
     """Secret-looking variables the run's targets file refers to that are unset here: not masked."""
 
 
-def _prepared(  # type: ignore[no-untyped-def]
-    path: Path,
-    fmt: str,
-    source: ImportSource,
-    run_id: str,
-    eval_path,
-    skip_bad: bool,
-    progress: Progress | None,
-    targets_path,
-    files_roots,
-) -> _Prepared:
-    """The eval snapshot and the validation pass: everything an import does before it writes. A source with no
-    result to import is refused here."""
+def _plan(  # type: ignore[no-untyped-def]
+    path: Path, source: ImportSource, eval_path, targets_path, files_roots
+) -> _Plan:
+    """The eval snapshot, the mask and the files the import may read."""
     if targets_path is not None and not Path(targets_path).is_file():
         raise ReplayError(f"{targets_path}: targets file not found (--targets)")
     # Only the user's own files widen what may be read: the targets file named, or the one above --eval.
@@ -216,33 +359,42 @@ def _prepared(  # type: ignore[no-untyped-def]
     mask, secret_notes = import_mask(eval_file, targets_path)
     # Where each result's agent ran (its target's working folder for its eval file) is known once the suite is.
     source = guarded(source, access.for_run(source, path, suite))
+    return _Plan(source, eval_file, snapshot, blobs, threshold, eval_notes, eval_warnings, mask, secret_notes)
+
+
+@dataclass
+class _Prepared:
+    checked: Checked
+    plan: _Plan
+    root: str
+
+
+def _prepared(path: Path, plan: _Plan, run_id: str, skip_bad: bool, progress: Progress | None) -> _Prepared:
+    """The validation pass: everything an import does before it writes. A source with no result to import is
+    refused here."""
     root = str(path.resolve())
     within = RelativeSources(root)
     # The validation pass builds and encodes every result once, with the run's event ids (the run's
     # first event, run_started, takes id 1), and keeps it for the writing pass: raises on the first bad line.
-    checked = check(source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=threshold, mask=mask)
+    checked = check(
+        plan.source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=plan.threshold, mask=plan.mask
+    )
     if checked.tests == 0:  # refused before a store is opened (or made)
         if checked.spool is not None:
             checked.spool.close()
         raise _no_results(path, checked.skipped)
-    return _Prepared(
-        checked, source, eval_file, snapshot, blobs, threshold, eval_notes, root, eval_warnings, secret_notes
-    )
+    return _Prepared(checked, plan, root)
 
 
-def _write(  # type: ignore[no-untyped-def]
+def _write(
     store: EventStore,
-    checked,
+    checked: Checked,
     path: Path,
     fmt: str,
     run_id: str,
-    source,
-    eval_file,
-    snapshot,
-    blobs,
-    threshold,
-    root,
-    progress,
+    plan: _Plan,
+    root: str,
+    progress: Progress | None,
 ) -> ImportOutcome:
     """The writing pass: the checked results appended in batches, as the validation pass encoded them."""
     tests, skipped = checked.tests, checked.skipped
@@ -250,17 +402,18 @@ def _write(  # type: ignore[no-untyped-def]
     started = RunStarted(
         run_id=run_id,
         kind="imported",
-        suite=source.suite,
-        eval_path=eval_file,
-        eval_snapshot=snapshot,
-        threshold=threshold,
+        suite=plan.source.suite,
+        eval_path=plan.eval_file,
+        eval_snapshot=plan.snapshot,
+        threshold=plan.threshold,
         source=SourceRef(file=root),
         source_format=fmt,
         source_started_at=checked.started_at,
         tool_version=__version__,
     )
     ids = EventIds(run_id)
-    store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=blobs)
+    store.append(run_id, [NewEvent(started, ids.next("started"))], blobs=plan.blobs)
+    assert checked.spool is not None
     write_spool(store, run_id, checked.spool, ids, tests=tests, left_out=checked.left_out, progress=progress)
     return ImportOutcome(
         run_id,
@@ -268,7 +421,7 @@ def _write(  # type: ignore[no-untyped-def]
         tests,
         skipped,
         False,
-        eval_file,
+        plan.eval_file,
         warnings=checked.warnings,
         warning_count=checked.warning_count,
         superseded=checked.superseded,

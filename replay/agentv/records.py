@@ -30,6 +30,9 @@ class ImportedFile:
     role: FileRole
     refused: str | None = None
     """Why the file was not read although it exists (outside every folder the import may read)."""
+    allow_with: str | None = None
+    """What would let an import read a refused file: ``--eval FILE`` (the eval file whose folder its agent ran
+    in), ``--files-root`` or the size cap's variable (``file_access.MAX_FILE_BYTES_ENV``)."""
 
 
 @dataclass

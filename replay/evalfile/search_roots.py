@@ -8,9 +8,13 @@ input file) resolves through the same ordered list of directories, AgentV's sear
 3. the project root (if it is not an ancestor of the eval file);
 4. the current working directory.
 
-The project root is ``project_root`` when given, else the nearest ancestor of the eval file holding
-``.git`` or ``.agentv``, else the filesystem root (so a loose eval file still finds files in any of
-its parents, as AgentV does when no repository root is known). Paths are made absolute without
+The project root is ``project_root`` when given, else the repository root as AgentV 4.42.4 finds it
+(``findRepoRoot``: the nearest folder holding ``.git``, from the eval file's folder up, as ``agentv
+validate`` and ``eval prompt`` look; ``eval run`` looks from its working directory, the same folder when
+run inside the repository), else the filesystem root (so a loose eval file still finds files in any of
+its parents, as AgentV does when no repository root is known). A ``.agentv`` folder marks nothing:
+AgentV's rule never stops at one, and it leaves one (``.agentv/cache.json``, its last run's folder) in
+every folder it runs from, which would otherwise end the search below the repository's own files. Paths are made absolute without
 resolving symlinks, as AgentV's ``path.resolve`` does, so recorded paths match what the user wrote.
 
 Existence is asked of a :class:`FileResolver`: :class:`DiskResolver` reads the filesystem, and
@@ -30,7 +34,8 @@ from typing import Protocol
 from evalstore.replay.errors import ReferenceNotFoundError
 from evalstore.replay.regular_files import read_regular
 
-PROJECT_MARKERS = (".git", ".agentv")
+REPOSITORY_MARKER = ".git"
+"""What marks the project root: AgentV's repository root (``findRepoRoot``), never ``.agentv``."""
 FILE_SCHEME = "file://"
 
 
@@ -169,10 +174,10 @@ def absolute(path: str | Path) -> Path:
 
 
 def find_project_root(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` holding ``.git`` or ``.agentv``."""
+    """The nearest directory at or above ``start`` holding ``.git`` (AgentV's ``findRepoRoot``), or None."""
     current = absolute(start)
     while True:
-        if any((current / marker).exists() for marker in PROJECT_MARKERS):
+        if (current / REPOSITORY_MARKER).exists():
             return current
         if current.parent == current:
             return None

@@ -107,6 +107,32 @@ def test_warnings_are_listed_and_do_not_fail(project: Path) -> None:
     assert len(file["warnings"]) == 1 and "unknown key `colour` ignored" in file["warnings"][0]
 
 
+def test_agentvs_cache_folder_does_not_hide_the_repository_from_another_folder(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agentv eval run` leaves `.agentv/cache.json` where it ran (the eval's folder): the prompt in the
+    repository root that AgentV finds is still found, with no warning, from a folder outside the repository."""
+    (project / ".git").mkdir()
+    (project / "shared-prompts").mkdir()
+    (project / "shared-prompts" / "p.md").write_text("Grade {{output}}\n")
+    (project / "evals" / ".agentv").mkdir()
+    (project / "evals" / ".agentv" / "cache.json").write_text('{"lastRunDir": "runs/p"}\n')
+    suite = project / "evals" / "p.eval.yaml"
+    suite.write_text(
+        EVAL.replace(
+            '        value: "4"\n',
+            '        value: "4"\n      - {name: judged, type: llm-grader, prompt: "file://shared-prompts/p.md"}\n',
+        )
+    )
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = _validate("--json", str(suite))
+    assert result.exit_code == 0, result.output
+    [file] = json.loads(result.stdout)["files"]
+    assert (file["ok"], file["warnings"]) == (True, []), file
+
+
 def test_a_regrade_file_of_suite_level_graders_is_valid_and_said_to_be_one(project: Path) -> None:
     # What `replay RUN --eval FILE` takes (the run's own tests graded by the file's graders): valid here too.
     regrade = project / "evals" / "regrade.eval.yaml"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import audit, cli, ok_json, results_by_test
+from e2e_helpers import audit, cli, ok_json, results_by_test, runs
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "agentv-cli-cwd"
 REPORTS = {
@@ -172,3 +172,78 @@ def test_a_replay_of_the_import_grades_the_stored_reports(sqlite_url: str, copy:
         (test,) = audit(sqlite_url, replay, test_id)["tests"]
         (verdict,) = [v for v in test["verdicts"] if v["grader"] == "report"]
         assert (verdict["score"], verdict["verdict"]) == (1, "pass"), verdict
+
+
+def test_an_import_that_refuses_the_agents_files_says_so_in_one_line(sqlite_url: str, copy: Path) -> None:
+    """Without --eval the reports are refused: the import says how many, and that --eval (naming the eval
+    file) or --files-root reads them, in one line on stderr and in --json; `validate` says it beforehand."""
+    eval_file = (copy / "project" / "evals" / "cli-cwd.eval.yaml").resolve()
+    run_folder = str(copy / "runs" / "cli-cwd")
+    checked = ok_json(cli(sqlite_url, "validate", run_folder, "--json"))["files"][0]["warnings"]
+    assert [w for w in checked if "refused" in w] == [
+        "3 files the results name were refused (outside the folders this import may read), and a replay grades "
+        f"without them: pass --eval {eval_file} (AgentV ran the agent in its folder) or --files-root DIR"
+    ]
+
+    result = cli(sqlite_url, "import", run_folder)
+    assert result.exit_code == 0, result.output
+    run = result.stdout.split(" as run ")[1].split()[0]
+    refused = [line for line in result.stderr.splitlines() if "refused" in line]
+    assert refused == [
+        "warning: 3 files the results name were refused (outside the folders this import may read), and a replay "
+        f"grades without them: pass --eval {eval_file} (AgentV ran the agent in its folder) or --files-root DIR "
+        "(importing the results again so writes a new run that stores them; "
+        f"`evalstore audit {run} TEST` says why for each)"
+    ]
+    other = f"sqlite:///{copy / 'other.db'}"
+    out = ok_json(cli(other, "import", run_folder, "--json"))
+    assert (out["refused_files"], out["reimport_of"]) == (3, None)
+    assert sum("3 files the results name were refused" in w for w in out["warnings"]) == 1
+    # Read, nothing is said.
+    stored = ok_json(cli(f"sqlite:///{copy / 'third.db'}", "import", run_folder, "--eval", str(eval_file), "--json"))
+    assert stored["refused_files"] == 0 and not any("refused" in w for w in stored["warnings"])
+
+
+def test_importing_again_with_eval_stores_the_refused_files_in_a_new_run(sqlite_url: str, copy: Path) -> None:
+    """The import the warning asks for: the same results with --eval read the reports the first import
+    refused. The first run does not change (an imported run is immutable): a new run stores them, and that
+    import, made again, is that run."""
+    eval_file = copy / "project" / "evals" / "cli-cwd.eval.yaml"
+    first = _import(sqlite_url, copy)
+    again = ok_json(cli(sqlite_url, "import", str(copy / "runs" / "cli-cwd"), "--eval", str(eval_file), "--json"))
+    assert again["already_imported"] is False and again["run_id"] != first
+    assert (again["reimport_of"], again["refused_files_now_stored"], again["refused_files"]) == (first, 3, 0)
+    for test_id, report in _reports(sqlite_url, again["run_id"]).items():
+        assert (report["status"], report["sha256"]) == ("stored", _sha(copy / "project" / REPORTS[test_id]))
+    assert {r["status"] for r in _reports(sqlite_url, first).values()} == {"refused"}
+
+    text = cli(sqlite_url, "import", str(copy / "runs" / "cli-cwd"), "--eval", str(eval_file))
+    assert text.stdout == f"already imported as run {again['run_id']} (3 results); nothing written\n"
+    # --files-root reading the same files is the same import.
+    same = cli(sqlite_url, "import", str(copy / "runs" / "cli-cwd"), "--files-root", str(copy / "project"), "--json")
+    assert (ok_json(same)["run_id"], ok_json(same)["already_imported"]) == (again["run_id"], True)
+    assert len([r for r in runs(sqlite_url) if r["kind"] == "imported"]) == 2
+
+
+def test_importing_again_what_still_cannot_be_read_says_how_to_read_it(sqlite_url: str, copy: Path) -> None:
+    """Imported again as before, nothing is written, and the refused files are named with the option that
+    reads them and what it does (a new run)."""
+    eval_file = (copy / "project" / "evals" / "cli-cwd.eval.yaml").resolve()
+    first = _import(sqlite_url, copy)
+    result = cli(sqlite_url, "import", str(copy / "runs" / "cli-cwd"))
+    assert result.stdout == f"already imported as run {first} (3 results); nothing written\n"
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "warning: 3 files its results name were refused when it was imported, and an imported run does not "
+        "change: importing the results again with what lets the import read them writes a new run that stores "
+        "them ("
+    )
+    assert f"pass --eval {eval_file} " in line and "--files-root DIR" in line
+    # An option that reads none of them: still refused, and said so.
+    elsewhere = copy / "nothing-here"
+    elsewhere.mkdir()
+    out = ok_json(cli(sqlite_url, "import", str(copy / "runs" / "cli-cwd"), "--files-root", str(elsewhere), "--json"))
+    assert (out["run_id"], out["already_imported"], out["refused_files"]) == (first, True, 3)
+    assert out["warnings"][0].startswith(
+        "3 files its results name were refused when it was imported, and they still are with the options given ("
+    )

@@ -580,7 +580,7 @@ def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
 
 def test_search_roots_order_and_project_root(tmp_path: Path) -> None:
     project = tmp_path / "proj"
-    (project / ".agentv").mkdir(parents=True)
+    (project / ".git").mkdir(parents=True)
     eval_path = write(project, "a/b/suite.yaml", "")
     cwd = tmp_path / "cwd"
     assert build_search_roots(eval_path, cwd=cwd) == [
@@ -595,6 +595,38 @@ def test_search_roots_order_and_project_root(tmp_path: Path) -> None:
     assert roots[:3] == [str(project / "a/b"), str(project / "a"), str(project)]
     assert roots[-2:] == [str(other), str(cwd)]
     assert "/" in roots  # no marker reached: the walk goes on to the filesystem root
+
+
+def test_an_agentv_folder_does_not_end_the_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AgentV leaves `.agentv/cache.json` in the folder it ran from (here the eval's): its repository root is
+    still the folder with `.git` (findRepoRoot), so a prompt there is found from any working directory,
+    and the repository's files are inside the project root (no warning)."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write(repo, ".agentv/targets.yaml", "targets: []\n")
+    write(repo, "suite/.agentv/cache.json", '{"lastRunDir": "runs/p"}\n')
+    prompt = write(repo, "shared-prompts/p.md", "Grade {{output}}\n")
+    grader = write(repo, "graders/score.py", "print('{}')\n")
+    eval_path = write(
+        repo,
+        "suite/p.eval.yaml",
+        """\
+        tests:
+          - id: t1
+            criteria: anything
+            input: hi
+            assertions:
+              - {name: judged, type: llm-grader, prompt: "file://shared-prompts/p.md"}
+              - {name: scored, type: code-grader, command: [python3, graders/score.py]}
+        """,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert build_search_roots(eval_path) == [str(repo / "suite"), str(repo), str(elsewhere)]
+    suite = load_eval(eval_path)
+    assert {str(p) for _, p, _ in suite.referenced_files} >= {str(prompt), str(grader)}
+    assert not [w for w in suite.warnings if "outside the project root" in w], suite.warnings
 
 
 def test_references_resolve_to_the_nearest_root(tmp_path: Path) -> None:

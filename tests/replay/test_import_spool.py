@@ -185,6 +185,42 @@ def test_results_after_one_refused_in_a_part_keep_positional_ids(store, tmp_path
     assert [e.event_id for e in events] == [ids.id(e.stream_version, kinds[e.type]) for e in events]
 
 
+def test_files_refused_in_every_part_are_counted_once_each(store, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each result names a file outside the folders the import may read: built by workers a few lines at a
+    time, every refusal is counted, and the import says so in one warning with what reads them."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    rows = []
+    for i in range(7):
+        (outside / f"f{i}.txt").write_text(f"file {i}\n")
+        row = json.loads(_row(i))
+        row["output"] = [
+            {
+                "role": "assistant",
+                "content": [{"type": "file", "media_type": "text/plain", "path": str(outside / f"f{i}.txt")}],
+            }
+        ]
+        rows.append(json.dumps(row))
+    (tmp_path / "run").mkdir()
+    path = _results(tmp_path / "run", rows)
+    parts = _built_in_parts(monkeypatch, 3)
+    outcome = import_results(store, path)
+    assert parts == [3]
+    assert outcome.refused == 7
+    assert [w for w in outcome.warnings if "refused" in w] == [
+        "7 files the results name were refused (outside the folders this import may read), and a replay grades "
+        "without them: pass --files-root DIR (importing the results again so writes a new run that stores them; "
+        f"`evalstore audit {outcome.run_id} TEST` says why for each)"
+    ]
+    again = import_results(store, path, files_roots=[outside])
+    assert (again.already_imported, again.reimport_of, again.refused_now_stored, again.refused) == (
+        False,
+        outcome.run_id,
+        7,
+        0,
+    )
+
+
 def test_pieces_cross_from_workers_with_every_field_as_built(tmp_path: Path) -> None:
     """A worker sends a part's pieces as plain values (``_packed``): each comes back with the fields it was
     built with, the earliest time as the same instant in UTC, a skipped line's and a refused result's too."""
@@ -202,6 +238,7 @@ def test_pieces_cross_from_workers_with_every_field_as_built(tmp_path: Path) -> 
             repeat=(-(2**63), 2**63 - 1),
             warnings=["one", "two"],
             earliest=datetime(2026, 2, 20, 21, 40, 12, 345678, tzinfo=timezone(timedelta(hours=2))).astimezone(UTC),
+            refused=["--eval /tmp/e.eval.yaml", "--files-root"],
         ),
         _Piece(b"skipped", [("c" * 36, "skip")], 7, (None, 2)),
         _Piece(
