@@ -23,17 +23,22 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from functools import lru_cache, partial
 from operator import itemgetter
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from evalstore.replay.agentv.chunked import Encode, encoded_results
-from evalstore.replay.agentv.stored import Payload, ResultBundle
+from evalstore.replay.agentv.chunked import CHUNK_RESULTS, Encode, encoded_results
+from evalstore.replay.agentv.stored import Payload, ResultBundle, Window, stored_results
 from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, MEMBER_SCORES
 from evalstore.replay.analysis.cases import RunCases
-from evalstore.replay.analysis.views import RunSummary, result_key, run_started, run_summary
+from evalstore.replay.analysis.views import RunSummary, result_key, run_started, run_summary, transcript_run_id
 from evalstore.replay.choices import DEFAULT_EXPERIMENT, EXPORT_FORMATS
+from evalstore.replay.errors import ReplayError
 from evalstore.replay.jsontext import js_number, stringify
 from evalstore.store import EventStore
+from evalstore.store.errors import StoreError
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded
+
+if TYPE_CHECKING:
+    from evalstore.replay.evalfile.specs import TrialsSpec
 
 CSV_COLUMNS = (
     "run_id",
@@ -328,6 +333,117 @@ def write_jsonl(rows: Iterable[dict[str, Any]], fh: IO[str]) -> int:
     return count
 
 
+# --- AgentV rows of a run with trials ------------------------------------------------------------
+
+
+def trials_spec(store: EventStore, started: RunStarted) -> TrialsSpec | None:
+    """The ``execution.trials`` a run's results are trials of: that of a run evalstore made (``run``, and its
+    replays), whose eval (the run's eval snapshot, else that of the run holding its transcripts) has trials;
+    None for any other run. An import's rows are AgentV's own (one a test with the trials' score already,
+    as 4.42.4 writes them, or v5's samples), each kept as it came; so are those of a replay of an import,
+    which regrades the one answer each row kept."""
+    origin = transcript_run_id(store, started)
+    runs = [started] if origin == started.run_id else [started, run_started(store, origin)]
+    if runs[-1].kind == "imported":
+        return None
+    snapshot = next((r.eval_snapshot for r in runs if any(s.role == "eval" and s.sha256 for s in r.eval_snapshot)), [])
+    # Only an eval that names trials is parsed (the eval-file modules stay unloaded for every other export).
+    if not any(s.role == "eval" and s.sha256 and b"trials" in store.get_blob(s.sha256) for s in snapshot):
+        return None
+    from evalstore.replay.evalfile.snapshot import snapshot_eval
+
+    try:
+        suite = snapshot_eval(snapshot, store.get_blob)
+    except (ReplayError, StoreError):
+        return None  # an eval the run kept but cannot be read: its results as they are, one row each
+    return suite.trials if suite is not None else None
+
+
+def trials_row(run: RunStarted, spec: TrialsSpec, attempts: list[ResultBundle]) -> dict[str, Any]:
+    """The one row AgentV 4.42.4 writes for a test (and target) with trials (``runEvalCaseWithTrials``), from
+    its trials (``attempts``, in order): the best trial's row (the first with the highest score: its answer,
+    transcript, timings and ``scores[]``) whose ``score`` is the trials' aggregate (``grading.trials``,
+    the score ``run`` prints), ``execution_status`` ``ok`` when a trial's is, else ``execution_error`` when
+    every trial's is, else ``quality_failure`` (an ``ok`` test keeps no ``failure_stage`` or
+    ``failure_reason_code``), without a ``sample_index``; then each trial as AgentV's ``trials[]`` holds it
+    (``attempt`` from 0, ``score``, ``verdict`` at 0.8, ``scores``, ``error``, ``cost_usd``,
+    ``execution_status``, ``failure_stage``, ``failure_reason_code``), the ``aggregation`` and, when the trials
+    stopped at ``cost_limit_usd``, ``cost_limited``."""
+    from evalstore.replay.grading.graders.base import score_to_verdict
+    from evalstore.replay.grading.trials import aggregate
+
+    rows = [export_row(run, a) for a in attempts]
+    scored = [_fields(a.scored) for a in attempts]
+    scores = [s["score"] for s in scored]
+    costs = [_fields(a.transcript)["cost_usd"] if a.transcript is not None else None for a in attempts]
+    outcome = aggregate(spec, scores, scored[0]["threshold"], costs, [bool(s["passed"]) for s in scored])
+    row = dict(rows[scores.index(max(scores))])
+    row.pop("sample_index", None)
+    row["score"] = js_number(outcome.score)
+    statuses = [s["status"] for s in scored]
+    if "ok" in statuses:
+        row["execution_status"] = "ok"
+        row.pop("failure_stage", None)
+        row.pop("failure_reason_code", None)
+    else:
+        row["execution_status"] = (
+            "execution_error" if all(s == "execution_error" for s in statuses) else "quality_failure"
+        )
+    row["trials"] = [
+        {
+            "attempt": s["attempt"] - 1,
+            "score": js_number(s["score"]),
+            "verdict": score_to_verdict(s["score"]),
+            **{k: trial[k] for k in _TRIAL_KEYS if k in trial},
+        }
+        for s, trial in zip(scored, rows)
+    ]
+    row["aggregation"] = js_number(outcome.aggregation)
+    if outcome.cost_limited:
+        row["cost_limited"] = True
+    return row
+
+
+_TRIAL_KEYS = ("scores", "error", "cost_usd", "execution_status", "failure_stage", "failure_reason_code")
+"""What a trial of AgentV's ``trials[]`` holds after its attempt, score and verdict, each as the trial's own row
+has it (``TrialResult``, snake-cased)."""
+
+
+def _trials_rows(
+    store: EventStore,
+    run_id: str,
+    run: RunStarted,
+    spec: TrialsSpec,
+    upto_seq: int | None,
+    progress: Callable[[int], None] | None,
+) -> Iterator[dict[str, Any]]:
+    """The rows of a run with trials (:func:`trials_row`), each written once its test's last trial is read:
+    a first pass over the run's scores finds where each test's trials end, so only the trials of the tests
+    still being read are held (a test's trials are next to each other in a run of one worker, and never
+    far apart in one of several). ``progress`` is told how many results were read."""
+    ends = store.result_ends(run_id, every=2**62, upto_seq=upto_seq)  # the last result's score
+    window: Window = (0, None if upto_seq is None else ends[-1] if ends else 0)
+    last: dict[tuple[str, str | None], int] = {}
+    read = 0
+    for read, result in enumerate(stored_results(store, run_id, inputs=False, window=window), 1):
+        s = _fields(result.scored)
+        last[(s["test_id"], s["target"])] = read
+    held: dict[tuple[str, str | None], dict[int, ResultBundle]] = {}
+    for i, result in enumerate(stored_results(store, run_id, window=window), 1):
+        s = _fields(result.scored)
+        key = (s["test_id"], s["target"])
+        held.setdefault(key, {})[s["attempt"]] = result  # a result scored again replaces the one before
+        if last.get(key) == i:
+            trials = held.pop(key)
+            yield trials_row(run, spec, [trials[n] for n in sorted(trials)])
+        if progress and i % CHUNK_RESULTS == 0:
+            progress(i)
+    for trials in held.values():  # (none: both passes read the same results, in the same order)
+        yield trials_row(run, spec, [trials[n] for n in sorted(trials)])
+    if progress:
+        progress(read)
+
+
 # --- CSV -----------------------------------------------------------------------------------------
 
 
@@ -513,6 +629,9 @@ def export_run(
     if summary is None and fmt == "json":
         summary = run_summary(store, run_id)  # before the results are cut into chunks: they end where it does
     upto = None if summary is None else summary.last_seq or 0
+    if fmt == "agentv-jsonl" and (spec := trials_spec(store, started)) is not None:
+        # One row a test and target, its trials' aggregate: AgentV's (a test's trials are read together, here).
+        return write_jsonl(_trials_rows(store, run_id, started, spec, upto, progress), fh)
     encode: Encode
     if fmt == "json":
         # A result that recorded no case (an AgentV import's) gets the one its run's eval snapshot gives; a

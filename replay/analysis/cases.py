@@ -87,6 +87,13 @@ class RunCases:
             base = self._built[test_id] = case_event(test, None)
         return FoundCase(base.model_copy(update={"target": target or None, "attempt": attempt}), "eval_snapshot")
 
+    def graders(self, test_id: str) -> list[Any] | None:
+        """Test ``test_id``'s graders (``EvalTest.graders``: their names, ``required`` and ``min_score``) as the
+        run's eval snapshot has them; None when it has no such test or there is no snapshot to read."""
+        tests = self._snapshot_tests()
+        test = tests.get(test_id) if tests is not None else None
+        return list(test.graders) if test is not None else None
+
     def _snapshot_tests(self) -> dict[str, EvalTest] | None:
         """The tests of the first eval snapshot among the runs, by id; None (and ``_problem`` says why)
         when there is none or it cannot be read."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -292,14 +292,17 @@ def noted_results(store: EventStore, run_id: str) -> Iterator[tuple[ResultRow, s
     """:func:`iter_results`, each with why it scored what it did where its graders' scores do not say it
     (``scoring.explain_score``, else an execution error's own message; '' for most). One pass over the
     projections, streamed; the events are decoded only for the results a note can apply to
-    (:func:`_may_have_note`), a chunk at a time, so reading the first rows reads only the first chunk."""
+    (:func:`_may_have_note`), a chunk at a time, so reading the first rows reads only the first chunk. A
+    note naming the required grader of an import (whose verdicts do not say which is required) reads the
+    test's graders from the run's eval snapshot, once per run and only then (:class:`_EvalGraders`)."""
     chunk: list[tuple[tuple, list[tuple]]] = []
+    specs = _EvalGraders(store, run_id)
     for result in store.results_with_verdicts(run_id):
         chunk.append(result)
         if len(chunk) >= _NOTE_CHUNK:
-            yield from _noted(store, chunk)
+            yield from _noted(store, chunk, specs)
             chunk = []
-    yield from _noted(store, chunk)
+    yield from _noted(store, chunk, specs)
 
 
 def score_notes(store: EventStore, run_id: str) -> dict[tuple, str]:
@@ -309,12 +312,34 @@ def score_notes(store: EventStore, run_id: str) -> dict[tuple, str]:
 
 def _may_have_note(score: float, verdicts: list[tuple]) -> bool:
     """A note can apply to a result with a grader that failed to run or was skipped, or a score of 0
-    with a failed grader (a required gate). Read from the verdict projection rows
-    (``EventStore.VERDICT_COLUMNS``)."""
-    return any(left_out_of_score(v[4]) for v in verdicts) or (score == 0 and any(v[3] == "fail" for v in verdicts))
+    with graders (a required gate: a failed grader's, or one whose verdict is pass but whose score is
+    below its ``min_score``). Read from the verdict projection rows (``EventStore.VERDICT_COLUMNS``)."""
+    return any(left_out_of_score(v[4]) for v in verdicts) or (score == 0 and bool(verdicts))
 
 
-def _noted(store: EventStore, chunk: list[tuple[tuple, list[tuple]]]) -> Iterator[tuple[ResultRow, str]]:
+class _EvalGraders:
+    """The graders of a run's tests as its eval snapshot has them (``RunCases.graders``): for the note of an
+    import's test zeroed by a required grader's gate, which the verdicts do not mark. The snapshot is
+    parsed on the first call, if ever."""
+
+    def __init__(self, store: EventStore, run_id: str) -> None:
+        self._store, self._run_id = store, run_id
+        self._cases: Any = None
+
+    def of(self, test_id: str) -> Callable[[], Sequence[Any] | None]:
+        def graders() -> Sequence[Any] | None:
+            if self._cases is None:
+                from evalstore.replay.analysis.cases import RunCases
+
+                self._cases = RunCases.of(self._store, self._run_id)
+            return self._cases.graders(test_id)
+
+        return graders
+
+
+def _noted(
+    store: EventStore, chunk: list[tuple[tuple, list[tuple]]], specs: _EvalGraders
+) -> Iterator[tuple[ResultRow, str]]:
     candidates = [(r, verdicts) for r, verdicts in chunk if _may_have_note(r[3], verdicts)]
     notes: dict[tuple, str] = {}
     if candidates:
@@ -324,7 +349,7 @@ def _noted(store: EventStore, chunk: list[tuple[tuple, list[tuple]]]) -> Iterato
         events = store.events_at([r[-1] for r, _ in candidates] + [v[-1] for _, vs in candidates for v in vs])
         for r, verdicts in candidates:
             threshold = events[r[-1]].event.threshold  # type: ignore[attr-defined]
-            notes[r[:3]] = explain_score((events[v[-1]].event for v in verdicts), threshold, r[3])
+            notes[r[:3]] = explain_score((events[v[-1]].event for v in verdicts), threshold, r[3], specs.of(r[0]))
     for r, verdicts in chunk:
         # An execution error with nothing of its graders' to say is its own: why the answer is missing.
         yield _result_row(r, verdicts), notes.get(r[:3]) or (r[6] if r[5] == "execution_error" and r[6] else "")

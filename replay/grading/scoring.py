@@ -20,7 +20,7 @@ are checked and how a replay tells a changed grader from a changed aggregation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -119,40 +119,76 @@ def required_gate(required: bool | float, min_score: float | None, threshold: fl
     return min_score if min_score is not None else float(required)
 
 
-def explain_score(verdicts: Iterable[Any], threshold: float, score: float | None = None) -> str:
-    """Why a test scored what it did, when its graders' scores do not say it: the required grader
-    whose gate set the score to 0, and the graders an execution error left out of the mean ('' when
-    the score is simply the weighted mean). ``verdicts``: recorded verdicts (``VerdictRecorded``).
+def explain_score(
+    verdicts: Iterable[Any],
+    threshold: float,
+    score: float | None = None,
+    specs: Callable[[], Sequence[_ScoredSpec] | None] | None = None,
+) -> str:
+    """Why a test scored what it did, when its graders' scores do not say it: the required grader whose
+    gate set the score to 0 and why (:func:`gate_note`), and the graders an execution error left out of the
+    mean ('' when the score is simply the weighted mean). ``verdicts``: recorded verdicts
+    (``VerdictRecorded``). The one note ``show``, ``run`` and ``replay`` give, whatever made the run (an
+    import too: ``views.noted_results``).
 
-    ``score``, the test's: a 0 where no recorded verdict is required but the graders' weighted mean is not
-    0 was set by a required grader's gate the verdicts do not mark (an import: AgentV's results do not
-    say which grader is required); the graders below the threshold, the default gate, are named."""
+    ``score``, the test's, and ``specs``, the test's graders as its eval has them (called only when
+    needed): a 0 where no recorded verdict is required but the graders' weighted mean is not 0 was set by
+    a required grader's gate the verdicts do not mark (an import: AgentV's results do not say which grader
+    is required). The eval's required grader below its gate is named; without the eval none is: only a
+    required grader is ever named."""
     verdicts = list(verdicts)
     errored = [v for v in verdicts if v.status == "execution_error"]
     unscored = [v for v in verdicts if left_out_of_score(v.status) and v not in errored]
     counted = [v for v in verdicts if not left_out_of_score(v.status)]
     parts = []
-    for v in counted:
-        gate = required_gate(v.required, v.min_score, threshold)
-        if gate is not None and v.score < gate:
-            parts.append(f"required grader {v.grader} scored {v.score:.3f}, below its gate {gate:.3f}: score 0")
-            break
-    else:
+    gated = _gated(((v, v.required, v.min_score) for v in counted), threshold)
+    if gated is None and score == 0 and not any(v.required for v in counted):
         weight = sum(v.weight for v in counted)
         mean = sum(v.score * v.weight for v in counted) / weight if weight > 0 else 0.0
         # (A conversation's score is its turns' mean, min or max: a 0 there says nothing of a gate.)
-        if score == 0 and mean > 0 and not any(is_conversation_verdict(v.grader) for v in counted):
-            below = ", ".join(f"{v.grader} {v.score:.3f}" for v in counted if v.score < threshold)
-            parts.append(
-                f"score 0 where its graders' mean is {mean:.3f}: set by a required grader's gate"
-                + (f" (below {threshold:.3f}: {below})" if below else "")
-            )
+        if mean > 0 and not any(is_conversation_verdict(v.grader) for v in counted):
+            found = specs() if specs is not None else None
+            by_name = {s.name: s for s in found or ()}
+            of_eval = ((v, s.required, s.min_score) for v in counted if (s := by_name.get(v.grader)) is not None)
+            gated = _gated(of_eval, threshold)
+            if gated is None:
+                parts.append(
+                    f"score 0 where its graders' mean is {mean:.3f}: set by a required grader's gate"
+                    + ("" if found else " (the results do not say which grader is required)")
+                )
+    if gated is not None:
+        parts.append(gate_note(gated[0].grader, gated[0].score, *gated[1:], threshold))
     if errored:
         names = ", ".join(v.grader for v in errored)
         parts.append(f"{names} failed to run (execution error): left out of the score")
     if unscored:
         parts.append(f"{', '.join(v.grader for v in unscored)} unscored: left out of the score")
     return "; ".join(parts)
+
+
+def _gated(
+    graders: Iterable[tuple[Any, bool | float, float | None]], threshold: float
+) -> tuple[Any, bool | float, float | None] | None:
+    """The first ``(verdict, required, min_score)`` whose grader is required and scored below its gate, as
+    :func:`_aggregate` finds the grader that sets the test's score to 0; None when there is none."""
+    for verdict, required, min_score in graders:
+        gate = required_gate(required, min_score, threshold)
+        if gate is not None and verdict.score < gate:
+            return verdict, required, min_score
+    return None
+
+
+def gate_note(grader: str, score: float, required: bool | float, min_score: float | None, threshold: float) -> str:
+    """Why required grader ``grader`` set its test's score to 0, by the gate it fell below
+    (:func:`required_gate`): its ``min_score`` (whatever its own verdict: a grader may pass and still fall
+    below it), else its numeric ``required``, else the threshold (it failed)."""
+    if min_score is not None:
+        why = f"scored {score:.3f}, below its min_score {min_score:.3f}"
+    elif not isinstance(required, bool):
+        why = f"scored {score:.3f}, below its required {float(required):.3f}"
+    else:
+        why = f"failed ({score:.3f}, below the threshold {threshold:.3f})"
+    return f"required grader {grader} {why}: score 0"
 
 
 def score_test(verdicts: Sequence[tuple[_ScoredSpec, GraderResult]], threshold: float) -> TestOutcome:

@@ -57,7 +57,7 @@ def agentv_rows(suite: str) -> dict[str, dict[str, Any]]:
 
 
 def exported(db: str, run: str) -> dict[str, list[dict[str, Any]]]:
-    """The run's AgentV rows by test id: one a trial (`sample_index`), in order."""
+    """The run's AgentV rows by test id, in order (a test with trials has one, as AgentV's: its trials' row)."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for row in map(json.loads, cli(db, "export", run).stdout.splitlines()):
         rows.setdefault(row["test_id"], []).append(row)
@@ -65,7 +65,7 @@ def exported(db: str, run: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def counted(rows: list[dict[str, Any]]) -> bool:
-    """Whether AgentV counts the test (its rows: one a trial) as an execution error: every trial is one."""
+    """Whether AgentV counts the test (its rows) as an execution error (with trials, its row says: every trial is one)."""
     return all(agentv_execution_error(r.get("execution_status", ""), r) for r in rows)
 
 

@@ -108,7 +108,7 @@ def test_show_says_which_required_grader_set_a_score_to_zero(tmp_path: Path) -> 
     rows = {r["test_id"]: r for r in ok_json(cli(db, "show", replay["run_id"], "--json"))["results"]}
     # q3's graders score 1.000, 1.000 and 0.750, and the test 0: the workbook grader is required.
     assert rows["q3-report"]["score"] == 0
-    assert rows["q3-report"]["note"].startswith("required grader workbook scored 0.750, below its gate")
+    assert rows["q3-report"]["note"].startswith("required grader workbook failed (0.750, below the threshold")
     assert rows["q1-report"]["note"] == ""
     table = cli(db, "show", replay["run_id"], env={"COLUMNS": "200"})  # the why column whole, whatever the terminal
     assert "required grader workbook" in table.stdout

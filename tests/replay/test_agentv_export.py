@@ -220,6 +220,69 @@ def test_later_attempts_carry_a_sample_index() -> None:
     assert row["sample_index"] == 2
 
 
+def _trial(attempt: int, score: float, status: str, cost: float, **labels: str) -> ResultBundle:
+    key = {"test_id": "t", "target": "agent", "attempt": attempt}
+    return ResultBundle(
+        scored=ev.TestScored(
+            **key,
+            score=score,
+            passed=status == "ok",
+            status=status,  # type: ignore[arg-type]
+            threshold=THRESHOLD,
+            error=f"trial {attempt} failed" if status == "execution_error" else None,
+            row_fields=labels,
+        ),
+        verdicts=[VerdictRecorded(**key, grader="g", grader_type="contains", score=score, verdict="fail")],
+        transcript=TranscriptRecorded(**key, messages_sha256=None, output_text=f"answer {attempt}", cost_usd=cost),
+    )
+
+
+def test_a_tests_trials_are_one_row_as_agentv_writes_it() -> None:
+    """AgentV 4.42.4's runEvalCaseWithTrials: the best trial's row (the first of the highest score), the trials'
+    aggregate as its score, `execution_error` only when every trial is one (its labels the best trial's), each
+    trial in `trials[]` (attempt from 0, verdict at 0.8), `aggregation`, and `cost_limited` when the limit
+    stopped the trials."""
+    from evalstore.replay.agentv.export import trials_row
+    from evalstore.replay.evalfile.specs import TrialsSpec
+
+    run = RunStarted(run_id="rec-1", kind="recorded", suite="s", target_name="agent", tool_version="test")
+    labels = {"failure_stage": "agent", "failure_reason_code": "provider_error"}
+    attempts = [_trial(1, 0.25, "execution_error", 0.5, **labels), _trial(2, 0.5, "execution_error", 0.75, **labels)]
+    spec = TrialsSpec(count=3, strategy="pass_at_k", cost_limit_usd=1.0)
+    row = trials_row(run, spec, attempts)
+    assert (row["test_id"], row["target"], row["score"], row["output"]) == ("t", "agent", 0.5, "answer 2")
+    assert "sample_index" not in row  # AgentV's row of a test with trials has none
+    assert [row[k] for k in ("execution_status", "error", "failure_stage", "failure_reason_code")] == [
+        "execution_error",
+        "trial 2 failed",
+        "agent",
+        "provider_error",
+    ]
+    assert [{k: v for k, v in t.items() if k != "scores"} for t in row["trials"]] == [
+        {
+            "attempt": n - 1,
+            "score": score,
+            "verdict": "fail",
+            "error": f"trial {n} failed",
+            "cost_usd": cost,
+            "execution_status": "execution_error",
+            **labels,
+        }
+        for n, score, cost in ((1, 0.25, 0.5), (2, 0.5, 0.75))
+    ]
+    assert [[s["score"] for s in t["scores"]] for t in row["trials"]] == [[0.25], [0.5]]
+    assert row["aggregation"] == {"strategy": "pass_at_k", "passed_attempts": 0, "total_attempts": 2}
+    assert row["cost_limited"] is True
+    assert list(row)[-3:] == ["trials", "aggregation", "cost_limited"]
+    # A trial that is ok makes the test ok, whatever the one score: no failure labels, as AgentV drops them.
+    attempts = [_trial(1, 1.0, "ok", 0.1), _trial(2, 0.5, "execution_error", 0.1, **labels), _trial(3, 1.0, "ok", 0.1)]
+    row = trials_row(run, TrialsSpec(count=3, strategy="mean"), attempts)
+    assert (row["score"], row["execution_status"], row["output"]) == (pytest.approx(2.5 / 3), "ok", "answer 1")
+    assert "failure_stage" not in row and "failure_reason_code" not in row and "cost_limited" not in row
+    assert row["aggregation"] == {"strategy": "mean", "mean": pytest.approx(2.5 / 3), "min": 0.5, "max": 1}
+    assert [t["verdict"] for t in row["trials"]] == ["pass", "fail", "pass"]
+
+
 def test_csv_has_one_line_per_test_and_grader() -> None:
     run, bundles, _ = exported(BASELINE)
     bundles.append(

@@ -223,24 +223,58 @@ def test_the_required_grader_whose_gate_zeroed_the_score_is_named() -> None:
     from evalstore.replay.grading.scoring import explain_score
 
     verdicts = [_verdict("a", 1.0), _verdict("b", 1.0), _verdict("wb", 0.75, required=True)]
-    assert explain_score(verdicts, 0.8) == "required grader wb scored 0.750, below its gate 0.800: score 0"
+    assert explain_score(verdicts, 0.8) == "required grader wb failed (0.750, below the threshold 0.800): score 0"
     # Above its gate (its own min_score), or not required: the score is the mean, nothing to explain.
     assert explain_score([_verdict("wb", 0.75, required=True, min_score=0.7)], 0.8) == ""
     assert explain_score([_verdict("a", 1.0), _verdict("wb", 0.75)], 0.8) == ""
+    # The deprecated numeric `required` is its gate when there is no min_score.
+    assert explain_score([_verdict("a", 1.0), _verdict("wb", 0.4, required=0.5)], 0.8, 0.0) == (
+        "required grader wb scored 0.400, below its required 0.500: score 0"
+    )
 
 
-def test_a_zero_no_recorded_gate_explains_is_said_to_be_a_required_graders() -> None:
-    """An import's verdicts do not say which grader is required (AgentV's results do not): a test AgentV
-    scored 0 whose graders' mean is not 0 had no why. It is a gate's doing, and the graders below the
-    threshold (the default gate) are named; not for a conversation, whose 0 may be its worst turn's."""
+def test_a_required_grader_that_passed_below_its_min_score_is_named() -> None:
+    """AgentV 4.42.4 (formats §5.5): a required grader below its min_score zeroes the test, whatever its own
+    verdict; 0.9 passes (0.8) yet falls below min_score 0.95. Every verdict is pass: the note says why."""
     from evalstore.replay.grading.scoring import explain_score
 
-    verdicts = [_verdict("a", 0.5), _verdict("b", 0.7), _verdict("c", 1.0, weight=2.0)]
-    assert explain_score(verdicts, 0.8, 0.0) == (
-        "score 0 where its graders' mean is 0.800: set by a required grader's gate (below 0.800: a 0.500, b 0.700)"
+    verdicts = [_verdict("gated", 0.9, required=True, min_score=0.95), _verdict("other", 1.0)]
+    assert {v.verdict for v in verdicts} == {"pass"}
+    assert explain_score(verdicts, 0.8, 0.0) == "required grader gated scored 0.900, below its min_score 0.950: score 0"
+
+
+class _Spec:
+    def __init__(self, name: str, required: bool | float = False, min_score: float | None = None) -> None:
+        self.name, self.weight, self.required, self.min_score = name, 1.0, required, min_score
+
+
+def test_a_zero_no_recorded_gate_explains_names_only_the_evals_required_grader() -> None:
+    """An import's verdicts do not say which grader is required (AgentV's results do not): a test AgentV
+    scored 0 whose graders' mean is not 0 is a gate's doing. The test's graders as its eval has them (the
+    run's eval snapshot) say which required grader it was, and why; a grader that is not required is never
+    named, even one below the threshold. Not for a conversation, whose 0 may be its worst turn's."""
+    from evalstore.replay.grading.scoring import explain_score
+
+    verdicts = [_verdict("says-madrid", 0.0), _verdict("not-required-low", 0.2, weight=2.0)]
+    specs = [_Spec("says-madrid", required=True), _Spec("not-required-low")]
+    assert explain_score(verdicts, 0.8, 0.0, lambda: specs) == (
+        "required grader says-madrid failed (0.000, below the threshold 0.800): score 0"
     )
-    assert explain_score(verdicts, 0.8, 0.8) == ""  # the score is the mean: nothing to explain
-    assert explain_score([_verdict("a", 0.0)], 0.8, 0.0) == ""  # the mean is 0 too
+    gated = [_verdict("gated", 0.9), _verdict("other", 1.0)]
+    specs = [_Spec("gated", required=True, min_score=0.95), _Spec("other")]
+    assert explain_score(gated, 0.8, 0.0, lambda: specs) == (
+        "required grader gated scored 0.900, below its min_score 0.950: score 0"
+    )
+    # Without the eval, no grader is named: any of them may be the required one.
+    for unknown in (None, lambda: None):
+        assert explain_score(verdicts, 0.8, 0.0, unknown) == (
+            "score 0 where its graders' mean is 0.133: set by a required grader's gate "
+            "(the results do not say which grader is required)"
+        )
+    asked: list[int] = []
+    assert explain_score(verdicts, 0.8, 0.4, lambda: asked.append(1)) == ""  # the score is the mean
+    assert explain_score([_verdict("a", 0.0)], 0.8, 0.0, lambda: asked.append(1)) == ""  # the mean is 0 too
+    assert not asked  # the eval is read only for a 0 its verdicts cannot explain
     turns = [_verdict("turn-1", 1.0), _verdict("turn-2", 0.0), _verdict("conversation", 1.0)]
     assert explain_score(turns, 0.8, 0.0) == ""  # aggregation: min
 
