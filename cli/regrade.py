@@ -151,8 +151,9 @@ def replay(
 
     Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN. RUN: an id,
     a unique prefix, or last. Exits 1, as run does, when a regraded test scores below the threshold or has
-    an execution error (a grader failed to run; tests carried over unchanged do not count), and with
-    --fail-on-regression when the regrade is worse than RUN.
+    an execution error (a grader failed to run; tests carried over unchanged do not count; a test with
+    trials or epochs fails only when none of them passed), and with --fail-on-regression when the regrade
+    is worse than RUN.
 
     \b
     Example:
@@ -168,6 +169,7 @@ def replay(
         from evalstore.cli.compare import emit_comparison
         from evalstore.replay.analysis.compare import compare as compare_runs
         from evalstore.replay.analysis.compare import regression
+        from evalstore.replay.analysis.per_test import test_passed
         from evalstore.replay.analysis.views import resolve_run
         from evalstore.replay.executors import executor_for
         from evalstore.replay.material import load_scores
@@ -260,10 +262,16 @@ def replay(
     for warning in outcome.warnings:
         note(f"warning: {warning}")
     names = result_labels([(r.test_id, r.target, r.attempt) for r in outcome.results])
+    # A test with several attempts (trials, epochs) fails the gate only when none of them passed, as it
+    # does in `run` and in AgentV (per_test.test_passed): a bad trial of a passing test is no failure.
+    attempts: dict[tuple[str, str | None], list[bool]] = {}
+    for r in outcome.results:
+        attempts.setdefault((r.test_id, r.target), []).append(r.passed)
+    test_failed = {test for test, passed in attempts.items() if not test_passed(passed)}
     below = [  # a result with nothing to regrade (not_regradable) has no score to be below anything
         (name, r)
         for name, r in zip(names, outcome.results, strict=True)
-        if not r.passed and r.origin != "carried" and r.status != "not_regradable"
+        if (r.test_id, r.target) in test_failed and r.origin != "carried" and r.status != "not_regradable"
     ]
     failed = [name for name, _ in below]  # named as the table and the notes name them (`wrong#2`)
     # A test whose grading failed cannot pass whatever its score: said as what it is, apart from the

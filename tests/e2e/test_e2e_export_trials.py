@@ -68,7 +68,8 @@ def test_an_export_of_a_run_with_trials_is_agentvs_one_row_per_test(sqlite_url: 
     rows = _rows(cli(sqlite_url, "export", done["run_id"]).stdout)
     agentv = agentv_rows()
     # One row per test and target, as AgentV's; what `agentv compare` reads of it is AgentV's own.
-    assert [(r["test_id"], r["target"]) for r in rows] == [(r["test_id"], r["target"]) for r in agentv]
+    # (In the order the tests finished, which two tests run at once may change.)
+    assert sorted((r["test_id"], r["target"]) for r in rows) == sorted((r["test_id"], r["target"]) for r in agentv)
     assert compare_reads(rows) == compare_reads(agentv) == {"t1": 0.75, "slow": 1}
     by_test = {r["test_id"]: r for r in rows}
     for want in agentv:
@@ -97,13 +98,13 @@ def test_an_export_of_a_run_with_trials_is_agentvs_one_row_per_test(sqlite_url: 
         "failure_reason_code",
     }
     assert list(t1)[-2:] == list(streamed)[-2:] == ["trials", "aggregation"]
-    # An unchanged replay regrades each trial: its export is the run's, row for row.
-    # (Its exit code is not at issue here: replay's gate counts t1's bad trial as a test below the threshold.)
-    replay = ok_json(cli(sqlite_url, "replay", done["run_id"], "--json"), 0, 1)
+    # An unchanged replay regrades each trial: its export is the run's, row for row, and it exits 0 as the
+    # run did (t1's bad trial is no failure: a test with trials passes when one of them did).
+    replay = ok_json(cli(sqlite_url, "replay", done["run_id"], "--json"))
     replayed = _rows(cli(sqlite_url, "export", replay["run_id"]).stdout)
-    assert [(r["test_id"], r["score"], _trials(r), r["aggregation"]) for r in replayed] == [
+    assert sorted((r["test_id"], r["score"], _trials(r), r["aggregation"]) for r in replayed) == sorted(
         (r["test_id"], r["score"], _trials(r), r["aggregation"]) for r in rows
-    ]
+    )
 
 
 def test_an_import_of_a_run_with_trials_keeps_its_rows_whichever_wrote_them(
