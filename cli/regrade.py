@@ -304,6 +304,10 @@ def replay(
                 "complete": True,
                 "drift": [d.describe() for d in outcome.drift],
                 "failed": failed,
+                # this process's results: those regraded, and those carried over unchanged (--tests or
+                # --graders left them alone, or the eval lacks them), which the gate does not count
+                "regraded": sum(1 for r in outcome.results if r.origin != "carried" and r.status != "not_regradable"),
+                "carried_over": sum(1 for r in outcome.results if r.origin == "carried"),
                 "regression": regressed[1] if fail_on else None,
                 "not_regradable": [
                     {"test_id": k[0], "target": k[1] or None, "attempt": k[2], "reason": reason}
