@@ -325,8 +325,10 @@ def replay(
         print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows, outcome.run_id)
         echo(
             f"code graders in replay {outcome.run_id} (every session of it): {reuse['code_ran']} run, "
-            f"{reuse['code_reused']} reused from recorded executions; "
-            f"judge replies reused: {reuse['judge_reused']}"
+            f"{reuse['code_reused']} reused from recorded executions"
+            + (f", {reuse['code_not_run']} could not run" if reuse["code_not_run"] else "")
+            + (f", {plural(reuse['code_carried'], 'verdict')} carried over" if reuse["code_carried"] else "")
+            + f"; judge replies reused: {reuse['judge_reused']}"
         )
         if requests is not None and outcome.batch is not None:
             unanswered = len(outcome.batch.unanswered)

@@ -59,7 +59,7 @@ from evalstore.replay.grading.turn_verdicts import TURN_TYPE, is_conversation_ve
 from evalstore.replay.inspect import SOURCE_FORMATS as INSPECT_FORMATS
 from evalstore.replay.inspect import graded_despite_error
 from evalstore.replay.jsontext import decode_problem, strings_in
-from evalstore.replay.lost_inputs import keep_recorded, untraced_warning
+from evalstore.replay.lost_inputs import keep_recorded, unsnapshotted_warning, untraced_warning
 from evalstore.replay.material import (
     ResultKey,
     RunMaterial,
@@ -475,6 +475,9 @@ def _execute(
             "unless this replay changes the grader, which then grades the lines kept"
         )
         suite = _warned(suite, truncated)
+    if origin.started.kind == "imported":  # an import holds no workspace snapshot (AgentV's results keep none)
+        tests = [tests_by_id[t] for t in dict.fromkeys(k[0] for k in todo if k in regraded)]
+        suite = _warned(suite, unsnapshotted_warning(tests, suite, options))
     unable = [
         (key, reason)
         for key in todo
@@ -836,16 +839,33 @@ def _left_alone_notes(
 
 
 def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
-    """What a replay regraded (carried verdicts left out): code-grader verdicts whose process ran
-    (``code_ran``) or whose recorded execution was reused (``code_reused``), and verdicts of other
-    graders that reused a judge reply (``judge_reused``)."""
-    counts = {"code_ran": 0, "code_reused": 0, "judge_reused": 0}
+    """What a replay did with its code graders and judges: code-grader verdicts whose process ran
+    (``code_ran``), whose recorded execution was reused (``code_reused``), that could not start a process
+    (``code_not_run``: an execution error saying why, such as a workspace the run holds no snapshot of) and
+    that were carried over from the parent (``code_carried``: a grader ``--graders`` left out, a test
+    ``--tests`` left out, a grader whose input the run lost); and verdicts of other graders that reused a
+    judge reply (``judge_reused``)."""
+    counts = {"code_ran": 0, "code_reused": 0, "code_not_run": 0, "code_carried": 0, "judge_reused": 0}
     by_type = store.cache_hit_counts(run_id, "graded")
     for (grader_type, cache_hit), n in by_type.items():
         if grader_type == "code-grader":
             counts["code_reused" if cache_hit else "code_ran"] += n
         elif cache_hit:
             counts["judge_reused"] += n
+    counts["code_carried"] = sum(
+        n for (grader_type, _), n in store.cache_hit_counts(run_id, "carried").items() if grader_type == "code-grader"
+    )
+    if counts["code_ran"]:
+        # A grader that could not start its process (no workspace to run in) recorded no call: an execution
+        # error, of the few a replay has, whose verdict names no grader call.
+        errored = store.query(
+            "verdicts", run_id=run_id, grader_type="code-grader", origin="graded", status="execution_error"
+        )
+        seqs = [row["seq"] for row in errored if not row["cache_hit"]]
+        verdicts = [stored.event for stored in store.events_at(seqs).values()] if seqs else []
+        unrun = len([v for v in verdicts if isinstance(v, VerdictRecorded) and not v.grader_call_event_ids])
+        counts["code_ran"] -= unrun
+        counts["code_not_run"] += unrun
     # A conversation's verdicts are its turns' (``turn-N``, ``conversation``, of type ``rubrics``), each holding
     # its graders' results: what those graders ran and reused is counted from the calls the replay recorded
     # for those tests (a judged grader's first call says whether its reply was reused), not from the verdicts.
@@ -974,7 +994,7 @@ def _replay_test(
     info = transcript_info(transcript_blob or store.get_blob, source)
     only = options.graders
     if source.transcript is not None:
-        only, carried, _ = keep_recorded(test, source.transcript[1], options, only, carried)
+        only, carried, _ = keep_recorded(test, source, suite.workspace_for(test).configured, options, only, carried)
     grade = grade_test(
         suite,
         test,
