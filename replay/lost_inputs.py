@@ -128,6 +128,14 @@ def _by_verdict(test: EvalTest) -> dict[str, list[GraderSpec]]:
     return graders
 
 
+def workspace_graders(suite: EvalSuite, test: EvalTest) -> dict[str, list[GraderSpec]]:
+    """The test's graders that work in its workspace, by the verdict they are graded under: none when the eval
+    configures no workspace for it."""
+    if not suite.workspace_for(test).configured:
+        return {}
+    return {name: specs for name, specs in _by_verdict(test).items() if any(map(works_in_workspace, specs))}
+
+
 def _change(spec: GraderSpec, options: ReplayOptions) -> str | None:
     """What the replay grades ``spec`` with that the run it regrades did not (the option that changes it),
     or None when it grades it as the run did."""
@@ -158,12 +166,8 @@ def unsnapshotted_warning(tests: Iterable[EvalTest], suite: EvalSuite, options: 
     carried: set[str] = set()
     changed: dict[str, str] = {}
     for test in tests:
-        if not suite.workspace_for(test).configured:
-            continue
         found = False
-        for name, specs in _by_verdict(test).items():
-            if not any(works_in_workspace(spec) for spec in specs):
-                continue
+        for name, specs in workspace_graders(suite, test).items():
             if options.graders is not None and name not in options.graders:
                 continue  # carried over whatever this replay is given
             found = True

@@ -43,12 +43,11 @@ from evalstore.replay.agentv.records import ImportSource
 from evalstore.replay.agentv.rows import unique_paths
 from evalstore.replay.agentv.sidecars import real_path
 from evalstore.replay.errors import ReplayError
-from evalstore.replay.evalfile.conversation import verdict_graders
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, EVAL_SUFFIXES, load_eval
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.evalfile.union import covered, union_suite
-from evalstore.replay.lost_inputs import works_in_workspace
+from evalstore.replay.lost_inputs import workspace_graders
 from evalstore.store import EventStore, NewEvent, StoreOrOpener, completed_run, opened
 from evalstore.store.events import ArtifactStored, FileSnapshot, LineSkipped, RunStarted, SourceRef
 
@@ -449,15 +448,9 @@ def _write(
 
 
 def in_workspaces(suite: EvalSuite) -> dict[str, list[str]]:
-    """The tests of ``suite`` that run in a workspace, each with its graders that work in it (code graders:
-    ``lost_inputs.works_in_workspace``), named as their verdicts are; tests with none left out."""
-    found: dict[str, list[str]] = {}
-    for test in suite.tests:
-        if suite.workspace_for(test).configured:
-            names = [name for name, spec in verdict_graders(test) if works_in_workspace(spec)]
-            if names:
-                found[test.id] = list(dict.fromkeys(names))
-    return found
+    """The tests of ``suite`` that run in a workspace, each with its graders that work in it
+    (``lost_inputs.workspace_graders``), named as their verdicts are; tests with none left out."""
+    return {test.id: list(graders) for test in suite.tests if (graders := workspace_graders(suite, test))}
 
 
 def _unsnapshotted(tests: dict[str, list[str]]) -> list[str]:
