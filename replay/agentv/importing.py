@@ -348,7 +348,7 @@ class _Plan:
     mask: SecretMask
     secret_notes: list[str]
     """Secret-looking variables the run's targets file refers to that are unset here: not masked."""
-    workspace_graders: dict[str, list[str]]
+    workspace_tests: dict[str, list[str]]
     """The suite's tests that run in a workspace, with their graders that work in it (:func:`in_workspaces`)."""
 
 
@@ -396,7 +396,7 @@ def _prepared(path: Path, plan: _Plan, run_id: str, skip_bad: bool, progress: Pr
         ids=EventIds(run_id, n=1),
         threshold=plan.threshold,
         mask=plan.mask,
-        watch=frozenset(plan.workspace_graders),
+        watch=frozenset(plan.workspace_tests),
     )
     if checked.tests == 0:  # refused before a store is opened (or made)
         if checked.spool is not None:
@@ -473,7 +473,7 @@ def _unsnapshotted(tests: dict[str, list[str]]) -> list[str]:
 
 def _workspace_notes(plan: _Plan, checked: Checked) -> list[str]:
     """The import's warning for the results it holds that ran in a workspace (:func:`_unsnapshotted`)."""
-    return _unsnapshotted({t: plan.workspace_graders[t] for t in checked.watched})
+    return _unsnapshotted({t: plan.workspace_tests[t] for t in checked.watched})
 
 
 def _no_results(path: Path, skipped: int) -> ReplayError:
