@@ -312,6 +312,10 @@ def replay(
                 "complete": True,
                 "drift": [d.describe() for d in outcome.drift],
                 "failed": failed,
+                # this process's results: those regraded, and those carried over unchanged (--tests or
+                # --graders left them alone, or the eval lacks them), which the gate does not count
+                "regraded": sum(1 for r in outcome.results if r.origin != "carried" and r.status != "not_regradable"),
+                "carried_over": sum(1 for r in outcome.results if r.origin == "carried"),
                 "regression": regressed[1] if fail_on else None,
                 "not_regradable": [
                     {"test_id": k[0], "target": k[1] or None, "attempt": k[2], "reason": reason}
@@ -329,8 +333,10 @@ def replay(
         print_scored(f"replay {outcome.run_id} (parent {outcome.parent_run_id})", rows, outcome.run_id)
         echo(
             f"code graders in replay {outcome.run_id} (every session of it): {reuse['code_ran']} run, "
-            f"{reuse['code_reused']} reused from recorded executions; "
-            f"judge replies reused: {reuse['judge_reused']}"
+            f"{reuse['code_reused']} reused from recorded executions"
+            + (f", {reuse['code_not_run']} could not run" if reuse["code_not_run"] else "")
+            + (f", {plural(reuse['code_carried'], 'verdict')} carried over" if reuse["code_carried"] else "")
+            + f"; judge replies reused: {reuse['judge_reused']}"
         )
         if requests is not None and outcome.batch is not None:
             unanswered = len(outcome.batch.unanswered)

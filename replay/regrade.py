@@ -20,7 +20,7 @@ import json
 import shlex
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -59,7 +59,7 @@ from evalstore.replay.grading.turn_verdicts import TURN_TYPE, is_conversation_ve
 from evalstore.replay.inspect import SOURCE_FORMATS as INSPECT_FORMATS
 from evalstore.replay.inspect import graded_despite_error
 from evalstore.replay.jsontext import decode_problem, strings_in
-from evalstore.replay.lost_inputs import keep_recorded, untraced_warning
+from evalstore.replay.lost_inputs import keep_recorded, unsnapshotted_warning, untraced_warning
 from evalstore.replay.material import (
     ResultKey,
     RunMaterial,
@@ -444,8 +444,9 @@ def _execute(
     )
     todo = [key for key in parent.order if in_shard(key, options.shard) and key not in graded]
     regraded = {key for key in todo if _selected(key[0], tests_by_id, options)}
-    alone = _left_alone(store, parent, tests_by_id, options, regraded)
+    alone = _left_alone(tests_by_id, options, regraded)
     regraded -= alone
+    alone_note, alone_warning = _left_alone_notes(store, parent, alone, tests_by_id)
     missing = sorted({key[0] for key in todo if _asked(key[0], options) and key[0] not in tests_by_id})
     if missing:
         # Asked to regrade (all tests, or those --tests names) but the eval has no such test: carried over
@@ -458,7 +459,7 @@ def _execute(
     suite = _warned(
         suite,
         _unfinished(store, parent),
-        _left_alone_warning(alone, tests_by_id),
+        alone_warning,
         _marked_otherwise(store, parent, options, suite, threshold, regraded),
         *_grader_changes(store, parent, suite, options, regraded),
     )
@@ -474,6 +475,9 @@ def _execute(
             "unless this replay changes the grader, which then grades the lines kept"
         )
         suite = _warned(suite, truncated)
+    if origin.started.kind == "imported":  # an import holds no workspace snapshot (AgentV's results keep none)
+        tests = [tests_by_id[t] for t in dict.fromkeys(k[0] for k in todo if k in regraded)]
+        suite = _warned(suite, unsnapshotted_warning(tests, suite, options))
     unable = [
         (key, reason)
         for key in todo
@@ -536,6 +540,8 @@ def _execute(
                 # The tests that will be graded (the others are carried over, which takes no time to speak
                 # of), told once the replay has begun: a --batch replay refused above names no replay.
                 on_start(run_id, len(regraded), drifted, unable)
+            if note is not None and alone_note is not None:
+                note(alone_note)
             if batches is not None:
                 batch = _judge_batches(store, job, batches, note)
             executor.grade(
@@ -787,57 +793,79 @@ def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOpt
     return test_id in tests_by_id and _asked(test_id, options)
 
 
-def _leaves_alone(test: EvalTest, options: ReplayOptions, parent_graders: Collection[str]) -> bool:
-    """Whether ``--graders`` leaves a test alone: it names none of the test's graders, and the parent holds
-    no verdict of them to carry (``parent_graders``: the result's). Such a test is carried over whole, its
-    parent's score kept, as a test ``--tests`` leaves out is, instead of being graded by what ``--graders``
-    left out: an AgentV import's test graded by the implicit ``llm-grader`` alone (criteria, no
-    assertions), whose row holds the test's score and no verdict of that grader."""
+def _leaves_alone(test: EvalTest, options: ReplayOptions) -> bool:
+    """Whether ``--graders`` leaves a test alone: it names none of the test's graders. Such a test is carried
+    over whole, its parent's verdicts and score kept, as a test ``--tests`` leaves out is: nothing of it is
+    regraded, so it neither counts as regraded nor gates the exit code, whatever its parent scored."""
     if options.graders is None:
         return False
-    names = {name for name, _ in verdict_graders(test)}
-    return not names & set(options.graders) and not names & set(parent_graders)
+    return not {name for name, _ in verdict_graders(test)} & set(options.graders)
 
 
-def _left_alone(
-    store: EventStore,
-    parent: RunWindows,
-    tests_by_id: dict[str, EvalTest],
-    options: ReplayOptions,
-    keys: set[ResultKey],
-) -> set[ResultKey]:
+def _left_alone(tests_by_id: dict[str, EvalTest], options: ReplayOptions, keys: set[ResultKey]) -> set[ResultKey]:
     """The results of ``keys`` that ``--graders`` leaves alone (:func:`_leaves_alone`)."""
     if options.graders is None or not keys:
         return set()
-    held: dict[ResultKey, set[str]] = {}
-    for test_id, target, attempt, grader, _ in store.graders_of(parent.run_id):
-        held.setdefault(result_key(test_id, target, attempt), set()).add(grader)
-    return {key for key in keys if _leaves_alone(tests_by_id[key[0]], options, held.get(key, ()))}
+    return {key for key in keys if _leaves_alone(tests_by_id[key[0]], options)}
 
 
-def _left_alone_warning(alone: set[ResultKey], tests_by_id: dict[str, EvalTest]) -> str | None:
+def _left_alone_notes(
+    store: EventStore, parent: RunWindows, alone: set[ResultKey], tests_by_id: dict[str, EvalTest]
+) -> tuple[str | None, str | None]:
+    """What the replay says of the results ``--graders`` leaves alone: a note naming those whose parent holds
+    verdicts of their graders (carried over as they were), and a warning naming those whose parent holds
+    none (an AgentV import's test graded by its implicit ``llm-grader`` alone, whose row holds the test's
+    score and no verdict of that grader: its score is carried over, though nothing says which grader gave it)."""
     if not alone:
-        return None
-    ids = sorted({key[0] for key in alone})
-    names = sorted({name for test_id in ids for name, _ in verdict_graders(tests_by_id[test_id])})
-    return (
-        f"--graders names no grader of {_listing(ids)} ({', '.join(names)}), and the parent has no verdict of "
+        return None, None
+    held = {result_key(t, target, attempt) for t, target, attempt, _, _ in store.graders_of(parent.run_id)}
+    kept = sorted({key[0] for key in alone if key in held})
+    bare = sorted({key[0] for key in alone if key not in held})
+    note = (
+        f"{len(kept)} test{'s' if len(kept) > 1 else ''} carried over unchanged, not regraded: --graders names "
+        f"none of {'their' if len(kept) > 1 else 'its'} graders ({_listing(kept)})"
+        if kept
+        else None
+    )
+    if not bare:
+        return note, None
+    names = sorted({name for test_id in bare for name, _ in verdict_graders(tests_by_id[test_id])})
+    warning = (
+        f"--graders names no grader of {_listing(bare)} ({', '.join(names)}), and the parent has no verdict of "
         "them to keep (an AgentV import has none of its implicit llm-grader): carried over with the parent's "
         f"score, not graded (name {', '.join(names)} in --graders to grade them)"
     )
+    return note, warning
 
 
 def reuse_counts(store: EventStore, run_id: str) -> dict[str, int]:
-    """What a replay regraded (carried verdicts left out): code-grader verdicts whose process ran
-    (``code_ran``) or whose recorded execution was reused (``code_reused``), and verdicts of other
-    graders that reused a judge reply (``judge_reused``)."""
-    counts = {"code_ran": 0, "code_reused": 0, "judge_reused": 0}
+    """What a replay did with its code graders and judges: code-grader verdicts whose process ran
+    (``code_ran``), whose recorded execution was reused (``code_reused``), that could not start a process
+    (``code_not_run``: an execution error saying why, such as a workspace the run holds no snapshot of) and
+    that were carried over from the parent (``code_carried``: a grader ``--graders`` left out, a test
+    ``--tests`` left out, a grader whose input the run lost); and verdicts of other graders that reused a
+    judge reply (``judge_reused``)."""
+    counts = {"code_ran": 0, "code_reused": 0, "code_not_run": 0, "code_carried": 0, "judge_reused": 0}
     by_type = store.cache_hit_counts(run_id, "graded")
     for (grader_type, cache_hit), n in by_type.items():
         if grader_type == "code-grader":
             counts["code_reused" if cache_hit else "code_ran"] += n
         elif cache_hit:
             counts["judge_reused"] += n
+    counts["code_carried"] = sum(
+        n for (grader_type, _), n in store.cache_hit_counts(run_id, "carried").items() if grader_type == "code-grader"
+    )
+    if counts["code_ran"]:
+        # A grader that could not start its process (no workspace to run in) recorded no call: an execution
+        # error, of the few a replay has, whose verdict names no grader call.
+        errored = store.query(
+            "verdicts", run_id=run_id, grader_type="code-grader", origin="graded", status="execution_error"
+        )
+        seqs = [row["seq"] for row in errored if not row["cache_hit"]]
+        verdicts = [stored.event for stored in store.events_at(seqs).values()] if seqs else []
+        unrun = len([v for v in verdicts if isinstance(v, VerdictRecorded) and not v.grader_call_event_ids])
+        counts["code_ran"] -= unrun
+        counts["code_not_run"] += unrun
     # A conversation's verdicts are its turns' (``turn-N``, ``conversation``, of type ``rubrics``), each holding
     # its graders' results: what those graders ran and reused is counted from the calls the replay recorded
     # for those tests (a judged grader's first call says whether its reply was reused), not from the verdicts.
@@ -927,7 +955,7 @@ def _replay_test(
     recorder = StoreRecorder(store, run_id, ahead, key=key, waiting=test_waiting)
     carried = parent_test.verdicts
     test = tests_by_id.get(test_id)
-    if test is None or not _selected(test_id, tests_by_id, options) or _leaves_alone(test, options, carried):
+    if test is None or not _selected(test_id, tests_by_id, options) or _leaves_alone(test, options):
         # Not regraded: the parent's verdicts and score carry over unchanged, marked as carried.
         for _grader, (vid, verdict) in carried.items():
             recorder.record(verdict.model_copy(update={"origin": "carried", "carried_from": vid, "source": None}))
@@ -966,7 +994,7 @@ def _replay_test(
     info = transcript_info(transcript_blob or store.get_blob, source)
     only = options.graders
     if source.transcript is not None:
-        only, carried, _ = keep_recorded(test, source.transcript[1], options, only, carried)
+        only, carried, _ = keep_recorded(test, source, suite.workspace_for(test).configured, options, only, carried)
     grade = grade_test(
         suite,
         test,

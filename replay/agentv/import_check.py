@@ -65,6 +65,8 @@ class Checked:
     refused: dict[str, int] = field(default_factory=dict)
     """Files the results name that exist but were not read, counted by what would let an import read them
     (``ImportedFile.allow_with``)."""
+    watched: set[str] = field(default_factory=set)
+    """The test ids of ``check``'s ``watch`` that the results hold."""
 
 
 WARNINGS_KEPT = 20
@@ -337,6 +339,7 @@ def check(
     threshold: float | None = None,
     workers: int | None = None,
     mask: SecretMask | None = None,
+    watch: frozenset[str] = frozenset(),
 ) -> Checked:
     """The validation pass: every result is turned into its events exactly as the import will write them
     (so nothing can fail half-way through the writes), and repeated results are resolved.
@@ -348,14 +351,15 @@ def check(
     With ``ids`` (the run's, positioned after its first event) and ``threshold``, what is built is kept in
     ``Checked.spool`` for the writing pass; the caller closes it. ``workers``: processes building parts of
     the source at once (default one per core; 1 builds everything in this process). ``mask``: what every
-    item is masked with before it is built (``import_mask``).
+    item is masked with before it is built (``import_mask``). ``watch``: test ids to tell apart (a few of the
+    suite's), those the results hold given in ``Checked.watched``.
     """
     from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 
     ids = ids or EventIds("check")
     threshold = DEFAULT_THRESHOLD if threshold is None else threshold
     spool = Spool()
-    pass_ = _Pass(ids, within, skip_bad, progress, spool)
+    pass_ = _Pass(ids, within, skip_bad, progress, spool, watch)
     try:
         for part in _parts(source, within, ids, threshold, skip_bad, workers, mask):
             pass_.take_part(part)
@@ -462,8 +466,11 @@ class _Pass:
         skip_bad: bool,
         progress: Callable[[str, int, int | None], None] | None,
         spool: Spool,
+        watch: frozenset[str] = frozenset(),
     ) -> None:
         self.ids, self.within, self.skip_bad, self.progress, self.spool = ids, within, skip_bad, progress, spool
+        self.watch = watch
+        self.watched: set[str] = set()
         self.repeats = _Repeats()
         self.tests = self.skipped = self.warning_count = self.superseded = 0
         self.left_out: dict[tuple, str] = {}
@@ -517,6 +524,8 @@ class _Pass:
                 self.tests += 1
                 for allow_with in piece.refused:
                     self.refused[allow_with] = self.refused.get(allow_with, 0) + 1
+                if piece.key[2] in self.watch:
+                    self.watched.add(piece.key[2])
         if self.progress and (self.tests + self.skipped) % PROGRESS_EVERY == 0:
             self.progress("checking", self.tests + self.skipped, None)
 
@@ -542,6 +551,7 @@ class _Pass:
             warning_count=self.warning_count,
             superseded=self.superseded,
             refused=self.refused,
+            watched=self.watched,
         )
 
 

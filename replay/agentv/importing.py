@@ -47,6 +47,7 @@ from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD, EVAL_SUFFIXES, l
 from evalstore.replay.evalfile.snapshot import snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite
 from evalstore.replay.evalfile.union import covered, union_suite
+from evalstore.replay.lost_inputs import workspace_graders
 from evalstore.store import EventStore, NewEvent, StoreOrOpener, completed_run, opened
 from evalstore.store.events import ArtifactStored, FileSnapshot, LineSkipped, RunStarted, SourceRef
 
@@ -271,7 +272,7 @@ def _imported(
     finally:
         checked.spool.close()
     # The eval's own warnings (an ignored `execution.threshold`) are said as `run` and `replay` say them.
-    notes = [*plan.secret_notes, *plan.eval_notes, *plan.eval_warnings]
+    notes = [*plan.secret_notes, *plan.eval_notes, *plan.eval_warnings, *_workspace_notes(plan, checked)]
     if refused := refused_warning(checked.refused, run_id):
         notes.append(refused)
     outcome.warnings[:0] = notes
@@ -309,7 +310,13 @@ def check_import(
     if checked.spool is not None:
         checked.spool.close()
     refused = refused_warning(checked.refused)
-    warnings = [*plan.secret_notes, *plan.eval_notes, *([refused] if refused else []), *checked.warnings]
+    warnings = [
+        *plan.secret_notes,
+        *plan.eval_notes,
+        *_workspace_notes(plan, checked),
+        *([refused] if refused else []),
+        *checked.warnings,
+    ]
     return ImportCheck(fmt, checked.tests, checked.skipped, plan.eval_file, warnings)
 
 
@@ -341,6 +348,8 @@ class _Plan:
     mask: SecretMask
     secret_notes: list[str]
     """Secret-looking variables the run's targets file refers to that are unset here: not masked."""
+    workspace_tests: dict[str, list[str]]
+    """The suite's tests that run in a workspace, with their graders that work in it (:func:`in_workspaces`)."""
 
 
 def _plan(  # type: ignore[no-untyped-def]
@@ -359,7 +368,10 @@ def _plan(  # type: ignore[no-untyped-def]
     mask, secret_notes = import_mask(eval_file, targets_path)
     # Where each result's agent ran (its target's working folder for its eval file) is known once the suite is.
     source = guarded(source, access.for_run(source, path, suite))
-    return _Plan(source, eval_file, snapshot, blobs, threshold, eval_notes, eval_warnings, mask, secret_notes)
+    workspaces = in_workspaces(suite) if suite else {}
+    return _Plan(
+        source, eval_file, snapshot, blobs, threshold, eval_notes, eval_warnings, mask, secret_notes, workspaces
+    )
 
 
 @dataclass
@@ -377,7 +389,14 @@ def _prepared(path: Path, plan: _Plan, run_id: str, skip_bad: bool, progress: Pr
     # The validation pass builds and encodes every result once, with the run's event ids (the run's
     # first event, run_started, takes id 1), and keeps it for the writing pass: raises on the first bad line.
     checked = check(
-        plan.source, within, skip_bad, progress, ids=EventIds(run_id, n=1), threshold=plan.threshold, mask=plan.mask
+        plan.source,
+        within,
+        skip_bad,
+        progress,
+        ids=EventIds(run_id, n=1),
+        threshold=plan.threshold,
+        mask=plan.mask,
+        watch=frozenset(plan.workspace_tests),
     )
     if checked.tests == 0:  # refused before a store is opened (or made)
         if checked.spool is not None:
@@ -426,6 +445,35 @@ def _write(
         warning_count=checked.warning_count,
         superseded=checked.superseded,
     )
+
+
+def in_workspaces(suite: EvalSuite) -> dict[str, list[str]]:
+    """The tests of ``suite`` that run in a workspace, each with its graders that work in it
+    (``lost_inputs.workspace_graders``), named as their verdicts are; tests with none left out."""
+    return {test.id: list(graders) for test in suite.tests if (graders := workspace_graders(suite, test))}
+
+
+def _unsnapshotted(tests: dict[str, list[str]]) -> list[str]:
+    """The import's warning for results that ran in a workspace with graders working in it: AgentV's results
+    keep no snapshot of it, so a replay cannot run those graders (``lost_inputs``)."""
+    if not tests:
+        return []
+    ids = sorted(tests)
+    shown = ", ".join(ids[:20]) + (f", and {len(ids) - 20} more" if len(ids) > 20 else "")
+    graders = sorted({name for names in tests.values() for name in names})
+    many = len(ids) > 1
+    return [
+        f"{len(ids)} test{'s' if many else ''} ({shown}) ran in a workspace, of which AgentV's results keep no "
+        f"snapshot: a replay of this run cannot run {'their' if many else 'its'} graders that work in it "
+        f"({', '.join(graders)}), which takes a run recorded with `evalstore run` (it snapshots each test's "
+        "workspace); a replay that leaves such a grader unchanged carries its recorded verdict over, one that "
+        "changes it records an execution error"
+    ]
+
+
+def _workspace_notes(plan: _Plan, checked: Checked) -> list[str]:
+    """The import's warning for the results it holds that ran in a workspace (:func:`_unsnapshotted`)."""
+    return _unsnapshotted({t: plan.workspace_tests[t] for t in checked.watched})
 
 
 def _no_results(path: Path, skipped: int) -> ReplayError:

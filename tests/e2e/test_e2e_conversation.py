@@ -177,7 +177,13 @@ def test_a_replay_counts_the_code_graders_its_turns_ran_and_reused(tmp_path: Pat
     def reuse(*args: str) -> dict:
         return ok_json(evalstore(db, "replay", run_id, "--json", *args, cwd=tmp_path, env=env), 0)["reuse"]
 
-    assert reuse("--no-cache") == {"code_ran": 2, "code_reused": 0, "judge_reused": 0}
-    assert reuse() == {"code_ran": 0, "code_reused": 2, "judge_reused": 0}
+    assert reuse("--no-cache") == {
+        "code_ran": 2,
+        "code_reused": 0,
+        "code_not_run": 0,
+        "code_carried": 0,
+        "judge_reused": 0,
+    }
+    assert reuse() == {"code_ran": 0, "code_reused": 2, "code_not_run": 0, "code_carried": 0, "judge_reused": 0}
     printed = evalstore(db, "replay", run_id, cwd=tmp_path, env=env).stdout
     assert "0 run, 2 reused from recorded executions" in printed

@@ -53,3 +53,35 @@ def test_a_grader_the_eval_dropped_is_named(sqlite_url: str, tmp_path: Path) -> 
     ]
     shown = {r["test_id"]: r["graders"] for r in ok_json(cli(sqlite_url, "show", new, "--json"))["results"]}
     assert shown == {"a": {"g-a": 1.0}, "b": {"g-b": 1.0}}  # as it says: tone is not in the regrade
+
+
+def test_a_test_graders_names_none_of_is_carried_over_and_gates_nothing(sqlite_url: str, tmp_path: Path) -> None:
+    """`replay --graders g-a`: b has no grader g-a, so nothing of it is regraded; its parent's verdict of g-b
+    (a fail) is carried over with its score, and neither counts it as regraded nor fails the gate on it.
+    Before, b was counted "to regrade" and its old failure made the replay exit 1."""
+    (tmp_path / "sets.eval.yaml").write_text(EVAL, encoding="utf-8")
+    failing = [{"name": "g-b", "type": "contains", "score": 0, "verdict": "fail"}]
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        _row("a", "hi there", ["g-a"])
+        + "\n"
+        + json.dumps({"test_id": "b", "target": "default", "score": 0, "output": "see you", "scores": failing})
+        + "\n",
+        encoding="utf-8",
+    )
+    run = ok_json(cli(sqlite_url, "import", str(rows), "--eval", str(tmp_path / "sets.eval.yaml"), "--json"))["run_id"]
+
+    replayed = cli(sqlite_url, "replay", run, "--graders", "g-a", "--json")
+    out = ok_json(replayed)  # exit 0: the one test regraded passes
+    assert (out["failed"], out["regraded"], out["carried_over"]) == ([], 1, 1)
+    said = replayed.stderr.splitlines()
+    assert f"replay {out['run_id']}: 1 test to regrade" in said
+    assert "1 test carried over unchanged, not regraded: --graders names none of its graders (b)" in said
+    assert not [line for line in said if line.startswith("warning")], said
+    shown = {r["test_id"]: r for r in ok_json(cli(sqlite_url, "show", out["run_id"], "--json"))["results"]}
+    assert (shown["b"]["origin"], shown["b"]["score"], shown["b"]["passed"]) == ("carried", 0, False)
+    assert shown["a"]["origin"] == "graded" and shown["a"]["passed"] is True
+
+    text = cli(sqlite_url, "replay", run, "--graders", "g-a")
+    assert text.exit_code == 0, text.stderr
+    assert "below the threshold" not in text.stderr

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from e2e_helpers import BASELINE, PY, audit, cli, ok_json, one_line_error, results_by_test
 
 pytestmark = pytest.mark.skipif(not BASELINE.exists(), reason=f"AgentV fixtures not found at {BASELINE.parent}")
@@ -88,10 +89,29 @@ def test_replaying_the_imported_baseline_regrades_code_graders_and_names_what_is
     (call,) = syntax["grader_calls"]
     assert call["exit_code"] == 0 and call["argv"][-1] == str(rubric_copy / "check_syntax.py")
 
-    # Rows that kept no answer cannot be regraded by anything: marked so with the reason, no verdicts,
-    # said up front, and left out of the run's scores and of the comparison (counted and named).
+    # The tests with no python_syntax are not regraded at all: carried over whole, as imported.
     unable = sorted(t for t in shown if t != "code-quality-multi-eval")
-    assert unable
+    assert unable and {shown[t]["origin"] for t in unable} == {"carried"}
+    assert (out["regraded"], out["carried_over"], out["not_regradable"]) == (1, len(unable), [])
+
+    # Rows that kept no answer cannot be regraded by anything: given a python_syntax of their own (an eval
+    # that gives every test one), they are marked so with the reason, no verdicts, said up front, and left
+    # out of the run's scores and of the comparison (counted and named).
+    suite = yaml.safe_load((rubric_copy / "dataset.eval.yaml").read_text(encoding="utf-8"))
+    syntax = next(
+        g
+        for t in suite["tests"]
+        for g in t.get("assertions", [])
+        if isinstance(g, dict) and g.get("name") == "python_syntax"
+    )
+    for test in suite["tests"]:
+        if test["id"] != "code-quality-multi-eval":
+            test["assertions"] = [*test.get("assertions", []), syntax]
+    every = rubric_copy / "every.eval.yaml"
+    every.write_text(yaml.safe_dump(suite), encoding="utf-8")
+    result = cli(sqlite_url, "replay", imported["run_id"], "--eval", str(every), "--graders", "python_syntax", "--json")
+    out = ok_json(result, 0, 1)
+    shown = results_by_test(sqlite_url, out["run_id"])
     for test_id in unable:
         assert shown[test_id]["status"] == "not_regradable" and shown[test_id]["graders"] == {}
         assert "neither a transcript nor an output" in shown[test_id]["error"], shown[test_id]["error"]

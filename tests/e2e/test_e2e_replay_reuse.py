@@ -105,11 +105,23 @@ def test_an_unchanged_replay_runs_no_process_and_a_changed_grader_reruns_only_it
 
     first = _replay(sqlite_url, imported)
     assert _ran(log) == sorted(GRADERS * TESTS)  # nothing recorded yet: every process runs
-    assert first["reuse"] == {"code_ran": 3 * TESTS, "code_reused": 0, "judge_reused": 0}
+    assert first["reuse"] == {
+        "code_ran": 3 * TESTS,
+        "code_reused": 0,
+        "code_not_run": 0,
+        "code_carried": 0,
+        "judge_reused": 0,
+    }
 
     again = _replay(sqlite_url, imported)
     assert _ran(log) == []  # byte-identical inputs: every execution reused
-    assert again["reuse"] == {"code_ran": 0, "code_reused": 3 * TESTS, "judge_reused": 0}
+    assert again["reuse"] == {
+        "code_ran": 0,
+        "code_reused": 3 * TESTS,
+        "code_not_run": 0,
+        "code_carried": 0,
+        "judge_reused": 0,
+    }
     verdicts = _verdicts(sqlite_url, again["run_id"])
     assert all(v["cache_hit"] for v in verdicts.values())
     assert {k: v["score"] for k, v in verdicts.items()} == {
@@ -132,7 +144,13 @@ def test_an_unchanged_replay_runs_no_process_and_a_changed_grader_reruns_only_it
     (tmp_path / "beta.py").write_text(GRADER.replace("VERSION", "v2"))
     changed = _replay(sqlite_url, imported, "--eval", str(eval_file))
     assert _ran(log) == ["beta"] * TESTS
-    assert changed["reuse"] == {"code_ran": TESTS, "code_reused": 2 * TESTS, "judge_reused": 0}
+    assert changed["reuse"] == {
+        "code_ran": TESTS,
+        "code_reused": 2 * TESTS,
+        "code_not_run": 0,
+        "code_carried": 0,
+        "judge_reused": 0,
+    }
     assert {v["cache_hit"] for k, v in _verdicts(sqlite_url, changed["run_id"]).items() if k[1] == "beta"} == {False}
 
     # --no-cache runs everything.
@@ -150,7 +168,13 @@ def test_a_grader_with_cache_false_always_runs(
     assert len(_ran(log)) == 3 * TESTS
     again = _replay(sqlite_url, imported)
     assert _ran(log) == ["gamma"] * TESTS
-    assert again["reuse"] == {"code_ran": TESTS, "code_reused": 2 * TESTS, "judge_reused": 0}
+    assert again["reuse"] == {
+        "code_ran": TESTS,
+        "code_reused": 2 * TESTS,
+        "code_not_run": 0,
+        "code_carried": 0,
+        "judge_reused": 0,
+    }
 
 
 def test_the_environment_is_part_of_the_key_but_secrets_are_not(
@@ -261,7 +285,13 @@ def test_executions_of_runs_sharing_the_transcripts_are_read_ahead_and_others_st
 
     monkeypatch.setattr(EventStore, "lookup", counting)
     again = _replay(sqlite_url, imported)
-    assert again["reuse"] == {"code_ran": 0, "code_reused": 3 * TESTS, "judge_reused": 0}
+    assert again["reuse"] == {
+        "code_ran": 0,
+        "code_reused": 3 * TESTS,
+        "code_not_run": 0,
+        "code_carried": 0,
+        "judge_reused": 0,
+    }
     assert _ran(log) == [] and lookups == []
 
     # The same answers in another import (scored otherwise, so another run): the graders get the same input.
@@ -270,5 +300,11 @@ def test_executions_of_runs_sharing_the_transcripts_are_read_ahead_and_others_st
     other = json.loads(_cli(sqlite_url, "import", str(copy), "--eval", str(eval_file), "--json").stdout)["run_id"]
     assert other != imported
     elsewhere = _replay(sqlite_url, other)
-    assert elsewhere["reuse"] == {"code_ran": 0, "code_reused": 3 * TESTS, "judge_reused": 0}
+    assert elsewhere["reuse"] == {
+        "code_ran": 0,
+        "code_reused": 3 * TESTS,
+        "code_not_run": 0,
+        "code_carried": 0,
+        "judge_reused": 0,
+    }
     assert _ran(log) == [] and lookups.count("judge_cache") == 3 * TESTS

@@ -243,8 +243,9 @@ def grader_workspace(ctx: GradingContext, tmp: PrivateTempDir) -> tuple[str | No
         return str(folder), None
     if ctx.suite.workspace_for(ctx.test).configured:
         return None, (
-            "the run stored no workspace snapshot for this test (imported, or recorded before snapshots), "
-            "and the eval configures a workspace its graders need"
+            "the run stored no workspace snapshot for this test (imported from AgentV, whose results keep none, "
+            "or recorded before snapshots), and the eval configures a workspace its graders need; a replay "
+            "carries such a grader's recorded verdict only while it does not change the grader"
         )
     return None, None
 
