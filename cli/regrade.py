@@ -169,7 +169,7 @@ def replay(
         from evalstore.cli.compare import emit_comparison
         from evalstore.replay.analysis.compare import compare as compare_runs
         from evalstore.replay.analysis.compare import regression
-        from evalstore.replay.analysis.per_test import test_passed
+        from evalstore.replay.analysis.per_test import failed_tests
         from evalstore.replay.analysis.views import resolve_run
         from evalstore.replay.executors import executor_for
         from evalstore.replay.material import load_scores
@@ -264,10 +264,7 @@ def replay(
     names = result_labels([(r.test_id, r.target, r.attempt) for r in outcome.results])
     # A test with several attempts (trials, epochs) fails the gate only when none of them passed, as it
     # does in `run` and in AgentV (per_test.test_passed): a bad trial of a passing test is no failure.
-    attempts: dict[tuple[str, str | None], list[bool]] = {}
-    for r in outcome.results:
-        attempts.setdefault((r.test_id, r.target), []).append(r.passed)
-    test_failed = {test for test, passed in attempts.items() if not test_passed(passed)}
+    test_failed = failed_tests(((r.test_id, r.target, r.attempt), r.passed) for r in outcome.results)
     below = [  # a result with nothing to regrade (not_regradable) has no score to be below anything
         (name, r)
         for name, r in zip(names, outcome.results, strict=True)

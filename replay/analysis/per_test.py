@@ -151,6 +151,14 @@ def test_passed(attempts_passed: Iterable[bool]) -> bool:
     return any(attempts_passed)
 
 
+def failed_tests(attempts: Iterable[tuple[Key, bool]]) -> set[TestKey]:
+    """The tests none of whose attempts passed (:func:`test_passed`), from each attempt's key and pass."""
+    passed: dict[TestKey, list[bool]] = {}
+    for key, ok in attempts:
+        passed.setdefault(test_of(key), []).append(ok)
+    return {test for test, oks in passed.items() if not test_passed(oks)}
+
+
 def by_test(keys: Iterable[Key]) -> dict[TestKey, list[Key]]:
     """Results grouped by the test they are attempts of (in any order; each test's attempts ascending)."""
     out: dict[TestKey, list[Key]] = {}
