@@ -32,6 +32,8 @@ assertions:
 """
 GRADERS = ("alpha", "beta", "gamma")
 TESTS = 4
+ALL_REUSED = {"code_ran": 0, "code_reused": 3 * TESTS, "code_not_run": 0, "code_carried": 0, "judge_reused": 0}
+"""The reuse counts of a replay that ran no grader process: every execution of the three graders reused."""
 
 
 def _cli(db: str, *args: str):  # type: ignore[no-untyped-def]
@@ -115,13 +117,7 @@ def test_an_unchanged_replay_runs_no_process_and_a_changed_grader_reruns_only_it
 
     again = _replay(sqlite_url, imported)
     assert _ran(log) == []  # byte-identical inputs: every execution reused
-    assert again["reuse"] == {
-        "code_ran": 0,
-        "code_reused": 3 * TESTS,
-        "code_not_run": 0,
-        "code_carried": 0,
-        "judge_reused": 0,
-    }
+    assert again["reuse"] == ALL_REUSED
     verdicts = _verdicts(sqlite_url, again["run_id"])
     assert all(v["cache_hit"] for v in verdicts.values())
     assert {k: v["score"] for k, v in verdicts.items()} == {
@@ -285,13 +281,7 @@ def test_executions_of_runs_sharing_the_transcripts_are_read_ahead_and_others_st
 
     monkeypatch.setattr(EventStore, "lookup", counting)
     again = _replay(sqlite_url, imported)
-    assert again["reuse"] == {
-        "code_ran": 0,
-        "code_reused": 3 * TESTS,
-        "code_not_run": 0,
-        "code_carried": 0,
-        "judge_reused": 0,
-    }
+    assert again["reuse"] == ALL_REUSED
     assert _ran(log) == [] and lookups == []
 
     # The same answers in another import (scored otherwise, so another run): the graders get the same input.
@@ -300,11 +290,5 @@ def test_executions_of_runs_sharing_the_transcripts_are_read_ahead_and_others_st
     other = json.loads(_cli(sqlite_url, "import", str(copy), "--eval", str(eval_file), "--json").stdout)["run_id"]
     assert other != imported
     elsewhere = _replay(sqlite_url, other)
-    assert elsewhere["reuse"] == {
-        "code_ran": 0,
-        "code_reused": 3 * TESTS,
-        "code_not_run": 0,
-        "code_carried": 0,
-        "judge_reused": 0,
-    }
+    assert elsewhere["reuse"] == ALL_REUSED
     assert _ran(log) == [] and lookups.count("judge_cache") == 3 * TESTS
