@@ -306,7 +306,8 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
                   assertions, execution_status, error, failure_stage, failure_reason_code, token_usage, cost_usd, duration_ms,
                   start_time, end_time, output, input, metadata; sample_index after attempt 1.
                   A run with execution.trials: one row per (test, target), as AgentV writes it, the
-                  best trial's row with the trials' aggregate as its score, trials[] and aggregation.
+                  best trial's row with the trials' aggregate as its score, trials[] and aggregation;
+                  an imported row's trials[], aggregation and cost_limited as AgentV wrote them.
     csv           header run_id,test_id,target,attempt,test_score,passed,status,grader,grader_type,
                   grader_score,verdict,weight,assertions_passed,assertions_total,failed_assertions,
                   error; a result without graders has one line with empty grader cells; a text cell

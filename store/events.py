@@ -468,7 +468,8 @@ class TestScored(DomainEvent):
     row_fields: dict[str, str] = Field(default_factory=dict)
     """For imports: the source row's labels evalstore keeps without interpreting them (AgentV's
     ``category``, ``conversation_id``, ``experiment``, ``failure_stage``, ``failure_reason_code``), so
-    an export gives them back."""
+    an export gives them back; and a row of a test with trials keeps AgentV's ``trials``, ``aggregation``
+    and ``cost_limited`` here too, each as the JSON text AgentV wrote (its key order kept)."""
     graders: list[str] | None = None
     """The graders whose verdicts (of this result, recorded before it) this score aggregates, in order;
     empty when none graded it. An attestation proves a result's verdicts are exactly these. None in

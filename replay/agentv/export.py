@@ -27,12 +27,12 @@ from typing import IO, TYPE_CHECKING, Any
 
 from evalstore.replay.agentv.chunked import CHUNK_RESULTS, Encode, encoded_results
 from evalstore.replay.agentv.stored import Payload, ResultBundle, Window, stored_results
-from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, MEMBER_SCORES
+from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, MEMBER_SCORES, TRIALS_ROW_FIELDS
 from evalstore.replay.analysis.cases import RunCases
 from evalstore.replay.analysis.views import RunSummary, result_key, run_started, run_summary, transcript_run_id
 from evalstore.replay.choices import DEFAULT_EXPERIMENT, EXPORT_FORMATS
 from evalstore.replay.errors import ReplayError
-from evalstore.replay.jsontext import js_number, stringify
+from evalstore.replay.jsontext import RawJSON, js_number, stringify
 from evalstore.store import EventStore
 from evalstore.store.errors import StoreError
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded
@@ -303,6 +303,12 @@ def export_row(run: RunStarted, result: ResultBundle) -> dict[str, Any]:
             row["input"] = case["input"]
         if case["metadata"]:
             row["metadata"] = case["metadata"]
+    if "trials" in scored["row_fields"]:
+        # An imported row of a test with trials: AgentV's trials[] and aggregation, last, as AgentV wrote them.
+        fields = scored["row_fields"]
+        for key in TRIALS_ROW_FIELDS:
+            if (value := fields.get(key)) is not None:
+                row[key] = RawJSON(value.encode("utf-8"))
     return row
 
 
@@ -544,6 +550,8 @@ def json_result(run: RunStarted, result: ResultBundle, cases: RunCases | None = 
     """One result of the JSON document; ``cases``: the run's (:class:`RunCases`), which give a result that
     recorded no case the one its run's eval snapshot has (without them, such a result has none)."""
     item = _result_item(result.scored)
+    if "trials" in item["row_fields"]:  # an imported row's trials are AgentV's: its agentv-jsonl export writes them
+        item["row_fields"] = {k: v for k, v in item["row_fields"].items() if k not in TRIALS_ROW_FIELDS}
     source = item["source"]
     if source is not None:  # stored relative to the run's imported path (SourceRef)
         root = run.source.file if run.source else None

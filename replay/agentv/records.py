@@ -86,7 +86,8 @@ class ImportedTest:
     raw_row: dict[str, Any]
     """The source row minus the bulky parts already held above (trace, input, output, scores...)."""
     row_fields: dict[str, str] = field(default_factory=dict)
-    """The row's labels kept as they are (``rows.KEPT_ROW_FIELDS``)."""
+    """The row's labels kept as they are, and its trials' fields as the JSON text AgentV wrote
+    (``rows.kept_row_fields``)."""
     warnings: list[str] = field(default_factory=list)
     """What the import noticed about this result and left out (``ImportOutcome.warnings``)."""
     file_changes_lost_lines: int | None = None

@@ -22,6 +22,7 @@ from evalstore.replay.agentv.records import FileRole, ImportedFile, ImportedTest
 from evalstore.replay.agentv.transcripts import file_refs, input_messages, last_assistant_text, normalise_messages
 from evalstore.replay.agentv.wire import (
     FROM_ROW_ASSERTIONS,
+    TRIALS_ROW_FIELDS,
     as_dict,
     is_legacy_camel_row,
     iter_json_lines,
@@ -29,6 +30,7 @@ from evalstore.replay.agentv.wire import (
     nonempty_text,
     normalise_legacy_row,
 )
+from evalstore.replay.jsontext import js_number, stringify
 from evalstore.store.events import SourceRef
 
 # Held in structured form on the ImportedTest (or derivable from it), so not repeated in raw_row.
@@ -185,6 +187,24 @@ def _first(*values: Any) -> Any:
 KEPT_ROW_FIELDS = ("category", "conversation_id", "experiment", "failure_stage", "failure_reason_code")
 """v4 index-row labels evalstore stores as they are and exports back; it interprets none of them."""
 
+_TRIALS_FIELD_TYPES: dict[str, type] = {"trials": list, "aggregation": dict, "cost_limited": bool}
+"""The JSON type AgentV writes each of ``wire.TRIALS_ROW_FIELDS`` as (another is read as absent)."""
+
+
+def kept_row_fields(row: dict[str, Any]) -> dict[str, str]:
+    """What ``TestScored.row_fields`` keeps of a row: its labels (``KEPT_ROW_FIELDS``) as they are, and, on a
+    row of a test with trials (one with ``trials[]``: AgentV 4.42.4 writes ``aggregation`` and ``cost_limited``
+    only beside it), each of ``wire.TRIALS_ROW_FIELDS`` as the JSON text AgentV wrote: its keys in AgentV's
+    order, its numbers spelt as ``JSON.stringify`` spells them, so an export writes the same bytes back.
+    evalstore interprets none of them: the result is the row's one (its score the trials' aggregate)."""
+    kept = {k: row[k] for k in KEPT_ROW_FIELDS if nonempty_text(row.get(k))}
+    if isinstance(row.get("trials"), list):
+        for key in TRIALS_ROW_FIELDS:
+            value = row.get(key)
+            if isinstance(value, _TRIALS_FIELD_TYPES[key]):
+                kept[key] = stringify(js_number(value)).decode("utf-8")
+    return kept
+
 
 def build_test(
     row: dict[str, Any],
@@ -291,7 +311,7 @@ def _built_test(
         source=source,
         raw_row={k: v for k, v in row.items() if k not in _BULKY_KEYS},
         warnings=list(extra.warnings),
-        row_fields={k: row[k] for k in KEPT_ROW_FIELDS if nonempty_text(row.get(k))},
+        row_fields=kept_row_fields(row),
     )
 
 

@@ -36,6 +36,13 @@ where an export puts them back and an import takes them from). Here, not in the 
 module, so the export does not load the graders (a tenth of its start)."""
 
 
+TRIALS_ROW_FIELDS = ("trials", "aggregation", "cost_limited")
+"""The keys AgentV 4.42.4 adds to the one row of a test with trials (``runEvalCaseWithTrials``), in the order it
+writes them, last on the row. An import keeps each among the row's ``row_fields`` as the JSON text AgentV wrote
+(``rows.kept_row_fields``: canonical JSON would sort an object's keys), and an export of the imported run
+writes that text back (``export.export_row``). Here, not in ``rows``, so the export does not load the readers."""
+
+
 def from_row_assertions(details: dict[str, Any] | None) -> bool:
     return details == FROM_ROW_ASSERTIONS
 

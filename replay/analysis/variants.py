@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from evalstore.replay.agentv.wire import TRIALS_ROW_FIELDS
 from evalstore.replay.analysis.agreement import AgreementDifference, agreement_difference
 from evalstore.replay.analysis.calibration import ClusteredDifference, clustered_mean_difference, holm
 from evalstore.replay.analysis.compare import RunResults, paired_units
@@ -55,8 +56,8 @@ def _clusterings(store: EventStore, run_ids: list[str]) -> Iterator[tuple[TestKe
             if isinstance(ev, TestCaseRecorded):
                 builtin = {k: getattr(ev, k) for k in BUILTIN_CLUSTERS if getattr(ev, k) is not None}
                 yield test, {**builtin, **{k: str(v) for k, v in ev.metadata.items() if v is not None}}
-            elif isinstance(ev, TestScored):
-                yield test, ev.row_fields
+            elif isinstance(ev, TestScored):  # its labels (not an imported row's trials: TRIALS_ROW_FIELDS)
+                yield test, {k: v for k, v in ev.row_fields.items() if k not in TRIALS_ROW_FIELDS}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ tests/fixtures/agentv-trials-row (its README says how it was made) is a suite wi
 it: ``run/index.jsonl`` (the rows as the run ended) and ``streamed.jsonl`` (``t1``'s row as AgentV streams it,
 with ``trials`` and ``aggregation``). The export of evalstore's run once wrote a row per trial, with the same
 test id and target and no aggregate: ``agentv compare`` keeps the last row of a test (here the bad trial's 0.5)
-and reported a loss against AgentV's own 0.75.
+and reported a loss against AgentV's own 0.75. An import of a row with ``trials`` once dropped them (and its
+``aggregation``): the round trip AgentV -> evalstore -> AgentV lost them.
 """
 
 from __future__ import annotations
@@ -17,10 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import cli, ok_json
+from e2e_helpers import cli, ok_json, one_line_error
 from fixture_paths import FIXTURES_DIR
 
 TRIALS_ROW = FIXTURES_DIR / "agentv-trials-row"
+STREAMED = TRIALS_ROW / "streamed.jsonl"
+AGENTV_TRIALS_EXAMPLE = (
+    FIXTURES_DIR / "agentv-examples-4.42.4/examples/features/trials/evals/dataset.eval.baseline.jsonl"
+)
+"""AgentV's own example's baseline rows of a suite with trials (``pass_at_k``), written by an AgentV of
+before 4.42.4: ``trials`` and ``aggregation`` right after ``target``, its trials only attempt, score, verdict."""
 
 
 def _rows(text: str) -> list[dict[str, Any]]:
@@ -39,6 +46,18 @@ def compare_reads(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 def _graders(scores: list[dict[str, Any]]) -> list[tuple[str, float, str]]:
     return [(s["name"], s["score"], s["verdict"]) for s in scores]
+
+
+def members(line: str) -> dict[str, str]:
+    """A JSON object line's top-level members as written: each key's value, its exact text, in the line's order."""
+    decoder, out, at = json.JSONDecoder(), {}, 1
+    while line[at] != "}":
+        key, at = decoder.raw_decode(line, at)
+        start = at + 1  # past the ':' (AgentV's lines are compact)
+        _, at = decoder.raw_decode(line, start)
+        out[key] = line[start:at]
+        at += line[at] == ","
+    return out
 
 
 def _trials(row: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -107,6 +126,54 @@ def test_an_export_of_a_run_with_trials_is_agentvs_one_row_per_test(sqlite_url: 
     )
 
 
+def test_an_imported_row_with_trials_exports_its_trials_as_agentv_wrote_them(sqlite_url: str, project: Path) -> None:
+    """AgentV's row of a test with trials (as it streams it) comes back out of an import with its ``trials[]``
+    and ``aggregation`` byte for byte: the same keys, in the same order, the same numbers, last on the row, as
+    AgentV writes them; the rest of the row as any imported row's. A replay regrades the one answer the row
+    kept: its row is that answer's, without AgentV's trials (they are not its results)."""
+    (line,) = STREAMED.read_text("utf-8").splitlines()
+    imported = ok_json(cli(sqlite_url, "import", str(STREAMED), "--json"))["run_id"]
+    (exported,) = cli(sqlite_url, "export", imported, "--format", "agentv-jsonl").stdout.splitlines()
+    assert exported.endswith(line[line.index(',"trials":') :])  # the bytes of both keys and their values
+    assert list(members(exported))[-2:] == list(members(line))[-2:] == ["trials", "aggregation"]
+    row, original = json.loads(exported), json.loads(line)
+    assert (row["score"], row["execution_status"], _graders(row["scores"])) == (
+        original["score"],
+        original["execution_status"],
+        _graders(original["scores"]),
+    )
+    # The trials are AgentV's: the run holds its one result, as show and the JSON export say.
+    (shown,) = ok_json(cli(sqlite_url, "show", imported, "--json"))["results"]
+    assert (shown["attempt"], shown["score"], shown["passed"]) == (1, 0.75, True)
+    (result,) = ok_json(cli(sqlite_url, "export", imported, "--format", "json"))["results"]
+    assert result["row_fields"] == {"category": "Uncategorized"}
+
+    replay = ok_json(cli(sqlite_url, "replay", imported, "--eval", "evals/trials.eval.yaml", "--json"))
+    (again,) = _rows(cli(sqlite_url, "export", replay["run_id"]).stdout)
+    assert (again["test_id"], again["score"], _graders(again["scores"])) == (
+        "t1",
+        1,
+        [("contains-alpha", 1, "pass"), ("contains-beta", 1, "pass")],
+    )
+    assert not {"trials", "aggregation", "cost_limited"} & set(again)
+    # Nor are they labels a comparison clusters tests by.
+    refused = one_line_error(cli(sqlite_url, "compare", imported, replay["run_id"], "--cluster-by", "no_such_key"))
+    assert "their tests have: category (see " in refused, refused
+
+
+def test_rows_of_an_earlier_agentv_keep_their_trials_too(sqlite_url: str) -> None:
+    """Rows whose ``trials`` stand elsewhere on the row (an AgentV before 4.42.4 wrote them after ``target``)
+    come back with the same text of each, where AgentV 4.42.4 writes them: last."""
+    lines = AGENTV_TRIALS_EXAMPLE.read_text("utf-8").splitlines()
+    imported = ok_json(cli(sqlite_url, "import", str(AGENTV_TRIALS_EXAMPLE), "--json"))["run_id"]
+    exported = cli(sqlite_url, "export", imported, "--format", "agentv-jsonl").stdout.splitlines()
+    assert len(exported) == len(lines) == 2
+    for line, out in zip(lines, exported):
+        theirs, ours = members(line), members(out)
+        assert (ours["trials"], ours["aggregation"]) == (theirs["trials"], theirs["aggregation"])
+        assert list(ours)[-2:] == ["trials", "aggregation"]
+
+
 def test_an_import_of_a_run_with_trials_keeps_its_rows_whichever_wrote_them(
     sqlite_url: str, project: Path, tmp_path: Path
 ) -> None:
@@ -126,6 +193,11 @@ def test_an_import_of_a_run_with_trials_keeps_its_rows_whichever_wrote_them(
     exported.parent.mkdir()
     exported.write_text(cli(sqlite_url, "export", done["run_id"]).stdout, encoding="utf-8")
     ours = ok_json(cli(sqlite_url, "import", str(exported), "--eval", "evals/trials.eval.yaml", "--json"))["run_id"]
+    # ... whose export is the file it came from, trials and aggregation byte for byte (evalstore's are AgentV's).
+    written = exported.read_text("utf-8").splitlines()
+    back = cli(sqlite_url, "export", ours).stdout.splitlines()
+    assert [members(b)["trials"] for b in back] == [members(w)["trials"] for w in written]
+    assert [members(b)["aggregation"] for b in back] == [members(w)["aggregation"] for w in written]
 
     def shown(run: str) -> list[tuple[Any, ...]]:
         results = ok_json(cli(sqlite_url, "show", run, "--json"))["results"]

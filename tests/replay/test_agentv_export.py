@@ -20,11 +20,13 @@ from evalstore.replay.agentv.export import (
     JSON_VERDICT_FIELDS,
     ResultBundle,
     agentv_time,
+    export_row,
     export_rows,
     write_csv,
     write_json,
     write_jsonl,
 )
+from evalstore.replay.agentv.rows import build_test
 from evalstore.store import events as ev
 from evalstore.store.events import Assertion, RunStarted, SourceRef, TranscriptRecorded, VerdictRecorded
 
@@ -218,6 +220,49 @@ def test_later_attempts_carry_a_sample_index() -> None:
     test.attempt = 3
     [row] = export_rows(run, [bundle_of(test)])
     assert row["sample_index"] == 2
+
+
+def test_a_rows_trials_fields_are_kept_as_their_text_and_written_back_last() -> None:
+    """An imported row of a test with trials keeps ``trials``, ``aggregation`` and ``cost_limited`` as the JSON
+    text AgentV wrote (keys in its order, ``JSON.stringify``'s numbers), and its export writes each back, last;
+    beside no ``trials[]`` (a v5 row's own ``aggregation``), or of another JSON type, they are not kept."""
+    trial = {"attempt": 0, "score": 1.0, "verdict": "pass", "scores": [{"name": "g", "score": 1e-7}]}
+    row = {
+        "test_id": "t",
+        "score": 1,
+        "target": "agent",
+        "trials": [trial],
+        "aggregation": {"strategy": "pass_at_k", "passed_attempts": 1, "total_attempts": 1},
+        "cost_limited": True,
+        "category": "Uncategorized",
+    }
+    test = build_test(row, source=SourceRef(file="r.jsonl", line=1))
+    text = '[{"attempt":0,"score":1,"verdict":"pass","scores":[{"name":"g","score":1e-7}]}]'
+    assert test.row_fields == {
+        "category": "Uncategorized",
+        "trials": text,
+        "aggregation": '{"strategy":"pass_at_k","passed_attempts":1,"total_attempts":1}',
+        "cost_limited": "true",
+    }
+    run = RunStarted(run_id="run-1", kind="imported", tool_version="test")
+    bundle = bundle_of(test)
+    bundle.scored = bundle.scored.model_copy(update={"row_fields": test.row_fields})
+    line = _jsonl_text([export_row(run, bundle)])
+    assert line.endswith(
+        f',"trials":{text},"aggregation":{{"strategy":"pass_at_k","passed_attempts":1,"total_attempts":1}},'
+        '"cost_limited":true}\n'
+    )
+    assert build_test({**row, "trials": None}, source=SourceRef()).row_fields == {"category": "Uncategorized"}
+    assert build_test({**row, "aggregation": "mean", "cost_limited": 1}, source=SourceRef()).row_fields == {
+        "category": "Uncategorized",
+        "trials": text,
+    }
+
+
+def _jsonl_text(rows: list[dict]) -> str:
+    out = io.StringIO()
+    write_jsonl(rows, out)
+    return out.getvalue()
 
 
 def _trial(attempt: int, score: float, status: str, cost: float, **labels: str) -> ResultBundle:
