@@ -10,8 +10,9 @@ Two inputs can be lost whole or in part, and a grader reading one cannot be regr
 - AgentV 4's run folder keeps the first 20 lines of a test's file_changes (``grading.json``'s
   ``diff_summary``); the full diff its code and LLM graders read is gone.
 - A test that ran in a workspace has no snapshot of it when its run is an AgentV import (AgentV's results
-  keep none) or was recorded before evalstore took snapshots; its code graders (``pytest`` in the
-  workspace) cannot run without it (``graders.code.grader_workspace``).
+  keep none) or was recorded before evalstore took snapshots, and only part of it when the snapshot's
+  limits left files out; its code graders (``pytest`` in the workspace) cannot run without it whole
+  (``graders.code.grader_workspace``).
 
 Regrading such a grader would give another score, or an execution error, for no change of the grader, so a
 replay that does not change it carries its recorded verdict, saying why in the verdict's evidence (the
@@ -36,7 +37,7 @@ from evalstore.replay.evalfile.specs import (
     counts_calls,
     within,
 )
-from evalstore.store.events import TranscriptRecorded, VerdictRecorded
+from evalstore.store.events import TranscriptRecorded, VerdictRecorded, WorkspaceSnapshotted
 
 if TYPE_CHECKING:
     from evalstore.replay.material import TestMaterial
@@ -50,6 +51,13 @@ NO_SNAPSHOT_NOTE = (
     "the run holds no snapshot of this test's workspace (AgentV's results keep none, and evalstore runs "
     "took none before snapshots), so a grader working in it cannot run again"
 )
+
+
+def partial_snapshot_note(snapshot: WorkspaceSnapshotted) -> str:
+    return (
+        f"the run's snapshot of this test's workspace is partial ({snapshot.omitted_count} file(s) left out by its "
+        "limits), so a grader working in it cannot run again as it did"
+    )
 
 
 def lost_diff_note(transcript: TranscriptRecorded) -> str | None:
@@ -115,7 +123,10 @@ def _lost_inputs(source: TestMaterial, workspace: bool) -> list[tuple[str, _Read
     notes: list[tuple[str, _Reads]] = []
     if source.transcript is not None and (note := lost_diff_note(source.transcript[1])) is not None:
         notes.append((note, reads_file_changes))
-    if workspace and source.snapshot is None:
+    if source.snapshot is not None and source.snapshot[1].partial:
+        # Whether or not the eval configures a workspace: a snapshot is where code graders run.
+        notes.append((partial_snapshot_note(source.snapshot[1]), works_in_workspace))
+    elif workspace and source.snapshot is None:
         notes.append((NO_SNAPSHOT_NOTE, works_in_workspace))
     return notes
 

@@ -76,18 +76,36 @@ def test_a_functional_grader_replays_from_the_snapshot_without_workspace_or_agen
     assert cli(db, "verify").exit_code == 0
 
 
-def test_a_partial_snapshot_makes_the_functional_grader_an_execution_error_on_replay(example: Path) -> None:
+def test_a_partial_snapshot_carries_an_unchanged_grader_and_errors_a_changed_one(example: Path) -> None:
+    """A snapshot its limits cut short cannot run the functional grader as it ran: an unchanged replay carries
+    the recorded verdict (saying why), a replay that changes the grader gets an execution error naming what
+    was left out."""
     eval_file = example / "evals" / "functional.eval.yaml"
     eval_file.write_text(
         eval_file.read_text().replace("  isolation: per_test\n", "  isolation: per_test\n  snapshot: {max_files: 1}\n")
     )
     db = f"sqlite:///{example / 'store.db'}"
     assert cli(db, "run", str(eval_file), "--workdir", "ws").exit_code == 0
+    store = EventStore.open(db)
+    (run,) = store.run_ids()
+    store.close()
+    recorded = _verdicts(db, run)
+    assert recorded["tests-pass"] == (1.0, "pass")
     shutil.rmtree(example / "ws")
-    replayed = cli(db, "replay", "last")
+
+    same = cli(db, "replay", run)
+    assert same.exit_code == 0, same.output
+    assert _verdicts(db, "last") == recorded
+    audit = json.loads(cli(db, "audit", "last", "fix-add", "--json").stdout)
+    (verdict,) = [v for v in audit["tests"][0]["verdicts"] if v["grader"] == "tests-pass"]
+    assert any(
+        "carried: the run's snapshot of this test's workspace is partial (2 file(s)" in e for e in verdict["evidence"]
+    )
+
+    changed = cli(db, "replay", run, "--eval", "evals/functional.strict.eval.yaml")
     shown = json.loads(cli(db, "show", "last", "--json").stdout)
     (result,) = shown["results"]
-    assert result["status"] == "execution_error", replayed.output
+    assert result["status"] == "execution_error", changed.output
     audit = json.loads(cli(db, "audit", "last", "fix-add", "--json").stdout)
     (verdict,) = [v for v in audit["tests"][0]["verdicts"] if v["grader"] == "tests-pass"]
     text = verdict["assertions"][0]["text"]

@@ -232,7 +232,8 @@ def grader_workspace(ctx: GradingContext, tmp: PrivateTempDir) -> tuple[str | No
             more = f" and {snapshot.omitted_count - 5} more" if snapshot.omitted_count > 5 else ""
             return None, (
                 f"the stored workspace snapshot is partial: {snapshot.omitted_count} file(s) were left out by "
-                f"its limits ({listed}{more}); raise workspace.snapshot limits and record again"
+                f"its limits ({listed}{more}); raise workspace.snapshot limits and record again (a replay "
+                "carries such a grader's recorded verdict only while it does not change the grader)"
             )
         folder = tmp.path / "workspace"
         folder.mkdir()
