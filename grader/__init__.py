@@ -321,12 +321,18 @@ def code_grader(fn: GraderFunction) -> GraderFunction:
 
 
 class TargetError(Exception):
-    """The proxy refused or failed a call (call limit reached, target error, bad token)."""
+    """The proxy refused or failed a call (call limit reached, target error, bad token); ``status`` is the
+    proxy's HTTP status (429: past ``max_calls``), None when it could not be reached."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
 class TargetResponse:
-    """The judge target's reply: ``raw_text`` is the model's text; ``usage`` its token counts."""
+    """The judge target's reply: ``raw_text`` is the model's text (the proxy's ``rawText``); ``usage`` its
+    token counts (``tokenUsage``: ``{input, output, cached?}``); ``raw`` the proxy's whole answer."""
 
     raw_text: str
     model: str | None = None
@@ -335,7 +341,8 @@ class TargetResponse:
 
 
 class TargetClient:
-    """Calls the grader's judge target through evalstore's target proxy (HTTP on 127.0.0.1)."""
+    """Calls the grader's judge target through the target proxy (HTTP on 127.0.0.1), in the protocol of
+    AgentV's ``createTargetClient``: ``POST /invoke`` with ``{question, systemPrompt}``, ``GET /info``."""
 
     def __init__(self, url: str, token: str, *, timeout: float = 300.0) -> None:
         self.url = url.rstrip("/")
@@ -350,13 +357,20 @@ class TargetClient:
         messages: Sequence[dict[str, Any]] | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        target: str | None = None,
     ) -> TargetResponse:
-        """One call: ``question`` (a user message) with an optional ``system_prompt``, or ``messages``."""
-        request = _request(question, system_prompt, messages, temperature, max_tokens)
+        """One call: ``question`` (a user message) with an optional ``system_prompt``, or ``messages``;
+        ``target`` names another judge target than the grader's (one of :meth:`info`'s ``availableTargets``)."""
+        request = _request(question, system_prompt, messages, temperature, max_tokens, target)
         return self._post(request)
 
+    def info(self) -> dict[str, Any]:
+        """``GET /info``: ``{targetName, maxCalls, callCount, availableTargets}``."""
+        return self._send("/info", None)
+
     def invoke_batch(self, requests: Sequence[dict[str, Any]], *, concurrency: int = 4) -> list[TargetResponse]:
-        """Several calls in parallel, each a dict of :meth:`invoke`'s arguments; replies in the same order."""
+        """Several calls in parallel (each its own ``POST /invoke``), each a dict of :meth:`invoke`'s arguments
+        (``system_prompt`` or ``systemPrompt``); replies in the same order. Any call that fails raises."""
         bodies = [
             _request(
                 r.get("question"),
@@ -364,6 +378,7 @@ class TargetClient:
                 r.get("messages"),
                 r.get("temperature"),
                 r.get("max_tokens"),
+                r.get("target"),
             )
             for r in requests
         ]
@@ -373,19 +388,29 @@ class TargetClient:
             return list(pool.map(self._post, bodies))
 
     def _post(self, body: dict[str, Any]) -> TargetResponse:
+        reply = self._send("/invoke", body)
+        text = reply.get("rawText", reply.get("raw_text"))
+        return TargetResponse(
+            raw_text=str(text or ""),
+            model=reply.get("model"),
+            usage=reply.get("tokenUsage"),
+            raw=reply,
+        )
+
+    def _send(self, path: str, body: dict[str, Any] | None) -> Any:
+        """``POST path`` with ``body``, or ``GET path`` without one: the JSON answer."""
         import urllib.error  # here, not at the top: a grader that never calls a target starts faster
         import urllib.request
 
-        data = json.dumps(body).encode("utf-8")
         request = urllib.request.Request(
-            f"{self.url}/invoke",
-            data=data,
-            method="POST",
+            f"{self.url}{path}",
+            data=json.dumps(body).encode("utf-8") if body is not None else None,
+            method="POST" if body is not None else "GET",
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"},
         )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                reply = json.loads(response.read().decode("utf-8"))
+                return json.loads(response.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", errors="replace")
             try:
@@ -394,15 +419,9 @@ class TargetClient:
                 parsed = None
             if isinstance(parsed, dict) and isinstance(parsed.get("error"), str):
                 detail = parsed["error"]
-            raise TargetError(f"target proxy refused the call (HTTP {exc.code}): {detail}") from None
+            raise TargetError(f"target proxy refused the call (HTTP {exc.code}): {detail}", exc.code) from None
         except urllib.error.URLError as exc:
             raise TargetError(f"target proxy at {self.url} not reachable: {exc.reason}") from None
-        return TargetResponse(
-            raw_text=str(reply.get("raw_text") or ""),
-            model=reply.get("model"),
-            usage=reply.get("usage"),
-            raw=reply,
-        )
 
 
 def target_client() -> TargetClient | None:
@@ -421,6 +440,7 @@ def _request(
     messages: Sequence[dict[str, Any]] | None,
     temperature: float | None,
     max_tokens: int | None,
+    target: str | None = None,
 ) -> dict[str, Any]:
     if messages is None and question is None:
         raise TargetError("invoke needs a question or messages")
@@ -430,11 +450,13 @@ def _request(
     else:
         body["question"] = question
     if system_prompt is not None:
-        body["system_prompt"] = system_prompt
+        body["systemPrompt"] = system_prompt
     if temperature is not None:
         body["temperature"] = temperature
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
+    if target is not None:
+        body["target"] = target
     return body
 
 

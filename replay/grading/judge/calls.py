@@ -80,6 +80,8 @@ class JudgeOutcome:
     last_reply: str | None = None
     parse_failure: bool = False
     """True when the judge answered but never in the required shape (vs. a failed call)."""
+    usage: dict[str, Any] | None = None
+    """The token usage of the reply the result came from, as recorded (a reused reply's, from its record)."""
 
 
 class JudgeCall:
@@ -204,6 +206,7 @@ class JudgeCall:
             self.outcome.result = result
             self.outcome.error = None
             self.outcome.parse_failure = False
+            self.outcome.usage = earlier.usage
         else:
             self.outcome.error = error
             self.outcome.parse_failure = True
@@ -246,6 +249,7 @@ class JudgeCall:
         self.outcome.result = result
         self.outcome.error = None
         self.outcome.parse_failure = False
+        self.outcome.usage = final.usage
         return reply
 
     def _record_exchange(
