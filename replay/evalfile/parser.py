@@ -462,6 +462,7 @@ class _SuiteParser:
             name=name or default_suite_name(ctx.eval_path),
             description=opt_str(doc, "description", root),
             metadata=self.metadata,
+            tags=self._tags(name),
             threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
             target=execution.target or opt_str(doc, "target", root),
             preprocessors=self.converters,
@@ -522,11 +523,36 @@ class _SuiteParser:
             self.ctx.warn(where, f"`{key}` is deprecated; rename it to `tests`")
         return raw_tests(self.ctx, self.doc[key], where)
 
+    def _tags(self, name: str | None) -> list[str]:
+        """``tags:`` as AgentV's ``parseMetadata`` reads them: a list of strings, and only in a file with a
+        ``name`` (without one it reads no metadata, so ``--tag`` skips the file)."""
+        tags = self.doc.get("tags")
+        if tags is None:
+            return []
+        if name is None:
+            self.ctx.warn(
+                self.root.key("tags"),
+                "AgentV reads `tags` only in a file with a `name`, so `--tag` skips this file; give the suite a name",
+            )
+            return []
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            self.ctx.warn(self.root.key("tags"), "AgentV refuses the file: `tags` is a list of strings; ignored here")
+            return []
+        return list(tags)
+
     def _test(self, raw: Any, where: Where) -> tuple[EvalTest, WorkspaceEnv]:
         ctx = self.ctx
         obj = expect_mapping(raw, where, "a test object with `id` and `input`")
         warn_unknown(ctx, obj, TEST_KEYS, where)
         test_id = req_str(obj, "id", where, "give every test a unique `id`")
+        if "/" in test_id:
+            # Its cli provider writes the prompt to <tmpdir>/agentv-<id>-<time>.prompt.txt (generateOutputFilePath).
+            ctx.warn(
+                where.key("id"),
+                f"AgentV 4.42.4 cannot run test {test_id!r} with a cli target: it names a temporary file after the "
+                "id, and the `/` makes it a path in a folder that does not exist; rename it to run this suite "
+                "under AgentV too",
+            )
         execution = _execution(obj.get("execution"), where.key("execution"), ctx)
         if execution.trials is not None:
             ctx.warn(

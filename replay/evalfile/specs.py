@@ -470,6 +470,9 @@ class EvalSuite(_Spec):
     name: str
     description: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    """The file's ``tags:``, as AgentV reads them (``parseMetadata``: only beside a ``name``): what ``run
+    --tag``/``--exclude-tag`` select files by (``selection.tags_selected``)."""
     threshold: float = 0.8
     target: str | None = None
     preprocessors: list[ConverterSpec] = Field(default_factory=list)
