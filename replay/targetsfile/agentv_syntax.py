@@ -52,7 +52,7 @@ def agentv_notes(path: str, name: str, provider: str, fields: Mapping[str, Any],
     if provider.strip().lower() in UNTIMED and fields.get("timeout_seconds") is not None:
         notes.append(
             f"{path}:{lines.get('timeout_seconds', 1)}: target {name!r}: field 'timeout_seconds': AgentV 4.42.4 does "
-            f"not read it for a {provider.strip().lower()} target, and evalstore's agent does not either (each "
+            f"not read it for provider {provider.strip().lower()}, and evalstore's agent does not either (each "
             "request waits as the vendor's SDK does, up to 10 minutes); only a judge's calls are bounded by it"
         )
     for field, value in _strings(fields):

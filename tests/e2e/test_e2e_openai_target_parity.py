@@ -92,4 +92,4 @@ def test_the_waits_between_requests_are_agentvs(tmp_path: Path, project: tuple[P
         gaps = [b - a for a, b in pairwise(times)]
         assert len(gaps) == len(bounds), sent
         for gap, (low, high) in zip(gaps, bounds, strict=True):
-            assert low - 0.02 <= gap <= high + 0.25, gaps
+            assert low - 0.02 <= gap <= high + 0.5, gaps  # the machine may be busy: never early, a little late
