@@ -39,7 +39,9 @@ from evalstore.cli.results import json_row, print_scored, result_labels, scored_
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
-    help="Seconds per target call (default: the target's timeout_seconds, else 1800 for a cli target).",
+    help="Seconds per target call (default: the target's timeout_seconds, else 1800 for a cli target); for an "
+    "openai, azure, openrouter, anthropic or gemini target, per request (default 600, the vendor SDKs': AgentV "
+    "reads no timeout_seconds for them).",
 )
 @click.option(
     "--max-retries",
