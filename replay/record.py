@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from evalstore import __version__
 from evalstore.replay import failures
-from evalstore.replay.content import Message, dump_messages
+from evalstore.replay.content import Message, dump_messages, messages_json
 from evalstore.replay.errors import JudgeConfigError, JudgeProviderError, NoJudgeError, ReplayError
 from evalstore.replay.evalfile.dependencies import blocked_by, waves
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
@@ -73,7 +73,7 @@ from evalstore.replay.workspace.changes import folder_state, unified_diff, with_
 from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspaces
 from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
-from evalstore.store.codec import canonical_json, sha256_hex
+from evalstore.store.codec import sha256_hex
 from evalstore.store.envelope import new_event_id
 from evalstore.store.events import (
     ArtifactStored,
@@ -652,7 +652,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
         _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder, outcome.output_mask),
         outcome.file_changes,
     )
-    messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
+    messages_blob = messages_json(dump_messages(messages))
     for f in captured.files:
         if f.data is not None:
             recorder.put_blob(f.data)
@@ -819,7 +819,7 @@ def _converse(  # type: ignore[no-untyped-def]
         test_id=test.id,
         target=target_spec.name,
         attempt=attempt,
-        messages_sha256=recorder.put_blob(canonical_json(dump_messages(kept)).encode("utf-8")),
+        messages_sha256=recorder.put_blob(messages_json(dump_messages(kept))),
         output_text=next((m.text() for m in reversed(kept) if m.role == "assistant"), ""),
         token_usage={k: sum(u.get(k) or 0 for u in usage) for k in usage[0]} if usage else None,
         cost_usd=sum(costs) if costs else None,
