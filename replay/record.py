@@ -394,7 +394,11 @@ def _selected(suite: EvalSuite, options: RunOptions) -> EvalSuite:
     ``--tag``/``--exclude-tag`` ask for, a :class:`ReplayError` when no test id matches (AgentV: "No tests
     matched the provided filters.")."""
     if (options.tags or options.exclude_tags) and not tags_selected(suite.tags, options.tags, options.exclude_tags):
-        have = f"its tags: {', '.join(suite.tags)}" if suite.tags else "it has no tags"
+        have = (
+            f"its tags: {', '.join(suite.tags)}"
+            if suite.tags
+            else "it has no tags: AgentV reads `tags:` only in a file with a `name:`"
+        )
         raise Unselected(f"{suite.path} is not selected by the tag filters ({have}); nothing to run")
     if not options.test_ids:
         return suite

@@ -550,11 +550,7 @@ class _SuiteParser:
         tags = self.doc.get("tags")
         if tags is None:
             return []
-        if name is None:
-            self.ctx.warn(
-                self.root.key("tags"),
-                "AgentV reads `tags` only in a file with a `name`, so `--tag` skips this file; give the suite a name",
-            )
+        if name is None:  # not worth a warning on every load: `run --tag` says it when it skips the file
             return []
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             self.ctx.warn(self.root.key("tags"), "AgentV refuses the file: `tags` is a list of strings; ignored here")

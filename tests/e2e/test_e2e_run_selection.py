@@ -51,6 +51,12 @@ def test_tags_select_the_eval_file_as_agentv_does(tmp_path: Path) -> None:
     out = record(db, suite, "--tag", "smoke", "--exclude-tag", "slow", "--test-id", "lyon-1")
     assert [r["test_id"] for r in out["results"]] == ["lyon-1"]
 
+    # AgentV reads tags only beside a name (parseMetadata): without one, --tag skips the file, saying why.
+    text = suite.eval.read_text("utf-8")
+    suite.eval.write_text(text.split("\n", 1)[1], encoding="utf-8")
+    unnamed = ok_json(cli(db, "run", str(suite.eval), "--tag", "smoke", "--json"))
+    assert unnamed["run_id"] is None and "AgentV reads `tags:` only in a file with a `name:`" in unnamed["skipped"]
+
 
 def test_a_resumed_run_runs_the_tests_its_test_ids_selected(tmp_path: Path) -> None:
     suite = make_suite(tmp_path / "suite", cases=SLOW_CASES)
