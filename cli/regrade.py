@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -151,7 +152,7 @@ def replay(
 
     Writes a new run of kind replay (parent: RUN) and prints its comparison against RUN. RUN: an id,
     a unique prefix, or last. Exits 1, as run does, when a regraded test scores below the threshold or has
-    an execution error (a grader failed to run; tests carried over unchanged do not count; a test with
+    an execution error (a grader failed to run, or the agent had failed in RUN; tests carried over unchanged do not count; a test with
     trials or epochs fails only when none of them passed), and with --fail-on-regression when the regrade
     is worse than RUN.
 
@@ -274,7 +275,7 @@ def replay(
     # A test whose grading failed cannot pass whatever its score: said as what it is, apart from the
     # tests that scored below the threshold.
     failed_names = [name for name, r in below if r.status != "execution_error"]
-    errored_names = [name for name, r in below if r.status == "execution_error"]
+    errored_names = _by_failed_part([(name, r) for name, r in below if r.status == "execution_error"])
     if not outcome.complete:
         message = (
             f"replay {outcome.run_id}: this process graded {plural(len(outcome.results), 'test')}; "
@@ -363,16 +364,38 @@ def _plain_text_note(store, outcome, comparison) -> None:  # type: ignore[no-unt
         )
 
 
-def _exit_if(failed: list[str], errored: list[str], regressed: str | None) -> None:
-    """The gate ``run`` has: exit 1 when a regraded test failed (below the threshold, or its grading
-    failed: an execution error cannot pass), or on a regression asked about."""
+_FAILED_PARTS = {
+    "grader": "a grader failed to run",
+    "agent": "the agent failed in the run: reproduced, not graded",
+    "setup": "its workspace setup failed in the run: reproduced, not graded",
+    "not_run": "the run did not run it, for a failed dependency, the budget or fail_on_error: reproduced",
+}
+"""What each kind of execution error says failed (``failures.failed_part``), in the order they are listed."""
+
+
+def _by_failed_part(errored: list[tuple[str, Any]]) -> dict[str, list[str]]:
+    """The names of the execution errors, by what failed: a grader, or (reproduced from the run, never
+    graded) the agent, the workspace's setup, a test that never ran."""
+    from evalstore.replay.failures import failed_part
+
+    out: dict[str, list[str]] = {}
+    for name, result in errored:
+        out.setdefault(failed_part(result.row_fields, result.graders), []).append(name)
+    return out
+
+
+def _exit_if(failed: list[str], errored: dict[str, list[str]], regressed: str | None) -> None:
+    """The gate ``run`` has: exit 1 when a regraded test failed (below the threshold, or an execution error,
+    which cannot pass: its grading failed, or its agent did in the run), or on a regression asked about."""
     if failed:
         note(f"{plural(len(failed), 'regraded test')} below the threshold: {_some(failed)}")
-    if errored:
-        note(
-            f"{plural(len(errored), 'regraded test')} with an execution error (a grader failed to run; "
-            f"such a test cannot pass): {_some(errored)}"
-        )
+    for part, why in _FAILED_PARTS.items():
+        if errored.get(part):
+            names = errored[part]
+            note(
+                f"{plural(len(names), 'regraded test')} with an execution error ({why}; "
+                f"such a test cannot pass): {_some(names)}"
+            )
     if regressed:
         note(f"regression: {regressed}")
     if failed or errored or regressed:

@@ -39,7 +39,9 @@ from evalstore.cli.results import json_row, print_scored, result_labels, scored_
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
-    help="Seconds per target call (default: the target's timeout_seconds, else 1800 for a cli target).",
+    help="Seconds per target call (default: the target's timeout_seconds, else 1800 for a cli target); for an "
+    "openai, azure, openrouter, anthropic or gemini target, per request (default 600, the vendor SDKs': AgentV "
+    "reads no timeout_seconds for them).",
 )
 @click.option(
     "--max-retries",
@@ -74,6 +76,25 @@ from evalstore.cli.results import json_row, print_scored, result_labels, scored_
     help="Experiment label of the run, written on each row it exports (AgentV's --experiment; default: default).",
 )
 @click.option(
+    "--test-id",
+    "test_ids",
+    multiple=True,
+    metavar="GLOB",
+    help="Run only the tests whose id matches (repeatable: any; globs as agentv eval run --test-id's).",
+)
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    help="Run the eval file only if its tags: have this tag (repeatable: all of them), as agentv eval run --tag.",
+)
+@click.option(
+    "--exclude-tag",
+    "exclude_tags",
+    multiple=True,
+    help="Run the eval file only if its tags: do not have this tag (repeatable), as agentv eval run --exclude-tag.",
+)
+@click.option(
     "--resume",
     "resume",
     metavar="RUN",
@@ -101,6 +122,9 @@ def run(
     judge_concurrency: int,
     cache: bool,
     experiment: str | None,
+    test_ids: tuple[str, ...],
+    tags: tuple[str, ...],
+    exclude_tags: tuple[str, ...],
     resume: str | None,
     no_warm: bool,
     as_json: bool,
@@ -112,11 +136,12 @@ def run(
     \b
     Example:
       evalstore run evals/report.eval.yaml --target my-agent
+      evalstore run evals/report.eval.yaml --test-id 'paris-*' --test-id lyon-1
       evalstore run --resume rec-20261122T101500-3fa9c1
     """
     from evalstore.replay.analysis.views import resolve_run
     from evalstore.replay.grading.graders.base import GradeOptions
-    from evalstore.replay.record import RunOptions, prepare_run, record_prepared, resume_run
+    from evalstore.replay.record import RunOptions, Unselected, prepare_run, record_prepared, resume_run
 
     if bool(eval_file) == bool(resume):
         raise click.UsageError("give either EVAL_FILE or --resume RUN")
@@ -135,6 +160,9 @@ def run(
             "--judge-target": judge_target,
             "--judge-model": judge_model,
             "--cache": cache,
+            "--test-id": test_ids,
+            "--tag": tags,
+            "--exclude-tag": exclude_tags,
         }
         refuse_with_resume(what, "a resumed run keeps the settings it began with; start a new run to change them")
     options = RunOptions(
@@ -151,9 +179,19 @@ def run(
         judge_concurrency=judge_concurrency,
         warm=not no_warm,
         experiment=experiment,
+        test_ids=list(test_ids),
+        tags=list(tags),
+        exclude_tags=list(exclude_tags),
     )
     # A new run's eval file and targets are checked before the store is opened: a bad one leaves no store.
-    prepared = None if eval_file is None else prepare_run(eval_file, options, on_warning=_warn)
+    try:
+        prepared = None if eval_file is None else prepare_run(eval_file, options, on_warning=_warn)
+    except Unselected as skipped:  # AgentV: "No eval files matched the tag filters. Nothing to run." (exit 0)
+        if as_json:
+            print_json({"run_id": None, "skipped": str(skipped), "results": []})
+        else:
+            note(str(skipped))
+        return
     store = open_store(ctx)
     with resume_hint("run") as begun, progress_bar("running tests") as bar:
 

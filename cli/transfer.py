@@ -81,14 +81,17 @@ def import_(
     run does not change: importing the same results again with options that read files it refused
     writes a new run that stores them.
 
+    A folder of AgentV runs (AgentV's .agentv/results, or .agentv/results/runs/default where agentv eval writes
+    them) imports each run in it as a run of its own, oldest first, as naming each alone would.
+
     \b
     Example:
       evalstore import .agentv/results/runs/default/2026-02-20T21-40-12-230Z
+      evalstore import .agentv/results/runs/default
       evalstore import dataset.eval.baseline.jsonl --eval dataset.eval.yaml
       evalstore import run-bundle/
       evalstore import logs/2026-11-28T09-48-55_arithmetic.eval
     """
-    from evalstore.replay.agentv.importing import import_results
     from evalstore.replay.bundle import import_bundle, is_bundle
     from evalstore.replay.errors import ReplayError
 
@@ -129,6 +132,64 @@ def import_(
             raise click.UsageError("--eval, --skip-bad, --targets and --files-root do not apply to Inspect AI logs")
         _import_inspect(ctx, path, as_json)
         return
+    runs = _runs_inside(path)
+    if runs:
+        _import_runs(ctx, path, runs, eval_path, skip_bad, targets_path, files_roots, as_json)
+        return
+    info = _import_agentv(ctx, path, eval_path, skip_bad, targets_path, files_roots, as_json)
+    if as_json:
+        print_json(info)
+
+
+def _runs_inside(path: Path) -> list[Path]:
+    """The AgentV runs in a folder that is none (AgentV's ``.agentv/results``, ``runs/default``); else none."""
+    from evalstore.replay.agentv.detect import detect_format, run_folders
+    from evalstore.replay.errors import ImportFormatError
+
+    if not path.is_dir():
+        return []
+    try:
+        detect_format(path)
+        return []
+    except ImportFormatError:
+        return run_folders(path)
+
+
+def _import_runs(  # type: ignore[no-untyped-def]
+    ctx: click.Context, path: Path, runs: list[Path], eval_path, skip_bad, targets_path, files_roots, as_json: bool
+) -> None:
+    """Each AgentV run of a folder imported as its own run, oldest first, as if each were named alone (so a
+    second import of the folder writes only the runs AgentV added since). One that fails stops the import:
+    those before it stay imported, and importing the folder again goes on from it."""
+    from evalstore.replay.errors import ReplayError
+
+    note(f"{path} holds {plural(len(runs), 'AgentV run')}: each is imported as a run of its own, oldest first")
+    infos = []
+    for done, run in enumerate(runs):
+        try:
+            infos.append(_import_agentv(ctx, run, eval_path, skip_bad, targets_path, files_roots, as_json, source=run))
+        except ReplayError as exc:
+            before = f"{plural(done, 'run')} before it imported already; " if done else ""
+            raise ReplayError(f"{exc} ({before}importing {path} again imports the rest)") from None
+    if as_json:
+        print_json(infos)
+
+
+def _import_agentv(  # type: ignore[no-untyped-def]
+    ctx: click.Context,
+    path: Path,
+    eval_path,
+    skip_bad,
+    targets_path,
+    files_roots,
+    as_json: bool,
+    source: Path | None = None,
+) -> dict[str, object]:
+    """One AgentV run (a run folder, a bundle, a results file) imported, said unless ``as_json``; what
+    ``--json`` gives of it. ``source``: the run's folder, named in what is said (one run of several)."""
+    from evalstore.replay.agentv.importing import import_results
+
+    of = f" from {source}" if source is not None else ""
     with progress_bar("checking") as bar, _import_hint():
         outcome = import_results(
             store_or_opener(ctx),
@@ -154,11 +215,10 @@ def import_(
         "refused_files_now_stored": outcome.refused_now_stored,
     }
     if as_json:
-        print_json(info)
-        return
+        return info
     if outcome.already_imported:
         echo(
-            f"already imported as run {outcome.run_id} ({plural(outcome.tests, 'result')}"
+            f"already imported{of} as run {outcome.run_id} ({plural(outcome.tests, 'result')}"
             + (f", {plural(outcome.skipped, 'line')} left out: {_left_out(outcome)}" if outcome.skipped else "")
             + "); nothing written"
         )
@@ -170,9 +230,9 @@ def import_(
             )
         for warning in outcome.warnings:
             note(f"warning: {warning}")
-        return
+        return info
     echo(
-        f"imported {plural(outcome.tests, 'result')} ({outcome.format}) as run {outcome.run_id}"
+        f"imported {plural(outcome.tests, 'result')} ({outcome.format}){of} as run {outcome.run_id}"
         + (
             f", {plural(outcome.skipped, 'line')} left out ({_left_out(outcome)}: `evalstore show` lists them)"
             if outcome.skipped
@@ -201,6 +261,7 @@ def import_(
             f"no eval file {found} for these results; to regrade them later, name it: "
             f"evalstore replay {outcome.run_id} --eval FILE"
         )
+    return info
 
 
 def _left_out(outcome: ImportOutcome) -> str:

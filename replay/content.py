@@ -7,6 +7,7 @@ why no bytes are available (``missing``, ``refused``).
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Annotated, Any, Literal
 
@@ -163,6 +164,21 @@ def _expected_segment(message: dict[str, Any]) -> dict[str, Any]:
 
 def dump_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return [m.model_dump(mode="json", exclude_none=True) for m in messages]
+
+
+# Canonical JSON's encoder (store/codec.py) but for sort_keys, built once.
+_KEY_ORDER_KEPT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def messages_json(messages: list[dict[str, Any]]) -> bytes:
+    """A transcript's messages (``dump_messages``, or a source's message dicts) as the bytes of its blob
+    (``TranscriptRecorded.messages_sha256``), for a run and every import alike: compact JSON as canonical JSON
+    writes it, but with every object's keys in their own order, not sorted. What the agent gave keeps its
+    order: a tool call's ``input`` and ``output``, a message's ``metadata``, which AgentV reads in that order
+    (``{{tool_calls}}`` shows a call's first string input of a tool it knows no key field of; a code grader is
+    given them as ``JSON.stringify`` writes them). A transcript stored before this (sorted keys) reads back
+    sorted. A non-finite float is refused (``ValueError``), as canonical JSON refuses it."""
+    return _KEY_ORDER_KEPT.encode(messages).encode("utf-8")
 
 
 def candidate_message(messages: list[Message]) -> Message | None:

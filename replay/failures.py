@@ -45,3 +45,23 @@ def agentv_execution_error(status: str, labels: Mapping[str, str]) -> bool:
     an LLM grader whose judge failed. ``labels``: the result's ``row_fields`` (an import's are its row's, so an
     export of a run read back says what the run did)."""
     return status == "execution_error" and labels.get("failure_reason_code") != GRADER_SCORED["failure_reason_code"]
+
+
+NOT_RUN_CODES = frozenset(
+    {DEPENDENCY["failure_reason_code"], BUDGET["failure_reason_code"], HALTED["failure_reason_code"]}
+)
+
+
+def failed_part(labels: Mapping[str, str], graders: list[str] | None) -> str:
+    """What an execution error says failed, by its labels: ``agent`` (the target's call), ``setup`` (a hook
+    or the workspace's repositories), ``not_run`` (a failed dependency, the budget, ``fail_on_error``), else
+    ``grader``. A result no grader took part in (``graders`` empty) and with no stage is the agent's: an
+    import's row of an older AgentV names none (``regrade.agent_failure`` reads such a row alike)."""
+    stage = labels.get("failure_stage")
+    if stage == AGENT["failure_stage"]:
+        return "agent"
+    if stage in (HOOK["failure_stage"], REPOS["failure_stage"]):
+        return "not_run" if labels.get("failure_reason_code") in NOT_RUN_CODES else "setup"
+    if stage is None and graders == []:
+        return "agent"
+    return "grader"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from evalstore.replay.evalfile.conversation import verdict_graders
-from evalstore.replay.evalfile.specs import EvalSuite
+from evalstore.replay.evalfile.specs import EvalSuite, result_type
 from evalstore.replay.inspect.scores import GRADER_TYPE as INSPECT_SCORER
 
 _LISTED = 5
@@ -31,7 +31,7 @@ def grader_warnings(
     for test in suite.tests:
         own = graded[test.id] = {}
         for name, spec in verdict_graders(test):  # a conversation's verdicts are its turns' and its own
-            own.setdefault(name, spec.type)
+            own.setdefault(name, result_type(spec))
     dropped: dict[str, str] = {}
     taken: dict[str, str] = {}
     kept: dict[str, set[str]] = {}

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 
 from evalstore import __version__
 from evalstore.replay import failures
-from evalstore.replay.content import Message, dump_messages
+from evalstore.replay.content import Message, dump_messages, messages_json
 from evalstore.replay.errors import JudgeConfigError, JudgeProviderError, NoJudgeError, ReplayError
 from evalstore.replay.evalfile.dependencies import blocked_by, waves
 from evalstore.replay.evalfile.parser import load_eval, load_eval_text
 from evalstore.replay.evalfile.preflight import preflight
+from evalstore.replay.evalfile.selection import matches_any, tags_selected
 from evalstore.replay.evalfile.snapshot import drift, snapshot_suite
 from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, judge_askers
 from evalstore.replay.grading.conversation import TURN_ERROR, ConversationGrader, opening, user_turn, windowed
@@ -72,7 +73,7 @@ from evalstore.replay.workspace.changes import folder_state, unified_diff, with_
 from evalstore.replay.workspace.setup import HookFailed, RunWorkspaces, check_workspaces
 from evalstore.replay.workspace.snapshot import take_snapshot
 from evalstore.store import EventStore, NewEvent
-from evalstore.store.codec import canonical_json, sha256_hex
+from evalstore.store.codec import sha256_hex
 from evalstore.store.envelope import new_event_id
 from evalstore.store.events import (
     ArtifactStored,
@@ -119,6 +120,18 @@ class RunOptions:
     experiment: str | None = None
     """``--experiment`` (``choices.experiment_name``), recorded on the run: AgentV's ``experiment`` label of
     its rows; None: AgentV's ``default``."""
+    test_ids: list[str] = field(default_factory=list)
+    """``--test-id`` globs (``agentv eval run --test-id``): only the tests whose id matches one run; recorded
+    on the run, so that a resumed run runs the same tests. Empty: every test."""
+    tags: list[str] = field(default_factory=list)
+    """``--tag``: run the file only if it has every one of these ``tags:`` (:class:`Unselected` otherwise)."""
+    exclude_tags: list[str] = field(default_factory=list)
+    """``--exclude-tag``: run the file only if it has none of these."""
+
+
+class Unselected(ReplayError):
+    """The eval file's tags are not those ``--tag``/``--exclude-tag`` ask for: nothing to run (AgentV's "No eval
+    files matched the tag filters. Nothing to run.", not an error)."""
 
 
 @dataclass
@@ -155,7 +168,7 @@ def prepare_run(
     """``on_warning`` hears, before the agent runs, what the run will record in AgentV's place of a judge it
     cannot find; without it, that warning is the outcome's first."""
     options = options or RunOptions()
-    suite = load_eval(eval_path)
+    suite = _selected(load_eval(eval_path), options)
     preflight(suite)
     waves(suite)
     targets_file, targets, aliases = _resolve_targets(suite, options)
@@ -245,8 +258,10 @@ def resume_run(
         options.threshold = stored_overrides.get("threshold")
     if options.max_retries is None:
         options.max_retries = stored_overrides.get("max_retries")
+    options.test_ids = list(stored_overrides.get("test_ids") or [])  # the tests it began with, no others
     eval_snap = next(s for s in started.eval_snapshot if s.role == "eval")
     suite = load_eval_text(store.get_blob(eval_snap.sha256).decode("utf-8"), Path(eval_snap.path))  # type: ignore[arg-type]
+    suite = _selected(suite, options)
     if any(d.current is not None for d in drift([eval_snap], roles=("eval",))):  # edited, not gone
         suite.warnings.append(
             f"{eval_snap.path} changed since run {run_id} began: the run goes on with the eval it began with "
@@ -364,13 +379,35 @@ def _threshold(suite: EvalSuite, options: RunOptions) -> float:
 
 
 def _overrides(options: RunOptions, targets_file: TargetsFile | None) -> dict:
-    return {
+    overrides = {
         "targets_file": targets_file.path if targets_file else None,
         "threshold": options.threshold,
         "judge_target": options.grade.judge_target,
         "judge_model": options.grade.judge_model,
         "max_retries": _max_retries(options),
     }
+    return {**overrides, "test_ids": options.test_ids} if options.test_ids else overrides
+
+
+def _selected(suite: EvalSuite, options: RunOptions) -> EvalSuite:
+    """The suite with the tests ``--test-id`` selects; :class:`Unselected` when its tags are not those
+    ``--tag``/``--exclude-tag`` ask for, a :class:`ReplayError` when no test id matches (AgentV: "No tests
+    matched the provided filters.")."""
+    if (options.tags or options.exclude_tags) and not tags_selected(suite.tags, options.tags, options.exclude_tags):
+        have = (
+            f"its tags: {', '.join(suite.tags)}"
+            if suite.tags
+            else "it has no tags: AgentV reads `tags:` only in a file with a `name:`"
+        )
+        raise Unselected(f"{suite.path} is not selected by the tag filters ({have}); nothing to run")
+    if not options.test_ids:
+        return suite
+    tests = [t for t in suite.tests if matches_any(t.id, options.test_ids)]
+    if not tests:
+        globs = " ".join(f"--test-id {g!r}" for g in options.test_ids)
+        listed = ", ".join(t.id for t in suite.tests[:20]) + (", ..." if len(suite.tests) > 20 else "")
+        raise ReplayError(f"{globs} matches no test of {suite.path} (its tests: {listed or 'none'})")
+    return suite.model_copy(update={"tests": tests})
 
 
 def _max_retries(options: RunOptions) -> int:
@@ -619,7 +656,7 @@ def _run_and_grade(  # type: ignore[no-untyped-def]
         _after_agent(suite, test, target_spec.name, attempt, workspaces, tw, recorder, outcome.output_mask),
         outcome.file_changes,
     )
-    messages_blob = canonical_json(dump_messages(messages)).encode("utf-8")
+    messages_blob = messages_json(dump_messages(messages))
     for f in captured.files:
         if f.data is not None:
             recorder.put_blob(f.data)
@@ -786,7 +823,7 @@ def _converse(  # type: ignore[no-untyped-def]
         test_id=test.id,
         target=target_spec.name,
         attempt=attempt,
-        messages_sha256=recorder.put_blob(canonical_json(dump_messages(kept)).encode("utf-8")),
+        messages_sha256=recorder.put_blob(messages_json(dump_messages(kept))),
         output_text=next((m.text() for m in reversed(kept) if m.role == "assistant"), ""),
         token_usage={k: sum(u.get(k) or 0 for u in usage) for k in usage[0]} if usage else None,
         cost_usd=sum(costs) if costs else None,

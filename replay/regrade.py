@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fnmatch
 import functools
 import json
 import shlex
@@ -36,6 +35,7 @@ from evalstore.replay.evalfile.graders import PROMPT_VARIABLE
 from evalstore.replay.evalfile.parser import load_eval
 from evalstore.replay.evalfile.preflight import preflight
 from evalstore.replay.evalfile.search_roots import DiskResolver, resolve_reference
+from evalstore.replay.evalfile.selection import id_matcher
 from evalstore.replay.evalfile.snapshot import Drift, drift, snapshot_eval, snapshot_suite
 from evalstore.replay.evalfile.specs import (
     AssertionSpec,
@@ -785,7 +785,7 @@ def _read_ahead(store: EventStore, suite: EvalSuite, options: ReplayOptions, ori
 
 def _asked(test_id: str, options: ReplayOptions) -> bool:
     """Whether the replay was asked to regrade a test: every test, or those ``--tests`` names."""
-    return options.tests is None or fnmatch.fnmatchcase(test_id, options.tests)
+    return options.tests is None or id_matcher(options.tests)(test_id)
 
 
 def _selected(test_id: str, tests_by_id: dict[str, EvalTest], options: ReplayOptions) -> bool:
@@ -1027,7 +1027,7 @@ def _check_selection(store: EventStore, parent: Run, options: ReplayOptions) -> 
     changes nothing, and is almost always a typo."""
     if options.tests is not None:
         ids = sorted({key[0] for key in parent.order})
-        if not any(fnmatch.fnmatchcase(test_id, options.tests) for test_id in ids):
+        if not any(id_matcher(options.tests)(test_id) for test_id in ids):
             raise ReplayError(
                 f"--tests {options.tests!r} matches no test of run {parent.run_id} (its tests: {_listing(ids) or 'none'})"
             )

@@ -28,6 +28,30 @@ def _directory_format(root: Path) -> str | None:
     return None
 
 
+RUNS_DEPTH = 3
+"""How far below a folder its AgentV runs are looked for: ``.agentv/results`` holds ``runs/<experiment>/<run>``
+(v4) and v5-next bundles, ``runs`` an experiment folder each, an experiment folder (``runs/default``) its runs."""
+
+
+def run_folders(path: Path) -> list[Path]:
+    """The AgentV runs a folder that is none holds (AgentV's results folder, an experiment's folder of
+    timestamped runs), found up to :data:`RUNS_DEPTH` folders down, never inside a run nor a hidden folder;
+    in name order, which for AgentV's timestamped names is the order they ran in."""
+    found: list[Path] = []
+    level = [path]
+    for _ in range(RUNS_DEPTH):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+            except OSError:
+                continue
+            for child in children:
+                (found if _directory_format(child) is not None else below).append(child)
+        level = below
+    return sorted(found, key=lambda p: (p.name, str(p)))
+
+
 def rows_inside(path: Path) -> bool:
     """Whether a file named otherwise (``results.ndjson``, ``run.agentv-jsonl``, no suffix) holds result
     rows: its first line opens a JSON object. A ``.json`` or ``.eval`` file is an Inspect log's name, which

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from evalstore.replay.agentv import ImportedTest, SkippedLine, bad_line
 from evalstore.replay.agentv.file_access import max_file_bytes
+from evalstore.replay.content import messages_json
 from evalstore.replay.evalfile.graders import unique_names
 from evalstore.replay.grading.turn_verdicts import stopped_turn
 from evalstore.replay.regular_files import read_regular
@@ -203,7 +204,7 @@ def _planned(
         events.append((ids.next("artifact"), ArtifactStored, values))
     messages_sha = None
     if item.messages is not None:
-        messages_sha = _json_blob([_annotate(m, by_path) for m in item.messages], blobs)
+        messages_sha = _blob(messages_json([_annotate(m, by_path) for m in item.messages]), blobs)
     transcript_id = ids.next("transcript")
     transcript = {
         **key,
@@ -371,7 +372,11 @@ def _read_file(path: Path, mask: SecretMask | None = None) -> tuple[str, bytes |
 
 def _json_blob(value: object, blobs: dict[str, bytes | FileBlob]) -> str:
     """Store a value as a canonical-JSON blob; its digest."""
-    data = canonical_json_bytes(value)
+    return _blob(canonical_json_bytes(value), blobs)
+
+
+def _blob(data: bytes, blobs: dict[str, bytes | FileBlob]) -> str:
+    """Store bytes as a blob; their digest."""
     digest = sha256_hex(data)
     blobs[digest] = data
     return digest

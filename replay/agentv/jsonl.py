@@ -142,7 +142,15 @@ def read_jsonl(path: Path) -> ImportSource:
         raise ImportFormatError(f"{path}: no such results file")
     first = first_json_row(path)
     if first is not None and first.get("schema_version") == TRANSCRIPT_SCHEMA:
-        # What `agentv eval --transcript` grades (each test's outputs/transcript.jsonl): messages, no scores.
+        # What `agentv eval --transcript` grades: messages, no scores. Written in a run folder (each test's
+        # outputs/transcript.jsonl) or by `agentv import claude|codex|copilot` (no run folder behind them).
+        source = first.get("source")
+        if isinstance(source, dict) and source.get("kind") == "imported_transcript":
+            raise ImportFormatError(
+                f"{path}: AgentV transcript rows ({TRANSCRIPT_SCHEMA}) from `agentv import`, not results: grade "
+                f"them with AgentV first (`agentv eval run EVAL --transcript {path} --output DIR`), then "
+                "`evalstore import DIR --eval EVAL` keeps them and `evalstore replay` regrades them"
+            )
         raise ImportFormatError(
             f"{path}: AgentV transcript rows ({TRANSCRIPT_SCHEMA}), not results: import the run folder whose "
             "outputs/transcript.jsonl they are, then `evalstore replay RUN --eval FILE` regrades them as "

@@ -89,7 +89,9 @@ def _turn(raw: Any, where: Where, ctx: ParseContext, converters: list[ConverterS
             if isinstance(item, str):
                 criteria.append(item)
             else:
-                grader = parse_grader(expect_mapping(item, at.index(i)), at.index(i), ctx, converters)
+                # AgentV hands a turn's assertions to its grader registry as written (``buildTurnAssertions``):
+                # a type it does not hold there (`rubrics`, `code_grader`, `code-judge`) scores 0.
+                grader = parse_grader(expect_mapping(item, at.index(i)), at.index(i), ctx, converters, as_written=True)
                 if grader is not None:
                     graders.append(grader)
         if criteria:

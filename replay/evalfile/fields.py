@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,16 @@ class ParseContext:
     referenced_files: list[tuple[str, str, str | None]] = field(default_factory=list)
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     """Where ``${{ VAR }}`` in the files read is filled from."""
+    test_id: str | None = None
+    """The test whose graders are being read (AgentV's ``evalId`` in its warnings); None for the suite's."""
+    suite_skips: list[tuple[Where, Callable[[str], str]]] = field(default_factory=list)
+    """Suite-level graders AgentV skips with a warning naming each test they would be added to: where, and
+    the warning for a test's id (said by each test that gets the suite's graders)."""
+    v5_bundle: bool = False
+    """The file is a Promptfoo-shaped v5-next bundle (``prompts``, ``providers`` or ``default_test`` at the
+    top), whose AgentV graded ``llm-rubric`` and ``script``: read as LLM and code graders there only."""
+    custom_types: dict[str, Path] | None = None
+    """The custom assertions AgentV discovers above the eval file, by type (``graders.discovered_types``)."""
 
     @property
     def eval_dir(self) -> Path:

@@ -1,9 +1,11 @@
 """A test's ``assertions`` (or Promptfoo-style ``assert``) turned into grader specs.
 
-AgentV v4 semantics (agentv-formats.md §4.1, §5.1, §5.4, §7.1), plus the v5-next generated-bundle
-types ``llm-rubric`` and ``script``. Types AgentV grades and evalstore cannot are warned about and
-skipped, so the rest of the suite still loads; a type nobody knows (``contians``) is an error naming the
-closest known one.
+AgentV 4.42.4's semantics (``yaml-parser.ts`` ``parseGraderList``): a type is read with ``_`` as ``-`` and
+otherwise as written (``Contains`` is not ``contains``); the deprecated ``code-judge`` and ``llm-judge`` are
+skipped with AgentV's warning; a type its registry does not hold (``contians``, ``script``) is a grader
+that scores 0 when it runs, as AgentV's registry throws (``UnknownTypeSpec``), warned about at every load.
+A v5-next generated bundle (Promptfoo-shaped: ``prompts``, ``providers``, ``default_test``) keeps that
+AgentV's ``llm-rubric`` and ``script``, and skips the types of a later AgentV it grades and evalstore cannot.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import difflib
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +39,14 @@ from evalstore.replay.evalfile.specs import (
     ConverterSpec,
     LlmGraderSpec,
     RubricItem,
+    UnknownTypeSpec,
 )
 from evalstore.replay.evalfile.templates import expand_includes
 from evalstore.replay.evalfile.trace_graders import TYPES as TRACE_GRADER_TYPES
 from evalstore.replay.evalfile.trace_graders import TraceGrader, parse_trace_grader
 from evalstore.replay.jstext import JsRegexError, js_regex, js_slice, js_trim
 
-AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec | TraceGrader | CompositeSpec
+AnyGrader = LlmGraderSpec | CodeGraderSpec | AssertionSpec | TraceGrader | CompositeSpec | UnknownTypeSpec
 
 COMMON_KEYS = ("name", "metric", "type", "weight", "required", "min_score", "negate", "id")
 LLM_KEYS = (*COMMON_KEYS, "prompt", "rubrics", "criteria", "value", "target", "preprocessors", "config")
@@ -54,12 +57,16 @@ DEFAULT_TARGET_MAX_CALLS = 50
 DETERMINISTIC_KEYS = (*COMMON_KEYS, "value", "flags", "preprocessors")
 
 RUBRIC_TYPES = ("rubrics", "rubric")
-LLM_TYPES = ("llm-grader", "llm-rubric", *RUBRIC_TYPES)
-CODE_TYPES = ("code-grader", "script")
+LLM_TYPES = ("llm-grader", *RUBRIC_TYPES)
+CODE_TYPES = ("code-grader",)
+V5_TYPES = {"llm-rubric": "llm-grader", "script": "code-grader"}
+"""The v5-next bundles' names for an LLM and a code grader, which that AgentV graded (read so only in such a
+bundle: to AgentV 4.42.4 they are unknown types)."""
 DEPRECATED_TYPES = {"llm-judge": "llm-grader", "code-judge": "code-grader"}
-# Types of a later AgentV (HEAD's agent-rubric and assert-set) that 4.42 does not know: warned about and
-# skipped. A type no AgentV knows and no custom assertion names is a mistake, refused at load time.
-AGENTV_ONLY_TYPES = ("agent-rubric", "assert-set")
+"""AgentV 4.42.4's ``isDeprecatedJudgeType``: such a grader is skipped with a warning, never graded."""
+LATER_TYPES = ("agent-rubric", "assert-set")
+"""Types of a later AgentV (HEAD's): in a v5-next bundle, skipped with a warning (that AgentV graded them, and
+evalstore cannot); in any other eval file unknown types, as AgentV 4.42.4 has them."""
 AGENTV_KINDS = (
     "code-grader",
     "llm-grader",
@@ -70,11 +77,44 @@ AGENTV_KINDS = (
     *TRACE_GRADER_TYPES,
     *DETERMINISTIC_TYPES,
 )
-"""AgentV 4.42's ``GRADER_KIND_VALUES``: what a composite member's ``type`` must be, as written."""
+"""AgentV 4.42's ``GRADER_KIND_VALUES``: the types its parser reads (any other is a custom type), and what a
+composite member's ``type`` must be, as written."""
+REGISTERED_TYPES = (
+    "llm-grader",
+    "code-grader",
+    "composite",
+    "tool-trajectory",
+    "field-accuracy",
+    "latency",
+    "cost",
+    "token-usage",
+    "execution-metrics",
+    "skill-trigger",
+    "contains",
+    "contains-any",
+    "contains-all",
+    "icontains",
+    "icontains-any",
+    "icontains-all",
+    "starts-with",
+    "ends-with",
+    "regex",
+    "is-json",
+    "equals",
+    "inline-assert",
+)
+"""AgentV 4.42.4's built-in grader registry (``createBuiltinRegistry``), in its order: what a type is looked
+up in when the grader runs (its parser makes ``rubrics`` an ``llm-grader`` first; a conversation's turn
+hands its assertions over as written), before the custom assertions it discovers (``registered_types``)."""
+TYPE_HINTS = {
+    **V5_TYPES,
+    **DEPRECATED_TYPES,
+    "rubrics": "llm-grader",
+    "rubric": "llm-grader",
+    "agent-rubric": "llm-grader",
+}
+"""The type to suggest for a name AgentV 4.42.4's registry does not hold (a turn's ``rubrics`` included)."""
 LIST_VALUE_TYPES = ("contains-any", "contains-all", "icontains-any", "icontains-all")
-
-# A prompt file must place the candidate somewhere (AgentV prompt-validator.ts).
-KNOWN_TYPES = (*LLM_TYPES, *CODE_TYPES, *DEPRECATED_TYPES, *DETERMINISTIC_TYPES, *AGENTV_KINDS, *AGENTV_ONLY_TYPES)
 
 PROMPT_VARIABLE = re.compile(r"\{\{\s*(output|expected_output)\s*\}\}")
 # Arguments that name a script file: a missing one is an error, not a runtime surprise.
@@ -162,20 +202,39 @@ def assign_names(graders: list[AnyGrader]) -> list[AnyGrader]:
     return [g if name == g.name else g.model_copy(update={"name": name}) for g, name in zip(graders, names)]
 
 
-def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[ConverterSpec]) -> AnyGrader | None:
+def parse_grader(
+    item: Any, where: Where, ctx: ParseContext, converters: list[ConverterSpec], *, as_written: bool = False
+) -> AnyGrader | None:
+    """One assertion as AgentV 4.42.4's parser reads it; ``as_written``: a conversation turn's, which AgentV
+    hands to its grader registry as written (no ``_`` read as ``-``, no ``rubrics``, no deprecation skip)."""
     obj = expect_mapping(item, where, "an assertion (a string or an object with `type`)")
     written = obj.get("type")
     if not isinstance(written, str) or not written.strip():
         raise where.error("`type` is required; e.g. llm-grader, rubrics, code-grader, contains")
-    kind = written.strip().lower().replace("_", "-")
-    if kind in DEPRECATED_TYPES:
-        ctx.warn(where.key("type"), f"`{written}` is deprecated; read as `{DEPRECATED_TYPES[kind]}`")
-        kind = DEPRECATED_TYPES[kind]
-    if kind in LLM_TYPES:
+    if as_written:
+        if written not in registered_types(ctx):
+            return _unknown(obj, written, where, ctx, turn=True)
+        kind = written
+    else:
+        kind = written.replace("_", "-")  # AgentV's normalizeGraderType; the case stays as written
+        if kind in DEPRECATED_TYPES:
+            name = obj.get("name")
+            shown = name if isinstance(name, str) else "<unnamed>"
+            skip_as_agentv(
+                ctx,
+                where.key("type"),
+                lambda test: (
+                    f"Skipping evaluator '{shown}' in '{test}': '{written}' is deprecated. "
+                    f"Use '{DEPRECATED_TYPES[kind]}' instead"
+                ),
+            )
+            return None
+    v5 = V5_TYPES.get(kind) if ctx.v5_bundle else None  # the bundle's own name kept: it names the grader
+    if kind in LLM_TYPES or v5 == "llm-grader":
         if kind != "llm-grader":
             warn_unknown(ctx, obj, LLM_KEYS, where)
         return _llm_grader(obj, kind, where, ctx, converters)
-    if kind in CODE_TYPES:
+    if kind in CODE_TYPES or v5 == "code-grader":
         return _code_grader(obj, kind, where, ctx, converters)
     if kind in DETERMINISTIC_TYPES:
         warn_unknown(ctx, obj, DETERMINISTIC_KEYS, where)
@@ -193,22 +252,52 @@ def parse_grader(item: Any, where: Where, ctx: ParseContext, converters: list[Co
             "`inline-assert` wraps a TypeScript function of a *.eval.ts suite or evaluate() (AgentV: "
             '"No inline assert function found on config"); a YAML suite cannot name one'
         )
-    if kind in AGENTV_ONLY_TYPES:
+    if ctx.v5_bundle and kind in LATER_TYPES:
         ctx.warn(where.key("type"), f"grader type `{written}` is not supported by evalstore; assertion skipped")
         return None
-    custom = find_custom_assertion(kind, ctx)
+    custom = discovered_types(ctx).get(kind)
     if custom is not None:
         return _custom(obj, kind, custom, where, ctx)
-    raise where.key("type").error(f"unknown grader type `{written}`{did_you_mean(kind, KNOWN_TYPES)}")
+    return _unknown(obj, kind, where, ctx)
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """``; did you mean `X`?`` for the closest of ``choices``, else a list of them all."""
-    choices = sorted(set(choices))
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    if close:
-        return f"; did you mean `{close[0]}`?"
-    return f"; use one of {', '.join(choices)}"
+def skip_as_agentv(ctx: ParseContext, where: Where, words: Callable[[str], str]) -> None:
+    """AgentV's warning for a grader it skips, which names the test (``words(test_id)``): said now for a
+    test's grader, and by each test that gets the suite's graders for a suite-level one, as AgentV says it."""
+    if ctx.test_id is None:
+        ctx.suite_skips.append((where, words))
+    else:
+        ctx.warn(where, words(ctx.test_id))
+
+
+def _unknown(obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext, *, turn: bool = False) -> UnknownTypeSpec:
+    """A type AgentV 4.42.4's registry does not hold: its parser keeps the entry as a custom type (named by
+    its ``name``, else the type; its other keys its config), and the grader scores 0 when it runs. Warned
+    about at every load, naming the test and grader, and the type meant or AgentV's types."""
+    fields = _common(obj, kind, where, ctx)
+    if not (opt_str(obj, "name", where) or opt_str(obj, "metric", where)):
+        fields["name"] = kind
+    spec = UnknownTypeSpec(written_type=kind, registered=registered_types(ctx), **fields)
+    owner = f"test `{ctx.test_id}`" if ctx.test_id is not None else "every test (a suite-level assertion)"
+    looked_up = "a turn's assertion is looked up as written, and " if turn else ""
+    ctx.warn(
+        where.key("type"),
+        f"{looked_up}AgentV 4.42.4 has no grader type `{kind}`{_meant(kind, ctx)}: grader `{spec.name}` of {owner} "
+        'scores 0 and fails when it runs ("Unknown grader type"), counted in the score, in AgentV and here',
+    )
+    return spec
+
+
+def _meant(kind: str, ctx: ParseContext) -> str:
+    """`` (did you mean `X`?)`` for the type ``kind`` most likely meant, else AgentV's types listed."""
+    choices = [*REGISTERED_TYPES, "rubrics", *discovered_types(ctx)]
+    hint = TYPE_HINTS.get(kind) or next((c for c in choices if c.lower() == kind.lower().replace("_", "-")), None)
+    if hint is None:
+        close = difflib.get_close_matches(kind, choices, n=1, cutoff=0.6)
+        hint = close[0] if close else None
+    if hint is not None:
+        return f" (did you mean `{hint}`?)"
+    return f" (its types: {', '.join(registered_types(ctx))})"
 
 
 CUSTOM_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
@@ -217,17 +306,35 @@ CUSTOM_RUNTIME = ("bun", "run")
 whatever the file's suffix."""
 
 
-def find_custom_assertion(kind: str, ctx: ParseContext) -> Path | None:
-    """The script AgentV would register as type ``kind``: ``.agentv/assertions/KIND.{ts,js,mts,mjs}`` in the
-    eval file's folder or a parent (nearest first), then ``.agentv/graders/`` and ``.agentv/judges/`` the
-    same way (AgentV discovers assertions before graders, and the first registered wins)."""
-    for folder in ("assertions", "graders", "judges"):
-        for root in (ctx.eval_dir, *ctx.eval_dir.parents):
-            for suffix in CUSTOM_SUFFIXES:
-                candidate = root / ".agentv" / folder / f"{kind}{suffix}"
-                if candidate.is_file():
-                    return candidate
-    return None
+def discovered_types(ctx: ParseContext) -> dict[str, Path]:
+    """The custom assertions AgentV 4.42.4 registers for this eval file, by type, in its order: the files
+    ``.agentv/assertions/*.{ts,js,mts,mjs}`` in the eval file's folder and each parent (nearest first; the
+    filesystem root is not searched), then ``.agentv/graders/`` and ``.agentv/judges/`` folder by folder
+    the same way (``discoverAssertions``, ``discoverGraders``); a type registered already (a built-in one,
+    or a nearer file) is not registered again. Files in a folder are taken in name order (AgentV's
+    fast-glob, in the order the folder lists them); hidden ones are not (fast-glob's default)."""
+    if ctx.custom_types is None:
+        levels = [d for d in (ctx.eval_dir, *ctx.eval_dir.parents) if d != Path(d.anchor)]
+        folders = [level / ".agentv" / "assertions" for level in levels]
+        folders += [level / ".agentv" / kind for level in levels for kind in ("graders", "judges")]
+        found: dict[str, Path] = {}
+        for folder in folders:
+            try:
+                names = sorted(entry.name for entry in os.scandir(folder) if entry.is_file())
+            except OSError:
+                continue
+            for name in names:
+                stem, suffix = os.path.splitext(name)
+                if suffix in CUSTOM_SUFFIXES and not name.startswith(".") and stem not in REGISTERED_TYPES:
+                    found.setdefault(stem, folder / name)
+        ctx.custom_types = found
+    return ctx.custom_types
+
+
+def registered_types(ctx: ParseContext) -> list[str]:
+    """Every type AgentV 4.42.4's registry holds for this eval file: its built-in ones, then the custom
+    assertions it discovers (the list its "Unknown grader type" error gives)."""
+    return [*REGISTERED_TYPES, *discovered_types(ctx)]
 
 
 def _custom(obj: dict[str, Any], kind: str, script: Path, where: Where, ctx: ParseContext) -> CodeGraderSpec:
@@ -287,7 +394,14 @@ def _aggregator(raw: Any, where: Where, ctx: ParseContext, skip: Any, name: str)
     written = raw.get("type")
     kind = written if written in ("weighted_average", "threshold") else str(written).replace("_", "-")
     if kind in DEPRECATED_TYPES:
-        skip(f"aggregator type `{written}` is deprecated; use `{DEPRECATED_TYPES[kind]}`")
+        skip_as_agentv(
+            ctx,
+            where.key("type"),
+            lambda test: (
+                f"Skipping composite evaluator '{name}' in '{test}': aggregator type '{written}' is "
+                f"deprecated. Use '{DEPRECATED_TYPES[kind]}' instead"
+            ),
+        )
         return None
     if kind == "weighted_average":
         weights: dict[Any, Any] = raw["weights"] if isinstance(raw.get("weights"), dict) else {}

@@ -35,7 +35,13 @@ from evalstore.replay.evalfile.fields import (
     str_list,
     warn_unknown,
 )
-from evalstore.replay.evalfile.graders import AnyGrader, assign_names, implicit_grader, parse_assertions
+from evalstore.replay.evalfile.graders import (
+    DEPRECATED_TYPES,
+    AnyGrader,
+    assign_names,
+    implicit_grader,
+    parse_assertions,
+)
 from evalstore.replay.evalfile.input import expected_files, input_file, parse_input, with_files
 from evalstore.replay.evalfile.interpolation import env_references, with_env, with_vars
 from evalstore.replay.evalfile.metadata import merge_metadata, suite_metadata
@@ -86,6 +92,8 @@ EXECUTION_KEYS = (
 WORKSPACE_KEYS = ("env", "template", "hooks", "repos", "isolation", "mode", "path", "docker", "snapshot")
 ENV_KEYS = ("required_commands", "required_python_modules")
 DEFAULT_TEST_KEYS = ("threshold", "options", "assert", "assertions", "vars")
+V5_BUNDLE_KEYS = ("prompts", "providers", "default_test")
+"""What makes an eval file a Promptfoo-shaped v5-next bundle (``ParseContext.v5_bundle``)."""
 # v5-next bundles always carry this prompt; it means "send the input as is".
 PASSTHROUGH_PROMPTS = (["{{ input }}"], ["{{input}}"])
 EVAL_SUFFIXES = (".eval.yaml", ".eval.yml", ".yaml", ".yml")
@@ -152,10 +160,22 @@ def load_eval_text(
     _refuse_secret_references(data, root)
     doc = expect_mapping(with_env(data, ctx.env), root, "a mapping with `tests`")
     warn_unknown(ctx, doc, SUITE_KEYS, root)
+    ctx.v5_bundle = any(key in doc for key in V5_BUNDLE_KEYS)
     suite = _SuiteParser(ctx, doc, root, run_tests).parse()
     if not isinstance(ctx.resolver, SnapshotResolver):  # a stored snapshot was warned about when it was taken
         suite.warnings.extend(_outside_project(suite, project_root or find_project_root(eval_path.parent)))
     return suite
+
+
+def _refuse_deprecated_evaluator(obj: dict[str, Any], where: Where, owner: str) -> None:
+    """A suite's or test's ``evaluator: code-judge`` (or ``llm-judge``): AgentV 4.42.4 throws reading it
+    (``coerceEvaluator``), and the eval file does not load; refused alike, in its words."""
+    raw = obj.get("evaluator")
+    if isinstance(raw, str) and raw.replace("_", "-") in DEPRECATED_TYPES:
+        meant = DEPRECATED_TYPES[raw.replace("_", "-")]
+        raise where.key("evaluator").error(
+            f"Unsupported grader '{raw}' in {owner}. Use '{meant}' instead. (AgentV 4.42.4 does not load the eval file)"
+        )
 
 
 def _refuse_secret_references(data: Any, root: Where) -> None:
@@ -422,6 +442,7 @@ class _SuiteParser:
 
     def parse(self) -> EvalSuite:
         ctx, doc, root = self.ctx, self.doc, self.root
+        _refuse_deprecated_evaluator(doc, root, "global")
         execution = _execution(doc.get("execution"), root.key("execution"), ctx, suite=True)
         default_test = self._default_test()
         self.skip_defaults = bool(execution.skip_defaults)
@@ -462,6 +483,7 @@ class _SuiteParser:
             name=name or default_suite_name(ctx.eval_path),
             description=opt_str(doc, "description", root),
             metadata=self.metadata,
+            tags=self._tags(name),
             threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
             target=execution.target or opt_str(doc, "target", root),
             preprocessors=self.converters,
@@ -522,11 +544,40 @@ class _SuiteParser:
             self.ctx.warn(where, f"`{key}` is deprecated; rename it to `tests`")
         return raw_tests(self.ctx, self.doc[key], where)
 
+    def _tags(self, name: str | None) -> list[str]:
+        """``tags:`` as AgentV's ``parseMetadata`` reads them: a list of strings, and only in a file with a
+        ``name`` (without one it reads no metadata, so ``--tag`` skips the file)."""
+        tags = self.doc.get("tags")
+        if tags is None:
+            return []
+        if name is None:  # not worth a warning on every load: `run --tag` says it when it skips the file
+            return []
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            self.ctx.warn(self.root.key("tags"), "AgentV refuses the file: `tags` is a list of strings; ignored here")
+            return []
+        return list(tags)
+
     def _test(self, raw: Any, where: Where) -> tuple[EvalTest, WorkspaceEnv]:
+        try:
+            return self._read_test(raw, where)
+        finally:
+            self.ctx.test_id = None
+
+    def _read_test(self, raw: Any, where: Where) -> tuple[EvalTest, WorkspaceEnv]:
         ctx = self.ctx
         obj = expect_mapping(raw, where, "a test object with `id` and `input`")
         warn_unknown(ctx, obj, TEST_KEYS, where)
         test_id = req_str(obj, "id", where, "give every test a unique `id`")
+        ctx.test_id = test_id  # named by the warnings of its graders, as AgentV names it
+        _refuse_deprecated_evaluator(obj, where, test_id)
+        if "/" in test_id:
+            # Its cli provider writes the prompt to <tmpdir>/agentv-<id>-<time>.prompt.txt (generateOutputFilePath).
+            ctx.warn(
+                where.key("id"),
+                f"AgentV 4.42.4 cannot run test {test_id!r} with a cli target: it names a temporary file after the "
+                "id, and the `/` makes it a path in a folder that does not exist; rename it to run this suite "
+                "under AgentV too",
+            )
         execution = _execution(obj.get("execution"), where.key("execution"), ctx)
         if execution.trials is not None:
             ctx.warn(
@@ -569,6 +620,8 @@ class _SuiteParser:
             raise where.error(f"nothing to grade: add `criteria`, `expected_output` or `assertions`{hint}")
         if not skip:
             graders += self.graders
+            for at, words in ctx.suite_skips:  # AgentV says it of each test the suite's graders are added to
+                ctx.warn(at, words(test_id))
         if not graders and not conversation:  # a conversation's turns are graded, and its own graders only if any
             graders = [implicit_grader(self.converters)]
 

@@ -267,6 +267,26 @@ class AggregatorSpec(_Spec):
     is not found); its text is not the prompt."""
 
 
+class UnknownTypeSpec(_GraderSpec):
+    """A grader whose type AgentV 4.42.4's registry does not hold (``type: Contains``, ``type: script``, a
+    typo): AgentV's parser keeps it as a custom type and its registry throws when the grader runs, which
+    the orchestrator records as a score of 0, ``fail`` (``Grader 'NAME' failed: Unknown grader type: ...``),
+    counted in the test's mean. Graded here the same way (``grading/graders/unknown.py``)."""
+
+    type: Literal["unknown-type"] = "unknown-type"
+    written_type: str
+    """The type AgentV looked up (``_`` read as ``-``, as its parser does; a turn's as written), which its
+    result names as the grader's type."""
+    registered: list[str]
+    """AgentV's registered types when the eval was read: its built-in ones, then the custom assertions it
+    discovered above the eval file, in its order (its error lists them)."""
+
+    @property
+    def message(self) -> str:
+        """What AgentV's registry throws (``GraderRegistry.create``)."""
+        return f'Unknown grader type: "{self.written_type}". Registered types: {", ".join(self.registered)}'
+
+
 class CompositeSpec(_GraderSpec):
     """``composite``: member graders (any type, composites too) and their aggregator."""
 
@@ -277,6 +297,12 @@ class CompositeSpec(_GraderSpec):
 
 TRACE_TYPES = ("tool-trajectory", "latency", "cost", "token-usage", "execution-metrics", "skill-trigger")
 """Graders of what the agent did: they read the recorded trace (``replay/trace.py``), not the answer."""
+
+
+def result_type(spec: GraderSpec) -> str:
+    """The type a grader's result names, as AgentV writes it (``scores[].type``): an unknown type's as
+    looked up (``Contains``), every other grader's own."""
+    return spec.written_type if isinstance(spec, UnknownTypeSpec) else spec.type
 
 
 def within(spec: GraderSpec) -> Iterator[GraderSpec]:
@@ -323,7 +349,8 @@ GraderSpec = Annotated[
     | ExecutionMetricsSpec
     | SkillTriggerSpec
     | FieldAccuracySpec
-    | CompositeSpec,
+    | CompositeSpec
+    | UnknownTypeSpec,
     Field(discriminator="type"),
 ]
 # CompositeSpec's own forward reference (GraderSpec, defined after it) is resolved from this module when
@@ -470,6 +497,9 @@ class EvalSuite(_Spec):
     name: str
     description: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    """The file's ``tags:``, as AgentV reads them (``parseMetadata``: only beside a ``name``): what ``run
+    --tag``/``--exclude-tag`` select files by (``selection.tags_selected``)."""
     threshold: float = 0.8
     target: str | None = None
     preprocessors: list[ConverterSpec] = Field(default_factory=list)

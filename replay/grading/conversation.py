@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.content import Message
-from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, GraderSpec, TurnSpec
+from evalstore.replay.evalfile.specs import EvalSuite, EvalTest, GraderSpec, TurnSpec, result_type
 from evalstore.replay.grading.graders.base import (
     GradeOptions,
     GraderResult,
@@ -339,7 +339,7 @@ def _child(spec: GraderSpec, result: GraderResult) -> dict[str, Any]:
     """A turn grader's own result, as AgentV nests it in its turn's ``scores``."""
     entry: dict[str, Any] = {
         "name": spec.name,
-        "type": spec.type,
+        "type": result_type(spec),
         "score": result.score,
         "weight": spec.weight,
         "verdict": result.verdict,

@@ -28,6 +28,8 @@ from evalstore.replay.evalfile.specs import (
     SkillTriggerSpec,
     TokenUsageSpec,
     ToolTrajectorySpec,
+    UnknownTypeSpec,
+    result_type,
 )
 from evalstore.replay.grading.graders.base import (
     GradeOptions,
@@ -73,6 +75,10 @@ def make_grader(spec):  # type: ignore[no-untyped-def]
         from evalstore.replay.grading.graders.composite import CompositeGrader
 
         return CompositeGrader(spec)
+    if isinstance(spec, UnknownTypeSpec):
+        from evalstore.replay.grading.graders.unknown import UnknownTypeGrader
+
+        return UnknownTypeGrader(spec)
     from evalstore.replay.grading.graders import metrics
 
     graders: dict[type, Any] = {
@@ -285,7 +291,7 @@ def _verdict_event(spec, result: GraderResult, ctx: GradingContext) -> VerdictRe
         target=ctx.target,
         attempt=ctx.attempt,
         grader=spec.name,
-        grader_type=spec.type,
+        grader_type=result_type(spec),
         score=result.score,
         verdict=result.verdict,  # type: ignore[arg-type]
         status=result.status,  # type: ignore[arg-type]

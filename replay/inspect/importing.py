@@ -39,6 +39,7 @@ from evalstore.replay.agentv.import_events import EventIds
 from evalstore.replay.agentv.import_mask import masked_value
 from evalstore.replay.agentv.import_write import write_spool
 from evalstore.replay.agentv.sidecars import inside, real_path
+from evalstore.replay.content import messages_json
 from evalstore.replay.errors import ImportFormatError, ReplayError
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD
 from evalstore.replay.grading.errored import UNSCORED
@@ -556,7 +557,7 @@ def sample_events(
         )
     )
     messages = content_messages(record.get("messages") or [], attachments)
-    messages_bytes = _canonical(messages).encode("utf-8")
+    messages_bytes = _messages_json(messages)
     messages_sha = sha256_hex(messages_bytes)
     blobs[messages_sha] = messages_bytes
     error = record.get("error")
@@ -825,15 +826,16 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _canonical(value: Any) -> str:
-    """``canonical_json(_jsonable(value))`` of a value made from the sample record, whose keys are all
-    strings (``model_dump(mode="json")`` makes them so, as ``_jsonable`` would): as it is, unless it holds
-    a non-finite float (the canonical encoder refuses one), walked only then (the walk over a sample's
-    messages was a tenth of building its events)."""
+def _messages_json(messages: list[dict[str, Any]]) -> bytes:
+    """The transcript blob (``content.messages_json``, keys in their own order: a tool call's arguments as
+    the model gave them) of messages made from the sample record, whose keys are all strings
+    (``model_dump(mode="json")`` makes them so, as ``_jsonable`` would): as they are, unless they hold a
+    non-finite float (the encoder refuses one), walked only then (the walk over a sample's messages was a
+    tenth of building its events)."""
     try:
-        return canonical_json(value)
+        return messages_json(messages)
     except ValueError:
-        return canonical_json(_jsonable(value))
+        return messages_json(_jsonable(messages))
 
 
 def _utc(value: Any) -> str | None:

@@ -25,6 +25,8 @@ _STOPS = {"end_turn", "max_tokens", "tool_use", "pause_turn", "stop_sequence", *
 
 
 PROVIDER = "anthropic"
+SDK_RETRIES = True
+"""pi-ai calls through the Anthropic SDK, which retries each request itself (``piai.sdk_retry``)."""
 """pi-ai's name of the provider (its model table's key)."""
 
 

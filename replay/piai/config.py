@@ -5,6 +5,7 @@ agent target (``targets/``) and a judge (``grading/judge/``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from evalstore.replay.piai.models import MODELS, PiModel
@@ -68,7 +69,7 @@ def resolve_config(
         temperature=temperature,
         max_output_tokens=None if max_tokens is None else int(max_tokens),
         thinking_budget=_number(spec, config.get("thinking_budget"), f"{name} thinking budget"),
-        retry=_retry(spec, config),
+        retry=retry_policy(spec, config),
     )
 
 
@@ -116,7 +117,8 @@ def _number(spec: Written, value: Any, description: str) -> float | None:
     raise spec.fail(f"{description} must be a number")
 
 
-def _retry(spec: Written, config: dict[str, Any]) -> Retry:
+def retry_policy(spec: Written, config: Mapping[str, Any]) -> Retry:
+    """``resolveRetryConfig``: ``withRetry``'s policy from the target's ``max_retries`` and ``retry_*`` fields."""
     name = spec.name
     out = Retry()
     retries = _number(spec, config.get("max_retries"), f"{name} max retries")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,11 +58,21 @@ def without_lone_surrogates(text: str) -> str:
 class CallFailed(Exception):
     """One call that did not give an answer; ``status`` when the server gave one (decides the retry)."""
 
-    def __init__(self, message: str, status: int | None = None, *, network: bool = False, timeout: bool = False):
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        *,
+        network: bool = False,
+        timeout: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.network = network
         self.timeout = timeout
+        self.headers = dict(headers or {})
+        """The refusal's headers an SDK reads to retry it (``piai.sdk_retry``), names lower-cased."""
 
 
 @dataclass

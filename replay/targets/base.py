@@ -226,10 +226,12 @@ def run_target(
         # The agent's own times when it reports them (AgentV keeps the provider's startTime/endTime).
         start_time=outcome.start_time or started_wall,
         end_time=outcome.end_time or _now_iso(),
-        # The agent's own duration when it reports one (AgentV: ``parsed.durationMs ?? measuredDurationMs``).
+        # The agent's own duration when it reports one (AgentV: ``parsed.durationMs ?? measuredDurationMs``);
+        # measured, whole milliseconds as AgentV's ``Date.now() - startTime`` gives them (a latency grader's
+        # "Duration 128ms" and the exported row's ``duration_ms`` read as AgentV's do).
         duration_ms=outcome.duration_ms
         if outcome.duration_ms is not None
-        else round((time.monotonic() - started) * 1000.0, 3),
+        else round((time.monotonic() - started) * 1000.0),
     )
 
 

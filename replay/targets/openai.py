@@ -1,15 +1,19 @@
 """The ``openai`` provider: an OpenAI-compatible Chat Completions endpoint as the target.
 
 The endpoint, model, key and parameters are read exactly as for a judge (``evalstore.replay.grading.judge.targets``),
-and the request goes through the judge's client with its retries, so a target and a judge configured
-the same way behave the same way. ``azure``, ``openrouter`` and ``openai-compatible`` work too.
+and each request goes through the judge's client; a failed one is asked again as AgentV 4.42.4's provider asks
+it (its ``withRetry`` around the OpenAI SDK's own retry), with no timeout but the SDK's ten minutes a request.
+``azure``, ``openrouter`` and ``openai-compatible`` work too.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -18,16 +22,19 @@ from evalstore.replay.bounded_http import deadline_client
 from evalstore.replay.content import Message, chat_prompt, question_text, system_message
 from evalstore.replay.errors import JudgeConfigError, TargetConfigError
 from evalstore.replay.grading.conversation import as_text
-from evalstore.replay.grading.judge.client import Exchange, JudgeClient, RetryPolicy
+from evalstore.replay.grading.judge.client import Exchange, JudgeClient
 from evalstore.replay.grading.judge.targets import CHAT_COMPLETIONS_PROVIDERS, JudgeTarget
 from evalstore.replay.jsontext import loads, stringify
 from evalstore.replay.jstext import js_json_parses, js_trim, js_truthy
-from evalstore.replay.piai.wire import DEFAULT_SYSTEM_PROMPT
-from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus, positive_seconds
+from evalstore.replay.piai import sdk_retry
+from evalstore.replay.piai.config import retry_policy
+from evalstore.replay.piai.wire import DEFAULT_SYSTEM_PROMPT, Retry
+from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus
 from evalstore.replay.targets.secrets import reference_values
 from evalstore.replay.targetsfile.loader import TargetEntry
 
 PROVIDERS = CHAT_COMPLETIONS_PROVIDERS
+_log = logging.getLogger(__name__)
 ERROR_BODY_CHARS = 500
 
 
@@ -52,26 +59,67 @@ def _resolved(spec: TargetSpec) -> Any:
 
 def run(request: RunRequest) -> TargetOutcome:
     spec = request.spec
-    resolved = _resolved(spec)
-    timeout = request.timeout or positive_seconds(spec, spec.fields.get("timeout_seconds"), "timeout_seconds")
-    if timeout:
-        resolved = replace(resolved, timeout=timeout)
-
-    retries = spec.fields.get("max_retries", RetryPolicy.max_retries)
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise spec.fail(f"`max_retries` must be a whole number >= 0, got {retries!r}")
-
+    # AgentV 4.42.4 reads no timeout for these targets (``resolveOpenAIConfig``): each request waits as the
+    # OpenAI SDK does, ten minutes, unless the command line's --timeout says otherwise. ``timeout_seconds``
+    # is not read (``agentv_syntax`` warns of it).
+    resolved = replace(_resolved(spec), timeout=request.timeout or sdk_retry.TIMEOUT_SECONDS)
+    policy = retry_policy(spec, request.config)
     messages = chat_messages(request)
     # The transport the judge's pool uses: each network wait within the time the request has left.
     with deadline_client(timeout=resolved.timeout) as http:
         client = JudgeClient(
             http,
             threading.BoundedSemaphore(1),
-            RetryPolicy(max_retries=retries),
             references=reference_values(spec.fields, secrets_only=True),
         )
-        exchanges = client.complete(resolved, messages)
+        exchanges = _asked(lambda: client.exchange(resolved, messages), policy, spec.name, request.attempt)
     return _outcome(spec.name, exchanges)
+
+
+def _asked(send: Callable[[], Exchange], policy: Retry, target: str, call: int) -> list[Exchange]:
+    """Every request of one call of the target, retried as AgentV's provider retries it: ``withRetry``
+    (``policy``: the target's ``max_retries`` and ``retry_*`` fields) around the OpenAI SDK's own retry
+    (``piai.sdk_retry``). ``withRetry`` retries an error whose HTTP status is one of its codes (not 401 or
+    403); the SDK's errors with no status ("Connection error.", "Request timed out.") are not the network
+    errors it knows, so only the SDK retries those. ``call``: which call of the target this is (from 0)."""
+    exchanges: list[Exchange] = []
+    attempt = 0
+    while True:
+        retried = 0
+        while True:
+            exchange = send()
+            exchanges.append(exchange)
+            if _answered(exchange) or retried >= sdk_retry.MAX_RETRIES:
+                break
+            if not sdk_retry.retries(exchange.status, exchange.retry_headers):
+                break
+            if exchange.outcome == "timeout":
+                # Each such request waited the whole timeout: say so, or a hung endpoint is minutes of silence.
+                _log.warning(
+                    "target %r (call %d): request %d %s; trying again",
+                    target,
+                    call + 1,
+                    len(exchanges),
+                    exchange.error,
+                )
+            time.sleep(sdk_retry.wait(retried, exchange.retry_headers))
+            retried += 1
+        status = exchange.status
+        if (
+            _answered(exchange)
+            or attempt >= policy.max_retries
+            or status is None
+            or status in (401, 403)
+            or status not in policy.status_codes
+        ):
+            return exchanges
+        time.sleep(policy.delay(attempt))
+        attempt += 1
+
+
+def _answered(exchange: Exchange) -> bool:
+    """An answer (HTTP 200, usable or not): neither the SDK nor ``withRetry`` asks again."""
+    return exchange.outcome == "ok" or exchange.status == 200
 
 
 def chat_messages(request: RunRequest) -> list[dict[str, Any]]:
@@ -137,7 +185,7 @@ def refusal(status: int, body: bytes) -> str:
 
 def _outcome(target: str, exchanges: list[Exchange]) -> TargetOutcome:
     last = exchanges[-1]
-    attempts = f" after {len(exchanges)} attempts" if len(exchanges) > 1 else ""
+    attempts = f" after {len(exchanges)} requests" if len(exchanges) > 1 else ""
     if last.outcome != "ok":
         # An HTTP refusal in pi-ai's words, as the vendors' targets give it (the judge's client words it
         # as the judge's, and this endpoint is the target's).

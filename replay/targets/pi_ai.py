@@ -17,21 +17,23 @@ from typing import Any
 import httpx
 
 from evalstore.replay.bounded_http import Deadline, ReplyTooLarge, checked, current, deadline, deadline_client
+from evalstore.replay.piai import sdk_retry
 from evalstore.replay.piai.wire import CallFailed, LlmConfig, Reply, encode
 from evalstore.replay.targets.base import RunRequest, TargetOutcome, TargetSpec, TargetStatus
 from evalstore.replay.targets.chat_prompt import chat_prompt
 
-DEFAULT_TIMEOUT_SECONDS = 600.0
+DEFAULT_TIMEOUT_SECONDS = sdk_retry.TIMEOUT_SECONDS
+"""The Anthropic SDK's own default request timeout (AgentV sets none; Google's client has none)."""
 MAX_STREAM_BYTES = 64 * 1024 * 1024
 """Cap on a streamed answer's events: a cli agent's answer is capped at 50 MB, and the events that carry
 one add their framing."""
-"""The Anthropic SDK's own default request timeout (AgentV sets none)."""
 ERROR_BODY_CHARS = 500
 
 
 def run(vendor: ModuleType, request: RunRequest) -> TargetOutcome:
     """The ``anthropic`` or ``gemini`` target (``vendor``: its ``replay/piai`` module) asked one test."""
-    return streamed(request, vendor.config(request.spec, request.config), vendor.build_request, vendor.read_stream)
+    cfg = vendor.config(request.spec, request.config)
+    return streamed(request, cfg, vendor.build_request, vendor.read_stream, getattr(vendor, "SDK_RETRIES", False))
 
 
 def validate(vendor: ModuleType, spec: TargetSpec, config: dict[str, Any], eval_dir: Path) -> None:
@@ -66,9 +68,11 @@ def streamed(
     cfg: LlmConfig,
     build_request: Callable[[LlmConfig, str | None, list[dict[str, str]]], tuple[str, dict[str, str], Any]],
     read_stream: Callable[[Iterator[str]], Reply],
+    sdk_retries: bool = False,
 ) -> TargetOutcome:
     """One streamed POST of a vendor's API (anthropic, gemini), sent and retried as pi-ai does: the body
-    as ``JSON.stringify`` writes it, a non-2xx status or a transport error a failure."""
+    as ``JSON.stringify`` writes it, a non-2xx status or a transport error a failure. ``sdk_retries``: the
+    vendor's SDK retries each request itself (Anthropic's; ``piai.sdk_retry``)."""
     system, turns = pi_context(request)
     url, headers, body = build_request(cfg, system, turns)
     payload = encode(body)
@@ -85,7 +89,7 @@ def streamed(
         except ReplyTooLarge as exc:
             raise CallFailed(f"pi-ai call failed: {exc}") from None
 
-    return call(request.spec, cfg, request, send)
+    return call(request.spec, cfg, request, send, sdk_retries)
 
 
 def call(
@@ -93,6 +97,7 @@ def call(
     cfg: LlmConfig,
     request: RunRequest,
     send: Callable[[httpx.Client], Reply],
+    sdk_retries: bool = False,
 ) -> TargetOutcome:
     """Call the vendor through ``send`` under AgentV's retry policy, and the reply as a target outcome:
     the text of the last answer, ``{input, output, cached?}`` usage, and pi-ai's cost from the model's
@@ -101,13 +106,19 @@ def call(
     started_wall = datetime.now(UTC)
     started = time.monotonic()
     attempt = 0
+    requests = 0
+
+    def counted(http: httpx.Client) -> Reply:
+        nonlocal requests
+        requests += 1
+        return send(http)
+
     # The timeout bounds each attempt whole, connect to last byte (``bounded_http``): httpx's own starts
     # again with every byte, and a server dripping its stream would hold the test for ever.
     with deadline_client(timeout=timeout) as http:
         while True:
             try:
-                with deadline(timeout):
-                    reply = send(http)
+                reply = _sent(http, counted, timeout, sdk_retries)
                 break
             except CallFailed as exc:
                 retry = cfg.retry
@@ -118,7 +129,7 @@ def call(
                 )
                 if not retryable:
                     status: TargetStatus = "timeout" if exc.timeout else "error"
-                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    tries = f" after {requests} requests" if requests > 1 else ""
                     return TargetOutcome(messages=[], status=status, error=f"target '{spec.name}'{tries}: {exc}")
                 time.sleep(cfg.retry.delay(attempt))
                 attempt += 1
@@ -145,10 +156,37 @@ def call(
     )
 
 
+def _sent(http: httpx.Client, send: Callable[[httpx.Client], Reply], timeout: float, sdk_retries: bool) -> Reply:
+    """One request, each within ``timeout``; with ``sdk_retries``, sent again as the vendor's SDK sends it
+    (``piai.sdk_retry``). A transport error the SDK gave up on is its "Connection error.", which AgentV's
+    ``withRetry`` does not take for a network error: it is not retried there."""
+    retried = 0
+    while True:
+        try:
+            with deadline(timeout):
+                return send(http)
+        except CallFailed as exc:
+            if not sdk_retries:
+                raise
+            unanswered = exc.network or exc.timeout  # else a refusal, or a stream pi-ai refused (not the SDK's)
+            if retried >= sdk_retry.MAX_RETRIES or not (
+                unanswered if exc.status is None else sdk_retry.retries(exc.status, exc.headers)
+            ):
+                exc.network = False
+                raise
+            time.sleep(sdk_retry.wait(retried, exc.headers))
+            retried += 1
+
+
 def failure(response: httpx.Response) -> CallFailed:
     """A non-2xx answer as pi-ai reports it (``HTTP <status> <body>``)."""
     body = response.read().decode("utf-8", errors="replace").strip()[:ERROR_BODY_CHARS]
-    return CallFailed(f"pi-ai call failed: HTTP {response.status_code} {body}".rstrip(), response.status_code)
+    headers = {
+        k: response.headers[k] for k in ("retry-after", "retry-after-ms", "x-should-retry") if k in response.headers
+    }
+    return CallFailed(
+        f"pi-ai call failed: HTTP {response.status_code} {body}".rstrip(), response.status_code, headers=headers
+    )
 
 
 def transport_failure(exc: httpx.HTTPError) -> CallFailed:

@@ -32,6 +32,11 @@ REFERENCE_ONLY = {kind: fields for kinds, fields in _REFERENCE_ONLY.items() for 
 spellings in the order AgentV tries them (the first one set is read). A cli target's ``healthcheck.url`` too."""
 
 
+UNTIMED = frozenset({"openai", "openrouter", "azure", "azure-openai", "anthropic", "gemini", "google", "google-gemini"})
+"""Providers whose target AgentV 4.42.4 gives no timeout (``resolveOpenAIConfig`` and its kin read no
+``timeout_seconds``): a request waits as the vendor's SDK has it (``piai.sdk_retry``)."""
+
+
 def agentv_notes(path: str, name: str, provider: str, fields: Mapping[str, Any], lines: Mapping[str, int]) -> list[str]:
     """For one target as written, a warning for each field AgentV 4.42.4 would refuse or pass on unresolved,
     naming the file, the field's line and the field. ``lines``: field path -> line (``a.b``, ``a[0]``)."""
@@ -44,6 +49,12 @@ def agentv_notes(path: str, name: str, provider: str, fields: Mapping[str, Any],
     check = fields.get("healthcheck")
     if provider.strip().lower() == "cli" and isinstance(check, Mapping) and check.get("url") is not None:
         refused.add("healthcheck.url")
+    if provider.strip().lower() in UNTIMED and fields.get("timeout_seconds") is not None:
+        notes.append(
+            f"{path}:{lines.get('timeout_seconds', 1)}: target {name!r}: field 'timeout_seconds': AgentV 4.42.4 does "
+            f"not read it for provider {provider.strip().lower()}, and evalstore's agent does not either (each "
+            "request waits as the vendor's SDK does, up to 10 minutes); only a judge's calls are bounded by it"
+        )
     for field, value in _strings(fields):
         where = f"{path}:{lines.get(field, lines.get(field.split('.')[0].split('[')[0], 1))}: target {name!r}: field '{field}'"
         if field in refused and not is_reference(value):

@@ -78,7 +78,7 @@ def test_valid_files_exit_0_with_each_files_kind_and_test_count(project: Path) -
 
 def test_an_invalid_file_exits_1_with_the_error_run_would_stop_with(project: Path) -> None:
     bad = project / "evals" / "bad.eval.yaml"
-    bad.write_text(EVAL.replace("      - type: contains", "      - type: contians"))
+    bad.write_text(EVAL.replace("      - type: contains", "      - typ: contains"))
     result = _validate("--json", "evals/")
     assert result.exit_code == 1
     files = {Path(f["path"]).name: f for f in json.loads(result.stdout)["files"]}
@@ -88,7 +88,7 @@ def test_an_invalid_file_exits_1_with_the_error_run_would_stop_with(project: Pat
     [error] = files["bad.eval.yaml"]["errors"]
     assert (
         error
-        == f"{bad}:8: field `tests[0].assertions[0].type`: unknown grader type `contians`; did you mean `contains`?"
+        == f"{bad}:8: field `tests[0].assertions[0]`: `type` is required; e.g. llm-grader, rubrics, code-grader, contains"
     )
 
     people = _validate("evals/")
@@ -96,6 +96,33 @@ def test_an_invalid_file_exits_1_with_the_error_run_would_stop_with(project: Pat
     assert f"✗ {bad} (eval, 0 tests)\n  ✗ {error}\n" in people.output
     assert f"✓ {project / 'evals' / 'good.eval.yaml'} (eval, 2 tests)\n" in people.output
     assert people.output.endswith("2 files: 1 valid, 1 invalid, 0 with warnings\n")
+
+
+def test_a_type_agentv_does_not_register_is_warned_about_grader_by_grader(project: Path) -> None:
+    """AgentV 4.42.4 loads such a file (its validate warns "Unknown assertion type") and fails each grader when
+    it runs, a 0 counted in the score: valid, with one warning per grader naming its test, its name and the
+    type meant; a deprecated type is skipped with AgentV's own warning."""
+    typo = project / "evals" / "typo.eval.yaml"
+    typo.write_text(
+        EVAL.replace("      - type: contains", "      - type: Contains").replace(
+            "    expected_output: Paris\n",
+            "    expected_output: Paris\n    assertions:\n      - {name: run-it, type: script, command: [true]}\n"
+            "      - {type: llm_judge}\n",
+        )
+    )
+    result = _validate("--json", "evals/typo.eval.yaml")
+    assert result.exit_code == 0, result.output
+    [checked] = json.loads(result.stdout)["files"]
+    assert (checked["ok"], checked["tests"], checked["errors"]) == (True, 2, [])
+    suffix = 'scores 0 and fails when it runs ("Unknown grader type"), counted in the score, in AgentV and here'
+    assert checked["warnings"] == [
+        f"{typo}:8: field `tests[0].assertions[0].type`: AgentV 4.42.4 has no grader type `Contains` (did you mean "
+        f"`contains`?): grader `Contains` of test `one` {suffix}",
+        f"{typo}:14: field `tests[1].assertions[0].type`: AgentV 4.42.4 has no grader type `script` (did you mean "
+        f"`code-grader`?): grader `run-it` of test `two` {suffix}",
+        f"{typo}:15: field `tests[1].assertions[1].type`: Skipping evaluator '<unnamed>' in 'two': 'llm_judge' is "
+        "deprecated. Use 'llm-grader' instead",
+    ]
 
 
 def test_warnings_are_listed_and_do_not_fail(project: Path) -> None:

@@ -1,5 +1,5 @@
 """``evalstore run`` checks everything it can before the (expensive) agent runs: an unset ``${{ VAR }}`` or
-key in the judge target, an agent command that does not exist, an unknown assertion type. Each is one
+key in the judge target, an agent command that does not exist, an eval file that does not load. Each is one
 ``Error:`` line, exit 2, with no agent started and no run recorded; an agent (cli) target is never offered
 (or picked) as its own judge; a chat target naming no judge, or one not defined, is its own (AgentV).
 
@@ -221,12 +221,30 @@ def test_a_cli_target_whose_program_does_not_exist_is_refused(tmp_path: Path, sh
     assert "target 'agent'" in line and "'no-such-agent-7f3e'" in line and "not found on PATH" in line, line
 
 
-def test_an_unknown_assertion_type_is_refused_before_the_agent_runs(tmp_path: Path) -> None:
+def test_an_unknown_assertion_type_is_warned_about_before_the_agent_runs_and_scores_0_as_in_agentv(
+    tmp_path: Path,
+) -> None:
+    """AgentV 4.42.4 runs a suite with a type its registry does not hold and fails that grader, 0 counted in
+    the test's score; so does ``run``, having said so (naming the type meant) before the agent started."""
     marker = tmp_path / "agent-ran"
-    eval_file = project(tmp_path / "proj", [agent_target(marker)], "- {name: says-42, type: contians, value: '42'}")
-    line = refused(tmp_path, eval_file)
-    assert line.endswith("unknown grader type `contians`; did you mean `contains`?"), line
-    assert not marker.exists()
+    eval_file = project(
+        tmp_path / "proj",
+        [agent_target(marker)],
+        "- {name: says-42, type: contians, value: '42'}\n- {type: contains, value: '42'}",
+    )
+    out, warnings = ran(tmp_path, eval_file)
+    assert [w for w in warnings if "contians" in w] == [
+        f"warning: {eval_file}:9: field `tests[0].assertions[0].type`: AgentV 4.42.4 has no grader type "
+        "`contians` (did you mean `contains`?): grader `says-42` of test `only` scores 0 and fails when it runs "
+        '("Unknown grader type"), counted in the score, in AgentV and here'
+    ]
+    assert marker.exists()
+    [result] = out["results"]
+    assert (result["score"], result["graders"]) == (0.5, {"says-42": 0.0, "contains-42": 1.0})
+    says = verdicts(tmp_path, out["run_id"])["says-42"]
+    assert (says["score"], says["verdict"], says["status"], says["grader_type"]) == (0.0, "fail", "ok", "contians")
+    [text] = [a["text"] for a in says["assertions"]]
+    assert text.startswith("Grader 'says-42' failed: Unknown grader type: \"contians\". Registered types: llm-grader,")
 
 
 def test_a_model_target_without_grader_target_grades_its_own_answers_as_in_agentv(
@@ -270,7 +288,7 @@ def test_a_model_target_without_grader_target_grades_its_own_answers_as_in_agent
 @pytest.mark.parametrize(
     ("assertions", "args", "problem"),
     [
-        ("- {name: bad, type: nosuch}", (), "unknown grader type `nosuch`"),
+        ("- {name: bad}", (), "`type` is required"),
         ("- {name: has, type: contains, value: '42'}", ("--target", "nowhere"), "nowhere"),
     ],
 )

@@ -824,3 +824,16 @@ def test_timing_json_zero_duration_is_no_duration(tmp_path: Path) -> None:
     write_rows(run / "index.jsonl", [{"test_id": "t", "suite": "suite", "target": "a", "score": 1.0, "scores": []}])
     [test] = only_tests(read_all(run))
     assert (test.token_usage, test.duration_ms) == (None, None)
+
+
+def test_transcript_rows_from_agentv_import_are_refused_with_the_recipe_that_works() -> None:
+    """`agentv import claude` writes transcript rows with no run folder behind them: the refusal gives the way
+    that works (AgentV grades them with --transcript, its output folder is imported), not "import the run
+    folder", which a transcript of a run's own outputs/transcript.jsonl gets."""
+    path = FIXTURES.parent / "agentv-import-claude" / "transcript.jsonl"
+    with pytest.raises(ImportFormatError) as caught:
+        read_results(path, detect_format(path))
+    message = str(caught.value)
+    assert "from `agentv import`" in message and "\n" not in message
+    assert f"agentv eval run EVAL --transcript {path} --output DIR" in message
+    assert "evalstore import DIR --eval EVAL" in message and "import the run folder" not in message

@@ -322,14 +322,14 @@ def test_an_eval_file_that_came_with_the_results_reaches_no_file_of_the_current_
 
 def test_an_eval_file_beside_the_results_that_does_not_load_says_why(sqlite_store: EventStore, tmp_path: Path) -> None:
     (tmp_path / "bad.eval.yaml").write_text(
-        "name: bad\ntests:\n  - {id: t1, input: hi, criteria: x}\nassertions:\n  - {type: nope}\n"
+        "name: bad\ntests:\n  - {id: t1, input: hi, criteria: x}\nassertions:\n  - {name: nope}\n"
     )
     out = import_results(sqlite_store, write(tmp_path / "bad.eval.baseline.jsonl", [{"test_id": "t1", "score": 1}]))
     assert out.eval_path is None and out.evals_not_used == 1
     assert out.warnings[0].startswith(
         f"eval file {tmp_path / 'bad.eval.yaml'}, which came with the results, was not used: "
     )
-    assert "unknown grader type `nope`" in out.warnings[0]
+    assert "`type` is required" in out.warnings[0]
 
 
 def test_a_targets_file_shipped_with_the_results_grants_no_folder(

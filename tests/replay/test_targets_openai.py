@@ -178,12 +178,32 @@ def test_server_error_is_retried(chat_server: ChatServer, tmp_path: Path, monkey
     assert len(chat_server.requests) == 2
 
 
-def test_slow_endpoint_times_out(chat_server: ChatServer, tmp_path: Path, monkeypatch) -> None:
+def test_slow_endpoint_times_out_under_the_command_lines_timeout_three_times(
+    chat_server: ChatServer, tmp_path: Path, monkeypatch, caplog
+) -> None:
+    """``--timeout`` bounds each request; a request that timed out is sent again by the OpenAI SDK AgentV calls
+    through (twice), not by AgentV's own retry (``max_retries``), which does not know the SDK's timeout error."""
     monkeypatch.setenv("EVALSTORE_TEST_TARGET_KEY", SECRET)
-    chat_server.replies.append(Reply(body=completion("too late"), delay=2.0))
-    outcome = run(openai_target(chat_server.url, max_retries=0), tmp_path, timeout=0.3)
+    chat_server.replies += [Reply(body=completion("too late"), delay=2.0)] * 4
+    outcome = run(openai_target(chat_server.url, max_retries=3), tmp_path, timeout=0.3)
     assert outcome.status == "timeout"
-    assert "timed out" in outcome.error
+    assert outcome.error is not None and outcome.error.startswith("target 'gpt' after 3 requests: timed out after 0.3s")
+    assert len(chat_server.requests) == 3
+    # Said as the target's, each request numbered within the call (the third is the call's error).
+    assert [r.getMessage() for r in caplog.records] == [
+        f"target 'gpt' (call 1): request {n} timed out after 0.3s (ReadTimeout); trying again" for n in (1, 2)
+    ]
+
+
+def test_timeout_seconds_is_not_read_as_agentv_does_not_read_it(
+    chat_server: ChatServer, tmp_path: Path, monkeypatch
+) -> None:
+    """AgentV 4.42.4's ``resolveOpenAIConfig`` has no timeout: an answer slower than ``timeout_seconds`` is an answer."""
+    monkeypatch.setenv("EVALSTORE_TEST_TARGET_KEY", SECRET)
+    chat_server.replies.append(Reply(body=completion("slow but sure"), delay=1.0))
+    outcome = run(openai_target(chat_server.url, timeout_seconds=0.3), tmp_path)
+    assert (outcome.status, outcome.output_text) == ("ok", "slow but sure")
+    assert len(chat_server.requests) == 1
 
 
 def test_missing_key_variable_names_variable_and_target(chat_server: ChatServer, tmp_path: Path, monkeypatch) -> None:

@@ -104,7 +104,7 @@ def test_retryable_statuses_are_retried_and_others_are_not(provider, vendor, tmp
         eval_dir=tmp_path,
     )
     assert outcome.status == "ok" and outcome.output_text == "finally"
-    assert len(vendor.requests) == 3
+    assert len(vendor.requests) == 3  # Anthropic's SDK retried both; for Gemini, AgentV's withRetry did
 
     vendor.requests.clear()
     vendor.script(VendorReply(status=401, body=b'{"error":{"message":"bad key"}}'), VendorReply(text="never"))
@@ -125,9 +125,12 @@ def test_retryable_statuses_are_retried_and_others_are_not(provider, vendor, tmp
         workspace=tmp_path,
         eval_dir=tmp_path,
     )
-    assert outcome.status == "error" and len(vendor.requests) == 3
+    # withRetry's three attempts (max_retries: 2); Anthropic's SDK sends each three times (pi-ai's Google client
+    # does not retry).
+    sent = 9 if provider == "anthropic" else 3
+    assert outcome.status == "error" and len(vendor.requests) == sent
     assert outcome.error is not None and outcome.error.startswith(
-        "target 't' after 3 attempts: pi-ai call failed: HTTP 500"
+        f"target 't' after {sent} requests: pi-ai call failed: HTTP 500"
     )
 
 

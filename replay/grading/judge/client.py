@@ -21,7 +21,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import partial
@@ -62,6 +62,9 @@ class Exchange:
     usage: dict[str, Any] | None = None
     error: str | None = None
     retry_after: float | None = None
+    retry_headers: Mapping[str, str] = field(default_factory=dict)
+    """A refusal's headers that say whether and when to ask again (``Retry-After``, ``retry-after-ms``,
+    ``x-should-retry``), names lower-cased: what the vendors' SDKs read (``piai.sdk_retry``)."""
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -121,14 +124,8 @@ class JudgeClient:
 
     def complete(self, judge: ResolvedJudge, messages: list[dict[str, Any]]) -> list[Exchange]:
         """Every exchange made for this request; it succeeded iff the last one is ``ok``."""
-        send: Callable[[], Exchange]
-        if judge.llm is not None:
-            url, headers, body = pi_request(judge, messages)
-            send = partial(self._send_streamed, judge, url, headers, encode(body))
-        else:
-            send = partial(self._send, judge, {"model": judge.model, "messages": messages, **judge.parameters})
+        send = self._sender(judge, messages)
         exchanges: list[Exchange] = []
-        mask = exchange_mask(judge, self._references)
         for retry in range(self._retry.max_retries + 1):
             if retry:
                 if exchanges[-1].outcome == "timeout":
@@ -141,11 +138,27 @@ class JudgeClient:
                         self._retry.max_retries + 1,
                     )
                 self._sleep(self._delay(retry, exchanges[-1].retry_after))
-            exchange = _masked(send(), mask)
+            exchange = send()
             exchanges.append(exchange)
             if exchange.outcome == "ok" or not self._retryable(exchange):
                 break
         return exchanges
+
+    def exchange(self, judge: ResolvedJudge, messages: list[dict[str, Any]]) -> Exchange:
+        """One request, not retried: for a caller that retries as someone else does (the ``openai`` target,
+        as AgentV's provider and its SDK do)."""
+        return self._sender(judge, messages)()
+
+    def _sender(self, judge: ResolvedJudge, messages: list[dict[str, Any]]) -> Callable[[], Exchange]:
+        """Sends the request once and returns what came back, masked."""
+        send: Callable[[], Exchange]
+        if judge.llm is not None:
+            url, headers, body = pi_request(judge, messages)
+            send = partial(self._send_streamed, judge, url, headers, encode(body))
+        else:
+            send = partial(self._send, judge, {"model": judge.model, "messages": messages, **judge.parameters})
+        mask = exchange_mask(judge, self._references)
+        return lambda: _masked(send(), mask)
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -246,6 +259,11 @@ def _refused(judge: ResolvedJudge, response: httpx.Response, latency: float, bod
         body=body,
         error=f"HTTP {response.status_code} from judge {judge.target!r}",
         retry_after=_retry_after(response.headers.get("Retry-After")),
+        retry_headers={
+            name: response.headers[name]
+            for name in ("retry-after", "retry-after-ms", "x-should-retry")
+            if name in response.headers
+        },
     )
 
 
