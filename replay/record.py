@@ -174,6 +174,8 @@ def prepare_run(
     targets_file, targets, aliases = _resolve_targets(suite, options)
     for target in targets:  # what a file meant for AgentV too must change (the other targets: `validate`)
         suite.warnings.extend(targets_file.agentv_notes.get(target.name, []) if targets_file else [])
+    if any(t.provider == "cli" for t in targets):
+        suite.warnings.extend(_unrunnable_ids(suite))
     # One warning, before any agent runs, for every target's graders with no judge to be found.
     unjudged = list(dict.fromkeys(w for t in targets if (w := _check_judges(suite, t.name, targets_file, options))))
     for warning in unjudged:
@@ -387,6 +389,18 @@ def _overrides(options: RunOptions, targets_file: TargetsFile | None) -> dict:
         "max_retries": _max_retries(options),
     }
     return {**overrides, "test_ids": options.test_ids} if options.test_ids else overrides
+
+
+def _unrunnable_ids(suite: EvalSuite) -> list[str]:
+    """What AgentV 4.42.4's cli target makes of a test id holding ``/``: it writes the prompt to
+    ``<tmpdir>/agentv-<id>-<time>.prompt.txt`` (``generateOutputFilePath``), a path in a folder that does not
+    exist (ENOENT, an execution error). evalstore runs such a test."""
+    return [
+        f"AgentV 4.42.4 cannot run test {t.id!r} with a cli target: it names a temporary file after the id, and the "
+        "`/` makes it a path in a folder that does not exist; rename it to run this suite under AgentV too"
+        for t in suite.tests
+        if "/" in t.id
+    ]
 
 
 def _selected(suite: EvalSuite, options: RunOptions) -> EvalSuite:

@@ -570,14 +570,6 @@ class _SuiteParser:
         test_id = req_str(obj, "id", where, "give every test a unique `id`")
         ctx.test_id = test_id  # named by the warnings of its graders, as AgentV names it
         _refuse_deprecated_evaluator(obj, where, test_id)
-        if "/" in test_id:
-            # Its cli provider writes the prompt to <tmpdir>/agentv-<id>-<time>.prompt.txt (generateOutputFilePath).
-            ctx.warn(
-                where.key("id"),
-                f"AgentV 4.42.4 cannot run test {test_id!r} with a cli target: it names a temporary file after the "
-                "id, and the `/` makes it a path in a folder that does not exist; rename it to run this suite "
-                "under AgentV too",
-            )
         execution = _execution(obj.get("execution"), where.key("execution"), ctx)
         if execution.trials is not None:
             ctx.warn(

@@ -80,3 +80,15 @@ def test_a_resumed_run_runs_the_tests_its_test_ids_selected(tmp_path: Path) -> N
     out = ok_json(cli(db, "run", "--resume", run["run_id"], "--json", "--workdir", workdir), 1)
     assert [r["test_id"] for r in out["results"]] == ["q1-report", "q3-report"]
     assert Counter(suite.calls()) == {"q1-report": 1, "q3-report": 2}  # q2 never: --test-id did not select it
+
+
+def test_a_run_on_a_cli_target_warns_of_test_ids_agentv_cannot_run(tmp_path: Path) -> None:
+    """AgentV 4.42.4's cli target writes the prompt to a temporary file named after the test id: an id holding
+    `/` is an ENOENT execution error there. evalstore runs it, and says before the agent runs that AgentV will
+    not."""
+    suite = make_suite(tmp_path / "suite", cases=[("geo/fr", CASES[0][1]), ("plain", CASES[1][1])])
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    result = cli(db, "run", str(suite.eval), "--json", "--workdir", str(tmp_path / "ws"))
+    assert sorted(r["test_id"] for r in ok_json(result, 0, 1)["results"]) == ["geo/fr", "plain"]
+    warned = [line for line in result.stderr.splitlines() if "AgentV 4.42.4 cannot run test" in line]
+    assert len(warned) == 1 and "'geo/fr' with a cli target" in warned[0], result.stderr

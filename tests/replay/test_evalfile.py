@@ -436,18 +436,6 @@ def test_a_suite_name_agentv_refuses_is_a_warning(tmp_path: Path, name: str, ref
         assert found[0].startswith(f"{tmp_path / 'evals/suite.eval.yaml'}:1: ") and repr(name) in found[0]
 
 
-@pytest.mark.parametrize("test_id,warned", [("a/b", True), ("../escape", True), ("café test", False), ("x*y?", False)])
-def test_a_test_id_agentv_cannot_run_with_a_cli_target_is_a_warning(tmp_path: Path, test_id: str, warned: bool) -> None:
-    """AgentV 4.42.4's cli provider writes the prompt to a temporary file named after the test id, which fails
-    (ENOENT) for an id holding `/`: evalstore runs the test and says AgentV will not."""
-    suite = load(tmp_path, f"tests:\n  - {{id: {json.dumps(test_id)}, input: x, criteria: c}}\n")
-    assert [t.id for t in suite.tests] == [test_id]
-    found = [w for w in suite.warnings if "AgentV 4.42.4 cannot run test" in w]
-    assert bool(found) == warned
-    if warned:
-        assert found[0].startswith(f"{tmp_path / 'evals/suite.eval.yaml'}:2: ") and repr(test_id) in found[0]
-
-
 def test_unknown_keys_warn_with_file_and_line(tmp_path: Path) -> None:
     suite = load(
         tmp_path,
