@@ -39,6 +39,14 @@ def retries(status: int | None, headers: Mapping[str, str]) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
+def again(retried: int, status: int | None, headers: Mapping[str, str]) -> float | None:
+    """Seconds the SDK waits before sending a failed request again after ``retried`` retries, or None when it
+    does not send it again (:func:`retries`, :data:`MAX_RETRIES`)."""
+    if retried >= MAX_RETRIES or not retries(status, headers):
+        return None
+    return wait(retried, headers)
+
+
 def wait(retried: int, headers: Mapping[str, str]) -> float:
     """Seconds the SDK waits before its retry number ``retried + 1`` (``retryRequest``): what the answer
     asks, else its exponential backoff with jitter."""

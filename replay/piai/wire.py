@@ -26,6 +26,14 @@ class Retry:
     backoff_factor: float = 2.0
     status_codes: tuple[int, ...] = (500, 408, 429, 502, 503, 504)
 
+    def retries(self, attempt: int, status: int | None, network: bool = False) -> bool:
+        """Whether ``withRetry`` tries a failed call again after ``attempt`` retries (``isRetryableError``): an HTTP
+        status of its codes (never 401 or 403), or with no status a network error it knows (``network``; the
+        vendor SDKs' own "Connection error." after their retries is none)."""
+        if attempt >= self.max_retries or status in (401, 403):
+            return False
+        return status in self.status_codes if status is not None else network
+
     def delay(self, attempt: int) -> float:
         """Seconds before the next try: exponential, capped, with AgentV's ±25% jitter."""
         base = min(self.max_delay_ms, self.initial_delay_ms * self.backoff_factor**attempt)

@@ -89,9 +89,10 @@ def _asked(send: Callable[[], Exchange], policy: Retry, target: str, call: int) 
         while True:
             exchange = send()
             exchanges.append(exchange)
-            if _answered(exchange) or retried >= sdk_retry.MAX_RETRIES:
+            if _answered(exchange):
                 break
-            if not sdk_retry.retries(exchange.status, exchange.retry_headers):
+            pause = sdk_retry.again(retried, exchange.status, exchange.retry_headers)
+            if pause is None:
                 break
             if exchange.outcome == "timeout":
                 # Each such request waited the whole timeout: say so, or a hung endpoint is minutes of silence.
@@ -102,16 +103,9 @@ def _asked(send: Callable[[], Exchange], policy: Retry, target: str, call: int) 
                     len(exchanges),
                     exchange.error,
                 )
-            time.sleep(sdk_retry.wait(retried, exchange.retry_headers))
+            time.sleep(pause)
             retried += 1
-        status = exchange.status
-        if (
-            _answered(exchange)
-            or attempt >= policy.max_retries
-            or status is None
-            or status in (401, 403)
-            or status not in policy.status_codes
-        ):
+        if _answered(exchange) or not policy.retries(attempt, exchange.status):
             return exchanges
         time.sleep(policy.delay(attempt))
         attempt += 1

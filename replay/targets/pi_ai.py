@@ -121,13 +121,7 @@ def call(
                 reply = _sent(http, counted, timeout, sdk_retries)
                 break
             except CallFailed as exc:
-                retry = cfg.retry
-                retryable = (
-                    exc.status not in (401, 403)
-                    and (exc.status in retry.status_codes if exc.status is not None else exc.network)
-                    and attempt < retry.max_retries
-                )
-                if not retryable:
+                if not cfg.retry.retries(attempt, exc.status, exc.network):
                     status: TargetStatus = "timeout" if exc.timeout else "error"
                     tries = f" after {requests} requests" if requests > 1 else ""
                     return TargetOutcome(messages=[], status=status, error=f"target '{spec.name}'{tries}: {exc}")
@@ -169,12 +163,11 @@ def _sent(http: httpx.Client, send: Callable[[httpx.Client], Reply], timeout: fl
             if not sdk_retries:
                 raise
             unanswered = exc.network or exc.timeout  # else a refusal, or a stream pi-ai refused (not the SDK's)
-            if retried >= sdk_retry.MAX_RETRIES or not (
-                unanswered if exc.status is None else sdk_retry.retries(exc.status, exc.headers)
-            ):
+            pause = sdk_retry.again(retried, exc.status, exc.headers) if unanswered or exc.status is not None else None
+            if pause is None:
                 exc.network = False
                 raise
-            time.sleep(sdk_retry.wait(retried, exc.headers))
+            time.sleep(pause)
             retried += 1
 
 
