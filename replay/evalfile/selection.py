@@ -64,14 +64,15 @@ def _expand_braces(pattern: str) -> list[str]:
 
 
 def _alternatives(body: str) -> list[str] | None:
-    if (found := re.fullmatch(r"(-?\d+)\.\.(-?\d+)", body)) is not None:
-        a, b = int(found[1]), int(found[2])
-        step = 1 if b >= a else -1
-        return [str(n) for n in range(a, b + step, step)]
-    if (found := re.fullmatch(r"([a-zA-Z])\.\.([a-zA-Z])", body)) is not None:
-        a, b = ord(found[1]), ord(found[2])
-        step = 1 if b >= a else -1
-        return [chr(n) for n in range(a, b + step, step)]
+    ranges: tuple[tuple[str, Callable[[str], int], Callable[[int], str]], ...] = (
+        (r"(-?\d+)\.\.(-?\d+)", int, str),
+        (r"([a-zA-Z])\.\.([a-zA-Z])", ord, chr),
+    )
+    for form, number, text in ranges:
+        if (found := re.fullmatch(form, body)) is not None:
+            a, b = number(found[1]), number(found[2])
+            step = 1 if b >= a else -1
+            return [text(n) for n in range(a, b + step, step)]
     parts, depth, current = [], 0, ""
     for ch in body:
         if ch == "," and depth == 0:
