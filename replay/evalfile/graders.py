@@ -290,7 +290,7 @@ def _unknown(obj: dict[str, Any], kind: str, where: Where, ctx: ParseContext, *,
 
 def _meant(kind: str, ctx: ParseContext) -> str:
     """`` (did you mean `X`?)`` for the type ``kind`` most likely meant, else AgentV's types listed."""
-    choices = [*REGISTERED_TYPES, "rubrics", *discovered_types(ctx)]
+    choices = [*registered_types(ctx), "rubrics"]
     hint = TYPE_HINTS.get(kind) or next((c for c in choices if c.lower() == kind.lower().replace("_", "-")), None)
     if hint is None:
         close = difflib.get_close_matches(kind, choices, n=1, cutoff=0.6)
