@@ -6,7 +6,7 @@ looked and exit 2."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the store (and SQLAlchemy) load when a command opens it, no
     from sqlalchemy.engine import Engine
 
     from evalstore.store import EventStore, StoreOrOpener
+    from evalstore.store.location import Location
 
 
 def db_url(ctx: click.Context) -> str | None:
@@ -22,14 +23,20 @@ def db_url(ctx: click.Context) -> str | None:
 
 def engine_for(ctx: click.Context, *, create: bool = True) -> Engine:
     """An engine on the command's store; says on stderr which store it is when it was found in a parent folder."""
-    from evalstore.cli.output import note
-    from evalstore.store import locate, make_engine
+    from evalstore.store import make_engine
+    from evalstore.store.location import locate
 
     location = locate(db_url(ctx))
     engine = make_engine(location, create=create)
-    if location.found_above:
-        note(f"using the store {location.path}")
+    _say_where(location)
     return engine
+
+
+def _say_where(location: Location) -> None:
+    if location.found_above:
+        from evalstore.cli.output import note
+
+        note(f"using the store {location.path}")
 
 
 def open_store(ctx: click.Context | None = None, *, create: bool = True) -> EventStore:
@@ -37,20 +44,54 @@ def open_store(ctx: click.Context | None = None, *, create: bool = True) -> Even
     root = ctx.find_root()
     store = root.obj.get("store")
     if store is None:
-        from evalstore.store import EventStore
-
-        engine = engine_for(ctx, create=create)
-        try:
-            store = EventStore(engine, create=create)
-        except BaseException:
-            engine.dispose()
-            raise
+        store = _full_store(engine_for(ctx, create=create), create)
         root.obj["store"] = store
         root.call_on_close(store.close)
-        from evalstore.cli import no_pydantic_plugins
-
-        no_pydantic_plugins()
     return store
+
+
+def _full_store(engine: Engine, create: bool) -> EventStore:
+    from evalstore.cli import no_pydantic_plugins
+    from evalstore.store import EventStore
+
+    try:
+        store = EventStore(engine, create=create)
+    except BaseException:
+        engine.dispose()
+        raise
+    no_pydantic_plugins()
+    return store
+
+
+def open_reader(ctx: click.Context) -> EventStore:
+    """The store for a command that only reads it (``show``, ``export``): a SQLite file at this evalstore's
+    schema is read through :class:`~evalstore.store.sqlite_reads.SqliteReads`, without loading SQLAlchemy
+    (the largest part of such a command's start-up); any other store as ``open_store(create=False)``."""
+    root = ctx.find_root()
+    if root.obj.get("store") is not None:
+        return root.obj["store"]
+    from evalstore.store.location import locate
+    from evalstore.store.sqlite_reads import open_reads
+
+    location = locate(db_url(ctx))
+    if location.path is None:
+        return open_store(ctx, create=False)
+
+    def full() -> EventStore:
+        from evalstore.store import make_engine
+
+        return _full_store(make_engine(location, create=False), False)
+
+    reads = open_reads(location.path, full)
+    if reads is None:
+        return open_store(ctx, create=False)
+    _say_where(location)
+    root.obj["store"] = reads
+    root.call_on_close(reads.close)
+    from evalstore.cli import no_pydantic_plugins
+
+    no_pydantic_plugins()
+    return cast("EventStore", reads)  # the reads it makes are EventStore's (store/sqlite_reads.py)
 
 
 def store_or_opener(ctx: click.Context) -> StoreOrOpener:

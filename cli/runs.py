@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from evalstore.cli.context import complete_run_id, open_store
+from evalstore.cli.context import complete_run_id, open_reader
 from evalstore.cli.errors import handle_errors
 from evalstore.cli.output import (
     TABLE_ROWS,
@@ -49,7 +49,7 @@ def runs(ctx: click.Context, suite: str | None, kind: str | None, limit: int | N
     """
     from evalstore.replay.analysis import views
 
-    summaries = views.list_runs(open_store(ctx, create=False), suite=suite, kind=kind, limit=limit)
+    summaries = views.list_runs(open_reader(ctx), suite=suite, kind=kind, limit=limit)
     if as_json:
         print_json([s.to_dict() for s in summaries])
         return
@@ -120,7 +120,7 @@ def show(ctx: click.Context, run: str, show_all: bool, as_json: bool) -> None:
     from evalstore.replay.analysis import views
     from evalstore.replay.analysis.per_test import key_label
 
-    store = open_store(ctx, create=False)
+    store = open_reader(ctx)
     run_id = views.resolve_run(store, run)
     summary = views.run_summary(store, run_id)
     skipped = views.skipped_lines(store, run_id) if summary.kind == "imported" else []

@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING
 import click
 
 from evalstore.cli.attest import checkpoint_option
-from evalstore.cli.context import complete_run_id, open_store, store_or_opener
+from evalstore.cli.context import complete_run_id, open_reader, open_store, store_or_opener
 from evalstore.cli.errors import finish_with, handle_errors
 from evalstore.cli.files import replacing, unwritable
 from evalstore.cli.output import echo, json_option, no_cycle_collection, note, plural, print_json, progress_bar
@@ -409,7 +409,9 @@ def export(ctx, run: str, fmt: str, output: Path | None) -> None:  # type: ignor
     problem = unwritable(output) if output is not None and str(output) != "-" and fmt != "bundle" else None
     if problem is not None:
         raise click.BadParameter(f"{output}: {problem}", param_hint="'-o' / '--output'")
-    store = open_store(ctx, create=False)
+    # The row formats read through SqliteReads on a SQLite file (no SQLAlchemy); a bundle or an Inspect log
+    # the full store.
+    store = open_reader(ctx) if fmt in EXPORT_FORMATS else open_store(ctx, create=False)
     run_id = resolve_run(store, run)
     if fmt == "inspect":
         from evalstore.replay.inspect.export import export_inspect

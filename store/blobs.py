@@ -25,10 +25,10 @@ import stat
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from evalstore.store.errors import BlobCorrupt
+from evalstore.store.errors import BlobCorrupt, BlobNotFound, StoreError
 
 IDENTITY = "identity"
 ZLIB = "zlib"
@@ -236,3 +236,105 @@ class Dictionaries:
     def keep(self, sha256: str, zdict: bytes) -> None:
         with self._lock:
             self._zdicts.touch(sha256, zdict)
+
+
+class BlobReader:
+    """A store's blobs read back and decoded, over its rows: ``one(sha256)`` gives a ``blobs`` row's
+    ``(encoding, data, dictionary)`` or None, ``many(digests)`` the ``(sha256, encoding, data, dictionary)``
+    rows of those it finds. The dictionaries it reads are kept in ``dictionaries`` (the store's)."""
+
+    def __init__(
+        self,
+        one: Callable[[str], tuple[str, bytes, str | None] | None],
+        many: Callable[[list[str]], list[tuple]],
+        dictionaries: Dictionaries,
+    ) -> None:
+        self._one = one
+        self._many = many
+        self._dictionaries = dictionaries
+
+    def get_blob(self, sha256: str) -> bytes:
+        return self._read(sha256, chain=0)
+
+    def _read(self, sha256: str, *, chain: int) -> bytes:
+        row = self._one(sha256)
+        if row is None:
+            raise BlobNotFound(f"no blob {sha256}")
+        return self._decode(*row, chain=chain)
+
+    def _decode(self, encoding: str, data: bytes, dictionary: str | None, *, chain: int) -> bytes:
+        if encoding == CHUNKS:  # whole, for a caller that asked for the bytes (blob_pieces does not)
+            return b"".join(self._chunks_of(data))
+        if not dictionary:
+            return decode_blob(encoding, data)
+        try:
+            return decode_blob(encoding, data, self._zdict(dictionary, chain + 1))
+        except (BlobCorrupt, BlobNotFound) as exc:
+            # Name the dictionary: that blob, not this one, may be what was altered or lost.
+            raise BlobCorrupt(f"cannot be decoded against its dictionary, blob {dictionary}: {exc}") from None
+
+    def _zdict(self, sha256: str, chain: int) -> bytes:
+        """The compression dictionary a blob row names, read (and kept) from the dictionary blob."""
+        found = self._dictionaries.zdict(sha256)
+        if found is None:
+            if chain > MAX_CHAIN:
+                raise StoreError(f"blob dictionaries chain more than {MAX_CHAIN} deep at {sha256}")
+            try:
+                found = zdict_of(self._read(sha256, chain=chain))
+            except BlobNotFound:
+                raise BlobNotFound(f"no blob {sha256} (named as a compression dictionary)") from None
+            self._dictionaries.keep(sha256, found)
+        return found
+
+    def blob_pieces(self, sha256: str) -> Iterator[bytes]:
+        """A blob's bytes a chunk at a time (one piece for a blob stored whole): what writes a blob to a
+        file or hashes it holds a chunk, never the whole of a large blob."""
+        row = self._one(sha256)
+        if row is None:
+            raise BlobNotFound(f"no blob {sha256}")
+        if row[0] == CHUNKS:
+            yield from self._chunks_of(row[1])
+        else:
+            yield self._decode(*row, chain=0)
+
+    def _chunks_of(self, stored: bytes) -> Iterator[bytes]:
+        for digest in chunk_digests(stored):
+            try:
+                piece = self._read(digest, chain=0)
+            except BlobNotFound:
+                raise BlobCorrupt(f"cannot be read: its chunk {digest} is missing") from None
+            if hashlib.sha256(piece).hexdigest() != digest:
+                raise BlobCorrupt(f"cannot be read: its chunk {digest} does not match its digest")
+            yield piece
+
+    def blob_digest(self, encoding: str, data: bytes, dictionary: str | None) -> tuple[str, int]:
+        """(SHA-256, size) of what a blobs row holds, its chunks hashed one at a time (``verify``)."""
+        hasher, size = hashlib.sha256(), 0
+        pieces = self._chunks_of(data) if encoding == CHUNKS else [self._decode(encoding, data, dictionary, chain=0)]
+        for piece in pieces:
+            hasher.update(piece)
+            size += len(piece)
+        return hasher.hexdigest(), size
+
+    def get_blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
+        """Several blobs at once (``many`` reads them), each decoded; a missing one is ``BlobNotFound``."""
+        keys = list(dict.fromkeys(digests))
+        found: dict[str, bytes] = {}
+        zdicts: dict[str, bytes] = {}  # the few dictionaries many blobs name, each looked up once
+        for sha256, encoding, data, dictionary in self._many(keys):
+            if encoding == CHUNKS:
+                found[sha256] = self._decode(encoding, data, dictionary, chain=0)
+                continue
+            if not dictionary:
+                found[sha256] = decode_blob(encoding, data)
+                continue
+            try:
+                if (zdict := zdicts.get(dictionary)) is None:
+                    zdict = zdicts[dictionary] = self._zdict(dictionary, 1)
+                found[sha256] = decode_blob(encoding, data, zdict)
+            except (BlobCorrupt, BlobNotFound) as exc:  # as _decode names it
+                raise BlobCorrupt(f"cannot be decoded against its dictionary, blob {dictionary}: {exc}") from None
+        missing = [k for k in keys if k not in found]
+        if missing:
+            raise BlobNotFound(f"no blob {missing[0]}")
+        return found

@@ -9,9 +9,7 @@ Everything that needs a database URL (the CLI, the tests, ``migrations/env.py``)
 
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +18,20 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
 from evalstore.store.errors import SchemaOutOfDate, StoreDamaged, StoreError, StoreMissing, error_line
+from evalstore.store.location import (  # noqa: F401  (where a store is: imported from here by callers)
+    CEILING_VAR,
+    DEFAULT_URL,
+    ENV_VAR,
+    STORE_DIR,
+    STORE_FILE,
+    Location,
+    find_store,
+    locate,
+    resolve_url,
+    sqlite_file,
+)
 from evalstore.store.schema import SCHEMA_REVISION
 
-STORE_DIR, STORE_FILE = ".evalstore", "evalstore.db"
-DEFAULT_URL = f"sqlite:///{STORE_DIR}/{STORE_FILE}"
-ENV_VAR = "EVALSTORE_DB"
-# Folders the search for a store does not climb into, as git's GIT_CEILING_DIRECTORIES: a store left in
-# /tmp or a home folder is not picked up by every command run below it (the test suite sets its temp root).
-CEILING_VAR = "EVALSTORE_CEILING_DIRECTORIES"
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 # Events run from a few hundred bytes to a few KB: in SQLite's default 4 KB pages the space left at the
 # end of each page (less than one row) wastes about a sixth of the file; 16 KB pages waste a few percent.
@@ -37,104 +41,6 @@ SQLITE_PAGE_SIZE = 16_384
 # Execution option read by the "begin" hook: appends take SQLite's write lock up front so two writers
 # never both read the chain head and then race (which would fork the hash chain).
 IMMEDIATE = "evalstore_begin_immediate"
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where a store is: its URL; for SQLite the file; ``default`` when neither ``--db`` nor
-    ``EVALSTORE_DB`` named it; ``found_above`` when the default store was found in a parent folder."""
-
-    url: str
-    path: Path | None = None
-    default: bool = False
-    found_above: bool = False
-    searched_from: Path | None = None
-
-    def missing(self) -> StoreMissing:
-        if self.default:
-            return StoreMissing(
-                f"no store found: looked for {STORE_DIR}/{STORE_FILE} in {self.searched_from} and every parent "
-                "folder; record a run first (evalstore run, import or quickstart) or pass --db URL"
-            )
-        where = self.path.resolve() if self.path is not None else make_url(self.url).render_as_string()
-        return StoreMissing(f"no store at {where}: nothing was created; check --db / {ENV_VAR}")
-
-
-def find_store(start: Path) -> Path | None:
-    """The nearest ``.evalstore/evalstore.db`` in ``start`` or one of its parents, as git finds ``.git``;
-    the search stops below a ceiling folder (``EVALSTORE_CEILING_DIRECTORIES``) unless it starts there."""
-    start = start.resolve()
-    ceilings = _ceilings()
-    for folder in (start, *start.parents):
-        if folder in ceilings and folder != start:
-            break
-        candidate = folder / STORE_DIR / STORE_FILE
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _ceilings() -> set[Path]:
-    """The folders ``EVALSTORE_CEILING_DIRECTORIES`` names, read as git reads ``GIT_CEILING_DIRECTORIES``:
-    absolute paths only (a relative one, ``..``, would stop the search at a different folder for each
-    folder a command runs in; git ignores them, as it does an empty entry), symlinks resolved. An entry
-    that cannot be resolved (a symlink loop: every command failed with a RuntimeError) is taken as
-    written: it is no folder a search passes through."""
-    found = set()
-    for entry in os.environ.get(CEILING_VAR, "").split(os.pathsep):
-        path = Path(entry)
-        if not path.is_absolute():
-            continue
-        try:
-            found.add(path.resolve())
-        except (OSError, RuntimeError):
-            found.add(path)
-    return found
-
-
-def _sqlite_file(url: str) -> Path | None:
-    parsed = make_url(url)
-    database = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
-        return None
-    return Path(database).expanduser()
-
-
-def _check_url(url: str) -> None:
-    """A URL that cannot be read is bad input, said without echoing what may be a password."""
-    authority = url.split("://", 1)[-1].split("/", 1)[0]
-    if authority.count("@") > 1:  # parsed otherwise than meant: the part after the first @ would be shown
-        raise StoreError(
-            "the database URL's user or password holds '@': write it as %40 (postgresql://user:p%40ss@host/db)"
-        )
-    try:
-        make_url(url)
-    except (ArgumentError, ValueError) as exc:
-        raise StoreError(f"the database URL {url.split('://', 1)[0]}://... cannot be read: {error_line(exc)}") from None
-
-
-def locate(db: str | None = None, *, cwd: Path | None = None) -> Location:
-    """Resolve where the store is, without creating anything."""
-    if db is not None and not db.strip():
-        raise StoreError("--db is empty: give a SQLite file's path or a database URL")
-    url = db or os.environ.get(ENV_VAR)
-    if url:
-        if "://" not in url:
-            # A bare path is taken as a SQLite file: friendlier than SQLAlchemy's parse error.
-            url = f"sqlite:///{url}"
-        _check_url(url)
-        return Location(url, _sqlite_file(url))
-    here = cwd or Path.cwd()
-    found = find_store(here)
-    if found is None:
-        return Location(DEFAULT_URL, Path(STORE_DIR) / STORE_FILE, default=True, searched_from=here.resolve())
-    above = found.parent.parent != here.resolve()
-    url = f"sqlite:///{found}" if above else DEFAULT_URL
-    return Location(url, found if above else Path(STORE_DIR) / STORE_FILE, True, above, here.resolve())
-
-
-def resolve_url(db: str | None = None) -> str:
-    return locate(db).url
 
 
 def _normalize_driver(url: str) -> str:
@@ -176,7 +82,7 @@ def _engine(location: Location, create: bool) -> Engine:
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        path = _sqlite_file(url)
+        path = sqlite_file(url)
         if path is not None:
             if not create and not path.is_file():
                 raise location.missing()

@@ -1,5 +1,7 @@
 """One error hierarchy for the store; drivers' errors are translated into it at the edge."""
 
+import sys
+
 
 class StoreError(Exception):
     """Base class of every error the store raises."""
@@ -64,10 +66,14 @@ def is_database_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is the database failing (a dropped connection, a lock, a server error), as raised by
     SQLAlchemy or by an append (:class:`DatabaseFailure`), not a fact about the data. Work under way when
     it happens must not be recorded as anything else (a grader's verdict): what was not committed is done
-    again by a resume."""
-    from sqlalchemy.exc import DBAPIError  # imported on use: the store already has SQLAlchemy loaded
-
-    return isinstance(exc, DBAPIError | DatabaseFailure)
+    again by a resume. A store read through sqlite3 alone (store/sqlite_reads.py) raises the driver's own."""
+    if isinstance(exc, DatabaseFailure):
+        return True
+    # A driver not loaded raised nothing: neither is imported here for the asking.
+    sqlite3, sqlalchemy_exc = sys.modules.get("sqlite3"), sys.modules.get("sqlalchemy.exc")
+    return (sqlite3 is not None and isinstance(exc, sqlite3.Error)) or (
+        sqlalchemy_exc is not None and isinstance(exc, sqlalchemy_exc.DBAPIError)
+    )
 
 
 SQLITE_BUSY, SQLITE_LOCKED = 5, 6
@@ -78,7 +84,7 @@ def is_locked_out(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite's "database is locked": another connection (another evalstore command)
     held the store's write lock past the busy timeout. Nothing is wrong with the store; the command can be
     run again once the other has finished."""
-    code = getattr(getattr(exc, "orig", None), "sqlite_errorcode", None)
+    code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
     return isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
 
 

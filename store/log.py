@@ -5,15 +5,14 @@ nothing else reads ``records``.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import Select, func, select, union_all
 from sqlalchemy.engine import Connection, Engine
 
-from evalstore.store import bulk, records, schema
-from evalstore.store.codec import GENESIS_HASH, event_hasher
+from evalstore.store import bulk, reading, records, schema
+from evalstore.store.codec import GENESIS_HASH
 from evalstore.store.envelope import StoredEvent
 from evalstore.store.errors import StoreError
 
@@ -24,7 +23,7 @@ class MisplacedId(StoreError):
     """An event given the derived id of another place than where it would be appended."""
 
 
-RECORD = (r.c.seq, r.c.stream, r.c.version, r.c.count, r.c.recorded_at, r.c.dictionary, r.c.body, r.c.hash)
+RECORD = tuple(r.c[name] for name in records.ROW)
 _CHUNK = 200  # records found by subquery per statement
 
 
@@ -39,42 +38,6 @@ def containing(seq: Any) -> Any:
     """The seq of the record holding the event at ``seq`` (a value or a column of another table)."""
     holder = r.alias("holder")  # not ``records`` itself, which the enclosing query joins to this
     return select(func.max(holder.c.seq)).where(holder.c.seq <= seq).scalar_subquery()
-
-
-class RecordChain:
-    """The chain hashes of one record's events, computed when one is first asked for: from the previous
-    record's stored hash, through this record's events; the last is the record's stored hash (so an event
-    altered in the record shows as the last one's computed hash differing from it: ``verify``)."""
-
-    def __init__(self, engine: Engine, events: list[StoredEvent], last_hash: str, prev: str | None) -> None:
-        self.engine = engine
-        self.events = events
-        self.last_hash = last_hash
-        self.prev = prev
-        """The previous record's hash when the reader knows it (reading the whole log in order)."""
-        self._hashes: list[tuple[str, str]] | None = None
-
-    def hashes(self, event: StoredEvent) -> tuple[str, str]:
-        if self._hashes is None:
-            if self.prev is None:
-                with self.engine.connect() as conn:
-                    self.prev = prev_hash(conn, self.events[0].seq)
-            self._hashes = chain_of(self.events, self.prev, self.last_hash)
-        return self._hashes[event.seq - self.events[0].seq]
-
-
-def chain_of(events: Sequence[StoredEvent], prev: str, last_hash: str | None = None) -> list[tuple[str, str]]:
-    """``(prev_hash, hash)`` of a record's events after ``prev``; the last one's hash is ``last_hash`` when given."""
-    first = events[0]
-    hashed = event_hasher(first.stream_id, first.recorded_at)
-    out = []
-    for ev in events:
-        digest = hashed(prev, ev.seq, ev.event_id, ev.stream_version, ev.type, ev.schema_version, ev.payload_json)
-        out.append((prev, digest))
-        prev = digest
-    if last_hash is not None:
-        out[-1] = (out[-1][0], last_hash)
-    return out
 
 
 def prev_hash(conn: Connection, seq: int) -> str:
@@ -119,7 +82,7 @@ class Log:
             d = schema.dictionaries
             data = conn.execute(select(d.c.data).where(d.c.id == number)).scalar()
             if data is None:
-                raise StoreError(f"record compression dictionary {number} is missing; run `evalstore verify`")
+                raise records.missing_dictionary(number)
             found = self._dictionaries[number] = bytes(data)
         return found
 
@@ -137,31 +100,25 @@ class Log:
 
     def plain(self, conn: Connection, row: Sequence[Any]) -> bytes:
         """A record row's plain body (:func:`evalstore.store.records.plain_body`)."""
-        try:
-            return records.inflate(row[6], self.dictionary(conn, row[5]))
-        except zlib.error as exc:
-            raise StoreError(f"record seq {row[0]} cannot be inflated ({exc}); run `evalstore verify`") from None
+        return records.row_plain(row, self.dictionary(conn, row[5]))
 
     def events(
         self, conn: Connection, row: Sequence[Any], plain: bytes | None = None, prev: str | None = None
     ) -> list[StoredEvent]:
         """The events of a record row (:data:`RECORD` and the stream id, as :func:`select_records` reads);
         ``prev``, the previous record's hash, when the caller knows it."""
-        seq, _, version, _, recorded_at, _, _, last_hash, stream_id = row
-        _, items = records.parse_body(self.plain(conn, row) if plain is None else plain)
-        chain = RecordChain(self.engine, [], bytes(last_hash).hex(), prev)
-        chain.events = [
-            StoredEvent.of_row(fields, chain)
-            for fields in records.event_fields(seq, stream_id, version, recorded_at, items)
-        ]
-        return chain.events
+        return records.row_events(row, self.plain(conn, row) if plain is None else plain, self._prev_hash, prev)
+
+    def _prev_hash(self, seq: int) -> str:
+        with self.engine.connect() as conn:
+            return prev_hash(conn, seq)
 
     def read(self, conn: Connection, query: Select, types: Iterable[str] | None = None) -> Iterator[StoredEvent]:
         """The events of the records a :func:`select_records` query finds, in order (streamed); with
         ``types``, only records holding an event of one of them are parsed (the type is a field of its own
         in the plain body, between separators nothing else holds: a run's few ``line_skipped`` events are
         found without building its other events)."""
-        needles = None if types is None else [f"{records.FIELD_END}{t}{records.FIELD_END}".encode() for t in types]
+        needles = reading.type_needles(types)
         for row in self.dialect.rows(conn, query):
             plain = self.plain(conn, row)
             if needles is None or any(needle in plain for needle in needles):
@@ -179,42 +136,29 @@ class Log:
             yield from self.read(conn, select_records(r.c.seq.in_(union_all(*holders[i : i + _CHUNK]))))
 
     def find(self, conn: Connection, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
-        """Events by id: a derived id (:func:`evalstore.store.records.derived_id`) read where it points, any
-        other through the ``event_ids`` projection."""
-        ids = list(dict.fromkeys(event_ids))
-        found: dict[str, StoredEvent] = {}
-        seqs: dict[int, str] = {}
+        """Events by id (:func:`evalstore.store.reading.find_events`)."""
         e = schema.event_ids
-        for i in range(0, len(ids), 500):
-            query = select(e.c.event_id, e.c.seq).where(e.c.event_id.in_(ids[i : i + 500]))
-            seqs.update((seq, event_id) for event_id, seq in conn.execute(query))
-        for seq, ev in self.at(conn, seqs).items():
-            if ev.event_id == seqs[seq]:
-                found[ev.event_id] = ev
-        places: dict[tuple[str, int], str] = {}  # (stream key, version) -> the derived id asked for
-        holders = []
-        for event_id in ids:
-            split = records.split_derived(event_id) if event_id not in found else None
-            if split is not None and (number := self.stream_by_key(conn, split[0])) is not None:
-                places[split] = event_id
-                holders.append(select(func.max(r.c.seq)).where(r.c.stream == number, r.c.version <= split[1]))
-        for ev in self._holding(conn, holders):
-            wanted = places.get((records.stream_key(ev.stream_id), ev.stream_version))
-            if wanted is not None and ev.event_id == wanted:
-                found[wanted] = ev
-        return found
 
-    def stream_by_key(self, conn: Connection, key: str) -> int | None:
-        """The number of the stream whose derived ids start with ``key``."""
-        if key not in self._streams_by_key:
-            for number, stream_id in conn.execute(select(s.c.stream, s.c.stream_id)):
-                self._streams_by_key[records.stream_key.__wrapped__(stream_id)] = number
-        return self._streams_by_key.get(key)
+        def seqs_of(ids: Sequence[str]) -> Iterable[tuple[str, int]]:
+            return conn.execute(select(e.c.event_id, e.c.seq).where(e.c.event_id.in_(ids)))
+
+        def at_versions(places: Sequence[tuple[int, int]]) -> Iterator[StoredEvent]:
+            holders = [select(func.max(r.c.seq)).where(r.c.stream == n, r.c.version <= v) for n, v in places]
+            return self._holding(conn, holders)
+
+        return reading.find_events(
+            event_ids,
+            seqs_of=seqs_of,
+            at=lambda seqs: self.at(conn, seqs),
+            stream_numbers=lambda: conn.execute(select(s.c.stream, s.c.stream_id)),
+            at_versions=at_versions,
+            streams_by_key=self._streams_by_key,
+        )
 
 
 # --- writing -------------------------------------------------------------------------------------
 
-RECORD_COLUMNS = tuple(c.name for c in RECORD)
+RECORD_COLUMNS = records.ROW
 EventRow = tuple  # (seq, event id, stream id, version, type, schema version, payload, recorded_at, prev hash, hash)
 
 

@@ -8,7 +8,6 @@ blobs once each, and (6) updates the projections. Either all of it lands or none
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 import importlib
@@ -20,21 +19,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Integer, bindparam, case, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from evalstore.store import bulk, log, projections, records, schema
+from evalstore.store import bulk, log, projections, reading, records, schema
 from evalstore.store.blobs import (
     CHUNKS,
-    MAX_CHAIN,
+    BlobReader,
     Dictionaries,
     Dictionary,
     FileBlob,
-    chunk_digests,
-    decode_blob,
     encode_blob,
     is_large,
     pieces_of,
@@ -46,8 +44,6 @@ from evalstore.store.engine import IMMEDIATE, ensure_current, make_engine
 from evalstore.store.envelope import NewEvent, StoredEvent, new_event_id
 from evalstore.store.errors import (
     AppendOnlyError,
-    BlobCorrupt,
-    BlobNotFound,
     ConcurrencyError,
     DamagedRead,
     DatabaseFailure,
@@ -203,6 +199,7 @@ class EventStore:
             "evalstore.store.postgres" if engine.dialect.name == "postgresql" else "evalstore.store.sqlite"
         )
         self._dictionaries = Dictionaries()
+        self._blobs = BlobReader(self._blob_row, self._blob_rows, self._dictionaries)
         self._log = log.Log(engine, self.dialect)
         if check_schema:
             ensure_current(engine, create=create)
@@ -213,6 +210,11 @@ class EventStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def drop_connections(self, *, close: bool = True) -> None:
+        """Let go of the pool's connections: before a fork (``close``), so no child inherits one in use,
+        and in the forked child (not ``close``: those are the parent's, which a child must not close)."""
+        self.engine.dispose(close=close)
 
     @property
     def reopenable(self) -> bool:
@@ -755,20 +757,12 @@ class EventStore:
         """A stream's events in order; ``limit``: at most that many; ``after`` and ``upto`` bound the stream
         versions read (``after < stream_version <= upto``), as :meth:`stream_payloads`'s do."""
         wanted = None if types is None else frozenset(types)
-        left = limit
-        if left is not None and left <= 0:
+        if limit is not None and limit <= 0:
             return
         with self.engine.connect() as conn:
-            for ev in self._log.read(conn, _stream_records(stream_id, after, upto), wanted):
-                if ev.stream_version <= after or (upto is not None and ev.stream_version > upto):
-                    continue
-                if wanted is not None and ev.type not in wanted:
-                    continue
-                yield ev
-                if left is not None:
-                    left -= 1
-                    if left == 0:
-                        return
+            yield from reading.stream_slice(
+                self._log.read(conn, _stream_records(stream_id, after, upto), wanted), wanted, after, upto, limit
+            )
 
     def stream_payloads(
         self, stream_id: str, *, types: Iterable[str], after: int = 0, upto: int | None = None
@@ -777,15 +771,9 @@ class EventStore:
         recorded_at)`` tuples: what reading a whole run out again needs (exports), without the envelope
         objects :meth:`read_stream` builds per event. ``after`` and ``upto`` bound the stream versions
         read (``after < stream_version <= upto``): one chunk of a run (``replay/agentv/chunked.py``)."""
-        wanted = frozenset(types)
-        last = upto if upto is not None else float("inf")
         with self.engine.connect() as conn:
-            for row in self.dialect.rows(conn, _stream_records(stream_id, after, upto)):
-                _, items = records.parse_body(self._log.plain(conn, row))
-                version, recorded_at = row[2], row[4]
-                for i, (_, type_, schema_version, payload) in enumerate(items):
-                    if type_ in wanted and after < version + i <= last:
-                        yield type_, schema_version, payload, recorded_at
+            rows = self.dialect.rows(conn, _stream_records(stream_id, after, upto))
+            yield from reading.payloads(rows, partial(self._log.plain, conn), frozenset(types), after, upto)
 
     def result_ends(self, run_id: str, *, every: int, upto_seq: int | None = None) -> list[int]:
         """The stream versions of every ``every``-th result's ``test_scored`` of a run, and of its last, in
@@ -800,19 +788,13 @@ class EventStore:
             # Fetched whole, a number or two a row: one at a time, through the driver's cursor, took as long
             # as the queries (bench/read.py's export, 20,000 results: 40 ms -> 20 ms before its workers start).
             seqs = [seq for (seq,) in _fetched(conn, scored.order_by(r.c.seq))]
-            picked = sorted({*seqs[every - 1 :: every], *seqs[-1:]})
-            if not picked:
+            if not seqs:
                 return []
             # In version order, the (stream, version) index's: the same order as seq's within a stream, unsorted.
             starts = _fetched(
                 conn, select(rec.c.seq, rec.c.version).where(rec.c.stream == _run(run_id)).order_by(rec.c.version)
             )
-        firsts = [row[0] for row in starts]
-        ends = []
-        for seq in picked:
-            first, version = starts[bisect.bisect_right(firsts, seq) - 1]
-            ends.append(version + seq - first)
-        return ends
+        return reading.result_ends(seqs, starts, every)
 
     def test_events(self, stream_id: str, test_id: str, *, types: Iterable[str]) -> Iterator[StoredEvent]:
         """The events of ``types`` in a stream that belong to one test, in order, without parsing the rest of
@@ -857,98 +839,30 @@ class EventStore:
             return self._stream_version(conn, stream_id)
 
     def get_blob(self, sha256: str) -> bytes:
-        return self._read_blob(sha256, chain=0)
-
-    def _read_blob(self, sha256: str, *, chain: int) -> bytes:
-        with self.engine.connect() as conn:
-            row = conn.execute(_BLOB_BY_DIGEST, {"sha256": sha256}).first()
-        if row is None:
-            raise BlobNotFound(f"no blob {sha256}")
-        return self._decode(*row, chain=chain)
-
-    def _decode(self, encoding: str, data: bytes, dictionary: str | None, *, chain: int) -> bytes:
-        if encoding == CHUNKS:  # whole, for a caller that asked for the bytes (blob_pieces does not)
-            return b"".join(self._chunks_of(data))
-        if not dictionary:
-            return decode_blob(encoding, data)
-        try:
-            return decode_blob(encoding, data, self._zdict(dictionary, chain + 1))
-        except (BlobCorrupt, BlobNotFound) as exc:
-            # Name the dictionary: that blob, not this one, may be what was altered or lost.
-            raise BlobCorrupt(f"cannot be decoded against its dictionary, blob {dictionary}: {exc}") from None
-
-    def _zdict(self, sha256: str, chain: int) -> bytes:
-        """The compression dictionary a blob row names, read (and kept) from the dictionary blob."""
-        found = self._dictionaries.zdict(sha256)
-        if found is None:
-            if chain > MAX_CHAIN:
-                raise StoreError(f"blob dictionaries chain more than {MAX_CHAIN} deep at {sha256}")
-            try:
-                found = zdict_of(self._read_blob(sha256, chain=chain))
-            except BlobNotFound:
-                raise BlobNotFound(f"no blob {sha256} (named as a compression dictionary)") from None
-            self._dictionaries.keep(sha256, found)
-        return found
+        return self._blobs.get_blob(sha256)
 
     def blob_pieces(self, sha256: str) -> Iterator[bytes]:
-        """A blob's bytes a chunk at a time (one piece for a blob stored whole): what writes a blob to a
-        file or hashes it holds a chunk, never the whole of a large blob."""
-        with self.engine.connect() as conn:
-            row = conn.execute(_BLOB_BY_DIGEST, {"sha256": sha256}).first()
-        if row is None:
-            raise BlobNotFound(f"no blob {sha256}")
-        if row[0] == CHUNKS:
-            yield from self._chunks_of(row[1])
-        else:
-            yield self._decode(*row, chain=0)
-
-    def _chunks_of(self, stored: bytes) -> Iterator[bytes]:
-        for digest in chunk_digests(stored):
-            try:
-                piece = self._read_blob(digest, chain=0)
-            except BlobNotFound:
-                raise BlobCorrupt(f"cannot be read: its chunk {digest} is missing") from None
-            if sha256_hex(piece) != digest:
-                raise BlobCorrupt(f"cannot be read: its chunk {digest} does not match its digest")
-            yield piece
+        return self._blobs.blob_pieces(sha256)
 
     def blob_digest(self, encoding: str, data: bytes, dictionary: str | None) -> tuple[str, int]:
-        """(SHA-256, size) of what a blobs row holds, its chunks hashed one at a time (``verify``)."""
-        hasher, size = hashlib.sha256(), 0
-        pieces = self._chunks_of(data) if encoding == CHUNKS else [self._decode(encoding, data, dictionary, chain=0)]
-        for piece in pieces:
-            hasher.update(piece)
-            size += len(piece)
-        return hasher.hexdigest(), size
+        return self._blobs.blob_digest(encoding, data, dictionary)
 
     def get_blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
-        """Several blobs at once (one query per few hundred), each decoded; a missing one is ``BlobNotFound``."""
-        keys = list(dict.fromkeys(digests))
+        return self._blobs.get_blobs(digests)
+
+    def _blob_row(self, sha256: str) -> tuple[str, bytes, str | None] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(_BLOB_BY_DIGEST, {"sha256": sha256}).first()
+        return None if row is None else tuple(row)
+
+    def _blob_rows(self, keys: list[str]) -> list[tuple]:
         b = schema.blobs
-        found: dict[str, bytes] = {}
         rows: list[tuple] = []
         with self.engine.connect() as conn:
             for chunk in _chunks(keys):
                 query = select(b.c.sha256, b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256.in_(chunk))
                 rows.extend(self.dialect.rows(conn, query))
-        zdicts: dict[str, bytes] = {}  # the few dictionaries many blobs name, each looked up once
-        for sha256, encoding, data, dictionary in rows:
-            if encoding == CHUNKS:
-                found[sha256] = self._decode(encoding, data, dictionary, chain=0)
-                continue
-            if not dictionary:
-                found[sha256] = decode_blob(encoding, data)
-                continue
-            try:
-                if (zdict := zdicts.get(dictionary)) is None:
-                    zdict = zdicts[dictionary] = self._zdict(dictionary, 1)
-                found[sha256] = decode_blob(encoding, data, zdict)
-            except (BlobCorrupt, BlobNotFound) as exc:  # as _decode names it
-                raise BlobCorrupt(f"cannot be decoded against its dictionary, blob {dictionary}: {exc}") from None
-        missing = [k for k in keys if k not in found]
-        if missing:
-            raise BlobNotFound(f"no blob {missing[0]}")
-        return found
+        return rows
 
     def has_blobs(self, digests: Iterable[str]) -> set[str]:
         keys = list(dict.fromkeys(digests))
@@ -1012,8 +926,8 @@ class EventStore:
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(stmt).mappings()]
 
-    RESULT_COLUMNS = ("test_id", "target", "attempt", "score", "passed", "status", "error", "origin", "seq")
-    VERDICT_COLUMNS = ("grader", "grader_type", "score", "verdict", "status", "seq")
+    RESULT_COLUMNS = reading.RESULT_COLUMNS
+    VERDICT_COLUMNS = reading.VERDICT_COLUMNS
 
     def results_with_verdicts(self, run_id: str) -> Iterator[tuple[tuple, list[tuple]]]:
         """A run's results projection in key order, each with its verdict rows (by grader name), streamed:
@@ -1027,20 +941,8 @@ class EventStore:
             .where(r.c.run == _run(run_id))
             .order_by(r.c.test_id, r.c.target, r.c.attempt, v.c.grader)
         )
-        width = len(self.RESULT_COLUMNS)
         with self.engine.connect() as conn:
-            current: tuple | None = None
-            verdicts: list[tuple] = []
-            for row in self.dialect.rows(conn, query):
-                result = tuple(row[:width])
-                if current is None or result[:3] != current[:3]:
-                    if current is not None:
-                        yield current, verdicts
-                    current, verdicts = result, []
-                if row[width] is not None:
-                    verdicts.append(tuple(row[width:]))
-            if current is not None:
-                yield current, verdicts
+            yield from reading.grouped_verdicts(self.dialect.rows(conn, query))
 
     def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
         """Per run: number of results, passed, execution errors, the score sum and that of the execution
@@ -1068,14 +970,7 @@ class EventStore:
         if run_id is not None:
             query = query.where(r.c.run == _run(run_id))
         with self.engine.connect() as conn:
-            return {
-                row["run_id"]: {
-                    **row,
-                    "tests": int(row["tests"] or 0),
-                    "not_regradable": int(row["not_regradable"] or 0),
-                }
-                for row in conn.execute(query).mappings()
-            }
+            return reading.counts(dict(row) for row in conn.execute(query).mappings())
 
     def results_page(
         self,

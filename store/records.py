@@ -24,9 +24,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from evalstore.store.codec import event_hasher
+from evalstore.store.envelope import StoredEvent
 from evalstore.store.errors import StoreError
 
 MAX_EVENTS = 64
@@ -109,6 +111,75 @@ def event_fields(
         )
         for i, (event_id, type_, sv, payload) in enumerate(items)
     ]
+
+
+ROW = ("seq", "stream", "version", "count", "recorded_at", "dictionary", "body", "hash")
+"""A ``records`` row's columns as every read selects them, in this order, then its stream's id."""
+
+
+def row_plain(row: Sequence[Any], dictionary: bytes | None) -> bytes:
+    """The plain body of a record row (:data:`ROW`), inflated against ``dictionary`` (the bytes of the one
+    it names, None for none)."""
+    try:
+        return inflate(row[6], dictionary)
+    except zlib.error as exc:
+        raise StoreError(f"record seq {row[0]} cannot be inflated ({exc}); run `evalstore verify`") from None
+
+
+def missing_dictionary(number: int) -> StoreError:
+    return StoreError(f"record compression dictionary {number} is missing; run `evalstore verify`")
+
+
+def row_events(
+    row: Sequence[Any], plain: bytes, prev_of: Callable[[int], str], prev: str | None = None
+) -> list[StoredEvent]:
+    """The events of a record row (:data:`ROW` and its stream id) whose plain body is ``plain``; their
+    hashes come from ``prev``, the previous record's hash when the reader knows it, else from
+    ``prev_of(seq)``, asked once, when a hash is first read."""
+    seq, _, version, _, recorded_at, _, _, last_hash, stream_id = row
+    _, items = parse_body(plain)
+    chain = RecordChain(prev_of, [], bytes(last_hash).hex(), prev)
+    chain.events = [
+        StoredEvent.of_row(fields, chain) for fields in event_fields(seq, stream_id, version, recorded_at, items)
+    ]
+    return chain.events
+
+
+class RecordChain:
+    """The chain hashes of one record's events, computed when one is first asked for: from the previous
+    record's stored hash, through this record's events; the last is the record's stored hash (so an event
+    altered in the record shows as the last one's computed hash differing from it: ``verify``)."""
+
+    def __init__(
+        self, prev_of: Callable[[int], str], events: list[StoredEvent], last_hash: str, prev: str | None
+    ) -> None:
+        self.prev_of = prev_of
+        self.events = events
+        self.last_hash = last_hash
+        self.prev = prev
+        """The previous record's hash when the reader knows it (reading the whole log in order)."""
+        self._hashes: list[tuple[str, str]] | None = None
+
+    def hashes(self, event: StoredEvent) -> tuple[str, str]:
+        if self._hashes is None:
+            if self.prev is None:
+                self.prev = self.prev_of(self.events[0].seq)
+            self._hashes = chain_of(self.events, self.prev, self.last_hash)
+        return self._hashes[event.seq - self.events[0].seq]
+
+
+def chain_of(events: Sequence[StoredEvent], prev: str, last_hash: str | None = None) -> list[tuple[str, str]]:
+    """``(prev_hash, hash)`` of a record's events after ``prev``; the last one's hash is ``last_hash`` when given."""
+    first = events[0]
+    hashed = event_hasher(first.stream_id, first.recorded_at)
+    out = []
+    for ev in events:
+        digest = hashed(prev, ev.seq, ev.event_id, ev.stream_version, ev.type, ev.schema_version, ev.payload_json)
+        out.append((prev, digest))
+        prev = digest
+    if last_hash is not None:
+        out[-1] = (out[-1][0], last_hash)
+    return out
 
 
 def compress(plain: bytes, dictionary: bytes | None) -> bytes:

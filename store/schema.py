@@ -22,12 +22,10 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from evalstore.store.reading import SCHEMA_REVISION  # noqa: F401  (the revision these tables describe)
+
 metadata = MetaData()
 
-# The Alembic revision these tables describe (the newest in migrations/versions/). Opening a store
-# compares its alembic_version with this, so a store that is current opens without loading Alembic;
-# tests/test_migrations.py checks it is the migrations' head.
-SCHEMA_REVISION = "0005"
 
 # SQLite only auto-assigns INTEGER PRIMARY KEY; BIGINT elsewhere. We assign seq ourselves anyway.
 SeqType = BigInteger().with_variant(Integer(), "sqlite")

@@ -21,7 +21,7 @@ from sqlalchemy import Boolean, Float, Integer, LargeBinary
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from evalstore.store import guards, log, projections, records, schema
+from evalstore.store import guards, projections, records, schema
 from evalstore.store.codec import GENESIS_HASH
 from evalstore.store.envelope import StoredEvent
 from evalstore.store.errors import StoreError, error_line
@@ -136,7 +136,7 @@ def _verify(
         versions[stream] = version + count - 1
         stream_id = streams[stream]
         events = [StoredEvent.of_row(f) for f in records.event_fields(seq, stream_id, version, recorded_at, items)]
-        computed = log.chain_of(events, prev)
+        computed = records.chain_of(events, prev)
         if len(stored_hash) != 32 or computed[-1][1] != stored_hash.hex():
             span = f"event seq {seq}" if count == 1 else f"events seq {seq}-{last}"
             raise Problem(f"{where} ({span}): content does not match its hash (altered after it was written)")

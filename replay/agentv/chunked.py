@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.agentv.stored import (
     Interleaved,
@@ -36,7 +36,9 @@ from evalstore.replay.agentv.stored import (
     stored_results,
 )
 from evalstore.replay.processes.forked import held_parts, in_order, worker_count
-from evalstore.store import EventStore
+
+if TYPE_CHECKING:
+    from evalstore.store import EventStore
 
 CHUNK_RESULTS = 1000
 """Results per chunk: enough that a chunk's queries and its trip between processes cost little next to
@@ -152,7 +154,7 @@ def _forked(job: _Job, store: EventStore, windows: list[Window], workers: int) -
     version after which the rest must be read in one pass."""
     # No connection of this process may be open in a child (SQLite's locks are per process): close the
     # pooled ones; the next query opens a new one.
-    store.engine.dispose()
+    store.drop_connections()
     # The n-th window goes to slot n modulo the parts a worker pool holds at once: a slot is written
     # again only after its chunk was taken and written out (processes.forked.held_parts).
     slots = held_parts(workers)
@@ -188,7 +190,7 @@ def _open_worker(job: _Job) -> None:
     # The store as this process had it, on connections of the worker's own: a new engine compiled every
     # statement again and read the dictionaries again, in every worker. The pool held no connection at the
     # fork (``_forked``); dropping it without closing keeps a worker off whatever the parent opens later.
-    job.store.engine.dispose(close=False)
+    job.store.drop_connections(close=False)
     _WORKER_STORE = job.store
 
 

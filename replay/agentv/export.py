@@ -33,12 +33,12 @@ from evalstore.replay.analysis.views import RunSummary, result_key, run_started,
 from evalstore.replay.choices import DEFAULT_EXPERIMENT, EXPORT_FORMATS
 from evalstore.replay.errors import ReplayError
 from evalstore.replay.jsontext import RawJSON, js_number, stringify
-from evalstore.store import EventStore
 from evalstore.store.errors import StoreError
 from evalstore.store.events import RunStarted, SourceRef, VerdictRecorded
 
 if TYPE_CHECKING:
     from evalstore.replay.evalfile.specs import TrialsSpec
+    from evalstore.store import EventStore
 
 CSV_COLUMNS = (
     "run_id",

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from evalstore.replay.agentv.wire import agentv_token_usage
 from evalstore.replay.analysis.views import ResultKey, result_key, run_started, transcript_run_id
 from evalstore.replay.jsontext import RawJSON, loads_many
-from evalstore.store import EventStore
 from evalstore.store.events import current_defaults, payload_fields
 
 if TYPE_CHECKING:
+    from evalstore.store import EventStore
     from evalstore.store.events import TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
 
 Payload = dict[str, Any]

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from evalstore.replay.analysis.views import ResultKey, run_started, transcript_run_id
 from evalstore.replay.errors import ReplayError
-from evalstore.store import EventStore
 from evalstore.store.errors import StoreError
 
-if TYPE_CHECKING:  # an export reads recorded cases as payloads: the eval parser loads on a missing case only
+if TYPE_CHECKING:
     from evalstore.replay.evalfile.specs import EvalTest
+    from evalstore.store import (
+        EventStore,  # an export reads recorded cases as payloads: the eval parser loads on a missing case only
+    )
     from evalstore.store.events import RunStarted, TestCaseRecorded
 
 CaseOrigin = Literal["recorded", "eval_snapshot"]

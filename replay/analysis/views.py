@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.errors import NotFoundError
 from evalstore.replay.grading.errored import UNSCORED, left_out_of_score
-from evalstore.store import EventStore, StoredEvent
+from evalstore.store import StoredEvent
 
-if TYPE_CHECKING:  # listing runs reads projections only; the pydantic catalogue loads when an event is decoded
+if TYPE_CHECKING:
+    from evalstore.store import (
+        EventStore,  # listing runs reads projections only; the pydantic catalogue loads when an event is decoded
+    )
     from evalstore.store.events import LineSkipped, RunStarted
 
 

@@ -58,13 +58,15 @@ def test_version_is_the_packages() -> None:
     assert out.returncode == 0 and out.stdout.strip() == f"evalstore, version {version('evalstore')}"
 
 
-def test_listing_runs_of_a_current_store_loads_no_alembic_pydantic_or_rich(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_listing_runs_of_a_current_store_loads_no_sqlalchemy_alembic_pydantic_or_rich(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A SQLite store at this evalstore's schema is read through the standard library's sqlite3
+    (store/sqlite_reads.py): SQLAlchemy, which creating the store loads, is not loaded to list its runs."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    assert "alembic" in _modules_loaded_by("--db", url, "db", "upgrade")  # creating the store migrates it
+    created = _modules_loaded_by("--db", url, "db", "upgrade")
+    assert "alembic" in created and "sqlalchemy" in created  # creating the store migrates it
     loaded = _modules_loaded_by("--db", url, "runs")
-    assert "sqlalchemy" in loaded and "evalstore.cli.runs" in loaded  # the check sees the command's imports
-    assert not {m for m in loaded if m.split(".")[0] in {"alembic", "pydantic", "rich", "psycopg"}}
-    assert "sqlalchemy.dialects.postgresql" not in loaded
+    assert "evalstore.cli.runs" in loaded and "evalstore.store.sqlite_reads" in loaded  # the command's imports
+    assert not {m for m in loaded if m.split(".")[0] in {"sqlalchemy", "alembic", "pydantic", "rich", "psycopg"}}
 
 
 def test_reading_a_run_out_loads_neither_the_graders_nor_the_eval_file_models(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -84,14 +86,16 @@ def test_reading_a_run_out_loads_neither_the_graders_nor_the_eval_file_models(tm
     store = EventStore.open(url)
     run = import_results(store, rows).run_id
     store.close()
-    for args in (
-        ["show", run, "--json"],
-        ["export", run],
-        ["export", run, "--format", "json"],
-        ["compare", run, run, "--json"],
+    for args, module in (
+        (["show", run, "--json"], "evalstore.store.sqlite_reads"),
+        (["export", run], "evalstore.store.sqlite_reads"),
+        (["export", run, "--format", "json"], "evalstore.store.sqlite_reads"),
+        (["compare", run, run, "--json"], "sqlalchemy"),
     ):
         loaded = _modules_loaded_by("--db", url, *args)
-        assert "sqlalchemy" in loaded  # the check sees the command's imports
+        assert module in loaded  # the check sees the command's imports
+        # show and export read a SQLite store through sqlite3 alone (store/sqlite_reads.py)
+        assert ("sqlalchemy" in loaded) is (args[0] == "compare"), args
         assert not {
             m
             for m in loaded
