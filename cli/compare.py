@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from evalstore.cli.context import complete_run_id, complete_test_id, open_store
+from evalstore.cli.context import complete_run_id, complete_test_id, open_reader
 from evalstore.cli.errors import EXIT_FAILED, UsageError, handle_errors
 from evalstore.cli.files import output_option, replacing
 from evalstore.cli.output import (
@@ -207,7 +207,7 @@ def compare(ctx, runs, test_id, seed, resamples, fail_on, html_path, cluster_by,
     if len(runs) < 2:
         raise UsageError("compare needs at least two runs: A B, or BASE V1 V2 ...")
 
-    store = open_store(ctx, create=False)
+    store = open_reader(ctx)
     # RUN@TARGET: that target's results of the run (a run id has no `@`), paired with the other side's by test;
     # RUN@ its results without a target.
     targets = [r.rpartition("@")[2] if "@" in r else None for r in runs]

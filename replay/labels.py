@@ -22,14 +22,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalstore.replay.analysis.views import resolve_run, run_started, transcript_run_id
 from evalstore.replay.errors import NotFoundError, ReplayError
 from evalstore.replay.jsontext import decode_problem
 from evalstore.replay.regular_files import read_regular
-from evalstore.store import EventStore, NewEvent, sha256_hex
+from evalstore.store import NewEvent, sha256_hex
 from evalstore.store.events import LabelRecorded, SourceRef, TestScored, TranscriptRecorded
+
+if TYPE_CHECKING:
+    from evalstore.store import EventStore
 
 STREAM_PREFIX = "lbl-"
 COLUMNS = ("run", "test_id", "target", "attempt", "grader", "verdict", "score", "note", "by", "labelled_at")

@@ -19,7 +19,6 @@ from evalstore.replay.analysis.views import result_key as result_key
 from evalstore.replay.content import Message, dump_messages
 from evalstore.replay.errors import NotFoundError
 from evalstore.replay.grading.graders.base import TranscriptInfo
-from evalstore.store import EventStore
 from evalstore.store.events import (
     ArtifactStored,
     RunCompleted,
@@ -36,6 +35,7 @@ from evalstore.store.events import (
 if TYPE_CHECKING:  # a type name only: `compare` reads scores without loading the eval file's models
     from evalstore.replay.evalfile.specs import EvalTest
     from evalstore.replay.targetsfile.redaction import SecretMask
+    from evalstore.store import EventStore
 
 
 def new_run_id(prefix: str) -> str:

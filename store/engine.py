@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
+from evalstore.store import reading
 from evalstore.store.errors import SchemaOutOfDate, StoreDamaged, StoreError, StoreMissing, error_line
 from evalstore.store.location import (  # noqa: F401  (where a store is: imported from here by callers)
     CEILING_VAR,
@@ -30,7 +31,6 @@ from evalstore.store.location import (  # noqa: F401  (where a store is: importe
     resolve_url,
     sqlite_file,
 )
-from evalstore.store.schema import SCHEMA_REVISION
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 # Events run from a few hundred bytes to a few KB: in SQLite's default 4 KB pages the space left at the
@@ -282,7 +282,7 @@ def ensure_current(engine: Engine, *, create: bool = True, adopt_empty: bool = T
     refuses an empty database, except a SQLite file that holds nothing at all, unless ``adopt_empty=False``);
     refuse one that is behind, saying how to fix it."""
     current = _stamped_revision(engine)
-    if current == SCHEMA_REVISION:  # the common case: no Alembic needed
+    if current == reading.SCHEMA_REVISION:  # the common case: no Alembic needed
         return
     script = _script()
     head = script.get_current_head()

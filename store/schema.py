@@ -22,8 +22,6 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from evalstore.store.reading import SCHEMA_REVISION  # noqa: F401  (the revision these tables describe)
-
 metadata = MetaData()
 
 

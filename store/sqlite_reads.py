@@ -1,8 +1,8 @@
 """A SQLite store read with the standard library's ``sqlite3`` alone, for the commands that only read it.
 
 SQLAlchemy's import is the largest part of a command's start-up (0.17-0.22 s, more than half of the
-``json.loads`` floor of a 20,000-result run: bench/read.py), and ``show`` and ``export`` need none of what
-it does for a SQLite file: their reads are a handful of fixed statements. :class:`SqliteReads` runs those
+``json.loads`` floor of a 20,000-result run: bench/read.py), and ``runs``, ``show``, ``compare`` and
+``export`` need none of what it does for a SQLite file: their reads are a handful of fixed statements. :class:`SqliteReads` runs those
 statements itself, and turns their rows into events, payloads and blobs with the same functions the
 full store uses (:mod:`evalstore.store.reading`, :mod:`evalstore.store.records`,
 :class:`evalstore.store.blobs.BlobReader`). Anything else asked of it (a write, any other read) goes to
@@ -71,7 +71,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 class SqliteReads:
-    """The reads ``runs``, ``show`` and ``export`` make, on a SQLite store, without SQLAlchemy (see the module).
+    """The reads ``runs``, ``show``, ``export`` and ``compare`` make, on a SQLite store, without SQLAlchemy (see the module).
 
     The same methods as :class:`~evalstore.store.recorder.EventStore`'s, giving the same values
     (tests/store/test_sqlite_reads.py holds them to it); every other attribute is the full store's."""
@@ -178,6 +178,19 @@ class SqliteReads:
             f"SELECT seq, version FROM records WHERE stream = {_RUN} ORDER BY version", {"run": run_id}
         )
         return reading.result_ends(seqs, starts.fetchall(), every)
+
+    def verdict_events(self, run_id: str, test_ids: Iterable[str]) -> Iterator[tuple[tuple, str, StoredEvent]]:
+        keys = list(dict.fromkeys(test_ids))
+        for i in range(0, len(keys), _IN_CHUNK):
+            part = keys[i : i + _IN_CHUNK]
+            sql = (
+                f"SELECT test_id, target, attempt, grader, seq FROM verdicts WHERE run = {_RUN.replace(':run', '?')}"
+                f" AND test_id IN ({', '.join('?' * len(part))})"
+            )
+            rows = self._conn().execute(sql, [run_id, *part]).fetchall()
+            events = self.events_at([row[4] for row in rows])
+            for row in rows:
+                yield (row[0], row[1], row[2]), row[3], events[row[4]]
 
     # --- the log ----------------------------------------------------------------------------------
 

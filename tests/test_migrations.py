@@ -16,6 +16,7 @@ from sqlalchemy import Boolean, Column, Engine, MetaData, String, inspect, text
 from evalstore import cli
 from evalstore.store import EventStore, SchemaOutOfDate, make_engine
 from evalstore.store import engine as store_engine
+from evalstore.store import reading as store_reading
 from evalstore.store.schema import metadata
 
 PROJECTIONS = {"runs", "streams", "event_ids", "results", "verdicts", "judge_cache", "conversions"}
@@ -140,7 +141,7 @@ def test_upgrade_from_empty_to_head_and_down_to_base(engine: Engine) -> None:
 
 def test_the_tables_name_the_migrations_head() -> None:
     """Opening a current store compares alembic_version with SCHEMA_REVISION, without loading Alembic."""
-    from evalstore.store.schema import SCHEMA_REVISION
+    from evalstore.store.reading import SCHEMA_REVISION
 
     assert store_engine.head_revision() == SCHEMA_REVISION
 
@@ -204,7 +205,8 @@ def test_a_store_behind_the_code_is_refused_until_upgraded(
     EventStore(engine)  # at the head of this checkout
     newer = _newer_migrations(tmp_path)
     monkeypatch.setattr(store_engine, "migrations_dir", lambda: newer)
-    monkeypatch.setattr(store_engine, "SCHEMA_REVISION", NEXT)  # as the newer evalstore's tables would say
+    # as the newer evalstore's tables would say: the one definition, which the full store and SqliteReads read
+    monkeypatch.setattr(store_reading, "SCHEMA_REVISION", NEXT)
 
     message = f"the store is at schema revision {head}, this evalstore needs {NEXT}: run `evalstore db upgrade`"
     with pytest.raises(SchemaOutOfDate, match=message):

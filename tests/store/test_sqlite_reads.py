@@ -91,6 +91,16 @@ def test_stream_reads_are_the_full_stores_with_their_hashes(stores: Any, bounds:
             )
 
 
+def test_verdict_events_are_the_full_stores(stores: Any) -> None:
+    full, reads, _ = stores
+    for run in RUNS:
+        tests = [result[0] for result, _ in full.results_with_verdicts(run)]
+        for asked in (tests, tests[:1], ["no-such-test"]):
+            expected = [(key, grader, _event(ev)) for key, grader, ev in full.verdict_events(run, asked)]
+            assert [(key, grader, _event(ev)) for key, grader, ev in reads.verdict_events(run, asked)] == expected
+            assert expected or asked == ["no-such-test"] or run == "run-many"
+
+
 def test_events_by_seq_are_the_full_stores(stores: Any) -> None:
     full, reads, _ = stores
     seqs = [ev.seq for ev in full.read_all()]
