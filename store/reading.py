@@ -134,8 +134,8 @@ def find_events(
         if split is None:
             continue
         if split[0] not in streams_by_key:
-            for number, stream_id in stream_numbers():
-                streams_by_key[records.stream_key.__wrapped__(stream_id)] = number
+            for stream, stream_id in stream_numbers():
+                streams_by_key[records.stream_key.__wrapped__(stream_id)] = stream
         if (number := streams_by_key.get(split[0])) is not None:
             places[split] = event_id
             numbered.append((number, split[1]))
