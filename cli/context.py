@@ -64,9 +64,10 @@ def _full_store(engine: Engine, create: bool) -> EventStore:
 
 
 def open_reader(ctx: click.Context) -> EventStore:
-    """The store for a command that only reads it (``show``, ``export``): a SQLite file at this evalstore's
-    schema is read through :class:`~evalstore.store.sqlite_reads.SqliteReads`, without loading SQLAlchemy
-    (the largest part of such a command's start-up); any other store as ``open_store(create=False)``."""
+    """The store for a command that only reads it (``runs``, ``show``, ``compare``, ``export``'s row formats):
+    a SQLite file at this evalstore's schema is read through :class:`~evalstore.store.sqlite_reads.SqliteReads`,
+    without loading SQLAlchemy (the largest part of such a command's start-up); any other store as
+    ``open_store(create=False)``."""
     root = ctx.find_root()
     if root.obj.get("store") is not None:
         return root.obj["store"]
