@@ -24,7 +24,6 @@ class MisplacedId(StoreError):
 
 
 RECORD = tuple(r.c[name] for name in records.ROW)
-_CHUNK = 200  # records found by subquery per statement
 
 
 def select_records(*where: Any, order: Any = r.c.seq) -> Select:
@@ -132,8 +131,8 @@ class Log:
 
     def _holding(self, conn: Connection, holders: list[Select]) -> Iterator[StoredEvent]:
         """The events of the records whose seqs the ``holders`` subqueries select (a few hundred per query)."""
-        for i in range(0, len(holders), _CHUNK):
-            yield from self.read(conn, select_records(r.c.seq.in_(union_all(*holders[i : i + _CHUNK]))))
+        for part in reading.chunks(holders, reading.HOLDERS):
+            yield from self.read(conn, select_records(r.c.seq.in_(union_all(*part))))
 
     def find(self, conn: Connection, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
         """Events by id (:func:`evalstore.store.reading.find_events`)."""

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from evalstore.store import records
 from evalstore.store.envelope import StoredEvent
+
+T = TypeVar("T")
+
+IN_CHUNK = 500
+"""Values bound in one statement's ``IN (...)`` list: under SQLite's bound-parameter limit."""
+HOLDERS = 200
+"""Records found by subquery (the last record at or before an event) per statement."""
 
 SCHEMA_REVISION = "0005"
 """The Alembic revision this evalstore's tables are at (the newest in migrations/versions/). Opening a
@@ -20,6 +27,12 @@ Alembic; tests/test_migrations.py checks it is the migrations' head."""
 
 RESULT_COLUMNS = ("test_id", "target", "attempt", "score", "passed", "status", "error", "origin", "seq")
 VERDICT_COLUMNS = ("grader", "grader_type", "score", "verdict", "status", "seq")
+
+
+def chunks(items: Sequence[T], size: int = IN_CHUNK) -> Iterator[Sequence[T]]:
+    """``items`` a ``size`` at a time: what one statement binds."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
 
 
 def type_needles(types: Iterable[str] | None) -> list[bytes] | None:
@@ -116,14 +129,14 @@ def find_events(
     streams_by_key: dict[str, int],
 ) -> dict[str, StoredEvent]:
     """Events by id: an id of its own through the ``event_ids`` projection (``seqs_of``: its rows for some
-    ids, at most 500 at a time; ``at``: events by seq), a derived id (:func:`records.derived_id`) read where
+    ids, :data:`IN_CHUNK` at a time; ``at``: events by seq), a derived id (:func:`records.derived_id`) read where
     it points (``at_versions``: the events of the records holding these ``(stream number, version)``;
     ``stream_numbers``: every stream's ``(number, id)``, read once into ``streams_by_key``, the caller's)."""
     ids = list(dict.fromkeys(event_ids))
     found: dict[str, StoredEvent] = {}
     seqs: dict[int, str] = {}
-    for i in range(0, len(ids), 500):
-        seqs.update((seq, event_id) for event_id, seq in seqs_of(ids[i : i + 500]))
+    for part in chunks(ids):
+        seqs.update((seq, event_id) for event_id, seq in seqs_of(part))
     for seq, ev in at(seqs).items():
         if ev.event_id == seqs[seq]:
             found[ev.event_id] = ev

@@ -64,7 +64,6 @@ Encoded = tuple[str, str, int, str] | tuple[str, str, int, str, dict[str, Any]]
 # An append compresses its blobs on a worker thread from this many bytes on (an import's batch of 1,000
 # results has about 10 MB); a test's few blobs are not worth the hand-over.
 THREADED_BLOB_BYTES = 1 << 20
-_CHUNK = 500  # stays under SQLite's bound-parameter limit in IN (...) lists
 
 # The one-row reads a replay makes per grader (a reuse-index lookup, a blob), built once: building and
 # compiling the statement on each call cost as much as running it.
@@ -88,11 +87,6 @@ def _run(run_id: str) -> Any:
     """The number that keys a run's rows in the results and verdicts projections (``streams``)."""
     s = schema.streams
     return select(s.c.stream).where(s.c.stream_id == run_id).scalar_subquery()
-
-
-def _chunks(items: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
 
 
 class _Recheck(Exception):
@@ -328,7 +322,7 @@ class EventStore:
         """Which of these result keys the run's ``results`` projection already holds."""
         r = schema.results
         held: set[tuple] = set()
-        for chunk in _chunks(sorted({k[0] for k in keys})):
+        for chunk in reading.chunks(sorted({k[0] for k in keys})):
             query = select(r.c.test_id, r.c.target, r.c.attempt).where(r.c.run == _run(run_id), r.c.test_id.in_(chunk))
             held.update(tuple(row) for row in conn.execute(query))
         return held & keys
@@ -699,7 +693,7 @@ class EventStore:
         waits for it; on ``processes`` when given (:meth:`append_batches`)."""
         stored: dict[str, str | None] = {}  # digest -> its dictionary, for blobs already stored
         b = schema.blobs
-        for chunk in _chunks(list(blobs)):
+        for chunk in reading.chunks(list(blobs)):
             stored.update(
                 (sha, d) for sha, d in conn.execute(select(b.c.sha256, b.c.dictionary).where(b.c.sha256.in_(chunk)))
             )
@@ -859,7 +853,7 @@ class EventStore:
         b = schema.blobs
         rows: list[tuple] = []
         with self.engine.connect() as conn:
-            for chunk in _chunks(keys):
+            for chunk in reading.chunks(keys):
                 query = select(b.c.sha256, b.c.encoding, b.c.data, b.c.dictionary).where(b.c.sha256.in_(chunk))
                 rows.extend(self.dialect.rows(conn, query))
         return rows
@@ -868,7 +862,7 @@ class EventStore:
         keys = list(dict.fromkeys(digests))
         found: set[str] = set()
         with self.engine.connect() as conn:
-            for chunk in _chunks(keys):
+            for chunk in reading.chunks(keys):
                 found.update(
                     conn.execute(select(schema.blobs.c.sha256).where(schema.blobs.c.sha256.in_(chunk))).scalars()
                 )
@@ -893,7 +887,7 @@ class EventStore:
         streams = list(dict.fromkeys(stream_ids))
         found: dict[str, StoredEvent] = {}
         with self.engine.connect() as conn:
-            for chunk in _chunks(streams):
+            for chunk in reading.chunks(streams):
                 query = (
                     select(key_column, table.c.seq, *log.RECORD, st.c.stream_id)
                     .select_from(
@@ -1021,7 +1015,7 @@ class EventStore:
         v = schema.verdicts
         found: list[dict[str, Any]] = []
         with self.engine.connect() as conn:
-            for chunk in _chunks(list(dict.fromkeys(test_ids))):
+            for chunk in reading.chunks(list(dict.fromkeys(test_ids))):
                 query = select(v).where(v.c.run == _run(run_id), v.c.test_id.in_(chunk))
                 found.extend(dict(row) for row in conn.execute(query).mappings())
         return found
@@ -1040,7 +1034,7 @@ class EventStore:
         keeps it ("" for none)."""
         v = schema.verdicts
         with self.engine.connect() as conn:
-            for chunk in _chunks(list(dict.fromkeys(test_ids))):
+            for chunk in reading.chunks(list(dict.fromkeys(test_ids))):
                 query = select(v.c.test_id, v.c.target, v.c.attempt, v.c.grader, v.c.seq).where(
                     v.c.run == _run(run_id), v.c.test_id.in_(chunk)
                 )

@@ -31,14 +31,20 @@ if TYPE_CHECKING:
     from evalstore.store.recorder import EventStore
 
 _BUSY_TIMEOUT_S = 60.0  # as the full store's (engine.SQLITE_BUSY_TIMEOUT_MS): an import may hold the lock
-_IN_CHUNK = 500  # values bound per IN (...) list, as the full store's reads (SQLite's bound-parameter limit)
-_HOLDERS = 200  # records found by subquery per statement, as log.Log's
 
 _RECORDS = (
     "SELECT r.seq, r.stream, r.version, r.count, r.recorded_at, r.dictionary, r.body, r.hash, s.stream_id "
     "FROM records AS r JOIN streams AS s ON s.stream = r.stream"
 )
-_RUN = "(SELECT stream FROM streams WHERE stream_id = :run)"
+
+
+def _run(mark: str = ":run") -> str:
+    """The number keying a run's projection rows, of the run id bound at ``mark``."""
+    return f"(SELECT stream FROM streams WHERE stream_id = {mark})"
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
 
 
 def open_reads(path: Path, full: Callable[[], EventStore]) -> SqliteReads | None:
@@ -108,6 +114,11 @@ class SqliteReads:
     def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[tuple]:
         return iter(self._conn().execute(sql, params))
 
+    def _dicts(self, sql: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        cursor = self._conn().execute(sql, params)
+        names = [d[0] for d in cursor.description]
+        return (dict(zip(names, row, strict=True)) for row in cursor)
+
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
@@ -138,9 +149,7 @@ class SqliteReads:
         if table != "runs" or not set(where) <= {"run_id"}:
             return self.__getattr__("query")(table, **where)
         sql = "SELECT * FROM runs" + (" WHERE run_id = :run_id" if where else "") + " ORDER BY run_id"
-        cursor = self._conn().execute(sql, where)
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor]
+        return list(self._dicts(sql, where))
 
     def result_counts(self, run_id: str | None = None) -> dict[str, dict[str, Any]]:
         sql = (
@@ -153,39 +162,35 @@ class SqliteReads:
             " sum(CASE WHEN r.status != 'not_regradable' THEN 0 ELSE 1 END) AS not_regradable,"
             " min(r.target) AS target_min, max(r.target) AS target_max, max(r.seq) AS last_seq"
             " FROM results AS r JOIN streams AS s ON s.stream = r.run"
-            + (f" WHERE r.run = {_RUN}" if run_id is not None else "")
+            + (f" WHERE r.run = {_run()}" if run_id is not None else "")
             + " GROUP BY s.stream_id"
         )
-        cursor = self._conn().execute(sql, {"run": run_id})
-        names = [d[0] for d in cursor.description]
-        return reading.counts(dict(zip(names, row, strict=True)) for row in cursor)
+        return reading.counts(self._dicts(sql, {"run": run_id}))
 
     def results_with_verdicts(self, run_id: str) -> Iterator[tuple[tuple, list[tuple]]]:
         columns = [f"r.{c}" for c in reading.RESULT_COLUMNS] + [f"v.{c}" for c in reading.VERDICT_COLUMNS]
         sql = (
             f"SELECT {', '.join(columns)} FROM results AS r LEFT OUTER JOIN verdicts AS v"
             " ON v.run = r.run AND v.test_id = r.test_id AND v.target = r.target AND v.attempt = r.attempt"
-            f" WHERE r.run = {_RUN} ORDER BY r.test_id, r.target, r.attempt, v.grader"
+            f" WHERE r.run = {_run()} ORDER BY r.test_id, r.target, r.attempt, v.grader"
         )
         yield from reading.grouped_verdicts(self._rows(sql, {"run": run_id}))
 
     def result_ends(self, run_id: str, *, every: int, upto_seq: int | None = None) -> list[int]:
-        sql = f"SELECT seq FROM results WHERE run = {_RUN}" + (" AND seq <= :upto" if upto_seq is not None else "")
+        sql = f"SELECT seq FROM results WHERE run = {_run()}" + (" AND seq <= :upto" if upto_seq is not None else "")
         seqs = [seq for (seq,) in self._conn().execute(sql + " ORDER BY seq", {"run": run_id, "upto": upto_seq})]
         if not seqs:
             return []
         starts = self._conn().execute(
-            f"SELECT seq, version FROM records WHERE stream = {_RUN} ORDER BY version", {"run": run_id}
+            f"SELECT seq, version FROM records WHERE stream = {_run()} ORDER BY version", {"run": run_id}
         )
         return reading.result_ends(seqs, starts.fetchall(), every)
 
     def verdict_events(self, run_id: str, test_ids: Iterable[str]) -> Iterator[tuple[tuple, str, StoredEvent]]:
-        keys = list(dict.fromkeys(test_ids))
-        for i in range(0, len(keys), _IN_CHUNK):
-            part = keys[i : i + _IN_CHUNK]
+        for part in reading.chunks(list(dict.fromkeys(test_ids))):
             sql = (
-                f"SELECT test_id, target, attempt, grader, seq FROM verdicts WHERE run = {_RUN.replace(':run', '?')}"
-                f" AND test_id IN ({', '.join('?' * len(part))})"
+                f"SELECT test_id, target, attempt, grader, seq FROM verdicts WHERE run = {_run('?')}"
+                f" AND test_id IN ({_marks(part)})"
             )
             rows = self._conn().execute(sql, [run_id, *part]).fetchall()
             events = self.events_at([row[4] for row in rows])
@@ -218,36 +223,29 @@ class SqliteReads:
         )
 
     def events_at(self, seqs: Iterable[int]) -> dict[int, StoredEvent]:
-        wanted = sorted(set(seqs))
-        found: dict[int, StoredEvent] = {}
-        for i in range(0, len(wanted), _HOLDERS):
-            part = wanted[i : i + _HOLDERS]
-            holders = " UNION ALL ".join("SELECT max(seq) FROM records WHERE seq <= ?" for _ in part)
-            rows = self._rows(f"{_RECORDS} WHERE r.seq IN ({holders}) ORDER BY r.seq", part)
-            asked = set(part)
-            found.update((ev.seq, ev) for ev in self._events(rows, None) if ev.seq in asked)
-        return found
+        wanted = set(seqs)
+        holding = self._holding("seq <= ?", [(seq,) for seq in sorted(wanted)])
+        return {ev.seq: ev for ev in holding if ev.seq in wanted}
 
     def get_events(self, event_ids: Iterable[str]) -> dict[str, StoredEvent]:
         def seqs_of(ids: Sequence[str]) -> Iterable[tuple[str, int]]:
-            return self._rows(
-                f"SELECT event_id, seq FROM event_ids WHERE event_id IN ({', '.join('?' * len(ids))})", ids
-            )
+            return self._rows(f"SELECT event_id, seq FROM event_ids WHERE event_id IN ({_marks(ids)})", ids)
 
         return reading.find_events(
             event_ids,
             seqs_of=seqs_of,
             at=self.events_at,
             stream_numbers=lambda: self._rows("SELECT stream, stream_id FROM streams"),
-            at_versions=self._at_versions,
+            at_versions=lambda places: self._holding("stream = ? AND version <= ?", places),
             streams_by_key=self._streams_by_key,
         )
 
-    def _at_versions(self, places: Sequence[tuple[int, int]]) -> Iterator[StoredEvent]:
-        for i in range(0, len(places), _HOLDERS):
-            part = places[i : i + _HOLDERS]
-            holders = " UNION ALL ".join("SELECT max(seq) FROM records WHERE stream = ? AND version <= ?" for _ in part)
-            params = [value for place in part for value in place]
+    def _holding(self, bound: str, items: Sequence[Sequence[Any]]) -> Iterator[StoredEvent]:
+        """The events of the records holding each item's event: the last record at or before it, ``bound``
+        with the item's values bound (as log.Log's holders), a few hundred items per statement."""
+        for part in reading.chunks(items, reading.HOLDERS):
+            holders = " UNION ALL ".join([f"SELECT max(seq) FROM records WHERE {bound}"] * len(part))
+            params = [value for item in part for value in item]
             yield from self._events(self._rows(f"{_RECORDS} WHERE r.seq IN ({holders}) ORDER BY r.seq", params), None)
 
     def _stream_records(self, stream_id: str, after: int, upto: int | None) -> Iterator[tuple]:
@@ -305,8 +303,10 @@ class SqliteReads:
 
     def _blob_rows(self, keys: list[str]) -> list[tuple]:
         rows: list[tuple] = []
-        for i in range(0, len(keys), _IN_CHUNK):
-            part = keys[i : i + _IN_CHUNK]
-            sql = f"SELECT sha256, encoding, data, dictionary FROM blobs WHERE sha256 IN ({', '.join('?' * len(part))})"
-            rows.extend(self._rows(sql, part))
+        for part in reading.chunks(keys):
+            rows.extend(
+                self._rows(
+                    f"SELECT sha256, encoding, data, dictionary FROM blobs WHERE sha256 IN ({_marks(part)})", part
+                )
+            )
         return rows
