@@ -44,8 +44,15 @@ def _exit_for(exc: Exception) -> NoReturn:
     """One ``Error: ...`` line for ``exc`` and its exit code. The layers' errors are imported here, when
     one is raised, not with the command: a command's ``--help`` loads neither layer (nor SQLAlchemy)."""
     from evalstore.replay.errors import ReplayError, ServiceError
-    from evalstore.store.errors import StoreError, error_line, is_database_failure, is_locked_out
+    from evalstore.store.errors import StoreError, error_line, is_database_failure, is_locked_out, is_read_only
 
+    if is_database_failure(exc) and is_read_only(exc):
+        echo(
+            f"Error: database error: {error_line(exc)} (this command writes to the store, which is read-only: "
+            "opened with mode=ro, or its file or folder cannot be written; nothing was recorded)",
+            err=True,
+        )
+        sys.exit(EXIT_USAGE)
     if is_database_failure(exc):
         # Whatever was not committed was not recorded: the command, run again (or resumed: it says how,
         # `finish_with`), does the rest; a lock held by another command, once that command has finished.

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import create_engine, event, inspect
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
 from evalstore.store import reading
@@ -29,8 +30,11 @@ from evalstore.store.location import (  # noqa: F401  (where a store is: importe
     find_store,
     locate,
     resolve_url,
-    sqlite_file,
+    sqlite_target,
 )
+
+_READ_ONLY_URI = {"mode": "ro", "uri": "true"}
+"""A read-only SQLite store's URL query (``mode=ro`` in ``--db``): SQLite's URI parameter, passed on with ``uri``."""
 
 SQLITE_BUSY_TIMEOUT_MS = 60_000
 # Events run from a few hundred bytes to a few KB: in SQLite's default 4 KB pages the space left at the
@@ -82,13 +86,21 @@ def _engine(location: Location, create: bool) -> Engine:
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        path = sqlite_file(url)
+        path, read_only = sqlite_target(url)
+        target: str | URL = url
         if path is not None:
-            if not create and not path.is_file():
+            if (read_only or not create) and not path.is_file():
                 raise location.missing()
-            if create:
+            if create and not read_only:
                 path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+            # The file found, as sqlite_target read it (a `~` expanded: SQLAlchemy made `~/x.db` ./~/x.db,
+            # and the store was looked for in one place and made in another); read-only as SQLite's URI.
+            target = (
+                URL.create(parsed.drivername, database=f"file:{quote(str(path.absolute()))}", query=_READ_ONLY_URI)
+                if read_only
+                else URL.create(parsed.drivername, database=str(path))
+            )
+        engine = create_engine(target, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         _configure_sqlite(engine)
         return engine
     if backend == "postgresql":

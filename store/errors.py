@@ -88,6 +88,17 @@ def is_locked_out(exc: BaseException) -> bool:
     return isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
 
 
+SQLITE_READONLY = 8
+"""SQLite's primary result code for "attempt to write a readonly database"."""
+
+
+def is_read_only(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite refusing a write to a store opened read-only (``mode=ro`` in ``--db``) or
+    whose file or folder cannot be written: running the command again does not help."""
+    code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == SQLITE_READONLY
+
+
 def error_line(exc: BaseException) -> str:
     """One line naming what went wrong: the driver's own message under a SQLAlchemy error (``orig``), else
     the error's first line, else its type."""

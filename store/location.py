@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, unquote
 
 from evalstore.store.errors import StoreError, StoreMissing, error_line
 
@@ -34,6 +35,8 @@ class Location:
     default: bool = False
     found_above: bool = False
     searched_from: Path | None = None
+    read_only: bool = False
+    """Opened read-only (``mode=ro`` in a SQLite URL): a command that writes fails, naming it."""
 
     def missing(self) -> StoreMissing:
         if self.default:
@@ -77,9 +80,12 @@ def _ceilings() -> set[Path]:
     return found
 
 
-_PLAIN_SQLITE = re.compile(r"sqlite:///([^?#%@]+)")
-"""A ``sqlite:///PATH`` URL with nothing SQLAlchemy would read otherwise than as written: no query, no
-escapes."""
+_PLAIN_SQLITE = re.compile(r"sqlite:///([^?#%@]+)(?:\?([^#%]*))?")
+"""A ``sqlite:///PATH[?QUERY]`` URL with nothing SQLAlchemy would read otherwise than as written: no escapes."""
+
+READ_ONLY = ("mode", "ro")
+"""The one query argument a SQLite URL may carry (SQLite's own URI parameter): the store opened read-only."""
+_URI_FLAG = "uri"  # what SQLAlchemy needs to pass SQLite's URI parameters on: taken, and made by make_engine
 
 
 def _parsed(url: str) -> Any:
@@ -88,16 +94,63 @@ def _parsed(url: str) -> Any:
     return make_url(url)
 
 
-def sqlite_file(url: str) -> Path | None:
-    """The SQLite file a URL names; None for another database, an in-memory one or a `file:` URI."""
+def sqlite_target(url: str) -> tuple[Path | None, bool]:
+    """The SQLite file a URL names (None: another database, or an in-memory one) and whether it is opened
+    read-only. Its database may be a path or SQLite's ``file:`` URI (SQLAlchemy's documented spelling,
+    ``sqlite:///file:PATH?mode=ro&uri=true``); its query may hold ``mode=ro`` and ``uri``, nothing else:
+    SQLAlchemy warns of other arguments on two lines and drops them, and with ``uri=true`` it appended them
+    to a plain path, so ``replay`` wrote a new file ``x.db?mode=ro`` while ``show`` read ``x.db``. One rule
+    for both readers (store/sqlite_reads.py and the full store, which ``make_engine`` builds from this)."""
     plain = _PLAIN_SQLITE.fullmatch(url)
-    if plain is not None and plain[1] != ":memory:" and not plain[1].startswith("file:"):
-        return Path(plain[1]).expanduser()
-    parsed = _parsed(url)
-    database = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
-        return None
-    return Path(database).expanduser()
+    if plain is not None:
+        database: str | None = plain[1]
+        pairs = parse_qsl(plain[2] or "", keep_blank_values=True)
+    else:
+        parsed = _parsed(url)
+        if parsed.get_backend_name() != "sqlite":
+            return None, False
+        database = parsed.database
+        pairs = [
+            (k, v) for k, values in parsed.query.items() for v in ((values,) if isinstance(values, str) else values)
+        ]
+    read_only = _read_only(url, pairs)
+    if not database or database == ":memory:":
+        return None, False
+    if database.startswith("file:"):
+        database = _uri_path(url, database)
+    return Path(database).expanduser(), read_only
+
+
+def _read_only(url: str, pairs: list[tuple[str, str]]) -> bool:
+    names = [name for name, _ in pairs]
+    for name, value in pairs:
+        if names.count(name) > 1:
+            raise StoreError(f"the SQLite URL {_scheme(url)} gives {name!r} twice: give it once")
+        if name == _URI_FLAG:
+            continue
+        if (name, value) != READ_ONLY:
+            raise StoreError(
+                f"the SQLite URL {_scheme(url)} holds {name}={value}, which evalstore does not take: a SQLite "
+                "store is sqlite:///PATH, and sqlite:///PATH?mode=ro opens it read-only"
+            )
+    return READ_ONLY in pairs
+
+
+def _uri_path(url: str, database: str) -> str:
+    """The path of SQLite's ``file:`` URI (``file:x.db``, ``file:///abs/x.db``, ``file://localhost/abs``),
+    its %-escapes decoded as SQLite decodes them."""
+    rest = database[len("file:") :]
+    if rest.startswith("//"):
+        authority, _, rest = rest[2:].partition("/")
+        if authority not in ("", "localhost"):
+            raise StoreError(f"the SQLite URL {_scheme(url)} names the host {authority!r}: a store is a local file")
+        rest = "/" + rest
+    return unquote(rest)
+
+
+def _scheme(url: str) -> str:
+    """A URL as named in an error: whole when it can hold no password (``sqlite:///``), else its scheme."""
+    return url if re.match(r"sqlite(\+\w+)?:///", url) else url.split("://", 1)[0] + "://..."
 
 
 def _check_url(url: str) -> None:
@@ -114,7 +167,7 @@ def _check_url(url: str) -> None:
     try:
         _parsed(url)
     except (ArgumentError, ValueError) as exc:
-        raise StoreError(f"the database URL {url.split('://', 1)[0]}://... cannot be read: {error_line(exc)}") from None
+        raise StoreError(f"the database URL {_scheme(url)} cannot be read: {error_line(exc)}") from None
 
 
 def locate(db: str | None = None, *, cwd: Path | None = None) -> Location:
@@ -127,7 +180,8 @@ def locate(db: str | None = None, *, cwd: Path | None = None) -> Location:
             # A bare path is taken as a SQLite file: friendlier than SQLAlchemy's parse error.
             url = f"sqlite:///{url}"
         _check_url(url)
-        return Location(url, sqlite_file(url))
+        path, read_only = sqlite_target(url)
+        return Location(url, path, read_only=read_only)
     here = cwd or Path.cwd()
     found = find_store(here)
     if found is None:

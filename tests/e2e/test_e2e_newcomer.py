@@ -98,6 +98,81 @@ def test_a_command_that_writes_creates_the_store_in_the_current_folder(tmp_path:
     assert "imported 5 results" in result.stdout
 
 
+# -- the --db URL -----------------------------------------------------------------------------------
+
+
+def _store_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["sqlite:///{path}?mode=ro", "sqlite:///file:{path}?mode=ro&uri=true", "sqlite:///{path}?mode=ro&uri=true"],
+)
+def test_mode_ro_reads_the_store_and_refuses_to_write_it(tmp_path: Path, spelling: str) -> None:
+    """SQLAlchemy dropped ``mode=ro`` with a two-line warning, and ``replay`` wrote a new run anyway; with
+    ``uri=true`` it opened a new file ``x.db?mode=ro`` while ``show`` read ``x.db``."""
+    store = tmp_path / "store"
+    store.mkdir()
+    plain = f"sqlite:///{store / 'x.db'}"
+    run = ok_json(run_here(tmp_path, "--db", plain, "import", str(BASELINE), "--json"))["run_id"]
+    read_only = spelling.format(path=store / "x.db")
+    for args in (["runs", "--json"], ["show", "last", "--json"], ["export", "last", "--format", "json"]):
+        assert run_here(tmp_path, "--db", read_only, *args).stdout == run_here(tmp_path, "--db", plain, *args).stdout
+    before = _store_files(store)
+    other = tmp_path / "other.jsonl"  # another run to import
+    other.write_text(BASELINE.read_text().replace('"test_id":"', '"test_id":"other-'))
+    writes = (
+        ["replay", run, "--graders", "python_syntax"],
+        ["import", str(other)],
+        ["label", run, "code-quality-multi-eval", "--pass"],
+    )
+    for args in writes:
+        line = one_line_error(run_here(tmp_path, "--db", read_only, *args))
+        assert "attempt to write a readonly database" in line and "opened with mode=ro" in line, line
+    after = _store_files(store)  # SQLite may leave a read-only connection's empty WAL and its index
+    assert after["x.db"] == before["x.db"] and not after.get("x.db-wal")
+    assert set(after) <= {"x.db", "x.db-wal", "x.db-shm"}
+    assert files_under(tmp_path) == {Path("store"), Path("other.jsonl"), *(Path("store") / name for name in after)}
+    for args in writes:  # refused for being read-only, not for anything else
+        assert run_here(tmp_path, "--db", plain, *args).returncode in (0, 1)
+
+
+@pytest.mark.parametrize("args", [["runs"], ["import", str(BASELINE)]], ids=["read", "write"])
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [("timeout=3", "timeout=3"), ("mode=rw", "mode=rw"), ("mode=ro&mode=ro", "'mode' twice"), ("cache", "cache=")],
+)
+def test_a_sqlite_url_argument_evalstore_does_not_take_is_one_line(
+    tmp_path: Path, args: list[str], query: str, named: str
+) -> None:
+    result = run_here(tmp_path, "--db", f"sqlite:///x.db?{query}", *args)
+    line = one_line_error(result)
+    assert named in line and f"sqlite:///x.db?{query}" in line, line
+    assert files_under(tmp_path) == set()
+
+
+def test_mode_ro_on_a_missing_file_creates_nothing(tmp_path: Path) -> None:
+    line = one_line_error(run_here(tmp_path, "--db", "sqlite:///new/x.db?mode=ro", "import", str(BASELINE)))
+    assert f"no store at {tmp_path / 'new' / 'x.db'}" in line
+    assert files_under(tmp_path) == set()
+
+
+def test_a_tilde_in_db_is_the_home_folder_for_every_command(tmp_path: Path) -> None:
+    """The file was looked for under the home folder and opened by SQLAlchemy as ./~/x.db, so an import
+    into ``--db '~/x.db'`` failed with "unable to open database file"."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {"HOME": str(home)}
+    imported = run_here(work, "--db", "~/stores/x.db", "import", str(BASELINE), "--json", env=env)
+    assert imported.returncode == 0, imported.stderr
+    assert (home / "stores" / "x.db").is_file()
+    listed = json.loads(run_here(work, "--db", "sqlite:///~/stores/x.db", "runs", "--json", env=env).stdout)
+    assert [r["run_id"] for r in listed] == [json.loads(imported.stdout)["run_id"]]
+    assert files_under(work) == set()
+
+
 # -- exit codes ------------------------------------------------------------------------------------
 
 
