@@ -88,7 +88,6 @@ from evalstore.store.events import (
     RunStarted,
     TestCaseRecorded,
     TestScored,
-    TranscriptRecorded,
     VerdictRecorded,
 )
 
@@ -463,7 +462,7 @@ def _execute(
         _marked_otherwise(store, parent, options, suite, threshold, regraded),
         *_grader_changes(store, parent, suite, options, regraded),
     )
-    reasons, cut, untraced = _regradable(store, origin, regraded)
+    reasons, cut, untraced = _regradable(origin, regraded)
     suite = _warned(
         suite,
         untraced_warning([tests_by_id[t] for t in dict.fromkeys(k[0] for k in todo if k in untraced)], options.graders),
@@ -1083,7 +1082,7 @@ _NO_TRANSCRIPT = not_regradable_reason(TestMaterial(("", "", 1)))
 
 
 def _regradable(
-    store: EventStore, origin: RunWindows, keys: set[ResultKey]
+    origin: RunWindows, keys: set[ResultKey]
 ) -> tuple[dict[ResultKey, str | None], list[str], set[ResultKey]]:
     """For each of these tests that has a transcript, why it cannot be regraded (None: it can); the tests
     whose transcript lost lines of its file changes; and those regradable whose source recorded no trace.
@@ -1092,11 +1091,10 @@ def _regradable(
     reasons: dict[ResultKey, str | None] = {}
     cut: set[str] = set()
     untraced: set[ResultKey] = set()
-    for stored in store.read_stream(origin.run_id, types=["transcript_recorded"]):
-        event: TranscriptRecorded = stored.event  # type: ignore[assignment]
+    for event_id, event in origin.transcripts():
         key = result_key(event.test_id, event.target, event.attempt)
         if key in keys:
-            reasons[key] = not_regradable_reason(TestMaterial(key, transcript=(stored.event_id, event)))
+            reasons[key] = not_regradable_reason(TestMaterial(key, transcript=(event_id, event)))
             if event.file_changes_lost_lines:
                 cut.add(key[0])
             if reasons[key] is None and not recorded_trace(event):

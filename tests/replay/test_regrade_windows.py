@@ -69,3 +69,37 @@ def test_a_resumed_replay_reads_what_it_did_from_the_results_and_grades_the_rest
     assert len(resumed.results) == N - done and resumed.complete
     assert len(set(scored_keys(store, replay["run_id"]))) == len(scored_keys(store, replay["run_id"])) == N
     assert store.verify().ok
+
+
+def test_a_run_of_one_window_of_results_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The windows end at every window's last result and at the run's last, so the events after that (its
+    ``run_completed``) made a window of their own: a run of 300 tests was read as two windows, its keys first
+    and its material then, and its transcripts a third time for the replay's checks (10% of an unchanged
+    replay of 300 tests)."""
+    store = EventStore.open(f"sqlite:///{tmp_path / 'store.db'}")
+    run = build(tmp_path / "suite", store, N)
+    reads: list[tuple] = []
+    read = material._read
+    transcripts_alone: list[str] = []
+    read_stream = EventStore.read_stream
+
+    def counted(store_: EventStore, run_id: str, after: int = 0, upto: int | None = None):  # type: ignore[no-untyped-def]
+        reads.append((run_id, after, upto))
+        return read(store_, run_id, after, upto)
+
+    def watched(self: EventStore, stream_id: str, **kwargs):  # type: ignore[no-untyped-def]
+        if kwargs.get("types") == ["transcript_recorded"]:
+            transcripts_alone.append(stream_id)
+        return read_stream(self, stream_id, **kwargs)
+
+    monkeypatch.setattr(material, "_read", counted)
+    monkeypatch.setattr(EventStore, "read_stream", watched)
+    replayed = replay_run(store, run.run_id, ReplayOptions(eval_path=str(run.v2)))
+    assert replayed.complete and len(replayed.results) == N
+    assert reads == [(run.run_id, 0, None)] and transcripts_alone == []
+
+    reads.clear()
+    monkeypatch.setattr(material, "WINDOW_RESULTS", WINDOW)
+    windowed = replay_run(store, run.run_id, ReplayOptions(eval_path=str(run.v2)))
+    assert verdicts(store, windowed.run_id) == verdicts(store, replayed.run_id)
+    assert len(reads) == N // WINDOW and reads[-1][2] is None  # the last window runs to the stream's end
