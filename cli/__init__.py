@@ -10,6 +10,7 @@ import atexit
 import gc
 import importlib
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -212,11 +213,29 @@ DB_HELP = (
 )
 
 
+_IN_MEMORY = re.compile(r"(?:sqlite(?:\+\w+)?://(?:/(?::memory:)?)?|:memory:)(?:\?.*)?", re.DOTALL)
+"""An in-memory SQLite database (``sqlite://``, ``:memory:``): the library can use one, a command cannot."""
+
+
+def _checked_db(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--db`` (or ``EVALSTORE_DB``) refused when it names an in-memory database, gone when the command ends
+    with whatever it recorded: ``runs`` said "no runs yet", ``run`` asked the agent every test first, and an
+    import failed with a traceback after its first write."""
+    if value is not None and _IN_MEMORY.fullmatch(value.strip()):
+        raise click.BadParameter(
+            f"{value!r} is an in-memory SQLite database, gone when the command ends with all it recorded: "
+            "give a file (a path or sqlite:///PATH) or a database server's URL (--db or EVALSTORE_DB)",
+            ctx,
+            param,
+        )
+    return value
+
+
 def _db_after_command(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """``--db`` given after the command (``evalstore import RUN --db s.db``), where people type it as often
     as before: the same store as ``evalstore --db``. It overrides ``EVALSTORE_DB``; given both ways with two
     different values, it is a usage error rather than a guess."""
-    if value is None:
+    if _checked_db(ctx, param, value) is None:
         return
     root = ctx.find_root()
     before = root.params.get("db")
@@ -250,6 +269,7 @@ def _taking_db(command: click.Command) -> click.Command:
     "--db",
     envvar="EVALSTORE_DB",
     metavar="URL",
+    callback=_checked_db,
     help=DB_HELP + " Also taken after the command.",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")

@@ -1,4 +1,6 @@
-"""Results of an AgentV run marked pass or fail against another pass mark than the one a regrade applies.
+"""Results of an AgentV run that a regrade scores or marks otherwise with no grader changed: marked pass or
+fail against another pass mark than the one the regrade applies (:func:`marked_otherwise`), or scored 0 for
+a grader that failed to run (:func:`scored_zero`).
 
 A regrade judges each test against the test's own ``execution.threshold``, else ``--threshold``, else the
 eval file's (``scoring.effective_threshold``). AgentV 4.42.4 marks each result against ``agentv eval
@@ -57,4 +59,45 @@ def marked_otherwise(
         "against `agentv eval --threshold`, else 0.8, and applies the eval file's execution.threshold only to "
         f"its summary): with the same score {'they' if count > 1 else 'it'} may change pass/fail here; "
         f"--threshold sets the pass mark{keep}"
+    )
+
+
+def scored_zero(store: EventStore, run_id: str, keys: Collection[ResultKey]) -> str | None:
+    """A warning naming the results of the AgentV run ``run_id`` among ``keys`` that AgentV scored 0 because a
+    grader of theirs failed to run (its verdict ``skip``: a judge's reply it could not parse) while their other
+    graders' weighted mean is not 0. evalstore leaves such a grader out of the mean (``scoring._aggregate``,
+    docs/usage.md "Execution errors"), so a regrade that grades them as they were scores them that mean, and
+    ``compare`` counts them changed (a win) with no grader changed. None when there are none."""
+    zeroed = {
+        key: r
+        for r in store.query("results", run_id=run_id)
+        if r["status"] == "execution_error"
+        and r["score"] == 0
+        and (key := result_key(r["test_id"], r["target"], r["attempt"])) in keys
+    }
+    if not zeroed:
+        return None
+    by_result: dict[ResultKey, list[dict]] = {}
+    for v in store.verdicts_of(run_id, {k[0] for k in zeroed}):
+        by_result.setdefault(result_key(v["test_id"], v["target"], v["attempt"]), []).append(v)
+    means = {}
+    for key in zeroed:
+        verdicts = by_result.get(key, [])
+        counted = [v for v in verdicts if v["status"] == "ok"]
+        weight = sum(v["weight"] for v in counted)
+        if (
+            weight > 0
+            and len(counted) < len(verdicts)
+            and (mean := sum(v["score"] * v["weight"] for v in counted) / weight)
+        ):
+            means[key] = mean
+    if not means:
+        return None
+    (first, mean), count = next(iter(means.items())), len(means)
+    return (
+        f"{count} result{'s' if count > 1 else ''} of run {run_id} AgentV scored 0 because a grader "
+        f"failed to run (e.g. {first[0]}, whose other graders' mean is {mean:.3g}): AgentV 4.42.4 sets such a "
+        "test's score to 0, evalstore leaves the grader out of the mean (docs/usage.md, Execution errors), so "
+        f"graded as before {'they score' if count > 1 else 'it scores'} that mean here and compare counts "
+        f"{'them' if count > 1 else 'it'} as changed with no grader changed"
     )

@@ -74,7 +74,7 @@ from evalstore.replay.material import (
     result_key,
     transcript_info,
 )
-from evalstore.replay.pass_marks import marked_otherwise
+from evalstore.replay.pass_marks import marked_otherwise, scored_zero
 from evalstore.replay.processes.children import child_environment
 from evalstore.replay.processes.warm import WarmPool
 from evalstore.replay.processes.workers import run_concurrently
@@ -459,7 +459,7 @@ def _execute(
         suite,
         _unfinished(store, parent),
         alone_warning,
-        _marked_otherwise(store, parent, options, suite, threshold, regraded),
+        *_agentv_scores(store, parent, options, suite, threshold, regraded),
         *_grader_changes(store, parent, suite, options, regraded),
     )
     reasons, cut, untraced = _regradable(origin, regraded)
@@ -586,23 +586,28 @@ def _unfinished(store: EventStore, parent: RunWindows) -> str | None:
     )
 
 
-def _marked_otherwise(
+def _agentv_scores(
     store: EventStore,
     parent: RunWindows,
     options: ReplayOptions,
     suite: EvalSuite,
     threshold: float,
     regraded: set[ResultKey],
-) -> str | None:
-    """A warning when results of the AgentV run this replay regrades were marked pass or fail against another
-    pass mark than the one it applies (:mod:`pass_marks`); none when ``--threshold`` chose it."""
+) -> list[str | None]:
+    """Warnings for results of the AgentV run this replay regrades that it scores or marks otherwise with no
+    grader changed (:mod:`pass_marks`): marked pass or fail against another pass mark than the one it
+    applies (none when ``--threshold`` chose it), scored 0 by AgentV for a grader that failed to run."""
     started = parent.started
     # An import that is not an Inspect log's is AgentV's (the two importers); asked so, not through the
     # AgentV readers' module, which every replay would then load (8 ms of an unchanged replay).
     agentv = started.kind == "imported" and started.source_format not in INSPECT_FORMATS
-    if options.threshold is not None or not regraded or not agentv:
-        return None
-    return marked_otherwise(store, parent.run_id, threshold, {t.id: t.threshold for t in suite.tests}, regraded)
+    if not regraded or not agentv:
+        return []
+    own = {t.id: t.threshold for t in suite.tests}
+    return [
+        None if options.threshold is not None else marked_otherwise(store, parent.run_id, threshold, own, regraded),
+        scored_zero(store, parent.run_id, regraded),
+    ]
 
 
 def _grader_changes(

@@ -151,7 +151,13 @@ def explain_score(
             by_name = {s.name: s for s in found or ()}
             of_eval = ((v, s.required, s.min_score) for v in counted if (s := by_name.get(v.grader)) is not None)
             gated = _gated(of_eval, threshold)
-            if gated is None:
+            if gated is None and errored:
+                # Only an AgentV row scores so (an import): evalstore's own rule leaves the grader out.
+                parts.append(
+                    f"score 0 where its graders' mean is {mean:.3f}: AgentV 4.x scores a test 0 when one of its "
+                    "graders fails to run (a regrade here scores the mean)"
+                )
+            elif gated is None:
                 parts.append(
                     f"score 0 where its graders' mean is {mean:.3f}: set by a required grader's gate"
                     + ("" if found else " (the results do not say which grader is required)")

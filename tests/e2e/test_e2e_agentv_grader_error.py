@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import agentv_project, cli, fixture_module, ok_json
+from e2e_helpers import agentv_project, cli, fixture_module, ok_json, results_by_test
 from fixture_paths import FIXTURES_DIR
 from judge_server import JudgeServer
 
@@ -33,6 +33,7 @@ SUITES = {  # each suite and evalstore's exit code
     "judge-error": 1,
     "judge-http-error": 1,
     "trials-error": 0,  # flaky passes: one of its trials did (AgentV's `hasOk`)
+    "judge-error-mean": 1,
 }
 NOT_RUN = ("Skipped: ", "Failed: ", "Halted: ")
 LABELS = ("execution_status", "error", "failure_stage", "failure_reason_code")
@@ -127,3 +128,30 @@ def test_a_crashed_code_grader_is_evalstores_execution_error_and_agentvs_quality
             "after-crash": False,
             "later": False,
         }
+
+
+def test_an_agentv_test_scored_0_for_a_skipped_grader_is_explained_and_its_regrade_warned(
+    sqlite_url: str, project: tuple[Path, JudgeServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV scored `two-graders` 0 for its skipped LLM grader, its `contains` 1: `show` said "set by a
+    required grader's gate" (it has none), and the replay, which scores the mean (evalstore's documented
+    rule), turned it into a win in `compare` without a word."""
+    folder, _ = project
+    monkeypatch.chdir(folder)
+    imported = ok_json(cli(sqlite_url, "import", "runs/judge-error-mean", "--json"))["run_id"]
+    shown = cli(sqlite_url, "show", imported, "--all").stdout
+    (line,) = [row for row in shown.splitlines() if row.startswith("two-graders")]
+    assert "score 0 where its graders' mean is 1.000: AgentV 4.x scores a test 0 when one of its graders" in line
+    assert "required grader" not in shown
+
+    replayed = cli(sqlite_url, "replay", imported, "--json")
+    outcome = ok_json(replayed, 1)
+    warnings = [w for w in replayed.stderr.splitlines() if "AgentV scored 0 because a grader failed to run" in w]
+    assert warnings == [
+        f"warning: 1 result of run {imported} AgentV scored 0 because a grader failed to run (e.g. two-graders, "
+        "whose other graders' mean is 1): AgentV 4.42.4 sets such a test's score to 0, evalstore leaves the grader "
+        "out of the mean (docs/usage.md, Execution errors), so graded as before it scores that mean here and "
+        "compare counts it as changed with no grader changed"
+    ]
+    scores = {t: (r["score"], r["status"]) for t, r in results_by_test(sqlite_url, outcome["run_id"]).items()}
+    assert scores == {"two-graders": (1.0, "execution_error"), "one-grader": (1.0, "ok")}

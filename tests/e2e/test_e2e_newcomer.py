@@ -173,6 +173,17 @@ def test_a_tilde_in_db_is_the_home_folder_for_every_command(tmp_path: Path) -> N
     assert files_under(work) == set()
 
 
+@pytest.mark.parametrize("url", ["sqlite://", ":memory:", "sqlite:///:memory:", "sqlite:///", "sqlite+pysqlite://"])
+def test_an_in_memory_store_is_refused_before_anything_runs(tmp_path: Path, url: str) -> None:
+    """An import into one failed after its first write with a traceback of 125 lines; ``runs`` said "no
+    runs yet"; ``run`` asked the agent every test, then failed."""
+    for how in (["--db", url, "import", str(BASELINE)], ["runs", "--db", url]):
+        line = one_line_error(run_here(tmp_path, *how))
+        assert "in-memory SQLite database" in line and "give a file" in line, line
+    assert "in-memory" in one_line_error(run_here(tmp_path, "runs", env={"EVALSTORE_DB": url}))
+    assert files_under(tmp_path) == set()
+
+
 # -- exit codes ------------------------------------------------------------------------------------
 
 
