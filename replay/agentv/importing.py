@@ -272,7 +272,13 @@ def _imported(
     finally:
         checked.spool.close()
     # The eval's own warnings (an ignored `execution.threshold`) are said as `run` and `replay` say them.
-    notes = [*plan.secret_notes, *plan.eval_notes, *plan.eval_warnings, *_workspace_notes(plan, checked)]
+    notes = [
+        *plan.secret_notes,
+        *plan.eval_notes,
+        *plan.eval_warnings,
+        *_workspace_notes(plan, checked),
+        *filter(None, [plan.source.unfinished(checked.tests)]),
+    ]
     if refused := refused_warning(checked.refused, run_id):
         notes.append(refused)
     outcome.warnings[:0] = notes
@@ -314,6 +320,7 @@ def check_import(
         *plan.secret_notes,
         *plan.eval_notes,
         *_workspace_notes(plan, checked),
+        *filter(None, [plan.source.unfinished(checked.tests)]),
         *([refused] if refused else []),
         *checked.warnings,
     ]
@@ -428,6 +435,7 @@ def _write(
         source=SourceRef(file=root),
         source_format=fmt,
         source_started_at=checked.started_at,
+        source_status="interrupted" if plan.source.unfinished(tests) else None,
         tool_version=__version__,
     )
     ids = EventIds(run_id)

@@ -121,6 +121,20 @@ class ImportSource:
     result_eval_hints: Callable[[], Iterator[tuple[str | None, list[Path]]]] | None = field(default=None, repr=False)
     """Each result's test id and the eval files it names (the source eval first, then its bundled copy),
     read afresh on every call: a run may cover several eval files, each test has its own bundled copy."""
+    planned: int | None = None
+    """The results an AgentV run set out to make (its ``benchmark.json``'s ``planned_test_count``: tests times
+    targets, written before the first test runs); a run holding fewer did not finish, as AgentV's dashboard
+    reads it (``results.length < planned_test_count``: resumable)."""
+
+    def unfinished(self, results: int) -> str | None:
+        """A warning when the run holds fewer than the results it planned; None when it finished."""
+        if self.planned is None or results >= self.planned:
+            return None
+        return (
+            f"{self.root}: the AgentV run planned {self.planned} test runs and holds {results}: it did not finish "
+            "(stopped, or still running); the import is marked interrupted at source, and "
+            "`agentv eval run EVAL --output DIR --resume` runs the rest"
+        )
 
     def iter_tests(self, skip_bad: bool = False, span: Span | None = None) -> Iterator[ImportedTest | SkippedLine]:
         """The results, or those of one part of :attr:`lines` (``wire.line_spans``)."""

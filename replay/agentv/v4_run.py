@@ -33,11 +33,15 @@ def read_v4_run(path: Path) -> ImportSource:
     first = first_json_row(index)
     benchmark = root / "benchmark.json"
     hints = eval_hints(first, root)
+    planned = None
     if benchmark.is_file():
         doc = read_json(benchmark)
         metadata = (doc.get("metadata") if isinstance(doc, dict) else None) or {}
         if isinstance(metadata.get("eval_file"), str):
             hints.insert(0, Path(metadata["eval_file"]))
+        count = metadata.get("planned_test_count")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            planned = count
     suite = first.get("suite") if first else None
     return ImportSource(
         format=FORMAT,
@@ -48,4 +52,5 @@ def read_v4_run(path: Path) -> ImportSource:
         _iterate=lambda skip_bad, span: _iter_tests(root, index, skip_bad, span),
         lines=index,
         result_eval_hints=lambda: rows_eval_hints(index, root),
+        planned=planned,
     )
