@@ -78,7 +78,7 @@ def test_valid_files_exit_0_with_each_files_kind_and_test_count(project: Path) -
 
 def test_an_invalid_file_exits_1_with_the_error_run_would_stop_with(project: Path) -> None:
     bad = project / "evals" / "bad.eval.yaml"
-    bad.write_text(EVAL.replace("      - type: contains", "      - typ: contains"))
+    bad.write_text(EVAL.replace("      - type: contains", "      - type: ''"))
     result = _validate("--json", "evals/")
     assert result.exit_code == 1
     files = {Path(f["path"]).name: f for f in json.loads(result.stdout)["files"]}
@@ -321,3 +321,18 @@ def test_no_path_is_a_usage_error(project: Path) -> None:
     result = _validate()
     assert result.exit_code == 2
     assert "Missing argument 'PATHS...'" in result.stderr
+
+
+def test_an_assertion_without_a_type_is_skipped_with_agentvs_warning(project: Path) -> None:
+    """AgentV 4.42.4 skips it ("Skipping evaluator with invalid type") and runs the rest, so a run of the file
+    exists to import; evalstore refused the file, and an import of that run took another eval file."""
+    typo = project / "evals" / "typo.eval.yaml"
+    typo.write_text(EVAL.replace("      - type: contains", "      - tpye: contains"))
+    result = _validate("--json", "evals/typo.eval.yaml")
+    assert result.exit_code == 0, result.output
+    [checked] = json.loads(result.stdout)["files"]
+    assert checked["ok"] is True and checked["tests"] == 2
+    assert checked["warnings"] == [
+        f"{typo}:8: field `tests[0].assertions[0]`: Skipping evaluator with invalid type in 'one' "
+        "(`tpye`: did you mean `type`?)"
+    ]

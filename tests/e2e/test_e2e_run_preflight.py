@@ -288,7 +288,7 @@ def test_a_model_target_without_grader_target_grades_its_own_answers_as_in_agent
 @pytest.mark.parametrize(
     ("assertions", "args", "problem"),
     [
-        ("- {name: bad}", (), "`type` is required"),
+        ("- {name: bad, type: ''}", (), "`type` is required"),
         ("- {name: has, type: contains, value: '42'}", ("--target", "nowhere"), "nowhere"),
     ],
 )

@@ -322,7 +322,7 @@ def test_an_eval_file_that_came_with_the_results_reaches_no_file_of_the_current_
 
 def test_an_eval_file_beside_the_results_that_does_not_load_says_why(sqlite_store: EventStore, tmp_path: Path) -> None:
     (tmp_path / "bad.eval.yaml").write_text(
-        "name: bad\ntests:\n  - {id: t1, input: hi, criteria: x}\nassertions:\n  - {name: nope}\n"
+        "name: bad\ntests:\n  - {id: t1, input: hi, criteria: x}\nassertions:\n  - {name: nope, type: ''}\n"
     )
     out = import_results(sqlite_store, write(tmp_path / "bad.eval.baseline.jsonl", [{"test_id": "t1", "score": 1}]))
     assert out.eval_path is None and out.evals_not_used == 1
