@@ -89,6 +89,11 @@ def _engine(location: Location, create: bool) -> Engine:
         path, read_only = sqlite_target(url)
         target: str | URL = url
         if path is not None:
+            if path.is_dir():
+                raise StoreError(
+                    f"{path.resolve()} is a folder, not a store: give a SQLite file's path "
+                    f"({path / STORE_FILE} makes one in it)"
+                )
             if (read_only or not create) and not path.is_file():
                 raise location.missing()
             if create and not read_only:

@@ -184,6 +184,15 @@ def test_an_in_memory_store_is_refused_before_anything_runs(tmp_path: Path, url:
     assert files_under(tmp_path) == set()
 
 
+@pytest.mark.parametrize("args", [["import", str(BASELINE)], ["runs"], ["show", "last"]], ids=lambda a: a[0])
+def test_a_folder_given_as_the_store_is_named_as_one(tmp_path: Path, args: list[str]) -> None:
+    """An import said "unable to open database file", a read "no store at" the folder."""
+    (tmp_path / "stores").mkdir()
+    line = one_line_error(run_here(tmp_path, "--db", "stores", *args))
+    assert f"{tmp_path / 'stores'} is a folder, not a store" in line and "stores/evalstore.db makes one" in line
+    assert files_under(tmp_path) == {Path("stores")}
+
+
 # -- exit codes ------------------------------------------------------------------------------------
 
 
