@@ -415,6 +415,9 @@ class VerdictRecorded(DomainEvent):
     grader_target: str | None = None
     token_usage: dict[str, Any] | None = None
     """For imports: the grader's own usage as the source recorded it (AgentV ``scores[].token_usage``)."""
+    timing: dict[str, Any] | None = None
+    """For imports: when the grader ran as the source recorded it (AgentV ``scores[]``' ``duration_ms``,
+    ``started_at``, ``ended_at``, as written), which the export writes back."""
     source_name: str | None = None
     """For imports: the grader's name in the source, when two graders shared it and ``grader`` had to differ."""
 

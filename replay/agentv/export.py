@@ -26,6 +26,7 @@ from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any
 
 from evalstore.replay.agentv.chunked import CHUNK_RESULTS, Encode, encoded_results
+from evalstore.replay.agentv.records import TIMING_KEYS
 from evalstore.replay.agentv.stored import Payload, ResultBundle, Window, stored_results
 from evalstore.replay.agentv.wire import FROM_ROW_ASSERTIONS, MEMBER_SCORES, TRIALS_ROW_FIELDS
 from evalstore.replay.analysis.cases import RunCases
@@ -178,6 +179,8 @@ def score_entry(
             entry["details"] = details
     if (token_usage := v["token_usage"] or usage) is not None:
         entry["token_usage"] = token_usage
+    if timing := v["timing"]:  # an imported grader's, as its row had them (stored with sorted keys)
+        entry.update((key, timing[key]) for key in TIMING_KEYS if key in timing)
     return entry
 
 

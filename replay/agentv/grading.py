@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalstore.replay.agentv.records import ImportedVerdict, VerdictName
+from evalstore.replay.agentv.records import TIMING_KEYS, ImportedVerdict, VerdictName
 from evalstore.replay.agentv.wire import MEMBER_SCORES, as_dict, nonempty_text
 from evalstore.replay.grading.graders.base import score_to_verdict
 
@@ -75,8 +75,23 @@ def verdict_from_score(entry: dict[str, Any], position: int) -> ImportedVerdict:
         rendered_prompt=request if isinstance(request, dict) else None,
         grader_target=entry.get("target") if isinstance(entry.get("target"), str) else None,
         token_usage=entry["token_usage"] if isinstance(entry.get("token_usage"), dict) else None,
+        timing=_timing(entry),
         reason=nonempty_text(entry.get("reason") or entry.get("reasoning")),
     )
+
+
+def _timing(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The entry's :data:`TIMING_KEYS` that hold what AgentV writes there (a finite number of milliseconds,
+    ISO times as text); anything else is left out."""
+    kept: dict[str, Any] = {}
+    for key in TIMING_KEYS:
+        value = entry.get(key)
+        if key == "duration_ms" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if math.isfinite(value):
+                kept[key] = value
+        elif key != "duration_ms" and isinstance(value, str):
+            kept[key] = value
+    return kept or None
 
 
 @dataclass

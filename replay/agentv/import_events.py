@@ -246,6 +246,7 @@ def _planned(
             "rendered_prompt_sha256": prompt_sha,
             "grader_target": v.grader_target,
             "token_usage": v.token_usage,
+            "timing": v.timing,
         }
         events.append((ids.next("verdict"), VerdictRecorded, verdict))
     passed = item.passed if item.passed is not None else item.score >= threshold

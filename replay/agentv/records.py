@@ -51,7 +51,13 @@ class ImportedVerdict:
     """v4 ``scores[].input`` as it was: ``{userPrompt, systemPrompt}`` or ``{command, cwd}``."""
     grader_target: str | None = None
     token_usage: dict[str, Any] | None = None
+    timing: dict[str, Any] | None = None
+    """v4 ``scores[]``' :data:`TIMING_KEYS`, those it has, as written."""
     reason: str | None = None
+
+
+TIMING_KEYS = ("duration_ms", "started_at", "ended_at")
+"""A v4 ``scores[]`` entry's timing, in the order AgentV writes it (last in the entry)."""
 
 
 @dataclass

@@ -526,3 +526,24 @@ def test_an_export_reports_its_progress_and_writes_the_same_bytes(sqlite_store, 
         assert export.export_run(sqlite_store, run_id, fmt, reported, progress=seen.append, workers=workers) == written
         assert reported.getvalue() == quiet.getvalue()
         assert seen == sorted({*range(2, results + 1, 2), results})  # after every chunk of 2, then the end
+
+
+def test_an_imported_graders_timing_is_written_back_as_agentv_wrote_it(sqlite_store) -> None:  # type: ignore[no-untyped-def]
+    """Each v4 ``scores[]`` entry's ``duration_ms``, ``started_at`` and ``ended_at`` (a real AgentV 4.42.4
+    run: tests/fixtures/agentv-grader-error), which the import did not keep, in AgentV's place and order."""
+    from fixture_paths import FIXTURES_DIR
+
+    from evalstore.replay.agentv import export
+    from evalstore.replay.agentv.importing import import_results
+
+    run_dir = FIXTURES_DIR / "agentv-grader-error" / "project" / "runs" / "judge-error-mean"
+    originals = {r["test_id"]: r for r in map(json.loads, (run_dir / "index.jsonl").read_text().splitlines())}
+    run_id = import_results(sqlite_store, run_dir).run_id
+    out = io.StringIO()
+    export.export_run(sqlite_store, run_id, "agentv-jsonl", out, workers=1)
+    rows = {r["test_id"]: r for r in map(json.loads, out.getvalue().splitlines())}
+    timing = ("duration_ms", "started_at", "ended_at")
+    for test, original in originals.items():
+        for ours, theirs in zip(rows[test]["scores"], original["scores"], strict=True):
+            assert list(ours)[-3:] == list(theirs)[-3:] == list(timing)
+            assert [ours[k] for k in timing] == [theirs[k] for k in timing]
