@@ -18,7 +18,7 @@ from evalstore.store.events import current_defaults, payload_fields
 
 if TYPE_CHECKING:
     from evalstore.store import EventStore
-    from evalstore.store.events import TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
+    from evalstore.store.events import RunStarted, TestCaseRecorded, TestScored, TranscriptRecorded, VerdictRecorded
 
 Payload = dict[str, Any]
 """An event's fields as ``model_dump(mode="json")`` gives them (``store.events.payload_fields``)."""
@@ -84,11 +84,12 @@ def stored_results(
         return
     if origin_ids is None:
         origin_ids = origin_event_ids(store, run_id)
+    scripts = written_scripts(run_started(store, run_id))
     for chunk in _chunks(scored):
         # Each result handed over alone: the caller's is its last reference, so it is freed as soon as the
         # caller is done with it, its objects still in the cache (all of a window's freed at its end, long
         # after they were built, was a tenth of an export worker's time).
-        done = _completed(store, chunk, origin_ids)
+        done = _completed(store, chunk, origin_ids, scripts)
         del chunk
         done.reverse()
         while done:
@@ -188,8 +189,17 @@ def _fields(stored: Any) -> Payload:
     return payload_fields(stored.type, stored.schema_version, stored.payload)
 
 
+def written_scripts(run: RunStarted) -> dict[str, str]:
+    """The run's grader scripts, from the absolute path its grader calls ran them by to the reference its
+    eval file wrote (``../graders/x.py``): AgentV's ``scores[].input.command`` is the command as written."""
+    return {f.path: f.ref for f in run.eval_snapshot if f.role == "grader_script" and f.ref}
+
+
 def _completed(
-    store: EventStore, bundles: list[ResultBundle], from_origin: dict[ResultKey, dict[str, Any]]
+    store: EventStore,
+    bundles: list[ResultBundle],
+    from_origin: dict[ResultKey, dict[str, Any]],
+    scripts: dict[str, str],
 ) -> list[ResultBundle]:
     """The chunk's bundles with their origin's case and transcript, and their graders' requests."""
     # Only stored_results' own bundles come here: every event is its payload fields.
@@ -235,7 +245,7 @@ def _completed(
             request: Any = None
             if calls and (graded := [calls[c] for c in v["grader_call_event_ids"] if c in calls]):
                 asked, usage = _agentv_call(graded)
-                request = _agentv_request(asked, requests)
+                request = _agentv_request(asked, requests, scripts)
                 if usage:
                     b.grader_usage[v["grader"]] = usage
             if digest := v["rendered_prompt_sha256"]:
@@ -283,14 +293,15 @@ def _agentv_call(calls: list[Payload]) -> tuple[Payload, dict[str, Any] | None]:
     return judged[0], usage
 
 
-def _agentv_request(call: Payload, requests: dict[str, bytes]) -> dict[str, Any] | None:
+def _agentv_request(call: Payload, requests: dict[str, bytes], scripts: dict[str, str]) -> dict[str, Any] | None:
     """A grader call's request in AgentV's ``scores[].input`` shape: ``{systemPrompt, userPrompt}`` for a
     judge (the rendered messages joined by role), ``{command, cwd}`` for a code grader (``cwd`` since
-    grader calls record it)."""
+    grader calls record it), its script named as the eval file wrote it (``scripts``, :func:`written_scripts`)."""
     if call["call"] == "process":
         if not call["argv"]:
             return None
-        return {"command": call["argv"], "cwd": call["cwd"]} if call["cwd"] else {"command": call["argv"]}
+        command = [scripts.get(arg, arg) for arg in call["argv"]]
+        return {"command": command, "cwd": call["cwd"]} if call["cwd"] else {"command": command}
     if not call["request_sha256"]:
         return None
     messages = json.loads(requests[call["request_sha256"]])  # the call's request blob, read with the chunk's

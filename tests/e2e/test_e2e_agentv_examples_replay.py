@@ -102,6 +102,15 @@ def reproduced(db: str, suite: str, corpus: Path, monkeypatch: pytest.MonkeyPatc
         if len(got) != len(want) or [s for _, s in got] != pytest.approx([s for _, s in want]):
             differences.append((row["test_id"], want, got))
     assert differences == [], differences
+    # A code grader's recorded command as AgentV writes it: the eval file's, not the script's resolved path.
+    exported = {r["test_id"]: r for r in map(json.loads, cli(db, "export", new).stdout.splitlines())}
+    for row in rows(suite):
+        theirs, ours = (_commands(r.get("scores") or []) for r in (row, exported[row["test_id"]]))
+        assert {name: ours.get(name) for name in theirs} == theirs, row["test_id"]
+
+
+def _commands(scores: list[dict[str, Any]]) -> dict[str, Any]:
+    return {s["name"]: s["input"]["command"] for s in scores if "command" in (s.get("input") or {})}
 
 
 def test_a_replay_that_finds_no_judge_says_so_and_stops_before_grading(
