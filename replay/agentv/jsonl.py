@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalstore.replay.agentv.records import ImportedTest, ImportSource, SkippedLine, Span
-from evalstore.replay.agentv.rows import RowError, Sidecars, attempt_of, build_test, eval_hints
+from evalstore.replay.agentv.rows import NOT_A_RESULT, RowError, Sidecars, attempt_of, build_test, eval_hints
 from evalstore.replay.agentv.sidecars import MissingSidecar, sidecars_for
 from evalstore.replay.agentv.wire import (
     file_sha256,
@@ -31,7 +31,8 @@ TRANSCRIPT_SCHEMA = "agentv.transcript.v1"
 def bad_line(source: SourceRef, reason: str, skip_bad: bool) -> SkippedLine:
     """A SkippedLine under ``--skip-bad``; otherwise the one-line error that stops the import."""
     if not skip_bad:
-        raise ImportFormatError(f"{source.location}: {reason} (fix it, or import with --skip-bad to leave it out)")
+        hint = "" if NOT_A_RESULT in reason else " (fix it, or import with --skip-bad to leave it out)"
+        raise ImportFormatError(f"{source.location}: {reason}{hint}")
     return SkippedLine(source=source, reason=reason)
 
 

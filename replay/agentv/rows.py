@@ -106,12 +106,22 @@ def imported_file(ref: str, bases: Sequence[Path], role: FileRole, media_type: s
     )
 
 
+NOT_A_RESULT = "not a result row"
+"""What the reason says of a row of another kind of file (--skip-bad would leave out every line of it)."""
+
+
 def check_row(row: dict[str, Any]) -> tuple[str, float]:
     """The row's test id and score, or RowError with the reason AgentV's reader would give."""
     test_id = row.get("test_id")
     if not isinstance(test_id, str) or not test_id:
         if row.get("schema_version") == "agentv.replay_fixture.v1":
-            raise RowError("missing test_id: this is an AgentV replay fixture row, not a result row")
+            raise RowError(f"missing test_id: this is an AgentV replay fixture row, {NOT_A_RESULT}")
+        if isinstance(row.get("id"), str) and "score" not in row and {"input", "criteria", "assertions"} & set(row):
+            raise RowError(
+                f"missing test_id: this is a test case (id, input, criteria), {NOT_A_RESULT}: an eval's tests "
+                "file, which its eval file names (`tests: file://...`); `evalstore run EVAL.yaml` runs them, "
+                "`evalstore import` takes the results `agentv eval` writes"
+            )
         raise RowError("missing test_id")
     score = finite_number(row.get("score"))
     if score is None:

@@ -177,3 +177,17 @@ def _our_input(messages: list[Any]) -> list[tuple[str, list[tuple[str, str]]]]:
                 parts.append((block.type, block.source))
         out.append((message.role, parts))
     return out
+
+
+@pytest.mark.parametrize("rel", sorted(r for r, what in NOT_RESULTS.items() if what == "a JSONL test set"))
+def test_importing_a_test_set_says_it_holds_test_cases_not_results(rel: str, tmp_path: Path) -> None:
+    """It said "missing test_id (fix it, or import with --skip-bad to leave it out)", which skips every line."""
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    result = CliRunner().invoke(cli_package.main, ["--db", db, "import", str(CORPUS / rel)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"Error: {CORPUS / rel}:1: missing test_id: this is a test case (id, input, criteria), not a result row: an "
+        "eval's tests file, which its eval file names (`tests: file://...`); `evalstore run EVAL.yaml` runs them, "
+        "`evalstore import` takes the results `agentv eval` writes"
+    )
+    assert not (tmp_path / "store.db").exists()
