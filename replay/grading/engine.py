@@ -195,7 +195,7 @@ def grade_test(
             verdict = _verdict_event(spec, result, ctx)
             scored_inputs.append((spec, result))
         verdicts.append((recorder.record(verdict), verdict))
-    outcome = score_test(scored_inputs, threshold)
+    outcome = score_test(scored_inputs, threshold, transcript.error)
     scored = TestScored(
         test_id=test.id,
         target=target,

@@ -197,8 +197,16 @@ def gate_note(grader: str, score: float, required: bool | float, min_score: floa
     return f"required grader {grader} {why}: score 0"
 
 
-def score_test(verdicts: Sequence[tuple[_ScoredSpec, GraderResult]], threshold: float) -> TestOutcome:
-    """The test outcome for graded results (``negate`` already applied)."""
+def score_test(
+    verdicts: Sequence[tuple[_ScoredSpec, GraderResult]], threshold: float, answer_error: str | None = None
+) -> TestOutcome:
+    """The test outcome for graded results (``negate`` already applied). ``answer_error``: the target's
+    error, when a result that failed is graded all the same (an errored Inspect sample, as ``inspect score``
+    grades it): scored as its graders say, it is the agent's execution error, which cannot pass, as a
+    run's agent failure (a regrade once passed it, and ``compare`` counted it fail->pass)."""
+    if answer_error is not None:
+        graded = score_test(verdicts, threshold)
+        return replace(graded, passed=False, status="execution_error", error=answer_error, labels=failures.AGENT)
     entries = [
         _Entry(
             name=spec.name,

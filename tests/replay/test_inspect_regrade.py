@@ -77,9 +77,14 @@ def test_a_suite_level_code_grader_regrades_every_sample_with_its_input_output_a
     assert {(r["test_id"], r["attempt"]) for r in results} == set(samples)
     for r in results:
         sample = samples[(r["test_id"], r["attempt"])]
-        # Every sample is graded, an errored one from what it kept (its output empty), as `inspect score` does.
-        assert r["status"] != "execution_error", r
+        # Every sample is graded, an errored one from what it kept (its output empty), as `inspect score` does;
+        # that one stays the agent's execution error, which cannot pass (a regrade passed it).
+        assert (r["status"], r["passed"]) == (("execution_error", False) if sample.error else ("ok", True)) or (
+            not sample.error and r["status"] == "quality_failure"
+        ), r
         assert r["graders"] == {"exact": 1.0 if sample.output.completion.strip() == sample.target else 0.0}, r
+        if sample.error:
+            assert r["error"] == sample.error.message, r
     assert any(s.error for s in samples.values())
     # What the grader was given: each sample's input, output and target; an errored sample's error too.
     payloads = [json.loads(p.read_text()) for p in seen.iterdir()]
@@ -91,6 +96,27 @@ def test_a_suite_level_code_grader_regrades_every_sample_with_its_input_output_a
     # and its messages up to the error: the system prompt and the question, no answer
     failed = [p for p in payloads if p.get("error")]
     assert failed and all([m["role"] for m in p["messages"]] == ["system", "user"] for p in failed)
+
+
+def test_an_errored_sample_its_graders_pass_is_the_agents_execution_error_and_fails(tmp_path: Path) -> None:
+    """A negated `contains` passes an errored sample's empty output: the regrade passed the sample, and
+    `compare` counted it fail->pass, where a run's agent failure cannot pass whatever its score."""
+    db = str(tmp_path / "s.db")
+    eval_file = _suite(tmp_path, "  - {name: no-swearing, type: contains, value: damn, negate: true}\n")
+    run_id = _ok(_cli(db, "import", str(LOGS / "arithmetic.eval"), "--json"))["run_id"]
+    replay = _cli(db, "replay", run_id, "--eval", str(eval_file), "--json")
+    assert replay.exit_code == 1, replay.output  # the errored sample fails the replay
+    outcome = json.loads(replay.stdout)
+    results = {(r["test_id"], r["attempt"]): r for r in _ok(_cli(db, "show", outcome["run_id"], "--json"))["results"]}
+    errored = {key for key, sample in _samples(LOGS / "arithmetic.eval").items() if sample.error}
+    assert errored
+    for key, r in results.items():
+        assert r["graders"] == {"no-swearing": 1.0}, r
+        assert (r["score"], r["passed"], r["status"]) == (
+            (1.0, False, "execution_error") if key in errored else (1.0, True, "ok")
+        )
+    flipped = {(f["test_id"], f["attempt"]) for f in outcome["comparison"]["flipped"] if f["flip"] == "fail->pass"}
+    assert flipped and not flipped & errored  # the others' grader changed; the errored ones still fail
 
 
 def test_tests_selects_samples_and_compare_pairs_a_grader_named_as_inspects(tmp_path: Path) -> None:
