@@ -688,10 +688,15 @@ def regression(
     With ``clustered`` (the ``--cluster-by`` key and the difference clustered by it), that interval is
     the one gated on: tests sharing the key are not independent, and the bootstrap over tests would be
     too narrow. ``flip``: at least one test flipped pass -> fail. ``any``: either. Both count paired
-    tests, a test's attempts averaged (``Comparison.units``).
+    tests, a test's attempts averaged (``Comparison.units``). Runs that both hold results and pair none fail every
+    gate.
     """
     if mode not in REGRESSION_MODES:
         raise CompareError(f"regression mode: expected one of {', '.join(REGRESSION_MODES)}, got {mode!r}")
+    if not comparison.tests and comparison.only_in_a and comparison.only_in_b:
+        # Both runs hold results and none pairs (other suites, other targets): a gate with nothing to judge
+        # does not pass, where it passed them. A side with no result (a shard that got no test) is not this.
+        return True, "no result of the two runs pairs with the other's: the gate has nothing to judge"
     found: list[str] = []
     clear: list[str] = []
     if mode in ("ci", "any"):

@@ -201,7 +201,13 @@ def test_no_pairs() -> None:
     assert c.tests == [] and c.flipped == []
     assert c.only_in_a == [K1] and c.only_in_b == [K2]
     assert c.overall.score.note == c.overall.mcnemar.note == c.overall.kappa.note == "no pairs"
-    assert regression(c, "any") == (False, "no confidence interval (no pairs); no test flipped pass->fail")
+    # Both runs hold results and none pairs: the gate has nothing to judge, and does not pass.
+    assert regression(c, "any") == (
+        True,
+        "no result of the two runs pairs with the other's: the gate has nothing to judge",
+    )
+    only_a = compare(run("A", simple(K1, 1.0)), run("B"))  # B holds nothing (a shard given no test)
+    assert regression(only_a, "any") == (False, "no confidence interval (no pairs); no test flipped pass->fail")
 
 
 def test_empty_runs() -> None:
@@ -475,3 +481,13 @@ def test_a_graders_skipped_and_one_sided_counts_are_tests_like_its_n() -> None:
         run("B", simple(K1, 1.0, g=1.0), simple(K2, 1.0, g=1.0), result(K3, 1.0)),
     )
     assert (one.graders[0].skipped, one.graders[0].only_in_a, one.graders[0].only_in_b) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("mode", ["ci", "flip", "any"])
+def test_runs_that_pair_nothing_fail_every_gate(mode: str) -> None:
+    """Two runs of other suites pair no result: every gate passed them ("0 paired results", exit 0)."""
+    apart = compare(run("A", simple(("t1", None, 1), 1.0)), run("B", simple(("u1", None, 1), 1.0)))
+    assert regression(apart, mode) == (
+        True,
+        "no result of the two runs pairs with the other's: the gate has nothing to judge",
+    )
