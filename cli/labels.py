@@ -270,8 +270,8 @@ def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
     """Import labels from a CSV (with a header) or JSONL file; a bad row is FILE:LINE and nothing is written.
 
     Columns: run, test_id, target, attempt, grader, verdict (pass/fail), score (0-1), note, by,
-    labelled_at. test_id and verdict or score are required; run unless --run is given. Importing the
-    same file again records nothing new.
+    labelled_at. test_id and verdict or score are required; run unless --run is given. A label the store
+    holds already (the same file imported again, an export of this store) is not recorded again.
 
     \b
     Example:
@@ -281,16 +281,14 @@ def import_labels(ctx, file, run) -> None:  # type: ignore[no-untyped-def]
 
     store = open_store(ctx, create=False)
     items, ids = read_label_file(file)
-    ids = list(ids)
-    there = len(store.get_events([i for i in ids if i]))  # ids are the rows' own: a row imported before is kept
-    events = record_labels(store, items, run=run, ids=ids)
+    # A label the store holds already (this file imported before, or an export of this store) is left out.
+    events = record_labels(store, items, run=run, ids=list(ids), skip_present=True)
     runs = sorted({e.run_id for e in events})
     for warning in label_warnings(store, events):
         note(f"warning: {warning}")
-    if there:
-        note(
-            f"imported {len(events) - there} new label(s) for {', '.join(runs)}; {there} already imported from this file"
-        )
+    if there := len(items) - len(events):
+        where = f" for {', '.join(runs)}" if runs else ""
+        note(f"imported {len(events)} new label(s){where}; {there} already in the store")
     else:
         note(f"imported {len(events)} label(s) for {', '.join(runs) or 'no run'}")
 

@@ -243,16 +243,25 @@ def label_run(store: EventStore, ref: str) -> str:
 
 
 def record_labels(
-    store: EventStore, items: Iterable[LabelInput], *, run: str | None = None, ids: Iterable[str] | None = None
+    store: EventStore,
+    items: Iterable[LabelInput],
+    *,
+    run: str | None = None,
+    ids: Iterable[str] | None = None,
+    skip_present: bool = False,
 ) -> list[LabelRecorded]:
     """Check every label against the store, then append them, one transaction per labelled run.
 
     Every item is checked before anything is written, so a bad one (named by its source line, when it
     has one) leaves the store as it was. ``ids`` gives deterministic event ids (an import's), so the same
-    file imported twice records its labels once.
+    file imported twice records its labels once. ``skip_present`` (an import): a label the store holds
+    already, by its id or as the same label (:func:`_identity`: an export of this store imported back into
+    it), is left out; the labels returned are those appended.
     """
     items = list(items)
     id_list = list(ids) if ids is not None else [None] * len(items)
+    stored = set(store.get_events([i for i in id_list if i])) if skip_present else set()
+    present: dict[str, set[tuple]] = {}
     bases: dict[str, str] = {}
     runs: dict[str, _Transcripts] = {}
     by_stream: dict[str, list[NewEvent]] = {}
@@ -272,11 +281,36 @@ def record_labels(
             event = _event(item, base, key, transcript)
         except (LabelError, NotFoundError) as exc:
             raise LabelError(f"{where}{exc}") from None
+        if skip_present:
+            if base not in present:
+                present[base] = {_identity(lab.label, lab.when) for lab in read_labels(store, base)}
+            if event_id in stored or (event.labelled_at and _identity(event, event.labelled_at) in present[base]):
+                continue
         events.append(event)
         by_stream.setdefault(label_stream(base), []).append(NewEvent(event, event_id))
     for stream, new in by_stream.items():
         store.append(stream, new)
     return events
+
+
+def _identity(label: LabelRecorded, when: str) -> tuple:
+    """What makes two labels the same label: the result and grader, who, what they said, and when (as a
+    time: an export writes it as stored, a spreadsheet may write it otherwise)."""
+    try:
+        at: object = datetime.fromisoformat(when.replace("Z", "+00:00"))
+    except ValueError:
+        at = when
+    return (
+        label.test_id,
+        label.target,
+        label.attempt,
+        label.grader,
+        label.by,
+        label.verdict,
+        label.score,
+        label.note,
+        at,
+    )
 
 
 GRADERS_NAMED = 10

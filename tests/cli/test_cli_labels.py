@@ -38,7 +38,12 @@ def test_label_import_list_agreement_and_compare(tmp_path: Path) -> None:
     first = _cli(db, "labels", "import", str(f), "--run", "rpl-good")
     assert first.exit_code == 0 and f"imported {len(HUMANS)} label(s) for rec-1" in first.stderr
     again = _cli(db, "labels", "import", str(f), "--run", "rpl-good")  # nothing new: it says so
-    assert f"imported 0 new label(s) for rec-1; {len(HUMANS)} already imported from this file" in again.stderr
+    assert f"imported 0 new label(s); {len(HUMANS)} already in the store" in again.stderr
+    exported = tmp_path / "exported.jsonl"
+    assert _cli(db, "labels", "export", "-o", str(exported)).exit_code == 0
+    back = _cli(db, "labels", "import", str(exported))  # an export of this store: the same labels (it doubled them)
+    assert f"imported 0 new label(s); {len(HUMANS)} already in the store" in back.stderr
+    assert len(json.loads(_cli(db, "labels", "rec-1", "--json", "--all").stdout)) == len(HUMANS)
     r = _cli(db, "label", "rec-1", "t00", "--fail", "--by", "bob", "--note", "wrong total")
     assert r.exit_code == 0 and "labelled t00 fail by bob" in r.stdout
     listed = json.loads(_cli(db, "labels", "rpl-same", "--json").stdout)
