@@ -322,8 +322,15 @@ def _changed_one(t: FlippedTest, anchor: str) -> str:
     )
 
 
-def _changed(changed: list[FlippedTest], anchors: dict[TestRow, str], a: RunResults, b: RunResults) -> Iterator[str]:
-    head = f"<h2>Changed tests ({len(changed)})</h2>"
+def _changed(
+    changed: list[FlippedTest], anchors: dict[TestRow, str], a: RunResults, b: RunResults, per_attempt: bool
+) -> Iterator[str]:
+    # Per attempt where a test has several (the terminal's "changed tests" counts tests, attempts averaged).
+    head = (
+        f"<h2>Changed results ({len(changed)}: each attempt of a test apart)</h2>"
+        if per_attempt
+        else f"<h2>Changed tests ({len(changed)})</h2>"
+    )
     if not changed:
         yield head + '<p class="note">No test\'s score or grader verdicts changed between A and B.</p>'
         return
@@ -460,7 +467,7 @@ def iter_html(
     yield _summary(comparison, len(changed)) + _graders(comparison) + _agreement(agreement)
     yield _chart(comparison, anchors)
     del anchors
-    yield from _changed(changed, shown, a, b)
+    yield from _changed(changed, shown, a, b, len(comparison.units) != len(comparison.tests))
     yield _assertion_diffs(comparison.assertion_diffs)
     yield from _every_test(comparison, a, b)
     yield _key_list("Only in run A", comparison.only_in_a) + _key_list("Only in run B", comparison.only_in_b)

@@ -254,3 +254,14 @@ def test_empty_comparison_renders() -> None:
     assert "0 paired results" in html
     assert "No paired results." in html and "No grader verdicts." in html
     assert "No test's score or grader verdicts changed" in html
+
+
+def test_a_test_of_several_attempts_is_counted_as_results_where_the_terminal_counts_tests() -> None:
+    """Three attempts of one test changed: "Changed tests (3)" beside the terminal's "changed tests (1 of 1)"."""
+    keys: list[Key] = [("t", None, attempt) for attempt in (1, 2, 3)]
+    a = run("A", *(result(k, 0.9, verdict(k, "g", 0.9, [])) for k in keys))
+    b = run("B", *(result(k, 0.2, verdict(k, "g", 0.2, [])) for k in keys))
+    html = report(a, b)
+    assert "<h2>Changed results (3: each attempt of a test apart)</h2>" in html and "Changed tests (" not in html
+    one = report(run("A", result(keys[0], 0.9)), run("B", result(keys[0], 0.2)))
+    assert "<h2>Changed tests (1)</h2>" in one
