@@ -434,11 +434,18 @@ def emit_comparison(
 
     if html_path:
         from evalstore.replay.analysis.report_html import iter_html
+        from evalstore.replay.analysis.views import describe_swaps, run_started
 
         a, b = results or (load_scores(store, comparison.run_a), load_scores(store, comparison.run_b))
+        # What each run swapped to regrade its parent (`runs`' "changes"): a report of a replay says it.
+        changes = {
+            run: describe_swaps(run_started(store, run.split("@", 1)[0]).overrides)
+            for run in (comparison.run_a, comparison.run_b)
+        }
         with replacing(html_path) as page:  # a report cut short (disk full, Ctrl-C) leaves the old one
             title = f"{comparison.run_a} vs {comparison.run_b}"
-            page.writelines(iter_html(comparison, a, b, title=title, agreement=(extra or {}).get("agreement")))
+            agreement = (extra or {}).get("agreement")
+            page.writelines(iter_html(comparison, a, b, title=title, agreement=agreement, changes=changes))
         note(f"wrote {html_path}")
     extra = extra or {}
     if as_json:

@@ -133,6 +133,16 @@ def _summary(c: Comparison, changed: int) -> str:
     )
 
 
+def _swaps(c: Comparison, changes: dict[str, list[str]]) -> str:
+    """A line per run that regraded its parent with something swapped: what (a threshold, a preprocessor,
+    a prompt), which its scores alone do not say (a threshold alone flips tests with every score the same)."""
+    return "".join(
+        f"<p>Run {side} <code>{_e(run)}</code> regraded its parent with: {_e('; '.join(changes[run]))}.</p>"
+        for side, run in (("A", c.run_a), ("B", c.run_b))
+        if changes.get(run)
+    )
+
+
 def _graders(c: Comparison) -> str:
     if not c.graders:
         return '<h2>Graders</h2><p class="note">No grader verdicts.</p>'
@@ -435,10 +445,11 @@ def render_html(
     *,
     title: str,
     agreement: list[AgreementDifference] | None = None,
+    changes: dict[str, list[str]] | None = None,
 ) -> str:
     """The whole report as one HTML document that needs nothing but itself to display (:func:`iter_html`
     joined)."""
-    return "".join(iter_html(comparison, a, b, title=title, agreement=agreement))
+    return "".join(iter_html(comparison, a, b, title=title, agreement=agreement, changes=changes))
 
 
 def iter_html(
@@ -448,8 +459,10 @@ def iter_html(
     *,
     title: str,
     agreement: list[AgreementDifference] | None = None,
+    changes: dict[str, list[str]] | None = None,
 ) -> Iterator[str]:
-    """The report in pieces, to be written as they come.
+    """The report in pieces, to be written as they come. ``changes``: by run id, what a run swapped to
+    regrade its parent (``views.describe_swaps``), said under the summary.
 
     ``a`` and ``b`` are the results the comparison was built from: the report shows their verdicts. Runs
     read from the projections (:func:`evalstore.replay.material.load_scores`) are enough: the verdicts of
@@ -464,7 +477,8 @@ def iter_html(
         f"<title>{_e(title)}</title><style>{_CSS}</style></head>"
         f"<body><h1>{_e(title)}</h1>"
     )
-    yield _summary(comparison, len(changed)) + _graders(comparison) + _agreement(agreement)
+    yield _summary(comparison, len(changed)) + _swaps(comparison, changes or {}) + _graders(comparison)
+    yield _agreement(agreement)
     yield _chart(comparison, anchors)
     del anchors
     yield from _changed(changed, shown, a, b, len(comparison.units) != len(comparison.tests))

@@ -265,3 +265,12 @@ def test_a_test_of_several_attempts_is_counted_as_results_where_the_terminal_cou
     assert "<h2>Changed results (3: each attempt of a test apart)</h2>" in html and "Changed tests (" not in html
     one = report(run("A", result(keys[0], 0.9)), run("B", result(keys[0], 0.2)))
     assert "<h2>Changed tests (1)</h2>" in one
+
+
+def test_what_a_replay_swapped_is_said_under_the_summary() -> None:
+    """A replay's --html report did not say it regraded at another threshold, which flips tests alone."""
+    k: Key = ("t", None, 1)
+    a, b = run("rec-1", result(k, 0.6)), run("rpl-2", result(k, 0.6))
+    html = render_html(compare(a, b), a, b, title="t", changes={"rec-1": [], "rpl-2": ["threshold 0.5"]})
+    assert "<p>Run B <code>rpl-2</code> regraded its parent with: threshold 0.5.</p>" in html
+    assert "Run A <code>rec-1</code> regraded" not in html
