@@ -38,6 +38,15 @@ def _echo_prompt(prompt: object) -> None:
         echo(f"      --- {m.role} ---\n{m.text}")
 
 
+def _readable(record: str) -> str:
+    """A source record for people: JSON (an Inspect sample, stored compact: one line of 70 KB) indented,
+    anything else as stored. ``--json`` keeps the stored text."""
+    try:
+        return json.dumps(json.loads(record), indent=2, ensure_ascii=False)
+    except ValueError:
+        return record
+
+
 def print_audit(report: dict, *, show_prompt: bool = False, show_source: bool = False) -> None:
     r = report["run"]
     echo(f"run {r['run_id']}  kind={r['kind']}  parent={r['parent_run_id'] or '-'}  evalstore {r['evalstore_version']}")
@@ -136,8 +145,10 @@ def print_audit(report: dict, *, show_prompt: bool = False, show_source: bool = 
         if tr:
             echo(
                 f"  transcript {tr['event_id']} in run {tr['run_id']}: messages={_short(tr['messages_sha256'])}"
-                f"{_mark(tr['blob'])} status={tr['status']} exit={tr['exit_code']}"
+                f"{_mark(tr['blob'])} status={tr['status']}"
+                + (f" exit={tr['exit_code']}" if tr["exit_code"] is not None else "")
                 + (f" (target call {tr['provider_attempt']})" if tr["provider_attempt"] else "")
+                + (f" — {_one(tr['error'])}" if tr.get("error") else "")
             )
             if tr.get("source_record_sha256"):
                 echo(
@@ -146,7 +157,7 @@ def print_audit(report: dict, *, show_prompt: bool = False, show_source: bool = 
                     + ("" if show_source else "; --show-source prints it")
                 )
                 if show_source and tr.get("source_record") is not None:
-                    echo(f"    --- source record ---\n{tr['source_record']}")
+                    echo(f"    --- source record ---\n{_readable(tr['source_record'])}")
         else:
             echo("  transcript: none recorded")
         ws = t.get("workspace")

@@ -172,6 +172,7 @@ def _audit_material(
             "blob": checks.check(t.messages_sha256),
             "status": t.status,
             "exit_code": t.exit_code,
+            "error": t.error,
             "token_usage": t.token_usage,
             "duration_ms": t.duration_ms,
             "source": _source(t.source, origin),

@@ -170,4 +170,24 @@ def test_audit_names_an_imported_sample_s_stored_record_checks_it_and_prints_it(
     assert f"  source record {digest[:12]} (the result as its source wrote it: an Inspect sample)" in shown.stdout
     assert "--show-source prints it" in shown.stdout and "--- source record ---" not in shown.stdout
     printed = evalstore(db, "audit", run, "1", "--show-source")
-    assert f"    --- source record ---\n{transcript['source_record']}\n" in printed.stdout
+    # Indented for people (it is stored as one line of JSON: 70 KB for a sample with a traceback).
+    indented = json.dumps(json.loads(transcript["source_record"]), indent=2, ensure_ascii=False)
+    assert f"    --- source record ---\n{indented}\n" in printed.stdout and '\n  "sample": {\n' in printed.stdout
+
+
+def test_audit_of_an_errored_sample_says_its_error(tmp_path: Path) -> None:
+    """`audit` printed `status=error exit=None` and no word of what failed."""
+    from inspect_ai.log import read_eval_log_samples
+
+    log = LOGS / "arithmetic.eval"
+    errored = [s for s in read_eval_log_samples(log, all_samples_required=False) if s.error]
+    assert errored
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    run = json.loads(evalstore(db, "import", str(log), "--json").stdout)["run_id"]
+    sample = errored[0]
+    shown = evalstore(db, "audit", run, str(sample.id))  # every epoch of the sample
+    assert shown.exit_code == 0, shown.output
+    failed = [line for line in shown.stdout.splitlines() if line.startswith("  transcript ") and "status=error" in line]
+    first = sample.error.message.splitlines()[0]
+    assert failed and all("status=error — " in line and "exit=" not in line for line in failed), failed
+    assert any(first in line for line in failed), failed
