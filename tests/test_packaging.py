@@ -223,7 +223,7 @@ runs = client.get("/runs")
 assert runs.status_code == 200 and "Runs" in runs.text, runs.text
 run = client.get("/runs/last", follow_redirects=True)
 assert run.status_code == 200 and 'id="histogram"' in run.text, run.text
-for name in ("viewer.css", "viewer.js"):
+for name in ("viewer.css", "viewer.js", "favicon.svg"):
     static = client.get("/static/" + name)
     assert static.status_code == 200 and static.content, name
 import evalstore.viewer

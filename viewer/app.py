@@ -108,6 +108,16 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+def _messages(value: Any) -> bool:
+    """Whether a value is a list of chat messages (AgentV's ``expected_output`` often is), shown as the
+    input's are rather than as JSON."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value)
+    )
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=PackageLoader("evalstore.viewer", "templates"),
@@ -115,6 +125,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.tests["messages"] = _messages
     env.filters.update(
         score=_score,
         size=_size,

@@ -336,3 +336,32 @@ def test_a_graders_mean_leaves_out_the_verdicts_that_failed_to_run(tmp_path: Pat
     broken_row = re.search(r"<tr><td><a [^>]*>broken</a></td>(.*?)</tr>", table).group(1)
     assert '<td class="num">-</td>' in broken_row
     store.close()
+
+
+def test_a_failed_answer_says_why_it_has_no_verdicts_and_expected_messages_show_as_messages(tmp_path: Path) -> None:
+    """An errored result's test page had a "Verdicts" heading with nothing under it; an expected output of
+    chat messages (AgentV's) showed as JSON with literal \\n escapes; every page asked for a favicon (404)."""
+    from evalstore.store.events import RunCompleted, RunStarted, TestCaseRecorded, TestScored, TranscriptRecorded
+
+    store = EventStore.open(f"sqlite:///{tmp_path / 'failed.db'}")
+    expected = [{"role": "assistant", "content": "def add(a, b):\n    return a + b"}]
+    store.append(
+        "r1",
+        [
+            RunStarted(run_id="r1", kind="recorded", suite="s", tool_version="test"),
+            TestCaseRecorded(test_id="t", input=[{"role": "user", "content": "add"}], expected_output=expected),
+            TranscriptRecorded(test_id="t", messages_sha256=None, status="error", error="the agent crashed: boom"),
+            TestScored(test_id="t", score=0.0, passed=False, status="execution_error", threshold=0.8),
+            RunCompleted(tests=1, passed=0, failed=0, errors=1, mean_score=0.0),
+        ],
+    )
+    with TestClient(create_app(store), base_url="http://127.0.0.1") as client:
+        page = client.get("/runs/r1/tests/t").text
+        icon = client.get("/static/favicon.svg")
+    store.close()
+    assert 'id="no-verdicts-1">No grader graded this result: the answer failed (the agent crashed: boom).' in page
+    shown = page[page.index("<h4>expected output</h4>") :]
+    assert shown.index('<div class="message role-assistant">') < shown.index("<h4>", 5)
+    assert "def add(a, b):\n    return a + b" in shown and "\\n" not in shown[: shown.index("<h4>", 5)]
+    assert '<link rel="icon" href="/static/favicon.svg"' in page
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
