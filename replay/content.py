@@ -125,15 +125,16 @@ def expected_messages(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str) or (isinstance(value, dict) and "role" not in value):
         messages = [{"role": "assistant", "content": value}]
     elif isinstance(value, dict):
-        messages = [value] if _is_test_message(value) else []
+        messages = [value] if is_test_message(value) else []
     elif value and isinstance(value[0], dict) and "role" in value[0]:
-        messages = [m for m in value if _is_test_message(m)]
+        messages = [m for m in value if is_test_message(m)]
     else:
         messages = [{"role": "assistant", "content": value}]
     return [_expected_segment(m) for m in messages]
 
 
-def _is_test_message(value: Any) -> bool:
+def is_test_message(value: Any) -> bool:
+    """Whether a value is one message of a test as AgentV reads them (a role and content, or tool calls)."""
     if not isinstance(value, dict) or value.get("role") not in _TEST_ROLES:
         return False
     content = value.get("content")

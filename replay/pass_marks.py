@@ -15,10 +15,12 @@ threshold alone (an Inspect scorer's, pass@k over trials, a conversation missing
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from evalstore.replay.analysis.views import ResultKey, result_key
 from evalstore.replay.evalfile.parser import DEFAULT_THRESHOLD as AGENTV_DEFAULT
-from evalstore.replay.grading.scoring import effective_threshold
+from evalstore.replay.grading.errored import left_out_of_score
+from evalstore.replay.grading.scoring import effective_threshold, weighted_mean
 from evalstore.store import EventStore
 
 _JUDGED = ("ok", "quality_failure")
@@ -26,17 +28,18 @@ _JUDGED = ("ok", "quality_failure")
 
 
 def marked_otherwise(
-    store: EventStore,
+    results: list[dict[str, Any]],
     run_id: str,
     threshold: float,
     own: Mapping[str, float | None],
     keys: Collection[ResultKey],
 ) -> str | None:
-    """A warning naming the results of the AgentV run ``run_id`` among ``keys`` whose pass or fail is not what
-    ``threshold`` (a test's own in ``own``, by test id) makes of their score; None when there are none."""
+    """A warning naming the results of the AgentV run ``run_id`` (``results``: its results projection's
+    rows) among ``keys`` whose pass or fail is not what ``threshold`` (a test's own in ``own``, by test id)
+    makes of their score; None when there are none."""
     otherwise = [
         r
-        for r in store.query("results", run_id=run_id)
+        for r in results
         if r["status"] in _JUDGED
         and r["score"] is not None
         and r["test_id"] in own
@@ -62,34 +65,33 @@ def marked_otherwise(
     )
 
 
-def scored_zero(store: EventStore, run_id: str, keys: Collection[ResultKey]) -> str | None:
-    """A warning naming the results of the AgentV run ``run_id`` among ``keys`` that AgentV scored 0 because a
-    grader of theirs failed to run (its verdict ``skip``: a judge's reply it could not parse) while their other
-    graders' weighted mean is not 0. evalstore leaves such a grader out of the mean (``scoring._aggregate``,
-    docs/usage.md "Execution errors"), so a regrade that grades them as they were scores them that mean, and
-    ``compare`` counts them changed (a win) with no grader changed. None when there are none."""
-    zeroed = {
-        key: r
-        for r in store.query("results", run_id=run_id)
+def scored_zero(
+    store: EventStore, results: list[dict[str, Any]], run_id: str, keys: Collection[ResultKey]
+) -> str | None:
+    """A warning naming the results of the AgentV run ``run_id`` (``results``: its results projection's rows)
+    among ``keys`` that AgentV scored 0 because a grader of theirs failed to run (its verdict ``skip``: a
+    judge's reply it could not parse) while their other graders' weighted mean is not 0. evalstore leaves
+    such a grader out of the mean (``scoring._aggregate``, docs/usage.md "Execution errors"), so a regrade
+    that grades them as they were scores them that mean, and ``compare`` counts them changed (a win) with no
+    grader changed. None when there are none."""
+    zeroed = [  # in the run's order: the first named is its first such result
+        key
+        for r in results
         if r["status"] == "execution_error"
         and r["score"] == 0
         and (key := result_key(r["test_id"], r["target"], r["attempt"])) in keys
-    }
+    ]
     if not zeroed:
         return None
-    by_result: dict[ResultKey, list[dict]] = {}
+    by_result: dict[ResultKey, list[dict[str, Any]]] = {}
     for v in store.verdicts_of(run_id, {k[0] for k in zeroed}):
         by_result.setdefault(result_key(v["test_id"], v["target"], v["attempt"]), []).append(v)
     means = {}
     for key in zeroed:
         verdicts = by_result.get(key, [])
-        counted = [v for v in verdicts if v["status"] == "ok"]
-        weight = sum(v["weight"] for v in counted)
-        if (
-            weight > 0
-            and len(counted) < len(verdicts)
-            and (mean := sum(v["score"] * v["weight"] for v in counted) / weight)
-        ):
+        counted = [(v["score"], v["weight"]) for v in verdicts if not left_out_of_score(v["status"])]
+        errored = any(v["status"] == "execution_error" for v in verdicts)
+        if errored and (mean := weighted_mean(counted)):
             means[key] = mean
     if not means:
         return None

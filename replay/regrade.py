@@ -604,9 +604,10 @@ def _agentv_scores(
     if not regraded or not agentv:
         return []
     own = {t.id: t.threshold for t in suite.tests}
+    results = store.query("results", run_id=parent.run_id)  # read once for both
     return [
-        None if options.threshold is not None else marked_otherwise(store, parent.run_id, threshold, own, regraded),
-        scored_zero(store, parent.run_id, regraded),
+        None if options.threshold is not None else marked_otherwise(results, parent.run_id, threshold, own, regraded),
+        scored_zero(store, results, parent.run_id, regraded),
     ]
 
 

@@ -30,7 +30,6 @@ from evalstore.store.location import (  # noqa: F401  (where a store is: importe
     find_store,
     locate,
     resolve_url,
-    sqlite_target,
 )
 
 _READ_ONLY_URI = {"mode": "ro", "uri": "true"}
@@ -86,7 +85,7 @@ def _engine(location: Location, create: bool) -> Engine:
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        path, read_only = sqlite_target(url)
+        path, read_only = location.path, location.read_only  # as locate read them (location.sqlite_target)
         target: str | URL = url
         if path is not None:
             if path.is_dir():

@@ -84,8 +84,7 @@ def is_locked_out(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite's "database is locked": another connection (another evalstore command)
     held the store's write lock past the busy timeout. Nothing is wrong with the store; the command can be
     run again once the other has finished."""
-    code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
+    return _sqlite_code(exc) in (SQLITE_BUSY, SQLITE_LOCKED)
 
 
 SQLITE_READONLY = 8
@@ -95,8 +94,13 @@ SQLITE_READONLY = 8
 def is_read_only(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite refusing a write to a store opened read-only (``mode=ro`` in ``--db``) or
     whose file or folder cannot be written: running the command again does not help."""
+    return _sqlite_code(exc) == SQLITE_READONLY
+
+
+def _sqlite_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of a driver error, raw or under SQLAlchemy's (``orig``); else None."""
     code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF == SQLITE_READONLY
+    return code & 0xFF if isinstance(code, int) else None
 
 
 def error_line(exc: BaseException) -> str:

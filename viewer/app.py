@@ -45,6 +45,7 @@ from evalstore.replay.analysis.cases import RunCases
 from evalstore.replay.analysis.per_test import key_label
 from evalstore.replay.analysis.prompts import prompt_messages
 from evalstore.replay.analysis.views import resolve_run
+from evalstore.replay.content import is_test_message
 from evalstore.replay.errors import NotFoundError, ReplayError
 from evalstore.replay.grading.errored import left_out_of_score
 from evalstore.replay.labels import LabelInput, record_labels
@@ -111,11 +112,7 @@ def _pretty(value: Any) -> str:
 def _messages(value: Any) -> bool:
     """Whether a value is a list of chat messages (AgentV's ``expected_output`` often is), shown as the
     input's are rather than as JSON."""
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value)
-    )
+    return isinstance(value, list) and bool(value) and all(is_test_message(m) for m in value)
 
 
 def _environment() -> Environment:

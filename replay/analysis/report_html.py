@@ -481,7 +481,7 @@ def iter_html(
     yield _agreement(agreement)
     yield _chart(comparison, anchors)
     del anchors
-    yield from _changed(changed, shown, a, b, len(comparison.units) != len(comparison.tests))
+    yield from _changed(changed, shown, a, b, comparison.averaged)
     yield _assertion_diffs(comparison.assertion_diffs)
     yield from _every_test(comparison, a, b)
     yield _key_list("Only in run A", comparison.only_in_a) + _key_list("Only in run B", comparison.only_in_b)

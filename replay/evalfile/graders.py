@@ -209,11 +209,10 @@ def parse_grader(
     hands to its grader registry as written (no ``_`` read as ``-``, no ``rubrics``, no deprecation skip)."""
     obj = expect_mapping(item, where, "an assertion (a string or an object with `type`)")
     written = obj.get("type")
-    if written is not None and not isinstance(written, str) and not as_written:
-        written = None  # AgentV 4.42.4 skips an entry whose type is no string as one with none
-    if written is None and not as_written:
-        # AgentV 4.42.4 skips the entry with a warning and runs the rest (grader-parser.ts), so a run of the
-        # file exists: the file is loaded as AgentV loaded it, and the warning says which key was meant.
+    if not isinstance(written, str) and not as_written:
+        # AgentV 4.42.4 skips an entry with no type, or one that is no string, with a warning and runs the
+        # rest (grader-parser.ts), so a run of the file exists: the file is loaded as AgentV loaded it, and
+        # the warning says which key was meant.
         typo = difflib.get_close_matches("type", [str(k) for k in obj], n=1, cutoff=0.5)
         meant = f" (`{typo[0]}`: did you mean `type`?)" if typo and typo[0] != "type" else ""
         skip_as_agentv(ctx, where, lambda test: f"Skipping evaluator with invalid type in '{test}'{meant}")

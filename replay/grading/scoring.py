@@ -143,8 +143,7 @@ def explain_score(
     parts = []
     gated = _gated(((v, v.required, v.min_score) for v in counted), threshold)
     if gated is None and score == 0 and not any(v.required for v in counted):
-        weight = sum(v.weight for v in counted)
-        mean = sum(v.score * v.weight for v in counted) / weight if weight > 0 else 0.0
+        mean = weighted_mean((v.score, v.weight) for v in counted)
         # (A conversation's score is its turns' mean, min or max: a 0 there says nothing of a gate.)
         if mean > 0 and not any(is_conversation_verdict(v.grader) for v in counted):
             found = specs() if specs is not None else None
@@ -204,9 +203,6 @@ def score_test(
     error, when a result that failed is graded all the same (an errored Inspect sample, as ``inspect score``
     grades it): scored as its graders say, it is the agent's execution error, which cannot pass, as a
     run's agent failure (a regrade once passed it, and ``compare`` counted it fail->pass)."""
-    if answer_error is not None:
-        graded = score_test(verdicts, threshold)
-        return replace(graded, passed=False, status="execution_error", error=answer_error, labels=failures.AGENT)
     entries = [
         _Entry(
             name=spec.name,
@@ -221,7 +217,10 @@ def score_test(
         for spec, result in verdicts
         if result.status != UNSCORED  # no score, no error: left out
     ]
-    return _aggregate(entries, threshold)
+    outcome = _aggregate(entries, threshold)
+    if answer_error is not None:
+        return replace(outcome, passed=False, status="execution_error", error=answer_error, labels=failures.AGENT)
+    return outcome
 
 
 def score_recorded(scores: list[dict[str, Any]], threshold: float = 0.8) -> TestOutcome | None:
@@ -259,7 +258,7 @@ def _aggregate(entries: list[_Entry], threshold: float) -> TestOutcome:
     # a judgement of quality); the test still reports execution_error and cannot pass.
     errored = [e for e in entries if e.errored]
     graded = [e for e in entries if not e.errored]
-    score = _weighted_mean(graded)
+    score = weighted_mean((e.score, e.weight) for e in graded)
     for entry in graded:
         gate = required_gate(entry.required, entry.min_score, threshold)
         if gate is not None and entry.score < gate:
@@ -281,11 +280,14 @@ def _aggregate(entries: list[_Entry], threshold: float) -> TestOutcome:
     return TestOutcome(score=score, passed=passed, status="ok" if passed else "quality_failure")
 
 
-def _weighted_mean(entries: list[_Entry]) -> float:
-    total_weight = sum(e.weight for e in entries)
+def weighted_mean(scores: Iterable[tuple[float, float]]) -> float:
+    """The weighted mean of ``(score, weight)`` pairs: a test's score from the graders that count; 0 when
+    their weights sum to 0."""
+    pairs = list(scores)
+    total_weight = sum(weight for _, weight in pairs)
     if total_weight <= 0:
         return 0.0
-    return sum(e.score * e.weight for e in entries) / total_weight
+    return sum(score * weight for score, weight in pairs) / total_weight
 
 
 def produced_now() -> str:
